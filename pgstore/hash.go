@@ -1,0 +1,23 @@
+package pgstore
+
+import (
+	"encoding/binary"
+
+	"github.com/zeebo/xxh3"
+)
+
+// Hash is the identity under which a transactionId is deduplicated: the
+// 16-byte xxh3_128 of its bytes, high 64 bits then low 64 bits, big-endian.
+// The broker and SQL compare these same 16 bytes, so a collision is by
+// definition a duplicate.
+type Hash [16]byte
+
+// HashTxnID computes the Hash of a transactionId. It is the one place the
+// identity is defined.
+func HashTxnID(txnID string) Hash {
+	sum := xxh3.HashString128(txnID)
+	var h Hash
+	binary.BigEndian.PutUint64(h[:8], sum.Hi)
+	binary.BigEndian.PutUint64(h[8:], sum.Lo)
+	return h
+}

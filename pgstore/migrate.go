@@ -1,0 +1,145 @@
+package pgstore
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"io/fs"
+	"regexp"
+	"sort"
+	"strconv"
+
+	"github.com/jackc/pgx/v5"
+)
+
+//go:embed migrations/*.up.sql
+var migrationFS embed.FS
+
+// migrationLockKey serializes migrations across gateways starting at once
+// (pg_advisory_lock is held for the session that migrates).
+const migrationLockKey = 0x717565656e676174 // "queengat"
+
+// Migration is one numbered schema change.
+type Migration struct {
+	Version int
+	Name    string
+	SQL     string
+}
+
+var migrationName = regexp.MustCompile(`^(\d{3})_([a-z0-9_]+)\.up\.sql$`)
+
+// Migrations lists the embedded migrations in version order.
+func Migrations() ([]Migration, error) {
+	entries, err := fs.ReadDir(migrationFS, "migrations")
+	if err != nil {
+		return nil, err
+	}
+	var out []Migration
+	for _, e := range entries {
+		m := migrationName.FindStringSubmatch(e.Name())
+		if m == nil {
+			return nil, fmt.Errorf("pgstore: migration file %q is not named NNN_name.up.sql", e.Name())
+		}
+		v, _ := strconv.Atoi(m[1])
+		sql, err := migrationFS.ReadFile("migrations/" + e.Name())
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Migration{Version: v, Name: m[2], SQL: string(sql)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Version < out[j].Version })
+	for i, m := range out {
+		if m.Version != i+1 {
+			return nil, fmt.Errorf("pgstore: migration versions must run 1, 2, 3, …; found %d at position %d", m.Version, i+1)
+		}
+	}
+	return out, nil
+}
+
+// Migrate brings the schema up to date on conn. It is idempotent and safe to
+// run from several processes at once: a session advisory lock serializes
+// them, and each migration is applied and recorded in one transaction. It
+// returns the versions it applied.
+func Migrate(ctx context.Context, conn *pgx.Conn) (applied []int, err error) {
+	migrations, err := Migrations()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", int64(migrationLockKey)); err != nil {
+		return nil, fmt.Errorf("pgstore: take migration lock: %w", err)
+	}
+	defer func() {
+		// A failed unlock is harmless: the lock goes with the session.
+		_, _ = conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", int64(migrationLockKey))
+	}()
+
+	if _, err := conn.Exec(ctx, `
+		CREATE SCHEMA IF NOT EXISTS queen;
+		CREATE TABLE IF NOT EXISTS queen.migrations (
+			version    integer PRIMARY KEY,
+			name       text NOT NULL,
+			applied_at timestamptz NOT NULL DEFAULT now()
+		)`); err != nil {
+		return nil, fmt.Errorf("pgstore: create migrations table: %w", err)
+	}
+	done := map[int]bool{}
+	rows, err := conn.Query(ctx, "SELECT version FROM queen.migrations")
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: read migrations: %w", err)
+	}
+	versions, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: read migrations: %w", err)
+	}
+	for _, v := range versions {
+		done[int(v)] = true
+	}
+	for _, m := range migrations {
+		if done[m.Version] {
+			continue
+		}
+		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, m.SQL); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, "INSERT INTO queen.migrations (version, name) VALUES ($1, $2)", m.Version, m.Name)
+			return err
+		})
+		if err != nil {
+			return applied, fmt.Errorf("pgstore: migration %03d_%s: %w", m.Version, m.Name, err)
+		}
+		applied = append(applied, m.Version)
+	}
+	return applied, nil
+}
+
+// SchemaVersion is the highest applied migration, 0 when none is.
+func SchemaVersion(ctx context.Context, conn *pgx.Conn) (int, error) {
+	return schemaVersion(ctx, conn)
+}
+
+// LatestVersion is the version Migrate brings the schema to.
+func LatestVersion() int {
+	m, err := Migrations()
+	if err != nil || len(m) == 0 {
+		return 0
+	}
+	return m[len(m)-1].Version
+}
+
+type queryRower interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}
+
+func schemaVersion(ctx context.Context, q queryRower) (int, error) {
+	var exists bool
+	if err := q.QueryRow(ctx, "SELECT to_regclass('queen.migrations') IS NOT NULL").Scan(&exists); err != nil {
+		return 0, err
+	}
+	if !exists {
+		return 0, nil
+	}
+	var v int
+	err := q.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM queen.migrations").Scan(&v)
+	return v, err
+}

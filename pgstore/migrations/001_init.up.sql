@@ -1,0 +1,98 @@
+-- Schema of the exact log. See shared/spec/deduplication.md and DESIGN.md.
+
+CREATE TABLE queen.queues (
+    id                   bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    name                 text NOT NULL UNIQUE
+                         CHECK (name ~ '^[A-Za-z0-9_-]{1,128}$'),
+    -- 0 disables the probe; log_txns is written regardless.
+    dedup_window_seconds integer NOT NULL DEFAULT 3600 CHECK (dedup_window_seconds >= 0),
+    created_at           timestamptz NOT NULL DEFAULT now(),
+    updated_at           timestamptz NOT NULL DEFAULT now()
+);
+
+-- One row per (queue, partition). Its row lock is the per-partition write
+-- serializer: every push takes it FOR UPDATE before probing or allocating.
+CREATE TABLE queen.log_partitions (
+    id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    queue_id    bigint NOT NULL REFERENCES queen.queues (id),
+    name        text NOT NULL CHECK (name ~ '^[A-Za-z0-9_-]{1,128}$'),
+    -- The allocator: the highest offset handed out, -1 before the first.
+    last_offset bigint NOT NULL DEFAULT -1,
+    -- Purge watermark: log_txns rows covering offsets below it are gone.
+    txns_start  bigint NOT NULL DEFAULT 0,
+    created_at  timestamptz NOT NULL DEFAULT now(),
+    UNIQUE (queue_id, name)
+);
+
+-- The committed messages, one row per pushed frame: offsets
+-- base_offset..end_offset, element i of each array at base_offset + i - 1.
+-- A frame per push writes one heap tuple instead of one per message; lz4
+-- keeps the TOAST cost of large frames low (measured 7x faster than a row
+-- per message for 1000-message frames).
+CREATE TABLE queen.log_segments (
+    partition_id bigint NOT NULL REFERENCES queen.log_partitions (id),
+    base_offset  bigint NOT NULL,
+    end_offset   bigint NOT NULL,
+    created_at   timestamptz NOT NULL,
+    txn_ids      text[] COMPRESSION lz4 NOT NULL,
+    data         jsonb[] COMPRESSION lz4 NOT NULL,
+    PRIMARY KEY (partition_id, base_offset),
+    CHECK (end_offset >= base_offset)
+);
+
+-- One row per committed push per partition, written whatever the window:
+-- hashes[i] is the xxh3_128 of the transactionId at base_offset + i - 1.
+-- uuid[] rather than BYTEA: unnest of a uuid[] unrolls at ~0.35 us per hash
+-- against ~4.6 us for substring over a BYTEA (measured on 100,000 hashes).
+-- No index on the hashes: the probe unrolls the window, and the broker cache
+-- exists so that it rarely has to.
+CREATE TABLE queen.log_txns (
+    partition_id bigint NOT NULL REFERENCES queen.log_partitions (id),
+    base_offset  bigint NOT NULL,
+    end_offset   bigint NOT NULL,
+    created_at   timestamptz NOT NULL,
+    hashes       uuid[] NOT NULL,
+    PRIMARY KEY (partition_id, end_offset),
+    CHECK (end_offset - base_offset + 1 = cardinality(hashes))
+);
+
+-- log_unnest_hashes splits a hashes value into (idx, h), idx from 1.
+CREATE FUNCTION queen.log_unnest_hashes(hashes uuid[])
+RETURNS TABLE (idx integer, h uuid)
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
+    SELECT u.idx::integer, u.h FROM unnest(hashes) WITH ORDINALITY AS u(h, idx)
+$$;
+
+-- The BYTEA form (16-byte hashes concatenated, big-endian) for tools that
+-- hold hashes as raw bytes; the push path does not use it.
+CREATE FUNCTION queen.log_unnest_hashes(hashes bytea)
+RETURNS TABLE (idx integer, h uuid)
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
+    SELECT i + 1, encode(substring(hashes FROM i * 16 + 1 FOR 16), 'hex')::uuid
+    FROM generate_series(0, length(hashes) / 16 - 1) AS i
+$$;
+
+-- ensure_partition returns the partition, creating the queue (with the
+-- defaults) and the partition if they do not exist. Concurrent callers are
+-- safe: ON CONFLICT waits for a racing insert and then reads its row.
+CREATE FUNCTION queen.ensure_partition(p_queue text, p_partition text,
+    OUT partition_id bigint, OUT queue_id bigint, OUT dedup_window_seconds integer, OUT last_offset bigint)
+LANGUAGE plpgsql AS $$
+BEGIN
+    SELECT p.id, q.id, q.dedup_window_seconds, p.last_offset
+      INTO partition_id, queue_id, dedup_window_seconds, last_offset
+      FROM queen.queues q JOIN queen.log_partitions p ON p.queue_id = q.id
+     WHERE q.name = p_queue AND p.name = p_partition;
+    IF FOUND THEN
+        RETURN;
+    END IF;
+    INSERT INTO queen.queues (name) VALUES (p_queue) ON CONFLICT (name) DO NOTHING;
+    INSERT INTO queen.log_partitions (queue_id, name)
+        SELECT q.id, p_partition FROM queen.queues q WHERE q.name = p_queue
+        ON CONFLICT ON CONSTRAINT log_partitions_queue_id_name_key DO NOTHING;
+    SELECT p.id, q.id, q.dedup_window_seconds, p.last_offset
+      INTO STRICT partition_id, queue_id, dedup_window_seconds, last_offset
+      FROM queen.queues q JOIN queen.log_partitions p ON p.queue_id = q.id
+     WHERE q.name = p_queue AND p.name = p_partition;
+END
+$$;

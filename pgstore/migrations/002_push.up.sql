@@ -1,0 +1,198 @@
+-- log_push writes one frame to one partition, exactly: see
+-- shared/spec/deduplication.md, "The probe: before allocation, under the lock".
+--
+-- p_verified is the caller's vouched watermark: none of p_hashes occurs at or
+-- below it. -1 (or NULL) means "cannot vouch" and probes the whole window.
+-- The function is exact on its own: a stale or absent p_verified only costs
+-- a longer probe, and repeats within p_hashes are resolved here as well
+-- (the first occurrence leads, later ones are duplicates of its result).
+--
+-- Returns base_offset (NULL when nothing was written), the allocator after
+-- the push, whether the probe ran, and the duplicates as parallel arrays:
+-- dup_idx (1-based input positions) and dup_off (the original's offset).
+-- Input positions not in dup_idx were written at base_offset, base_offset+1,
+-- ... in input order.
+CREATE FUNCTION queen.log_push(
+    p_pid      bigint,
+    p_verified bigint,
+    p_txn_ids  text[],
+    p_hashes   uuid[],
+    p_data     jsonb[],
+    OUT base_offset bigint,
+    OUT last_offset bigint,
+    OUT probe_ran   boolean,
+    OUT dup_idx     integer[],
+    OUT dup_off     bigint[])
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_n           integer := cardinality(p_hashes);
+    v_last        bigint;
+    v_txns_start  bigint;
+    v_window      integer;
+    v_now         timestamptz;
+    v_from        bigint;
+    v_unique      boolean := true;
+    v_new_idx     integer[];
+    v_k           integer;
+BEGIN
+    IF v_n IS NULL OR v_n = 0 OR cardinality(p_txn_ids) IS DISTINCT FROM v_n
+       OR cardinality(p_data) IS DISTINCT FROM v_n THEN
+        RAISE EXCEPTION 'queen.log_push: txn_ids, hashes and data must be non-empty and of equal length'
+            USING ERRCODE = '22023';
+    END IF;
+
+    -- The row lock is the per-partition write serializer. It is taken
+    -- explicitly, before the probe, so that probe-then-allocate is race-free.
+    SELECT p.last_offset, p.txns_start, q.dedup_window_seconds
+      INTO v_last, v_txns_start, v_window
+      FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
+     WHERE p.id = p_pid
+       FOR UPDATE OF p;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'queen.log_push: partition % does not exist', p_pid USING ERRCODE = 'QG404';
+    END IF;
+
+    v_now := clock_timestamp();
+    probe_ran := false;
+
+    IF v_window > 0 THEN
+        v_from := GREATEST(COALESCE(p_verified, -1), v_txns_start - 1);
+        IF v_last > v_from THEN
+            probe_ran := true;
+            -- MIN picks the original occurrence when several stored rows match.
+            SELECT array_agg(d.idx ORDER BY d.idx), array_agg(d.off ORDER BY d.idx)
+              INTO dup_idx, dup_off
+              FROM (SELECT ih.idx, MIN(t.base_offset + th.idx - 1) AS off
+                      FROM queen.log_txns t
+                     CROSS JOIN LATERAL queen.log_unnest_hashes(t.hashes) th
+                      JOIN queen.log_unnest_hashes(p_hashes) ih ON ih.h = th.h
+                     WHERE t.partition_id = p_pid
+                       AND t.end_offset > v_from
+                       AND t.created_at >= v_now - make_interval(secs => v_window)
+                     GROUP BY ih.idx) d;
+        END IF;
+        IF v_n > 1 THEN
+            SELECT count(DISTINCT u.h) = v_n INTO v_unique FROM unnest(p_hashes) AS u(h);
+        END IF;
+    END IF;
+
+    IF dup_idx IS NULL AND v_unique THEN
+        -- Common case: everything is new and is written as sent.
+        v_k := v_n;
+    ELSE
+        -- Classify each position: a stored duplicate keeps the stored offset;
+        -- a repeat of an earlier position inherits that leader's result; the
+        -- remaining leaders are new and take contiguous offsets in input order.
+        WITH inc AS (
+            SELECT u.idx::integer AS idx, u.h,
+                   min(u.idx::integer) OVER (PARTITION BY u.h) AS leader
+              FROM unnest(p_hashes) WITH ORDINALITY AS u(h, idx)
+        ), cls AS (
+            SELECT inc.idx, inc.leader, st.off AS stored
+              FROM inc LEFT JOIN unnest(dup_idx, dup_off) AS st(idx, off) ON st.idx = inc.idx
+        ), fresh AS (
+            SELECT cls.idx, v_last + row_number() OVER (ORDER BY cls.idx) AS off
+              FROM cls WHERE cls.stored IS NULL AND cls.leader = cls.idx
+        ), res AS (
+            SELECT cls.idx, fresh_self.idx IS NOT NULL AS is_new,
+                   COALESCE(cls.stored, fresh_leader.off) AS off
+              FROM cls
+              LEFT JOIN fresh AS fresh_self ON fresh_self.idx = cls.idx
+              LEFT JOIN fresh AS fresh_leader ON fresh_leader.idx = cls.leader
+        )
+        SELECT array_agg(res.idx ORDER BY res.idx) FILTER (WHERE NOT res.is_new),
+               array_agg(res.off ORDER BY res.idx) FILTER (WHERE NOT res.is_new),
+               array_agg(res.idx ORDER BY res.idx) FILTER (WHERE res.is_new)
+          INTO dup_idx, dup_off, v_new_idx
+          FROM res;
+
+        v_k := coalesce(cardinality(v_new_idx), 0);
+        IF v_k = 0 THEN
+            -- A duplicate writes nothing: no allocator bump, no segment, no
+            -- log_txns row. So it needs no rollback and no savepoint.
+            last_offset := v_last;
+            RETURN;
+        END IF;
+        SELECT array_agg(p_txn_ids[i] ORDER BY i), array_agg(p_hashes[i] ORDER BY i),
+               array_agg(p_data[i] ORDER BY i)
+          INTO p_txn_ids, p_hashes, p_data
+          FROM unnest(v_new_idx) AS i;
+    END IF;
+
+    base_offset := v_last + 1;
+    last_offset := v_last + v_k;
+    UPDATE queen.log_partitions SET last_offset = log_push.last_offset WHERE id = p_pid;
+    INSERT INTO queen.log_segments (partition_id, base_offset, end_offset, created_at, txn_ids, data)
+        VALUES (p_pid, log_push.base_offset, log_push.last_offset, v_now, p_txn_ids, p_data);
+    -- Written whatever the window: ack-by-transactionId resolves through it.
+    INSERT INTO queen.log_txns (partition_id, base_offset, end_offset, created_at, hashes)
+        VALUES (p_pid, log_push.base_offset, log_push.last_offset, v_now, p_hashes);
+END
+$$;
+
+-- log_push_bundle pushes many frames in one transaction and one statement.
+-- Frames are flattened: frame s has p_counts[s] messages, stored one after
+-- another in p_txn_ids, p_hashes and p_data. It first locks every named
+-- partition row in ascending id order, the one global lock order (LOCKS.md),
+-- then pushes frame after frame. A duplicate in one frame writes nothing for
+-- that frame and leaves the others untouched.
+CREATE FUNCTION queen.log_push_bundle(
+    p_pids     bigint[],
+    p_verified bigint[],
+    p_counts   integer[],
+    p_txn_ids  text[],
+    p_hashes   uuid[],
+    p_data     jsonb[])
+RETURNS TABLE (seg integer, base_offset bigint, last_offset bigint, probe_ran boolean,
+               dup_idx integer[], dup_off bigint[])
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_segs integer := coalesce(cardinality(p_pids), 0);
+    v_pos  integer := 1;
+    v_end  integer;
+    v_total bigint;
+BEGIN
+    SELECT sum(c) INTO v_total FROM unnest(p_counts) AS c;
+    IF cardinality(p_verified) IS DISTINCT FROM v_segs OR cardinality(p_counts) IS DISTINCT FROM v_segs
+       OR v_total IS DISTINCT FROM cardinality(p_hashes)::bigint THEN
+        RAISE EXCEPTION 'queen.log_push_bundle: % frames with % verified marks, % counts summing to % for % hashes',
+            v_segs, cardinality(p_verified), cardinality(p_counts), v_total, cardinality(p_hashes)
+            USING ERRCODE = '22023';
+    END IF;
+
+    PERFORM 1 FROM queen.log_partitions WHERE id = ANY (p_pids) ORDER BY id FOR UPDATE;
+
+    FOR s IN 1 .. v_segs LOOP
+        v_end := v_pos + p_counts[s] - 1;
+        seg := s;
+        SELECT r.base_offset, r.last_offset, r.probe_ran, r.dup_idx, r.dup_off
+          INTO base_offset, last_offset, probe_ran, dup_idx, dup_off
+          FROM queen.log_push(p_pids[s], p_verified[s], p_txn_ids[v_pos:v_end],
+                              p_hashes[v_pos:v_end], p_data[v_pos:v_end]) AS r;
+        RETURN NEXT;
+        v_pos := v_end + 1;
+    END LOOP;
+END
+$$;
+
+-- log_hydrate is the cache's hydration read: the partition's allocator and
+-- purge watermark, its window, and every log_txns row created within the
+-- window plus 5 seconds of clock-skew slack (extra old rows only widen
+-- coverage), all from one snapshot because it is one statement.
+CREATE FUNCTION queen.log_hydrate(p_pid bigint)
+RETURNS TABLE (last_offset bigint, txns_start bigint, dedup_window_seconds integer, db_now timestamptz,
+               base_offset bigint, end_offset bigint, created_at timestamptz, hashes uuid[])
+LANGUAGE sql STABLE AS $$
+    WITH p AS (
+        SELECT lp.last_offset, lp.txns_start, q.dedup_window_seconds
+          FROM queen.log_partitions lp JOIN queen.queues q ON q.id = lp.queue_id
+         WHERE lp.id = p_pid
+    )
+    SELECT p.last_offset, p.txns_start, p.dedup_window_seconds, now(),
+           t.base_offset, t.end_offset, t.created_at, t.hashes
+      FROM p
+      LEFT JOIN queen.log_txns t
+        ON t.partition_id = p_pid
+       AND t.created_at >= now() - make_interval(secs => p.dedup_window_seconds + 5)
+     ORDER BY t.end_offset
+$$;

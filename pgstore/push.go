@@ -1,0 +1,282 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Segment is one frame of messages for one partition, in arrival order.
+type Segment struct {
+	PartitionID int64
+	// Verified is the caller's vouched watermark: it guarantees that none of
+	// Hashes occurs at or below this offset, so the probe only has to cover
+	// (Verified, last_offset]. -1 means "cannot vouch": probe the whole
+	// window. Any value is safe for exactness only if the guarantee holds.
+	Verified int64
+	TxnIDs   []string
+	// Hashes[i] must be HashTxnID(TxnIDs[i]); it is what SQL compares.
+	Hashes []Hash
+	// Data[i] is message i's data as JSON text; nil stands for null.
+	Data [][]byte
+}
+
+// Outcome is what happened to one message of a segment.
+type Outcome struct {
+	// Offset is where the message now is, or for a duplicate, where the
+	// original (the first occurrence within the window) is.
+	Offset int64
+	// Duplicate is true when the message wrote nothing.
+	Duplicate bool
+}
+
+// SegmentResult is the result of pushing one segment.
+type SegmentResult struct {
+	PartitionID int64
+	// BaseOffset is the first offset written, -1 when every message was a
+	// duplicate and nothing was written.
+	BaseOffset int64
+	// LastOffset is the partition's allocator after the push.
+	LastOffset int64
+	// ProbeRan reports whether the duplicate probe ran (it is skipped when
+	// Verified covers everything stored, or the window is 0).
+	ProbeRan bool
+	// Outcomes has one entry per input message, in input order.
+	Outcomes []Outcome
+}
+
+const pushBundleSQL = `SELECT seg, base_offset, last_offset, probe_ran, dup_idx, dup_off
+FROM queen.log_push_bundle($1, $2, $3, $4, $5, $6::text[]::jsonb[])`
+
+// Push writes segments in one transaction and one round trip. Partition row
+// locks are taken in ascending id order before anything is written. A
+// duplicate writes nothing for its message and leaves the rest untouched;
+// an error means nothing of the bundle was committed (unless the error
+// arrived after COMMIT was sent, which a failed network can always cause:
+// the retry of the same transactionIds then answers duplicate).
+func (s *Store) Push(ctx context.Context, segs []Segment) ([]SegmentResult, error) {
+	return push(ctx, s.pool, segs)
+}
+
+// PushTx is Push inside a transaction the caller owns, for callers that
+// must commit the push together with their own writes.
+func PushTx(ctx context.Context, tx pgx.Tx, segs []Segment) ([]SegmentResult, error) {
+	return push(ctx, tx, segs)
+}
+
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+func push(ctx context.Context, q querier, segs []Segment) ([]SegmentResult, error) {
+	if len(segs) == 0 {
+		return nil, nil
+	}
+	args, err := bundleArgs(segs)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := q.Query(ctx, pushBundleSQL, args...)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: push: %w", classify(err))
+	}
+	results, err := collectResults(rows, segs)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: push: %w", classify(err))
+	}
+	return results, nil
+}
+
+func bundleArgs(segs []Segment) ([]any, error) {
+	total := 0
+	for i := range segs {
+		seg := &segs[i]
+		n := len(seg.Hashes)
+		if n == 0 || len(seg.TxnIDs) != n || len(seg.Data) != n {
+			return nil, fmt.Errorf("%w: segment %d for partition %d has %d txn ids, %d hashes, %d data",
+				ErrInvalidSegment, i, seg.PartitionID, len(seg.TxnIDs), n, len(seg.Data))
+		}
+		total += n
+	}
+	pids := make([]int64, len(segs))
+	verified := make([]int64, len(segs))
+	counts := make([]int32, len(segs))
+	txnIDs := make([]string, 0, total)
+	hashes := make([][16]byte, 0, total)
+	data := make([]string, 0, total)
+	for i := range segs {
+		seg := &segs[i]
+		pids[i], verified[i], counts[i] = seg.PartitionID, seg.Verified, int32(len(seg.Hashes))
+		txnIDs = append(txnIDs, seg.TxnIDs...)
+		for _, h := range seg.Hashes {
+			hashes = append(hashes, h)
+		}
+		for _, d := range seg.Data {
+			if d == nil {
+				data = append(data, "null")
+			} else {
+				data = append(data, string(d))
+			}
+		}
+	}
+	return []any{pids, verified, counts, txnIDs, hashes, data}, nil
+}
+
+func collectResults(rows pgx.Rows, segs []Segment) ([]SegmentResult, error) {
+	defer rows.Close()
+	results := make([]SegmentResult, len(segs))
+	seen := 0
+	for rows.Next() {
+		var (
+			seg      int32
+			base     *int64
+			last     int64
+			probeRan bool
+			dupIdx   []int32
+			dupOff   []int64
+		)
+		if err := rows.Scan(&seg, &base, &last, &probeRan, &dupIdx, &dupOff); err != nil {
+			return nil, err
+		}
+		i := int(seg) - 1
+		if i < 0 || i >= len(segs) || len(dupIdx) != len(dupOff) {
+			return nil, fmt.Errorf("malformed result row for segment %d", seg)
+		}
+		n := len(segs[i].Hashes)
+		r := SegmentResult{PartitionID: segs[i].PartitionID, BaseOffset: -1, LastOffset: last,
+			ProbeRan: probeRan, Outcomes: make([]Outcome, n)}
+		for k, idx := range dupIdx {
+			if idx < 1 || int(idx) > n {
+				return nil, fmt.Errorf("duplicate index %d out of range for segment %d", idx, seg)
+			}
+			r.Outcomes[idx-1] = Outcome{Offset: dupOff[k], Duplicate: true}
+		}
+		if base != nil {
+			r.BaseOffset = *base
+			next := *base
+			for j := range r.Outcomes {
+				if !r.Outcomes[j].Duplicate {
+					r.Outcomes[j].Offset = next
+					next++
+				}
+			}
+			if next-1 != last {
+				return nil, fmt.Errorf("segment %d: %d new messages from %d do not end at %d", seg, next-*base, *base, last)
+			}
+		}
+		results[i] = r
+		seen++
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if seen != len(segs) {
+		return nil, fmt.Errorf("got %d result rows for %d segments", seen, len(segs))
+	}
+	return results, nil
+}
+
+// MessageID is the stable id of the message at (partition, offset): the
+// same message always has the same id, and distinct messages distinct ids.
+// It is formatted like a UUID: the partition id in the first 8 bytes, the
+// offset in the last 8.
+func MessageID(partitionID, offset int64) string {
+	var b [36]byte
+	hex := func(dst []byte, v uint64, digits int) {
+		for i := digits - 1; i >= 0; i-- {
+			dst[i] = "0123456789abcdef"[v&0xf]
+			v >>= 4
+		}
+	}
+	p, o := uint64(partitionID), uint64(offset)
+	hex(b[0:8], p>>32, 8)
+	b[8] = '-'
+	hex(b[9:13], p>>16, 4)
+	b[13] = '-'
+	hex(b[14:18], p, 4)
+	b[18] = '-'
+	hex(b[19:23], o>>48, 4)
+	b[23] = '-'
+	hex(b[24:36], o, 12)
+	return string(b[:])
+}
+
+// ParseMessageID is the inverse of MessageID.
+func ParseMessageID(id string) (partitionID, offset int64, err error) {
+	if len(id) != 36 || id[8] != '-' || id[13] != '-' || id[18] != '-' || id[23] != '-' {
+		return 0, 0, fmt.Errorf("pgstore: malformed message id %q", id)
+	}
+	digits := id[0:8] + id[9:13] + id[14:18] + id[19:23] + id[24:36]
+	p, err1 := strconv.ParseUint(digits[:16], 16, 64)
+	o, err2 := strconv.ParseUint(digits[16:], 16, 64)
+	if err1 != nil || err2 != nil {
+		return 0, 0, fmt.Errorf("pgstore: malformed message id %q", id)
+	}
+	return int64(p), int64(o), nil
+}
+
+// TxnRange is one log_txns row: the hashes of offsets BaseOffset..EndOffset.
+type TxnRange struct {
+	BaseOffset int64
+	EndOffset  int64
+	CreatedAt  time.Time
+	Hashes     []Hash
+}
+
+// Hydration is everything the broker cache needs to build a partition's
+// entry, read from one snapshot.
+type Hydration struct {
+	PartitionID   int64
+	LastOffset    int64
+	TxnsStart     int64
+	WindowSeconds int
+	// DBNow is the database clock at the snapshot; rows were selected with
+	// created_at >= DBNow - window - 5 s.
+	DBNow time.Time
+	// Txns are in offset order.
+	Txns []TxnRange
+}
+
+// Hydrate reads a partition's in-window hashes (plus 5 s of clock-skew
+// slack) together with its allocator, in one snapshot.
+func (s *Store) Hydrate(ctx context.Context, partitionID int64) (Hydration, error) {
+	rows, err := s.pool.Query(ctx,
+		`SELECT last_offset, txns_start, dedup_window_seconds, db_now, base_offset, end_offset, created_at, hashes
+		   FROM queen.log_hydrate($1)`, partitionID)
+	if err != nil {
+		return Hydration{}, fmt.Errorf("pgstore: hydrate %d: %w", partitionID, err)
+	}
+	defer rows.Close()
+	h := Hydration{PartitionID: partitionID}
+	found := false
+	for rows.Next() {
+		var (
+			base, end *int64
+			created   *time.Time
+			hashes    [][16]byte
+		)
+		if err := rows.Scan(&h.LastOffset, &h.TxnsStart, &h.WindowSeconds, &h.DBNow,
+			&base, &end, &created, &hashes); err != nil {
+			return Hydration{}, fmt.Errorf("pgstore: hydrate %d: %w", partitionID, err)
+		}
+		found = true
+		if base == nil {
+			continue // the partition has no row in the window
+		}
+		r := TxnRange{BaseOffset: *base, EndOffset: *end, CreatedAt: *created, Hashes: make([]Hash, len(hashes))}
+		for i := range hashes {
+			r.Hashes[i] = hashes[i]
+		}
+		h.Txns = append(h.Txns, r)
+	}
+	if err := rows.Err(); err != nil {
+		return Hydration{}, fmt.Errorf("pgstore: hydrate %d: %w", partitionID, err)
+	}
+	if !found {
+		return Hydration{}, fmt.Errorf("%w: %d", ErrPartitionNotFound, partitionID)
+	}
+	return h, nil
+}

@@ -1,0 +1,488 @@
+package pgstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/queengate/queengate/internal/pgtest"
+	"github.com/queengate/queengate/pgstore"
+)
+
+type testBundle struct {
+	store *pgstore.Store
+	queue string
+	part  pgstore.Partition
+}
+
+// setup gives each test its own queue and partition in the shared database.
+func setup(t *testing.T) *testBundle {
+	t.Helper()
+	st := pgtest.Store(t, pgtest.SharedURL(t))
+	queue := pgtest.UniqueName(t)
+	p, err := st.EnsurePartition(context.Background(), queue, "Default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &testBundle{store: st, queue: queue, part: p}
+}
+
+func (b *testBundle) setWindow(t *testing.T, seconds int) {
+	t.Helper()
+	if _, err := b.store.Pool().Exec(context.Background(),
+		"UPDATE queen.queues SET dedup_window_seconds = $1 WHERE name = $2", seconds, b.queue); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// segment builds a segment of the given transactionIds with small payloads.
+func segment(pid, verified int64, txnIDs ...string) pgstore.Segment {
+	seg := pgstore.Segment{PartitionID: pid, Verified: verified}
+	for i, id := range txnIDs {
+		seg.TxnIDs = append(seg.TxnIDs, id)
+		seg.Hashes = append(seg.Hashes, pgstore.HashTxnID(id))
+		seg.Data = append(seg.Data, []byte(fmt.Sprintf(`{"i":%d,"id":%q}`, i, id)))
+	}
+	return seg
+}
+
+func (b *testBundle) push(t *testing.T, verified int64, txnIDs ...string) pgstore.SegmentResult {
+	t.Helper()
+	res, err := b.store.Push(context.Background(), []pgstore.Segment{segment(b.part.ID, verified, txnIDs...)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res[0]
+}
+
+func (b *testBundle) count(t *testing.T, table string) int {
+	t.Helper()
+	var n int
+	if err := b.store.Pool().QueryRow(context.Background(),
+		"SELECT count(*) FROM queen."+table+" WHERE partition_id = $1", b.part.ID).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func (b *testBundle) lastOffset(t *testing.T) int64 {
+	t.Helper()
+	var last int64
+	if err := b.store.Pool().QueryRow(context.Background(),
+		"SELECT last_offset FROM queen.log_partitions WHERE id = $1", b.part.ID).Scan(&last); err != nil {
+		t.Fatal(err)
+	}
+	return last
+}
+
+func wantOutcomes(t *testing.T, got pgstore.SegmentResult, want ...pgstore.Outcome) {
+	t.Helper()
+	if len(got.Outcomes) != len(want) {
+		t.Fatalf("got %d outcomes, want %d: %+v", len(got.Outcomes), len(want), got.Outcomes)
+	}
+	for i := range want {
+		if got.Outcomes[i] != want[i] {
+			t.Errorf("outcome %d = %+v, want %+v (all: %+v)", i, got.Outcomes[i], want[i], got.Outcomes)
+		}
+	}
+}
+
+func queued(off int64) pgstore.Outcome { return pgstore.Outcome{Offset: off} }
+func dup(off int64) pgstore.Outcome    { return pgstore.Outcome{Offset: off, Duplicate: true} }
+
+func TestRetryInWindowIsDuplicateOfOriginal(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	first := b.push(t, -1, "order-9137-paid", "order-9138-paid")
+	wantOutcomes(t, first, queued(0), queued(1))
+	if first.BaseOffset != 0 || first.LastOffset != 1 {
+		t.Fatalf("first push: base %d last %d, want 0 and 1", first.BaseOffset, first.LastOffset)
+	}
+
+	retry := b.push(t, -1, "order-9138-paid")
+	wantOutcomes(t, retry, dup(1))
+	if !retry.ProbeRan {
+		t.Error("probe did not run for p_verified = -1")
+	}
+	if retry.BaseOffset != -1 || retry.LastOffset != 1 {
+		t.Errorf("duplicate push: base %d last %d, want -1 and 1 (nothing written)", retry.BaseOffset, retry.LastOffset)
+	}
+	if n := b.count(t, "log_txns"); n != 1 {
+		t.Errorf("log_txns rows = %d, want 1: a duplicate writes no log_txns row", n)
+	}
+	if n := b.count(t, "log_segments"); n != 1 {
+		t.Errorf("log_segments rows = %d, want 1: a duplicate writes no segment", n)
+	}
+	if last := b.lastOffset(t); last != 1 {
+		t.Errorf("allocator = %d, want 1: a duplicate does not bump it", last)
+	}
+}
+
+func TestOffsetsStayContiguousAfterDuplicates(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.push(t, -1, "a", "b", "c")                     // 0, 1, 2
+	mixed := b.push(t, -1, "x", "b", "y", "a", "z") // x=3, y=4, z=5
+	wantOutcomes(t, mixed, queued(3), dup(1), queued(4), dup(0), queued(5))
+	if mixed.BaseOffset != 3 || mixed.LastOffset != 5 {
+		t.Errorf("base %d last %d, want 3 and 5", mixed.BaseOffset, mixed.LastOffset)
+	}
+	next := b.push(t, -1, "w")
+	wantOutcomes(t, next, queued(6))
+
+	// The stored frame holds only the new messages, at their offsets.
+	var txnIDs []string
+	if err := b.store.Pool().QueryRow(context.Background(),
+		"SELECT txn_ids FROM queen.log_segments WHERE partition_id = $1 AND base_offset = 3",
+		b.part.ID).Scan(&txnIDs); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(txnIDs) != "[x y z]" {
+		t.Errorf("segment at 3 holds %v, want [x y z]", txnIDs)
+	}
+}
+
+func TestRepeatsWithinOneRequestFollowFirstOccurrence(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.push(t, -1, "old") // 0
+	res := b.push(t, -1, "new", "new", "old", "other", "new", "old")
+	wantOutcomes(t, res, queued(1), dup(1), dup(0), queued(2), dup(1), dup(0))
+	if n := b.count(t, "log_txns"); n != 2 {
+		t.Errorf("log_txns rows = %d, want 2", n)
+	}
+
+	// Even when the caller vouches for everything (probe skipped), in-request
+	// repeats are still resolved in SQL.
+	vouched := b.push(t, b.lastOffset(t), "v", "v", "v")
+	wantOutcomes(t, vouched, queued(3), dup(3), dup(3))
+	if vouched.ProbeRan {
+		t.Error("probe ran although p_verified = last_offset")
+	}
+}
+
+func TestWindowZeroStoresRetryAndStillWritesTxns(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.setWindow(t, 0)
+	first := b.push(t, -1, "t1", "t1")
+	wantOutcomes(t, first, queued(0), queued(1))
+	retry := b.push(t, -1, "t1")
+	wantOutcomes(t, retry, queued(2))
+	if retry.ProbeRan {
+		t.Error("probe ran with window 0")
+	}
+	if n := b.count(t, "log_txns"); n != 2 {
+		t.Errorf("log_txns rows = %d, want 2: window 0 skips the probe, not the write", n)
+	}
+}
+
+func TestRetryPastWindowIsNew(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.setWindow(t, 60)
+	b.push(t, -1, "late")
+	// Backdate the stored row past the window instead of sleeping.
+	if _, err := b.store.Pool().Exec(context.Background(),
+		"UPDATE queen.log_txns SET created_at = created_at - interval '61 seconds' WHERE partition_id = $1",
+		b.part.ID); err != nil {
+		t.Fatal(err)
+	}
+	retry := b.push(t, -1, "late")
+	wantOutcomes(t, retry, queued(1))
+	if !retry.ProbeRan {
+		t.Error("probe did not run")
+	}
+}
+
+func TestMinPicksFirstOfSeveralStoredMatches(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.setWindow(t, 0)
+	b.push(t, -1, "pad")     // 0
+	b.push(t, -1, "twice")   // 1
+	b.push(t, -1, "pad2")    // 2
+	b.push(t, -1, "twice")   // 3: stored again, deduplication was off
+	b.setWindow(t, 3600)
+	res := b.push(t, -1, "twice")
+	wantOutcomes(t, res, dup(1))
+}
+
+func TestVerifiedAtLastOffsetSkipsProbeAndWrites(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.push(t, -1, "a", "b")
+	res := b.push(t, 1, "c", "d")
+	if res.ProbeRan {
+		t.Error("probe ran although p_verified = last_offset")
+	}
+	wantOutcomes(t, res, queued(2), queued(3))
+
+	// The skipped probe trusts the caller: a vouched-for retry is written
+	// again. This is why only a cache that knows the window may vouch.
+	trusted := b.push(t, 3, "a")
+	if trusted.ProbeRan {
+		t.Error("probe ran although p_verified = last_offset")
+	}
+	wantOutcomes(t, trusted, queued(4))
+}
+
+func TestVerifiedMinusOneProbesWholeWindow(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for i := range 5 {
+		b.push(t, -1, fmt.Sprintf("m%d", i))
+	}
+	res := b.push(t, -1, "m0", "m4", "fresh")
+	if !res.ProbeRan {
+		t.Fatal("probe did not run")
+	}
+	wantOutcomes(t, res, dup(0), dup(4), queued(5))
+
+	// A watermark restricts the probe to rows ending above it: m0 (offset
+	// 0) is beyond the probed span and a caller vouching for offset 2 is
+	// trusted about it, but m4 (offset 4) is above and still caught.
+	partial := b.push(t, 2, "m4", "fresh2")
+	if !partial.ProbeRan {
+		t.Fatal("probe did not run for p_verified below last_offset")
+	}
+	wantOutcomes(t, partial, dup(4), queued(6))
+}
+
+func TestRowsBelowTxnsStartAreNotCompared(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.push(t, -1, "purged")   // 0
+	b.push(t, -1, "retained") // 1
+	// Simulate retention: the row covering offset 0 is gone from the
+	// comparison span once txns_start passes it.
+	if _, err := b.store.Pool().Exec(context.Background(),
+		"UPDATE queen.log_partitions SET txns_start = 1 WHERE id = $1", b.part.ID); err != nil {
+		t.Fatal(err)
+	}
+	res := b.push(t, -1, "purged", "retained")
+	wantOutcomes(t, res, queued(2), dup(1))
+}
+
+func TestBundleDuplicateInOnePartitionCommitsOthers(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	other, err := b.store.EnsurePartition(ctx, b.queue, "other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.push(t, -1, "seen")
+	// Segments deliberately in descending id order: the function must still
+	// lock in ascending order and answer in input order.
+	res, err := b.store.Push(ctx, []pgstore.Segment{
+		segment(other.ID, -1, "o1", "o2"),
+		segment(b.part.ID, -1, "seen"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantOutcomes(t, res[0], queued(0), queued(1))
+	wantOutcomes(t, res[1], dup(0))
+	if res[0].PartitionID != other.ID || res[1].PartitionID != b.part.ID {
+		t.Errorf("results out of input order: %+v", res)
+	}
+	var n int
+	if err := b.store.Pool().QueryRow(ctx,
+		"SELECT count(*) FROM queen.log_txns WHERE partition_id = $1", other.ID).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 {
+		t.Errorf("other partition has %d log_txns rows, want 1", n)
+	}
+}
+
+func TestSamePartitionTwiceInOneBundleIsExact(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	last := b.lastOffset(t)
+	// Both segments claim the same (pre-bundle) watermark; the second must
+	// still see the first's writes.
+	res, err := b.store.Push(context.Background(), []pgstore.Segment{
+		segment(b.part.ID, last, "p", "q"),
+		segment(b.part.ID, last, "q", "r"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantOutcomes(t, res[0], queued(0), queued(1))
+	wantOutcomes(t, res[1], dup(1), queued(2))
+}
+
+func TestRacingPushersQueueEachIDOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const (
+		goroutines = 16
+		ids        = 200
+	)
+	ctx := context.Background()
+	type result struct {
+		id  string
+		out pgstore.Outcome
+	}
+	var (
+		mu  sync.Mutex
+		all []result
+		wg  sync.WaitGroup
+	)
+	for g := range goroutines {
+		wg.Go(func() {
+			// Each goroutine pushes every id, in its own order and batching.
+			for start := 0; start < ids; start += 10 + g {
+				var txnIDs []string
+				for i := start; i < min(start+10+g, ids); i++ {
+					txnIDs = append(txnIDs, fmt.Sprintf("race-%d", (i+g*7)%ids))
+				}
+				res, err := b.store.Push(ctx, []pgstore.Segment{segment(b.part.ID, -1, txnIDs...)})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				for i, o := range res[0].Outcomes {
+					all = append(all, result{txnIDs[i], o})
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	queuedAt := map[string]int64{}
+	for _, r := range all {
+		if r.out.Duplicate {
+			continue
+		}
+		if prev, ok := queuedAt[r.id]; ok {
+			t.Errorf("%s queued twice, at %d and %d", r.id, prev, r.out.Offset)
+		}
+		queuedAt[r.id] = r.out.Offset
+	}
+	if len(queuedAt) != ids {
+		t.Fatalf("%d ids queued, want %d", len(queuedAt), ids)
+	}
+	for _, r := range all {
+		if r.out.Duplicate && r.out.Offset != queuedAt[r.id] {
+			t.Errorf("duplicate of %s names offset %d, original is at %d", r.id, r.out.Offset, queuedAt[r.id])
+		}
+	}
+	if last := b.lastOffset(t); last != ids-1 {
+		t.Errorf("allocator = %d, want %d: offsets must be contiguous", last, ids-1)
+	}
+	if len(all) != goroutines*ids {
+		t.Errorf("%d answers, want %d", len(all), goroutines*ids)
+	}
+}
+
+func TestPushRejectsMalformedSegments(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	bad := segment(b.part.ID, -1, "a", "b")
+	bad.Data = bad.Data[:1]
+	if _, err := b.store.Push(ctx, []pgstore.Segment{bad}); !errors.Is(err, pgstore.ErrInvalidSegment) {
+		t.Errorf("mismatched lengths: err = %v, want ErrInvalidSegment", err)
+	}
+	if _, err := b.store.Push(ctx, []pgstore.Segment{{PartitionID: b.part.ID, Verified: -1}}); !errors.Is(err, pgstore.ErrInvalidSegment) {
+		t.Errorf("empty segment: err = %v, want ErrInvalidSegment", err)
+	}
+	// An unknown partition fails the whole bundle: nothing is written.
+	_, err := b.store.Push(ctx, []pgstore.Segment{segment(b.part.ID, -1, "ok"), segment(1<<60, -1, "x")})
+	if !errors.Is(err, pgstore.ErrPartitionNotFound) {
+		t.Errorf("unknown partition: err = %v, want ErrPartitionNotFound", err)
+	}
+	if n := b.count(t, "log_txns"); n != 0 {
+		t.Errorf("log_txns rows = %d after failed bundles, want 0", n)
+	}
+	// Invalid JSON data is refused by SQL and stores nothing.
+	badJSON := segment(b.part.ID, -1, "j")
+	badJSON.Data[0] = []byte(`{"unterminated"`)
+	if _, err := b.store.Push(ctx, []pgstore.Segment{badJSON}); err == nil {
+		t.Error("invalid JSON data was accepted")
+	}
+	if last := b.lastOffset(t); last != -1 {
+		t.Errorf("allocator = %d after failed pushes, want -1", last)
+	}
+}
+
+func TestDataRoundTrips(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	seg := segment(b.part.ID, -1, "d1", "d2")
+	seg.Data[0] = []byte(`{"orderId": 9137, "amount": 99.5}`)
+	seg.Data[1] = nil
+	if _, err := b.store.Push(context.Background(), []pgstore.Segment{seg}); err != nil {
+		t.Fatal(err)
+	}
+	var data []string
+	if err := b.store.Pool().QueryRow(context.Background(),
+		"SELECT data::text[] FROM queen.log_segments WHERE partition_id = $1", b.part.ID).Scan(&data); err != nil {
+		t.Fatal(err)
+	}
+	if len(data) != 2 || data[0] != `{"amount": 99.5, "orderId": 9137}` || data[1] != "null" {
+		t.Errorf("stored data = %q", data)
+	}
+}
+
+func TestHydrateReadsWindowAndAllocatorTogether(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	b.setWindow(t, 600)
+	b.push(t, -1, "old1", "old2") // 0, 1
+	b.push(t, -1, "new1")         // 2
+	b.push(t, -1, "new2", "new3") // 3, 4
+	// Only rows older than window + 5 s of slack are left out.
+	if _, err := b.store.Pool().Exec(ctx, `
+		UPDATE queen.log_txns SET created_at = created_at - interval '606 seconds'
+		WHERE partition_id = $1 AND base_offset = 0`, b.part.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.store.Pool().Exec(ctx, `
+		UPDATE queen.log_txns SET created_at = created_at - interval '603 seconds'
+		WHERE partition_id = $1 AND base_offset = 2`, b.part.ID); err != nil {
+		t.Fatal(err)
+	}
+	h, err := b.store.Hydrate(ctx, b.part.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.LastOffset != 4 || h.WindowSeconds != 600 || h.TxnsStart != 0 {
+		t.Errorf("hydration header = last %d window %d txns_start %d, want 4 600 0", h.LastOffset, h.WindowSeconds, h.TxnsStart)
+	}
+	if len(h.Txns) != 2 || h.Txns[0].BaseOffset != 2 || h.Txns[1].BaseOffset != 3 || h.Txns[1].EndOffset != 4 {
+		t.Fatalf("hydrated ranges = %+v, want [2,2] and [3,4]", h.Txns)
+	}
+	if h.Txns[1].Hashes[1] != pgstore.HashTxnID("new3") {
+		t.Errorf("hydrated hash at offset 4 = %x, want hash of new3", h.Txns[1].Hashes[1])
+	}
+	if time.Since(h.DBNow) > time.Minute || h.DBNow.Sub(h.Txns[1].CreatedAt) < 0 {
+		t.Errorf("db clock %v is not after the newest row %v", h.DBNow, h.Txns[1].CreatedAt)
+	}
+
+	empty, err := b.store.EnsurePartition(ctx, b.queue, "empty")
+	if err != nil {
+		t.Fatal(err)
+	}
+	he, err := b.store.Hydrate(ctx, empty.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if he.LastOffset != -1 || len(he.Txns) != 0 {
+		t.Errorf("empty partition hydrates to last %d with %d ranges", he.LastOffset, len(he.Txns))
+	}
+	if _, err := b.store.Hydrate(ctx, 1<<60); !errors.Is(err, pgstore.ErrPartitionNotFound) {
+		t.Errorf("hydrate of unknown partition: err = %v", err)
+	}
+}

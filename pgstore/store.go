@@ -1,0 +1,137 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+var (
+	// ErrPartitionNotFound is returned when a push names a partition id that
+	// does not exist.
+	ErrPartitionNotFound = errors.New("pgstore: partition not found")
+	// ErrQueueNotFound is returned when a queue is read that does not exist.
+	ErrQueueNotFound = errors.New("pgstore: queue not found")
+	// ErrInvalidSegment is returned for a segment that cannot be pushed:
+	// empty, or with TxnIDs, Hashes and Data of different lengths.
+	ErrInvalidSegment = errors.New("pgstore: invalid segment")
+)
+
+// sqlstatePartitionNotFound is raised by queen.log_push for an unknown id.
+const sqlstatePartitionNotFound = "QG404"
+
+// Store is the PostgreSQL log. It is safe for concurrent use.
+type Store struct {
+	pool *pgxpool.Pool
+}
+
+// New wraps an existing pool. The caller keeps ownership of the pool.
+func New(pool *pgxpool.Pool) *Store {
+	return &Store{pool: pool}
+}
+
+// Open connects a pool to connString (a PostgreSQL URL or DSN). Close
+// releases it.
+func Open(ctx context.Context, connString string) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(connString)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: parse connection string: %w", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: connect: %w", err)
+	}
+	return &Store{pool: pool}, nil
+}
+
+// Close closes the pool.
+func (s *Store) Close() { s.pool.Close() }
+
+// Pool is the underlying connection pool.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Migrate brings the schema up to date; see [Migrate].
+func (s *Store) Migrate(ctx context.Context) ([]int, error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: acquire: %w", err)
+	}
+	defer conn.Release()
+	return Migrate(ctx, conn.Conn())
+}
+
+// SchemaVersion is the highest applied migration, 0 when none is.
+func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
+	return schemaVersion(ctx, s.pool)
+}
+
+// Ping checks that PostgreSQL answers.
+func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
+
+// Partition identifies a partition and the configuration that governs it.
+type Partition struct {
+	ID            int64
+	QueueID       int64
+	WindowSeconds int   // the queue's deduplication window; 0 disables the probe
+	LastOffset    int64 // the allocator when read; -1 before the first message
+}
+
+// EnsurePartition returns the partition named (queue, partition), creating
+// the queue with the default configuration and the partition if either does
+// not exist. Any number of connections may race to create the same one.
+func (s *Store) EnsurePartition(ctx context.Context, queue, partition string) (Partition, error) {
+	var p Partition
+	err := s.pool.QueryRow(ctx,
+		"SELECT partition_id, queue_id, dedup_window_seconds, last_offset FROM queen.ensure_partition($1, $2)",
+		queue, partition).Scan(&p.ID, &p.QueueID, &p.WindowSeconds, &p.LastOffset)
+	if err != nil {
+		return Partition{}, fmt.Errorf("pgstore: ensure partition %s/%s: %w", queue, partition, err)
+	}
+	return p, nil
+}
+
+// QueueConfig is a queue's configuration row.
+type QueueConfig struct {
+	ID   int64
+	Name string
+	// DedupWindowSeconds is the deduplication window; default 3600, 0
+	// disables the probe (log_txns is still written).
+	DedupWindowSeconds int
+	CreatedAt          time.Time
+	UpdatedAt          time.Time
+}
+
+// QueueConfig reads a queue's configuration; ErrQueueNotFound if there is
+// no such queue.
+func (s *Store) QueueConfig(ctx context.Context, queue string) (QueueConfig, error) {
+	var c QueueConfig
+	err := s.pool.QueryRow(ctx,
+		"SELECT id, name, dedup_window_seconds, created_at, updated_at FROM queen.queues WHERE name = $1",
+		queue).Scan(&c.ID, &c.Name, &c.DedupWindowSeconds, &c.CreatedAt, &c.UpdatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return QueueConfig{}, fmt.Errorf("%w: %s", ErrQueueNotFound, queue)
+	}
+	if err != nil {
+		return QueueConfig{}, fmt.Errorf("pgstore: read queue %s: %w", queue, err)
+	}
+	return c, nil
+}
+
+// classify turns SQLSTATEs this package raises into its sentinels.
+func classify(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == sqlstatePartitionNotFound {
+		return fmt.Errorf("%w: %s", ErrPartitionNotFound, pgErr.Message)
+	}
+	return err
+}
+
+// SafeToRetry reports whether err is guaranteed to have occurred before
+// anything was sent to the server, so the same call can be made again
+// without any chance of a double write.
+func SafeToRetry(err error) bool { return pgconn.SafeToRetry(err) }
