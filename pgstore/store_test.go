@@ -1,0 +1,193 @@
+package pgstore_test
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/queengate/queengate/internal/pgtest"
+	"github.com/queengate/queengate/pgstore"
+)
+
+func TestHashTxnIDIsBigEndianXXH3_128(t *testing.T) {
+	t.Parallel()
+	// XXH3_128("") from the xxHash reference: high 0x99aa06d3014798d8,
+	// low 0x6001c324468d497f; stored high half first.
+	got := pgstore.HashTxnID("")
+	if want := "99aa06d3014798d86001c324468d497f"; hex.EncodeToString(got[:]) != want {
+		t.Errorf("HashTxnID(\"\") = %x, want %s", got, want)
+	}
+	if pgstore.HashTxnID("a") == pgstore.HashTxnID("b") {
+		t.Error("distinct ids hash alike")
+	}
+}
+
+func TestSQLStoresTheBrokersHashBytes(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.push(t, -1, "order-9137-paid")
+	var stored string
+	if err := b.store.Pool().QueryRow(context.Background(),
+		"SELECT replace(hashes[1]::text, '-', '') FROM queen.log_txns WHERE partition_id = $1",
+		b.part.ID).Scan(&stored); err != nil {
+		t.Fatal(err)
+	}
+	h := pgstore.HashTxnID("order-9137-paid")
+	if stored != hex.EncodeToString(h[:]) {
+		t.Errorf("SQL holds %s, broker computes %x", stored, h)
+	}
+	// The BYTEA form of log_unnest_hashes reads the same identity.
+	var viaBytea string
+	if err := b.store.Pool().QueryRow(context.Background(),
+		"SELECT replace(h::text, '-', '') FROM queen.log_unnest_hashes($1::bytea) WHERE idx = 2",
+		append(make([]byte, 16), h[:]...)).Scan(&viaBytea); err != nil {
+		t.Fatal(err)
+	}
+	if viaBytea != stored {
+		t.Errorf("log_unnest_hashes(bytea) = %s, want %s", viaBytea, stored)
+	}
+}
+
+func TestMessageIDRoundTripsAndIsStable(t *testing.T) {
+	t.Parallel()
+	cases := [][2]int64{{7, 41}, {0, 0}, {1, 1 << 50}, {1<<62 + 3, 1<<62 + 5}}
+	seen := map[string]bool{}
+	for _, c := range cases {
+		id := pgstore.MessageID(c[0], c[1])
+		if id != pgstore.MessageID(c[0], c[1]) {
+			t.Errorf("MessageID(%d, %d) is not stable", c[0], c[1])
+		}
+		if seen[id] {
+			t.Errorf("MessageID(%d, %d) = %s collides", c[0], c[1], id)
+		}
+		seen[id] = true
+		p, o, err := pgstore.ParseMessageID(id)
+		if err != nil || p != c[0] || o != c[1] {
+			t.Errorf("ParseMessageID(%s) = %d, %d, %v; want %d, %d", id, p, o, err, c[0], c[1])
+		}
+	}
+	if id := pgstore.MessageID(7, 41); id != "00000000-0000-0007-0000-000000000029" {
+		t.Errorf("MessageID(7, 41) = %s", id)
+	}
+	for _, bad := range []string{"", "x", strings.Repeat("g", 36), "00000000-0000-0007-0000_000000000029"} {
+		if _, _, err := pgstore.ParseMessageID(bad); err == nil {
+			t.Errorf("ParseMessageID(%q) accepted", bad)
+		}
+	}
+}
+
+func TestEnsurePartitionRacesCreateOneRow(t *testing.T) {
+	t.Parallel()
+	st := pgtest.Store(t, pgtest.SharedURL(t))
+	queue := pgtest.UniqueName(t)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	ids := make([]int64, 24)
+	for i := range ids {
+		wg.Go(func() {
+			p, err := st.EnsurePartition(ctx, queue, fmt.Sprintf("p%d", i%3))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if p.WindowSeconds != 3600 || p.LastOffset != -1 {
+				t.Errorf("new partition: window %d last %d, want defaults 3600 and -1", p.WindowSeconds, p.LastOffset)
+			}
+			ids[i] = p.ID
+		})
+	}
+	wg.Wait()
+	for i := range ids {
+		if ids[i] != ids[i%3] {
+			t.Errorf("racers for p%d got ids %d and %d", i%3, ids[i], ids[i%3])
+		}
+	}
+	var queues, parts int
+	if err := st.Pool().QueryRow(ctx, `
+		SELECT count(DISTINCT q.id), count(p.id) FROM queen.queues q
+		JOIN queen.log_partitions p ON p.queue_id = q.id WHERE q.name = $1`, queue).Scan(&queues, &parts); err != nil {
+		t.Fatal(err)
+	}
+	if queues != 1 || parts != 3 {
+		t.Errorf("%d queue rows and %d partitions, want 1 and 3", queues, parts)
+	}
+	cfg, err := st.QueueConfig(ctx, queue)
+	if err != nil || cfg.DedupWindowSeconds != 3600 || cfg.Name != queue {
+		t.Errorf("QueueConfig = %+v, %v", cfg, err)
+	}
+	if _, err := st.QueueConfig(ctx, queue+"-missing"); err == nil {
+		t.Error("QueueConfig of a missing queue succeeded")
+	}
+}
+
+func TestSchemaRejectsBadNames(t *testing.T) {
+	t.Parallel()
+	st := pgtest.Store(t, pgtest.SharedURL(t))
+	for _, name := range []string{"", "a.b", "has space", "wild*", strings.Repeat("x", 129)} {
+		if _, err := st.EnsurePartition(context.Background(), name, "Default"); err == nil {
+			t.Errorf("queue name %q accepted", name)
+		}
+	}
+}
+
+func TestMigrateIsIdempotentAndSerialized(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDB(t)
+	ctx := context.Background()
+	// The template is already migrated: a rerun applies nothing.
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	applied, err := pgstore.Migrate(ctx, conn)
+	if err != nil || len(applied) != 0 {
+		t.Fatalf("second Migrate applied %v, %v; want nothing", applied, err)
+	}
+	v, err := pgstore.SchemaVersion(ctx, conn)
+	if err != nil || v != pgstore.LatestVersion() || v < 2 {
+		t.Errorf("schema version %d, %v; want %d", v, err, pgstore.LatestVersion())
+	}
+
+	// From scratch, many gateways starting at once apply each migration
+	// exactly once.
+	if _, err := conn.Exec(ctx, "DROP SCHEMA queen CASCADE"); err != nil {
+		t.Fatal(err)
+	}
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		total []int
+	)
+	for range 6 {
+		wg.Go(func() {
+			c, err := pgx.Connect(ctx, url)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer c.Close(ctx)
+			applied, err := pgstore.Migrate(ctx, c)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			total = append(total, applied...)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if len(total) != pgstore.LatestVersion() {
+		t.Errorf("concurrent migrators applied %v, want each of 1..%d once", total, pgstore.LatestVersion())
+	}
+	var rows int
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM queen.migrations").Scan(&rows); err != nil || rows != pgstore.LatestVersion() {
+		t.Errorf("migrations table has %d rows, %v", rows, err)
+	}
+}
