@@ -49,7 +49,7 @@ type SegmentResult struct {
 }
 
 const pushBundleSQL = `SELECT seg, base_offset, last_offset, probe_ran, dup_idx, dup_off
-FROM queen.log_push_bundle($1, $2, $3, $4, $5, $6::text[]::jsonb[])`
+FROM queen.log_push_bundle($1, $2, $3, $4, $5, $6)`
 
 // Push writes segments in one transaction and one round trip. Partition row
 // locks are taken in ascending id order before anything is written. A
@@ -104,26 +104,29 @@ func bundleArgs(segs []Segment) ([]any, error) {
 	pids := make([]int64, len(segs))
 	verified := make([]int64, len(segs))
 	counts := make([]int32, len(segs))
-	txnIDs := make([]string, 0, total)
-	hashes := make([][16]byte, 0, total)
-	data := make([]string, 0, total)
+	txnIDs := newArrayBuilder(oidText, total, 32*total)
+	hashes := newArrayBuilder(oidUUID, total, 16*total)
+	data := newArrayBuilder(oidJSON, total, 128*total)
 	for i := range segs {
 		seg := &segs[i]
 		pids[i], verified[i], counts[i] = seg.PartitionID, seg.Verified, int32(len(seg.Hashes))
-		txnIDs = append(txnIDs, seg.TxnIDs...)
-		for _, h := range seg.Hashes {
-			hashes = append(hashes, h)
+		for _, id := range seg.TxnIDs {
+			txnIDs.appendString(id)
+		}
+		for j := range seg.Hashes {
+			hashes.appendBytes(seg.Hashes[j][:])
 		}
 		for _, d := range seg.Data {
 			if d == nil {
-				data = append(data, "null")
-			} else {
-				data = append(data, string(d))
+				d = jsonNull
 			}
+			data.appendBytes(d)
 		}
 	}
-	return []any{pids, verified, counts, txnIDs, hashes, data}, nil
+	return []any{pids, verified, counts, txnIDs.encoded(), hashes.encoded(), data.encoded()}, nil
 }
+
+var jsonNull = []byte("null")
 
 func collectResults(rows pgx.Rows, segs []Segment) ([]SegmentResult, error) {
 	defer rows.Close()
@@ -256,7 +259,7 @@ func (s *Store) Hydrate(ctx context.Context, partitionID int64) (Hydration, erro
 		var (
 			base, end *int64
 			created   *time.Time
-			hashes    [][16]byte
+			hashes    []Hash
 		)
 		if err := rows.Scan(&h.LastOffset, &h.TxnsStart, &h.WindowSeconds, &h.DBNow,
 			&base, &end, &created, &hashes); err != nil {
@@ -266,11 +269,7 @@ func (s *Store) Hydrate(ctx context.Context, partitionID int64) (Hydration, erro
 		if base == nil {
 			continue // the partition has no row in the window
 		}
-		r := TxnRange{BaseOffset: *base, EndOffset: *end, CreatedAt: *created, Hashes: make([]Hash, len(hashes))}
-		for i := range hashes {
-			r.Hashes[i] = hashes[i]
-		}
-		h.Txns = append(h.Txns, r)
+		h.Txns = append(h.Txns, TxnRange{BaseOffset: *base, EndOffset: *end, CreatedAt: *created, Hashes: hashes})
 	}
 	if err := rows.Err(); err != nil {
 		return Hydration{}, fmt.Errorf("pgstore: hydrate %d: %w", partitionID, err)

@@ -430,7 +430,7 @@ func TestDataRoundTrips(t *testing.T) {
 		"SELECT data::text[] FROM queen.log_segments WHERE partition_id = $1", b.part.ID).Scan(&data); err != nil {
 		t.Fatal(err)
 	}
-	if len(data) != 2 || data[0] != `{"amount": 99.5, "orderId": 9137}` || data[1] != "null" {
+	if len(data) != 2 || data[0] != `{"orderId": 9137, "amount": 99.5}` || data[1] != "null" {
 		t.Errorf("stored data = %q", data)
 	}
 }

@@ -30,17 +30,28 @@ type Store struct {
 	pool *pgxpool.Pool
 }
 
-// New wraps an existing pool. The caller keeps ownership of the pool.
-func New(pool *pgxpool.Pool) *Store {
-	return &Store{pool: pool}
-}
-
-// Open connects a pool to connString (a PostgreSQL URL or DSN). Close
-// releases it.
+// Open connects a pool to connString (a PostgreSQL URL or DSN, with pgx's
+// pool_* parameters). Close releases it.
 func Open(ctx context.Context, connString string) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(connString)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: parse connection string: %w", err)
+	}
+	return OpenConfig(ctx, cfg)
+}
+
+// OpenConfig connects a pool built from cfg. It chains its own AfterConnect
+// hook (binary codecs for the push arrays) before cfg's.
+func OpenConfig(ctx context.Context, cfg *pgxpool.Config) (*Store, error) {
+	after := cfg.AfterConnect
+	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
+		if err := registerCodecs(ctx, conn); err != nil {
+			return err
+		}
+		if after != nil {
+			return after(ctx, conn)
+		}
+		return nil
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

@@ -17,7 +17,7 @@ CREATE FUNCTION queen.log_push(
     p_verified bigint,
     p_txn_ids  text[],
     p_hashes   uuid[],
-    p_data     jsonb[],
+    p_data     json[],
     OUT base_offset bigint,
     OUT last_offset bigint,
     OUT probe_ran   boolean,
@@ -142,7 +142,7 @@ CREATE FUNCTION queen.log_push_bundle(
     p_counts   integer[],
     p_txn_ids  text[],
     p_hashes   uuid[],
-    p_data     jsonb[])
+    p_data     json[])
 RETURNS TABLE (seg integer, base_offset bigint, last_offset bigint, probe_ran boolean,
                dup_idx integer[], dup_off bigint[])
 LANGUAGE plpgsql AS $$
@@ -160,8 +160,18 @@ BEGIN
             USING ERRCODE = '22023';
     END IF;
 
-    PERFORM 1 FROM queen.log_partitions WHERE id = ANY (p_pids) ORDER BY id FOR UPDATE;
+    IF v_segs = 1 THEN
+        -- One frame: log_push takes its one lock; pass the arrays on
+        -- without slicing copies.
+        seg := 1;
+        SELECT r.base_offset, r.last_offset, r.probe_ran, r.dup_idx, r.dup_off
+          INTO base_offset, last_offset, probe_ran, dup_idx, dup_off
+          FROM queen.log_push(p_pids[1], p_verified[1], p_txn_ids, p_hashes, p_data) AS r;
+        RETURN NEXT;
+        RETURN;
+    END IF;
 
+    PERFORM 1 FROM queen.log_partitions WHERE id = ANY (p_pids) ORDER BY id FOR UPDATE;
     FOR s IN 1 .. v_segs LOOP
         v_end := v_pos + p_counts[s] - 1;
         seg := s;

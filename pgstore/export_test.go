@@ -1,0 +1,16 @@
+package pgstore
+
+// EncodeFrameArrays exposes the push path's binary array encoding to the
+// benchmarks, so the write ceiling can be measured with the same client
+// cost as the push.
+func EncodeFrameArrays(txnIDs []string, data [][]byte) (any, any) {
+	t := newArrayBuilder(oidText, len(txnIDs), 32*len(txnIDs))
+	for _, id := range txnIDs {
+		t.appendString(id)
+	}
+	d := newArrayBuilder(oidJSON, len(data), 128*len(data))
+	for _, p := range data {
+		d.appendBytes(p)
+	}
+	return t.encoded(), d.encoded()
+}

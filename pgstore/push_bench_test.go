@@ -1,0 +1,221 @@
+package pgstore_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/queengate/queengate/internal/pgtest"
+	"github.com/queengate/queengate/pgstore"
+)
+
+// The push path against the physical write ceiling of the same table, in
+// the style of pgx's BenchmarkWrite…RowsVia… family. Compare rows/s of
+// PushSkipProbe with the faster Ceiling variant of the same batch size, in
+// the same run (go tool task bench:pgstore).
+
+var benchBatchSizes = []int{1, 100, 1000}
+
+// benchRows generates batches of ~100-byte messages with unique ids.
+type benchRows struct {
+	prefix string
+	next   int
+}
+
+func (r *benchRows) segment(pid, verified int64, n int) pgstore.Segment {
+	seg := pgstore.Segment{PartitionID: pid, Verified: verified,
+		TxnIDs: make([]string, n), Hashes: make([]pgstore.Hash, n), Data: make([][]byte, n)}
+	for i := range n {
+		r.next++
+		id := r.prefix + strconv.Itoa(r.next)
+		seg.TxnIDs[i] = id
+		seg.Hashes[i] = pgstore.HashTxnID(id)
+		seg.Data[i] = fmt.Appendf(nil, `{"orderId":%d,"amount":99.5,"customer":"customer-42","note":"benchmark payload of about 100 bytes"}`, r.next)
+	}
+	return seg
+}
+
+func benchSetup(b *testing.B) (*pgstore.Store, pgstore.Partition) {
+	b.Helper()
+	st := pgtest.Store(b, pgtest.NewDB(b))
+	p, err := st.EnsurePartition(context.Background(), "bench", "Default")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return st, p
+}
+
+func reportRows(b *testing.B, rowsPerOp int) {
+	b.ReportMetric(float64(rowsPerOp)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+}
+
+// BenchmarkPushSkipProbe is the steady state with a warm cache: p_verified
+// equals last_offset, so SQL locks, allocates and writes without probing.
+func BenchmarkPushSkipProbe(b *testing.B) {
+	for _, n := range benchBatchSizes {
+		b.Run(fmt.Sprintf("batch=%d", n), func(b *testing.B) {
+			st, p := benchSetup(b)
+			ctx := context.Background()
+			rows := benchRows{prefix: "skip-"}
+			last := int64(-1)
+			b.ReportAllocs()
+			for b.Loop() {
+				res, err := st.Push(ctx, []pgstore.Segment{rows.segment(p.ID, last, n)})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if res[0].ProbeRan {
+					b.Fatal("probe ran")
+				}
+				last = res[0].LastOffset
+			}
+			reportRows(b, n)
+		})
+	}
+}
+
+// BenchmarkPushFullProbe pushes new ids with p_verified = -1 against a
+// window holding 100,000 hashes (100 frames of 1000), so every push unrolls
+// them all. The window is kept at that size by deleting each pushed frame's
+// log_txns row outside the timer.
+func BenchmarkPushFullProbe(b *testing.B) {
+	const windowHashes = 100_000
+	for _, n := range benchBatchSizes {
+		b.Run(fmt.Sprintf("batch=%d/window=%d", n, windowHashes), func(b *testing.B) {
+			st, p := benchSetup(b)
+			ctx := context.Background()
+			rows := benchRows{prefix: "probe-"}
+			for range windowHashes / 1000 {
+				if _, err := st.Push(ctx, []pgstore.Segment{rows.segment(p.ID, 1<<62, 1000)}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if _, err := st.Pool().Exec(ctx, "VACUUM ANALYZE queen.log_txns"); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				res, err := st.Push(ctx, []pgstore.Segment{rows.segment(p.ID, -1, n)})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if !res[0].ProbeRan || res[0].BaseOffset < 0 {
+					b.Fatalf("probe ran %v, base %d", res[0].ProbeRan, res[0].BaseOffset)
+				}
+				b.StopTimer()
+				if _, err := st.Pool().Exec(ctx, "DELETE FROM queen.log_txns WHERE partition_id = $1 AND base_offset = $2",
+					p.ID, res[0].BaseOffset); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+			}
+			reportRows(b, n)
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/windowHashes, "ns/window-hash")
+		})
+	}
+}
+
+// BenchmarkCeiling writes the same frames straight into log_segments, with
+// no lock, no allocator, no log_txns and no deduplication: the physical
+// limit this machine's PostgreSQL puts on the push. The row-per-message
+// variant measures the layout the schema did not choose.
+func BenchmarkCeiling(b *testing.B) {
+	for _, n := range benchBatchSizes {
+		b.Run(fmt.Sprintf("batch=%d/via=copy", n), func(b *testing.B) {
+			st, p := benchSetup(b)
+			ctx := context.Background()
+			rows := benchRows{prefix: "copy-"}
+			off := int64(0)
+			b.ReportAllocs()
+			for b.Loop() {
+				seg := rows.segment(p.ID, -1, n)
+				data := make([]string, n)
+				for i, d := range seg.Data {
+					data[i] = string(d)
+				}
+				row := []any{p.ID, off, off + int64(n) - 1, time.Now(), seg.TxnIDs, data}
+				if _, err := st.Pool().CopyFrom(ctx, pgx.Identifier{"queen", "log_segments"},
+					[]string{"partition_id", "base_offset", "end_offset", "created_at", "txn_ids", "data"},
+					pgx.CopyFromRows([][]any{row})); err != nil {
+					b.Fatal(err)
+				}
+				off += int64(n)
+			}
+			reportRows(b, n)
+		})
+		b.Run(fmt.Sprintf("batch=%d/via=insert", n), func(b *testing.B) {
+			st, p := benchSetup(b)
+			ctx := context.Background()
+			rows := benchRows{prefix: "insert-"}
+			off := int64(0)
+			b.ReportAllocs()
+			for b.Loop() {
+				seg := rows.segment(p.ID, -1, n)
+				data := make([]string, n)
+				for i, d := range seg.Data {
+					data[i] = string(d)
+				}
+				if _, err := st.Pool().Exec(ctx, `
+					INSERT INTO queen.log_segments (partition_id, base_offset, end_offset, created_at, txn_ids, data)
+					SELECT $1, $2, $3, clock_timestamp(), array_agg(t ORDER BY i), array_agg(d::json ORDER BY i)
+					  FROM unnest($4::text[], $5::text[]) WITH ORDINALITY AS u(t, d, i)`,
+					p.ID, off, off+int64(n)-1, seg.TxnIDs, data); err != nil {
+					b.Fatal(err)
+				}
+				off += int64(n)
+			}
+			reportRows(b, n)
+		})
+		b.Run(fmt.Sprintf("batch=%d/via=insert-binary", n), func(b *testing.B) {
+			// The same single-statement INSERT with the arrays encoded the
+			// way the push encodes them: the fairest ceiling for it.
+			st, p := benchSetup(b)
+			ctx := context.Background()
+			rows := benchRows{prefix: "binary-"}
+			off := int64(0)
+			b.ReportAllocs()
+			for b.Loop() {
+				seg := rows.segment(p.ID, -1, n)
+				txnIDs, data := pgstore.EncodeFrameArrays(seg.TxnIDs, seg.Data)
+				if _, err := st.Pool().Exec(ctx, `
+					INSERT INTO queen.log_segments (partition_id, base_offset, end_offset, created_at, txn_ids, data)
+					VALUES ($1, $2, $3, clock_timestamp(), $4, $5)`,
+					p.ID, off, off+int64(n)-1, txnIDs, data); err != nil {
+					b.Fatal(err)
+				}
+				off += int64(n)
+			}
+			reportRows(b, n)
+		})
+		b.Run(fmt.Sprintf("batch=%d/via=copy-row-per-message", n), func(b *testing.B) {
+			st, p := benchSetup(b)
+			ctx := context.Background()
+			if _, err := st.Pool().Exec(ctx, `CREATE TABLE bench_messages (
+				partition_id bigint, "offset" bigint, created_at timestamptz, txn_id text, data json,
+				PRIMARY KEY (partition_id, "offset"))`); err != nil {
+				b.Fatal(err)
+			}
+			rows := benchRows{prefix: "msg-"}
+			off := int64(0)
+			b.ReportAllocs()
+			for b.Loop() {
+				seg := rows.segment(p.ID, -1, n)
+				now := time.Now()
+				src := make([][]any, n)
+				for i := range n {
+					src[i] = []any{p.ID, off, now, seg.TxnIDs[i], string(seg.Data[i])}
+					off++
+				}
+				if _, err := st.Pool().CopyFrom(ctx, pgx.Identifier{"bench_messages"},
+					[]string{"partition_id", "offset", "created_at", "txn_id", "data"}, pgx.CopyFromRows(src)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportRows(b, n)
+		})
+	}
+}
