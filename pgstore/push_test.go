@@ -124,7 +124,7 @@ func TestRetryInWindowIsDuplicateOfOriginal(t *testing.T) {
 func TestOffsetsStayContiguousAfterDuplicates(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.push(t, -1, "a", "b", "c")                     // 0, 1, 2
+	b.push(t, -1, "a", "b", "c")                    // 0, 1, 2
 	mixed := b.push(t, -1, "x", "b", "y", "a", "z") // x=3, y=4, z=5
 	wantOutcomes(t, mixed, queued(3), dup(1), queued(4), dup(0), queued(5))
 	if mixed.BaseOffset != 3 || mixed.LastOffset != 5 {
@@ -202,10 +202,10 @@ func TestMinPicksFirstOfSeveralStoredMatches(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.setWindow(t, 0)
-	b.push(t, -1, "pad")     // 0
-	b.push(t, -1, "twice")   // 1
-	b.push(t, -1, "pad2")    // 2
-	b.push(t, -1, "twice")   // 3: stored again, deduplication was off
+	b.push(t, -1, "pad")   // 0
+	b.push(t, -1, "twice") // 1
+	b.push(t, -1, "pad2")  // 2
+	b.push(t, -1, "twice") // 3: stored again, deduplication was off
 	b.setWindow(t, 3600)
 	res := b.push(t, -1, "twice")
 	wantOutcomes(t, res, dup(1))
