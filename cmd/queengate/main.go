@@ -1,7 +1,6 @@
-// Command queengate is the exactly-once ingestion gateway daemon.
-//
-// Until the NATS gateway lands it connects to PostgreSQL, applies the
-// schema migrations and reports the schema version, then exits.
+// Command queengate is the exactly-once ingestion gateway daemon: NATS in
+// front, PostgreSQL behind. Configuration comes from flags, each with a
+// QUEEN_* environment equivalent (the flag wins); see --help.
 package main
 
 import (
@@ -9,6 +8,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -16,67 +16,46 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/rs/zerolog"
 
+	"github.com/queengate/queengate/gateway"
+	"github.com/queengate/queengate/ingest"
 	"github.com/queengate/queengate/internal/pgcluster"
 	"github.com/queengate/queengate/pgstore"
 )
 
-// version is set at build time with -ldflags "-X main.version=…".
-var version = "dev"
+// version is set at build time with -ldflags "-X main.version=…" (semver).
+var version = "0.1.0-dev"
 
 func main() {
-	if err := run(os.Args[1:]); err != nil {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return
+		}
 		fmt.Fprintln(os.Stderr, "queengate:", err)
 		os.Exit(1)
 	}
 }
 
-type config struct {
-	// PGURL is the PostgreSQL URL (QUEEN_PG_URL). Empty: use LocalPGDir.
-	PGURL string
-	// LocalPGDir (QUEEN_LOCAL_PG_DIR), development only: when PGURL is
-	// empty, start a PostgreSQL cluster kept in this folder.
-	LocalPGDir string
-	// ShowVersion prints the version and exits.
-	ShowVersion bool
-}
-
-func envOr(name, def string) string {
-	if v, ok := os.LookupEnv(name); ok {
-		return v
-	}
-	return def
-}
-
-func parseConfig(args []string) (config, error) {
-	var cfg config
-	fs := flag.NewFlagSet("queengate", flag.ContinueOnError)
-	fs.StringVar(&cfg.PGURL, "pg-url", envOr("QUEEN_PG_URL", ""), "PostgreSQL URL (env QUEEN_PG_URL)")
-	fs.StringVar(&cfg.LocalPGDir, "local-pg-dir", envOr("QUEEN_LOCAL_PG_DIR", ""),
-		"development only: when the PostgreSQL URL is empty, run a local cluster kept in this folder (env QUEEN_LOCAL_PG_DIR)")
-	fs.BoolVar(&cfg.ShowVersion, "version", false, "print the version and exit")
-	if err := fs.Parse(args); err != nil {
-		return cfg, err
-	}
-	if cfg.PGURL == "" && cfg.LocalPGDir == "" && !cfg.ShowVersion {
-		return cfg, errors.New("set QUEEN_PG_URL (or --pg-url), or QUEEN_LOCAL_PG_DIR for a local development cluster")
-	}
-	return cfg, nil
-}
-
-func run(args []string) error {
-	cfg, err := parseConfig(args)
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg, err := parseConfig(args, stderr)
 	if err != nil {
 		return err
 	}
 	if cfg.ShowVersion {
-		fmt.Println("queengate", version)
+		fmt.Fprintln(stdout, "queengate", version)
 		return nil
 	}
-	log := newLogger()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	log, err := newLogger(stderr, cfg.LogLevel)
+	if err != nil {
+		return err
+	}
 
 	pgURL := cfg.PGURL
 	if pgURL == "" {
@@ -88,22 +67,80 @@ func run(args []string) error {
 		log.Info().Str("dir", cluster.Dir()).Str("url", url).Msg("local PostgreSQL started")
 		pgURL = url
 	}
-
 	store, err := pgstore.Open(ctx, pgURL)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
+	if err := migrate(ctx, store, log); err != nil {
+		return err
+	}
+
+	natsURL := cfg.NATSURL
+	var embedded *server.Server
+	if natsURL == "" {
+		embedded, err = gateway.StartEmbeddedNATS(gateway.EmbeddedNATS{Host: cfg.NATSHost, Port: cfg.NATSPort})
+		if err != nil {
+			return err
+		}
+		defer embedded.Shutdown()
+		natsURL = embedded.ClientURL()
+		log.Info().Str("url", natsURL).Msg("embedded NATS server started")
+	}
+	nc, err := connectNATS(natsURL, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	ing, err := ingest.New(store, ingest.Config{
+		Shards: cfg.Shards, FlushSize: cfg.FlushSize, Linger: cfg.Linger, MaxBuffered: cfg.MaxBuffered,
+	}, log.With().Str("component", "ingest").Logger(), reg)
+	if err != nil {
+		return err
+	}
+	if err := ing.Start(ctx); err != nil {
+		return err
+	}
+	defer ing.Stop()
+	gw, err := gateway.New(gateway.Config{Prefix: cfg.Prefix, MaxBatch: cfg.MaxBatch, Version: version},
+		nc, ing, log.With().Str("component", "gateway").Logger(), reg)
+	if err != nil {
+		return err
+	}
+	admin := gateway.NewAdmin(cfg.HTTPAddr, store, pgstore.LatestVersion(), nc, reg, log.With().Str("component", "admin").Logger())
+	if err := admin.Start(ctx); err != nil {
+		return fmt.Errorf("admin http on %s: %w", cfg.HTTPAddr, err)
+	}
+	defer admin.Stop()
+	if err := gw.Start(ctx); err != nil {
+		return err
+	}
+	defer gw.Stop()
+	log.Info().Str("version", version).Str("nats", natsURL).Str("prefix", cfg.Prefix).
+		Str("http", admin.Addr()).Msg("queengate serving")
+
+	<-ctx.Done()
+	log.Info().Msg("shutting down: refusing new requests, answering everything accepted")
+	start := time.Now()
+	gw.Stop()
+	if err := nc.Drain(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
+		log.Warn().Err(err).Msg("drain NATS connection")
+	}
+	log.Info().Dur("took", time.Since(start)).Msg("stopped")
+	return nil
+}
+
+func migrate(ctx context.Context, store *pgstore.Store, log zerolog.Logger) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
 	applied, err := store.Migrate(ctx)
 	if err != nil {
 		return err
 	}
-	v, err := store.SchemaVersion(ctx)
-	if err != nil {
-		return err
-	}
-	log.Info().Ints("applied", applied).Int("schema_version", v).Msg("schema migrated")
-	log.Warn().Msg("the NATS gateway is not built yet: nothing is served, exiting")
+	log.Info().Ints("applied", applied).Int("schema_version", pgstore.LatestVersion()).Msg("schema migrated")
 	return nil
 }
 
@@ -120,31 +157,91 @@ func startLocalPG(ctx context.Context, dir string) (*pgcluster.Cluster, string, 
 	if err != nil {
 		return nil, "", err
 	}
-	conn, err := pgx.Connect(startCtx, cluster.URL("postgres"))
-	if err != nil {
+	if err := ensureDatabase(startCtx, cluster.URL("postgres"), "queengate"); err != nil {
 		cluster.Stop()
 		return nil, "", err
-	}
-	defer conn.Close(startCtx)
-	var exists bool
-	if err := conn.QueryRow(startCtx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = 'queengate')").Scan(&exists); err != nil {
-		cluster.Stop()
-		return nil, "", err
-	}
-	if !exists {
-		if _, err := conn.Exec(startCtx, "CREATE DATABASE queengate"); err != nil {
-			cluster.Stop()
-			return nil, "", err
-		}
 	}
 	return cluster, cluster.URL("queengate"), nil
 }
 
-// newLogger logs JSON, or human-readable lines when stderr is a terminal.
-func newLogger() zerolog.Logger {
-	zerolog.TimeFieldFormat = time.RFC3339Nano
-	if fi, err := os.Stderr.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
-		return zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: time.TimeOnly}).With().Timestamp().Logger()
+func ensureDatabase(ctx context.Context, adminURL, name string) error {
+	conn, err := pgx.Connect(ctx, adminURL)
+	if err != nil {
+		return err
 	}
-	return zerolog.New(os.Stderr).With().Timestamp().Logger()
+	defer conn.Close(ctx)
+	var exists bool
+	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
+		return err
+	}
+	if !exists {
+		_, err = conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
+	}
+	return err
+}
+
+func connectNATS(url string, cfg config, log zerolog.Logger) (*nats.Conn, error) {
+	opts := []nats.Option{
+		nats.Name("queengate " + version),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(250 * time.Millisecond),
+		// Answers published while the connection is away wait here and are
+		// sent on reconnect.
+		nats.ReconnectBufSize(64 << 20),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			log.Warn().Err(err).Msg("NATS disconnected")
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) {
+			log.Info().Str("url", nc.ConnectedUrlRedacted()).Msg("NATS reconnected")
+		}),
+		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			ev := log.Error().Err(err)
+			if sub != nil {
+				ev = ev.Str("subject", sub.Subject)
+			}
+			ev.Msg("NATS error")
+		}),
+	}
+	if cfg.NATSUser != "" {
+		opts = append(opts, nats.UserInfo(cfg.NATSUser, cfg.NATSPassword))
+	}
+	if cfg.NATSToken != "" {
+		opts = append(opts, nats.Token(cfg.NATSToken))
+	}
+	if cfg.NATSCreds != "" {
+		opts = append(opts, nats.UserCredentials(cfg.NATSCreds))
+	}
+	if cfg.NATSNKey != "" {
+		opt, err := nats.NkeyOptionFromSeed(cfg.NATSNKey)
+		if err != nil {
+			return nil, fmt.Errorf("nkey seed %s: %w", cfg.NATSNKey, err)
+		}
+		opts = append(opts, opt)
+	}
+	if cfg.NATSTLSCA != "" {
+		opts = append(opts, nats.RootCAs(cfg.NATSTLSCA))
+	}
+	if cfg.NATSTLSCert != "" || cfg.NATSTLSKey != "" {
+		opts = append(opts, nats.ClientCert(cfg.NATSTLSCert, cfg.NATSTLSKey))
+	}
+	nc, err := nats.Connect(url, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("connect to NATS at %s: %w", url, err)
+	}
+	return nc, nil
+}
+
+// newLogger logs JSON, or human-readable lines when w is a terminal.
+func newLogger(w io.Writer, level string) (zerolog.Logger, error) {
+	lvl, err := zerolog.ParseLevel(level)
+	if err != nil {
+		return zerolog.Logger{}, fmt.Errorf("log level %q: %w", level, err)
+	}
+	zerolog.TimeFieldFormat = time.RFC3339Nano
+	if f, ok := w.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+			w = zerolog.ConsoleWriter{Out: f, TimeFormat: time.TimeOnly}
+		}
+	}
+	return zerolog.New(w).Level(lvl).With().Timestamp().Logger(), nil
 }

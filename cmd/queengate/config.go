@@ -1,0 +1,159 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"time"
+)
+
+// config is the daemon's configuration. Each field names its flag and
+// environment variable, default and special values.
+type config struct {
+	// PGURL (--pg-url, QUEEN_PG_URL): PostgreSQL URL. Empty: LocalPGDir.
+	PGURL string
+	// LocalPGDir (--local-pg-dir, QUEEN_LOCAL_PG_DIR), development only:
+	// with no PGURL, run a PostgreSQL cluster kept in this folder.
+	LocalPGDir string
+
+	// NATSURL (--nats-url, QUEEN_NATS_URL): NATS server or cluster URLs,
+	// comma-separated. Empty: run an embedded nats-server.
+	NATSURL string
+	// NATSHost and NATSPort (QUEEN_NATS_HOST, QUEEN_NATS_PORT): where the
+	// embedded server listens; default 127.0.0.1:4222.
+	NATSHost string
+	NATSPort int
+	// Credentials and TLS for the NATS connection (all optional).
+	NATSUser, NATSPassword, NATSToken, NATSNKey, NATSCreds string
+	NATSTLSCA, NATSTLSCert, NATSTLSKey                   string
+
+	// Prefix (--subject-prefix, QUEEN_SUBJECT_PREFIX) starts every
+	// subject; default "queen".
+	Prefix string
+	// HTTPAddr (--http-addr, QUEEN_HTTP_ADDR): admin HTTP; default
+	// 127.0.0.1:6632.
+	HTTPAddr string
+	// MaxBatch (--max-batch, QUEEN_MAX_BATCH): messages per request;
+	// default 1000.
+	MaxBatch int
+	// Shards (--shards, QUEEN_SHARDS): ingest shards; 0 means one per CPU.
+	Shards int
+	// FlushSize (--flush-size, QUEEN_FLUSH_SIZE): messages that flush a
+	// partition's buffer; default 1000.
+	FlushSize int
+	// Linger (--flush-linger, QUEEN_FLUSH_LINGER): longest wait before a
+	// buffer is flushed; default 1ms.
+	Linger time.Duration
+	// MaxBuffered (--max-buffered, QUEEN_MAX_BUFFERED): messages a shard
+	// holds before answering 503; default 100000.
+	MaxBuffered int
+	// LogLevel (--log-level, QUEEN_LOG_LEVEL): default info.
+	LogLevel string
+
+	ShowVersion bool
+}
+
+type envFlags struct {
+	fs  *flag.FlagSet
+	err error
+}
+
+func (e *envFlags) str(p *string, name, env, def, usage string) {
+	if v, ok := os.LookupEnv(env); ok {
+		def = v
+	}
+	e.fs.StringVar(p, name, def, usage+" (env "+env+")")
+}
+
+func (e *envFlags) int(p *int, name, env string, def int, usage string) {
+	if v, ok := os.LookupEnv(env); ok {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			e.err = errors.Join(e.err, fmt.Errorf("%s=%q: not an integer", env, v))
+		}
+		def = n
+	}
+	e.fs.IntVar(p, name, def, usage+" (env "+env+")")
+}
+
+func (e *envFlags) dur(p *time.Duration, name, env string, def time.Duration, usage string) {
+	if v, ok := os.LookupEnv(env); ok {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			e.err = errors.Join(e.err, fmt.Errorf("%s=%q: not a duration (e.g. 1ms)", env, v))
+		}
+		def = d
+	}
+	e.fs.DurationVar(p, name, def, usage+" (env "+env+")")
+}
+
+func parseConfig(args []string, stderr io.Writer) (config, error) {
+	var cfg config
+	fs := flag.NewFlagSet("queengate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	e := &envFlags{fs: fs}
+	e.str(&cfg.PGURL, "pg-url", "QUEEN_PG_URL", "", "PostgreSQL URL; empty: run a local cluster in --local-pg-dir")
+	e.str(&cfg.LocalPGDir, "local-pg-dir", "QUEEN_LOCAL_PG_DIR", "", "development only: folder of a local PostgreSQL cluster used when --pg-url is empty")
+	e.str(&cfg.NATSURL, "nats-url", "QUEEN_NATS_URL", "", "NATS URL(s), comma-separated; empty: run an embedded nats-server")
+	e.str(&cfg.NATSHost, "nats-host", "QUEEN_NATS_HOST", "127.0.0.1", "embedded nats-server: host to listen on")
+	e.int(&cfg.NATSPort, "nats-port", "QUEEN_NATS_PORT", 4222, "embedded nats-server: port to listen on (-1: any free port)")
+	e.str(&cfg.NATSUser, "nats-user", "QUEEN_NATS_USER", "", "NATS user")
+	e.str(&cfg.NATSPassword, "nats-password", "QUEEN_NATS_PASSWORD", "", "NATS password")
+	e.str(&cfg.NATSToken, "nats-token", "QUEEN_NATS_TOKEN", "", "NATS token")
+	e.str(&cfg.NATSNKey, "nats-nkey", "QUEEN_NATS_NKEY", "", "file with the NATS nkey seed")
+	e.str(&cfg.NATSCreds, "nats-creds", "QUEEN_NATS_CREDS", "", "NATS credentials file (JWT + seed)")
+	e.str(&cfg.NATSTLSCA, "nats-tls-ca", "QUEEN_NATS_TLS_CA", "", "CA file to verify the NATS server")
+	e.str(&cfg.NATSTLSCert, "nats-tls-cert", "QUEEN_NATS_TLS_CERT", "", "client certificate for NATS")
+	e.str(&cfg.NATSTLSKey, "nats-tls-key", "QUEEN_NATS_TLS_KEY", "", "client key for NATS")
+	e.str(&cfg.Prefix, "subject-prefix", "QUEEN_SUBJECT_PREFIX", "queen", "first token(s) of every subject")
+	e.str(&cfg.HTTPAddr, "http-addr", "QUEEN_HTTP_ADDR", "127.0.0.1:6632", "admin HTTP address (/metrics, /healthz, /readyz)")
+	e.int(&cfg.MaxBatch, "max-batch", "QUEEN_MAX_BATCH", 1000, "most messages in one push request")
+	e.int(&cfg.Shards, "shards", "QUEEN_SHARDS", 0, "ingest shards; 0: one per CPU")
+	e.int(&cfg.FlushSize, "flush-size", "QUEEN_FLUSH_SIZE", 1000, "messages that flush a partition's buffer")
+	e.dur(&cfg.Linger, "flush-linger", "QUEEN_FLUSH_LINGER", time.Millisecond, "longest a buffered message waits for its flush")
+	e.int(&cfg.MaxBuffered, "max-buffered", "QUEEN_MAX_BUFFERED", 100_000, "messages a shard holds before answering 503")
+	e.str(&cfg.LogLevel, "log-level", "QUEEN_LOG_LEVEL", "info", "debug, info, warn or error")
+	fs.BoolVar(&cfg.ShowVersion, "version", false, "print the version and exit")
+	if e.err != nil {
+		return cfg, e.err
+	}
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if fs.NArg() > 0 {
+		return cfg, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	return cfg, cfg.validate()
+}
+
+func (c config) validate() error {
+	if c.ShowVersion {
+		return nil
+	}
+	var errs []error
+	if c.PGURL == "" && c.LocalPGDir == "" {
+		errs = append(errs, errors.New("pg-url: set QUEEN_PG_URL (or --pg-url), or QUEEN_LOCAL_PG_DIR for a local development cluster"))
+	}
+	if c.MaxBatch < 1 {
+		errs = append(errs, fmt.Errorf("max-batch: %d, must be at least 1", c.MaxBatch))
+	}
+	if c.Shards < 0 {
+		errs = append(errs, fmt.Errorf("shards: %d, must be 0 (one per CPU) or more", c.Shards))
+	}
+	if c.FlushSize < 1 {
+		errs = append(errs, fmt.Errorf("flush-size: %d, must be at least 1", c.FlushSize))
+	}
+	if c.Linger <= 0 {
+		errs = append(errs, fmt.Errorf("flush-linger: %v, must be positive", c.Linger))
+	}
+	if c.MaxBuffered < c.MaxBatch {
+		errs = append(errs, fmt.Errorf("max-buffered: %d, must be at least max-batch (%d)", c.MaxBuffered, c.MaxBatch))
+	}
+	if c.NATSPort < -1 || c.NATSPort > 65535 {
+		errs = append(errs, fmt.Errorf("nats-port: %d is not a port", c.NATSPort))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,120 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/rs/zerolog"
+)
+
+// StoreHealth is what readiness asks of the store.
+type StoreHealth interface {
+	Ping(ctx context.Context) error
+	SchemaVersion(ctx context.Context) (int, error)
+}
+
+// Admin is the admin HTTP server: /metrics, /healthz, /readyz.
+type Admin struct {
+	addr          string
+	store         StoreHealth
+	schemaVersion int
+	nc            *nats.Conn
+	gatherer      prometheus.Gatherer
+	log           zerolog.Logger
+	mux           *http.ServeMux
+
+	srv      *http.Server
+	ln       net.Listener
+	done     chan struct{}
+	stopOnce sync.Once
+}
+
+// NewAdmin builds the admin server for addr (host:port; port 0 picks one).
+// wantSchema is the migration version /readyz requires.
+func NewAdmin(addr string, store StoreHealth, wantSchema int, nc *nats.Conn, gatherer prometheus.Gatherer, log zerolog.Logger) *Admin {
+	a := &Admin{addr: addr, store: store, schemaVersion: wantSchema, nc: nc, gatherer: gatherer, log: log,
+		mux: http.NewServeMux(), done: make(chan struct{})}
+	a.mux.Handle("GET /metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))
+	a.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	a.mux.HandleFunc("GET /readyz", a.readyz)
+	return a
+}
+
+// Handle adds a route (for the configuration API and others).
+func (a *Admin) Handle(pattern string, h http.Handler) { a.mux.Handle(pattern, h) }
+
+// Start listens and serves in the background.
+func (a *Admin) Start(context.Context) error {
+	ln, err := net.Listen("tcp", a.addr)
+	if err != nil {
+		return err
+	}
+	a.ln = ln
+	a.srv = &http.Server{Handler: a.mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		defer close(a.done)
+		if err := a.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			a.log.Error().Err(err).Msg("admin http server")
+		}
+	}()
+	return nil
+}
+
+// Addr is the listening address (after Start).
+func (a *Admin) Addr() string { return a.ln.Addr().String() }
+
+// Stop shuts the server down gracefully. Safe to call twice.
+func (a *Admin) Stop() {
+	a.stopOnce.Do(func() {
+		if a.srv == nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = a.srv.Shutdown(ctx)
+		<-a.done
+	})
+}
+
+func (a *Admin) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	checks := map[string]string{}
+	ready := true
+	if err := a.store.Ping(ctx); err != nil {
+		checks["postgres"], ready = "unreachable: "+err.Error(), false
+	} else if v, err := a.store.SchemaVersion(ctx); err != nil {
+		checks["postgres"], ready = "schema version unreadable: "+err.Error(), false
+	} else if v != a.schemaVersion {
+		checks["postgres"], ready = "schema not migrated", false
+	} else {
+		checks["postgres"] = "ok"
+	}
+	if a.nc.IsConnected() {
+		checks["nats"] = "ok"
+	} else {
+		checks["nats"], ready = "not connected: "+a.nc.Status().String(), false
+	}
+	status := http.StatusOK
+	checks["status"] = "ready"
+	if !ready {
+		status, checks["status"] = http.StatusServiceUnavailable, "not ready"
+	}
+	writeJSON(w, status, checks)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,302 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
+	"github.com/queengate/queengate/ingest"
+)
+
+// ServiceName is the micro service name, and QueueGroup the queue group
+// every gateway subscribes in, so that NATS spreads pushes across them.
+const (
+	ServiceName = "queengate"
+	QueueGroup  = "queengate"
+)
+
+// Config configures the NATS face. Zero values take the defaults.
+type Config struct {
+	// Prefix starts every subject; default "queen".
+	Prefix string
+	// MaxBatch is the most messages one request may carry; default 1000.
+	MaxBatch int
+	// Version is reported by the micro service (semver); default 0.0.0-dev.
+	Version string
+	// ReplyRetry bounds how long an answer waits for a lost NATS
+	// connection to come back before it is given up; default 2 minutes.
+	ReplyRetry time.Duration
+	// DrainTimeout bounds how long Stop waits for requests NATS already
+	// delivered to be taken in; default 10 s.
+	DrainTimeout time.Duration
+}
+
+func (c Config) withDefaults() Config {
+	if c.Prefix == "" {
+		c.Prefix = "queen"
+	}
+	if c.MaxBatch <= 0 {
+		c.MaxBatch = 1000
+	}
+	if c.Version == "" {
+		c.Version = "0.0.0-dev"
+	}
+	if c.ReplyRetry <= 0 {
+		c.ReplyRetry = 2 * time.Minute
+	}
+	if c.DrainTimeout <= 0 {
+		c.DrainTimeout = 10 * time.Second
+	}
+	return c
+}
+
+// Ingester is what the gateway needs from ingest.
+type Ingester interface {
+	Submit(*ingest.Request) error
+	Stop()
+}
+
+// Gateway serves the push subjects on a NATS connection.
+type Gateway struct {
+	cfg     Config
+	nc      *nats.Conn
+	ing     Ingester
+	log     zerolog.Logger
+	metrics *metrics
+
+	mu       sync.Mutex
+	svc      micro.Service
+	baseSubs int // subscriptions on nc that are not the service's
+	stopOnce sync.Once
+	stopped  chan struct{}
+}
+
+// New builds a gateway. reg may be nil: then no metrics are registered.
+func New(cfg Config, nc *nats.Conn, ing Ingester, log zerolog.Logger, reg prometheus.Registerer) (*Gateway, error) {
+	cfg = cfg.withDefaults()
+	if err := validPrefix(cfg.Prefix); err != nil {
+		return nil, err
+	}
+	m, err := newMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	return &Gateway{cfg: cfg, nc: nc, ing: ing, log: log, metrics: m, stopped: make(chan struct{})}, nil
+}
+
+func validPrefix(p string) error {
+	for _, tok := range splitDots(p) {
+		if !ValidName(tok) {
+			return fmt.Errorf("gateway: subject prefix %q: each dot-separated token must be 1-128 bytes of [A-Za-z0-9_-]", p)
+		}
+	}
+	return nil
+}
+
+func splitDots(s string) []string {
+	var out []string
+	start := 0
+	for i := 0; i <= len(s); i++ {
+		if i == len(s) || s[i] == '.' {
+			out = append(out, s[start:i])
+			start = i + 1
+		}
+	}
+	return out
+}
+
+// Start registers the micro service and its push endpoint.
+func (g *Gateway) Start(context.Context) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.baseSubs = g.nc.NumSubscriptions()
+	svc, err := micro.AddService(g.nc, micro.Config{
+		Name:        ServiceName,
+		Version:     g.cfg.Version,
+		Description: "exactly-once ingestion gateway: push to " + g.cfg.Prefix + ".push.<queue>.<partition>",
+		QueueGroup:  QueueGroup,
+	})
+	if err != nil {
+		return fmt.Errorf("gateway: add micro service: %w", err)
+	}
+	err = svc.AddEndpoint("push", micro.HandlerFunc(g.handlePush),
+		micro.WithEndpointSubject(g.cfg.Prefix+".push.>"),
+		// NATS drops messages for a slow consumer; leave room for bursts
+		// far beyond what ingest buffers, so ingest's 503 is what pushes back.
+		micro.WithEndpointPendingLimits(1<<20, 1<<30),
+		micro.WithEndpointMetadata(map[string]string{"format": "application/json"}))
+	if err != nil {
+		_ = svc.Stop()
+		return fmt.Errorf("gateway: add push endpoint: %w", err)
+	}
+	g.svc = svc
+	// The subscriptions are live once the server has processed them: a
+	// request sent right after Start must find a responder.
+	if err := g.nc.Flush(); err != nil {
+		return fmt.Errorf("gateway: flush subscriptions: %w", err)
+	}
+	return nil
+}
+
+// Stop stops taking requests, takes in what NATS already delivered, then
+// flushes and answers everything accepted. It is safe to call twice.
+func (g *Gateway) Stop() {
+	g.stopOnce.Do(func() {
+		g.mu.Lock()
+		svc := g.svc
+		g.mu.Unlock()
+		if svc != nil {
+			if err := svc.Stop(); err != nil {
+				g.log.Warn().Err(err).Msg("stop micro service")
+			}
+			// Stop drains the service's subscriptions asynchronously: the
+			// requests already delivered are still handed to handlePush.
+			// Wait for that before stopping ingest, so none is refused.
+			deadline := time.Now().Add(g.cfg.DrainTimeout)
+			for g.nc.NumSubscriptions() > g.baseSubs && time.Now().Before(deadline) && !g.nc.IsClosed() {
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
+		g.ing.Stop()
+		if err := g.nc.FlushTimeout(g.cfg.DrainTimeout); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
+			g.log.Warn().Err(err).Msg("flush answers")
+		}
+		close(g.stopped)
+	})
+}
+
+// Info is the micro service's info (nil before Start).
+func (g *Gateway) Info() *micro.Info {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.svc == nil {
+		return nil
+	}
+	info := g.svc.Info()
+	return &info
+}
+
+// handlePush runs on the subscription's goroutine: decode, validate and
+// hand over without blocking; the answer is sent when ingest is done.
+func (g *Gateway) handlePush(req micro.Request) {
+	subject := req.Subject()
+	queue, partition, werr := parsePushSubject(g.cfg.Prefix, subject)
+	var ackSubject string
+	if werr == nil {
+		ackSubject = g.cfg.Prefix + ".ack." + queue + "." + partition
+	}
+	reply := req.Reply()
+	if werr != nil {
+		g.reject(req, reply, ackSubject, werr)
+		return
+	}
+	msgs, _, werr := decodePush(req.Data(), g.cfg.MaxBatch)
+	if werr != nil {
+		g.reject(req, reply, ackSubject, werr)
+		return
+	}
+	r := &ingest.Request{Queue: queue, Partition: partition, Messages: msgs}
+	r.Done = func(results []ingest.Result) {
+		body := encodeReply(msgs, results)
+		if reply != "" {
+			g.publish(&nats.Msg{Subject: reply, Data: body})
+		} else {
+			g.publish(&nats.Msg{Subject: ackSubject, Data: body})
+		}
+	}
+	if err := g.ing.Submit(r); err != nil {
+		switch {
+		case errors.Is(err, ingest.ErrOverloaded):
+			werr = &wireError{Code: CodeUnavailable, Message: "overloaded: retry later"}
+		case errors.Is(err, ingest.ErrStopped), errors.Is(err, ingest.ErrNotStarted):
+			werr = &wireError{Code: CodeUnavailable, Message: "shutting down: retry on another gateway"}
+		default:
+			werr = &wireError{Code: CodeInternal, Message: err.Error()}
+		}
+		g.reject(req, reply, ackSubject, werr)
+		return
+	}
+	g.metrics.requests.Inc()
+}
+
+// reject answers a request refused as a whole, with the micro error
+// headers. A fire-and-forget request gets it on its ack subject when the
+// subject named a valid partition.
+func (g *Gateway) reject(req micro.Request, reply, ackSubject string, werr *wireError) {
+	g.metrics.rejected(werr.Code)
+	code := strconv.Itoa(werr.Code)
+	if reply != "" {
+		if err := req.Error(code, werr.Message, werr.body()); err != nil {
+			g.log.Warn().Err(err).Msg("send error reply")
+		}
+		return
+	}
+	if ackSubject == "" {
+		g.log.Warn().Str("subject", req.Subject()).Str("error", werr.Message).Msg("fire-and-forget push rejected with no ack subject to answer on")
+		return
+	}
+	g.publish(&nats.Msg{Subject: ackSubject, Data: werr.body(), Header: nats.Header{
+		micro.ErrorHeader:     []string{werr.Message},
+		micro.ErrorCodeHeader: []string{code},
+	}})
+}
+
+// publish sends an answer. While NATS reconnects, nats.go buffers
+// publishes; if that buffer is full the answer waits for the connection to
+// come back (up to ReplyRetry) rather than being dropped.
+func (g *Gateway) publish(m *nats.Msg) {
+	deadline := time.Now().Add(g.cfg.ReplyRetry)
+	for {
+		err := g.nc.PublishMsg(m)
+		if err == nil {
+			return
+		}
+		if g.nc.IsClosed() || time.Now().After(deadline) {
+			g.metrics.lostAnswers.Inc()
+			g.log.Error().Err(err).Str("subject", m.Subject).Msg("answer could not be sent")
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+type metrics struct {
+	requests    prometheus.Counter
+	rejects     *prometheus.CounterVec
+	lostAnswers prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		requests: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "queengate_requests_accepted_total",
+			Help: "Push requests accepted for ingestion.",
+		}),
+		rejects: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "queengate_requests_rejected_total",
+			Help: "Push requests rejected as a whole, by wire error code.",
+		}, []string{"code"}),
+		lostAnswers: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "queengate_answers_unsent_total",
+			Help: "Answers that could not be published (NATS closed or away past the retry bound).",
+		}),
+	}
+	if reg != nil {
+		for _, c := range []prometheus.Collector{m.requests, m.rejects, m.lostAnswers} {
+			if err := reg.Register(c); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return m, nil
+}
+
+func (m *metrics) rejected(code int) { m.rejects.WithLabelValues(strconv.Itoa(code)).Inc() }

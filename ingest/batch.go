@@ -1,0 +1,189 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/queengate/queengate/pgstore"
+)
+
+// batch is one partition's fusion buffer: the requests it holds and, for
+// every message, which leader it follows.
+type batch struct {
+	firstAt time.Time
+	size    int // messages
+	reqs    []*Request
+
+	// Leaders in arrival order; what SQL receives when the window is on.
+	txnIDs []string
+	hashes []pgstore.Hash
+	data   [][]byte
+	// leaderOf[i] is the leader index of the i-th message of the batch
+	// (requests concatenated); leaderOf[i] == its own leader index for a
+	// leader. isLeader marks them.
+	leaderOf []int32
+	isLeader []bool
+
+	// Layer 1 compares queue\x1fpartition\x1ftransactionId; every message
+	// of a batch has the same queue and partition, so the map is keyed by
+	// the transactionId alone. Layer 2 compares the xxh3_128 hash, the same
+	// identity SQL compares, so a collision here behaves like one there.
+	byTxnID map[string]int32
+	byHash  map[pgstore.Hash]int32
+}
+
+func newBatch(now time.Time) *batch {
+	return &batch{firstAt: now, byTxnID: map[string]int32{}, byHash: map[pgstore.Hash]int32{}}
+}
+
+func (b *batch) add(req *Request) {
+	b.reqs = append(b.reqs, req)
+	b.size += len(req.Messages)
+	for _, m := range req.Messages {
+		if li, ok := b.byTxnID[m.TxnID]; ok {
+			b.leaderOf = append(b.leaderOf, li)
+			b.isLeader = append(b.isLeader, false)
+			continue
+		}
+		h := pgstore.HashTxnID(m.TxnID)
+		if li, ok := b.byHash[h]; ok {
+			b.byTxnID[m.TxnID] = li
+			b.leaderOf = append(b.leaderOf, li)
+			b.isLeader = append(b.isLeader, false)
+			continue
+		}
+		li := int32(len(b.txnIDs))
+		b.byTxnID[m.TxnID] = li
+		b.byHash[h] = li
+		b.txnIDs = append(b.txnIDs, m.TxnID)
+		b.hashes = append(b.hashes, h)
+		b.data = append(b.data, m.Data)
+		b.leaderOf = append(b.leaderOf, li)
+		b.isLeader = append(b.isLeader, true)
+	}
+}
+
+// segment is the frame SQL receives. With the window on, only leaders are
+// sent: followers inherit. With the window off (0), deduplication is off,
+// so every message is stored, repeats included.
+func (b *batch) segment(meta pgstore.Partition) pgstore.Segment {
+	seg := pgstore.Segment{PartitionID: meta.ID, Verified: -1}
+	if meta.WindowSeconds > 0 {
+		seg.TxnIDs, seg.Hashes, seg.Data = b.txnIDs, b.hashes, b.data
+		return seg
+	}
+	seg.TxnIDs = make([]string, 0, b.size)
+	seg.Hashes = make([]pgstore.Hash, 0, b.size)
+	seg.Data = make([][]byte, 0, b.size)
+	for _, req := range b.reqs {
+		for _, m := range req.Messages {
+			seg.TxnIDs = append(seg.TxnIDs, m.TxnID)
+			seg.Hashes = append(seg.Hashes, b.hashes[b.leaderOf[len(seg.TxnIDs)-1]])
+			seg.Data = append(seg.Data, m.Data)
+		}
+	}
+	return seg
+}
+
+// resolve maps the segment's outcomes back to every message and calls each
+// request's Done. A follower inherits its leader's final result: a queued
+// leader makes it a duplicate of the leader's offset, a duplicate leader
+// passes on the stored original, a failed leader fails it too.
+func (b *batch) resolve(meta pgstore.Partition, res *pgstore.SegmentResult, failure error, m *metrics) {
+	byLeader := meta.WindowSeconds > 0
+	i := 0
+	for _, req := range b.reqs {
+		results := make([]Result, len(req.Messages))
+		for k := range req.Messages {
+			r := &results[k]
+			r.PartitionID = meta.ID
+			switch {
+			case failure != nil:
+				r.Status, r.Err = StatusFailed, failure
+			case byLeader:
+				o := res.Outcomes[b.leaderOf[i]]
+				r.Offset = o.Offset
+				r.Status = StatusQueued
+				if o.Duplicate || !b.isLeader[i] {
+					r.Status = StatusDuplicate
+				}
+			default:
+				o := res.Outcomes[i]
+				r.Offset, r.Status = o.Offset, StatusQueued
+				if o.Duplicate {
+					r.Status = StatusDuplicate
+				}
+			}
+			m.messages[r.Status].Inc()
+			i++
+		}
+		req.Done(results)
+	}
+}
+
+// flight is one bundle on its way to PostgreSQL.
+type flight struct {
+	shard   *shard
+	parts   []*partState
+	batches []*batch
+}
+
+// errNoPartition marks a partition that could not be resolved; only its
+// messages fail.
+var errNoPartition = errors.New("ingest: partition could not be created or read")
+
+func (f *flight) fly() {
+	in := f.shard.ing
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), in.cfg.PushTimeout)
+	defer cancel()
+
+	failures := make([]error, len(f.parts))
+	segOf := make([]int, len(f.parts)) // index into segs, -1 for none
+	var segs []pgstore.Segment
+	messages := 0
+	for i, p := range f.parts {
+		segOf[i] = -1
+		if p.resolvedAt.IsZero() || time.Since(p.resolvedAt) > in.cfg.PartitionTTL {
+			meta, err := in.store.EnsurePartition(ctx, p.queue, p.partition)
+			if err != nil {
+				in.log.Warn().Err(err).Str("queue", p.queue).Str("partition", p.partition).Msg("resolve partition failed")
+				failures[i] = errors.Join(errNoPartition, err)
+				continue
+			}
+			p.meta, p.resolvedAt = meta, time.Now()
+		}
+		seg := f.batches[i].segment(p.meta)
+		messages += len(seg.Hashes)
+		segOf[i] = len(segs)
+		segs = append(segs, seg)
+	}
+
+	var results []pgstore.SegmentResult
+	var pushErr error
+	if len(segs) > 0 {
+		results, pushErr = in.store.Push(ctx, segs)
+		in.metrics.observeFlush(len(segs), messages, time.Since(start), pushErr)
+		if pushErr != nil {
+			in.log.Warn().Err(pushErr).Int("segments", len(segs)).Int("messages", messages).Msg("push failed")
+		}
+	}
+	answered := 0
+	for i, p := range f.parts {
+		var res *pgstore.SegmentResult
+		if j := segOf[i]; j >= 0 {
+			if pushErr != nil {
+				failures[i] = pushErr
+			} else {
+				res = &results[j]
+				in.metrics.observeProbe(res.ProbeRan)
+			}
+		}
+		f.batches[i].resolve(p.meta, res, failures[i], in.metrics)
+		answered += f.batches[i].size
+	}
+	f.shard.buffered.Add(-int64(answered))
+	in.metrics.bufferDepth.Sub(float64(answered))
+	f.shard.done <- f
+}

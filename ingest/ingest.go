@@ -1,0 +1,450 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+	"github.com/zeebo/xxh3"
+
+	"github.com/queengate/queengate/pgstore"
+)
+
+var (
+	// ErrOverloaded is returned by Submit when the owning shard's buffers
+	// are full. Nothing of the request was accepted.
+	ErrOverloaded = errors.New("ingest: overloaded")
+	// ErrStopped is returned by Submit once Stop has begun.
+	ErrStopped = errors.New("ingest: shutting down")
+	// ErrNotStarted is returned by Submit before Start.
+	ErrNotStarted = errors.New("ingest: not started")
+)
+
+// Store is what ingest needs from the log. *pgstore.Store implements it.
+type Store interface {
+	EnsurePartition(ctx context.Context, queue, partition string) (pgstore.Partition, error)
+	Push(ctx context.Context, segs []pgstore.Segment) ([]pgstore.SegmentResult, error)
+}
+
+// Config tunes the ingester. Zero values take the defaults.
+type Config struct {
+	// Shards is the number of shard goroutines; default GOMAXPROCS.
+	Shards int
+	// FlushSize flushes a partition's buffer once it holds this many
+	// messages; default 1000. A single larger request is one frame.
+	FlushSize int
+	// Linger flushes a buffer this long after its first message arrived;
+	// default 1 ms.
+	Linger time.Duration
+	// MaxBuffered bounds the messages a shard holds (buffered and in
+	// flight); default 100,000. Beyond it Submit answers ErrOverloaded.
+	MaxBuffered int
+	// MaxInflight is the number of bundles a shard may have in flight at
+	// once (each on its own connection); default 2.
+	MaxInflight int
+	// PushTimeout bounds one bundle's round trip; default 30 s.
+	PushTimeout time.Duration
+	// PartitionTTL is how long a partition's id and window are memoised
+	// before they are read again; default 30 s.
+	PartitionTTL time.Duration
+}
+
+func (c Config) withDefaults() Config {
+	if c.Shards <= 0 {
+		c.Shards = runtime.GOMAXPROCS(0)
+	}
+	if c.FlushSize <= 0 {
+		c.FlushSize = 1000
+	}
+	if c.Linger <= 0 {
+		c.Linger = time.Millisecond
+	}
+	if c.MaxBuffered <= 0 {
+		c.MaxBuffered = 100_000
+	}
+	if c.MaxInflight <= 0 {
+		c.MaxInflight = 2
+	}
+	if c.PushTimeout <= 0 {
+		c.PushTimeout = 30 * time.Second
+	}
+	if c.PartitionTTL <= 0 {
+		c.PartitionTTL = 30 * time.Second
+	}
+	return c
+}
+
+// Message is one message of a request.
+type Message struct {
+	// TxnID is the transactionId; the caller mints one when the producer
+	// sent none.
+	TxnID string
+	// Data is the message's data as JSON text; nil stands for null.
+	Data []byte
+}
+
+// Status is a message's outcome.
+type Status uint8
+
+const (
+	// StatusQueued: stored now at Offset.
+	StatusQueued Status = iota + 1
+	// StatusDuplicate: wrote nothing; Offset is the original's.
+	StatusDuplicate
+	// StatusFailed: not stored; Err says why. Retrying is safe.
+	StatusFailed
+)
+
+func (s Status) String() string {
+	switch s {
+	case StatusQueued:
+		return "queued"
+	case StatusDuplicate:
+		return "duplicate"
+	case StatusFailed:
+		return "failed"
+	}
+	return fmt.Sprintf("Status(%d)", uint8(s))
+}
+
+// Result is one message's outcome.
+type Result struct {
+	Status      Status
+	PartitionID int64
+	Offset      int64
+	Err         error
+}
+
+// Request is a batch of messages for one partition.
+type Request struct {
+	Queue     string
+	Partition string
+	Messages  []Message
+	// Done is called exactly once per accepted request, from an ingest
+	// goroutine, after the outcome is committed or definitely failed, with
+	// one Result per message in input order. It must not block for long.
+	Done func([]Result)
+}
+
+// Ingester routes requests to shards. Start it, Submit to it, Stop it.
+type Ingester struct {
+	cfg     Config
+	store   Store
+	log     zerolog.Logger
+	metrics *metrics
+	shards  []*shard
+
+	mu       sync.RWMutex // guards started/stopping against Submit
+	started  bool
+	stopping bool
+	wg       sync.WaitGroup
+	stopOnce sync.Once
+}
+
+// New builds an Ingester. reg may be nil: then no metrics are registered.
+func New(store Store, cfg Config, log zerolog.Logger, reg prometheus.Registerer) (*Ingester, error) {
+	cfg = cfg.withDefaults()
+	m, err := newMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	in := &Ingester{cfg: cfg, store: store, log: log, metrics: m}
+	for i := range cfg.Shards {
+		in.shards = append(in.shards, newShard(in, i))
+	}
+	return in, nil
+}
+
+// Start starts the shard goroutines. ctx is not retained: Stop ends them.
+func (in *Ingester) Start(context.Context) error {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.started {
+		return errors.New("ingest: already started")
+	}
+	in.started = true
+	for _, s := range in.shards {
+		in.wg.Add(1)
+		go func() {
+			defer in.wg.Done()
+			s.run()
+		}()
+	}
+	return nil
+}
+
+// Submit hands a request to its shard without blocking. On error nothing
+// of the request was accepted and Done will not be called.
+func (in *Ingester) Submit(req *Request) error {
+	n := len(req.Messages)
+	if n == 0 {
+		return errors.New("ingest: empty request")
+	}
+	in.mu.RLock()
+	defer in.mu.RUnlock()
+	if in.stopping {
+		return ErrStopped
+	}
+	if !in.started {
+		return ErrNotStarted
+	}
+	s := in.shards[in.shardOf(req.Queue, req.Partition)]
+	if s.buffered.Add(int64(n)) > int64(in.cfg.MaxBuffered) {
+		s.buffered.Add(-int64(n))
+		return ErrOverloaded
+	}
+	select {
+	case s.in <- req:
+		in.metrics.bufferDepth.Add(float64(n))
+		return nil
+	default:
+		s.buffered.Add(-int64(n))
+		return ErrOverloaded
+	}
+}
+
+// shardOf is a stable hash of (queue, partition): the same partition is
+// always owned by the same shard, which makes its flushes single-flight.
+func (in *Ingester) shardOf(queue, partition string) int {
+	h := xxh3.HashString(queue + "\x1f" + partition)
+	return int(h % uint64(len(in.shards)))
+}
+
+// Stop refuses new requests, flushes and answers everything accepted, and
+// waits for the shards to finish. It is safe to call more than once.
+func (in *Ingester) Stop() {
+	in.stopOnce.Do(func() {
+		in.mu.Lock()
+		in.stopping = true
+		started := in.started
+		in.mu.Unlock()
+		if !started {
+			return
+		}
+		for _, s := range in.shards {
+			close(s.quit)
+		}
+		in.wg.Wait()
+	})
+}
+
+// Buffered is the number of messages accepted and not yet answered.
+func (in *Ingester) Buffered() int {
+	total := 0
+	for _, s := range in.shards {
+		total += int(s.buffered.Load())
+	}
+	return total
+}
+
+// shard owns the partitions that hash to it. All fields but buffered, in
+// and quit are touched only by its run goroutine.
+type shard struct {
+	in       chan *Request
+	quit     chan struct{}
+	done     chan *flight
+	buffered atomic.Int64 // messages accepted and not yet answered
+
+	ing      *Ingester
+	parts    map[string]*partState
+	pending  map[*partState]struct{} // parts with an unsent buffer
+	inflight int
+	timer    *time.Timer
+	timerAt  time.Time
+}
+
+func newShard(in *Ingester, i int) *shard {
+	// The request channel is sized so that MaxBuffered, not the channel,
+	// is what refuses work: every request carries at least one message.
+	return &shard{
+		in:      make(chan *Request, min(in.cfg.MaxBuffered, 65536)),
+		quit:    make(chan struct{}),
+		done:    make(chan *flight, in.cfg.MaxInflight),
+		ing:     in,
+		parts:   map[string]*partState{},
+		pending: map[*partState]struct{}{},
+	}
+}
+
+// partState is one partition's fusion state within its shard.
+type partState struct {
+	queue, partition string
+	// batches are the partition's unsent buffers, oldest first; only the
+	// last one takes new requests. Only batches[0] is ever in flight.
+	batches  []*batch
+	inflight bool
+	// meta is the memoised id and window; owned by whoever holds the
+	// partition in flight (the shard hands it over with the flight).
+	meta       pgstore.Partition
+	resolvedAt time.Time
+	lastUsed   time.Time
+}
+
+func (s *shard) run() {
+	sweep := time.NewTicker(time.Minute)
+	defer sweep.Stop()
+	s.timer = time.NewTimer(time.Hour)
+	s.timer.Stop()
+	for {
+		select {
+		case req := <-s.in:
+			s.accept(req)
+			// Take what else is already queued before deciding to flush,
+			// so that bursts fuse into one bundle.
+			for more := true; more; {
+				select {
+				case req := <-s.in:
+					s.accept(req)
+				default:
+					more = false
+				}
+			}
+		case f := <-s.done:
+			s.landed(f)
+		case <-s.timer.C:
+			s.timerAt = time.Time{}
+		case now := <-sweep.C:
+			s.sweepIdle(now)
+		case <-s.quit:
+			s.drain()
+			return
+		}
+		s.maybeFlush(false)
+	}
+}
+
+// drain is the shutdown path: accept what was submitted before Stop, then
+// flush everything regardless of linger and wait for every flight.
+func (s *shard) drain() {
+accepting:
+	for {
+		select {
+		case req := <-s.in:
+			s.accept(req)
+		default:
+			break accepting
+		}
+	}
+	for len(s.pending) > 0 || s.inflight > 0 {
+		s.maybeFlush(true)
+		if s.inflight > 0 {
+			s.landed(<-s.done)
+		}
+	}
+}
+
+func (s *shard) accept(req *Request) {
+	key := req.Queue + "\x1f" + req.Partition
+	p := s.parts[key]
+	now := time.Now()
+	if p == nil {
+		p = &partState{queue: req.Queue, partition: req.Partition}
+		s.parts[key] = p
+	}
+	p.lastUsed = now
+	var b *batch
+	if n := len(p.batches); n > 0 && !(p.inflight && n == 1) {
+		b = p.batches[n-1]
+	}
+	// A request is never split: if it would take the open buffer past the
+	// flush size, it starts the next one.
+	if b == nil || (b.size > 0 && b.size+len(req.Messages) > s.ing.cfg.FlushSize) {
+		b = newBatch(now)
+		p.batches = append(p.batches, b)
+	}
+	b.add(req)
+	s.pending[p] = struct{}{}
+}
+
+// maybeFlush sends a bundle when one is due: some partition's buffer is
+// full, the oldest buffered message has lingered long enough, or the shard
+// is draining. A bundle takes every pending partition that is not in
+// flight, so that a due flush carries whatever else is waiting.
+func (s *shard) maybeFlush(draining bool) {
+	for s.inflight < s.ing.cfg.MaxInflight && len(s.pending) > 0 {
+		due, next := s.due(draining)
+		if !due {
+			s.armTimer(next)
+			return
+		}
+		f := &flight{shard: s}
+		for p := range s.pending {
+			if p.inflight {
+				continue
+			}
+			p.inflight = true
+			f.parts = append(f.parts, p)
+			f.batches = append(f.batches, p.batches[0])
+		}
+		if len(f.parts) == 0 {
+			return // everything pending is already in flight
+		}
+		for _, p := range f.parts {
+			if len(p.batches) == 1 {
+				delete(s.pending, p)
+			}
+		}
+		s.inflight++
+		go f.fly()
+	}
+}
+
+// due reports whether a flush is due now and, if not, when the earliest
+// pending buffer will be.
+func (s *shard) due(draining bool) (bool, time.Time) {
+	var earliest time.Time
+	linger := s.ing.cfg.Linger
+	now := time.Now()
+	for p := range s.pending {
+		if p.inflight {
+			continue
+		}
+		b := p.batches[0]
+		if draining || b.size >= s.ing.cfg.FlushSize || len(p.batches) > 1 || now.Sub(b.firstAt) >= linger {
+			return true, time.Time{}
+		}
+		if earliest.IsZero() || b.firstAt.Before(earliest) {
+			earliest = b.firstAt
+		}
+	}
+	if earliest.IsZero() {
+		return false, time.Time{}
+	}
+	return false, earliest.Add(linger)
+}
+
+func (s *shard) armTimer(at time.Time) {
+	if at.IsZero() || (!s.timerAt.IsZero() && !at.Before(s.timerAt)) {
+		return
+	}
+	s.timerAt = at
+	s.timer.Reset(time.Until(at))
+}
+
+// landed takes a flight back: its partitions may fly again.
+func (s *shard) landed(f *flight) {
+	s.inflight--
+	for _, p := range f.parts {
+		p.inflight = false
+		p.batches = p.batches[1:]
+		if len(p.batches) > 0 {
+			s.pending[p] = struct{}{}
+		}
+	}
+}
+
+// sweepIdle forgets partitions idle for ten minutes, so that a workload
+// churning through partition names does not grow the map without bound.
+func (s *shard) sweepIdle(now time.Time) {
+	for key, p := range s.parts {
+		if !p.inflight && len(p.batches) == 0 && now.Sub(p.lastUsed) > 10*time.Minute {
+			delete(s.parts, key)
+		}
+	}
+}

@@ -1,0 +1,86 @@
+package ingest
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+type metrics struct {
+	messages    map[Status]prometheus.Counter
+	flushSize   prometheus.Histogram
+	flushTime   prometheus.Histogram
+	segments    prometheus.Histogram
+	flushErrors prometheus.Counter
+	probeRan    prometheus.Counter
+	probeSkip   prometheus.Counter
+	bufferDepth prometheus.Gauge
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	messages := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "queengate_messages_total",
+		Help: "Messages answered, by status (queued, duplicate, failed).",
+	}, []string{"status"})
+	probes := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "queengate_probes_total",
+		Help: "Segments pushed, by whether the SQL duplicate probe ran or was skipped.",
+	}, []string{"probe"})
+	m := &metrics{
+		messages: map[Status]prometheus.Counter{
+			StatusQueued:    messages.WithLabelValues("queued"),
+			StatusDuplicate: messages.WithLabelValues("duplicate"),
+			StatusFailed:    messages.WithLabelValues("failed"),
+		},
+		flushSize: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "queengate_flush_messages",
+			Help:    "Messages sent to PostgreSQL per bundle.",
+			Buckets: prometheus.ExponentialBuckets(1, 4, 9),
+		}),
+		flushTime: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "queengate_flush_duration_seconds",
+			Help:    "Round trip of one bundle (resolve partitions, push, commit).",
+			Buckets: prometheus.ExponentialBuckets(0.0002, 2, 16),
+		}),
+		segments: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "queengate_flush_segments",
+			Help:    "Partition segments per bundle.",
+			Buckets: prometheus.ExponentialBuckets(1, 4, 8),
+		}),
+		flushErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "queengate_flush_errors_total",
+			Help: "Bundles that failed; their messages were answered failed.",
+		}),
+		probeRan:  probes.WithLabelValues("ran"),
+		probeSkip: probes.WithLabelValues("skipped"),
+		bufferDepth: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "queengate_fusion_buffered_messages",
+			Help: "Messages accepted and not yet answered (buffered or in flight).",
+		}),
+	}
+	if reg != nil {
+		for _, c := range []prometheus.Collector{messages, probes, m.flushSize, m.flushTime, m.segments, m.flushErrors, m.bufferDepth} {
+			if err := reg.Register(c); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return m, nil
+}
+
+func (m *metrics) observeFlush(segments, messages int, took time.Duration, err error) {
+	m.segments.Observe(float64(segments))
+	m.flushSize.Observe(float64(messages))
+	m.flushTime.Observe(took.Seconds())
+	if err != nil {
+		m.flushErrors.Inc()
+	}
+}
+
+func (m *metrics) observeProbe(ran bool) {
+	if ran {
+		m.probeRan.Inc()
+	} else {
+		m.probeSkip.Inc()
+	}
+}
