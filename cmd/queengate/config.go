@@ -28,7 +28,7 @@ type config struct {
 	NATSPort int
 	// Credentials and TLS for the NATS connection (all optional).
 	NATSUser, NATSPassword, NATSToken, NATSNKey, NATSCreds string
-	NATSTLSCA, NATSTLSCert, NATSTLSKey                   string
+	NATSTLSCA, NATSTLSCert, NATSTLSKey                     string
 
 	// Prefix (--subject-prefix, QUEEN_SUBJECT_PREFIX) starts every
 	// subject; default "queen".
