@@ -174,6 +174,9 @@ func (c *Cluster) URL(database string) string {
 	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", c.port, database)
 }
 
+// Port is the TCP port the server listens on (127.0.0.1).
+func (c *Cluster) Port() int { return c.port }
+
 // Dir is the cluster's folder (data, socket, log).
 func (c *Cluster) Dir() string { return c.dir }
 

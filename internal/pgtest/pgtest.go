@@ -239,3 +239,60 @@ func UniqueName(tb testing.TB) string {
 	}
 	return strings.Trim(base, "_-") + fmt.Sprintf("-%d", nameSeq.Add(1))
 }
+
+// Cluster is a private PostgreSQL for a test that stops and restarts the
+// server (fault tests). It always uses the machine's server binaries.
+type Cluster struct {
+	opts    pgcluster.Options
+	running *pgcluster.Cluster
+	// URL is a migrated database on the cluster.
+	URL string
+}
+
+// NewCluster starts a private cluster with a migrated database; it is
+// stopped and removed when the test ends.
+func NewCluster(tb testing.TB) *Cluster {
+	tb.Helper()
+	dir, err := os.MkdirTemp("", "queengate-pgfault-")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	c := &Cluster{opts: pgcluster.Options{Dir: dir, Settings: TestSettings()}}
+	c.Start(tb)
+	tb.Cleanup(func() {
+		c.Stop()
+		_ = os.RemoveAll(dir)
+	})
+	c.URL = c.running.URL("postgres")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, c.URL)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := pgstore.Migrate(ctx, conn); err != nil {
+		tb.Fatal(err)
+	}
+	return c
+}
+
+// Start starts the server (again), on the same port as before.
+func (c *Cluster) Start(tb testing.TB) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	running, err := pgcluster.Start(ctx, c.opts)
+	if err != nil {
+		tb.Fatalf("pgtest: %v", err)
+	}
+	c.running = running
+	c.opts.Port = running.Port()
+}
+
+// Stop shuts the server down (fast shutdown: open connections are cut).
+func (c *Cluster) Stop() {
+	if c.running != nil {
+		c.running.Stop()
+	}
+}

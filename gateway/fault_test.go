@@ -1,0 +1,156 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
+	"github.com/queengate/queengate/gateway"
+	"github.com/queengate/queengate/ingest"
+	"github.com/queengate/queengate/internal/pgtest"
+	"github.com/queengate/queengate/pgstore"
+)
+
+// eventually polls cond until it holds or the timeout passes.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func readyz(t *testing.T, addr string) (int, map[string]string) {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body map[string]string
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, body
+}
+
+func TestPostgresDownGivesFailedThenRecovers(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	cluster := pgtest.NewCluster(t)
+	store := pgtest.Store(t, cluster.URL)
+	e.store = store
+	gw, _ := e.startGateway(gatewayOpts{store: store, ingest: ingest.Config{PushTimeout: 5 * time.Second}})
+	_ = gw
+	admin := gateway.NewAdmin("127.0.0.1:0", store, pgstore.LatestVersion(), e.client, prometheus.NewRegistry(), zerolog.Nop())
+	if err := admin.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(admin.Stop)
+
+	wantStatus(t, e.push(t, e.subject("p"), msgs("before")), "queued")
+	if code, body := readyz(t, admin.Addr()); code != http.StatusOK {
+		t.Fatalf("/readyz = %d %v with everything up", code, body)
+	}
+
+	cluster.Stop()
+	down := e.push(t, e.subject("p"), msgs("during-1", "during-2", "during-1"))
+	wantStatus(t, down, "failed", "failed", "failed")
+	if down[0].Error == "" {
+		t.Errorf("failed answer carries no error: %+v", down[0])
+	}
+	if code, body := readyz(t, admin.Addr()); code != http.StatusServiceUnavailable || !strings.Contains(body["postgres"], "unreachable") {
+		t.Errorf("/readyz = %d %v with PostgreSQL down, want 503 naming postgres", code, body)
+	}
+
+	cluster.Start(t)
+	// No restart of the gateway: the pool reconnects by itself.
+	var again []answer
+	eventually(t, 30*time.Second, "pushes to succeed after PostgreSQL returns", func() bool {
+		again = e.push(t, e.subject("p"), msgs("during-1", "during-2", "before"))
+		return again[0].Status != "failed"
+	})
+	wantStatus(t, again, "queued", "queued", "duplicate")
+	if code, body := readyz(t, admin.Addr()); code != http.StatusOK {
+		t.Errorf("/readyz = %d %v after recovery", code, body)
+	}
+	if n := e.storedCount(t); n != 3 {
+		t.Errorf("%d messages stored, want 3", n)
+	}
+}
+
+// blockPartition holds the partition's row lock from another transaction
+// until the returned function is called, so that a push waits on it.
+func blockPartition(t *testing.T, store *pgstore.Store, queue, partition string) (blocker int32, release func()) {
+	t.Helper()
+	ctx := context.Background()
+	p, err := store.EnsurePartition(ctx, queue, partition)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := store.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.QueryRow(ctx, "SELECT pg_backend_pid() FROM queen.log_partitions WHERE id = $1 FOR UPDATE",
+		p.ID).Scan(&blocker); err != nil {
+		t.Fatal(err)
+	}
+	return blocker, func() { _ = tx.Rollback(ctx) }
+}
+
+func TestStatementTimeoutGivesFailedAndRetryIsExact(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.startGateway(gatewayOpts{ingest: ingest.Config{PushTimeout: 300 * time.Millisecond}})
+	wantStatus(t, e.push(t, e.subject("slow"), msgs("a")), "queued")
+	_, release := blockPartition(t, e.store, e.queue, "slow")
+	got := e.push(t, e.subject("slow"), msgs("a", "b"))
+	release()
+	wantStatus(t, got, "failed", "failed")
+	retry := e.push(t, e.subject("slow"), msgs("a", "b"))
+	wantStatus(t, retry, "duplicate", "queued")
+	if n := e.storedCount(t); n != 2 {
+		t.Errorf("%d messages stored, want 2: the timed-out push must have written nothing", n)
+	}
+}
+
+func TestConnectionKilledMidFlushGivesFailed(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.startGateway(gatewayOpts{})
+	wantStatus(t, e.push(t, e.subject("kill"), msgs("k0")), "queued")
+	blocker, release := blockPartition(t, e.store, e.queue, "kill")
+	defer release()
+
+	done := make(chan []answer, 1)
+	go func() { done <- e.push(t, e.subject("kill"), msgs("k1", "k2")) }()
+	// Find the push waiting on the lock and terminate its backend.
+	ctx := context.Background()
+	eventually(t, 30*time.Second, "the push to wait on the row lock and be terminated", func() bool {
+		var killed int
+		err := e.store.Pool().QueryRow(ctx, `
+			SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+			 WHERE $1 = ANY (pg_blocking_pids(pid)) AND query LIKE '%log_push_bundle%'`, blocker).Scan(&killed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return killed > 0
+	})
+	got := <-done
+	wantStatus(t, got, "failed", "failed")
+	release()
+	wantStatus(t, e.push(t, e.subject("kill"), msgs("k1", "k2", "k0")), "queued", "queued", "duplicate")
+	if n := e.storedCount(t); n != 3 {
+		t.Errorf("%d messages stored, want 3", n)
+	}
+}
