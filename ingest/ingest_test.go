@@ -1,0 +1,270 @@
+package ingest_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/queengate/queengate/ingest"
+	"github.com/queengate/queengate/internal/pgtest"
+	"github.com/queengate/queengate/pgstore"
+)
+
+func TestMain(m *testing.M) { pgtest.Run(m) }
+
+// countingStore is the real store, counting the bundles sent through it.
+type countingStore struct {
+	*pgstore.Store
+	pushes   atomic.Int64
+	segments atomic.Int64
+}
+
+func (s *countingStore) Push(ctx context.Context, segs []pgstore.Segment) ([]pgstore.SegmentResult, error) {
+	s.pushes.Add(1)
+	s.segments.Add(int64(len(segs)))
+	return s.Store.Push(ctx, segs)
+}
+
+type testBundle struct {
+	store *countingStore
+	ing   *ingest.Ingester
+	queue string
+}
+
+func setup(t *testing.T, cfg ingest.Config) *testBundle {
+	t.Helper()
+	store := &countingStore{Store: pgtest.Store(t, pgtest.SharedURL(t))}
+	ing, err := ingest.New(store, cfg, zerolog.New(zerolog.NewTestWriter(t)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ing.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ing.Stop)
+	return &testBundle{store: store, ing: ing, queue: pgtest.UniqueName(t)}
+}
+
+// submit sends a request and returns a channel with its results.
+func (b *testBundle) submit(t *testing.T, partition string, ids ...string) <-chan []ingest.Result {
+	t.Helper()
+	ch, err := b.trySubmit(partition, ids...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ch
+}
+
+func (b *testBundle) trySubmit(partition string, ids ...string) (<-chan []ingest.Result, error) {
+	ch := make(chan []ingest.Result, 1)
+	req := &ingest.Request{Queue: b.queue, Partition: partition, Done: func(r []ingest.Result) { ch <- r }}
+	for _, id := range ids {
+		req.Messages = append(req.Messages, ingest.Message{TxnID: id, Data: []byte(`{"id":"` + id + `"}`)})
+	}
+	return ch, b.ing.Submit(req)
+}
+
+func wait(t *testing.T, ch <-chan []ingest.Result) []ingest.Result {
+	t.Helper()
+	select {
+	case r := <-ch:
+		return r
+	case <-time.After(30 * time.Second):
+		t.Fatal("no answer within 30 s")
+		return nil
+	}
+}
+
+func statuses(rs []ingest.Result) string {
+	s := ""
+	for i, r := range rs {
+		if i > 0 {
+			s += ","
+		}
+		s += r.Status.String()
+	}
+	return s
+}
+
+func TestLeaderAndFollowersAcrossFusedRequests(t *testing.T) {
+	t.Parallel()
+	b := setup(t, ingest.Config{Shards: 1, FlushSize: 6, Linger: time.Hour})
+	// Three requests fused into one buffer of six messages: "a" repeats
+	// across requests (layer 1), and every result follows the leader.
+	r1 := b.submit(t, "p", "a", "b")
+	r2 := b.submit(t, "p", "a", "c")
+	r3 := b.submit(t, "p", "c", "a")
+	got1, got2, got3 := wait(t, r1), wait(t, r2), wait(t, r3)
+	if s := statuses(got1) + "|" + statuses(got2) + "|" + statuses(got3); s != "queued,queued|duplicate,queued|duplicate,duplicate" {
+		t.Fatalf("statuses %s", s)
+	}
+	if got2[0].Offset != got1[0].Offset || got3[1].Offset != got1[0].Offset || got3[0].Offset != got2[1].Offset {
+		t.Errorf("followers do not name their leaders: %+v %+v %+v", got1, got2, got3)
+	}
+	if n := b.store.pushes.Load(); n != 1 {
+		t.Errorf("%d bundles for one full buffer, want 1", n)
+	}
+}
+
+func TestFullBufferFlushesEveryReadyPartitionInOneBundle(t *testing.T) {
+	t.Parallel()
+	b := setup(t, ingest.Config{Shards: 1, FlushSize: 2, Linger: time.Hour})
+	r1 := b.submit(t, "one", "x")
+	r2 := b.submit(t, "two", "y")
+	r3 := b.submit(t, "one", "z") // fills "one": the flush carries "two" too
+	for _, r := range []<-chan []ingest.Result{r1, r2, r3} {
+		if s := statuses(wait(t, r)); s != "queued" {
+			t.Errorf("status %s", s)
+		}
+	}
+	if p, s := b.store.pushes.Load(), b.store.segments.Load(); p != 1 || s != 2 {
+		t.Errorf("%d bundles with %d segments, want 1 bundle of 2", p, s)
+	}
+}
+
+func TestLingerFlushesAPartialBuffer(t *testing.T) {
+	t.Parallel()
+	b := setup(t, ingest.Config{Shards: 1, FlushSize: 1000, Linger: 5 * time.Millisecond})
+	if s := statuses(wait(t, b.submit(t, "p", "lonely"))); s != "queued" {
+		t.Errorf("status %s", s)
+	}
+}
+
+func TestArrivalOrderIsOffsetOrder(t *testing.T) {
+	t.Parallel()
+	b := setup(t, ingest.Config{FlushSize: 7, Linger: time.Millisecond})
+	var chans []<-chan []ingest.Result
+	for i := range 200 {
+		chans = append(chans, b.submit(t, "ordered", fmt.Sprintf("o%d-a", i), fmt.Sprintf("o%d-b", i)))
+	}
+	last := int64(-1)
+	for i, ch := range chans {
+		for _, r := range wait(t, ch) {
+			if r.Status != ingest.StatusQueued || r.Offset != last+1 {
+				t.Fatalf("request %d: %v at %d after %d; want queued at %d", i, r.Status, r.Offset, last, last+1)
+			}
+			last = r.Offset
+		}
+	}
+}
+
+func TestWindowZeroStoresRepeats(t *testing.T) {
+	t.Parallel()
+	b := setup(t, ingest.Config{Shards: 1, FlushSize: 4, Linger: time.Hour})
+	ctx := context.Background()
+	if _, err := b.store.EnsurePartition(ctx, b.queue, "p"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.store.Pool().Exec(ctx, "UPDATE queen.queues SET dedup_window_seconds = 0 WHERE name = $1", b.queue); err != nil {
+		t.Fatal(err)
+	}
+	got := wait(t, b.submit(t, "p", "r", "r", "s", "r"))
+	if s := statuses(got); s != "queued,queued,queued,queued" {
+		t.Fatalf("window 0: statuses %s, want every repeat stored", s)
+	}
+	for i, r := range got {
+		if r.Offset != int64(i) {
+			t.Errorf("message %d at offset %d", i, r.Offset)
+		}
+	}
+}
+
+func TestOverloadRefusesAtOnceAndRecovers(t *testing.T) {
+	t.Parallel()
+	b := setup(t, ingest.Config{Shards: 1, MaxBuffered: 5, Linger: time.Millisecond})
+	ctx := context.Background()
+	// Hold the partition's row lock so the first flush stays in flight.
+	p, err := b.store.EnsurePartition(ctx, b.queue, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := b.store.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "SELECT 1 FROM queen.log_partitions WHERE id = $1 FOR UPDATE", p.ID); err != nil {
+		t.Fatal(err)
+	}
+	held := b.submit(t, "p", "1", "2", "3", "4")
+	if _, err := b.trySubmit("p", "5", "6"); !errors.Is(err, ingest.ErrOverloaded) {
+		t.Fatalf("submit past MaxBuffered: err = %v, want ErrOverloaded", err)
+	}
+	fits := b.submit(t, "p", "5")
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if s := statuses(wait(t, held)) + "|" + statuses(wait(t, fits)); s != "queued,queued,queued,queued|queued" {
+		t.Errorf("statuses %s", s)
+	}
+	if b.ing.Buffered() != 0 {
+		t.Errorf("Buffered() = %d after every answer", b.ing.Buffered())
+	}
+	if s := statuses(wait(t, b.submit(t, "p", "6"))); s != "queued" {
+		t.Errorf("after the overload cleared: %s", s)
+	}
+}
+
+func TestStopAnswersEverythingAcceptedThenRefuses(t *testing.T) {
+	t.Parallel()
+	b := setup(t, ingest.Config{Shards: 2, FlushSize: 1 << 20, Linger: time.Hour})
+	var (
+		chans []<-chan []ingest.Result
+		mu    sync.Mutex
+	)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 50 {
+				ch := b.submit(t, fmt.Sprintf("p%d", i%5), fmt.Sprintf("stop-%d-%d", g, i))
+				mu.Lock()
+				chans = append(chans, ch)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	// Nothing is due (an hour's linger): Stop must flush it all.
+	b.ing.Stop()
+	for _, ch := range chans {
+		select {
+		case r := <-ch:
+			if r[0].Status != ingest.StatusQueued {
+				t.Fatalf("answer %v", r[0])
+			}
+		default:
+			t.Fatal("Stop returned before answering an accepted request")
+		}
+	}
+	if _, err := b.trySubmit("p0", "late"); !errors.Is(err, ingest.ErrStopped) {
+		t.Errorf("submit after Stop: err = %v, want ErrStopped", err)
+	}
+	var stored int
+	if err := b.store.Pool().QueryRow(context.Background(), `
+		SELECT count(*) FROM queen.log_txns t JOIN queen.log_partitions p ON p.id = t.partition_id
+		JOIN queen.queues q ON q.id = p.queue_id WHERE q.name = $1`, b.queue).Scan(&stored); err != nil {
+		t.Fatal(err)
+	}
+	if stored == 0 {
+		t.Error("nothing stored")
+	}
+}
+
+func TestUnresolvablePartitionFailsOnlyItsMessages(t *testing.T) {
+	t.Parallel()
+	b := setup(t, ingest.Config{Shards: 1, FlushSize: 2, Linger: time.Hour})
+	bad := b.submit(t, "bad name", "x") // the schema refuses the name
+	good := b.submit(t, "good", "y", "z")
+	gotBad, gotGood := wait(t, bad), wait(t, good)
+	if statuses(gotBad) != "failed" || gotBad[0].Err == nil {
+		t.Errorf("unresolvable partition: %+v", gotBad)
+	}
+	if statuses(gotGood) != "queued,queued" {
+		t.Errorf("other partition: %s", statuses(gotGood))
+	}
+}
