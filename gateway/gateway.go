@@ -82,7 +82,7 @@ type Gateway struct {
 // New builds a gateway. reg may be nil: then no metrics are registered.
 func New(cfg Config, nc *nats.Conn, ing Ingester, log zerolog.Logger, reg prometheus.Registerer) (*Gateway, error) {
 	cfg = cfg.withDefaults()
-	if err := validPrefix(cfg.Prefix); err != nil {
+	if err := ValidPrefix(cfg.Prefix); err != nil {
 		return nil, err
 	}
 	m, err := newMetrics(reg)
@@ -92,7 +92,9 @@ func New(cfg Config, nc *nats.Conn, ing Ingester, log zerolog.Logger, reg promet
 	return &Gateway{cfg: cfg, nc: nc, ing: ing, log: log, metrics: m, stopped: make(chan struct{})}, nil
 }
 
-func validPrefix(p string) error {
+// ValidPrefix checks a subject prefix: one or more dot-separated tokens,
+// each a valid name.
+func ValidPrefix(p string) error {
 	for _, tok := range splitDots(p) {
 		if !ValidName(tok) {
 			return fmt.Errorf("gateway: subject prefix %q: each dot-separated token must be 1-128 bytes of [A-Za-z0-9_-]", p)

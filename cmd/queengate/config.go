@@ -8,6 +8,8 @@ import (
 	"os"
 	"strconv"
 	"time"
+
+	"github.com/queengate/queengate/gateway"
 )
 
 // config is the daemon's configuration. Each field names its flag and
@@ -151,6 +153,9 @@ func (c config) validate() error {
 	}
 	if c.MaxBuffered < c.MaxBatch {
 		errs = append(errs, fmt.Errorf("max-buffered: %d, must be at least max-batch (%d)", c.MaxBuffered, c.MaxBatch))
+	}
+	if err := gateway.ValidPrefix(c.Prefix); err != nil {
+		errs = append(errs, err)
 	}
 	if c.NATSPort < -1 || c.NATSPort > 65535 {
 		errs = append(errs, fmt.Errorf("nats-port: %d is not a port", c.NATSPort))
