@@ -2,10 +2,9 @@ package gateway
 
 import (
 	"bytes"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/nats-io/nuid"
 
@@ -87,72 +86,41 @@ func parsePushSubject(prefix, subject string) (queue, partition string, err *wir
 	return queue, partition, nil
 }
 
-type wireMessage struct {
-	TransactionID json.RawMessage `json:"transactionId"`
-	Data          json.RawMessage `json:"data"`
-}
-
 // decodePush decodes a push body: one message object or an array of 1 to
 // maxBatch of them. Unknown fields are ignored (the contract may add
 // fields). A missing or null transactionId is minted; minted[i] says so.
 func decodePush(body []byte, maxBatch int) (msgs []ingest.Message, minted []bool, werr *wireError) {
-	body = bytes.TrimSpace(body)
-	if len(body) == 0 {
-		return nil, nil, badInput("empty body: send a JSON message object or an array of them")
-	}
-	var elems []json.RawMessage
-	switch body[0] {
-	case '{':
-		elems = []json.RawMessage{body}
-	case '[':
-		if err := json.Unmarshal(body, &elems); err != nil {
-			return nil, nil, badInput("malformed JSON: %v", err)
-		}
-	default:
-		if !json.Valid(body) {
-			return nil, nil, badInput("malformed JSON")
-		}
+	raw, count, err := scanPush(body, maxBatch)
+	switch {
+	case count > maxBatch:
+		return nil, nil, &wireError{Code: CodeTooLarge, Message: fmt.Sprintf("more than %d messages in one request; at most %d", maxBatch, maxBatch)}
+	case errors.Is(err, errNotMessages):
 		return nil, nil, badInput("body must be a JSON message object or an array of them")
-	}
-	if len(elems) == 0 {
+	case err != nil && len(bytes.TrimSpace(body)) == 0:
+		return nil, nil, badInput("empty body: send a JSON message object or an array of them")
+	case err != nil:
+		return nil, nil, badInput("malformed JSON: %v", err)
+	case len(raw) == 0:
 		return nil, nil, badInput("empty array: send 1 to %d messages", maxBatch)
 	}
-	if len(elems) > maxBatch {
-		return nil, nil, &wireError{Code: CodeTooLarge, Message: fmt.Sprintf("%d messages in one request; at most %d", len(elems), maxBatch)}
-	}
-	msgs = make([]ingest.Message, len(elems))
-	minted = make([]bool, len(elems))
-	for i, raw := range elems {
-		raw = bytes.TrimSpace(raw)
-		if len(raw) == 0 || raw[0] != '{' {
-			return nil, nil, badInput("message %d is not a JSON object", i)
-		}
-		var wm wireMessage
-		if err := json.Unmarshal(raw, &wm); err != nil {
-			return nil, nil, badInput("message %d: malformed JSON: %v", i, err)
-		}
+	msgs = make([]ingest.Message, len(raw))
+	minted = make([]bool, len(raw))
+	for i := range raw {
+		m := &raw[i]
 		switch {
-		case len(wm.TransactionID) == 0 || string(wm.TransactionID) == "null":
+		case m.notObj:
+			return nil, nil, badInput("message %d is not a JSON object", i)
+		case m.txnIDBad != "":
+			return nil, nil, badInput("message %d: transactionId %s", i, m.txnIDBad)
+		case !m.txnIDSet:
 			msgs[i].TxnID = "qg-" + nuid.Next()
 			minted[i] = true
-		case wm.TransactionID[0] != '"':
-			return nil, nil, badInput("message %d: transactionId must be a string", i)
+		case len(m.txnID) == 0 || len(m.txnID) > MaxTxnIDBytes:
+			return nil, nil, badInput("message %d: transactionId must be 1-%d bytes, got %d", i, MaxTxnIDBytes, len(m.txnID))
 		default:
-			var id string
-			if err := json.Unmarshal(wm.TransactionID, &id); err != nil {
-				return nil, nil, badInput("message %d: transactionId: %v", i, err)
-			}
-			if len(id) == 0 || len(id) > MaxTxnIDBytes {
-				return nil, nil, badInput("message %d: transactionId must be 1-%d bytes, got %d", i, MaxTxnIDBytes, len(id))
-			}
-			if !utf8.ValidString(id) {
-				return nil, nil, badInput("message %d: transactionId is not valid UTF-8", i)
-			}
-			msgs[i].TxnID = id
+			msgs[i].TxnID = string(m.txnID)
 		}
-		if len(wm.Data) > 0 {
-			msgs[i].Data = wm.Data
-		}
+		msgs[i].Data = m.data
 	}
 	return msgs, minted, nil
 }
