@@ -320,3 +320,18 @@ func TestDaemonWithEmbeddedNATS(t *testing.T) {
 		t.Errorf("exit after SIGTERM: %v", err)
 	}
 }
+
+// TestPushExample runs examples/push, as the README tells a newcomer to.
+func TestPushExample(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t, "", "QUEEN_PG_URL="+pgtest.NewDB(t))
+	out, err := exec.Command("go", "run", "../../examples/push", "--nats-url", d.natsURL).CombinedOutput()
+	if err != nil {
+		t.Fatalf("examples/push: %v\n%s", err, out)
+	}
+	for _, want := range []string{"first order-9137-paid -> queued", "retry order-9137-paid -> duplicate", `"status":"queued"`} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
