@@ -2,6 +2,8 @@ package pgstore
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"embed"
 	"fmt"
 	"io/fs"
@@ -24,6 +26,14 @@ type Migration struct {
 	Version int
 	Name    string
 	SQL     string
+}
+
+// Checksum identifies the migration's text. Migrate refuses to run against
+// a database where an applied migration's recorded checksum differs: the
+// schema there is not what this binary expects.
+func (m Migration) Checksum() string {
+	sum := sha256.Sum256([]byte(m.SQL))
+	return hex.EncodeToString(sum[:])
 }
 
 var migrationName = regexp.MustCompile(`^(\d{3})_([a-z0-9_]+)\.up\.sql$`)
@@ -78,31 +88,40 @@ func Migrate(ctx context.Context, conn *pgx.Conn) (applied []int, err error) {
 		CREATE TABLE IF NOT EXISTS queen.migrations (
 			version    integer PRIMARY KEY,
 			name       text NOT NULL,
+			checksum   text NOT NULL,
 			applied_at timestamptz NOT NULL DEFAULT now()
 		)`); err != nil {
 		return nil, fmt.Errorf("pgstore: create migrations table: %w", err)
 	}
-	done := map[int]bool{}
-	rows, err := conn.Query(ctx, "SELECT version FROM queen.migrations")
+	done := map[int]string{} // version -> checksum
+	rows, err := conn.Query(ctx, "SELECT version, checksum FROM queen.migrations")
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: read migrations: %w", err)
 	}
-	versions, err := pgx.CollectRows(rows, pgx.RowTo[int32])
-	if err != nil {
+	var (
+		version  int32
+		checksum string
+	)
+	if _, err := pgx.ForEachRow(rows, []any{&version, &checksum}, func() error {
+		done[int(version)] = checksum
+		return nil
+	}); err != nil {
 		return nil, fmt.Errorf("pgstore: read migrations: %w", err)
-	}
-	for _, v := range versions {
-		done[int(v)] = true
 	}
 	for _, m := range migrations {
-		if done[m.Version] {
+		if sum, ok := done[m.Version]; ok {
+			if sum != m.Checksum() {
+				return nil, fmt.Errorf("pgstore: migration %03d_%s was applied with different text (checksum %.12s, this binary has %.12s): the database's schema is not the one this build expects",
+					m.Version, m.Name, sum, m.Checksum())
+			}
 			continue
 		}
 		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, m.SQL); err != nil {
 				return err
 			}
-			_, err := tx.Exec(ctx, "INSERT INTO queen.migrations (version, name) VALUES ($1, $2)", m.Version, m.Name)
+			_, err := tx.Exec(ctx, "INSERT INTO queen.migrations (version, name, checksum) VALUES ($1, $2, $3)",
+				m.Version, m.Name, m.Checksum())
 			return err
 		})
 		if err != nil {

@@ -190,4 +190,12 @@ func TestMigrateIsIdempotentAndSerialized(t *testing.T) {
 	if err := conn.QueryRow(ctx, "SELECT count(*) FROM queen.migrations").Scan(&rows); err != nil || rows != pgstore.LatestVersion() {
 		t.Errorf("migrations table has %d rows, %v", rows, err)
 	}
+
+	// A database migrated with other text for an applied version is refused.
+	if _, err := conn.Exec(ctx, "UPDATE queen.migrations SET checksum = 'edited' WHERE version = 1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pgstore.Migrate(ctx, conn); err == nil || !strings.Contains(err.Error(), "applied with different text") {
+		t.Errorf("Migrate over an edited migration: err = %v", err)
+	}
 }
