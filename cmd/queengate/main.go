@@ -189,7 +189,9 @@ func connectNATS(url string, cfg config, log zerolog.Logger) (*nats.Conn, error)
 		// sent on reconnect.
 		nats.ReconnectBufSize(64 << 20),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
-			log.Warn().Err(err).Msg("NATS disconnected")
+			if err != nil { // nil: we closed it ourselves
+				log.Warn().Err(err).Msg("NATS disconnected")
+			}
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
 			log.Info().Str("url", nc.ConnectedUrlRedacted()).Msg("NATS reconnected")
