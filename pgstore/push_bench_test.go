@@ -219,3 +219,48 @@ func BenchmarkCeiling(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPushWide is fan-in: one bundle carries a frame for each of 100
+// partitions, as a shard's flush does when many partitions are busy.
+func BenchmarkPushWide(b *testing.B) {
+	for _, n := range []int{1, 10} {
+		for _, verified := range []string{"skip", "probe"} {
+			b.Run(fmt.Sprintf("partitions=100/batch=%d/%s", n, verified), func(b *testing.B) {
+				st := pgtest.Store(b, pgtest.NewDB(b))
+				ctx := context.Background()
+				var pids []int64
+				for i := range 100 {
+					p, err := st.EnsurePartition(ctx, "bench", fmt.Sprintf("p%d", i))
+					if err != nil {
+						b.Fatal(err)
+					}
+					pids = append(pids, p.ID)
+				}
+				rows := benchRows{prefix: "wide-"}
+				last := make([]int64, len(pids))
+				for i := range last {
+					last[i] = -1
+				}
+				b.ReportAllocs()
+				for b.Loop() {
+					segs := make([]pgstore.Segment, len(pids))
+					for i, pid := range pids {
+						v := int64(-1)
+						if verified == "skip" {
+							v = last[i]
+						}
+						segs[i] = rows.segment(pid, v, n)
+					}
+					res, err := st.Push(ctx, segs)
+					if err != nil {
+						b.Fatal(err)
+					}
+					for i := range res {
+						last[i] = res[i].LastOffset
+					}
+				}
+				reportRows(b, n*len(pids))
+			})
+		}
+	}
+}

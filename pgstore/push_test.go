@@ -486,3 +486,140 @@ func TestHydrateReadsWindowAndAllocatorTogether(t *testing.T) {
 		t.Errorf("hydrate of unknown partition: err = %v", err)
 	}
 }
+
+func TestWideBundleMixesCleanAndDirtyFrames(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	part := func(name string) pgstore.Partition {
+		p, err := b.store.EnsurePartition(ctx, b.queue, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	a, bb, d := part("a"), part("b"), part("d")
+	// c lives in a queue with deduplication off.
+	offQueue := b.queue + "-off"
+	c, err := b.store.EnsurePartition(ctx, offQueue, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.store.Pool().Exec(ctx, "UPDATE queen.queues SET dedup_window_seconds = 0 WHERE name = $1", offQueue); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.store.Push(ctx, []pgstore.Segment{
+		segment(a.ID, -1, "a0"), segment(c.ID, -1, "c0"), segment(d.ID, -1, "d0"),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := b.store.Push(ctx, []pgstore.Segment{
+		segment(d.ID, -1, "d0", "d1"),  // stored duplicate: decided one by one
+		segment(a.ID, -1, "a1", "a2"),  // clean, probe runs
+		segment(bb.ID, -1, "b1", "b1"), // repeat inside the frame
+		segment(c.ID, -1, "c0", "c0"),  // window 0: everything stored
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantOutcomes(t, res[0], dup(0), queued(1))
+	wantOutcomes(t, res[1], queued(1), queued(2))
+	wantOutcomes(t, res[2], queued(0), dup(0))
+	wantOutcomes(t, res[3], queued(1), queued(2))
+	if !res[0].ProbeRan || !res[1].ProbeRan || res[3].ProbeRan {
+		t.Errorf("probe ran: %v %v %v %v; want true true (any) false", res[0].ProbeRan, res[1].ProbeRan, res[2].ProbeRan, res[3].ProbeRan)
+	}
+	for i, want := range []int64{1, 2, 0, 2} {
+		if res[i].LastOffset != want {
+			t.Errorf("frame %d: last offset %d, want %d", i, res[i].LastOffset, want)
+		}
+	}
+	// A vouched-for frame in a wide bundle skips the probe.
+	vouched, err := b.store.Push(ctx, []pgstore.Segment{segment(a.ID, 2, "a3"), segment(bb.ID, 0, "b2")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vouched[0].ProbeRan || vouched[1].ProbeRan {
+		t.Errorf("probe ran for vouched frames: %+v", vouched)
+	}
+	wantOutcomes(t, vouched[0], queued(3))
+	wantOutcomes(t, vouched[1], queued(1))
+	var frames, messages int
+	if err := b.store.Pool().QueryRow(ctx, `
+		SELECT count(*), sum(cardinality(hashes)) FROM queen.log_txns WHERE partition_id = ANY ($1)`,
+		[]int64{a.ID, bb.ID, c.ID, d.ID}).Scan(&frames, &messages); err != nil {
+		t.Fatal(err)
+	}
+	if frames != 9 || messages != 11 {
+		t.Errorf("log_txns: %d frames with %d hashes, want 9 and 11", frames, messages)
+	}
+}
+
+func TestRacingWideBundlesAreExactAndDoNotDeadlock(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	var parts []pgstore.Partition
+	for i := range 4 {
+		p, err := b.store.EnsurePartition(ctx, b.queue, fmt.Sprintf("w%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts = append(parts, p)
+	}
+	const goroutines, rounds, ids = 12, 20, 40
+	type answer struct {
+		part int
+		id   string
+		out  pgstore.Outcome
+	}
+	var (
+		mu  sync.Mutex
+		all []answer
+		wg  sync.WaitGroup
+	)
+	for g := range goroutines {
+		wg.Go(func() {
+			for r := range rounds {
+				// Every goroutine names the partitions in its own order.
+				var segs []pgstore.Segment
+				var idx []int
+				for k := range parts {
+					pi := (k + g) % len(parts)
+					id1, id2 := fmt.Sprintf("r%d", (r*3+g)%ids), fmt.Sprintf("r%d", (r*7+g*5)%ids)
+					segs = append(segs, segment(parts[pi].ID, -1, id1, id2))
+					idx = append(idx, pi)
+				}
+				res, err := b.store.Push(ctx, segs)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				for j, sr := range res {
+					for m, o := range sr.Outcomes {
+						all = append(all, answer{idx[j], segs[j].TxnIDs[m], o})
+					}
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	queuedAt := map[[2]string]int64{}
+	for _, a := range all {
+		if a.out.Duplicate {
+			continue
+		}
+		key := [2]string{fmt.Sprint(a.part), a.id}
+		if prev, ok := queuedAt[key]; ok {
+			t.Fatalf("%v queued twice, at %d and %d", key, prev, a.out.Offset)
+		}
+		queuedAt[key] = a.out.Offset
+	}
+	for _, a := range all {
+		if key := [2]string{fmt.Sprint(a.part), a.id}; a.out.Duplicate && queuedAt[key] != a.out.Offset {
+			t.Fatalf("duplicate of %v names %d, original at %d", key, a.out.Offset, queuedAt[key])
+		}
+	}
+}

@@ -134,8 +134,17 @@ $$;
 -- Frames are flattened: frame s has p_counts[s] messages, stored one after
 -- another in p_txn_ids, p_hashes and p_data. It first locks every named
 -- partition row in ascending id order, the one global lock order (LOCKS.md),
--- then pushes frame after frame. A duplicate in one frame writes nothing for
--- that frame and leaves the others untouched.
+-- then pushes. A duplicate in one frame writes nothing for that message and
+-- leaves the other frames untouched.
+--
+-- Wide bundles (many partitions, few messages each) are the common shape
+-- under fan-in, and one log_push per frame costs a handful of statements
+-- per frame. So frames that need no probe (the caller vouches for them, or
+-- the window is 0: the steady state once the broker cache vouches) and
+-- repeat nothing within themselves are written together, a few statements
+-- for the whole bundle. The rest go through log_push one by one, which
+-- decides them exactly. A partition named twice sends the whole bundle the
+-- one-by-one way, in order.
 CREATE FUNCTION queen.log_push_bundle(
     p_pids     bigint[],
     p_verified bigint[],
@@ -147,14 +156,17 @@ RETURNS TABLE (seg integer, base_offset bigint, last_offset bigint, probe_ran bo
                dup_idx integer[], dup_off bigint[])
 LANGUAGE plpgsql AS $$
 DECLARE
-    v_segs integer := coalesce(cardinality(p_pids), 0);
-    v_pos  integer := 1;
-    v_end  integer;
+    v_segs  integer := coalesce(cardinality(p_pids), 0);
+    v_pos   integer[];
     v_total bigint;
+    v_now   timestamptz;
+    v_dirty integer[];  -- frames decided one by one
+    v_end   integer;
 BEGIN
     SELECT sum(c) INTO v_total FROM unnest(p_counts) AS c;
     IF cardinality(p_verified) IS DISTINCT FROM v_segs OR cardinality(p_counts) IS DISTINCT FROM v_segs
-       OR v_total IS DISTINCT FROM cardinality(p_hashes)::bigint THEN
+       OR v_total IS DISTINCT FROM cardinality(p_hashes)::bigint
+       OR EXISTS (SELECT 1 FROM unnest(p_counts) AS c WHERE c IS NULL OR c < 1) THEN
         RAISE EXCEPTION 'queen.log_push_bundle: % frames with % verified marks, % counts summing to % for % hashes',
             v_segs, cardinality(p_verified), cardinality(p_counts), v_total, cardinality(p_hashes)
             USING ERRCODE = '22023';
@@ -172,15 +184,81 @@ BEGIN
     END IF;
 
     PERFORM 1 FROM queen.log_partitions WHERE id = ANY (p_pids) ORDER BY id FOR UPDATE;
-    FOR s IN 1 .. v_segs LOOP
-        v_end := v_pos + p_counts[s] - 1;
-        seg := s;
+    IF (SELECT count(*) FROM queen.log_partitions WHERE id = ANY (p_pids)) <> cardinality(ARRAY(SELECT DISTINCT unnest(p_pids))) THEN
+        RAISE EXCEPTION 'queen.log_push_bundle: a partition of % does not exist', p_pids USING ERRCODE = 'QG404';
+    END IF;
+    -- Start position of each frame in the flattened arrays.
+    SELECT array_agg(x.pos ORDER BY x.s) INTO v_pos
+      FROM (SELECT c.s, (sum(c.n) OVER (ORDER BY c.s) - c.n + 1)::integer AS pos
+              FROM unnest(p_counts) WITH ORDINALITY AS c(n, s)) AS x;
+
+    IF cardinality(ARRAY(SELECT DISTINCT unnest(p_pids))) = v_segs THEN
+        -- Taken after the locks: the writes follow every commit that
+        -- preceded them.
+        v_now := clock_timestamp();
+        -- A frame needs the probe when its window is on and the allocator
+        -- is above what the caller vouches for; such frames go through
+        -- log_push, whose probe is planned for one partition. The others
+        -- only need the in-frame repeat check, done here for all at once.
+        WITH f AS (
+            SELECT f.s::integer AS s, p.last_offset AS last, q.dedup_window_seconds AS win,
+                   GREATEST(COALESCE(p_verified[f.s], -1), p.txns_start - 1) AS v_from,
+                   v_pos[f.s] AS pos, p_counts[f.s] AS n
+              FROM unnest(p_pids) WITH ORDINALITY AS f(pid, s)
+              JOIN queen.log_partitions p ON p.id = f.pid
+              JOIN queen.queues q ON q.id = p.queue_id
+        ), needs_probe AS (
+            SELECT f.s FROM f WHERE f.win > 0 AND f.last > f.v_from
+        ), repeats AS (
+            SELECT DISTINCT r.s
+              FROM (SELECT f.s, p_hashes[i] AS h
+                      FROM f, generate_series(f.pos, f.pos + f.n - 1) AS i
+                     WHERE f.win > 0 AND f.n > 1 AND f.last <= f.v_from) AS r
+             GROUP BY r.s, r.h HAVING count(*) > 1
+        )
+        SELECT ARRAY(SELECT x.s FROM (SELECT s FROM needs_probe UNION SELECT s FROM repeats) AS x ORDER BY x.s)
+          INTO v_dirty;
+
+        -- Clean frames: everything new, written for all of them at once.
+        WITH f AS (
+            SELECT f.s::integer AS s, f.pid, p.last_offset + 1 AS base, p_counts[f.s] AS n, v_pos[f.s] AS pos
+              FROM unnest(p_pids) WITH ORDINALITY AS f(pid, s)
+              JOIN queen.log_partitions p ON p.id = f.pid
+             WHERE f.s <> ALL (v_dirty)
+        ), alloc AS (
+            UPDATE queen.log_partitions p SET last_offset = f.base + f.n - 1
+              FROM f WHERE p.id = f.pid
+            RETURNING f.s
+        ), seg_rows AS (
+            INSERT INTO queen.log_segments (partition_id, base_offset, end_offset, created_at, txn_ids, data)
+            SELECT f.pid, f.base, f.base + f.n - 1, v_now, p_txn_ids[f.pos : f.pos + f.n - 1], p_data[f.pos : f.pos + f.n - 1]
+              FROM f
+        ), txn_rows AS (
+            INSERT INTO queen.log_txns (partition_id, base_offset, end_offset, created_at, hashes)
+            SELECT f.pid, f.base, f.base + f.n - 1, v_now, p_hashes[f.pos : f.pos + f.n - 1]
+              FROM f
+        )
+        SELECT count(*) INTO v_end FROM alloc;
+
+        RETURN QUERY
+            SELECT f.s::integer, p.last_offset - p_counts[f.s] + 1, p.last_offset, false,
+                   NULL::integer[], NULL::bigint[]
+              FROM unnest(p_pids) WITH ORDINALITY AS f(pid, s)
+              JOIN queen.log_partitions p ON p.id = f.pid
+             WHERE f.s <> ALL (v_dirty);
+    ELSE
+        v_dirty := ARRAY(SELECT generate_series(1, v_segs));
+    END IF;
+
+    -- Frames with a duplicate, or every frame when a partition repeats:
+    -- one by one, in input order, each decided exactly by log_push.
+    FOREACH seg IN ARRAY v_dirty LOOP
+        v_end := v_pos[seg] + p_counts[seg] - 1;
         SELECT r.base_offset, r.last_offset, r.probe_ran, r.dup_idx, r.dup_off
           INTO base_offset, last_offset, probe_ran, dup_idx, dup_off
-          FROM queen.log_push(p_pids[s], p_verified[s], p_txn_ids[v_pos:v_end],
-                              p_hashes[v_pos:v_end], p_data[v_pos:v_end]) AS r;
+          FROM queen.log_push(p_pids[seg], p_verified[seg], p_txn_ids[v_pos[seg]:v_end],
+                              p_hashes[v_pos[seg]:v_end], p_data[v_pos[seg]:v_end]) AS r;
         RETURN NEXT;
-        v_pos := v_end + 1;
     END LOOP;
 END
 $$;
