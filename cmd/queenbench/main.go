@@ -1,0 +1,30 @@
+// Command queenbench measures queengate and the alternatives a user would
+// pick instead, with the same messages, side by side in one run.
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+func main() {
+	// queenbench re-executes itself to run servers it measures as separate
+	// processes, so their CPU and memory are not mixed with the load
+	// generator's.
+	if os.Getenv(roleEnv) == roleNATSServer {
+		if err := runNATSServerRole(); err != nil {
+			fmt.Fprintln(os.Stderr, "queenbench nats-server:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "queenbench:", err)
+		os.Exit(exitCode(err))
+	}
+}
+
+const (
+	roleEnv        = "QUEENBENCH_ROLE"
+	roleNATSServer = "nats-server"
+)

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/queengate/queengate/internal/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Run(m) }
+
+func TestPercentileIsNearestRank(t *testing.T) {
+	t.Parallel()
+	ms := func(xs ...int) []time.Duration {
+		out := make([]time.Duration, len(xs))
+		for i, x := range xs {
+			out[i] = time.Duration(x) * time.Millisecond
+		}
+		return out
+	}
+	cases := []struct {
+		sorted []time.Duration
+		q      float64
+		want   time.Duration
+	}{
+		{nil, 0.5, 0},
+		{ms(7), 0.99, 7 * time.Millisecond},
+		{ms(1, 2, 3, 4), 0.5, 2 * time.Millisecond},
+		{ms(1, 2, 3, 4), 0.51, 3 * time.Millisecond},
+		{ms(1, 2, 3, 4, 5, 6, 7, 8, 9, 10), 0.9, 9 * time.Millisecond},
+		{ms(1, 2, 3, 4, 5, 6, 7, 8, 9, 10), 0.99, 10 * time.Millisecond},
+		{ms(1, 2, 3), 0, 1 * time.Millisecond},
+		{ms(1, 2, 3), 1, 3 * time.Millisecond},
+	}
+	for _, c := range cases {
+		if got := percentile(c.sorted, c.q); got != c.want {
+			t.Errorf("percentile(%v, %v) = %v, want %v", c.sorted, c.q, got, c.want)
+		}
+	}
+	if m := medianFloat([]float64{3, 1, 2}); m != 2 {
+		t.Errorf("median of 3,1,2 = %v", m)
+	}
+	if m := medianFloat([]float64{4, 1, 2, 3}); m != 2.5 {
+		t.Errorf("median of 4,1,2,3 = %v", m)
+	}
+}
+
+func TestExactnessVerdict(t *testing.T) {
+	t.Parallel()
+	b1 := &Batch{Queue: "q", Partition: "p1", IDs: []string{"a", "b", "a"}}
+	b2 := &Batch{Queue: "q", Partition: "p2", IDs: []string{"a"}}
+	cases := []struct {
+		name                 string
+		s1, s2               []Status
+		distinct, violations int64
+	}{
+		{"exact", []Status{StatusQueued, StatusQueued, StatusDuplicate}, []Status{StatusQueued}, 3, 0},
+		{"queued twice", []Status{StatusQueued, StatusQueued, StatusQueued}, []Status{StatusQueued}, 3, 1},
+		{"duplicate of nothing", []Status{StatusDuplicate, StatusQueued, StatusDuplicate}, []Status{StatusQueued}, 3, 1},
+		{"failed is not counted", []Status{StatusFailed, StatusQueued, StatusQueued}, []Status{StatusFailed}, 2, 0},
+	}
+	for _, c := range cases {
+		e1, e2 := newExactness(), newExactness()
+		e1.record(b1, c.s1)
+		e2.record(b2, c.s2)
+		e1.merge(e2)
+		if d, v := e1.verdict(); d != c.distinct || v != c.violations {
+			t.Errorf("%s: distinct %d violations %d, want %d and %d", c.name, d, v, c.distinct, c.violations)
+		}
+	}
+}
+
+func TestOptionsValidation(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		args []string
+		want string // "" means valid
+	}{
+		{[]string{"--self"}, ""},
+		{[]string{"--self", "--scenario", "wide", "--compare", "all"}, ""},
+		{[]string{"--self", "--scenario", "nope"}, "--scenario \"nope\""},
+		{[]string{"--self", "--target", "kafka"}, "target \"kafka\""},
+		{[]string{"--self", "--compare", "naive,queengate"}, "queengate first"},
+		{[]string{"--self", "--batch", "0"}, "--batch 0"},
+		{[]string{"--self", "--batch", "1001"}, "--batch 1001"},
+		{[]string{"--self", "--retries", "1.5"}, "shares between 0 and 1"},
+		{[]string{"--self", "--duration", "10s", "--messages", "5"}, "exactly one of --messages"},
+		{[]string{"--self", "--window", "-2"}, "--window -2"},
+		{[]string{}, "give --self, or --nats-url"},
+		{[]string{"--nats-url", "nats://127.0.0.1:1", "--target", "naive"}, "give --pg-url"},
+		{[]string{"--self", "--compare", "all", "--fire-and-forget"}, "--fire-and-forget applies"},
+		{[]string{"--self", "stray"}, "unexpected arguments"},
+	}
+	for _, c := range cases {
+		_, err := parseOptions(c.args, &bytes.Buffer{})
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%v: %v", c.args, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%v: err %v, want it to mention %q", c.args, err, c.want)
+		case c.want != "" && exitCode(err) != 2:
+			t.Errorf("%v: exit code %d, want 2", c.args, exitCode(err))
+		}
+	}
+	o, err := parseOptions([]string{"--self", "--scenario", "retries", "--partitions", "7"}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.w.Partitions != 7 || o.w.RetryShare != 0.2 || o.w.Producers != 64 {
+		t.Errorf("explicit flags must override the preset and keep the rest: %+v", o.w)
+	}
+}
+
+func TestParseAnswers(t *testing.T) {
+	t.Parallel()
+	ids, s, err := parseAnswers([]byte(`[{"index":0,"transactionId":"a-1","status":"queued","partitionId":1,"messageId":"x","offset":0},` +
+		`{"index":1,"transactionId":"a-2","status":"duplicate"},{"index":2,"transactionId":"a-3","status":"failed","error":"down"}]`))
+	if err != nil || strings.Join(ids, ",") != "a-1,a-2,a-3" || len(s) != 3 || s[0] != StatusQueued || s[1] != StatusDuplicate || s[2] != StatusFailed {
+		t.Errorf("parseAnswers = %v %v %v", ids, s, err)
+	}
+	if _, _, err := parseAnswers([]byte(`{"error":{"code":503,"message":"overloaded"}}`)); err == nil {
+		t.Error("an error body parsed as answers")
+	}
+}
+
+// TestSmokeAllTargets is the short end-to-end run CI makes: a few
+// thousand messages with retries through every target, and not one
+// exactness violation.
+func TestSmokeAllTargets(t *testing.T) {
+	t.Parallel()
+	out := filepath.Join(t.TempDir(), "report.json")
+	var stdout, stderr bytes.Buffer
+	err := run([]string{"--self", "--pg-url", pgtest.NewDB(t), "--scenario", "retries", "--compare", "all",
+		"--rounds", "1", "--messages", "4000", "--producers", "8", "--batch", "50", "--partitions", "10",
+		"--quiet", "--json", out}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("queenbench: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Results) != 4 {
+		t.Fatalf("%d results, want one per target", len(r.Results))
+	}
+	for _, res := range r.Results {
+		if res.Messages != 4000 || res.Failed != 0 {
+			t.Errorf("%s: %d messages answered, %d failed", res.Target, res.Messages, res.Failed)
+		}
+		if !exactTargets[res.Target] {
+			continue
+		}
+		if res.Violations != 0 || res.Queued != res.DistinctIDs {
+			t.Errorf("%s: %d violations, %d queued for %d distinct ids", res.Target, res.Violations, res.Queued, res.DistinctIDs)
+		}
+		if res.Duplicate == 0 {
+			t.Errorf("%s: no duplicates answered in a run with 20%% retries", res.Target)
+		}
+	}
+	if len(r.Ratios) != 3 {
+		t.Errorf("ratios %+v, want one per peer", r.Ratios)
+	}
+	if !strings.Contains(stdout.String(), "queengate") {
+		t.Errorf("no table on stdout:\n%s", stdout.String())
+	}
+}

@@ -1,0 +1,192 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// natsDirEnv names the JetStream store directory of the nats-server role.
+const natsDirEnv = "QUEENBENCH_NATS_DIR"
+
+// natsReadyTimeout bounds how long the nats-server role may take to start
+// listening (JetStream recovers its store first).
+const natsReadyTimeout = 30 * time.Second
+
+// runNATSServerRole is the nats-server role of queenbench: it runs a
+// JetStream server in this process, so that the benchmark can measure the
+// server's CPU and memory apart from the load generator's. It prints
+// "ready <client URL>" on stdout once the server accepts connections, and
+// shuts the server down on SIGTERM or SIGINT, or when stdin reaches end of
+// file: the parent holds the other end of stdin, so a parent that dies
+// without stopping it (a crash, a killed test binary) takes it along instead
+// of leaking it.
+func runNATSServerRole() error {
+	dir := os.Getenv(natsDirEnv)
+	if dir == "" {
+		return fmt.Errorf("%s is not set", natsDirEnv)
+	}
+	ns, err := server.NewServer(&server.Options{
+		ServerName: "queenbench-jetstream",
+		Host:       "127.0.0.1",
+		Port:       -1,
+		JetStream:  true,
+		StoreDir:   dir,
+		MaxPayload: 8 << 20,
+		NoSigs:     true,
+		NoLog:      true,
+	})
+	if err != nil {
+		return fmt.Errorf("new server: %w", err)
+	}
+	// Listen for signals before announcing readiness, so a Stop right after
+	// the ready line is handled rather than killing the process outright.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	go ns.Start()
+	if !ns.ReadyForConnections(natsReadyTimeout) {
+		ns.Shutdown()
+		return fmt.Errorf("not ready for connections after %v", natsReadyTimeout)
+	}
+	if _, err := fmt.Fprintf(os.Stdout, "ready %s\n", ns.ClientURL()); err != nil {
+		ns.Shutdown()
+		return fmt.Errorf("announce readiness: %w", err)
+	}
+	parentGone := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		close(parentGone)
+	}()
+	select {
+	case <-ctx.Done():
+	case <-parentGone:
+	}
+	ns.Shutdown()
+	ns.WaitForShutdown()
+	return nil
+}
+
+// serverProcess is a nats-server role running as a child process.
+type serverProcess struct {
+	// URL is the server's client URL.
+	URL string
+	Cmd *exec.Cmd
+
+	// stdin is the parent's end of the child's stdin; the child stops when
+	// it is closed (see runNATSServerRole).
+	stdin    *os.File
+	exited   chan struct{} // closed once Cmd.Wait has returned
+	waitErr  error         // Cmd.Wait's result, readable once exited is closed
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// startNATSServerProcess re-executes queenbench in the nats-server role with
+// its JetStream store in dir, and waits for it to accept connections. ctx
+// bounds the start only; the process runs until Stop.
+func startNATSServerProcess(ctx context.Context, dir string) (*serverProcess, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find executable: %w", err)
+	}
+	stdinR, stdinW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("stdin pipe: %w", err)
+	}
+	stdoutR, stdoutW, err := os.Pipe()
+	if err != nil {
+		stdinR.Close()
+		stdinW.Close()
+		return nil, fmt.Errorf("stdout pipe: %w", err)
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), roleEnv+"="+roleNATSServer, natsDirEnv+"="+dir)
+	cmd.Stdin = stdinR
+	cmd.Stdout = stdoutW
+	cmd.Stderr = os.Stderr
+	err = cmd.Start()
+	// The child has its own copies of these ends now.
+	stdinR.Close()
+	stdoutW.Close()
+	if err != nil {
+		stdinW.Close()
+		stdoutR.Close()
+		return nil, fmt.Errorf("start %s: %w", exe, err)
+	}
+	p := &serverProcess{Cmd: cmd, stdin: stdinW, exited: make(chan struct{})}
+	go func() {
+		p.waitErr = cmd.Wait()
+		close(p.exited)
+	}()
+
+	// Read the ready line, then keep draining stdout so that the child can
+	// never block writing to it. The read ends when the child exits.
+	ready := make(chan string, 1)
+	go func() {
+		defer stdoutR.Close()
+		r := bufio.NewReader(stdoutR)
+		line, _ := r.ReadString('\n')
+		ready <- line
+		_, _ = io.Copy(io.Discard, r)
+	}()
+	timer := time.NewTimer(natsReadyTimeout)
+	defer timer.Stop()
+	var line string
+	select {
+	case line = <-ready:
+	case <-timer.C:
+		err = fmt.Errorf("no ready line after %v", natsReadyTimeout)
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	if err == nil {
+		url, ok := strings.CutPrefix(strings.TrimSpace(line), "ready ")
+		if !ok {
+			err = fmt.Errorf("unexpected first line %q", line)
+		}
+		p.URL = url
+	}
+	if err != nil {
+		_ = p.Stop()
+		return nil, fmt.Errorf("start nats-server process: %w", err)
+	}
+	return p, nil
+}
+
+// PID is the server process's id, for its CPU and memory figures.
+func (p *serverProcess) PID() int { return p.Cmd.Process.Pid }
+
+// Stop asks the server to shut down (SIGTERM), kills it if it has not
+// exited within 10 seconds, and waits for it. It is safe to call twice; the
+// second call returns the first one's result.
+func (p *serverProcess) Stop() error {
+	p.stopOnce.Do(func() {
+		_ = p.Cmd.Process.Signal(syscall.SIGTERM)
+		timer := time.NewTimer(10 * time.Second)
+		defer timer.Stop()
+		select {
+		case <-p.exited:
+			p.stopErr = p.waitErr
+		case <-timer.C:
+			_ = p.Cmd.Process.Kill()
+			<-p.exited
+			p.stopErr = errors.New("did not stop within 10s after SIGTERM; killed")
+		}
+		p.stdin.Close()
+		if p.stopErr != nil {
+			p.stopErr = fmt.Errorf("stop nats-server process: %w", p.stopErr)
+		}
+	})
+	return p.stopErr
+}

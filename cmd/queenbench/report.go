@@ -1,0 +1,343 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode/utf8"
+)
+
+// resultHeader names the columns of resultCells. The terminal table and the
+// Markdown share it so the two never disagree.
+var resultHeader = []string{
+	"target", "scenario", "msg/s", "p50 ms", "p90 ms", "p99 ms", "max ms",
+	"queued", "duplicate", "failed", "violations",
+	"CPU s/M msgs", "peak RSS MiB", "probe skipped", "cache B/hash",
+}
+
+// resultTextColumns is how many leading columns of resultHeader hold text;
+// the others hold numbers and are right-aligned.
+const resultTextColumns = 2
+
+// ratioTitle heads the ratio table; the ratio is per round, so the figures
+// say how the rounds varied, not a ratio of medians.
+const ratioTitle = "queengate ÷ target (msg/s, per round)"
+
+// ratioHeader names the columns of the ratio table.
+var ratioHeader = []string{"target", "min", "median", "max"}
+
+// writeTable writes r as aligned plain-text tables for a terminal: the
+// workload line, one row per target, any exactness violations, then the
+// throughput ratios of a --compare run.
+func writeTable(w io.Writer, r *Report) error {
+	var b bytes.Buffer
+	b.WriteString(summaryLine(r) + "\n\n")
+	writeAligned(&b, resultHeader, resultRows(r), resultTextColumns)
+	for _, line := range violationLines(r) {
+		b.WriteString("\n" + line + "\n")
+	}
+	if len(r.Ratios) > 0 {
+		b.WriteString("\n" + ratioTitle + "\n")
+		writeAligned(&b, ratioHeader, ratioRows(r.Ratios), 1)
+	}
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// writeMarkdown writes r as GitHub Markdown, ready to paste into an issue
+// or a README: what was run where, then the same tables as writeTable.
+func writeMarkdown(w io.Writer, r *Report) error {
+	var b bytes.Buffer
+	if r.Machine != "" {
+		fmt.Fprintf(&b, "Measured on %s", r.Machine)
+	} else {
+		b.WriteString("Measured")
+	}
+	if r.Command != "" {
+		// A fence longer than any run of backticks in the command keeps
+		// the code block closed where it should be.
+		fence := "```"
+		for strings.Contains(r.Command, fence) {
+			fence += "`"
+		}
+		fmt.Fprintf(&b, " with:\n\n%s\n%s\n%s\n\n", fence, r.Command, fence)
+	} else {
+		b.WriteString(".\n\n")
+	}
+	fmt.Fprintf(&b, "Workload: %s. %s\n\n", describeWorkload(r.Workload), figuresNote(r))
+	writeMarkdownTable(&b, resultHeader, resultRows(r), resultTextColumns)
+	for _, line := range violationLines(r) {
+		fmt.Fprintf(&b, "\n**%s**\n", line)
+	}
+	if len(r.Ratios) > 0 {
+		fmt.Fprintf(&b, "\n**%s**\n\n", ratioTitle)
+		writeMarkdownTable(&b, ratioHeader, ratioRows(r.Ratios), 1)
+	}
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// writeJSON writes the whole of r as indented JSON, for scripts and for
+// comparing runs later.
+func writeJSON(w io.Writer, r *Report) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	// Commands hold shell operators such as && that should stay readable.
+	enc.SetEscapeHTML(false)
+	return enc.Encode(r)
+}
+
+// reportRows returns the results to show: one per target (the medians over
+// the rounds), or every round when the run computed no medians.
+func reportRows(r *Report) []Result {
+	if len(r.Medians) > 0 {
+		return r.Medians
+	}
+	return r.Results
+}
+
+// resultRows formats reportRows as cells under resultHeader.
+func resultRows(r *Report) [][]string {
+	var rows [][]string
+	for _, res := range reportRows(r) {
+		rows = append(rows, []string{
+			res.Target,
+			res.Scenario,
+			formatRate(res.Throughput),
+			formatMs(res.P50),
+			formatMs(res.P90),
+			formatMs(res.P99),
+			formatMs(res.Max),
+			formatCount(res.Queued),
+			formatCount(res.Duplicate),
+			formatCount(res.Failed),
+			formatCount(res.Violations),
+			strconv.FormatFloat(res.CPUSecondsPerMillion, 'f', 2, 64),
+			strconv.FormatFloat(float64(res.PeakRSSBytes)/(1<<20), 'f', 1, 64),
+			formatShare(res.ProbeSkippedShare),
+			formatOptional(res.CacheBytesPerHash),
+		})
+	}
+	return rows
+}
+
+// ratioRows formats ratios as cells under ratioHeader.
+func ratioRows(ratios []Ratio) [][]string {
+	var rows [][]string
+	for _, q := range ratios {
+		rows = append(rows, []string{
+			q.Target,
+			strconv.FormatFloat(q.Min, 'f', 2, 64),
+			strconv.FormatFloat(q.Median, 'f', 2, 64),
+			strconv.FormatFloat(q.Max, 'f', 2, 64),
+		})
+	}
+	return rows
+}
+
+// violationLines returns one line per target that broke exactness. It sums
+// over every round, since a median could hide a single bad round, and
+// falls back to the medians only when the rounds are absent.
+func violationLines(r *Report) []string {
+	results := r.Results
+	if len(results) == 0 {
+		results = r.Medians
+	}
+	var targets []string
+	sums := make(map[string]int64)
+	for _, res := range results {
+		if res.Violations <= 0 {
+			continue
+		}
+		if _, seen := sums[res.Target]; !seen {
+			targets = append(targets, res.Target)
+		}
+		sums[res.Target] += res.Violations
+	}
+	lines := make([]string, 0, len(targets))
+	for _, t := range targets {
+		lines = append(lines, fmt.Sprintf("EXACTNESS VIOLATIONS: target %s: %d", t, sums[t]))
+	}
+	return lines
+}
+
+// roundCount returns the number of rounds behind each median: the most
+// results any one target has in r.Results (0 when there are none).
+func roundCount(r *Report) int {
+	type key struct{ target, scenario string }
+	counts := make(map[key]int)
+	n := 0
+	for _, res := range r.Results {
+		k := key{res.Target, res.Scenario}
+		counts[k]++
+		n = max(n, counts[k])
+	}
+	return n
+}
+
+// figuresNote says what the figures are, so a reader does not take a
+// median for a single measurement or the other way round.
+func figuresNote(r *Report) string {
+	switch n := roundCount(r); {
+	case len(r.Medians) == 0:
+		return "Figures are per round."
+	case n == 1:
+		return "Figures are from the single round of the run."
+	case n > 1:
+		return fmt.Sprintf("Figures are medians over the %d rounds of the run.", n)
+	}
+	return "Figures are medians over the rounds of the run."
+}
+
+// summaryLine is the first line of the terminal table: where and what.
+func summaryLine(r *Report) string {
+	if r.Machine == "" {
+		return describeWorkload(r.Workload)
+	}
+	return r.Machine + " — " + describeWorkload(r.Workload)
+}
+
+// describeWorkload names the scenario and the workload's shape in one line.
+func describeWorkload(w Workload) string {
+	return "scenario " + w.Scenario + ": " + workloadDetails(w)
+}
+
+// workloadDetails describes the workload's shape without the scenario name,
+// for places that show the scenario on its own.
+func workloadDetails(w Workload) string {
+	parts := []string{
+		fmt.Sprintf("%d producers", w.Producers),
+		fmt.Sprintf("%d msgs/request", w.PerRequest),
+		fmt.Sprintf("%d partitions × %d queues", w.Partitions, w.Queues),
+		fmt.Sprintf("%d B payload", w.PayloadBytes),
+	}
+	switch {
+	case w.RetryShare <= 0:
+		parts = append(parts, "no retries")
+	case w.CrossShare > 0:
+		parts = append(parts, fmt.Sprintf("%s retries (%s cross-producer)",
+			formatPercent(w.RetryShare), formatPercent(w.CrossShare)))
+	default:
+		parts = append(parts, formatPercent(w.RetryShare)+" retries")
+	}
+	if w.WindowSeconds > 0 {
+		parts = append(parts, fmt.Sprintf("%d s window", w.WindowSeconds))
+	} else {
+		parts = append(parts, "no window")
+	}
+	return strings.Join(parts, ", ")
+}
+
+// writeAligned writes a header and rows as columns padded with spaces.
+// Numbers are right-aligned so magnitudes line up; the first textColumns
+// columns are padded to a common width first, which keeps them
+// left-aligned under tabwriter.AlignRight.
+func writeAligned(b *bytes.Buffer, header []string, rows [][]string, textColumns int) {
+	all := append([][]string{header}, rows...)
+	widths := make([]int, textColumns)
+	for _, cells := range all {
+		for col := range widths {
+			widths[col] = max(widths[col], utf8.RuneCountInString(cells[col]))
+		}
+	}
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	for _, cells := range all {
+		for col, c := range cells {
+			if col < textColumns {
+				c += strings.Repeat(" ", widths[col]-utf8.RuneCountInString(c))
+			}
+			// AlignRight needs every cell, the last too, ended by a tab.
+			fmt.Fprint(tw, c+"\t")
+		}
+		fmt.Fprint(tw, "\n")
+	}
+	tw.Flush() // cannot fail: the buffer takes every write
+}
+
+// writeMarkdownTable writes a header and rows as a GitHub Markdown table,
+// right-aligning the columns after the first textColumns.
+func writeMarkdownTable(b *bytes.Buffer, header []string, rows [][]string, textColumns int) {
+	writeMarkdownRow(b, header)
+	align := make([]string, len(header))
+	for i := range align {
+		align[i] = "---"
+		if i >= textColumns {
+			align[i] = "--:"
+		}
+	}
+	b.WriteString("|" + strings.Join(align, "|") + "|\n")
+	for _, cells := range rows {
+		writeMarkdownRow(b, cells)
+	}
+}
+
+// writeMarkdownRow writes one table row. A | or a line break in a cell
+// (say, in a target name) would otherwise break the table.
+func writeMarkdownRow(b *bytes.Buffer, cells []string) {
+	b.WriteString("|")
+	for _, c := range cells {
+		c = strings.ReplaceAll(c, "|", `\|`)
+		c = strings.ReplaceAll(c, "\n", " ")
+		b.WriteString(" " + c + " |")
+	}
+	b.WriteString("\n")
+}
+
+// formatMs formats d as milliseconds with two decimals, the unit of every
+// latency in the reports.
+func formatMs(d time.Duration) string {
+	return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 2, 64)
+}
+
+// formatRate formats a rate per second as a whole number with thousands
+// separators.
+func formatRate(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "n/a"
+	}
+	return formatCount(int64(math.Round(v)))
+}
+
+// formatCount formats n with a comma every three digits, which makes the
+// orders of magnitude of a table readable at a glance.
+func formatCount(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	sign := ""
+	if n < 0 {
+		sign, s = "-", s[1:]
+	}
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return sign + s
+}
+
+// formatShare formats a share (0 to 1) as a percentage with one decimal, or
+// "n/a" for the negative values that mean unknown.
+func formatShare(v float64) string {
+	if v < 0 {
+		return "n/a"
+	}
+	return strconv.FormatFloat(v*100, 'f', 1, 64) + "%"
+}
+
+// formatOptional formats v with one decimal, or "n/a" for the negative
+// values that mean unknown.
+func formatOptional(v float64) string {
+	if v < 0 {
+		return "n/a"
+	}
+	return strconv.FormatFloat(v, 'f', 1, 64)
+}
+
+// formatPercent formats a share of a workload (0 to 1) as a short
+// percentage such as "10%" or "12.5%".
+func formatPercent(v float64) string {
+	return fmt.Sprintf("%.4g%%", v*100)
+}

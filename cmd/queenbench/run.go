@@ -1,0 +1,543 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// scenarios are the named presets; flags given explicitly override them.
+var scenarios = map[string]Workload{
+	"unique":      {Producers: 64, PerRequest: 100, Total: 300_000, Queues: 1, Partitions: 100, WindowSeconds: 3600},
+	"retries":     {Producers: 64, PerRequest: 100, Total: 300_000, Queues: 1, Partitions: 100, WindowSeconds: 3600, RetryShare: 0.2, CrossShare: 0.5},
+	"hot":         {Producers: 64, PerRequest: 100, Total: 300_000, Queues: 1, Partitions: 1, WindowSeconds: 3600},
+	"wide":        {Producers: 64, PerRequest: 100, Total: 300_000, Queues: 1, Partitions: 10_000, WindowSeconds: 3600},
+	"window":      {Producers: 64, PerRequest: 100, Total: 300_000, Queues: 1, Partitions: 100, WindowSeconds: 300, Prefill: 1_000_000},
+	"twogateways": {Producers: 64, PerRequest: 100, Total: 300_000, Queues: 1, Partitions: 100, WindowSeconds: 3600, Gateways: 2},
+}
+
+var scenarioNames = []string{"unique", "retries", "hot", "wide", "window", "twogateways"}
+
+var targetNames = []string{"queengate", "naive", "jetstream", "ceiling"}
+
+// exactTargets deduplicate, so their runs are checked for exactness; the
+// ceiling writes every message by definition.
+var exactTargets = map[string]bool{"queengate": true, "naive": true, "jetstream": true}
+
+// usageError is a bad command line: exit status 2.
+type usageError struct{ error }
+
+// violationError is a run that broke exactness: exit status 3.
+type violationError struct{ error }
+
+func exitCode(err error) int {
+	var u usageError
+	var v violationError
+	switch {
+	case errors.As(err, &u), errors.Is(err, flag.ErrHelp):
+		return 2
+	case errors.As(err, &v):
+		return 3
+	}
+	return 1
+}
+
+type options struct {
+	w          Workload
+	targets    []string
+	rounds     int
+	self       bool
+	natsURL    string
+	prefix     string
+	adminAddrs []string
+	pgURL      string
+	gatewayBin string
+	jsonOut    string
+	mdOut      string
+	chartOut   string
+	quiet      bool
+}
+
+func parseOptions(args []string, stderr io.Writer) (options, error) {
+	fs := flag.NewFlagSet("queenbench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, `queenbench measures queengate and its alternatives with the same messages.
+
+  queenbench --self --scenario unique                 queengate alone, started here
+  queenbench --self --scenario retries --compare all  all targets, alternating, ratios
+  queenbench --nats-url nats://host:4222 --admin host:6632 ...   a running gateway
+
+Scenarios: %s. Targets: %s.
+
+`, strings.Join(scenarioNames, ", "), strings.Join(targetNames, ", "))
+		fs.PrintDefaults()
+	}
+	var (
+		o        options
+		scenario = fs.String("scenario", "unique", "preset workload: "+strings.Join(scenarioNames, ", "))
+		target   = fs.String("target", "queengate", "target to measure: "+strings.Join(targetNames, ", "))
+		compare  = fs.String("compare", "", "comma-separated targets (or \"all\") to run back to back, alternating, and compare to queengate")
+		admin    = fs.String("admin", "", "comma-separated admin HTTP addresses of the gateways (for their /metrics), with --nats-url")
+		w        Workload
+		linger   time.Duration
+		duration time.Duration
+	)
+	fs.BoolVar(&o.self, "self", false, "start PostgreSQL (unless --pg-url) and queengate here")
+	fs.StringVar(&o.natsURL, "nats-url", "", "NATS URL of running gateways (without --self)")
+	fs.StringVar(&o.prefix, "prefix", "queen", "subject prefix of the gateways")
+	fs.StringVar(&o.pgURL, "pg-url", os.Getenv("QUEEN_PG_URL"), "PostgreSQL URL: the gateways' database, and where naive and ceiling write")
+	fs.StringVar(&o.gatewayBin, "gateway-bin", "", "queengate binary for --self (default: build it from this repository)")
+	fs.IntVar(&o.rounds, "rounds", 0, "rounds per target (default 3 with --compare, else 1)")
+	fs.IntVar(&w.Producers, "producers", 0, "concurrent producers")
+	fs.IntVar(&w.PerRequest, "batch", 0, "messages per request")
+	fs.Int64Var(&w.Total, "messages", 0, "messages per run (0 with --duration: run for that long)")
+	fs.DurationVar(&duration, "duration", 0, "run length instead of --messages")
+	fs.IntVar(&w.Queues, "queues", 0, "queues")
+	fs.IntVar(&w.Partitions, "partitions", 0, "partitions per queue")
+	fs.IntVar(&w.PayloadBytes, "payload", 100, "bytes of data per message")
+	fs.Float64Var(&w.RetryShare, "retries", -1, "share of messages repeating an id already sent (0-1)")
+	fs.Float64Var(&w.CrossShare, "cross", -1, "share of retries repeating another producer's id (0-1)")
+	fs.IntVar(&w.WindowSeconds, "window", -1, "deduplication window in seconds (0 disables)")
+	fs.IntVar(&w.FlushSize, "flush-size", 1000, "gateways' flush size (--self)")
+	fs.DurationVar(&linger, "linger", time.Millisecond, "gateways' flush linger (--self)")
+	fs.IntVar(&w.Gateways, "gateways", 0, "queengate processes to start (--self)")
+	fs.Int64Var(&w.Prefill, "prefill", -1, "unique messages pushed before the measured run")
+	fs.BoolVar(&w.FireAndForget, "fire-and-forget", false, "publish without reply subjects and read the ack subjects (queengate)")
+	fs.Int64Var(&w.Seed, "seed", 1, "seed of the generated workload")
+	fs.StringVar(&o.jsonOut, "json", "", "write the report as JSON to this file (- for stdout)")
+	fs.StringVar(&o.mdOut, "markdown", "", "write the report as Markdown to this file (- for stdout)")
+	fs.StringVar(&o.chartOut, "chart", "", "write an SVG chart of throughput and latency to this file")
+	fs.BoolVar(&o.quiet, "quiet", false, "no progress output")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
+	}
+	preset, ok := scenarios[*scenario]
+	if !ok {
+		return o, usageError{fmt.Errorf("--scenario %q: one of %s", *scenario, strings.Join(scenarioNames, ", "))}
+	}
+	preset.Scenario = *scenario
+	// Flags set explicitly override the preset.
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "producers":
+			preset.Producers = w.Producers
+		case "batch":
+			preset.PerRequest = w.PerRequest
+		case "messages":
+			preset.Total = w.Total
+		case "queues":
+			preset.Queues = w.Queues
+		case "partitions":
+			preset.Partitions = w.Partitions
+		case "retries":
+			preset.RetryShare = w.RetryShare
+		case "cross":
+			preset.CrossShare = w.CrossShare
+		case "window":
+			preset.WindowSeconds = w.WindowSeconds
+		case "gateways":
+			preset.Gateways = w.Gateways
+		case "prefill":
+			preset.Prefill = w.Prefill
+		case "duration":
+			preset.Total = 0
+		}
+	})
+	preset.PayloadBytes, preset.FlushSize, preset.Linger = w.PayloadBytes, w.FlushSize, linger
+	preset.FireAndForget, preset.Seed, preset.Duration = w.FireAndForget, w.Seed, duration
+	preset.Gateways = max(preset.Gateways, 1)
+	o.w = preset
+
+	switch {
+	case *compare == "all":
+		o.targets = targetNames
+	case *compare != "":
+		o.targets = strings.Split(*compare, ",")
+	default:
+		o.targets = []string{*target}
+	}
+	if o.rounds == 0 {
+		o.rounds = 1
+		if *compare != "" {
+			o.rounds = 3
+		}
+	}
+	if *admin != "" {
+		o.adminAddrs = strings.Split(*admin, ",")
+	}
+	return o, o.validate(*compare != "")
+}
+
+func (o options) validate(comparing bool) error {
+	w := o.w
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	known := map[string]bool{}
+	for _, t := range targetNames {
+		known[t] = true
+	}
+	for _, t := range o.targets {
+		if !known[t] {
+			bad("target %q: one of %s", t, strings.Join(targetNames, ", "))
+		}
+	}
+	if comparing && (len(o.targets) < 2 || o.targets[0] != "queengate") {
+		bad("--compare needs queengate first and at least one other target, e.g. queengate,naive")
+	}
+	if w.Producers < 1 {
+		bad("--producers %d: at least 1", w.Producers)
+	}
+	if w.PerRequest < 1 || w.PerRequest > 1000 {
+		bad("--batch %d: 1 to 1000 messages per request", w.PerRequest)
+	}
+	if (w.Total <= 0) == (w.Duration <= 0) {
+		bad("give exactly one of --messages (> 0) and --duration (> 0)")
+	}
+	if w.Queues < 1 || w.Partitions < 1 {
+		bad("--queues %d, --partitions %d: at least 1 each", w.Queues, w.Partitions)
+	}
+	if w.PayloadBytes < 0 || w.PayloadBytes > 64<<10 {
+		bad("--payload %d: 0 to 65536 bytes", w.PayloadBytes)
+	}
+	if w.RetryShare < 0 || w.RetryShare > 1 || w.CrossShare < 0 || w.CrossShare > 1 {
+		bad("--retries %v, --cross %v: shares between 0 and 1", w.RetryShare, w.CrossShare)
+	}
+	if w.WindowSeconds < 0 {
+		bad("--window %d: 0 (off) or more seconds", w.WindowSeconds)
+	}
+	if w.Prefill < 0 {
+		bad("--prefill %d: 0 or more", w.Prefill)
+	}
+	if w.FlushSize < 1 || w.Linger <= 0 {
+		bad("--flush-size %d, --linger %v: positive", w.FlushSize, w.Linger)
+	}
+	if o.rounds < 1 {
+		bad("--rounds %d: at least 1", o.rounds)
+	}
+	if !o.self && o.natsURL == "" && contains(o.targets, "queengate") {
+		bad("queengate target: give --self, or --nats-url of running gateways")
+	}
+	if o.self && o.natsURL != "" {
+		bad("--self starts its own gateways: drop --nats-url")
+	}
+	if !o.self && o.pgURL == "" && (contains(o.targets, "naive") || contains(o.targets, "ceiling")) {
+		bad("naive and ceiling write to PostgreSQL: give --pg-url, or --self")
+	}
+	if !o.self && w.Gateways > 1 {
+		bad("--gateways %d: only with --self", w.Gateways)
+	}
+	if w.FireAndForget && len(o.targets) > 1 {
+		bad("--fire-and-forget applies to queengate alone, not to --compare")
+	}
+	if len(errs) > 0 {
+		return usageError{errors.Join(errs...)}
+	}
+	return nil
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+func run(args []string, stdout, stderr io.Writer) error {
+	o, err := parseOptions(args, stderr)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	logf := func(format string, a ...any) {
+		if !o.quiet {
+			fmt.Fprintf(stderr, "queenbench: "+format+"\n", a...)
+		}
+	}
+	progress := stderr
+	if o.quiet {
+		progress = nil
+	}
+
+	targets, cleanup, err := openTargets(ctx, o, logf)
+	defer cleanup()
+	if err != nil {
+		return err
+	}
+	report := &Report{Machine: machine(), Command: "queenbench " + strings.Join(args, " "), Workload: o.w}
+	for round := 1; round <= o.rounds; round++ {
+		// Alternate the order each round so that drift (a filling disk,
+		// a warming cache) does not always favour the same target.
+		order := make([]Target, len(targets))
+		for i := range targets {
+			order[i] = targets[(i+round-1)%len(targets)]
+		}
+		for _, t := range order {
+			logf("round %d/%d: %s, scenario %s", round, o.rounds, t.Name(), o.w.Scenario)
+			res, err := runOnce(ctx, t, o.w, round, progress)
+			if err != nil {
+				return fmt.Errorf("%s, round %d: %w", t.Name(), round, err)
+			}
+			report.Results = append(report.Results, res)
+		}
+	}
+	summarise(report, o.targets)
+	if err := writeOutputs(report, o, stdout); err != nil {
+		return err
+	}
+	var violations []string
+	for _, r := range report.Results {
+		if r.Violations > 0 {
+			violations = append(violations, fmt.Sprintf("%s round %d: %d", r.Target, r.Round, r.Violations))
+		}
+	}
+	if len(violations) > 0 {
+		return violationError{fmt.Errorf("exactness violated: %s", strings.Join(violations, "; "))}
+	}
+	return nil
+}
+
+// openTargets starts or connects what the targets need; cleanup releases
+// it (safe to call on error).
+func openTargets(ctx context.Context, o options, logf func(string, ...any)) ([]Target, func(), error) {
+	var (
+		targets []Target
+		closers []func()
+	)
+	cleanup := func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}
+	pgURL := o.pgURL
+	natsURL, admin := o.natsURL, o.adminAddrs
+	var pids []int
+	if o.self {
+		env, err := startSelf(ctx, o.w, o.pgURL, o.gatewayBin, logf)
+		if err != nil {
+			return nil, cleanup, err
+		}
+		closers = append(closers, env.Stop)
+		pgURL, natsURL, admin, pids = env.pgURL, env.natsURL, env.adminAddrs(), env.pids()
+	}
+	for _, name := range o.targets {
+		var (
+			t   Target
+			err error
+		)
+		switch name {
+		case "queengate":
+			t, err = newQueengateTarget(ctx, natsURL, o.prefix, pgURL, admin, pids)
+		case "naive":
+			t, err = newNaiveTarget(ctx, pgURL)
+		case "ceiling":
+			t, err = newCeilingTarget(ctx, pgURL)
+		case "jetstream":
+			var dir string
+			if dir, err = os.MkdirTemp("", "queenbench-js-"); err == nil {
+				closers = append(closers, func() { _ = os.RemoveAll(dir) })
+				t, err = newJetStreamTarget(ctx, filepath.Join(dir, "store"))
+			}
+		}
+		if err != nil {
+			return nil, cleanup, fmt.Errorf("%s: %w", name, err)
+		}
+		closers = append(closers, func() { _ = t.Close() })
+		targets = append(targets, t)
+	}
+	return targets, cleanup, nil
+}
+
+// runOnce is one measured run of one target: set up, prefill (untimed),
+// run, and collect figures and the exactness verdict.
+func runOnce(ctx context.Context, t Target, w Workload, round int, progress io.Writer) (Result, error) {
+	w.RunID = fmt.Sprintf("%x-%d", time.Now().UnixNano()&0xffffffffff, round)
+	if err := t.Setup(ctx, w); err != nil {
+		return Result{}, fmt.Errorf("setup: %w", err)
+	}
+	g := newGenerator(w, w.RunID, w.Total)
+	var prefillExact *exactness
+	if w.Prefill > 0 {
+		pw := w
+		pw.RetryShare = 0
+		pg := newGenerator(pw, w.RunID, w.Prefill)
+		pg.queues = g.queues
+		res, exact, err := drive(ctx, t, pg, time.Time{}, progress)
+		if err != nil {
+			return Result{}, fmt.Errorf("prefill: %w", err)
+		}
+		if res.Failed > 0 {
+			return Result{}, fmt.Errorf("prefill: %d messages failed", res.Failed)
+		}
+		prefillExact = exact
+		if m, ok := t.(interface{ markProbes(context.Context) error }); ok {
+			if err := m.markProbes(ctx); err != nil {
+				return Result{}, err
+			}
+		}
+	}
+	before, err := t.Figures(ctx)
+	if err != nil {
+		return Result{}, fmt.Errorf("figures: %w", err)
+	}
+	var deadline time.Time
+	if w.Duration > 0 {
+		deadline = time.Now().Add(w.Duration)
+	}
+	res, exact, err := drive(ctx, t, g, deadline, progress)
+	if err != nil {
+		return Result{}, err
+	}
+	after, err := t.Figures(ctx)
+	if err != nil {
+		return Result{}, fmt.Errorf("figures: %w", err)
+	}
+	res.Round = round
+	if prefillExact != nil {
+		exact.merge(prefillExact)
+	}
+	res.DistinctIDs, res.Violations = exact.verdict()
+	if !exactTargets[t.Name()] {
+		res.Violations = 0 // no deduplication by definition: nothing to check
+	}
+	if res.Messages > 0 {
+		res.CPUSecondsPerMillion = (after.ServerCPUSeconds - before.ServerCPUSeconds) / float64(res.Messages) * 1e6
+	}
+	res.PeakRSSBytes = after.PeakRSSBytes
+	res.ProbeSkippedShare, res.CacheBytesPerHash = after.ProbeSkippedShare, after.CacheBytesPerHash
+	return res, nil
+}
+
+// summarise fills the per-target medians and, for several targets, the
+// per-round ratios of queengate's throughput to each other target's.
+func summarise(r *Report, targets []string) {
+	byTarget := map[string][]Result{}
+	for _, res := range r.Results {
+		byTarget[res.Target] = append(byTarget[res.Target], res)
+	}
+	r.Medians = nil
+	for _, name := range targets {
+		rs := byTarget[name]
+		if len(rs) == 0 {
+			continue
+		}
+		med := rs[0]
+		med.Round = 0
+		pick := func(f func(Result) float64) float64 {
+			xs := make([]float64, len(rs))
+			for i, x := range rs {
+				xs[i] = f(x)
+			}
+			return medianFloat(xs)
+		}
+		med.Throughput = pick(func(x Result) float64 { return x.Throughput })
+		med.P50 = time.Duration(pick(func(x Result) float64 { return float64(x.P50) }))
+		med.P90 = time.Duration(pick(func(x Result) float64 { return float64(x.P90) }))
+		med.P99 = time.Duration(pick(func(x Result) float64 { return float64(x.P99) }))
+		med.Max = time.Duration(pick(func(x Result) float64 { return float64(x.Max) }))
+		med.Elapsed = time.Duration(pick(func(x Result) float64 { return float64(x.Elapsed) }))
+		med.CPUSecondsPerMillion = pick(func(x Result) float64 { return x.CPUSecondsPerMillion })
+		med.PeakRSSBytes = int64(pick(func(x Result) float64 { return float64(x.PeakRSSBytes) }))
+		med.ProbeSkippedShare = pick(func(x Result) float64 { return x.ProbeSkippedShare })
+		med.CacheBytesPerHash = pick(func(x Result) float64 { return x.CacheBytesPerHash })
+		med.Queued, med.Duplicate, med.Failed, med.Violations, med.Messages, med.Requests, med.DistinctIDs = 0, 0, 0, 0, 0, 0, 0
+		for _, x := range rs {
+			med.Queued += x.Queued
+			med.Duplicate += x.Duplicate
+			med.Failed += x.Failed
+			med.Violations += x.Violations
+			med.Messages += x.Messages
+			med.Requests += x.Requests
+			med.DistinctIDs += x.DistinctIDs
+		}
+		r.Medians = append(r.Medians, med)
+	}
+	r.Ratios = nil
+	qg := byTarget["queengate"]
+	for _, name := range targets {
+		if name == "queengate" || len(qg) == 0 {
+			continue
+		}
+		var ratios []float64
+		for _, x := range byTarget[name] {
+			for _, q := range qg {
+				if q.Round == x.Round && x.Throughput > 0 {
+					ratios = append(ratios, q.Throughput/x.Throughput)
+				}
+			}
+		}
+		if len(ratios) == 0 {
+			continue
+		}
+		lo, hi := math.Inf(1), math.Inf(-1)
+		for _, v := range ratios {
+			lo, hi = math.Min(lo, v), math.Max(hi, v)
+		}
+		r.Ratios = append(r.Ratios, Ratio{Target: name, Min: lo, Median: medianFloat(ratios), Max: hi})
+	}
+}
+
+func writeOutputs(r *Report, o options, stdout io.Writer) error {
+	if err := writeTable(stdout, r); err != nil {
+		return err
+	}
+	write := func(path string, f func(io.Writer, *Report) error) error {
+		if path == "" {
+			return nil
+		}
+		if path == "-" {
+			return f(stdout, r)
+		}
+		file, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		if err := f(file, r); err != nil {
+			file.Close()
+			return err
+		}
+		return file.Close()
+	}
+	return errors.Join(write(o.jsonOut, writeJSON), write(o.mdOut, writeMarkdown), write(o.chartOut, writeChartSVG))
+}
+
+// machine describes this machine in one line.
+func machine() string {
+	mem := ""
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+				if kb, err := strconv.ParseInt(strings.Fields(rest)[0], 10, 64); err == nil {
+					mem = fmt.Sprintf(", %d GiB", (kb+(1<<19))>>20)
+				}
+			}
+		}
+	}
+	cpu := ""
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if rest, ok := strings.CutPrefix(line, "model name"); ok {
+				cpu = ", " + strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(rest), ":"))
+				break
+			}
+		}
+	}
+	return fmt.Sprintf("%d cores%s%s, %s/%s, %s", runtime.NumCPU(), cpu, mem, runtime.GOOS, runtime.GOARCH, runtime.Version())
+}

@@ -1,0 +1,198 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// generator makes the batches of one run. Producers draw from it
+// concurrently; each has its own random source, so a run is reproducible
+// per producer from the seed.
+type generator struct {
+	w       Workload
+	runID   string
+	queues  []string
+	payload []byte // data of every message, w.PayloadBytes long
+	history []partitionHistory
+	sent    atomic.Int64 // messages handed out
+	limit   int64        // messages to hand out; 0 = until the deadline
+}
+
+// partitionHistory remembers recent ids of one partition, so that retries
+// repeat an id that the same partition has seen.
+type partitionHistory struct {
+	mu    sync.Mutex
+	ids   [1024]string
+	owner [1024]int32
+	n     int // ids ever recorded
+}
+
+func (h *partitionHistory) add(id string, producer int) {
+	h.mu.Lock()
+	h.ids[h.n%len(h.ids)], h.owner[h.n%len(h.ids)] = id, int32(producer)
+	h.n++
+	h.mu.Unlock()
+}
+
+// pick returns a recent id, preferring one of producer's own when own is
+// set; "" when the partition has none yet.
+func (h *partitionHistory) pick(r *rand.Rand, producer int, own bool) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := min(h.n, len(h.ids))
+	if n == 0 {
+		return ""
+	}
+	for range 8 {
+		i := r.IntN(n)
+		if !own || h.owner[i] == int32(producer) {
+			return h.ids[i]
+		}
+	}
+	return h.ids[r.IntN(n)]
+}
+
+func newGenerator(w Workload, runID string, limit int64) *generator {
+	g := &generator{w: w, runID: runID, limit: limit, history: make([]partitionHistory, w.Queues*w.Partitions)}
+	for q := range w.Queues {
+		g.queues = append(g.queues, fmt.Sprintf("bench-%s-q%d", runID, q))
+	}
+	g.payload = makePayload(w.PayloadBytes)
+	return g
+}
+
+// makePayload is a JSON object of about n bytes.
+func makePayload(n int) []byte {
+	const head, tail = `{"orderId":9137,"amount":99.5,"note":"`, `"}`
+	fill := max(n-len(head)-len(tail), 0)
+	b := make([]byte, 0, len(head)+fill+len(tail))
+	b = append(b, head...)
+	for i := range fill {
+		b = append(b, 'a'+byte(i%26))
+	}
+	return append(b, tail...)
+}
+
+// next makes producer p's next batch, or nil when the run's messages are
+// all handed out.
+func (g *generator) next(r *rand.Rand, p int, seq *int) *Batch {
+	n := int64(g.w.PerRequest)
+	if g.limit > 0 {
+		if g.sent.Add(n) > g.limit {
+			return nil
+		}
+	}
+	qi, pi := r.IntN(g.w.Queues), r.IntN(g.w.Partitions)
+	hist := &g.history[qi*g.w.Partitions+pi]
+	b := &Batch{Queue: g.queues[qi], Partition: "p" + strconv.Itoa(pi),
+		IDs: make([]string, g.w.PerRequest), Data: make([][]byte, g.w.PerRequest)}
+	for i := range b.IDs {
+		id := ""
+		if g.w.RetryShare > 0 && r.Float64() < g.w.RetryShare {
+			id = hist.pick(r, p, r.Float64() >= g.w.CrossShare)
+		}
+		if id == "" {
+			*seq++
+			id = g.runID + "-" + strconv.Itoa(p) + "-" + strconv.Itoa(*seq)
+			hist.add(id, p)
+		}
+		b.IDs[i], b.Data[i] = id, g.payload
+	}
+	return b
+}
+
+// producerResult is what one producer saw.
+type producerResult struct {
+	latencies []time.Duration
+	byStatus  [4]int64
+	requests  int64
+	exact     *exactness
+	err       error
+}
+
+// drive runs w.Producers producers against t until the generator is
+// exhausted or the deadline passes, and summarises what they saw.
+func drive(ctx context.Context, t Target, g *generator, deadline time.Time, progress io.Writer) (Result, *exactness, error) {
+	w := g.w
+	results := make([]producerResult, w.Producers)
+	var answered atomic.Int64
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stopProgress := startProgress(progress, g, &answered, deadline)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for p := range w.Producers {
+		wg.Go(func() {
+			res := &results[p]
+			res.exact = newExactness()
+			r := rand.New(rand.NewPCG(uint64(w.Seed), uint64(p)))
+			seq := 0
+			for ctx.Err() == nil && (deadline.IsZero() || time.Now().Before(deadline)) {
+				b := g.next(r, p, &seq)
+				if b == nil {
+					return
+				}
+				t0 := time.Now()
+				statuses, err := t.Send(ctx, p, b)
+				took := time.Since(t0)
+				if err != nil {
+					if ctx.Err() != nil {
+						return
+					}
+					statuses = make([]Status, len(b.IDs))
+					for i := range statuses {
+						statuses[i] = StatusFailed
+					}
+				}
+				if len(statuses) != len(b.IDs) {
+					res.err = fmt.Errorf("%s answered %d statuses for %d messages", t.Name(), len(statuses), len(b.IDs))
+					cancel()
+					return
+				}
+				res.latencies = append(res.latencies, took)
+				res.requests++
+				for _, s := range statuses {
+					res.byStatus[s]++
+				}
+				res.exact.record(b, statuses)
+				answered.Add(int64(len(statuses)))
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	stopProgress()
+
+	out := Result{Target: t.Name(), Scenario: w.Scenario, Elapsed: elapsed}
+	exact := newExactness()
+	var all []time.Duration
+	for i := range results {
+		r := &results[i]
+		if r.err != nil {
+			return Result{}, nil, r.err
+		}
+		all = append(all, r.latencies...)
+		out.Requests += r.requests
+		out.Queued += r.byStatus[StatusQueued]
+		out.Duplicate += r.byStatus[StatusDuplicate]
+		out.Failed += r.byStatus[StatusFailed]
+		exact.merge(r.exact)
+	}
+	slices.Sort(all)
+	out.Messages = out.Queued + out.Duplicate + out.Failed
+	if elapsed > 0 {
+		out.Throughput = float64(out.Messages) / elapsed.Seconds()
+	}
+	out.P50, out.P90, out.P99 = percentile(all, 0.50), percentile(all, 0.90), percentile(all, 0.99)
+	if len(all) > 0 {
+		out.Max = all[len(all)-1]
+	}
+	return out, exact, nil
+}

@@ -1,0 +1,210 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/queengate/queengate/internal/pgcluster"
+)
+
+// selfEnv is what --self starts: a PostgreSQL (unless one is given) and
+// queengate processes, the first with its embedded NATS server.
+type selfEnv struct {
+	dir      string
+	cluster  *pgcluster.Cluster
+	pgURL    string
+	natsURL  string
+	gateways []*gatewayProcess
+}
+
+type gatewayProcess struct {
+	cmd       *exec.Cmd
+	adminAddr string
+	exited    chan struct{}
+}
+
+// benchPGSettings make a disposable cluster comparable to what the peers
+// get: crash-safe (fsync on) but, like JetStream's default file store,
+// without waiting for the disk on every commit.
+var benchPGSettings = map[string]string{
+	"synchronous_commit": "off",
+	"shared_buffers":     "1GB",
+	"max_connections":    "300",
+	"max_wal_size":       "4GB",
+}
+
+func startSelf(ctx context.Context, w Workload, pgURL, gatewayBin string, log func(string, ...any)) (*selfEnv, error) {
+	dir, err := os.MkdirTemp("", "queenbench-")
+	if err != nil {
+		return nil, err
+	}
+	env := &selfEnv{dir: dir, pgURL: pgURL}
+	ok := false
+	defer func() {
+		if !ok {
+			env.Stop()
+		}
+	}()
+	if env.pgURL == "" {
+		log("starting a PostgreSQL cluster in %s", dir)
+		env.cluster, err = pgcluster.Start(ctx, pgcluster.Options{Dir: filepath.Join(dir, "pg"), Settings: benchPGSettings})
+		if err != nil {
+			return nil, err
+		}
+		if err := createDatabase(ctx, env.cluster.URL("postgres"), "bench"); err != nil {
+			return nil, err
+		}
+		env.pgURL = env.cluster.URL("bench")
+	}
+	if gatewayBin == "" {
+		gatewayBin = filepath.Join(dir, "queengate")
+		log("building queengate")
+		out, err := exec.CommandContext(ctx, "go", "build", "-o", gatewayBin, "github.com/queengate/queengate/cmd/queengate").CombinedOutput()
+		if err != nil {
+			return nil, fmt.Errorf("build queengate (run queenbench from the repository, or pass --gateway-bin): %v\n%s", err, out)
+		}
+	}
+	for i := range max(w.Gateways, 1) {
+		gw, err := env.startGateway(ctx, gatewayBin, i, w)
+		if err != nil {
+			return nil, err
+		}
+		env.gateways = append(env.gateways, gw)
+	}
+	ok = true
+	return env, nil
+}
+
+func createDatabase(ctx context.Context, adminURL, name string) error {
+	conn, err := pgx.Connect(ctx, adminURL)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize())
+	if err == nil {
+		_, err = conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
+	}
+	return err
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// startGateway starts gateway i; the first runs the embedded NATS server
+// that the others and the producers connect to.
+func (e *selfEnv) startGateway(ctx context.Context, bin string, i int, w Workload) (*gatewayProcess, error) {
+	adminPort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(),
+		"QUEEN_PG_URL="+e.pgURL,
+		"QUEEN_HTTP_ADDR=127.0.0.1:"+strconv.Itoa(adminPort),
+		"QUEEN_FLUSH_SIZE="+strconv.Itoa(w.FlushSize),
+		"QUEEN_FLUSH_LINGER="+w.Linger.String(),
+		"QUEEN_MAX_BUFFERED=1000000",
+		"QUEEN_LOG_LEVEL=warn",
+	)
+	if i == 0 {
+		natsPort, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		cmd.Env = append(cmd.Env, "QUEEN_NATS_URL=", "QUEEN_NATS_PORT="+strconv.Itoa(natsPort))
+		e.natsURL = "nats://127.0.0.1:" + strconv.Itoa(natsPort)
+	} else {
+		cmd.Env = append(cmd.Env, "QUEEN_NATS_URL="+e.natsURL)
+	}
+	logFile, err := os.Create(filepath.Join(e.dir, fmt.Sprintf("queengate-%d.log", i)))
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, err
+	}
+	gw := &gatewayProcess{cmd: cmd, adminAddr: "127.0.0.1:" + strconv.Itoa(adminPort), exited: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		logFile.Close()
+		close(gw.exited)
+	}()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := http.Get("http://" + gw.adminAddr + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return gw, nil
+			}
+		}
+		select {
+		case <-gw.exited:
+			log, _ := os.ReadFile(logFile.Name())
+			return nil, fmt.Errorf("queengate %d exited during start-up:\n%s", i, log)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			return nil, errors.New("queengate not ready within 60 s")
+		}
+	}
+}
+
+func (e *selfEnv) adminAddrs() []string {
+	var out []string
+	for _, g := range e.gateways {
+		out = append(out, g.adminAddr)
+	}
+	return out
+}
+
+func (e *selfEnv) pids() []int {
+	var out []int
+	for _, g := range e.gateways {
+		out = append(out, g.cmd.Process.Pid)
+	}
+	return out
+}
+
+// Stop stops the gateways (SIGTERM: they answer what they accepted), then
+// PostgreSQL, and removes the folder.
+func (e *selfEnv) Stop() {
+	for i := len(e.gateways) - 1; i >= 0; i-- {
+		g := e.gateways[i]
+		_ = g.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-g.exited:
+		case <-time.After(30 * time.Second):
+			_ = g.cmd.Process.Kill()
+			<-g.exited
+		}
+	}
+	if e.cluster != nil {
+		e.cluster.Stop()
+	}
+	_ = os.RemoveAll(e.dir)
+}

@@ -1,0 +1,186 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+const (
+	// jetstreamStream is the stream every run writes to.
+	jetstreamStream = "BENCH"
+	// producersPerConn is how many producers share one NATS connection. One
+	// connection for all would serialize async publishes on its single
+	// writer; one each would measure connection handling instead.
+	producersPerConn = 8
+	// jetstreamAckTimeout turns a lost ack into a failed message instead of
+	// a producer waiting forever.
+	jetstreamAckTimeout = 30 * time.Second
+)
+
+// jetstreamTarget is NATS JetStream's own deduplication: a file-backed
+// stream whose duplicate window drops a message whose Nats-Msg-Id was seen
+// within the window. The server runs as a child process (see
+// runNATSServerRole) so that its CPU and memory can be measured.
+type jetstreamTarget struct {
+	server *serverProcess
+	// admin manages the stream; pubs are the producers' connections, made
+	// by Setup once the number of producers is known.
+	admin   *nats.Conn
+	adminJS jetstream.JetStream
+	conns   []*nats.Conn
+	pubs    []jetstream.JetStream
+	// cpuAtSetup is the server's CPU seconds when Setup finished, so that
+	// Figures reports the run's share only.
+	cpuAtSetup float64
+}
+
+var _ Target = (*jetstreamTarget)(nil)
+
+// newJetStreamTarget starts a JetStream server process storing in dir and
+// connects to it. The stream is created by Setup.
+func newJetStreamTarget(ctx context.Context, dir string) (*jetstreamTarget, error) {
+	srv, err := startNATSServerProcess(ctx, dir)
+	if err != nil {
+		return nil, fmt.Errorf("jetstream: %w", err)
+	}
+	nc, err := nats.Connect(srv.URL, nats.Name("queenbench-admin"))
+	if err != nil {
+		_ = srv.Stop()
+		return nil, fmt.Errorf("jetstream: connect: %w", err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		_ = srv.Stop()
+		return nil, fmt.Errorf("jetstream: %w", err)
+	}
+	return &jetstreamTarget{server: srv, admin: nc, adminJS: js}, nil
+}
+
+// Name implements Target.
+func (t *jetstreamTarget) Name() string { return "jetstream" }
+
+// Setup implements Target: it recreates the stream, with the workload's
+// window as its duplicate window, and connects the producers. JetStream
+// cannot turn deduplication off, so a window of 0 becomes the shortest it
+// takes, 1 second.
+func (t *jetstreamTarget) Setup(ctx context.Context, w Workload) error {
+	window := time.Duration(max(w.WindowSeconds, 1)) * time.Second
+	if err := t.adminJS.DeleteStream(ctx, jetstreamStream); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return fmt.Errorf("jetstream: delete stream: %w", err)
+	}
+	_, err := t.adminJS.CreateStream(ctx, jetstream.StreamConfig{
+		Name:       jetstreamStream,
+		Subjects:   []string{"bench.>"},
+		Storage:    jetstream.FileStorage,
+		Duplicates: window,
+	})
+	if err != nil {
+		return fmt.Errorf("jetstream: create stream: %w", err)
+	}
+
+	t.closeProducerConns()
+	n := max((w.Producers+producersPerConn-1)/producersPerConn, 1)
+	// Each producer waits for its batch's acks before sending the next, so
+	// a connection never has more than its producers' batches in flight;
+	// beyond the limit, an async publish would stall and then fail.
+	maxPending := max(4000, 2*producersPerConn*w.PerRequest)
+	for i := range n {
+		nc, err := nats.Connect(t.server.URL, nats.Name(fmt.Sprintf("queenbench-producers-%d", i)))
+		if err != nil {
+			return fmt.Errorf("jetstream: connect producers: %w", err)
+		}
+		t.conns = append(t.conns, nc)
+		js, err := jetstream.New(nc,
+			jetstream.WithPublishAsyncMaxPending(maxPending),
+			jetstream.WithPublishAsyncTimeout(jetstreamAckTimeout))
+		if err != nil {
+			return fmt.Errorf("jetstream: %w", err)
+		}
+		t.pubs = append(t.pubs, js)
+	}
+
+	cpu, err := procCPUSeconds(t.server.PID())
+	if err != nil {
+		return fmt.Errorf("jetstream: server cpu: %w", err)
+	}
+	t.cpuAtSetup = cpu
+	return nil
+}
+
+// Send implements Target: it publishes the batch asynchronously on the
+// producer's connection, then waits for every ack. The Nats-Msg-Id carries
+// queue and partition because JetStream deduplicates per stream, and
+// queengate per partition.
+func (t *jetstreamTarget) Send(ctx context.Context, producer int, b *Batch) ([]Status, error) {
+	js := t.pubs[producer%len(t.pubs)]
+	subject := "bench." + b.Queue + "." + b.Partition
+	idPrefix := b.Queue + "/" + b.Partition + "/"
+	statuses := make([]Status, len(b.IDs))
+	futures := make([]jetstream.PubAckFuture, len(b.IDs))
+	for i, id := range b.IDs {
+		m := nats.NewMsg(subject)
+		m.Data = b.Data[i]
+		m.Header.Set(jetstream.MsgIDHeader, idPrefix+id)
+		f, err := js.PublishMsgAsync(m)
+		if err != nil {
+			statuses[i] = StatusFailed
+			continue
+		}
+		futures[i] = f
+	}
+	for i, f := range futures {
+		if f == nil {
+			continue
+		}
+		select {
+		case ack := <-f.Ok():
+			statuses[i] = StatusQueued
+			if ack.Duplicate {
+				statuses[i] = StatusDuplicate
+			}
+		case <-f.Err():
+			statuses[i] = StatusFailed
+		case <-ctx.Done():
+			return nil, fmt.Errorf("jetstream: wait for acks: %w", ctx.Err())
+		}
+	}
+	return statuses, nil
+}
+
+// Figures implements Target with the server process's CPU since Setup and
+// its peak resident set (over the process's life, which begins with this
+// target).
+func (t *jetstreamTarget) Figures(context.Context) (Figures, error) {
+	f := Figures{ProbeSkippedShare: -1, CacheBytesPerHash: -1}
+	cpu, err := procCPUSeconds(t.server.PID())
+	if err != nil {
+		return f, fmt.Errorf("jetstream: server cpu: %w", err)
+	}
+	f.ServerCPUSeconds = cpu - t.cpuAtSetup
+	if f.PeakRSSBytes, err = procPeakRSS(t.server.PID()); err != nil {
+		return f, fmt.Errorf("jetstream: server rss: %w", err)
+	}
+	return f, nil
+}
+
+// Close implements Target: it closes the connections and stops the server
+// process. The store directory is left to its owner.
+func (t *jetstreamTarget) Close() error {
+	t.closeProducerConns()
+	t.admin.Close()
+	return t.server.Stop()
+}
+
+// closeProducerConns closes the producers' connections, if any.
+func (t *jetstreamTarget) closeProducerConns() {
+	for _, nc := range t.conns {
+		nc.Close()
+	}
+	t.conns, t.pubs = nil, nil
+}

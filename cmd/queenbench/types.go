@@ -1,0 +1,161 @@
+package main
+
+import (
+	"context"
+	"time"
+)
+
+// Workload is what the producers send. Every target gets the same
+// workload, generated from the same seed.
+type Workload struct {
+	Scenario   string // preset name, or "custom"
+	Producers  int    // concurrent producers
+	PerRequest int    // messages per request (a target's batch)
+	// Total messages to send; 0 means run for Duration.
+	Total    int64
+	Duration time.Duration
+	Queues   int
+	// Partitions per queue.
+	Partitions   int
+	PayloadBytes int // approximate size of each message's data, as JSON
+	// RetryShare is the share of messages that repeat an id already sent
+	// to the same partition (0 to 1). CrossShare is the share of those
+	// retries that repeat another producer's id rather than the
+	// producer's own.
+	RetryShare float64
+	CrossShare float64
+	// WindowSeconds is the deduplication window (queengate's
+	// dedupWindowSeconds, JetStream's duplicate window). 0 disables.
+	WindowSeconds int
+	// FlushSize and Linger configure gateways that queenbench starts.
+	FlushSize int
+	Linger    time.Duration
+	// Gateways is how many queengate processes queenbench starts (--self).
+	Gateways int
+	// Prefill is how many unique messages are pushed before the measured
+	// run (the "window" scenario fills the window first).
+	Prefill int64
+	// FireAndForget publishes without a reply subject and reads the
+	// answers on the ack subjects (queengate only).
+	FireAndForget bool
+	Seed          int64
+	// RunID names this run's queues and ids, so that runs never see each
+	// other's messages; set per round by the runner.
+	RunID string `json:"-"`
+}
+
+// Status is one message's answer.
+type Status uint8
+
+const (
+	StatusQueued Status = iota + 1
+	StatusDuplicate
+	StatusFailed
+)
+
+func (s Status) String() string {
+	switch s {
+	case StatusQueued:
+		return "queued"
+	case StatusDuplicate:
+		return "duplicate"
+	case StatusFailed:
+		return "failed"
+	}
+	return "unknown"
+}
+
+// Batch is one request: messages for one partition of one queue.
+type Batch struct {
+	Queue     string
+	Partition string
+	IDs       []string // transactionIds, in order
+	// Data is each message's data as JSON (the same length for all).
+	Data [][]byte
+}
+
+// Target is a system under test. Send is called concurrently, once per
+// producer at a time; it returns one Status per message of the batch, in
+// order, once the outcome is durable, or an error when the whole batch
+// failed (every message then counts as failed).
+type Target interface {
+	Name() string
+	// Setup prepares a fresh place to write (tables, streams) for the
+	// workload; called once per run, before any Send.
+	Setup(ctx context.Context, w Workload) error
+	Send(ctx context.Context, producer int, b *Batch) ([]Status, error)
+	// Figures reports what the target can say about its own cost for the
+	// run so far; any field may be left zero when unknown.
+	Figures(ctx context.Context) (Figures, error)
+	Close() error
+}
+
+// Figures are a target's own cost figures over a run.
+type Figures struct {
+	// ServerCPUSeconds is CPU time spent by the server process(es) of the
+	// target (the gateways, or the JetStream server) during the run.
+	ServerCPUSeconds float64
+	// PeakRSSBytes is the largest resident set seen of those processes.
+	PeakRSSBytes int64
+	// ProbeSkippedShare is the share of flushes whose SQL probe was
+	// skipped (queengate), -1 when unknown.
+	ProbeSkippedShare float64
+	// CacheBytesPerHash is the dedup cache's resident bytes per hash
+	// (queengate), -1 when unknown.
+	CacheBytesPerHash float64
+}
+
+// Result is one run of one target.
+type Result struct {
+	Target   string        `json:"target"`
+	Scenario string        `json:"scenario"`
+	Round    int           `json:"round"`
+	Messages int64         `json:"messages"` // answered (all statuses)
+	Requests int64         `json:"requests"`
+	Elapsed  time.Duration `json:"elapsed_ns"`
+	// Throughput is answered messages per second.
+	Throughput float64 `json:"msg_per_s"`
+	// Request latency percentiles.
+	P50 time.Duration `json:"p50_ns"`
+	P90 time.Duration `json:"p90_ns"`
+	P99 time.Duration `json:"p99_ns"`
+	Max time.Duration `json:"max_ns"`
+	// Answers by status.
+	Queued    int64 `json:"queued"`
+	Duplicate int64 `json:"duplicate"`
+	Failed    int64 `json:"failed"`
+	// Exactness: DistinctIDs is the number of distinct (partition,
+	// transactionId) pairs sent and answered not failed; Violations counts
+	// ids queued more than once, and ids answered duplicate that were never
+	// answered queued. Every run must report zero.
+	DistinctIDs int64 `json:"distinct_ids"`
+	Violations  int64 `json:"violations"`
+	// CPUSecondsPerMillion is server CPU seconds per million messages.
+	CPUSecondsPerMillion float64 `json:"cpu_s_per_million"`
+	PeakRSSBytes         int64   `json:"peak_rss_bytes"`
+	ProbeSkippedShare    float64 `json:"probe_skipped_share"`
+	CacheBytesPerHash    float64 `json:"cache_bytes_per_hash"`
+}
+
+// Ratio summarises queengate's throughput relative to a target over the
+// rounds of a --compare run: queengate msg/s divided by the target's msg/s
+// in the same round (2 means queengate was twice as fast).
+type Ratio struct {
+	Target string  `json:"target"`
+	Min    float64 `json:"min"`
+	Median float64 `json:"median"`
+	Max    float64 `json:"max"`
+}
+
+// Report is everything a run prints.
+type Report struct {
+	Machine  string   `json:"machine"` // e.g. "2 cores, 23 GiB, linux/amd64"
+	Command  string   `json:"command"`
+	Workload Workload `json:"workload"`
+	Results  []Result `json:"results"`
+	// Medians per target over the rounds (one entry per target).
+	Medians []Result `json:"medians"`
+	// Ratios of queengate's throughput to each other target's, present for
+	// --compare runs.
+	Ratios []Ratio `json:"ratios,omitempty"`
+}
