@@ -49,6 +49,11 @@ func startSelf(ctx context.Context, w Workload, pgURL, gatewayBin string, log fu
 	if err != nil {
 		return nil, err
 	}
+	// The PostgreSQL server may run as another user (root cannot run it):
+	// it must be able to reach its folder below this one.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return nil, err
+	}
 	env := &selfEnv{dir: dir, pgURL: pgURL}
 	ok := false
 	defer func() {
