@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"sync"
 	"time"
 
@@ -47,6 +48,11 @@ func NewAdmin(addr string, store StoreHealth, wantSchema int, nc *nats.Conn, gat
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	a.mux.HandleFunc("GET /readyz", a.readyz)
+	// Profiles, for measuring the daemon under load. The admin address is
+	// loopback unless the operator chooses otherwise.
+	a.mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	a.mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	a.mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	return a
 }
 
