@@ -1,17 +1,126 @@
--- log_push writes one frame to one partition, exactly: see
--- shared/spec/deduplication.md, "The probe: before allocation, under the lock".
+-- The exact push: see shared/spec/deduplication.md, "The probe: before
+-- allocation, under the lock".
 --
--- p_verified is the caller's vouched watermark: none of p_hashes occurs at or
--- below it. -1 (or NULL) means "cannot vouch" and probes the whole window.
--- The function is exact on its own: a stale or absent p_verified only costs
--- a longer probe, and repeats within p_hashes are resolved here as well
--- (the first occurrence leads, later ones are duplicates of its result).
+-- p_verified is the caller's vouched watermark: none of its hashes occurs
+-- at or below it. -1 (or NULL) means "cannot vouch" and probes the whole
+-- window. The functions are exact on their own: a stale or absent
+-- p_verified only costs a longer probe, and repeats within a frame are
+-- resolved here as well (the first occurrence leads, later ones are
+-- duplicates of its result).
 --
--- Returns base_offset (NULL when nothing was written), the allocator after
--- the push, whether the probe ran, and the duplicates as parallel arrays:
--- dup_idx (1-based input positions) and dup_off (the original's offset).
--- Input positions not in dup_idx were written at base_offset, base_offset+1,
--- ... in input order.
+-- Results per frame: base_offset (NULL when nothing was written), the
+-- allocator after the push, whether the probe ran, and the duplicates as
+-- parallel arrays: dup_idx (1-based input positions) and dup_off (the
+-- original's offset). Positions not in dup_idx were written at base_offset,
+-- base_offset+1, ... in input order.
+
+-- log_probe finds which of p_hashes are stored in the partition's window
+-- above p_from, with the offset of the first occurrence of each (MIN picks
+-- the original when several stored rows match).
+CREATE FUNCTION queen.log_probe(p_pid bigint, p_from bigint, p_now timestamptz, p_window integer,
+    p_hashes uuid[], OUT dup_idx integer[], OUT dup_off bigint[])
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    -- plpgsql, not sql: PostgreSQL 15 plans a SQL function's body on every
+    -- call, plpgsql keeps the plan.
+    SELECT array_agg(d.idx ORDER BY d.idx), array_agg(d.off ORDER BY d.idx)
+      INTO dup_idx, dup_off
+      FROM (SELECT ih.idx, MIN(t.base_offset + th.idx - 1) AS off
+              FROM queen.log_txns t
+             CROSS JOIN LATERAL queen.log_unnest_hashes(t.hashes) th
+              JOIN queen.log_unnest_hashes(p_hashes) ih ON ih.h = th.h
+             WHERE t.partition_id = p_pid
+               AND t.end_offset > p_from
+               AND t.created_at >= p_now - make_interval(secs => p_window)
+             GROUP BY ih.idx) d;
+END
+$$;
+
+-- log_push_write finishes a frame whose stored duplicates are known
+-- (p_dup_idx/p_dup_off from log_probe, NULL for none): it resolves repeats
+-- within the frame when deduplication is on, then writes the new messages
+-- at p_last + 1, .... The caller holds the partition's row lock and read
+-- p_last under it.
+CREATE FUNCTION queen.log_push_write(
+    p_pid      bigint,
+    p_last     bigint,
+    p_now      timestamptz,
+    p_dedup    boolean,
+    p_txn_ids  text[],
+    p_hashes   uuid[],
+    p_data     json[],
+    p_dup_idx  integer[],
+    p_dup_off  bigint[],
+    OUT base_offset bigint,
+    OUT last_offset bigint,
+    OUT dup_idx     integer[],
+    OUT dup_off     bigint[])
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_n       integer := cardinality(p_hashes);
+    v_unique  boolean := true;
+    v_new_idx integer[];
+    v_k       integer;
+BEGIN
+    IF p_dedup AND v_n > 1 THEN
+        SELECT count(DISTINCT u.h) = v_n INTO v_unique FROM unnest(p_hashes) AS u(h);
+    END IF;
+
+    IF p_dup_idx IS NULL AND v_unique THEN
+        -- Common case: everything is new and is written as sent.
+        v_k := v_n;
+    ELSE
+        -- Classify each position: a stored duplicate keeps the stored offset;
+        -- a repeat of an earlier position inherits that leader's result; the
+        -- remaining leaders are new and take contiguous offsets in input order.
+        WITH inc AS (
+            SELECT u.idx::integer AS idx, u.h,
+                   min(u.idx::integer) OVER (PARTITION BY u.h) AS leader
+              FROM unnest(p_hashes) WITH ORDINALITY AS u(h, idx)
+        ), cls AS (
+            SELECT inc.idx, inc.leader, st.off AS stored
+              FROM inc LEFT JOIN unnest(p_dup_idx, p_dup_off) AS st(idx, off) ON st.idx = inc.idx
+        ), fresh AS (
+            SELECT cls.idx, p_last + row_number() OVER (ORDER BY cls.idx) AS off
+              FROM cls WHERE cls.stored IS NULL AND cls.leader = cls.idx
+        ), res AS (
+            SELECT cls.idx, fresh_self.idx IS NOT NULL AS is_new,
+                   COALESCE(cls.stored, fresh_leader.off) AS off
+              FROM cls
+              LEFT JOIN fresh AS fresh_self ON fresh_self.idx = cls.idx
+              LEFT JOIN fresh AS fresh_leader ON fresh_leader.idx = cls.leader
+        )
+        SELECT array_agg(res.idx ORDER BY res.idx) FILTER (WHERE NOT res.is_new),
+               array_agg(res.off ORDER BY res.idx) FILTER (WHERE NOT res.is_new),
+               array_agg(res.idx ORDER BY res.idx) FILTER (WHERE res.is_new)
+          INTO dup_idx, dup_off, v_new_idx
+          FROM res;
+
+        v_k := coalesce(cardinality(v_new_idx), 0);
+        IF v_k = 0 THEN
+            -- A duplicate writes nothing: no allocator bump, no segment, no
+            -- log_txns row. So it needs no rollback and no savepoint.
+            last_offset := p_last;
+            RETURN;
+        END IF;
+        SELECT array_agg(p_txn_ids[i] ORDER BY i), array_agg(p_hashes[i] ORDER BY i),
+               array_agg(p_data[i] ORDER BY i)
+          INTO p_txn_ids, p_hashes, p_data
+          FROM unnest(v_new_idx) AS i;
+    END IF;
+
+    base_offset := p_last + 1;
+    last_offset := p_last + v_k;
+    UPDATE queen.log_partitions SET last_offset = log_push_write.last_offset WHERE id = p_pid;
+    INSERT INTO queen.log_segments (partition_id, base_offset, end_offset, created_at, txn_ids, data)
+        VALUES (p_pid, log_push_write.base_offset, log_push_write.last_offset, p_now, p_txn_ids, p_data);
+    -- Written whatever the window: ack-by-transactionId resolves through it.
+    INSERT INTO queen.log_txns (partition_id, base_offset, end_offset, created_at, hashes)
+        VALUES (p_pid, log_push_write.base_offset, log_push_write.last_offset, p_now, p_hashes);
+END
+$$;
+
+-- log_push writes one frame to one partition, exactly.
 CREATE FUNCTION queen.log_push(
     p_pid      bigint,
     p_verified bigint,
@@ -31,9 +140,6 @@ DECLARE
     v_window      integer;
     v_now         timestamptz;
     v_from        bigint;
-    v_unique      boolean := true;
-    v_new_idx     integer[];
-    v_k           integer;
 BEGIN
     IF v_n IS NULL OR v_n = 0 OR cardinality(p_txn_ids) IS DISTINCT FROM v_n
        OR cardinality(p_data) IS DISTINCT FROM v_n THEN
@@ -54,79 +160,19 @@ BEGIN
 
     v_now := clock_timestamp();
     probe_ran := false;
-
     IF v_window > 0 THEN
         v_from := GREATEST(COALESCE(p_verified, -1), v_txns_start - 1);
         IF v_last > v_from THEN
             probe_ran := true;
-            -- MIN picks the original occurrence when several stored rows match.
-            SELECT array_agg(d.idx ORDER BY d.idx), array_agg(d.off ORDER BY d.idx)
-              INTO dup_idx, dup_off
-              FROM (SELECT ih.idx, MIN(t.base_offset + th.idx - 1) AS off
-                      FROM queen.log_txns t
-                     CROSS JOIN LATERAL queen.log_unnest_hashes(t.hashes) th
-                      JOIN queen.log_unnest_hashes(p_hashes) ih ON ih.h = th.h
-                     WHERE t.partition_id = p_pid
-                       AND t.end_offset > v_from
-                       AND t.created_at >= v_now - make_interval(secs => v_window)
-                     GROUP BY ih.idx) d;
-        END IF;
-        IF v_n > 1 THEN
-            SELECT count(DISTINCT u.h) = v_n INTO v_unique FROM unnest(p_hashes) AS u(h);
+            SELECT pr.dup_idx, pr.dup_off INTO dup_idx, dup_off
+              FROM queen.log_probe(p_pid, v_from, v_now, v_window, p_hashes) AS pr;
         END IF;
     END IF;
 
-    IF dup_idx IS NULL AND v_unique THEN
-        -- Common case: everything is new and is written as sent.
-        v_k := v_n;
-    ELSE
-        -- Classify each position: a stored duplicate keeps the stored offset;
-        -- a repeat of an earlier position inherits that leader's result; the
-        -- remaining leaders are new and take contiguous offsets in input order.
-        WITH inc AS (
-            SELECT u.idx::integer AS idx, u.h,
-                   min(u.idx::integer) OVER (PARTITION BY u.h) AS leader
-              FROM unnest(p_hashes) WITH ORDINALITY AS u(h, idx)
-        ), cls AS (
-            SELECT inc.idx, inc.leader, st.off AS stored
-              FROM inc LEFT JOIN unnest(dup_idx, dup_off) AS st(idx, off) ON st.idx = inc.idx
-        ), fresh AS (
-            SELECT cls.idx, v_last + row_number() OVER (ORDER BY cls.idx) AS off
-              FROM cls WHERE cls.stored IS NULL AND cls.leader = cls.idx
-        ), res AS (
-            SELECT cls.idx, fresh_self.idx IS NOT NULL AS is_new,
-                   COALESCE(cls.stored, fresh_leader.off) AS off
-              FROM cls
-              LEFT JOIN fresh AS fresh_self ON fresh_self.idx = cls.idx
-              LEFT JOIN fresh AS fresh_leader ON fresh_leader.idx = cls.leader
-        )
-        SELECT array_agg(res.idx ORDER BY res.idx) FILTER (WHERE NOT res.is_new),
-               array_agg(res.off ORDER BY res.idx) FILTER (WHERE NOT res.is_new),
-               array_agg(res.idx ORDER BY res.idx) FILTER (WHERE res.is_new)
-          INTO dup_idx, dup_off, v_new_idx
-          FROM res;
-
-        v_k := coalesce(cardinality(v_new_idx), 0);
-        IF v_k = 0 THEN
-            -- A duplicate writes nothing: no allocator bump, no segment, no
-            -- log_txns row. So it needs no rollback and no savepoint.
-            last_offset := v_last;
-            RETURN;
-        END IF;
-        SELECT array_agg(p_txn_ids[i] ORDER BY i), array_agg(p_hashes[i] ORDER BY i),
-               array_agg(p_data[i] ORDER BY i)
-          INTO p_txn_ids, p_hashes, p_data
-          FROM unnest(v_new_idx) AS i;
-    END IF;
-
-    base_offset := v_last + 1;
-    last_offset := v_last + v_k;
-    UPDATE queen.log_partitions SET last_offset = log_push.last_offset WHERE id = p_pid;
-    INSERT INTO queen.log_segments (partition_id, base_offset, end_offset, created_at, txn_ids, data)
-        VALUES (p_pid, log_push.base_offset, log_push.last_offset, v_now, p_txn_ids, p_data);
-    -- Written whatever the window: ack-by-transactionId resolves through it.
-    INSERT INTO queen.log_txns (partition_id, base_offset, end_offset, created_at, hashes)
-        VALUES (p_pid, log_push.base_offset, log_push.last_offset, v_now, p_hashes);
+    SELECT w.base_offset, w.last_offset, w.dup_idx, w.dup_off
+      INTO base_offset, last_offset, dup_idx, dup_off
+      FROM queen.log_push_write(p_pid, v_last, v_now, v_window > 0, p_txn_ids, p_hashes, p_data,
+                                dup_idx, dup_off) AS w;
 END
 $$;
 
@@ -138,13 +184,11 @@ $$;
 -- leaves the other frames untouched.
 --
 -- Wide bundles (many partitions, few messages each) are the common shape
--- under fan-in, and one log_push per frame costs a handful of statements
--- per frame. So frames without any duplicate (the common case) are written
--- together, a few statements for the whole bundle, after one probe
--- statement per frame that needs it (none once the broker cache vouches).
--- Frames with a duplicate go through log_push one by one, which decides
--- them exactly. A partition named twice sends the whole bundle the
--- one-by-one way, in order.
+-- under fan-in, and one log_push per frame costs a handful of statements per
+-- frame. So each frame that needs it is probed with one statement, frames
+-- with a duplicate are finished one by one, and all the others (the common
+-- case) are written together, a few statements for the whole bundle. A
+-- partition named twice sends the whole bundle through log_push, in order.
 CREATE FUNCTION queen.log_push_bundle(
     p_pids     bigint[],
     p_verified bigint[],
@@ -156,18 +200,17 @@ RETURNS TABLE (seg integer, base_offset bigint, last_offset bigint, probe_ran bo
                dup_idx integer[], dup_off bigint[])
 LANGUAGE plpgsql AS $$
 DECLARE
-    v_segs  integer := coalesce(cardinality(p_pids), 0);
-    v_pos   integer[];
-    v_total bigint;
-    v_now   timestamptz;
-    v_dirty integer[];  -- frames decided one by one
-    v_probed integer[] := '{}'; -- frames whose probe ran here
-    v_s     integer;
-    v_pid   bigint;
-    v_from  bigint;
-    v_win   integer;
-    v_hit   boolean;
-    v_end   integer;
+    v_segs    integer := coalesce(cardinality(p_pids), 0);
+    v_pos     integer[];
+    v_total   bigint;
+    v_now     timestamptz;
+    v_repeats integer[]; -- frames repeating a hash within themselves
+    v_dirty   integer[] := '{}'; -- frames finished one by one
+    v_probed  integer[] := '{}'; -- frames whose probe ran
+    v_end     integer;
+    f         record;
+    v_di      integer[];
+    v_do      bigint[];
 BEGIN
     SELECT sum(c) INTO v_total FROM unnest(p_counts) AS c;
     IF cardinality(p_verified) IS DISTINCT FROM v_segs OR cardinality(p_counts) IS DISTINCT FROM v_segs
@@ -190,7 +233,8 @@ BEGIN
     END IF;
 
     PERFORM 1 FROM queen.log_partitions WHERE id = ANY (p_pids) ORDER BY id FOR UPDATE;
-    IF (SELECT count(*) FROM queen.log_partitions WHERE id = ANY (p_pids)) <> cardinality(ARRAY(SELECT DISTINCT unnest(p_pids))) THEN
+    IF (SELECT count(*) FROM queen.log_partitions WHERE id = ANY (p_pids))
+       <> cardinality(ARRAY(SELECT DISTINCT unnest(p_pids))) THEN
         RAISE EXCEPTION 'queen.log_push_bundle: a partition of % does not exist', p_pids USING ERRCODE = 'QG404';
     END IF;
     -- Start position of each frame in the flattened arrays.
@@ -198,93 +242,93 @@ BEGIN
       FROM (SELECT c.s, (sum(c.n) OVER (ORDER BY c.s) - c.n + 1)::integer AS pos
               FROM unnest(p_counts) WITH ORDINALITY AS c(n, s)) AS x;
 
-    IF cardinality(ARRAY(SELECT DISTINCT unnest(p_pids))) = v_segs THEN
-        -- Taken after the locks: the probes and the writes see every
-        -- commit that preceded them.
-        v_now := clock_timestamp();
-        -- Frames that repeat a hash within themselves are decided one by
-        -- one; found for all frames at once, by grouping.
-        SELECT ARRAY(
-            SELECT DISTINCT r.s
-              FROM (SELECT f.s::integer AS s, p_hashes[i] AS h
-                      FROM unnest(p_counts) WITH ORDINALITY AS f(n, s),
-                           generate_series(v_pos[f.s], v_pos[f.s] + f.n - 1) AS i
-                     WHERE f.n > 1) AS r
-             GROUP BY r.s, r.h HAVING count(*) > 1)
-          INTO v_dirty;
-
-        -- A frame needs the probe when its window is on and the allocator
-        -- is above what the caller vouches for. The probe here only asks
-        -- whether any hash is stored (counted: an EXISTS gets a fast-start
-        -- plan that rescans the incoming hashes for every window row); a
-        -- frame with one is decided by log_push, which finds the originals.
-        -- One statement per probed frame, planned for one partition: a
-        -- set-wise probe over all frames was measured slower.
-        FOR v_s, v_pid, v_from, v_win IN
-            SELECT f.s::integer, f.pid, GREATEST(COALESCE(p_verified[f.s], -1), p.txns_start - 1),
-                   q.dedup_window_seconds
-              FROM unnest(p_pids) WITH ORDINALITY AS f(pid, s)
-              JOIN queen.log_partitions p ON p.id = f.pid
-              JOIN queen.queues q ON q.id = p.queue_id
-             WHERE q.dedup_window_seconds > 0
-               AND p.last_offset > GREATEST(COALESCE(p_verified[f.s], -1), p.txns_start - 1)
-        LOOP
-            v_probed := v_probed || v_s;
-            CONTINUE WHEN v_s = ANY (v_dirty);
-            SELECT count(*) > 0 INTO v_hit
-              FROM queen.log_txns t
-             CROSS JOIN LATERAL queen.log_unnest_hashes(t.hashes) th
-              JOIN queen.log_unnest_hashes(p_hashes[v_pos[v_s] : v_pos[v_s] + p_counts[v_s] - 1]) ih ON ih.h = th.h
-             WHERE t.partition_id = v_pid
-               AND t.end_offset > v_from
-               AND t.created_at >= v_now - make_interval(secs => v_win);
-            IF v_hit THEN
-                v_dirty := v_dirty || v_s;
-            END IF;
+    IF cardinality(ARRAY(SELECT DISTINCT unnest(p_pids))) <> v_segs THEN
+        -- A partition named twice: frames in input order, each exactly.
+        FOR s IN 1 .. v_segs LOOP
+            v_end := v_pos[s] + p_counts[s] - 1;
+            seg := s;
+            SELECT r.base_offset, r.last_offset, r.probe_ran, r.dup_idx, r.dup_off
+              INTO base_offset, last_offset, probe_ran, dup_idx, dup_off
+              FROM queen.log_push(p_pids[s], p_verified[s], p_txn_ids[v_pos[s]:v_end],
+                                  p_hashes[v_pos[s]:v_end], p_data[v_pos[s]:v_end]) AS r;
+            RETURN NEXT;
         END LOOP;
-        SELECT ARRAY(SELECT DISTINCT d FROM unnest(v_dirty) AS d ORDER BY d) INTO v_dirty;
-
-        -- Clean frames: everything new, written for all of them at once.
-        WITH f AS (
-            SELECT f.s::integer AS s, f.pid, p.last_offset + 1 AS base, p_counts[f.s] AS n, v_pos[f.s] AS pos
-              FROM unnest(p_pids) WITH ORDINALITY AS f(pid, s)
-              JOIN queen.log_partitions p ON p.id = f.pid
-             WHERE f.s <> ALL (v_dirty)
-        ), alloc AS (
-            UPDATE queen.log_partitions p SET last_offset = f.base + f.n - 1
-              FROM f WHERE p.id = f.pid
-            RETURNING f.s
-        ), seg_rows AS (
-            INSERT INTO queen.log_segments (partition_id, base_offset, end_offset, created_at, txn_ids, data)
-            SELECT f.pid, f.base, f.base + f.n - 1, v_now, p_txn_ids[f.pos : f.pos + f.n - 1], p_data[f.pos : f.pos + f.n - 1]
-              FROM f
-        ), txn_rows AS (
-            INSERT INTO queen.log_txns (partition_id, base_offset, end_offset, created_at, hashes)
-            SELECT f.pid, f.base, f.base + f.n - 1, v_now, p_hashes[f.pos : f.pos + f.n - 1]
-              FROM f
-        )
-        SELECT count(*) INTO v_end FROM alloc;
-
-        RETURN QUERY
-            SELECT f.s::integer, p.last_offset - p_counts[f.s] + 1, p.last_offset, f.s = ANY (v_probed),
-                   NULL::integer[], NULL::bigint[]
-              FROM unnest(p_pids) WITH ORDINALITY AS f(pid, s)
-              JOIN queen.log_partitions p ON p.id = f.pid
-             WHERE f.s <> ALL (v_dirty);
-    ELSE
-        v_dirty := ARRAY(SELECT generate_series(1, v_segs));
+        RETURN;
     END IF;
 
-    -- Frames with a duplicate, or every frame when a partition repeats:
-    -- one by one, in input order, each decided exactly by log_push.
-    FOREACH seg IN ARRAY v_dirty LOOP
-        v_end := v_pos[seg] + p_counts[seg] - 1;
-        SELECT r.base_offset, r.last_offset, r.probe_ran, r.dup_idx, r.dup_off
-          INTO base_offset, last_offset, probe_ran, dup_idx, dup_off
-          FROM queen.log_push(p_pids[seg], p_verified[seg], p_txn_ids[v_pos[seg]:v_end],
-                              p_hashes[v_pos[seg]:v_end], p_data[v_pos[seg]:v_end]) AS r;
-        RETURN NEXT;
+    -- Taken after the locks: the probes and the writes see every commit
+    -- that preceded them.
+    v_now := clock_timestamp();
+
+    -- Frames repeating a hash within themselves, found for all frames at
+    -- once by grouping (only where deduplication is on).
+    SELECT ARRAY(
+        SELECT DISTINCT r.s
+          FROM (SELECT fr.s::integer AS s, p_hashes[i] AS h
+                  FROM unnest(p_pids, p_counts) WITH ORDINALITY AS fr(pid, n, s)
+                  JOIN queen.log_partitions p ON p.id = fr.pid
+                  JOIN queen.queues q ON q.id = p.queue_id,
+                       generate_series(v_pos[fr.s], v_pos[fr.s] + fr.n - 1) AS i
+                 WHERE fr.n > 1 AND q.dedup_window_seconds > 0) AS r
+         GROUP BY r.s, r.h HAVING count(*) > 1)
+      INTO v_repeats;
+
+    -- Probe each frame that needs it (window on, allocator above what the
+    -- caller vouches for) with one statement planned for its partition; a
+    -- frame with a stored or in-frame duplicate is finished right away.
+    FOR f IN
+        SELECT fr.s::integer AS s, fr.pid, p.last_offset AS last, q.dedup_window_seconds AS win,
+               GREATEST(COALESCE(p_verified[fr.s], -1), p.txns_start - 1) AS v_from
+          FROM unnest(p_pids) WITH ORDINALITY AS fr(pid, s)
+          JOIN queen.log_partitions p ON p.id = fr.pid
+          JOIN queen.queues q ON q.id = p.queue_id
+         ORDER BY fr.s
+    LOOP
+        v_di := NULL;
+        v_do := NULL;
+        v_end := v_pos[f.s] + p_counts[f.s] - 1;
+        probe_ran := f.win > 0 AND f.last > f.v_from;
+        IF probe_ran THEN
+            v_probed := v_probed || f.s;
+            SELECT pr.dup_idx, pr.dup_off INTO v_di, v_do
+              FROM queen.log_probe(f.pid, f.v_from, v_now, f.win, p_hashes[v_pos[f.s]:v_end]) AS pr;
+        END IF;
+        IF v_di IS NOT NULL OR f.s = ANY (v_repeats) THEN
+            v_dirty := v_dirty || f.s;
+            seg := f.s;
+            SELECT w.base_offset, w.last_offset, w.dup_idx, w.dup_off
+              INTO base_offset, last_offset, dup_idx, dup_off
+              FROM queen.log_push_write(f.pid, f.last, v_now, f.win > 0, p_txn_ids[v_pos[f.s]:v_end],
+                                        p_hashes[v_pos[f.s]:v_end], p_data[v_pos[f.s]:v_end], v_di, v_do) AS w;
+            RETURN NEXT;
+        END IF;
     END LOOP;
+
+    -- Every other frame is all new: written for all of them at once.
+    WITH fr AS (
+        SELECT fr.s::integer AS s, fr.pid, p.last_offset + 1 AS base, p_counts[fr.s] AS n, v_pos[fr.s] AS pos
+          FROM unnest(p_pids) WITH ORDINALITY AS fr(pid, s)
+          JOIN queen.log_partitions p ON p.id = fr.pid
+         WHERE fr.s <> ALL (v_dirty)
+    ), alloc AS (
+        UPDATE queen.log_partitions p SET last_offset = fr.base + fr.n - 1
+          FROM fr WHERE p.id = fr.pid
+    ), seg_rows AS (
+        INSERT INTO queen.log_segments (partition_id, base_offset, end_offset, created_at, txn_ids, data)
+        SELECT fr.pid, fr.base, fr.base + fr.n - 1, v_now, p_txn_ids[fr.pos : fr.pos + fr.n - 1],
+               p_data[fr.pos : fr.pos + fr.n - 1]
+          FROM fr
+    )
+    INSERT INTO queen.log_txns (partition_id, base_offset, end_offset, created_at, hashes)
+    SELECT fr.pid, fr.base, fr.base + fr.n - 1, v_now, p_hashes[fr.pos : fr.pos + fr.n - 1]
+      FROM fr;
+
+    RETURN QUERY
+        SELECT fr.s::integer, p.last_offset - p_counts[fr.s] + 1, p.last_offset, fr.s = ANY (v_probed),
+               NULL::integer[], NULL::bigint[]
+          FROM unnest(p_pids) WITH ORDINALITY AS fr(pid, s)
+          JOIN queen.log_partitions p ON p.id = fr.pid
+         WHERE fr.s <> ALL (v_dirty);
 END
 $$;
 
