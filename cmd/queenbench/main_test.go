@@ -173,3 +173,28 @@ func TestSmokeAllTargets(t *testing.T) {
 		t.Errorf("no table on stdout:\n%s", stdout.String())
 	}
 }
+
+// TestPrefillIsNotTheMeasuredRun: the measured messages are new ids, not
+// repeats of the prefill's.
+func TestPrefillIsNotTheMeasuredRun(t *testing.T) {
+	t.Parallel()
+	out := filepath.Join(t.TempDir(), "report.json")
+	err := run([]string{"--target", "naive", "--pg-url", pgtest.NewDB(t), "--scenario", "unique",
+		"--prefill", "600", "--messages", "400", "--producers", "2", "--batch", "20", "--partitions", "3",
+		"--quiet", "--json", out}, &bytes.Buffer{}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	if res := r.Results[0]; res.Queued != 400 || res.Duplicate != 0 || res.DistinctIDs != 1000 || res.Violations != 0 {
+		t.Errorf("queued %d, duplicate %d, distinct %d (prefill included), violations %d; want 400, 0, 1000, 0",
+			res.Queued, res.Duplicate, res.DistinctIDs, res.Violations)
+	}
+}

@@ -377,7 +377,9 @@ func runOnce(ctx context.Context, t Target, w Workload, round int, progress io.W
 	if w.Prefill > 0 {
 		pw := w
 		pw.RetryShare = 0
-		pg := newGenerator(pw, w.RunID, w.Prefill)
+		// Its own id namespace ("-pre"), the run's queues: the measured
+		// messages must not repeat the prefill's ids by accident.
+		pg := newGenerator(pw, w.RunID+"-pre", w.Prefill)
 		pg.queues = g.queues
 		res, exact, err := drive(ctx, t, pg, time.Time{}, progress)
 		if err != nil {
