@@ -43,6 +43,8 @@ func TestDecodePush(t *testing.T) {
 		{"number id", `[{"transactionId":7}]`, 400, "must be a string"},
 		{"object id", `[{"transactionId":{}}]`, 400, "must be a string"},
 		{"empty id", `[{"transactionId":""}]`, 400, "1-256 bytes"},
+		{"NUL in id", `[{"transactionId":"a\u0000b"}]`, 400, "must not contain"},
+		{"NUL escape in data is fine", `[{"transactionId":"z","data":"a\u0000b"}]`, 0, `z="a\u0000b"`},
 		{"long id", `[{"transactionId":"` + strings.Repeat("é", 129) + `"}]`, 400, "1-256 bytes"},
 		{"too many", `[{},{},{},{}]`, 413, "at most 3"},
 		{"too deep", strings.Repeat("[", 600) + strings.Repeat("]", 600), 400, "nesting"},

@@ -117,6 +117,9 @@ func decodePush(body []byte, maxBatch int) (msgs []ingest.Message, minted []bool
 			minted[i] = true
 		case len(m.txnID) == 0 || len(m.txnID) > MaxTxnIDBytes:
 			return nil, nil, badInput("message %d: transactionId must be 1-%d bytes, got %d", i, MaxTxnIDBytes, len(m.txnID))
+		case bytes.IndexByte(m.txnID, 0) >= 0:
+			// PostgreSQL text cannot hold NUL: it would fail the whole bundle.
+			return nil, nil, badInput("message %d: transactionId must not contain \u0000", i)
 		default:
 			msgs[i].TxnID = string(m.txnID)
 		}

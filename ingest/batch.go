@@ -147,12 +147,19 @@ func (f *flight) fly() {
 		segOf[i] = -1
 		if p.resolvedAt.IsZero() || time.Since(p.resolvedAt) > in.cfg.PartitionTTL {
 			meta, err := in.store.EnsurePartition(ctx, p.queue, p.partition)
-			if err != nil {
+			switch {
+			case err == nil:
+				p.meta, p.resolvedAt = meta, time.Now()
+			case p.resolvedAt.IsZero():
 				in.log.Warn().Err(err).Str("queue", p.queue).Str("partition", p.partition).Msg("resolve partition failed")
 				failures[i] = errors.Join(errNoPartition, err)
 				continue
+			default:
+				// A failed refresh keeps the id (it never changes) and the
+				// last window read; the push below will tell if the
+				// database is really away.
+				in.log.Warn().Err(err).Str("queue", p.queue).Str("partition", p.partition).Msg("refresh partition failed")
 			}
-			p.meta, p.resolvedAt = meta, time.Now()
 		}
 		seg := f.batches[i].segment(p.meta)
 		messages += len(seg.Hashes)
@@ -169,21 +176,40 @@ func (f *flight) fly() {
 			in.log.Warn().Err(pushErr).Int("segments", len(segs)).Int("messages", messages).Msg("push failed")
 		}
 	}
-	answered := 0
+	type answer struct {
+		meta    pgstore.Partition
+		res     *pgstore.SegmentResult
+		failure error
+	}
+	answers := make([]answer, len(f.parts))
 	for i, p := range f.parts {
-		var res *pgstore.SegmentResult
+		answers[i] = answer{meta: p.meta, failure: failures[i]}
 		if j := segOf[i]; j >= 0 {
 			if pushErr != nil {
-				failures[i] = pushErr
+				answers[i].failure = pushErr
 			} else {
-				res = &results[j]
-				in.metrics.observeProbe(res.ProbeRan)
+				answers[i].res = &results[j]
+				in.metrics.observeProbe(results[j].ProbeRan)
 			}
 		}
-		f.batches[i].resolve(p.meta, res, failures[i], in.metrics)
-		answered += f.batches[i].size
 	}
-	f.shard.buffered.Add(-int64(answered))
+	// The outcome is known: hand the partitions back so the shard can fly
+	// them again, then answer. Answering may wait on NATS (a reconnect);
+	// the shard's buffered counts hold until it is done, so a long outage
+	// ends in 503s rather than unbounded memory.
+	batches := f.batches
+	shard := f.shard
+	shard.done <- f
+	answered, answeredBytes := 0, int64(0)
+	for i, b := range batches {
+		b.resolve(answers[i].meta, answers[i].res, answers[i].failure, in.metrics)
+		answered += b.size
+		for _, req := range b.reqs {
+			answeredBytes += req.bytes()
+		}
+	}
+	shard.buffered.Add(-int64(answered))
+	shard.bufferedBytes.Add(-answeredBytes)
 	in.metrics.bufferDepth.Sub(float64(answered))
-	f.shard.done <- f
+	in.answering.Done()
 }

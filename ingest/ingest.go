@@ -45,6 +45,13 @@ type Config struct {
 	// MaxBuffered bounds the messages a shard holds (buffered and in
 	// flight); default 100,000. Beyond it Submit answers ErrOverloaded.
 	MaxBuffered int
+	// MaxBufferedBytes bounds the data bytes a shard holds; default 256
+	// MiB. Beyond it Submit answers ErrOverloaded.
+	MaxBufferedBytes int64
+	// MaxBundleMessages caps one bundle, so that a backlog after a stall
+	// goes out as several transactions of bounded size; default 20 × the
+	// flush size.
+	MaxBundleMessages int
 	// MaxInflight is the number of bundles a shard may have in flight at
 	// once (each on its own connection); default 1: shards already give
 	// parallelism, and a bundle that waits fuses more (measured: +10% msg/s
@@ -69,6 +76,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxBuffered <= 0 {
 		c.MaxBuffered = 100_000
+	}
+	if c.MaxBufferedBytes <= 0 {
+		c.MaxBufferedBytes = 256 << 20
+	}
+	if c.MaxBundleMessages <= 0 {
+		c.MaxBundleMessages = 20 * c.FlushSize
 	}
 	if c.MaxInflight <= 0 {
 		c.MaxInflight = 1
@@ -142,11 +155,12 @@ type Ingester struct {
 	metrics *metrics
 	shards  []*shard
 
-	mu       sync.RWMutex // guards started/stopping against Submit
-	started  bool
-	stopping bool
-	wg       sync.WaitGroup
-	stopOnce sync.Once
+	mu        sync.RWMutex // guards started/stopping against Submit
+	started   bool
+	stopping  bool
+	wg        sync.WaitGroup
+	answering sync.WaitGroup // flights still handing out answers
+	stopOnce  sync.Once
 }
 
 // New builds an Ingester. reg may be nil: then no metrics are registered.
@@ -197,8 +211,10 @@ func (in *Ingester) Submit(req *Request) error {
 		return ErrNotStarted
 	}
 	s := in.shards[in.shardOf(req.Queue, req.Partition)]
-	if s.buffered.Add(int64(n)) > int64(in.cfg.MaxBuffered) {
+	size := req.bytes()
+	if s.buffered.Add(int64(n)) > int64(in.cfg.MaxBuffered) || s.bufferedBytes.Add(size) > in.cfg.MaxBufferedBytes {
 		s.buffered.Add(-int64(n))
+		s.bufferedBytes.Add(-size)
 		return ErrOverloaded
 	}
 	select {
@@ -207,8 +223,18 @@ func (in *Ingester) Submit(req *Request) error {
 		return nil
 	default:
 		s.buffered.Add(-int64(n))
+		s.bufferedBytes.Add(-size)
 		return ErrOverloaded
 	}
+}
+
+// bytes is what a request holds in memory, for the byte bound.
+func (r *Request) bytes() int64 {
+	var n int64
+	for _, m := range r.Messages {
+		n += int64(len(m.TxnID) + len(m.Data))
+	}
+	return n
 }
 
 // shardOf is a stable hash of (queue, partition): the same partition is
@@ -233,6 +259,7 @@ func (in *Ingester) Stop() {
 			close(s.quit)
 		}
 		in.wg.Wait()
+		in.answering.Wait()
 	})
 }
 
@@ -248,10 +275,11 @@ func (in *Ingester) Buffered() int {
 // shard owns the partitions that hash to it. All fields but buffered, in
 // and quit are touched only by its run goroutine.
 type shard struct {
-	in       chan *Request
-	quit     chan struct{}
-	done     chan *flight
-	buffered atomic.Int64 // messages accepted and not yet answered
+	in            chan *Request
+	quit          chan struct{}
+	done          chan *flight
+	buffered      atomic.Int64 // messages accepted and not yet answered
+	bufferedBytes atomic.Int64 // their bytes
 
 	ing      *Ingester
 	parts    map[string]*partState
@@ -376,10 +404,15 @@ func (s *shard) maybeFlush(draining bool) {
 			return
 		}
 		f := &flight{shard: s}
+		messages := 0
 		for p := range s.pending {
 			if p.inflight {
 				continue
 			}
+			if messages > 0 && messages+p.batches[0].size > s.ing.cfg.MaxBundleMessages {
+				break // the rest go in the next bundle
+			}
+			messages += p.batches[0].size
 			p.inflight = true
 			f.parts = append(f.parts, p)
 			f.batches = append(f.batches, p.batches[0])
@@ -393,6 +426,7 @@ func (s *shard) maybeFlush(draining bool) {
 			}
 		}
 		s.inflight++
+		s.ing.answering.Add(1)
 		go f.fly()
 	}
 }

@@ -268,3 +268,34 @@ func TestUnresolvablePartitionFailsOnlyItsMessages(t *testing.T) {
 		t.Errorf("other partition: %s", statuses(gotGood))
 	}
 }
+
+func TestByteBoundRefusesAtOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t, ingest.Config{Shards: 1, MaxBufferedBytes: 100, Linger: time.Hour, FlushSize: 1000})
+	held := b.submit(t, "p", "first-with-a-long-id-of-about-forty-bytes")
+	if _, err := b.trySubmit("p", "second-with-a-long-id-of-about-forty-bytes"); !errors.Is(err, ingest.ErrOverloaded) {
+		t.Fatalf("submit past MaxBufferedBytes: err = %v, want ErrOverloaded", err)
+	}
+	b.ing.Stop()
+	if s := statuses(wait(t, held)); s != "queued" {
+		t.Errorf("held request: %s", s)
+	}
+}
+
+func TestBundleCapSplitsABacklog(t *testing.T) {
+	t.Parallel()
+	b := setup(t, ingest.Config{Shards: 1, FlushSize: 10, MaxBundleMessages: 2, Linger: time.Hour})
+	var chans []<-chan []ingest.Result
+	for i := range 5 {
+		chans = append(chans, b.submit(t, fmt.Sprintf("p%d", i), fmt.Sprintf("m%d", i)))
+	}
+	b.ing.Stop() // drains everything, at most two messages per bundle
+	for _, ch := range chans {
+		if s := statuses(wait(t, ch)); s != "queued" {
+			t.Errorf("status %s", s)
+		}
+	}
+	if n := b.store.pushes.Load(); n != 3 {
+		t.Errorf("%d bundles for 5 one-message partitions capped at 2 messages, want 3", n)
+	}
+}

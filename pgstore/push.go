@@ -145,8 +145,8 @@ func collectResults(rows pgx.Rows, segs []Segment) ([]SegmentResult, error) {
 			return nil, err
 		}
 		i := int(seg) - 1
-		if i < 0 || i >= len(segs) || len(dupIdx) != len(dupOff) {
-			return nil, fmt.Errorf("malformed result row for segment %d", seg)
+		if i < 0 || i >= len(segs) || len(dupIdx) != len(dupOff) || results[i].Outcomes != nil {
+			return nil, fmt.Errorf("malformed or repeated result row for segment %d", seg)
 		}
 		n := len(segs[i].Hashes)
 		r := SegmentResult{PartitionID: segs[i].PartitionID, BaseOffset: -1, LastOffset: last,
@@ -156,6 +156,9 @@ func collectResults(rows pgx.Rows, segs []Segment) ([]SegmentResult, error) {
 				return nil, fmt.Errorf("duplicate index %d out of range for segment %d", idx, seg)
 			}
 			r.Outcomes[idx-1] = Outcome{Offset: dupOff[k], Duplicate: true}
+		}
+		if base == nil && len(dupIdx) != n {
+			return nil, fmt.Errorf("segment %d: nothing written but %d of %d messages are duplicates", seg, len(dupIdx), n)
 		}
 		if base != nil {
 			r.BaseOffset = *base

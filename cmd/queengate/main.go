@@ -28,11 +28,15 @@ import (
 	"github.com/queengate/queengate/pgstore"
 )
 
+// stopSignals restores default signal handling; main sets it.
+var stopSignals = func() {}
+
 // version is set at build time with -ldflags "-X main.version=…" (semver).
 var version = "0.1.0-dev"
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	stopSignals = stop
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -123,12 +127,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Str("http", admin.Addr()).Msg("queengate serving")
 
 	<-ctx.Done()
+	// A second signal now ends the process at once.
+	stopSignals()
 	log.Info().Msg("shutting down: refusing new requests, answering everything accepted")
 	start := time.Now()
-	gw.Stop()
-	if err := nc.Drain(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
-		log.Warn().Err(err).Msg("drain NATS connection")
-	}
+	gw.Stop() // answers are flushed to NATS before it returns
 	log.Info().Dur("took", time.Since(start)).Msg("stopped")
 	return nil
 }

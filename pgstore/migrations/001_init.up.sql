@@ -59,6 +59,10 @@ CREATE TABLE queen.log_txns (
 );
 -- Hashes are random bytes: compression cannot win, so do not try.
 ALTER TABLE queen.log_txns ALTER COLUMN hashes SET STORAGE EXTERNAL;
+-- The probe and the hydration read restrict by created_at: without this
+-- index they would visit every row a partition ever had until retention
+-- removes them.
+CREATE INDEX log_txns_partition_created ON queen.log_txns (partition_id, created_at);
 
 -- log_unnest_hashes splits a hashes value into (idx, h), idx from 1. Not
 -- STRICT, so that the planner inlines it into the probe.

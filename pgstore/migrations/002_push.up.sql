@@ -215,6 +215,8 @@ BEGIN
     SELECT sum(c) INTO v_total FROM unnest(p_counts) AS c;
     IF cardinality(p_verified) IS DISTINCT FROM v_segs OR cardinality(p_counts) IS DISTINCT FROM v_segs
        OR v_total IS DISTINCT FROM cardinality(p_hashes)::bigint
+       OR v_total IS DISTINCT FROM cardinality(p_txn_ids)::bigint
+       OR v_total IS DISTINCT FROM cardinality(p_data)::bigint
        OR EXISTS (SELECT 1 FROM unnest(p_counts) AS c WHERE c IS NULL OR c < 1) THEN
         RAISE EXCEPTION 'queen.log_push_bundle: % frames with % verified marks, % counts summing to % for % hashes',
             v_segs, cardinality(p_verified), cardinality(p_counts), v_total, cardinality(p_hashes)
@@ -261,15 +263,14 @@ BEGIN
     v_now := clock_timestamp();
 
     -- Frames repeating a hash within themselves, found for all frames at
-    -- once by grouping (only where deduplication is on).
+    -- once by grouping. Whether that matters (deduplication on) is decided
+    -- in the loop below, from the same read of the window as the probe.
     SELECT ARRAY(
         SELECT DISTINCT r.s
           FROM (SELECT fr.s::integer AS s, p_hashes[i] AS h
-                  FROM unnest(p_pids, p_counts) WITH ORDINALITY AS fr(pid, n, s)
-                  JOIN queen.log_partitions p ON p.id = fr.pid
-                  JOIN queen.queues q ON q.id = p.queue_id,
+                  FROM unnest(p_counts) WITH ORDINALITY AS fr(n, s),
                        generate_series(v_pos[fr.s], v_pos[fr.s] + fr.n - 1) AS i
-                 WHERE fr.n > 1 AND q.dedup_window_seconds > 0) AS r
+                 WHERE fr.n > 1) AS r
          GROUP BY r.s, r.h HAVING count(*) > 1)
       INTO v_repeats;
 
@@ -293,7 +294,7 @@ BEGIN
             SELECT pr.dup_idx, pr.dup_off INTO v_di, v_do
               FROM queen.log_probe(f.pid, f.v_from, v_now, f.win, p_hashes[v_pos[f.s]:v_end]) AS pr;
         END IF;
-        IF v_di IS NOT NULL OR f.s = ANY (v_repeats) THEN
+        IF v_di IS NOT NULL OR (f.win > 0 AND f.s = ANY (v_repeats)) THEN
             v_dirty := v_dirty || f.s;
             seg := f.s;
             SELECT w.base_offset, w.last_offset, w.dup_idx, w.dup_off
