@@ -148,6 +148,9 @@ func TestConnectionKilledMidFlushGivesFailed(t *testing.T) {
 	})
 	got := <-done
 	wantStatus(t, got, "failed", "failed")
+	if !strings.Contains(got[0].Error, "may have committed") {
+		t.Errorf("a push lost mid-flight must say its outcome is unknown: %q", got[0].Error)
+	}
 	release()
 	wantStatus(t, e.push(t, e.subject("kill"), msgs("k1", "k2", "k0")), "queued", "queued", "duplicate")
 	if n := e.storedCount(t); n != 3 {

@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/queengate/queengate/pgstore"
@@ -174,6 +175,12 @@ func (f *flight) fly() {
 		in.metrics.observeFlush(len(segs), messages, time.Since(start), pushErr)
 		if pushErr != nil {
 			in.log.Warn().Err(pushErr).Int("segments", len(segs)).Int("messages", messages).Msg("push failed")
+			if !pgstore.SafeToRetry(pushErr) {
+				// The statement reached the server: if the connection broke
+				// after COMMIT, the push may have been stored. Say so; a
+				// retry of the same transactionId answers duplicate then.
+				pushErr = fmt.Errorf("%w: %w", ErrOutcomeUnknown, pushErr)
+			}
 		}
 	}
 	type answer struct {

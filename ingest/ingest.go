@@ -24,6 +24,11 @@ var (
 	ErrStopped = errors.New("ingest: shutting down")
 	// ErrNotStarted is returned by Submit before Start.
 	ErrNotStarted = errors.New("ingest: not started")
+	// ErrOutcomeUnknown marks a failed push that reached PostgreSQL and
+	// may have committed before the error (a connection lost during the
+	// round trip). Retrying the same transactionId is safe: within the
+	// window it answers duplicate if the first attempt was stored.
+	ErrOutcomeUnknown = errors.New("ingest: the store may have committed before the error; retrying the same transactionId is safe")
 )
 
 // Store is what ingest needs from the log. *pgstore.Store implements it.

@@ -198,3 +198,30 @@ func TestPrefillIsNotTheMeasuredRun(t *testing.T) {
 			res.Queued, res.Duplicate, res.DistinctIDs, res.Violations)
 	}
 }
+
+// TestFireAndForgetMatchesAcksToRequests drives queengate without reply
+// subjects: every answer must come back on the ack subjects and be matched
+// to its request, retries included.
+func TestFireAndForgetMatchesAcksToRequests(t *testing.T) {
+	t.Parallel()
+	out := filepath.Join(t.TempDir(), "report.json")
+	var stderr bytes.Buffer
+	err := run([]string{"--self", "--pg-url", pgtest.NewDB(t), "--scenario", "retries", "--fire-and-forget",
+		"--messages", "3000", "--producers", "6", "--batch", "30", "--partitions", "4",
+		"--quiet", "--json", out}, &bytes.Buffer{}, &stderr)
+	if err != nil {
+		t.Fatalf("queenbench: %v\n%s", err, stderr.String())
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	res := r.Results[0]
+	if res.Messages != 3000 || res.Failed != 0 || res.Violations != 0 || res.Duplicate == 0 || res.Queued != res.DistinctIDs {
+		t.Errorf("fire-and-forget run: %+v", res)
+	}
+}
