@@ -141,14 +141,7 @@ func TestSmokeAllTargets(t *testing.T) {
 	if err != nil {
 		t.Fatalf("queenbench: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
 	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r Report
-	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatal(err)
-	}
+	r := readReport(t, out)
 	if len(r.Results) != 4 {
 		t.Fatalf("%d results, want one per target", len(r.Results))
 	}
@@ -185,14 +178,7 @@ func TestPrefillIsNotTheMeasuredRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r Report
-	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatal(err)
-	}
+	r := readReport(t, out)
 	if res := r.Results[0]; res.Queued != 400 || res.Duplicate != 0 || res.DistinctIDs != 1000 || res.Violations != 0 {
 		t.Errorf("queued %d, duplicate %d, distinct %d (prefill included), violations %d; want 400, 0, 1000, 0",
 			res.Queued, res.Duplicate, res.DistinctIDs, res.Violations)
@@ -212,7 +198,16 @@ func TestFireAndForgetMatchesAcksToRequests(t *testing.T) {
 	if err != nil {
 		t.Fatalf("queenbench: %v\n%s", err, stderr.String())
 	}
-	b, err := os.ReadFile(out)
+	r := readReport(t, out)
+	res := r.Results[0]
+	if res.Messages != 3000 || res.Failed != 0 || res.Violations != 0 || res.Duplicate == 0 || res.Queued != res.DistinctIDs {
+		t.Errorf("fire-and-forget run: %+v", res)
+	}
+}
+
+func readReport(t *testing.T, path string) Report {
+	t.Helper()
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,8 +215,5 @@ func TestFireAndForgetMatchesAcksToRequests(t *testing.T) {
 	if err := json.Unmarshal(b, &r); err != nil {
 		t.Fatal(err)
 	}
-	res := r.Results[0]
-	if res.Messages != 3000 || res.Failed != 0 || res.Violations != 0 || res.Duplicate == 0 || res.Queued != res.DistinctIDs {
-		t.Errorf("fire-and-forget run: %+v", res)
-	}
+	return r
 }
