@@ -147,7 +147,7 @@ func TestSIGTERMLosesNothingAccepted(t *testing.T) {
 		stored   = map[string]bool{}
 		refused  int
 		hung     int
-		answered = make(chan struct{}, 1)
+		answered = make(chan struct{}, 1024)
 		stop     = make(chan struct{})
 		wg       sync.WaitGroup
 	)
@@ -196,8 +196,11 @@ func TestSIGTERMLosesNothingAccepted(t *testing.T) {
 			}
 		})
 	}
-	<-answered
-	time.Sleep(200 * time.Millisecond) // let load build up: many requests are in the buffers
+	// SIGTERM once load has built up: 50 requests answered, many more in
+	// the gateway's buffers.
+	for range 50 {
+		<-answered
+	}
 	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
