@@ -1,0 +1,248 @@
+package dedup
+
+import (
+	"encoding/binary"
+	"testing"
+)
+
+// h makes a distinct, well-mixed hash from n (the bloom front relies on
+// uniform hashes, as xxh3's are).
+func h(n uint64) Hash {
+	var out Hash
+	x := n*0x9e3779b97f4a7c15 + 0x632be59bd9b4e019
+	y := (n ^ 0xdeadbeefcafef00d) * 0xbf58476d1ce4e5b9
+	x ^= x >> 31
+	y ^= y >> 29
+	binary.BigEndian.PutUint64(out[:8], x)
+	binary.BigEndian.PutUint64(out[8:], y)
+	return out
+}
+
+func hashes(from, n uint64) []Hash {
+	out := make([]Hash, n)
+	for i := range out {
+		out[i] = h(from + uint64(i))
+	}
+	return out
+}
+
+const (
+	minute = int64(60_000)
+	t0     = int64(1_000_000_000_000)
+)
+
+func TestNewEntryKnowsTheHydratedWindow(t *testing.T) {
+	e := NewEntry(Hydration{LastOffset: 9, WindowMs: 10 * minute, Ranges: []Range{
+		{Base: 5, CreatedMs: t0, Hashes: hashes(5, 3)},
+		{Base: 8, CreatedMs: t0 + 1, Hashes: hashes(8, 2)},
+	}})
+	from, upto := e.Watermarks()
+	if from != 4 || upto != 9 || e.Len() != 5 {
+		t.Fatalf("watermarks (%d, %d], %d resident; want (4, 9], 5", from, upto, e.Len())
+	}
+	if v, hit := e.Verified(hashes(100, 10), t0+2); v != 9 || hit {
+		t.Errorf("absent hashes: verified %d hit %v, want 9 and no hit", v, hit)
+	}
+	if v, hit := e.Verified([]Hash{h(100), h(6)}, t0+2); v != -1 || !hit {
+		t.Errorf("a resident hash: verified %d hit %v, want -1 and a hit", v, hit)
+	}
+	empty := NewEntry(Hydration{LastOffset: 41, WindowMs: minute})
+	if v, _ := empty.Verified(hashes(1, 3), t0); v != 41 {
+		t.Errorf("an empty window vouches for the allocator: %d", v)
+	}
+}
+
+func TestLearnAppendsGapsAndOverlaps(t *testing.T) {
+	e := NewEntry(Hydration{LastOffset: -1, WindowMs: minute})
+	e.Learn(0, 2, hashes(0, 3), t0)
+	if v, _ := e.Verified(hashes(10, 1), t0); v != 2 {
+		t.Fatalf("after a contiguous push: %d, want 2", v)
+	}
+	// All duplicates, nothing written, allocator unchanged: still vouching.
+	e.Learn(-1, 2, nil, t0)
+	if v, _ := e.Verified(hashes(10, 1), t0); v != 2 {
+		t.Fatalf("after a push that wrote nothing: %d, want 2", v)
+	}
+	// Another broker wrote 3..4; our push landed at 5.
+	e.Learn(5, 6, hashes(5, 2), t0)
+	if v, _ := e.Verified(hashes(10, 1), t0); v != -1 || !e.Gap() || e.Vouching() {
+		t.Fatalf("after an interleave: verified %d gap %v, want -1 and a gap", v, e.Gap())
+	}
+
+	o := NewEntry(Hydration{LastOffset: 9, WindowMs: minute})
+	o.Learn(5, 9, hashes(5, 5), t0)
+	if !o.NeedsRebuild() {
+		t.Error("an overlap must mark the entry for a rebuild")
+	}
+	if v, _ := o.Verified(nil, t0); v != -1 {
+		t.Errorf("an entry to rebuild vouched %d", v)
+	}
+
+	w := NewEntry(Hydration{LastOffset: 3, WindowMs: minute})
+	w.Learn(-1, 7, nil, t0)
+	if !w.Gap() {
+		t.Error("a push that wrote nothing while the allocator moved must record a gap")
+	}
+	c := NewEntry(Hydration{LastOffset: 3, WindowMs: minute})
+	c.WindowChanged()
+	if v, _ := c.Verified(nil, t0); v != -1 || !c.NeedsRebuild() {
+		t.Error("a window change must stop vouching until rebuilt")
+	}
+}
+
+func TestHotBufferSealsAtBlockCapacityWithoutCopy(t *testing.T) {
+	e := NewEntry(Hydration{LastOffset: -1, WindowMs: minute})
+	e.Learn(0, BlockCapacity-2, hashes(0, BlockCapacity-1), t0)
+	if cap(e.hot.hashes) != BlockCapacity || len(e.sealed) != 0 {
+		t.Fatalf("hot buffer cap %d with %d sealed, want cap %d and none sealed", cap(e.hot.hashes), len(e.sealed), BlockCapacity)
+	}
+	before := &e.hot.hashes[0]
+	e.Learn(BlockCapacity-1, BlockCapacity-1, hashes(BlockCapacity-1, 1), t0)
+	if len(e.sealed) != 1 || len(e.sealed[0].hashes) != BlockCapacity || len(e.hot.hashes) != 0 {
+		t.Fatalf("%d sealed blocks, hot %d", len(e.sealed), len(e.hot.hashes))
+	}
+	if &e.sealed[0].hashes[0] != before {
+		t.Error("sealing copied the buffer")
+	}
+	for i := 1; i < BlockCapacity; i++ {
+		a, b := e.sealed[0].hashes[i-1], e.sealed[0].hashes[i]
+		if string(a[:]) >= string(b[:]) {
+			t.Fatalf("sealed block not sorted at %d", i)
+		}
+	}
+	for _, x := range hashes(0, BlockCapacity) {
+		if !e.contains(&x) {
+			t.Fatalf("%x lost in sealing", x)
+		}
+	}
+}
+
+func TestExpiryDropsWholeBlocksAndRaisesHydratedFrom(t *testing.T) {
+	e := NewEntry(Hydration{LastOffset: -1, WindowMs: minute})
+	// Block 1: offsets 0..4095, the old ones; block 2 straddles; hot is new.
+	e.Learn(0, BlockCapacity-1, hashes(0, BlockCapacity), t0)
+	e.Learn(BlockCapacity, BlockCapacity+9, hashes(BlockCapacity, 10), t0)
+	e.Learn(BlockCapacity+10, 2*BlockCapacity-1, hashes(BlockCapacity+10, BlockCapacity-10), t0+2*minute)
+	e.Learn(2*BlockCapacity, 2*BlockCapacity, hashes(2*BlockCapacity, 1), t0+3*minute)
+
+	// At t0 + 1 min + slack nothing is wholly pre-window yet.
+	e.Expire(t0 + minute + SkewSlackMs)
+	if from, _ := e.Watermarks(); from != -1 || len(e.sealed) != 2 {
+		t.Fatalf("expired too early: hydratedFrom %d, %d blocks", from, len(e.sealed))
+	}
+	// Later, block 1 is wholly pre-window; block 2 holds old and new hashes
+	// and stays, keeping its old ones known (a superset is safe).
+	e.Expire(t0 + minute + SkewSlackMs + 1)
+	from, _ := e.Watermarks()
+	if from != BlockCapacity-1 || len(e.sealed) != 1 {
+		t.Fatalf("hydratedFrom %d with %d blocks, want %d and 1", from, len(e.sealed), BlockCapacity-1)
+	}
+	old := h(BlockCapacity + 1)
+	if !e.contains(&old) {
+		t.Error("a pre-window hash in a retained block must stay known")
+	}
+	if v, _ := e.Verified(hashes(1<<40, 1), t0+minute+SkewSlackMs+1); v != 2*BlockCapacity {
+		t.Errorf("still vouching for %d, want %d", v, 2*BlockCapacity)
+	}
+}
+
+func TestCrossBlockDuplicateStaysKnownUntilItsLastBlockDrops(t *testing.T) {
+	e := NewEntry(Hydration{LastOffset: -1, WindowMs: minute})
+	dup := h(7)
+	first := hashes(0, BlockCapacity)
+	second := hashes(1<<20, BlockCapacity)
+	second[100] = dup // stored again later, e.g. while deduplication was off
+	e.Learn(0, BlockCapacity-1, first, t0)
+	e.Learn(BlockCapacity, 2*BlockCapacity-1, second, t0+2*minute)
+	e.Expire(t0 + 2*minute) // drops the first block only
+	if len(e.sealed) != 1 || !e.contains(&dup) {
+		t.Fatalf("the duplicate must stay known through its second block (%d blocks)", len(e.sealed))
+	}
+	e.Expire(t0 + 4*minute)
+	if e.contains(&dup) {
+		t.Error("known after its last block dropped")
+	}
+}
+
+func TestBloomGenerationsTierUpAndDrop(t *testing.T) {
+	e := NewEntry(Hydration{LastOffset: -1, WindowMs: 10 * minute})
+	var caps []int
+	off := int64(0)
+	for n, created := range []int64{t0, t0 + minute, t0 + 2*minute} {
+		size := []int{BlockCapacity, 8 * BlockCapacity, 64 * BlockCapacity}[n]
+		e.Learn(off, off+int64(size)-1, hashes(uint64(off), uint64(size)), created)
+		off += int64(size)
+	}
+	for _, g := range e.gens {
+		caps = append(caps, g.capacity)
+	}
+	if len(caps) != 3 || caps[0] != 4096 || caps[1] != 32768 || caps[2] != 262144 {
+		t.Fatalf("generation capacities %v, want [4096 32768 262144]", caps)
+	}
+	if nextCapacity(262144) != 1_000_000 || nextCapacity(1_000_000) != 1_000_000 {
+		t.Errorf("tiers past 262144: %d, %d; want the 1,000,000 ceiling", nextCapacity(262144), nextCapacity(1_000_000))
+	}
+	// The first generation's newest hash is pre-window at t0 + 10 min + slack + 1.
+	e.Expire(t0 + 10*minute + SkewSlackMs + 1)
+	if len(e.gens) != 2 || e.gens[0].capacity != 32768 {
+		t.Fatalf("after expiry: %d generations", len(e.gens))
+	}
+}
+
+func TestBloomHasNoFalseNegativesAndFewFalsePositives(t *testing.T) {
+	g := newBloomGen(BlockCapacity)
+	for _, x := range hashes(0, BlockCapacity) {
+		g.add(&x, 0)
+	}
+	for _, x := range hashes(0, BlockCapacity) {
+		if !g.mayContain(&x) {
+			t.Fatal("false negative")
+		}
+	}
+	fp := 0
+	const probes = 200_000
+	for _, x := range hashes(1<<32, probes) {
+		if g.mayContain(&x) {
+			fp++
+		}
+	}
+	// 16 bits per hash, k = 7: ~0.05 % in theory, a little more blocked.
+	if rate := float64(fp) / probes; rate > 0.005 {
+		t.Errorf("false positive rate %.4f at full capacity", rate)
+	}
+}
+
+// FuzzMembership checks block + bloom membership against a map.
+func FuzzMembership(f *testing.F) {
+	f.Add([]byte{1, 2, 3, 200, 7, 7, 9})
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		e := NewEntry(Hydration{LastOffset: -1, WindowMs: minute})
+		ref := map[Hash]bool{}
+		off := int64(0)
+		for i, op := range ops {
+			// Frames of op%64+1 hashes, some repeating earlier ones.
+			n := int(op%64) + 1
+			frame := make([]Hash, n)
+			for j := range frame {
+				id := uint64(i*64 + j)
+				if op&0x40 != 0 && j%3 == 0 {
+					id = uint64(j) // a repeat of an early hash
+				}
+				frame[j] = h(id)
+				ref[frame[j]] = true
+			}
+			e.Learn(off, off+int64(n)-1, frame, t0)
+			off += int64(n)
+		}
+		for x := range ref {
+			if !e.contains(&x) {
+				t.Fatalf("false negative for %x", x)
+			}
+		}
+		for _, x := range hashes(1<<40, 64) {
+			if e.contains(&x) != ref[x] {
+				t.Fatalf("absent hash %x reported present", x)
+			}
+		}
+	})
+}
