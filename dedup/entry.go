@@ -245,4 +245,6 @@ func (e *Entry) Bytes() int64 {
 }
 
 // Watermarks returns (hydratedFrom, verifiedUpto).
-func (e *Entry) Watermarks() (hydratedFrom, verifiedUpto int64) { return e.hydratedFrom, e.verifiedUpto }
+func (e *Entry) Watermarks() (hydratedFrom, verifiedUpto int64) {
+	return e.hydratedFrom, e.verifiedUpto
+}
