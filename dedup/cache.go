@@ -1,0 +1,308 @@
+package dedup
+
+import (
+	"sort"
+	"sync"
+	"time"
+)
+
+// Config tunes the cache. Zero values take the spec's numbers.
+type Config struct {
+	// BudgetBytes is the LRU budget (QUEEN_DEDUP_CACHE_MB); default 512 MiB.
+	BudgetBytes int64
+	// Cooldown is how long a suppressed partition answers -1 before its
+	// rebuild is tested again; default 30 s.
+	Cooldown time.Duration
+	// Guard protects a partition used this recently from eviction to admit
+	// another; default 5 s.
+	Guard time.Duration
+	// WarnEvery rate-limits the suppression warning, process-wide;
+	// default 1 minute.
+	WarnEvery time.Duration
+	// SoftCap bounds the auxiliary maps (cooldowns, footprint hints);
+	// default 100,000 entries each, pruned beyond.
+	SoftCap int
+	// Now is the clock; default time.Now. Tests move it by hand.
+	Now func() time.Time
+	// Warn is called (rate-limited) when partitions are suppressed.
+	Warn func(suppressed int)
+}
+
+func (c Config) withDefaults() Config {
+	if c.BudgetBytes <= 0 {
+		c.BudgetBytes = 512 << 20
+	}
+	if c.Cooldown <= 0 {
+		c.Cooldown = 30 * time.Second
+	}
+	if c.Guard <= 0 {
+		c.Guard = 5 * time.Second
+	}
+	if c.WarnEvery <= 0 {
+		c.WarnEvery = time.Minute
+	}
+	if c.SoftCap <= 0 {
+		c.SoftCap = 100_000
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Warn == nil {
+		c.Warn = func(int) {}
+	}
+	return c
+}
+
+// Decision is what the cache says about a segment before its push.
+type Decision struct {
+	// Verified is the p_verified to send: the entry's watermark when it
+	// vouches and no hash is resident, else -1.
+	Verified int64
+	// Hit reports a resident hash: route to the full probe (-1).
+	Hit bool
+	// Hydrate asks the caller to read the partition's window
+	// (pgstore.Hydrate) and Install it; the push may go meanwhile with -1.
+	Hydrate bool
+	// Suppressed: the partition failed the admission gate and serves its
+	// cooldown answering -1.
+	Suppressed bool
+}
+
+// Cache holds the entries of many partitions under one byte budget. The
+// map is read-locked only to find a partition's slot; all work is under
+// the slot's own mutex, so partitions do not contend (flushes of one
+// partition are single-flight already).
+type Cache struct {
+	cfg Config
+
+	mu    sync.RWMutex
+	slots map[int64]*slot
+
+	// Accounting and the admission gate's bookkeeping.
+	acct       sync.Mutex
+	resident  int64 // bytes of resident entries
+	hashes    int64 // their hashes
+	entries   int
+	cooldown  map[int64]time.Time // suppressed until
+	footprint map[int64]int64     // last measured bytes per partition
+	lastWarn  time.Time
+}
+
+// Lock order: a slot's mu, then Cache.acct, then Cache.mu (read); other
+// slots only with TryLock. Nothing holds Cache.mu while waiting on a slot.
+type slot struct {
+	mu       sync.Mutex
+	entry    *Entry
+	bytes    int64 // accounted for entry
+	hashes   int64 // accounted for entry
+	lastUsed time.Time
+}
+
+// New builds an empty cache.
+func New(cfg Config) *Cache {
+	return &Cache{cfg: cfg.withDefaults(), slots: map[int64]*slot{},
+		cooldown: map[int64]time.Time{}, footprint: map[int64]int64{}}
+}
+
+func (c *Cache) slot(pid int64) *slot {
+	c.mu.RLock()
+	s := c.slots[pid]
+	c.mu.RUnlock()
+	if s != nil {
+		return s
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s = c.slots[pid]; s == nil {
+		s = &slot{}
+		c.slots[pid] = s
+	}
+	return s
+}
+
+// Decide answers for one segment of partition pid whose queue has the
+// given window. A window of 0 needs no cache: the probe does not run.
+func (c *Cache) Decide(pid int64, windowMs int64, hashes []Hash) Decision {
+	now := c.cfg.Now()
+	s := c.slot(pid)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lastUsed = now
+	if s.entry != nil && s.entry.windowMs != windowMs {
+		// The expiry bookkeeping was computed under the old window: only a
+		// full rehydration (sticky until it succeeds) can vouch again.
+		s.entry.WindowChanged()
+	}
+	if s.entry != nil && !s.entry.NeedsRebuild() {
+		// Cheap admissions (vouching, or with an interleave gap) are never
+		// gated; a gap also asks for a rebuild.
+		v, hit := s.entry.Verified(hashes, now.UnixMilli())
+		c.reaccount(pid, s)
+		return Decision{Verified: v, Hit: hit, Hydrate: s.entry.Gap()}
+	}
+	if !c.admit(pid, s, now) {
+		return Decision{Verified: -1, Suppressed: true}
+	}
+	return Decision{Verified: -1, Hydrate: true}
+}
+
+// admit is the gate for a full rehydration: everything except this
+// partition's own resident bytes, plus its estimated footprint, must stay
+// under 90 % of the budget, evicting partitions idle for longer than the
+// guard if that makes room. A partition that fails serves a cooldown.
+func (c *Cache) admit(pid int64, s *slot, now time.Time) bool {
+	c.acct.Lock()
+	defer c.acct.Unlock()
+	if until, ok := c.cooldown[pid]; ok {
+		if now.Before(until) {
+			return false
+		}
+		delete(c.cooldown, pid)
+	}
+	// Brand-new partitions estimate an empty window: never suppressed on
+	// first contact.
+	estimate := c.footprint[pid]
+	limit := c.cfg.BudgetBytes * 9 / 10
+	if c.resident-s.bytes+estimate <= limit {
+		return true
+	}
+	c.evictLocked(pid, now, c.resident-s.bytes+estimate-limit)
+	if c.resident-s.bytes+estimate <= limit {
+		return true
+	}
+	c.cooldown[pid] = now.Add(c.cfg.Cooldown)
+	pruneLocked(c.cooldown, c.cfg.SoftCap)
+	if now.Sub(c.lastWarn) >= c.cfg.WarnEvery {
+		c.lastWarn = now
+		c.cfg.Warn(c.suppressedLocked(now))
+	}
+	return false
+}
+
+// evictLocked drops least recently used entries, never one used within
+// the guard and never pid itself, until need bytes are freed or none is
+// left to drop. Called with acct held; takes slot locks with TryLock so
+// it never waits on a partition in use (that one is recent anyway).
+func (c *Cache) evictLocked(pid int64, now time.Time, need int64) {
+	type cand struct {
+		pid  int64
+		s    *slot
+		used time.Time
+	}
+	var cands []cand
+	c.mu.RLock()
+	for id, s := range c.slots {
+		if id == pid {
+			continue
+		}
+		if s.mu.TryLock() {
+			if s.entry != nil && now.Sub(s.lastUsed) > c.cfg.Guard {
+				cands = append(cands, cand{id, s, s.lastUsed})
+			}
+			s.mu.Unlock()
+		}
+	}
+	c.mu.RUnlock()
+	sort.Slice(cands, func(i, j int) bool { return cands[i].used.Before(cands[j].used) })
+	for _, k := range cands {
+		if need <= 0 {
+			return
+		}
+		if !k.s.mu.TryLock() {
+			continue
+		}
+		if k.s.entry != nil && now.Sub(k.s.lastUsed) > c.cfg.Guard {
+			need -= k.s.bytes
+			c.resident -= k.s.bytes
+			c.hashes -= k.s.hashes
+			c.entries--
+			c.footprint[k.pid] = k.s.bytes
+			k.s.entry, k.s.bytes, k.s.hashes = nil, 0, 0
+		}
+		k.s.mu.Unlock()
+	}
+	pruneLocked(c.footprint, c.cfg.SoftCap)
+}
+
+// pruneLocked keeps an auxiliary map under the soft cap; the only cost
+// of a dropped hint is a re-measured footprint, of a dropped cooldown an
+// early re-test.
+func pruneLocked[V any](m map[int64]V, softCap int) {
+	for id := range m {
+		if len(m) <= softCap {
+			return
+		}
+		delete(m, id)
+	}
+}
+
+func (c *Cache) suppressedLocked(now time.Time) int {
+	n := 0
+	for _, until := range c.cooldown {
+		if now.Before(until) {
+			n++
+		}
+	}
+	return n
+}
+
+// Install puts a fresh hydration in place of whatever the partition had:
+// a rebuild (after a gap, an overlap or a window change) succeeds here.
+func (c *Cache) Install(pid int64, h Hydration) {
+	s := c.slot(pid)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.entry = NewEntry(h)
+	s.lastUsed = c.cfg.Now()
+	c.reaccount(pid, s)
+}
+
+// Learn records a committed push (see Entry.Learn).
+func (c *Cache) Learn(pid, base, last int64, written []Hash) {
+	s := c.slot(pid)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.entry == nil {
+		return
+	}
+	s.entry.Learn(base, last, written, c.cfg.Now().UnixMilli())
+	c.reaccount(pid, s)
+}
+
+// reaccount updates the budget with the slot's current footprint. Called
+// with the slot locked.
+func (c *Cache) reaccount(pid int64, s *slot) {
+	var b, n int64
+	if s.entry != nil {
+		b, n = s.entry.Bytes(), int64(s.entry.Len())
+	}
+	c.acct.Lock()
+	c.resident += b - s.bytes
+	c.hashes += n - s.hashes
+	switch {
+	case s.bytes == 0 && b > 0:
+		c.entries++
+	case s.bytes > 0 && b == 0:
+		c.entries--
+	}
+	if b > 0 {
+		c.footprint[pid] = b
+		pruneLocked(c.footprint, c.cfg.SoftCap)
+	}
+	c.acct.Unlock()
+	s.bytes, s.hashes = b, n
+}
+
+// Stats are the cache's figures for metrics.
+type Stats struct {
+	ResidentBytes, ResidentHashes int64
+	Entries, Suppressed           int
+}
+
+// Stats reads the accounting; it takes no slot lock.
+func (c *Cache) Stats() Stats {
+	c.acct.Lock()
+	defer c.acct.Unlock()
+	return Stats{ResidentBytes: c.resident, ResidentHashes: c.hashes, Entries: c.entries,
+		Suppressed: c.suppressedLocked(c.cfg.Now())}
+}

@@ -1,0 +1,199 @@
+package dedup
+
+import (
+	"sync"
+	"testing"
+	"time"
+)
+
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (f *fakeClock) Now() time.Time { f.mu.Lock(); defer f.mu.Unlock(); return f.now }
+func (f *fakeClock) Add(d time.Duration) {
+	f.mu.Lock()
+	f.now = f.now.Add(d)
+	f.mu.Unlock()
+}
+
+// hydration of n in-window hashes for a partition, created at the clock.
+func hydration(clock *fakeClock, pid int64, n int) Hydration {
+	hs := hashes(uint64(pid)<<32, uint64(n))
+	return Hydration{LastOffset: int64(n) - 1, WindowMs: minute,
+		Ranges: []Range{{Base: 0, CreatedMs: clock.Now().UnixMilli(), Hashes: hs}}}
+}
+
+func newTestCache(budget int64) (*Cache, *fakeClock, *[]int) {
+	clock := &fakeClock{now: time.UnixMilli(t0)}
+	var warns []int
+	c := New(Config{BudgetBytes: budget, Now: clock.Now, Warn: func(n int) { warns = append(warns, n) }})
+	return c, clock, &warns
+}
+
+func TestNewPartitionHydratesThenVouches(t *testing.T) {
+	c, clock, _ := newTestCache(0)
+	d := c.Decide(1, minute, hashes(1000, 3))
+	if !d.Hydrate || d.Verified != -1 || d.Suppressed {
+		t.Fatalf("first contact: %+v, want hydrate and -1", d)
+	}
+	c.Install(1, hydration(clock, 1, 10))
+	d = c.Decide(1, minute, hashes(1<<40, 3))
+	if d.Verified != 9 || d.Hit || d.Hydrate {
+		t.Fatalf("after hydration: %+v, want to vouch for 9", d)
+	}
+	c.Learn(1, 10, 12, hashes(1<<40, 3))
+	if d := c.Decide(1, minute, hashes(1<<40, 1)); !d.Hit || d.Verified != -1 {
+		t.Errorf("a learned hash must be a hit routed to -1: %+v", d)
+	}
+	if st := c.Stats(); st.Entries != 1 || st.ResidentHashes != 13 || st.ResidentBytes <= 13*16 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+func TestWindowChangeForcesStickyRebuild(t *testing.T) {
+	c, clock, _ := newTestCache(0)
+	c.Install(1, hydration(clock, 1, 10))
+	if d := c.Decide(1, 2*minute, nil); d.Verified != -1 || !d.Hydrate {
+		t.Fatalf("window changed: %+v, want -1 and a rehydration", d)
+	}
+	// Sticky: until a hydration is installed, still -1, with the old window too.
+	if d := c.Decide(1, minute, nil); d.Verified != -1 || !d.Hydrate {
+		t.Fatalf("before the rebuild succeeded: %+v", d)
+	}
+	h := hydration(clock, 1, 10)
+	h.WindowMs = 2 * minute
+	c.Install(1, h)
+	if d := c.Decide(1, 2*minute, nil); d.Verified != 9 {
+		t.Errorf("after the rebuild: %+v", d)
+	}
+}
+
+func TestInterleaveGapIsACheapAdmission(t *testing.T) {
+	c, clock, _ := newTestCache(1) // a budget nothing fits in
+	c.Install(1, hydration(clock, 1, 10))
+	c.Learn(1, 12, 12, hashes(1<<41, 1)) // another broker wrote 10..11
+	d := c.Decide(1, minute, nil)
+	if d.Verified != -1 || !d.Hydrate || d.Suppressed {
+		t.Errorf("a gap: %+v, want -1 and an ungated rehydration", d)
+	}
+}
+
+func TestAdmissionGateCooldownAndGuard(t *testing.T) {
+	// Budget for about three 4096-hash partitions: 90 % of it is the limit.
+	one := NewEntry(hydration(&fakeClock{now: time.UnixMilli(t0)}, 1, BlockCapacity)).Bytes()
+	c, clock, warns := newTestCache(one * 3)
+	for pid := int64(1); pid <= 2; pid++ {
+		if d := c.Decide(pid, minute, nil); !d.Hydrate {
+			t.Fatalf("partition %d: %+v", pid, d)
+		}
+		c.Install(pid, hydration(clock, pid, BlockCapacity))
+	}
+	// Partition 3 was measured before (a footprint hint), then evicted:
+	// its rebuild must pass the gate. 1 and 2 were used just now (guard).
+	c.acct.Lock()
+	c.footprint[3] = one
+	c.acct.Unlock()
+	if d := c.Decide(3, minute, nil); !d.Suppressed || d.Verified != -1 || d.Hydrate {
+		t.Fatalf("over 90%% with every resident partition guarded: %+v, want suppressed", d)
+	}
+	if len(*warns) != 1 || (*warns)[0] != 1 {
+		t.Errorf("warnings %v, want one naming 1 suppressed partition", *warns)
+	}
+	if st := c.Stats(); st.Suppressed != 1 {
+		t.Errorf("suppressed gauge %d", st.Suppressed)
+	}
+	// During the cooldown it is not re-tested, even once room appears.
+	clock.Add(10 * time.Second)
+	if d := c.Decide(3, minute, nil); !d.Suppressed {
+		t.Fatalf("during the cooldown: %+v", d)
+	}
+	// After the cooldown, 1 and 2 are past the guard: the LRU one (1,
+	// used first) is evicted to admit 3.
+	clock.Add(21 * time.Second)
+	c.Decide(2, minute, nil) // 2 is used: guarded
+	if d := c.Decide(3, minute, nil); !d.Hydrate || d.Suppressed {
+		t.Fatalf("after the cooldown: %+v, want admitted", d)
+	}
+	c.mu.RLock()
+	evicted, kept := c.slots[1].entry == nil, c.slots[2].entry != nil
+	c.mu.RUnlock()
+	if !evicted || !kept {
+		t.Errorf("evicted 1: %v, kept 2: %v; want the least recently used one out", evicted, kept)
+	}
+	// Another suppression within the minute does not warn again.
+	c.acct.Lock()
+	c.footprint[4] = 3 * one
+	c.acct.Unlock()
+	if d := c.Decide(4, minute, nil); !d.Suppressed {
+		t.Fatalf("partition 4: %+v", d)
+	}
+	if len(*warns) != 1 {
+		t.Errorf("warned %d times within a minute", len(*warns))
+	}
+}
+
+func TestBrandNewPartitionsAreNeverSuppressed(t *testing.T) {
+	c, _, _ := newTestCache(1)
+	for pid := int64(1); pid <= 50; pid++ {
+		if d := c.Decide(pid, minute, nil); d.Suppressed || !d.Hydrate {
+			t.Fatalf("new partition %d: %+v", pid, d)
+		}
+	}
+}
+
+func TestAuxiliaryMapsAreSoftCapped(t *testing.T) {
+	clock := &fakeClock{now: time.UnixMilli(t0)}
+	c := New(Config{BudgetBytes: 1, SoftCap: 100, Now: clock.Now})
+	for pid := int64(1); pid <= 1000; pid++ {
+		c.acct.Lock()
+		c.footprint[pid] = 1 << 20 // every one too big: all suppressed
+		pruneLocked(c.footprint, c.cfg.SoftCap)
+		c.acct.Unlock()
+		c.Decide(pid, minute, nil)
+	}
+	c.acct.Lock()
+	defer c.acct.Unlock()
+	if len(c.cooldown) > 100 || len(c.footprint) > 100 {
+		t.Errorf("cooldowns %d, footprints %d: soft cap 100", len(c.cooldown), len(c.footprint))
+	}
+}
+
+func TestConcurrentPartitionsUnderEviction(t *testing.T) {
+	one := NewEntry(hydration(&fakeClock{now: time.UnixMilli(t0)}, 1, 512)).Bytes()
+	clock := &fakeClock{now: time.UnixMilli(t0)}
+	c := New(Config{BudgetBytes: one * 8, Now: clock.Now, Guard: time.Millisecond})
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 300 {
+				pid := int64((g*7 + i) % 40)
+				d := c.Decide(pid, minute, hashes(uint64(i), 4))
+				if d.Hydrate {
+					c.Install(pid, hydration(clock, pid, 512))
+				}
+				c.Learn(pid, int64(512+i), int64(512+i), hashes(uint64(1<<30+i), 1))
+				if i%50 == 0 {
+					clock.Add(2 * time.Millisecond)
+					_ = c.Stats()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	st := c.Stats()
+	var sum int64
+	c.mu.RLock()
+	for _, s := range c.slots {
+		s.mu.Lock()
+		if s.entry != nil {
+			sum += s.entry.Bytes()
+		}
+		s.mu.Unlock()
+	}
+	c.mu.RUnlock()
+	if st.ResidentBytes != sum {
+		t.Errorf("accounted %d bytes, entries hold %d", st.ResidentBytes, sum)
+	}
+}
