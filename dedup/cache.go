@@ -79,7 +79,7 @@ type Cache struct {
 	slots map[int64]*slot
 
 	// Accounting and the admission gate's bookkeeping.
-	acct       sync.Mutex
+	acct      sync.Mutex
 	resident  int64 // bytes of resident entries
 	hashes    int64 // their hashes
 	entries   int
