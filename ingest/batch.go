@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/queengate/queengate/dedup"
 	"github.com/queengate/queengate/pgstore"
 )
 
@@ -163,6 +164,7 @@ func (f *flight) fly() {
 			}
 		}
 		seg := f.batches[i].segment(p.meta)
+		seg.Verified = in.vouch(ctx, p.meta, seg.Hashes)
 		messages += len(seg.Hashes)
 		segOf[i] = len(segs)
 		segs = append(segs, seg)
@@ -181,6 +183,11 @@ func (f *flight) fly() {
 				// retry of the same transactionId answers duplicate then.
 				pushErr = fmt.Errorf("%w: %w", ErrOutcomeUnknown, pushErr)
 			}
+		}
+	}
+	if pushErr == nil {
+		for j := range segs {
+			in.learn(&segs[j], &results[j])
 		}
 	}
 	type answer struct {
@@ -219,4 +226,52 @@ func (f *flight) fly() {
 	shard.bufferedBytes.Add(-answeredBytes)
 	in.metrics.bufferDepth.Sub(float64(answered))
 	in.answering.Done()
+}
+
+// vouch asks the cache for the watermark a segment may send as p_verified,
+// hydrating the partition's entry first when the cache asks for it. Any
+// failure only costs the full probe (-1), never a verdict.
+func (in *Ingester) vouch(ctx context.Context, meta pgstore.Partition, hashes []pgstore.Hash) int64 {
+	if in.cache == nil || meta.WindowSeconds == 0 {
+		return -1 // window 0: the probe does not run anyway
+	}
+	windowMs := int64(meta.WindowSeconds) * 1000
+	d := in.cache.Decide(meta.ID, windowMs, hashes)
+	if d.Hydrate {
+		h, err := in.store.Hydrate(ctx, meta.ID)
+		if err != nil {
+			in.log.Warn().Err(err).Int64("partition", meta.ID).Msg("dedup cache hydration failed")
+			return -1
+		}
+		in.metrics.hydrations.Inc()
+		in.cache.Install(meta.ID, toDedupHydration(h))
+		d = in.cache.Decide(meta.ID, windowMs, hashes)
+	}
+	if d.Hit {
+		in.metrics.cacheHits.Inc()
+	}
+	return d.Verified
+}
+
+// learn tells the cache what a committed segment wrote: the hashes of the
+// messages stored, in offset order.
+func (in *Ingester) learn(seg *pgstore.Segment, res *pgstore.SegmentResult) {
+	if in.cache == nil {
+		return
+	}
+	var written []pgstore.Hash
+	for k, o := range res.Outcomes {
+		if !o.Duplicate {
+			written = append(written, seg.Hashes[k])
+		}
+	}
+	in.cache.Learn(seg.PartitionID, res.BaseOffset, res.LastOffset, written)
+}
+
+func toDedupHydration(h pgstore.Hydration) dedup.Hydration {
+	out := dedup.Hydration{LastOffset: h.LastOffset, TxnsStart: h.TxnsStart, WindowMs: int64(h.WindowSeconds) * 1000}
+	for _, r := range h.Txns {
+		out.Ranges = append(out.Ranges, dedup.Range{Base: r.BaseOffset, CreatedMs: r.CreatedAt.UnixMilli(), Hashes: r.Hashes})
+	}
+	return out
 }

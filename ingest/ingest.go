@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/zeebo/xxh3"
 
+	"github.com/queengate/queengate/dedup"
 	"github.com/queengate/queengate/pgstore"
 )
 
@@ -35,6 +36,7 @@ var (
 type Store interface {
 	EnsurePartition(ctx context.Context, queue, partition string) (pgstore.Partition, error)
 	Push(ctx context.Context, segs []pgstore.Segment) ([]pgstore.SegmentResult, error)
+	Hydrate(ctx context.Context, partitionID int64) (pgstore.Hydration, error)
 }
 
 // Config tunes the ingester. Zero values take the defaults.
@@ -65,8 +67,15 @@ type Config struct {
 	// PushTimeout bounds one bundle's round trip; default 30 s.
 	PushTimeout time.Duration
 	// PartitionTTL is how long a partition's id and window are memoised
-	// before they are read again; default 30 s.
+	// before they are read again; default 30 s. It bounds how long a
+	// window change goes unnoticed by the cache.
 	PartitionTTL time.Duration
+	// Cache configures the dedup cache that lets pushes vouch for what the
+	// broker already knows (p_verified), so SQL need not probe.
+	Cache dedup.Config
+	// NoCache sends every segment with p_verified = -1 (always correct,
+	// always probing): for measuring the cache's effect.
+	NoCache bool
 }
 
 func (c Config) withDefaults() Config {
@@ -158,6 +167,7 @@ type Ingester struct {
 	store   Store
 	log     zerolog.Logger
 	metrics *metrics
+	cache   *dedup.Cache // nil with NoCache
 	shards  []*shard
 
 	mu        sync.RWMutex // guards started/stopping against Submit
@@ -176,6 +186,18 @@ func New(store Store, cfg Config, log zerolog.Logger, reg prometheus.Registerer)
 		return nil, err
 	}
 	in := &Ingester{cfg: cfg, store: store, log: log, metrics: m}
+	if !cfg.NoCache {
+		cacheCfg := cfg.Cache
+		if cacheCfg.Warn == nil {
+			cacheCfg.Warn = func(n int) {
+				log.Warn().Int("suppressed", n).Msg("dedup cache over budget: partitions suppressed (their pushes probe in SQL)")
+			}
+		}
+		in.cache = dedup.New(cacheCfg)
+		if err := m.registerCache(reg, in.cache); err != nil {
+			return nil, err
+		}
+	}
 	for i := range cfg.Shards {
 		in.shards = append(in.shards, newShard(in, i))
 	}

@@ -23,12 +23,25 @@ type countingStore struct {
 	*pgstore.Store
 	pushes   atomic.Int64
 	segments atomic.Int64
+	probes   atomic.Int64 // segments whose SQL probe ran
+	verified atomic.Int64 // segments sent with p_verified >= 0
 }
 
 func (s *countingStore) Push(ctx context.Context, segs []pgstore.Segment) ([]pgstore.SegmentResult, error) {
 	s.pushes.Add(1)
 	s.segments.Add(int64(len(segs)))
-	return s.Store.Push(ctx, segs)
+	for _, seg := range segs {
+		if seg.Verified >= 0 {
+			s.verified.Add(1)
+		}
+	}
+	res, err := s.Store.Push(ctx, segs)
+	for _, r := range res {
+		if r.ProbeRan {
+			s.probes.Add(1)
+		}
+	}
+	return res, err
 }
 
 type testBundle struct {
@@ -298,4 +311,58 @@ func TestBundleCapSplitsABacklog(t *testing.T) {
 	if n := b.store.pushes.Load(); n != 3 {
 		t.Errorf("%d bundles for 5 one-message partitions capped at 2 messages, want 3", n)
 	}
+}
+
+func TestCacheSkipsTheProbeInSteadyStateAndSurvivesAnotherWriter(t *testing.T) {
+	t.Parallel()
+	b := setup(t, ingest.Config{Shards: 1, Linger: time.Millisecond})
+	ctx := context.Background()
+	// A partition with history, so the first push needs a real hydration.
+	p, err := b.store.EnsurePartition(ctx, b.queue, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.store.Push(ctx, []pgstore.Segment{seg(p.ID, "old-1", "old-2")}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		if s := statuses(wait(t, b.submit(t, "p", fmt.Sprintf("s%d", i)))); s != "queued" {
+			t.Fatalf("push %d: %s", i, s)
+		}
+	}
+	if probes := b.store.probes.Load(); probes != 0 {
+		t.Errorf("%d of 20 steady-state pushes probed; the cache vouches for all", probes)
+	}
+	// A retry of a stored id is a local hit: routed to the full probe,
+	// answered with the original.
+	got := wait(t, b.submit(t, "p", "old-2", "s3", "new"))
+	if statuses(got) != "duplicate,duplicate,queued" || got[0].Offset != 1 {
+		t.Fatalf("retries: %+v", got)
+	}
+	// Another writer (a second gateway) interleaves: our next push must not
+	// vouch past what it cannot know, and stays exact.
+	if _, err := b.store.Push(ctx, []pgstore.Segment{seg(p.ID, "theirs")}); err != nil {
+		t.Fatal(err)
+	}
+	got = wait(t, b.submit(t, "p", "theirs", "mine"))
+	if statuses(got) != "duplicate,queued" {
+		t.Fatalf("after an interleave: %+v", got)
+	}
+	before := b.store.probes.Load()
+	for i := range 5 {
+		wait(t, b.submit(t, "p", fmt.Sprintf("later%d", i)))
+	}
+	if n := b.store.probes.Load() - before; n != 0 {
+		t.Errorf("%d probes after the rebuild; the entry vouches again", n)
+	}
+}
+
+func seg(pid int64, ids ...string) pgstore.Segment {
+	s := pgstore.Segment{PartitionID: pid, Verified: -1}
+	for _, id := range ids {
+		s.TxnIDs = append(s.TxnIDs, id)
+		s.Hashes = append(s.Hashes, pgstore.HashTxnID(id))
+		s.Data = append(s.Data, nil)
+	}
+	return s
 }

@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/queengate/queengate/dedup"
 )
 
 type metrics struct {
@@ -15,6 +17,8 @@ type metrics struct {
 	probeRan    prometheus.Counter
 	probeSkip   prometheus.Counter
 	bufferDepth prometheus.Gauge
+	cacheHits   prometheus.Counter
+	hydrations  prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -83,4 +87,39 @@ func (m *metrics) observeProbe(ran bool) {
 	} else {
 		m.probeSkip.Inc()
 	}
+}
+
+// registerCache exports the dedup cache's figures, read when scraped.
+func (m *metrics) registerCache(reg prometheus.Registerer, c *dedup.Cache) error {
+	m.cacheHits = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "queengate_dedup_local_hits_total",
+		Help: "Segments with a hash already in the cache, routed to the full SQL probe.",
+	})
+	m.hydrations = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "queengate_dedup_hydrations_total",
+		Help: "Full-window hydrations of cache entries read from PostgreSQL.",
+	})
+	if reg == nil {
+		return nil
+	}
+	gauge := func(name, help string, f func(dedup.Stats) float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help},
+			func() float64 { return f(c.Stats()) })
+	}
+	for _, col := range []prometheus.Collector{
+		m.cacheHits, m.hydrations,
+		gauge("queengate_dedup_cache_resident_bytes", "Bytes of resident cache entries.",
+			func(s dedup.Stats) float64 { return float64(s.ResidentBytes) }),
+		gauge("queengate_dedup_cache_resident_hashes", "Hashes resident in the cache.",
+			func(s dedup.Stats) float64 { return float64(s.ResidentHashes) }),
+		gauge("queengate_dedup_cache_entries", "Partitions with a resident cache entry.",
+			func(s dedup.Stats) float64 { return float64(s.Entries) }),
+		gauge("queengate_dedup_suppressed_partitions", "Partitions suppressed by the cache's admission gate.",
+			func(s dedup.Stats) float64 { return float64(s.Suppressed) }),
+	} {
+		if err := reg.Register(col); err != nil {
+			return err
+		}
+	}
+	return nil
 }

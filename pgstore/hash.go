@@ -10,7 +10,7 @@ import (
 // 16-byte xxh3_128 of its bytes, high 64 bits then low 64 bits, big-endian.
 // The broker and SQL compare these same 16 bytes, so a collision is by
 // definition a duplicate.
-type Hash [16]byte
+type Hash = [16]byte
 
 // HashTxnID computes the Hash of a transactionId. It is the one place the
 // identity is defined.

@@ -52,6 +52,10 @@ type config struct {
 	// MaxBuffered (--max-buffered, QUEEN_MAX_BUFFERED): messages a shard
 	// holds before answering 503; default 100000.
 	MaxBuffered int
+	// DedupCacheMB (--dedup-cache-mb, QUEEN_DEDUP_CACHE_MB): the dedup
+	// cache's budget; default 512. 0 turns the cache off (every push
+	// probes in SQL; for measuring).
+	DedupCacheMB int
 	// LogLevel (--log-level, QUEEN_LOG_LEVEL): default info.
 	LogLevel string
 
@@ -117,6 +121,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	e.int(&cfg.FlushSize, "flush-size", "QUEEN_FLUSH_SIZE", 1000, "messages that flush a partition's buffer")
 	e.dur(&cfg.Linger, "flush-linger", "QUEEN_FLUSH_LINGER", time.Millisecond, "longest a buffered message waits for its flush")
 	e.int(&cfg.MaxBuffered, "max-buffered", "QUEEN_MAX_BUFFERED", 100_000, "messages a shard holds before answering 503")
+	e.int(&cfg.DedupCacheMB, "dedup-cache-mb", "QUEEN_DEDUP_CACHE_MB", 512, "dedup cache budget in MiB; 0 turns the cache off")
 	e.str(&cfg.LogLevel, "log-level", "QUEEN_LOG_LEVEL", "info", "debug, info, warn or error")
 	fs.BoolVar(&cfg.ShowVersion, "version", false, "print the version and exit")
 	if e.err != nil {
@@ -153,6 +158,9 @@ func (c config) validate() error {
 	}
 	if c.MaxBuffered < c.MaxBatch {
 		errs = append(errs, fmt.Errorf("max-buffered: %d, must be at least max-batch (%d)", c.MaxBuffered, c.MaxBatch))
+	}
+	if c.DedupCacheMB < 0 {
+		errs = append(errs, fmt.Errorf("dedup-cache-mb: %d, must be 0 (off) or more", c.DedupCacheMB))
 	}
 	if err := gateway.ValidPrefix(c.Prefix); err != nil {
 		errs = append(errs, err)

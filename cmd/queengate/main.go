@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/rs/zerolog"
 
+	"github.com/queengate/queengate/dedup"
 	"github.com/queengate/queengate/gateway"
 	"github.com/queengate/queengate/ingest"
 	"github.com/queengate/queengate/internal/pgcluster"
@@ -101,6 +102,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	ing, err := ingest.New(store, ingest.Config{
 		Shards: cfg.Shards, FlushSize: cfg.FlushSize, Linger: cfg.Linger, MaxBuffered: cfg.MaxBuffered,
+		Cache:   dedup.Config{BudgetBytes: int64(cfg.DedupCacheMB) << 20},
+		NoCache: cfg.DedupCacheMB == 0,
 	}, log.With().Str("component", "ingest").Logger(), reg)
 	if err != nil {
 		return err
