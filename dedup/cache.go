@@ -246,6 +246,10 @@ func (c *Cache) suppressedLocked(now time.Time) int {
 	return n
 }
 
+// NowMs is the cache's clock in Unix milliseconds. Hydrations should give
+// created times on this clock (see Range).
+func (c *Cache) NowMs() int64 { return c.cfg.Now().UnixMilli() }
+
 // Install puts a fresh hydration in place of whatever the partition had:
 // a rebuild (after a gap, an overlap or a window change) succeeds here.
 func (c *Cache) Install(pid int64, h Hydration) {

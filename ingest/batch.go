@@ -244,7 +244,7 @@ func (in *Ingester) vouch(ctx context.Context, meta pgstore.Partition, hashes []
 			return -1
 		}
 		in.metrics.hydrations.Inc()
-		in.cache.Install(meta.ID, toDedupHydration(h))
+		in.cache.Install(meta.ID, toDedupHydration(h, in.cache.NowMs()))
 		d = in.cache.Decide(meta.ID, windowMs, hashes)
 	}
 	if d.Hit {
@@ -268,10 +268,14 @@ func (in *Ingester) learn(seg *pgstore.Segment, res *pgstore.SegmentResult) {
 	in.cache.Learn(seg.PartitionID, res.BaseOffset, res.LastOffset, written)
 }
 
-func toDedupHydration(h pgstore.Hydration) dedup.Hydration {
+// toDedupHydration moves created times onto the cache's clock by their
+// age as PostgreSQL saw it at the snapshot (DBNow - created_at): expiry
+// then compares ages, whatever the skew between the two clocks.
+func toDedupHydration(h pgstore.Hydration, nowMs int64) dedup.Hydration {
 	out := dedup.Hydration{LastOffset: h.LastOffset, TxnsStart: h.TxnsStart, WindowMs: int64(h.WindowSeconds) * 1000}
 	for _, r := range h.Txns {
-		out.Ranges = append(out.Ranges, dedup.Range{Base: r.BaseOffset, CreatedMs: r.CreatedAt.UnixMilli(), Hashes: r.Hashes})
+		age := h.DBNow.Sub(r.CreatedAt).Milliseconds()
+		out.Ranges = append(out.Ranges, dedup.Range{Base: r.BaseOffset, CreatedMs: nowMs - age, Hashes: r.Hashes})
 	}
 	return out
 }
