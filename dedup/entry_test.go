@@ -246,3 +246,25 @@ func FuzzMembership(f *testing.F) {
 		}
 	})
 }
+
+func TestBloomFalsePositiveRateAtOneMillion(t *testing.T) {
+	e := NewEntry(Hydration{LastOffset: -1, WindowMs: minute})
+	for off := 0; off < 1_000_000; off += 1000 {
+		e.Learn(int64(off), int64(off+999), hashes(uint64(off), 1000), t0)
+	}
+	maybe := 0
+	const probes = 100_000
+	for _, x := range hashes(1<<40, probes) {
+		for _, g := range e.gens {
+			if g.mayContain(&x) {
+				maybe++
+				break
+			}
+		}
+	}
+	rate := float64(maybe) / probes
+	t.Logf("%d generations, false positive rate over all of them %.4f%%", len(e.gens), rate*100)
+	if len(e.gens) != 4 || rate > 0.01 {
+		t.Errorf("%d generations, false positive rate %.4f", len(e.gens), rate)
+	}
+}

@@ -1,0 +1,123 @@
+package dedup
+
+import (
+	"runtime"
+	"testing"
+)
+
+// A full-rate window: 1,000,000 resident hashes, hundreds of sealed
+// blocks, four bloom generations (4096, 32768, 262144, 1M).
+const benchResident = 1_000_000
+
+func benchEntry(b *testing.B) *Entry {
+	b.Helper()
+	e := NewEntry(Hydration{LastOffset: -1, WindowMs: 3600_000})
+	const frame = 1000
+	for off := 0; off < benchResident; off += frame {
+		e.Learn(int64(off), int64(off+frame-1), hashes(uint64(off), frame), t0)
+	}
+	return e
+}
+
+// BenchmarkAbsentLookup compares a definite miss through the bloom front,
+// through the exact ring alone, and in a Go map of the same hashes.
+func BenchmarkAbsentLookup(b *testing.B) {
+	e := benchEntry(b)
+	absent := hashes(1<<40, 1<<16)
+	b.Run("bloom+ring", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			if e.contains(&absent[i&(len(absent)-1)]) {
+				b.Fatal("false hit")
+			}
+			i++
+		}
+	})
+	b.Run("ring-only", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			if e.containsExact(&absent[i&(len(absent)-1)]) {
+				b.Fatal("false hit")
+			}
+			i++
+		}
+	})
+	b.Run("go-map", func(b *testing.B) {
+		m := make(map[Hash]struct{}, benchResident)
+		for _, x := range hashes(0, benchResident) {
+			m[x] = struct{}{}
+		}
+		i := 0
+		b.ResetTimer()
+		for b.Loop() {
+			if _, ok := m[absent[i&(len(absent)-1)]]; ok {
+				b.Fatal("false hit")
+			}
+			i++
+		}
+	})
+	maybe := 0
+	for i := range absent {
+		for _, g := range e.gens {
+			if g.mayContain(&absent[i]) {
+				maybe++
+				break
+			}
+		}
+	}
+	b.ReportMetric(float64(maybe)/float64(len(absent))*100, "bloom-false-positive-%")
+	b.ReportMetric(float64(len(e.gens)), "generations")
+}
+
+func BenchmarkPresentLookup(b *testing.B) {
+	e := benchEntry(b)
+	present := hashes(0, 1<<16)
+	i := 0
+	for b.Loop() {
+		if !e.contains(&present[i&(len(present)-1)]) {
+			b.Fatal("miss")
+		}
+		i++
+	}
+}
+
+func BenchmarkInsert(b *testing.B) {
+	e := NewEntry(Hydration{LastOffset: -1, WindowMs: 3600_000})
+	frame := hashes(0, 1000)
+	off := int64(0)
+	b.ReportAllocs()
+	for b.Loop() {
+		// Fresh hashes each frame, so the ring and the bloom grow.
+		frame[0][0]++
+		e.Learn(off, off+999, frame, t0)
+		off += 1000
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*1000), "ns/hash")
+}
+
+// BenchmarkMemoryPerHash reports the resident bytes per hash at 1M, by the
+// cache's own accounting and by the Go heap, with a map baseline.
+func BenchmarkMemoryPerHash(b *testing.B) {
+	for b.Loop() {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		e := benchEntry(b)
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(e.Bytes())/benchResident, "accounted-B/hash")
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/benchResident, "heap-B/hash")
+		runtime.KeepAlive(e)
+
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		m := make(map[Hash]struct{})
+		for _, x := range hashes(0, benchResident) {
+			m[x] = struct{}{}
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/benchResident, "map-heap-B/hash")
+		runtime.KeepAlive(m)
+	}
+}
