@@ -3,6 +3,7 @@ package dedup
 import (
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -86,6 +87,11 @@ type Cache struct {
 	cooldown  map[int64]time.Time // suppressed until
 	footprint map[int64]int64     // last measured bytes per partition
 	lastWarn  time.Time
+
+	// Event counters, for metrics.
+	misses, maybes, falsePositives atomic.Int64
+	gaps, rebuilds, evictions      atomic.Int64
+	hydrations, hydratedBytes      atomic.Int64
 }
 
 // Lock order: a slot's mu, then Cache.acct, then Cache.mu (read); other
@@ -128,15 +134,20 @@ func (c *Cache) Decide(pid int64, windowMs int64, hashes []Hash) Decision {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.lastUsed = now
-	if s.entry != nil && s.entry.windowMs != windowMs {
+	if s.entry != nil && s.entry.windowMs != windowMs && !s.entry.NeedsRebuild() {
 		// The expiry bookkeeping was computed under the old window: only a
 		// full rehydration (sticky until it succeeds) can vouch again.
 		s.entry.WindowChanged()
+		c.rebuilds.Add(1)
 	}
 	if s.entry != nil && !s.entry.NeedsRebuild() {
 		// Cheap admissions (vouching, or with an interleave gap) are never
 		// gated; a gap also asks for a rebuild.
 		v, hit := s.entry.Verified(hashes, now.UnixMilli())
+		m, y, f := s.entry.takeCounters()
+		c.misses.Add(m)
+		c.maybes.Add(y)
+		c.falsePositives.Add(f)
 		c.reaccount(pid, s)
 		return Decision{Verified: v, Hit: hit, Hydrate: s.entry.Gap()}
 	}
@@ -218,6 +229,7 @@ func (c *Cache) evictLocked(pid int64, now time.Time, need int64) {
 			c.entries--
 			c.footprint[k.pid] = k.s.bytes
 			k.s.entry, k.s.bytes, k.s.hashes = nil, 0, 0
+			c.evictions.Add(1)
 		}
 		k.s.mu.Unlock()
 	}
@@ -258,6 +270,8 @@ func (c *Cache) Install(pid int64, h Hydration) {
 	defer s.mu.Unlock()
 	s.entry = NewEntry(h)
 	s.lastUsed = c.cfg.Now()
+	c.hydrations.Add(1)
+	c.hydratedBytes.Add(int64(s.entry.Len()) * 16)
 	c.reaccount(pid, s)
 }
 
@@ -269,7 +283,14 @@ func (c *Cache) Learn(pid, base, last int64, written []Hash) {
 	if s.entry == nil {
 		return
 	}
+	gap, rebuild := s.entry.Gap(), s.entry.NeedsRebuild()
 	s.entry.Learn(base, last, written, c.cfg.Now().UnixMilli())
+	if !gap && s.entry.Gap() {
+		c.gaps.Add(1)
+	}
+	if !rebuild && s.entry.NeedsRebuild() {
+		c.rebuilds.Add(1)
+	}
 	c.reaccount(pid, s)
 }
 
@@ -297,16 +318,26 @@ func (c *Cache) reaccount(pid int64, s *slot) {
 	s.bytes, s.hashes = b, n
 }
 
-// Stats are the cache's figures for metrics.
+// Stats are the cache's figures for metrics. The counters only grow.
 type Stats struct {
 	ResidentBytes, ResidentHashes int64
 	Entries, Suppressed           int
+	// Bloom front: definite misses, maybes (sent to the exact ring), and
+	// maybes the exact ring found absent.
+	BloomMisses, BloomMaybes, BloomFalsePositives int64
+	// Interleave gaps seen, full rebuilds marked (overlap, window change),
+	// entries evicted, hydrations installed and their bytes (16 per hash).
+	Gaps, Rebuilds, Evictions, Hydrations, HydratedBytes int64
 }
 
 // Stats reads the accounting; it takes no slot lock.
 func (c *Cache) Stats() Stats {
 	c.acct.Lock()
-	defer c.acct.Unlock()
-	return Stats{ResidentBytes: c.resident, ResidentHashes: c.hashes, Entries: c.entries,
+	st := Stats{ResidentBytes: c.resident, ResidentHashes: c.hashes, Entries: c.entries,
 		Suppressed: c.suppressedLocked(c.cfg.Now())}
+	c.acct.Unlock()
+	st.BloomMisses, st.BloomMaybes, st.BloomFalsePositives = c.misses.Load(), c.maybes.Load(), c.falsePositives.Load()
+	st.Gaps, st.Rebuilds, st.Evictions = c.gaps.Load(), c.rebuilds.Load(), c.evictions.Load()
+	st.Hydrations, st.HydratedBytes = c.hydrations.Load(), c.hydratedBytes.Load()
+	return st
 }

@@ -47,6 +47,9 @@ func TestNewPartitionHydratesThenVouches(t *testing.T) {
 	if d := c.Decide(1, minute, hashes(1<<40, 1)); !d.Hit || d.Verified != -1 {
 		t.Errorf("a learned hash must be a hit routed to -1: %+v", d)
 	}
+	if st := c.Stats(); st.BloomMisses+st.BloomFalsePositives < 3 || st.BloomMaybes < 1 {
+		t.Errorf("bloom counters %+v: three absent lookups and one present one were made", st)
+	}
 	if st := c.Stats(); st.Entries != 1 || st.ResidentHashes != 13 || st.ResidentBytes <= 13*16 {
 		t.Errorf("stats %+v", st)
 	}
@@ -68,6 +71,9 @@ func TestWindowChangeForcesStickyRebuild(t *testing.T) {
 	if d := c.Decide(1, 2*minute, nil); d.Verified != 9 {
 		t.Errorf("after the rebuild: %+v", d)
 	}
+	if st := c.Stats(); st.Rebuilds != 1 {
+		t.Errorf("%d rebuilds counted for one window change", st.Rebuilds)
+	}
 }
 
 func TestInterleaveGapIsACheapAdmission(t *testing.T) {
@@ -77,6 +83,9 @@ func TestInterleaveGapIsACheapAdmission(t *testing.T) {
 	d := c.Decide(1, minute, nil)
 	if d.Verified != -1 || !d.Hydrate || d.Suppressed {
 		t.Errorf("a gap: %+v, want -1 and an ungated rehydration", d)
+	}
+	if st := c.Stats(); st.Gaps != 1 || st.Hydrations != 1 || st.HydratedBytes != 160 {
+		t.Errorf("stats %+v, want 1 gap and one hydration of 10 hashes", st)
 	}
 }
 
@@ -119,8 +128,8 @@ func TestAdmissionGateCooldownAndGuard(t *testing.T) {
 	c.mu.RLock()
 	evicted, kept := c.slots[1].entry == nil, c.slots[2].entry != nil
 	c.mu.RUnlock()
-	if !evicted || !kept {
-		t.Errorf("evicted 1: %v, kept 2: %v; want the least recently used one out", evicted, kept)
+	if !evicted || !kept || c.Stats().Evictions != 1 {
+		t.Errorf("evicted 1: %v, kept 2: %v, %d evictions; want the least recently used one out", evicted, kept, c.Stats().Evictions)
 	}
 	// Another suppression within the minute does not warn again.
 	c.acct.Lock()

@@ -63,6 +63,9 @@ type Entry struct {
 	hot    block
 	gens   []*bloomGen // oldest first; the last takes new hashes
 	count  int         // resident hashes
+
+	// Lookup counters since the cache last collected them.
+	misses, maybes, falsePositives int64
 }
 
 // NewEntry builds an entry from a full-window hydration: entries are only
@@ -215,9 +218,22 @@ func (e *Entry) contains(h *Hash) bool {
 		}
 	}
 	if !maybe {
+		e.misses++
 		return false
 	}
-	return e.containsExact(h)
+	e.maybes++
+	if e.containsExact(h) {
+		return true
+	}
+	e.falsePositives++
+	return false
+}
+
+// takeCounters returns and resets the bloom front's lookup counters.
+func (e *Entry) takeCounters() (misses, maybes, falsePositives int64) {
+	misses, maybes, falsePositives = e.misses, e.maybes, e.falsePositives
+	e.misses, e.maybes, e.falsePositives = 0, 0, 0
+	return
 }
 
 // containsExact is the authority behind the front: a linear scan of the

@@ -106,6 +106,10 @@ func (m *metrics) registerCache(reg prometheus.Registerer, c *dedup.Cache) error
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help},
 			func() float64 { return f(c.Stats()) })
 	}
+	counter := func(name, help string, f func(dedup.Stats) float64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help},
+			func() float64 { return f(c.Stats()) })
+	}
 	for _, col := range []prometheus.Collector{
 		m.cacheHits, m.hydrations,
 		gauge("queengate_dedup_cache_resident_bytes", "Bytes of resident cache entries.",
@@ -116,6 +120,20 @@ func (m *metrics) registerCache(reg prometheus.Registerer, c *dedup.Cache) error
 			func(s dedup.Stats) float64 { return float64(s.Entries) }),
 		gauge("queengate_dedup_suppressed_partitions", "Partitions suppressed by the cache's admission gate.",
 			func(s dedup.Stats) float64 { return float64(s.Suppressed) }),
+		counter("queengate_dedup_bloom_misses_total", "Lookups the bloom front answered as definitely absent.",
+			func(s dedup.Stats) float64 { return float64(s.BloomMisses) }),
+		counter("queengate_dedup_bloom_maybes_total", "Lookups the bloom front passed to the exact ring.",
+			func(s dedup.Stats) float64 { return float64(s.BloomMaybes) }),
+		counter("queengate_dedup_bloom_false_positives_total", "Bloom maybes the exact ring found absent.",
+			func(s dedup.Stats) float64 { return float64(s.BloomFalsePositives) }),
+		counter("queengate_dedup_gaps_total", "Interleave gaps: another writer wrote between our pushes.",
+			func(s dedup.Stats) float64 { return float64(s.Gaps) }),
+		counter("queengate_dedup_rebuilds_total", "Entries marked for a full rebuild (overlap, window change).",
+			func(s dedup.Stats) float64 { return float64(s.Rebuilds) }),
+		counter("queengate_dedup_evictions_total", "Entries evicted to stay within the budget.",
+			func(s dedup.Stats) float64 { return float64(s.Evictions) }),
+		counter("queengate_dedup_hydrated_bytes_total", "Bytes of hashes read by hydrations (16 per hash).",
+			func(s dedup.Stats) float64 { return float64(s.HydratedBytes) }),
 	} {
 		if err := reg.Register(col); err != nil {
 			return err
