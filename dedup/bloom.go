@@ -1,6 +1,9 @@
 package dedup
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"math/bits"
+)
 
 // Bloom front parameters (deduplication.md, "The bloom front").
 const (
@@ -31,21 +34,23 @@ func newBloomGen(capacity int) *bloomGen {
 // bloomSpots derives the block and the seven bit positions from the hash
 // itself: xxh3 output is uniform, so no rehash is needed. The low 64 bits
 // pick the block, the high 64 bits give seven 9-bit positions.
-func bloomSpots(h *Hash, nblocks int) (block int, bits [bloomProbes]uint16) {
+func bloomSpots(h *Hash, nblocks int) (block int, spots [bloomProbes]uint16) {
 	lo := binary.BigEndian.Uint64(h[8:])
 	hi := binary.BigEndian.Uint64(h[:8])
-	block = int(lo % uint64(nblocks))
-	for i := range bits {
-		bits[i] = uint16(hi & (bloomBlockBits - 1))
+	// Multiply-shift instead of a modulo: as uniform, no division.
+	top, _ := bits.Mul64(lo, uint64(nblocks))
+	block = int(top)
+	for i := range spots {
+		spots[i] = uint16(hi & (bloomBlockBits - 1))
 		hi >>= 9
 	}
-	return block, bits
+	return block, spots
 }
 
 func (g *bloomGen) add(h *Hash, createdMs int64) {
-	b, bits := bloomSpots(h, len(g.blocks))
+	b, spots := bloomSpots(h, len(g.blocks))
 	blk := &g.blocks[b]
-	for _, bit := range bits {
+	for _, bit := range spots {
 		blk[bit>>6] |= 1 << (bit & 63)
 	}
 	g.count++
@@ -54,9 +59,9 @@ func (g *bloomGen) add(h *Hash, createdMs int64) {
 
 // mayContain is false only when h was never added (no false negatives).
 func (g *bloomGen) mayContain(h *Hash) bool {
-	b, bits := bloomSpots(h, len(g.blocks))
+	b, spots := bloomSpots(h, len(g.blocks))
 	blk := &g.blocks[b]
-	for _, bit := range bits {
+	for _, bit := range spots {
 		if blk[bit>>6]&(1<<(bit&63)) == 0 {
 			return false
 		}
