@@ -30,10 +30,9 @@ type Range struct {
 
 // Hydration is the full-window read an entry is born from
 // (pgstore.Hydrate): every frame created within window + 5 s, with the
-// allocator and purge watermark of the same snapshot.
+// allocator of the same snapshot.
 type Hydration struct {
 	LastOffset int64
-	TxnsStart  int64
 	WindowMs   int64
 	Ranges     []Range // in offset order
 }

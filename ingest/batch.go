@@ -14,7 +14,8 @@ import (
 // every message, which leader it follows.
 type batch struct {
 	firstAt time.Time
-	size    int // messages
+	size    int   // messages
+	bytes   int64 // their ids and data, as Submit counted them
 	reqs    []*Request
 
 	// Leaders in arrival order; what SQL receives when the window is on.
@@ -42,6 +43,7 @@ func newBatch(now time.Time) *batch {
 func (b *batch) add(req *Request) {
 	b.reqs = append(b.reqs, req)
 	b.size += len(req.Messages)
+	b.bytes += req.bytes()
 	for _, m := range req.Messages {
 		if li, ok := b.byTxnID[m.TxnID]; ok {
 			b.leaderOf = append(b.leaderOf, li)
@@ -218,9 +220,7 @@ func (f *flight) fly() {
 	for i, b := range batches {
 		b.resolve(answers[i].meta, answers[i].res, answers[i].failure, in.metrics)
 		answered += b.size
-		for _, req := range b.reqs {
-			answeredBytes += req.bytes()
-		}
+		answeredBytes += b.bytes
 	}
 	shard.buffered.Add(-int64(answered))
 	shard.bufferedBytes.Add(-answeredBytes)
@@ -243,7 +243,6 @@ func (in *Ingester) vouch(ctx context.Context, meta pgstore.Partition, hashes []
 			in.log.Warn().Err(err).Int64("partition", meta.ID).Msg("dedup cache hydration failed")
 			return -1
 		}
-		in.metrics.hydrations.Inc()
 		in.cache.Install(meta.ID, toDedupHydration(h, in.cache.NowMs()))
 		d = in.cache.Decide(meta.ID, windowMs, hashes)
 	}
@@ -259,10 +258,13 @@ func (in *Ingester) learn(seg *pgstore.Segment, res *pgstore.SegmentResult) {
 	if in.cache == nil {
 		return
 	}
-	var written []pgstore.Hash
-	for k, o := range res.Outcomes {
-		if !o.Duplicate {
-			written = append(written, seg.Hashes[k])
+	written := seg.Hashes // the common case: everything was new
+	if res.BaseOffset < 0 || res.LastOffset-res.BaseOffset+1 != int64(len(seg.Hashes)) {
+		written = nil
+		for k, o := range res.Outcomes {
+			if !o.Duplicate {
+				written = append(written, seg.Hashes[k])
+			}
 		}
 	}
 	in.cache.Learn(seg.PartitionID, res.BaseOffset, res.LastOffset, written)
@@ -272,7 +274,7 @@ func (in *Ingester) learn(seg *pgstore.Segment, res *pgstore.SegmentResult) {
 // age as PostgreSQL saw it at the snapshot (DBNow - created_at): expiry
 // then compares ages, whatever the skew between the two clocks.
 func toDedupHydration(h pgstore.Hydration, nowMs int64) dedup.Hydration {
-	out := dedup.Hydration{LastOffset: h.LastOffset, TxnsStart: h.TxnsStart, WindowMs: int64(h.WindowSeconds) * 1000}
+	out := dedup.Hydration{LastOffset: h.LastOffset, WindowMs: int64(h.WindowSeconds) * 1000}
 	for _, r := range h.Txns {
 		age := h.DBNow.Sub(r.CreatedAt).Milliseconds()
 		out.Ranges = append(out.Ranges, dedup.Range{Base: r.BaseOffset, CreatedMs: nowMs - age, Hashes: r.Hashes})

@@ -18,7 +18,6 @@ type metrics struct {
 	probeSkip   prometheus.Counter
 	bufferDepth prometheus.Gauge
 	cacheHits   prometheus.Counter
-	hydrations  prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -95,10 +94,6 @@ func (m *metrics) registerCache(reg prometheus.Registerer, c *dedup.Cache) error
 		Name: "queengate_dedup_local_hits_total",
 		Help: "Segments with a hash already in the cache, routed to the full SQL probe.",
 	})
-	m.hydrations = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "queengate_dedup_hydrations_total",
-		Help: "Full-window hydrations of cache entries read from PostgreSQL.",
-	})
 	if reg == nil {
 		return nil
 	}
@@ -111,7 +106,9 @@ func (m *metrics) registerCache(reg prometheus.Registerer, c *dedup.Cache) error
 			func() float64 { return f(c.Stats()) })
 	}
 	for _, col := range []prometheus.Collector{
-		m.cacheHits, m.hydrations,
+		m.cacheHits,
+		counter("queengate_dedup_hydrations_total", "Full-window hydrations of cache entries read from PostgreSQL.",
+			func(s dedup.Stats) float64 { return float64(s.Hydrations) }),
 		gauge("queengate_dedup_cache_resident_bytes", "Bytes of resident cache entries.",
 			func(s dedup.Stats) float64 { return float64(s.ResidentBytes) }),
 		gauge("queengate_dedup_cache_resident_hashes", "Hashes resident in the cache.",

@@ -58,20 +58,6 @@ FROM queen.log_push_bundle($1, $2, $3, $4, $5, $6)`
 // arrived after COMMIT was sent, which a failed network can always cause:
 // the retry of the same transactionIds then answers duplicate).
 func (s *Store) Push(ctx context.Context, segs []Segment) ([]SegmentResult, error) {
-	return push(ctx, s.pool, segs)
-}
-
-// PushTx is Push inside a transaction the caller owns, for callers that
-// must commit the push together with their own writes.
-func PushTx(ctx context.Context, tx pgx.Tx, segs []Segment) ([]SegmentResult, error) {
-	return push(ctx, tx, segs)
-}
-
-type querier interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-}
-
-func push(ctx context.Context, q querier, segs []Segment) ([]SegmentResult, error) {
 	if len(segs) == 0 {
 		return nil, nil
 	}
@@ -79,7 +65,7 @@ func push(ctx context.Context, q querier, segs []Segment) ([]SegmentResult, erro
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.Query(ctx, pushBundleSQL, args...)
+	rows, err := s.pool.Query(ctx, pushBundleSQL, args...)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: push: %w", classify(err))
 	}
