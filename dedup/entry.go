@@ -2,6 +2,7 @@ package dedup
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"slices"
 )
@@ -161,7 +162,7 @@ func (e *Entry) append(base int64, hashes []Hash, createdMs int64) {
 			}
 			e.gens = append(e.gens, newBloomGen(nextCapacity(prev)))
 		}
-		e.gens[len(e.gens)-1].add(&hashes[i], createdMs)
+		e.gens[len(e.gens)-1].add(&hashes[i], base+int64(i), createdMs)
 		e.count++
 	}
 	e.verifiedUpto = max(e.verifiedUpto, base+int64(len(hashes))-1)
@@ -209,11 +210,19 @@ func (e *Entry) Expire(nowMs int64) {
 // miss touches one cache line per live generation and neither the hot
 // buffer nor any sealed block.
 func (e *Entry) contains(h *Hash) bool {
+	hi, lo := split(h)
 	maybe := false
 	for _, g := range e.gens {
-		if g.mayContain(h) {
-			maybe = true
-			break
+		if !g.mayContain(hi, lo) {
+			continue
+		}
+		// Only the blocks holding this generation's offsets can hold h
+		// if the generation does: a false positive in a small generation
+		// costs one or two block searches, not the whole ring's.
+		maybe = true
+		if e.containsIn(h, hi, lo, g.minOffset, g.maxOffset) {
+			e.maybes++
+			return true
 		}
 	}
 	if !maybe {
@@ -221,10 +230,27 @@ func (e *Entry) contains(h *Hash) bool {
 		return false
 	}
 	e.maybes++
-	if e.containsExact(h) {
-		return true
-	}
 	e.falsePositives++
+	return false
+}
+
+// containsIn searches the blocks that overlap offsets [from, to]. Blocks
+// are in offset order, each covering (previous maxOffset, maxOffset].
+func (e *Entry) containsIn(h *Hash, hi, lo uint64, from, to int64) bool {
+	i, _ := slices.BinarySearchFunc(e.sealed, from, func(b block, off int64) int { return cmp.Compare(b.maxOffset, off) })
+	for ; i < len(e.sealed); i++ {
+		if searchSorted(e.sealed[i].hashes, hi, lo) {
+			return true
+		}
+		if e.sealed[i].maxOffset >= to {
+			return false
+		}
+	}
+	for i := range e.hot.hashes {
+		if e.hot.hashes[i] == *h {
+			return true
+		}
+	}
 	return false
 }
 
@@ -254,9 +280,20 @@ func (e *Entry) containsExact(h *Hash) bool {
 
 // searchSorted is a binary search over hashes sorted as big-endian
 // (hi, lo) pairs, the order bytes.Compare gives; comparing two uint64s
-// instead of 16 bytes through a closure is ~5× faster.
+// instead of 16 bytes through a closure is ~5× faster. xxh3 output is
+// uniform, so the search starts in a narrow band around where hi should
+// sit (±4σ of a full block's spread), and widens to the whole block only
+// when the band's ends show hi lies outside it.
 func searchSorted(hs []Hash, hi, lo uint64) bool {
+	const band = 128
 	i, j := 0, len(hs)
+	if j > 4*band {
+		guess := int((hi >> 32) * uint64(j) >> 32)
+		a, b := max(0, guess-band), min(j, guess+band)
+		if (a == 0 || lessHash(hs[a-1], hi, lo)) && (b == j || !lessHash(hs[b], hi, lo)) {
+			i, j = a, b
+		}
+	}
 	for i < j {
 		m := int(uint(i+j) >> 1)
 		mh := binary.BigEndian.Uint64(hs[m][:8])
@@ -267,6 +304,12 @@ func searchSorted(hs []Hash, hi, lo uint64) bool {
 		}
 	}
 	return i < len(hs) && binary.BigEndian.Uint64(hs[i][:8]) == hi && binary.BigEndian.Uint64(hs[i][8:]) == lo
+}
+
+// lessHash reports x < (hi, lo).
+func lessHash(x Hash, hi, lo uint64) bool {
+	xh := binary.BigEndian.Uint64(x[:8])
+	return xh < hi || xh == hi && binary.BigEndian.Uint64(x[8:]) < lo
 }
 
 // Len is the number of resident hashes.

@@ -192,17 +192,17 @@ func TestBloomGenerationsTierUpAndDrop(t *testing.T) {
 func TestBloomHasNoFalseNegativesAndFewFalsePositives(t *testing.T) {
 	g := newBloomGen(BlockCapacity)
 	for _, x := range hashes(0, BlockCapacity) {
-		g.add(&x, 0)
+		g.add(&x, 0, 0)
 	}
 	for _, x := range hashes(0, BlockCapacity) {
-		if !g.mayContain(&x) {
+		if !g.mayContain(split(&x)) {
 			t.Fatal("false negative")
 		}
 	}
 	fp := 0
 	const probes = 200_000
 	for _, x := range hashes(1<<32, probes) {
-		if g.mayContain(&x) {
+		if g.mayContain(split(&x)) {
 			fp++
 		}
 	}
@@ -256,7 +256,7 @@ func TestBloomFalsePositiveRateAtOneMillion(t *testing.T) {
 	const probes = 100_000
 	for _, x := range hashes(1<<40, probes) {
 		for _, g := range e.gens {
-			if g.mayContain(&x) {
+			if g.mayContain(split(&x)) {
 				maybe++
 				break
 			}
