@@ -167,6 +167,35 @@ func TestSmokeAllTargets(t *testing.T) {
 	}
 }
 
+// TestWindow0TargetDisablesDeduplication: the window0 target is the same
+// gateway with the window at 0, so repeats are stored again, and the
+// report carries queengate ÷ window0.
+func TestWindow0TargetDisablesDeduplication(t *testing.T) {
+	t.Parallel()
+	out := filepath.Join(t.TempDir(), "report.json")
+	var stdout, stderr bytes.Buffer
+	err := run([]string{"--self", "--pg-url", pgtest.NewDB(t), "--scenario", "retries", "--compare", "queengate,window0",
+		"--rounds", "1", "--messages", "3000", "--producers", "4", "--batch", "50", "--partitions", "5",
+		"--quiet", "--json", out}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("queenbench: %v\nstderr:\n%s", err, stderr.String())
+	}
+	r := readReport(t, out)
+	byTarget := map[string]Result{}
+	for _, res := range r.Results {
+		byTarget[res.Target] = res
+	}
+	if qg := byTarget["queengate"]; qg.Duplicate == 0 || qg.Violations != 0 {
+		t.Errorf("queengate: %d duplicates, %d violations; want some duplicates and no violation", qg.Duplicate, qg.Violations)
+	}
+	if w0 := byTarget[window0]; w0.Messages != 3000 || w0.Queued != 3000 || w0.Duplicate != 0 {
+		t.Errorf("window0: %d answered, %d queued, %d duplicate; want every message queued", w0.Messages, w0.Queued, w0.Duplicate)
+	}
+	if len(r.Ratios) != 1 || r.Ratios[0].Target != window0 {
+		t.Errorf("ratios %+v, want queengate ÷ window0", r.Ratios)
+	}
+}
+
 // TestPrefillIsNotTheMeasuredRun: the measured messages are new ids, not
 // repeats of the prefill's.
 func TestPrefillIsNotTheMeasuredRun(t *testing.T) {

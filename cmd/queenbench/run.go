@@ -35,6 +35,10 @@ var targetNames = []string{"queengate", "naive", "jetstream", "ceiling"}
 // ceiling writes every message by definition.
 var exactTargets = map[string]bool{"queengate": true, "naive": true, "jetstream": true}
 
+// window0 is queengate itself with every queue's window set to 0: what
+// deduplication costs, measured in the same run (not part of "all").
+const window0 = "window0"
+
 // usageError is a bad command line: exit status 2.
 type usageError struct{ error }
 
@@ -77,11 +81,13 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 
   queenbench --self --scenario unique                 queengate alone, started here
   queenbench --self --scenario retries --compare all  all targets, alternating, ratios
+  queenbench --self --scenario window --compare queengate,window0
+                                     what deduplication costs: the same gateway, window 0
   queenbench --nats-url nats://host:4222 --admin host:6632 ...   a running gateway
 
-Scenarios: %s. Targets: %s.
+Scenarios: %s. Targets: %s, and %s (queengate with the window at 0).
 
-`, strings.Join(scenarioNames, ", "), strings.Join(targetNames, ", "))
+`, strings.Join(scenarioNames, ", "), strings.Join(targetNames, ", "), window0)
 		fs.PrintDefaults()
 	}
 	var (
@@ -188,12 +194,12 @@ func (o options) validate(comparing bool) error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	known := map[string]bool{}
-	for _, t := range targetNames {
+	for _, t := range append(targetNames, window0) {
 		known[t] = true
 	}
 	for _, t := range o.targets {
 		if !known[t] {
-			bad("target %q: one of %s", t, strings.Join(targetNames, ", "))
+			bad("target %q: one of %s, %s", t, strings.Join(targetNames, ", "), window0)
 		}
 	}
 	if comparing && (len(o.targets) < 2 || o.targets[0] != "queengate") {
@@ -228,6 +234,9 @@ func (o options) validate(comparing bool) error {
 	}
 	if o.rounds < 1 {
 		bad("--rounds %d: at least 1", o.rounds)
+	}
+	if contains(o.targets, window0) && !o.self && o.pgURL == "" {
+		bad("%s sets the queues' window in PostgreSQL: give --pg-url, or --self", window0)
 	}
 	if !o.self && o.natsURL == "" && contains(o.targets, "queengate") {
 		bad("queengate target: give --self, or --nats-url of running gateways")
@@ -345,6 +354,12 @@ func openTargets(ctx context.Context, o options, logf func(string, ...any)) ([]T
 		switch name {
 		case "queengate":
 			t, err = newQueengateTarget(ctx, natsURL, o.prefix, pgURL, admin, pids)
+		case window0:
+			var qt *queengateTarget
+			if qt, err = newQueengateTarget(ctx, natsURL, o.prefix, pgURL, admin, pids); err == nil {
+				qt.name, qt.noWindow = window0, true
+				t = qt
+			}
 		case "naive":
 			t, err = newNaiveTarget(ctx, pgURL)
 		case "ceiling":

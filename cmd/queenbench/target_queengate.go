@@ -21,6 +21,8 @@ import (
 // producers do: request-reply, or fire-and-forget with the answers read on
 // the ack subjects.
 type queengateTarget struct {
+	name       string
+	noWindow   bool // the window0 target: queengate with deduplication off
 	natsURL    string
 	prefix     string
 	adminAddrs []string      // gateways' admin HTTP, for /metrics
@@ -38,7 +40,7 @@ type queengateTarget struct {
 type probeCounts struct{ ran, skipped float64 }
 
 func newQueengateTarget(ctx context.Context, natsURL, prefix, pgURL string, adminAddrs []string, pids []int) (*queengateTarget, error) {
-	t := &queengateTarget{natsURL: natsURL, prefix: prefix, adminAddrs: adminAddrs, pids: pids,
+	t := &queengateTarget{name: "queengate", natsURL: natsURL, prefix: prefix, adminAddrs: adminAddrs, pids: pids,
 		waiters: map[uint64][]chan []Status{}}
 	if pgURL != "" {
 		pool, err := pgxpool.New(ctx, pgURL)
@@ -61,12 +63,15 @@ func newQueengateTarget(ctx context.Context, natsURL, prefix, pgURL string, admi
 	return t, nil
 }
 
-func (t *queengateTarget) Name() string { return "queengate" }
+func (t *queengateTarget) Name() string { return t.name }
 
 // Setup creates the run's queues with the workload's window (a queue
 // created by its first push would get the default 3600 s), and for
 // fire-and-forget subscribes to their ack subjects.
 func (t *queengateTarget) Setup(ctx context.Context, w Workload) error {
+	if t.noWindow {
+		w.WindowSeconds = 0
+	}
 	t.w = w
 	for _, s := range t.subs {
 		_ = s.Unsubscribe()
