@@ -167,6 +167,10 @@ func (f *flight) fly() {
 		}
 		seg := f.batches[i].segment(p.meta)
 		seg.Verified = in.vouch(ctx, p.meta, seg.Hashes)
+		// The cache vouches only under the window it was asked with (it
+		// rebuilds on a change); SQL ignores the vouch if the window has
+		// grown since this partition's memo was read.
+		seg.VerifiedWindow = p.meta.WindowSeconds
 		messages += len(seg.Hashes)
 		segOf[i] = len(segs)
 		segs = append(segs, seg)

@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -17,6 +18,11 @@ type Segment struct {
 	// (Verified, last_offset]. -1 means "cannot vouch": probe the whole
 	// window. Any value is safe for exactness only if the guarantee holds.
 	Verified int64
+	// VerifiedWindow is the window, in seconds, Verified was vouched under.
+	// SQL honours Verified only while the queue's window is no larger
+	// (a grown window has a part the vouch never covered); 0 with a window
+	// on means a full probe.
+	VerifiedWindow int
 	TxnIDs   []string
 	// Hashes[i] must be HashTxnID(TxnIDs[i]); it is what SQL compares.
 	Hashes []Hash
@@ -49,7 +55,7 @@ type SegmentResult struct {
 }
 
 const pushBundleSQL = `SELECT seg, base_offset, last_offset, probe_ran, dup_idx, dup_off
-FROM queen.log_push_bundle($1, $2, $3, $4, $5, $6)`
+FROM queen.log_push_bundle($1, $2, $3, $4, $5, $6, $7)`
 
 // Push writes segments in one transaction and one round trip. Partition row
 // locks are taken in ascending id order before anything is written. A
@@ -89,6 +95,7 @@ func bundleArgs(segs []Segment) ([]any, error) {
 	}
 	pids := make([]int64, len(segs))
 	verified := make([]int64, len(segs))
+	windows := make([]int32, len(segs))
 	counts := make([]int32, len(segs))
 	txnIDs := newArrayBuilder(oidText, total, 32*total)
 	hashes := newArrayBuilder(oidUUID, total, 16*total)
@@ -96,6 +103,7 @@ func bundleArgs(segs []Segment) ([]any, error) {
 	for i := range segs {
 		seg := &segs[i]
 		pids[i], verified[i], counts[i] = seg.PartitionID, seg.Verified, int32(len(seg.Hashes))
+		windows[i] = int32(min(seg.VerifiedWindow, math.MaxInt32))
 		for _, id := range seg.TxnIDs {
 			txnIDs.appendString(id)
 		}
@@ -109,7 +117,7 @@ func bundleArgs(segs []Segment) ([]any, error) {
 			data.appendBytes(d)
 		}
 	}
-	return []any{pids, verified, counts, txnIDs.encoded(), hashes.encoded(), data.encoded()}, nil
+	return []any{pids, verified, windows, counts, txnIDs.encoded(), hashes.encoded(), data.encoded()}, nil
 }
 
 var jsonNull = []byte("null")

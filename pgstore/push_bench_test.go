@@ -27,7 +27,7 @@ type benchRows struct {
 }
 
 func (r *benchRows) segment(pid, verified int64, n int) pgstore.Segment {
-	seg := pgstore.Segment{PartitionID: pid, Verified: verified,
+	seg := pgstore.Segment{PartitionID: pid, Verified: verified, VerifiedWindow: pgstore.MaxOptionSeconds,
 		TxnIDs: make([]string, n), Hashes: make([]pgstore.Hash, n), Data: make([][]byte, n)}
 	for i := range n {
 		r.next++

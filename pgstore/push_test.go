@@ -21,7 +21,14 @@ type testBundle struct {
 // setup gives each test its own queue and partition in the shared database.
 func setup(t *testing.T) *testBundle {
 	t.Helper()
-	st := pgtest.Store(t, pgtest.SharedURL(t))
+	return setupIn(t, pgtest.SharedURL(t))
+}
+
+// setupIn is setup in the database at url: retention tests take their own,
+// since a pass sweeps every partition of a database.
+func setupIn(t *testing.T, url string) *testBundle {
+	t.Helper()
+	st := pgtest.Store(t, url)
 	queue := pgtest.UniqueName(t)
 	p, err := st.EnsurePartition(context.Background(), queue, "Default")
 	if err != nil {
@@ -40,7 +47,7 @@ func (b *testBundle) setWindow(t *testing.T, seconds int) {
 
 // segment builds a segment of the given transactionIds with small payloads.
 func segment(pid, verified int64, txnIDs ...string) pgstore.Segment {
-	seg := pgstore.Segment{PartitionID: pid, Verified: verified}
+	seg := pgstore.Segment{PartitionID: pid, Verified: verified, VerifiedWindow: pgstore.MaxOptionSeconds}
 	for i, id := range txnIDs {
 		seg.TxnIDs = append(seg.TxnIDs, id)
 		seg.Hashes = append(seg.Hashes, pgstore.HashTxnID(id))

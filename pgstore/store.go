@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -104,33 +103,6 @@ func (s *Store) EnsurePartition(ctx context.Context, queue, partition string) (P
 		return Partition{}, fmt.Errorf("pgstore: ensure partition %s/%s: %w", queue, partition, err)
 	}
 	return p, nil
-}
-
-// QueueConfig is a queue's configuration row.
-type QueueConfig struct {
-	ID   int64
-	Name string
-	// DedupWindowSeconds is the deduplication window; default 3600, 0
-	// disables the probe (log_txns is still written).
-	DedupWindowSeconds int
-	CreatedAt          time.Time
-	UpdatedAt          time.Time
-}
-
-// QueueConfig reads a queue's configuration; ErrQueueNotFound if there is
-// no such queue.
-func (s *Store) QueueConfig(ctx context.Context, queue string) (QueueConfig, error) {
-	var c QueueConfig
-	err := s.pool.QueryRow(ctx,
-		"SELECT id, name, dedup_window_seconds, created_at, updated_at FROM queen.queues WHERE name = $1",
-		queue).Scan(&c.ID, &c.Name, &c.DedupWindowSeconds, &c.CreatedAt, &c.UpdatedAt)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return QueueConfig{}, fmt.Errorf("%w: %s", ErrQueueNotFound, queue)
-	}
-	if err != nil {
-		return QueueConfig{}, fmt.Errorf("pgstore: read queue %s: %w", queue, err)
-	}
-	return c, nil
 }
 
 // classify turns SQLSTATEs this package raises into its sentinels.
