@@ -23,7 +23,7 @@ type Segment struct {
 	// (a grown window has a part the vouch never covered); 0 with a window
 	// on means a full probe.
 	VerifiedWindow int
-	TxnIDs   []string
+	TxnIDs         []string
 	// Hashes[i] must be HashTxnID(TxnIDs[i]); it is what SQL compares.
 	Hashes []Hash
 	// Data[i] is message i's data as JSON text; nil stands for null.
