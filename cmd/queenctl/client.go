@@ -1,0 +1,252 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+// operation is one admin request of docs/admin-api.md, in both of its
+// spellings: the gateway serves the same body and answer on HTTP and NATS.
+type operation struct {
+	method, path string // HTTP
+	subject      string // NATS, after "<prefix>."
+	body         []byte // JSON, or nil
+}
+
+func opConfigure(req configureRequest) operation {
+	body, _ := json.Marshal(req) // plain strings and integers: cannot fail
+	return operation{method: http.MethodPost, path: "/configure", subject: "configure", body: body}
+}
+
+func opListQueues() operation {
+	return operation{method: http.MethodGet, path: "/queues", subject: "queues.list"}
+}
+
+func opGetQueue(queue string) operation {
+	return operation{method: http.MethodGet, path: "/queues/" + url.PathEscape(queue), subject: "queues.get." + queue}
+}
+
+func opStatus() operation {
+	return operation{method: http.MethodGet, path: "/status", subject: "status"}
+}
+
+// configureRequest is the body of POST /configure and <prefix>.configure.
+type configureRequest struct {
+	Queue   string           `json:"queue"`
+	Options map[string]int64 `json:"options"`
+	Mode    string           `json:"mode"` // merge or replace
+}
+
+// adminClient sends admin operations to a gateway. Implementations return
+// the gateway's JSON answer on success; otherwise a *gatewayError (it
+// answered an error) or an *unreachableError (nothing answered).
+type adminClient interface {
+	do(ctx context.Context, op operation) ([]byte, error)
+}
+
+// httpClient talks to a gateway's admin HTTP address.
+type httpClient struct {
+	base    string // e.g. http://127.0.0.1:6632, no trailing slash
+	token   string
+	timeout time.Duration
+	hc      *http.Client
+}
+
+func newHTTPClient(base, token string, timeout time.Duration) *httpClient {
+	return &httpClient{base: base, token: token, timeout: timeout, hc: &http.Client{}}
+}
+
+func (c *httpClient) do(ctx context.Context, op operation) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	var body io.Reader
+	if op.body != nil {
+		body = bytes.NewReader(op.body)
+	}
+	req, err := http.NewRequestWithContext(ctx, op.method, c.base+op.path, body)
+	if err != nil {
+		return nil, usagef("--http %q: %v", c.base, err)
+	}
+	if op.body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		var ne net.Error
+		if errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout() {
+			return nil, &unreachableError{fmt.Sprintf("no answer from %s within %v: is the gateway overloaded? (raise --timeout)", c.base, c.timeout)}
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err() // interrupted
+		}
+		return nil, &unreachableError{fmt.Sprintf("could not reach the gateway at %s: %v; is queengate running there? (set --http or QUEENCTL_HTTP_URL)", c.base, unwrapURLError(err))}
+	}
+	defer resp.Body.Close()
+	answer, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, &unreachableError{fmt.Sprintf("reading the answer of %s %s: %v", op.method, c.base+op.path, err)}
+	}
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		return answer, nil
+	}
+	ge := answerError(resp.StatusCode, "", answer, c.token != "")
+	if !isErrorBody(answer) && (resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusMethodNotAllowed) {
+		// Not PROTOCOL.md's error body: the route itself is missing.
+		ge.hint = fmt.Sprintf("%s does not serve %s %s: is it a queengate recent enough for queenctl?", c.base, op.method, op.path)
+	}
+	return nil, ge
+}
+
+// unwrapURLError drops net/http's "Get \"url\":" prefix, which repeats
+// what the message already says.
+func unwrapURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+// errorBody is PROTOCOL.md's error answer.
+type errorBody struct {
+	Error *struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+func isErrorBody(b []byte) bool {
+	var eb errorBody
+	return json.Unmarshal(b, &eb) == nil && eb.Error != nil
+}
+
+// answerError builds the error for a gateway's error answer: the message
+// of the JSON body, else the fallback (a NATS header), else the raw body.
+// A 401 says which setting to fix.
+func answerError(code int, fallback string, body []byte, tokenSet bool) *gatewayError {
+	ge := &gatewayError{Code: code}
+	var eb errorBody
+	switch {
+	case json.Unmarshal(body, &eb) == nil && eb.Error != nil && eb.Error.Message != "":
+		ge.Message = eb.Error.Message
+	case fallback != "":
+		ge.Message = fallback
+	default:
+		ge.Message = strings.TrimSpace(string(body))
+		if len(ge.Message) > 200 {
+			ge.Message = ge.Message[:200] + "…"
+		}
+		if ge.Message == "" {
+			ge.Message = http.StatusText(code)
+		}
+	}
+	if code == http.StatusUnauthorized {
+		if tokenSet {
+			ge.hint = "unauthorized: the gateway refused the admin token: check --token or QUEEN_ADMIN_TOKEN"
+		} else {
+			ge.hint = "unauthorized: set --token or QUEEN_ADMIN_TOKEN"
+		}
+	}
+	return ge
+}
+
+// natsClient talks to gateways over NATS request-reply.
+type natsClient struct {
+	nc      *nats.Conn
+	prefix  string
+	token   string
+	timeout time.Duration
+}
+
+// dialNATS connects with the same credential options as the daemon.
+func dialNATS(ctx context.Context, g *globals) (*natsClient, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	opts := []nats.Option{
+		nats.Name("queenctl"),
+		nats.Timeout(g.timeout),
+		// One short command: a broken connection is reported, not retried.
+		nats.NoReconnect(),
+	}
+	if g.natsUser != "" {
+		opts = append(opts, nats.UserInfo(g.natsUser, g.natsPassword))
+	}
+	if g.natsToken != "" {
+		opts = append(opts, nats.Token(g.natsToken))
+	}
+	if g.natsCreds != "" {
+		opts = append(opts, nats.UserCredentials(g.natsCreds))
+	}
+	if g.natsNKey != "" {
+		opt, err := nats.NkeyOptionFromSeed(g.natsNKey)
+		if err != nil {
+			return nil, usagef("--nats-nkey %s: %v", g.natsNKey, err)
+		}
+		opts = append(opts, opt)
+	}
+	if g.natsTLSCA != "" {
+		opts = append(opts, nats.RootCAs(g.natsTLSCA))
+	}
+	nc, err := nats.Connect(g.natsURL, opts...)
+	if err != nil {
+		if errors.Is(err, nats.ErrAuthorization) || strings.Contains(strings.ToLower(err.Error()), "authorization") {
+			return nil, &unreachableError{fmt.Sprintf("NATS at %s refused the connection: %v; check --nats-user/--nats-password, --nats-token, --nats-creds or --nats-nkey", g.natsURL, err)}
+		}
+		return nil, &unreachableError{fmt.Sprintf("could not reach NATS at %s: %v; is it running? (set --nats or QUEENCTL_NATS_URL)", g.natsURL, err)}
+	}
+	return &natsClient{nc: nc, prefix: g.prefix, token: g.token, timeout: g.timeout}, nil
+}
+
+func (c *natsClient) close() { c.nc.Close() }
+
+func (c *natsClient) do(ctx context.Context, op operation) ([]byte, error) {
+	return c.request(ctx, c.prefix+"."+op.subject, op.body)
+}
+
+// maxPayload is the largest request the NATS server accepts.
+func (c *natsClient) maxPayload() int { return int(c.nc.MaxPayload()) }
+
+// request sends body to subject with the admin token header and returns
+// the answer, or the gateway's micro-convention error.
+func (c *natsClient) request(ctx context.Context, subject string, body []byte) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	msg := nats.NewMsg(subject)
+	msg.Data = body
+	if c.token != "" {
+		// The same header as on HTTP, carried as a NATS header.
+		msg.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	reply, err := c.nc.RequestMsgWithContext(ctx, msg)
+	switch {
+	case errors.Is(err, nats.ErrNoResponders):
+		return nil, &unreachableError{fmt.Sprintf("no gateway answers on %s: is queengate running on this NATS, with subject prefix %q? (--prefix, QUEEN_SUBJECT_PREFIX)", subject, c.prefix)}
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout):
+		return nil, &unreachableError{fmt.Sprintf("no answer on %s within %v: is the gateway overloaded? (raise --timeout)", subject, c.timeout)}
+	case err != nil && ctx.Err() != nil:
+		return nil, ctx.Err()
+	case err != nil:
+		return nil, &unreachableError{fmt.Sprintf("request on %s: %v", subject, err)}
+	}
+	if code := reply.Header.Get("Nats-Service-Error-Code"); code != "" {
+		n, _ := strconv.Atoi(code)
+		return nil, answerError(n, reply.Header.Get("Nats-Service-Error"), reply.Data, c.token != "")
+	}
+	return reply.Data, nil
+}

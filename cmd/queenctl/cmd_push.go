@@ -1,0 +1,261 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+)
+
+func init() {
+	commands["push"] = &command{usage: pushUsage, setup: setupPush}
+}
+
+const pushUsage = `Usage:
+  queenctl push QUEUE [PARTITION] [MESSAGE ...]   messages from the arguments
+  queenctl push QUEUE [PARTITION] < lines.jsonl   JSON lines on stdin
+
+Pushes messages over NATS request-reply to <prefix>.push.QUEUE.PARTITION
+(PARTITION defaults to Default; name it to give message arguments, e.g.
+'push orders Default '{"id":1}''). Needs --nats: the gateway takes pushes
+over NATS only.
+
+Each MESSAGE argument is the message's data as JSON; an argument that is
+not valid JSON is sent as a JSON string. --txn-id sets the transactionId of
+a single message argument; otherwise the gateway mints one (such a message
+is never a duplicate). Put -- before messages that start with a dash.
+
+With no MESSAGE arguments, stdin is read: one message per line, blank lines
+skipped. By default each line is the message's data as JSON. With
+--envelope each line is a whole message object as in a push body:
+{"transactionId": "order-9137-paid", "data": {...}}. Every line is checked
+before anything is sent.
+
+Messages go in requests of at most --batch. Each answer is printed: index
+(position in the input), transactionId, status (queued, duplicate, failed),
+messageId and offset. With -o json, each request's answer array is printed
+as the gateway sent it. Exit code 1 if any message answered failed.
+
+`
+
+// pushAnswer is one entry of a push reply (PROTOCOL.md).
+type pushAnswer struct {
+	Index         int    `json:"index"`
+	TransactionID string `json:"transactionId"`
+	Status        string `json:"status"`
+	MessageID     string `json:"messageId"`
+	Offset        *int64 `json:"offset"`
+	Error         string `json:"error"`
+}
+
+// maxTxnIDBytes is PROTOCOL.md's longest transactionId.
+const maxTxnIDBytes = 256
+
+func setupPush(fs *flag.FlagSet) runFunc {
+	txnID := fs.String("txn-id", "", "transactionId of the one message `argument`")
+	envelope := fs.Bool("envelope", false, `each stdin line is a whole message object {"transactionId"?, "data"}`)
+	batch := fs.Int("batch", 1000, "most messages per request (at most the gateway's QUEEN_MAX_BATCH)")
+	return func(ctx context.Context, s *session, args []string) error {
+		if len(args) == 0 {
+			return usagef("push: which queue? e.g. queenctl push payments p1 '{\"amount\":5}'")
+		}
+		queue, partition, msgArgs := args[0], "Default", []string(nil)
+		if len(args) > 1 {
+			partition, msgArgs = args[1], args[2:]
+		}
+		if err := checkName("queue", queue); err != nil {
+			return err
+		}
+		if err := checkName("partition", partition); err != nil {
+			return err
+		}
+		switch {
+		case *batch < 1:
+			return usagef("push: --batch %d: must be at least 1", *batch)
+		case *txnID != "" && len(msgArgs) != 1:
+			return usagef("push: --txn-id is the transactionId of one message argument; give exactly one MESSAGE")
+		case len(*txnID) > maxTxnIDBytes:
+			return usagef("push: --txn-id is %d bytes; a transactionId is 1-%d bytes", len(*txnID), maxTxnIDBytes)
+		case *envelope && len(msgArgs) > 0:
+			return usagef("push: --envelope is for lines on stdin; message arguments are data (use --txn-id for the transactionId)")
+		case s.g.natsURL == "":
+			return usagef("push needs NATS (the gateway takes pushes over NATS only): set --nats or QUEENCTL_NATS_URL, e.g. --nats nats://127.0.0.1:4222")
+		}
+		var msgs [][]byte
+		var err error
+		if len(msgArgs) > 0 {
+			msgs = argMessages(msgArgs, *txnID)
+		} else if msgs, err = stdinMessages(s.stdin, *envelope); err != nil {
+			return err
+		}
+		if len(msgs) == 0 {
+			return usagef("push: no messages: give MESSAGE arguments or JSON lines on stdin")
+		}
+		nc, err := s.nats(ctx)
+		if err != nil {
+			return err
+		}
+		batches, err := planBatches(msgs, *batch, nc.maxPayload())
+		if err != nil {
+			return err
+		}
+		return sendBatches(ctx, s, nc, s.g.prefix+".push."+queue+"."+partition, batches)
+	}
+}
+
+// message is the wire shape of one pushed message.
+type message struct {
+	TransactionID string          `json:"transactionId,omitempty"`
+	Data          json.RawMessage `json:"data"`
+}
+
+// argMessages turns arguments into messages: valid JSON is the data as
+// is, anything else is sent as a JSON string (so `push q p hello` works).
+func argMessages(args []string, txnID string) [][]byte {
+	var out [][]byte
+	for _, a := range args {
+		data := []byte(a)
+		if !json.Valid(data) {
+			data, _ = json.Marshal(a)
+		}
+		m, _ := json.Marshal(message{TransactionID: txnID, Data: data})
+		out = append(out, m)
+	}
+	return out
+}
+
+// stdinMessages reads JSON lines. All lines are checked before anything
+// is sent, so a typo on line 5000 does not leave 4999 messages pushed.
+func stdinMessages(r io.Reader, envelope bool) ([][]byte, error) {
+	br := bufio.NewReader(r)
+	var out [][]byte
+	for lineNo := 1; ; lineNo++ {
+		line, err := br.ReadBytes('\n')
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, usagef("push: reading stdin: %v", err)
+		}
+		if t := bytes.TrimSpace(line); len(t) > 0 {
+			m, msg := lineMessage(t, envelope)
+			if msg != "" {
+				return nil, usagef("push: stdin line %d: %s; nothing was sent", lineNo, msg)
+			}
+			out = append(out, m)
+		}
+		if err != nil {
+			return out, nil
+		}
+	}
+}
+
+func lineMessage(line []byte, envelope bool) ([]byte, string) {
+	if !json.Valid(line) {
+		return nil, "not valid JSON (each line is one JSON value)"
+	}
+	if !envelope {
+		m, _ := json.Marshal(message{Data: line})
+		return m, ""
+	}
+	var env map[string]json.RawMessage
+	if json.Unmarshal(line, &env) != nil {
+		return nil, `with --envelope each line is a message object {"transactionId"?, "data"}`
+	}
+	if raw, ok := env["transactionId"]; ok && string(raw) != "null" {
+		var id string
+		if json.Unmarshal(raw, &id) != nil || len(id) == 0 || len(id) > maxTxnIDBytes {
+			return nil, fmt.Sprintf("transactionId must be a string of 1-%d bytes", maxTxnIDBytes)
+		}
+	}
+	var buf bytes.Buffer
+	_ = json.Compact(&buf, line) // valid JSON: cannot fail
+	return buf.Bytes(), ""
+}
+
+// planBatches groups messages into request bodies of at most max
+// messages and maxBytes bytes (the NATS max payload).
+func planBatches(msgs [][]byte, max, maxBytes int) ([][][]byte, error) {
+	var (
+		out  [][][]byte
+		cur  [][]byte
+		size = 2 // [ and ]
+	)
+	for i, m := range msgs {
+		if len(m)+2 > maxBytes {
+			return nil, usagef("push: message %d is %d bytes, over the NATS max payload of %d bytes; nothing was sent", i, len(m), maxBytes)
+		}
+		if len(cur) == max || len(cur) > 0 && size+1+len(m) > maxBytes {
+			out, cur, size = append(out, cur), nil, 2
+		}
+		if len(cur) > 0 {
+			size++ // the comma
+		}
+		cur, size = append(cur, m), size+len(m)
+	}
+	if len(cur) > 0 {
+		out = append(out, cur)
+	}
+	return out, nil
+}
+
+// sendBatches pushes the batches in order and prints the answers. A batch
+// rejected as a whole stops the run: the batches before it are stored
+// (their answers are printed), nothing of it or after it is.
+func sendBatches(ctx context.Context, s *session, nc *natsClient, subject string, batches [][][]byte) error {
+	counts := map[string]int{}
+	total, start := 0, 0
+	tw := newTable(s.stdout)
+	if s.g.output == "table" {
+		fmt.Fprintln(tw, "INDEX\tTRANSACTION ID\tSTATUS\tMESSAGE ID\tOFFSET")
+	}
+	for _, b := range batches {
+		body := append(append([]byte("["), bytes.Join(b, []byte(","))...), ']')
+		raw, err := nc.request(ctx, subject, body)
+		if err != nil {
+			tw.Flush()
+			if start == 0 {
+				return fmt.Errorf("push: %w", err)
+			}
+			return fmt.Errorf("push: messages %d-%d: %w (the %d messages before them were answered above)", start, start+len(b)-1, err, start)
+		}
+		var answers []pushAnswer
+		if err := decodeAnswer(raw, &answers); err != nil {
+			return err
+		}
+		if s.g.output == "json" {
+			if err := printJSON(s.stdout, raw); err != nil {
+				return err
+			}
+		}
+		for _, a := range answers {
+			counts[a.Status]++
+			total++
+			if s.g.output != "table" {
+				continue
+			}
+			id, off := a.MessageID, "-"
+			if a.Offset != nil {
+				off = fmt.Sprint(*a.Offset)
+			}
+			if a.Status == "failed" {
+				id = "-\t-\t" + a.Error
+				off = ""
+			}
+			if off != "" {
+				id += "\t" + off
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", start+a.Index, a.TransactionID, a.Status, id)
+		}
+		start += len(b)
+		tw.Flush()
+	}
+	if s.g.output == "table" {
+		fmt.Fprintf(s.stdout, "%d queued, %d duplicate, %d failed\n", counts["queued"], counts["duplicate"], counts["failed"])
+	}
+	if counts["failed"] > 0 {
+		return &failedError{failed: counts["failed"], total: total}
+	}
+	return nil
+}

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+)
+
+func init() {
+	commands["status"] = &command{usage: statusUsage, setup: setupStatus}
+}
+
+const statusUsage = `Usage:
+  queenctl status
+
+Prints a gateway's health (ready, PostgreSQL, NATS, schema version), its
+dedup cache figures and message counts. Over --http it is that gateway;
+over --nats it is whichever gateway of the queue group answers.
+
+`
+
+func setupStatus(*flag.FlagSet) runFunc {
+	return func(ctx context.Context, s *session, args []string) error {
+		if len(args) > 0 {
+			return usagef("status: unexpected arguments %q", args)
+		}
+		c, err := s.admin(ctx)
+		if err != nil {
+			return err
+		}
+		raw, err := c.do(ctx, opStatus())
+		if err != nil {
+			return err
+		}
+		if s.g.output == "json" {
+			return printJSON(s.stdout, raw)
+		}
+		// Whatever figures the gateway reports, in its order: a newer
+		// gateway's additions show up without a queenctl release.
+		kv, err := flatten(raw)
+		if err != nil {
+			return err
+		}
+		tw := newTable(s.stdout)
+		for _, p := range kv {
+			fmt.Fprintf(tw, "%s:\t%s\n", p[0], p[1])
+		}
+		return tw.Flush()
+	}
+}

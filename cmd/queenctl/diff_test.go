@@ -1,0 +1,79 @@
+package main
+
+import (
+	"bytes"
+	"reflect"
+	"testing"
+)
+
+func ptr(v int64) *int64 { return &v }
+
+func TestDiffQueue(t *testing.T) {
+	t.Parallel()
+	spec := queueSpec{Name: "payments", Options: map[string]int64{"dedupWindowSeconds": 600}}
+	cases := []struct {
+		name    string
+		current *queueConfig
+		want    queueDiff
+	}{
+		{
+			name: "create lists every option, defaults marked",
+			want: queueDiff{Queue: "payments", Action: "create", Changes: []optionChange{
+				{Option: "dedupWindowSeconds", Wanted: ptr(600)},
+				{Option: "retentionSeconds", Wanted: ptr(0), Default: true},
+			}},
+		},
+		{
+			name:    "unchanged",
+			current: &queueConfig{Options: map[string]int64{"dedupWindowSeconds": 600, "retentionSeconds": 0}},
+			want:    queueDiff{Queue: "payments", Action: "unchanged"},
+		},
+		{
+			name:    "replace resets an omitted option",
+			current: &queueConfig{Options: map[string]int64{"dedupWindowSeconds": 3600, "retentionSeconds": 86400}},
+			want: queueDiff{Queue: "payments", Action: "update", Changes: []optionChange{
+				{Option: "dedupWindowSeconds", Current: ptr(3600), Wanted: ptr(600)},
+				{Option: "retentionSeconds", Current: ptr(86400), Wanted: ptr(0), Default: true},
+			}},
+		},
+		{
+			name:    "an option the gateway lacks, and one queenctl does not know",
+			current: &queueConfig{Options: map[string]int64{"dedupWindowSeconds": 600, "futureSeconds": 5}},
+			want: queueDiff{Queue: "payments", Action: "update", Changes: []optionChange{
+				{Option: "retentionSeconds", Wanted: ptr(0), Default: true},
+				{Option: "futureSeconds", Current: ptr(5), Default: true},
+			}},
+		},
+	}
+	for _, c := range cases {
+		if got := diffQueue(spec, c.current); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s:\ngot  %+v\nwant %+v", c.name, got, c.want)
+		}
+	}
+}
+
+func TestRenderDiff(t *testing.T) {
+	t.Parallel()
+	diffs := []queueDiff{
+		diffQueue(queueSpec{Name: "payments", Options: map[string]int64{"dedupWindowSeconds": 600, "retentionSeconds": 86400}}, nil),
+		diffQueue(queueSpec{Name: "audit", Options: map[string]int64{"dedupWindowSeconds": 0}},
+			&queueConfig{Options: map[string]int64{"dedupWindowSeconds": 3600, "retentionSeconds": 604800, "futureSeconds": 5}}),
+		diffQueue(queueSpec{Name: "billing", Options: map[string]int64{}},
+			&queueConfig{Options: map[string]int64{"dedupWindowSeconds": 3600, "retentionSeconds": 0}}),
+	}
+	var buf bytes.Buffer
+	renderDiff(&buf, diffs)
+	want := `payments: create
+  dedupWindowSeconds: 600 (10m)
+  retentionSeconds: 86400 (1d)
+audit: update
+  dedupWindowSeconds: 3600 (1h) → 0 (off)
+  retentionSeconds: 604800 (7d) → 0 (keep forever), the default: the manifest omits it
+  futureSeconds: 5 (5s) → its default (queenctl does not know this option)
+billing: unchanged
+dry run: 1 to create, 1 to update, 1 unchanged; nothing was changed
+`
+	if buf.String() != want {
+		t.Errorf("got:\n%s\nwant:\n%s", buf.String(), want)
+	}
+}

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// maxOptionSeconds is the largest option value the gateway accepts
+// (docs/admin-api.md: at most 2147483647).
+const maxOptionSeconds = 1<<31 - 1
+
+// parseSeconds reads a duration flag as whole seconds: a Go duration
+// (90s, 10m, 1h30m), optionally preceded by whole days (7d, 1d12h), or 0.
+// The options are integer seconds on the wire, so a fraction of a second
+// is an error rather than silently rounded.
+func parseSeconds(s string) (int64, error) {
+	var days int64
+	if i := strings.IndexByte(s, 'd'); i >= 0 {
+		n, err := strconv.ParseInt(s[:i], 10, 64)
+		if err == nil && n < 0 {
+			return 0, errors.New("must be 0 or more")
+		}
+		if err != nil || s[0] == '+' {
+			return 0, errors.New("days must be a whole number before the d, e.g. 7d or 1d12h")
+		}
+		if n > maxOptionSeconds/86400 {
+			return 0, fmt.Errorf("too long, at most %d seconds (about 68 years)", maxOptionSeconds)
+		}
+		days, s = n, s[i+1:]
+		if s == "" {
+			return days * 86400, nil
+		}
+	}
+	if _, err := strconv.ParseFloat(s, 64); err == nil && s != "0" {
+		return 0, fmt.Errorf("missing unit, e.g. %ss, 10m, 24h or 7d", s)
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, errors.New("not a duration; use e.g. 600s, 10m, 24h or 7d")
+	}
+	if d < 0 {
+		return 0, errors.New("must be 0 or more")
+	}
+	if d%time.Second != 0 {
+		return 0, errors.New("must be whole seconds (the gateway stores seconds)")
+	}
+	total := days*86400 + int64(d/time.Second)
+	if total > maxOptionSeconds {
+		return 0, fmt.Errorf("too long, at most %d seconds (about 68 years)", maxOptionSeconds)
+	}
+	return total, nil
+}
+
+// humanSeconds writes seconds the way an operator types them: 7d, 10m,
+// 1h30m, 90s.
+func humanSeconds(s int64) string {
+	switch {
+	case s == 0:
+		return "0s"
+	case s%86400 == 0:
+		return strconv.FormatInt(s/86400, 10) + "d"
+	}
+	out := (time.Duration(s) * time.Second).String()
+	// "1h0m0s" -> "1h", "10m0s" -> "10m", "1h30m0s" -> "1h30m".
+	if strings.HasSuffix(out, "m0s") {
+		out = strings.TrimSuffix(out, "0s")
+	}
+	if strings.HasSuffix(out, "h0m") {
+		out = strings.TrimSuffix(out, "0m")
+	}
+	return out
+}
+
+// option is one queue option of docs/admin-api.md. queenctl knows the
+// defaults so that a dry run can show what "replace" resets.
+type option struct {
+	name string
+	def  int64
+	zero string // what 0 means, for people
+	head string // table column heading
+}
+
+var knownOptions = []option{
+	{name: "dedupWindowSeconds", def: 3600, zero: "off", head: "DEDUP WINDOW"},
+	{name: "retentionSeconds", def: 0, zero: "keep forever", head: "RETENTION"},
+}
+
+func findOption(name string) (option, bool) {
+	for _, o := range knownOptions {
+		if o.name == name {
+			return o, true
+		}
+	}
+	return option{}, false
+}
+
+// formatOption writes an option value with its meaning: "600 (10m)",
+// "0 (off)".
+func formatOption(name string, v int64) string {
+	o, _ := findOption(name)
+	if v == 0 && o.zero != "" {
+		return "0 (" + o.zero + ")"
+	}
+	return fmt.Sprintf("%d (%s)", v, humanSeconds(v))
+}

@@ -1,0 +1,199 @@
+// Command queenctl is the operator CLI of queengate: it applies queue
+// manifests, configures and inspects queues, pushes messages and reads a
+// gateway's status. It speaks only the wire contract (PROTOCOL.md and
+// docs/admin-api.md), over the admin HTTP address or NATS, so it imports
+// nothing of this module.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// Exit codes scripts can rely on; `queenctl --help` and the README list them.
+const (
+	exitOK          = 0 // success
+	exitGateway     = 1 // the gateway answered an error, or a pushed message failed
+	exitUsage       = 2 // bad flags or arguments, invalid manifest: nothing was sent
+	exitUnreachable = 3 // no gateway answered: connection refused, timeout, no responders
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run is the whole program, environment from the process.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return runEnv(ctx, args, os.LookupEnv, stdin, stdout, stderr)
+}
+
+// runEnv is run with the environment passed in, so tests do not depend on
+// (or change) the process's QUEEN_* variables.
+func runEnv(ctx context.Context, args []string, env func(string) (string, bool), stdin io.Reader, stdout, stderr io.Writer) int {
+	err := dispatch(ctx, args, env, stdin, stdout, stderr)
+	if err == nil || errors.Is(err, errHelpShown) {
+		return exitOK
+	}
+	fmt.Fprintln(stderr, "queenctl:", err)
+	return exitCode(err)
+}
+
+// errHelpShown ends a run that printed the help it was asked for.
+var errHelpShown = errors.New("help shown")
+
+// usageError is a mistake in the command line or the manifest; nothing was
+// sent to the gateway.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// unreachableError means no gateway answered at all.
+type unreachableError struct{ msg string }
+
+func (e *unreachableError) Error() string { return e.msg }
+
+// gatewayError is an error the gateway answered (PROTOCOL.md's error body).
+type gatewayError struct {
+	Code    int
+	Message string
+	hint    string // what the operator should do, when we know
+}
+
+func (e *gatewayError) Error() string {
+	s := fmt.Sprintf("gateway answered %d: %s", e.Code, e.Message)
+	if e.hint != "" {
+		s = e.hint + " (" + s + ")"
+	}
+	return s
+}
+
+// failedError says that some pushed messages answered "failed".
+type failedError struct{ failed, total int }
+
+func (e *failedError) Error() string {
+	return fmt.Sprintf("%d of %d messages failed (not stored; see the error column); retrying them with the same transactionId is safe", e.failed, e.total)
+}
+
+func exitCode(err error) int {
+	var (
+		ue *usageError
+		ur *unreachableError
+	)
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &ue):
+		return exitUsage
+	case errors.As(err, &ur):
+		return exitUnreachable
+	default:
+		return exitGateway
+	}
+}
+
+const mainUsage = `queenctl is the operator CLI of queengate.
+
+Usage:
+  queenctl [global flags] <command> [arguments] [flags]
+
+Commands:
+  apply -f FILE [--dry-run]     configure every queue a manifest names (mode replace)
+  configure QUEUE [flags]       change one queue's options (mode merge; --replace)
+  get queues                    list queues and their options
+  get queue QUEUE               one queue, with its partitions' figures
+  push QUEUE [PARTITION] [MESSAGE ...]
+                                push messages (arguments, or JSON lines on stdin); needs --nats
+  status                        the gateway's health and cache figures
+  help [COMMAND]                this help, or a command's
+
+Run 'queenctl COMMAND --help' for a command's arguments and flags. Global
+flags go before or after the command.
+
+Connection: admin commands use --http when given, else --nats; push uses
+--nats only. With neither, --http http://127.0.0.1:6632 is used.
+
+Exit codes:
+  0  success
+  1  the gateway answered an error (its message is printed), or a pushed
+     message answered "failed"
+  2  usage error: bad flags or arguments, invalid manifest (nothing was sent)
+  3  could not reach the gateway: connection refused, timeout, no responders
+
+`
+
+// dispatch parses the global flags and runs one command.
+func dispatch(ctx context.Context, args []string, env func(string) (string, bool), stdin io.Reader, stdout, stderr io.Writer) error {
+	g := newGlobals(env)
+	top := newFlagSet("queenctl")
+	g.register(top)
+	if err := top.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			printHelp(stdout, mainUsage, top, nil)
+			return errHelpShown
+		}
+		return usagef("%v (see queenctl --help)", err)
+	}
+	rest := top.Args()
+	if len(rest) == 0 {
+		fmt.Fprint(stderr, mainUsage)
+		return usagef("no command given")
+	}
+	name, rest := rest[0], rest[1:]
+	if name == "help" {
+		if len(rest) == 0 {
+			printHelp(stdout, mainUsage, top, nil)
+			return errHelpShown
+		}
+		name, rest = rest[0], []string{"--help"}
+	}
+	c, ok := commands[name]
+	if !ok {
+		return usagef("unknown command %q (see queenctl --help)", name)
+	}
+	fs := newFlagSet("queenctl " + name)
+	runCmd := c.setup(fs)
+	var own []string
+	fs.VisitAll(func(f *flag.Flag) { own = append(own, f.Name) })
+	g.register(fs)
+	pos, err := parseInterspersed(fs, rest)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			printHelp(stdout, c.usage, fs, own)
+			return errHelpShown
+		}
+		return usagef("%s: %v (see queenctl %s --help)", name, err, name)
+	}
+	if err := g.validate(); err != nil {
+		return err
+	}
+	s := &session{g: g, stdin: stdin, stdout: stdout, stderr: stderr}
+	defer s.close()
+	return runCmd(ctx, s, pos)
+}
+
+// command is one subcommand. setup registers its flags on a fresh flag
+// set and returns its body, which reads them: no flag state is shared
+// between runs (tests run many at once).
+type command struct {
+	usage string
+	setup func(fs *flag.FlagSet) runFunc
+}
+
+// runFunc runs a command with its positional arguments.
+type runFunc func(ctx context.Context, s *session, args []string) error
+
+// commands is filled by the cmd_*.go files' init functions.
+var commands = map[string]*command{}

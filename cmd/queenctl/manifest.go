@@ -1,0 +1,272 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// A manifest lists queues with their options, spelled exactly as on the
+// wire (PROTOCOL.md, docs/admin-api.md), so that what an operator reads in
+// the manifest is what the gateway receives:
+//
+//	queues:
+//	  - name: payments
+//	    dedupWindowSeconds: 600
+//	    retentionSeconds: 86400
+//
+// Several YAML documents (separated by ---) may each list queues.
+
+// manifestDoc is one YAML document. Values are kept as nodes so that each
+// error can name its line; the decoder's KnownFields still rejects unknown
+// keys, because the struct lists the known ones.
+type manifestDoc struct {
+	Queues []manifestQueue `yaml:"queues"`
+}
+
+// manifestQueue is one queue of a manifest. A field per option of
+// knownOptions; options() pairs them.
+type manifestQueue struct {
+	Name               yaml.Node `yaml:"name"` // Kind 0: absent
+	DedupWindowSeconds yaml.Node `yaml:"dedupWindowSeconds"`
+	RetentionSeconds   yaml.Node `yaml:"retentionSeconds"`
+}
+
+func (q *manifestQueue) options() map[string]*yaml.Node {
+	return map[string]*yaml.Node{
+		"dedupWindowSeconds": &q.DedupWindowSeconds,
+		"retentionSeconds":   &q.RetentionSeconds,
+	}
+}
+
+// queueSpec is a validated queue of a manifest.
+type queueSpec struct {
+	Name string
+	// Options holds only the options the manifest gives; "replace" resets
+	// the others to their defaults.
+	Options map[string]int64
+	Line    int
+}
+
+// manifestError lists everything wrong with a manifest, by line.
+type manifestError struct {
+	source string
+	errs   []lineError
+}
+
+type lineError struct {
+	line int // 0: unknown
+	msg  string
+}
+
+func (e *manifestError) add(line int, format string, args ...any) {
+	e.errs = append(e.errs, lineError{line, fmt.Sprintf(format, args...)})
+}
+
+func (e *manifestError) Error() string {
+	sort.SliceStable(e.errs, func(i, j int) bool { return e.errs[i].line < e.errs[j].line })
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s is not a valid manifest; nothing was sent. Fix:", e.source)
+	for _, le := range e.errs {
+		b.WriteString("\n  ")
+		if le.line > 0 {
+			fmt.Fprintf(&b, "line %d: ", le.line)
+		}
+		b.WriteString(le.msg)
+	}
+	return b.String()
+}
+
+// readManifest reads a manifest from a file, or from stdin for "-".
+func readManifest(path string, stdin io.Reader) (source string, data []byte, err error) {
+	if path == "-" {
+		data, err = io.ReadAll(stdin)
+		if err != nil {
+			return "", nil, usagef("reading the manifest from stdin: %v", err)
+		}
+		return "stdin", data, nil
+	}
+	data, err = os.ReadFile(path)
+	if err != nil {
+		return "", nil, usagef("reading the manifest: %v", err)
+	}
+	return path, data, nil
+}
+
+// parseManifest decodes and validates a whole manifest. It returns every
+// problem at once (as a *usageError), so an operator fixes them in one go.
+func parseManifest(source string, data []byte) ([]queueSpec, error) {
+	me := &manifestError{source: source}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	// A second pass over the same text, as plain nodes, gives each queue's
+	// line even when it has no name.
+	nodes := yaml.NewDecoder(bytes.NewReader(data))
+	var specs []queueSpec
+	firstLine := map[string]int{}
+	for {
+		var doc manifestDoc
+		err := dec.Decode(&doc)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		var te *yaml.TypeError
+		if errors.As(err, &te) {
+			for _, s := range te.Errors {
+				line, msg := explainTypeError(s)
+				me.add(line, "%s", msg)
+			}
+		} else if err != nil {
+			// A syntax error: the decoder cannot go on.
+			line, msg := explainTypeError(strings.TrimPrefix(err.Error(), "yaml: "))
+			me.add(line, "%s", msg)
+			break
+		}
+		var root yaml.Node
+		_ = nodes.Decode(&root)
+		itemLines := queueLines(&root)
+		for i := range doc.Queues {
+			line := 0
+			if i < len(itemLines) {
+				line = itemLines[i]
+			}
+			if spec, ok := validateQueue(me, &doc.Queues[i], line); ok {
+				if first, dup := firstLine[spec.Name]; dup {
+					me.add(spec.Line, "queue %q is named twice (first at line %d); list each queue once", spec.Name, first)
+					continue
+				}
+				firstLine[spec.Name] = spec.Line
+				specs = append(specs, spec)
+			}
+		}
+	}
+	if len(me.errs) == 0 && len(specs) == 0 {
+		me.add(0, "it names no queues; write e.g.\n    queues:\n      - name: payments\n        dedupWindowSeconds: 600")
+	}
+	if len(me.errs) > 0 {
+		return nil, &usageError{msg: me.Error()}
+	}
+	return specs, nil
+}
+
+// queueLines finds the line of each item of the document's queues list.
+func queueLines(root *yaml.Node) []int {
+	if root.Kind != yaml.DocumentNode || len(root.Content) == 0 || root.Content[0].Kind != yaml.MappingNode {
+		return nil
+	}
+	m := root.Content[0]
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == "queues" && m.Content[i+1].Kind == yaml.SequenceNode {
+			var lines []int
+			for _, item := range m.Content[i+1].Content {
+				lines = append(lines, item.Line)
+			}
+			return lines
+		}
+	}
+	return nil
+}
+
+// validateQueue checks one queue; ok is false when it has errors (added to
+// me).
+func validateQueue(me *manifestError, q *manifestQueue, line int) (spec queueSpec, ok bool) {
+	n := len(me.errs)
+	spec = queueSpec{Line: line, Options: map[string]int64{}}
+	switch {
+	case q.Name.Kind == 0 || q.Name.Tag == "!!null":
+		me.add(line, "a queue has no name; add name: <queue>")
+		return spec, false
+	case q.Name.Kind != yaml.ScalarNode:
+		me.add(q.Name.Line, "name must be a plain string")
+		return spec, false
+	}
+	spec.Name, spec.Line = q.Name.Value, q.Name.Line
+	if !validName(spec.Name) {
+		me.add(q.Name.Line, "bad queue name %q: use 1-128 bytes of [A-Za-z0-9_-]", spec.Name)
+	}
+	for _, o := range knownOptions {
+		node := q.options()[o.name]
+		if node.Kind == 0 {
+			continue // absent
+		}
+		if v, msg := optionValue(node); msg != "" {
+			me.add(node.Line, "queue %q: %s %s", spec.Name, o.name, msg)
+		} else {
+			spec.Options[o.name] = v
+		}
+	}
+	return spec, len(me.errs) == n
+}
+
+// optionValue reads an option as whole seconds; msg says what is wrong.
+// The tag is checked because the YAML decoder would truncate 1.5 to 1.
+func optionValue(n *yaml.Node) (v int64, msg string) {
+	if n.Kind != yaml.ScalarNode {
+		return 0, "must be a whole number of seconds, not a list or mapping"
+	}
+	switch n.Tag {
+	case "!!int":
+	case "!!null":
+		return 0, "has no value; give whole seconds, or remove the key for the default"
+	case "!!float":
+		if strings.Trim(n.Value, "0123456789") == "" {
+			// An integer too large for int64 resolves as a float.
+			return 0, fmt.Sprintf("is %s: at most %d", n.Value, maxOptionSeconds)
+		}
+		return 0, fmt.Sprintf("is %s: must be a whole number of seconds", n.Value)
+	case "!!str":
+		return 0, fmt.Sprintf("is %q: the manifest takes whole seconds as on the wire, e.g. 600 for 10 minutes", n.Value)
+	default:
+		return 0, fmt.Sprintf("is %s: must be a whole number of seconds", n.Value)
+	}
+	if err := n.Decode(&v); err != nil {
+		return 0, fmt.Sprintf("is %s: too large, at most %d", n.Value, maxOptionSeconds)
+	}
+	switch {
+	case v < 0:
+		return 0, fmt.Sprintf("is %d: must be 0 or more", v)
+	case v > maxOptionSeconds:
+		return 0, fmt.Sprintf("is %d: at most %d", v, maxOptionSeconds)
+	}
+	return v, ""
+}
+
+var (
+	reLine       = regexp.MustCompile(`^line (\d+): (.*)$`)
+	reUnknownKey = regexp.MustCompile(`^field (.+) not found in type main\.(manifestDoc|manifestQueue)$`)
+)
+
+// explainTypeError turns one of the YAML decoder's messages ("line 4:
+// field dedupWindow not found in type main.manifestQueue") into the line
+// and what to fix.
+func explainTypeError(s string) (line int, msg string) {
+	msg = s
+	if m := reLine.FindStringSubmatch(s); m != nil {
+		line, _ = strconv.Atoi(m[1])
+		msg = m[2]
+	}
+	if m := reUnknownKey.FindStringSubmatch(msg); m != nil {
+		if m[2] == "manifestDoc" {
+			return line, fmt.Sprintf("unknown key %q; a manifest has one key, queues (a list)", m[1])
+		}
+		var keys []string
+		for _, o := range knownOptions {
+			keys = append(keys, o.name)
+		}
+		return line, fmt.Sprintf("unknown key %q in a queue; a queue takes name, %s", m[1], strings.Join(keys, ", "))
+	}
+	msg = strings.NewReplacer(
+		"[]main.manifestQueue", "a list of queues (queues: then - name: …)",
+		"main.manifestQueue", "a queue (a mapping: name: …)",
+		"main.manifestDoc", "a manifest (a mapping with queues: …)",
+	).Replace(msg)
+	return line, msg
+}

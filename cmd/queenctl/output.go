@@ -1,0 +1,174 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+)
+
+// queueConfig is a queue's configuration as the gateway answers it
+// (docs/admin-api.md); Partitions only in GET /queues/<queue>.
+type queueConfig struct {
+	Queue      string           `json:"queue"`
+	Options    map[string]int64 `json:"options"`
+	Created    *bool            `json:"created,omitempty"`
+	CreatedAt  string           `json:"createdAt"`
+	UpdatedAt  string           `json:"updatedAt"`
+	Partitions []partitionInfo  `json:"partitions"`
+}
+
+// partitionInfo is one partition's figures in GET /queues/<queue>.
+type partitionInfo struct {
+	Partition  string     `json:"partition"`
+	ID         string     `json:"id"`
+	LastOffset int64      `json:"lastOffset"`
+	TxnsStart  int64      `json:"txnsStart"`
+	Messages   int64      `json:"messages"`
+	Duplicates int64      `json:"duplicates"`
+	Cache      *cacheInfo `json:"cache"`
+}
+
+type cacheInfo struct {
+	State          string `json:"state"`
+	ResidentHashes int64  `json:"residentHashes"`
+	Bytes          int64  `json:"bytes"`
+}
+
+// decodeAnswer decodes a gateway's answer; a malformed one is reported as
+// the gateway's error (exit 1), with the start of what it said.
+func decodeAnswer(raw []byte, v any) error {
+	if err := json.Unmarshal(raw, v); err != nil {
+		s := string(raw)
+		if len(s) > 200 {
+			s = s[:200] + "…"
+		}
+		return fmt.Errorf("unexpected answer from the gateway (%v): %s", err, s)
+	}
+	return nil
+}
+
+// printJSON writes a gateway's JSON answer indented, for people and jq.
+func printJSON(w io.Writer, raw []byte) error {
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, raw, "", "  "); err != nil {
+		return fmt.Errorf("unexpected answer from the gateway (%v): %.200s", err, raw)
+	}
+	buf.WriteByte('\n')
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+// joinJSON makes one JSON array of several answers.
+func joinJSON(raws [][]byte) []byte {
+	return append(append([]byte("["), bytes.Join(raws, []byte(","))...), ']')
+}
+
+func newTable(w io.Writer) *tabwriter.Writer {
+	return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+}
+
+// printConfig writes one queue's configuration as aligned "key: value"
+// lines.
+func printConfig(w io.Writer, c *queueConfig) {
+	tw := newTable(w)
+	name := c.Queue
+	if c.Created != nil && *c.Created {
+		name += " (created)"
+	}
+	fmt.Fprintf(tw, "queue:\t%s\n", name)
+	for _, o := range knownOptions {
+		if v, ok := c.Options[o.name]; ok {
+			fmt.Fprintf(tw, "%s:\t%s\n", o.name, formatOption(o.name, v))
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(c.Options)) {
+		if _, known := findOption(k); !known {
+			fmt.Fprintf(tw, "%s:\t%d\n", k, c.Options[k])
+		}
+	}
+	fmt.Fprintf(tw, "createdAt:\t%s\n", c.CreatedAt)
+	fmt.Fprintf(tw, "updatedAt:\t%s\n", c.UpdatedAt)
+	tw.Flush()
+}
+
+// optionCell is an option's value in a table, "-" when the answer lacks it.
+func optionCell(c *queueConfig, name string) string {
+	v, ok := c.Options[name]
+	if !ok {
+		return "-"
+	}
+	return formatOption(name, v)
+}
+
+func optionHeads() string {
+	var h []string
+	for _, o := range knownOptions {
+		h = append(h, o.head)
+	}
+	return strings.Join(h, "\t")
+}
+
+func optionCells(c *queueConfig) string {
+	var cells []string
+	for _, o := range knownOptions {
+		cells = append(cells, optionCell(c, o.name))
+	}
+	return strings.Join(cells, "\t")
+}
+
+// flatten lists a JSON object's leaves as dotted keys, in the order the
+// gateway wrote them, so status prints whatever figures the gateway has.
+func flatten(raw []byte) ([][2]string, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var out [][2]string
+	var walk func(prefix string) error
+	walk = func(prefix string) error {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		switch t := tok.(type) {
+		case json.Delim:
+			switch t {
+			case '{':
+				for dec.More() {
+					k, err := dec.Token()
+					if err != nil {
+						return err
+					}
+					key := k.(string)
+					if prefix != "" {
+						key = prefix + "." + key
+					}
+					if err := walk(key); err != nil {
+						return err
+					}
+				}
+			case '[':
+				for i := 0; dec.More(); i++ {
+					if err := walk(prefix + "." + strconv.Itoa(i)); err != nil {
+						return err
+					}
+				}
+			}
+			_, err := dec.Token() // the closing delimiter
+			return err
+		case nil:
+			out = append(out, [2]string{prefix, "null"})
+		default:
+			out = append(out, [2]string{prefix, fmt.Sprint(t)})
+		}
+		return nil
+	}
+	if err := walk(""); err != nil {
+		return nil, fmt.Errorf("unexpected answer from the gateway (%v): %.200s", err, raw)
+	}
+	return out, nil
+}
