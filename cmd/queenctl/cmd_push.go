@@ -207,14 +207,10 @@ func sendBatches(ctx context.Context, s *session, nc *natsClient, subject string
 	counts := map[string]int{}
 	total, start := 0, 0
 	tw := newTable(s.stdout)
-	if s.g.output == "table" {
-		fmt.Fprintln(tw, "INDEX\tTRANSACTION ID\tSTATUS\tMESSAGE ID\tOFFSET")
-	}
 	for _, b := range batches {
 		body := append(append([]byte("["), bytes.Join(b, []byte(","))...), ']')
 		raw, err := nc.request(ctx, subject, body)
 		if err != nil {
-			tw.Flush()
 			if start == 0 {
 				return fmt.Errorf("push: %w", err)
 			}
@@ -228,6 +224,9 @@ func sendBatches(ctx context.Context, s *session, nc *natsClient, subject string
 			if err := printJSON(s.stdout, raw); err != nil {
 				return err
 			}
+		}
+		if s.g.output == "table" && start == 0 {
+			fmt.Fprintln(tw, "INDEX\tTRANSACTION ID\tSTATUS\tMESSAGE ID\tOFFSET")
 		}
 		for _, a := range answers {
 			counts[a.Status]++

@@ -24,13 +24,16 @@ type queueConfig struct {
 }
 
 // partitionInfo is one partition's figures in GET /queues/<queue>.
+// Messages counts the answers (queued + duplicates + failed) of the
+// answering gateway since it started.
 type partitionInfo struct {
 	Partition  string     `json:"partition"`
-	ID         string     `json:"id"`
 	LastOffset int64      `json:"lastOffset"`
 	TxnsStart  int64      `json:"txnsStart"`
 	Messages   int64      `json:"messages"`
+	Queued     int64      `json:"queued"`
 	Duplicates int64      `json:"duplicates"`
+	Failed     int64      `json:"failed"`
 	Cache      *cacheInfo `json:"cache"`
 }
 
