@@ -341,3 +341,50 @@ func (c *Cache) Stats() Stats {
 	st.Hydrations, st.HydratedBytes = c.hydrations.Load(), c.hydratedBytes.Load()
 	return st
 }
+
+// PartitionState is one partition's entry as an operator sees it.
+type PartitionState struct {
+	// State is "vouching", "gap" (another writer interleaved; rebuilt on
+	// next use), "rebuild" (overlap or window change), "suppressed" (the
+	// admission gate refused its rebuild for now) or "absent".
+	State          string
+	ResidentHashes int
+	Bytes          int64
+	HydratedFrom   int64
+	VerifiedUpto   int64
+}
+
+// Partition reports pid's entry. It waits for the slot's lock, so it is
+// for operators, not for the push path.
+func (c *Cache) Partition(pid int64) PartitionState {
+	c.mu.RLock()
+	s := c.slots[pid]
+	c.mu.RUnlock()
+	st := PartitionState{State: "absent", HydratedFrom: -1, VerifiedUpto: -1}
+	if s != nil {
+		s.mu.Lock()
+		if e := s.entry; e != nil {
+			st.ResidentHashes, st.Bytes = e.Len(), e.Bytes()
+			st.HydratedFrom, st.VerifiedUpto = e.Watermarks()
+			switch {
+			case e.NeedsRebuild():
+				st.State = "rebuild"
+			case e.Gap():
+				st.State = "gap"
+			default:
+				st.State = "vouching"
+			}
+		}
+		s.mu.Unlock()
+	}
+	c.acct.Lock()
+	until, cooling := c.cooldown[pid]
+	c.acct.Unlock()
+	if cooling && c.cfg.Now().Before(until) && st.State != "vouching" {
+		st.State = "suppressed"
+	}
+	return st
+}
+
+// Budget is the configured byte budget.
+func (c *Cache) Budget() int64 { return c.cfg.BudgetBytes }

@@ -53,6 +53,12 @@ func TestNewPartitionHydratesThenVouches(t *testing.T) {
 	if st := c.Stats(); st.Entries != 1 || st.ResidentHashes != 13 || st.ResidentBytes <= 13*16 {
 		t.Errorf("stats %+v", st)
 	}
+	if ps := c.Partition(1); ps.State != "vouching" || ps.ResidentHashes != 13 || ps.VerifiedUpto != 12 || ps.HydratedFrom != -1 {
+		t.Errorf("partition state %+v, want vouching with 13 hashes over (-1, 12]", ps)
+	}
+	if ps := c.Partition(2); ps.State != "absent" {
+		t.Errorf("never seen partition: %+v", ps)
+	}
 }
 
 func TestWindowChangeForcesStickyRebuild(t *testing.T) {
@@ -60,6 +66,9 @@ func TestWindowChangeForcesStickyRebuild(t *testing.T) {
 	c.Install(1, hydration(clock, 1, 10))
 	if d := c.Decide(1, 2*minute, nil); d.Verified != -1 || !d.Hydrate {
 		t.Fatalf("window changed: %+v, want -1 and a rehydration", d)
+	}
+	if ps := c.Partition(1); ps.State != "rebuild" {
+		t.Errorf("state %q, want rebuild", ps.State)
 	}
 	// Sticky: until a hydration is installed, still -1, with the old window too.
 	if d := c.Decide(1, minute, nil); d.Verified != -1 || !d.Hydrate {
@@ -80,6 +89,9 @@ func TestInterleaveGapIsACheapAdmission(t *testing.T) {
 	c, clock, _ := newTestCache(1) // a budget nothing fits in
 	c.Install(1, hydration(clock, 1, 10))
 	c.Learn(1, 12, 12, hashes(1<<41, 1)) // another broker wrote 10..11
+	if ps := c.Partition(1); ps.State != "gap" {
+		t.Errorf("state %q, want gap", ps.State)
+	}
 	d := c.Decide(1, minute, nil)
 	if d.Verified != -1 || !d.Hydrate || d.Suppressed {
 		t.Errorf("a gap: %+v, want -1 and an ungated rehydration", d)
@@ -112,6 +124,9 @@ func TestAdmissionGateCooldownAndGuard(t *testing.T) {
 	}
 	if st := c.Stats(); st.Suppressed != 1 {
 		t.Errorf("suppressed gauge %d", st.Suppressed)
+	}
+	if ps := c.Partition(3); ps.State != "suppressed" {
+		t.Errorf("state %q, want suppressed", ps.State)
 	}
 	// During the cooldown it is not re-tested, even once room appears.
 	clock.Add(10 * time.Second)

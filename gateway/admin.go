@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -123,4 +125,51 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// Mount serves the operator API (docs/admin-api.md) on the admin HTTP
+// address.
+func (a *Admin) Mount(o *Ops) {
+	a.mux.HandleFunc("POST /configure", a.opsHandler(o, func(r *http.Request, body []byte) (any, *wireError) {
+		return o.Configure(r.Context(), body)
+	}))
+	a.mux.HandleFunc("GET /queues", a.opsHandler(o, func(r *http.Request, _ []byte) (any, *wireError) {
+		return o.ListQueues(r.Context())
+	}))
+	a.mux.HandleFunc("GET /queues/{queue}", a.opsHandler(o, func(r *http.Request, _ []byte) (any, *wireError) {
+		return o.GetQueue(r.Context(), r.PathValue("queue"))
+	}))
+	a.mux.HandleFunc("GET /status", a.opsHandler(o, func(r *http.Request, _ []byte) (any, *wireError) {
+		return o.Status(r.Context())
+	}))
+}
+
+func (a *Admin) opsHandler(o *Ops, op func(*http.Request, []byte) (any, *wireError)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if werr := o.authorize(r.Header.Get("Authorization")); werr != nil {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="queengate"`)
+			writeError(w, werr)
+			return
+		}
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxOpsBody))
+		if err != nil {
+			writeError(w, &wireError{Code: CodeTooLarge, Message: fmt.Sprintf("body over %d bytes", maxOpsBody)})
+			return
+		}
+		v, werr := op(r, body)
+		if werr != nil {
+			if werr.Code >= 500 {
+				a.log.Warn().Str("path", r.URL.Path).Str("error", werr.Message).Msg("operator request failed")
+			}
+			writeError(w, werr)
+			return
+		}
+		writeJSON(w, http.StatusOK, v)
+	}
+}
+
+func writeError(w http.ResponseWriter, werr *wireError) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(werr.Code)
+	_, _ = w.Write(append(werr.body(), '\n'))
 }

@@ -2,9 +2,11 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -37,6 +39,9 @@ type Config struct {
 	// DrainTimeout bounds how long Stop waits for requests NATS already
 	// delivered to be taken in; default 10 s.
 	DrainTimeout time.Duration
+	// Ops, when set, is served on the operator subjects (configure,
+	// queues, status; docs/admin-api.md).
+	Ops *Ops
 }
 
 func (c Config) withDefaults() Config {
@@ -138,6 +143,12 @@ func (g *Gateway) Start(context.Context) error {
 	if err != nil {
 		_ = svc.Stop()
 		return fmt.Errorf("gateway: add push endpoint: %w", err)
+	}
+	if g.cfg.Ops != nil {
+		if err := g.addOpsEndpoints(svc); err != nil {
+			_ = svc.Stop()
+			return err
+		}
 	}
 	g.svc = svc
 	// The subscriptions are live once the server has processed them: a
@@ -302,3 +313,72 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 }
 
 func (m *metrics) rejected(code int) { m.rejects.WithLabelValues(strconv.Itoa(code)).Inc() }
+
+// addOpsEndpoints serves the operator API over NATS request-reply.
+func (g *Gateway) addOpsEndpoints(svc micro.Service) error {
+	o := g.cfg.Ops
+	p := g.cfg.Prefix
+	endpoints := []struct {
+		name, subject string
+		op            func(ctx context.Context, req micro.Request) (any, *wireError)
+	}{
+		{"configure", p + ".configure", func(ctx context.Context, req micro.Request) (any, *wireError) {
+			return o.Configure(ctx, req.Data())
+		}},
+		{"queues-list", p + ".queues.list", func(ctx context.Context, _ micro.Request) (any, *wireError) {
+			return o.ListQueues(ctx)
+		}},
+		{"queues-get", p + ".queues.get.*", func(ctx context.Context, req micro.Request) (any, *wireError) {
+			subject := req.Subject()
+			return o.GetQueue(ctx, subject[strings.LastIndexByte(subject, '.')+1:])
+		}},
+		{"status", p + ".status", func(ctx context.Context, _ micro.Request) (any, *wireError) {
+			return o.Status(ctx)
+		}},
+	}
+	for _, e := range endpoints {
+		handler := func(req micro.Request) {
+			// Off the subscription's goroutine: these read PostgreSQL.
+			go g.serveOp(req, e.op)
+		}
+		if err := svc.AddEndpoint(e.name, micro.HandlerFunc(handler), micro.WithEndpointSubject(e.subject),
+			micro.WithEndpointMetadata(map[string]string{"format": "application/json"})); err != nil {
+			return fmt.Errorf("gateway: add %s endpoint: %w", e.name, err)
+		}
+	}
+	return nil
+}
+
+func (g *Gateway) serveOp(req micro.Request, op func(context.Context, micro.Request) (any, *wireError)) {
+	if req.Reply() == "" {
+		return // nobody to answer: operator subjects are request-reply
+	}
+	werr := g.cfg.Ops.authorize(req.Headers().Get("Authorization"))
+	var v any
+	if werr == nil {
+		if len(req.Data()) > maxOpsBody {
+			werr = &wireError{Code: CodeTooLarge, Message: fmt.Sprintf("body over %d bytes", maxOpsBody)}
+		} else {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			v, werr = op(ctx, req)
+			cancel()
+		}
+	}
+	if werr != nil {
+		if werr.Code >= 500 {
+			g.log.Warn().Str("subject", req.Subject()).Str("error", werr.Message).Msg("operator request failed")
+		}
+		if err := req.Error(strconv.Itoa(werr.Code), werr.Message, werr.body()); err != nil {
+			g.log.Warn().Err(err).Msg("send operator error reply")
+		}
+		return
+	}
+	body, err := json.Marshal(v)
+	if err != nil {
+		g.log.Error().Err(err).Msg("encode operator answer")
+		return
+	}
+	if err := req.Respond(body); err != nil {
+		g.log.Warn().Err(err).Msg("send operator answer")
+	}
+}

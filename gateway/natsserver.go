@@ -18,6 +18,15 @@ type EmbeddedNATS struct {
 	MaxPayload int32
 	// Debug logs the server's own messages to stderr.
 	Debug bool
+
+	// Client authentication the server requires; at most one kind. Empty:
+	// none (the default listens on loopback).
+	User, Password string
+	Token          string
+	NKey           string // a user's public nkey (U...)
+	// TLS: the server's certificate and key; with ClientCA, clients must
+	// present a certificate it signed.
+	TLSCert, TLSKey, TLSClientCA string
 }
 
 // StartEmbeddedNATS starts an in-process nats-server (JetStream off) and
@@ -39,6 +48,23 @@ func StartEmbeddedNATS(cfg EmbeddedNATS) (*server.Server, error) {
 	}
 	if opts.MaxPayload == 0 {
 		opts.MaxPayload = 1 << 20
+	}
+	switch {
+	case cfg.User != "":
+		opts.Username, opts.Password = cfg.User, cfg.Password
+	case cfg.Token != "":
+		opts.Authorization = cfg.Token
+	case cfg.NKey != "":
+		opts.Nkeys = []*server.NkeyUser{{Nkey: cfg.NKey}}
+	}
+	if cfg.TLSCert != "" || cfg.TLSKey != "" {
+		tc, err := server.GenTLSConfig(&server.TLSConfigOpts{CertFile: cfg.TLSCert, KeyFile: cfg.TLSKey,
+			CaFile: cfg.TLSClientCA, Verify: cfg.TLSClientCA != ""})
+		if err != nil {
+			return nil, fmt.Errorf("gateway: embedded nats-server TLS: %w", err)
+		}
+		opts.TLSConfig, opts.TLS, opts.TLSVerify = tc, true, cfg.TLSClientCA != ""
+		opts.TLSTimeout = 2
 	}
 	ns, err := server.NewServer(opts)
 	if err != nil {

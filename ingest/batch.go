@@ -94,7 +94,7 @@ func (b *batch) segment(meta pgstore.Partition) pgstore.Segment {
 // request's Done. A follower inherits its leader's final result: a queued
 // leader makes it a duplicate of the leader's offset, a duplicate leader
 // passes on the stored original, a failed leader fails it too.
-func (b *batch) resolve(meta pgstore.Partition, res *pgstore.SegmentResult, failure error, m *metrics) {
+func (b *batch) resolve(meta pgstore.Partition, res *pgstore.SegmentResult, failure error, m *metrics, t *tally) {
 	byLeader := meta.WindowSeconds > 0
 	i := 0
 	for _, req := range b.reqs {
@@ -120,6 +120,9 @@ func (b *batch) resolve(meta pgstore.Partition, res *pgstore.SegmentResult, fail
 				}
 			}
 			m.messages[r.Status].Inc()
+			if t != nil {
+				t.add(r.Status)
+			}
 			i++
 		}
 		req.Done(results)
@@ -222,7 +225,7 @@ func (f *flight) fly() {
 	shard.done <- f
 	answered, answeredBytes := 0, int64(0)
 	for i, b := range batches {
-		b.resolve(answers[i].meta, answers[i].res, answers[i].failure, in.metrics)
+		b.resolve(answers[i].meta, answers[i].res, answers[i].failure, in.metrics, in.tallyOf(answers[i].meta.ID))
 		answered += b.size
 		answeredBytes += b.bytes
 	}

@@ -169,6 +169,7 @@ type Ingester struct {
 	metrics *metrics
 	cache   *dedup.Cache // nil with NoCache
 	shards  []*shard
+	tallies tallies
 
 	mu        sync.RWMutex // guards started/stopping against Submit
 	started   bool

@@ -59,6 +59,23 @@ type config struct {
 	// LogLevel (--log-level, QUEEN_LOG_LEVEL): default info.
 	LogLevel string
 
+	// AdminToken (--admin-token, QUEEN_ADMIN_TOKEN): when set, the
+	// operator API (HTTP /configure, /queues, /status and their NATS
+	// subjects) requires it as a bearer token.
+	AdminToken string
+	// RetentionInterval (--retention-interval, QUEEN_RETENTION_INTERVAL):
+	// time between retention passes; default 1m, 0 turns retention off in
+	// this gateway.
+	RetentionInterval time.Duration
+	// RetentionSlack (--retention-slack, QUEEN_RETENTION_SLACK): kept
+	// beyond each queue's window before its log_txns rows go; default 1m.
+	RetentionSlack time.Duration
+	// NATSServerTLSCert/Key/ClientCA (QUEEN_NATS_SERVER_TLS_*): TLS for the
+	// embedded nats-server. Its client authentication is the gateway's own
+	// credentials (user/password, token or nkey): it requires what the
+	// gateway connects with.
+	NATSServerTLSCert, NATSServerTLSKey, NATSServerTLSClientCA string
+
 	ShowVersion bool
 }
 
@@ -123,6 +140,12 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	e.int(&cfg.MaxBuffered, "max-buffered", "QUEEN_MAX_BUFFERED", 100_000, "messages a shard holds before answering 503")
 	e.int(&cfg.DedupCacheMB, "dedup-cache-mb", "QUEEN_DEDUP_CACHE_MB", 512, "dedup cache budget in MiB; 0 turns the cache off")
 	e.str(&cfg.LogLevel, "log-level", "QUEEN_LOG_LEVEL", "info", "debug, info, warn or error")
+	e.str(&cfg.AdminToken, "admin-token", "QUEEN_ADMIN_TOKEN", "", "bearer token the operator API requires (/configure, /queues, /status); empty: none")
+	e.dur(&cfg.RetentionInterval, "retention-interval", "QUEEN_RETENTION_INTERVAL", time.Minute, "time between retention passes; 0: no retention in this gateway")
+	e.dur(&cfg.RetentionSlack, "retention-slack", "QUEEN_RETENTION_SLACK", time.Minute, "kept beyond each queue's window before its log_txns rows are deleted")
+	e.str(&cfg.NATSServerTLSCert, "nats-server-tls-cert", "QUEEN_NATS_SERVER_TLS_CERT", "", "embedded nats-server: TLS certificate")
+	e.str(&cfg.NATSServerTLSKey, "nats-server-tls-key", "QUEEN_NATS_SERVER_TLS_KEY", "", "embedded nats-server: TLS key")
+	e.str(&cfg.NATSServerTLSClientCA, "nats-server-tls-client-ca", "QUEEN_NATS_SERVER_TLS_CLIENT_CA", "", "embedded nats-server: require client certificates signed by this CA")
 	fs.BoolVar(&cfg.ShowVersion, "version", false, "print the version and exit")
 	if e.err != nil {
 		return cfg, e.err
@@ -164,6 +187,31 @@ func (c config) validate() error {
 	}
 	if err := gateway.ValidPrefix(c.Prefix); err != nil {
 		errs = append(errs, err)
+	}
+	if c.RetentionInterval < 0 {
+		errs = append(errs, fmt.Errorf("retention-interval: %v, must be 0 (off) or positive", c.RetentionInterval))
+	}
+	if c.RetentionSlack < 5*time.Second {
+		errs = append(errs, fmt.Errorf("retention-slack: %v, must be at least 5s (the cache's clock-skew slack)", c.RetentionSlack))
+	}
+	if c.NATSURL == "" {
+		kinds := 0
+		for _, set := range []bool{c.NATSUser != "", c.NATSToken != "", c.NATSNKey != ""} {
+			if set {
+				kinds++
+			}
+		}
+		if kinds > 1 {
+			errs = append(errs, errors.New("embedded nats-server: give one of nats-user, nats-token, nats-nkey: it requires exactly what the gateway connects with"))
+		}
+		if c.NATSCreds != "" {
+			errs = append(errs, errors.New("nats-creds: a creds file (JWT) needs a NATS server run with an operator; the embedded server takes nats-user/nats-password, nats-token or nats-nkey"))
+		}
+		if (c.NATSServerTLSCert == "") != (c.NATSServerTLSKey == "") {
+			errs = append(errs, errors.New("nats-server-tls-cert and nats-server-tls-key: give both"))
+		}
+	} else if c.NATSServerTLSCert != "" || c.NATSServerTLSKey != "" || c.NATSServerTLSClientCA != "" {
+		errs = append(errs, errors.New("nats-server-tls-*: these configure the embedded server; with nats-url set there is none"))
 	}
 	if c.NATSPort < -1 || c.NATSPort > 65535 {
 		errs = append(errs, fmt.Errorf("nats-port: %d is not a port", c.NATSPort))

@@ -12,12 +12,14 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/rs/zerolog"
@@ -84,12 +86,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	natsURL := cfg.NATSURL
 	var embedded *server.Server
 	if natsURL == "" {
-		embedded, err = gateway.StartEmbeddedNATS(gateway.EmbeddedNATS{Host: cfg.NATSHost, Port: cfg.NATSPort})
+		ecfg := gateway.EmbeddedNATS{Host: cfg.NATSHost, Port: cfg.NATSPort,
+			User: cfg.NATSUser, Password: cfg.NATSPassword, Token: cfg.NATSToken,
+			TLSCert: cfg.NATSServerTLSCert, TLSKey: cfg.NATSServerTLSKey, TLSClientCA: cfg.NATSServerTLSClientCA}
+		if cfg.NATSNKey != "" {
+			if ecfg.NKey, err = nkeyPublic(cfg.NATSNKey); err != nil {
+				return err
+			}
+		}
+		embedded, err = gateway.StartEmbeddedNATS(ecfg)
 		if err != nil {
 			return err
 		}
 		defer embedded.Shutdown()
 		natsURL = embedded.ClientURL()
+		if cfg.NATSServerTLSCert != "" {
+			natsURL = strings.Replace(natsURL, "nats://", "tls://", 1)
+		}
 		log.Info().Str("url", natsURL).Msg("embedded NATS server started")
 	}
 	nc, err := connectNATS(natsURL, cfg, log)
@@ -112,12 +125,28 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer ing.Stop()
-	gw, err := gateway.New(gateway.Config{Prefix: cfg.Prefix, MaxBatch: cfg.MaxBatch, Version: version},
+	ops := gateway.NewOps(gateway.OpsConfig{Token: cfg.AdminToken, Version: version, WantSchema: pgstore.LatestVersion()},
+		store, ing, nc)
+	gw, err := gateway.New(gateway.Config{Prefix: cfg.Prefix, MaxBatch: cfg.MaxBatch, Version: version, Ops: ops},
 		nc, ing, log.With().Str("component", "gateway").Logger(), reg)
 	if err != nil {
 		return err
 	}
+	if cfg.RetentionInterval > 0 {
+		ropts := pgstore.DefaultRetainOptions()
+		ropts.Slack = cfg.RetentionSlack
+		retention, err := gateway.NewRetention(store, cfg.RetentionInterval, ropts,
+			log.With().Str("component", "retention").Logger(), reg)
+		if err != nil {
+			return err
+		}
+		if err := retention.Start(ctx); err != nil {
+			return err
+		}
+		defer retention.Stop()
+	}
 	admin := gateway.NewAdmin(cfg.HTTPAddr, store, pgstore.LatestVersion(), nc, reg, log.With().Str("component", "admin").Logger())
+	admin.Mount(ops)
 	if err := admin.Start(ctx); err != nil {
 		return fmt.Errorf("admin http on %s: %w", cfg.HTTPAddr, err)
 	}
@@ -184,6 +213,21 @@ func ensureDatabase(ctx context.Context, adminURL, name string) error {
 		_, err = conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
 	}
 	return err
+}
+
+// nkeyPublic reads a seed file and returns the public key the embedded
+// server must accept.
+func nkeyPublic(seedFile string) (string, error) {
+	seed, err := os.ReadFile(seedFile)
+	if err != nil {
+		return "", fmt.Errorf("nkey seed: %w", err)
+	}
+	kp, err := nkeys.ParseDecoratedNKey(seed)
+	if err != nil {
+		return "", fmt.Errorf("nkey seed %s: %w", seedFile, err)
+	}
+	defer kp.Wipe()
+	return kp.PublicKey()
 }
 
 func connectNATS(url string, cfg config, log zerolog.Logger) (*nats.Conn, error) {

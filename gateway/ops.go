@@ -1,0 +1,339 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/queengate/queengate/dedup"
+	"github.com/queengate/queengate/ingest"
+	"github.com/queengate/queengate/pgstore"
+)
+
+// Wire error codes of the operator API, beyond the push's (docs/admin-api.md).
+const (
+	CodeUnauthorized     = 401
+	CodeNotFound         = 404
+	CodeMethodNotAllowed = 405
+)
+
+// maxOpsBody bounds an operator request body.
+const maxOpsBody = 64 << 10
+
+// ConfigStore is what the operator API needs from pgstore.
+type ConfigStore interface {
+	StoreHealth
+	Configure(ctx context.Context, queue string, patch pgstore.OptionsPatch, replace bool) (pgstore.QueueConfig, bool, error)
+	QueueConfig(ctx context.Context, queue string) (pgstore.QueueConfig, error)
+	Queues(ctx context.Context) ([]pgstore.QueueConfig, error)
+	Partitions(ctx context.Context, queueID int64) ([]pgstore.PartitionInfo, error)
+}
+
+// IngestStats is what the operator API reads from ingest.
+type IngestStats interface {
+	Counts(pid int64) ingest.PartitionCounts
+	CacheState(pid int64) dedup.PartitionState
+	CacheStats() (dedup.Stats, int64, bool)
+	Buffered() int
+}
+
+// Ops is the operator API: configure, queues, status. One implementation
+// behind the admin HTTP routes and the NATS subjects, so both answer the
+// same bodies with the same errors.
+type Ops struct {
+	store      ConfigStore
+	ing        IngestStats
+	nc         *nats.Conn
+	token      []byte // empty: no token required
+	version    string
+	wantSchema int
+	started    time.Time
+}
+
+// OpsConfig configures the operator API.
+type OpsConfig struct {
+	// Token, when set, must be presented as "Authorization: Bearer <token>"
+	// (HTTP header or NATS header) by every operator request.
+	Token      string
+	Version    string
+	WantSchema int // the migration version readiness requires
+}
+
+// NewOps builds the operator API.
+func NewOps(cfg OpsConfig, store ConfigStore, ing IngestStats, nc *nats.Conn) *Ops {
+	return &Ops{store: store, ing: ing, nc: nc, token: []byte(cfg.Token), version: cfg.Version,
+		wantSchema: cfg.WantSchema, started: time.Now()}
+}
+
+// authorize checks an Authorization header value against the token.
+func (o *Ops) authorize(header string) *wireError {
+	if len(o.token) == 0 {
+		return nil
+	}
+	got, ok := strings.CutPrefix(header, "Bearer ")
+	if !ok || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), o.token) != 1 {
+		return &wireError{Code: CodeUnauthorized, Message: "unauthorized: send the admin token as \"Authorization: Bearer <token>\" (QUEEN_ADMIN_TOKEN)"}
+	}
+	return nil
+}
+
+// ConfigureAnswer is the whole configuration after a change.
+type ConfigureAnswer struct {
+	QueueView
+	Created bool `json:"created"`
+}
+
+// QueueView is a queue's configuration on the wire.
+type QueueView struct {
+	Queue     string      `json:"queue"`
+	Options   OptionsView `json:"options"`
+	CreatedAt time.Time   `json:"createdAt"`
+	UpdatedAt time.Time   `json:"updatedAt"`
+}
+
+// OptionsView holds every option, always all of them.
+type OptionsView struct {
+	DedupWindowSeconds int `json:"dedupWindowSeconds"`
+	RetentionSeconds   int `json:"retentionSeconds"`
+}
+
+func queueView(c pgstore.QueueConfig) QueueView {
+	return QueueView{Queue: c.Name, CreatedAt: c.CreatedAt.UTC(), UpdatedAt: c.UpdatedAt.UTC(),
+		Options: OptionsView{DedupWindowSeconds: c.DedupWindowSeconds, RetentionSeconds: c.RetentionSeconds}}
+}
+
+// Configure applies a configure request body.
+func (o *Ops) Configure(ctx context.Context, body []byte) (any, *wireError) {
+	queue, patch, replace, werr := decodeConfigure(body)
+	if werr != nil {
+		return nil, werr
+	}
+	c, created, err := o.store.Configure(ctx, queue, patch, replace)
+	if err != nil {
+		if errors.Is(err, pgstore.ErrInvalidOption) {
+			return nil, badInput("%s", strings.TrimPrefix(err.Error(), "pgstore: invalid queue option: "))
+		}
+		return nil, storeError(err)
+	}
+	return ConfigureAnswer{QueueView: queueView(c), Created: created}, nil
+}
+
+// options are the configurable options and their JSON names.
+var options = []string{"dedupWindowSeconds", "retentionSeconds"}
+
+// integerLiteral is a JSON number with no fraction or exponent.
+var integerLiteral = regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`)
+
+// decodeConfigure parses {"queue", "options", "mode"} strictly: every
+// problem is a 400 naming what to fix, and nothing is changed.
+func decodeConfigure(body []byte) (queue string, patch pgstore.OptionsPatch, replace bool, werr *wireError) {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return "", patch, false, badInput(`empty body: want {"queue": "...", "options": {...}, "mode": "merge"|"replace"}`)
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(body, &top); err != nil {
+		return "", patch, false, badInput("body is not a JSON object: %v", err)
+	}
+	for k := range top {
+		if k != "queue" && k != "options" && k != "mode" {
+			return "", patch, false, badInput("unknown field %q: the body has queue, options and mode", k)
+		}
+	}
+	if err := json.Unmarshal(top["queue"], &queue); err != nil || top["queue"] == nil {
+		return "", patch, false, badInput(`"queue" must be a string naming the queue`)
+	}
+	if !ValidName(queue) {
+		return "", patch, false, badInput("bad queue name %q: 1-128 bytes of [A-Za-z0-9_-]", queue)
+	}
+	if raw, ok := top["mode"]; ok {
+		var mode string
+		if err := json.Unmarshal(raw, &mode); err != nil || (mode != "merge" && mode != "replace") {
+			return "", patch, false, badInput(`"mode" must be "merge" (the default) or "replace", not %s`, raw)
+		}
+		replace = mode == "replace"
+	}
+	var opts map[string]json.RawMessage
+	if raw, ok := top["options"]; ok {
+		if err := json.Unmarshal(raw, &opts); err != nil || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+			return "", patch, false, badInput(`"options" must be an object, e.g. {"dedupWindowSeconds": 600}`)
+		}
+	}
+	for k, raw := range opts {
+		var dst **int
+		switch k {
+		case "dedupWindowSeconds":
+			dst = &patch.DedupWindowSeconds
+		case "retentionSeconds":
+			dst = &patch.RetentionSeconds
+		default:
+			return "", patch, false, badInput("unknown option %q: the options are %s", k, strings.Join(options, ", "))
+		}
+		lit := string(bytes.TrimSpace(raw))
+		if !integerLiteral.MatchString(lit) {
+			return "", patch, false, badInput("option %s: %s is not an integer number of seconds", k, lit)
+		}
+		v, err := strconv.ParseInt(lit, 10, 64)
+		if err != nil || v > pgstore.MaxOptionSeconds {
+			return "", patch, false, badInput("option %s: %s is out of range: 0 to %d", k, lit, pgstore.MaxOptionSeconds)
+		}
+		if v < 0 {
+			return "", patch, false, badInput("option %s: %d is negative: 0 or more seconds", k, v)
+		}
+		n := int(v)
+		*dst = &n
+	}
+	return queue, patch, replace, nil
+}
+
+// QueuesAnswer lists every queue.
+type QueuesAnswer struct {
+	Queues []QueueView `json:"queues"`
+}
+
+// ListQueues lists every queue's configuration.
+func (o *Ops) ListQueues(ctx context.Context) (any, *wireError) {
+	qs, err := o.store.Queues(ctx)
+	if err != nil {
+		return nil, storeError(err)
+	}
+	out := QueuesAnswer{Queues: make([]QueueView, 0, len(qs))}
+	for _, q := range qs {
+		out.Queues = append(out.Queues, queueView(q))
+	}
+	return out, nil
+}
+
+// QueueAnswer is a queue's configuration and partitions.
+type QueueAnswer struct {
+	QueueView
+	Partitions []PartitionView `json:"partitions"`
+}
+
+// PartitionView is one partition's figures.
+type PartitionView struct {
+	Partition  string    `json:"partition"`
+	ID         int64     `json:"id"`
+	LastOffset int64     `json:"lastOffset"`
+	TxnsStart  int64     `json:"txnsStart"`
+	Messages   int64     `json:"messages"`
+	Queued     int64     `json:"queued"`
+	Duplicates int64     `json:"duplicates"`
+	Failed     int64     `json:"failed"`
+	Cache      CacheView `json:"cache"`
+}
+
+// CacheView is this gateway's cache entry for a partition.
+type CacheView struct {
+	State          string `json:"state"`
+	ResidentHashes int    `json:"residentHashes"`
+	Bytes          int64  `json:"bytes"`
+	HydratedFrom   int64  `json:"hydratedFrom"`
+	VerifiedUpto   int64  `json:"verifiedUpto"`
+}
+
+// GetQueue gives a queue's configuration and per-partition figures.
+func (o *Ops) GetQueue(ctx context.Context, queue string) (any, *wireError) {
+	if !ValidName(queue) {
+		return nil, badInput("bad queue name %q: 1-128 bytes of [A-Za-z0-9_-]", queue)
+	}
+	c, err := o.store.QueueConfig(ctx, queue)
+	if errors.Is(err, pgstore.ErrQueueNotFound) {
+		return nil, &wireError{Code: CodeNotFound, Message: fmt.Sprintf("queue %q does not exist", queue)}
+	}
+	if err != nil {
+		return nil, storeError(err)
+	}
+	parts, err := o.store.Partitions(ctx, c.ID)
+	if err != nil {
+		return nil, storeError(err)
+	}
+	out := QueueAnswer{QueueView: queueView(c), Partitions: make([]PartitionView, 0, len(parts))}
+	for _, p := range parts {
+		n := o.ing.Counts(p.ID)
+		cs := o.ing.CacheState(p.ID)
+		out.Partitions = append(out.Partitions, PartitionView{
+			Partition: p.Name, ID: p.ID, LastOffset: p.LastOffset, TxnsStart: p.TxnsStart,
+			Messages: n.Queued + n.Duplicate + n.Failed, Queued: n.Queued, Duplicates: n.Duplicate, Failed: n.Failed,
+			Cache: CacheView{State: cs.State, ResidentHashes: cs.ResidentHashes, Bytes: cs.Bytes,
+				HydratedFrom: cs.HydratedFrom, VerifiedUpto: cs.VerifiedUpto},
+		})
+	}
+	return out, nil
+}
+
+// StatusAnswer is a gateway's health and figures.
+type StatusAnswer struct {
+	Version       string     `json:"version"`
+	StartedAt     time.Time  `json:"startedAt"`
+	UptimeSeconds float64    `json:"uptimeSeconds"`
+	Ready         bool       `json:"ready"`
+	Postgres      string     `json:"postgres"`
+	NATS          string     `json:"nats"`
+	SchemaVersion int        `json:"schemaVersion"`
+	Cache         *CacheStat `json:"cache"` // null with the cache off
+	Ingest        IngestStat `json:"ingest"`
+}
+
+// CacheStat is the dedup cache's figures.
+type CacheStat struct {
+	BudgetBytes    int64 `json:"budgetBytes"`
+	ResidentBytes  int64 `json:"residentBytes"`
+	ResidentHashes int64 `json:"residentHashes"`
+	Entries        int   `json:"entries"`
+	Suppressed     int   `json:"suppressed"`
+	Hydrations     int64 `json:"hydrations"`
+	Gaps           int64 `json:"gaps"`
+	Rebuilds       int64 `json:"rebuilds"`
+	Evictions      int64 `json:"evictions"`
+}
+
+// IngestStat is ingest's figures.
+type IngestStat struct {
+	BufferedMessages int `json:"bufferedMessages"`
+}
+
+// Status reports this gateway's health and figures.
+func (o *Ops) Status(ctx context.Context) (any, *wireError) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	st := StatusAnswer{Version: o.version, StartedAt: o.started.UTC(), UptimeSeconds: time.Since(o.started).Seconds(),
+		Postgres: "ok", NATS: "connected", Ingest: IngestStat{BufferedMessages: o.ing.Buffered()}}
+	if err := o.store.Ping(ctx); err != nil {
+		st.Postgres = "unreachable: " + err.Error()
+	} else if v, err := o.store.SchemaVersion(ctx); err != nil {
+		st.Postgres = "schema version unreadable: " + err.Error()
+	} else {
+		st.SchemaVersion = v
+		if v != o.wantSchema {
+			st.Postgres = fmt.Sprintf("schema at version %d, want %d", v, o.wantSchema)
+		}
+	}
+	if !o.nc.IsConnected() {
+		st.NATS = strings.ToLower(o.nc.Status().String())
+	}
+	st.Ready = st.Postgres == "ok" && st.NATS == "connected"
+	if cs, budget, ok := o.ing.CacheStats(); ok {
+		st.Cache = &CacheStat{BudgetBytes: budget, ResidentBytes: cs.ResidentBytes, ResidentHashes: cs.ResidentHashes,
+			Entries: cs.Entries, Suppressed: cs.Suppressed, Hydrations: cs.Hydrations, Gaps: cs.Gaps,
+			Rebuilds: cs.Rebuilds, Evictions: cs.Evictions}
+	}
+	return st, nil
+}
+
+// storeError maps a store failure: PostgreSQL away is a 503 (retry), the
+// rest a 500.
+func storeError(err error) *wireError {
+	if pgstore.SafeToRetry(err) || errors.Is(err, context.DeadlineExceeded) {
+		return &wireError{Code: CodeUnavailable, Message: "PostgreSQL unavailable: " + err.Error()}
+	}
+	return &wireError{Code: CodeInternal, Message: err.Error()}
+}

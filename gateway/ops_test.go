@@ -1,0 +1,434 @@
+package gateway_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
+	"github.com/queengate/queengate/dedup"
+	"github.com/queengate/queengate/gateway"
+	"github.com/queengate/queengate/ingest"
+	"github.com/queengate/queengate/internal/pgtest"
+	"github.com/queengate/queengate/pgstore"
+)
+
+// opsGateway is a gateway serving the operator API on NATS and HTTP.
+type opsGateway struct {
+	e     *testEnv
+	http  string // base URL of the admin HTTP
+	token string
+	ing   *ingest.Ingester
+}
+
+func (e *testEnv) startOpsGateway(token string, icfg ingest.Config) *opsGateway {
+	e.t.Helper()
+	nc, err := nats.Connect(e.ns.ClientURL())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(nc.Close)
+	store := pgtest.Store(e.t, e.pgURL)
+	log := zerolog.New(zerolog.NewTestWriter(e.t)).Level(zerolog.WarnLevel)
+	ing, err := ingest.New(store, icfg, log, nil)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if err := ing.Start(context.Background()); err != nil {
+		e.t.Fatal(err)
+	}
+	ops := gateway.NewOps(gateway.OpsConfig{Token: token, Version: "1.2.3", WantSchema: pgstore.LatestVersion()}, store, ing, nc)
+	gw, err := gateway.New(gateway.Config{Prefix: e.prefix, Ops: ops}, nc, ing, log, nil)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if err := gw.Start(context.Background()); err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(gw.Stop)
+	admin := gateway.NewAdmin("127.0.0.1:0", store, pgstore.LatestVersion(), nc, prometheus.NewRegistry(), log)
+	admin.Mount(ops)
+	if err := admin.Start(context.Background()); err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(admin.Stop)
+	return &opsGateway{e: e, http: "http://" + admin.Addr(), token: token, ing: ing}
+}
+
+// viaHTTP sends an operator request over HTTP; token "" sends none.
+func (g *opsGateway) viaHTTP(t *testing.T, method, path, token string, body string) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, g.http+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, b
+}
+
+// viaNATS sends an operator request over NATS; the status is 200 or the
+// micro error code.
+func (g *opsGateway) viaNATS(t *testing.T, subject, token string, body string) (int, []byte) {
+	t.Helper()
+	m := nats.NewMsg(g.e.prefix + "." + subject)
+	m.Data = []byte(body)
+	if token != "" {
+		m.Header.Set("Authorization", "Bearer "+token)
+	}
+	reply, err := g.e.client.RequestMsg(m, 30*time.Second)
+	if err != nil {
+		t.Fatalf("request %s: %v", m.Subject, err)
+	}
+	if code := reply.Header.Get("Nats-Service-Error-Code"); code != "" {
+		var n int
+		fmt.Sscan(code, &n)
+		return n, reply.Data
+	}
+	return 200, reply.Data
+}
+
+type queueAnswer struct {
+	Queue   string `json:"queue"`
+	Options struct {
+		DedupWindowSeconds *int `json:"dedupWindowSeconds"`
+		RetentionSeconds   *int `json:"retentionSeconds"`
+	} `json:"options"`
+	Created    bool      `json:"created"`
+	CreatedAt  time.Time `json:"createdAt"`
+	UpdatedAt  time.Time `json:"updatedAt"`
+	Partitions []struct {
+		Partition  string `json:"partition"`
+		ID         int64  `json:"id"`
+		LastOffset int64  `json:"lastOffset"`
+		TxnsStart  int64  `json:"txnsStart"`
+		Messages   int64  `json:"messages"`
+		Duplicates int64  `json:"duplicates"`
+		Cache      struct {
+			State          string `json:"state"`
+			ResidentHashes int    `json:"residentHashes"`
+			HydratedFrom   int64  `json:"hydratedFrom"`
+			VerifiedUpto   int64  `json:"verifiedUpto"`
+		} `json:"cache"`
+	} `json:"partitions"`
+}
+
+// mustQueue decodes an operator answer carrying a queue's configuration.
+func mustQueue(t *testing.T) func(status int, body []byte) queueAnswer {
+	return func(status int, body []byte) queueAnswer { t.Helper(); return decodeQueue(t, status, body) }
+}
+
+func decodeQueue(t *testing.T, status int, body []byte) queueAnswer {
+	t.Helper()
+	if status != 200 {
+		t.Fatalf("status %d: %s", status, body)
+	}
+	var q queueAnswer
+	if err := json.Unmarshal(body, &q); err != nil {
+		t.Fatalf("answer %s: %v", body, err)
+	}
+	if q.Options.DedupWindowSeconds == nil || q.Options.RetentionSeconds == nil {
+		t.Fatalf("answer %s does not carry the whole configuration", body)
+	}
+	return q
+}
+
+func (q queueAnswer) options() (window, retention int) {
+	return *q.Options.DedupWindowSeconds, *q.Options.RetentionSeconds
+}
+
+// TestConfigureOverHTTPAndNATS: merge and replace semantics as
+// PROTOCOL.md words them, through both faces of one implementation.
+func TestConfigureOverHTTPAndNATS(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	g := e.startOpsGateway("", ingest.Config{})
+	configure := func(via, body string) queueAnswer {
+		t.Helper()
+		if via == "http" {
+			return mustQueue(t)(g.viaHTTP(t, "POST", "/configure", "", body))
+		}
+		return mustQueue(t)(g.viaNATS(t, "configure", "", body))
+	}
+	for _, via := range []string{"http", "nats"} {
+		q := e.queue + "-" + via
+		// A create starts from the defaults.
+		a := configure(via, fmt.Sprintf(`{"queue":%q,"options":{"dedupWindowSeconds":0}}`, q))
+		if w, r := a.options(); !a.Created || a.Queue != q || w != 0 || r != 0 {
+			t.Errorf("%s create: %+v, want created, window 0, retention 0", via, a)
+		}
+		// Merge (the default) keeps the deliberately disabled window.
+		a = configure(via, fmt.Sprintf(`{"queue":%q,"options":{"retentionSeconds":86400},"mode":"merge"}`, q))
+		if w, r := a.options(); a.Created || w != 0 || r != 86400 {
+			t.Errorf("%s merge: window %d retention %d created %v; want 0, 86400, false", via, w, r, a.Created)
+		}
+		a = configure(via, fmt.Sprintf(`{"queue":%q}`, q))
+		if w, r := a.options(); w != 0 || r != 86400 {
+			t.Errorf("%s empty merge changed the configuration: %d, %d", via, w, r)
+		}
+		// Replace: what it omits returns to its default.
+		a = configure(via, fmt.Sprintf(`{"queue":%q,"options":{"retentionSeconds":60},"mode":"replace"}`, q))
+		if w, r := a.options(); w != 3600 || r != 60 {
+			t.Errorf("%s replace: window %d retention %d; want 3600 (default), 60", via, w, r)
+		}
+		// GET answers the same configuration on both faces.
+		h := mustQueue(t)(g.viaHTTP(t, "GET", "/queues/"+q, "", ""))
+		n := mustQueue(t)(g.viaNATS(t, "queues.get."+q, "", ""))
+		if hw, hr := h.options(); hw != 3600 || hr != 60 || !h.UpdatedAt.Equal(n.UpdatedAt) || h.Queue != n.Queue {
+			t.Errorf("%s: GET over HTTP %+v, over NATS %+v", via, h, n)
+		}
+	}
+	status, body := g.viaHTTP(t, "GET", "/queues", "", "")
+	var list struct {
+		Queues []queueAnswer `json:"queues"`
+	}
+	if status != 200 || json.Unmarshal(body, &list) != nil {
+		t.Fatalf("GET /queues: %d %s", status, body)
+	}
+	seen := 0
+	for _, q := range list.Queues {
+		if strings.HasPrefix(q.Queue, e.queue+"-") {
+			seen++
+		}
+	}
+	if seen != 2 {
+		t.Errorf("GET /queues lists %d of the 2 queues configured", seen)
+	}
+	if status, body := g.viaNATS(t, "queues.list", "", ""); status != 200 || !bytes.Contains(body, []byte(e.queue+"-http")) {
+		t.Errorf("queues.list over NATS: %d %s", status, body)
+	}
+}
+
+// TestConfigureBadInputIsA400AndChangesNothing: every kind of bad input
+// named by PROTOCOL.md, on both faces.
+func TestConfigureBadInputIsA400AndChangesNothing(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	g := e.startOpsGateway("", ingest.Config{})
+	q := e.queue
+	if status, body := g.viaHTTP(t, "POST", "/configure", "", fmt.Sprintf(`{"queue":%q,"options":{"dedupWindowSeconds":600}}`, q)); status != 200 {
+		t.Fatalf("setup: %d %s", status, body)
+	}
+	cases := []struct{ body, want string }{
+		{fmt.Sprintf(`{"queue":%q,"options":{"dedupWindowSecs":5}}`, q), `unknown option "dedupWindowSecs"`},
+		{fmt.Sprintf(`{"queue":%q,"options":{"dedupWindowSeconds":"600"}}`, q), "not an integer"},
+		{fmt.Sprintf(`{"queue":%q,"options":{"dedupWindowSeconds":1.5}}`, q), "not an integer"},
+		{fmt.Sprintf(`{"queue":%q,"options":{"dedupWindowSeconds":-1}}`, q), "negative"},
+		{fmt.Sprintf(`{"queue":%q,"options":{"retentionSeconds":99999999999}}`, q), "out of range"},
+		{fmt.Sprintf(`{"queue":%q,"options":{"dedupWindowSeconds":null}}`, q), "not an integer"},
+		{fmt.Sprintf(`{"queue":%q,"options":[1]}`, q), `"options" must be an object`},
+		{fmt.Sprintf(`{"queue":%q,"mode":"reset"}`, q), `"mode" must be`},
+		{fmt.Sprintf(`{"queue":%q,"extra":1}`, q), `unknown field "extra"`},
+		{`{"queue":"bad.name","options":{"dedupWindowSeconds":1}}`, "bad queue name"},
+		{`{"options":{"dedupWindowSeconds":1}}`, `"queue" must be a string`},
+		{`not json`, "not a JSON object"},
+		{``, "empty body"},
+	}
+	for _, c := range cases {
+		for _, via := range []string{"http", "nats"} {
+			var (
+				status int
+				body   []byte
+			)
+			if via == "http" {
+				status, body = g.viaHTTP(t, "POST", "/configure", "", c.body)
+			} else {
+				status, body = g.viaNATS(t, "configure", "", c.body)
+			}
+			var werr wireErr
+			if status != 400 || json.Unmarshal(body, &werr) != nil || werr.Error.Code != 400 || !strings.Contains(werr.Error.Message, c.want) {
+				t.Errorf("%s %s: %d %s; want 400 saying %q", via, c.body, status, body, c.want)
+			}
+		}
+	}
+	c, err := e.store.QueueConfig(context.Background(), q)
+	if err != nil || c.DedupWindowSeconds != 600 || c.RetentionSeconds != 0 {
+		t.Errorf("after bad requests: %+v, %v; want unchanged (600, 0)", c.QueueOptions, err)
+	}
+	if status, _ := g.viaHTTP(t, "GET", "/queues/"+q+"-missing", "", ""); status != 404 {
+		t.Errorf("GET of an unknown queue: %d, want 404", status)
+	}
+	if status, _ := g.viaNATS(t, "queues.get."+q+"-missing", "", ""); status != 404 {
+		t.Errorf("NATS get of an unknown queue: %d, want 404", status)
+	}
+}
+
+// TestAdminTokenGuardsTheOperatorAPI: without the token a configure is
+// refused and changes nothing, on both faces; health and metrics stay open.
+func TestAdminTokenGuardsTheOperatorAPI(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	g := e.startOpsGateway("s3cret-token", ingest.Config{})
+	body := fmt.Sprintf(`{"queue":%q,"options":{"dedupWindowSeconds":5}}`, e.queue)
+	for _, token := range []string{"", "wrong"} {
+		if status, b := g.viaHTTP(t, "POST", "/configure", token, body); status != 401 || !bytes.Contains(b, []byte("QUEEN_ADMIN_TOKEN")) {
+			t.Errorf("HTTP configure with token %q: %d %s; want 401 naming the token", token, status, b)
+		}
+		if status, _ := g.viaNATS(t, "configure", token, body); status != 401 {
+			t.Errorf("NATS configure with token %q: %d; want 401", token, status)
+		}
+		for _, path := range []string{"/queues", "/queues/" + e.queue, "/status"} {
+			if status, _ := g.viaHTTP(t, "GET", path, token, ""); status != 401 {
+				t.Errorf("GET %s with token %q: %d; want 401", path, token, status)
+			}
+		}
+	}
+	if _, err := e.store.QueueConfig(context.Background(), e.queue); err == nil {
+		t.Fatal("an unauthenticated configure created the queue")
+	}
+	for _, path := range []string{"/healthz", "/metrics"} {
+		if status, _ := g.viaHTTP(t, "GET", path, "", ""); status != 200 {
+			t.Errorf("GET %s without a token: %d; want 200 (open)", path, status)
+		}
+	}
+	if status, b := g.viaHTTP(t, "POST", "/configure", "s3cret-token", body); status != 200 {
+		t.Errorf("with the token: %d %s", status, b)
+	}
+	if status, _ := g.viaNATS(t, "configure", "s3cret-token", body); status != 200 {
+		t.Errorf("NATS with the token: %d", status)
+	}
+}
+
+// TestQueueFiguresAndStatus: per-partition figures after pushes, and the
+// gateway's status.
+func TestQueueFiguresAndStatus(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	g := e.startOpsGateway("", ingest.Config{})
+	e.push(t, e.subject("p1"), msgs("f-1", "f-2", "f-3"))
+	e.push(t, e.subject("p1"), msgs("f-2", "f-4"))
+	e.push(t, e.subject("p2"), msgs("g-1"))
+	q := mustQueue(t)(g.viaHTTP(t, "GET", "/queues/"+e.queue, "", ""))
+	if len(q.Partitions) != 2 || q.Partitions[0].Partition != "p1" || q.Partitions[1].Partition != "p2" {
+		t.Fatalf("partitions %+v, want p1 and p2", q.Partitions)
+	}
+	p1 := q.Partitions[0]
+	if p1.LastOffset != 3 || p1.Messages != 5 || p1.Duplicates != 1 || p1.TxnsStart != 0 {
+		t.Errorf("p1 %+v, want last offset 3, 5 messages, 1 duplicate", p1)
+	}
+	if p1.Cache.State != "vouching" || p1.Cache.ResidentHashes != 4 || p1.Cache.VerifiedUpto != 3 {
+		t.Errorf("p1 cache %+v, want vouching with 4 hashes up to offset 3", p1.Cache)
+	}
+
+	status, body := g.viaHTTP(t, "GET", "/status", "", "")
+	var st gateway.StatusAnswer
+	if status != 200 || json.Unmarshal(body, &st) != nil {
+		t.Fatalf("status: %d %s", status, body)
+	}
+	if !st.Ready || st.Postgres != "ok" || st.NATS != "connected" || st.Version != "1.2.3" ||
+		st.SchemaVersion != pgstore.LatestVersion() || st.Cache == nil || st.Cache.ResidentHashes < 5 || st.Cache.BudgetBytes != 512<<20 {
+		t.Errorf("status %s", body)
+	}
+	if status, body := g.viaNATS(t, "status", "", ""); status != 200 || !bytes.Contains(body, []byte(`"ready":true`)) {
+		t.Errorf("NATS status: %d %s", status, body)
+	}
+}
+
+// manualClock is the cache's clock, moved by the test.
+type manualClock struct {
+	mu     sync.Mutex
+	offset time.Duration
+}
+
+func (c *manualClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.offset)
+}
+
+func (c *manualClock) Add(d time.Duration) { c.mu.Lock(); c.offset += d; c.mu.Unlock() }
+
+// TestWindowChangeDownAndUp: SQL uses a changed window at once, whatever
+// the cache believes; the cache notices within its memo TTL and rehydrates
+// under the new window.
+func TestWindowChangeDownAndUp(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	clock := &manualClock{}
+	const ttl = 300 * time.Millisecond
+	g := e.startOpsGateway("", ingest.Config{PartitionTTL: ttl, Cache: dedup.Config{Now: clock.Now}})
+	ctx := context.Background()
+	configure := func(window int) {
+		t.Helper()
+		if status, b := g.viaHTTP(t, "POST", "/configure", "",
+			fmt.Sprintf(`{"queue":%q,"options":{"dedupWindowSeconds":%d}}`, e.queue, window)); status != 200 {
+			t.Fatalf("configure: %d %s", status, b)
+		}
+	}
+	backdate := func(by time.Duration) {
+		t.Helper()
+		for _, table := range []string{"log_txns", "log_segments"} {
+			if _, err := e.store.Pool().Exec(ctx, `UPDATE queen.`+table+` t SET created_at = t.created_at - make_interval(secs => $1)
+				FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
+				WHERE t.partition_id = p.id AND q.name = $2`, by.Seconds(), e.queue); err != nil {
+				t.Fatal(err)
+			}
+		}
+		clock.Add(by)
+	}
+	get := func() queueAnswer {
+		t.Helper()
+		return mustQueue(t)(g.viaHTTP(t, "GET", "/queues/"+e.queue, "", ""))
+	}
+
+	// Down: 3600 -> 60. "old" is 120 s old and resident in the cache.
+	configure(3600)
+	wantStatus(t, e.push(t, e.subject("p"), msgs("old")), "queued")
+	wantStatus(t, e.push(t, e.subject("p"), msgs("warm")), "queued") // the cache vouches from here
+	backdate(120 * time.Second)
+	configure(60)
+	got := e.push(t, e.subject("p"), msgs("old"))
+	wantStatus(t, got, "queued")
+	if off(got[0]) != 2 {
+		t.Errorf("retry past the shrunk window stored at offset %d, want 2", off(got[0]))
+	}
+
+	// Up: 60 -> 3600. "gone" is 120 s old, expired from the cache under
+	// the 60 s window, and the cache still vouches under 60 s until its
+	// memo expires. SQL must not trust that vouch.
+	wantStatus(t, e.push(t, e.subject("p"), msgs("gone")), "queued") // offset 3
+	backdate(120 * time.Second)
+	time.Sleep(2 * ttl) // the memo rereads the window (60): the cache is rebuilt under 60
+	wantStatus(t, e.push(t, e.subject("p"), msgs("fresh-1")), "queued")
+	wantStatus(t, e.push(t, e.subject("p"), msgs("fresh-2")), "queued")
+	before := get().Partitions[0].Cache
+	if before.State != "vouching" || before.HydratedFrom < 3 {
+		t.Fatalf("cache before the window grows: %+v, want vouching with offset 3 expired", before)
+	}
+	configure(3600)
+	got = e.push(t, e.subject("p"), msgs("gone"))
+	wantStatus(t, got, "duplicate")
+	if off(got[0]) != 3 {
+		t.Errorf("retry inside the grown window: duplicate of offset %d, want 3", off(got[0]))
+	}
+
+	// Within the TTL the cache rehydrates under the new window: its entry
+	// then reaches back past offset 3 again.
+	time.Sleep(2 * ttl)
+	wantStatus(t, e.push(t, e.subject("p"), msgs("fresh-3")), "queued")
+	wantStatus(t, e.push(t, e.subject("p"), msgs("fresh-4")), "queued")
+	after := get().Partitions[0].Cache
+	if after.State != "vouching" || after.HydratedFrom >= 3 {
+		t.Errorf("cache after the window grew: %+v, want vouching, hydrated from below offset 3", after)
+	}
+}

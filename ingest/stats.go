@@ -1,0 +1,74 @@
+package ingest
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/queengate/queengate/dedup"
+)
+
+// tally counts one partition's answers since the process started, for
+// operators (GET /queues/<queue>). One small struct per partition ever
+// answered: partitions are rows in PostgreSQL already, so this grows no
+// faster than the database.
+type tally struct {
+	queued, duplicate, failed atomic.Int64
+}
+
+func (t *tally) add(s Status) {
+	switch s {
+	case StatusQueued:
+		t.queued.Add(1)
+	case StatusDuplicate:
+		t.duplicate.Add(1)
+	default:
+		t.failed.Add(1)
+	}
+}
+
+type tallies struct{ m sync.Map } // partition id -> *tally
+
+// tallyOf returns pid's tally, nil for an unresolved partition (id 0).
+func (in *Ingester) tallyOf(pid int64) *tally {
+	if pid == 0 {
+		return nil
+	}
+	if t, ok := in.tallies.m.Load(pid); ok {
+		return t.(*tally)
+	}
+	t, _ := in.tallies.m.LoadOrStore(pid, new(tally))
+	return t.(*tally)
+}
+
+// PartitionCounts are a partition's answers since this process started.
+type PartitionCounts struct {
+	Queued, Duplicate, Failed int64
+}
+
+// Counts reports partition pid's answers since start.
+func (in *Ingester) Counts(pid int64) PartitionCounts {
+	t, ok := in.tallies.m.Load(pid)
+	if !ok {
+		return PartitionCounts{}
+	}
+	x := t.(*tally)
+	return PartitionCounts{Queued: x.queued.Load(), Duplicate: x.duplicate.Load(), Failed: x.failed.Load()}
+}
+
+// CacheState reports the dedup cache's entry for partition pid ("absent"
+// with the cache off).
+func (in *Ingester) CacheState(pid int64) dedup.PartitionState {
+	if in.cache == nil {
+		return dedup.PartitionState{State: "absent", HydratedFrom: -1, VerifiedUpto: -1}
+	}
+	return in.cache.Partition(pid)
+}
+
+// CacheStats reports the dedup cache's figures and its budget; ok is
+// false with the cache off.
+func (in *Ingester) CacheStats() (st dedup.Stats, budget int64, ok bool) {
+	if in.cache == nil {
+		return dedup.Stats{}, 0, false
+	}
+	return in.cache.Stats(), in.cache.Budget(), true
+}
