@@ -210,14 +210,24 @@ func sendBatches(ctx context.Context, s *session, nc *natsClient, subject string
 	for _, b := range batches {
 		body := append(append([]byte("["), bytes.Join(b, []byte(","))...), ']')
 		raw, err := nc.request(ctx, subject, body)
+		var ge *gatewayError
+		if errors.As(err, &ge) && ge.Code == 413 {
+			ge.hint = "lower --batch to at most the gateway's QUEEN_MAX_BATCH"
+		}
 		if err != nil {
+			tw.Flush() // the answers so far
 			if start == 0 {
 				return fmt.Errorf("push: %w", err)
 			}
-			return fmt.Errorf("push: messages %d-%d: %w (the %d messages before them were answered above)", start, start+len(b)-1, err, start)
+			which := fmt.Sprintf("messages %d-%d", start, start+len(b)-1)
+			if len(b) == 1 {
+				which = fmt.Sprintf("message %d", start)
+			}
+			return fmt.Errorf("push: %s: %w (the %d before were answered above)", which, err, start)
 		}
 		var answers []pushAnswer
 		if err := decodeAnswer(raw, &answers); err != nil {
+			tw.Flush()
 			return err
 		}
 		if s.g.output == "json" {
@@ -248,8 +258,10 @@ func sendBatches(ctx context.Context, s *session, nc *natsClient, subject string
 			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", start+a.Index, a.TransactionID, a.Status, id)
 		}
 		start += len(b)
-		tw.Flush()
 	}
+	// One flush at the end keeps the columns aligned across batches; the
+	// input is in memory already (it is checked before sending).
+	tw.Flush()
 	if s.g.output == "table" {
 		fmt.Fprintf(s.stdout, "%d queued, %d duplicate, %d failed\n", counts["queued"], counts["duplicate"], counts["failed"])
 	}

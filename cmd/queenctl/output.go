@@ -59,7 +59,7 @@ func decodeAnswer(raw []byte, v any) error {
 // printJSON writes a gateway's JSON answer indented, for people and jq.
 func printJSON(w io.Writer, raw []byte) error {
 	var buf bytes.Buffer
-	if err := json.Indent(&buf, raw, "", "  "); err != nil {
+	if err := json.Indent(&buf, bytes.TrimSpace(raw), "", "  "); err != nil {
 		return fmt.Errorf("unexpected answer from the gateway (%v): %.200s", err, raw)
 	}
 	buf.WriteByte('\n')
