@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -178,6 +180,15 @@ func dialNATS(ctx context.Context, g *globals) (*natsClient, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	// A missing file is the operator's to fix, not an unreachable server.
+	for _, f := range []struct{ flag, path string }{{"--nats-creds", g.natsCreds}, {"--nats-nkey", g.natsNKey}, {"--nats-tls-ca", g.natsTLSCA}} {
+		if f.path == "" {
+			continue
+		}
+		if _, err := os.Stat(f.path); err != nil {
+			return nil, usagef("%s: %v", f.flag, err)
+		}
+	}
 	opts := []nats.Option{
 		nats.Name("queenctl"),
 		nats.Timeout(g.timeout),
@@ -207,6 +218,10 @@ func dialNATS(ctx context.Context, g *globals) (*natsClient, error) {
 	if err != nil {
 		if errors.Is(err, nats.ErrAuthorization) || strings.Contains(strings.ToLower(err.Error()), "authorization") {
 			return nil, &unreachableError{fmt.Sprintf("NATS at %s refused the connection: %v; check --nats-user/--nats-password, --nats-token, --nats-creds or --nats-nkey", g.natsURL, err)}
+		}
+		var uae x509.UnknownAuthorityError
+		if errors.As(err, &uae) || strings.Contains(err.Error(), "x509:") {
+			return nil, &unreachableError{fmt.Sprintf("NATS at %s: its TLS certificate is not trusted (%v): set --nats-tls-ca or QUEEN_NATS_TLS_CA to the CA that signed it", g.natsURL, err)}
 		}
 		return nil, &unreachableError{fmt.Sprintf("could not reach NATS at %s: %v; is it running? (set --nats or QUEENCTL_NATS_URL)", g.natsURL, err)}
 	}

@@ -107,6 +107,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"push", "q", "--envelope", "--nats", deadNATS}, `{"transactionId":5}`, "stdin line 1: transactionId must be a string of 1-256 bytes"},
 		{[]string{"push", "q", "--envelope", "--nats", deadNATS}, `{"transactionId":""}`, "stdin line 1: transactionId must be a string"},
 		{[]string{"help", "nope"}, "", `unknown command "nope"`},
+		{[]string{"status", "--nats", deadNATS, "--nats-nkey", "/nonexistent/user.nk"}, "", "--nats-nkey: stat /nonexistent/user.nk: no such file or directory"},
+		{[]string{"status", "--nats", deadNATS, "--nats-nkey", "main.go"}, "", "--nats-nkey main.go:"},
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
