@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
 	"reflect"
 	"strings"
 	"sync"
@@ -362,4 +363,20 @@ func TestUnreachableHTTP(t *testing.T) {
 
 	ctl(t, "", "--nats", deadNATS, "status").expect(t, exitUnreachable, "could not reach NATS at "+deadNATS)
 	ctl(t, "", "--nats", deadNATS, "push", "q", "p", "m").expect(t, exitUnreachable, "could not reach NATS at "+deadNATS)
+}
+
+// TestImportsOnlyTheWireContract keeps DESIGN.md's rule: queenctl talks to
+// gateways over the wire and imports no package of this module.
+func TestImportsOnlyTheWireContract(t *testing.T) {
+	t.Parallel()
+	out, err := exec.Command("go", "list", "-deps", ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps: %v\n%s", err, out)
+	}
+	const self = "github.com/queengate/queengate/cmd/queenctl"
+	for _, dep := range strings.Fields(string(out)) {
+		if strings.HasPrefix(dep, "github.com/queengate/queengate/") && dep != self {
+			t.Errorf("queenctl depends on %s; it may use the wire contract only", dep)
+		}
+	}
 }
