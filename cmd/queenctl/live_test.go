@@ -8,7 +8,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -57,16 +56,6 @@ func queengateBinary(t *testing.T) string {
 	return daemonPath
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // gateway is a running queengate daemon.
 type gateway struct {
 	httpURL, natsURL string
@@ -85,14 +74,13 @@ func startGateway(t *testing.T, env ...string) *gateway {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
-	natsPort := freePort(t)
 	cmd.Env = append(cmd.Env, env...)
 	cmd.Env = append(cmd.Env,
 		"QUEEN_PG_URL="+pgtest.NewDB(t),
-		// Port 0: the daemon picks one and logs it, so no other process
-		// can take it between our choice and its listen.
+		// Port 0 and -1: the daemon picks free ports and logs them, so no
+		// other process can take them between our choice and its listen.
 		"QUEEN_HTTP_ADDR=127.0.0.1:0",
-		fmt.Sprintf("QUEEN_NATS_PORT=%d", natsPort),
+		"QUEEN_NATS_PORT=-1",
 	)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -105,31 +93,51 @@ func startGateway(t *testing.T, env ...string) *gateway {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	})
-	serving := make(chan string, 1)
+	var (
+		mu   sync.Mutex
+		logs []string // for the failure message
+	)
+	ready := make(chan *gateway, 1)
 	go func() {
+		g := &gateway{}
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
+			mu.Lock()
+			logs = append(logs, sc.Text())
+			mu.Unlock()
 			var line struct {
 				Message string `json:"message"`
 				HTTP    string `json:"http"`
+				URL     string `json:"url"`
 			}
-			if json.Unmarshal(sc.Bytes(), &line) == nil && line.Message == "queengate serving" {
-				serving <- line.HTTP
+			if json.Unmarshal(sc.Bytes(), &line) != nil {
+				continue
 			}
-			if os.Getenv("QUEENCTL_TEST_DAEMON_LOG") != "" {
-				t.Logf("queengate: %s", sc.Text())
+			switch line.Message {
+			case "embedded NATS server started":
+				// nats:// even when the server requires TLS: the tests
+				// choose the scheme.
+				g.natsURL = "nats://" + line.URL[strings.Index(line.URL, "://")+3:]
+			case "queengate serving":
+				g.httpURL = "http://" + line.HTTP
+				ready <- g
 			}
 		}
-		close(serving)
+		close(ready)
 	}()
+	fail := func(why string) {
+		mu.Lock()
+		defer mu.Unlock()
+		t.Fatalf("%s; its log:\n%s", why, strings.Join(logs, "\n"))
+	}
 	select {
-	case addr, ok := <-serving:
+	case g, ok := <-ready:
 		if !ok {
-			t.Fatal("queengate exited before serving")
+			fail("queengate exited before serving")
 		}
-		return &gateway{httpURL: "http://" + addr, natsURL: fmt.Sprintf("nats://127.0.0.1:%d", natsPort)}
+		return g
 	case <-time.After(90 * time.Second):
-		t.Fatal("queengate did not serve within 90 s")
+		fail("queengate did not serve within 90 s")
 	}
 	return nil
 }
