@@ -142,6 +142,17 @@ func (a *Admin) Mount(o *Ops) {
 	a.mux.HandleFunc("GET /status", a.opsHandler(o, func(r *http.Request, _ []byte) (any, *wireError) {
 		return o.Status(r.Context())
 	}))
+	// The same paths with another method, and /queues/ with no name, answer
+	// in the API's error format rather than the mux's plain text.
+	for path, allow := range map[string]string{"/configure": "POST", "/queues": "GET", "/queues/{queue}": "GET", "/status": "GET"} {
+		a.mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", allow)
+			writeError(w, &wireError{Code: CodeMethodNotAllowed, Message: fmt.Sprintf("%s %s: use %s", r.Method, r.URL.Path, allow)})
+		})
+	}
+	a.mux.HandleFunc("/queues/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, &wireError{Code: CodeNotFound, Message: "no such path: GET /queues/<queue> names one queue"})
+	})
 }
 
 func (a *Admin) opsHandler(o *Ops, op func(*http.Request, []byte) (any, *wireError)) http.HandlerFunc {

@@ -271,6 +271,16 @@ func TestConfigureBadInputIsA400AndChangesNothing(t *testing.T) {
 	if status, _ := g.viaNATS(t, "queues.get."+q+"-missing", "", ""); status != 404 {
 		t.Errorf("NATS get of an unknown queue: %d, want 404", status)
 	}
+	for _, c := range []struct {
+		method, path string
+		code         int
+	}{{"GET", "/configure", 405}, {"DELETE", "/queues/" + q, 405}, {"POST", "/status", 405}, {"GET", "/queues/", 404}} {
+		status, body := g.viaHTTP(t, c.method, c.path, "", "")
+		var werr wireErr
+		if status != c.code || json.Unmarshal(body, &werr) != nil || werr.Error.Code != c.code {
+			t.Errorf("%s %s: %d %s; want %d in the API's error format", c.method, c.path, status, body, c.code)
+		}
+	}
 }
 
 // TestAdminTokenGuardsTheOperatorAPI: without the token a configure is
