@@ -1,7 +1,10 @@
 package dedup
 
 import (
+	"bytes"
 	"encoding/binary"
+	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -266,5 +269,30 @@ func TestBloomFalsePositiveRateAtOneMillion(t *testing.T) {
 	t.Logf("%d generations, false positive rate over all of them %.4f%%", len(e.gens), rate*100)
 	if len(e.gens) != 4 || rate > 0.01 {
 		t.Errorf("%d generations, false positive rate %.4f", len(e.gens), rate)
+	}
+}
+
+func TestSortBlockMatchesAComparisonSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, skew := range []string{"uniform", "one-first-byte", "few-first-bytes", "duplicates"} {
+		hs := make([]Hash, BlockCapacity)
+		for i := range hs {
+			binary.BigEndian.PutUint64(hs[i][:8], rng.Uint64())
+			binary.BigEndian.PutUint64(hs[i][8:], rng.Uint64())
+			switch skew {
+			case "one-first-byte":
+				hs[i][0] = 7
+			case "few-first-bytes":
+				hs[i][0] = byte(i % 3)
+			case "duplicates":
+				hs[i] = hs[i%100]
+			}
+		}
+		want := slices.Clone(hs)
+		slices.SortFunc(want, func(a, b Hash) int { return bytes.Compare(a[:], b[:]) })
+		sortBlock(hs)
+		if !slices.Equal(hs, want) {
+			t.Errorf("%s: sortBlock order differs from bytes.Compare order", skew)
+		}
 	}
 }
