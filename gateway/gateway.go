@@ -42,6 +42,8 @@ type Config struct {
 	// Ops, when set, is served on the operator subjects (configure,
 	// queues, status; docs/admin-api.md).
 	Ops *Ops
+	// Timers, when set, is served on the timer subjects.
+	Timers *TimerOps
 }
 
 func (c Config) withDefaults() Config {
@@ -146,6 +148,12 @@ func (g *Gateway) Start(context.Context) error {
 	}
 	if g.cfg.Ops != nil {
 		if err := g.addOpsEndpoints(svc); err != nil {
+			_ = svc.Stop()
+			return err
+		}
+	}
+	if g.cfg.Timers != nil {
+		if err := g.cfg.Timers.addEndpoints(g, svc); err != nil {
 			_ = svc.Stop()
 			return err
 		}
@@ -339,7 +347,7 @@ func (g *Gateway) addOpsEndpoints(svc micro.Service) error {
 	for _, e := range endpoints {
 		handler := func(req micro.Request) {
 			// Off the subscription's goroutine: these read PostgreSQL.
-			go g.serveOp(req, e.op)
+			go g.serveRequest(req, true, e.op)
 		}
 		if err := svc.AddEndpoint(e.name, micro.HandlerFunc(handler), micro.WithEndpointSubject(e.subject),
 			micro.WithEndpointMetadata(map[string]string{"format": "application/json"})); err != nil {
@@ -349,11 +357,16 @@ func (g *Gateway) addOpsEndpoints(svc micro.Service) error {
 	return nil
 }
 
-func (g *Gateway) serveOp(req micro.Request, op func(context.Context, micro.Request) (any, *wireError)) {
+// serveRequest answers a request-reply operation; operator ones need the
+// admin token.
+func (g *Gateway) serveRequest(req micro.Request, operator bool, op func(context.Context, micro.Request) (any, *wireError)) {
 	if req.Reply() == "" {
-		return // nobody to answer: operator subjects are request-reply
+		return // nobody to answer: these subjects are request-reply
 	}
-	werr := g.cfg.Ops.authorize(req.Headers().Get("Authorization"))
+	var werr *wireError
+	if operator && g.cfg.Ops != nil {
+		werr = g.cfg.Ops.authorize(req.Headers().Get("Authorization"))
+	}
 	var v any
 	if werr == nil {
 		if len(req.Data()) > maxOpsBody {

@@ -21,6 +21,7 @@ import (
 	"github.com/queengate/queengate/ingest"
 	"github.com/queengate/queengate/internal/pgtest"
 	"github.com/queengate/queengate/pgstore"
+	"github.com/queengate/queengate/timers"
 )
 
 // opsGateway is a gateway serving the operator API on NATS and HTTP.
@@ -48,7 +49,14 @@ func (e *testEnv) startOpsGateway(token string, icfg ingest.Config) *opsGateway 
 		e.t.Fatal(err)
 	}
 	ops := gateway.NewOps(gateway.OpsConfig{Token: token, Version: "1.2.3", WantSchema: pgstore.LatestVersion()}, store, ing, nc)
-	gw, err := gateway.New(gateway.Config{Prefix: e.prefix, Ops: ops}, nc, ing, log, nil)
+	// NoFire: the shared database holds other tests' timers; the fire loop
+	// is tested in package timers and in the daemon's tests.
+	tsvc, err := timers.New(store, timers.Config{NoFire: true}, log, nil)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	timerOps := gateway.NewTimerOps(tsvc, ops)
+	gw, err := gateway.New(gateway.Config{Prefix: e.prefix, Ops: ops, Timers: timerOps}, nc, ing, log, nil)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -58,6 +66,7 @@ func (e *testEnv) startOpsGateway(token string, icfg ingest.Config) *opsGateway 
 	e.t.Cleanup(gw.Stop)
 	admin := gateway.NewAdmin("127.0.0.1:0", store, pgstore.LatestVersion(), nc, prometheus.NewRegistry(), log)
 	admin.Mount(ops)
+	admin.MountTimers(timerOps)
 	if err := admin.Start(context.Background()); err != nil {
 		e.t.Fatal(err)
 	}

@@ -75,6 +75,9 @@ type config struct {
 	// credentials (user/password, token or nkey): it requires what the
 	// gateway connects with.
 	NATSServerTLSCert, NATSServerTLSKey, NATSServerTLSClientCA string
+	// NoTimerFire (--no-timer-fire, QUEEN_NO_TIMER_FIRE): schedule and
+	// cancel timers here but leave firing to other gateways.
+	NoTimerFire bool
 
 	ShowVersion bool
 }
@@ -100,6 +103,17 @@ func (e *envFlags) int(p *int, name, env string, def int, usage string) {
 		def = n
 	}
 	e.fs.IntVar(p, name, def, usage+" (env "+env+")")
+}
+
+func (e *envFlags) bool(p *bool, name, env string, def bool, usage string) {
+	if v, ok := os.LookupEnv(env); ok {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			e.err = errors.Join(e.err, fmt.Errorf("%s=%q: not a boolean (true or false)", env, v))
+		}
+		def = b
+	}
+	e.fs.BoolVar(p, name, def, usage+" (env "+env+")")
 }
 
 func (e *envFlags) dur(p *time.Duration, name, env string, def time.Duration, usage string) {
@@ -146,6 +160,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	e.str(&cfg.NATSServerTLSCert, "nats-server-tls-cert", "QUEEN_NATS_SERVER_TLS_CERT", "", "embedded nats-server: TLS certificate")
 	e.str(&cfg.NATSServerTLSKey, "nats-server-tls-key", "QUEEN_NATS_SERVER_TLS_KEY", "", "embedded nats-server: TLS key")
 	e.str(&cfg.NATSServerTLSClientCA, "nats-server-tls-client-ca", "QUEEN_NATS_SERVER_TLS_CLIENT_CA", "", "embedded nats-server: require client certificates signed by this CA")
+	e.bool(&cfg.NoTimerFire, "no-timer-fire", "QUEEN_NO_TIMER_FIRE", false, "do not run the timer fire loop in this gateway (others fire)")
 	fs.BoolVar(&cfg.ShowVersion, "version", false, "print the version and exit")
 	if e.err != nil {
 		return cfg, e.err

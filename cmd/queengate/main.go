@@ -29,6 +29,7 @@ import (
 	"github.com/queengate/queengate/ingest"
 	"github.com/queengate/queengate/internal/pgcluster"
 	"github.com/queengate/queengate/pgstore"
+	"github.com/queengate/queengate/timers"
 )
 
 // stopSignals restores default signal handling; main sets it.
@@ -127,7 +128,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer ing.Stop()
 	ops := gateway.NewOps(gateway.OpsConfig{Token: cfg.AdminToken, Version: version, WantSchema: pgstore.LatestVersion()},
 		store, ing, nc)
-	gw, err := gateway.New(gateway.Config{Prefix: cfg.Prefix, MaxBatch: cfg.MaxBatch, Version: version, Ops: ops},
+	tsvc, err := timers.New(store, timers.Config{NoFire: cfg.NoTimerFire}, log.With().Str("component", "timers").Logger(), reg)
+	if err != nil {
+		return err
+	}
+	if err := tsvc.Start(ctx); err != nil {
+		return err
+	}
+	defer tsvc.Stop()
+	timerOps := gateway.NewTimerOps(tsvc, ops)
+	gw, err := gateway.New(gateway.Config{Prefix: cfg.Prefix, MaxBatch: cfg.MaxBatch, Version: version, Ops: ops, Timers: timerOps},
 		nc, ing, log.With().Str("component", "gateway").Logger(), reg)
 	if err != nil {
 		return err
@@ -147,6 +157,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	admin := gateway.NewAdmin(cfg.HTTPAddr, store, pgstore.LatestVersion(), nc, reg, log.With().Str("component", "admin").Logger())
 	admin.Mount(ops)
+	admin.MountTimers(timerOps)
 	if err := admin.Start(ctx); err != nil {
 		return fmt.Errorf("admin http on %s: %w", cfg.HTTPAddr, err)
 	}

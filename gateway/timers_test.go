@@ -1,0 +1,123 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/queengate/queengate/ingest"
+)
+
+type scheduled struct {
+	TimerID       string    `json:"timerId"`
+	Status        string    `json:"status"`
+	FireAt        time.Time `json:"fireAt"`
+	TransactionID string    `json:"transactionId"`
+}
+
+func (e *testEnv) pendingTimers(t *testing.T) int {
+	t.Helper()
+	var n int
+	if err := e.store.Pool().QueryRow(context.Background(), `
+		SELECT count(*) FROM queen.timers t JOIN queen.log_partitions p ON p.id = t.partition_id
+		  JOIN queen.queues q ON q.id = p.queue_id WHERE q.name = $1`, e.queue).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestTimerScheduleListCancelOverNATS: the wire of PROTOCOL.md's timers.
+func TestTimerScheduleListCancelOverNATS(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	g := e.startOpsGateway("tok", ingest.Config{})
+	at := time.Now().Add(time.Hour).UTC().Truncate(time.Millisecond)
+	status, body := g.viaNATS(t, "timer."+e.queue+".p1", "",
+		fmt.Sprintf(`{"transactionId":"remind-1","data":{"x":1},"fireAt":%q}`, at.Format(time.RFC3339Nano)))
+	var a scheduled
+	if status != 200 || json.Unmarshal(body, &a) != nil || a.Status != "scheduled" || a.TransactionID != "remind-1" || !a.FireAt.Equal(at) {
+		t.Fatalf("schedule: %d %s", status, body)
+	}
+	// Minted transactionId, delayMs.
+	status, body = g.viaNATS(t, "timer."+e.queue+".p1", "", `{"data":2,"delayMs":60000}`)
+	var b scheduled
+	if status != 200 || json.Unmarshal(body, &b) != nil || !strings.HasPrefix(b.TransactionID, "qg-") || time.Until(b.FireAt) < 50*time.Second {
+		t.Fatalf("schedule with delayMs: %d %s", status, body)
+	}
+	// A retried schedule answers the same pending timer.
+	status, body = g.viaNATS(t, "timer."+e.queue+".p1", "", `{"transactionId":"remind-1","fireAt":"2030-01-01T00:00:00Z"}`)
+	var again scheduled
+	if status != 200 || json.Unmarshal(body, &again) != nil || again.TimerID != a.TimerID || !again.FireAt.Equal(at) {
+		t.Errorf("retried schedule: %d %s; want timer %s unchanged", status, body, a.TimerID)
+	}
+
+	// List is an operator request: the token is needed.
+	if status, _ := g.viaNATS(t, "timer.list", "", `{"queue":"`+e.queue+`"}`); status != 401 {
+		t.Errorf("list without the token: %d, want 401", status)
+	}
+	var list struct {
+		Timers []struct {
+			TimerID, Queue, Partition, TransactionID string
+		} `json:"timers"`
+	}
+	status, body = g.viaHTTP(t, "GET", "/timers?queue="+e.queue, "tok", "")
+	if status != 200 || json.Unmarshal(body, &list) != nil || len(list.Timers) != 2 || list.Timers[0].TimerID != b.TimerID ||
+		list.Timers[1].Partition != "p1" || list.Timers[1].TransactionID != "remind-1" {
+		t.Errorf("list over HTTP (due first): %d %s", status, body)
+	}
+	if status, body := g.viaNATS(t, "timer.list", "tok", `{"queue":"`+e.queue+`","limit":1}`); status != 200 || strings.Count(string(body), "timerId") != 1 {
+		t.Errorf("list over NATS with limit 1: %d %s", status, body)
+	}
+
+	for _, want := range []string{"cancelled", "absent"} {
+		status, body = g.viaNATS(t, "timer.cancel", "", `{"timerId":"`+a.TimerID+`"}`)
+		if status != 200 || string(body) != `{"status":"`+want+`"}` {
+			t.Errorf("cancel: %d %s, want %s", status, body, want)
+		}
+	}
+	if n := e.pendingTimers(t); n != 1 {
+		t.Errorf("%d timers pending, want 1", n)
+	}
+}
+
+// TestTimerBadInputIsA400AndStoresNothing: PROTOCOL.md's bad input for
+// timers, each refused whole.
+func TestTimerBadInputIsA400AndStoresNothing(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	g := e.startOpsGateway("", ingest.Config{})
+	ok := "timer." + e.queue + ".p"
+	cases := []struct{ subject, body, want string }{
+		{ok, `{"data":1,"fireAt":"tomorrow"}`, "not RFC 3339"},
+		{ok, `{"data":1,"fireAt":"2026-12-01T09:00:00"}`, "not RFC 3339"},
+		{ok, `{"data":1,"fireAt":1767225600}`, "must be an RFC 3339 string"},
+		{ok, `{"data":1,"delayMs":-5}`, "negative"},
+		{ok, `{"data":1,"delayMs":1.5}`, "must be an integer"},
+		{ok, `{"data":1,"delayMs":"10"}`, "must be an integer"},
+		{ok, `{"data":1,"delayMs":999999999999999}`, "more than ten years"},
+		{ok, `{"data":1}`, "exactly one of"},
+		{ok, `{"data":1,"delayMs":0,"fireAt":"2026-12-01T09:00:00Z"}`, "exactly one of"},
+		{ok, `[{"data":1,"delayMs":0}]`, "one message object"},
+		{ok, `{"transactionId":"","delayMs":0}`, "transactionId must be 1-256 bytes"},
+		{ok, `{"transactionId":7,"delayMs":0}`, "transactionId must be a string"},
+		{ok, `{"delayMs":0,`, "malformed JSON"},
+		{"timer.bad$queue.p", `{"delayMs":0}`, "bad queue name"},
+		{"timer." + e.queue + ".bad$part", `{"delayMs":0}`, "bad partition name"},
+		{"timer.cancel", `{"timerId":"not-a-uuid"}`, "must be the UUID"},
+		{"timer.cancel", `{}`, "must be the UUID"},
+		{"timer.cancel", `nope`, "body must be"},
+	}
+	for _, c := range cases {
+		status, body := g.viaNATS(t, c.subject, "", c.body)
+		var werr wireErr
+		if status != 400 || json.Unmarshal(body, &werr) != nil || !strings.Contains(werr.Error.Message, c.want) {
+			t.Errorf("%s %s: %d %s; want 400 saying %q", c.subject, c.body, status, body, c.want)
+		}
+	}
+	if n := e.pendingTimers(t); n != 0 {
+		t.Errorf("%d timers stored by refused requests", n)
+	}
+}

@@ -1,0 +1,98 @@
+-- Timers: scheduled messages whose fire is exactly once
+-- (deduplication.md, "The fire of a timer does not probe the window").
+
+-- Pending timers. A row is deleted by its fire, in the transaction that
+-- pushes its message, or by a cancel: "absent" means no longer pending.
+CREATE TABLE queen.timers (
+    id           uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+    partition_id bigint NOT NULL REFERENCES queen.log_partitions (id),
+    fire_at      timestamptz NOT NULL,
+    -- Fixed when scheduled (minted if the producer gave none).
+    txn_id       text NOT NULL,
+    hash         uuid NOT NULL,
+    data         json COMPRESSION lz4 NOT NULL,
+    created_at   timestamptz NOT NULL DEFAULT now()
+);
+-- "Due first" scans over millions of rows: the fire takes the head of this
+-- index, and the loop's next wake-up is its first entry.
+CREATE INDEX timers_due ON queen.timers (fire_at, id);
+-- One pending timer per transactionId and partition: a retried schedule
+-- (an answer lost on the way back) finds the pending timer instead of
+-- creating a second one. Once fired, the row is gone: re-scheduling then
+-- makes a new timer and a second message, as the spec states.
+CREATE UNIQUE INDEX timers_pending_txn ON queen.timers (partition_id, hash);
+
+-- timer_fire fires up to p_limit due timers in the caller's transaction:
+-- it takes them with FOR UPDATE SKIP LOCKED (several gateways never fire
+-- the same timer and never wait for each other), deletes their rows, and
+-- pushes their messages through queen.log_push with the partition's own
+-- allocator as p_verified, so the probe does not run: the guarantee is
+-- this one transaction, not the window. If it commits, the rows are gone
+-- and the messages are in the log; if it rolls back, neither happened.
+-- Pending transactionIds are unique per partition, so a frame never
+-- repeats one. Lock order (LOCKS.md): timer rows (never waiting), then
+-- partition rows in ascending id order.
+CREATE FUNCTION queen.timer_fire(p_limit integer)
+RETURNS TABLE (timer_id uuid, partition_id bigint, msg_offset bigint, txn_id text, fire_at timestamptz,
+               fired_at timestamptz)
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_due   timestamptz := clock_timestamp();
+    v_ids   uuid[];
+    v_pids  bigint[];
+    v_txns  text[];
+    v_hash  uuid[];
+    v_data  json[];
+    v_fire  timestamptz[];
+    v_n     integer;
+    i       integer := 1;
+    j       integer;
+    v_last  bigint;
+    v_base  bigint;
+BEGIN
+    WITH due AS (
+        SELECT t.id FROM queen.timers t
+         WHERE t.fire_at <= v_due
+         ORDER BY t.fire_at, t.id
+         LIMIT p_limit
+           FOR UPDATE SKIP LOCKED
+    ), del AS (
+        DELETE FROM queen.timers t USING due WHERE t.id = due.id
+        RETURNING t.id, t.partition_id, t.txn_id, t.hash, t.data, t.fire_at
+    )
+    SELECT array_agg(r.id ORDER BY r.partition_id, r.fire_at, r.id),
+           array_agg(r.partition_id ORDER BY r.partition_id, r.fire_at, r.id),
+           array_agg(r.txn_id ORDER BY r.partition_id, r.fire_at, r.id),
+           array_agg(r.hash ORDER BY r.partition_id, r.fire_at, r.id),
+           array_agg(r.data ORDER BY r.partition_id, r.fire_at, r.id),
+           array_agg(r.fire_at ORDER BY r.partition_id, r.fire_at, r.id)
+      INTO v_ids, v_pids, v_txns, v_hash, v_data, v_fire
+      FROM del r;
+    v_n := coalesce(cardinality(v_ids), 0);
+    IF v_n = 0 THEN
+        RETURN;
+    END IF;
+    PERFORM 1 FROM queen.log_partitions p WHERE p.id = ANY (v_pids) ORDER BY p.id FOR UPDATE;
+    WHILE i <= v_n LOOP
+        j := i;
+        WHILE j < v_n AND v_pids[j + 1] = v_pids[i] LOOP
+            j := j + 1;
+        END LOOP;
+        -- The partition's own allocator as p_verified (read under the lock
+        -- taken above): the probe does not run for a fire.
+        SELECT p.last_offset INTO v_last FROM queen.log_partitions p WHERE p.id = v_pids[i];
+        SELECT r.base_offset INTO v_base
+          FROM queen.log_push(v_pids[i], v_last, 2147483647, v_txns[i:j], v_hash[i:j], v_data[i:j]) AS r;
+        fired_at := clock_timestamp();
+        FOR k IN i .. j LOOP
+            timer_id := v_ids[k];
+            partition_id := v_pids[k];
+            msg_offset := v_base + (k - i);
+            txn_id := v_txns[k];
+            fire_at := v_fire[k];
+            RETURN NEXT;
+        END LOOP;
+        i := j + 1;
+    END LOOP;
+END
+$$;

@@ -1,0 +1,213 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// TimerNotifyChannel is the LISTEN channel a schedule notifies when its
+// timer is due within TimerNotifyHorizon: fire loops sleeping longer wake
+// up and look again.
+const (
+	TimerNotifyChannel = "queen_timers"
+	TimerNotifyHorizon = 30 * time.Second
+)
+
+// ScheduledTimer is a pending timer as stored.
+type ScheduledTimer struct {
+	ID          string // the timerId, a UUID
+	PartitionID int64
+	FireAt      time.Time
+	TxnID       string
+	// Existing is true when the transactionId was already pending in the
+	// partition: that timer is answered, and nothing is changed.
+	Existing bool
+}
+
+// scheduleSQL inserts a timer, or finds the pending one of the same
+// transactionId in the partition. A timer due within the notify horizon
+// notifies the fire loops (delivered on commit).
+const scheduleSQL = `
+WITH ins AS (
+	INSERT INTO queen.timers (partition_id, fire_at, txn_id, hash, data)
+	VALUES ($1, $2, $3, $4, $5::text::json)
+	ON CONFLICT (partition_id, hash) DO NOTHING
+	RETURNING id, fire_at
+), notify AS (
+	SELECT pg_notify('` + TimerNotifyChannel + `', '') FROM ins
+	 WHERE ins.fire_at < now() + make_interval(secs => $6)
+)
+SELECT id::text, fire_at, false, (SELECT count(*) FROM notify) FROM ins
+UNION ALL
+SELECT t.id::text, t.fire_at, true, 0 FROM queen.timers t
+ WHERE t.partition_id = $1 AND t.hash = $4 AND NOT EXISTS (SELECT 1 FROM ins)`
+
+// ScheduleTimer stores a pending timer whose transactionId is fixed here,
+// or answers the one already pending for that transactionId in the
+// partition (so a retried schedule makes no second timer).
+func (s *Store) ScheduleTimer(ctx context.Context, partitionID int64, txnID string, data []byte, fireAt time.Time) (ScheduledTimer, error) {
+	h := HashTxnID(txnID)
+	if data == nil {
+		data = jsonNull
+	}
+	// The pending row a conflict names may have committed after this
+	// statement's snapshot: then neither branch returns it, and a second
+	// try sees it.
+	for range 3 {
+		t := ScheduledTimer{PartitionID: partitionID, TxnID: txnID}
+		var notified int64
+		err := s.pool.QueryRow(ctx, scheduleSQL, partitionID, fireAt, txnID, h[:], string(data),
+			TimerNotifyHorizon.Seconds()).Scan(&t.ID, &t.FireAt, &t.Existing, &notified)
+		if errors.Is(err, pgx.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return ScheduledTimer{}, fmt.Errorf("pgstore: schedule timer: %w", classify(err))
+		}
+		return t, nil
+	}
+	return ScheduledTimer{}, fmt.Errorf("pgstore: schedule timer: %s keeps changing under concurrent schedules and fires", txnID)
+}
+
+// CancelTimer deletes a pending timer: true if it was pending. A timer
+// being fired at that moment is waited for: if the fire commits, the
+// answer is false (no longer pending); if it rolls back, the cancel wins.
+func (s *Store) CancelTimer(ctx context.Context, id string) (bool, error) {
+	tag, err := s.pool.Exec(ctx, "DELETE FROM queen.timers WHERE id = $1::uuid", id)
+	if err != nil {
+		return false, fmt.Errorf("pgstore: cancel timer: %w", err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// TimerInfo is a pending timer with its queue and partition names.
+type TimerInfo struct {
+	ID, Queue, Partition, TxnID string
+	FireAt, CreatedAt           time.Time
+}
+
+// ListTimers lists pending timers, due first; queue "" lists all queues.
+func (s *Store) ListTimers(ctx context.Context, queue string, limit int) ([]TimerInfo, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT t.id::text, q.name, p.name, t.txn_id, t.fire_at, t.created_at
+		  FROM queen.timers t
+		  JOIN queen.log_partitions p ON p.id = t.partition_id
+		  JOIN queen.queues q ON q.id = p.queue_id
+		 WHERE $1 = '' OR q.name = $1
+		 ORDER BY t.fire_at, t.id
+		 LIMIT $2`, queue, limit)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: list timers: %w", err)
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (TimerInfo, error) {
+		var t TimerInfo
+		err := row.Scan(&t.ID, &t.Queue, &t.Partition, &t.TxnID, &t.FireAt, &t.CreatedAt)
+		return t, err
+	})
+}
+
+// FiredTimer is a timer whose fire committed.
+type FiredTimer struct {
+	ID          string
+	PartitionID int64
+	Offset      int64 // where its message is
+	TxnID       string
+	FireAt      time.Time
+	FiredAt     time.Time // PostgreSQL's clock when its message was pushed
+}
+
+// FireDue fires up to limit due timers in one transaction
+// (queen.timer_fire). beforeCommit, when not nil, runs after the fire and
+// before COMMIT: an error from it rolls everything back (tests inject
+// faults there). On any error nothing was fired.
+func (s *Store) FireDue(ctx context.Context, limit int, beforeCommit func([]FiredTimer) error) ([]FiredTimer, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: fire timers: %w", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	rows, err := tx.Query(ctx,
+		"SELECT timer_id::text, partition_id, msg_offset, txn_id, fire_at, fired_at FROM queen.timer_fire($1)", limit)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: fire timers: %w", err)
+	}
+	fired, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (FiredTimer, error) {
+		var f FiredTimer
+		err := row.Scan(&f.ID, &f.PartitionID, &f.Offset, &f.TxnID, &f.FireAt, &f.FiredAt)
+		return f, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: fire timers: %w", err)
+	}
+	if beforeCommit != nil {
+		if err := beforeCommit(fired); err != nil {
+			return nil, err
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, fmt.Errorf("pgstore: fire timers: commit: %w", err)
+	}
+	return fired, nil
+}
+
+// NextTimerDue is how long until the earliest pending timer is due, by
+// PostgreSQL's clock (0 if one is due already); ok is false when none is
+// pending.
+func (s *Store) NextTimerDue(ctx context.Context) (wait time.Duration, ok bool, err error) {
+	var ms *float64
+	err = s.pool.QueryRow(ctx,
+		"SELECT extract(epoch FROM (SELECT min(fire_at) FROM queen.timers) - clock_timestamp()) * 1000").Scan(&ms)
+	if err != nil {
+		return 0, false, fmt.Errorf("pgstore: next timer: %w", err)
+	}
+	if ms == nil {
+		return 0, false, nil
+	}
+	return max(0, time.Duration(*ms*float64(time.Millisecond))), true, nil
+}
+
+// PendingTimers counts pending timers.
+func (s *Store) PendingTimers(ctx context.Context) (int64, error) {
+	var n int64
+	if err := s.pool.QueryRow(ctx, "SELECT count(*) FROM queen.timers").Scan(&n); err != nil {
+		return 0, fmt.Errorf("pgstore: count timers: %w", err)
+	}
+	return n, nil
+}
+
+// TimerListener receives schedule notifications on its own connection.
+type TimerListener struct {
+	conn *pgxpool.Conn
+}
+
+// ListenTimers takes a connection from the pool for LISTEN. Close it to
+// give the connection back.
+func (s *Store) ListenTimers(ctx context.Context) (*TimerListener, error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: listen timers: %w", err)
+	}
+	if _, err := conn.Exec(ctx, "LISTEN "+TimerNotifyChannel); err != nil {
+		conn.Release()
+		return nil, fmt.Errorf("pgstore: listen timers: %w", err)
+	}
+	return &TimerListener{conn: conn}, nil
+}
+
+// Wait blocks until a schedule notifies or ctx ends.
+func (l *TimerListener) Wait(ctx context.Context) error {
+	_, err := l.conn.Conn().WaitForNotification(ctx)
+	return err
+}
+
+// Close ends the listener; its connection is closed rather than reused,
+// since it may be mid-wait or still subscribed.
+func (l *TimerListener) Close() {
+	_ = l.conn.Conn().Close(context.Background())
+	l.conn.Release()
+}

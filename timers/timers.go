@@ -1,0 +1,334 @@
+// Package timers implements scheduled messages whose fire is exactly once
+// (deduplication.md, "The fire of a timer does not probe the window";
+// PROTOCOL.md, "Timers").
+//
+// A timer is a row in queen.timers until it fires or is cancelled. Every
+// gateway runs a fire loop: it takes due rows with FOR UPDATE SKIP LOCKED
+// and, in one transaction, deletes them and pushes their messages
+// (pgstore.Store.FireDue). The guarantee is that transaction, not the
+// deduplication window: re-scheduling a timer whose fire has committed
+// produces a second message.
+package timers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
+	"github.com/queengate/queengate/pgstore"
+)
+
+// Store is what timers need from pgstore.
+type Store interface {
+	EnsurePartition(ctx context.Context, queue, partition string) (pgstore.Partition, error)
+	ScheduleTimer(ctx context.Context, partitionID int64, txnID string, data []byte, fireAt time.Time) (pgstore.ScheduledTimer, error)
+	CancelTimer(ctx context.Context, id string) (bool, error)
+	ListTimers(ctx context.Context, queue string, limit int) ([]pgstore.TimerInfo, error)
+	FireDue(ctx context.Context, limit int, beforeCommit func([]pgstore.FiredTimer) error) ([]pgstore.FiredTimer, error)
+	NextTimerDue(ctx context.Context) (time.Duration, bool, error)
+	PendingTimers(ctx context.Context) (int64, error)
+	ListenTimers(ctx context.Context) (*pgstore.TimerListener, error)
+}
+
+// Config tunes the fire loop. Zero values take the defaults.
+type Config struct {
+	// BatchSize is the most timers one fire transaction takes; default 1000.
+	BatchSize int
+	// MaxSleep bounds how long the loop sleeps with nothing due sooner,
+	// in case a notification was lost (a reconnect); default
+	// pgstore.TimerNotifyHorizon (30 s): a timer due later than that does
+	// not notify, and the loop looks again by then.
+	MaxSleep time.Duration
+	// PendingEvery is how often the pending gauge is refreshed (a count
+	// over the table); default 15 s.
+	PendingEvery time.Duration
+	// BeforeCommit, when set, runs inside each fire transaction before
+	// COMMIT; an error rolls the fire back. For fault injection in tests.
+	BeforeCommit func([]pgstore.FiredTimer) error
+	// NoFire schedules and cancels without running a fire loop.
+	NoFire bool
+}
+
+func (c Config) withDefaults() Config {
+	if c.BatchSize <= 0 {
+		c.BatchSize = 1000
+	}
+	if c.MaxSleep <= 0 {
+		c.MaxSleep = pgstore.TimerNotifyHorizon
+	}
+	if c.PendingEvery <= 0 {
+		c.PendingEvery = 15 * time.Second
+	}
+	return c
+}
+
+// Service schedules, cancels and fires timers.
+type Service struct {
+	cfg     Config
+	store   Store
+	log     zerolog.Logger
+	metrics *metrics
+
+	wake   chan struct{} // a local schedule may be due sooner than the loop sleeps
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// New builds a Service; reg may be nil.
+func New(store Store, cfg Config, log zerolog.Logger, reg prometheus.Registerer) (*Service, error) {
+	m, err := newMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	return &Service{cfg: cfg.withDefaults(), store: store, log: log, metrics: m,
+		wake: make(chan struct{}, 1), done: make(chan struct{})}, nil
+}
+
+// Scheduled is the answer to a schedule.
+type Scheduled struct {
+	TimerID       string    `json:"timerId"`
+	Status        string    `json:"status"` // "scheduled"
+	FireAt        time.Time `json:"fireAt"`
+	TransactionID string    `json:"transactionId"`
+}
+
+// Schedule stores a timer for (queue, partition) that fires at fireAt
+// (at once if it is past). txnID is fixed now; the caller mints one when
+// the producer gave none. data is the message's JSON.
+func (s *Service) Schedule(ctx context.Context, queue, partition, txnID string, data []byte, fireAt time.Time) (Scheduled, error) {
+	p, err := s.store.EnsurePartition(ctx, queue, partition)
+	if err != nil {
+		return Scheduled{}, err
+	}
+	t, err := s.store.ScheduleTimer(ctx, p.ID, txnID, data, fireAt)
+	if err != nil {
+		return Scheduled{}, err
+	}
+	s.metrics.scheduled.Inc()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+	return Scheduled{TimerID: t.ID, Status: "scheduled", FireAt: t.FireAt.UTC(), TransactionID: t.TxnID}, nil
+}
+
+// Cancel answers "cancelled" if the timer was pending, else "absent": no
+// longer pending (fired, cancelled, or never existed), never "not
+// delivered".
+func (s *Service) Cancel(ctx context.Context, timerID string) (string, error) {
+	ok, err := s.store.CancelTimer(ctx, timerID)
+	if err != nil {
+		return "", err
+	}
+	answer := "absent"
+	if ok {
+		answer = "cancelled"
+	}
+	s.metrics.cancels.WithLabelValues(answer).Inc()
+	return answer, nil
+}
+
+// List lists pending timers, due first; queue "" lists every queue's.
+func (s *Service) List(ctx context.Context, queue string, limit int) ([]pgstore.TimerInfo, error) {
+	return s.store.ListTimers(ctx, queue, limit)
+}
+
+// Start runs the fire loop (unless NoFire) and the pending gauge.
+func (s *Service) Start(context.Context) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	go func() {
+		defer close(s.done)
+		if s.cfg.NoFire {
+			s.gaugeLoop(ctx)
+			return
+		}
+		go s.gaugeLoop(ctx)
+		s.fireLoop(ctx)
+	}()
+	return nil
+}
+
+// Stop ends the loops. A fire in progress is cancelled and rolls back:
+// its timers stay pending and fire later, here or in another gateway.
+func (s *Service) Stop() {
+	if s.cancel == nil {
+		return
+	}
+	s.cancel()
+	<-s.done
+}
+
+func (s *Service) gaugeLoop(ctx context.Context) {
+	for {
+		if n, err := s.store.PendingTimers(ctx); err == nil {
+			s.metrics.pending.Set(float64(n))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(s.cfg.PendingEvery):
+		}
+	}
+}
+
+// fireLoop fires what is due, then sleeps until the earliest pending timer
+// is due, a schedule notifies (LISTEN, any gateway) or signals (this one),
+// or MaxSleep passes.
+func (s *Service) fireLoop(ctx context.Context) {
+	notified := make(chan struct{}, 1)
+	go s.listen(ctx, notified)
+	backoff := 50 * time.Millisecond
+	for ctx.Err() == nil {
+		n, err := s.fireOnce(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			s.log.Warn().Err(err).Msg("timer fire failed; its timers stay pending")
+			sleep(ctx, backoff)
+			backoff = min(2*backoff, 5*time.Second)
+			continue
+		}
+		backoff = 50 * time.Millisecond
+		if n == s.cfg.BatchSize {
+			continue // more may be due now
+		}
+		wait, ok, err := s.store.NextTimerDue(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.Warn().Err(err).Msg("reading the next timer failed")
+			}
+			sleep(ctx, backoff)
+			continue
+		}
+		if !ok || wait > s.cfg.MaxSleep {
+			wait = s.cfg.MaxSleep
+		}
+		if wait == 0 {
+			continue
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+		case <-timer.C:
+		case <-notified:
+		case <-s.wake:
+		}
+		timer.Stop()
+	}
+}
+
+func (s *Service) fireOnce(ctx context.Context) (int, error) {
+	start := time.Now()
+	fired, err := s.store.FireDue(ctx, s.cfg.BatchSize, s.cfg.BeforeCommit)
+	if err != nil {
+		s.metrics.fireErrors.Inc()
+		return 0, err
+	}
+	if len(fired) > 0 {
+		s.metrics.fires.Add(float64(len(fired)))
+		s.metrics.fireDuration.Observe(time.Since(start).Seconds())
+		for _, f := range fired {
+			// Both times are PostgreSQL's: no clock skew in the lag.
+			s.metrics.lag.Observe(max(0, f.FiredAt.Sub(f.FireAt).Seconds()))
+		}
+	}
+	return len(fired), nil
+}
+
+// listen forwards schedule notifications, reconnecting as needed.
+func (s *Service) listen(ctx context.Context, notified chan<- struct{}) {
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		l, err := s.store.ListenTimers(ctx)
+		if err != nil {
+			sleep(ctx, backoff)
+			backoff = min(2*backoff, 5*time.Second)
+			continue
+		}
+		backoff = 100 * time.Millisecond
+		// Notifications may have been missed while not listening.
+		select {
+		case notified <- struct{}{}:
+		default:
+		}
+		for {
+			if err := l.Wait(ctx); err != nil {
+				if ctx.Err() == nil && !errors.Is(err, context.Canceled) {
+					s.log.Warn().Err(err).Msg("timer notifications: reconnecting")
+				}
+				break
+			}
+			select {
+			case notified <- struct{}{}:
+			default:
+			}
+		}
+		l.Close()
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
+
+type metrics struct {
+	pending      prometheus.Gauge
+	scheduled    prometheus.Counter
+	fires        prometheus.Counter
+	fireErrors   prometheus.Counter
+	fireDuration prometheus.Histogram
+	lag          prometheus.Histogram
+	cancels      *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		pending: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "queengate_timers_pending",
+			Help: "Pending timers (all gateways), refreshed periodically.",
+		}),
+		scheduled: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "queengate_timers_scheduled_total",
+			Help: "Timers scheduled through this gateway.",
+		}),
+		fires: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "queengate_timer_fires_total",
+			Help: "Timers fired (committed) by this gateway.",
+		}),
+		fireErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "queengate_timer_fire_errors_total",
+			Help: "Fire transactions that failed and rolled back (their timers stay pending).",
+		}),
+		fireDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "queengate_timer_fire_duration_seconds",
+			Help:    "Duration of a fire transaction that fired at least one timer.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
+		}),
+		lag: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "queengate_timer_fire_lag_seconds",
+			Help:    "Time from a timer's fireAt to its message's push, by PostgreSQL's clock.",
+			Buckets: []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60},
+		}),
+		cancels: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "queengate_timer_cancels_total",
+			Help: "Cancels by answer: cancelled, or absent (no longer pending).",
+		}, []string{"answer"}),
+	}
+	if reg != nil {
+		for _, c := range []prometheus.Collector{m.pending, m.scheduled, m.fires, m.fireErrors, m.fireDuration, m.lag, m.cancels} {
+			if err := reg.Register(c); err != nil {
+				return nil, fmt.Errorf("timers: register metrics: %w", err)
+			}
+		}
+	}
+	return m, nil
+}

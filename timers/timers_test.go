@@ -1,0 +1,331 @@
+package timers_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/queengate/queengate/internal/pgtest"
+	"github.com/queengate/queengate/pgstore"
+	"github.com/queengate/queengate/timers"
+)
+
+func TestMain(m *testing.M) { pgtest.Run(m) }
+
+type env struct {
+	t     *testing.T
+	store *pgstore.Store
+	queue string
+}
+
+// newEnv gives a test its own database: fire loops take every due timer
+// of a database.
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	return &env{t: t, store: pgtest.Store(t, pgtest.NewDB(t)), queue: pgtest.UniqueName(t)}
+}
+
+func (e *env) service(cfg timers.Config) *timers.Service {
+	e.t.Helper()
+	s, err := timers.New(e.store, cfg, zerolog.New(zerolog.NewTestWriter(e.t)).Level(zerolog.WarnLevel), nil)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return s
+}
+
+func (e *env) start(s *timers.Service) {
+	e.t.Helper()
+	if err := s.Start(context.Background()); err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(s.Stop)
+}
+
+// stored counts the messages of txnID in the queue's log.
+func (e *env) stored(txnID string) int {
+	e.t.Helper()
+	var n int
+	if err := e.store.Pool().QueryRow(context.Background(), `
+		SELECT count(*) FROM queen.log_segments s
+		  JOIN queen.log_partitions p ON p.id = s.partition_id
+		  JOIN queen.queues q ON q.id = p.queue_id,
+		  unnest(s.txn_ids) AS x(id)
+		 WHERE q.name = $1 AND x.id = $2`, e.queue, txnID).Scan(&n); err != nil {
+		e.t.Fatal(err)
+	}
+	return n
+}
+
+func (e *env) pending() int64 {
+	e.t.Helper()
+	n, err := e.store.PendingTimers(context.Background())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return n
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within 60 s: %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestScheduleFireIsExactlyOnce(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	s := e.service(timers.Config{})
+	past, err := s.Schedule(ctx, e.queue, "p", "past", []byte(`{"n":1}`), time.Now().Add(-time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if past.Status != "scheduled" || past.TransactionID != "past" || len(past.TimerID) != 36 {
+		t.Errorf("answer %+v", past)
+	}
+	if _, err := s.Schedule(ctx, e.queue, "p", "soon", nil, time.Now().Add(300*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Schedule(ctx, e.queue, "p", "later", nil, time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	e.start(s)
+	eventually(t, "past and soon fired", func() bool { return e.stored("past") > 0 && e.stored("soon") > 0 })
+	time.Sleep(200 * time.Millisecond) // a second fire would show by now
+	if e.stored("past") != 1 || e.stored("soon") != 1 || e.stored("later") != 0 || e.pending() != 1 {
+		t.Errorf("past %d, soon %d, later %d stored, %d pending; want 1, 1, 0, 1",
+			e.stored("past"), e.stored("soon"), e.stored("later"), e.pending())
+	}
+	var data string
+	if err := e.store.Pool().QueryRow(ctx, `SELECT s.data[1]::text FROM queen.log_segments s
+		JOIN queen.log_partitions p ON p.id = s.partition_id JOIN queen.queues q ON q.id = p.queue_id
+		WHERE q.name = $1 AND s.txn_ids[1] = 'past'`, e.queue).Scan(&data); err != nil || data != `{"n":1}` {
+		t.Errorf("fired data %q, %v", data, err)
+	}
+}
+
+// TestScheduleIsIdempotentWhilePending: a retried schedule finds the
+// pending timer; after the fire, scheduling the same transactionId again
+// makes a second timer and a second message (the spec's stated
+// consequence: the fire does not probe the window).
+func TestScheduleIsIdempotentWhilePendingAndRescheduleAfterFireIsASecondMessage(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	s := e.service(timers.Config{})
+	a, err := s.Schedule(ctx, e.queue, "p", "again", nil, time.Now().Add(400*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.Schedule(ctx, e.queue, "p", "again", nil, time.Now().Add(time.Hour))
+	if err != nil || b.TimerID != a.TimerID || !b.FireAt.Equal(a.FireAt) || e.pending() != 1 {
+		t.Fatalf("retried schedule: %+v, %v (first %+v), %d pending; want the same timer", b, err, a, e.pending())
+	}
+	e.start(s)
+	eventually(t, "first fire", func() bool { return e.stored("again") == 1 })
+	c, err := s.Schedule(ctx, e.queue, "p", "again", nil, time.Now())
+	if err != nil || c.TimerID == a.TimerID {
+		t.Fatalf("re-schedule after the fire: %+v, %v; want a new timer", c, err)
+	}
+	eventually(t, "second fire", func() bool { return e.stored("again") == 2 })
+}
+
+// TestFireDoesNotProbeTheWindow: a timer whose transactionId is already
+// in the partition's window is still written: its guarantee is its own
+// transaction, not the window.
+func TestFireDoesNotProbeTheWindow(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	p, err := e.store.EnsurePartition(ctx, e.queue, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.store.Push(ctx, []pgstore.Segment{{PartitionID: p.ID, Verified: -1, TxnIDs: []string{"x"},
+		Hashes: []pgstore.Hash{pgstore.HashTxnID("x")}, Data: [][]byte{[]byte("1")}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.store.ScheduleTimer(ctx, p.ID, "x", nil, time.Now().Add(-time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	fired, err := e.store.FireDue(ctx, 10, nil)
+	if err != nil || len(fired) != 1 || fired[0].Offset != 1 {
+		t.Fatalf("fired %+v, %v; want one message at offset 1", fired, err)
+	}
+	if e.stored("x") != 2 {
+		t.Errorf("x stored %d times, want 2: the fire writes whatever the window holds", e.stored("x"))
+	}
+}
+
+func TestTwoFireLoopsFireEachTimerOnce(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	const n = 3000
+	var pids []int64
+	for i := range 5 {
+		p, err := e.store.EnsurePartition(ctx, e.queue, fmt.Sprint("p", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pids = append(pids, p.ID)
+	}
+	// Due now and during the run, over five partitions.
+	now := time.Now()
+	for i := range n {
+		at := now.Add(time.Duration(i%500) * time.Millisecond)
+		if _, err := e.store.ScheduleTimer(ctx, pids[i%len(pids)], fmt.Sprint("t-", i), nil, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var fired [2]atomic.Int64
+	for g := range 2 {
+		s := e.service(timers.Config{BatchSize: 100, BeforeCommit: func(f []pgstore.FiredTimer) error {
+			fired[g].Add(int64(len(f))) // counted before commit; no fault injected here
+			return nil
+		}})
+		e.start(s)
+	}
+	eventually(t, "every timer fired", func() bool { return e.pending() == 0 })
+	var dups, missing int
+	if err := e.store.Pool().QueryRow(ctx, `
+		WITH x AS (SELECT id, count(*) AS c FROM queen.log_segments s, unnest(s.txn_ids) AS u(id)
+		            WHERE s.partition_id = ANY ($1) GROUP BY id)
+		SELECT (SELECT count(*) FROM x WHERE c > 1), $2 - (SELECT count(*) FROM x)`, pids, n).Scan(&dups, &missing); err != nil {
+		t.Fatal(err)
+	}
+	if dups != 0 || missing != 0 {
+		t.Errorf("%d timers fired twice, %d never", dups, missing)
+	}
+	t.Logf("fire loops fired %d and %d", fired[0].Load(), fired[1].Load())
+	if fired[0].Load()+fired[1].Load() != n {
+		t.Errorf("fires counted %d + %d, want %d", fired[0].Load(), fired[1].Load(), n)
+	}
+}
+
+// TestRolledBackFireLeavesTheTimerPending: a failure after the delete and
+// the push, before COMMIT, undoes both; the timer fires later, once.
+func TestRolledBackFireLeavesTheTimerPending(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	var attempts atomic.Int64
+	injected := errors.New("injected failure before commit")
+	s := e.service(timers.Config{BeforeCommit: func(f []pgstore.FiredTimer) error {
+		if len(f) > 0 && attempts.Add(1) == 1 {
+			return injected
+		}
+		return nil
+	}})
+	if _, err := s.Schedule(ctx, e.queue, "p", "fragile", nil, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	// The first fire by hand, to observe the state between the two.
+	if _, err := e.store.FireDue(ctx, 10, func(f []pgstore.FiredTimer) error {
+		if len(f) != 1 || e.stored("fragile") != 0 {
+			t.Errorf("inside the fire: %+v", f)
+		}
+		return injected
+	}); !errors.Is(err, injected) {
+		t.Fatalf("fire: %v, want the injected failure", err)
+	}
+	if e.pending() != 1 || e.stored("fragile") != 0 {
+		t.Fatalf("after the rollback: %d pending, %d stored; want 1 and 0", e.pending(), e.stored("fragile"))
+	}
+	e.start(s) // its first fire fails too (injected), the next one commits
+	eventually(t, "the fire after the rollbacks", func() bool { return e.stored("fragile") == 1 })
+	time.Sleep(200 * time.Millisecond)
+	if e.stored("fragile") != 1 || e.pending() != 0 || attempts.Load() < 2 {
+		t.Errorf("%d stored, %d pending after %d attempts; want 1, 0, at least 2", e.stored("fragile"), e.pending(), attempts.Load())
+	}
+}
+
+func TestCancelBeforeAndAfterTheFire(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	s := e.service(timers.Config{})
+	early, err := s.Schedule(ctx, e.queue, "p", "cancelled-early", nil, time.Now().Add(500*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Cancel(ctx, early.TimerID); err != nil || got != "cancelled" {
+		t.Fatalf("cancel before the fire: %q, %v", got, err)
+	}
+	if got, _ := s.Cancel(ctx, early.TimerID); got != "absent" {
+		t.Errorf("second cancel: %q, want absent", got)
+	}
+	fires, err := s.Schedule(ctx, e.queue, "p", "fires", nil, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.start(s)
+	eventually(t, "the fire", func() bool { return e.stored("fires") == 1 })
+	if got, _ := s.Cancel(ctx, fires.TimerID); got != "absent" {
+		t.Errorf("cancel after the fire: %q, want absent (no longer pending)", got)
+	}
+	if got, _ := s.Cancel(ctx, "00000000-0000-4000-8000-000000000000"); got != "absent" {
+		t.Errorf("cancel of an unknown timer: %q, want absent", got)
+	}
+	time.Sleep(700 * time.Millisecond) // past the cancelled timer's fireAt
+	if e.stored("cancelled-early") != 0 {
+		t.Error("a cancelled timer fired")
+	}
+}
+
+// TestCancelRacingTheFire: whatever the interleaving, a timer is either
+// cancelled (and never fires) or fired once (and the cancel says absent).
+func TestCancelRacingTheFire(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	s := e.service(timers.Config{BatchSize: 50})
+	const n = 400
+	ids := make([]string, n)
+	for i := range n {
+		x, err := s.Schedule(ctx, e.queue, "p", fmt.Sprint("race-", i), nil, time.Now().Add(100*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = x.TimerID
+	}
+	e.start(s)
+	answers := make([]string, n)
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for i := w; i < n; i += 4 {
+				a, err := s.Cancel(ctx, ids[i])
+				if err != nil {
+					t.Error(err)
+				}
+				answers[i] = a
+			}
+		})
+	}
+	wg.Wait()
+	eventually(t, "nothing pending", func() bool { return e.pending() == 0 })
+	cancelled := 0
+	for i, a := range answers {
+		got := e.stored(fmt.Sprint("race-", i))
+		if a == "cancelled" {
+			cancelled++
+		}
+		if (a == "cancelled") != (got == 0) || got > 1 {
+			t.Errorf("timer %d: cancel said %q, stored %d times", i, a, got)
+		}
+	}
+	t.Logf("%d of %d cancelled before their fire", cancelled, n)
+}
