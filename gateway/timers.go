@@ -246,4 +246,3 @@ func (a *Admin) MountTimers(t *TimerOps) {
 		writeError(w, &wireError{Code: CodeMethodNotAllowed, Message: r.Method + " /timers: use GET (schedule and cancel go over NATS)"})
 	})
 }
-
