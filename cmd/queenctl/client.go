@@ -24,7 +24,7 @@ import (
 type operation struct {
 	method, path string // HTTP
 	subject      string // NATS, after "<prefix>."
-	body         []byte // JSON, or nil
+	body         []byte // JSON, or nil; over HTTP a GET sends none
 }
 
 func opConfigure(req configureRequest) operation {
@@ -42,6 +42,28 @@ func opGetQueue(queue string) operation {
 
 func opStatus() operation {
 	return operation{method: http.MethodGet, path: "/status", subject: "status"}
+}
+
+// opListTimers lists pending timers: queue "" for every queue, limit 0
+// for the gateway's default. Over HTTP the query carries what the NATS
+// body does.
+func opListTimers(queue string, limit int) operation {
+	q := url.Values{}
+	req := map[string]any{}
+	if queue != "" {
+		q.Set("queue", queue)
+		req["queue"] = queue
+	}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+		req["limit"] = limit
+	}
+	path := "/timers"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	body, _ := json.Marshal(req) // a string and an integer: cannot fail
+	return operation{method: http.MethodGet, path: path, subject: "timer.list", body: body}
 }
 
 // configureRequest is the body of POST /configure and <prefix>.configure.
@@ -73,15 +95,16 @@ func newHTTPClient(base, token string, timeout time.Duration) *httpClient {
 func (c *httpClient) do(ctx context.Context, op operation) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
+	// A GET carries no body: its query says what the NATS body does.
 	var body io.Reader
-	if op.body != nil {
+	if op.body != nil && op.method != http.MethodGet {
 		body = bytes.NewReader(op.body)
 	}
 	req, err := http.NewRequestWithContext(ctx, op.method, c.base+op.path, body)
 	if err != nil {
 		return nil, usagef("--http %q: %v", c.base, err)
 	}
-	if op.body != nil {
+	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if c.token != "" {
@@ -109,7 +132,8 @@ func (c *httpClient) do(ctx context.Context, op operation) ([]byte, error) {
 	ge := answerError(resp.StatusCode, "", answer, c.token != "")
 	if !isErrorBody(answer) && (resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusMethodNotAllowed) {
 		// Not PROTOCOL.md's error body: the route itself is missing.
-		ge.hint = fmt.Sprintf("%s does not serve %s %s: is it a queengate recent enough for queenctl?", c.base, op.method, op.path)
+		path, _, _ := strings.Cut(op.path, "?")
+		ge.hint = fmt.Sprintf("%s does not serve %s %s: is it a queengate recent enough for queenctl?", c.base, op.method, path)
 	}
 	return nil, ge
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -17,41 +18,75 @@ const maxOptionSeconds = 1<<31 - 1
 // The options are integer seconds on the wire, so a fraction of a second
 // is an error rather than silently rounded.
 func parseSeconds(s string) (int64, error) {
-	var days int64
-	if i := strings.IndexByte(s, 'd'); i >= 0 {
-		n, err := strconv.ParseInt(s[:i], 10, 64)
-		if err == nil && n < 0 {
-			return 0, errors.New("must be 0 or more")
-		}
-		if err != nil || s[0] == '+' {
-			return 0, errors.New("days must be a whole number before the d, e.g. 7d or 1d12h")
-		}
-		if n > maxOptionSeconds/86400 {
-			return 0, fmt.Errorf("too long, at most %d seconds (about 68 years)", maxOptionSeconds)
-		}
-		days, s = n, s[i+1:]
-		if s == "" {
-			return days * 86400, nil
-		}
-	}
-	if _, err := strconv.ParseFloat(s, 64); err == nil && s != "0" {
-		return 0, fmt.Errorf("missing unit, e.g. %ss, 10m, 24h or 7d", s)
-	}
-	d, err := time.ParseDuration(s)
+	tooLong := fmt.Errorf("too long, at most %d seconds (about 68 years)", maxOptionSeconds)
+	days, d, err := parseDaysDuration(s, maxOptionSeconds/86400, tooLong)
 	if err != nil {
-		return 0, errors.New("not a duration; use e.g. 600s, 10m, 24h or 7d")
-	}
-	if d < 0 {
-		return 0, errors.New("must be 0 or more")
+		return 0, err
 	}
 	if d%time.Second != 0 {
 		return 0, errors.New("must be whole seconds (the gateway stores seconds)")
 	}
 	total := days*86400 + int64(d/time.Second)
 	if total > maxOptionSeconds {
-		return 0, fmt.Errorf("too long, at most %d seconds (about 68 years)", maxOptionSeconds)
+		return 0, tooLong
 	}
 	return total, nil
+}
+
+// maxDelay is the longest --in: what a time.Duration holds (the gateway
+// adds it to its clock).
+const maxDelay = time.Duration(math.MaxInt64)
+
+// parseDelayMs reads a delay in the same syntax as parseSeconds (7d, 1d12h,
+// 90s, 0) as whole milliseconds, the wire's delayMs.
+func parseDelayMs(s string) (int64, error) {
+	maxDays := int64(maxDelay / (24 * time.Hour))
+	tooLong := fmt.Errorf("too long, at most %dd (about 292 years)", maxDays)
+	days, d, err := parseDaysDuration(s, maxDays, tooLong)
+	if err != nil {
+		return 0, err
+	}
+	if d%time.Millisecond != 0 {
+		return 0, errors.New("must be whole milliseconds (delayMs on the wire)")
+	}
+	if time.Duration(days)*24*time.Hour > maxDelay-d {
+		return 0, tooLong
+	}
+	return (time.Duration(days)*24*time.Hour + d).Milliseconds(), nil
+}
+
+// parseDaysDuration splits "7d12h" into whole days and a Go duration,
+// both 0 or more; days over maxDays are tooLong. A bare number other than
+// 0 is refused (which unit?).
+func parseDaysDuration(s string, maxDays int64, tooLong error) (int64, time.Duration, error) {
+	var days int64
+	if i := strings.IndexByte(s, 'd'); i >= 0 {
+		n, err := strconv.ParseInt(s[:i], 10, 64)
+		if err == nil && n < 0 {
+			return 0, 0, errors.New("must be 0 or more")
+		}
+		if err != nil || s[0] == '+' {
+			return 0, 0, errors.New("days must be a whole number before the d, e.g. 7d or 1d12h")
+		}
+		if n > maxDays {
+			return 0, 0, tooLong
+		}
+		days, s = n, s[i+1:]
+		if s == "" {
+			return days, 0, nil
+		}
+	}
+	if _, err := strconv.ParseFloat(s, 64); err == nil && s != "0" {
+		return 0, 0, fmt.Errorf("missing unit, e.g. %ss, 10m, 24h or 7d", s)
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, 0, errors.New("not a duration; use e.g. 600s, 10m, 24h or 7d")
+	}
+	if d < 0 {
+		return 0, 0, errors.New("must be 0 or more")
+	}
+	return days, d, nil
 }
 
 // humanSeconds writes seconds the way an operator types them: 7d, 10m,

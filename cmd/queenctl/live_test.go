@@ -461,10 +461,13 @@ func TestLiveAuth(t *testing.T) {
 			ok := flags(tr.admin, "--token", "s3cret")
 			ctl(t, "", flags(ok, "get", "queue", "payments")...).expect(t, exitGateway, "404")
 			ctl(t, "", flags(ok, "status")...).expect(t, exitOK, "ready:")
+			ctl(t, "", flags(tr.admin, "timer", "list")...).expect(t, exitGateway, "unauthorized: set --token or QUEEN_ADMIN_TOKEN")
+			ctl(t, "", flags(ok, "timer", "list")...).expect(t, exitOK, "no pending timers")
 			// The token from the environment.
 			ctlEnv(t, map[string]string{"QUEEN_ADMIN_TOKEN": "s3cret"}, "", flags(tr.admin, "get", "queues")...).expect(t, exitOK)
 		})
 	}
-	// Pushing needs no admin token.
+	// Pushing and scheduling need no admin token.
 	ctl(t, "", "--nats", g.natsURL, "push", "q", "p", "x").expect(t, exitOK, "1 queued")
+	ctl(t, "", "--nats", g.natsURL, "timer", "schedule", "q", "p", "x", "--in", "1h").expect(t, exitOK, "scheduled")
 }

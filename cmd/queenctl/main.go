@@ -1,8 +1,8 @@
 // Command queenctl is the operator CLI of queengate: it applies queue
-// manifests, configures and inspects queues, pushes messages and reads a
-// gateway's status. It speaks only the wire contract (PROTOCOL.md and
-// docs/admin-api.md), over the admin HTTP address or NATS, so it imports
-// nothing of this module.
+// manifests, configures and inspects queues, pushes messages, schedules,
+// cancels and lists timers, and reads a gateway's status. It speaks only
+// the wire contract (PROTOCOL.md and docs/admin-api.md), over the admin
+// HTTP address or NATS, so it imports nothing of this module.
 package main
 
 import (
@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 )
 
@@ -117,13 +118,18 @@ Commands:
   push QUEUE [PARTITION] [MESSAGE ...]
                                 push messages (arguments, or JSON lines on stdin); needs --nats
   status                        the gateway's health and cache figures
+  timer schedule QUEUE PARTITION [DATA] (--at TIME | --in DURATION)
+                                schedule a message, exactly once; needs --nats
+  timer cancel TIMER_ID         cancel a pending timer: cancelled or absent; needs --nats
+  timer list [--queue QUEUE]    pending timers, due first
   help [COMMAND]                this help, or a command's
 
 Run 'queenctl COMMAND --help' for a command's arguments and flags. Global
 flags go before or after the command.
 
-Connection: admin commands use --http when given, else --nats; push uses
---nats only. With neither, --http http://127.0.0.1:6632 is used.
+Connection: admin commands (and timer list) use --http when given, else
+--nats; push, timer schedule and timer cancel use --nats only. With
+neither, --http http://127.0.0.1:6632 is used.
 
 Exit codes:
   0  success
@@ -157,11 +163,22 @@ func dispatch(ctx context.Context, args []string, env func(string) (string, bool
 			printHelp(stdout, mainUsage, top, nil)
 			return errHelpShown
 		}
-		name, rest = rest[0], []string{"--help"}
+		// "help timer schedule" is "timer schedule --help".
+		topic := rest
+		name, rest = topic[0], []string{"--help"}
+		if c, ok := commands[name]; ok && c.subs != nil && len(topic) > 1 {
+			rest = []string{topic[1], "--help"}
+		}
 	}
 	c, ok := commands[name]
 	if !ok {
 		return usagef("unknown command %q (see queenctl --help)", name)
+	}
+	if c.subs != nil {
+		var err error
+		if c, name, rest, err = pickSub(c, name, rest, g, stdout); err != nil {
+			return err
+		}
 	}
 	fs := newFlagSet("queenctl " + name)
 	runCmd := c.setup(fs)
@@ -186,10 +203,42 @@ func dispatch(ctx context.Context, args []string, env func(string) (string, bool
 
 // command is one subcommand. setup registers its flags on a fresh flag
 // set and returns its body, which reads them: no flag state is shared
-// between runs (tests run many at once).
+// between runs (tests run many at once). A command with subs (timer) has
+// no body of its own: its first argument names one of them.
 type command struct {
 	usage string
 	setup func(fs *flag.FlagSet) runFunc
+	subs  map[string]*command
+	order []string // subs' names, as the usage lists them
+}
+
+// pickSub finds the subcommand of c that rest names first ("timer
+// schedule ..."); global flags may come before it. It returns the
+// subcommand, its full name and its arguments.
+func pickSub(c *command, name string, rest []string, g *globals, stdout io.Writer) (*command, string, []string, error) {
+	fs := newFlagSet("queenctl " + name)
+	g.register(fs)
+	if err := fs.Parse(rest); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			printHelp(stdout, c.usage, fs, nil)
+			return nil, "", nil, errHelpShown
+		}
+		return nil, "", nil, usagef("%s: %v (see queenctl %s --help)", name, err, name)
+	}
+	rest = fs.Args()
+	var subs []string
+	for _, n := range c.order {
+		subs = append(subs, "'"+name+" "+n+"'")
+	}
+	which := strings.Join(subs[:len(subs)-1], ", ") + " or " + subs[len(subs)-1]
+	if len(rest) == 0 {
+		return nil, "", nil, usagef("%s: use %s (see queenctl %s --help)", name, which, name)
+	}
+	sub, ok := c.subs[rest[0]]
+	if !ok {
+		return nil, "", nil, usagef("%s: unknown subcommand %q: use %s (see queenctl %s --help)", name, rest[0], which, name)
+	}
+	return sub, name + " " + rest[0], rest[1:], nil
 }
 
 // runFunc runs a command with its positional arguments.

@@ -1,0 +1,330 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"time"
+)
+
+func init() {
+	commands["timer"] = &command{
+		usage: timerUsage,
+		subs: map[string]*command{
+			"schedule": {usage: timerScheduleUsage, setup: setupTimerSchedule},
+			"cancel":   {usage: timerCancelUsage, setup: setupTimerCancel},
+			"list":     {usage: timerListUsage, setup: setupTimerList},
+		},
+		order: []string{"schedule", "cancel", "list"},
+	}
+}
+
+const timerUsage = `Usage:
+  queenctl timer schedule QUEUE PARTITION [DATA] (--at TIME | --in DURATION) [--txn-id ID]
+  queenctl timer cancel TIMER_ID
+  queenctl timer list [--queue QUEUE] [--limit N]
+
+A timer is a message pushed to a queue's partition at a given time, exactly
+once: its fire removes the timer and pushes the message in one
+transaction. schedule and cancel go over NATS (<prefix>.timer.QUEUE.PARTITION
+and <prefix>.timer.cancel) and need --nats; list is an operator command,
+over --http or NATS as get is, with the admin token.
+
+Run 'queenctl timer COMMAND --help' for a command's arguments and flags.
+
+`
+
+const timerScheduleUsage = `Usage:
+  queenctl timer schedule QUEUE PARTITION [DATA] (--at TIME | --in DURATION) [--txn-id ID]
+
+Schedules a message for QUEUE's PARTITION, over NATS request-reply to
+<prefix>.timer.QUEUE.PARTITION. Needs --nats. The queue and the partition
+are created on first use, as a push creates them.
+
+Give exactly one of:
+  --at TIME       RFC 3339 with a zone: 2026-12-01T09:00:00Z,
+                  2026-12-01T10:00:00+01:00
+  --in DURATION   from the gateway's receipt: 90s, 10m, 1h30m, 7d, 1d12h;
+                  0s fires at once
+A time in the past fires at once.
+
+DATA is the message's data as JSON; an argument that is not valid JSON is
+sent as a JSON string (as push does). Without it the data is null. Put --
+before data that starts with a dash.
+
+--txn-id sets the message's transactionId; otherwise the gateway mints
+one. Either way it is fixed now. Scheduling again after the fire makes a
+second message: a fire does not probe the deduplication window.
+
+Prints the timer's id (what cancel takes), its status (scheduled), fireAt
+and transactionId.
+
+`
+
+const timerCancelUsage = `Usage:
+  queenctl timer cancel TIMER_ID
+
+Cancels a pending timer, over NATS request-reply to <prefix>.timer.cancel.
+Needs --nats. Prints one word:
+  cancelled   the timer was pending; it will not fire
+  absent      no longer pending (fired, cancelled, or never existed)
+Both exit 0. absent is not a failure of the fire: a timer that fired has
+pushed its message, exactly once.
+
+`
+
+const timerListUsage = `Usage:
+  queenctl timer list [--queue QUEUE] [--limit N]
+
+Lists pending timers, due first: timerId, queue, partition, transactionId
+and fireAt. A timer is listed until it fires or is cancelled. An operator
+command: over --http (GET /timers) or, when only --nats is given, NATS
+(<prefix>.timer.list), with the admin token.
+
+`
+
+// maxTimerList is docs/admin-api.md's largest list limit.
+const maxTimerList = 10000
+
+// defaultTimerList is the gateway's list limit when none is sent.
+const defaultTimerList = 100
+
+// timerScheduled is the answer to a schedule (docs/admin-api.md).
+type timerScheduled struct {
+	TimerID       string `json:"timerId"`
+	Status        string `json:"status"`
+	FireAt        string `json:"fireAt"`
+	TransactionID string `json:"transactionId"`
+}
+
+// timerInfo is one pending timer of a list answer.
+type timerInfo struct {
+	TimerID       string `json:"timerId"`
+	Queue         string `json:"queue"`
+	Partition     string `json:"partition"`
+	TransactionID string `json:"transactionId"`
+	FireAt        string `json:"fireAt"`
+	CreatedAt     string `json:"createdAt"`
+}
+
+// scheduleRequest is the body of <prefix>.timer.QUEUE.PARTITION: fireAt
+// or delayMs, never both.
+type scheduleRequest struct {
+	TransactionID string          `json:"transactionId,omitempty"`
+	Data          json.RawMessage `json:"data,omitempty"`
+	FireAt        string          `json:"fireAt,omitempty"`
+	DelayMs       *int64          `json:"delayMs,omitempty"`
+}
+
+// atFlag is --at: an RFC 3339 time with a zone.
+type atFlag struct {
+	set bool
+	t   time.Time
+}
+
+func (f *atFlag) String() string {
+	if f == nil || !f.set {
+		return ""
+	}
+	return f.t.Format(time.RFC3339Nano)
+}
+
+func (f *atFlag) Set(s string) error {
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return fmt.Errorf("want RFC 3339 with a zone, e.g. 2026-12-01T09:00:00Z or 2026-12-01T10:00:00+01:00")
+	}
+	f.set, f.t = true, t
+	return nil
+}
+
+// delayFlag is --in: a delay in parseDelayMs's syntax.
+type delayFlag struct {
+	set bool
+	ms  int64
+}
+
+func (f *delayFlag) String() string {
+	if f == nil || !f.set {
+		return ""
+	}
+	return (time.Duration(f.ms) * time.Millisecond).String()
+}
+
+func (f *delayFlag) Set(s string) error {
+	ms, err := parseDelayMs(s)
+	if err != nil {
+		return err
+	}
+	f.set, f.ms = true, ms
+	return nil
+}
+
+func setupTimerSchedule(fs *flag.FlagSet) runFunc {
+	var at atFlag
+	var in delayFlag
+	fs.Var(&at, "at", "fire at this `time`, RFC 3339 with a zone, e.g. 2026-12-01T09:00:00Z")
+	fs.Var(&in, "in", "fire after this `duration`, e.g. 90s, 10m, 7d; 0s fires at once")
+	txnID := fs.String("txn-id", "", "the message's transactionId (`ID`); minted by the gateway when not given")
+	return func(ctx context.Context, s *session, args []string) error {
+		switch {
+		case len(args) < 2:
+			return usagef("timer schedule: give QUEUE and PARTITION, e.g. queenctl timer schedule payments p1 '{\"remind\":42}' --in 1h")
+		case len(args) > 3:
+			return usagef("timer schedule: unexpected arguments %q: DATA is one JSON value (quote it)", args[3:])
+		}
+		queue, partition := args[0], args[1]
+		if err := checkName("queue", queue); err != nil {
+			return err
+		}
+		if err := checkName("partition", partition); err != nil {
+			return err
+		}
+		req := scheduleRequest{TransactionID: *txnID}
+		switch {
+		case at.set && in.set:
+			return usagef("timer schedule: give either --at or --in, not both")
+		case !at.set && !in.set:
+			return usagef("timer schedule: when? give --at TIME (RFC 3339, e.g. 2026-12-01T09:00:00Z) or --in DURATION (e.g. 90s, 1h, 7d)")
+		case at.set:
+			req.FireAt = at.t.Format(time.RFC3339Nano)
+		default:
+			req.DelayMs = &in.ms
+		}
+		if len(*txnID) > maxTxnIDBytes {
+			return usagef("timer schedule: --txn-id is %d bytes; a transactionId is 1-%d bytes", len(*txnID), maxTxnIDBytes)
+		}
+		if len(args) == 3 {
+			req.Data = json.RawMessage(args[2])
+			if !json.Valid(req.Data) {
+				req.Data, _ = json.Marshal(args[2])
+			}
+		}
+		if s.g.natsURL == "" {
+			return usagef("timer schedule needs NATS (the gateway takes timers over NATS only): set --nats or QUEENCTL_NATS_URL, e.g. --nats nats://127.0.0.1:4222")
+		}
+		body, err := json.Marshal(req)
+		if err != nil {
+			return usagef("timer schedule: DATA: %v", err)
+		}
+		nc, err := s.nats(ctx)
+		if err != nil {
+			return err
+		}
+		raw, err := nc.request(ctx, s.g.prefix+".timer."+queue+"."+partition, body)
+		if err != nil {
+			return fmt.Errorf("timer schedule: %w", err)
+		}
+		var a timerScheduled
+		if err := decodeAnswer(raw, &a); err != nil {
+			return err
+		}
+		if s.g.output == "json" {
+			return printJSON(s.stdout, raw)
+		}
+		tw := newTable(s.stdout)
+		fmt.Fprintln(tw, "TIMER ID\tSTATUS\tFIRE AT\tTRANSACTION ID")
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", a.TimerID, a.Status, a.FireAt, a.TransactionID)
+		return tw.Flush()
+	}
+}
+
+func setupTimerCancel(*flag.FlagSet) runFunc {
+	return func(ctx context.Context, s *session, args []string) error {
+		switch {
+		case len(args) == 0:
+			return usagef("timer cancel: which timer? give its id, as timer schedule printed it, e.g. queenctl timer cancel 3f0c9a6e-…")
+		case len(args) > 1:
+			return usagef("timer cancel: give exactly one TIMER_ID; unexpected arguments %q", args[1:])
+		case args[0] == "":
+			return usagef("timer cancel: the TIMER_ID is empty")
+		case s.g.natsURL == "":
+			return usagef("timer cancel needs NATS (the gateway takes timers over NATS only): set --nats or QUEENCTL_NATS_URL, e.g. --nats nats://127.0.0.1:4222")
+		}
+		body, _ := json.Marshal(map[string]string{"timerId": args[0]}) // a string: cannot fail
+		nc, err := s.nats(ctx)
+		if err != nil {
+			return err
+		}
+		raw, err := nc.request(ctx, s.g.prefix+".timer.cancel", body)
+		if err != nil {
+			return fmt.Errorf("timer cancel: %w", err)
+		}
+		var a struct {
+			Status string `json:"status"`
+		}
+		if err := decodeAnswer(raw, &a); err != nil {
+			return err
+		}
+		if a.Status == "" {
+			return fmt.Errorf("unexpected answer from the gateway (no status): %.200s", raw)
+		}
+		if s.g.output == "json" {
+			return printJSON(s.stdout, raw)
+		}
+		_, err = fmt.Fprintln(s.stdout, a.Status)
+		return err
+	}
+}
+
+func setupTimerList(fs *flag.FlagSet) runFunc {
+	queue := fs.String("queue", "", "only this `queue`'s timers (default every queue's)")
+	limit := fs.Int("limit", 0, fmt.Sprintf("list at most `N` timers, 1-%d (default %d)", maxTimerList, defaultTimerList))
+	return func(ctx context.Context, s *session, args []string) error {
+		if len(args) > 0 {
+			return usagef("timer list: unexpected arguments %q (the queue is --queue QUEUE)", args)
+		}
+		if *queue != "" {
+			if err := checkName("queue", *queue); err != nil {
+				return err
+			}
+		}
+		limitSet := false
+		fs.Visit(func(f *flag.Flag) { limitSet = limitSet || f.Name == "limit" })
+		if limitSet && (*limit < 1 || *limit > maxTimerList) {
+			return usagef("timer list: --limit %d: must be 1-%d", *limit, maxTimerList)
+		}
+		c, err := s.admin(ctx)
+		if err != nil {
+			return err
+		}
+		raw, err := c.do(ctx, opListTimers(*queue, *limit))
+		if err != nil {
+			return err
+		}
+		var list struct {
+			Timers []timerInfo `json:"timers"`
+		}
+		if err := decodeAnswer(raw, &list); err != nil {
+			return err
+		}
+		if s.g.output == "json" {
+			return printJSON(s.stdout, raw)
+		}
+		if len(list.Timers) == 0 {
+			if *queue != "" {
+				fmt.Fprintf(s.stdout, "no pending timers in queue %s\n", *queue)
+			} else {
+				fmt.Fprintln(s.stdout, "no pending timers")
+			}
+			return nil
+		}
+		tw := newTable(s.stdout)
+		fmt.Fprintln(tw, "TIMER ID\tQUEUE\tPARTITION\tTRANSACTION ID\tFIRE AT")
+		for _, t := range list.Timers {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.TimerID, t.Queue, t.Partition, t.TransactionID, t.FireAt)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		n := *limit
+		if n == 0 {
+			n = defaultTimerList
+		}
+		if len(list.Timers) >= n {
+			fmt.Fprintf(s.stdout, "the first %d, due first; there may be more (--limit, at most %d)\n", len(list.Timers), maxTimerList)
+		}
+		return nil
+	}
+}
