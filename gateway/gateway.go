@@ -377,21 +377,26 @@ func (g *Gateway) serveRequest(req micro.Request, operator bool, op func(context
 			cancel()
 		}
 	}
+	// Answered on the reply subject directly, not with req.Respond or
+	// req.Error: this runs after the micro handler returned, and micro
+	// reads the request's error state then (a data race otherwise).
+	reply := &nats.Msg{Subject: req.Reply()}
 	if werr != nil {
 		if werr.Code >= 500 {
-			g.log.Warn().Str("subject", req.Subject()).Str("error", werr.Message).Msg("operator request failed")
+			g.log.Warn().Str("subject", req.Subject()).Str("error", werr.Message).Msg("request failed")
 		}
-		if err := req.Error(strconv.Itoa(werr.Code), werr.Message, werr.body()); err != nil {
-			g.log.Warn().Err(err).Msg("send operator error reply")
+		reply.Data = werr.body()
+		reply.Header = nats.Header{
+			micro.ErrorHeader:     []string{werr.Message},
+			micro.ErrorCodeHeader: []string{strconv.Itoa(werr.Code)},
 		}
-		return
+	} else {
+		body, err := json.Marshal(v)
+		if err != nil {
+			g.log.Error().Err(err).Msg("encode answer")
+			return
+		}
+		reply.Data = body
 	}
-	body, err := json.Marshal(v)
-	if err != nil {
-		g.log.Error().Err(err).Msg("encode operator answer")
-		return
-	}
-	if err := req.Respond(body); err != nil {
-		g.log.Warn().Err(err).Msg("send operator answer")
-	}
+	g.publish(reply)
 }

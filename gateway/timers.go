@@ -74,12 +74,13 @@ func decodeTimer(body []byte, now time.Time) (timerRequest, *wireError) {
 		if !integerLiteral.MatchString(lit) {
 			return timerRequest{}, badInput(`"delayMs" must be an integer number of milliseconds, got %s`, lit)
 		}
-		ms, err := strconv.ParseInt(lit, 10, 64)
-		if err != nil || time.Duration(ms)*time.Millisecond > maxTimerDelay {
-			return timerRequest{}, badInput(`"delayMs" %s is more than ten years`, lit)
+		if strings.HasPrefix(lit, "-") {
+			return timerRequest{}, badInput(`"delayMs" %s is negative: 0 or more milliseconds`, lit)
 		}
-		if ms < 0 {
-			return timerRequest{}, badInput(`"delayMs" %d is negative: 0 or more milliseconds`, ms)
+		// Compared before converting: a Duration of that many ms overflows.
+		ms, err := strconv.ParseInt(lit, 10, 64)
+		if err != nil || ms > int64(maxTimerDelay/time.Millisecond) {
+			return timerRequest{}, badInput(`"delayMs" %s is more than ten years`, lit)
 		}
 		r.fireAt = now.Add(time.Duration(ms) * time.Millisecond)
 	}

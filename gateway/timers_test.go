@@ -16,6 +16,7 @@ type scheduled struct {
 	Status        string    `json:"status"`
 	FireAt        time.Time `json:"fireAt"`
 	TransactionID string    `json:"transactionId"`
+	Existing      bool      `json:"existing"`
 }
 
 func (e *testEnv) pendingTimers(t *testing.T) int {
@@ -50,7 +51,7 @@ func TestTimerScheduleListCancelOverNATS(t *testing.T) {
 	// A retried schedule answers the same pending timer.
 	status, body = g.viaNATS(t, "timer."+e.queue+".p1", "", `{"transactionId":"remind-1","fireAt":"2030-01-01T00:00:00Z"}`)
 	var again scheduled
-	if status != 200 || json.Unmarshal(body, &again) != nil || again.TimerID != a.TimerID || !again.FireAt.Equal(at) {
+	if status != 200 || json.Unmarshal(body, &again) != nil || again.TimerID != a.TimerID || !again.FireAt.Equal(at) || !again.Existing {
 		t.Errorf("retried schedule: %d %s; want timer %s unchanged", status, body, a.TimerID)
 	}
 
@@ -98,6 +99,9 @@ func TestTimerBadInputIsA400AndStoresNothing(t *testing.T) {
 		{ok, `{"data":1,"delayMs":1.5}`, "must be an integer"},
 		{ok, `{"data":1,"delayMs":"10"}`, "must be an integer"},
 		{ok, `{"data":1,"delayMs":999999999999999}`, "more than ten years"},
+		{ok, `{"data":1,"delayMs":9223372036855}`, "more than ten years"}, // overflows a Duration
+		{ok, `{"data":1,"delayMs":99999999999999999999}`, "more than ten years"},
+		{ok, `{"data":1,"fireAt":"2999-01-01T00:00:00Z"}`, "more than ten years ahead"},
 		{ok, `{"data":1}`, "exactly one of"},
 		{ok, `{"data":1,"delayMs":0,"fireAt":"2026-12-01T09:00:00Z"}`, "exactly one of"},
 		{ok, `[{"data":1,"delayMs":0}]`, "one message object"},

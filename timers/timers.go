@@ -94,6 +94,9 @@ type Scheduled struct {
 	Status        string    `json:"status"` // "scheduled"
 	FireAt        time.Time `json:"fireAt"`
 	TransactionID string    `json:"transactionId"`
+	// Existing: the transactionId was already pending in the partition;
+	// that timer is answered and nothing changed (a retried schedule).
+	Existing bool `json:"existing,omitempty"`
 }
 
 // Schedule stores a timer for (queue, partition) that fires at fireAt
@@ -113,7 +116,7 @@ func (s *Service) Schedule(ctx context.Context, queue, partition, txnID string, 
 	case s.wake <- struct{}{}:
 	default:
 	}
-	return Scheduled{TimerID: t.ID, Status: "scheduled", FireAt: t.FireAt.UTC(), TransactionID: t.TxnID}, nil
+	return Scheduled{TimerID: t.ID, Status: "scheduled", FireAt: t.FireAt.UTC(), TransactionID: t.TxnID, Existing: t.Existing}, nil
 }
 
 // Cancel answers "cancelled" if the timer was pending, else "absent": no
