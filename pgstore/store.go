@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -35,6 +37,12 @@ func Open(ctx context.Context, connString string) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(connString)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: parse connection string: %w", err)
+	}
+	if !strings.Contains(connString, "pool_max_conns") {
+		// pgx's default (max(4, CPUs)) is too few beside the pushes' one
+		// connection per shard: the timers' LISTEN holds one for good, and
+		// fires, retention, hydrations and operator requests come and go.
+		cfg.MaxConns = int32(max(8, 2*runtime.NumCPU()+4))
 	}
 	return OpenConfig(ctx, cfg)
 }
