@@ -169,7 +169,7 @@ func (f *flight) fly() {
 			}
 		}
 		seg := f.batches[i].segment(p.meta)
-		seg.Verified = in.vouch(ctx, p.meta, seg.Hashes)
+		seg.Verified = in.vouch(ctx, &p.meta, seg.Hashes)
 		// The cache vouches only under the window it was asked with (it
 		// rebuilds on a change); SQL ignores the vouch if the window has
 		// grown since this partition's memo was read.
@@ -237,13 +237,16 @@ func (f *flight) fly() {
 
 // vouch asks the cache for the watermark a segment may send as p_verified,
 // hydrating the partition's entry first when the cache asks for it. Any
-// failure only costs the full probe (-1), never a verdict.
-func (in *Ingester) vouch(ctx context.Context, meta pgstore.Partition, hashes []pgstore.Hash) int64 {
+// failure only costs the full probe (-1), never a verdict. A hydration
+// reads the window too: when it differs from the memo's, the memo is
+// stale (a /configure since it was read) and takes the fresher value, or
+// the cache would see a window change on every flush until the memo's TTL
+// and rehydrate each time.
+func (in *Ingester) vouch(ctx context.Context, meta *pgstore.Partition, hashes []pgstore.Hash) int64 {
 	if in.cache == nil || meta.WindowSeconds == 0 {
 		return -1 // window 0: the probe does not run anyway
 	}
-	windowMs := int64(meta.WindowSeconds) * 1000
-	d := in.cache.Decide(meta.ID, windowMs, hashes)
+	d := in.cache.Decide(meta.ID, int64(meta.WindowSeconds)*1000, hashes)
 	if d.Hydrate {
 		h, err := in.store.Hydrate(ctx, meta.ID)
 		if err != nil {
@@ -251,7 +254,11 @@ func (in *Ingester) vouch(ctx context.Context, meta pgstore.Partition, hashes []
 			return -1
 		}
 		in.cache.Install(meta.ID, toDedupHydration(h, in.cache.NowMs()))
-		d = in.cache.Decide(meta.ID, windowMs, hashes)
+		meta.WindowSeconds = h.WindowSeconds
+		if meta.WindowSeconds == 0 {
+			return -1
+		}
+		d = in.cache.Decide(meta.ID, int64(meta.WindowSeconds)*1000, hashes)
 	}
 	if d.Hit {
 		in.metrics.cacheHits.Inc()

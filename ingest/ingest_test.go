@@ -25,6 +25,12 @@ type countingStore struct {
 	segments atomic.Int64
 	probes   atomic.Int64 // segments whose SQL probe ran
 	verified atomic.Int64 // segments sent with p_verified >= 0
+	hydrates atomic.Int64
+}
+
+func (s *countingStore) Hydrate(ctx context.Context, pid int64) (pgstore.Hydration, error) {
+	s.hydrates.Add(1)
+	return s.Store.Hydrate(ctx, pid)
 }
 
 func (s *countingStore) Push(ctx context.Context, segs []pgstore.Segment) ([]pgstore.SegmentResult, error) {
@@ -354,6 +360,52 @@ func TestCacheSkipsTheProbeInSteadyStateAndSurvivesAnotherWriter(t *testing.T) {
 	}
 	if n := b.store.probes.Load() - before; n != 0 {
 		t.Errorf("%d probes after the rebuild; the entry vouches again", n)
+	}
+}
+
+// TestHydrationUnderAStaleMemoAdoptsTheWindow: a hydration made while the
+// partition's memo still holds an old window (a /configure since) reads the
+// new one; the memo takes it, so the entry vouches at once instead of being
+// rebuilt on every flush until the memo expires.
+func TestHydrationUnderAStaleMemoAdoptsTheWindow(t *testing.T) {
+	t.Parallel()
+	b := setup(t, ingest.Config{Shards: 1, Linger: time.Millisecond, PartitionTTL: time.Hour})
+	ctx := context.Background()
+	if s := statuses(wait(t, b.submit(t, "p", "a"))); s != "queued" {
+		t.Fatal(s)
+	}
+	if _, err := b.store.Pool().Exec(ctx, "UPDATE queen.queues SET dedup_window_seconds = 600 WHERE name = $1", b.queue); err != nil {
+		t.Fatal(err)
+	}
+	p, err := b.store.EnsurePartition(ctx, b.queue, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another writer: the push after it learns of the gap, and the one
+	// after that hydrates, under the memo still saying 3600.
+	if _, err := b.store.Push(ctx, []pgstore.Segment{seg(p.ID, "theirs")}); err != nil {
+		t.Fatal(err)
+	}
+	hydrated := b.store.hydrates.Load()
+	for _, id := range []string{"b1", "b2"} {
+		if s := statuses(wait(t, b.submit(t, "p", id))); s != "queued" {
+			t.Fatal(s)
+		}
+	}
+	if b.store.hydrates.Load() != hydrated+1 {
+		t.Fatalf("%d hydrations for the gap, want 1", b.store.hydrates.Load()-hydrated)
+	}
+	hydrated, probes := b.store.hydrates.Load(), b.store.probes.Load()
+	for i := range 5 {
+		if s := statuses(wait(t, b.submit(t, "p", fmt.Sprint("c", i)))); s != "queued" {
+			t.Fatal(s)
+		}
+	}
+	if n := b.store.hydrates.Load() - hydrated; n != 0 {
+		t.Errorf("%d hydrations in 5 flushes after the one that read the new window, want 0", n)
+	}
+	if n := b.store.probes.Load() - probes; n != 0 {
+		t.Errorf("%d probes in 5 flushes: the entry should vouch under the new window", n)
 	}
 }
 
