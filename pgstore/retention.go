@@ -33,7 +33,8 @@ type RetainStats struct {
 	SegmentsDeleted int64 // log_segments rows
 }
 
-// Retain runs one retention pass over every partition (queen.log_retain):
+// Retain runs one retention pass over every partition (queen.log_retain,
+// a procedure committing after each partition it locked):
 // log_txns rows wholly older than the window plus slack go and txns_start
 // rises past them; segments older than a queue's retentionSeconds go.
 // Several gateways may run it at once: partitions are locked in ascending
@@ -51,9 +52,8 @@ func (s *Store) Retain(ctx context.Context, o RetainOptions) (RetainStats, error
 			skipped        int32
 		)
 		err := s.pool.QueryRow(ctx,
-			`SELECT last_id, visited, locked, skipped, txns_deleted, segments_deleted, more
-			   FROM queen.log_retain($1, $2, $3, $4)`,
-			after, o.PartitionsPerStep, int(o.Slack/time.Second), o.MaxRowsPerPartition,
+			`CALL queen.log_retain($1, $2, $3, $4)`,
+			after, o.PartitionsPerStep, o.Slack.Seconds(), o.MaxRowsPerPartition,
 		).Scan(&lastID, &visited, &lockd, &skipped, &st.TxnsDeleted, &st.SegmentsDeleted, &more)
 		if err != nil {
 			return total, fmt.Errorf("pgstore: retention: %w", err)

@@ -354,3 +354,48 @@ func TestRetentionConcurrentWithPushesIsExact(t *testing.T) {
 		t.Errorf("%d in-window segments lost their log_txns rows", lost)
 	}
 }
+
+// TestRetentionAndHydrationWithTheLargestWindow: window arithmetic does
+// not overflow at the largest window, so one such queue neither stops
+// retention for the others nor fails its hydrations.
+func TestRetentionAndHydrationWithTheLargestWindow(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := pgtest.NewDB(t)
+	huge := setupIn(t, url)
+	if _, _, err := huge.store.Configure(ctx, huge.queue, pgstore.OptionsPatch{DedupWindowSeconds: ptr(pgstore.MaxOptionSeconds)}, false); err != nil {
+		t.Fatal(err)
+	}
+	huge.push(t, -1, "h")
+	if _, err := huge.store.Hydrate(ctx, huge.part.ID); err != nil {
+		t.Fatalf("hydrate at the largest window: %v", err)
+	}
+	small := setupIn(t, url) // created after: a higher partition id
+	small.setWindow(t, 60)
+	small.push(t, -1, "s")
+	small.backdate(t, "log_txns", 0, time.Hour)
+	if _, err := small.store.Retain(ctx, retainOpts(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if n := small.count(t, "log_txns"); n != 0 {
+		t.Errorf("the small queue kept %d old log_txns rows", n)
+	}
+}
+
+// TestRetentionLeavesIdlePartitionsUnlocked: a queue with segment
+// retention whose partition has nothing left is not locked again.
+func TestRetentionLeavesIdlePartitionsUnlocked(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupIn(t, pgtest.NewDB(t))
+	if _, _, err := b.store.Configure(ctx, b.queue, pgstore.OptionsPatch{RetentionSeconds: ptr(10)}, false); err != nil {
+		t.Fatal(err)
+	}
+	st, err := b.store.Retain(ctx, retainOpts(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Locked != 0 || st.Visited != 1 {
+		t.Errorf("%+v: want the empty partition visited, not locked", st)
+	}
+}

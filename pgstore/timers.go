@@ -121,8 +121,12 @@ type FiredTimer struct {
 	FiredAt     time.Time // PostgreSQL's clock when its message was pushed
 }
 
-// FireDue fires up to limit due timers in one transaction
-// (queen.timer_fire). beforeCommit, when not nil, runs after the fire and
+// MaxFireBytes bounds the data one fire transaction takes (at least one
+// timer whatever its size).
+const MaxFireBytes = 64 << 20
+
+// FireDue fires up to limit due timers, and about MaxFireBytes of their
+// data, in one transaction (queen.timer_fire). beforeCommit, when not nil, runs after the fire and
 // before COMMIT: an error from it rolls everything back (tests inject
 // faults there). On any error nothing was fired.
 func (s *Store) FireDue(ctx context.Context, limit int, beforeCommit func([]FiredTimer) error) ([]FiredTimer, error) {
@@ -132,7 +136,8 @@ func (s *Store) FireDue(ctx context.Context, limit int, beforeCommit func([]Fire
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	rows, err := tx.Query(ctx,
-		"SELECT timer_id::text, partition_id, msg_offset, txn_id, fire_at, fired_at FROM queen.timer_fire($1)", limit)
+		"SELECT timer_id::text, partition_id, msg_offset, txn_id, fire_at, fired_at FROM queen.timer_fire($1, $2)",
+		limit, MaxFireBytes)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: fire timers: %w", err)
 	}

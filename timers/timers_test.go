@@ -329,3 +329,32 @@ func TestCancelRacingTheFire(t *testing.T) {
 	}
 	t.Logf("%d of %d cancelled before their fire", cancelled, n)
 }
+
+// TestFireTakesAtMostTheByteBudget: one fire takes timers until their data
+// would pass the budget, and always at least one.
+func TestFireTakesAtMostTheByteBudget(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	p, err := e.store.EnsurePartition(ctx, e.queue, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, err := e.store.ScheduleTimer(ctx, p.ID, fmt.Sprint("b-", i), []byte(`"0123456789"`), time.Now().Add(-time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tx, err := e.store.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	var n int
+	if err := tx.QueryRow(ctx, "SELECT count(*) FROM queen.timer_fire(10, 1)").Scan(&n); err != nil || n != 1 {
+		t.Errorf("a 1-byte budget fired %d timers (%v), want 1", n, err)
+	}
+	if err := tx.QueryRow(ctx, "SELECT count(*) FROM queen.timer_fire(10, 1 << 20)").Scan(&n); err != nil || n != 2 {
+		t.Errorf("then a 1 MiB budget fired %d (%v), want the other 2", n, err)
+	}
+}
