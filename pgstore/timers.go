@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -39,7 +40,7 @@ WITH ins AS (
 	ON CONFLICT (partition_id, hash) DO NOTHING
 	RETURNING id, fire_at
 ), notify AS (
-	SELECT pg_notify('` + TimerNotifyChannel + `', '') FROM ins
+	SELECT pg_notify('` + TimerNotifyChannel + `', (extract(epoch FROM ins.fire_at) * 1000)::bigint::text) FROM ins
 	 WHERE ins.fire_at < now() + make_interval(secs => $6)
 )
 SELECT id::text, fire_at, false, (SELECT count(*) FROM notify) FROM ins
@@ -161,19 +162,21 @@ func (s *Store) FireDue(ctx context.Context, limit int, beforeCommit func([]Fire
 }
 
 // NextTimerDue is how long until the earliest pending timer is due, by
-// PostgreSQL's clock (0 if one is due already); ok is false when none is
-// pending.
-func (s *Store) NextTimerDue(ctx context.Context) (wait time.Duration, ok bool, err error) {
+// PostgreSQL's clock (0 if one is due already), and its fireAt in Unix
+// milliseconds; ok is false when none is pending.
+func (s *Store) NextTimerDue(ctx context.Context) (wait time.Duration, atMs int64, ok bool, err error) {
+	var at *time.Time
 	var ms *float64
-	err = s.pool.QueryRow(ctx,
-		"SELECT extract(epoch FROM (SELECT min(fire_at) FROM queen.timers) - clock_timestamp()) * 1000").Scan(&ms)
+	err = s.pool.QueryRow(ctx, `
+		SELECT n.at, extract(epoch FROM n.at - clock_timestamp()) * 1000
+		  FROM (SELECT min(fire_at) AS at FROM queen.timers) AS n`).Scan(&at, &ms)
 	if err != nil {
-		return 0, false, fmt.Errorf("pgstore: next timer: %w", err)
+		return 0, 0, false, fmt.Errorf("pgstore: next timer: %w", err)
 	}
-	if ms == nil {
-		return 0, false, nil
+	if at == nil || ms == nil {
+		return 0, 0, false, nil
 	}
-	return max(0, time.Duration(*ms*float64(time.Millisecond))), true, nil
+	return max(0, time.Duration(*ms*float64(time.Millisecond))), at.UnixMilli(), true, nil
 }
 
 // PendingTimers counts pending timers.
@@ -204,10 +207,16 @@ func (s *Store) ListenTimers(ctx context.Context) (*TimerListener, error) {
 	return &TimerListener{conn: conn}, nil
 }
 
-// Wait blocks until a schedule notifies or ctx ends.
-func (l *TimerListener) Wait(ctx context.Context) error {
-	_, err := l.conn.Conn().WaitForNotification(ctx)
-	return err
+// Wait blocks until a schedule notifies or ctx ends, and returns the
+// scheduled timer's fireAt in Unix milliseconds (0 if unreadable: treat
+// as "look now").
+func (l *TimerListener) Wait(ctx context.Context) (int64, error) {
+	n, err := l.conn.Conn().WaitForNotification(ctx)
+	if err != nil {
+		return 0, err
+	}
+	at, _ := strconv.ParseInt(n.Payload, 10, 64)
+	return at, nil
 }
 
 // Close ends the listener; its connection is closed rather than reused,

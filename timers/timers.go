@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -29,7 +30,7 @@ type Store interface {
 	CancelTimer(ctx context.Context, id string) (bool, error)
 	ListTimers(ctx context.Context, queue string, limit int) ([]pgstore.TimerInfo, error)
 	FireDue(ctx context.Context, limit int, beforeCommit func([]pgstore.FiredTimer) error) ([]pgstore.FiredTimer, error)
-	NextTimerDue(ctx context.Context) (time.Duration, bool, error)
+	NextTimerDue(ctx context.Context) (time.Duration, int64, bool, error)
 	PendingTimers(ctx context.Context) (int64, error)
 	ListenTimers(ctx context.Context) (*pgstore.TimerListener, error)
 }
@@ -73,7 +74,7 @@ type Service struct {
 	log     zerolog.Logger
 	metrics *metrics
 
-	wake   chan struct{} // a local schedule may be due sooner than the loop sleeps
+	wake   chan int64 // fireAt (Unix ms) of local schedules: one may be due sooner than the loop sleeps
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -85,7 +86,7 @@ func New(store Store, cfg Config, log zerolog.Logger, reg prometheus.Registerer)
 		return nil, err
 	}
 	return &Service{cfg: cfg.withDefaults(), store: store, log: log, metrics: m,
-		wake: make(chan struct{}, 1), done: make(chan struct{})}, nil
+		wake: make(chan int64, 64), done: make(chan struct{})}, nil
 }
 
 // Scheduled is the answer to a schedule.
@@ -111,10 +112,14 @@ func (s *Service) Schedule(ctx context.Context, queue, partition, txnID string, 
 	if err != nil {
 		return Scheduled{}, err
 	}
-	s.metrics.scheduled.Inc()
-	select {
-	case s.wake <- struct{}{}:
-	default:
+	if t.Existing {
+		s.metrics.existing.Inc()
+	} else {
+		s.metrics.scheduled.Inc()
+		select {
+		case s.wake <- t.FireAt.UnixMilli():
+		default: // full: the loop wakes anyway, and LISTEN brings it too
+		}
 	}
 	return Scheduled{TimerID: t.ID, Status: "scheduled", FireAt: t.FireAt.UTC(), TransactionID: t.TxnID, Existing: t.Existing}, nil
 }
@@ -180,12 +185,15 @@ func (s *Service) gaugeLoop(ctx context.Context) {
 }
 
 // fireLoop fires what is due, then sleeps until the earliest pending timer
-// is due, a schedule notifies (LISTEN, any gateway) or signals (this one),
-// or MaxSleep passes.
+// is due, a schedule earlier than that notifies (LISTEN, any gateway) or
+// signals (this one), or MaxSleep passes. Only a schedule due before the
+// planned wake-up ends the sleep, so a steady stream of schedules does not
+// keep every gateway's loop querying.
 func (s *Service) fireLoop(ctx context.Context) {
-	notified := make(chan struct{}, 1)
+	notified := make(chan int64, 64)
 	go s.listen(ctx, notified)
-	backoff := 50 * time.Millisecond
+	const minBackoff = 10 * time.Millisecond
+	backoff := minBackoff
 	for ctx.Err() == nil {
 		n, err := s.fireOnce(ctx)
 		if err != nil {
@@ -193,36 +201,64 @@ func (s *Service) fireLoop(ctx context.Context) {
 				return
 			}
 			s.log.Warn().Err(err).Msg("timer fire failed; its timers stay pending")
-			sleep(ctx, backoff)
+			sleep(ctx, max(backoff, 50*time.Millisecond))
 			backoff = min(2*backoff, 5*time.Second)
 			continue
 		}
-		backoff = 50 * time.Millisecond
 		if n == s.cfg.BatchSize {
+			backoff = minBackoff
 			continue // more may be due now
 		}
-		wait, ok, err := s.store.NextTimerDue(ctx)
+		wait, atMs, ok, err := s.store.NextTimerDue(ctx)
 		if err != nil {
 			if ctx.Err() == nil {
 				s.log.Warn().Err(err).Msg("reading the next timer failed")
 			}
-			sleep(ctx, backoff)
+			sleep(ctx, max(backoff, 50*time.Millisecond))
+			backoff = min(2*backoff, 5*time.Second)
 			continue
 		}
-		if !ok || wait > s.cfg.MaxSleep {
+		target := int64(math.MaxInt64) // fireAt that should end the sleep early
+		switch {
+		case !ok:
 			wait = s.cfg.MaxSleep
-		}
-		if wait == 0 {
+		case wait == 0 && n == 0:
+			// Due, yet none could be taken: another gateway's fire holds
+			// them (SKIP LOCKED). Back off rather than spin; if that fire
+			// rolls back, they are taken on a later turn.
+			wait = backoff
+			backoff = min(2*backoff, 250*time.Millisecond)
+		case wait == 0:
+			backoff = minBackoff
 			continue
+		default:
+			backoff = minBackoff
+			target = atMs
+			wait = min(wait, s.cfg.MaxSleep)
 		}
-		timer := time.NewTimer(wait)
+		s.sleepUntil(ctx, wait, target, notified)
+	}
+}
+
+// sleepUntil waits for d, or for a schedule due before target (Unix ms).
+func (s *Service) sleepUntil(ctx context.Context, d time.Duration, target int64, notified <-chan int64) {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	for {
 		select {
 		case <-ctx.Done():
+			return
 		case <-timer.C:
-		case <-notified:
-		case <-s.wake:
+			return
+		case at := <-notified:
+			if at < target {
+				return
+			}
+		case at := <-s.wake:
+			if at < target {
+				return
+			}
 		}
-		timer.Stop()
 	}
 }
 
@@ -244,8 +280,15 @@ func (s *Service) fireOnce(ctx context.Context) (int, error) {
 	return len(fired), nil
 }
 
-// listen forwards schedule notifications, reconnecting as needed.
-func (s *Service) listen(ctx context.Context, notified chan<- struct{}) {
+// listen forwards schedule notifications (their fireAt), reconnecting as
+// needed.
+func (s *Service) listen(ctx context.Context, notified chan<- int64) {
+	forward := func(at int64) {
+		select {
+		case notified <- at:
+		default: // full: the loop has plenty to wake it
+		}
+	}
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
 		l, err := s.store.ListenTimers(ctx)
@@ -255,22 +298,16 @@ func (s *Service) listen(ctx context.Context, notified chan<- struct{}) {
 			continue
 		}
 		backoff = 100 * time.Millisecond
-		// Notifications may have been missed while not listening.
-		select {
-		case notified <- struct{}{}:
-		default:
-		}
+		forward(0) // notifications may have been missed while not listening
 		for {
-			if err := l.Wait(ctx); err != nil {
+			at, err := l.Wait(ctx)
+			if err != nil {
 				if ctx.Err() == nil && !errors.Is(err, context.Canceled) {
 					s.log.Warn().Err(err).Msg("timer notifications: reconnecting")
 				}
 				break
 			}
-			select {
-			case notified <- struct{}{}:
-			default:
-			}
+			forward(at)
 		}
 		l.Close()
 	}
@@ -286,6 +323,7 @@ func sleep(ctx context.Context, d time.Duration) {
 type metrics struct {
 	pending      prometheus.Gauge
 	scheduled    prometheus.Counter
+	existing     prometheus.Counter
 	fires        prometheus.Counter
 	fireErrors   prometheus.Counter
 	fireDuration prometheus.Histogram
@@ -301,7 +339,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}),
 		scheduled: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "queengate_timers_scheduled_total",
-			Help: "Timers scheduled through this gateway.",
+			Help: "Timers created through this gateway.",
+		}),
+		existing: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "queengate_timers_schedule_existing_total",
+			Help: "Schedules that found their transactionId already pending (retries): answered, nothing created.",
 		}),
 		fires: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "queengate_timer_fires_total",
@@ -327,7 +369,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"answer"}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.pending, m.scheduled, m.fires, m.fireErrors, m.fireDuration, m.lag, m.cancels} {
+		for _, c := range []prometheus.Collector{m.pending, m.scheduled, m.existing, m.fires, m.fireErrors, m.fireDuration, m.lag, m.cancels} {
 			if err := reg.Register(c); err != nil {
 				return nil, fmt.Errorf("timers: register metrics: %w", err)
 			}

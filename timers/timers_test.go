@@ -74,10 +74,15 @@ func (e *env) pending() int64 {
 
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	within(t, 60*time.Second, what, cond)
+}
+
+func within(t *testing.T, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("not within 60 s: %s", what)
+			t.Fatalf("not within %v: %s", limit, what)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -357,4 +362,73 @@ func TestFireTakesAtMostTheByteBudget(t *testing.T) {
 	if err := tx.QueryRow(ctx, "SELECT count(*) FROM queen.timer_fire(10, 1 << 20)").Scan(&n); err != nil || n != 2 {
 		t.Errorf("then a 1 MiB budget fired %d (%v), want the other 2", n, err)
 	}
+}
+
+// countingStore counts fire transactions.
+type countingStore struct {
+	*pgstore.Store
+	fires atomic.Int64
+}
+
+func (c *countingStore) FireDue(ctx context.Context, limit int, before func([]pgstore.FiredTimer) error) ([]pgstore.FiredTimer, error) {
+	c.fires.Add(1)
+	return c.Store.FireDue(ctx, limit, before)
+}
+
+// TestFireLoopNeitherSpinsNorWakesForLaterTimers: a due timer held by
+// another gateway's fire is backed off from, not retried in a tight loop;
+// schedules due after the loop's planned wake-up do not wake it.
+func TestFireLoopNeitherSpinsNorWakesForLaterTimers(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	cs := &countingStore{Store: e.store}
+	svc, err := timers.New(cs, timers.Config{}, zerolog.Nop(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := svc.Schedule(ctx, e.queue, "p", "held", nil, time.Now().Add(-time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := e.store.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "SELECT 1 FROM queen.timers WHERE id = $1 FOR UPDATE", held.TimerID); err != nil {
+		t.Fatal(err)
+	}
+	e.start(svc)
+	time.Sleep(time.Second)
+	if n := cs.fires.Load(); n > 30 {
+		t.Errorf("%d fire transactions in a second while the due timer was held elsewhere: spinning", n)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the held timer fires once released", func() bool { return e.stored("held") == 1 })
+
+	// Next due in 20 s; 100 schedules for later than that must not wake
+	// the loop (another gateway's, through LISTEN, included).
+	if _, err := svc.Schedule(ctx, e.queue, "p", "next", nil, time.Now().Add(20*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	before := cs.fires.Load()
+	other := e.service(timers.Config{NoFire: true})
+	for i := range 100 {
+		if _, err := other.Schedule(ctx, e.queue, "p", fmt.Sprint("later-", i), nil, time.Now().Add(25*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(300 * time.Millisecond)
+	if n := cs.fires.Load() - before; n > 2 {
+		t.Errorf("%d fire transactions after 100 schedules due later than the next wake-up, want none", n)
+	}
+	// One due sooner than that wakes it (through LISTEN: it was scheduled
+	// by the other service), long before the 20 s wake-up.
+	if _, err := other.Schedule(ctx, e.queue, "p", "sooner", nil, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	within(t, 10*time.Second, "the sooner timer fires on its notification", func() bool { return e.stored("sooner") == 1 })
 }
