@@ -33,6 +33,9 @@ type Admin struct {
 	gatherer      prometheus.Gatherer
 	log           zerolog.Logger
 	mux           *http.ServeMux
+	// guard, once the operator API is mounted with a token, is what
+	// protected routes other than the API's own (profiles) must pass.
+	guard func(*http.Request) *wireError
 
 	srv      *http.Server
 	ln       net.Listener
@@ -52,9 +55,9 @@ func NewAdmin(addr string, store StoreHealth, wantSchema int, nc *nats.Conn, gat
 	a.mux.HandleFunc("GET /readyz", a.readyz)
 	// Profiles, for measuring the daemon under load. The admin address is
 	// loopback unless the operator chooses otherwise.
-	a.mux.HandleFunc("GET /debug/pprof/", pprof.Index)
-	a.mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
-	a.mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	a.mux.HandleFunc("GET /debug/pprof/", a.guarded(pprof.Index))
+	a.mux.HandleFunc("GET /debug/pprof/profile", a.guarded(pprof.Profile))
+	a.mux.HandleFunc("GET /debug/pprof/trace", a.guarded(pprof.Trace))
 	return a
 }
 
@@ -127,9 +130,26 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
+// guarded serves h only to requests the guard admits (all, before Mount
+// or without a token): profiles expose the process's memory and must not
+// be open when the operator API is not.
+func (a *Admin) guarded(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if a.guard != nil {
+			if werr := a.guard(r); werr != nil {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="queengate"`)
+				writeError(w, werr)
+				return
+			}
+		}
+		h(w, r)
+	}
+}
+
 // Mount serves the operator API (docs/admin-api.md) on the admin HTTP
-// address.
+// address. Call it before Start.
 func (a *Admin) Mount(o *Ops) {
+	a.guard = func(r *http.Request) *wireError { return o.authorize(r.Header.Get("Authorization")) }
 	a.mux.HandleFunc("POST /configure", a.opsHandler(o, func(r *http.Request, body []byte) (any, *wireError) {
 		return o.Configure(r.Context(), body)
 	}))

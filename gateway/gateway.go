@@ -81,6 +81,7 @@ type Gateway struct {
 
 	mu       sync.Mutex
 	svc      micro.Service
+	inflight sync.WaitGroup // operator and timer requests being answered
 	baseSubs int // subscriptions on nc that are not the service's
 	stopOnce sync.Once
 	stopped  chan struct{}
@@ -185,6 +186,15 @@ func (g *Gateway) Stop() {
 			for g.nc.NumSubscriptions() > g.baseSubs && time.Now().Before(deadline) && !g.nc.IsClosed() {
 				time.Sleep(5 * time.Millisecond)
 			}
+		}
+		// Operator and timer requests already taken are answered too (a
+		// schedule or cancel that committed must not lose its answer).
+		answered := make(chan struct{})
+		go func() { g.inflight.Wait(); close(answered) }()
+		select {
+		case <-answered:
+		case <-time.After(g.cfg.DrainTimeout):
+			g.log.Warn().Msg("operator or timer requests still running at shutdown")
 		}
 		g.ing.Stop()
 		if err := g.nc.FlushTimeout(g.cfg.DrainTimeout); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
@@ -347,6 +357,7 @@ func (g *Gateway) addOpsEndpoints(svc micro.Service) error {
 	for _, e := range endpoints {
 		handler := func(req micro.Request) {
 			// Off the subscription's goroutine: these read PostgreSQL.
+			g.inflight.Add(1)
 			go g.serveRequest(req, true, e.op)
 		}
 		if err := svc.AddEndpoint(e.name, micro.HandlerFunc(handler), micro.WithEndpointSubject(e.subject),
@@ -360,6 +371,7 @@ func (g *Gateway) addOpsEndpoints(svc micro.Service) error {
 // serveRequest answers a request-reply operation; operator ones need the
 // admin token.
 func (g *Gateway) serveRequest(req micro.Request, operator bool, op func(context.Context, micro.Request) (any, *wireError)) {
+	defer g.inflight.Done()
 	if req.Reply() == "" {
 		return // nobody to answer: these subjects are request-reply
 	}
@@ -369,7 +381,9 @@ func (g *Gateway) serveRequest(req micro.Request, operator bool, op func(context
 	}
 	var v any
 	if werr == nil {
-		if len(req.Data()) > maxOpsBody {
+		// Operator bodies are small; a timer's is a push message, bounded
+		// by NATS's max payload like a push.
+		if operator && len(req.Data()) > maxOpsBody {
 			werr = &wireError{Code: CodeTooLarge, Message: fmt.Sprintf("body over %d bytes", maxOpsBody)}
 		} else {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

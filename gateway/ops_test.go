@@ -320,6 +320,13 @@ func TestAdminTokenGuardsTheOperatorAPI(t *testing.T) {
 			t.Errorf("GET %s without a token: %d; want 200 (open)", path, status)
 		}
 	}
+	// Profiles expose the process: guarded like the API.
+	if status, _ := g.viaHTTP(t, "GET", "/debug/pprof/", "", ""); status != 401 {
+		t.Errorf("GET /debug/pprof/ without the token: %d, want 401", status)
+	}
+	if status, _ := g.viaHTTP(t, "GET", "/debug/pprof/", "s3cret-token", ""); status != 200 {
+		t.Errorf("GET /debug/pprof/ with the token: %d, want 200", status)
+	}
 	if status, b := g.viaHTTP(t, "POST", "/configure", "s3cret-token", body); status != 200 {
 		t.Errorf("with the token: %d %s", status, b)
 	}

@@ -162,12 +162,14 @@ type TimerView struct {
 	CreatedAt     time.Time `json:"createdAt"`
 }
 
-func (t *TimerOps) list(ctx context.Context, queue string, limit int) (any, *wireError) {
+// list lists pending timers; limit nil takes the default (100).
+func (t *TimerOps) list(ctx context.Context, queue string, limitArg *int) (any, *wireError) {
 	if queue != "" && !ValidName(queue) {
 		return nil, badInput("bad queue name %q: 1-128 bytes of [A-Za-z0-9_-]", queue)
 	}
-	if limit == 0 {
-		limit = 100
+	limit := 100
+	if limitArg != nil {
+		limit = *limitArg
 	}
 	if limit < 1 || limit > 10000 {
 		return nil, badInput("limit %d: 1 to 10000", limit)
@@ -187,7 +189,7 @@ func (t *TimerOps) list(ctx context.Context, queue string, limit int) (any, *wir
 func (t *TimerOps) listNATS(ctx context.Context, body []byte) (any, *wireError) {
 	var req struct {
 		Queue string `json:"queue"`
-		Limit int    `json:"limit"`
+		Limit *int   `json:"limit"`
 	}
 	if len(bytes.TrimSpace(body)) > 0 {
 		dec := json.NewDecoder(bytes.NewReader(body))
@@ -219,6 +221,7 @@ func (t *TimerOps) addEndpoints(g *Gateway, svc micro.Service) error {
 	}
 	for _, e := range endpoints {
 		handler := func(req micro.Request) {
+			g.inflight.Add(1)
 			go g.serveRequest(req, e.operator, e.op)
 		}
 		if err := svc.AddEndpoint(e.name, micro.HandlerFunc(handler), micro.WithEndpointSubject(e.subject),
@@ -232,13 +235,14 @@ func (t *TimerOps) addEndpoints(g *Gateway, svc micro.Service) error {
 // MountTimers serves GET /timers on the admin HTTP (an operator request).
 func (a *Admin) MountTimers(t *TimerOps) {
 	a.mux.HandleFunc("GET /timers", a.opsHandler(t.ops, func(r *http.Request, _ []byte) (any, *wireError) {
-		limit := 0
-		if s := r.URL.Query().Get("limit"); s != "" {
+		var limit *int
+		if r.URL.Query().Has("limit") {
+			s := r.URL.Query().Get("limit")
 			n, err := strconv.Atoi(s)
 			if err != nil {
 				return nil, badInput("limit %q: an integer from 1 to 10000", s)
 			}
-			limit = n
+			limit = &n
 		}
 		return t.list(r.Context(), r.URL.Query().Get("queue"), limit)
 	}))

@@ -73,14 +73,29 @@ func TestTimerScheduleListCancelOverNATS(t *testing.T) {
 		t.Errorf("list over NATS with limit 1: %d %s", status, body)
 	}
 
+	for _, path := range []string{"/timers?limit=0", "/timers?limit=x", "/timers?limit=10001"} {
+		if status, _ := g.viaHTTP(t, "GET", path, "tok", ""); status != 400 {
+			t.Errorf("GET %s: %d, want 400", path, status)
+		}
+	}
+	if status, _ := g.viaNATS(t, "timer.list", "tok", `{"limit":0}`); status != 400 {
+		t.Errorf("NATS list with limit 0: %d, want 400", status)
+	}
+	// A timer's message is bounded like a push's (NATS's max payload), not
+	// by the operator API's 64 KiB.
+	big := fmt.Sprintf(`{"transactionId":"big","data":%q,"delayMs":3600000}`, strings.Repeat("x", 100<<10))
+	if status, body := g.viaNATS(t, "timer."+e.queue+".p2", "", big); status != 200 {
+		t.Errorf("a 100 KiB timer: %d %.200s", status, body)
+	}
+
 	for _, want := range []string{"cancelled", "absent"} {
 		status, body = g.viaNATS(t, "timer.cancel", "", `{"timerId":"`+a.TimerID+`"}`)
 		if status != 200 || string(body) != `{"status":"`+want+`"}` {
 			t.Errorf("cancel: %d %s, want %s", status, body, want)
 		}
 	}
-	if n := e.pendingTimers(t); n != 1 {
-		t.Errorf("%d timers pending, want 1", n)
+	if n := e.pendingTimers(t); n != 2 {
+		t.Errorf("%d timers pending, want 2", n)
 	}
 }
 

@@ -80,6 +80,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer store.Close()
+	if n := store.Pool().Config().MaxConns; n < 4 {
+		return fmt.Errorf("pg-url: pool_max_conns=%d is too few: at least 4 (pushes, the timers' LISTEN, fires, retention)", n)
+	}
 	if err := migrate(ctx, store, log); err != nil {
 		return err
 	}

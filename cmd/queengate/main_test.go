@@ -260,6 +260,7 @@ func TestVersionAndConfigErrors(t *testing.T) {
 		{[]string{"QUEEN_PG_URL=postgres://127.0.0.1:1/x"}, []string{"--subject-prefix", "a..b"}, "subject prefix"},
 		{[]string{"QUEEN_PG_URL=postgres://127.0.0.1:1/x"}, []string{"stray"}, "unexpected arguments"},
 		{[]string{"QUEEN_PG_URL=postgres://127.0.0.1:1/x", "QUEEN_RETENTION_SLACK=1s"}, nil, "retention-slack: 1s, must be at least 5s"},
+		{[]string{"QUEEN_PG_URL=postgres://127.0.0.1:1/x?pool_max_conns=2"}, nil, "pool_max_conns=2 is too few"},
 		{[]string{"QUEEN_PG_URL=postgres://127.0.0.1:1/x", "QUEEN_NATS_CREDS=/x.creds"}, nil, "needs a NATS server run with an operator"},
 		{[]string{"QUEEN_PG_URL=postgres://127.0.0.1:1/x", "QUEEN_NATS_USER=u", "QUEEN_NATS_TOKEN=t"}, nil, "give one of nats-user, nats-token, nats-nkey"},
 		{[]string{"QUEEN_PG_URL=postgres://127.0.0.1:1/x", "QUEEN_NATS_URL=nats://x:4222", "QUEEN_NATS_SERVER_TLS_CERT=c"}, nil, "configure the embedded server"},
