@@ -82,7 +82,7 @@ type Gateway struct {
 	mu       sync.Mutex
 	svc      micro.Service
 	inflight sync.WaitGroup // operator and timer requests being answered
-	baseSubs int // subscriptions on nc that are not the service's
+	baseSubs int            // subscriptions on nc that are not the service's
 	stopOnce sync.Once
 	stopped  chan struct{}
 }
