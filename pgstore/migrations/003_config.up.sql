@@ -243,7 +243,9 @@ $$;
 -- it takes the partition's row lock with SKIP LOCKED (the lock order of
 -- LOCKS.md; never waiting, so never part of a deadlock, and never stalling
 -- behind a push: a partition another transaction holds is skipped and
--- visited again next pass). Under the lock it
+-- visited again next pass). It is a procedure and commits after each
+-- partition it locked, so pushes, fires and schedules on a partition wait
+-- for that partition's deletes only. Under the lock it
 --   - deletes the log_txns rows wholly older than the window plus
 --     p_slack_seconds, as a prefix in offset order, and raises txns_start
 --     to the first offset still covered, so a probe never looks below it;
@@ -251,9 +253,11 @@ $$;
 --     again as a prefix. Segments only: log_txns is the window's.
 -- At most p_max_rows rows of each kind per partition per call; "more" says
 -- a partition was left with work, so the caller calls again.
-CREATE FUNCTION queen.log_retain(p_after bigint, p_limit integer, p_slack_seconds integer, p_max_rows integer,
-    OUT last_id bigint, OUT visited integer, OUT locked integer, OUT skipped integer,
-    OUT txns_deleted bigint, OUT segments_deleted bigint, OUT more boolean)
+CREATE PROCEDURE queen.log_retain(p_after bigint, p_limit integer, p_slack_seconds double precision,
+    p_max_rows integer,
+    INOUT last_id bigint DEFAULT NULL, INOUT visited integer DEFAULT NULL, INOUT locked integer DEFAULT NULL,
+    INOUT skipped integer DEFAULT NULL, INOUT txns_deleted bigint DEFAULT NULL,
+    INOUT segments_deleted bigint DEFAULT NULL, INOUT more boolean DEFAULT NULL)
 LANGUAGE plpgsql AS $$
 DECLARE
     r          record;
@@ -274,14 +278,14 @@ BEGIN
     LOOP
         visited := visited + 1;
         last_id := r.id;
-        v_cutoff := v_now - make_interval(secs => r.win + p_slack_seconds);
+        v_cutoff := v_now - make_interval(secs => r.win::double precision + p_slack_seconds);
         -- Cheap checks without the lock: the oldest row of each kind
         -- (first in offset order, through the primary keys).
         IF NOT (EXISTS (SELECT 1 FROM queen.log_txns t
                          WHERE t.partition_id = r.id AND t.created_at < v_cutoff)
-                OR (r.ret > 0 AND (SELECT s.created_at FROM queen.log_segments s
-                                    WHERE s.partition_id = r.id ORDER BY s.base_offset LIMIT 1)
-                                  < v_now - make_interval(secs => r.ret))) THEN
+                OR (r.ret > 0 AND coalesce((SELECT s.created_at FROM queen.log_segments s
+                                             WHERE s.partition_id = r.id ORDER BY s.base_offset LIMIT 1)
+                                           < v_now - make_interval(secs => r.ret), false))) THEN
             CONTINUE;
         END IF;
         PERFORM 1 FROM queen.log_partitions WHERE id = r.id FOR UPDATE SKIP LOCKED;
@@ -337,6 +341,29 @@ BEGIN
             GET DIAGNOSTICS v_n = ROW_COUNT;
             segments_deleted := segments_deleted + v_n;
         END IF;
+        -- One partition's lock at a time: pushes, fires and schedules on
+        -- it wait for this partition's deletes only.
+        COMMIT;
     END LOOP;
 END
+$$;
+
+-- log_hydrate (002) computed window + 5 s in integer, which overflows for
+-- windows near the maximum (2147483647 s): in double precision here.
+CREATE OR REPLACE FUNCTION queen.log_hydrate(p_pid bigint)
+RETURNS TABLE (last_offset bigint, txns_start bigint, dedup_window_seconds integer, db_now timestamptz,
+               base_offset bigint, end_offset bigint, created_at timestamptz, hashes uuid[])
+LANGUAGE sql STABLE AS $$
+    WITH p AS (
+        SELECT lp.last_offset, lp.txns_start, q.dedup_window_seconds
+          FROM queen.log_partitions lp JOIN queen.queues q ON q.id = lp.queue_id
+         WHERE lp.id = p_pid
+    )
+    SELECT p.last_offset, p.txns_start, p.dedup_window_seconds, now(),
+           t.base_offset, t.end_offset, t.created_at, t.hashes
+      FROM p
+      LEFT JOIN queen.log_txns t
+        ON t.partition_id = p_pid
+       AND t.created_at >= now() - make_interval(secs => p.dedup_window_seconds::double precision + 5)
+     ORDER BY t.end_offset
 $$;

@@ -22,22 +22,29 @@ CREATE INDEX timers_due ON queen.timers (fire_at, id);
 -- makes a new timer and a second message, as the spec states.
 CREATE UNIQUE INDEX timers_pending_txn ON queen.timers (partition_id, hash);
 
--- timer_fire fires up to p_limit due timers in the caller's transaction:
--- it takes them with FOR UPDATE SKIP LOCKED (several gateways never fire
--- the same timer and never wait for each other), deletes their rows, and
--- pushes their messages through queen.log_push with the partition's own
--- allocator as p_verified, so the probe does not run: the guarantee is
--- this one transaction, not the window. If it commits, the rows are gone
--- and the messages are in the log; if it rolls back, neither happened.
+-- timer_fire fires up to p_limit due timers, and about p_max_bytes of
+-- their data (at least one: 1000 timers of 1 MiB would otherwise make a
+-- frame past PostgreSQL's 1 GB field limit and stall every fire behind
+-- it), in the caller's transaction: it takes them with FOR UPDATE SKIP
+-- LOCKED (several gateways never fire the same timer and never wait for
+-- each other), deletes their rows, and pushes their messages through
+-- queen.log_push with the partition's own allocator as p_verified, so the
+-- probe does not run: the guarantee is this one transaction, not the
+-- window. If it commits, the rows are gone and the messages are in the
+-- log; if it rolls back, neither happened.
+--
 -- Pending transactionIds are unique per partition, so a frame never
 -- repeats one. Lock order (LOCKS.md): timer rows (never waiting), then
 -- partition rows in ascending id order.
-CREATE FUNCTION queen.timer_fire(p_limit integer)
+CREATE FUNCTION queen.timer_fire(p_limit integer, p_max_bytes bigint)
 RETURNS TABLE (timer_id uuid, partition_id bigint, msg_offset bigint, txn_id text, fire_at timestamptz,
                fired_at timestamptz)
 LANGUAGE plpgsql AS $$
 DECLARE
     v_due   timestamptz := clock_timestamp();
+    v_take  uuid[] := '{}';
+    v_bytes bigint := 0;
+    d       record;
     v_ids   uuid[];
     v_pids  bigint[];
     v_txns  text[];
@@ -50,14 +57,24 @@ DECLARE
     v_last  bigint;
     v_base  bigint;
 BEGIN
-    WITH due AS (
-        SELECT t.id FROM queen.timers t
+    -- Rows are locked as the loop fetches them; a few fetched past the
+    -- byte budget stay locked (not deleted) until commit and fire next time.
+    FOR d IN
+        SELECT t.id, pg_column_size(t.data) AS sz FROM queen.timers t
          WHERE t.fire_at <= v_due
          ORDER BY t.fire_at, t.id
          LIMIT p_limit
            FOR UPDATE SKIP LOCKED
-    ), del AS (
-        DELETE FROM queen.timers t USING due WHERE t.id = due.id
+    LOOP
+        EXIT WHEN cardinality(v_take) > 0 AND v_bytes + d.sz > p_max_bytes;
+        v_take := v_take || d.id;
+        v_bytes := v_bytes + d.sz;
+    END LOOP;
+    IF cardinality(v_take) = 0 THEN
+        RETURN;
+    END IF;
+    WITH del AS (
+        DELETE FROM queen.timers t WHERE t.id = ANY (v_take)
         RETURNING t.id, t.partition_id, t.txn_id, t.hash, t.data, t.fire_at
     )
     SELECT array_agg(r.id ORDER BY r.partition_id, r.fire_at, r.id),
@@ -68,10 +85,7 @@ BEGIN
            array_agg(r.fire_at ORDER BY r.partition_id, r.fire_at, r.id)
       INTO v_ids, v_pids, v_txns, v_hash, v_data, v_fire
       FROM del r;
-    v_n := coalesce(cardinality(v_ids), 0);
-    IF v_n = 0 THEN
-        RETURN;
-    END IF;
+    v_n := cardinality(v_ids);
     PERFORM 1 FROM queen.log_partitions p WHERE p.id = ANY (v_pids) ORDER BY p.id FOR UPDATE;
     WHILE i <= v_n LOOP
         j := i;
