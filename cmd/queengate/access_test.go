@@ -1,14 +1,7 @@
 package main
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -21,6 +14,7 @@ import (
 	"github.com/nats-io/nkeys"
 
 	"github.com/queengate/queengate/internal/pgtest"
+	"github.com/queengate/queengate/internal/testpki"
 )
 
 func pushOK(t *testing.T, nc *nats.Conn, subject string) {
@@ -123,7 +117,7 @@ func TestAdminTokenAtProcessLevel(t *testing.T) {
 func TestEmbeddedNATSOverTLS(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	caFile, certFile, keyFile := writeTestPKI(t, dir)
+	caFile, certFile, keyFile := testpki.Write(t, dir)
 	d := startDaemon(t, "", "QUEEN_PG_URL="+pgtest.NewDB(t),
 		"QUEEN_NATS_SERVER_TLS_CERT="+certFile, "QUEEN_NATS_SERVER_TLS_KEY="+keyFile, "QUEEN_NATS_TLS_CA="+caFile)
 	url := strings.Replace(d.natsURL, "nats://", "tls://", 1)
@@ -140,44 +134,4 @@ func TestEmbeddedNATSOverTLS(t *testing.T) {
 		t.Error("connection is not TLS")
 	}
 	pushOK(t, nc, "queen.push.tls.p")
-}
-
-// writeTestPKI writes a CA and a server certificate for 127.0.0.1.
-func writeTestPKI(t *testing.T, dir string) (caFile, certFile, keyFile string) {
-	t.Helper()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "queengate test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		KeyUsage: x509.KeyUsageDigitalSignature}
-	leafDER, err := x509.CreateCertificate(rand.Reader, leaf, ca, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	write := func(name, typ string, der []byte) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	return write("ca.pem", "CERTIFICATE", caDER), write("server.pem", "CERTIFICATE", leafDER), write("server-key.pem", "EC PRIVATE KEY", keyDER)
 }
