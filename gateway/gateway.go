@@ -336,29 +336,36 @@ func (m *metrics) rejected(code int) { m.rejects.WithLabelValues(strconv.Itoa(co
 func (g *Gateway) addOpsEndpoints(svc micro.Service) error {
 	o := g.cfg.Ops
 	p := g.cfg.Prefix
-	endpoints := []struct {
-		name, subject string
-		op            func(ctx context.Context, req micro.Request) (any, *wireError)
-	}{
-		{"configure", p + ".configure", func(ctx context.Context, req micro.Request) (any, *wireError) {
+	return g.addRequestEndpoints(svc, []requestEndpoint{
+		{"configure", p + ".configure", true, func(ctx context.Context, req micro.Request) (any, *wireError) {
 			return o.Configure(ctx, req.Data())
 		}},
-		{"queues-list", p + ".queues.list", func(ctx context.Context, _ micro.Request) (any, *wireError) {
+		{"queues-list", p + ".queues.list", true, func(ctx context.Context, _ micro.Request) (any, *wireError) {
 			return o.ListQueues(ctx)
 		}},
-		{"queues-get", p + ".queues.get.*", func(ctx context.Context, req micro.Request) (any, *wireError) {
+		{"queues-get", p + ".queues.get.*", true, func(ctx context.Context, req micro.Request) (any, *wireError) {
 			subject := req.Subject()
 			return o.GetQueue(ctx, subject[strings.LastIndexByte(subject, '.')+1:])
 		}},
-		{"status", p + ".status", func(ctx context.Context, _ micro.Request) (any, *wireError) {
+		{"status", p + ".status", true, func(ctx context.Context, _ micro.Request) (any, *wireError) {
 			return o.Status(ctx)
 		}},
-	}
+	})
+}
+
+// requestEndpoint is a request-reply operation served on the micro service.
+type requestEndpoint struct {
+	name, subject string
+	operator      bool // needs the admin token
+	op            func(context.Context, micro.Request) (any, *wireError)
+}
+
+func (g *Gateway) addRequestEndpoints(svc micro.Service, endpoints []requestEndpoint) error {
 	for _, e := range endpoints {
 		handler := func(req micro.Request) {
 			// Off the subscription's goroutine: these read PostgreSQL.
 			g.inflight.Add(1)
-			go g.serveRequest(req, true, e.op)
+			go g.serveRequest(req, e.operator, e.op)
 		}
 		if err := svc.AddEndpoint(e.name, micro.HandlerFunc(handler), micro.WithEndpointSubject(e.subject),
 			micro.WithEndpointMetadata(map[string]string{"format": "application/json"})); err != nil {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -204,11 +203,7 @@ func (t *TimerOps) listNATS(ctx context.Context, body []byte) (any, *wireError) 
 // addEndpoints serves schedule, cancel and list on the service.
 func (t *TimerOps) addEndpoints(g *Gateway, svc micro.Service) error {
 	p := g.cfg.Prefix
-	endpoints := []struct {
-		name, subject string
-		operator      bool // needs the admin token
-		op            func(context.Context, micro.Request) (any, *wireError)
-	}{
+	return g.addRequestEndpoints(svc, []requestEndpoint{
 		{"timer-cancel", p + ".timer.cancel", false, func(ctx context.Context, req micro.Request) (any, *wireError) {
 			return t.cancel(ctx, req.Data())
 		}},
@@ -218,18 +213,7 @@ func (t *TimerOps) addEndpoints(g *Gateway, svc micro.Service) error {
 		{"timer-schedule", p + ".timer.*.*", false, func(ctx context.Context, req micro.Request) (any, *wireError) {
 			return t.schedule(ctx, p, req.Subject(), req.Data())
 		}},
-	}
-	for _, e := range endpoints {
-		handler := func(req micro.Request) {
-			g.inflight.Add(1)
-			go g.serveRequest(req, e.operator, e.op)
-		}
-		if err := svc.AddEndpoint(e.name, micro.HandlerFunc(handler), micro.WithEndpointSubject(e.subject),
-			micro.WithEndpointMetadata(map[string]string{"format": "application/json"})); err != nil {
-			return fmt.Errorf("gateway: add %s endpoint: %w", e.name, err)
-		}
-	}
-	return nil
+	})
 }
 
 // MountTimers serves GET /timers on the admin HTTP (an operator request).
