@@ -418,3 +418,37 @@ func seg(pid int64, ids ...string) pgstore.Segment {
 	}
 	return s
 }
+
+// TestLearnCommittedKeepsTheEntryVouching: messages another path of this
+// process committed (a timer's fire), reported in order, are appended to
+// the entry instead of making it rehydrate; their ids are then local hits.
+func TestLearnCommittedKeepsTheEntryVouching(t *testing.T) {
+	t.Parallel()
+	b := setup(t, ingest.Config{Shards: 1, Linger: time.Millisecond})
+	ctx := context.Background()
+	if s := statuses(wait(t, b.submit(t, "p", "a", "b"))); s != "queued,queued" {
+		t.Fatal(s)
+	}
+	p, err := b.store.EnsurePartition(ctx, b.queue, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := b.store.Push(ctx, []pgstore.Segment{seg(p.ID, "fired-1", "fired-2")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.ing.LearnCommitted(p.ID, res[0].BaseOffset, []string{"fired-1", "fired-2"})
+	hydrated, probes := b.store.hydrates.Load(), b.store.probes.Load()
+	for i := range 3 {
+		if s := statuses(wait(t, b.submit(t, "p", fmt.Sprint("c", i)))); s != "queued" {
+			t.Fatal(s)
+		}
+	}
+	if h, n := b.store.hydrates.Load()-hydrated, b.store.probes.Load()-probes; h != 0 || n != 0 {
+		t.Errorf("%d hydrations and %d probes after the reported writes, want none", h, n)
+	}
+	got := wait(t, b.submit(t, "p", "fired-2"))
+	if statuses(got) != "duplicate" || got[0].Offset != 3 {
+		t.Errorf("retry of a reported id: %+v, want duplicate of offset 3", got)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/queengate/queengate/dedup"
+	"github.com/queengate/queengate/pgstore"
 )
 
 // tally counts one partition's answers since the process started, for
@@ -71,4 +72,21 @@ func (in *Ingester) CacheStats() (st dedup.Stats, budget int64, ok bool) {
 		return dedup.Stats{}, 0, false
 	}
 	return in.cache.Stats(), in.cache.Budget(), true
+}
+
+// LearnCommitted tells the cache of messages another path committed to
+// partition pid at offsets base.. (a timer's fire, in the same process):
+// the entry keeps vouching instead of meeting them as an interleave. The
+// entry's rules keep this safe in any order relative to this ingester's
+// own pushes: an out-of-order report is a gap or an overlap, which only
+// costs a rehydration.
+func (in *Ingester) LearnCommitted(pid, base int64, txnIDs []string) {
+	if in.cache == nil || len(txnIDs) == 0 {
+		return
+	}
+	hashes := make([]dedup.Hash, len(txnIDs))
+	for i, id := range txnIDs {
+		hashes[i] = pgstore.HashTxnID(id)
+	}
+	in.cache.Learn(pid, base, base+int64(len(txnIDs))-1, hashes)
 }

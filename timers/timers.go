@@ -52,6 +52,10 @@ type Config struct {
 	BeforeCommit func([]pgstore.FiredTimer) error
 	// NoFire schedules and cancels without running a fire loop.
 	NoFire bool
+	// OnFired, when set, is told of every committed fire, in partition
+	// and offset order (the gateway tells its dedup cache, which would
+	// otherwise meet the fired offsets as another writer's and rehydrate).
+	OnFired func([]pgstore.FiredTimer)
 }
 
 func (c Config) withDefaults() Config {
@@ -270,6 +274,9 @@ func (s *Service) fireOnce(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	if len(fired) > 0 {
+		if s.cfg.OnFired != nil {
+			s.cfg.OnFired(fired)
+		}
 		s.metrics.fires.Add(float64(len(fired)))
 		s.metrics.fireDuration.Observe(time.Since(start).Seconds())
 		for _, f := range fired {

@@ -131,7 +131,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer ing.Stop()
 	ops := gateway.NewOps(gateway.OpsConfig{Token: cfg.AdminToken, Version: version, WantSchema: pgstore.LatestVersion()},
 		store, ing, nc)
-	tsvc, err := timers.New(store, timers.Config{NoFire: cfg.NoTimerFire}, log.With().Str("component", "timers").Logger(), reg)
+	tsvc, err := timers.New(store, timers.Config{NoFire: cfg.NoTimerFire, OnFired: func(fired []pgstore.FiredTimer) {
+		learnFires(ing, fired)
+	}}, log.With().Str("component", "timers").Logger(), reg)
 	if err != nil {
 		return err
 	}
@@ -227,6 +229,24 @@ func ensureDatabase(ctx context.Context, adminURL, name string) error {
 		_, err = conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
 	}
 	return err
+}
+
+// learnFires tells the dedup cache what a timer fire committed: runs of
+// consecutive offsets per partition (fired comes in partition, offset
+// order).
+func learnFires(ing *ingest.Ingester, fired []pgstore.FiredTimer) {
+	for i := 0; i < len(fired); {
+		j := i + 1
+		for j < len(fired) && fired[j].PartitionID == fired[i].PartitionID && fired[j].Offset == fired[j-1].Offset+1 {
+			j++
+		}
+		ids := make([]string, 0, j-i)
+		for _, f := range fired[i:j] {
+			ids = append(ids, f.TxnID)
+		}
+		ing.LearnCommitted(fired[i].PartitionID, fired[i].Offset, ids)
+		i = j
+	}
 }
 
 // nkeyPublic reads a seed file and returns the public key the embedded
