@@ -21,6 +21,11 @@ CREATE INDEX timers_due ON queen.timers (fire_at, id);
 -- creating a second one. Once fired, the row is gone: re-scheduling then
 -- makes a new timer and a second message, as the spec states.
 CREATE UNIQUE INDEX timers_pending_txn ON queen.timers (partition_id, hash);
+-- A queue table: fired rows leave dead entries at the head of timers_due,
+-- which every fire scans past until vacuum. The default trigger (20 % of
+-- the table dead) waits for 200,000 fires when a million timers are
+-- pending far ahead; vacuum after a fixed number instead.
+ALTER TABLE queen.timers SET (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 10000);
 
 -- timer_fire fires up to p_limit due timers, and about p_max_bytes of
 -- their data (at least one: 1000 timers of 1 MiB would otherwise make a
