@@ -277,7 +277,15 @@ func (c *Cache) Install(pid int64, h Hydration) {
 
 // Learn records a committed push (see Entry.Learn).
 func (c *Cache) Learn(pid, base, last int64, written []Hash) {
-	s := c.slot(pid)
+	// Only partitions with a slot can have an entry to learn into; not
+	// creating one keeps reports about other partitions (timer fires) from
+	// growing the map.
+	c.mu.RLock()
+	s := c.slots[pid]
+	c.mu.RUnlock()
+	if s == nil {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.entry == nil {

@@ -254,10 +254,13 @@ func (in *Ingester) vouch(ctx context.Context, meta *pgstore.Partition, hashes [
 			return -1
 		}
 		in.cache.Install(meta.ID, toDedupHydration(h, in.cache.NowMs()))
-		meta.WindowSeconds = h.WindowSeconds
-		if meta.WindowSeconds == 0 {
+		if h.WindowSeconds == 0 {
+			// Deduplication was turned off. The memo keeps its window until
+			// its TTL: this frame was built (leaders only) for a window on,
+			// and its answers must be resolved the same way.
 			return -1
 		}
+		meta.WindowSeconds = h.WindowSeconds
 		d = in.cache.Decide(meta.ID, int64(meta.WindowSeconds)*1000, hashes)
 	}
 	if d.Hit {

@@ -419,6 +419,41 @@ func seg(pid int64, ids ...string) pgstore.Segment {
 	return s
 }
 
+// TestHydrationFindingTheWindowOffKeepsTheFrameShape: a hydration that
+// reads window 0 under a memo still saying 3600 must not change how the
+// frame (leaders only) is answered (it crashed the process once).
+func TestHydrationFindingTheWindowOffKeepsTheFrameShape(t *testing.T) {
+	t.Parallel()
+	b := setup(t, ingest.Config{Shards: 1, Linger: time.Millisecond, PartitionTTL: time.Hour})
+	ctx := context.Background()
+	if s := statuses(wait(t, b.submit(t, "p", "a"))); s != "queued" {
+		t.Fatal(s)
+	}
+	p, err := b.store.EnsurePartition(ctx, b.queue, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.store.Push(ctx, []pgstore.Segment{seg(p.ID, "theirs")}); err != nil {
+		t.Fatal(err)
+	}
+	if s := statuses(wait(t, b.submit(t, "p", "b"))); s != "queued" { // learns the gap
+		t.Fatal(s)
+	}
+	if _, err := b.store.Pool().Exec(ctx, "UPDATE queen.queues SET dedup_window_seconds = 0 WHERE name = $1", b.queue); err != nil {
+		t.Fatal(err)
+	}
+	hydrated := b.store.hydrates.Load()
+	got := wait(t, b.submit(t, "p", "x", "x", "y"))
+	if b.store.hydrates.Load() != hydrated+1 {
+		t.Fatalf("%d hydrations, want the one that reads window 0", b.store.hydrates.Load()-hydrated)
+	}
+	// The frame was built for the memo's window: the repeat follows its
+	// leader, as it would have a moment earlier.
+	if statuses(got) != "queued,duplicate,queued" || got[1].Offset != got[0].Offset {
+		t.Errorf("answers %+v", got)
+	}
+}
+
 // TestLearnCommittedKeepsTheEntryVouching: messages another path of this
 // process committed (a timer's fire), reported in order, are appended to
 // the entry instead of making it rehydrate; their ids are then local hits.
