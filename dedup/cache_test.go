@@ -221,3 +221,16 @@ func TestConcurrentPartitionsUnderEviction(t *testing.T) {
 		t.Errorf("accounted %d bytes, entries hold %d", st.ResidentBytes, sum)
 	}
 }
+
+func TestLearnAboutAnUnknownPartitionKeepsNothing(t *testing.T) {
+	c, _, _ := newTestCache(0)
+	for pid := int64(1); pid <= 100; pid++ {
+		c.Learn(pid, 0, 0, hashes(uint64(pid), 1))
+	}
+	c.mu.RLock()
+	n := len(c.slots)
+	c.mu.RUnlock()
+	if n != 0 || c.Stats().Entries != 0 {
+		t.Errorf("%d slots, %d entries after reports about partitions never decided; want none", n, c.Stats().Entries)
+	}
+}
