@@ -82,6 +82,7 @@ type Gateway struct {
 	mu       sync.Mutex
 	svc      micro.Service
 	inflight sync.WaitGroup // operator and timer requests being answered
+	stopping bool           // under mu: no more requests join inflight
 	baseSubs int            // subscriptions on nc that are not the service's
 	stopOnce sync.Once
 	stopped  chan struct{}
@@ -189,6 +190,9 @@ func (g *Gateway) Stop() {
 		}
 		// Operator and timer requests already taken are answered too (a
 		// schedule or cancel that committed must not lose its answer).
+		g.mu.Lock()
+		g.stopping = true
+		g.mu.Unlock()
 		answered := make(chan struct{})
 		go func() { g.inflight.Wait(); close(answered) }()
 		select {
@@ -363,8 +367,18 @@ type requestEndpoint struct {
 func (g *Gateway) addRequestEndpoints(svc micro.Service, endpoints []requestEndpoint) error {
 	for _, e := range endpoints {
 		handler := func(req micro.Request) {
-			// Off the subscription's goroutine: these read PostgreSQL.
+			// Counted under mu, so that Stop's wait never races an Add: a
+			// request arriving once Stop has begun waiting is refused.
+			g.mu.Lock()
+			if g.stopping {
+				g.mu.Unlock()
+				werr := &wireError{Code: CodeUnavailable, Message: "shutting down: retry on another gateway"}
+				_ = req.Error(strconv.Itoa(werr.Code), werr.Message, werr.body())
+				return
+			}
 			g.inflight.Add(1)
+			g.mu.Unlock()
+			// Off the subscription's goroutine: these read PostgreSQL.
 			go g.serveRequest(req, e.operator, e.op)
 		}
 		if err := svc.AddEndpoint(e.name, micro.HandlerFunc(handler), micro.WithEndpointSubject(e.subject),
@@ -379,8 +393,8 @@ func (g *Gateway) addRequestEndpoints(svc micro.Service, endpoints []requestEndp
 // admin token.
 func (g *Gateway) serveRequest(req micro.Request, operator bool, op func(context.Context, micro.Request) (any, *wireError)) {
 	defer g.inflight.Done()
-	if req.Reply() == "" {
-		return // nobody to answer: these subjects are request-reply
+	if req.Reply() == "" && operator {
+		return // a read with nobody to read the answer
 	}
 	var werr *wireError
 	if operator && g.cfg.Ops != nil {
@@ -397,6 +411,14 @@ func (g *Gateway) serveRequest(req micro.Request, operator bool, op func(context
 			v, werr = op(ctx, req)
 			cancel()
 		}
+	}
+	if req.Reply() == "" {
+		// A schedule or cancel published without a reply subject is still
+		// carried out; its answer has nowhere to go.
+		if werr != nil {
+			g.log.Warn().Str("subject", req.Subject()).Str("error", werr.Message).Msg("request without a reply subject refused")
+		}
+		return
 	}
 	// Answered on the reply subject directly, not with req.Respond or
 	// req.Error: this runs after the micro handler returned, and micro

@@ -140,3 +140,21 @@ func TestTimerBadInputIsA400AndStoresNothing(t *testing.T) {
 		t.Errorf("%d timers stored by refused requests", n)
 	}
 }
+
+// TestTimerScheduledWithoutAReplySubject: a schedule published (not
+// requested) is carried out; only its answer has nowhere to go.
+func TestTimerScheduledWithoutAReplySubject(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.startOpsGateway("", ingest.Config{})
+	if err := e.client.Publish("queen.timer."+e.queue+".p", []byte(`{"transactionId":"published","delayMs":3600000}`)); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for e.pendingTimers(t) != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the published schedule was not stored")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -35,8 +35,8 @@ type ScheduledTimer struct {
 // notifies the fire loops (delivered on commit).
 const scheduleSQL = `
 WITH ins AS (
-	INSERT INTO queen.timers (partition_id, fire_at, txn_id, hash, data)
-	VALUES ($1, $2, $3, $4, $5::text::json)
+	INSERT INTO queen.timers (partition_id, fire_at, txn_id, hash, data, data_bytes)
+	VALUES ($1, $2, $3, $4, $5::text::json, octet_length($5))
 	ON CONFLICT (partition_id, hash) DO NOTHING
 	RETURNING id, fire_at
 ), notify AS (

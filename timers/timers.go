@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -78,7 +79,7 @@ type Service struct {
 	log     zerolog.Logger
 	metrics *metrics
 
-	wake   chan int64 // fireAt (Unix ms) of local schedules: one may be due sooner than the loop sleeps
+	wake   *wakeup // schedules (local and, through LISTEN, any gateway's)
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -90,7 +91,7 @@ func New(store Store, cfg Config, log zerolog.Logger, reg prometheus.Registerer)
 		return nil, err
 	}
 	return &Service{cfg: cfg.withDefaults(), store: store, log: log, metrics: m,
-		wake: make(chan int64, 64), done: make(chan struct{})}, nil
+		wake: newWakeup(), done: make(chan struct{})}, nil
 }
 
 // Scheduled is the answer to a schedule.
@@ -120,10 +121,7 @@ func (s *Service) Schedule(ctx context.Context, queue, partition, txnID string, 
 		s.metrics.existing.Inc()
 	} else {
 		s.metrics.scheduled.Inc()
-		select {
-		case s.wake <- t.FireAt.UnixMilli():
-		default: // full: the loop wakes anyway, and LISTEN brings it too
-		}
+		s.wake.note(t.FireAt.UnixMilli())
 	}
 	return Scheduled{TimerID: t.ID, Status: "scheduled", FireAt: t.FireAt.UTC(), TransactionID: t.TxnID, Existing: t.Existing}, nil
 }
@@ -194,8 +192,7 @@ func (s *Service) gaugeLoop(ctx context.Context) {
 // planned wake-up ends the sleep, so a steady stream of schedules does not
 // keep every gateway's loop querying.
 func (s *Service) fireLoop(ctx context.Context) {
-	notified := make(chan int64, 64)
-	go s.listen(ctx, notified)
+	go s.listen(ctx)
 	const minBackoff = 10 * time.Millisecond
 	backoff := minBackoff
 	for ctx.Err() == nil {
@@ -240,12 +237,12 @@ func (s *Service) fireLoop(ctx context.Context) {
 			target = atMs
 			wait = min(wait, s.cfg.MaxSleep)
 		}
-		s.sleepUntil(ctx, wait, target, notified)
+		s.sleepUntil(ctx, wait, target)
 	}
 }
 
 // sleepUntil waits for d, or for a schedule due before target (Unix ms).
-func (s *Service) sleepUntil(ctx context.Context, d time.Duration, target int64, notified <-chan int64) {
+func (s *Service) sleepUntil(ctx context.Context, d time.Duration, target int64) {
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	for {
@@ -254,16 +251,44 @@ func (s *Service) sleepUntil(ctx context.Context, d time.Duration, target int64,
 			return
 		case <-timer.C:
 			return
-		case at := <-notified:
-			if at < target {
-				return
-			}
-		case at := <-s.wake:
-			if at < target {
+		case <-s.wake.ch:
+			if at, ok := s.wake.take(); ok && at < target {
 				return
 			}
 		}
 	}
+}
+
+// wakeup coalesces wake-up requests into the earliest fireAt asked for
+// since the loop last looked, so none is lost however many arrive while
+// the loop is busy firing.
+type wakeup struct {
+	mu       sync.Mutex
+	earliest int64
+	pending  bool
+	ch       chan struct{} // one slot: "look at earliest"
+}
+
+func newWakeup() *wakeup { return &wakeup{ch: make(chan struct{}, 1)} }
+
+func (w *wakeup) note(atMs int64) {
+	w.mu.Lock()
+	if !w.pending || atMs < w.earliest {
+		w.earliest, w.pending = atMs, true
+	}
+	w.mu.Unlock()
+	select {
+	case w.ch <- struct{}{}:
+	default:
+	}
+}
+
+func (w *wakeup) take() (int64, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	at, ok := w.earliest, w.pending
+	w.pending = false
+	return at, ok
 }
 
 func (s *Service) fireOnce(ctx context.Context) (int, error) {
@@ -287,15 +312,9 @@ func (s *Service) fireOnce(ctx context.Context) (int, error) {
 	return len(fired), nil
 }
 
-// listen forwards schedule notifications (their fireAt), reconnecting as
-// needed.
-func (s *Service) listen(ctx context.Context, notified chan<- int64) {
-	forward := func(at int64) {
-		select {
-		case notified <- at:
-		default: // full: the loop has plenty to wake it
-		}
-	}
+// listen forwards schedule notifications (their fireAt) to the loop,
+// reconnecting as needed.
+func (s *Service) listen(ctx context.Context) {
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
 		l, err := s.store.ListenTimers(ctx)
@@ -305,7 +324,7 @@ func (s *Service) listen(ctx context.Context, notified chan<- int64) {
 			continue
 		}
 		backoff = 100 * time.Millisecond
-		forward(0) // notifications may have been missed while not listening
+		s.wake.note(0) // notifications may have been missed while not listening
 		for {
 			at, err := l.Wait(ctx)
 			if err != nil {
@@ -314,7 +333,7 @@ func (s *Service) listen(ctx context.Context, notified chan<- int64) {
 				}
 				break
 			}
-			forward(at)
+			s.wake.note(at)
 		}
 		l.Close()
 	}

@@ -30,8 +30,8 @@ func BenchmarkTimers(b *testing.B) {
 			}
 			if pendingFar > 0 {
 				if _, err := store.Pool().Exec(ctx, `
-					INSERT INTO queen.timers (partition_id, fire_at, txn_id, hash, data)
-					SELECT $1, now() + interval '1 day' + i * interval '1 ms', 'far-' || i, md5(i::text)::uuid, '1'
+					INSERT INTO queen.timers (partition_id, fire_at, txn_id, hash, data, data_bytes)
+					SELECT $1, now() + interval '1 day' + i * interval '1 ms', 'far-' || i, md5(i::text)::uuid, '1', 1
 					  FROM generate_series(1, $2) AS i`, p.ID, pendingFar); err != nil {
 					b.Fatal(err)
 				}
@@ -103,8 +103,8 @@ func benchFireBacklog(b *testing.B, store *pgstore.Store, pid int64) {
 	for b.Loop() {
 		b.StopTimer()
 		if _, err := store.Pool().Exec(ctx, `
-			INSERT INTO queen.timers (partition_id, fire_at, txn_id, hash, data)
-			SELECT $1, now() - interval '1 s', 'due-' || gen_random_uuid(), gen_random_uuid(), '1'
+			INSERT INTO queen.timers (partition_id, fire_at, txn_id, hash, data, data_bytes)
+			SELECT $1, now() - interval '1 s', 'due-' || gen_random_uuid(), gen_random_uuid(), '1', 1
 			  FROM generate_series(1, $2)`, pid, backlog); err != nil {
 			b.Fatal(err)
 		}

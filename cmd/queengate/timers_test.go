@@ -36,10 +36,11 @@ func TestKilledMidFireLosesNoTimerAndFiresNoneTwice(t *testing.T) {
 	for i := range rows {
 		id := fmt.Sprint("k-", i)
 		h := pgstore.HashTxnID(id)
-		rows[i] = []any{pids[i%len(pids)], due, id, h, fmt.Sprintf(`{"i":%d}`, i)}
+		data := fmt.Sprintf(`{"i":%d}`, i)
+		rows[i] = []any{pids[i%len(pids)], due, id, h, data, len(data)}
 	}
 	if _, err := store.Pool().CopyFrom(ctx, pgx.Identifier{"queen", "timers"},
-		[]string{"partition_id", "fire_at", "txn_id", "hash", "data"}, pgx.CopyFromRows(rows)); err != nil {
+		[]string{"partition_id", "fire_at", "txn_id", "hash", "data", "data_bytes"}, pgx.CopyFromRows(rows)); err != nil {
 		t.Fatal(err)
 	}
 	pending := func() int64 {

@@ -11,6 +11,9 @@ CREATE TABLE queen.timers (
     txn_id       text NOT NULL,
     hash         uuid NOT NULL,
     data         json COMPRESSION lz4 NOT NULL,
+    -- Its size as sent: the fire's byte budget counts what the pushed frame
+    -- will hold, not the compressed size pg_column_size would give.
+    data_bytes   integer NOT NULL,
     created_at   timestamptz NOT NULL DEFAULT now()
 );
 -- "Due first" scans over millions of rows: the fire takes the head of this
@@ -65,7 +68,7 @@ BEGIN
     -- Rows are locked as the loop fetches them; a few fetched past the
     -- byte budget stay locked (not deleted) until commit and fire next time.
     FOR d IN
-        SELECT t.id, pg_column_size(t.data) AS sz FROM queen.timers t
+        SELECT t.id, t.data_bytes AS sz FROM queen.timers t
          WHERE t.fire_at <= v_due
          ORDER BY t.fire_at, t.id
          LIMIT p_limit
