@@ -127,19 +127,22 @@ type queueAnswer struct {
 	CreatedAt  time.Time `json:"createdAt"`
 	UpdatedAt  time.Time `json:"updatedAt"`
 	Partitions []struct {
-		Partition  string `json:"partition"`
-		ID         int64  `json:"id"`
-		LastOffset int64  `json:"lastOffset"`
-		TxnsStart  int64  `json:"txnsStart"`
-		Messages   int64  `json:"messages"`
-		Duplicates int64  `json:"duplicates"`
-		Cache      struct {
-			State          string `json:"state"`
-			ResidentHashes int    `json:"residentHashes"`
-			HydratedFrom   int64  `json:"hydratedFrom"`
-			VerifiedUpto   int64  `json:"verifiedUpto"`
-		} `json:"cache"`
+		Partition  string     `json:"partition"`
+		ID         int64      `json:"id"`
+		LastOffset int64      `json:"lastOffset"`
+		TxnsStart  int64      `json:"txnsStart"`
+		Messages   int64      `json:"messages"`
+		Duplicates int64      `json:"duplicates"`
+		Cache      CacheState `json:"cache"`
 	} `json:"partitions"`
+}
+
+// CacheState is a partition's cache entry as the operator API shows it.
+type CacheState struct {
+	State          string `json:"state"`
+	ResidentHashes int    `json:"residentHashes"`
+	HydratedFrom   int64  `json:"hydratedFrom"`
+	VerifiedUpto   int64  `json:"verifiedUpto"`
 }
 
 // mustQueue decodes an operator answer carrying a queue's configuration.
@@ -391,7 +394,9 @@ func TestWindowChangeDownAndUp(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	clock := &manualClock{}
-	const ttl = 300 * time.Millisecond
+	// Long enough that the retry right after a configure meets a cache
+	// that has not noticed yet; the waits below are conditions, not sleeps.
+	const ttl = time.Second
 	g := e.startOpsGateway("", ingest.Config{PartitionTTL: ttl, Cache: dedup.Config{Now: clock.Now}})
 	ctx := context.Background()
 	configure := func(window int) {
@@ -416,6 +421,25 @@ func TestWindowChangeDownAndUp(t *testing.T) {
 		t.Helper()
 		return mustQueue(t)(g.viaHTTP(t, "GET", "/queues/"+e.queue, "", ""))
 	}
+	// pushUntil pushes fresh messages until the cache's entry satisfies
+	// cond: the memo is reread, and the entry rebuilt, only on a flush.
+	fresh := 0
+	pushUntil := func(what string, cond func(c CacheState) bool) CacheState {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			fresh++
+			wantStatus(t, e.push(t, e.subject("p"), msgs(fmt.Sprint("fresh-", fresh))), "queued")
+			c := get().Partitions[0].Cache
+			if cond(c) {
+				return c
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("not within 30 s: %s (cache %+v)", what, c)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
 
 	// Down: 3600 -> 60. "old" is 120 s old and resident in the cache.
 	configure(3600)
@@ -434,13 +458,11 @@ func TestWindowChangeDownAndUp(t *testing.T) {
 	// memo expires. SQL must not trust that vouch.
 	wantStatus(t, e.push(t, e.subject("p"), msgs("gone")), "queued") // offset 3
 	backdate(120 * time.Second)
-	time.Sleep(2 * ttl) // the memo rereads the window (60): the cache is rebuilt under 60
-	wantStatus(t, e.push(t, e.subject("p"), msgs("fresh-1")), "queued")
-	wantStatus(t, e.push(t, e.subject("p"), msgs("fresh-2")), "queued")
-	before := get().Partitions[0].Cache
-	if before.State != "vouching" || before.HydratedFrom < 3 {
-		t.Fatalf("cache before the window grows: %+v, want vouching with offset 3 expired", before)
-	}
+	// The memo rereads the window (60) and the entry is rebuilt under it:
+	// offset 3 is then outside what the entry holds.
+	pushUntil("the entry rebuilt under 60 s, offset 3 expired", func(c CacheState) bool {
+		return c.State == "vouching" && c.HydratedFrom >= 3
+	})
 	configure(3600)
 	got = e.push(t, e.subject("p"), msgs("gone"))
 	wantStatus(t, got, "duplicate")
@@ -450,11 +472,7 @@ func TestWindowChangeDownAndUp(t *testing.T) {
 
 	// Within the TTL the cache rehydrates under the new window: its entry
 	// then reaches back past offset 3 again.
-	time.Sleep(2 * ttl)
-	wantStatus(t, e.push(t, e.subject("p"), msgs("fresh-3")), "queued")
-	wantStatus(t, e.push(t, e.subject("p"), msgs("fresh-4")), "queued")
-	after := get().Partitions[0].Cache
-	if after.State != "vouching" || after.HydratedFrom >= 3 {
-		t.Errorf("cache after the window grew: %+v, want vouching, hydrated from below offset 3", after)
-	}
+	pushUntil("the entry rehydrated under 3600 s, reaching below offset 3", func(c CacheState) bool {
+		return c.State == "vouching" && c.HydratedFrom < 3
+	})
 }
