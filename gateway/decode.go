@@ -2,7 +2,11 @@ package gateway
 
 import (
 	"errors"
+	"fmt"
+	"math/bits"
+	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -12,7 +16,11 @@ import (
 // (encoding/json validates, then decodes again through reflection). The
 // scanner validates the whole body as strict JSON (RFC 8259, UTF-8), keeps
 // each message's data as a sub-slice of the body, and decodes only the
-// transactionId. FuzzDecodePush checks it against encoding/json.
+// transactionId. It is stricter than RFC 8259 in one way: a string holding
+// \u0000 or an unpaired UTF-16 surrogate escape is refused wherever it
+// is, because PostgreSQL's jsonb cannot hold either, and what is stored
+// must be readable back as jsonb. FuzzDecodePush checks it against
+// encoding/json with that rule added.
 
 // maxDepth bounds nesting, so a hostile body cannot exhaust the stack.
 const maxDepth = 512
@@ -24,11 +32,33 @@ type scanner struct {
 	i     int
 	err   error
 	depth int
+	// where names the part being scanned ("data", "transactionId"), for
+	// error messages; empty for the body's structure.
+	where string
 }
 
 func (s *scanner) fail(msg string) {
 	if s.err == nil {
+		if s.where != "" {
+			msg = s.where + ": " + msg
+		}
 		s.err = errors.New(msg + " at byte " + strconv.Itoa(s.i))
+	}
+}
+
+// errUnstorable marks valid JSON that PostgreSQL's jsonb cannot hold.
+var errUnstorable = errors.New("not storable")
+
+type unstorableError struct{ msg string }
+
+func (e *unstorableError) Error() string        { return e.msg }
+func (e *unstorableError) Is(target error) bool { return target == errUnstorable }
+
+// failUnstorable is fail for text jsonb refuses (the JSON itself is fine).
+func (s *scanner) failUnstorable(msg string) {
+	if s.err == nil {
+		s.fail(msg)
+		s.err = &unstorableError{msg: s.err.Error()}
 	}
 }
 
@@ -186,30 +216,9 @@ func (s *scanner) escape(out *[]byte) {
 	case 't':
 		r = '\t'
 	case 'u':
-		r = s.hex4()
+		r = s.unicodeEscape()
 		if s.err != nil {
 			return
-		}
-		if utf16.IsSurrogate(r) {
-			// A high surrogate followed by \uDC00-\uDFFF is one rune;
-			// anything else decodes to U+FFFD, as encoding/json does.
-			r2 := rune(-1)
-			if len(s.b)-s.i >= 6 && s.b[s.i] == '\\' && s.b[s.i+1] == 'u' {
-				save := s.i
-				s.i += 2
-				r2 = s.hex4()
-				if s.err != nil {
-					return
-				}
-				if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
-					r = dec
-				} else {
-					s.i = save
-					r = utf8.RuneError
-				}
-			} else {
-				r = utf8.RuneError
-			}
 		}
 	default:
 		s.fail("invalid escape")
@@ -218,6 +227,38 @@ func (s *scanner) escape(out *[]byte) {
 	if out != nil {
 		*out = utf8.AppendRune(*out, r)
 	}
+}
+
+// unicodeEscape decodes the \uXXXX escape at s.i (after the "u"), and a
+// low surrogate escape following a high one. \u0000 and unpaired
+// surrogates are refused: jsonb cannot store them (encoding/json would
+// turn a lone surrogate into U+FFFD, silently changing the text).
+func (s *scanner) unicodeEscape() rune {
+	start := s.i - 2
+	r := s.hex4()
+	switch {
+	case s.err != nil:
+		return 0
+	case r == 0:
+		s.i = start
+		s.failUnstorable(`\u0000 (NUL) cannot be stored: PostgreSQL refuses it in text and jsonb`)
+		return 0
+	case !utf16.IsSurrogate(r):
+		return r
+	}
+	if r < 0xdc00 && len(s.b)-s.i >= 6 && s.b[s.i] == '\\' && s.b[s.i+1] == 'u' {
+		s.i += 2
+		r2 := s.hex4()
+		if s.err != nil {
+			return 0
+		}
+		if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
+			return dec
+		}
+	}
+	s.i = start
+	s.failUnstorable(`unpaired UTF-16 surrogate ` + string(s.b[start:start+6]) + `: PostgreSQL refuses it in jsonb (and it is no Unicode text); escape the whole pair or send UTF-8`)
+	return 0
 }
 
 func (s *scanner) hex4() rune {
@@ -325,21 +366,38 @@ func (s *scanner) object(member func(key []byte) bool) {
 	}
 }
 
+// messageFields are the fields of a push message object (PROTOCOL: a
+// message has no others); a timer adds its own (timerFields).
+var messageFields = []string{"transactionId", "data"}
+
 // rawMessage is one decoded message object.
 type rawMessage struct {
 	txnID    []byte // decoded; nil when absent or null
 	txnIDSet bool   // the key was present with a string value
 	txnIDBad string // why a present transactionId is unacceptable
 	data     []byte // the raw value, a sub-slice of the body; nil when absent
-	notObj   bool
+	// extra holds the raw values of the extra fields scanPush was asked
+	// for, in that order; nil where absent.
+	extra  [2][]byte
+	notObj bool
+	// bad is the first field problem: unknown or repeated.
+	bad string
 }
 
-// scanPush validates body and splits it into messages. It stops early,
-// with count > limit, once more than limit messages are seen.
-func scanPush(body []byte, limit int) (msgs []rawMessage, count int, err error) {
+// scanPush validates body and splits it into messages. A message object
+// may carry transactionId, data and the extra fields named (at most two:
+// a timer's); any other field, or one given twice, marks it bad. It stops
+// early, with count > limit, once more than limit messages are seen.
+func scanPush(body []byte, limit int, extra ...string) (msgs []rawMessage, count int, err error) {
 	s := &scanner{b: body}
 	s.ws()
+	failedIn := -1 // the message the scan failed in, if any
 	parseMessage := func() {
+		defer func() {
+			if s.err != nil && failedIn < 0 {
+				failedIn = count - 1
+			}
+		}()
 		s.ws()
 		count++
 		if count > limit {
@@ -353,32 +411,39 @@ func scanPush(body []byte, limit int) (msgs []rawMessage, count int, err error) 
 			msgs = append(msgs, m)
 			return
 		}
+		var seen uint8 // bit i: field i of messageFields then extra
 		s.object(func(key []byte) bool {
-			switch string(key) {
-			case "transactionId":
-				switch s.peek() {
-				case '"':
-					m.txnID = m.txnID[:0]
-					if m.txnID == nil {
-						m.txnID = []byte{}
-					}
-					s.str(&m.txnID)
-					m.txnIDSet, m.txnIDBad = true, ""
-				case 'n':
-					s.literal("null")
-					m.txnID, m.txnIDSet, m.txnIDBad = nil, false, ""
-				default:
-					s.value()
-					m.txnIDBad = "must be a string"
+			bit, known := fieldBit(key, extra)
+			switch {
+			case !known:
+				if m.bad == "" {
+					m.bad = unknownField(string(key), append(messageFields[:len(messageFields):len(messageFields)], extra...))
 				}
-				return true
-			case "data":
+				return false
+			case seen&bit != 0:
+				if m.bad == "" {
+					m.bad = fmt.Sprintf("field %q is given twice: send it once", key)
+				}
+				return false
+			}
+			seen |= bit
+			switch bit {
+			case 1:
+				s.where = "transactionId"
+				m.scanTxnID(s)
+			case 2:
+				s.where = "data"
 				start := s.i
 				s.value()
 				m.data = body[start:s.i]
-				return true
+			default:
+				s.where = string(key)
+				start := s.i
+				s.value()
+				m.extra[bits.TrailingZeros8(bit)-2] = body[start:s.i]
 			}
-			return false
+			s.where = ""
+			return true
 		})
 		msgs = append(msgs, m)
 	}
@@ -409,9 +474,174 @@ func scanPush(body []byte, limit int) (msgs []rawMessage, count int, err error) 
 		return nil, count, nil
 	}
 	if s.err != nil {
+		if failedIn >= 0 {
+			return nil, count, fmt.Errorf("message %d: %w", failedIn, s.err)
+		}
 		return nil, count, s.err
 	}
 	return msgs, count, nil
 }
 
+// fieldBit maps a message field to its bit: transactionId 1, data 2,
+// extra fields 4 and 8.
+func fieldBit(key []byte, extra []string) (uint8, bool) {
+	switch string(key) {
+	case "transactionId":
+		return 1, true
+	case "data":
+		return 2, true
+	}
+	for i, e := range extra {
+		if string(key) == e {
+			return 4 << i, true
+		}
+	}
+	return 0, false
+}
+
+func (m *rawMessage) scanTxnID(s *scanner) {
+	switch s.peek() {
+	case '"':
+		m.txnID = []byte{}
+		s.str(&m.txnID)
+		m.txnIDSet = true
+	case 'n':
+		s.literal("null")
+	default:
+		s.value()
+		m.txnIDBad = "must be a string"
+	}
+}
+
 var errNotMessages = errors.New("not a message object or array")
+
+// fieldAliases are names producers reach for instead of a field, mapped
+// to the field they meant.
+var fieldAliases = map[string]string{
+	"txnid": "transactionId", "txid": "transactionId", "transaction": "transactionId",
+	"idempotencykey": "transactionId", "dedupid": "transactionId", "msgid": "transactionId",
+	"messageid": "transactionId", "id": "transactionId",
+	"payload": "data", "body": "data", "value": "data", "content": "data", "message": "data",
+}
+
+// unknownField explains an unknown field, naming the known field it most
+// likely meant: the same letters in another case or with separators, a
+// typo of one or two letters, or a common alias.
+func unknownField(key string, known []string) string {
+	msg := fmt.Sprintf("unknown field %q: a message has only %s", key, joinAnd(quoteAll(known)))
+	norm := normalizeField(key)
+	for _, k := range known {
+		if norm == normalizeField(k) || len(norm) >= 4 && editDistance(norm, normalizeField(k)) <= 2 {
+			return msg + fmt.Sprintf("; did you mean %q?", k)
+		}
+	}
+	if k, ok := fieldAliases[norm]; ok && slices.Contains(known, k) {
+		return msg + fmt.Sprintf("; did you mean %q?", k)
+	}
+	return msg
+}
+
+// joinAnd joins a list as prose: "a", "a and b", "a, b and c".
+func joinAnd(xs []string) string {
+	if len(xs) < 2 {
+		return strings.Join(xs, "")
+	}
+	return strings.Join(xs[:len(xs)-1], ", ") + " and " + xs[len(xs)-1]
+}
+
+func quoteAll(xs []string) []string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = strconv.Quote(x)
+	}
+	return out
+}
+
+// normalizeField lowercases a field name and drops separators.
+func normalizeField(s string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(s) {
+		if r != '_' && r != '-' && r != ' ' && r != '.' {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// editDistance is the Levenshtein distance of two short strings.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// field is one member of a JSON object: its key and raw value.
+type field struct {
+	key string
+	raw []byte
+}
+
+// scanObject validates body as one JSON object (the scanner's rules, so
+// no \u0000 or unpaired surrogate anywhere) whose keys are all distinct,
+// and returns its members in order. what names the object in messages.
+func scanObject(body []byte, what string) ([]field, error) {
+	s := &scanner{b: body}
+	s.ws()
+	if s.peek() != '{' {
+		if s.i == len(body) {
+			return nil, fmt.Errorf("%s is empty: send a JSON object", what)
+		}
+		return nil, fmt.Errorf("%s must be a JSON object", what)
+	}
+	var fields []field
+	var dup string
+	s.object(func(key []byte) bool {
+		k := string(key)
+		if dup == "" && slices.ContainsFunc(fields, func(f field) bool { return f.key == k }) {
+			dup = k
+		}
+		start := s.i
+		s.value()
+		fields = append(fields, field{key: k, raw: body[start:s.i]})
+		return true
+	})
+	if s.err == nil {
+		s.ws()
+		if s.i != len(body) {
+			s.fail("unexpected data after the JSON object")
+		}
+	}
+	switch {
+	case s.err != nil:
+		return nil, fmt.Errorf("%s is not valid JSON: %v", what, s.err)
+	case dup != "":
+		return nil, fmt.Errorf("%s: field %q is given twice: send it once", what, dup)
+	}
+	return fields, nil
+}
+
+// decodeString decodes raw as a JSON string; ok is false for any other
+// value.
+func decodeString(raw []byte) (string, bool) {
+	s := &scanner{b: raw}
+	if s.peek() != '"' {
+		return "", false
+	}
+	out := []byte{}
+	s.str(&out)
+	return string(out), s.err == nil && s.i == len(raw)
+}

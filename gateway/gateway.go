@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/micro"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
@@ -80,10 +79,9 @@ type Gateway struct {
 	metrics *metrics
 
 	mu       sync.Mutex
-	svc      micro.Service
+	svc      *service
 	inflight sync.WaitGroup // operator and timer requests being answered
 	stopping bool           // under mu: no more requests join inflight
-	baseSubs int            // subscriptions on nc that are not the service's
 	stopOnce sync.Once
 	stopped  chan struct{}
 }
@@ -124,43 +122,34 @@ func splitDots(s string) []string {
 	return out
 }
 
-// Start registers the micro service and its push endpoint.
+// Start subscribes the push endpoint, the operator and timer endpoints,
+// and the service discovery subjects.
 func (g *Gateway) Start(context.Context) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.baseSubs = g.nc.NumSubscriptions()
-	svc, err := micro.AddService(g.nc, micro.Config{
-		Name:        ServiceName,
-		Version:     g.cfg.Version,
-		Description: "exactly-once ingestion gateway: push to " + g.cfg.Prefix + ".push.<queue>.<partition>",
-		QueueGroup:  QueueGroup,
-	})
-	if err != nil {
-		return fmt.Errorf("gateway: add micro service: %w", err)
+	svc := newService(g.nc, ServiceName, g.cfg.Version,
+		"exactly-once ingestion gateway: push to "+g.cfg.Prefix+".push.<queue>.<partition>", g.log)
+	push := svc.addEndpoint("push", g.cfg.Prefix+".push.>", QueueGroup, g.handlePush)
+	if err := push.subscribe(push.subject); err != nil {
+		return err
 	}
-	err = svc.AddEndpoint("push", micro.HandlerFunc(g.handlePush),
-		micro.WithEndpointSubject(g.cfg.Prefix+".push.>"),
-		// NATS drops messages for a slow consumer; leave room for bursts
-		// far beyond what ingest buffers, so ingest's 503 is what pushes back.
-		micro.WithEndpointPendingLimits(1<<20, 1<<30),
-		micro.WithEndpointMetadata(map[string]string{"format": "application/json"}))
-	if err != nil {
-		_ = svc.Stop()
-		return fmt.Errorf("gateway: add push endpoint: %w", err)
-	}
+	g.svc = svc
 	if g.cfg.Ops != nil {
-		if err := g.addOpsEndpoints(svc); err != nil {
-			_ = svc.Stop()
+		if err := g.addOpsEndpoints(); err != nil {
+			svc.stop(0)
 			return err
 		}
 	}
 	if g.cfg.Timers != nil {
-		if err := g.cfg.Timers.addEndpoints(g, svc); err != nil {
-			_ = svc.Stop()
+		if err := g.cfg.Timers.addEndpoints(g); err != nil {
+			svc.stop(0)
 			return err
 		}
 	}
-	g.svc = svc
+	if err := svc.start(); err != nil {
+		svc.stop(0)
+		return err
+	}
 	// The subscriptions are live once the server has processed them: a
 	// request sent right after Start must find a responder.
 	if err := g.nc.Flush(); err != nil {
@@ -177,16 +166,9 @@ func (g *Gateway) Stop() {
 		svc := g.svc
 		g.mu.Unlock()
 		if svc != nil {
-			if err := svc.Stop(); err != nil {
-				g.log.Warn().Err(err).Msg("stop micro service")
-			}
-			// Stop drains the service's subscriptions asynchronously: the
-			// requests already delivered are still handed to handlePush.
-			// Wait for that before stopping ingest, so none is refused.
-			deadline := time.Now().Add(g.cfg.DrainTimeout)
-			for g.nc.NumSubscriptions() > g.baseSubs && time.Now().Before(deadline) && !g.nc.IsClosed() {
-				time.Sleep(5 * time.Millisecond)
-			}
+			// Draining hands the requests already delivered to their
+			// handlers; ingest is stopped after, so none is refused.
+			svc.stop(g.cfg.DrainTimeout)
 		}
 		// Operator and timer requests already taken are answered too (a
 		// schedule or cancel that committed must not lose its answer).
@@ -208,36 +190,24 @@ func (g *Gateway) Stop() {
 	})
 }
 
-// Info is the micro service's info (nil before Start).
-func (g *Gateway) Info() *micro.Info {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.svc == nil {
-		return nil
-	}
-	info := g.svc.Info()
-	return &info
-}
-
 // handlePush runs on the subscription's goroutine: decode, validate and
 // hand over without blocking; the answer is sent when ingest is done.
-func (g *Gateway) handlePush(req micro.Request) {
-	subject := req.Subject()
-	queue, partition, werr := parsePushSubject(g.cfg.Prefix, subject)
+func (g *Gateway) handlePush(req *request) {
+	queue, partition, werr := parsePushSubject(g.cfg.Prefix, req.Subject)
 	var ackSubject string
 	if werr == nil {
 		ackSubject = g.cfg.Prefix + ".ack." + queue + "." + partition
 	}
-	reply := req.Reply()
 	if werr != nil {
-		g.reject(req, reply, ackSubject, werr)
+		g.reject(req, ackSubject, werr)
 		return
 	}
-	msgs, _, werr := decodePush(req.Data(), g.cfg.MaxBatch)
+	msgs, werr := decodePush(req.Data, g.cfg.MaxBatch)
 	if werr != nil {
-		g.reject(req, reply, ackSubject, werr)
+		g.reject(req, ackSubject, werr)
 		return
 	}
+	reply := req.Reply
 	r := &ingest.Request{Queue: queue, Partition: partition, Messages: msgs}
 	r.Done = func(results []ingest.Result) {
 		body := encodeReply(msgs, results)
@@ -246,6 +216,7 @@ func (g *Gateway) handlePush(req micro.Request) {
 		} else {
 			g.publish(&nats.Msg{Subject: ackSubject, Data: body})
 		}
+		req.done(firstFailure(results))
 	}
 	if err := g.ing.Submit(r); err != nil {
 		switch {
@@ -256,32 +227,41 @@ func (g *Gateway) handlePush(req micro.Request) {
 		default:
 			werr = &wireError{Code: CodeInternal, Message: err.Error()}
 		}
-		g.reject(req, reply, ackSubject, werr)
+		g.reject(req, ackSubject, werr)
 		return
 	}
 	g.metrics.requests.Inc()
 }
 
+// firstFailure is the error of the first failed message, "" if none: a
+// push with a failed message counts as an error in the service's figures.
+func firstFailure(results []ingest.Result) string {
+	for _, r := range results {
+		if r.Status == ingest.StatusFailed {
+			if r.Err != nil {
+				return r.Err.Error()
+			}
+			return "not stored"
+		}
+	}
+	return ""
+}
+
 // reject answers a request refused as a whole, with the micro error
 // headers. A fire-and-forget request gets it on its ack subject when the
 // subject named a valid partition.
-func (g *Gateway) reject(req micro.Request, reply, ackSubject string, werr *wireError) {
+func (g *Gateway) reject(req *request, ackSubject string, werr *wireError) {
 	g.metrics.rejected(werr.Code)
-	code := strconv.Itoa(werr.Code)
-	if reply != "" {
-		if err := req.Error(code, werr.Message, werr.body()); err != nil {
-			g.log.Warn().Err(err).Msg("send error reply")
-		}
+	defer req.done(werr.Message)
+	subject := req.Reply
+	if subject == "" {
+		subject = ackSubject
+	}
+	if subject == "" {
+		g.log.Warn().Str("subject", req.Subject).Str("error", werr.Message).Msg("fire-and-forget push rejected with no ack subject to answer on")
 		return
 	}
-	if ackSubject == "" {
-		g.log.Warn().Str("subject", req.Subject()).Str("error", werr.Message).Msg("fire-and-forget push rejected with no ack subject to answer on")
-		return
-	}
-	g.publish(&nats.Msg{Subject: ackSubject, Data: werr.body(), Header: nats.Header{
-		micro.ErrorHeader:     []string{werr.Message},
-		micro.ErrorCodeHeader: []string{code},
-	}})
+	g.publish(werr.msg(subject))
 }
 
 // publish sends an answer. While NATS reconnects, nats.go buffers
@@ -337,43 +317,41 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 func (m *metrics) rejected(code int) { m.rejects.WithLabelValues(strconv.Itoa(code)).Inc() }
 
 // addOpsEndpoints serves the operator API over NATS request-reply.
-func (g *Gateway) addOpsEndpoints(svc micro.Service) error {
+func (g *Gateway) addOpsEndpoints() error {
 	o := g.cfg.Ops
 	p := g.cfg.Prefix
-	return g.addRequestEndpoints(svc, []requestEndpoint{
-		{"configure", p + ".configure", true, func(ctx context.Context, req micro.Request) (any, *wireError) {
-			return o.Configure(ctx, req.Data())
+	return g.addRequestEndpoints([]requestEndpoint{
+		{"configure", p + ".configure", true, func(ctx context.Context, req *request) (any, *wireError) {
+			return o.Configure(ctx, req.Data)
 		}},
-		{"queues-list", p + ".queues.list", true, func(ctx context.Context, _ micro.Request) (any, *wireError) {
+		{"queues-list", p + ".queues.list", true, func(ctx context.Context, _ *request) (any, *wireError) {
 			return o.ListQueues(ctx)
 		}},
-		{"queues-get", p + ".queues.get.*", true, func(ctx context.Context, req micro.Request) (any, *wireError) {
-			subject := req.Subject()
-			return o.GetQueue(ctx, subject[strings.LastIndexByte(subject, '.')+1:])
+		{"queues-get", p + ".queues.get.*", true, func(ctx context.Context, req *request) (any, *wireError) {
+			return o.GetQueue(ctx, req.Subject[strings.LastIndexByte(req.Subject, '.')+1:])
 		}},
-		{"status", p + ".status", true, func(ctx context.Context, _ micro.Request) (any, *wireError) {
+		{"status", p + ".status", true, func(ctx context.Context, _ *request) (any, *wireError) {
 			return o.Status(ctx)
 		}},
 	})
 }
 
-// requestEndpoint is a request-reply operation served on the micro service.
+// requestEndpoint is a request-reply operation served by the gateway.
 type requestEndpoint struct {
 	name, subject string
 	operator      bool // needs the admin token
-	op            func(context.Context, micro.Request) (any, *wireError)
+	op            func(context.Context, *request) (any, *wireError)
 }
 
-func (g *Gateway) addRequestEndpoints(svc micro.Service, endpoints []requestEndpoint) error {
+func (g *Gateway) addRequestEndpoints(endpoints []requestEndpoint) error {
 	for _, e := range endpoints {
-		handler := func(req micro.Request) {
+		handler := func(req *request) {
 			// Counted under mu, so that Stop's wait never races an Add: a
 			// request arriving once Stop has begun waiting is refused.
 			g.mu.Lock()
 			if g.stopping {
 				g.mu.Unlock()
-				werr := &wireError{Code: CodeUnavailable, Message: "shutting down: retry on another gateway"}
-				_ = req.Error(strconv.Itoa(werr.Code), werr.Message, werr.body())
+				g.answer(req, nil, &wireError{Code: CodeUnavailable, Message: "shutting down: retry on another gateway"})
 				return
 			}
 			g.inflight.Add(1)
@@ -381,9 +359,9 @@ func (g *Gateway) addRequestEndpoints(svc micro.Service, endpoints []requestEndp
 			// Off the subscription's goroutine: these read PostgreSQL.
 			go g.serveRequest(req, e.operator, e.op)
 		}
-		if err := svc.AddEndpoint(e.name, micro.HandlerFunc(handler), micro.WithEndpointSubject(e.subject),
-			micro.WithEndpointMetadata(map[string]string{"format": "application/json"})); err != nil {
-			return fmt.Errorf("gateway: add %s endpoint: %w", e.name, err)
+		ep := g.svc.addEndpoint(e.name, e.subject, QueueGroup, handler)
+		if err := ep.subscribe(e.subject); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -391,20 +369,21 @@ func (g *Gateway) addRequestEndpoints(svc micro.Service, endpoints []requestEndp
 
 // serveRequest answers a request-reply operation; operator ones need the
 // admin token.
-func (g *Gateway) serveRequest(req micro.Request, operator bool, op func(context.Context, micro.Request) (any, *wireError)) {
+func (g *Gateway) serveRequest(req *request, operator bool, op func(context.Context, *request) (any, *wireError)) {
 	defer g.inflight.Done()
-	if req.Reply() == "" && operator {
+	if req.Reply == "" && operator {
+		req.done("no reply subject: nothing to answer")
 		return // a read with nobody to read the answer
 	}
 	var werr *wireError
 	if operator && g.cfg.Ops != nil {
-		werr = g.cfg.Ops.authorize(req.Headers().Get("Authorization"))
+		werr = g.cfg.Ops.authorize(req.Header.Get("Authorization"))
 	}
 	var v any
 	if werr == nil {
 		// Operator bodies are small; a timer's is a push message, bounded
 		// by NATS's max payload like a push.
-		if operator && len(req.Data()) > maxOpsBody {
+		if operator && len(req.Data) > maxOpsBody {
 			werr = &wireError{Code: CodeTooLarge, Message: fmt.Sprintf("body over %d bytes", maxOpsBody)}
 		} else {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -412,34 +391,39 @@ func (g *Gateway) serveRequest(req micro.Request, operator bool, op func(context
 			cancel()
 		}
 	}
-	if req.Reply() == "" {
-		// A schedule or cancel published without a reply subject is still
-		// carried out; its answer has nowhere to go.
-		if werr != nil {
-			g.log.Warn().Str("subject", req.Subject()).Str("error", werr.Message).Msg("request without a reply subject refused")
-		}
-		return
+	g.answer(req, v, werr)
+}
+
+// answer publishes a request-reply operation's answer, or its error with
+// the micro error headers, and records it. A schedule or cancel published
+// without a reply subject is still carried out; its answer has nowhere to
+// go.
+func (g *Gateway) answer(req *request, v any, werr *wireError) {
+	if werr != nil && werr.Code >= 500 {
+		g.log.Warn().Str("subject", req.Subject).Str("error", werr.Message).Msg("request failed")
 	}
-	// Answered on the reply subject directly, not with req.Respond or
-	// req.Error: this runs after the micro handler returned, and micro
-	// reads the request's error state then (a data race otherwise).
-	reply := &nats.Msg{Subject: req.Reply()}
-	if werr != nil {
-		if werr.Code >= 500 {
-			g.log.Warn().Str("subject", req.Subject()).Str("error", werr.Message).Msg("request failed")
-		}
-		reply.Data = werr.body()
-		reply.Header = nats.Header{
-			micro.ErrorHeader:     []string{werr.Message},
-			micro.ErrorCodeHeader: []string{strconv.Itoa(werr.Code)},
-		}
-	} else {
-		body, err := json.Marshal(v)
-		if err != nil {
-			g.log.Error().Err(err).Msg("encode answer")
+	if req.Reply == "" {
+		if werr != nil {
+			g.log.Warn().Str("subject", req.Subject).Str("error", werr.Message).Msg("request without a reply subject refused")
+			req.done(werr.Message)
 			return
 		}
-		reply.Data = body
+		req.done("")
+		return
 	}
-	g.publish(reply)
+	if werr != nil {
+		g.publish(werr.msg(req.Reply))
+		req.done(werr.Message)
+		return
+	}
+	body, err := json.Marshal(v)
+	if err != nil {
+		g.log.Error().Err(err).Msg("encode answer")
+		werr = &wireError{Code: CodeInternal, Message: "encode answer: " + err.Error()}
+		g.publish(werr.msg(req.Reply))
+		req.done(werr.Message)
+		return
+	}
+	g.publish(&nats.Msg{Subject: req.Reply, Data: body})
+	req.done("")
 }

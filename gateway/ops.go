@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/subtle"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -136,62 +135,76 @@ var integerLiteral = regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`)
 // decodeConfigure parses {"queue", "options", "mode"} strictly: every
 // problem is a 400 naming what to fix, and nothing is changed.
 func decodeConfigure(body []byte) (queue string, patch pgstore.OptionsPatch, replace bool, werr *wireError) {
+	const shape = `{"queue": "...", "options": {...}, "mode": "merge"|"replace"}`
 	if len(bytes.TrimSpace(body)) == 0 {
-		return "", patch, false, badInput(`empty body: want {"queue": "...", "options": {...}, "mode": "merge"|"replace"}`)
+		return "", patch, false, badInput("empty body: want %s", shape)
 	}
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(body, &top); err != nil {
-		return "", patch, false, badInput("body is not a JSON object: %v", err)
+	top, err := scanObject(body, "the body")
+	if err != nil {
+		return "", patch, false, badInput("%v; want %s", err, shape)
 	}
-	for k := range top {
-		if k != "queue" && k != "options" && k != "mode" {
-			return "", patch, false, badInput("unknown field %q: the body has queue, options and mode", k)
+	var haveQueue bool
+	for _, f := range top {
+		switch f.key {
+		case "queue":
+			queue, haveQueue = decodeString(f.raw)
+			if !haveQueue {
+				return "", patch, false, badInput(`"queue" must be a string naming the queue, not %s`, f.raw)
+			}
+		case "mode":
+			mode, _ := decodeString(f.raw)
+			if mode != "merge" && mode != "replace" {
+				return "", patch, false, badInput(`"mode" must be "merge" (the default) or "replace", not %s`, f.raw)
+			}
+			replace = mode == "replace"
+		case "options":
+			if patch, werr = decodeOptions(f.raw); werr != nil {
+				return "", patch, false, werr
+			}
+		default:
+			return "", patch, false, badInput("unknown field %q: the body has queue, options and mode", f.key)
 		}
 	}
-	if err := json.Unmarshal(top["queue"], &queue); err != nil || top["queue"] == nil {
-		return "", patch, false, badInput(`"queue" must be a string naming the queue`)
+	if !haveQueue {
+		return "", patch, false, badInput(`"queue" is missing: want %s`, shape)
 	}
 	if !ValidName(queue) {
 		return "", patch, false, badInput("bad queue name %q: 1-128 bytes of [A-Za-z0-9_-]", queue)
 	}
-	if raw, ok := top["mode"]; ok {
-		var mode string
-		if err := json.Unmarshal(raw, &mode); err != nil || (mode != "merge" && mode != "replace") {
-			return "", patch, false, badInput(`"mode" must be "merge" (the default) or "replace", not %s`, raw)
-		}
-		replace = mode == "replace"
+	return queue, patch, replace, nil
+}
+
+// decodeOptions parses the options object: whole seconds, each option once.
+func decodeOptions(raw []byte) (patch pgstore.OptionsPatch, werr *wireError) {
+	opts, err := scanObject(raw, `"options"`)
+	if err != nil {
+		return patch, badInput(`%v, e.g. {"dedupWindowSeconds": 600}`, err)
 	}
-	var opts map[string]json.RawMessage
-	if raw, ok := top["options"]; ok {
-		if err := json.Unmarshal(raw, &opts); err != nil || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
-			return "", patch, false, badInput(`"options" must be an object, e.g. {"dedupWindowSeconds": 600}`)
-		}
-	}
-	for k, raw := range opts {
+	for _, f := range opts {
 		var dst **int
-		switch k {
+		switch f.key {
 		case "dedupWindowSeconds":
 			dst = &patch.DedupWindowSeconds
 		case "retentionSeconds":
 			dst = &patch.RetentionSeconds
 		default:
-			return "", patch, false, badInput("unknown option %q: the options are %s", k, strings.Join(options, ", "))
+			return patch, badInput("unknown option %q: the options are %s", f.key, strings.Join(options, ", "))
 		}
-		lit := string(bytes.TrimSpace(raw))
+		lit := string(f.raw)
 		if !integerLiteral.MatchString(lit) {
-			return "", patch, false, badInput("option %s: %s is not an integer number of seconds", k, lit)
+			return patch, badInput("option %s: %s is not an integer number of seconds", f.key, lit)
 		}
 		v, err := strconv.ParseInt(lit, 10, 64)
 		if err != nil || v > pgstore.MaxOptionSeconds {
-			return "", patch, false, badInput("option %s: %s is out of range: 0 to %d", k, lit, pgstore.MaxOptionSeconds)
+			return patch, badInput("option %s: %s is out of range: 0 to %d", f.key, lit, pgstore.MaxOptionSeconds)
 		}
 		if v < 0 {
-			return "", patch, false, badInput("option %s: %d is negative: 0 or more seconds", k, v)
+			return patch, badInput("option %s: %d is negative: 0 or more seconds", f.key, v)
 		}
 		n := int(v)
 		*dst = &n
 	}
-	return queue, patch, replace, nil
+	return patch, nil
 }
 
 // QueuesAnswer lists every queue.

@@ -248,12 +248,17 @@ func TestConfigureBadInputIsA400AndChangesNothing(t *testing.T) {
 		{fmt.Sprintf(`{"queue":%q,"options":{"dedupWindowSeconds":-1}}`, q), "negative"},
 		{fmt.Sprintf(`{"queue":%q,"options":{"retentionSeconds":99999999999}}`, q), "out of range"},
 		{fmt.Sprintf(`{"queue":%q,"options":{"dedupWindowSeconds":null}}`, q), "not an integer"},
-		{fmt.Sprintf(`{"queue":%q,"options":[1]}`, q), `"options" must be an object`},
+		{fmt.Sprintf(`{"queue":%q,"options":[1]}`, q), `"options" must be a JSON object`},
+		{fmt.Sprintf(`{"queue":%q,"options":{"dedupWindowSeconds":5,"dedupWindowSeconds":6}}`, q), `"options": field "dedupWindowSeconds" is given twice`},
+		{fmt.Sprintf(`{"queue":%q,"queue":"other","options":{"dedupWindowSeconds":5}}`, q), `field "queue" is given twice`},
+		{`[{"queue":"q"}]`, "the body must be a JSON object"},
+		{fmt.Sprintf(`{"queue":%q,"options":{"retentionSeconds":%s1%s}}`, q, strings.Repeat("[", 600), strings.Repeat("]", 600)), "nesting deeper than 512"},
 		{fmt.Sprintf(`{"queue":%q,"mode":"reset"}`, q), `"mode" must be`},
 		{fmt.Sprintf(`{"queue":%q,"extra":1}`, q), `unknown field "extra"`},
 		{`{"queue":"bad.name","options":{"dedupWindowSeconds":1}}`, "bad queue name"},
-		{`{"options":{"dedupWindowSeconds":1}}`, `"queue" must be a string`},
-		{`not json`, "not a JSON object"},
+		{`{"options":{"dedupWindowSeconds":1}}`, `"queue" is missing`},
+		{`{"queue":7}`, `"queue" must be a string`},
+		{`not json`, "the body must be a JSON object"},
 		{``, "empty body"},
 	}
 	for _, c := range cases {
@@ -269,7 +274,10 @@ func TestConfigureBadInputIsA400AndChangesNothing(t *testing.T) {
 			}
 			var werr wireErr
 			if status != 400 || json.Unmarshal(body, &werr) != nil || werr.Error.Code != 400 || !strings.Contains(werr.Error.Message, c.want) {
-				t.Errorf("%s %s: %d %s; want 400 saying %q", via, c.body, status, body, c.want)
+				t.Errorf("%s %.80s: %d %s; want 400 saying %q", via, c.body, status, body, c.want)
+			}
+			if strings.Contains(werr.Error.Message, "json:") || strings.Contains(werr.Error.Message, "Go value") {
+				t.Errorf("%s %.80s: the error leaks Go internals: %s", via, c.body, werr.Error.Message)
 			}
 		}
 	}

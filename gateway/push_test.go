@@ -226,6 +226,12 @@ func TestBadInputIsRejectedAndStoresNothing(t *testing.T) {
 		{"over-long transactionId", e.subject("p"), `[{"transactionId":"` + long + `"}]`, 400, "1-256 bytes"},
 		{"empty transactionId", e.subject("p"), `[{"transactionId":""}]`, 400, "1-256 bytes"},
 		{"non-string transactionId", e.subject("p"), `[{"transactionId":12}]`, 400, "must be a string"},
+		{"misspelt transactionId", e.subject("p"), `{"transactionID":"t-1","data":1}`, 400, `message 0: unknown field "transactionID": a message has only "transactionId" and "data"; did you mean "transactionId"?`},
+		{"snake-case fields", e.subject("p"), `[{"transaction_id":"t-1","payload":1}]`, 400, `unknown field "transaction_id"`},
+		{"transactionId twice", e.subject("p"), `{"transactionId":"a","transactionId":"b"}`, 400, `field "transactionId" is given twice`},
+		{"lone surrogate in data", e.subject("p"), `{"transactionId":"x","data":"\ud800"}`, 400, `message 0: data: unpaired UTF-16 surrogate \ud800`},
+		{"NUL escape in data", e.subject("p"), `{"transactionId":"x","data":{"k":"\u0000"}}`, 400, `data: \u0000 (NUL) cannot be stored`},
+		{"NUL escape in transactionId", e.subject("p"), `{"transactionId":"a\u0000b"}`, 400, `message 0: transactionId: \u0000 (NUL) cannot be stored`},
 		{"over max batch", e.subject("p"), `[{},{},{},{},{},{}]`, 413, "at most 5"},
 		{"bad partition name", e.prefix + ".push." + e.queue + ".b@d", `{}`, 400, "bad partition name"},
 		{"bad queue name", e.prefix + ".push.q%ue", `{}`, 400, "bad queue name"},
@@ -243,6 +249,9 @@ func TestBadInputIsRejectedAndStoresNothing(t *testing.T) {
 			}
 			if !strings.Contains(we.Error.Message, c.msgHas) || m.Header.Get("Nats-Service-Error") != we.Error.Message {
 				t.Errorf("message %q (header %q), want it to mention %q", we.Error.Message, m.Header.Get("Nats-Service-Error"), c.msgHas)
+			}
+			if h := m.Header.Get("Nats-Service-Error"); strings.IndexFunc(h, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0 {
+				t.Errorf("header Nats-Service-Error %q carries a control byte", h)
 			}
 		})
 	}

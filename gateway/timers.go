@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go/micro"
-	"github.com/nats-io/nuid"
 
 	"github.com/queengate/queengate/timers"
 )
@@ -29,61 +27,76 @@ type timerRequest struct {
 	fireAt time.Time
 }
 
+// timerFields are a schedule's fields beyond a push message's.
+var timerFields = []string{"fireAt", "delayMs"}
+
 // decodeTimer validates a schedule body: a push message (transactionId,
-// data: the push's rules) plus exactly one of fireAt (RFC 3339) and
-// delayMs (an integer >= 0, from now).
+// data: the push's rules, no other field) plus exactly one of fireAt
+// (RFC 3339) and delayMs (an integer >= 0, from now).
 func decodeTimer(body []byte, now time.Time) (timerRequest, *wireError) {
-	msgs, _, werr := decodePush(body, 1)
-	if werr != nil {
-		if werr.Code == CodeTooLarge {
-			return timerRequest{}, badInput("a timer is one message object, not an array")
-		}
-		return timerRequest{}, werr
-	}
 	if bytes.HasPrefix(bytes.TrimSpace(body), []byte("[")) {
 		return timerRequest{}, badInput("a timer is one message object, not an array")
 	}
-	var when struct {
-		FireAt  json.RawMessage `json:"fireAt"`
-		DelayMs json.RawMessage `json:"delayMs"`
+	raw, werr := scanMessages(body, 1, timerFields...)
+	if werr != nil {
+		return timerRequest{}, werr
 	}
-	if err := json.Unmarshal(body, &when); err != nil {
-		return timerRequest{}, badInput("malformed JSON: %v", err)
+	m := &raw[0]
+	if werr := m.check(0); werr != nil {
+		werr.Message = strings.Replace(werr.Message, "message 0: ", "", 1)
+		return timerRequest{}, werr
 	}
-	hasAt, hasDelay := len(when.FireAt) > 0 && string(when.FireAt) != "null", len(when.DelayMs) > 0 && string(when.DelayMs) != "null"
-	r := timerRequest{txnID: msgs[0].TxnID, data: msgs[0].Data}
+	r := timerRequest{txnID: m.txnIDOrMint(), data: m.data}
+	fireAt, delayMs := m.extra[0], m.extra[1]
+	hasAt, hasDelay := fireAt != nil && string(fireAt) != "null", delayMs != nil && string(delayMs) != "null"
 	switch {
 	case hasAt == hasDelay:
 		return timerRequest{}, badInput(`give exactly one of "fireAt" (RFC 3339) and "delayMs" (milliseconds from now)`)
 	case hasAt:
-		var s string
-		if err := json.Unmarshal(when.FireAt, &s); err != nil {
-			return timerRequest{}, badInput(`"fireAt" must be an RFC 3339 string such as "2026-12-01T09:00:00Z"`)
-		}
-		t, err := time.Parse(time.RFC3339Nano, s)
-		if err != nil {
-			return timerRequest{}, badInput(`"fireAt" %q is not RFC 3339 with a zone, such as "2026-12-01T09:00:00Z"`, s)
-		}
-		if t.Sub(now) > maxTimerDelay {
-			return timerRequest{}, badInput(`"fireAt" %q is more than ten years ahead`, s)
+		t, werr := decodeFireAt(fireAt, now)
+		if werr != nil {
+			return timerRequest{}, werr
 		}
 		r.fireAt = t
 	default:
-		lit := string(bytes.TrimSpace(when.DelayMs))
-		if !integerLiteral.MatchString(lit) {
-			return timerRequest{}, badInput(`"delayMs" must be an integer number of milliseconds, got %s`, lit)
+		d, werr := decodeDelay(delayMs)
+		if werr != nil {
+			return timerRequest{}, werr
 		}
-		if strings.HasPrefix(lit, "-") {
-			return timerRequest{}, badInput(`"delayMs" %s is negative: 0 or more milliseconds`, lit)
-		}
-		// Compared before converting: a Duration of that many ms overflows.
-		ms, err := strconv.ParseInt(lit, 10, 64)
-		if err != nil || ms > int64(maxTimerDelay/time.Millisecond) {
-			return timerRequest{}, badInput(`"delayMs" %s is more than ten years`, lit)
-		}
-		r.fireAt = now.Add(time.Duration(ms) * time.Millisecond)
+		r.fireAt = now.Add(d)
 	}
 	return r, nil
+}
+
+func decodeFireAt(raw []byte, now time.Time) (time.Time, *wireError) {
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return time.Time{}, badInput(`"fireAt" must be an RFC 3339 string such as "2026-12-01T09:00:00Z"`)
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, badInput(`"fireAt" %q is not RFC 3339 with a zone, such as "2026-12-01T09:00:00Z"`, s)
+	}
+	if t.Sub(now) > maxTimerDelay {
+		return time.Time{}, badInput(`"fireAt" %q is more than ten years ahead`, s)
+	}
+	return t, nil
+}
+
+func decodeDelay(raw []byte) (time.Duration, *wireError) {
+	lit := string(raw)
+	if !integerLiteral.MatchString(lit) {
+		return 0, badInput(`"delayMs" must be an integer number of milliseconds, got %s`, lit)
+	}
+	if strings.HasPrefix(lit, "-") {
+		return 0, badInput(`"delayMs" %s is negative: 0 or more milliseconds`, lit)
+	}
+	// Compared before converting: a Duration of that many ms overflows.
+	ms, err := strconv.ParseInt(lit, 10, 64)
+	if err != nil || ms > int64(maxTimerDelay/time.Millisecond) {
+		return 0, badInput(`"delayMs" %s is more than ten years`, lit)
+	}
+	return time.Duration(ms) * time.Millisecond, nil
 }
 
 // parseTimerSubject splits <prefix>.timer.<queue>.<partition>.
@@ -120,9 +133,6 @@ func (t *TimerOps) schedule(ctx context.Context, prefix, subject string, body []
 	if werr != nil {
 		return nil, werr
 	}
-	if r.txnID == "" {
-		r.txnID = "qg-" + nuid.Next()
-	}
 	s, err := t.svc.Schedule(ctx, queue, partition, r.txnID, r.data, r.fireAt)
 	if err != nil {
 		return nil, storeError(err)
@@ -131,13 +141,23 @@ func (t *TimerOps) schedule(ctx context.Context, prefix, subject string, body []
 }
 
 func (t *TimerOps) cancel(ctx context.Context, body []byte) (any, *wireError) {
-	var req map[string]json.RawMessage
-	if err := json.Unmarshal(body, &req); err != nil {
-		return nil, badInput(`body must be {"timerId": "<uuid>"}`)
+	const shape = `body must be {"timerId": "<uuid>"}`
+	fields, err := scanObject(body, "the body")
+	if err != nil {
+		return nil, badInput("%v; %s", err, shape)
 	}
 	var id string
-	if err := json.Unmarshal(req["timerId"], &id); err != nil || !timerIDPattern.MatchString(id) {
-		return nil, badInput(`"timerId" must be the UUID a schedule answered, got %s`, req["timerId"])
+	for _, f := range fields {
+		if f.key != "timerId" {
+			return nil, badInput("unknown field %q: %s", f.key, shape)
+		}
+		var ok bool
+		if id, ok = decodeString(f.raw); !ok || !timerIDPattern.MatchString(id) {
+			return nil, badInput(`"timerId" must be the UUID a schedule answered, got %s`, f.raw)
+		}
+	}
+	if id == "" {
+		return nil, badInput(`"timerId" is missing: %s`, shape)
 	}
 	answer, err := t.svc.Cancel(ctx, id)
 	if err != nil {
@@ -186,32 +206,49 @@ func (t *TimerOps) list(ctx context.Context, queue string, limitArg *int) (any, 
 }
 
 func (t *TimerOps) listNATS(ctx context.Context, body []byte) (any, *wireError) {
-	var req struct {
-		Queue string `json:"queue"`
-		Limit *int   `json:"limit"`
-	}
+	const shape = `body must be empty or {"queue"?: "...", "limit"?: n}`
+	var (
+		queue string
+		limit *int
+	)
 	if len(bytes.TrimSpace(body)) > 0 {
-		dec := json.NewDecoder(bytes.NewReader(body))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&req); err != nil {
-			return nil, badInput(`body must be {"queue"?: "...", "limit"?: n}: %v`, err)
+		fields, err := scanObject(body, "the body")
+		if err != nil {
+			return nil, badInput("%v; %s", err, shape)
+		}
+		for _, f := range fields {
+			switch f.key {
+			case "queue":
+				var ok bool
+				if queue, ok = decodeString(f.raw); !ok {
+					return nil, badInput(`"queue" must be a string, not %s`, f.raw)
+				}
+			case "limit":
+				n, err := strconv.Atoi(string(f.raw))
+				if err != nil || !integerLiteral.Match(f.raw) {
+					return nil, badInput(`"limit" must be an integer from 1 to 10000, not %s`, f.raw)
+				}
+				limit = &n
+			default:
+				return nil, badInput("unknown field %q: %s", f.key, shape)
+			}
 		}
 	}
-	return t.list(ctx, req.Queue, req.Limit)
+	return t.list(ctx, queue, limit)
 }
 
-// addEndpoints serves schedule, cancel and list on the service.
-func (t *TimerOps) addEndpoints(g *Gateway, svc micro.Service) error {
+// addEndpoints serves schedule, cancel and list.
+func (t *TimerOps) addEndpoints(g *Gateway) error {
 	p := g.cfg.Prefix
-	return g.addRequestEndpoints(svc, []requestEndpoint{
-		{"timer-cancel", p + ".timer.cancel", false, func(ctx context.Context, req micro.Request) (any, *wireError) {
-			return t.cancel(ctx, req.Data())
+	return g.addRequestEndpoints([]requestEndpoint{
+		{"timer-cancel", p + ".timer.cancel", false, func(ctx context.Context, req *request) (any, *wireError) {
+			return t.cancel(ctx, req.Data)
 		}},
-		{"timer-list", p + ".timer.list", true, func(ctx context.Context, req micro.Request) (any, *wireError) {
-			return t.listNATS(ctx, req.Data())
+		{"timer-list", p + ".timer.list", true, func(ctx context.Context, req *request) (any, *wireError) {
+			return t.listNATS(ctx, req.Data)
 		}},
-		{"timer-schedule", p + ".timer.*.*", false, func(ctx context.Context, req micro.Request) (any, *wireError) {
-			return t.schedule(ctx, p, req.Subject(), req.Data())
+		{"timer-schedule", p + ".timer.*.*", false, func(ctx context.Context, req *request) (any, *wireError) {
+			return t.schedule(ctx, p, req.Subject, req.Data)
 		}},
 	})
 }

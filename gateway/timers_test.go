@@ -123,10 +123,16 @@ func TestTimerBadInputIsA400AndStoresNothing(t *testing.T) {
 		{ok, `{"transactionId":"","delayMs":0}`, "transactionId must be 1-256 bytes"},
 		{ok, `{"transactionId":7,"delayMs":0}`, "transactionId must be a string"},
 		{ok, `{"delayMs":0,`, "malformed JSON"},
+		{ok, `{"transactionID":"t","delayMs":0}`, `unknown field "transactionID": a message has only "transactionId", "data", "fireAt" and "delayMs"; did you mean "transactionId"?`},
+		{ok, `{"data":1,"delayMs":0,"delayMs":5}`, `field "delayMs" is given twice`},
+		{ok, `{"data":"\ud800","delayMs":0}`, "data: unpaired UTF-16 surrogate"},
+		{ok, `{"data":1,"delay":5}`, `unknown field "delay"`},
 		{"timer.bad$queue.p", `{"delayMs":0}`, "bad queue name"},
 		{"timer." + e.queue + ".bad$part", `{"delayMs":0}`, "bad partition name"},
 		{"timer.cancel", `{"timerId":"not-a-uuid"}`, "must be the UUID"},
-		{"timer.cancel", `{}`, "must be the UUID"},
+		{"timer.cancel", `{}`, `"timerId" is missing`},
+		{"timer.cancel", `{"timerId":"00000000-0000-0000-0000-000000000000","timerId":"00000000-0000-0000-0000-000000000001"}`, "given twice"},
+		{"timer.cancel", `{"timerID":"00000000-0000-0000-0000-000000000000"}`, `unknown field "timerID"`},
 		{"timer.cancel", `nope`, "body must be"},
 	}
 	for _, c := range cases {

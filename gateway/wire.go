@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
 	"github.com/nats-io/nuid"
 
 	"github.com/queengate/queengate/ingest"
@@ -45,6 +47,40 @@ func (e *wireError) body() []byte {
 	b = append(b, `,"message":`...)
 	b = appendJSONString(b, e.Message)
 	return append(b, "}}"...)
+}
+
+// msg is the error answer on subject: the micro error headers and the
+// JSON body.
+func (e *wireError) msg(subject string) *nats.Msg {
+	return &nats.Msg{Subject: subject, Data: e.body(), Header: nats.Header{
+		micro.ErrorHeader:     []string{headerValue(e.Message)},
+		micro.ErrorCodeHeader: []string{strconv.Itoa(e.Code)},
+	}}
+}
+
+// headerValue makes s safe as a NATS header value: control bytes (a NUL,
+// or a CR LF that would end the header) are written as \xNN escapes.
+func headerValue(s string) string {
+	clean := true
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] == 0x7f {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	const hex = "0123456789abcdef"
+	b := make([]byte, 0, len(s)+8)
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == 0x7f {
+			b = append(b, '\\', 'x', hex[c>>4], hex[c&0xf])
+			continue
+		}
+		b = append(b, s[i])
+	}
+	return string(b)
 }
 
 // ValidName reports whether s is a valid queue or partition name: 1–128
@@ -87,45 +123,69 @@ func parsePushSubject(prefix, subject string) (queue, partition string, err *wir
 }
 
 // decodePush decodes a push body: one message object or an array of 1 to
-// maxBatch of them. Unknown fields are ignored (the contract may add
-// fields). A missing or null transactionId is minted; minted[i] says so.
-func decodePush(body []byte, maxBatch int) (msgs []ingest.Message, minted []bool, werr *wireError) {
-	raw, count, err := scanPush(body, maxBatch)
+// maxBatch of them. A message has transactionId and data only: an unknown
+// or repeated field is a 400 (a misspelt transactionId would otherwise
+// silently turn deduplication off). A missing or null transactionId is
+// minted.
+func decodePush(body []byte, maxBatch int) ([]ingest.Message, *wireError) {
+	raw, werr := scanMessages(body, maxBatch)
+	if werr != nil {
+		return nil, werr
+	}
+	msgs := make([]ingest.Message, len(raw))
+	for i := range raw {
+		if werr := raw[i].check(i); werr != nil {
+			return nil, werr
+		}
+		msgs[i] = ingest.Message{TxnID: raw[i].txnIDOrMint(), Data: raw[i].data}
+	}
+	return msgs, nil
+}
+
+// scanMessages runs scanPush and words its failures for the wire.
+func scanMessages(body []byte, maxBatch int, extra ...string) ([]rawMessage, *wireError) {
+	raw, count, err := scanPush(body, maxBatch, extra...)
 	switch {
 	case count > maxBatch:
-		return nil, nil, &wireError{Code: CodeTooLarge, Message: fmt.Sprintf("more than %d messages in one request; at most %d", maxBatch, maxBatch)}
+		return nil, &wireError{Code: CodeTooLarge, Message: fmt.Sprintf("more than %d messages in one request; at most %d", maxBatch, maxBatch)}
 	case errors.Is(err, errNotMessages):
-		return nil, nil, badInput("body must be a JSON message object or an array of them")
+		return nil, badInput("body must be a JSON message object or an array of them")
+	case errors.Is(err, errUnstorable):
+		return nil, badInput("%v", err)
 	case err != nil && len(bytes.TrimSpace(body)) == 0:
-		return nil, nil, badInput("empty body: send a JSON message object or an array of them")
+		return nil, badInput("empty body: send a JSON message object or an array of them")
 	case err != nil:
-		return nil, nil, badInput("malformed JSON: %v", err)
+		return nil, badInput("malformed JSON: %v", err)
 	case len(raw) == 0:
-		return nil, nil, badInput("empty array: send 1 to %d messages", maxBatch)
+		return nil, badInput("empty array: send 1 to %d messages", maxBatch)
 	}
-	msgs = make([]ingest.Message, len(raw))
-	minted = make([]bool, len(raw))
-	for i := range raw {
-		m := &raw[i]
-		switch {
-		case m.notObj:
-			return nil, nil, badInput("message %d is not a JSON object", i)
-		case m.txnIDBad != "":
-			return nil, nil, badInput("message %d: transactionId %s", i, m.txnIDBad)
-		case !m.txnIDSet:
-			msgs[i].TxnID = "qg-" + nuid.Next()
-			minted[i] = true
-		case len(m.txnID) == 0 || len(m.txnID) > MaxTxnIDBytes:
-			return nil, nil, badInput("message %d: transactionId must be 1-%d bytes, got %d", i, MaxTxnIDBytes, len(m.txnID))
-		case bytes.IndexByte(m.txnID, 0) >= 0:
-			// PostgreSQL text cannot hold NUL: it would fail the whole bundle.
-			return nil, nil, badInput("message %d: transactionId must not contain \u0000", i)
-		default:
-			msgs[i].TxnID = string(m.txnID)
-		}
-		msgs[i].Data = m.data
+	return raw, nil
+}
+
+// check reports what is wrong with message i, if anything.
+func (m *rawMessage) check(i int) *wireError {
+	switch {
+	case m.notObj:
+		return badInput("message %d is not a JSON object", i)
+	case m.bad != "":
+		return badInput("message %d: %s", i, m.bad)
+	case m.txnIDBad != "":
+		return badInput("message %d: transactionId %s", i, m.txnIDBad)
+	case !m.txnIDSet:
+		return nil
+	case len(m.txnID) == 0 || len(m.txnID) > MaxTxnIDBytes:
+		return badInput("message %d: transactionId must be 1-%d bytes, got %d", i, MaxTxnIDBytes, len(m.txnID))
 	}
-	return msgs, minted, nil
+	return nil
+}
+
+// txnIDOrMint is the message's transactionId, or a fresh one when the
+// producer sent none: such a message is never a duplicate of anything.
+func (m *rawMessage) txnIDOrMint() string {
+	if !m.txnIDSet {
+		return "qg-" + nuid.Next()
+	}
+	return string(m.txnID)
 }
 
 // encodeReply writes the per-message answer array of PROTOCOL.md.

@@ -1,0 +1,98 @@
+package gateway_test
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/queengate/queengate/ingest"
+)
+
+// discover asks every queengate instance for verb (PING, INFO, STATS)
+// and decodes the one answer into v.
+func (e *testEnv) discover(t *testing.T, verb micro.Verb, v any) {
+	t.Helper()
+	subject, err := micro.ControlSubject(verb, "queengate", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := e.client.Request(subject, nil, 10*time.Second)
+	if err != nil {
+		t.Fatalf("%s: %v", subject, err)
+	}
+	if err := json.Unmarshal(m.Data, v); err != nil {
+		t.Fatalf("%s answered %s: %v", subject, m.Data, err)
+	}
+}
+
+// TestServiceDiscoveryCountsEveryEndpoint: PING, INFO and STATS answer in
+// micro's formats; every endpoint counts its errors, and a push's
+// processing time runs until its answer is published (after the flush),
+// not until the handler has handed it to ingest.
+func TestServiceDiscoveryCountsEveryEndpoint(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	const linger = 300 * time.Millisecond
+	g := e.startOpsGateway("", ingest.Config{Linger: linger})
+
+	var ping micro.Ping
+	e.discover(t, micro.PingVerb, &ping)
+	if ping.Type != micro.PingResponseType || ping.Name != "queengate" || ping.ID == "" || ping.Version != "0.0.0-dev" {
+		t.Errorf("ping answered %+v", ping)
+	}
+	var info micro.Info
+	e.discover(t, micro.InfoVerb, &info)
+	names := map[string]string{}
+	for _, ep := range info.Endpoints {
+		names[ep.Name] = ep.Subject
+		if ep.QueueGroup != "queengate" {
+			t.Errorf("endpoint %s in queue group %q", ep.Name, ep.QueueGroup)
+		}
+	}
+	for name, subject := range map[string]string{"push": "queen.push.>", "configure": "queen.configure",
+		"timer-cancel": "queen.timer.cancel", "timer-schedule": "queen.timer.*.*", "status": "queen.status"} {
+		if names[name] != subject {
+			t.Errorf("INFO lists endpoint %s on %q, want %q (all: %v)", name, names[name], subject, names)
+		}
+	}
+
+	e.push(t, e.subject("p"), msgs("a", "b"))
+	e.request(t, e.subject("p"), `{"transactionID":"typo"}`)
+	for range 2 {
+		if status, _ := g.viaNATS(t, "configure", "", `{"queue":"bad.name"}`); status != 400 {
+			t.Fatalf("bad configure answered %d", status)
+		}
+		if status, _ := g.viaNATS(t, "timer.cancel", "", `{}`); status != 400 {
+			t.Fatalf("bad cancel answered %d", status)
+		}
+	}
+	if status, _ := g.viaNATS(t, "status", "", ""); status != 200 {
+		t.Fatalf("status answered %d", status)
+	}
+
+	var stats micro.Stats
+	e.discover(t, micro.StatsVerb, &stats)
+	if stats.Type != micro.StatsResponseType || stats.ID != ping.ID {
+		t.Errorf("stats answered type %q id %q", stats.Type, stats.ID)
+	}
+	byName := map[string]*micro.EndpointStats{}
+	for _, es := range stats.Endpoints {
+		byName[es.Name] = es
+	}
+	for name, want := range map[string][2]int{"push": {2, 1}, "configure": {2, 2}, "timer-cancel": {2, 2}, "status": {1, 0}} {
+		es := byName[name]
+		if es == nil || es.NumRequests != want[0] || es.NumErrors != want[1] {
+			t.Errorf("%s: %+v, want %d requests and %d errors", name, es, want[0], want[1])
+		}
+	}
+	if es := byName["configure"]; es != nil && es.LastError == "" {
+		t.Error("configure's last error is empty")
+	}
+	// The queued push waited for its flush (linger) before its answer;
+	// the rejected one did not: their mean is at least half the linger.
+	if es := byName["push"]; es != nil && es.AverageProcessingTime < linger/2 {
+		t.Errorf("push average processing time %v: it must run until the answer is published (linger %v)", es.AverageProcessingTime, linger)
+	}
+}
