@@ -2,6 +2,9 @@ package gateway
 
 import (
 	"fmt"
+	"net"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -66,17 +69,58 @@ func StartEmbeddedNATS(cfg EmbeddedNATS) (*server.Server, error) {
 		opts.TLSConfig, opts.TLS, opts.TLSVerify = tc, true, cfg.TLSClientCA != ""
 		opts.TLSTimeout = 2
 	}
+	if opts.Port != server.RANDOM_PORT {
+		// The server logs a failed listen and then never becomes ready:
+		// try the address first, so a busy port fails at once and says so.
+		ln, err := net.Listen("tcp", net.JoinHostPort(opts.Host, strconv.Itoa(opts.Port)))
+		if err != nil {
+			return nil, fmt.Errorf("gateway: embedded nats-server: %w (set QUEEN_NATS_PORT, or QUEEN_NATS_URL for an external server)", err)
+		}
+		ln.Close()
+	}
 	ns, err := server.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: embedded nats-server: %w", err)
 	}
+	fatal := &fatalLog{}
 	if cfg.Debug {
 		ns.ConfigureLogger()
+	} else {
+		ns.SetLoggerV2(fatal, false, false, false)
 	}
 	go ns.Start()
 	if !ns.ReadyForConnections(10 * time.Second) {
 		ns.Shutdown()
-		return nil, fmt.Errorf("gateway: embedded nats-server did not start listening on %s:%d", opts.Host, opts.Port)
+		return nil, fmt.Errorf("gateway: embedded nats-server did not start listening on %s:%d: %s", opts.Host, opts.Port, fatal.last())
 	}
 	return ns, nil
 }
+
+// fatalLog keeps the server's last fatal or error message, to say why it
+// did not start; everything else is dropped (NoLog's behaviour).
+type fatalLog struct {
+	mu  sync.Mutex
+	msg string
+}
+
+func (l *fatalLog) keep(format string, v ...any) {
+	l.mu.Lock()
+	l.msg = fmt.Sprintf(format, v...)
+	l.mu.Unlock()
+}
+
+func (l *fatalLog) last() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.msg == "" {
+		return "no error logged"
+	}
+	return l.msg
+}
+
+func (l *fatalLog) Noticef(string, ...any)         {}
+func (l *fatalLog) Warnf(string, ...any)           {}
+func (l *fatalLog) Debugf(string, ...any)          {}
+func (l *fatalLog) Tracef(string, ...any)          {}
+func (l *fatalLog) Fatalf(format string, v ...any) { l.keep(format, v...) }
+func (l *fatalLog) Errorf(format string, v ...any) { l.keep(format, v...) }

@@ -118,6 +118,6 @@ func (r *Retention) Pass(ctx context.Context) {
 	r.passes.WithLabelValues("ok").Inc()
 	if st.TxnsDeleted+st.SegmentsDeleted > 0 || st.Skipped > 0 {
 		r.log.Info().Int64("log_txns_deleted", st.TxnsDeleted).Int64("segments_deleted", st.SegmentsDeleted).
-			Int("partitions_skipped", st.Skipped).Dur("took", time.Since(start)).Msg("retention pass")
+			Int("partitions_skipped", st.Skipped).Dur("took_ms", time.Since(start)).Msg("retention pass")
 	}
 }

@@ -107,6 +107,12 @@ func TestOptionsValidation(t *testing.T) {
 			t.Errorf("%v: exit code %d, want 2", c.args, exitCode(err))
 		}
 	}
+	for _, help := range []string{"--help", "-h"} {
+		var out bytes.Buffer
+		if _, err := parseOptions([]string{help}, &out); exitCode(err) != 0 || !strings.Contains(out.String(), "queenbench measures") {
+			t.Errorf("%s: exit code %d (%v), usage %q; want 0 and the usage", help, exitCode(err), err, out.String())
+		}
+	}
 	o, err := parseOptions([]string{"--self", "--scenario", "retries", "--partitions", "7"}, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)

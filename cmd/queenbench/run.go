@@ -49,7 +49,9 @@ func exitCode(err error) int {
 	var u usageError
 	var v violationError
 	switch {
-	case errors.As(err, &u), errors.Is(err, flag.ErrHelp):
+	case errors.Is(err, flag.ErrHelp):
+		return 0 // asked for and printed
+	case errors.As(err, &u):
 		return 2
 	case errors.As(err, &v):
 		return 3

@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 )
@@ -122,6 +123,7 @@ Commands:
                                 schedule a message, exactly once; needs --nats
   timer cancel TIMER_ID         cancel a pending timer: cancelled or absent; needs --nats
   timer list [--queue QUEUE]    pending timers, due first
+  version                       queenctl's version (also --version)
   help [COMMAND]                this help, or a command's
 
 Run 'queenctl COMMAND --help' for a command's arguments and flags. Global
@@ -140,11 +142,24 @@ Exit codes:
 
 `
 
+// version is set at build time with -ldflags "-X main.version=…"; a
+// binary built by `go install …@vX` reports that module version instead.
+var version = "0.1.0-dev"
+
+func buildVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && version == "0.1.0-dev" &&
+		bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return version
+}
+
 // dispatch parses the global flags and runs one command.
 func dispatch(ctx context.Context, args []string, env func(string) (string, bool), stdin io.Reader, stdout, stderr io.Writer) error {
 	g := newGlobals(env)
 	top := newFlagSet("queenctl")
 	g.register(top)
+	showVersion := top.Bool("version", false, "print queenctl's version and exit")
 	if err := top.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			printHelp(stdout, mainUsage, top, nil)
@@ -153,6 +168,10 @@ func dispatch(ctx context.Context, args []string, env func(string) (string, bool
 		return usagef("%v (see queenctl --help)", err)
 	}
 	rest := top.Args()
+	if *showVersion || len(rest) == 1 && rest[0] == "version" {
+		fmt.Fprintln(stdout, "queenctl", buildVersion())
+		return nil
+	}
 	if len(rest) == 0 {
 		fmt.Fprint(stderr, mainUsage)
 		return usagef("no command given")

@@ -145,6 +145,17 @@ func TestHelp(t *testing.T) {
 	}
 }
 
+func TestVersion(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"--version"}, {"version"}} {
+		r := ctl(t, "", args...)
+		r.expect(t, exitOK, "queenctl "+version)
+		if r.stderr != "" {
+			t.Errorf("%v wrote to stderr: %s", args, r.stderr)
+		}
+	}
+}
+
 func TestParseInterspersed(t *testing.T) {
 	t.Parallel()
 	fs := newFlagSet("t")

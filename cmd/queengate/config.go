@@ -131,6 +131,20 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	var cfg config
 	fs := flag.NewFlagSet("queengate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `queengate is an exactly-once ingestion gateway: producers push messages
+over NATS (queen.push.<queue>.<partition>); it commits them into a
+partitioned log in PostgreSQL, where a transactionId already stored within
+the queue's deduplication window writes nothing and is answered duplicate.
+
+Usage:
+  queengate [flags]
+
+Every flag has a QUEEN_* environment equivalent (given after its text); the
+flag wins. Flags:
+`)
+		fs.PrintDefaults()
+	}
 	e := &envFlags{fs: fs}
 	e.str(&cfg.PGURL, "pg-url", "QUEEN_PG_URL", "", "PostgreSQL URL; empty: run a local cluster in --local-pg-dir")
 	e.str(&cfg.LocalPGDir, "local-pg-dir", "QUEEN_LOCAL_PG_DIR", "", "development only: folder of a local PostgreSQL cluster used when --pg-url is empty")
@@ -146,7 +160,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	e.str(&cfg.NATSTLSCert, "nats-tls-cert", "QUEEN_NATS_TLS_CERT", "", "client certificate for NATS")
 	e.str(&cfg.NATSTLSKey, "nats-tls-key", "QUEEN_NATS_TLS_KEY", "", "client key for NATS")
 	e.str(&cfg.Prefix, "subject-prefix", "QUEEN_SUBJECT_PREFIX", "queen", "first token(s) of every subject")
-	e.str(&cfg.HTTPAddr, "http-addr", "QUEEN_HTTP_ADDR", "127.0.0.1:6632", "admin HTTP address (/metrics, /healthz, /readyz)")
+	e.str(&cfg.HTTPAddr, "http-addr", "QUEEN_HTTP_ADDR", "127.0.0.1:6632", "admin HTTP address: /metrics, /healthz, /readyz and the operator API (/configure, /queues, /status, /timers)")
 	e.int(&cfg.MaxBatch, "max-batch", "QUEEN_MAX_BATCH", 1000, "most messages in one push request")
 	e.int(&cfg.Shards, "shards", "QUEEN_SHARDS", 0, "ingest shards; 0: one per CPU")
 	e.int(&cfg.FlushSize, "flush-size", "QUEEN_FLUSH_SIZE", 1000, "messages that flush a partition's buffer")

@@ -180,7 +180,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	log.Info().Msg("shutting down: refusing new requests, answering everything accepted")
 	start := time.Now()
 	gw.Stop() // answers are flushed to NATS before it returns
-	log.Info().Dur("took", time.Since(start)).Msg("stopped")
+	log.Info().Dur("took_ms", time.Since(start)).Msg("stopped")
 	return nil
 }
 

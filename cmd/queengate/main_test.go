@@ -215,6 +215,15 @@ func TestSIGTERMLosesNothingAccepted(t *testing.T) {
 	if exitErr != nil {
 		t.Errorf("queengate exited with %v, want 0", exitErr)
 	}
+	stopped := false
+	for line := range d.logs { // closed once the process exited
+		if line["message"] == "stopped" {
+			_, stopped = line["took_ms"].(float64) // a unit in the name
+		}
+	}
+	if !stopped {
+		t.Error(`no "stopped" log line with its duration in took_ms`)
+	}
 	if hung > 0 {
 		t.Errorf("%d requests got no answer at all: accepted and lost", hung)
 	}
@@ -340,6 +349,24 @@ func TestPushExample(t *testing.T) {
 	for _, want := range []string{"first order-9137-paid -> queued", "retry order-9137-paid -> duplicate", `"status":"queued"`} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestHelpDescribesTheDaemon: --help says what queengate is, lists every
+// flag with its environment variable, and exits 0.
+func TestHelpDescribesTheDaemon(t *testing.T) {
+	t.Parallel()
+	for _, flag := range []string{"--help", "-h"} {
+		out, err := exec.Command(binary, flag).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", flag, err, out)
+		}
+		for _, want := range []string{"queengate is an exactly-once ingestion gateway", "Usage:", "QUEEN_PG_URL",
+			"-http-addr", "the operator API (/configure, /queues, /status, /timers)"} {
+			if !strings.Contains(string(out), want) {
+				t.Errorf("%s output lacks %q:\n%s", flag, want, out)
+			}
 		}
 	}
 }
