@@ -231,12 +231,20 @@ type QueueAnswer struct {
 	Partitions []PartitionView `json:"partitions"`
 }
 
-// PartitionView is one partition's figures.
+// PartitionView is one partition's figures: what PostgreSQL holds, then
+// what the gateway answering the request has seen since it started.
 type PartitionView struct {
-	Partition  string    `json:"partition"`
-	ID         int64     `json:"id"`
-	LastOffset int64     `json:"lastOffset"`
-	TxnsStart  int64     `json:"txnsStart"`
+	Partition      string     `json:"partition"`
+	ID             int64      `json:"id"`
+	FirstOffset    int64      `json:"firstOffset"`
+	LastOffset     int64      `json:"lastOffset"`
+	StoredMessages int64      `json:"storedMessages"`
+	StoredBytes    int64      `json:"storedBytes"`
+	OldestAt       *time.Time `json:"oldestAt"` // null when nothing is stored
+	NewestAt       *time.Time `json:"newestAt"`
+	TxnsStart      int64      `json:"txnsStart"`
+	// This gateway's answers since it started (another gateway, or a
+	// restart, counts apart): messages = queued + duplicates + failed.
 	Messages   int64     `json:"messages"`
 	Queued     int64     `json:"queued"`
 	Duplicates int64     `json:"duplicates"`
@@ -273,12 +281,18 @@ func (o *Ops) GetQueue(ctx context.Context, queue string) (any, *wireError) {
 	for _, p := range parts {
 		n := o.ing.Counts(p.ID)
 		cs := o.ing.CacheState(p.ID)
-		out.Partitions = append(out.Partitions, PartitionView{
-			Partition: p.Name, ID: p.ID, LastOffset: p.LastOffset, TxnsStart: p.TxnsStart,
+		v := PartitionView{
+			Partition: p.Name, ID: p.ID, FirstOffset: p.FirstOffset, LastOffset: p.LastOffset,
+			StoredMessages: p.StoredMessages(), StoredBytes: p.StoredBytes, TxnsStart: p.TxnsStart,
 			Messages: n.Queued + n.Duplicate + n.Failed, Queued: n.Queued, Duplicates: n.Duplicate, Failed: n.Failed,
 			Cache: CacheView{State: cs.State, ResidentHashes: cs.ResidentHashes, Bytes: cs.Bytes,
 				HydratedFrom: cs.HydratedFrom, VerifiedUpto: cs.VerifiedUpto},
-		})
+		}
+		if !p.OldestAt.IsZero() {
+			oldest, newest := p.OldestAt.UTC(), p.NewestAt.UTC()
+			v.OldestAt, v.NewestAt = &oldest, &newest
+		}
+		out.Partitions = append(out.Partitions, v)
 	}
 	return out, nil
 }

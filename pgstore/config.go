@@ -159,26 +159,57 @@ func (s *Store) Queues(ctx context.Context) ([]QueueConfig, error) {
 	return out, nil
 }
 
-// PartitionInfo is a partition's row.
+// PartitionInfo is a partition's row and what it holds.
 type PartitionInfo struct {
 	ID         int64
 	Name       string
 	LastOffset int64 // the allocator; -1 before the first message
 	TxnsStart  int64 // purge watermark: log_txns rows below it are gone
 	CreatedAt  time.Time
+	// FirstOffset is the first offset still stored (segment retention
+	// deletes a prefix): LastOffset+1 when nothing is.
+	FirstOffset int64
+	// StoredBytes is the data of the stored messages, as sent.
+	StoredBytes int64
+	// OldestAt and NewestAt are when the first and the last stored
+	// message were written; zero when nothing is stored.
+	OldestAt, NewestAt time.Time
 }
+
+// StoredMessages is the number of messages the partition holds: offsets
+// are contiguous and retention deletes a prefix.
+func (p PartitionInfo) StoredMessages() int64 { return p.LastOffset - p.FirstOffset + 1 }
+
+// partitionsSQL reads a queue's partitions with what each holds: the
+// first and last stored frames through the primary key, two index probes
+// per partition, and the byte count kept under the partition's lock.
+const partitionsSQL = `
+SELECT p.id, p.name, p.last_offset, p.txns_start, p.created_at, p.stored_bytes,
+       coalesce(f.base_offset, p.last_offset + 1), f.created_at, l.created_at
+  FROM queen.log_partitions p
+  LEFT JOIN LATERAL (SELECT s.base_offset, s.created_at FROM queen.log_segments s
+                      WHERE s.partition_id = p.id ORDER BY s.base_offset LIMIT 1) f ON true
+  LEFT JOIN LATERAL (SELECT s.created_at FROM queen.log_segments s
+                      WHERE s.partition_id = p.id ORDER BY s.base_offset DESC LIMIT 1) l ON true
+ WHERE p.queue_id = $1
+ ORDER BY p.name`
 
 // Partitions lists a queue's partitions, by name.
 func (s *Store) Partitions(ctx context.Context, queueID int64) ([]PartitionInfo, error) {
-	rows, err := s.pool.Query(ctx,
-		"SELECT id, name, last_offset, txns_start, created_at FROM queen.log_partitions WHERE queue_id = $1 ORDER BY name",
-		queueID)
+	rows, err := s.pool.Query(ctx, partitionsSQL, queueID)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: list partitions: %w", err)
 	}
 	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (PartitionInfo, error) {
-		var p PartitionInfo
-		err := row.Scan(&p.ID, &p.Name, &p.LastOffset, &p.TxnsStart, &p.CreatedAt)
+		var (
+			p              PartitionInfo
+			oldest, newest *time.Time
+		)
+		err := row.Scan(&p.ID, &p.Name, &p.LastOffset, &p.TxnsStart, &p.CreatedAt, &p.StoredBytes,
+			&p.FirstOffset, &oldest, &newest)
+		if oldest != nil && newest != nil {
+			p.OldestAt, p.NewestAt = *oldest, *newest
+		}
 		return p, err
 	})
 }

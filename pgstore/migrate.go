@@ -8,13 +8,14 @@ import (
 	"fmt"
 	"io/fs"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 
 	"github.com/jackc/pgx/v5"
 )
 
-//go:embed migrations/*.up.sql
+//go:embed migrations/*.up.sql routines/*.sql
 var migrationFS embed.FS
 
 // migrationLockKey serializes migrations across gateways starting at once
@@ -29,11 +30,21 @@ type Migration struct {
 }
 
 // Checksum identifies the migration's text. Migrate refuses to run against
-// a database where an applied migration's recorded checksum differs: the
-// schema there is not what this binary expects.
+// a database where an applied migration's recorded checksum differs (and
+// is not one of its rewordedChecksums): the schema there is not what this
+// binary expects.
 func (m Migration) Checksum() string {
 	sum := sha256.Sum256([]byte(m.SQL))
 	return hex.EncodeToString(sum[:])
+}
+
+// rewordedChecksums are earlier checksums of migrations whose comments
+// alone were reworded after they were applied somewhere: the schema they
+// made is the same.
+var rewordedChecksums = map[int][]string{
+	1: {"1c8b8ef20bd125326313e778b7d02e6fe1aa1ad3609bc83366610006c8c941e5"},
+	2: {"3d0b27b6284cb4be87ec2192b0393f58f02a7baa78f2f5bb8b3c437239d409ed"},
+	4: {"cb9be02a86dacab57a3012d94e8bdfa303361bb276da1b80f096a48688d583cd"},
 }
 
 var migrationName = regexp.MustCompile(`^(\d{3})_([a-z0-9_]+)\.up\.sql$`)
@@ -66,7 +77,8 @@ func Migrations() ([]Migration, error) {
 	return out, nil
 }
 
-// Migrate brings the schema up to date on conn. It is idempotent and safe to
+// Migrate brings the schema up to date on conn: the numbered migrations
+// (tables, indexes), then the routines (see applyRoutines). It is idempotent and safe to
 // run from several processes at once: a session advisory lock serializes
 // them, and each migration is applied and recorded in one transaction. It
 // returns the versions it applied.
@@ -108,9 +120,14 @@ func Migrate(ctx context.Context, conn *pgx.Conn) (applied []int, err error) {
 	}); err != nil {
 		return nil, fmt.Errorf("pgstore: read migrations: %w", err)
 	}
+	for v := range done {
+		if v > len(migrations) {
+			return nil, fmt.Errorf("pgstore: the database's schema is at version %d, newer than this build's %d: run a newer queengate", v, len(migrations))
+		}
+	}
 	for _, m := range migrations {
 		if sum, ok := done[m.Version]; ok {
-			if sum != m.Checksum() {
+			if sum != m.Checksum() && !slices.Contains(rewordedChecksums[m.Version], sum) {
 				return nil, fmt.Errorf("pgstore: migration %03d_%s was applied with different text (checksum %.12s, this binary has %.12s): the database's schema is not the one this build expects",
 					m.Version, m.Name, sum, m.Checksum())
 			}
@@ -128,6 +145,9 @@ func Migrate(ctx context.Context, conn *pgx.Conn) (applied []int, err error) {
 			return applied, fmt.Errorf("pgstore: migration %03d_%s: %w", m.Version, m.Name, err)
 		}
 		applied = append(applied, m.Version)
+	}
+	if err := applyRoutines(ctx, conn); err != nil {
+		return applied, err
 	}
 	return applied, nil
 }

@@ -55,7 +55,7 @@ type SegmentResult struct {
 }
 
 const pushBundleSQL = `SELECT seg, base_offset, last_offset, probe_ran, dup_idx, dup_off
-FROM queen.log_push_bundle($1, $2, $3, $4, $5, $6, $7)`
+FROM queen.log_push_bundle($1, $2, $3, $4, $5, $6, $7, $8)`
 
 // Push writes segments in one transaction and one round trip. Partition row
 // locks are taken in ascending id order before anything is written. A
@@ -97,6 +97,7 @@ func bundleArgs(segs []Segment) ([]any, error) {
 	verified := make([]int64, len(segs))
 	windows := make([]int32, len(segs))
 	counts := make([]int32, len(segs))
+	sizes := make([]int64, len(segs)) // data bytes as sent, per frame
 	txnIDs := newArrayBuilder(oidText, total, 32*total)
 	hashes := newArrayBuilder(oidUUID, total, 16*total)
 	data := newArrayBuilder(oidJSON, total, 128*total)
@@ -115,9 +116,10 @@ func bundleArgs(segs []Segment) ([]any, error) {
 				d = jsonNull
 			}
 			data.appendBytes(d)
+			sizes[i] += int64(len(d))
 		}
 	}
-	return []any{pids, verified, windows, counts, txnIDs.encoded(), hashes.encoded(), data.encoded()}, nil
+	return []any{pids, verified, windows, counts, txnIDs.encoded(), hashes.encoded(), data.encoded(), sizes}, nil
 }
 
 var jsonNull = []byte("null")

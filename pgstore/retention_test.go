@@ -399,3 +399,72 @@ func TestRetentionLeavesIdlePartitionsUnlocked(t *testing.T) {
 		t.Errorf("%+v: want the empty partition visited, not locked", st)
 	}
 }
+
+// TestPartitionFiguresFollowPushesFiresAndRetention: what a partition
+// holds (first offset, count, bytes as sent, oldest and newest times)
+// moves with pushes, duplicates (which add nothing), timer fires and
+// segment retention.
+func TestPartitionFiguresFollowPushesFiresAndRetention(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupIn(t, pgtest.NewDB(t))
+	figures := func() pgstore.PartitionInfo {
+		t.Helper()
+		c, err := b.store.QueueConfig(ctx, b.queue)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps, err := b.store.Partitions(ctx, c.ID)
+		if err != nil || len(ps) != 1 {
+			t.Fatalf("partitions %+v, %v", ps, err)
+		}
+		return ps[0]
+	}
+	bytesOf := func(ids ...string) int64 {
+		var n int64
+		for _, d := range segment(0, 0, ids...).Data {
+			n += int64(len(d))
+		}
+		return n
+	}
+	if p := figures(); p.StoredMessages() != 0 || p.StoredBytes != 0 || !p.OldestAt.IsZero() {
+		t.Errorf("empty partition: %+v, %d stored", p, p.StoredMessages())
+	}
+	b.push(t, -1, "a", "b")      // 0, 1
+	b.push(t, -1, "c", "a", "d") // c=2, a duplicate, d=3: the frame stores {"i":0,..c} and {"i":2,..d}
+	want := bytesOf("a", "b") + int64(len(`{"i":0,"id":"c"}`)+len(`{"i":2,"id":"d"}`))
+	p := figures()
+	if p.FirstOffset != 0 || p.LastOffset != 3 || p.StoredMessages() != 4 || p.StoredBytes != want {
+		t.Errorf("after pushes: first %d last %d stored %d bytes %d; want 0, 3, 4, %d", p.FirstOffset, p.LastOffset, p.StoredMessages(), p.StoredBytes, want)
+	}
+	if p.OldestAt.IsZero() || p.NewestAt.Before(p.OldestAt) {
+		t.Errorf("oldest %v newest %v", p.OldestAt, p.NewestAt)
+	}
+
+	if _, err := b.store.ScheduleTimer(ctx, b.part.ID, "timer-1", []byte(`{"fired":true}`), time.Now().Add(-time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if fired, err := b.store.FireDue(ctx, 10, nil); err != nil || len(fired) != 1 {
+		t.Fatalf("fired %v, %v", fired, err)
+	}
+	want += int64(len(`{"fired":true}`))
+	if p = figures(); p.StoredMessages() != 5 || p.StoredBytes != want {
+		t.Errorf("after a fire: stored %d bytes %d, want 5 and %d", p.StoredMessages(), p.StoredBytes, want)
+	}
+
+	if _, _, err := b.store.Configure(ctx, b.queue, pgstore.OptionsPatch{RetentionSeconds: ptr(10)}, false); err != nil {
+		t.Fatal(err)
+	}
+	b.backdate(t, "log_segments", 0, 0)
+	if _, err := b.store.Pool().Exec(ctx, "UPDATE queen.log_segments SET created_at = created_at - interval '30 seconds' WHERE partition_id = $1 AND base_offset = 0",
+		b.part.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.store.Retain(ctx, retainOpts(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	want -= bytesOf("a", "b")
+	if p = figures(); p.FirstOffset != 2 || p.StoredMessages() != 3 || p.StoredBytes != want {
+		t.Errorf("after retention: first %d stored %d bytes %d; want 2, 3, %d", p.FirstOffset, p.StoredMessages(), p.StoredBytes, want)
+	}
+}

@@ -93,13 +93,45 @@ func getQueue(ctx context.Context, s *session, name string) error {
 		return nil
 	}
 	tw := newTable(s.stdout)
-	fmt.Fprintln(tw, "PARTITION\tLAST OFFSET\tTXNS START\tMESSAGES\tDUPLICATES\tCACHE\tRESIDENT HASHES")
+	fmt.Fprintln(tw, "PARTITION\tFIRST OFFSET\tLAST OFFSET\tSTORED\tBYTES\tOLDEST\tNEWEST")
+	for _, p := range q.Partitions {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%s\n", p.Partition, p.FirstOffset, p.LastOffset,
+			p.StoredMessages, humanBytes(p.StoredBytes), orDash(p.OldestAt), orDash(p.NewestAt))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(s.stdout, "\nThis gateway (the one that answered), since it started:")
+	tw = newTable(s.stdout)
+	fmt.Fprintln(tw, "PARTITION\tQUEUED\tDUPLICATES\tFAILED\tCACHE\tRESIDENT HASHES")
 	for _, p := range q.Partitions {
 		state, hashes := "-", "-"
 		if p.Cache != nil {
 			state, hashes = p.Cache.State, fmt.Sprint(p.Cache.ResidentHashes)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%s\n", p.Partition, p.LastOffset, p.TxnsStart, p.Messages, p.Duplicates, state, hashes)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\n", p.Partition, p.Queued, p.Duplicates, p.Failed, state, hashes)
 	}
 	return tw.Flush()
+}
+
+// orDash prints an optional time as given, or "-".
+func orDash(s *string) string {
+	if s == nil {
+		return "-"
+	}
+	return *s
+}
+
+// humanBytes prints a byte count in B, KiB, MiB or GiB.
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit && exp < 2; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMG"[exp])
 }

@@ -365,6 +365,11 @@ func testPushAndGet(t *testing.T, tr transport) {
 	if p := parts["p1"]; p.LastOffset != 3 || p.Messages != 8 || p.Queued != 4 || p.Duplicates != 4 || p.Failed != 0 {
 		t.Errorf("p1: %+v, want lastOffset 3, 8 messages answered: 4 queued, 4 duplicates", p)
 	}
+	// What PostgreSQL holds, whatever this gateway answered since it
+	// started: 4 messages from offset 0.
+	if p := parts["p1"]; p.FirstOffset != 0 || p.StoredMessages != 4 || p.StoredBytes <= 0 || p.OldestAt == nil || p.NewestAt == nil {
+		t.Errorf("p1 stored figures: %+v, want 4 messages from offset 0, their bytes and times", p)
+	}
 	if p := parts["p2"]; p.LastOffset != 4 || p.Messages != 5 || p.Queued != 5 {
 		t.Errorf("p2: %+v, want lastOffset 4, 5 messages queued", p)
 	}
@@ -372,7 +377,8 @@ func testPushAndGet(t *testing.T, tr transport) {
 		t.Errorf("Default: %+v, want lastOffset 2", p)
 	}
 	r = ctl(t, "", flags(tr.admin, "get", "queue", "orders")...)
-	r.expect(t, exitOK, "PARTITION", "LAST OFFSET", "TXNS START", "MESSAGES", "DUPLICATES", "CACHE", "RESIDENT HASHES", "p1", "p2", "Default")
+	r.expect(t, exitOK, "PARTITION", "FIRST OFFSET", "LAST OFFSET", "STORED", "BYTES", "OLDEST", "NEWEST",
+		"This gateway (the one that answered), since it started:", "QUEUED", "DUPLICATES", "CACHE", "RESIDENT HASHES", "p1", "p2", "Default")
 	ctl(t, "", flags(tr.admin, "get", "queue", "audit")...).expect(t, exitOK, "no partitions yet")
 }
 

@@ -23,13 +23,18 @@ type queueConfig struct {
 	Partitions []partitionInfo  `json:"partitions"`
 }
 
-// partitionInfo is one partition's figures in GET /queues/<queue>.
-// Messages counts the answers (queued + duplicates + failed) of the
-// answering gateway since it started.
+// partitionInfo is one partition's figures in GET /queues/<queue>: what
+// PostgreSQL holds, then the answering gateway's own counts since it
+// started (queued + duplicates + failed = messages).
 type partitionInfo struct {
-	Partition  string     `json:"partition"`
-	LastOffset int64      `json:"lastOffset"`
-	TxnsStart  int64      `json:"txnsStart"`
+	Partition      string  `json:"partition"`
+	FirstOffset    int64   `json:"firstOffset"`
+	LastOffset     int64   `json:"lastOffset"`
+	StoredMessages int64   `json:"storedMessages"`
+	StoredBytes    int64   `json:"storedBytes"`
+	OldestAt       *string `json:"oldestAt"`
+	NewestAt       *string `json:"newestAt"`
+	TxnsStart      int64   `json:"txnsStart"`
 	Messages   int64      `json:"messages"`
 	Queued     int64      `json:"queued"`
 	Duplicates int64      `json:"duplicates"`

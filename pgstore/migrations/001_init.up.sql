@@ -1,4 +1,4 @@
--- Schema of the exact log. See shared/spec/deduplication.md and DESIGN.md.
+-- Schema of the exact log; docs/design.md describes it.
 
 CREATE TABLE queen.queues (
     id                   bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,

@@ -1,5 +1,5 @@
--- The exact push: see shared/spec/deduplication.md, "The probe: before
--- allocation, under the lock".
+-- The exact push: see docs/design.md, "The probe: before allocation,
+-- under the lock". (These routines are superseded: pgstore/routines.)
 --
 -- p_verified is the caller's vouched watermark: none of its hashes occurs
 -- at or below it. -1 (or NULL) means "cannot vouch" and probes the whole

@@ -1,5 +1,5 @@
 -- Timers: scheduled messages whose fire is exactly once
--- (deduplication.md, "The fire of a timer does not probe the window").
+-- (docs/design.md, "Timers").
 
 -- Pending timers. A row is deleted by its fire, in the transaction that
 -- pushes its message, or by a cancel: "absent" means no longer pending.

@@ -1,0 +1,24 @@
+-- ensure_partition returns the partition, creating the queue (with the
+-- defaults) and the partition if they do not exist. Concurrent callers are
+-- safe: ON CONFLICT waits for a racing insert and then reads its row.
+CREATE OR REPLACE FUNCTION queen.ensure_partition(p_queue text, p_partition text,
+    OUT partition_id bigint, OUT queue_id bigint, OUT dedup_window_seconds integer, OUT last_offset bigint)
+LANGUAGE plpgsql AS $$
+BEGIN
+    SELECT p.id, q.id, q.dedup_window_seconds, p.last_offset
+      INTO partition_id, queue_id, dedup_window_seconds, last_offset
+      FROM queen.queues q JOIN queen.log_partitions p ON p.queue_id = q.id
+     WHERE q.name = p_queue AND p.name = p_partition;
+    IF FOUND THEN
+        RETURN;
+    END IF;
+    INSERT INTO queen.queues (name) VALUES (p_queue) ON CONFLICT (name) DO NOTHING;
+    INSERT INTO queen.log_partitions (queue_id, name)
+        SELECT q.id, p_partition FROM queen.queues q WHERE q.name = p_queue
+        ON CONFLICT ON CONSTRAINT log_partitions_queue_id_name_key DO NOTHING;
+    SELECT p.id, q.id, q.dedup_window_seconds, p.last_offset
+      INTO STRICT partition_id, queue_id, dedup_window_seconds, last_offset
+      FROM queen.queues q JOIN queen.log_partitions p ON p.queue_id = q.id
+     WHERE q.name = p_queue AND p.name = p_partition;
+END
+$$;
