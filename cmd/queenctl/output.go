@@ -27,19 +27,19 @@ type queueConfig struct {
 // PostgreSQL holds, then the answering gateway's own counts since it
 // started (queued + duplicates + failed = messages).
 type partitionInfo struct {
-	Partition      string  `json:"partition"`
-	FirstOffset    int64   `json:"firstOffset"`
-	LastOffset     int64   `json:"lastOffset"`
-	StoredMessages int64   `json:"storedMessages"`
-	StoredBytes    int64   `json:"storedBytes"`
-	OldestAt       *string `json:"oldestAt"`
-	NewestAt       *string `json:"newestAt"`
-	TxnsStart      int64   `json:"txnsStart"`
-	Messages   int64      `json:"messages"`
-	Queued     int64      `json:"queued"`
-	Duplicates int64      `json:"duplicates"`
-	Failed     int64      `json:"failed"`
-	Cache      *cacheInfo `json:"cache"`
+	Partition      string     `json:"partition"`
+	FirstOffset    int64      `json:"firstOffset"`
+	LastOffset     int64      `json:"lastOffset"`
+	StoredMessages int64      `json:"storedMessages"`
+	StoredBytes    int64      `json:"storedBytes"`
+	OldestAt       *string    `json:"oldestAt"`
+	NewestAt       *string    `json:"newestAt"`
+	TxnsStart      int64      `json:"txnsStart"`
+	Messages       int64      `json:"messages"`
+	Queued         int64      `json:"queued"`
+	Duplicates     int64      `json:"duplicates"`
+	Failed         int64      `json:"failed"`
+	Cache          *cacheInfo `json:"cache"`
 }
 
 type cacheInfo struct {
