@@ -129,6 +129,7 @@ func (g *Gateway) Start(context.Context) error {
 	defer g.mu.Unlock()
 	svc := newService(g.nc, ServiceName, g.cfg.Version,
 		"exactly-once ingestion gateway: push to "+g.cfg.Prefix+".push.<queue>.<partition>", g.log)
+	svc.observe = g.metrics.observeRequest
 	push := svc.addEndpoint("push", g.cfg.Prefix+".push.>", QueueGroup, g.handlePush)
 	if err := push.subscribe(push.subject); err != nil {
 		return err
@@ -287,6 +288,7 @@ type metrics struct {
 	requests    prometheus.Counter
 	rejects     *prometheus.CounterVec
 	lostAnswers prometheus.Counter
+	duration    *prometheus.HistogramVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -303,15 +305,29 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "queengate_answers_unsent_total",
 			Help: "Answers that could not be published (NATS closed or away past the retry bound).",
 		}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "queengate_request_duration_seconds",
+			Help: "Time from a request's receipt to its answer's publish, by endpoint (push: through the commit) and result (ok, error: rejected, or a message failed).",
+			// 250 µs to ~65 s.
+			Buckets: prometheus.ExponentialBuckets(0.00025, 2, 19),
+		}, []string{"endpoint", "result"}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.requests, m.rejects, m.lostAnswers} {
+		for _, c := range []prometheus.Collector{m.requests, m.rejects, m.lostAnswers, m.duration} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}
 		}
 	}
 	return m, nil
+}
+
+func (m *metrics) observeRequest(endpoint string, took time.Duration, failed bool) {
+	result := "ok"
+	if failed {
+		result = "error"
+	}
+	m.duration.WithLabelValues(endpoint, result).Observe(took.Seconds())
 }
 
 func (m *metrics) rejected(code int) { m.rejects.WithLabelValues(strconv.Itoa(code)).Inc() }

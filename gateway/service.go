@@ -31,6 +31,10 @@ type service struct {
 	description string
 	started     time.Time
 
+	// observe, when set, is told of every answered request: its endpoint,
+	// time from receipt to the answer's publish, and whether it failed.
+	observe func(endpoint string, took time.Duration, failed bool)
+
 	mu        sync.Mutex
 	endpoints []*endpoint
 	verbSubs  []*nats.Subscription
@@ -129,6 +133,9 @@ func (r *request) done(errMsg string) {
 		r.ep.lastError = errMsg
 	}
 	s.mu.Unlock()
+	if s.observe != nil {
+		s.observe(r.ep.name, took, errMsg != "")
+	}
 }
 
 // start subscribes the discovery subjects, for every service, for this

@@ -368,29 +368,29 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Timers created through this gateway.",
 		}),
 		existing: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "queengate_timers_schedule_existing_total",
+			Name: "queengate_timers_existing_total",
 			Help: "Schedules that found their transactionId already pending (retries): answered, nothing created.",
 		}),
 		fires: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "queengate_timer_fires_total",
+			Name: "queengate_timers_fired_total",
 			Help: "Timers fired (committed) by this gateway.",
 		}),
 		fireErrors: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "queengate_timer_fire_errors_total",
+			Name: "queengate_timers_fire_errors_total",
 			Help: "Fire transactions that failed and rolled back (their timers stay pending).",
 		}),
 		fireDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "queengate_timer_fire_duration_seconds",
+			Name:    "queengate_timers_fire_duration_seconds",
 			Help:    "Duration of a fire transaction that fired at least one timer.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
 		}),
 		lag: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "queengate_timer_fire_lag_seconds",
+			Name:    "queengate_timers_fire_lag_seconds",
 			Help:    "Time from a timer's fireAt to its message's push, by PostgreSQL's clock.",
 			Buckets: []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60},
 		}),
 		cancels: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "queengate_timer_cancels_total",
+			Name: "queengate_timers_cancels_total",
 			Help: "Cancels by answer: cancelled, or absent (no longer pending).",
 		}, []string{"answer"}),
 	}

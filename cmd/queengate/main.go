@@ -12,6 +12,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -116,7 +118,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer nc.Close()
 
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		buildInfo(), store.Collector(), gateway.NewNATSCollector(nc))
 	ing, err := ingest.New(store, ingest.Config{
 		Shards: cfg.Shards, FlushSize: cfg.FlushSize, Linger: cfg.Linger, MaxBuffered: cfg.MaxBuffered,
 		Cache:   dedup.Config{BudgetBytes: int64(cfg.DedupCacheMB) << 20},
@@ -247,6 +250,26 @@ func learnFires(ing *ingest.Ingester, fired []pgstore.FiredTimer) {
 		ing.LearnCommitted(fired[i].PartitionID, fired[i].Offset, ids)
 		i = j
 	}
+}
+
+// buildInfo is the queengate_build_info gauge: 1, labelled with what was
+// built.
+func buildInfo() prometheus.Collector {
+	revision := "unknown"
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" {
+				revision = s.Value
+			}
+		}
+	}
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "queengate_build_info",
+		Help:        "Always 1; the labels say which build is running.",
+		ConstLabels: prometheus.Labels{"version": version, "revision": revision, "goversion": runtime.Version()},
+	})
+	g.Set(1)
+	return g
 }
 
 // nkeyPublic reads a seed file and returns the public key the embedded

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 
 	"github.com/queengate/queengate/gateway"
 	"github.com/queengate/queengate/internal/pgtest"
@@ -332,9 +334,48 @@ func TestDaemonWithEmbeddedNATS(t *testing.T) {
 			t.Errorf("GET %s = %d, want 200 containing %s:\n%.2000s", path, resp.StatusCode, want, body)
 		}
 	}
+	checkMetrics(t, d.httpAddr)
 	_ = d.cmd.Process.Signal(syscall.SIGTERM)
 	if err := <-d.exited; err != nil {
 		t.Errorf("exit after SIGTERM: %v", err)
+	}
+}
+
+// checkMetrics lints the daemon's /metrics with promlint and looks for
+// the figures an operator looks for first.
+func checkMetrics(t *testing.T, httpAddr string) {
+	t.Helper()
+	resp, err := http.Get("http://" + httpAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	problems, err := promlint.New(bytes.NewReader(body)).Lint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("promlint: %s: %s", p.Metric, p.Text)
+	}
+	text := string(body)
+	for _, want := range []string{
+		`queengate_build_info{goversion="go`,
+		`queengate_request_duration_seconds_count{endpoint="push",result="ok"} 1`,
+		`queengate_pg_pool_acquired_connections `,
+		`queengate_pg_pool_max_connections `,
+		`queengate_nats_connected 1`,
+		`queengate_timers_pending `,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	if strings.Contains(text, "queengate_timer_") {
+		t.Error("/metrics mixes queengate_timer_ and queengate_timers_: one scheme")
 	}
 }
 
