@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -73,6 +74,7 @@ type options struct {
 	mdOut      string
 	chartOut   string
 	quiet      bool
+	cpuProfile string
 }
 
 func parseOptions(args []string, stderr io.Writer) (options, error) {
@@ -128,6 +130,7 @@ Scenarios: %s. Targets: %s, and %s (queengate with the window at 0).
 	fs.StringVar(&o.mdOut, "markdown", "", "write the report as Markdown to this file (- for stdout)")
 	fs.StringVar(&o.chartOut, "chart", "", "write an SVG chart of throughput and latency to this file")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress output")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write queenbench's own CPU profile (the load generator's) to this file")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -277,6 +280,17 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if o.cpuProfile != "" {
+		f, err := os.Create(o.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	logf := func(format string, a ...any) {
 		if !o.quiet {
 			fmt.Fprintf(stderr, "queenbench: "+format+"\n", a...)

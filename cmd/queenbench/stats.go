@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"github.com/zeebo/xxh3"
 	"math"
 	"slices"
 	"time"
@@ -32,64 +34,61 @@ func medianFloat(xs []float64) float64 {
 	return (s[n/2-1] + s[n/2]) / 2
 }
 
-// exactness counts answers per (partition, transactionId) to check the
+// exactness records answers per (partition, transactionId) to check the
 // run's exactness: every distinct id answered not-failed must be queued
-// exactly once, and a duplicate must have an original that was queued.
+// exactly once. Each answer is appended as a 128-bit hash of (queue,
+// partition, id) and sorted only for the verdict, after the measured run:
+// a map of every id cost the load generator more CPU (hashing, growth, the
+// GC scanning it) than the gateway it measures spent.
 type exactness struct {
-	ids map[string]*idCount
+	answers []answerRec
+	buf     []byte // the key being hashed, reused
 }
 
-type idCount struct{ queued, duplicate int32 }
+type answerRec struct {
+	key    [16]byte
+	queued bool // else duplicate
+}
 
-func newExactness() *exactness { return &exactness{ids: map[string]*idCount{}} }
+func newExactness() *exactness { return &exactness{} }
 
 // key is the scope of deduplication: one partition of one queue.
-func exactnessKey(b *Batch, i int) string { return b.Queue + "\x1f" + b.Partition + "\x1f" + b.IDs[i] }
+func (e *exactness) key(b *Batch, i int) [16]byte {
+	e.buf = append(append(append(append(append(e.buf[:0], b.Queue...), 0x1f), b.Partition...), 0x1f), b.IDs[i]...)
+	return xxh3.Hash128(e.buf).Bytes()
+}
 
 func (e *exactness) record(b *Batch, statuses []Status) {
 	for i, s := range statuses {
-		if s == StatusFailed {
-			continue
-		}
-		k := exactnessKey(b, i)
-		c := e.ids[k]
-		if c == nil {
-			c = &idCount{}
-			e.ids[k] = c
-		}
-		if s == StatusQueued {
-			c.queued++
-		} else {
-			c.duplicate++
+		if s != StatusFailed {
+			e.answers = append(e.answers, answerRec{key: e.key(b, i), queued: s == StatusQueued})
 		}
 	}
 }
 
-// merge adds another producer's counts.
-func (e *exactness) merge(o *exactness) {
-	for k, oc := range o.ids {
-		c := e.ids[k]
-		if c == nil {
-			e.ids[k] = oc
-			continue
-		}
-		c.queued += oc.queued
-		c.duplicate += oc.duplicate
-	}
-}
+// merge adds another producer's answers.
+func (e *exactness) merge(o *exactness) { e.answers = append(e.answers, o.answers...) }
 
 // verdict returns the distinct ids answered and the violations: ids queued
 // more than once, plus ids answered only as duplicates (a duplicate of
 // something never stored).
 func (e *exactness) verdict() (distinct, violations int64) {
-	for _, c := range e.ids {
-		distinct++
-		if c.queued > 1 {
-			violations += int64(c.queued - 1)
+	slices.SortFunc(e.answers, func(a, b answerRec) int { return bytes.Compare(a.key[:], b.key[:]) })
+	for i := 0; i < len(e.answers); {
+		j, queued := i, int64(0)
+		for ; j < len(e.answers) && e.answers[j].key == e.answers[i].key; j++ {
+			if e.answers[j].queued {
+				queued++
+			}
 		}
-		if c.queued == 0 {
+		distinct++
+		switch {
+		case queued > 1:
+			violations += queued - 1
+		case queued == 0:
 			violations++
 		}
+		i = j
 	}
 	return distinct, violations
 }

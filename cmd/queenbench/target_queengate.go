@@ -194,11 +194,28 @@ var statusWord = map[string]Status{"queued": StatusQueued, "duplicate": StatusDu
 // parseStatuses reads the statuses of an answer array in order, without a
 // full JSON decode: queenbench's own ids never contain quotes.
 func parseStatuses(data []byte, want int) ([]Status, error) {
-	_, s, err := parseAnswers(data)
-	if err == nil && len(s) != want {
-		err = fmt.Errorf("%d answers for %d messages", len(s), want)
+	const statusKey = `"status":"`
+	s := make([]Status, 0, want)
+	for rest := data; ; {
+		k := bytes.Index(rest, []byte(statusKey))
+		if k < 0 {
+			break
+		}
+		rest = rest[k+len(statusKey):]
+		e := bytes.IndexByte(rest, '"')
+		if e < 0 {
+			return nil, errors.New("malformed answer")
+		}
+		st, ok := statusWord[string(rest[:e])]
+		if !ok {
+			return nil, fmt.Errorf("unknown status %q", rest[:e])
+		}
+		s = append(s, st)
 	}
-	return s, err
+	if len(s) != want {
+		return nil, fmt.Errorf("%d answers for %d messages", len(s), want)
+	}
+	return s, nil
 }
 
 func parseAnswers(data []byte) (ids []string, statuses []Status, err error) {
