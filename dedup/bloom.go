@@ -5,7 +5,7 @@ import (
 	"math/bits"
 )
 
-// Bloom front parameters (deduplication.md, "The bloom front").
+// Bloom front parameters (docs/design.md, "The bloom front").
 const (
 	bitsPerHash    = 16
 	bloomProbes    = 7

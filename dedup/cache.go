@@ -7,7 +7,8 @@ import (
 	"time"
 )
 
-// Config tunes the cache. Zero values take the spec's numbers.
+// Config tunes the cache. Zero values take the defaults below (the numbers
+// of docs/design.md, "The broker cache").
 type Config struct {
 	// BudgetBytes is the LRU budget (QUEEN_DEDUP_CACHE_MB); default 512 MiB.
 	BudgetBytes int64

@@ -170,7 +170,7 @@ func (q queueAnswer) options() (window, retention int) {
 }
 
 // TestConfigureOverHTTPAndNATS: merge and replace semantics as
-// PROTOCOL.md words them, through both faces of one implementation.
+// docs/admin-api.md words them, through both faces of one implementation.
 func TestConfigureOverHTTPAndNATS(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -232,7 +232,7 @@ func TestConfigureOverHTTPAndNATS(t *testing.T) {
 }
 
 // TestConfigureBadInputIsA400AndChangesNothing: every kind of bad input
-// named by PROTOCOL.md, on both faces.
+// named by docs/admin-api.md, on both faces.
 func TestConfigureBadInputIsA400AndChangesNothing(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)

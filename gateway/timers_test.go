@@ -30,7 +30,7 @@ func (e *testEnv) pendingTimers(t *testing.T) int {
 	return n
 }
 
-// TestTimerScheduleListCancelOverNATS: the wire of PROTOCOL.md's timers.
+// TestTimerScheduleListCancelOverNATS: the wire of docs/protocol.md's timers.
 func TestTimerScheduleListCancelOverNATS(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -99,7 +99,7 @@ func TestTimerScheduleListCancelOverNATS(t *testing.T) {
 	}
 }
 
-// TestTimerBadInputIsA400AndStoresNothing: PROTOCOL.md's bad input for
+// TestTimerBadInputIsA400AndStoresNothing: docs/protocol.md's bad input for
 // timers, each refused whole.
 func TestTimerBadInputIsA400AndStoresNothing(t *testing.T) {
 	t.Parallel()

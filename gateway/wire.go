@@ -20,7 +20,8 @@ const DefaultPartition = "Default"
 // MaxTxnIDBytes is the longest transactionId accepted.
 const MaxTxnIDBytes = 256
 
-// Wire error codes, PROTOCOL.md: the one table.
+// Wire error codes of the push (docs/protocol.md, "Requests rejected as
+// a whole"): the one table; the operator API adds its own in ops.go.
 const (
 	CodeBadInput    = 400
 	CodeTooLarge    = 413
@@ -188,7 +189,8 @@ func (m *rawMessage) txnIDOrMint() string {
 	return string(m.txnID)
 }
 
-// encodeReply writes the per-message answer array of PROTOCOL.md.
+// encodeReply writes the per-message answer array (docs/protocol.md,
+// "Answers").
 func encodeReply(msgs []ingest.Message, results []ingest.Result) []byte {
 	b := make([]byte, 0, 160*len(results))
 	b = append(b, '[')

@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Queue option defaults (PROTOCOL.md, "Queue configuration").
+// Queue option defaults (docs/admin-api.md, "Configure").
 const (
 	DefaultDedupWindowSeconds = 3600
 	DefaultRetentionSeconds   = 0

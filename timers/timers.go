@@ -1,6 +1,5 @@
 // Package timers implements scheduled messages whose fire is exactly once
-// (deduplication.md, "The fire of a timer does not probe the window";
-// PROTOCOL.md, "Timers").
+// (docs/design.md, "Timers"; docs/protocol.md, "Timers").
 //
 // A timer is a row in queen.timers until it fires or is cancelled. Every
 // gateway runs a fire loop: it takes due rows with FOR UPDATE SKIP LOCKED

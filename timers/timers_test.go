@@ -125,7 +125,7 @@ func TestScheduleFireIsExactlyOnce(t *testing.T) {
 
 // TestScheduleIsIdempotentWhilePending: a retried schedule finds the
 // pending timer; after the fire, scheduling the same transactionId again
-// makes a second timer and a second message (the spec's stated
+// makes a second timer and a second message (docs/protocol.md's stated
 // consequence: the fire does not probe the window).
 func TestScheduleIsIdempotentWhilePendingAndRescheduleAfterFireIsASecondMessage(t *testing.T) {
 	t.Parallel()

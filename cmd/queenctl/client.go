@@ -131,7 +131,7 @@ func (c *httpClient) do(ctx context.Context, op operation) ([]byte, error) {
 	}
 	ge := answerError(resp.StatusCode, "", answer, c.token != "")
 	if !isErrorBody(answer) && (resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusMethodNotAllowed) {
-		// Not PROTOCOL.md's error body: the route itself is missing.
+		// Not the protocol's error body: the route itself is missing.
 		path, _, _ := strings.Cut(op.path, "?")
 		ge.hint = fmt.Sprintf("%s does not serve %s %s: is it a queengate recent enough for queenctl?", c.base, op.method, path)
 	}
@@ -148,7 +148,7 @@ func unwrapURLError(err error) error {
 	return err
 }
 
-// errorBody is PROTOCOL.md's error answer.
+// errorBody is the error answer of docs/protocol.md.
 type errorBody struct {
 	Error *struct {
 		Code    int    `json:"code"`

@@ -42,7 +42,7 @@ as the gateway sent it. Exit code 1 if any message answered failed.
 
 `
 
-// pushAnswer is one entry of a push reply (PROTOCOL.md).
+// pushAnswer is one entry of a push reply (docs/protocol.md).
 type pushAnswer struct {
 	Index         int    `json:"index"`
 	TransactionID string `json:"transactionId"`
@@ -52,7 +52,7 @@ type pushAnswer struct {
 	Error         string `json:"error"`
 }
 
-// maxTxnIDBytes is PROTOCOL.md's longest transactionId.
+// maxTxnIDBytes is docs/protocol.md's longest transactionId.
 const maxTxnIDBytes = 256
 
 func setupPush(fs *flag.FlagSet) runFunc {

@@ -90,7 +90,7 @@ const maxTimerList = 10000
 // defaultTimerList is the gateway's list limit when none is sent.
 const defaultTimerList = 100
 
-// timerScheduled is the answer to a schedule (docs/admin-api.md).
+// timerScheduled is the answer to a schedule (docs/protocol.md).
 type timerScheduled struct {
 	TimerID       string `json:"timerId"`
 	Status        string `json:"status"`

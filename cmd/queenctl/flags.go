@@ -109,7 +109,7 @@ func normalizeHTTPURL(s string) (string, error) {
 	return strings.TrimRight(u.String(), "/"), nil
 }
 
-// validName is PROTOCOL.md's rule for queue and partition names: 1-128
+// validName is docs/protocol.md's rule for queue and partition names: 1-128
 // bytes of [A-Za-z0-9_-], one NATS subject token.
 func validName(s string) bool {
 	if len(s) == 0 || len(s) > 128 {

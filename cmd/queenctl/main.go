@@ -1,7 +1,7 @@
 // Command queenctl is the operator CLI of queengate: it applies queue
 // manifests, configures and inspects queues, pushes messages, schedules,
 // cancels and lists timers, and reads a gateway's status. It speaks only
-// the wire contract (PROTOCOL.md and docs/admin-api.md), over the admin
+// the wire contract (docs/protocol.md and docs/admin-api.md), over the admin
 // HTTP address or NATS, so it imports nothing of this module.
 package main
 
@@ -67,7 +67,8 @@ type unreachableError struct{ msg string }
 
 func (e *unreachableError) Error() string { return e.msg }
 
-// gatewayError is an error the gateway answered (PROTOCOL.md's error body).
+// gatewayError is an error the gateway answered (docs/protocol.md's error
+// body).
 type gatewayError struct {
 	Code    int
 	Message string

@@ -376,7 +376,7 @@ func TestUnreachableHTTP(t *testing.T) {
 	ctl(t, "", "--nats", deadNATS, "push", "q", "p", "m").expect(t, exitUnreachable, "could not reach NATS at "+deadNATS)
 }
 
-// TestImportsOnlyTheWireContract keeps DESIGN.md's rule: queenctl talks to
+// TestImportsOnlyTheWireContract keeps docs/design.md's rule: queenctl talks to
 // gateways over the wire and imports no package of this module.
 func TestImportsOnlyTheWireContract(t *testing.T) {
 	t.Parallel()

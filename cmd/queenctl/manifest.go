@@ -15,7 +15,7 @@ import (
 )
 
 // A manifest lists queues with their options, spelled exactly as on the
-// wire (PROTOCOL.md, docs/admin-api.md), so that what an operator reads in
+// wire (docs/admin-api.md), so that what an operator reads in
 // the manifest is what the gateway receives:
 //
 //	queues:

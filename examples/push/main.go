@@ -1,5 +1,5 @@
 // Command push is a runnable example of a queengate producer in Go: it
-// pushes the specification's example message twice with request-reply
+// pushes the example message of docs/protocol.md twice with request-reply
 // (the retry answers "duplicate" with the first message's id), then once
 // fire-and-forget, reading the answer on the ack subject.
 //
@@ -18,7 +18,7 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
-// answer is one entry of a push reply (PROTOCOL.md).
+// answer is one entry of a push reply (docs/protocol.md, "Answers").
 type answer struct {
 	Index         int    `json:"index"`
 	TransactionID string `json:"transactionId"`

@@ -1,5 +1,5 @@
-// Package archtest keeps the dependency direction of shared/spec/DESIGN.md
-// honest: cmd -> gateway -> ingest -> {dedup, pgstore}, and the leaves import
+// Package archtest keeps the dependency direction of docs/design.md
+// ("Packages") honest: cmd -> gateway -> ingest -> {dedup, pgstore}, and the leaves import
 // nothing of ours.
 package archtest
 
@@ -42,7 +42,7 @@ func TestDependencyDirection(t *testing.T) {
 		}
 		for _, dep := range strings.Fields(string(out)) {
 			if strings.HasPrefix(dep, module+"/") && !permitted[dep] {
-				t.Errorf("%s depends on %s; DESIGN.md allows only %v", pkg, strings.TrimPrefix(dep, module+"/"), ok)
+				t.Errorf("%s depends on %s; docs/design.md allows only %v", pkg, strings.TrimPrefix(dep, module+"/"), ok)
 			}
 		}
 	}
