@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -57,4 +58,59 @@ func TestNoBuildOutputsTracked(t *testing.T) {
 			}
 		}
 	}
+}
+
+// outside is the path of the reference texts the repository grew from,
+// built here so that this file does not name it.
+var outside = ".." + "/shared"
+
+// mdReference is a Markdown file named in a source, doc or script.
+var mdReference = regexp.MustCompile(`[A-Za-z0-9_./-]*[A-Za-z0-9_-]\.md\b`)
+
+// TestNoReferenceLeavesTheRepository fails when a tracked file names a
+// document the repository does not have (a path outside it, or a .md file
+// it does not hold): a clone must stand on its own.
+func TestNoReferenceLeavesTheRepository(t *testing.T) {
+	t.Parallel()
+	root := filepath.Join("..", "..")
+	out, err := exec.Command("git", "-C", root, "ls-files", "-z").Output()
+	if err != nil {
+		t.Skipf("not a git checkout (git ls-files: %v): nothing to check", err)
+	}
+	files := strings.Split(strings.TrimRight(string(out), "\x00"), "\x00")
+	byBase := map[string]bool{}
+	for _, f := range files {
+		byBase[filepath.Base(f)] = true
+	}
+	for _, name := range files {
+		switch filepath.Ext(name) {
+		case ".go", ".md", ".sql", ".yml", ".yaml", ".sh", "":
+		default:
+			continue
+		}
+		body, err := os.ReadFile(filepath.Join(root, name))
+		if err != nil || bytes.IndexByte(body, 0) >= 0 {
+			continue // gone from the work tree, or binary
+		}
+		text := string(body)
+		if i := strings.Index(text, outside); i >= 0 {
+			t.Errorf("%s points outside the repository: %q", name, line(text, i))
+		}
+		for _, ref := range mdReference.FindAllString(text, -1) {
+			if strings.Contains(ref, "://") || byBase[filepath.Base(ref)] {
+				continue
+			}
+			t.Errorf("%s names %s, which the repository does not have", name, ref)
+		}
+	}
+}
+
+// line is the line of text around byte i.
+func line(text string, i int) string {
+	start := strings.LastIndexByte(text[:i], '\n') + 1
+	end := strings.IndexByte(text[i:], '\n')
+	if end < 0 {
+		return text[start:]
+	}
+	return text[start : i+end]
 }
