@@ -16,12 +16,17 @@ const (
 	generationTier        = 8
 )
 
-// bloomGen is one generation: a blocked bloom filter sized for capacity
+// bloomGen is one generation: a blocked bloom filter for up to capacity
 // hashes, all seven probe bits of a hash inside one 64-byte block, so a
-// definite miss costs one cache line.
+// definite miss costs one cache line. Its bits are allocated for sized
+// hashes at 16 bits each: a generation filled as it opens is sized for
+// what it will hold; the open one of a growing entry starts small and
+// grows by a quarter (rebuilt from the ring), so an entry never carries
+// a large filter for a few hashes.
 type bloomGen struct {
 	blocks       [][8]uint64
 	capacity     int
+	sized        int // hashes the blocks are sized for, at most capacity
 	count        int
 	maxCreatedMs int64 // newest created_at among its hashes
 	// The offsets its hashes were stored at: a "maybe" needs to search
@@ -29,9 +34,33 @@ type bloomGen struct {
 	minOffset, maxOffset int64
 }
 
-func newBloomGen(capacity int) *bloomGen {
-	nblocks := (capacity*bitsPerHash + bloomBlockBits - 1) / bloomBlockBits
-	return &bloomGen{blocks: make([][8]uint64, nblocks), capacity: capacity}
+// bloomInitial is what an open generation is first sized for when its
+// final count is unknown: 256 hashes, 512 bytes.
+const bloomInitial = 256
+
+// newBloomGen makes a generation of the given capacity, sized for
+// expected hashes when that is known (> 0).
+func newBloomGen(capacity, expected int) *bloomGen {
+	sized := bloomInitial
+	if expected > 0 {
+		sized = expected
+	}
+	sized = min(capacity, sized)
+	return &bloomGen{blocks: make([][8]uint64, blocksFor(sized)), capacity: capacity, sized: sized}
+}
+
+func blocksFor(hashes int) int {
+	return (hashes*bitsPerHash + bloomBlockBits - 1) / bloomBlockBits
+}
+
+// grow resizes the generation for a quarter more hashes (at most its
+// capacity) and adds again every hash it holds, from the ring: resident
+// hashes stored at or after its first offset (a superset is harmless).
+// The generation is the newest, so its hashes are the ring's last ones.
+func (g *bloomGen) grow(e *Entry) {
+	g.sized = min(g.capacity, max(g.count, g.sized+g.sized/4))
+	g.blocks = make([][8]uint64, blocksFor(g.sized))
+	e.eachSince(g.minOffset, func(h *Hash) { g.set(h) })
 }
 
 // The hash itself picks the bits: xxh3 output is uniform, so no rehash is
@@ -43,18 +72,23 @@ func (g *bloomGen) block(lo uint64) *[8]uint64 {
 }
 
 func (g *bloomGen) add(h *Hash, offset, createdMs int64) {
-	hi, lo := split(h)
-	blk := g.block(lo)
-	for range bloomProbes {
-		blk[(hi>>6)&7] |= 1 << (hi & 63)
-		hi >>= 9
-	}
+	g.set(h)
 	if g.count == 0 {
 		g.minOffset = offset
 	}
 	g.count++
 	g.maxOffset = offset
 	g.maxCreatedMs = max(g.maxCreatedMs, createdMs)
+}
+
+// set sets h's seven bits.
+func (g *bloomGen) set(h *Hash) {
+	hi, lo := split(h)
+	blk := g.block(lo)
+	for range bloomProbes {
+		blk[(hi>>6)&7] |= 1 << (hi & 63)
+		hi >>= 9
+	}
 }
 
 // mayContain is false only when the hash (hi, lo) was never added (no

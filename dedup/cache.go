@@ -58,10 +58,17 @@ func (c Config) withDefaults() Config {
 // Decision is what the cache says about a segment before its push.
 type Decision struct {
 	// Verified is the p_verified to send: the entry's watermark when it
-	// vouches and no hash is resident, else -1.
+	// vouches, else -1 (probe the whole window).
 	Verified int64
-	// Hit reports a resident hash: route to the full probe (-1).
+	// Candidates are the resident occurrences of the segment's hashes,
+	// when the entry vouches: SQL checks exactly these stored slots, and
+	// everything above Verified, instead of the whole window.
+	Candidates []Candidate
+	// Hit reports a resident hash.
 	Hit bool
+	// WindowHashes estimates what a full probe would unroll (the entry's
+	// in-window resident hashes), for the narrowed probes' share.
+	WindowHashes int
 	// Hydrate asks the caller to read the partition's window
 	// (pgstore.Hydrate) and Install it; the push may go meanwhile with -1.
 	Hydrate bool
@@ -144,13 +151,14 @@ func (c *Cache) Decide(pid int64, windowMs int64, hashes []Hash) Decision {
 	if s.entry != nil && !s.entry.NeedsRebuild() {
 		// Cheap admissions (vouching, or with an interleave gap) are never
 		// gated; a gap also asks for a rebuild.
-		v, hit := s.entry.Verified(hashes, now.UnixMilli())
+		v, cands, hit := s.entry.Verified(hashes, now.UnixMilli())
 		m, y, f := s.entry.takeCounters()
 		c.misses.Add(m)
 		c.maybes.Add(y)
 		c.falsePositives.Add(f)
 		c.reaccount(pid, s)
-		return Decision{Verified: v, Hit: hit, Hydrate: s.entry.Gap()}
+		return Decision{Verified: v, Candidates: cands, Hit: hit, Hydrate: s.entry.Gap(),
+			WindowHashes: s.entry.WindowHashes(now.UnixMilli())}
 	}
 	if !c.admit(pid, s, now) {
 		return Decision{Verified: -1, Suppressed: true}

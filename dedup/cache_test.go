@@ -44,8 +44,8 @@ func TestNewPartitionHydratesThenVouches(t *testing.T) {
 		t.Fatalf("after hydration: %+v, want to vouch for 9", d)
 	}
 	c.Learn(1, 10, 12, hashes(1<<40, 3))
-	if d := c.Decide(1, minute, hashes(1<<40, 1)); !d.Hit || d.Verified != -1 {
-		t.Errorf("a learned hash must be a hit routed to -1: %+v", d)
+	if d := c.Decide(1, minute, hashes(1<<40, 1)); !d.Hit || d.Verified != 12 || len(d.Candidates) != 1 || d.Candidates[0] != (Candidate{Index: 0, Offset: 10}) {
+		t.Errorf("a learned hash must be a hit naming where it is stored, with the watermark: %+v", d)
 	}
 	if st := c.Stats(); st.BloomMisses+st.BloomFalsePositives < 3 || st.BloomMaybes < 1 {
 		t.Errorf("bloom counters %+v: three absent lookups and one present one were made", st)

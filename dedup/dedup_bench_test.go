@@ -1,6 +1,7 @@
 package dedup
 
 import (
+	"fmt"
 	"runtime"
 	"testing"
 	"time"
@@ -129,29 +130,61 @@ func BenchmarkInsert(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*1000), "ns/hash")
 }
 
-// BenchmarkMemoryPerHash reports the resident bytes per hash at 1M, by the
-// cache's own accounting and by the Go heap, with a map baseline.
+// BenchmarkMemoryPerHash reports the resident bytes per hash, by the
+// cache's own accounting and by the Go heap, at entry sizes from one
+// block to 1M (grown by 100-hash pushes, as a busy partition's entry is),
+// with a map baseline at 1M.
 func BenchmarkMemoryPerHash(b *testing.B) {
-	for b.Loop() {
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		e := benchEntry(b)
-		runtime.GC()
-		runtime.ReadMemStats(&after)
-		b.ReportMetric(float64(e.Bytes())/benchResident, "accounted-B/hash")
-		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/benchResident, "heap-B/hash")
-		runtime.KeepAlive(e)
-
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		m := make(map[Hash]struct{})
-		for _, x := range hashes(0, benchResident) {
-			m[x] = struct{}{}
-		}
-		runtime.GC()
-		runtime.ReadMemStats(&after)
-		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/benchResident, "map-heap-B/hash")
-		runtime.KeepAlive(m)
+	for _, n := range []int{4096, 5000, 13_000, 50_000, 300_000, benchResident} {
+		b.Run(fmt.Sprintf("hashes=%d", n), func(b *testing.B) {
+			for b.Loop() {
+				var before, after runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				e := NewEntry(Hydration{LastOffset: -1, WindowMs: 3600_000})
+				for off := 0; off < n; off += 100 {
+					k := min(100, n-off)
+					e.Learn(int64(off), int64(off+k-1), hashes(uint64(off), uint64(k)), t0)
+				}
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				b.ReportMetric(float64(e.Bytes())/float64(n), "accounted-B/hash")
+				b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(n), "heap-B/hash")
+				runtime.KeepAlive(e)
+			}
+		})
 	}
+	b.Run("map/hashes=1000000", func(b *testing.B) {
+		for b.Loop() {
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			m := make(map[Hash]struct{})
+			for _, x := range hashes(0, benchResident) {
+				m[x] = struct{}{}
+			}
+			runtime.GC()
+			runtime.ReadMemStats(&after)
+			b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/benchResident, "heap-B/hash")
+			runtime.KeepAlive(m)
+		}
+	})
+}
+
+// BenchmarkCandidates is a lookup of a 100-hash push with 20 resident
+// hashes (a retry share of 20 %) in a 1M-hash entry: what narrowing a
+// probe costs the gateway.
+func BenchmarkCandidates(b *testing.B) {
+	e := benchEntry(b)
+	push := hashes(1<<40, 100)
+	for i := 0; i < 100; i += 5 {
+		push[i] = h(uint64(i * 9973))
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, cands, _ := e.Verified(push, t0); len(cands) != 20 {
+			b.Fatalf("%d candidates", len(cands))
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*100), "ns/hash")
 }

@@ -43,14 +43,15 @@ func TestNewEntryKnowsTheHydratedWindow(t *testing.T) {
 	if from != 4 || upto != 9 || e.Len() != 5 {
 		t.Fatalf("watermarks (%d, %d], %d resident; want (4, 9], 5", from, upto, e.Len())
 	}
-	if v, hit := e.Verified(hashes(100, 10), t0+2); v != 9 || hit {
-		t.Errorf("absent hashes: verified %d hit %v, want 9 and no hit", v, hit)
+	if v, cands, hit := e.Verified(hashes(100, 10), t0+2); v != 9 || hit || cands != nil {
+		t.Errorf("absent hashes: verified %d hit %v candidates %v, want 9 and no hit", v, hit, cands)
 	}
-	if v, hit := e.Verified([]Hash{h(100), h(6)}, t0+2); v != -1 || !hit {
-		t.Errorf("a resident hash: verified %d hit %v, want -1 and a hit", v, hit)
+	v, cands, hit := e.Verified([]Hash{h(100), h(6)}, t0+2)
+	if v != 9 || !hit || len(cands) != 1 || cands[0] != (Candidate{Index: 1, Offset: 6}) {
+		t.Errorf("a resident hash: verified %d hit %v candidates %v, want 9, a hit, and message 1 at offset 6", v, hit, cands)
 	}
 	empty := NewEntry(Hydration{LastOffset: 41, WindowMs: minute})
-	if v, _ := empty.Verified(hashes(1, 3), t0); v != 41 {
+	if v, _, _ := empty.Verified(hashes(1, 3), t0); v != 41 {
 		t.Errorf("an empty window vouches for the allocator: %d", v)
 	}
 }
@@ -58,17 +59,17 @@ func TestNewEntryKnowsTheHydratedWindow(t *testing.T) {
 func TestLearnAppendsGapsAndOverlaps(t *testing.T) {
 	e := NewEntry(Hydration{LastOffset: -1, WindowMs: minute})
 	e.Learn(0, 2, hashes(0, 3), t0)
-	if v, _ := e.Verified(hashes(10, 1), t0); v != 2 {
+	if v, _, _ := e.Verified(hashes(10, 1), t0); v != 2 {
 		t.Fatalf("after a contiguous push: %d, want 2", v)
 	}
 	// All duplicates, nothing written, allocator unchanged: still vouching.
 	e.Learn(-1, 2, nil, t0)
-	if v, _ := e.Verified(hashes(10, 1), t0); v != 2 {
+	if v, _, _ := e.Verified(hashes(10, 1), t0); v != 2 {
 		t.Fatalf("after a push that wrote nothing: %d, want 2", v)
 	}
 	// Another broker wrote 3..4; our push landed at 5.
 	e.Learn(5, 6, hashes(5, 2), t0)
-	if v, _ := e.Verified(hashes(10, 1), t0); v != -1 || !e.Gap() || e.Vouching() {
+	if v, _, _ := e.Verified(hashes(10, 1), t0); v != -1 || !e.Gap() || e.Vouching() {
 		t.Fatalf("after an interleave: verified %d gap %v, want -1 and a gap", v, e.Gap())
 	}
 
@@ -77,7 +78,7 @@ func TestLearnAppendsGapsAndOverlaps(t *testing.T) {
 	if !o.NeedsRebuild() {
 		t.Error("an overlap must mark the entry for a rebuild")
 	}
-	if v, _ := o.Verified(nil, t0); v != -1 {
+	if v, _, _ := o.Verified(nil, t0); v != -1 {
 		t.Errorf("an entry to rebuild vouched %d", v)
 	}
 
@@ -88,7 +89,7 @@ func TestLearnAppendsGapsAndOverlaps(t *testing.T) {
 	}
 	c := NewEntry(Hydration{LastOffset: 3, WindowMs: minute})
 	c.WindowChanged()
-	if v, _ := c.Verified(nil, t0); v != -1 || !c.NeedsRebuild() {
+	if v, _, _ := c.Verified(nil, t0); v != -1 || !c.NeedsRebuild() {
 		t.Error("a window change must stop vouching until rebuilt")
 	}
 }
@@ -96,7 +97,7 @@ func TestLearnAppendsGapsAndOverlaps(t *testing.T) {
 func TestHotBufferSealsAtBlockCapacityWithoutCopy(t *testing.T) {
 	e := NewEntry(Hydration{LastOffset: -1, WindowMs: minute})
 	e.Learn(0, BlockCapacity-2, hashes(0, BlockCapacity-1), t0)
-	if cap(e.hot.hashes) != BlockCapacity || len(e.sealed) != 0 {
+	if cap(e.hot.hashes) != BlockCapacity || len(e.sealed) != 0 || cap(e.hot.hashes)-len(e.hot.hashes) > hotStep {
 		t.Fatalf("hot buffer cap %d with %d sealed, want cap %d and none sealed", cap(e.hot.hashes), len(e.sealed), BlockCapacity)
 	}
 	before := &e.hot.hashes[0]
@@ -108,7 +109,7 @@ func TestHotBufferSealsAtBlockCapacityWithoutCopy(t *testing.T) {
 		t.Error("sealing copied the buffer")
 	}
 	for i := 1; i < BlockCapacity; i++ {
-		a, b := e.sealed[0].hashes[i-1], e.sealed[0].hashes[i]
+		a, b := e.sealed[0].hashes[i-1].h, e.sealed[0].hashes[i].h
 		if string(a[:]) >= string(b[:]) {
 			t.Fatalf("sealed block not sorted at %d", i)
 		}
@@ -144,7 +145,7 @@ func TestExpiryDropsWholeBlocksAndRaisesHydratedFrom(t *testing.T) {
 	if !e.contains(&old) {
 		t.Error("a pre-window hash in a retained block must stay known")
 	}
-	if v, _ := e.Verified(hashes(1<<40, 1), t0+minute+SkewSlackMs+1); v != 2*BlockCapacity {
+	if v, _, _ := e.Verified(hashes(1<<40, 1), t0+minute+SkewSlackMs+1); v != 2*BlockCapacity {
 		t.Errorf("still vouching for %d, want %d", v, 2*BlockCapacity)
 	}
 }
@@ -193,7 +194,7 @@ func TestBloomGenerationsTierUpAndDrop(t *testing.T) {
 }
 
 func TestBloomHasNoFalseNegativesAndFewFalsePositives(t *testing.T) {
-	g := newBloomGen(BlockCapacity)
+	g := newBloomGen(BlockCapacity, BlockCapacity)
 	for _, x := range hashes(0, BlockCapacity) {
 		g.add(&x, 0, 0)
 	}
@@ -275,24 +276,162 @@ func TestBloomFalsePositiveRateAtOneMillion(t *testing.T) {
 func TestSortBlockMatchesAComparisonSort(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, skew := range []string{"uniform", "one-first-byte", "few-first-bytes", "duplicates"} {
-		hs := make([]Hash, BlockCapacity)
+		hs := make([]hashAt, BlockCapacity)
 		for i := range hs {
-			binary.BigEndian.PutUint64(hs[i][:8], rng.Uint64())
-			binary.BigEndian.PutUint64(hs[i][8:], rng.Uint64())
+			binary.BigEndian.PutUint64(hs[i].h[:8], rng.Uint64())
+			binary.BigEndian.PutUint64(hs[i].h[8:], rng.Uint64())
+			hs[i].delta = uint16(i)
 			switch skew {
 			case "one-first-byte":
-				hs[i][0] = 7
+				hs[i].h[0] = 7
 			case "few-first-bytes":
-				hs[i][0] = byte(i % 3)
+				hs[i].h[0] = byte(i % 3)
 			case "duplicates":
-				hs[i] = hs[i%100]
+				hs[i].h = hs[i%100].h
 			}
 		}
+		orig := slices.Clone(hs)
 		want := slices.Clone(hs)
-		slices.SortFunc(want, func(a, b Hash) int { return bytes.Compare(a[:], b[:]) })
+		slices.SortFunc(want, func(a, b hashAt) int { return bytes.Compare(a.h[:], b.h[:]) })
 		sortBlock(hs)
-		if !slices.Equal(hs, want) {
-			t.Errorf("%s: sortBlock order differs from bytes.Compare order", skew)
+		for i := range hs {
+			if hs[i].h != want[i].h {
+				t.Fatalf("%s: sortBlock order differs from bytes.Compare order at %d", skew, i)
+			}
+			if hs[i].h != orig[hs[i].delta].h {
+				t.Fatalf("%s: a hash lost its offset in the sort", skew)
+			}
+		}
+	}
+}
+
+// ringScan is the reference for occurrences: every resident slot of every
+// block, sealed and hot, compared one by one.
+func ringScan(e *Entry, x Hash) (offsets []int64, wide bool) {
+	for _, b := range append(slices.Clone(e.sealed), e.hot) {
+		for i := range b.hashes {
+			if b.hashes[i].h == x {
+				if b.wide {
+					return nil, true
+				}
+				offsets = append(offsets, b.offset(&b.hashes[i]))
+			}
+		}
+	}
+	slices.Sort(offsets)
+	return offsets, false
+}
+
+// TestCandidatesMatchABruteForceScan drives an entry through pushes with
+// repeats (within and across blocks), expiry and gaps, and checks after
+// every step that the candidates named for a lookup are exactly the
+// ring's occurrences (a brute-force scan), and that every in-window
+// occurrence is among them: the superset a narrowed probe relies on.
+func TestCandidatesMatchABruteForceScan(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	type stored struct {
+		h         Hash
+		off       int64
+		createdMs int64
+	}
+	for round := range 20 {
+		e := NewEntry(Hydration{LastOffset: -1, WindowMs: minute})
+		var all []stored
+		now, off := t0, int64(0)
+		for step := range 200 {
+			n := 1 + rng.IntN(300)
+			frame := make([]Hash, n)
+			for i := range frame {
+				if len(all) > 0 && rng.IntN(10) == 0 {
+					frame[i] = all[rng.IntN(len(all))].h // stored again: window 0, or another writer
+				} else {
+					frame[i] = h(uint64(round)<<32 | uint64(step)<<16 | uint64(i))
+				}
+				all = append(all, stored{frame[i], off + int64(i), now})
+			}
+			e.Learn(off, off+int64(n)-1, frame, now)
+			off += int64(n)
+			now += int64(rng.IntN(3000))
+			e.Expire(now)
+
+			queries := make([]Hash, 0, 16)
+			for range 12 {
+				queries = append(queries, all[rng.IntN(len(all))].h)
+			}
+			queries = append(queries, h(1<<50+uint64(step)), h(1<<51+uint64(step)))
+			verified, cands, hit := e.Verified(queries, now)
+			if verified != off-1 {
+				t.Fatalf("round %d step %d: verified %d, want %d", round, step, verified, off-1)
+			}
+			got := map[int32][]int64{}
+			for _, c := range cands {
+				got[c.Index] = append(got[c.Index], c.Offset)
+			}
+			anyHit := false
+			for i, q := range queries {
+				want, _ := ringScan(e, q)
+				have := slices.Sorted(slices.Values(got[int32(i)]))
+				if !slices.Equal(have, want) {
+					t.Fatalf("round %d step %d query %d: candidates %v, ring holds %v", round, step, i, have, want)
+				}
+				anyHit = anyHit || len(want) > 0
+				for _, s := range all {
+					if s.h == q && s.createdMs >= now-minute && !slices.Contains(have, s.off) {
+						t.Fatalf("round %d step %d: in-window occurrence at %d of query %d not named", round, step, s.off, i)
+					}
+				}
+			}
+			if hit != anyHit {
+				t.Fatalf("round %d step %d: hit %v, ring says %v", round, step, hit, anyHit)
+			}
+		}
+	}
+}
+
+// TestAWideBlockIsNotNarrowed: a hydration whose frames skip more than a
+// block's deltas can span leaves a block whose offsets are not known; a
+// hash resident there sends the segment to the full probe.
+func TestAWideBlockIsNotNarrowed(t *testing.T) {
+	e := NewEntry(Hydration{LastOffset: 100_009, WindowMs: 10 * minute, Ranges: []Range{
+		{Base: 0, CreatedMs: t0, Hashes: hashes(0, 10)},
+		{Base: 100_000, CreatedMs: t0, Hashes: hashes(100_000, 10)},
+	}})
+	if v, cands, hit := e.Verified(hashes(1<<40, 3), t0); v != 100_009 || hit || cands != nil {
+		t.Errorf("absent hashes: %d %v %v, want to vouch for 100009", v, cands, hit)
+	}
+	if v, cands, hit := e.Verified([]Hash{h(100_005)}, t0); v != -1 || !hit || cands != nil {
+		t.Errorf("a hash of the wide block: %d %v %v, want -1 (full probe)", v, cands, hit)
+	}
+	// Once that block is sealed and newer blocks follow, their hashes narrow.
+	e.Learn(100_010, 100_010+BlockCapacity, hashes(200_000, BlockCapacity+1), t0)
+	if v, cands, _ := e.Verified([]Hash{h(200_000 + BlockCapacity)}, t0); v < 0 || len(cands) != 1 || cands[0].Offset != 100_010+BlockCapacity {
+		t.Errorf("a hash of a later block: %d %v", v, cands)
+	}
+}
+
+// TestMemoryPerHashAtEveryEntrySize: at most 21 bytes per resident hash
+// by the cache's accounting (16 for the hash, 2 for its offset, the bloom
+// front and the hot buffer's headroom), from one block up, whether the
+// entry grew by pushes or was hydrated.
+func TestMemoryPerHashAtEveryEntrySize(t *testing.T) {
+	for _, n := range []int{4096, 4097, 5000, 8191, 12_000, 36_865, 100_000, 300_001, 1_000_000} {
+		grown := NewEntry(Hydration{LastOffset: -1, WindowMs: minute})
+		for off := 0; off < n; off += 100 {
+			k := min(100, n-off)
+			grown.Learn(int64(off), int64(off+k-1), hashes(uint64(off), uint64(k)), t0)
+		}
+		var ranges []Range
+		for off := 0; off < n; off += 1000 {
+			ranges = append(ranges, Range{Base: int64(off), CreatedMs: t0, Hashes: hashes(uint64(off), uint64(min(1000, n-off)))})
+		}
+		hydrated := NewEntry(Hydration{LastOffset: int64(n - 1), WindowMs: minute, Ranges: ranges})
+		for name, e := range map[string]*Entry{"grown": grown, "hydrated": hydrated} {
+			if e.Len() != n {
+				t.Fatalf("%s %d: %d resident", name, n, e.Len())
+			}
+			if perHash := float64(e.Bytes()) / float64(n); perHash > 21 {
+				t.Errorf("%s entry of %d hashes: %.2f B/hash, want at most 21", name, n, perHash)
+			}
 		}
 	}
 }

@@ -147,7 +147,8 @@ func (f *flight) fly() {
 	defer cancel()
 
 	failures := make([]error, len(f.parts))
-	segOf := make([]int, len(f.parts)) // index into segs, -1 for none
+	segOf := make([]int, len(f.parts))   // index into segs, -1 for none
+	windows := make([]int, len(f.parts)) // what a full probe would unroll, as the cache estimates it
 	var segs []pgstore.Segment
 	messages := 0
 	for i, p := range f.parts {
@@ -169,7 +170,9 @@ func (f *flight) fly() {
 			}
 		}
 		seg := f.batches[i].segment(p.meta)
-		seg.Verified = in.vouch(ctx, &p.meta, seg.Hashes)
+		var window int
+		seg.Verified, seg.Candidates, window = in.vouch(ctx, &p.meta, seg.Hashes)
+		windows[i] = window
 		// The cache vouches only under the window it was asked with (it
 		// rebuilds on a change); SQL ignores the vouch if the window has
 		// grown since this partition's memo was read.
@@ -212,7 +215,7 @@ func (f *flight) fly() {
 				answers[i].failure = pushErr
 			} else {
 				answers[i].res = &results[j]
-				in.metrics.observeProbe(results[j].ProbeRan)
+				in.metrics.observeProbe(&results[j], windows[i])
 			}
 		}
 	}
@@ -235,30 +238,32 @@ func (f *flight) fly() {
 	in.answering.Done()
 }
 
-// vouch asks the cache for the watermark a segment may send as p_verified,
-// hydrating the partition's entry first when the cache asks for it. Any
-// failure only costs the full probe (-1), never a verdict. A hydration
-// reads the window too: when it differs from the memo's, the memo is
-// stale (a /configure since it was read) and takes the fresher value, or
-// the cache would see a window change on every flush until the memo's TTL
-// and rehydrate each time.
-func (in *Ingester) vouch(ctx context.Context, meta *pgstore.Partition, hashes []pgstore.Hash) int64 {
+// vouch asks the cache for the watermark a segment may send as
+// p_verified and the stored slots SQL must check below it (the resident
+// occurrences of its hashes), hydrating the partition's entry first when
+// the cache asks for it; window estimates what a full probe would unroll.
+// Any failure only costs the full probe (-1), never a verdict. A
+// hydration reads the window too: when it differs from the memo's, the
+// memo is stale (a /configure since it was read) and takes the fresher
+// value, or the cache would see a window change on every flush until the
+// memo's TTL and rehydrate each time.
+func (in *Ingester) vouch(ctx context.Context, meta *pgstore.Partition, hashes []pgstore.Hash) (verified int64, candidates []pgstore.Candidate, window int) {
 	if in.cache == nil || meta.WindowSeconds == 0 {
-		return -1 // window 0: the probe does not run anyway
+		return -1, nil, 0 // window 0: the probe does not run anyway
 	}
 	d := in.cache.Decide(meta.ID, int64(meta.WindowSeconds)*1000, hashes)
 	if d.Hydrate {
 		h, err := in.store.Hydrate(ctx, meta.ID)
 		if err != nil {
 			in.log.Warn().Err(err).Int64("partition", meta.ID).Msg("dedup cache hydration failed")
-			return -1
+			return -1, nil, 0
 		}
 		in.cache.Install(meta.ID, toDedupHydration(h, in.cache.NowMs()))
 		if h.WindowSeconds == 0 {
 			// Deduplication was turned off. The memo keeps its window until
 			// its TTL: this frame was built (leaders only) for a window on,
 			// and its answers must be resolved the same way.
-			return -1
+			return -1, nil, 0
 		}
 		meta.WindowSeconds = h.WindowSeconds
 		d = in.cache.Decide(meta.ID, int64(meta.WindowSeconds)*1000, hashes)
@@ -266,7 +271,14 @@ func (in *Ingester) vouch(ctx context.Context, meta *pgstore.Partition, hashes [
 	if d.Hit {
 		in.metrics.cacheHits.Inc()
 	}
-	return d.Verified
+	if d.Verified < 0 {
+		return -1, nil, d.WindowHashes
+	}
+	candidates = make([]pgstore.Candidate, len(d.Candidates))
+	for i, c := range d.Candidates {
+		candidates[i] = pgstore.Candidate{Index: c.Index, Offset: c.Offset}
+	}
+	return d.Verified, candidates, d.WindowHashes
 }
 
 // learn tells the cache what a committed segment wrote: the hashes of the

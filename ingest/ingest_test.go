@@ -43,7 +43,7 @@ func (s *countingStore) Push(ctx context.Context, segs []pgstore.Segment) ([]pgs
 	}
 	res, err := s.Store.Push(ctx, segs)
 	for _, r := range res {
-		if r.ProbeRan {
+		if r.Probed() {
 			s.probes.Add(1)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/queengate/queengate/dedup"
+	"github.com/queengate/queengate/pgstore"
 )
 
 type metrics struct {
@@ -14,8 +15,9 @@ type metrics struct {
 	flushTime   prometheus.Histogram
 	segments    prometheus.Histogram
 	flushErrors prometheus.Counter
-	probeRan    prometheus.Counter
-	probeSkip   prometheus.Counter
+	probes      map[pgstore.Probe]prometheus.Counter
+	unrolled    prometheus.Counter
+	fullWindow  prometheus.Counter
 	bufferDepth prometheus.Gauge
 	cacheHits   prometheus.Counter
 }
@@ -27,7 +29,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}, []string{"status"})
 	probes := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "queengate_probes_total",
-		Help: "Segments pushed, by whether the SQL duplicate probe ran or was skipped.",
+		Help: "Segments pushed, by what the SQL duplicate probe did: skipped (the cache vouched for everything stored), narrowed (only the slots the cache named and the rows above its watermark), full (the whole window), off (window 0).",
 	}, []string{"probe"})
 	m := &metrics{
 		messages: map[Status]prometheus.Counter{
@@ -54,15 +56,27 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "queengate_flush_errors_total",
 			Help: "Bundles that failed; their messages were answered failed.",
 		}),
-		probeRan:  probes.WithLabelValues("ran"),
-		probeSkip: probes.WithLabelValues("skipped"),
+		probes: map[pgstore.Probe]prometheus.Counter{
+			pgstore.ProbeOff:      probes.WithLabelValues("off"),
+			pgstore.ProbeSkipped:  probes.WithLabelValues("skipped"),
+			pgstore.ProbeNarrowed: probes.WithLabelValues("narrowed"),
+			pgstore.ProbeFull:     probes.WithLabelValues("full"),
+		},
+		unrolled: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "queengate_probe_unrolled_hashes_total",
+			Help: "Stored hashes the SQL probes compared (narrowed probes: the named slots and the rows above the watermark).",
+		}),
+		fullWindow: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "queengate_probe_window_hashes_total",
+			Help: "Stored hashes full probes of the same segments would have compared (the cache's estimate of each window), for the unrolled share.",
+		}),
 		bufferDepth: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "queengate_fusion_buffered_messages",
 			Help: "Messages accepted and not yet answered (buffered or in flight).",
 		}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{messages, probes, m.flushSize, m.flushTime, m.segments, m.flushErrors, m.bufferDepth} {
+		for _, c := range []prometheus.Collector{messages, probes, m.unrolled, m.fullWindow, m.flushSize, m.flushTime, m.segments, m.flushErrors, m.bufferDepth} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}
@@ -80,11 +94,17 @@ func (m *metrics) observeFlush(segments, messages int, took time.Duration, err e
 	}
 }
 
-func (m *metrics) observeProbe(ran bool) {
-	if ran {
-		m.probeRan.Inc()
-	} else {
-		m.probeSkip.Inc()
+// observeProbe counts a segment's probe, what it unrolled, and what a
+// full probe would have (its own count when it was one, else the cache's
+// estimate of the window).
+func (m *metrics) observeProbe(r *pgstore.SegmentResult, window int) {
+	m.probes[r.Probe].Inc()
+	m.unrolled.Add(float64(r.Unrolled))
+	switch r.Probe {
+	case pgstore.ProbeFull:
+		m.fullWindow.Add(float64(r.Unrolled))
+	case pgstore.ProbeSkipped, pgstore.ProbeNarrowed:
+		m.fullWindow.Add(float64(window))
 	}
 }
 

@@ -133,7 +133,7 @@ func TestVouchUnderSmallerWindowIsNotTrusted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !res[0].ProbeRan {
+	if !res[0].Probed() {
 		t.Error("probe skipped on a watermark vouched under a smaller window")
 	}
 	wantOutcomes(t, res[0], dup(0))
@@ -145,7 +145,7 @@ func TestVouchUnderSmallerWindowIsNotTrusted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res[0].ProbeRan {
+	if res[0].Probed() {
 		t.Error("probe ran on a watermark vouched under the current window")
 	}
 }

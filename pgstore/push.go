@@ -28,6 +28,44 @@ type Segment struct {
 	Hashes []Hash
 	// Data[i] is message i's data as JSON text; nil stands for null.
 	Data [][]byte
+	// Candidates, with a vouched Verified, are the only places at or below
+	// it where one of Hashes may be stored in the window: SQL checks those
+	// slots and everything above Verified, instead of the whole window.
+	// Each names a message (its index in Hashes) and an offset.
+	Candidates []Candidate
+}
+
+// Candidate is a stored occurrence a caller's cache holds of message
+// Index's hash, at Offset.
+type Candidate struct {
+	Index  int32
+	Offset int64
+}
+
+// Probe is what a push's duplicate probe did for a segment.
+type Probe uint8
+
+const (
+	// ProbeOff: the window is 0, deduplication is off.
+	ProbeOff Probe = iota
+	// ProbeSkipped: nothing was stored above what the caller vouched for.
+	ProbeSkipped
+	// ProbeNarrowed: the caller's candidates and the rows above its
+	// watermark were checked.
+	ProbeNarrowed
+	// ProbeFull: the whole window was unrolled.
+	ProbeFull
+)
+
+var probeNames = map[string]Probe{"off": ProbeOff, "skipped": ProbeSkipped, "narrowed": ProbeNarrowed, "full": ProbeFull}
+
+func (p Probe) String() string {
+	for name, v := range probeNames {
+		if v == p {
+			return name
+		}
+	}
+	return "unknown"
 }
 
 // Outcome is what happened to one message of a segment.
@@ -47,15 +85,16 @@ type SegmentResult struct {
 	BaseOffset int64
 	// LastOffset is the partition's allocator after the push.
 	LastOffset int64
-	// ProbeRan reports whether the duplicate probe ran (it is skipped when
-	// Verified covers everything stored, or the window is 0).
-	ProbeRan bool
+	// Probe is what the duplicate probe did, and Unrolled how many stored
+	// hashes it compared.
+	Probe    Probe
+	Unrolled int64
 	// Outcomes has one entry per input message, in input order.
 	Outcomes []Outcome
 }
 
-const pushBundleSQL = `SELECT seg, base_offset, last_offset, probe_ran, dup_idx, dup_off
-FROM queen.log_push_bundle($1, $2, $3, $4, $5, $6, $7, $8)`
+const pushBundleSQL = `SELECT seg, base_offset, last_offset, probe, unrolled, dup_idx, dup_off
+FROM queen.log_push_bundle($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`
 
 // Push writes segments in one transaction and one round trip. Partition row
 // locks are taken in ascending id order before anything is written. A
@@ -98,6 +137,9 @@ func bundleArgs(segs []Segment) ([]any, error) {
 	windows := make([]int32, len(segs))
 	counts := make([]int32, len(segs))
 	sizes := make([]int64, len(segs)) // data bytes as sent, per frame
+	candCounts := make([]int32, len(segs))
+	var candIdx []int32
+	var candOff []int64
 	txnIDs := newArrayBuilder(oidText, total, 32*total)
 	hashes := newArrayBuilder(oidUUID, total, 16*total)
 	data := newArrayBuilder(oidJSON, total, 128*total)
@@ -118,8 +160,17 @@ func bundleArgs(segs []Segment) ([]any, error) {
 			data.appendBytes(d)
 			sizes[i] += int64(len(d))
 		}
+		candCounts[i] = int32(len(seg.Candidates))
+		for _, c := range seg.Candidates {
+			candIdx = append(candIdx, c.Index+1) // 1-based in SQL
+			candOff = append(candOff, c.Offset)
+		}
 	}
-	return []any{pids, verified, windows, counts, txnIDs.encoded(), hashes.encoded(), data.encoded(), sizes}, nil
+	if candIdx == nil {
+		candIdx, candOff = []int32{}, []int64{}
+	}
+	return []any{pids, verified, windows, counts, txnIDs.encoded(), hashes.encoded(), data.encoded(), sizes,
+		candCounts, candIdx, candOff}, nil
 }
 
 var jsonNull = []byte("null")
@@ -133,11 +184,12 @@ func collectResults(rows pgx.Rows, segs []Segment) ([]SegmentResult, error) {
 			seg      int32
 			base     *int64
 			last     int64
-			probeRan bool
+			probe    string
+			unrolled int64
 			dupIdx   []int32
 			dupOff   []int64
 		)
-		if err := rows.Scan(&seg, &base, &last, &probeRan, &dupIdx, &dupOff); err != nil {
+		if err := rows.Scan(&seg, &base, &last, &probe, &unrolled, &dupIdx, &dupOff); err != nil {
 			return nil, err
 		}
 		i := int(seg) - 1
@@ -146,7 +198,7 @@ func collectResults(rows pgx.Rows, segs []Segment) ([]SegmentResult, error) {
 		}
 		n := len(segs[i].Hashes)
 		r := SegmentResult{PartitionID: segs[i].PartitionID, BaseOffset: -1, LastOffset: last,
-			ProbeRan: probeRan, Outcomes: make([]Outcome, n)}
+			Probe: probeNames[probe], Unrolled: unrolled, Outcomes: make([]Outcome, n)}
 		for k, idx := range dupIdx {
 			if idx < 1 || int(idx) > n {
 				return nil, fmt.Errorf("duplicate index %d out of range for segment %d", idx, seg)
@@ -180,6 +232,9 @@ func collectResults(rows pgx.Rows, segs []Segment) ([]SegmentResult, error) {
 	}
 	return results, nil
 }
+
+// Probed reports whether the duplicate probe looked at stored rows.
+func (r *SegmentResult) Probed() bool { return r.Probe == ProbeNarrowed || r.Probe == ProbeFull }
 
 // MessageID is the stable id of the message at (partition, offset): the
 // same message always has the same id, and distinct messages distinct ids.

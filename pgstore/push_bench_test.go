@@ -68,7 +68,7 @@ func BenchmarkPushSkipProbe(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if res[0].ProbeRan {
+				if res[0].Probed() {
 					b.Fatal("probe ran")
 				}
 				last = res[0].LastOffset
@@ -103,8 +103,8 @@ func BenchmarkPushFullProbe(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if !res[0].ProbeRan || res[0].BaseOffset < 0 {
-					b.Fatalf("probe ran %v, base %d", res[0].ProbeRan, res[0].BaseOffset)
+				if !res[0].Probed() || res[0].BaseOffset < 0 {
+					b.Fatalf("probe ran %v, base %d", res[0].Probed(), res[0].BaseOffset)
 				}
 				b.StopTimer()
 				if _, err := st.Pool().Exec(ctx, "DELETE FROM queen.log_txns WHERE partition_id = $1 AND base_offset = $2",

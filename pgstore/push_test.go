@@ -111,7 +111,7 @@ func TestRetryInWindowIsDuplicateOfOriginal(t *testing.T) {
 
 	retry := b.push(t, -1, "order-9138-paid")
 	wantOutcomes(t, retry, dup(1))
-	if !retry.ProbeRan {
+	if !retry.Probed() {
 		t.Error("probe did not run for p_verified = -1")
 	}
 	if retry.BaseOffset != -1 || retry.LastOffset != 1 {
@@ -166,7 +166,7 @@ func TestRepeatsWithinOneRequestFollowFirstOccurrence(t *testing.T) {
 	// repeats are still resolved in SQL.
 	vouched := b.push(t, b.lastOffset(t), "v", "v", "v")
 	wantOutcomes(t, vouched, queued(3), dup(3), dup(3))
-	if vouched.ProbeRan {
+	if vouched.Probed() {
 		t.Error("probe ran although p_verified = last_offset")
 	}
 }
@@ -179,7 +179,7 @@ func TestWindowZeroStoresRetryAndStillWritesTxns(t *testing.T) {
 	wantOutcomes(t, first, queued(0), queued(1))
 	retry := b.push(t, -1, "t1")
 	wantOutcomes(t, retry, queued(2))
-	if retry.ProbeRan {
+	if retry.Probed() {
 		t.Error("probe ran with window 0")
 	}
 	if n := b.count(t, "log_txns"); n != 2 {
@@ -200,7 +200,7 @@ func TestRetryPastWindowIsNew(t *testing.T) {
 	}
 	retry := b.push(t, -1, "late")
 	wantOutcomes(t, retry, queued(1))
-	if !retry.ProbeRan {
+	if !retry.Probed() {
 		t.Error("probe did not run")
 	}
 }
@@ -223,7 +223,7 @@ func TestVerifiedAtLastOffsetSkipsProbeAndWrites(t *testing.T) {
 	b := setup(t)
 	b.push(t, -1, "a", "b")
 	res := b.push(t, 1, "c", "d")
-	if res.ProbeRan {
+	if res.Probed() {
 		t.Error("probe ran although p_verified = last_offset")
 	}
 	wantOutcomes(t, res, queued(2), queued(3))
@@ -231,7 +231,7 @@ func TestVerifiedAtLastOffsetSkipsProbeAndWrites(t *testing.T) {
 	// The skipped probe trusts the caller: a vouched-for retry is written
 	// again. This is why only a cache that knows the window may vouch.
 	trusted := b.push(t, 3, "a")
-	if trusted.ProbeRan {
+	if trusted.Probed() {
 		t.Error("probe ran although p_verified = last_offset")
 	}
 	wantOutcomes(t, trusted, queued(4))
@@ -244,7 +244,7 @@ func TestVerifiedMinusOneProbesWholeWindow(t *testing.T) {
 		b.push(t, -1, fmt.Sprintf("m%d", i))
 	}
 	res := b.push(t, -1, "m0", "m4", "fresh")
-	if !res.ProbeRan {
+	if !res.Probed() {
 		t.Fatal("probe did not run")
 	}
 	wantOutcomes(t, res, dup(0), dup(4), queued(5))
@@ -253,7 +253,7 @@ func TestVerifiedMinusOneProbesWholeWindow(t *testing.T) {
 	// 0) is beyond the probed span and a caller vouching for offset 2 is
 	// trusted about it, but m4 (offset 4) is above and still caught.
 	partial := b.push(t, 2, "m4", "fresh2")
-	if !partial.ProbeRan {
+	if !partial.Probed() {
 		t.Fatal("probe did not run for p_verified below last_offset")
 	}
 	wantOutcomes(t, partial, dup(4), queued(6))
@@ -533,8 +533,8 @@ func TestWideBundleMixesCleanAndDirtyFrames(t *testing.T) {
 	wantOutcomes(t, res[1], queued(1), queued(2))
 	wantOutcomes(t, res[2], queued(0), dup(0))
 	wantOutcomes(t, res[3], queued(1), queued(2))
-	if !res[0].ProbeRan || !res[1].ProbeRan || res[3].ProbeRan {
-		t.Errorf("probe ran: %v %v %v %v; want true true (any) false", res[0].ProbeRan, res[1].ProbeRan, res[2].ProbeRan, res[3].ProbeRan)
+	if !res[0].Probed() || !res[1].Probed() || res[3].Probed() {
+		t.Errorf("probe ran: %v %v %v %v; want true true (any) false", res[0].Probed(), res[1].Probed(), res[2].Probed(), res[3].Probed())
 	}
 	for i, want := range []int64{1, 2, 0, 2} {
 		if res[i].LastOffset != want {
@@ -546,7 +546,7 @@ func TestWideBundleMixesCleanAndDirtyFrames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if vouched[0].ProbeRan || vouched[1].ProbeRan {
+	if vouched[0].Probed() || vouched[1].Probed() {
 		t.Errorf("probe ran for vouched frames: %+v", vouched)
 	}
 	wantOutcomes(t, vouched[0], queued(3))
@@ -627,6 +627,117 @@ func TestRacingWideBundlesAreExactAndDoNotDeadlock(t *testing.T) {
 	for _, a := range all {
 		if key := [2]string{fmt.Sprint(a.part), a.id}; a.out.Duplicate && queuedAt[key] != a.out.Offset {
 			t.Fatalf("duplicate of %v names %d, original at %d", key, a.out.Offset, queuedAt[key])
+		}
+	}
+}
+
+// narrowed is a segment vouched at verified, with candidates.
+func narrowed(pid, verified int64, cands []pgstore.Candidate, txnIDs ...string) pgstore.Segment {
+	seg := segment(pid, verified, txnIDs...)
+	seg.Candidates = cands
+	return seg
+}
+
+// TestNarrowedProbeChecksTheNamedSlotsAndAboveTheWatermark: a vouched
+// segment's candidates are checked exactly (the hash at that offset, in
+// the window), rows above the watermark are probed, the earliest match is
+// the original, and nothing else of the window is read.
+func TestNarrowedProbeChecksTheNamedSlotsAndAboveTheWatermark(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	b.push(t, -1, "a", "b", "c") // 0, 1, 2
+	b.push(t, -1, "d", "a")      // d=3, a is a duplicate of 0
+	b.setWindow(t, 0)
+	b.push(t, -1, "b") // 4: window 0 stores "b" again
+	b.setWindow(t, 3600)
+	b.push(t, -1, "e", "f") // 5, 6
+
+	push := func(seg pgstore.Segment) pgstore.SegmentResult {
+		t.Helper()
+		res, err := b.store.Push(ctx, []pgstore.Segment{seg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res[0]
+	}
+	// "b" is at 1 and 4; the cache names both: the earliest is the original.
+	r := push(narrowed(b.part.ID, 6, []pgstore.Candidate{{Index: 1, Offset: 4}, {Index: 1, Offset: 1}}, "new-1", "b"))
+	wantOutcomes(t, r, queued(7), dup(1))
+	if r.Probe != pgstore.ProbeNarrowed || r.Unrolled != 2 {
+		t.Errorf("probe %v unrolled %d, want narrowed over the 2 named slots", r.Probe, r.Unrolled)
+	}
+	// A named slot holding another hash is no match; one below the watermark
+	// that is not named is not looked at (the caller vouched for it).
+	r = push(narrowed(b.part.ID, 7, []pgstore.Candidate{{Index: 0, Offset: 2}}, "d"))
+	wantOutcomes(t, r, queued(8))
+	// Rows above the watermark are probed: "e" at 5, vouched only up to 4.
+	r = push(narrowed(b.part.ID, 4, []pgstore.Candidate{{Index: 1, Offset: 0}}, "e", "a"))
+	wantOutcomes(t, r, dup(5), dup(0))
+	if r.Probe != pgstore.ProbeNarrowed || r.Unrolled != 1+4 {
+		t.Errorf("probe %v unrolled %d, want 1 slot and the 4 offsets above 4 (5..8)", r.Probe, r.Unrolled)
+	}
+	// A named slot past the window is no match: the original is gone.
+	if _, err := b.store.Pool().Exec(ctx, "UPDATE queen.log_txns SET created_at = created_at - interval '2 hours' WHERE partition_id = $1 AND base_offset = 0",
+		b.part.ID); err != nil {
+		t.Fatal(err)
+	}
+	r = push(narrowed(b.part.ID, 8, []pgstore.Candidate{{Index: 0, Offset: 2}}, "c"))
+	wantOutcomes(t, r, queued(9))
+	// After the window grew past the vouch, candidates are not trusted:
+	// the whole window is probed.
+	seg := narrowed(b.part.ID, 9, nil, "e")
+	seg.VerifiedWindow = 60
+	r = push(seg)
+	wantOutcomes(t, r, dup(5))
+	if r.Probe != pgstore.ProbeFull {
+		t.Errorf("probe %v after the window grew, want full", r.Probe)
+	}
+	// Nothing stored above the watermark and no candidates: skipped.
+	if r = push(narrowed(b.part.ID, 9, nil, "g")); r.Probe != pgstore.ProbeSkipped || r.Unrolled != 0 {
+		t.Errorf("probe %v unrolled %d, want skipped", r.Probe, r.Unrolled)
+	}
+}
+
+// TestWideBundleMixesNarrowedFullAndDirtyFrames: in one bundle, frames
+// with duplicates found by candidates, by the range probe and within the
+// frame are classified, and clean frames written as sent, all at once.
+func TestWideBundleMixesNarrowedFullAndDirtyFrames(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := pgtest.Store(t, pgtest.SharedURL(t))
+	queue := pgtest.UniqueName(t)
+	var pids []int64
+	for _, name := range []string{"p0", "p1", "p2", "p3"} {
+		p, err := st.EnsurePartition(ctx, queue, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pids = append(pids, p.ID)
+	}
+	first := []pgstore.Segment{segment(pids[0], -1, "x", "y"), segment(pids[1], -1, "x", "y"), segment(pids[2], -1, "x"), segment(pids[3], -1, "x")}
+	if _, err := st.Push(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	res, err := st.Push(ctx, []pgstore.Segment{
+		narrowed(pids[0], 1, []pgstore.Candidate{{Index: 1, Offset: 1}}, "n0", "y"), // a candidate hit
+		segment(pids[1], -1, "x", "n1", "n1"),                                       // full probe hit, and a repeat
+		segment(pids[2], 0, "n2", "n3"),                                             // clean, probe skipped
+		segment(pids[3], -1, "x"),                                                   // all duplicates: writes nothing
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantOutcomes(t, res[0], queued(2), dup(1))
+	wantOutcomes(t, res[1], dup(0), queued(2), dup(2))
+	wantOutcomes(t, res[2], queued(1), queued(2))
+	wantOutcomes(t, res[3], dup(0))
+	if res[3].BaseOffset != -1 || res[3].LastOffset != 0 {
+		t.Errorf("all-duplicate frame: base %d last %d, want nothing written", res[3].BaseOffset, res[3].LastOffset)
+	}
+	for i, want := range []pgstore.Probe{pgstore.ProbeNarrowed, pgstore.ProbeFull, pgstore.ProbeSkipped, pgstore.ProbeFull} {
+		if res[i].Probe != want {
+			t.Errorf("frame %d probe %v, want %v", i, res[i].Probe, want)
 		}
 	}
 }

@@ -48,8 +48,14 @@ func Open(ctx context.Context, connString string) (*Store, error) {
 }
 
 // OpenConfig connects a pool built from cfg. It chains its own AfterConnect
-// hook (binary codecs for the push arrays) before cfg's.
+// hook (binary codecs for the push arrays) before cfg's, and turns JIT
+// compilation off unless cfg sets it: the push's statements are planned
+// with generic row estimates that reach jit_above_cost, and compiling
+// them took ~60 ms of a push that runs in under one.
 func OpenConfig(ctx context.Context, cfg *pgxpool.Config) (*Store, error) {
+	if _, set := cfg.ConnConfig.RuntimeParams["jit"]; !set {
+		cfg.ConnConfig.RuntimeParams["jit"] = "off"
+	}
 	after := cfg.AfterConnect
 	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
 		if err := registerCodecs(ctx, conn); err != nil {

@@ -4,9 +4,9 @@
 -- it), in the caller's transaction: it takes them with FOR UPDATE SKIP
 -- LOCKED (several gateways never fire the same timer and never wait for
 -- each other), deletes their rows, and pushes their messages through
--- queen.log_push with the partition's own allocator as p_verified, so the
--- probe does not run: the guarantee is this one transaction, not the
--- window. If it commits, the rows are gone and the messages are in the
+-- queen.log_push_bundle, one frame per partition, with each partition's
+-- own allocator as p_verified, so the probe does not run: the guarantee
+-- is this one transaction, not the window. If it commits, the rows are gone and the messages are in the
 -- log; if it rolls back, neither happened.
 --
 -- Pending transactionIds are unique per partition, so a frame never
@@ -28,11 +28,10 @@ DECLARE
     v_data  json[];
     v_fire  timestamptz[];
     v_sizes bigint[];
-    v_n     integer;
-    i       integer := 1;
-    j       integer;
-    v_last  bigint;
-    v_base  bigint;
+    v_fpids  bigint[]; -- the partitions fired into, ascending: one frame each
+    v_lasts  bigint[];
+    v_counts integer[];
+    v_fbytes bigint[];
 BEGIN
     -- Rows are locked as the loop fetches them; a few fetched past the
     -- byte budget stay locked (not deleted) until commit and fire next time.
@@ -63,29 +62,24 @@ BEGIN
            array_agg(r.data_bytes ORDER BY r.partition_id, r.fire_at, r.id)
       INTO v_ids, v_pids, v_txns, v_hash, v_data, v_fire, v_sizes
       FROM del r;
-    v_n := cardinality(v_ids);
+    -- Partitions in ascending id order (LOCKS.md), then each partition's
+    -- own allocator, read under its lock, as the vouched watermark.
     PERFORM 1 FROM queen.log_partitions p WHERE p.id = ANY (v_pids) ORDER BY p.id FOR UPDATE;
-    WHILE i <= v_n LOOP
-        j := i;
-        WHILE j < v_n AND v_pids[j + 1] = v_pids[i] LOOP
-            j := j + 1;
-        END LOOP;
-        -- The partition's own allocator as p_verified (read under the lock
-        -- taken above): the probe does not run for a fire.
-        SELECT p.last_offset INTO v_last FROM queen.log_partitions p WHERE p.id = v_pids[i];
-        SELECT r.base_offset INTO v_base
-          FROM queen.log_push(v_pids[i], v_last, 2147483647, v_txns[i:j], v_hash[i:j], v_data[i:j],
-                              (SELECT sum(b)::bigint FROM unnest(v_sizes[i:j]) AS b)) AS r;
-        fired_at := clock_timestamp();
-        FOR k IN i .. j LOOP
-            timer_id := v_ids[k];
-            partition_id := v_pids[k];
-            msg_offset := v_base + (k - i);
-            txn_id := v_txns[k];
-            fire_at := v_fire[k];
-            RETURN NEXT;
-        END LOOP;
-        i := j + 1;
-    END LOOP;
+    SELECT array_agg(f.pid ORDER BY f.pid), array_agg(p.last_offset ORDER BY f.pid),
+           array_agg(f.n ORDER BY f.pid), array_agg(f.bytes ORDER BY f.pid)
+      INTO v_fpids, v_lasts, v_counts, v_fbytes
+      FROM (SELECT x.pid, count(*)::integer AS n, sum(x.b)::bigint AS bytes
+              FROM unnest(v_pids, v_sizes) AS x(pid, b) GROUP BY x.pid) AS f
+      JOIN queen.log_partitions p ON p.id = f.pid;
+    fired_at := clock_timestamp();
+    RETURN QUERY
+        SELECT v_ids[k], v_pids[k], r.base_offset + (k - fp.first), v_txns[k], v_fire[k], fired_at
+          FROM queen.log_push_bundle(v_fpids, v_lasts, array_fill(2147483647, ARRAY[cardinality(v_fpids)]),
+                   v_counts, v_txns, v_hash, v_data, v_fbytes, array_fill(0, ARRAY[cardinality(v_fpids)]),
+                   '{}', '{}') AS r
+          JOIN (SELECT f.s, min(k2) AS first FROM unnest(v_pids) WITH ORDINALITY AS u(pid, k2)
+                  JOIN unnest(v_fpids) WITH ORDINALITY AS f(pid, s) ON f.pid = u.pid GROUP BY f.s) AS fp
+            ON fp.s = r.seg
+         CROSS JOIN LATERAL generate_series(fp.first, fp.first + v_counts[r.seg] - 1) AS k;
 END
 $$;
