@@ -28,6 +28,7 @@ import (
 //   - equal verdict: what SQL answers (duplicate of which offset, or new
 //     at which offset) is what a full-window probe computed from the
 //     database gives.
+//
 // Pushes are serialized through it, so nothing writes between the check
 // and the push.
 type soundStore struct {
