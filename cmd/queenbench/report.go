@@ -18,7 +18,7 @@ import (
 var resultHeader = []string{
 	"target", "scenario", "msg/s", "p50 ms", "p90 ms", "p99 ms", "max ms",
 	"queued", "duplicate", "failed", "violations",
-	"CPU s/M msgs", "peak RSS MiB", "probe skipped", "cache B/hash",
+	"CPU s/M msgs", "peak RSS MiB", "probe skipped", "narrowed", "unrolled", "cache B/hash",
 }
 
 // resultTextColumns is how many leading columns of resultHeader hold text;
@@ -121,6 +121,8 @@ func resultRows(r *Report) [][]string {
 			strconv.FormatFloat(res.CPUSecondsPerMillion, 'f', 2, 64),
 			strconv.FormatFloat(float64(res.PeakRSSBytes)/(1<<20), 'f', 1, 64),
 			formatShare(res.ProbeSkippedShare),
+			formatShare(res.ProbeNarrowedShare),
+			formatShare(res.UnrolledShare),
 			formatOptional(res.CacheBytesPerHash),
 		})
 	}

@@ -56,10 +56,14 @@ func testResult(target string, round int, rate float64, p50 time.Duration) Resul
 		CPUSecondsPerMillion: 1.25,
 		PeakRSSBytes:         64 << 20,
 		ProbeSkippedShare:    -1,
+		ProbeNarrowedShare:   -1,
+		UnrolledShare:        -1,
 		CacheBytesPerHash:    -1,
 	}
 	if target == "queengate" {
 		res.ProbeSkippedShare = 0.875
+		res.ProbeNarrowedShare = 0.12
+		res.UnrolledShare = 0.003
 		res.CacheBytesPerHash = 41.5
 	}
 	return res
@@ -169,15 +173,15 @@ func TestReportTable(t *testing.T) {
 	wantRows := [][]string{
 		{"target", "scenario", "msg/s", "p50", "ms", "p90", "ms", "p99", "ms", "max", "ms",
 			"queued", "duplicate", "failed", "violations", "CPU", "s/M", "msgs",
-			"peak", "RSS", "MiB", "probe", "skipped", "cache", "B/hash"},
+			"peak", "RSS", "MiB", "probe", "skipped", "narrowed", "unrolled", "cache", "B/hash"},
 		{"queengate", "steady", "250,000", "2.00", "4.00", "8.00", "20.00",
-			"900,000", "100,000", "0", "0", "1.25", "64.0", "87.5%", "41.5"},
+			"900,000", "100,000", "0", "0", "1.25", "64.0", "87.5%", "12.0%", "0.3%", "41.5"},
 		{"naive", "steady", "12,000", "40.00", "80.00", "160.00", "400.00",
-			"900,000", "100,000", "0", "0", "1.25", "64.0", "n/a", "n/a"},
+			"900,000", "100,000", "0", "0", "1.25", "64.0", "n/a", "n/a", "n/a", "n/a"},
 		{"jetstream", "steady", "90,000", "5.00", "10.00", "20.00", "50.00",
-			"900,000", "100,000", "0", "0", "1.25", "64.0", "n/a", "n/a"},
+			"900,000", "100,000", "0", "0", "1.25", "64.0", "n/a", "n/a", "n/a", "n/a"},
 		{"ceiling", "steady", "1,200,000", "0.30", "0.60", "1.20", "3.00",
-			"900,000", "100,000", "0", "0", "1.25", "64.0", "n/a", "n/a"},
+			"900,000", "100,000", "0", "0", "1.25", "64.0", "n/a", "n/a", "n/a", "n/a"},
 	}
 	wantRatios := [][]string{
 		{"target", "min", "median", "max"},
@@ -215,17 +219,17 @@ func TestReportTable(t *testing.T) {
 		checkFields(t, lines[2:], [][]string{
 			wantRows[0],
 			{"queengate", "steady", "250,000", "2.00", "4.00", "8.00", "20.00",
-				"900,000", "100,000", "0", "0", "1.25", "64.0", "87.5%", "41.5"},
+				"900,000", "100,000", "0", "0", "1.25", "64.0", "87.5%", "12.0%", "0.3%", "41.5"},
 			{"queengate", "steady", "225,000", "2.00", "4.00", "8.00", "20.00",
-				"900,000", "100,000", "0", "0", "1.25", "64.0", "87.5%", "41.5"},
+				"900,000", "100,000", "0", "0", "1.25", "64.0", "87.5%", "12.0%", "0.3%", "41.5"},
 			{"queengate", "steady", "275,000", "2.00", "4.00", "8.00", "20.00",
-				"900,000", "100,000", "0", "0", "1.25", "64.0", "87.5%", "41.5"},
+				"900,000", "100,000", "0", "0", "1.25", "64.0", "87.5%", "12.0%", "0.3%", "41.5"},
 			{"naive", "steady", "12,000", "40.00", "80.00", "160.00", "400.00",
-				"900,000", "100,000", "0", "0", "1.25", "64.0", "n/a", "n/a"},
+				"900,000", "100,000", "0", "0", "1.25", "64.0", "n/a", "n/a", "n/a", "n/a"},
 			{"naive", "steady", "10,800", "40.00", "80.00", "160.00", "400.00",
-				"900,000", "100,000", "0", "0", "1.25", "64.0", "n/a", "n/a"},
+				"900,000", "100,000", "0", "0", "1.25", "64.0", "n/a", "n/a", "n/a", "n/a"},
 			{"naive", "steady", "13,200", "40.00", "80.00", "160.00", "400.00",
-				"900,000", "100,000", "0", "0", "1.25", "64.0", "n/a", "n/a"},
+				"900,000", "100,000", "0", "0", "1.25", "64.0", "n/a", "n/a", "n/a", "n/a"},
 		})
 		if slices.Contains(lines, ratioTitle) {
 			t.Errorf("ratio table without ratios")
@@ -337,7 +341,7 @@ func TestReportMarkdown(t *testing.T) {
 					"queenbench --compare naive,jetstream,ceiling --rounds 3 --scenario steady\n```\n",
 				"Workload: scenario steady: 8 producers,",
 				"Figures are medians over the 3 rounds of the run.",
-				"| queengate | steady | 250,000 | 2.00 | 4.00 | 8.00 | 20.00 | 900,000 | 100,000 | 0 | 0 | 1.25 | 64.0 | 87.5% | 41.5 |",
+				"| queengate | steady | 250,000 | 2.00 | 4.00 | 8.00 | 20.00 | 900,000 | 100,000 | 0 | 0 | 1.25 | 64.0 | 87.5% | 12.0% | 0.3% | 41.5 |",
 				"**" + ratioTitle + "**",
 				"| naive | 0.50 | 0.67 | 20.80 |",
 			},

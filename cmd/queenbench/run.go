@@ -454,7 +454,8 @@ func runOnce(ctx context.Context, t Target, w Workload, round int, progress io.W
 		res.CPUSecondsPerMillion = (after.ServerCPUSeconds - before.ServerCPUSeconds) / float64(res.Messages) * 1e6
 	}
 	res.PeakRSSBytes = after.PeakRSSBytes
-	res.ProbeSkippedShare, res.CacheBytesPerHash = after.ProbeSkippedShare, after.CacheBytesPerHash
+	res.ProbeSkippedShare, res.ProbeNarrowedShare = after.ProbeSkippedShare, after.ProbeNarrowedShare
+	res.UnrolledShare, res.CacheBytesPerHash = after.UnrolledShare, after.CacheBytesPerHash
 	return res, nil
 }
 
@@ -489,6 +490,8 @@ func summarise(r *Report, targets []string) {
 		med.CPUSecondsPerMillion = pick(func(x Result) float64 { return x.CPUSecondsPerMillion })
 		med.PeakRSSBytes = int64(pick(func(x Result) float64 { return float64(x.PeakRSSBytes) }))
 		med.ProbeSkippedShare = pick(func(x Result) float64 { return x.ProbeSkippedShare })
+		med.ProbeNarrowedShare = pick(func(x Result) float64 { return x.ProbeNarrowedShare })
+		med.UnrolledShare = pick(func(x Result) float64 { return x.UnrolledShare })
 		med.CacheBytesPerHash = pick(func(x Result) float64 { return x.CacheBytesPerHash })
 		med.Queued, med.Duplicate, med.Failed, med.Violations, med.Messages, med.Requests, med.DistinctIDs = 0, 0, 0, 0, 0, 0, 0
 		for _, x := range rs {

@@ -157,7 +157,7 @@ func (t *jetstreamTarget) Send(ctx context.Context, producer int, b *Batch) ([]S
 // its peak resident set (over the process's life, which begins with this
 // target).
 func (t *jetstreamTarget) Figures(context.Context) (Figures, error) {
-	f := Figures{ProbeSkippedShare: -1, CacheBytesPerHash: -1}
+	f := Figures{ProbeSkippedShare: -1, ProbeNarrowedShare: -1, UnrolledShare: -1, CacheBytesPerHash: -1}
 	cpu, err := procCPUSeconds(t.server.PID())
 	if err != nil {
 		return f, fmt.Errorf("jetstream: server cpu: %w", err)

@@ -37,7 +37,14 @@ type queengateTarget struct {
 	mark    probeCounts
 }
 
-type probeCounts struct{ ran, skipped float64 }
+// probeCounts are the gateways' probe counters: segments by what their
+// probe did, stored hashes it compared, and what full probes would have.
+type probeCounts struct{ skipped, narrowed, full, off, unrolled, window float64 }
+
+func (c probeCounts) minus(o probeCounts) probeCounts {
+	return probeCounts{c.skipped - o.skipped, c.narrowed - o.narrowed, c.full - o.full, c.off - o.off,
+		c.unrolled - o.unrolled, c.window - o.window}
+}
 
 func newQueengateTarget(ctx context.Context, natsURL, prefix, pgURL string, adminAddrs []string, pids []int) (*queengateTarget, error) {
 	t := &queengateTarget{name: "queengate", natsURL: natsURL, prefix: prefix, adminAddrs: adminAddrs, pids: pids,
@@ -254,7 +261,8 @@ func parseAnswers(data []byte) (ids []string, statuses []Status, err error) {
 }
 
 // markProbes notes the gateways' probe counters, so Figures reports the
-// share of flushes that skipped the probe from here on.
+// shares of segments whose probe was skipped or narrowed, and of the
+// window unrolled, from here on.
 func (t *queengateTarget) markProbes(ctx context.Context) error {
 	c, err := t.probeCounts(ctx)
 	t.mark = c
@@ -268,8 +276,12 @@ func (t *queengateTarget) probeCounts(ctx context.Context) (probeCounts, error) 
 		if err != nil {
 			return c, err
 		}
-		c.ran += m[`queengate_probes_total{probe="ran"}`]
 		c.skipped += m[`queengate_probes_total{probe="skipped"}`]
+		c.narrowed += m[`queengate_probes_total{probe="narrowed"}`]
+		c.full += m[`queengate_probes_total{probe="full"}`]
+		c.off += m[`queengate_probes_total{probe="off"}`]
+		c.unrolled += m["queengate_probe_unrolled_hashes_total"]
+		c.window += m["queengate_probe_window_hashes_total"]
 	}
 	return c, nil
 }
@@ -277,7 +289,7 @@ func (t *queengateTarget) probeCounts(ctx context.Context) (probeCounts, error) 
 // Figures sums the gateways' CPU and takes their largest peak RSS, from
 // /proc when queenbench started them and from /metrics otherwise.
 func (t *queengateTarget) Figures(ctx context.Context) (Figures, error) {
-	f := Figures{ProbeSkippedShare: -1, CacheBytesPerHash: -1}
+	f := Figures{ProbeSkippedShare: -1, ProbeNarrowedShare: -1, UnrolledShare: -1, CacheBytesPerHash: -1}
 	if len(t.pids) > 0 {
 		for _, pid := range t.pids {
 			cpu, err := procCPUSeconds(pid)
@@ -306,9 +318,12 @@ func (t *queengateTarget) Figures(ctx context.Context) (Figures, error) {
 		cacheHashes += m["queengate_dedup_cache_resident_hashes"]
 	}
 	if c, err := t.probeCounts(ctx); err == nil {
-		ran, skipped := c.ran-t.mark.ran, c.skipped-t.mark.skipped
-		if ran+skipped > 0 {
-			f.ProbeSkippedShare = skipped / (ran + skipped)
+		d := c.minus(t.mark)
+		if total := d.skipped + d.narrowed + d.full; total > 0 {
+			f.ProbeSkippedShare, f.ProbeNarrowedShare = d.skipped/total, d.narrowed/total
+		}
+		if d.window > 0 {
+			f.UnrolledShare = d.unrolled / d.window
 		}
 	}
 	if cacheHashes > 0 {

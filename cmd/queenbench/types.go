@@ -97,9 +97,15 @@ type Figures struct {
 	ServerCPUSeconds float64
 	// PeakRSSBytes is the largest resident set seen of those processes.
 	PeakRSSBytes int64
-	// ProbeSkippedShare is the share of flushes whose SQL probe was
-	// skipped (queengate), -1 when unknown.
-	ProbeSkippedShare float64
+	// ProbeSkippedShare is the share of segments whose SQL probe was
+	// skipped (queengate), -1 when unknown; ProbeNarrowedShare the share
+	// narrowed to the cache's candidates.
+	ProbeSkippedShare  float64
+	ProbeNarrowedShare float64
+	// UnrolledShare is the stored hashes the probes compared over what
+	// full probes of the same segments would have (queengate), -1 when
+	// unknown.
+	UnrolledShare float64
 	// CacheBytesPerHash is the dedup cache's resident bytes per hash
 	// (queengate), -1 when unknown.
 	CacheBytesPerHash float64
@@ -134,6 +140,8 @@ type Result struct {
 	CPUSecondsPerMillion float64 `json:"cpu_s_per_million"`
 	PeakRSSBytes         int64   `json:"peak_rss_bytes"`
 	ProbeSkippedShare    float64 `json:"probe_skipped_share"`
+	ProbeNarrowedShare   float64 `json:"probe_narrowed_share"`
+	UnrolledShare        float64 `json:"unrolled_share"`
 	CacheBytesPerHash    float64 `json:"cache_bytes_per_hash"`
 }
 
