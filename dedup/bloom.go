@@ -21,7 +21,7 @@ const (
 // definite miss costs one cache line. Its bits are allocated for sized
 // hashes at 16 bits each: a generation filled as it opens is sized for
 // what it will hold; the open one of a growing entry starts small and
-// grows by a quarter (rebuilt from the ring), so an entry never carries
+// grows by half (rebuilt from the ring), so an entry never carries
 // a large filter for a few hashes.
 type bloomGen struct {
 	blocks       [][8]uint64
@@ -53,12 +53,12 @@ func blocksFor(hashes int) int {
 	return (hashes*bitsPerHash + bloomBlockBits - 1) / bloomBlockBits
 }
 
-// grow resizes the generation for a quarter more hashes (at most its
+// grow resizes the generation for half as many hashes again (at most its
 // capacity) and adds again every hash it holds, from the ring: resident
 // hashes stored at or after its first offset (a superset is harmless).
 // The generation is the newest, so its hashes are the ring's last ones.
 func (g *bloomGen) grow(e *Entry) {
-	g.sized = min(g.capacity, max(g.count, g.sized+g.sized/4))
+	g.sized = min(g.capacity, max(g.count, g.sized+g.sized/2))
 	g.blocks = make([][8]uint64, blocksFor(g.sized))
 	e.eachSince(g.minOffset, func(h *Hash) { g.set(h) })
 }

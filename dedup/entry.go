@@ -125,8 +125,14 @@ func NewEntry(h Hydration) *Entry {
 // reports a resident hash.
 func (e *Entry) Verified(hashes []Hash, nowMs int64) (verified int64, candidates []Candidate, hit bool) {
 	e.Expire(nowMs)
+	var buf [256]uint32
+	maybe := e.bloomMaybes(hashes, buf[:0])
 	for i := range hashes {
-		offs, ok := e.occurrences(&hashes[i])
+		if maybe[i] == 0 {
+			e.misses++
+			continue
+		}
+		offs, ok := e.occurrencesIn(&hashes[i], maybe[i])
 		if len(offs) > 0 {
 			hit = true
 		}
@@ -145,6 +151,25 @@ func (e *Entry) Verified(hashes []Hash, nowMs int64) (verified int64, candidates
 	return e.verifiedUpto, candidates, hit
 }
 
+// bloomMaybes asks every generation about every hash: bit g of maybe[i]
+// says generation g may hold hashes[i]. Generation by generation, so the
+// lookups of one generation are independent loads the CPU overlaps (one
+// cache miss each in a large filter). More than 32 generations (never,
+// at the tiers' sizes) all count as maybes.
+func (e *Entry) bloomMaybes(hashes []Hash, maybe []uint32) []uint32 {
+	maybe = slices.Grow(maybe[:0], len(hashes))[:len(hashes)]
+	clear(maybe)
+	for g, gen := range e.gens {
+		bit := uint32(1) << min(g, 31)
+		for i := range hashes {
+			hi, lo := split(&hashes[i])
+			if gen.mayContain(hi, lo) {
+				maybe[i] |= bit
+			}
+		}
+	}
+	return maybe
+}
 // Vouching reports whether the entry can vouch at all.
 func (e *Entry) Vouching() bool { return !e.gap && !e.rebuild }
 
@@ -282,19 +307,26 @@ func (e *Entry) Expire(nowMs int64) {
 // no block. ok is false when h sits in a wide block, whose offsets are
 // not known.
 func (e *Entry) occurrences(h *Hash) (offsets []int64, ok bool) {
-	hi, lo := split(h)
-	from, to := int64(math.MaxInt64), int64(math.MinInt64)
-	for _, g := range e.gens {
-		if g.mayContain(hi, lo) {
-			// Only the blocks holding a maybe generation's offsets can hold h.
-			from, to = min(from, g.minOffset), max(to, g.maxOffset)
-		}
-	}
-	if from > to {
+	var buf [1]uint32
+	maybe := e.bloomMaybes([]Hash{*h}, buf[:0])[0]
+	if maybe == 0 {
 		e.misses++
 		return nil, true
 	}
+	return e.occurrencesIn(h, maybe)
+}
+
+// occurrencesIn finds h in the blocks holding the offsets of the
+// generations that may hold it (bit g of maybe for generation g).
+func (e *Entry) occurrencesIn(h *Hash, maybe uint32) (offsets []int64, ok bool) {
+	from, to := int64(math.MaxInt64), int64(math.MinInt64)
+	for g, gen := range e.gens {
+		if maybe&(uint32(1)<<min(g, 31)) != 0 {
+			from, to = min(from, gen.minOffset), max(to, gen.maxOffset)
+		}
+	}
 	e.maybes++
+	hi, lo := split(h)
 	offsets, ok = e.find(h, hi, lo, from, to)
 	if len(offsets) == 0 && ok {
 		e.falsePositives++

@@ -156,33 +156,43 @@ func (s *scanner) number() {
 }
 
 // str scans a string starting at its opening quote. If out is non-nil the
-// decoded value is appended to it.
-func (s *scanner) str(out *[]byte) {
+// decoded value is appended to it. It reports whether the string held an
+// escape (when not, its text between the quotes is its value). Runs of
+// plain ASCII are skipped (or appended) in one step: most of a body.
+func (s *scanner) str(out *[]byte) (escaped bool) {
 	s.i++ // opening quote
 	for s.i < len(s.b) {
-		c := s.b[s.i]
-		switch {
+		start := s.i
+		for s.i < len(s.b) {
+			if c := s.b[s.i]; c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
+				break
+			}
+			s.i++
+		}
+		if out != nil && s.i > start {
+			*out = append(*out, s.b[start:s.i]...)
+		}
+		if s.i >= len(s.b) {
+			break
+		}
+		switch c := s.b[s.i]; {
 		case c == '"':
 			s.i++
-			return
+			return escaped
 		case c == '\\':
+			escaped = true
 			s.escape(out)
 			if s.err != nil {
-				return
+				return escaped
 			}
 		case c < 0x20:
 			s.fail("control character in string")
-			return
-		case c < utf8.RuneSelf:
-			if out != nil {
-				*out = append(*out, c)
-			}
-			s.i++
+			return escaped
 		default:
 			r, size := utf8.DecodeRune(s.b[s.i:])
 			if r == utf8.RuneError && size == 1 {
 				s.fail("invalid UTF-8")
-				return
+				return escaped
 			}
 			if out != nil {
 				*out = append(*out, s.b[s.i:s.i+size]...)
@@ -191,6 +201,7 @@ func (s *scanner) str(out *[]byte) {
 		}
 	}
 	s.fail("unterminated string")
+	return escaped
 }
 
 func (s *scanner) escape(out *[]byte) {
@@ -391,6 +402,8 @@ type rawMessage struct {
 func scanPush(body []byte, limit int, extra ...string) (msgs []rawMessage, count int, err error) {
 	s := &scanner{b: body}
 	s.ws()
+	// Messages usually take over 100 bytes each: one allocation, mostly.
+	msgs = make([]rawMessage, 0, min(limit, len(body)/128+1))
 	failedIn := -1 // the message the scan failed in, if any
 	parseMessage := func() {
 		defer func() {
@@ -502,8 +515,18 @@ func fieldBit(key []byte, extra []string) (uint8, bool) {
 func (m *rawMessage) scanTxnID(s *scanner) {
 	switch s.peek() {
 	case '"':
-		m.txnID = []byte{}
-		s.str(&m.txnID)
+		start := s.i
+		escaped := s.str(nil)
+		switch {
+		case s.err != nil:
+		case !escaped:
+			m.txnID = s.b[start+1 : s.i-1] // the text between the quotes is the value
+		default:
+			end := s.i
+			s.i = start
+			m.txnID = make([]byte, 0, end-start)
+			s.str(&m.txnID)
+		}
 		m.txnIDSet = true
 	case 'n':
 		s.literal("null")

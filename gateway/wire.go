@@ -192,7 +192,11 @@ func (m *rawMessage) txnIDOrMint() string {
 // encodeReply writes the per-message answer array (docs/protocol.md,
 // "Answers").
 func encodeReply(msgs []ingest.Message, results []ingest.Result) []byte {
-	b := make([]byte, 0, 160*len(results))
+	size := 2
+	for i := range msgs {
+		size += 150 + len(msgs[i].TxnID)
+	}
+	b := make([]byte, 0, size)
 	b = append(b, '[')
 	for i, r := range results {
 		if i > 0 {
@@ -218,7 +222,7 @@ func encodeReply(msgs []ingest.Message, results []ingest.Result) []byte {
 			b = appendJSONString(b, msg)
 		} else {
 			b = append(b, `,"messageId":"`...)
-			b = append(b, pgstore.MessageID(r.PartitionID, r.Offset)...)
+			b = pgstore.AppendMessageID(b, r.PartitionID, r.Offset)
 			b = append(b, `","offset":`...)
 			b = strconv.AppendInt(b, r.Offset, 10)
 		}

@@ -28,16 +28,20 @@ type batch struct {
 	leaderOf []int32
 	isLeader []bool
 
-	// Layer 1 compares queue\x1fpartition\x1ftransactionId; every message
-	// of a batch has the same queue and partition, so the map is keyed by
-	// the transactionId alone. Layer 2 compares the xxh3_128 hash, the same
-	// identity SQL compares, so a collision here behaves like one there.
-	byTxnID map[string]int32
-	byHash  map[pgstore.Hash]int32
+	// Layers 1 and 2 in one map. Layer 1 compares
+	// queue\x1fpartition\x1ftransactionId and layer 2 the xxh3_128 hash,
+	// the identity SQL compares (so a collision here behaves like one
+	// there). Every message of a batch has the same queue and partition,
+	// and equal transactionIds have equal hashes: one lookup by the hash
+	// answers both.
+	byHash map[pgstore.Hash]int32
 }
 
-func newBatch(now time.Time) *batch {
-	return &batch{firstAt: now, byTxnID: map[string]int32{}, byHash: map[pgstore.Hash]int32{}}
+// newBatch starts a buffer sized for about hint messages.
+func newBatch(now time.Time, hint int) *batch {
+	return &batch{firstAt: now, byHash: make(map[pgstore.Hash]int32, hint),
+		txnIDs: make([]string, 0, hint), hashes: make([]pgstore.Hash, 0, hint), data: make([][]byte, 0, hint),
+		leaderOf: make([]int32, 0, hint), isLeader: make([]bool, 0, hint)}
 }
 
 func (b *batch) add(req *Request) {
@@ -45,20 +49,13 @@ func (b *batch) add(req *Request) {
 	b.size += len(req.Messages)
 	b.bytes += req.bytes()
 	for _, m := range req.Messages {
-		if li, ok := b.byTxnID[m.TxnID]; ok {
-			b.leaderOf = append(b.leaderOf, li)
-			b.isLeader = append(b.isLeader, false)
-			continue
-		}
 		h := pgstore.HashTxnID(m.TxnID)
 		if li, ok := b.byHash[h]; ok {
-			b.byTxnID[m.TxnID] = li
 			b.leaderOf = append(b.leaderOf, li)
 			b.isLeader = append(b.isLeader, false)
 			continue
 		}
 		li := int32(len(b.txnIDs))
-		b.byTxnID[m.TxnID] = li
 		b.byHash[h] = li
 		b.txnIDs = append(b.txnIDs, m.TxnID)
 		b.hashes = append(b.hashes, h)
@@ -96,6 +93,7 @@ func (b *batch) segment(meta pgstore.Partition) pgstore.Segment {
 // passes on the stored original, a failed leader fails it too.
 func (b *batch) resolve(meta pgstore.Partition, res *pgstore.SegmentResult, failure error, m *metrics, t *tally) {
 	byLeader := meta.WindowSeconds > 0
+	var counts [StatusFailed + 1]int64
 	i := 0
 	for _, req := range b.reqs {
 		results := make([]Result, len(req.Messages))
@@ -119,13 +117,18 @@ func (b *batch) resolve(meta pgstore.Partition, res *pgstore.SegmentResult, fail
 					r.Status = StatusDuplicate
 				}
 			}
-			m.messages[r.Status].Inc()
-			if t != nil {
-				t.add(r.Status)
-			}
+			counts[r.Status]++
 			i++
 		}
 		req.Done(results)
+	}
+	for st := StatusQueued; st <= StatusFailed; st++ {
+		if counts[st] > 0 {
+			m.messages[st].Add(float64(counts[st]))
+			if t != nil {
+				t.addN(st, counts[st])
+			}
+		}
 	}
 }
 

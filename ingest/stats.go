@@ -16,14 +16,14 @@ type tally struct {
 	queued, duplicate, failed atomic.Int64
 }
 
-func (t *tally) add(s Status) {
+func (t *tally) addN(s Status, n int64) {
 	switch s {
 	case StatusQueued:
-		t.queued.Add(1)
+		t.queued.Add(n)
 	case StatusDuplicate:
-		t.duplicate.Add(1)
+		t.duplicate.Add(n)
 	default:
-		t.failed.Add(1)
+		t.failed.Add(n)
 	}
 }
 

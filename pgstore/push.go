@@ -241,24 +241,28 @@ func (r *SegmentResult) Probed() bool { return r.Probe == ProbeNarrowed || r.Pro
 // It is formatted like a UUID: the partition id in the first 8 bytes, the
 // offset in the last 8.
 func MessageID(partitionID, offset int64) string {
-	var b [36]byte
-	hex := func(dst []byte, v uint64, digits int) {
-		for i := digits - 1; i >= 0; i-- {
-			dst[i] = "0123456789abcdef"[v&0xf]
-			v >>= 4
+	return string(AppendMessageID(make([]byte, 0, 36), partitionID, offset))
+}
+
+// AppendMessageID appends MessageID(partitionID, offset) to b.
+func AppendMessageID(b []byte, partitionID, offset int64) []byte {
+	const digits = "0123456789abcdef"
+	hex := func(b []byte, v uint64, n int) []byte {
+		for i := n - 1; i >= 0; i-- {
+			b = append(b, digits[(v>>(4*uint(i)))&0xf])
 		}
+		return b
 	}
 	p, o := uint64(partitionID), uint64(offset)
-	hex(b[0:8], p>>32, 8)
-	b[8] = '-'
-	hex(b[9:13], p>>16, 4)
-	b[13] = '-'
-	hex(b[14:18], p, 4)
-	b[18] = '-'
-	hex(b[19:23], o>>48, 4)
-	b[23] = '-'
-	hex(b[24:36], o, 12)
-	return string(b[:])
+	b = hex(b, p>>32, 8)
+	b = append(b, '-')
+	b = hex(b, p>>16, 4)
+	b = append(b, '-')
+	b = hex(b, p, 4)
+	b = append(b, '-')
+	b = hex(b, o>>48, 4)
+	b = append(b, '-')
+	return hex(b, o, 12)
 }
 
 // ParseMessageID is the inverse of MessageID.

@@ -221,45 +221,60 @@ BEGIN
           INTO d_s, d_idx, d_off, v_unrolled;
     END IF;
 
-    -- Frames to classify message by message: a stored duplicate, or a hash
-    -- repeated within the frame (window on). One distinct count over the
-    -- whole bundle usually rules repeats out; only if it finds one is each
-    -- frame looked at.
+    -- Is any hash repeated within the bundle? One distinct count over all
+    -- of it usually says no (ingest sends a partition's first occurrences
+    -- only); then a frame writes its messages minus the stored duplicates
+    -- found, as sent.
     SELECT count(DISTINCT h) = cardinality(p_hashes) INTO v_unique FROM unnest(p_hashes) AS h;
-    SELECT ARRAY(SELECT DISTINCT d.s FROM unnest(d_s) AS d(s)) INTO v_dirty;
-    IF NOT v_unique THEN
-        SELECT v_dirty || ARRAY(
-            SELECT fs.s FROM generate_subscripts(p_pids, 1) AS fs(s)
-             WHERE v_win[fs.s] > 0 AND p_counts[fs.s] > 1 AND NOT fs.s = ANY (v_dirty)
-               AND (SELECT count(DISTINCT h) FROM unnest(p_hashes[v_pos[fs.s] : v_pos[fs.s] + p_counts[fs.s] - 1]) AS h)
-                   < p_counts[fs.s])
-          INTO v_dirty;
-    END IF;
-
-    IF cardinality(v_dirty) = 0 THEN
-        -- Every frame is new and written as sent.
+    IF v_unique THEN
         RETURN QUERY
-        WITH fr AS (
-            SELECT s, p_pids[s] AS pid, v_last[s] + 1 AS base, p_counts[s] AS n, v_pos[s] AS pos
-              FROM generate_subscripts(p_pids, 1) AS s
+        WITH dd AS ( -- each frame's stored duplicates
+            SELECT d.s, array_agg(d.idx ORDER BY d.idx) AS idx, array_agg(d.off ORDER BY d.idx) AS off
+              FROM unnest(d_s, d_idx, d_off) AS d(s, idx, off) GROUP BY d.s
+        ), fr AS (
+            SELECT g.s, p_pids[g.s] AS pid, v_last[g.s] AS last, v_pos[g.s] AS pos, p_counts[g.s] AS n,
+                   dd.idx AS dup_idx, dd.off AS dup_off
+              FROM generate_subscripts(p_pids, 1) AS g(s) LEFT JOIN dd ON dd.s = g.s
+        ), kept AS MATERIALIZED ( -- what each frame writes
+            SELECT fr.s, fr.pid, fr.last + 1 AS base, fr.n::bigint AS k, p_txn_ids[fr.pos : fr.pos + fr.n - 1] AS txn_ids,
+                   p_hashes[fr.pos : fr.pos + fr.n - 1] AS hashes, p_data[fr.pos : fr.pos + fr.n - 1] AS data,
+                   p_bytes[fr.s] AS bytes
+              FROM fr WHERE fr.dup_idx IS NULL
+            UNION ALL
+            SELECT fr.s, fr.pid, fr.last + 1, x.k, x.txn_ids, x.hashes, x.data, x.bytes
+              FROM fr CROSS JOIN LATERAL (
+                       SELECT count(*) AS k, array_agg(p_txn_ids[i]) AS txn_ids, array_agg(p_hashes[i]) AS hashes,
+                              array_agg(p_data[i]) AS data, sum(octet_length(p_data[i]::text))::bigint AS bytes
+                         FROM generate_series(fr.pos, fr.pos + fr.n - 1) AS i
+                        WHERE i - fr.pos + 1 <> ALL (fr.dup_idx)) AS x
+             WHERE fr.dup_idx IS NOT NULL AND x.k > 0
         ), alloc AS (
             UPDATE queen.log_partitions p
-               SET last_offset = fr.base + fr.n - 1, stored_bytes = p.stored_bytes + p_bytes[fr.s]
-              FROM fr WHERE p.id = fr.pid
+               SET last_offset = kept.base + kept.k - 1, stored_bytes = p.stored_bytes + kept.bytes
+              FROM kept WHERE p.id = kept.pid
         ), segs AS (
             INSERT INTO queen.log_segments (partition_id, base_offset, end_offset, created_at, txn_ids, data, data_bytes)
-            SELECT fr.pid, fr.base, fr.base + fr.n - 1, v_now, p_txn_ids[fr.pos : fr.pos + fr.n - 1],
-                   p_data[fr.pos : fr.pos + fr.n - 1], p_bytes[fr.s]
-              FROM fr
+            SELECT kept.pid, kept.base, kept.base + kept.k - 1, v_now, kept.txn_ids, kept.data, kept.bytes FROM kept
         ), txns AS (
             -- Written whatever the window: ack-by-transactionId resolves through it.
             INSERT INTO queen.log_txns (partition_id, base_offset, end_offset, created_at, hashes)
-            SELECT fr.pid, fr.base, fr.base + fr.n - 1, v_now, p_hashes[fr.pos : fr.pos + fr.n - 1] FROM fr
+            SELECT kept.pid, kept.base, kept.base + kept.k - 1, v_now, kept.hashes FROM kept
         )
-        SELECT fr.s::integer, fr.base, fr.base + fr.n - 1, v_probe[fr.s], v_unrolled[fr.s], NULL::integer[], NULL::bigint[]
-          FROM fr;
+        SELECT fr.s::integer, kept.base, coalesce(kept.base + kept.k - 1, fr.last), v_probe[fr.s], v_unrolled[fr.s],
+               fr.dup_idx, fr.dup_off
+          FROM fr LEFT JOIN kept ON kept.s = fr.s;
         RETURN;
     END IF;
+
+    -- Some hash is repeated: frames with a stored duplicate or a repeat
+    -- within themselves (window on) are classified message by message.
+    SELECT ARRAY(SELECT DISTINCT d.s FROM unnest(d_s) AS d(s)) INTO v_dirty;
+    SELECT v_dirty || ARRAY(
+        SELECT fs.s FROM generate_subscripts(p_pids, 1) AS fs(s)
+         WHERE v_win[fs.s] > 0 AND p_counts[fs.s] > 1 AND NOT fs.s = ANY (v_dirty)
+           AND (SELECT count(DISTINCT h) FROM unnest(p_hashes[v_pos[fs.s] : v_pos[fs.s] + p_counts[fs.s] - 1]) AS h)
+               < p_counts[fs.s])
+      INTO v_dirty;
 
     -- Dirty frames are classified: a stored duplicate keeps its original's
     -- offset, a repeat follows the first occurrence of its hash, and the
