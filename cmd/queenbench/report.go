@@ -18,7 +18,7 @@ import (
 var resultHeader = []string{
 	"target", "scenario", "msg/s", "p50 ms", "p90 ms", "p99 ms", "max ms",
 	"queued", "duplicate", "failed", "violations",
-	"CPU s/M msgs", "peak RSS MiB", "probe skipped", "narrowed", "unrolled", "cache B/hash",
+	"CPU s/M msgs", "autovac s/M", "peak RSS MiB", "probe skipped", "narrowed", "unrolled", "cache B/hash",
 }
 
 // resultTextColumns is how many leading columns of resultHeader hold text;
@@ -119,6 +119,7 @@ func resultRows(r *Report) [][]string {
 			formatCount(res.Failed),
 			formatCount(res.Violations),
 			strconv.FormatFloat(res.CPUSecondsPerMillion, 'f', 2, 64),
+			formatOptionalSeconds(res.AutovacuumCPUPerMillion),
 			strconv.FormatFloat(float64(res.PeakRSSBytes)/(1<<20), 'f', 1, 64),
 			formatShare(res.ProbeSkippedShare),
 			formatShare(res.ProbeNarrowedShare),
@@ -127,6 +128,14 @@ func resultRows(r *Report) [][]string {
 		})
 	}
 	return rows
+}
+
+// formatOptionalSeconds prints CPU seconds, n/a when unknown (negative).
+func formatOptionalSeconds(v float64) string {
+	if v < 0 {
+		return "n/a"
+	}
+	return strconv.FormatFloat(v, 'f', 2, 64)
 }
 
 // ratioRows formats ratios as cells under ratioHeader.

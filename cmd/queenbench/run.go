@@ -301,7 +301,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		progress = nil
 	}
 
-	targets, cleanup, err := openTargets(ctx, o, logf)
+	targets, autovac, cleanup, err := openTargets(ctx, o, logf)
 	defer cleanup()
 	if err != nil {
 		return err
@@ -316,7 +316,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		}
 		for _, t := range order {
 			logf("round %d/%d: %s, scenario %s", round, o.rounds, t.Name(), o.w.Scenario)
-			res, err := runOnce(ctx, t, o.w, round, progress)
+			res, err := runOnce(ctx, t, o.w, round, progress, autovac)
 			if err != nil {
 				return fmt.Errorf("%s, round %d: %w", t.Name(), round, err)
 			}
@@ -340,13 +340,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 }
 
 // openTargets starts or connects what the targets need; cleanup releases
-// it (safe to call on error).
-func openTargets(ctx context.Context, o options, logf func(string, ...any)) ([]Target, func(), error) {
-	var (
-		targets []Target
-		closers []func()
-	)
-	cleanup := func() {
+// it (safe to call on error). autovac, when queenbench runs PostgreSQL,
+// reads the CPU its automatic vacuums and analyzes have used so far.
+func openTargets(ctx context.Context, o options, logf func(string, ...any)) (targets []Target, autovac func() (float64, bool), cleanup func(), err error) {
+	var closers []func()
+	autovac = func() (float64, bool) { return 0, false }
+	cleanup = func() {
 		for i := len(closers) - 1; i >= 0; i-- {
 			closers[i]()
 		}
@@ -357,9 +356,10 @@ func openTargets(ctx context.Context, o options, logf func(string, ...any)) ([]T
 	if o.self {
 		env, err := startSelf(ctx, o.w, o.pgURL, o.gatewayBin, logf)
 		if err != nil {
-			return nil, cleanup, err
+			return nil, autovac, cleanup, err
 		}
 		closers = append(closers, env.Stop)
+		autovac = env.autovacuumCPU
 		pgURL, natsURL, admin, pids = env.pgURL, env.natsURL, env.adminAddrs(), env.pids()
 	}
 	for _, name := range o.targets {
@@ -388,17 +388,17 @@ func openTargets(ctx context.Context, o options, logf func(string, ...any)) ([]T
 			}
 		}
 		if err != nil {
-			return nil, cleanup, fmt.Errorf("%s: %w", name, err)
+			return nil, autovac, cleanup, fmt.Errorf("%s: %w", name, err)
 		}
 		closers = append(closers, func() { _ = t.Close() })
 		targets = append(targets, t)
 	}
-	return targets, cleanup, nil
+	return targets, autovac, cleanup, nil
 }
 
 // runOnce is one measured run of one target: set up, prefill (untimed),
 // run, and collect figures and the exactness verdict.
-func runOnce(ctx context.Context, t Target, w Workload, round int, progress io.Writer) (Result, error) {
+func runOnce(ctx context.Context, t Target, w Workload, round int, progress io.Writer, autovac func() (float64, bool)) (Result, error) {
 	w.RunID = fmt.Sprintf("%x-%d", time.Now().UnixNano()&0xffffffffff, round)
 	if err := t.Setup(ctx, w); err != nil {
 		return Result{}, fmt.Errorf("setup: %w", err)
@@ -430,6 +430,7 @@ func runOnce(ctx context.Context, t Target, w Workload, round int, progress io.W
 	if err != nil {
 		return Result{}, fmt.Errorf("figures: %w", err)
 	}
+	avBefore, _ := autovac()
 	var deadline time.Time
 	if w.Duration > 0 {
 		deadline = time.Now().Add(w.Duration)
@@ -443,6 +444,10 @@ func runOnce(ctx context.Context, t Target, w Workload, round int, progress io.W
 		return Result{}, fmt.Errorf("figures: %w", err)
 	}
 	res.Round = round
+	res.AutovacuumCPUPerMillion = -1
+	if avAfter, ok := autovac(); ok && res.Messages > 0 {
+		res.AutovacuumCPUPerMillion = (avAfter - avBefore) / float64(res.Messages) * 1e6
+	}
 	if prefillExact != nil {
 		exact.merge(prefillExact)
 	}
@@ -488,6 +493,7 @@ func summarise(r *Report, targets []string) {
 		med.Max = time.Duration(pick(func(x Result) float64 { return float64(x.Max) }))
 		med.Elapsed = time.Duration(pick(func(x Result) float64 { return float64(x.Elapsed) }))
 		med.CPUSecondsPerMillion = pick(func(x Result) float64 { return x.CPUSecondsPerMillion })
+		med.AutovacuumCPUPerMillion = pick(func(x Result) float64 { return x.AutovacuumCPUPerMillion })
 		med.PeakRSSBytes = int64(pick(func(x Result) float64 { return float64(x.PeakRSSBytes) }))
 		med.ProbeSkippedShare = pick(func(x Result) float64 { return x.ProbeSkippedShare })
 		med.ProbeNarrowedShare = pick(func(x Result) float64 { return x.ProbeNarrowedShare })

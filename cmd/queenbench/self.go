@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"syscall"
 	"time"
@@ -42,6 +43,9 @@ var benchPGSettings = map[string]string{
 	"shared_buffers":     "1GB",
 	"max_connections":    "300",
 	"max_wal_size":       "4GB",
+	// Every automatic vacuum and analyze logs the CPU it used: queenbench
+	// adds it up (the "autovac" column).
+	"log_autovacuum_min_duration": "0",
 }
 
 func startSelf(ctx context.Context, w Workload, pgURL, gatewayBin string, log func(string, ...any)) (*selfEnv, error) {
@@ -177,6 +181,34 @@ func (e *selfEnv) startGateway(ctx context.Context, bin string, i int, w Workloa
 			return nil, errors.New("queengate not ready within 60 s")
 		}
 	}
+}
+
+// autovacuumCPU is the CPU seconds automatic vacuums and analyzes have
+// reported in this cluster's log so far; ok is false when queenbench does
+// not run the cluster.
+func (e *selfEnv) autovacuumCPU() (float64, bool) {
+	if e.cluster == nil {
+		return 0, false
+	}
+	log, err := os.ReadFile(filepath.Join(e.cluster.Dir(), "postgres.log"))
+	if err != nil {
+		return 0, false
+	}
+	return sumAutovacuumCPU(log), true
+}
+
+// autovacuumUsage matches the usage PostgreSQL logs for an automatic
+// vacuum or analyze: "system usage: CPU: user: 0.50 s, system: 0.01 s".
+var autovacuumUsage = regexp.MustCompile(`system usage: CPU: user: ([0-9.]+) s, system: ([0-9.]+) s`)
+
+func sumAutovacuumCPU(log []byte) float64 {
+	total := 0.0
+	for _, m := range autovacuumUsage.FindAllSubmatch(log, -1) {
+		user, _ := strconv.ParseFloat(string(m[1]), 64)
+		sys, _ := strconv.ParseFloat(string(m[2]), 64)
+		total += user + sys
+	}
+	return total
 }
 
 func (e *selfEnv) adminAddrs() []string {

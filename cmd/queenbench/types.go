@@ -138,6 +138,12 @@ type Result struct {
 	Violations  int64 `json:"violations"`
 	// CPUSecondsPerMillion is server CPU seconds per million messages.
 	CPUSecondsPerMillion float64 `json:"cpu_s_per_million"`
+	// AutovacuumCPUPerMillion is the CPU seconds PostgreSQL's automatic
+	// vacuums and analyzes reported during the run, per million messages
+	// (-1 when queenbench does not run the cluster). Autovacuum lags the
+	// writes: in a comparison, part of one target's may land in the next
+	// one's run; a long single-target run attributes it best.
+	AutovacuumCPUPerMillion float64 `json:"autovacuum_cpu_s_per_million"`
 	PeakRSSBytes         int64   `json:"peak_rss_bytes"`
 	ProbeSkippedShare    float64 `json:"probe_skipped_share"`
 	ProbeNarrowedShare   float64 `json:"probe_narrowed_share"`
