@@ -119,6 +119,50 @@ func BenchmarkPushFullProbe(b *testing.B) {
 	}
 }
 
+// BenchmarkPushNarrowed pushes 100-message frames with 20 retries against
+// the same 100,000-hash window as BenchmarkPushFullProbe, the way the
+// cache sends them: vouched up to the allocator, with the 20 stored slots
+// named as candidates. Compare its ns/op with the full probe's: the probe
+// now reads 20 slots instead of the window.
+func BenchmarkPushNarrowed(b *testing.B) {
+	const windowHashes = 100_000
+	st, p := benchSetup(b)
+	ctx := context.Background()
+	rows := benchRows{prefix: "narrow-"}
+	var stored []string
+	for range windowHashes / 1000 {
+		seg := rows.segment(p.ID, 1<<62, 1000)
+		if _, err := st.Push(ctx, []pgstore.Segment{seg}); err != nil {
+			b.Fatal(err)
+		}
+		stored = append(stored, seg.TxnIDs...)
+	}
+	if _, err := st.Pool().Exec(ctx, "VACUUM ANALYZE queen.log_txns"); err != nil {
+		b.Fatal(err)
+	}
+	last := int64(windowHashes - 1)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		seg := rows.segment(p.ID, last, 100)
+		for k := 0; k < 100; k += 5 { // 20 retries of stored ids, named where they are
+			off := int64((i*7919 + k*104729) % windowHashes)
+			seg.TxnIDs[k], seg.Hashes[k] = stored[off], pgstore.HashTxnID(stored[off])
+			seg.Candidates = append(seg.Candidates, pgstore.Candidate{Index: int32(k), Offset: off})
+		}
+		i++
+		res, err := st.Push(ctx, []pgstore.Segment{seg})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res[0].Probe != pgstore.ProbeNarrowed || res[0].Unrolled != 20 || res[0].LastOffset != last+80 {
+			b.Fatalf("probe %v unrolled %d last %d", res[0].Probe, res[0].Unrolled, res[0].LastOffset)
+		}
+		last = res[0].LastOffset
+	}
+	reportRows(b, 100)
+}
+
 // BenchmarkCeiling writes the same frames straight into log_segments, with
 // no lock, no allocator, no log_txns and no deduplication: the physical
 // limit this machine's PostgreSQL puts on the push. The row-per-message
