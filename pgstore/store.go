@@ -23,7 +23,8 @@ var (
 	ErrInvalidSegment = errors.New("pgstore: invalid segment")
 )
 
-// sqlstatePartitionNotFound is raised by queen.log_push for an unknown id.
+// sqlstatePartitionNotFound is raised by queen.log_push_bundle for an
+// unknown partition id.
 const sqlstatePartitionNotFound = "QG404"
 
 // Store is the PostgreSQL log. It is safe for concurrent use.
