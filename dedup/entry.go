@@ -12,15 +12,15 @@ import (
 // transactionId, high 64 bits first (the model's hash).
 type Hash = [16]byte
 
-// BlockCapacity is the size of a sealed block: 4096 hashes. A power of
-// two and a multiple of hotStep, so the hot buffer, growing by steps, is
-// sealed with no copy at exactly this size; it is the largest allocation
-// the exact ring makes (72 KiB with the offsets).
+// BlockCapacity is the size of a sealed block: 4096 hashes, a multiple of
+// hotStep. It is the largest allocation the exact ring makes (72 KiB with
+// the offsets).
 const BlockCapacity = 4096
 
-// hotStep is how many slots the hot buffer grows by: small steps keep an
-// entry's unused headroom under 128 slots (~2.3 KB), where doubling left
-// up to half a block empty.
+// hotStep is the size of the hot buffer's chunks: it grows a chunk at a
+// time, so an entry's unused headroom stays under 128 slots (~2.3 KB),
+// where doubling left up to half a block empty, and nothing is copied
+// until the seal copies each slot once.
 const hotStep = 128
 
 // SkewSlackMs widens the window on the safe side wherever the broker's
@@ -87,7 +87,7 @@ type Entry struct {
 	gap, rebuild bool
 
 	sealed []block // oldest first
-	hot    block
+	hot    hotBuffer
 	gens   []*bloomGen // oldest first; the last takes new hashes
 	count  int         // resident hashes
 
@@ -226,25 +226,47 @@ func (e *Entry) append(base int64, hashes []Hash, createdMs int64, coming int) {
 	e.verifiedUpto = max(e.verifiedUpto, base+int64(len(hashes))-1)
 }
 
+// hotBuffer holds the newest hashes in arrival (offset) order, in chunks
+// of hotStep slots: all full but the last.
+type hotBuffer struct {
+	chunks       [][]hashAt
+	n            int
+	base         int64 // offset of the first slot
+	maxOffset    int64
+	maxCreatedMs int64
+	wide         bool // as block.wide
+}
+
+func (hb *hotBuffer) len() int { return hb.n }
+
+// each calls f with every slot, in arrival order, and its offset.
+func (hb *hotBuffer) each(f func(s *hashAt, off int64)) {
+	for _, c := range hb.chunks {
+		for i := range c {
+			f(&c[i], hb.base+int64(c[i].delta))
+		}
+	}
+}
+
 // appendHot puts one hash in the hot buffer, sealing it when full.
 func (e *Entry) appendHot(h *Hash, off, createdMs int64) {
 	hot := &e.hot
-	if len(hot.hashes) == 0 {
+	if hot.n == 0 {
 		hot.base, hot.wide = off, false
 	}
-	if len(hot.hashes) == cap(hot.hashes) {
-		grown := make([]hashAt, len(hot.hashes), cap(hot.hashes)+hotStep)
-		copy(grown, hot.hashes)
-		hot.hashes = grown
+	if hot.n%hotStep == 0 {
+		hot.chunks = append(hot.chunks, make([]hashAt, 0, hotStep))
 	}
 	d := off - hot.base
 	if d > math.MaxUint16 {
 		hot.wide, d = true, 0
 	}
-	hot.hashes = append(hot.hashes, hashAt{h: *h, delta: uint16(d)})
+	last := &hot.chunks[len(hot.chunks)-1]
+	*last = append(*last, hashAt{h: *h, delta: uint16(d)})
+	hot.n++
 	hot.maxOffset = off
 	hot.maxCreatedMs = max(hot.maxCreatedMs, createdMs)
-	if len(hot.hashes) == BlockCapacity {
+	if hot.n == BlockCapacity {
 		e.seal()
 	}
 }
@@ -264,12 +286,18 @@ func (e *Entry) openGen(coming int) *bloomGen {
 	return g
 }
 
-// seal hands the full hot buffer over as a sorted block: the same backing
-// array, sorted in place, no copy.
+// seal makes the full hot buffer a sorted block: its chunks copied into
+// one array, sorted in place.
 func (e *Entry) seal() {
-	sortBlock(e.hot.hashes)
-	e.sealed = append(e.sealed, e.hot)
-	e.hot = block{}
+	hot := &e.hot
+	b := block{hashes: make([]hashAt, 0, BlockCapacity), base: hot.base, maxOffset: hot.maxOffset,
+		maxCreatedMs: hot.maxCreatedMs, wide: hot.wide}
+	for _, c := range hot.chunks {
+		b.hashes = append(b.hashes, c...)
+	}
+	sortBlock(b.hashes)
+	e.sealed = append(e.sealed, b)
+	e.hot = hotBuffer{}
 }
 
 // Expire drops what is wholly older than the window (plus the skew slack)
@@ -287,10 +315,10 @@ func (e *Entry) Expire(nowMs int64) {
 	if n > 0 {
 		e.sealed = slices.Delete(e.sealed, 0, n)
 	}
-	if len(e.sealed) == 0 && len(e.hot.hashes) > 0 && e.hot.maxCreatedMs < start {
+	if len(e.sealed) == 0 && e.hot.n > 0 && e.hot.maxCreatedMs < start {
 		e.hydratedFrom = max(e.hydratedFrom, e.hot.maxOffset)
-		e.count -= len(e.hot.hashes)
-		e.hot = block{}
+		e.count -= e.hot.n
+		e.hot = hotBuffer{}
 	}
 	g := 0
 	// The newest generation stays: it takes the next hashes.
@@ -351,14 +379,15 @@ func (e *Entry) find(h *Hash, hi, lo uint64, from, to int64) (offsets []int64, o
 			return offsets, true
 		}
 	}
-	hot := &e.hot
-	for j := range hot.hashes {
-		if hot.hashes[j].h == *h {
-			if hot.wide {
-				return nil, false
-			}
-			offsets = append(offsets, hot.offset(&hot.hashes[j]))
+	wide := false
+	e.hot.each(func(s *hashAt, off int64) {
+		if s.h == *h {
+			wide = wide || e.hot.wide
+			offsets = append(offsets, off)
 		}
+	})
+	if wide {
+		return nil, false
 	}
 	return offsets, true
 }
@@ -379,10 +408,10 @@ func (e *Entry) takeCounters() (misses, maybes, falsePositives int64) {
 // containsExact is the authority behind the front: a linear scan of the
 // hot buffer and a binary search of every sealed block.
 func (e *Entry) containsExact(h *Hash) bool {
-	for i := range e.hot.hashes {
-		if e.hot.hashes[i].h == *h {
-			return true
-		}
+	found := false
+	e.hot.each(func(s *hashAt, _ int64) { found = found || s.h == *h })
+	if found {
+		return true
 	}
 	hi, lo := split(h)
 	for i := range e.sealed {
@@ -437,7 +466,7 @@ const hashAtBytes = 18
 // (the hash and its offset), about 2 per hash of bloom, and the hot
 // buffer's headroom.
 func (e *Entry) Bytes() int64 {
-	n := int64(len(e.sealed))*BlockCapacity*hashAtBytes + int64(cap(e.hot.hashes))*hashAtBytes + 256
+	n := int64(len(e.sealed))*BlockCapacity*hashAtBytes + int64(len(e.hot.chunks))*hotStep*hashAtBytes + 256
 	for _, g := range e.gens {
 		n += g.bytes()
 	}
@@ -454,7 +483,7 @@ func (e *Entry) Watermarks() (hydratedFrom, verifiedUpto int64) {
 // set is a block-granular superset of the window).
 func (e *Entry) WindowHashes(nowMs int64) int {
 	start := nowMs - e.windowMs
-	n := len(e.hot.hashes)
+	n := e.hot.len()
 	for i := range e.sealed {
 		if e.sealed[i].maxCreatedMs >= start {
 			n += len(e.sealed[i].hashes)
@@ -477,7 +506,11 @@ func (e *Entry) eachSince(from int64, f func(h *Hash)) {
 	for ; i < len(e.sealed); i++ {
 		visit(&e.sealed[i])
 	}
-	visit(&e.hot)
+	e.hot.each(func(s *hashAt, off int64) {
+		if e.hot.wide || off >= from {
+			f(&s.h)
+		}
+	})
 }
 
 // sortBlock sorts a full hot buffer in place into the order searchSorted

@@ -94,19 +94,16 @@ func TestLearnAppendsGapsAndOverlaps(t *testing.T) {
 	}
 }
 
-func TestHotBufferSealsAtBlockCapacityWithoutCopy(t *testing.T) {
+func TestHotBufferGrowsByChunksAndSealsAtBlockCapacity(t *testing.T) {
 	e := NewEntry(Hydration{LastOffset: -1, WindowMs: minute})
 	e.Learn(0, BlockCapacity-2, hashes(0, BlockCapacity-1), t0)
-	if cap(e.hot.hashes) != BlockCapacity || len(e.sealed) != 0 || cap(e.hot.hashes)-len(e.hot.hashes) > hotStep {
-		t.Fatalf("hot buffer cap %d with %d sealed, want cap %d and none sealed", cap(e.hot.hashes), len(e.sealed), BlockCapacity)
+	if e.hot.len() != BlockCapacity-1 || len(e.sealed) != 0 || len(e.hot.chunks)*hotStep-e.hot.len() >= hotStep {
+		t.Fatalf("hot buffer holds %d in %d chunks with %d sealed: want %d, headroom under one chunk, none sealed",
+			e.hot.len(), len(e.hot.chunks), len(e.sealed), BlockCapacity-1)
 	}
-	before := &e.hot.hashes[0]
 	e.Learn(BlockCapacity-1, BlockCapacity-1, hashes(BlockCapacity-1, 1), t0)
-	if len(e.sealed) != 1 || len(e.sealed[0].hashes) != BlockCapacity || len(e.hot.hashes) != 0 {
-		t.Fatalf("%d sealed blocks, hot %d", len(e.sealed), len(e.hot.hashes))
-	}
-	if &e.sealed[0].hashes[0] != before {
-		t.Error("sealing copied the buffer")
+	if len(e.sealed) != 1 || len(e.sealed[0].hashes) != BlockCapacity || cap(e.sealed[0].hashes) != BlockCapacity || e.hot.len() != 0 {
+		t.Fatalf("%d sealed blocks, hot %d", len(e.sealed), e.hot.len())
 	}
 	for i := 1; i < BlockCapacity; i++ {
 		a, b := e.sealed[0].hashes[i-1].h, e.sealed[0].hashes[i].h
@@ -308,7 +305,7 @@ func TestSortBlockMatchesAComparisonSort(t *testing.T) {
 // ringScan is the reference for occurrences: every resident slot of every
 // block, sealed and hot, compared one by one.
 func ringScan(e *Entry, x Hash) (offsets []int64, wide bool) {
-	for _, b := range append(slices.Clone(e.sealed), e.hot) {
+	for _, b := range e.sealed {
 		for i := range b.hashes {
 			if b.hashes[i].h == x {
 				if b.wide {
@@ -317,6 +314,15 @@ func ringScan(e *Entry, x Hash) (offsets []int64, wide bool) {
 				offsets = append(offsets, b.offset(&b.hashes[i]))
 			}
 		}
+	}
+	e.hot.each(func(s *hashAt, off int64) {
+		if s.h == x {
+			wide = wide || e.hot.wide
+			offsets = append(offsets, off)
+		}
+	})
+	if wide {
+		return nil, true
 	}
 	slices.Sort(offsets)
 	return offsets, false

@@ -413,8 +413,9 @@ func (s *shard) accept(req *Request) {
 	// A request is never split: if it would take the open buffer past the
 	// flush size, it starts the next one.
 	if b == nil || (b.size > 0 && b.size+len(req.Messages) > s.ing.cfg.FlushSize) {
-		// Sized for a few requests like this one; it grows if more come.
-		b = newBatch(now, min(s.ing.cfg.FlushSize, 4*len(req.Messages)))
+		// Sized for two requests like this one (most buffers hold one or
+		// two before their flush); it grows if more come.
+		b = newBatch(now, min(s.ing.cfg.FlushSize, 2*len(req.Messages)))
 		p.batches = append(p.batches, b)
 	}
 	b.add(req)
