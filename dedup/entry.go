@@ -170,6 +170,7 @@ func (e *Entry) bloomMaybes(hashes []Hash, maybe []uint32) []uint32 {
 	}
 	return maybe
 }
+
 // Vouching reports whether the entry can vouch at all.
 func (e *Entry) Vouching() bool { return !e.gap && !e.rebuild }
 

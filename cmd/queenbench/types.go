@@ -144,11 +144,11 @@ type Result struct {
 	// writes: in a comparison, part of one target's may land in the next
 	// one's run; a long single-target run attributes it best.
 	AutovacuumCPUPerMillion float64 `json:"autovacuum_cpu_s_per_million"`
-	PeakRSSBytes         int64   `json:"peak_rss_bytes"`
-	ProbeSkippedShare    float64 `json:"probe_skipped_share"`
-	ProbeNarrowedShare   float64 `json:"probe_narrowed_share"`
-	UnrolledShare        float64 `json:"unrolled_share"`
-	CacheBytesPerHash    float64 `json:"cache_bytes_per_hash"`
+	PeakRSSBytes            int64   `json:"peak_rss_bytes"`
+	ProbeSkippedShare       float64 `json:"probe_skipped_share"`
+	ProbeNarrowedShare      float64 `json:"probe_narrowed_share"`
+	UnrolledShare           float64 `json:"unrolled_share"`
+	CacheBytesPerHash       float64 `json:"cache_bytes_per_hash"`
 }
 
 // Ratio summarises queengate's throughput relative to a target over the
