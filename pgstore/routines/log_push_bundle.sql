@@ -235,19 +235,22 @@ BEGIN
             SELECT g.s, p_pids[g.s] AS pid, v_last[g.s] AS last, v_pos[g.s] AS pos, p_counts[g.s] AS n,
                    dd.idx AS dup_idx, dd.off AS dup_off
               FROM generate_subscripts(p_pids, 1) AS g(s) LEFT JOIN dd ON dd.s = g.s
-        ), kept AS MATERIALIZED ( -- what each frame writes
-            SELECT fr.s, fr.pid, fr.last + 1 AS base, fr.n::bigint AS k, p_txn_ids[fr.pos : fr.pos + fr.n - 1] AS txn_ids,
-                   p_hashes[fr.pos : fr.pos + fr.n - 1] AS hashes, p_data[fr.pos : fr.pos + fr.n - 1] AS data,
-                   p_bytes[fr.s] AS bytes
-              FROM fr WHERE fr.dup_idx IS NULL
-            UNION ALL
-            SELECT fr.s, fr.pid, fr.last + 1, x.k, x.txn_ids, x.hashes, x.data, x.bytes
+        ), dirty AS MATERIALIZED ( -- frames with a duplicate: their new messages, gathered once
+            SELECT fr.s, fr.pid, fr.last + 1 AS base, x.k, x.txn_ids, x.hashes, x.data, x.bytes
               FROM fr CROSS JOIN LATERAL (
                        SELECT count(*) AS k, array_agg(p_txn_ids[i]) AS txn_ids, array_agg(p_hashes[i]) AS hashes,
                               array_agg(p_data[i]) AS data, sum(octet_length(p_data[i]::text))::bigint AS bytes
                          FROM generate_series(fr.pos, fr.pos + fr.n - 1) AS i
                         WHERE i - fr.pos + 1 <> ALL (fr.dup_idx)) AS x
              WHERE fr.dup_idx IS NOT NULL AND x.k > 0
+        ), kept AS ( -- what each frame writes; a clean frame's slices are taken
+                     -- where they are used, not copied into a CTE first
+            SELECT fr.s, fr.pid, fr.last + 1 AS base, fr.n::bigint AS k, p_txn_ids[fr.pos : fr.pos + fr.n - 1] AS txn_ids,
+                   p_hashes[fr.pos : fr.pos + fr.n - 1] AS hashes, p_data[fr.pos : fr.pos + fr.n - 1] AS data,
+                   p_bytes[fr.s] AS bytes
+              FROM fr WHERE fr.dup_idx IS NULL
+            UNION ALL
+            SELECT dirty.s, dirty.pid, dirty.base, dirty.k, dirty.txn_ids, dirty.hashes, dirty.data, dirty.bytes FROM dirty
         ), alloc AS (
             UPDATE queen.log_partitions p
                SET last_offset = kept.base + kept.k - 1, stored_bytes = p.stored_bytes + kept.bytes
