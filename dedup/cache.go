@@ -69,6 +69,11 @@ type Decision struct {
 	// WindowHashes estimates what a full probe would unroll (the entry's
 	// in-window resident hashes), for the narrowed probes' share.
 	WindowHashes int
+	// Fill asks the caller to read the rows stored above FillFrom (the
+	// entry met another writer's commit) and give them to Fill: cheaper
+	// than a hydration, and the entry vouches again at once.
+	Fill     bool
+	FillFrom int64
 	// Hydrate asks the caller to read the partition's window
 	// (pgstore.Hydrate) and Install it; the push may go meanwhile with -1.
 	Hydrate bool
@@ -100,6 +105,7 @@ type Cache struct {
 	misses, maybes, falsePositives atomic.Int64
 	gaps, rebuilds, evictions      atomic.Int64
 	hydrations, hydratedBytes      atomic.Int64
+	fills, filledBytes             atomic.Int64
 }
 
 // Lock order: a slot's mu, then Cache.acct, then Cache.mu (read); other
@@ -157,8 +163,12 @@ func (c *Cache) Decide(pid int64, windowMs int64, hashes []Hash) Decision {
 		c.maybes.Add(y)
 		c.falsePositives.Add(f)
 		c.reaccount(pid, s)
-		return Decision{Verified: v, Candidates: cands, Hit: hit, Hydrate: s.entry.Gap(),
-			WindowHashes: s.entry.WindowHashes(now.UnixMilli())}
+		d := Decision{Verified: v, Candidates: cands, Hit: hit, WindowHashes: s.entry.WindowHashes(now.UnixMilli())}
+		if s.entry.Gap() {
+			d.Fill = true
+			_, d.FillFrom = s.entry.Watermarks()
+		}
+		return d
 	}
 	if !c.admit(pid, s, now) {
 		return Decision{Verified: -1, Suppressed: true}
@@ -284,6 +294,36 @@ func (c *Cache) Install(pid int64, h Hydration) {
 	c.reaccount(pid, s)
 }
 
+// Fill heals partition pid's gap above from with the rows read above it
+// and the allocator of the same snapshot (see Entry.Fill), under the
+// window they were read with. It reports whether the entry vouches again;
+// when not (the window changed, rows were purged, or another fill got
+// there first), a full hydration is the way back.
+func (c *Cache) Fill(pid, from int64, windowMs int64, ranges []Range, last int64) bool {
+	c.mu.RLock()
+	s := c.slots[pid]
+	c.mu.RUnlock()
+	if s == nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.entry == nil || s.entry.windowMs != windowMs {
+		return false
+	}
+	if _, upto := s.entry.Watermarks(); upto != from || !s.entry.Fill(ranges, last) {
+		return false
+	}
+	c.fills.Add(1)
+	n := 0
+	for _, r := range ranges {
+		n += len(r.Hashes)
+	}
+	c.filledBytes.Add(int64(n) * 16)
+	c.reaccount(pid, s)
+	return true
+}
+
 // Learn records a committed push (see Entry.Learn).
 func (c *Cache) Learn(pid, base, last int64, written []Hash) {
 	// Only partitions with a slot can have an entry to learn into; not
@@ -343,8 +383,10 @@ type Stats struct {
 	// maybes the exact ring found absent.
 	BloomMisses, BloomMaybes, BloomFalsePositives int64
 	// Interleave gaps seen, full rebuilds marked (overlap, window change),
-	// entries evicted, hydrations installed and their bytes (16 per hash).
+	// entries evicted, hydrations installed and their bytes (16 per hash),
+	// gaps healed by a fill and the bytes it read.
 	Gaps, Rebuilds, Evictions, Hydrations, HydratedBytes int64
+	Fills, FilledBytes                                   int64
 }
 
 // Stats reads the accounting; it takes no slot lock.
@@ -356,12 +398,13 @@ func (c *Cache) Stats() Stats {
 	st.BloomMisses, st.BloomMaybes, st.BloomFalsePositives = c.misses.Load(), c.maybes.Load(), c.falsePositives.Load()
 	st.Gaps, st.Rebuilds, st.Evictions = c.gaps.Load(), c.rebuilds.Load(), c.evictions.Load()
 	st.Hydrations, st.HydratedBytes = c.hydrations.Load(), c.hydratedBytes.Load()
+	st.Fills, st.FilledBytes = c.fills.Load(), c.filledBytes.Load()
 	return st
 }
 
 // PartitionState is one partition's entry as an operator sees it.
 type PartitionState struct {
-	// State is "vouching", "gap" (another writer interleaved; rebuilt on
+	// State is "vouching", "gap" (another writer interleaved; filled on
 	// next use), "rebuild" (overlap or window change), "suppressed" (the
 	// admission gate refused its rebuild for now) or "absent".
 	State          string

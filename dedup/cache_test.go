@@ -93,11 +93,24 @@ func TestInterleaveGapIsACheapAdmission(t *testing.T) {
 		t.Errorf("state %q, want gap", ps.State)
 	}
 	d := c.Decide(1, minute, nil)
-	if d.Verified != -1 || !d.Hydrate || d.Suppressed {
-		t.Errorf("a gap: %+v, want -1 and an ungated rehydration", d)
+	if d.Verified != -1 || !d.Fill || d.FillFrom != 9 || d.Hydrate || d.Suppressed {
+		t.Fatalf("a gap: %+v, want -1 and an ungated fill above 9", d)
 	}
-	if st := c.Stats(); st.Gaps != 1 || st.Hydrations != 1 || st.HydratedBytes != 160 {
-		t.Errorf("stats %+v, want 1 gap and one hydration of 10 hashes", st)
+	missed := []Range{{Base: 10, CreatedMs: t0, Hashes: hashes(1<<42, 2)}, {Base: 12, CreatedMs: t0, Hashes: hashes(1<<41, 1)}}
+	if c.Fill(1, 9, 2*minute, missed, 12) {
+		t.Error("a fill read under another window must not heal the entry")
+	}
+	if c.Fill(1, 8, minute, missed, 12) {
+		t.Error("a fill read above another watermark must not heal the entry")
+	}
+	if !c.Fill(1, 9, minute, missed, 12) {
+		t.Fatal("the fill was refused")
+	}
+	if d := c.Decide(1, minute, hashes(1<<42, 1)); d.Verified != 12 || !d.Hit || d.Fill {
+		t.Errorf("after the fill: %+v, want 12 with the other writer's hash found", d)
+	}
+	if st := c.Stats(); st.Gaps != 1 || st.Fills != 1 || st.FilledBytes != 48 || st.Hydrations != 1 {
+		t.Errorf("stats %+v, want 1 gap, one fill of 3 hashes and only the first hydration", st)
 	}
 }
 

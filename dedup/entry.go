@@ -188,9 +188,14 @@ func (e *Entry) WindowChanged() { e.rebuild = true }
 // Learn records a committed push: written holds the hashes stored at
 // base, base+1, … (the frame's new messages, in offset order; none when
 // everything was a duplicate, base then being -1), and last is the
-// allocator after the push.
+// allocator after the push. A push that does not follow verifiedUpto
+// means another writer committed in between: the entry marks a gap and
+// keeps verifiedUpto where it knows everything, so that Fill can read
+// just what it missed (this push included).
 func (e *Entry) Learn(base, last int64, written []Hash, createdMs int64) {
 	switch {
+	case e.gap || e.rebuild:
+		// Already waiting for a fill or a rebuild, which reads this too.
 	case len(written) == 0:
 		// Nothing written: the allocator can only have moved if another
 		// writer did, and then we no longer know everything below it.
@@ -199,6 +204,9 @@ func (e *Entry) Learn(base, last int64, written []Hash, createdMs int64) {
 		}
 	case base == e.verifiedUpto+1:
 		e.append(base, written, createdMs, 0)
+		if last > e.verifiedUpto {
+			e.gap = true // another writer right after us, in the same bundle's wake
+		}
 	case base > e.verifiedUpto+1:
 		// Another broker interleaved. The push itself was right (SQL
 		// probed past our watermark), but we do not know what it wrote.
@@ -207,7 +215,39 @@ func (e *Entry) Learn(base, last int64, written []Hash, createdMs int64) {
 		// An overlap is impossible under a monotone allocator: rebuild.
 		e.rebuild = true
 	}
+}
+
+// Fill heals a gap with what the entry missed: ranges are every log_txns
+// row stored above verifiedUpto, in offset order, read in one snapshot
+// with last, the allocator then. It succeeds only if they are exactly the
+// offsets verifiedUpto+1 … last, with no hole (a hole means retention
+// purged rows the entry never saw: only a full hydration can vouch again).
+// An entry vouches again only for what it has now seen completely.
+func (e *Entry) Fill(ranges []Range, last int64) bool {
+	if !e.gap || e.rebuild {
+		return false
+	}
+	next := e.verifiedUpto + 1
+	for _, r := range ranges {
+		if r.Base != next || len(r.Hashes) == 0 {
+			return false
+		}
+		next += int64(len(r.Hashes))
+	}
+	if next-1 != last {
+		return false
+	}
+	coming := 0
+	for _, r := range ranges {
+		coming += len(r.Hashes)
+	}
+	for _, r := range ranges {
+		e.append(r.Base, r.Hashes, r.CreatedMs, coming)
+		coming -= len(r.Hashes)
+	}
 	e.verifiedUpto = max(e.verifiedUpto, last)
+	e.gap = false
+	return true
 }
 
 // append adds hashes stored at base, base+1, …. coming, when known, is

@@ -94,6 +94,51 @@ func TestLearnAppendsGapsAndOverlaps(t *testing.T) {
 	}
 }
 
+func TestFillHealsAGapWithExactlyTheMissedRows(t *testing.T) {
+	gapped := func() *Entry {
+		e := NewEntry(Hydration{LastOffset: 2, WindowMs: minute, Ranges: []Range{{Base: 0, CreatedMs: t0, Hashes: hashes(0, 3)}}})
+		e.Learn(5, 6, hashes(5, 2), t0) // another writer stored 3..4
+		e.Learn(7, 7, hashes(7, 1), t0) // learned while gapped: ignored, the fill reads it
+		return e
+	}
+	e := gapped()
+	if _, upto := e.Watermarks(); upto != 2 {
+		t.Fatalf("a gapped entry moved its watermark to %d; it knows everything only up to 2", upto)
+	}
+	missed := []Range{{Base: 3, CreatedMs: t0, Hashes: hashes(3, 2)}, {Base: 5, CreatedMs: t0, Hashes: hashes(5, 3)}}
+	if !e.Fill(missed, 7) || e.Gap() {
+		t.Fatal("a contiguous fill up to the allocator must heal the gap")
+	}
+	v, cands, hit := e.Verified([]Hash{h(4), h(7), h(99)}, t0)
+	if v != 7 || !hit || len(cands) != 2 || cands[0].Offset != 4 || cands[1].Offset != 7 {
+		t.Fatalf("after the fill: verified %d, candidates %+v, hit %v; want 7 with the other writer's 4 and our 7", v, cands, hit)
+	}
+
+	for name, c := range map[string]struct {
+		ranges []Range
+		last   int64
+	}{
+		"a hole (purged rows)":        {[]Range{{Base: 3, CreatedMs: t0, Hashes: hashes(3, 2)}, {Base: 6, CreatedMs: t0, Hashes: hashes(6, 2)}}, 7},
+		"rows short of the allocator": {missed[:1], 7},
+		"nothing read":                {nil, 7},
+		"not from the watermark":      {[]Range{{Base: 4, CreatedMs: t0, Hashes: hashes(4, 4)}}, 7},
+	} {
+		e := gapped()
+		if e.Fill(c.ranges, c.last) {
+			t.Errorf("%s: the fill vouched", name)
+		}
+		if v, _, _ := e.Verified(nil, t0); v != -1 || !e.Gap() {
+			t.Errorf("%s: after a refused fill the entry vouches %d; it must wait for a hydration", name, v)
+		}
+	}
+
+	r := NewEntry(Hydration{LastOffset: 2, WindowMs: minute})
+	r.WindowChanged()
+	if r.Fill(nil, 2) {
+		t.Error("an entry to rebuild must not be healed by a fill")
+	}
+}
+
 func TestHotBufferGrowsByChunksAndSealsAtBlockCapacity(t *testing.T) {
 	e := NewEntry(Hydration{LastOffset: -1, WindowMs: minute})
 	e.Learn(0, BlockCapacity-2, hashes(0, BlockCapacity-1), t0)

@@ -255,6 +255,13 @@ func (in *Ingester) vouch(ctx context.Context, meta *pgstore.Partition, hashes [
 		return -1, nil, 0 // window 0: the probe does not run anyway
 	}
 	d := in.cache.Decide(meta.ID, int64(meta.WindowSeconds)*1000, hashes)
+	if d.Fill && in.fill(ctx, meta, d.FillFrom) {
+		d = in.cache.Decide(meta.ID, int64(meta.WindowSeconds)*1000, hashes)
+	}
+	if d.Fill {
+		// The fill could not heal the entry: only a hydration can.
+		d.Hydrate = true
+	}
 	if d.Hydrate {
 		h, err := in.store.Hydrate(ctx, meta.ID)
 		if err != nil {
@@ -282,6 +289,18 @@ func (in *Ingester) vouch(ctx context.Context, meta *pgstore.Partition, hashes [
 		candidates[i] = pgstore.Candidate{Index: c.Index, Offset: c.Offset}
 	}
 	return d.Verified, candidates, d.WindowHashes
+}
+
+// fill reads what partition meta's entry missed above from and hands it
+// to the cache; it reports whether the entry vouches again. Any failure
+// leaves the way back to a full hydration.
+func (in *Ingester) fill(ctx context.Context, meta *pgstore.Partition, from int64) bool {
+	h, err := in.store.HydrateAbove(ctx, meta.ID, from)
+	if err != nil {
+		in.log.Warn().Err(err).Int64("partition", meta.ID).Msg("dedup cache fill failed")
+		return false
+	}
+	return in.cache.Fill(meta.ID, from, int64(h.WindowSeconds)*1000, toDedupHydration(h, in.cache.NowMs()).Ranges, h.LastOffset)
 }
 
 // learn tells the cache what a committed segment wrote: the hashes of the

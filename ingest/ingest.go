@@ -37,6 +37,7 @@ type Store interface {
 	EnsurePartition(ctx context.Context, queue, partition string) (pgstore.Partition, error)
 	Push(ctx context.Context, segs []pgstore.Segment) ([]pgstore.SegmentResult, error)
 	Hydrate(ctx context.Context, partitionID int64) (pgstore.Hydration, error)
+	HydrateAbove(ctx context.Context, partitionID, above int64) (pgstore.Hydration, error)
 }
 
 // Config tunes the ingester. Zero values take the defaults.

@@ -151,6 +151,10 @@ func (m *metrics) registerCache(reg prometheus.Registerer, c *dedup.Cache) error
 			func(s dedup.Stats) float64 { return float64(s.Evictions) }),
 		counter("queengate_dedup_hydrated_bytes_total", "Bytes of hashes read by hydrations (16 per hash).",
 			func(s dedup.Stats) float64 { return float64(s.HydratedBytes) }),
+		counter("queengate_dedup_fills_total", "Gaps healed by reading only the rows another writer committed above the entry's watermark.",
+			func(s dedup.Stats) float64 { return float64(s.Fills) }),
+		counter("queengate_dedup_filled_bytes_total", "Bytes of hashes read by fills (16 per hash).",
+			func(s dedup.Stats) float64 { return float64(s.FilledBytes) }),
 	} {
 		if err := reg.Register(col); err != nil {
 			return err

@@ -166,11 +166,34 @@ func fullProbe(hashes []pgstore.Hash, stored map[pgstore.Hash][]occurrence, wind
 // ingest path with the cache on, interleaved with a second writer pushing
 // straight into the same partitions, window changes, retention, clock
 // advances past the window, and a budget small enough to evict and
-// suppress. Every answer
-// is checked against the outcome computed from the database alone before
-// the push, and the soundness invariant is checked on every segment.
+// suppress. Every answer is checked against the outcome computed from the
+// database alone before the push, and the soundness invariant is checked
+// on every segment.
 func TestModelCacheNeverChangesAVerdict(t *testing.T) {
 	t.Parallel()
+	runModel(t, 1)
+}
+
+// TestModelTwoGatewaysShareAndHandOverPartitions is the model with two
+// ingesters (two gateways' caches) over the same partitions: each
+// partition is owned by one, ownership moves (a handover), and for a while
+// both serve it at once, concurrently (make-before-break, or a stale
+// view of the fleet). Every gap this leaves is healed by a fill or a
+// hydration; neither may change a verdict.
+func TestModelTwoGatewaysShareAndHandOverPartitions(t *testing.T) {
+	t.Parallel()
+	m := runModel(t, 2)
+	if m.fills == 0 {
+		t.Error("no gap was ever healed by a fill: the model exercised nothing new")
+	}
+}
+
+// modelRun is what a model run counted.
+type modelRun struct {
+	fills, hydrations int64
+}
+
+func runModel(t *testing.T, gateways int) modelRun {
 	ops := 100_000 // messages; QUEEN_MODEL_OPS overrides
 	if v, err := strconv.Atoi(os.Getenv("QUEEN_MODEL_OPS")); err == nil {
 		ops = v
@@ -178,30 +201,36 @@ func TestModelCacheNeverChangesAVerdict(t *testing.T) {
 	url := pgtest.NewDB(t)
 	store := &soundStore{Store: pgtest.Store(t, url), t: t}
 	clock := &modelClock{now: time.Now()}
-	ing, err := ingest.New(store, ingest.Config{
-		Shards: 1, Linger: time.Millisecond, PartitionTTL: time.Nanosecond,
-		// Room for two or three partitions' entries: the others are
-		// evicted or suppressed as their windows grow.
-		Cache: dedup.Config{BudgetBytes: 200 << 10, Now: clock.Now, Guard: time.Nanosecond, Cooldown: time.Second},
-	}, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel), nil)
-	if err != nil {
-		t.Fatal(err)
+	ings := make([]*ingest.Ingester, gateways)
+	for i := range ings {
+		ing, err := ingest.New(store, ingest.Config{
+			Shards: 1, Linger: time.Millisecond, PartitionTTL: time.Nanosecond,
+			// Room for two or three partitions' entries: the others are
+			// evicted or suppressed as their windows grow.
+			Cache: dedup.Config{BudgetBytes: 200 << 10, Now: clock.Now, Guard: time.Nanosecond, Cooldown: time.Second},
+		}, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ing.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(ing.Stop)
+		ings[i] = ing
 	}
-	if err := ing.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(ing.Stop)
 
 	ctx := context.Background()
 	queue := "model"
 	parts := []string{"a", "b", "c", "d"}
 	pids := map[string]int64{}
-	for _, name := range parts {
+	owner := map[string]int{}
+	for i, name := range parts {
 		p, err := store.EnsurePartition(ctx, queue, name)
 		if err != nil {
 			t.Fatal(err)
 		}
 		pids[name] = p.ID
+		owner[name] = i % gateways
 	}
 	r := rand.New(rand.NewPCG(7, 11))
 	window := 60
@@ -219,27 +248,34 @@ func TestModelCacheNeverChangesAVerdict(t *testing.T) {
 		}
 		return part + "-" + strconv.Itoa(r.IntN(1_000_000))
 	}
+	request := func(part string, n int) *ingest.Request {
+		req := &ingest.Request{Queue: queue, Partition: part}
+		for range n {
+			req.Messages = append(req.Messages, ingest.Message{TxnID: id(part)})
+		}
+		return req
+	}
+	submit := func(ing *ingest.Ingester, req *ingest.Request) <-chan []ingest.Result {
+		ch := make(chan []ingest.Result, 1)
+		req.Done = func(res []ingest.Result) { ch <- res }
+		if err := ing.Submit(req); err != nil {
+			t.Fatal(err)
+		}
+		return ch
+	}
 
-	sent, mismatches := 0, 0
+	sent, mismatches, handovers := 0, 0, 0
 	for sent < ops && !t.Failed() {
 		switch x := r.IntN(100); {
-		case x < 75: // a request through ingest
+		case x < 70: // a request through the partition's owner
 			part := parts[r.IntN(len(parts))]
-			n := 1 + r.IntN(30)
-			ids := make([]string, n)
-			for i := range ids {
-				ids[i] = id(part)
+			req := request(part, 1+r.IntN(30))
+			ids := make([]string, len(req.Messages))
+			for i, m := range req.Messages {
+				ids[i] = m.TxnID
 			}
 			want := expected(t, store.Store, pids[part], ids)
-			ch := make(chan []ingest.Result, 1)
-			req := &ingest.Request{Queue: queue, Partition: part, Done: func(res []ingest.Result) { ch <- res }}
-			for _, s := range ids {
-				req.Messages = append(req.Messages, ingest.Message{TxnID: s})
-			}
-			if err := ing.Submit(req); err != nil {
-				t.Fatal(err)
-			}
-			got := <-ch
+			got := <-submit(ings[owner[part]], req)
 			for i := range got {
 				if got[i].Status != want[i].Status || got[i].Offset != want[i].Offset {
 					mismatches++
@@ -247,8 +283,23 @@ func TestModelCacheNeverChangesAVerdict(t *testing.T) {
 						got[i].Status, got[i].Offset, want[i].Status, want[i].Offset, window)
 				}
 			}
-			sent += n
-		case x < 85: // the other broker
+			sent += len(ids)
+		case x < 75 && gateways > 1: // every gateway serving one partition at once
+			part := parts[r.IntN(len(parts))]
+			var answers []<-chan []ingest.Result
+			for _, ing := range ings {
+				req := request(part, 1+r.IntN(10))
+				sent += len(req.Messages)
+				answers = append(answers, submit(ing, req))
+			}
+			for _, ch := range answers {
+				<-ch // soundStore checked every segment against the database
+			}
+		case x < 77 && gateways > 1: // a handover
+			part := parts[r.IntN(len(parts))]
+			owner[part] = (owner[part] + 1 + r.IntN(gateways-1)) % gateways
+			handovers++
+		case x < 85: // a writer outside any gateway
 			part := parts[r.IntN(len(parts))]
 			ids := []string{id(part), id(part)}
 			if _, err := store.Store.Push(ctx, []pgstore.Segment{seg(pids[part], ids...)}); err != nil {
@@ -270,11 +321,18 @@ func TestModelCacheNeverChangesAVerdict(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d messages, %d segments vouched for (p_verified >= 0), %d narrowed, %d unsound, %d SQL verdicts unlike the full probe, %d mismatching answers",
-		sent, store.vouched, store.narrowed, store.violations, store.mismatches, mismatches)
+	var m modelRun
+	for _, ing := range ings {
+		st, _, _ := ing.CacheStats()
+		m.fills += st.Fills
+		m.hydrations += st.Hydrations
+	}
+	t.Logf("%d gateways, %d messages, %d handovers, %d segments vouched for (p_verified >= 0), %d narrowed, %d fills, %d hydrations, %d unsound, %d SQL verdicts unlike the full probe, %d mismatching answers",
+		gateways, sent, handovers, store.vouched, store.narrowed, m.fills, m.hydrations, store.violations, store.mismatches, mismatches)
 	if store.vouched == 0 || store.narrowed == 0 {
 		t.Error("the cache never vouched, or never narrowed a probe: the model exercised nothing")
 	}
+	return m
 }
 
 // expected computes a request's outcome from the database alone, before it

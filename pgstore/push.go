@@ -304,9 +304,20 @@ type Hydration struct {
 // Hydrate reads a partition's in-window hashes (plus 5 s of clock-skew
 // slack) together with its allocator, in one snapshot.
 func (s *Store) Hydrate(ctx context.Context, partitionID int64) (Hydration, error) {
+	return s.hydrate(ctx, partitionID, nil)
+}
+
+// HydrateAbove reads the hashes of every row stored above offset above,
+// whatever their age, together with the allocator, in one snapshot: what
+// a cache entry missed since it last knew everything (a fill).
+func (s *Store) HydrateAbove(ctx context.Context, partitionID, above int64) (Hydration, error) {
+	return s.hydrate(ctx, partitionID, &above)
+}
+
+func (s *Store) hydrate(ctx context.Context, partitionID int64, above *int64) (Hydration, error) {
 	rows, err := s.pool.Query(ctx,
 		`SELECT last_offset, txns_start, dedup_window_seconds, db_now, base_offset, end_offset, created_at, hashes
-		   FROM queen.log_hydrate($1)`, partitionID)
+		   FROM queen.log_hydrate($1, $2)`, partitionID, above)
 	if err != nil {
 		return Hydration{}, fmt.Errorf("pgstore: hydrate %d: %w", partitionID, err)
 	}

@@ -1,6 +1,11 @@
--- log_hydrate (002) computed window + 5 s in integer, which overflows for
--- windows near the maximum (2147483647 s): in double precision here.
-CREATE OR REPLACE FUNCTION queen.log_hydrate(p_pid bigint)
+-- log_hydrate reads what a gateway's dedup cache is built from, in one
+-- snapshot: the allocator, txns_start, the window, PostgreSQL's clock, and
+-- the log_txns rows a cache entry needs. With p_above NULL those are every
+-- row created within the window plus 5 s (a full hydration); otherwise
+-- every row stored above offset p_above, whatever its age (a fill: what an
+-- entry missed since it last knew everything). The window arithmetic is in
+-- double precision: in integer, windows near the maximum overflowed.
+CREATE OR REPLACE FUNCTION queen.log_hydrate(p_pid bigint, p_above bigint)
 RETURNS TABLE (last_offset bigint, txns_start bigint, dedup_window_seconds integer, db_now timestamptz,
                base_offset bigint, end_offset bigint, created_at timestamptz, hashes uuid[])
 LANGUAGE sql STABLE AS $$
@@ -14,6 +19,8 @@ LANGUAGE sql STABLE AS $$
       FROM p
       LEFT JOIN queen.log_txns t
         ON t.partition_id = p_pid
-       AND t.created_at >= now() - make_interval(secs => p.dedup_window_seconds::double precision + 5)
+       AND CASE WHEN p_above IS NULL
+                THEN t.created_at >= now() - make_interval(secs => p.dedup_window_seconds::double precision + 5)
+                ELSE t.end_offset > p_above END
      ORDER BY t.end_offset
 $$;
