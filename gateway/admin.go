@@ -36,6 +36,8 @@ type Admin struct {
 	// guard, once the operator API is mounted with a token, is what
 	// protected routes other than the API's own (profiles) must pass.
 	guard func(*http.Request) *wireError
+	// readiness are further checks /readyz runs, by name.
+	readiness map[string]func() error
 
 	srv      *http.Server
 	ln       net.Listener
@@ -59,6 +61,15 @@ func NewAdmin(addr string, store StoreHealth, wantSchema int, nc *nats.Conn, gat
 	a.mux.HandleFunc("GET /debug/pprof/profile", a.guarded(pprof.Profile))
 	a.mux.HandleFunc("GET /debug/pprof/trace", a.guarded(pprof.Trace))
 	return a
+}
+
+// AddReadiness adds a check /readyz runs: nil is ready, an error says why
+// not. Call before Start.
+func (a *Admin) AddReadiness(name string, check func() error) {
+	if a.readiness == nil {
+		a.readiness = map[string]func() error{}
+	}
+	a.readiness[name] = check
 }
 
 // Handle adds a route (for the configuration API and others).
@@ -115,6 +126,13 @@ func (a *Admin) readyz(w http.ResponseWriter, r *http.Request) {
 		checks["nats"] = "ok"
 	} else {
 		checks["nats"], ready = "not connected: "+a.nc.Status().String(), false
+	}
+	for name, check := range a.readiness {
+		if err := check(); err != nil {
+			checks[name], ready = err.Error(), false
+		} else {
+			checks[name] = "ok"
+		}
 	}
 	status := http.StatusOK
 	checks["status"] = "ready"

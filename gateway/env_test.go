@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
 	"github.com/queengate/queengate/gateway"
@@ -29,11 +30,20 @@ type testEnv struct {
 	pgURL  string
 	prefix string
 	queue  string
+	// conns are the gateways' own NATS connections: closing one is how a
+	// test kills a gateway outright.
+	conns map[*gateway.Gateway]*nats.Conn
 }
 
 func newEnv(t *testing.T) *testEnv {
 	t.Helper()
-	ns, err := gateway.StartEmbeddedNATS(gateway.EmbeddedNATS{Port: -1})
+	return newEnvWith(t, gateway.EmbeddedNATS{Port: -1})
+}
+
+// newEnvWith is newEnv with the embedded server configured by cfg.
+func newEnvWith(t *testing.T, cfg gateway.EmbeddedNATS) *testEnv {
+	t.Helper()
+	ns, err := gateway.StartEmbeddedNATS(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,20 +55,28 @@ func newEnv(t *testing.T) *testEnv {
 	t.Cleanup(client.Close)
 	url := pgtest.SharedURL(t)
 	return &testEnv{t: t, ns: ns, client: client, store: pgtest.Store(t, url), pgURL: url,
-		prefix: "queen", queue: pgtest.UniqueName(t)}
+		prefix: "queen", queue: pgtest.UniqueName(t), conns: map[*gateway.Gateway]*nats.Conn{}}
 }
 
 type gatewayOpts struct {
 	store   ingest.Store
 	ingest  ingest.Config
 	gateway gateway.Config
+	// natsURL is where the gateway connects; default the env's server.
+	natsURL string
+	// reg receives the gateway's metrics; default none.
+	reg prometheus.Registerer
 }
 
 // startGateway runs one gateway (its own NATS connection, ingester and
 // store pool) until the test ends.
 func (e *testEnv) startGateway(opts gatewayOpts) (*gateway.Gateway, *ingest.Ingester) {
 	e.t.Helper()
-	nc, err := nats.Connect(e.ns.ClientURL(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	url := opts.natsURL
+	if url == "" {
+		url = e.ns.ClientURL()
+	}
+	nc, err := nats.Connect(url, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -78,7 +96,7 @@ func (e *testEnv) startGateway(opts gatewayOpts) (*gateway.Gateway, *ingest.Inge
 	if opts.gateway.Prefix == "" {
 		opts.gateway.Prefix = e.prefix
 	}
-	gw, err := gateway.New(opts.gateway, nc, ing, log, nil)
+	gw, err := gateway.New(opts.gateway, nc, ing, log, opts.reg)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -86,6 +104,7 @@ func (e *testEnv) startGateway(opts gatewayOpts) (*gateway.Gateway, *ingest.Inge
 		e.t.Fatal(err)
 	}
 	e.t.Cleanup(gw.Stop)
+	e.conns[gw] = nc
 	return gw, ing
 }
 

@@ -165,3 +165,38 @@ func TestConnectionKilledMidFlushGivesFailed(t *testing.T) {
 		t.Errorf("%d messages stored, want 3", n)
 	}
 }
+
+func TestReadyzWaitsForTheGatewayToServe(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ing, err := ingest.New(e.store, ingest.Config{}, zerolog.Nop(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw, err := gateway.New(gateway.Config{}, e.client, ing, zerolog.Nop(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := gateway.NewAdmin("127.0.0.1:0", e.store, pgstore.LatestVersion(), e.client, prometheus.NewRegistry(), zerolog.Nop())
+	admin.AddReadiness("gateway", gw.Serving)
+	if err := admin.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(admin.Stop)
+	if code, body := readyz(t, admin.Addr()); code != http.StatusServiceUnavailable || body["gateway"] != "starting" {
+		t.Errorf("/readyz before the gateway started = %d %v, want 503 with gateway starting", code, body)
+	}
+	if err := ing.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := gw.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := readyz(t, admin.Addr()); code != http.StatusOK || body["gateway"] != "ok" {
+		t.Errorf("/readyz while serving = %d %v", code, body)
+	}
+	gw.Stop()
+	if code, body := readyz(t, admin.Addr()); code != http.StatusServiceUnavailable || body["gateway"] != "stopping" {
+		t.Errorf("/readyz after Stop = %d %v, want 503 with gateway stopping", code, body)
+	}
+}

@@ -43,6 +43,10 @@ type Config struct {
 	Ops *Ops
 	// Timers, when set, is served on the timer subjects.
 	Timers *TimerOps
+	// Routing, when set, gives partitions affinity to gateways: pushes
+	// mapped by NATS onto routing shards are taken by the shard's owner
+	// (routing.go). Nil: any gateway of the queue group takes any push.
+	Routing *RoutingConfig
 }
 
 func (c Config) withDefaults() Config {
@@ -77,9 +81,13 @@ type Gateway struct {
 	ing     Ingester
 	log     zerolog.Logger
 	metrics *metrics
+	// routingMetrics is nil without Config.Routing.
+	routingMetrics *routingMetrics
 
 	mu       sync.Mutex
 	svc      *service
+	router   *router
+	serving  bool           // between a completed Start and Stop
 	inflight sync.WaitGroup // operator and timer requests being answered
 	stopping bool           // under mu: no more requests join inflight
 	stopOnce sync.Once
@@ -96,7 +104,19 @@ func New(cfg Config, nc *nats.Conn, ing Ingester, log zerolog.Logger, reg promet
 	if err != nil {
 		return nil, err
 	}
-	return &Gateway{cfg: cfg, nc: nc, ing: ing, log: log, metrics: m, stopped: make(chan struct{})}, nil
+	g := &Gateway{cfg: cfg, nc: nc, ing: ing, log: log, metrics: m, stopped: make(chan struct{})}
+	if cfg.Routing != nil {
+		rcfg := cfg.Routing.withDefaults()
+		if err := rcfg.validate(); err != nil {
+			return nil, err
+		}
+		if g.routingMetrics, err = newRoutingMetrics(reg); err != nil {
+			return nil, err
+		}
+		cfg.Routing = &rcfg
+		g.cfg = cfg
+	}
+	return g, nil
 }
 
 // ValidPrefix checks a subject prefix: one or more dot-separated tokens,
@@ -134,6 +154,13 @@ func (g *Gateway) Start(context.Context) error {
 	if err := push.subscribe(push.subject); err != nil {
 		return err
 	}
+	if g.cfg.Routing == nil {
+		// Without routing, every shard too: pushes are served whether or
+		// not NATS maps them.
+		if err := push.subscribe(g.cfg.Prefix + ".shard.>"); err != nil {
+			return err
+		}
+	}
 	g.svc = svc
 	if g.cfg.Ops != nil {
 		if err := g.addOpsEndpoints(); err != nil {
@@ -156,7 +183,30 @@ func (g *Gateway) Start(context.Context) error {
 	if err := g.nc.Flush(); err != nil {
 		return fmt.Errorf("gateway: flush subscriptions: %w", err)
 	}
+	if g.cfg.Routing != nil {
+		r := newRouter(*g.cfg.Routing, g.nc, svc.id, g.cfg.Prefix, push, g.log, g.routingMetrics)
+		if err := r.start(); err != nil {
+			svc.stop(0)
+			return err
+		}
+		g.router = r
+	}
+	g.serving = true
 	return nil
+}
+
+// Serving is nil while the gateway takes pushes, else why not: for
+// /readyz (Admin.AddReadiness).
+func (g *Gateway) Serving() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case g.serving:
+		return nil
+	case g.svc == nil:
+		return errors.New("starting")
+	}
+	return errors.New("stopping")
 }
 
 // Stop stops taking requests, takes in what NATS already delivered, then
@@ -164,8 +214,15 @@ func (g *Gateway) Start(context.Context) error {
 func (g *Gateway) Stop() {
 	g.stopOnce.Do(func() {
 		g.mu.Lock()
-		svc := g.svc
+		svc, r := g.svc, g.router
+		g.serving = false
 		g.mu.Unlock()
+		if r != nil {
+			// Hand the shards over before the subscriptions go, so that
+			// no shard is left without a subscriber meanwhile.
+			r.leave(min(g.cfg.DrainTimeout, r.cfg.LeaveTimeout))
+			r.close()
+		}
 		if svc != nil {
 			// Draining hands the requests already delivered to their
 			// handlers; ingest is stopped after, so none is refused.
@@ -191,10 +248,24 @@ func (g *Gateway) Stop() {
 	})
 }
 
+// ID is this gateway's instance id: its micro service id, and its name
+// among the gateways sharing routing shards. Empty before Start.
+func (g *Gateway) ID() string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.svc == nil {
+		return ""
+	}
+	return g.svc.id
+}
+
 // handlePush runs on the subscription's goroutine: decode, validate and
 // hand over without blocking; the answer is sent when ingest is done.
 func (g *Gateway) handlePush(req *request) {
-	queue, partition, werr := parsePushSubject(g.cfg.Prefix, req.Subject)
+	queue, partition, probe, werr := parsePushSubject(g.cfg.Prefix, req.Subject)
+	if probe {
+		return // the routing probe: it only looks where NATS delivers
+	}
 	var ackSubject string
 	if werr == nil {
 		ackSubject = g.cfg.Prefix + ".ack." + queue + "." + partition

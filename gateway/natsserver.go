@@ -21,6 +21,9 @@ type EmbeddedNATS struct {
 	MaxPayload int32
 	// Debug logs the server's own messages to stderr.
 	Debug bool
+	// Mappings are subject mappings of the server's account (source ->
+	// destination), e.g. ShardMappings.
+	Mappings map[string]string
 
 	// Client authentication the server requires; at most one kind. Empty:
 	// none (the default listens on loopback).
@@ -81,6 +84,11 @@ func StartEmbeddedNATS(cfg EmbeddedNATS) (*server.Server, error) {
 	ns, err := server.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: embedded nats-server: %w", err)
+	}
+	for src, dest := range cfg.Mappings {
+		if err := ns.GlobalAccount().AddMapping(src, dest); err != nil {
+			return nil, fmt.Errorf("gateway: embedded nats-server: map %s: %w", src, err)
+		}
 	}
 	fatal := &fatalLog{}
 	if cfg.Debug {

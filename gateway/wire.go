@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
@@ -99,28 +100,43 @@ func ValidName(s string) bool {
 	return true
 }
 
-// parsePushSubject splits <prefix>.push.<queue>[.<partition>].
-func parsePushSubject(prefix, subject string) (queue, partition string, err *wireError) {
-	rest, ok := bytes.CutPrefix([]byte(subject), []byte(prefix+".push."))
+// probeQueue is the queue token of the routing probe's pushes: not a
+// valid queue name, so no gateway ever stores one.
+const probeQueue = "$qgprobe"
+
+// parsePushSubject splits <prefix>.push.<queue>[.<partition>], and the
+// routing form NATS maps it onto, <prefix>.shard.<k>.<queue>[.<partition>].
+// probe reports the routing probe's own push, which is answered by nobody.
+func parsePushSubject(prefix, subject string) (queue, partition string, probe bool, err *wireError) {
+	rest, ok := strings.CutPrefix(subject, prefix+".push.")
 	if !ok {
-		return "", "", badInput("subject %q is not under %s.push", subject, prefix)
+		shard, found := strings.CutPrefix(subject, prefix+".shard.")
+		if _, r, cut := strings.Cut(shard, "."); found && cut {
+			rest, ok = r, true
+		}
 	}
-	tokens := bytes.Split(rest, []byte("."))
+	if !ok {
+		return "", "", false, badInput("subject %q is not under %s.push", subject, prefix)
+	}
+	tokens := strings.Split(rest, ".")
 	switch len(tokens) {
 	case 1:
-		queue, partition = string(tokens[0]), DefaultPartition
+		queue, partition = tokens[0], DefaultPartition
 	case 2:
-		queue, partition = string(tokens[0]), string(tokens[1])
+		queue, partition = tokens[0], tokens[1]
 	default:
-		return "", "", badInput("subject %q must be %s.push.<queue> or %s.push.<queue>.<partition>", subject, prefix, prefix)
+		return "", "", false, badInput("subject %q must be %s.push.<queue> or %s.push.<queue>.<partition>", subject, prefix, prefix)
+	}
+	if queue == probeQueue {
+		return "", "", true, nil
 	}
 	if !ValidName(queue) {
-		return "", "", badInput("bad queue name %q: 1-128 bytes of [A-Za-z0-9_-]", queue)
+		return "", "", false, badInput("bad queue name %q: 1-128 bytes of [A-Za-z0-9_-]", queue)
 	}
 	if !ValidName(partition) {
-		return "", "", badInput("bad partition name %q: 1-128 bytes of [A-Za-z0-9_-]", partition)
+		return "", "", false, badInput("bad partition name %q: 1-128 bytes of [A-Za-z0-9_-]", partition)
 	}
-	return queue, partition, nil
+	return queue, partition, false, nil
 }
 
 // decodePush decodes a push body: one message object or an array of 1 to

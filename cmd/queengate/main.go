@@ -95,6 +95,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		ecfg := gateway.EmbeddedNATS{Host: cfg.NATSHost, Port: cfg.NATSPort,
 			User: cfg.NATSUser, Password: cfg.NATSPassword, Token: cfg.NATSToken,
 			TLSCert: cfg.NATSServerTLSCert, TLSKey: cfg.NATSServerTLSKey, TLSClientCA: cfg.NATSServerTLSClientCA}
+		if cfg.RoutingShards > 0 {
+			ecfg.Mappings = gateway.ShardMappings(cfg.Prefix, cfg.RoutingShards)
+		}
 		if cfg.NATSNKey != "" {
 			if ecfg.NKey, err = nkeyPublic(cfg.NATSNKey); err != nil {
 				return err
@@ -145,8 +148,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	defer tsvc.Stop()
 	timerOps := gateway.NewTimerOps(tsvc, ops)
-	gw, err := gateway.New(gateway.Config{Prefix: cfg.Prefix, MaxBatch: cfg.MaxBatch, Version: version, Ops: ops, Timers: timerOps},
-		nc, ing, log.With().Str("component", "gateway").Logger(), reg)
+	gcfg := gateway.Config{Prefix: cfg.Prefix, MaxBatch: cfg.MaxBatch, Version: version, Ops: ops, Timers: timerOps}
+	if cfg.RoutingShards > 0 {
+		gcfg.Routing = &gateway.RoutingConfig{Shards: cfg.RoutingShards}
+	}
+	gw, err := gateway.New(gcfg, nc, ing, log.With().Str("component", "gateway").Logger(), reg)
 	if err != nil {
 		return err
 	}
@@ -166,6 +172,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	admin := gateway.NewAdmin(cfg.HTTPAddr, store, pgstore.LatestVersion(), nc, reg, log.With().Str("component", "admin").Logger())
 	admin.Mount(ops)
 	admin.MountTimers(timerOps)
+	admin.AddReadiness("gateway", gw.Serving)
 	if err := admin.Start(ctx); err != nil {
 		return fmt.Errorf("admin http on %s: %w", cfg.HTTPAddr, err)
 	}

@@ -1,0 +1,508 @@
+package gateway
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"math/bits"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+	"github.com/zeebo/xxh3"
+)
+
+// Routing shards give partitions affinity to gateways. The NATS server
+// maps every push subject onto one of a fixed number of shard subjects
+// with its deterministic partition() function (ShardMappings), and each
+// gateway subscribes the shards it owns, so a partition's pushes reach one
+// gateway: its fusion buffers see the partition's whole traffic and its
+// cache sees every commit, so it keeps vouching.
+//
+// Ownership needs no new component: every gateway publishes a heartbeat
+// on <prefix>.gateways.heartbeat (every HeartbeatEvery), and from the
+// members it hears, each computes the same owner for every shard by
+// rendezvous hashing (the member with the highest xxh3 of its id and the
+// shard). Handovers are make-before-break: a gateway keeps serving a shard
+// it no longer owns until the owner's heartbeat says it serves it, so a
+// join or a graceful leave leaves no shard without a subscriber. Shard
+// subscriptions are in the queue group, so while two gateways serve a
+// shard each request still goes to one of them.
+//
+// Failure modes. A gateway killed outright stops heartbeating; its NATS
+// subscriptions go with its connection at once, and the others take its
+// shards once they miss its heartbeats for MemberTimeout (requests in
+// between get no responders, or time out if they were in flight there,
+// and a retry is exact). Gateways that disagree for a moment about who is
+// alive may both serve a shard (harmless) or, briefly, neither (the same
+// no-responders) until their views converge within a heartbeat or two. A
+// gateway that cannot reach PostgreSQL says so in its heartbeats and
+// loses its shards to ready ones; if none is ready, everyone live serves.
+// Correctness never depends on any of this: two gateways pushing to one
+// partition are exact, only slower.
+
+// DefaultRoutingShards is the number of routing shards of a deployment.
+const DefaultRoutingShards = 64
+
+// MaxRoutingShards bounds the shard count (heartbeats carry a bitset).
+const MaxRoutingShards = 1024
+
+// ShardMappings are the NATS subject mappings that route pushes onto n
+// shards: the two push forms (partition named, and Default), each mapped
+// by partition() over its queue and partition tokens.
+func ShardMappings(prefix string, n int) map[string]string {
+	return map[string]string{
+		prefix + ".push.*.*": fmt.Sprintf("%s.shard.{{partition(%d,1,2)}}.{{wildcard(1)}}.{{wildcard(2)}}", prefix, n),
+		prefix + ".push.*":   fmt.Sprintf("%s.shard.{{partition(%d,1)}}.{{wildcard(1)}}", prefix, n),
+	}
+}
+
+// ShardOf is the shard NATS maps a push to queue and partition onto, as
+// its partition() function computes it: FNV-1a of the tokens, concatenated,
+// modulo n. A push to <prefix>.push.<queue> hashes the queue alone, so it
+// may land on another shard than <prefix>.push.<queue>.Default.
+func ShardOf(n int, tokens ...string) int {
+	h := fnv.New32a()
+	for _, t := range tokens {
+		_, _ = h.Write([]byte(t))
+	}
+	return int(h.Sum32() % uint32(n))
+}
+
+// heartbeat is what a gateway says of itself to the others.
+type heartbeat struct {
+	ID      string `json:"id"`
+	Shards  int    `json:"shards"`
+	Ready   bool   `json:"ready"`
+	Leaving bool   `json:"leaving,omitempty"`
+	// Hello asks every gateway that hears it to beat at once: a starting
+	// gateway learns the fleet before it takes shards.
+	Hello   bool   `json:"hello,omitempty"`
+	Serving string `json:"serving"` // base64 bitset of the shards it subscribes
+}
+
+// member is another gateway as last heard.
+type member struct {
+	lastSeen time.Time
+	ready    bool
+	leaving  bool
+	serving  bitset
+}
+
+// bitset is a set of shards.
+type bitset []uint64
+
+func newBitset(n int) bitset    { return make(bitset, (n+63)/64) }
+func (b bitset) has(i int) bool { return i/64 < len(b) && b[i/64]&(1<<(i%64)) != 0 }
+func (b bitset) set(i int, on bool) {
+	if on {
+		b[i/64] |= 1 << (i % 64)
+	} else {
+		b[i/64] &^= 1 << (i % 64)
+	}
+}
+
+func (b bitset) count() int {
+	n := 0
+	for _, w := range b {
+		n += bits.OnesCount64(w)
+	}
+	return n
+}
+
+func (b bitset) encode() string {
+	buf := make([]byte, 8*len(b))
+	for i, w := range b {
+		for j := range 8 {
+			buf[8*i+j] = byte(w >> (8 * j))
+		}
+	}
+	return base64.RawStdEncoding.EncodeToString(buf)
+}
+
+func decodeBitset(s string, n int) (bitset, error) {
+	buf, err := base64.RawStdEncoding.DecodeString(s)
+	if err != nil || len(buf) != 8*((n+63)/64) {
+		return nil, fmt.Errorf("bad serving set")
+	}
+	b := newBitset(n)
+	for i := range b {
+		for j := range 8 {
+			b[i] |= uint64(buf[8*i+j]) << (8 * j)
+		}
+	}
+	return b, nil
+}
+
+// RoutingConfig tunes shard ownership. Zero values take the defaults.
+type RoutingConfig struct {
+	// Shards is the deployment's routing shard count; default 64. Every
+	// gateway and the NATS mapping must agree on it.
+	Shards int
+	// HeartbeatEvery is how often a gateway says it is alive; default
+	// 200 ms.
+	HeartbeatEvery time.Duration
+	// MemberTimeout is how long without a heartbeat before a gateway is
+	// taken for gone and its shards served by others; default 1 s.
+	MemberTimeout time.Duration
+	// LeaveTimeout bounds how long a stopping gateway waits for the
+	// others to serve its shards; default 2 s.
+	LeaveTimeout time.Duration
+	// ProbeEvery is how often the NATS mapping is probed again (it may
+	// be added, changed or removed while the gateway runs); default 30 s.
+	ProbeEvery time.Duration
+	// ProbeTimeout bounds one probe; default 2 s.
+	ProbeTimeout time.Duration
+	// Ready tells whether this gateway can serve pushes now (PostgreSQL
+	// reachable); nil: always.
+	Ready func() bool
+}
+
+func (c RoutingConfig) withDefaults() RoutingConfig {
+	if c.Shards == 0 {
+		c.Shards = DefaultRoutingShards
+	}
+	if c.HeartbeatEvery <= 0 {
+		c.HeartbeatEvery = 200 * time.Millisecond
+	}
+	if c.MemberTimeout <= 0 {
+		c.MemberTimeout = 5 * c.HeartbeatEvery
+	}
+	if c.LeaveTimeout <= 0 {
+		c.LeaveTimeout = 2 * time.Second
+	}
+	if c.ProbeEvery <= 0 {
+		c.ProbeEvery = 30 * time.Second
+	}
+	if c.ProbeTimeout <= 0 {
+		c.ProbeTimeout = 2 * time.Second
+	}
+	if c.Ready == nil {
+		c.Ready = func() bool { return true }
+	}
+	return c
+}
+
+func (c RoutingConfig) validate() error {
+	if c.Shards < 1 || c.Shards > MaxRoutingShards {
+		return fmt.Errorf("gateway: routing shards %d: 1 to %d", c.Shards, MaxRoutingShards)
+	}
+	if c.MemberTimeout < 2*c.HeartbeatEvery {
+		return fmt.Errorf("gateway: routing member timeout %v must be at least two heartbeats (%v)", c.MemberTimeout, 2*c.HeartbeatEvery)
+	}
+	return nil
+}
+
+// router owns this gateway's share of the routing shards.
+type router struct {
+	cfg    RoutingConfig
+	nc     *nats.Conn
+	id     string
+	prefix string
+	push   *endpoint // the push endpoint: shard subscriptions go on it
+	log    zerolog.Logger
+	m      *routingMetrics
+
+	mu      sync.Mutex
+	members map[string]*member // others, by id
+	serving bitset
+	leaving bool
+	mapping mappingState // what the last probe found
+	sub     *nats.Subscription
+	changed chan struct{} // a heartbeat arrived: reconcile soon
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+func newRouter(cfg RoutingConfig, nc *nats.Conn, id, prefix string, push *endpoint, log zerolog.Logger, m *routingMetrics) *router {
+	cfg = cfg.withDefaults()
+	return &router{cfg: cfg, nc: nc, id: id, prefix: prefix, push: push, log: log, m: m,
+		members: map[string]*member{}, serving: newBitset(cfg.Shards),
+		changed: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+}
+
+func (r *router) heartbeatSubject() string { return r.prefix + ".gateways.heartbeat" }
+
+func (r *router) shardSubject(k int) string { return r.prefix + ".shard." + strconv.Itoa(k) + ".>" }
+
+// start probes the NATS mapping (a mapping onto another shard count is
+// an error: shards this fleet does not serve would go unanswered), says
+// hello, listens to the fleet for a heartbeat's time, takes the shards it
+// owns, and keeps reconciling until close.
+func (r *router) start() error {
+	sub, err := r.nc.Subscribe(r.heartbeatSubject(), r.onHeartbeat)
+	if err != nil {
+		return fmt.Errorf("gateway: subscribe heartbeats: %w", err)
+	}
+	r.sub = sub
+	if err := r.checkMapping(); err != nil {
+		_ = sub.Unsubscribe()
+		return err
+	}
+	r.publish(true)
+	select {
+	case <-time.After(r.cfg.HeartbeatEvery):
+	case <-r.stop:
+	}
+	r.reconcile(time.Now())
+	r.publish(false)
+	// Start returns with its shards live at the server.
+	if err := r.nc.Flush(); err != nil {
+		_ = sub.Unsubscribe()
+		return fmt.Errorf("gateway: flush shard subscriptions: %w", err)
+	}
+	go r.loop()
+	return nil
+}
+
+func (r *router) loop() {
+	defer close(r.done)
+	tick := time.NewTicker(r.cfg.HeartbeatEvery)
+	defer tick.Stop()
+	probe := time.NewTicker(r.cfg.ProbeEvery)
+	defer probe.Stop()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-tick.C:
+			if r.nc.IsClosed() {
+				return // for good: nothing left to serve or say
+			}
+			r.reconcile(time.Now())
+			r.publish(false)
+		case <-r.changed:
+			r.reconcile(time.Now())
+		case <-probe.C:
+			if err := r.checkMapping(); err != nil {
+				r.log.Error().Err(err).Msg("routing mapping")
+			}
+		}
+	}
+}
+
+func (r *router) onHeartbeat(m *nats.Msg) {
+	var hb heartbeat
+	if err := json.Unmarshal(m.Data, &hb); err != nil || hb.ID == "" || hb.ID == r.id {
+		return
+	}
+	if hb.Shards != r.cfg.Shards {
+		r.m.mismatches.Inc()
+		r.log.Error().Str("member", hb.ID).Int("its_shards", hb.Shards).Int("our_shards", r.cfg.Shards).
+			Msg("a gateway with another routing shard count: every gateway and the NATS mapping must use the same QUEEN_ROUTING_SHARDS")
+		return
+	}
+	serving, err := decodeBitset(hb.Serving, r.cfg.Shards)
+	if err != nil {
+		return
+	}
+	r.mu.Lock()
+	r.members[hb.ID] = &member{lastSeen: time.Now(), ready: hb.Ready, leaving: hb.Leaving, serving: serving}
+	r.mu.Unlock()
+	if hb.Hello {
+		r.publish(false)
+	}
+	select {
+	case r.changed <- struct{}{}:
+	default:
+	}
+}
+
+// publish sends this gateway's heartbeat.
+func (r *router) publish(hello bool) {
+	r.mu.Lock()
+	hb := heartbeat{ID: r.id, Shards: r.cfg.Shards, Ready: r.cfg.Ready(), Leaving: r.leaving, Hello: hello,
+		Serving: r.serving.encode()}
+	r.mu.Unlock()
+	body, _ := json.Marshal(hb)
+	if err := r.nc.Publish(r.heartbeatSubject(), body); err != nil {
+		r.log.Debug().Err(err).Msg("publish heartbeat")
+	}
+}
+
+// owner is the live member that owns shard k: the highest rendezvous
+// score among the eligible ones.
+func owner(k int, eligible []string) string {
+	best, bestScore := "", uint64(0)
+	for _, id := range eligible {
+		score := xxh3.HashString(id + "/" + strconv.Itoa(k))
+		if best == "" || score > bestScore || score == bestScore && id > best {
+			best, bestScore = id, score
+		}
+	}
+	return best
+}
+
+// reconcile subscribes the shards this gateway owns and releases, once
+// their owner serves them, those it does not.
+func (r *router) reconcile(now time.Time) {
+	r.mu.Lock()
+	var live, ready []string
+	for id, m := range r.members {
+		if now.Sub(m.lastSeen) > r.cfg.MemberTimeout {
+			delete(r.members, id)
+			continue
+		}
+		if m.leaving {
+			continue
+		}
+		live = append(live, id)
+		if m.ready {
+			ready = append(ready, id)
+		}
+	}
+	if !r.leaving {
+		live = append(live, r.id)
+		if r.cfg.Ready() {
+			ready = append(ready, r.id)
+		}
+	}
+	eligible := ready
+	if len(eligible) == 0 {
+		eligible = live // nobody can reach PostgreSQL: everyone answers, fast
+	}
+	slices.Sort(eligible)
+	var take, release []int
+	for k := range r.cfg.Shards {
+		o := owner(k, eligible)
+		switch {
+		case o == r.id && !r.serving.has(k):
+			take = append(take, k)
+		case o != r.id && r.serving.has(k) && (o == "" || r.members[o] != nil && r.members[o].serving.has(k)):
+			release = append(release, k)
+		}
+	}
+	members := len(r.members) + 1
+	r.mu.Unlock()
+
+	for _, k := range take {
+		if err := r.push.subscribe(r.shardSubject(k)); err != nil {
+			r.log.Warn().Err(err).Int("shard", k).Msg("take shard")
+			continue
+		}
+		r.setServing(k, true)
+		r.m.handovers.WithLabelValues("taken").Inc()
+	}
+	for _, k := range release {
+		r.setServing(k, false)
+		r.push.unsubscribe(r.shardSubject(k))
+		r.m.handovers.WithLabelValues("released").Inc()
+	}
+	r.mu.Lock()
+	r.m.served.Set(float64(r.serving.count()))
+	r.mu.Unlock()
+	r.m.members.Set(float64(members))
+}
+
+func (r *router) setServing(k int, on bool) {
+	r.mu.Lock()
+	r.serving.set(k, on)
+	r.mu.Unlock()
+}
+
+// leave hands this gateway's shards over before it stops: it says it is
+// leaving, and waits (up to timeout) until the others serve what it
+// serves. Its subscriptions are drained by the service's stop afterwards.
+func (r *router) leave(timeout time.Duration) {
+	r.mu.Lock()
+	r.leaving = true
+	r.mu.Unlock()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		r.publish(false)
+		if r.othersServeMine() {
+			return
+		}
+		select {
+		case <-r.changed:
+		case <-time.After(r.cfg.HeartbeatEvery):
+		}
+	}
+}
+
+// othersServeMine reports whether every shard this gateway serves is also
+// served by a live member (or no other member is live to take it).
+func (r *router) othersServeMine() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := time.Now()
+	var others []*member
+	for _, m := range r.members {
+		if now.Sub(m.lastSeen) <= r.cfg.MemberTimeout && !m.leaving {
+			others = append(others, m)
+		}
+	}
+	if len(others) == 0 {
+		return true
+	}
+	for k := range r.cfg.Shards {
+		if !r.serving.has(k) {
+			continue
+		}
+		if !slices.ContainsFunc(others, func(m *member) bool { return m.serving.has(k) }) {
+			return false
+		}
+	}
+	return true
+}
+
+// close stops the heartbeats.
+func (r *router) close() {
+	select {
+	case <-r.stop:
+		return
+	default:
+	}
+	close(r.stop)
+	<-r.done
+	if r.sub != nil {
+		_ = r.sub.Unsubscribe()
+	}
+}
+
+// routingMetrics describe shard ownership.
+type routingMetrics struct {
+	served     prometheus.Gauge
+	members    prometheus.Gauge
+	handovers  *prometheus.CounterVec
+	mismatches prometheus.Counter
+	mapping    *prometheus.GaugeVec
+}
+
+func newRoutingMetrics(reg prometheus.Registerer) (*routingMetrics, error) {
+	m := &routingMetrics{
+		served: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "queengate_routing_shards_served",
+			Help: "Routing shards this gateway subscribes.",
+		}),
+		members: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "queengate_routing_members",
+			Help: "Gateways this gateway hears heartbeats from, itself included.",
+		}),
+		handovers: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "queengate_routing_handovers_total",
+			Help: "Routing shards this gateway took or released.",
+		}, []string{"change"}),
+		mismatches: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "queengate_routing_shard_count_mismatches_total",
+			Help: "Heartbeats from gateways configured with another routing shard count (ignored).",
+		}),
+		mapping: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "queengate_routing_mapping",
+			Help: "1 for what the last probe found of NATS's push subject mapping: present (pushes reach their shard's gateway), absent (pushes reach any gateway of the queue group), or unknown.",
+		}, []string{"state"}),
+	}
+	if reg != nil {
+		for _, c := range []prometheus.Collector{m.served, m.members, m.handovers, m.mismatches, m.mapping} {
+			if err := reg.Register(c); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return m, nil
+}
