@@ -264,3 +264,61 @@ func TestSumAutovacuumCPU(t *testing.T) {
 		t.Errorf("sumAutovacuumCPU = %v, want 2.0 (0.25+0.05+1.50+0.20)", got)
 	}
 }
+
+// TestFleetComparison runs one gateway against a fleet of two in the same
+// run: the fleet is resized between targets, its figures are summed over
+// its gateways, and the ratio is the fleet's throughput over one gateway's.
+func TestFleetComparison(t *testing.T) {
+	t.Parallel()
+	out := filepath.Join(t.TempDir(), "report.json")
+	var stdout, stderr bytes.Buffer
+	err := run([]string{"--self", "--pg-url", pgtest.NewDB(t), "--scenario", "unique", "--compare", "queengate,queengate@2",
+		"--rounds", "1", "--messages", "6000", "--producers", "8", "--batch", "50", "--partitions", "20",
+		"--quiet", "--json", out}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("queenbench: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	r := readReport(t, out)
+	if len(r.Results) != 2 || r.Results[1].Target != "queengate@2" {
+		t.Fatalf("results %+v, want queengate then queengate@2", r.Results)
+	}
+	for _, res := range r.Results {
+		if res.Messages != 6000 || res.Failed != 0 || res.Violations != 0 || res.Queued != 6000 {
+			t.Errorf("%s: %d answered, %d queued, %d failed, %d violations", res.Target, res.Messages, res.Queued, res.Failed, res.Violations)
+		}
+		if res.MeanFrame <= 0 || res.Hydrations < 20 {
+			t.Errorf("%s: mean frame %v, %d hydrations; want frames and at least one hydration per partition", res.Target, res.MeanFrame, res.Hydrations)
+		}
+	}
+	if len(r.Ratios) != 1 || r.Ratios[0].Label != "queengate@2 ÷ queengate" {
+		t.Errorf("ratios %+v, want one: queengate@2 ÷ queengate", r.Ratios)
+	}
+}
+
+// TestFailoverShortProfile is the failover scenario, short: one of three
+// gateways is killed outright halfway, producers resend what failed with
+// the same ids, and PostgreSQL then holds every id once.
+func TestFailoverShortProfile(t *testing.T) {
+	t.Parallel()
+	out := filepath.Join(t.TempDir(), "report.json")
+	var stdout, stderr bytes.Buffer
+	err := run([]string{"--self", "--pg-url", pgtest.NewDB(t), "--scenario", "failover",
+		"--messages", "20000", "--producers", "8", "--batch", "50", "--partitions", "20", "--retries", "0.2",
+		"--quiet", "--json", out}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("queenbench: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	r := readReport(t, out)
+	if len(r.Results) != 1 {
+		t.Fatalf("%d results", len(r.Results))
+	}
+	res := r.Results[0]
+	t.Logf("failover: %d retries, longest gap %v per producer, %v for all", res.Retries, res.MaxGap, res.FleetGap)
+	if res.Killed != 1 {
+		t.Errorf("%d gateways killed, want 1", res.Killed)
+	}
+	if res.Messages != 20000 || res.Failed != 0 || res.Violations != 0 || res.DistinctIDs == 0 {
+		t.Errorf("%d answered, %d failed, %d violations over %d distinct ids; want all answered, none failed or violated",
+			res.Messages, res.Failed, res.Violations, res.DistinctIDs)
+	}
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,8 +18,13 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 )
 
-// natsDirEnv names the JetStream store directory of the nats-server role.
+// natsDirEnv names the JetStream store directory of the nats-server role;
+// without it, JetStream is off.
 const natsDirEnv = "QUEENBENCH_NATS_DIR"
+
+// natsMappingsEnv holds the nats-server role's subject mappings, as a JSON
+// object of source to destination (the gateways' routing shards).
+const natsMappingsEnv = "QUEENBENCH_NATS_MAPPINGS"
 
 // natsReadyTimeout bounds how long the nats-server role may take to start
 // listening (JetStream recovers its store first).
@@ -34,14 +40,11 @@ const natsReadyTimeout = 30 * time.Second
 // of leaking it.
 func runNATSServerRole() error {
 	dir := os.Getenv(natsDirEnv)
-	if dir == "" {
-		return fmt.Errorf("%s is not set", natsDirEnv)
-	}
 	ns, err := server.NewServer(&server.Options{
-		ServerName: "queenbench-jetstream",
+		ServerName: "queenbench-nats",
 		Host:       "127.0.0.1",
 		Port:       -1,
-		JetStream:  true,
+		JetStream:  dir != "",
 		StoreDir:   dir,
 		MaxPayload: 8 << 20,
 		NoSigs:     true,
@@ -49,6 +52,17 @@ func runNATSServerRole() error {
 	})
 	if err != nil {
 		return fmt.Errorf("new server: %w", err)
+	}
+	if m := os.Getenv(natsMappingsEnv); m != "" {
+		var mappings map[string]string
+		if err := json.Unmarshal([]byte(m), &mappings); err != nil {
+			return fmt.Errorf("%s: %w", natsMappingsEnv, err)
+		}
+		for src, dest := range mappings {
+			if err := ns.GlobalAccount().AddMapping(src, dest); err != nil {
+				return fmt.Errorf("map %s: %w", src, err)
+			}
+		}
 	}
 	// Listen for signals before announcing readiness, so a Stop right after
 	// the ready line is handled rather than killing the process outright.
@@ -93,9 +107,10 @@ type serverProcess struct {
 }
 
 // startNATSServerProcess re-executes queenbench in the nats-server role with
-// its JetStream store in dir, and waits for it to accept connections. ctx
-// bounds the start only; the process runs until Stop.
-func startNATSServerProcess(ctx context.Context, dir string) (*serverProcess, error) {
+// its JetStream store in dir (none: JetStream off) and the given subject
+// mappings, and waits for it to accept connections. ctx bounds the start
+// only; the process runs until Stop.
+func startNATSServerProcess(ctx context.Context, dir string, mappings map[string]string) (*serverProcess, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("find executable: %w", err)
@@ -111,7 +126,11 @@ func startNATSServerProcess(ctx context.Context, dir string) (*serverProcess, er
 		return nil, fmt.Errorf("stdout pipe: %w", err)
 	}
 	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), roleEnv+"="+roleNATSServer, natsDirEnv+"="+dir)
+	m, err := json.Marshal(mappings)
+	if err != nil {
+		return nil, err
+	}
+	cmd.Env = append(os.Environ(), roleEnv+"="+roleNATSServer, natsDirEnv+"="+dir, natsMappingsEnv+"="+string(m))
 	cmd.Stdin = stdinR
 	cmd.Stdout = stdoutW
 	cmd.Stderr = os.Stderr

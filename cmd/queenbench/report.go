@@ -19,6 +19,7 @@ var resultHeader = []string{
 	"target", "scenario", "msg/s", "p50 ms", "p90 ms", "p99 ms", "max ms",
 	"queued", "duplicate", "failed", "violations",
 	"CPU s/M msgs", "autovac s/M", "peak RSS MiB", "probe skipped", "narrowed", "unrolled", "cache B/hash",
+	"frame", "hydrations", "fills", "gap ms",
 }
 
 // resultTextColumns is how many leading columns of resultHeader hold text;
@@ -27,10 +28,10 @@ const resultTextColumns = 2
 
 // ratioTitle heads the ratio table; the ratio is per round, so the figures
 // say how the rounds varied, not a ratio of medians.
-const ratioTitle = "queengate ÷ target (msg/s, per round)"
+const ratioTitle = "throughput ratios (msg/s, per round)"
 
 // ratioHeader names the columns of the ratio table.
-var ratioHeader = []string{"target", "min", "median", "max"}
+var ratioHeader = []string{"ratio", "min", "median", "max"}
 
 // writeTable writes r as aligned plain-text tables for a terminal: the
 // workload line, one row per target, any exactness violations, then the
@@ -125,9 +126,21 @@ func resultRows(r *Report) [][]string {
 			formatShare(res.ProbeNarrowedShare),
 			formatShare(res.UnrolledShare),
 			formatOptional(res.CacheBytesPerHash),
+			formatOptional(res.MeanFrame),
+			formatOptionalCount(res.Hydrations),
+			formatOptionalCount(res.Fills),
+			formatMs(res.MaxGap),
 		})
 	}
 	return rows
+}
+
+// formatOptionalCount prints a count, n/a when unknown (negative).
+func formatOptionalCount(v int64) string {
+	if v < 0 {
+		return "n/a"
+	}
+	return formatCount(v)
 }
 
 // formatOptionalSeconds prints CPU seconds, n/a when unknown (negative).
@@ -142,8 +155,12 @@ func formatOptionalSeconds(v float64) string {
 func ratioRows(ratios []Ratio) [][]string {
 	var rows [][]string
 	for _, q := range ratios {
+		label := q.Label
+		if label == "" {
+			label = "queengate ÷ " + q.Target
+		}
 		rows = append(rows, []string{
-			q.Target,
+			label,
 			strconv.FormatFloat(q.Min, 'f', 2, 64),
 			strconv.FormatFloat(q.Median, 'f', 2, 64),
 			strconv.FormatFloat(q.Max, 'f', 2, 64),

@@ -29,9 +29,13 @@ var scenarios = map[string]Workload{
 	"wide":        {Producers: 64, PerRequest: 100, Total: 300_000, Queues: 1, Partitions: 10_000, WindowSeconds: 3600},
 	"window":      {Producers: 64, PerRequest: 100, Total: 300_000, Queues: 1, Partitions: 100, WindowSeconds: 300, Prefill: 1_000_000},
 	"twogateways": {Producers: 64, PerRequest: 100, Total: 1_500_000, Queues: 1, Partitions: 100, WindowSeconds: 3600, Gateways: 2},
+	// failover kills one of three gateways (SIGKILL) halfway; producers
+	// resend what failed or timed out, with the same ids, until answered.
+	"failover": {Producers: 64, PerRequest: 100, Total: 1_500_000, Queues: 1, Partitions: 100, WindowSeconds: 3600, Gateways: 3,
+		KillAt: 0.5, RetryFailed: true, RequestTimeout: time.Second},
 }
 
-var scenarioNames = []string{"unique", "retries", "hot", "wide", "window", "twogateways"}
+var scenarioNames = []string{"unique", "retries", "hot", "wide", "window", "twogateways", "failover"}
 
 var targetNames = []string{"queengate", "naive", "jetstream", "ceiling"}
 
@@ -42,6 +46,17 @@ var exactTargets = map[string]bool{"queengate": true, "naive": true, "jetstream"
 // window0 is queengate itself with every queue's window set to 0: what
 // deduplication costs, measured in the same run (not part of "all").
 const window0 = "window0"
+
+// fleetTarget parses queengate@N: queengate run as a fleet of N gateways
+// (--self), to compare with one gateway in the same run.
+func fleetTarget(name string) (n int, ok bool) {
+	rest, found := strings.CutPrefix(name, "queengate@")
+	if !found {
+		return 0, false
+	}
+	n, err := strconv.Atoi(rest)
+	return n, err == nil && n >= 1 && n <= 16
+}
 
 // usageError is a bad command line: exit status 2.
 type usageError struct{ error }
@@ -206,12 +221,21 @@ func (o options) validate(comparing bool) error {
 		known[t] = true
 	}
 	for _, t := range o.targets {
+		if _, fleet := fleetTarget(t); fleet {
+			if !o.self {
+				bad("target %s runs a fleet of gateways: only with --self", t)
+			}
+			continue
+		}
 		if !known[t] {
-			bad("target %q: one of %s, %s", t, strings.Join(targetNames, ", "), window0)
+			bad("target %q: one of %s, %s, or queengate@N (N gateways, 1-16)", t, strings.Join(targetNames, ", "), window0)
 		}
 	}
 	if comparing && (len(o.targets) < 2 || o.targets[0] != "queengate") {
-		bad("--compare needs queengate first and at least one other target, e.g. queengate,naive")
+		bad("--compare needs queengate first and at least one other target, e.g. queengate,naive or queengate,queengate@3")
+	}
+	if w.KillAt > 0 && (!o.self || len(o.targets) != 1 || !strings.HasPrefix(o.targets[0], "queengate")) {
+		bad("the failover scenario kills a gateway queenbench runs: --self, and queengate (or queengate@N) alone")
 	}
 	if w.Producers < 1 {
 		bad("--producers %d: at least 1", w.Producers)
@@ -257,6 +281,9 @@ func (o options) validate(comparing bool) error {
 	}
 	if !o.self && w.Gateways > 1 {
 		bad("--gateways %d: only with --self", w.Gateways)
+	}
+	if w.Gateways > 16 {
+		bad("--gateways %d: at most 16", w.Gateways)
 	}
 	if w.FireAndForget && len(o.targets) > 1 {
 		bad("--fire-and-forget applies to queengate alone, not to --compare")
@@ -355,35 +382,39 @@ func openTargets(ctx context.Context, o options, logf func(string, ...any)) (tar
 	}
 	pgURL := o.pgURL
 	natsURL, admin := o.natsURL, o.adminAddrs
-	var pids []int
+	var fleet *selfEnv
 	if o.self {
-		env, err := startSelf(ctx, o.w, o.pgURL, o.gatewayBin, logf)
+		env, err := startSelf(ctx, o.w, o.pgURL, o.gatewayBin, o.prefix, logf)
 		if err != nil {
 			return nil, autovac, cleanup, err
 		}
 		closers = append(closers, env.Stop)
 		autovac = env.autovacuumCPU
-		pgURL, natsURL, admin, pids = env.pgURL, env.natsURL, env.adminAddrs(), env.pids()
+		pgURL, natsURL, fleet = env.pgURL, env.natsURL, env
 	}
 	for _, name := range o.targets {
 		var (
 			t   Target
 			err error
 		)
-		switch name {
-		case "queengate":
-			t, err = newQueengateTarget(ctx, natsURL, o.prefix, pgURL, admin, pids)
-		case window0:
+		n, isFleet := fleetTarget(name)
+		switch {
+		case name == "queengate" || isFleet:
+			if !isFleet {
+				n = o.w.Gateways
+			}
+			t, err = newQueengateTarget(ctx, name, n, fleet, natsURL, o.prefix, pgURL, admin)
+		case name == window0:
 			var qt *queengateTarget
-			if qt, err = newQueengateTarget(ctx, natsURL, o.prefix, pgURL, admin, pids); err == nil {
-				qt.name, qt.noWindow = window0, true
+			if qt, err = newQueengateTarget(ctx, window0, o.w.Gateways, fleet, natsURL, o.prefix, pgURL, admin); err == nil {
+				qt.noWindow = true
 				t = qt
 			}
-		case "naive":
+		case name == "naive":
 			t, err = newNaiveTarget(ctx, pgURL)
-		case "ceiling":
+		case name == "ceiling":
 			t, err = newCeilingTarget(ctx, pgURL)
-		case "jetstream":
+		case name == "jetstream":
 			var dir string
 			if dir, err = os.MkdirTemp("", "queenbench-js-"); err == nil {
 				closers = append(closers, func() { _ = os.RemoveAll(dir) })
@@ -423,8 +454,8 @@ func runOnce(ctx context.Context, t Target, w Workload, round int, progress io.W
 			return Result{}, fmt.Errorf("prefill: %d messages failed", res.Failed)
 		}
 		prefillExact = exact
-		if m, ok := t.(interface{ markProbes(context.Context) error }); ok {
-			if err := m.markProbes(ctx); err != nil {
+		if m, ok := t.(interface{ markCounters(context.Context) error }); ok {
+			if err := m.markCounters(ctx); err != nil {
 				return Result{}, err
 			}
 		}
@@ -454,8 +485,18 @@ func runOnce(ctx context.Context, t Target, w Workload, round int, progress io.W
 	if prefillExact != nil {
 		exact.merge(prefillExact)
 	}
-	res.DistinctIDs, res.Violations = exact.verdict()
-	if !exactTargets[t.Name()] {
+	if w.RetryFailed {
+		// An answer lost to a timeout or a killed gateway leaves its ids
+		// answered only as duplicates by the retry: what PostgreSQL
+		// stores is the verdict.
+		if res.Violations, err = storedVerdict(ctx, t, exact); err != nil {
+			return Result{}, err
+		}
+		res.DistinctIDs = exact.distinct()
+	} else {
+		res.DistinctIDs, res.Violations = exact.verdict()
+	}
+	if !exactTargets[baseName(t.Name())] {
 		res.Violations = 0 // no deduplication by definition: nothing to check
 	}
 	if res.Messages > 0 {
@@ -464,7 +505,34 @@ func runOnce(ctx context.Context, t Target, w Workload, round int, progress io.W
 	res.PeakRSSBytes = after.PeakRSSBytes
 	res.ProbeSkippedShare, res.ProbeNarrowedShare = after.ProbeSkippedShare, after.ProbeNarrowedShare
 	res.UnrolledShare, res.CacheBytesPerHash = after.UnrolledShare, after.CacheBytesPerHash
+	res.MeanFrame, res.Hydrations, res.Fills = after.MeanFrame, after.Hydrations, after.Fills
 	return res, nil
+}
+
+// baseName is a target's kind: queengate@3 is queengate.
+func baseName(target string) string {
+	if _, ok := fleetTarget(target); ok {
+		return "queengate"
+	}
+	return target
+}
+
+// storedVerdict counts exactness violations when answers may have been
+// lost: ids answered queued more than once, ids stored more than once, and
+// ids answered (each was, in the end) but not stored.
+func storedVerdict(ctx context.Context, t Target, exact *exactness) (int64, error) {
+	s, ok := t.(interface {
+		storedIDs(context.Context) (distinct, doubled int64, err error)
+	})
+	if !ok {
+		return 0, fmt.Errorf("%s cannot say what it stored", t.Name())
+	}
+	stored, doubled, err := s.storedIDs(ctx)
+	if err != nil {
+		return 0, err
+	}
+	answered, queuedTwice := exact.queuedTwice()
+	return queuedTwice + doubled + max(answered-stored, 0), nil
 }
 
 // summarise fills the per-target medians and, for several targets, the
@@ -502,6 +570,12 @@ func summarise(r *Report, targets []string) {
 		med.ProbeNarrowedShare = pick(func(x Result) float64 { return x.ProbeNarrowedShare })
 		med.UnrolledShare = pick(func(x Result) float64 { return x.UnrolledShare })
 		med.CacheBytesPerHash = pick(func(x Result) float64 { return x.CacheBytesPerHash })
+		med.MeanFrame = pick(func(x Result) float64 { return x.MeanFrame })
+		med.Hydrations = int64(pick(func(x Result) float64 { return float64(x.Hydrations) }))
+		med.Fills = int64(pick(func(x Result) float64 { return float64(x.Fills) }))
+		med.MaxGap = time.Duration(pick(func(x Result) float64 { return float64(x.MaxGap) }))
+		med.FleetGap = time.Duration(pick(func(x Result) float64 { return float64(x.FleetGap) }))
+		med.Retries = int64(pick(func(x Result) float64 { return float64(x.Retries) }))
 		med.Queued, med.Duplicate, med.Failed, med.Violations, med.Messages, med.Requests, med.DistinctIDs = 0, 0, 0, 0, 0, 0, 0
 		for _, x := range rs {
 			med.Queued += x.Queued
@@ -520,10 +594,15 @@ func summarise(r *Report, targets []string) {
 		if name == "queengate" || len(qg) == 0 {
 			continue
 		}
+		_, isFleet := fleetTarget(name)
 		var ratios []float64
 		for _, x := range byTarget[name] {
 			for _, q := range qg {
-				if q.Round == x.Round && x.Throughput > 0 {
+				switch {
+				case q.Round != x.Round || x.Throughput <= 0 || q.Throughput <= 0:
+				case isFleet:
+					ratios = append(ratios, x.Throughput/q.Throughput)
+				default:
 					ratios = append(ratios, q.Throughput/x.Throughput)
 				}
 			}
@@ -535,7 +614,11 @@ func summarise(r *Report, targets []string) {
 		for _, v := range ratios {
 			lo, hi = math.Min(lo, v), math.Max(hi, v)
 		}
-		r.Ratios = append(r.Ratios, Ratio{Target: name, Min: lo, Median: medianFloat(ratios), Max: hi})
+		label := "queengate ÷ " + name
+		if isFleet {
+			label = name + " ÷ queengate"
+		}
+		r.Ratios = append(r.Ratios, Ratio{Target: name, Label: label, Min: lo, Median: medianFloat(ratios), Max: hi})
 	}
 }
 

@@ -111,10 +111,68 @@ func (g *generator) next(r *rand.Rand, p int, seq *int) *Batch {
 // producerResult is what one producer saw.
 type producerResult struct {
 	latencies []time.Duration
+	answered  []time.Time // when each successful answer came
 	byStatus  [4]int64
 	requests  int64
+	retries   int64
+	maxGap    time.Duration
 	exact     *exactness
 	err       error
+}
+
+// retryBackoff is how long a producer waits before resending a failed
+// request (RetryFailed): long enough not to spin on "no responders".
+const retryBackoff = 50 * time.Millisecond
+
+// send sends b until it is answered, when the workload retries failed
+// requests; otherwise once. It returns nil statuses when ctx ends.
+func send(ctx context.Context, t Target, w Workload, p int, b *Batch, res *producerResult) []Status {
+	for {
+		statuses, err := t.Send(ctx, p, b)
+		if err == nil {
+			return statuses
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		if !w.RetryFailed {
+			statuses = make([]Status, len(b.IDs))
+			for i := range statuses {
+				statuses[i] = StatusFailed
+			}
+			return statuses
+		}
+		res.retries++
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(retryBackoff):
+		}
+	}
+}
+
+// killWhen kills one gateway of t once answered reaches at messages (the
+// failover scenario).
+func killWhen(ctx context.Context, t Target, answered *atomic.Int64, at int64, killed *atomic.Int64, errs chan<- error) {
+	k, ok := t.(interface{ killOne(context.Context) error })
+	if !ok {
+		errs <- fmt.Errorf("%s cannot kill a gateway", t.Name())
+		return
+	}
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for answered.Load() < at {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+	if err := k.killOne(ctx); err != nil {
+		errs <- fmt.Errorf("kill a gateway: %w", err)
+		return
+	}
+	killed.Add(1)
 }
 
 // drive runs w.Producers producers against t until the generator is
@@ -127,6 +185,17 @@ func drive(ctx context.Context, t Target, g *generator, deadline time.Time, prog
 	defer cancel()
 	stopProgress := startProgress(progress, g, &answered, deadline)
 	start := time.Now()
+	killErr := make(chan error, 1)
+	var killed atomic.Int64
+	killDone := make(chan struct{})
+	if w.KillAt > 0 && g.limit > 0 {
+		go func() {
+			defer close(killDone)
+			killWhen(ctx, t, &answered, int64(w.KillAt*float64(g.limit)), &killed, killErr)
+		}()
+	} else {
+		close(killDone)
+	}
 	var wg sync.WaitGroup
 	for p := range w.Producers {
 		wg.Go(func() {
@@ -134,22 +203,23 @@ func drive(ctx context.Context, t Target, g *generator, deadline time.Time, prog
 			res.exact = newExactness()
 			r := rand.New(rand.NewPCG(uint64(w.Seed), uint64(p)))
 			seq := 0
+			last := start
 			for ctx.Err() == nil && (deadline.IsZero() || time.Now().Before(deadline)) {
 				b := g.next(r, p, &seq)
 				if b == nil {
 					return
 				}
 				t0 := time.Now()
-				statuses, err := t.Send(ctx, p, b)
-				took := time.Since(t0)
-				if err != nil {
-					if ctx.Err() != nil {
-						return
-					}
-					statuses = make([]Status, len(b.IDs))
-					for i := range statuses {
-						statuses[i] = StatusFailed
-					}
+				statuses := send(ctx, t, w, p, b, res)
+				if statuses == nil {
+					return
+				}
+				now := time.Now()
+				took := now.Sub(t0)
+				if statuses[0] != StatusFailed {
+					res.maxGap = max(res.maxGap, now.Sub(last))
+					res.answered = append(res.answered, now)
+					last = now
 				}
 				if len(statuses) != len(b.IDs) {
 					res.err = fmt.Errorf("%s answered %d statuses for %d messages", t.Name(), len(statuses), len(b.IDs))
@@ -169,16 +239,27 @@ func drive(ctx context.Context, t Target, g *generator, deadline time.Time, prog
 	wg.Wait()
 	elapsed := time.Since(start)
 	stopProgress()
+	cancel() // a kill still waiting for its moment will not come
+	<-killDone
+	select {
+	case err := <-killErr:
+		return Result{}, nil, err
+	default:
+	}
 
-	out := Result{Target: t.Name(), Scenario: w.Scenario, Elapsed: elapsed}
+	out := Result{Target: t.Name(), Scenario: w.Scenario, Elapsed: elapsed, Killed: killed.Load()}
 	exact := newExactness()
 	var all []time.Duration
+	var answeredAt []time.Time
 	for i := range results {
 		r := &results[i]
 		if r.err != nil {
 			return Result{}, nil, r.err
 		}
 		all = append(all, r.latencies...)
+		answeredAt = append(answeredAt, r.answered...)
+		out.MaxGap = max(out.MaxGap, r.maxGap)
+		out.Retries += r.retries
 		out.Requests += r.requests
 		out.Queued += r.byStatus[StatusQueued]
 		out.Duplicate += r.byStatus[StatusDuplicate]
@@ -186,6 +267,7 @@ func drive(ctx context.Context, t Target, g *generator, deadline time.Time, prog
 		exact.merge(r.exact)
 	}
 	slices.Sort(all)
+	out.FleetGap = longestGap(start, answeredAt)
 	out.Messages = out.Queued + out.Duplicate + out.Failed
 	if elapsed > 0 {
 		out.Throughput = float64(out.Messages) / elapsed.Seconds()
@@ -195,4 +277,14 @@ func drive(ctx context.Context, t Target, g *generator, deadline time.Time, prog
 		out.Max = all[len(all)-1]
 	}
 	return out, exact, nil
+}
+
+// longestGap is the longest interval, from start, with none of the times.
+func longestGap(start time.Time, times []time.Time) time.Duration {
+	slices.SortFunc(times, func(a, b time.Time) int { return a.Compare(b) })
+	gap, prev := time.Duration(0), start
+	for _, at := range times {
+		gap, prev = max(gap, at.Sub(prev)), at
+	}
+	return gap
 }

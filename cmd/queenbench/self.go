@@ -16,16 +16,24 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/queengate/queengate/gateway"
 	"github.com/queengate/queengate/internal/pgcluster"
 )
 
-// selfEnv is what --self starts: a PostgreSQL (unless one is given) and
-// queengate processes, the first with its embedded NATS server.
+// selfEnv is what --self starts: a PostgreSQL (unless one is given), a
+// nats-server mapping pushes onto the gateways' routing shards, and a fleet
+// of queengate processes, resized per target (queengate@3 runs three).
 type selfEnv struct {
-	dir      string
-	cluster  *pgcluster.Cluster
-	pgURL    string
-	natsURL  string
+	dir     string
+	cluster *pgcluster.Cluster
+	pgURL   string
+	natsURL string
+	nats    *serverProcess
+	bin     string
+	prefix  string
+	w       Workload
+	started int // gateways ever started, to name their logs
+	// gateways is the live fleet, oldest first.
 	gateways []*gatewayProcess
 }
 
@@ -48,7 +56,7 @@ var benchPGSettings = map[string]string{
 	"log_autovacuum_min_duration": "0",
 }
 
-func startSelf(ctx context.Context, w Workload, pgURL, gatewayBin string, log func(string, ...any)) (*selfEnv, error) {
+func startSelf(ctx context.Context, w Workload, pgURL, gatewayBin, prefix string, log func(string, ...any)) (*selfEnv, error) {
 	dir, err := os.MkdirTemp("", "queenbench-")
 	if err != nil {
 		return nil, err
@@ -58,7 +66,7 @@ func startSelf(ctx context.Context, w Workload, pgURL, gatewayBin string, log fu
 	if err := os.Chmod(dir, 0o755); err != nil {
 		return nil, err
 	}
-	env := &selfEnv{dir: dir, pgURL: pgURL}
+	env := &selfEnv{dir: dir, pgURL: pgURL, prefix: prefix, w: w, bin: gatewayBin}
 	ok := false
 	defer func() {
 		if !ok {
@@ -76,23 +84,58 @@ func startSelf(ctx context.Context, w Workload, pgURL, gatewayBin string, log fu
 		}
 		env.pgURL = env.cluster.URL("bench")
 	}
-	if gatewayBin == "" {
-		gatewayBin = filepath.Join(dir, "queengate")
+	if env.bin == "" {
+		env.bin = filepath.Join(dir, "queengate")
 		log("building queengate")
-		out, err := exec.CommandContext(ctx, "go", "build", "-o", gatewayBin, "github.com/queengate/queengate/cmd/queengate").CombinedOutput()
+		out, err := exec.CommandContext(ctx, "go", "build", "-o", env.bin, "github.com/queengate/queengate/cmd/queengate").CombinedOutput()
 		if err != nil {
 			return nil, fmt.Errorf("build queengate (run queenbench from the repository, or pass --gateway-bin): %v\n%s", err, out)
 		}
 	}
-	for i := range max(w.Gateways, 1) {
-		gw, err := env.startGateway(ctx, gatewayBin, i, w)
-		if err != nil {
-			return nil, err
-		}
-		env.gateways = append(env.gateways, gw)
+	// The NATS server runs apart from the gateways, so that any of them
+	// can be stopped or killed; its CPU counts as the target's, as the
+	// embedded server's would.
+	env.nats, err = startNATSServerProcess(ctx, "", gateway.ShardMappings(prefix, gateway.DefaultRoutingShards))
+	if err != nil {
+		return nil, err
+	}
+	env.natsURL = env.nats.URL
+	if err := env.resize(ctx, max(w.Gateways, 1)); err != nil {
+		return nil, err
 	}
 	ok = true
 	return env, nil
+}
+
+// resize starts or stops (SIGTERM: a graceful leave) gateways until n run.
+func (e *selfEnv) resize(ctx context.Context, n int) error {
+	for len(e.gateways) > n {
+		last := e.gateways[len(e.gateways)-1]
+		e.gateways = e.gateways[:len(e.gateways)-1]
+		last.stop()
+	}
+	for len(e.gateways) < n {
+		gw, err := e.startGateway(ctx)
+		if err != nil {
+			return err
+		}
+		e.gateways = append(e.gateways, gw)
+	}
+	return nil
+}
+
+// kill ends gateway i at once (SIGKILL), as a crash would.
+func (e *selfEnv) kill(i int) error {
+	if i >= len(e.gateways) {
+		return fmt.Errorf("no gateway %d to kill: %d run", i, len(e.gateways))
+	}
+	g := e.gateways[i]
+	e.gateways = append(e.gateways[:i:i], e.gateways[i+1:]...)
+	if err := g.cmd.Process.Kill(); err != nil {
+		return err
+	}
+	<-g.exited
+	return nil
 }
 
 func createDatabase(ctx context.Context, adminURL, name string) error {
@@ -117,32 +160,25 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// startGateway starts gateway i; the first runs the embedded NATS server
-// that the others and the producers connect to.
-func (e *selfEnv) startGateway(ctx context.Context, bin string, i int, w Workload) (*gatewayProcess, error) {
+// startGateway starts one more gateway and waits until it is ready.
+func (e *selfEnv) startGateway(ctx context.Context) (*gatewayProcess, error) {
 	adminPort, err := freePort()
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin)
+	i := e.started
+	e.started++
+	cmd := exec.Command(e.bin)
 	cmd.Env = append(os.Environ(),
 		"QUEEN_PG_URL="+e.pgURL,
+		"QUEEN_NATS_URL="+e.natsURL,
+		"QUEEN_SUBJECT_PREFIX="+e.prefix,
 		"QUEEN_HTTP_ADDR=127.0.0.1:"+strconv.Itoa(adminPort),
-		"QUEEN_FLUSH_SIZE="+strconv.Itoa(w.FlushSize),
-		"QUEEN_FLUSH_LINGER="+w.Linger.String(),
+		"QUEEN_FLUSH_SIZE="+strconv.Itoa(e.w.FlushSize),
+		"QUEEN_FLUSH_LINGER="+e.w.Linger.String(),
 		"QUEEN_MAX_BUFFERED=1000000",
 		"QUEEN_LOG_LEVEL=warn",
 	)
-	if i == 0 {
-		natsPort, err := freePort()
-		if err != nil {
-			return nil, err
-		}
-		cmd.Env = append(cmd.Env, "QUEEN_NATS_URL=", "QUEEN_NATS_PORT="+strconv.Itoa(natsPort))
-		e.natsURL = "nats://127.0.0.1:" + strconv.Itoa(natsPort)
-	} else {
-		cmd.Env = append(cmd.Env, "QUEEN_NATS_URL="+e.natsURL)
-	}
 	logFile, err := os.Create(filepath.Join(e.dir, fmt.Sprintf("queengate-%d.log", i)))
 	if err != nil {
 		return nil, err
@@ -173,13 +209,27 @@ func (e *selfEnv) startGateway(ctx context.Context, bin string, i int, w Workloa
 			log, _ := os.ReadFile(logFile.Name())
 			return nil, fmt.Errorf("queengate %d exited during start-up:\n%s", i, log)
 		case <-ctx.Done():
+			gw.stop()
 			return nil, ctx.Err()
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
 			_ = cmd.Process.Kill()
+			<-gw.exited
 			return nil, errors.New("queengate not ready within 60 s")
 		}
+	}
+}
+
+// stop ends the gateway gracefully (SIGTERM: it hands its shards over and
+// answers what it accepted), killing it after 30 s.
+func (g *gatewayProcess) stop() {
+	_ = g.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-g.exited:
+	case <-time.After(30 * time.Second):
+		_ = g.cmd.Process.Kill()
+		<-g.exited
 	}
 }
 
@@ -219,26 +269,25 @@ func (e *selfEnv) adminAddrs() []string {
 	return out
 }
 
+// pids are the processes whose CPU is the target's: the gateways and the
+// NATS server.
 func (e *selfEnv) pids() []int {
-	var out []int
+	out := []int{e.nats.PID()}
 	for _, g := range e.gateways {
 		out = append(out, g.cmd.Process.Pid)
 	}
 	return out
 }
 
-// Stop stops the gateways (SIGTERM: they answer what they accepted), then
-// PostgreSQL, and removes the folder.
+// Stop stops the gateways, the NATS server, then PostgreSQL, and removes
+// the folder.
 func (e *selfEnv) Stop() {
 	for i := len(e.gateways) - 1; i >= 0; i-- {
-		g := e.gateways[i]
-		_ = g.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-g.exited:
-		case <-time.After(30 * time.Second):
-			_ = g.cmd.Process.Kill()
-			<-g.exited
-		}
+		e.gateways[i].stop()
+	}
+	e.gateways = nil
+	if e.nats != nil {
+		_ = e.nats.Stop()
 	}
 	if e.cluster != nil {
 		e.cluster.Stop()

@@ -69,6 +69,30 @@ func (e *exactness) record(b *Batch, statuses []Status) {
 // merge adds another producer's answers.
 func (e *exactness) merge(o *exactness) { e.answers = append(e.answers, o.answers...) }
 
+// distinct is the number of distinct ids answered.
+func (e *exactness) distinct() int64 {
+	n, _ := e.queuedTwice()
+	return n
+}
+
+// queuedTwice returns the distinct ids answered and how many times ids
+// were answered queued beyond their first.
+func (e *exactness) queuedTwice() (distinct, extra int64) {
+	slices.SortFunc(e.answers, func(a, b answerRec) int { return bytes.Compare(a.key[:], b.key[:]) })
+	for i := 0; i < len(e.answers); {
+		j, queued := i, int64(0)
+		for ; j < len(e.answers) && e.answers[j].key == e.answers[i].key; j++ {
+			if e.answers[j].queued {
+				queued++
+			}
+		}
+		distinct++
+		extra += max(queued-1, 0)
+		i = j
+	}
+	return distinct, extra
+}
+
 // verdict returns the distinct ids answered and the violations: ids queued
 // more than once, plus ids answered only as duplicates (a duplicate of
 // something never stored).

@@ -102,7 +102,7 @@ func (t *ceilingTarget) Send(ctx context.Context, _ int, b *Batch) ([]Status, er
 // and queenbench cannot tell this target's share, so CPU and memory are
 // left unknown.
 func (t *ceilingTarget) Figures(context.Context) (Figures, error) {
-	return Figures{ProbeSkippedShare: -1, ProbeNarrowedShare: -1, UnrolledShare: -1, CacheBytesPerHash: -1}, nil
+	return unknownFigures(), nil
 }
 
 // Close implements Target; the schema is left for inspection.

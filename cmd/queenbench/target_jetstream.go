@@ -44,7 +44,7 @@ var _ Target = (*jetstreamTarget)(nil)
 // newJetStreamTarget starts a JetStream server process storing in dir and
 // connects to it. The stream is created by Setup.
 func newJetStreamTarget(ctx context.Context, dir string) (*jetstreamTarget, error) {
-	srv, err := startNATSServerProcess(ctx, dir)
+	srv, err := startNATSServerProcess(ctx, dir, nil)
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
@@ -157,7 +157,7 @@ func (t *jetstreamTarget) Send(ctx context.Context, producer int, b *Batch) ([]S
 // its peak resident set (over the process's life, which begins with this
 // target).
 func (t *jetstreamTarget) Figures(context.Context) (Figures, error) {
-	f := Figures{ProbeSkippedShare: -1, ProbeNarrowedShare: -1, UnrolledShare: -1, CacheBytesPerHash: -1}
+	f := unknownFigures()
 	cpu, err := procCPUSeconds(t.server.PID())
 	if err != nil {
 		return f, fmt.Errorf("jetstream: server cpu: %w", err)

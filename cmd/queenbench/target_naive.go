@@ -181,7 +181,7 @@ func (t *naiveTarget) Send(ctx context.Context, _ int, b *Batch) ([]Status, erro
 // and queenbench cannot tell this target's share, so CPU and memory are
 // left unknown.
 func (t *naiveTarget) Figures(context.Context) (Figures, error) {
-	return Figures{ProbeSkippedShare: -1, ProbeNarrowedShare: -1, UnrolledShare: -1, CacheBytesPerHash: -1}, nil
+	return unknownFigures(), nil
 }
 
 // Close implements Target; the schema is left for inspection.

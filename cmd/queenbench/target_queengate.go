@@ -21,34 +21,62 @@ import (
 // producers do: request-reply, or fire-and-forget with the answers read on
 // the ack subjects.
 type queengateTarget struct {
-	name       string
-	noWindow   bool // the window0 target: queengate with deduplication off
-	natsURL    string
-	prefix     string
-	adminAddrs []string      // gateways' admin HTTP, for /metrics
-	pids       []int         // gateway processes, when queenbench started them
-	pool       *pgxpool.Pool // to set the queues' window; nil for a remote gateway
-	conns      []*nats.Conn
-	w          Workload
+	name     string
+	noWindow bool // the window0 target: queengate with deduplication off
+	gateways int  // the fleet's size, when queenbench runs it (queengate@N)
+	fleet    *selfEnv
+	natsURL  string
+	prefix   string
+	pool     *pgxpool.Pool // to set the queues' window; nil for a remote gateway
+	conns    []*nats.Conn
+	w        Workload
 
 	mu      sync.Mutex
 	waiters map[uint64][]chan []Status // fire-and-forget: answers by id list
 	subs    []*nats.Subscription
-	mark    probeCounts
+	// The processes and gateways measured this run (a killed one stays,
+	// at its last figures), and the counters at the run's start.
+	adminAddrs []string
+	pids       []int
+	lastCPU    map[int]float64
+	lastScrape map[string]map[string]float64
+	mark       gatewayCounters
 }
 
-// probeCounts are the gateways' probe counters: segments by what their
-// probe did, stored hashes it compared, and what full probes would have.
-type probeCounts struct{ skipped, narrowed, full, off, unrolled, window float64 }
-
-func (c probeCounts) minus(o probeCounts) probeCounts {
-	return probeCounts{c.skipped - o.skipped, c.narrowed - o.narrowed, c.full - o.full, c.off - o.off,
-		c.unrolled - o.unrolled, c.window - o.window}
+// gatewayCounters are the gateways' counters queenbench reads, summed:
+// segments by what their probe did, stored hashes compared and what full
+// probes would have, cache hydrations and fills, and the messages and
+// segments flushed.
+type gatewayCounters struct {
+	skipped, narrowed, full, off, unrolled, window float64
+	hydrations, fills, flushedMessages, flushedSegments float64
 }
 
-func newQueengateTarget(ctx context.Context, natsURL, prefix, pgURL string, adminAddrs []string, pids []int) (*queengateTarget, error) {
-	t := &queengateTarget{name: "queengate", natsURL: natsURL, prefix: prefix, adminAddrs: adminAddrs, pids: pids,
-		waiters: map[uint64][]chan []Status{}}
+func (c gatewayCounters) minus(o gatewayCounters) gatewayCounters {
+	return gatewayCounters{c.skipped - o.skipped, c.narrowed - o.narrowed, c.full - o.full, c.off - o.off,
+		c.unrolled - o.unrolled, c.window - o.window, c.hydrations - o.hydrations, c.fills - o.fills,
+		c.flushedMessages - o.flushedMessages, c.flushedSegments - o.flushedSegments}
+}
+
+func (c *gatewayCounters) add(m map[string]float64) {
+	c.skipped += m[`queengate_probes_total{probe="skipped"}`]
+	c.narrowed += m[`queengate_probes_total{probe="narrowed"}`]
+	c.full += m[`queengate_probes_total{probe="full"}`]
+	c.off += m[`queengate_probes_total{probe="off"}`]
+	c.unrolled += m["queengate_probe_unrolled_hashes_total"]
+	c.window += m["queengate_probe_window_hashes_total"]
+	c.hydrations += m["queengate_dedup_hydrations_total"]
+	c.fills += m["queengate_dedup_fills_total"]
+	c.flushedMessages += m["queengate_flush_messages_sum"]
+	c.flushedSegments += m["queengate_flush_segments_sum"]
+}
+
+// newQueengateTarget connects to gateways: those of fleet, resized to
+// gateways by each Setup, or running ones (fleet nil) at natsURL with their
+// admin addresses.
+func newQueengateTarget(ctx context.Context, name string, gateways int, fleet *selfEnv, natsURL, prefix, pgURL string, adminAddrs []string) (*queengateTarget, error) {
+	t := &queengateTarget{name: name, gateways: gateways, fleet: fleet, natsURL: natsURL, prefix: prefix,
+		adminAddrs: adminAddrs, waiters: map[uint64][]chan []Status{}}
 	if pgURL != "" {
 		pool, err := pgxpool.New(ctx, pgURL)
 		if err != nil {
@@ -80,6 +108,13 @@ func (t *queengateTarget) Setup(ctx context.Context, w Workload) error {
 		w.WindowSeconds = 0
 	}
 	t.w = w
+	if t.fleet != nil {
+		if err := t.fleet.resize(ctx, t.gateways); err != nil {
+			return fmt.Errorf("queengate target: %d gateways: %w", t.gateways, err)
+		}
+		t.adminAddrs, t.pids = t.fleet.adminAddrs(), t.fleet.pids()
+	}
+	t.lastCPU, t.lastScrape = map[int]float64{}, map[string]map[string]float64{}
 	for _, s := range t.subs {
 		_ = s.Unsubscribe()
 	}
@@ -114,7 +149,7 @@ func (t *queengateTarget) Setup(ctx context.Context, w Workload) error {
 			}
 		}
 	}
-	return t.markProbes(ctx)
+	return t.markCounters(ctx)
 }
 
 func batchKey(ids []string) uint64 {
@@ -143,7 +178,7 @@ func (t *queengateTarget) Send(ctx context.Context, producer int, b *Batch) ([]S
 	subject := t.prefix + ".push." + b.Queue + "." + b.Partition
 	nc := t.conns[producer%len(t.conns)]
 	if !t.w.FireAndForget {
-		ctx, cancel := context.WithTimeout(ctx, time.Minute)
+		ctx, cancel := context.WithTimeout(ctx, t.w.requestTimeout())
 		defer cancel()
 		msg, err := nc.RequestWithContext(ctx, subject, body)
 		if err != nil {
@@ -165,8 +200,8 @@ func (t *queengateTarget) Send(ctx context.Context, producer int, b *Batch) ([]S
 	select {
 	case s := <-ch:
 		return s, nil
-	case <-time.After(time.Minute):
-		return nil, errors.New("no ack within a minute")
+	case <-time.After(t.w.requestTimeout()):
+		return nil, fmt.Errorf("no ack within %v", t.w.requestTimeout())
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
@@ -260,53 +295,89 @@ func parseAnswers(data []byte) (ids []string, statuses []Status, err error) {
 	return ids, statuses, nil
 }
 
-// markProbes notes the gateways' probe counters, so Figures reports the
-// shares of segments whose probe was skipped or narrowed, and of the
-// window unrolled, from here on.
-func (t *queengateTarget) markProbes(ctx context.Context) error {
-	c, err := t.probeCounts(ctx)
+// markCounters notes the gateways' counters, so Figures reports what
+// happened from here on (after a prefill, the steady state).
+func (t *queengateTarget) markCounters(ctx context.Context) error {
+	c, err := t.counters(ctx)
 	t.mark = c
 	return err
 }
 
-func (t *queengateTarget) probeCounts(ctx context.Context) (probeCounts, error) {
-	var c probeCounts
+// scrape reads a gateway's metrics; a gateway that is gone (killed by the
+// failover scenario) keeps its last figures.
+func (t *queengateTarget) scrape(ctx context.Context, addr string) (map[string]float64, error) {
+	m, err := scrapeMetrics(ctx, addr)
+	if err == nil {
+		t.lastScrape[addr] = m
+		return m, nil
+	}
+	if last, ok := t.lastScrape[addr]; ok {
+		return last, nil
+	}
+	return nil, err
+}
+
+func (t *queengateTarget) counters(ctx context.Context) (gatewayCounters, error) {
+	var c gatewayCounters
 	for _, addr := range t.adminAddrs {
-		m, err := scrapeMetrics(ctx, addr)
+		m, err := t.scrape(ctx, addr)
 		if err != nil {
 			return c, err
 		}
-		c.skipped += m[`queengate_probes_total{probe="skipped"}`]
-		c.narrowed += m[`queengate_probes_total{probe="narrowed"}`]
-		c.full += m[`queengate_probes_total{probe="full"}`]
-		c.off += m[`queengate_probes_total{probe="off"}`]
-		c.unrolled += m["queengate_probe_unrolled_hashes_total"]
-		c.window += m["queengate_probe_window_hashes_total"]
+		c.add(m)
 	}
 	return c, nil
 }
 
-// Figures sums the gateways' CPU and takes their largest peak RSS, from
-// /proc when queenbench started them and from /metrics otherwise.
+// cpu is a process's CPU seconds; a process that is gone keeps its last.
+func (t *queengateTarget) cpu(pid int) (float64, error) {
+	cpu, err := procCPUSeconds(pid)
+	if err == nil {
+		t.lastCPU[pid] = cpu
+		return cpu, nil
+	}
+	if last, ok := t.lastCPU[pid]; ok {
+		return last, nil
+	}
+	return 0, err
+}
+
+// killOne kills one gateway of the fleet outright (the failover scenario),
+// after reading its figures one last time.
+func (t *queengateTarget) killOne(ctx context.Context) error {
+	if t.fleet == nil || len(t.fleet.gateways) < 2 {
+		return errors.New("the failover scenario needs --self and at least two gateways")
+	}
+	victim := len(t.fleet.gateways) / 2
+	g := t.fleet.gateways[victim]
+	if _, err := t.scrape(ctx, g.adminAddr); err != nil {
+		return err
+	}
+	if _, err := t.cpu(g.cmd.Process.Pid); err != nil {
+		return err
+	}
+	return t.fleet.kill(victim)
+}
+
+// Figures sums the gateways' CPU (and the NATS server's, when queenbench
+// runs it) and takes their largest peak RSS, from /proc when queenbench
+// started them and from /metrics otherwise.
 func (t *queengateTarget) Figures(ctx context.Context) (Figures, error) {
-	f := Figures{ProbeSkippedShare: -1, ProbeNarrowedShare: -1, UnrolledShare: -1, CacheBytesPerHash: -1}
-	if len(t.pids) > 0 {
-		for _, pid := range t.pids {
-			cpu, err := procCPUSeconds(pid)
-			if err != nil {
-				return f, err
-			}
-			rss, err := procPeakRSS(pid)
-			if err != nil {
-				return f, err
-			}
-			f.ServerCPUSeconds += cpu
+	f := unknownFigures()
+	for _, pid := range t.pids {
+		cpu, err := t.cpu(pid)
+		if err != nil {
+			return f, err
+		}
+		f.ServerCPUSeconds += cpu
+		if rss, err := procPeakRSS(pid); err == nil {
 			f.PeakRSSBytes = max(f.PeakRSSBytes, rss)
 		}
 	}
 	var cacheBytes, cacheHashes float64
+	var c gatewayCounters
 	for _, addr := range t.adminAddrs {
-		m, err := scrapeMetrics(ctx, addr)
+		m, err := t.scrape(ctx, addr)
 		if err != nil {
 			return f, err
 		}
@@ -316,20 +387,43 @@ func (t *queengateTarget) Figures(ctx context.Context) (Figures, error) {
 		}
 		cacheBytes += m["queengate_dedup_cache_resident_bytes"]
 		cacheHashes += m["queengate_dedup_cache_resident_hashes"]
+		c.add(m)
 	}
-	if c, err := t.probeCounts(ctx); err == nil {
-		d := c.minus(t.mark)
-		if total := d.skipped + d.narrowed + d.full; total > 0 {
-			f.ProbeSkippedShare, f.ProbeNarrowedShare = d.skipped/total, d.narrowed/total
-		}
-		if d.window > 0 {
-			f.UnrolledShare = d.unrolled / d.window
-		}
+	d := c.minus(t.mark)
+	if total := d.skipped + d.narrowed + d.full; total > 0 {
+		f.ProbeSkippedShare, f.ProbeNarrowedShare = d.skipped/total, d.narrowed/total
 	}
+	if d.window > 0 {
+		f.UnrolledShare = d.unrolled / d.window
+	}
+	if d.flushedSegments > 0 {
+		f.MeanFrame = d.flushedMessages / d.flushedSegments
+	}
+	f.Hydrations, f.Fills = int64(d.hydrations), int64(d.fills)
 	if cacheHashes > 0 {
 		f.CacheBytesPerHash = cacheBytes / cacheHashes
 	}
 	return f, nil
+}
+
+// storedIDs counts, from PostgreSQL, the transactionIds stored in the
+// run's queues, and how many of them are stored more than once.
+func (t *queengateTarget) storedIDs(ctx context.Context) (distinct, doubled int64, err error) {
+	if t.pool == nil {
+		return 0, 0, errors.New("checking what is stored needs --pg-url (or --self)")
+	}
+	queues := make([]string, t.w.Queues)
+	for q := range queues {
+		queues[q] = fmt.Sprintf("bench-%s-q%d", t.w.RunID, q)
+	}
+	err = t.pool.QueryRow(ctx, `
+		SELECT count(DISTINCT (t.partition_id, th.h)), count(*) - count(DISTINCT (t.partition_id, th.h))
+		  FROM queen.queues q
+		  JOIN queen.log_partitions p ON p.queue_id = q.id
+		  JOIN queen.log_txns t ON t.partition_id = p.id
+		 CROSS JOIN LATERAL queen.log_unnest_hashes(t.hashes) th
+		 WHERE q.name = ANY ($1)`, queues).Scan(&distinct, &doubled)
+	return distinct, doubled, err
 }
 
 func (t *queengateTarget) Close() error {

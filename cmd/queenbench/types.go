@@ -38,10 +38,25 @@ type Workload struct {
 	// FireAndForget publishes without a reply subject and reads the
 	// answers on the ack subjects (queengate only).
 	FireAndForget bool
-	Seed          int64
+	// KillAt, when positive, is the share of the run's messages answered
+	// before one gateway is killed outright (the failover scenario).
+	KillAt float64
+	// RetryFailed makes a producer resend a failed request, with the same
+	// transactionIds, until it is answered; RequestTimeout bounds one
+	// attempt (default a minute).
+	RetryFailed    bool
+	RequestTimeout time.Duration
+	Seed           int64
 	// RunID names this run's queues and ids, so that runs never see each
 	// other's messages; set per round by the runner.
 	RunID string `json:"-"`
+}
+
+func (w Workload) requestTimeout() time.Duration {
+	if w.RequestTimeout > 0 {
+		return w.RequestTimeout
+	}
+	return time.Minute
 }
 
 // Status is one message's answer.
@@ -109,6 +124,18 @@ type Figures struct {
 	// CacheBytesPerHash is the dedup cache's resident bytes per hash
 	// (queengate), -1 when unknown.
 	CacheBytesPerHash float64
+	// MeanFrame is the messages per segment written (queengate), -1 when
+	// unknown.
+	MeanFrame float64
+	// Hydrations and Fills are the gateways' cache hydrations and gap
+	// fills during the run (queengate), -1 when unknown.
+	Hydrations, Fills int64
+}
+
+// unknownFigures are Figures with every optional figure unknown.
+func unknownFigures() Figures {
+	return Figures{ProbeSkippedShare: -1, ProbeNarrowedShare: -1, UnrolledShare: -1, CacheBytesPerHash: -1,
+		MeanFrame: -1, Hydrations: -1, Fills: -1}
 }
 
 // Result is one run of one target.
@@ -149,13 +176,28 @@ type Result struct {
 	ProbeNarrowedShare      float64 `json:"probe_narrowed_share"`
 	UnrolledShare           float64 `json:"unrolled_share"`
 	CacheBytesPerHash       float64 `json:"cache_bytes_per_hash"`
+	MeanFrame               float64 `json:"mean_frame_messages"`
+	Hydrations              int64   `json:"hydrations"`
+	Fills                   int64   `json:"fills"`
+	// Retries are requests sent again after a failure (RetryFailed);
+	// Killed the gateways killed during the run (KillAt).
+	Retries int64 `json:"retries"`
+	Killed  int64 `json:"killed"`
+	// MaxGap is the longest a producer went without a successful answer
+	// (from the run's start, or its previous one); FleetGap the longest
+	// no producer had one.
+	MaxGap   time.Duration `json:"max_gap_ns"`
+	FleetGap time.Duration `json:"fleet_gap_ns"`
 }
 
 // Ratio summarises queengate's throughput relative to a target over the
 // rounds of a --compare run: queengate msg/s divided by the target's msg/s
-// in the same round (2 means queengate was twice as fast).
+// in the same round (2 means queengate was twice as fast). For a fleet of
+// several gateways (queengate@N) it is the other way round: the fleet's
+// msg/s divided by one gateway's, as Label says.
 type Ratio struct {
 	Target string  `json:"target"`
+	Label  string  `json:"label"` // e.g. "queengate ÷ naive"
 	Min    float64 `json:"min"`
 	Median float64 `json:"median"`
 	Max    float64 `json:"max"`
