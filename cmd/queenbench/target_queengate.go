@@ -48,7 +48,7 @@ type queengateTarget struct {
 // probes would have, cache hydrations and fills, and the messages and
 // segments flushed.
 type gatewayCounters struct {
-	skipped, narrowed, full, off, unrolled, window float64
+	skipped, narrowed, full, off, unrolled, window      float64
 	hydrations, fills, flushedMessages, flushedSegments float64
 }
 
