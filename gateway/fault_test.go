@@ -200,3 +200,20 @@ func TestReadyzWaitsForTheGatewayToServe(t *testing.T) {
 		t.Errorf("/readyz after Stop = %d %v, want 503 with gateway stopping", code, body)
 	}
 }
+
+func TestStoreWatchFollowsPostgres(t *testing.T) {
+	t.Parallel()
+	cluster := pgtest.NewCluster(t)
+	w := gateway.NewStoreWatch(pgtest.Store(t, cluster.URL), 50*time.Millisecond)
+	if err := w.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	if !w.Up() {
+		t.Fatal("PostgreSQL is up, the watch says down")
+	}
+	cluster.Stop()
+	eventually(t, 10*time.Second, "the watch to see PostgreSQL down", func() bool { return !w.Up() })
+	cluster.Start(t)
+	eventually(t, 30*time.Second, "the watch to see PostgreSQL back", w.Up)
+}

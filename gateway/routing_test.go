@@ -385,3 +385,31 @@ func TestJoinAndGracefulLeaveLeaveNoShardUnserved(t *testing.T) {
 		t.Errorf("%d hydrations for %d partitions and two handovers, want at most %d", hydrations, len(partitions), max)
 	}
 }
+
+// TestAGatewayThatCannotReachPostgresHandsItsShardsOver: a gateway whose
+// store is down says so in its heartbeats, and the ready ones take its
+// shards; it takes its share back once ready again.
+func TestAGatewayThatCannotReachPostgresHandsItsShardsOver(t *testing.T) {
+	t.Parallel()
+	e := newEnvWith(t, gateway.EmbeddedNATS{Port: -1, Mappings: gateway.ShardMappings("queen", testShards)})
+	fleet := watchFleet(t, e.client)
+	a, _ := e.startGateway(gatewayOpts{gateway: gateway.Config{Routing: fastRouting()}})
+	var bReady atomic.Bool
+	bReady.Store(true)
+	rb := fastRouting()
+	rb.Ready = bReady.Load
+	b, _ := e.startGateway(gatewayOpts{gateway: gateway.Config{Routing: rb}})
+	eventually(t, 10*time.Second, "A and B sharing the shards", func() bool { return fleet.servedOnceBy(a, b) })
+	bReady.Store(false)
+	eventually(t, 10*time.Second, "A serving every shard alone", func() bool { return fleet.servedOnceBy(a) && fleet.servingNone(b) })
+	bReady.Store(true)
+	eventually(t, 10*time.Second, "B taking its share back", func() bool { return fleet.servedOnceBy(a, b) })
+}
+
+// servingNone reports whether gw says it serves no shard.
+func (f *fleetView) servingNone(gw *gateway.Gateway) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s, ok := f.serving[gw.ID()]
+	return ok && !contains(s, true)
+}

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"syscall"
 	"time"
@@ -33,6 +34,7 @@ type selfEnv struct {
 	prefix  string
 	w       Workload
 	started int // gateways ever started, to name their logs
+	size    int // the fleet's size as last resized
 	// gateways is the live fleet, oldest first.
 	gateways []*gatewayProcess
 }
@@ -107,12 +109,16 @@ func startSelf(ctx context.Context, w Workload, pgURL, gatewayBin, prefix string
 	return env, nil
 }
 
-// resize starts or stops (SIGTERM: a graceful leave) gateways until n run.
+// resize makes the fleet n gateways. A fleet of another size is stopped
+// (SIGTERM) and started afresh, since each gateway's ingest shards are
+// its share of the machine (fleetShards) and fixed at start. A fleet that
+// lost a gateway to a kill is topped up.
 func (e *selfEnv) resize(ctx context.Context, n int) error {
-	for len(e.gateways) > n {
-		last := e.gateways[len(e.gateways)-1]
-		e.gateways = e.gateways[:len(e.gateways)-1]
-		last.stop()
+	if e.size != n {
+		for i := len(e.gateways) - 1; i >= 0; i-- {
+			e.gateways[i].stop()
+		}
+		e.gateways, e.size = nil, n
 	}
 	for len(e.gateways) < n {
 		gw, err := e.startGateway(ctx)
@@ -122,6 +128,19 @@ func (e *selfEnv) resize(ctx context.Context, n int) error {
 		e.gateways = append(e.gateways, gw)
 	}
 	return nil
+}
+
+// fleetShards is each gateway's ingest shard count in a fleet of n on
+// this machine: its share of the cores, as if each had its own machine of
+// that size (one gateway takes one shard per core by default). Without
+// it, three gateways on two cores run six concurrent bundles where one
+// runs two, and the comparison measures oversubscription. QUEEN_SHARDS in
+// queenbench's environment overrides it.
+func fleetShards(n int) string {
+	if v := os.Getenv("QUEEN_SHARDS"); v != "" {
+		return v
+	}
+	return strconv.Itoa(max(1, runtime.NumCPU()/n))
 }
 
 // kill ends gateway i at once (SIGKILL), as a crash would.
@@ -177,6 +196,7 @@ func (e *selfEnv) startGateway(ctx context.Context) (*gatewayProcess, error) {
 		"QUEEN_FLUSH_SIZE="+strconv.Itoa(e.w.FlushSize),
 		"QUEEN_FLUSH_LINGER="+e.w.Linger.String(),
 		"QUEEN_MAX_BUFFERED=1000000",
+		"QUEEN_SHARDS="+fleetShards(e.size),
 		"QUEEN_LOG_LEVEL=warn",
 	)
 	logFile, err := os.Create(filepath.Join(e.dir, fmt.Sprintf("queengate-%d.log", i)))

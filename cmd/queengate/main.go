@@ -150,7 +150,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	timerOps := gateway.NewTimerOps(tsvc, ops)
 	gcfg := gateway.Config{Prefix: cfg.Prefix, MaxBatch: cfg.MaxBatch, Version: version, Ops: ops, Timers: timerOps}
 	if cfg.RoutingShards > 0 {
-		gcfg.Routing = &gateway.RoutingConfig{Shards: cfg.RoutingShards}
+		// A gateway that cannot reach PostgreSQL says so in its
+		// heartbeats, and the ready ones take its shards.
+		pgWatch := gateway.NewStoreWatch(store, time.Second)
+		if err := pgWatch.Start(ctx); err != nil {
+			return err
+		}
+		defer pgWatch.Stop()
+		gcfg.Routing = &gateway.RoutingConfig{Shards: cfg.RoutingShards, Ready: pgWatch.Up}
 	}
 	gw, err := gateway.New(gcfg, nc, ing, log.With().Str("component", "gateway").Logger(), reg)
 	if err != nil {
