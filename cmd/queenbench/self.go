@@ -130,14 +130,16 @@ func (e *selfEnv) resize(ctx context.Context, n int) error {
 	return nil
 }
 
-// fleetShards is each gateway's ingest shard count in a fleet of n on
-// this machine: its share of the cores, as if each had its own machine of
-// that size (one gateway takes one shard per core by default). Without
-// it, three gateways on two cores run six concurrent bundles where one
-// runs two, and the comparison measures oversubscription. QUEEN_SHARDS in
-// queenbench's environment overrides it.
-func fleetShards(n int) string {
-	if v := os.Getenv("QUEEN_SHARDS"); v != "" {
+// fleetShare is each gateway's share of this machine's cores in a fleet
+// of n, as its ingest shards (QUEEN_SHARDS) and Go's GOMAXPROCS: as if
+// each had its own machine of that size (one gateway takes one shard per
+// core by default). Without it, three gateways on two cores run six
+// concurrent bundles where one runs two, and three Go runtimes each spin
+// two threads looking for work: the comparison then measures
+// oversubscription. The variable in queenbench's own environment
+// overrides it.
+func fleetShare(env string, n int) string {
+	if v := os.Getenv(env); v != "" {
 		return v
 	}
 	return strconv.Itoa(max(1, runtime.NumCPU()/n))
@@ -196,7 +198,8 @@ func (e *selfEnv) startGateway(ctx context.Context) (*gatewayProcess, error) {
 		"QUEEN_FLUSH_SIZE="+strconv.Itoa(e.w.FlushSize),
 		"QUEEN_FLUSH_LINGER="+e.w.Linger.String(),
 		"QUEEN_MAX_BUFFERED=1000000",
-		"QUEEN_SHARDS="+fleetShards(e.size),
+		"QUEEN_SHARDS="+fleetShare("QUEEN_SHARDS", e.size),
+		"GOMAXPROCS="+fleetShare("GOMAXPROCS", e.size),
 		"QUEEN_LOG_LEVEL=warn",
 	)
 	logFile, err := os.Create(filepath.Join(e.dir, fmt.Sprintf("queengate-%d.log", i)))
