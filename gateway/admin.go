@@ -9,13 +9,14 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
+
+	"github.com/queengate/queengate/internal/startstop"
 )
 
 // StoreHealth is what readiness asks of the store.
@@ -26,6 +27,7 @@ type StoreHealth interface {
 
 // Admin is the admin HTTP server: /metrics, /healthz, /readyz.
 type Admin struct {
+	startstop.Base
 	addr          string
 	store         StoreHealth
 	schemaVersion int
@@ -39,17 +41,14 @@ type Admin struct {
 	// readiness are further checks /readyz runs, by name.
 	readiness map[string]func() error
 
-	srv      *http.Server
-	ln       net.Listener
-	done     chan struct{}
-	stopOnce sync.Once
+	ln net.Listener
 }
 
 // NewAdmin builds the admin server for addr (host:port; port 0 picks one).
 // wantSchema is the migration version /readyz requires.
 func NewAdmin(addr string, store StoreHealth, wantSchema int, nc *nats.Conn, gatherer prometheus.Gatherer, log zerolog.Logger) *Admin {
 	a := &Admin{addr: addr, store: store, schemaVersion: wantSchema, nc: nc, gatherer: gatherer, log: log,
-		mux: http.NewServeMux(), done: make(chan struct{})}
+		mux: http.NewServeMux()}
 	a.mux.Handle("GET /metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))
 	a.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
@@ -75,38 +74,41 @@ func (a *Admin) AddReadiness(name string, check func() error) {
 // Handle adds a route (for the configuration API and others).
 func (a *Admin) Handle(pattern string, h http.Handler) { a.mux.Handle(pattern, h) }
 
-// Start listens and serves in the background.
-func (a *Admin) Start(context.Context) error {
-	ln, err := net.Listen("tcp", a.addr)
+// Start listens and serves in the background until Stop (or until ctx
+// ends), which shuts the server down, waiting up to 5 s for requests in
+// progress.
+func (a *Admin) Start(ctx context.Context) error {
+	run, done, err := a.StartInit(ctx)
 	if err != nil {
 		return err
 	}
+	ln, err := net.Listen("tcp", a.addr)
+	if err != nil {
+		done()
+		return fmt.Errorf("admin http on %s: %w", a.addr, err)
+	}
 	a.ln = ln
-	a.srv = &http.Server{Handler: a.mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: a.mux, ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan struct{})
 	go func() {
-		defer close(a.done)
-		if err := a.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		defer close(served)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			a.log.Error().Err(err).Msg("admin http server")
 		}
+	}()
+	go func() {
+		defer done()
+		<-run.Done()
+		shutdown, cancel := context.WithTimeout(context.WithoutCancel(run), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdown)
+		<-served
 	}()
 	return nil
 }
 
 // Addr is the listening address (after Start).
 func (a *Admin) Addr() string { return a.ln.Addr().String() }
-
-// Stop shuts the server down gracefully. Safe to call twice.
-func (a *Admin) Stop() {
-	a.stopOnce.Do(func() {
-		if a.srv == nil {
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = a.srv.Shutdown(ctx)
-		<-a.done
-	})
-}
 
 func (a *Admin) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)

@@ -13,9 +13,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/queengate/queengate/dedup"
 	"github.com/queengate/queengate/ingest"
-	"github.com/queengate/queengate/pgstore"
+	"github.com/queengate/queengate/model"
 )
 
 // Wire error codes of the operator API, beyond the push's (docs/admin-api.md).
@@ -28,20 +27,20 @@ const (
 // maxOpsBody bounds an operator request body.
 const maxOpsBody = 64 << 10
 
-// ConfigStore is what the operator API needs from pgstore.
+// ConfigStore is what the operator API needs from the store.
 type ConfigStore interface {
 	StoreHealth
-	Configure(ctx context.Context, queue string, patch pgstore.OptionsPatch, replace bool) (pgstore.QueueConfig, bool, error)
-	QueueConfig(ctx context.Context, queue string) (pgstore.QueueConfig, error)
-	Queues(ctx context.Context) ([]pgstore.QueueConfig, error)
-	Partitions(ctx context.Context, queueID int64) ([]pgstore.PartitionInfo, error)
+	Configure(ctx context.Context, queue string, patch model.OptionsPatch, replace bool) (model.QueueConfig, bool, error)
+	QueueConfig(ctx context.Context, queue string) (model.QueueConfig, error)
+	Queues(ctx context.Context) ([]model.QueueConfig, error)
+	Partitions(ctx context.Context, queueID int64) ([]model.PartitionInfo, error)
 }
 
 // IngestStats is what the operator API reads from ingest.
 type IngestStats interface {
 	Counts(pid int64) ingest.PartitionCounts
-	CacheState(pid int64) dedup.PartitionState
-	CacheStats() (dedup.Stats, int64, bool)
+	CacheState(pid int64) ingest.PartitionCache
+	CacheSummary() (ingest.CacheSummary, bool)
 	Buffered() int
 }
 
@@ -105,7 +104,7 @@ type OptionsView struct {
 	RetentionSeconds   int `json:"retentionSeconds"`
 }
 
-func queueView(c pgstore.QueueConfig) QueueView {
+func queueView(c model.QueueConfig) QueueView {
 	return QueueView{Queue: c.Name, CreatedAt: c.CreatedAt.UTC(), UpdatedAt: c.UpdatedAt.UTC(),
 		Options: OptionsView{DedupWindowSeconds: c.DedupWindowSeconds, RetentionSeconds: c.RetentionSeconds}}
 }
@@ -118,8 +117,9 @@ func (o *Ops) Configure(ctx context.Context, body []byte) (any, *wireError) {
 	}
 	c, created, err := o.store.Configure(ctx, queue, patch, replace)
 	if err != nil {
-		if errors.Is(err, pgstore.ErrInvalidOption) {
-			return nil, badInput("%s", strings.TrimPrefix(err.Error(), "pgstore: invalid queue option: "))
+		var optErr *model.OptionError
+		if errors.As(err, &optErr) {
+			return nil, badInput("%s", optErr)
 		}
 		return nil, storeError(err)
 	}
@@ -134,7 +134,7 @@ var integerLiteral = regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`)
 
 // decodeConfigure parses {"queue", "options", "mode"} strictly: every
 // problem is a 400 naming what to fix, and nothing is changed.
-func decodeConfigure(body []byte) (queue string, patch pgstore.OptionsPatch, replace bool, werr *wireError) {
+func decodeConfigure(body []byte) (queue string, patch model.OptionsPatch, replace bool, werr *wireError) {
 	const shape = `{"queue": "...", "options": {...}, "mode": "merge"|"replace"}`
 	if len(bytes.TrimSpace(body)) == 0 {
 		return "", patch, false, badInput("empty body: want %s", shape)
@@ -175,7 +175,7 @@ func decodeConfigure(body []byte) (queue string, patch pgstore.OptionsPatch, rep
 }
 
 // decodeOptions parses the options object: whole seconds, each option once.
-func decodeOptions(raw []byte) (patch pgstore.OptionsPatch, werr *wireError) {
+func decodeOptions(raw []byte) (patch model.OptionsPatch, werr *wireError) {
 	opts, err := scanObject(raw, `"options"`)
 	if err != nil {
 		return patch, badInput(`%v, e.g. {"dedupWindowSeconds": 600}`, err)
@@ -195,8 +195,8 @@ func decodeOptions(raw []byte) (patch pgstore.OptionsPatch, werr *wireError) {
 			return patch, badInput("option %s: %s is not an integer number of seconds", f.key, lit)
 		}
 		v, err := strconv.ParseInt(lit, 10, 64)
-		if err != nil || v > pgstore.MaxOptionSeconds {
-			return patch, badInput("option %s: %s is out of range: 0 to %d", f.key, lit, pgstore.MaxOptionSeconds)
+		if err != nil || v > model.MaxOptionSeconds {
+			return patch, badInput("option %s: %s is out of range: 0 to %d", f.key, lit, model.MaxOptionSeconds)
 		}
 		if v < 0 {
 			return patch, badInput("option %s: %d is negative: 0 or more seconds", f.key, v)
@@ -267,7 +267,7 @@ func (o *Ops) GetQueue(ctx context.Context, queue string) (any, *wireError) {
 		return nil, badInput("bad queue name %q: 1-128 bytes of [A-Za-z0-9_-]", queue)
 	}
 	c, err := o.store.QueueConfig(ctx, queue)
-	if errors.Is(err, pgstore.ErrQueueNotFound) {
+	if errors.Is(err, model.ErrQueueNotFound) {
 		return nil, &wireError{Code: CodeNotFound, Message: fmt.Sprintf("queue %q does not exist", queue)}
 	}
 	if err != nil {
@@ -318,6 +318,7 @@ type CacheStat struct {
 	Entries        int   `json:"entries"`
 	Suppressed     int   `json:"suppressed"`
 	Hydrations     int64 `json:"hydrations"`
+	Fills          int64 `json:"fills"`
 	Gaps           int64 `json:"gaps"`
 	Rebuilds       int64 `json:"rebuilds"`
 	Evictions      int64 `json:"evictions"`
@@ -348,9 +349,9 @@ func (o *Ops) Status(ctx context.Context) (any, *wireError) {
 		st.NATS = strings.ToLower(o.nc.Status().String())
 	}
 	st.Ready = st.Postgres == "ok" && st.NATS == "connected"
-	if cs, budget, ok := o.ing.CacheStats(); ok {
-		st.Cache = &CacheStat{BudgetBytes: budget, ResidentBytes: cs.ResidentBytes, ResidentHashes: cs.ResidentHashes,
-			Entries: cs.Entries, Suppressed: cs.Suppressed, Hydrations: cs.Hydrations, Gaps: cs.Gaps,
+	if cs, ok := o.ing.CacheSummary(); ok {
+		st.Cache = &CacheStat{BudgetBytes: cs.BudgetBytes, ResidentBytes: cs.ResidentBytes, ResidentHashes: cs.ResidentHashes,
+			Entries: cs.Entries, Suppressed: cs.Suppressed, Hydrations: cs.Hydrations, Fills: cs.Fills, Gaps: cs.Gaps,
 			Rebuilds: cs.Rebuilds, Evictions: cs.Evictions}
 	}
 	return st, nil
@@ -359,7 +360,7 @@ func (o *Ops) Status(ctx context.Context) (any, *wireError) {
 // storeError maps a store failure: PostgreSQL away is a 503 (retry), the
 // rest a 500.
 func storeError(err error) *wireError {
-	if pgstore.SafeToRetry(err) || errors.Is(err, context.DeadlineExceeded) {
+	if model.SafeToRetry(err) || errors.Is(err, context.DeadlineExceeded) {
 		return &wireError{Code: CodeUnavailable, Message: "PostgreSQL unavailable: " + err.Error()}
 	}
 	return &wireError{Code: CodeInternal, Message: err.Error()}

@@ -11,7 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/queengate/queengate/gateway"
-	"github.com/queengate/queengate/pgstore"
+	"github.com/queengate/queengate/model"
 )
 
 func TestSpecExampleRetryIsDuplicateOfFirst(t *testing.T) {
@@ -26,7 +26,7 @@ func TestSpecExampleRetryIsDuplicateOfFirst(t *testing.T) {
 	if retry[0].MessageID != first[0].MessageID || off(retry[0]) != off(first[0]) || retry[0].PartitionID != first[0].PartitionID {
 		t.Errorf("retry answered %+v, want the first message's id %s at offset %d", retry[0], first[0].MessageID, off(first[0]))
 	}
-	if first[0].MessageID != pgstore.MessageID(first[0].PartitionID, off(first[0])) {
+	if first[0].MessageID != model.MessageID(first[0].PartitionID, off(first[0])) {
 		t.Errorf("messageId %s is not derived from (partition %d, offset %d)", first[0].MessageID, first[0].PartitionID, off(first[0]))
 	}
 	if n := e.storedCount(t); n != 1 {

@@ -377,7 +377,7 @@ func TestJoinAndGracefulLeaveLeaveNoShardUnserved(t *testing.T) {
 	// the gaps a handover leaves are filled, not rehydrated.
 	var hydrations, fills int64
 	for _, ing := range []*ingest.Ingester{ingA, ingB, ingC} {
-		st, _, _ := ing.CacheStats()
+		st, _ := ing.CacheSummary()
 		hydrations, fills = hydrations+st.Hydrations, fills+st.Fills
 	}
 	t.Logf("%d rounds over %d partitions: %d hydrations, %d fills", rounds.Load(), len(partitions), hydrations, fills)

@@ -2,21 +2,20 @@ package gateway
 
 import (
 	"context"
-	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/queengate/queengate/internal/startstop"
 )
 
 // StoreWatch pings PostgreSQL every interval and remembers whether it
 // answered, so that routing can tell the fleet this gateway cannot reach
 // the store (RoutingConfig.Ready) without a round trip per heartbeat.
 type StoreWatch struct {
-	store    StoreHealth
-	every    time.Duration
-	up       atomic.Bool
-	stop     chan struct{}
-	done     chan struct{}
-	stopOnce sync.Once
+	startstop.Base
+	store StoreHealth
+	every time.Duration
+	up    atomic.Bool
 }
 
 // NewStoreWatch watches store every interval (default 1 s).
@@ -24,19 +23,23 @@ func NewStoreWatch(store StoreHealth, every time.Duration) *StoreWatch {
 	if every <= 0 {
 		every = time.Second
 	}
-	return &StoreWatch{store: store, every: every, stop: make(chan struct{}), done: make(chan struct{})}
+	return &StoreWatch{store: store, every: every}
 }
 
-// Start pings once, then keeps watching until Stop.
-func (w *StoreWatch) Start(context.Context) error {
+// Start pings once, then keeps watching until Stop (or until ctx ends).
+func (w *StoreWatch) Start(ctx context.Context) error {
+	run, done, err := w.StartInit(ctx)
+	if err != nil {
+		return err
+	}
 	w.ping()
 	go func() {
-		defer close(w.done)
+		defer done()
 		tick := time.NewTicker(w.every)
 		defer tick.Stop()
 		for {
 			select {
-			case <-w.stop:
+			case <-run.Done():
 				return
 			case <-tick.C:
 				w.ping()
@@ -54,11 +57,3 @@ func (w *StoreWatch) ping() {
 
 // Up reports whether the last ping was answered.
 func (w *StoreWatch) Up() bool { return w.up.Load() }
-
-// Stop ends the watch; it is safe to call twice.
-func (w *StoreWatch) Stop() {
-	w.stopOnce.Do(func() {
-		close(w.stop)
-		<-w.done
-	})
-}

@@ -12,7 +12,7 @@ import (
 	"github.com/nats-io/nuid"
 
 	"github.com/queengate/queengate/ingest"
-	"github.com/queengate/queengate/pgstore"
+	"github.com/queengate/queengate/model"
 )
 
 // DefaultPartition is used where a subject names no partition.
@@ -238,7 +238,7 @@ func encodeReply(msgs []ingest.Message, results []ingest.Result) []byte {
 			b = appendJSONString(b, msg)
 		} else {
 			b = append(b, `,"messageId":"`...)
-			b = pgstore.AppendMessageID(b, r.PartitionID, r.Offset)
+			b = model.AppendMessageID(b, r.PartitionID, r.Offset)
 			b = append(b, `","offset":`...)
 			b = strconv.AppendInt(b, r.Offset, 10)
 		}

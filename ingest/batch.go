@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/queengate/queengate/dedup"
-	"github.com/queengate/queengate/pgstore"
+	"github.com/queengate/queengate/model"
 )
 
 // batch is one partition's fusion buffer: the requests it holds and, for
@@ -20,7 +20,7 @@ type batch struct {
 
 	// Leaders in arrival order; what SQL receives when the window is on.
 	txnIDs []string
-	hashes []pgstore.Hash
+	hashes []model.Hash
 	data   [][]byte
 	// leaderOf[i] is the leader index of the i-th message of the batch
 	// (requests concatenated); leaderOf[i] == its own leader index for a
@@ -34,13 +34,13 @@ type batch struct {
 	// there). Every message of a batch has the same queue and partition,
 	// and equal transactionIds have equal hashes: one lookup by the hash
 	// answers both.
-	byHash map[pgstore.Hash]int32
+	byHash map[model.Hash]int32
 }
 
 // newBatch starts a buffer sized for about hint messages.
 func newBatch(now time.Time, hint int) *batch {
-	return &batch{firstAt: now, byHash: make(map[pgstore.Hash]int32, hint),
-		txnIDs: make([]string, 0, hint), hashes: make([]pgstore.Hash, 0, hint), data: make([][]byte, 0, hint),
+	return &batch{firstAt: now, byHash: make(map[model.Hash]int32, hint),
+		txnIDs: make([]string, 0, hint), hashes: make([]model.Hash, 0, hint), data: make([][]byte, 0, hint),
 		leaderOf: make([]int32, 0, hint), isLeader: make([]bool, 0, hint)}
 }
 
@@ -49,7 +49,7 @@ func (b *batch) add(req *Request) {
 	b.size += len(req.Messages)
 	b.bytes += req.bytes()
 	for _, m := range req.Messages {
-		h := pgstore.HashTxnID(m.TxnID)
+		h := model.HashTxnID(m.TxnID)
 		if li, ok := b.byHash[h]; ok {
 			b.leaderOf = append(b.leaderOf, li)
 			b.isLeader = append(b.isLeader, false)
@@ -68,14 +68,14 @@ func (b *batch) add(req *Request) {
 // segment is the frame SQL receives. With the window on, only leaders are
 // sent: followers inherit. With the window off (0), deduplication is off,
 // so every message is stored, repeats included.
-func (b *batch) segment(meta pgstore.Partition) pgstore.Segment {
-	seg := pgstore.Segment{PartitionID: meta.ID, Verified: -1}
+func (b *batch) segment(meta model.Partition) model.Segment {
+	seg := model.Segment{PartitionID: meta.ID, Verified: -1}
 	if meta.WindowSeconds > 0 {
 		seg.TxnIDs, seg.Hashes, seg.Data = b.txnIDs, b.hashes, b.data
 		return seg
 	}
 	seg.TxnIDs = make([]string, 0, b.size)
-	seg.Hashes = make([]pgstore.Hash, 0, b.size)
+	seg.Hashes = make([]model.Hash, 0, b.size)
 	seg.Data = make([][]byte, 0, b.size)
 	for _, req := range b.reqs {
 		for _, m := range req.Messages {
@@ -91,7 +91,7 @@ func (b *batch) segment(meta pgstore.Partition) pgstore.Segment {
 // request's Done. A follower inherits its leader's final result: a queued
 // leader makes it a duplicate of the leader's offset, a duplicate leader
 // passes on the stored original, a failed leader fails it too.
-func (b *batch) resolve(meta pgstore.Partition, res *pgstore.SegmentResult, failure error, m *metrics, t *tally) {
+func (b *batch) resolve(meta model.Partition, res *model.SegmentResult, failure error, m *metrics, t *tally) {
 	byLeader := meta.WindowSeconds > 0
 	var counts [StatusFailed + 1]int64
 	i := 0
@@ -152,7 +152,7 @@ func (f *flight) fly() {
 	failures := make([]error, len(f.parts))
 	segOf := make([]int, len(f.parts))   // index into segs, -1 for none
 	windows := make([]int, len(f.parts)) // what a full probe would unroll, as the cache estimates it
-	var segs []pgstore.Segment
+	var segs []model.Segment
 	messages := 0
 	for i, p := range f.parts {
 		segOf[i] = -1
@@ -185,14 +185,14 @@ func (f *flight) fly() {
 		segs = append(segs, seg)
 	}
 
-	var results []pgstore.SegmentResult
+	var results []model.SegmentResult
 	var pushErr error
 	if len(segs) > 0 {
 		results, pushErr = in.store.Push(ctx, segs)
 		in.metrics.observeFlush(len(segs), messages, time.Since(start), pushErr)
 		if pushErr != nil {
 			in.log.Warn().Err(pushErr).Int("segments", len(segs)).Int("messages", messages).Msg("push failed")
-			if !pgstore.SafeToRetry(pushErr) {
+			if !model.SafeToRetry(pushErr) {
 				// The statement reached the server: if the connection broke
 				// after COMMIT, the push may have been stored. Say so; a
 				// retry of the same transactionId answers duplicate then.
@@ -206,8 +206,8 @@ func (f *flight) fly() {
 		}
 	}
 	type answer struct {
-		meta    pgstore.Partition
-		res     *pgstore.SegmentResult
+		meta    model.Partition
+		res     *model.SegmentResult
 		failure error
 	}
 	answers := make([]answer, len(f.parts))
@@ -250,7 +250,7 @@ func (f *flight) fly() {
 // memo is stale (a /configure since it was read) and takes the fresher
 // value, or the cache would see a window change on every flush until the
 // memo's TTL and rehydrate each time.
-func (in *Ingester) vouch(ctx context.Context, meta *pgstore.Partition, hashes []pgstore.Hash) (verified int64, candidates []pgstore.Candidate, window int) {
+func (in *Ingester) vouch(ctx context.Context, meta *model.Partition, hashes []model.Hash) (verified int64, candidates []model.Candidate, window int) {
 	if in.cache == nil || meta.WindowSeconds == 0 {
 		return -1, nil, 0 // window 0: the probe does not run anyway
 	}
@@ -284,9 +284,9 @@ func (in *Ingester) vouch(ctx context.Context, meta *pgstore.Partition, hashes [
 	if d.Verified < 0 {
 		return -1, nil, d.WindowHashes
 	}
-	candidates = make([]pgstore.Candidate, len(d.Candidates))
+	candidates = make([]model.Candidate, len(d.Candidates))
 	for i, c := range d.Candidates {
-		candidates[i] = pgstore.Candidate{Index: c.Index, Offset: c.Offset}
+		candidates[i] = model.Candidate{Index: c.Index, Offset: c.Offset}
 	}
 	return d.Verified, candidates, d.WindowHashes
 }
@@ -294,7 +294,7 @@ func (in *Ingester) vouch(ctx context.Context, meta *pgstore.Partition, hashes [
 // fill reads what partition meta's entry missed above from and hands it
 // to the cache; it reports whether the entry vouches again. Any failure
 // leaves the way back to a full hydration.
-func (in *Ingester) fill(ctx context.Context, meta *pgstore.Partition, from int64) bool {
+func (in *Ingester) fill(ctx context.Context, meta *model.Partition, from int64) bool {
 	h, err := in.store.HydrateAbove(ctx, meta.ID, from)
 	if err != nil {
 		in.log.Warn().Err(err).Int64("partition", meta.ID).Msg("dedup cache fill failed")
@@ -305,7 +305,7 @@ func (in *Ingester) fill(ctx context.Context, meta *pgstore.Partition, from int6
 
 // learn tells the cache what a committed segment wrote: the hashes of the
 // messages stored, in offset order.
-func (in *Ingester) learn(seg *pgstore.Segment, res *pgstore.SegmentResult) {
+func (in *Ingester) learn(seg *model.Segment, res *model.SegmentResult) {
 	if in.cache == nil {
 		return
 	}
@@ -324,7 +324,7 @@ func (in *Ingester) learn(seg *pgstore.Segment, res *pgstore.SegmentResult) {
 // toDedupHydration moves created times onto the cache's clock by their
 // age as PostgreSQL saw it at the snapshot (DBNow - created_at): expiry
 // then compares ages, whatever the skew between the two clocks.
-func toDedupHydration(h pgstore.Hydration, nowMs int64) dedup.Hydration {
+func toDedupHydration(h model.Hydration, nowMs int64) dedup.Hydration {
 	out := dedup.Hydration{LastOffset: h.LastOffset, WindowMs: int64(h.WindowSeconds) * 1000}
 	for _, r := range h.Txns {
 		age := h.DBNow.Sub(r.CreatedAt).Milliseconds()

@@ -14,7 +14,8 @@ import (
 	"github.com/zeebo/xxh3"
 
 	"github.com/queengate/queengate/dedup"
-	"github.com/queengate/queengate/pgstore"
+	"github.com/queengate/queengate/internal/startstop"
+	"github.com/queengate/queengate/model"
 )
 
 var (
@@ -34,10 +35,10 @@ var (
 
 // Store is what ingest needs from the log. *pgstore.Store implements it.
 type Store interface {
-	EnsurePartition(ctx context.Context, queue, partition string) (pgstore.Partition, error)
-	Push(ctx context.Context, segs []pgstore.Segment) ([]pgstore.SegmentResult, error)
-	Hydrate(ctx context.Context, partitionID int64) (pgstore.Hydration, error)
-	HydrateAbove(ctx context.Context, partitionID, above int64) (pgstore.Hydration, error)
+	EnsurePartition(ctx context.Context, queue, partition string) (model.Partition, error)
+	Push(ctx context.Context, segs []model.Segment) ([]model.SegmentResult, error)
+	Hydrate(ctx context.Context, partitionID int64) (model.Hydration, error)
+	HydrateAbove(ctx context.Context, partitionID, above int64) (model.Hydration, error)
 }
 
 // Config tunes the ingester. Zero values take the defaults.
@@ -164,6 +165,7 @@ type Request struct {
 
 // Ingester routes requests to shards. Start it, Submit to it, Stop it.
 type Ingester struct {
+	startstop.Base
 	cfg     Config
 	store   Store
 	log     zerolog.Logger
@@ -175,9 +177,7 @@ type Ingester struct {
 	mu        sync.RWMutex // guards started/stopping against Submit
 	started   bool
 	stopping  bool
-	wg        sync.WaitGroup
 	answering sync.WaitGroup // flights still handing out answers
-	stopOnce  sync.Once
 }
 
 // New builds an Ingester. reg may be nil: then no metrics are registered.
@@ -206,21 +206,34 @@ func New(store Store, cfg Config, log zerolog.Logger, reg prometheus.Registerer)
 	return in, nil
 }
 
-// Start starts the shard goroutines. ctx is not retained: Stop ends them.
-func (in *Ingester) Start(context.Context) error {
+// Start starts the shard goroutines. They drain (flush and answer
+// everything accepted) and end when Stop is called or ctx ends.
+func (in *Ingester) Start(ctx context.Context) error {
+	run, done, err := in.StartInit(ctx)
+	if err != nil {
+		return fmt.Errorf("ingest: %w", err)
+	}
 	in.mu.Lock()
-	defer in.mu.Unlock()
-	if in.started {
-		return errors.New("ingest: already started")
-	}
 	in.started = true
+	in.mu.Unlock()
+	var shards sync.WaitGroup
 	for _, s := range in.shards {
-		in.wg.Add(1)
-		go func() {
-			defer in.wg.Done()
-			s.run()
-		}()
+		shards.Go(s.run)
 	}
+	go func() {
+		defer done()
+		<-run.Done()
+		// No Submit is mid-send once stopping is set under the write
+		// lock: what the shards drain is everything accepted.
+		in.mu.Lock()
+		in.stopping = true
+		in.mu.Unlock()
+		for _, s := range in.shards {
+			close(s.quit)
+		}
+		shards.Wait()
+		in.answering.Wait()
+	}()
 	return nil
 }
 
@@ -275,22 +288,7 @@ func (in *Ingester) shardOf(queue, partition string) int {
 
 // Stop refuses new requests, flushes and answers everything accepted, and
 // waits for the shards to finish. It is safe to call more than once.
-func (in *Ingester) Stop() {
-	in.stopOnce.Do(func() {
-		in.mu.Lock()
-		in.stopping = true
-		started := in.started
-		in.mu.Unlock()
-		if !started {
-			return
-		}
-		for _, s := range in.shards {
-			close(s.quit)
-		}
-		in.wg.Wait()
-		in.answering.Wait()
-	})
-}
+func (in *Ingester) Stop() { in.Base.Stop() }
 
 // Buffered is the number of messages accepted and not yet answered.
 func (in *Ingester) Buffered() int {
@@ -340,7 +338,7 @@ type partState struct {
 	inflight bool
 	// meta is the memoised id and window; owned by whoever holds the
 	// partition in flight (the shard hands it over with the flight).
-	meta       pgstore.Partition
+	meta       model.Partition
 	resolvedAt time.Time
 	lastUsed   time.Time
 }

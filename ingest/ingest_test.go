@@ -13,6 +13,7 @@ import (
 
 	"github.com/queengate/queengate/ingest"
 	"github.com/queengate/queengate/internal/pgtest"
+	"github.com/queengate/queengate/model"
 	"github.com/queengate/queengate/pgstore"
 )
 
@@ -28,12 +29,12 @@ type countingStore struct {
 	hydrates atomic.Int64
 }
 
-func (s *countingStore) Hydrate(ctx context.Context, pid int64) (pgstore.Hydration, error) {
+func (s *countingStore) Hydrate(ctx context.Context, pid int64) (model.Hydration, error) {
 	s.hydrates.Add(1)
 	return s.Store.Hydrate(ctx, pid)
 }
 
-func (s *countingStore) Push(ctx context.Context, segs []pgstore.Segment) ([]pgstore.SegmentResult, error) {
+func (s *countingStore) Push(ctx context.Context, segs []model.Segment) ([]model.SegmentResult, error) {
 	s.pushes.Add(1)
 	s.segments.Add(int64(len(segs)))
 	for _, seg := range segs {
@@ -328,7 +329,7 @@ func TestCacheSkipsTheProbeInSteadyStateAndSurvivesAnotherWriter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.store.Push(ctx, []pgstore.Segment{seg(p.ID, "old-1", "old-2")}); err != nil {
+	if _, err := b.store.Push(ctx, []model.Segment{seg(p.ID, "old-1", "old-2")}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 20 {
@@ -347,7 +348,7 @@ func TestCacheSkipsTheProbeInSteadyStateAndSurvivesAnotherWriter(t *testing.T) {
 	}
 	// Another writer (a second gateway) interleaves: our next push must not
 	// vouch past what it cannot know, and stays exact.
-	if _, err := b.store.Push(ctx, []pgstore.Segment{seg(p.ID, "theirs")}); err != nil {
+	if _, err := b.store.Push(ctx, []model.Segment{seg(p.ID, "theirs")}); err != nil {
 		t.Fatal(err)
 	}
 	got = wait(t, b.submit(t, "p", "theirs", "mine"))
@@ -383,7 +384,7 @@ func TestHydrationUnderAStaleMemoAdoptsTheWindow(t *testing.T) {
 	}
 	// Another writer: the push after it learns of the gap, and the one
 	// after that hydrates, under the memo still saying 3600.
-	if _, err := b.store.Push(ctx, []pgstore.Segment{seg(p.ID, "theirs")}); err != nil {
+	if _, err := b.store.Push(ctx, []model.Segment{seg(p.ID, "theirs")}); err != nil {
 		t.Fatal(err)
 	}
 	hydrated := b.store.hydrates.Load()
@@ -409,11 +410,11 @@ func TestHydrationUnderAStaleMemoAdoptsTheWindow(t *testing.T) {
 	}
 }
 
-func seg(pid int64, ids ...string) pgstore.Segment {
-	s := pgstore.Segment{PartitionID: pid, Verified: -1}
+func seg(pid int64, ids ...string) model.Segment {
+	s := model.Segment{PartitionID: pid, Verified: -1}
 	for _, id := range ids {
 		s.TxnIDs = append(s.TxnIDs, id)
-		s.Hashes = append(s.Hashes, pgstore.HashTxnID(id))
+		s.Hashes = append(s.Hashes, model.HashTxnID(id))
 		s.Data = append(s.Data, nil)
 	}
 	return s
@@ -433,7 +434,7 @@ func TestHydrationFindingTheWindowOffKeepsTheFrameShape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.store.Push(ctx, []pgstore.Segment{seg(p.ID, "theirs")}); err != nil {
+	if _, err := b.store.Push(ctx, []model.Segment{seg(p.ID, "theirs")}); err != nil {
 		t.Fatal(err)
 	}
 	if s := statuses(wait(t, b.submit(t, "p", "b"))); s != "queued" { // learns the gap
@@ -454,10 +455,10 @@ func TestHydrationFindingTheWindowOffKeepsTheFrameShape(t *testing.T) {
 	}
 }
 
-// TestLearnCommittedKeepsTheEntryVouching: messages another path of this
-// process committed (a timer's fire), reported in order, are appended to
-// the entry instead of making it rehydrate; their ids are then local hits.
-func TestLearnCommittedKeepsTheEntryVouching(t *testing.T) {
+// TestLearnFiredKeepsTheEntryVouching: messages a timer fire of this
+// process committed, reported in order, are appended to the entry instead
+// of making it rehydrate; their ids are then local hits.
+func TestLearnFiredKeepsTheEntryVouching(t *testing.T) {
 	t.Parallel()
 	b := setup(t, ingest.Config{Shards: 1, Linger: time.Millisecond})
 	ctx := context.Background()
@@ -468,11 +469,14 @@ func TestLearnCommittedKeepsTheEntryVouching(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := b.store.Push(ctx, []pgstore.Segment{seg(p.ID, "fired-1", "fired-2")})
+	res, err := b.store.Push(ctx, []model.Segment{seg(p.ID, "fired-1", "fired-2")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.ing.LearnCommitted(p.ID, res[0].BaseOffset, []string{"fired-1", "fired-2"})
+	b.ing.LearnFired([]model.FiredTimer{
+		{PartitionID: p.ID, Offset: res[0].BaseOffset, TxnID: "fired-1"},
+		{PartitionID: p.ID, Offset: res[0].BaseOffset + 1, TxnID: "fired-2"},
+	})
 	hydrated, probes := b.store.hydrates.Load(), b.store.probes.Load()
 	for i := range 3 {
 		if s := statuses(wait(t, b.submit(t, "p", fmt.Sprint("c", i)))); s != "queued" {

@@ -6,7 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/queengate/queengate/dedup"
-	"github.com/queengate/queengate/pgstore"
+	"github.com/queengate/queengate/model"
 )
 
 type metrics struct {
@@ -15,7 +15,7 @@ type metrics struct {
 	flushTime   prometheus.Histogram
 	segments    prometheus.Histogram
 	flushErrors prometheus.Counter
-	probes      map[pgstore.Probe]prometheus.Counter
+	probes      map[model.Probe]prometheus.Counter
 	unrolled    prometheus.Counter
 	fullWindow  prometheus.Counter
 	bufferDepth prometheus.Gauge
@@ -56,11 +56,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "queengate_flush_errors_total",
 			Help: "Bundles that failed; their messages were answered failed.",
 		}),
-		probes: map[pgstore.Probe]prometheus.Counter{
-			pgstore.ProbeOff:      probes.WithLabelValues("off"),
-			pgstore.ProbeSkipped:  probes.WithLabelValues("skipped"),
-			pgstore.ProbeNarrowed: probes.WithLabelValues("narrowed"),
-			pgstore.ProbeFull:     probes.WithLabelValues("full"),
+		probes: map[model.Probe]prometheus.Counter{
+			model.ProbeOff:      probes.WithLabelValues("off"),
+			model.ProbeSkipped:  probes.WithLabelValues("skipped"),
+			model.ProbeNarrowed: probes.WithLabelValues("narrowed"),
+			model.ProbeFull:     probes.WithLabelValues("full"),
 		},
 		unrolled: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "queengate_probe_unrolled_hashes_total",
@@ -97,13 +97,13 @@ func (m *metrics) observeFlush(segments, messages int, took time.Duration, err e
 // observeProbe counts a segment's probe, what it unrolled, and what a
 // full probe would have (its own count when it was one, else the cache's
 // estimate of the window).
-func (m *metrics) observeProbe(r *pgstore.SegmentResult, window int) {
+func (m *metrics) observeProbe(r *model.SegmentResult, window int) {
 	m.probes[r.Probe].Inc()
 	m.unrolled.Add(float64(r.Unrolled))
 	switch r.Probe {
-	case pgstore.ProbeFull:
+	case model.ProbeFull:
 		m.fullWindow.Add(float64(r.Unrolled))
-	case pgstore.ProbeSkipped, pgstore.ProbeNarrowed:
+	case model.ProbeSkipped, model.ProbeNarrowed:
 		m.fullWindow.Add(float64(window))
 	}
 }

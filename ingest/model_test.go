@@ -15,6 +15,7 @@ import (
 	"github.com/queengate/queengate/dedup"
 	"github.com/queengate/queengate/ingest"
 	"github.com/queengate/queengate/internal/pgtest"
+	"github.com/queengate/queengate/model"
 	"github.com/queengate/queengate/pgstore"
 )
 
@@ -46,10 +47,10 @@ type occurrence struct {
 	inWindow bool
 }
 
-func (s *soundStore) Push(ctx context.Context, segs []pgstore.Segment) ([]pgstore.SegmentResult, error) {
+func (s *soundStore) Push(ctx context.Context, segs []model.Segment) ([]model.SegmentResult, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	want := make([][]pgstore.Outcome, len(segs))
+	want := make([][]model.Outcome, len(segs))
 	for i := range segs {
 		o, err := s.check(ctx, &segs[i])
 		if err != nil {
@@ -69,7 +70,7 @@ func (s *soundStore) Push(ctx context.Context, segs []pgstore.Segment) ([]pgstor
 					segs[i].PartitionID, k, res[i].Probe, o, want[i][k])
 			}
 		}
-		if res[i].Probe == pgstore.ProbeNarrowed {
+		if res[i].Probe == model.ProbeNarrowed {
 			s.narrowed++
 		}
 	}
@@ -77,7 +78,7 @@ func (s *soundStore) Push(ctx context.Context, segs []pgstore.Segment) ([]pgstor
 }
 
 // check asserts the vouch and returns the full probe's verdict.
-func (s *soundStore) check(ctx context.Context, seg *pgstore.Segment) ([]pgstore.Outcome, error) {
+func (s *soundStore) check(ctx context.Context, seg *model.Segment) ([]model.Outcome, error) {
 	var (
 		last   int64
 		window int
@@ -87,7 +88,7 @@ func (s *soundStore) check(ctx context.Context, seg *pgstore.Segment) ([]pgstore
 		  JOIN queen.queues q ON q.id = p.queue_id WHERE p.id = $1`, seg.PartitionID).Scan(&last, &window); err != nil {
 		return nil, err
 	}
-	stored := map[pgstore.Hash][]occurrence{}
+	stored := map[model.Hash][]occurrence{}
 	if window == 0 {
 		return fullProbe(seg.Hashes, stored, window, last), nil
 	}
@@ -101,7 +102,7 @@ func (s *soundStore) check(ctx context.Context, seg *pgstore.Segment) ([]pgstore
 	}
 	for rows.Next() {
 		var (
-			h pgstore.Hash
+			h model.Hash
 			o occurrence
 		)
 		if err := rows.Scan(&h, &o.off, &o.inWindow); err != nil {
@@ -114,13 +115,13 @@ func (s *soundStore) check(ctx context.Context, seg *pgstore.Segment) ([]pgstore
 	}
 	if seg.Verified >= 0 {
 		s.vouched++
-		named := map[pgstore.Candidate]bool{}
+		named := map[model.Candidate]bool{}
 		for _, c := range seg.Candidates {
 			named[c] = true
 		}
 		for k, h := range seg.Hashes {
 			for _, o := range stored[h] {
-				if o.inWindow && o.off <= seg.Verified && !named[pgstore.Candidate{Index: int32(k), Offset: o.off}] {
+				if o.inWindow && o.off <= seg.Verified && !named[model.Candidate{Index: int32(k), Offset: o.off}] {
 					s.violations++
 					s.t.Errorf("unsound: partition %d vouched %d, message %d is stored in the window at %d, not named",
 						seg.PartitionID, seg.Verified, k, o.off)
@@ -135,9 +136,9 @@ func (s *soundStore) check(ctx context.Context, seg *pgstore.Segment) ([]pgstore
 // duplicate of its earliest in-window occurrence, a repeat within the
 // segment follows its first occurrence, and the rest take the next
 // offsets. Window 0 stores everything.
-func fullProbe(hashes []pgstore.Hash, stored map[pgstore.Hash][]occurrence, window int, last int64) []pgstore.Outcome {
-	out := make([]pgstore.Outcome, len(hashes))
-	seen := map[pgstore.Hash]int64{}
+func fullProbe(hashes []model.Hash, stored map[model.Hash][]occurrence, window int, last int64) []model.Outcome {
+	out := make([]model.Outcome, len(hashes))
+	seen := map[model.Hash]int64{}
 	for k, h := range hashes {
 		if window > 0 {
 			earliest := int64(-1)
@@ -147,17 +148,17 @@ func fullProbe(hashes []pgstore.Hash, stored map[pgstore.Hash][]occurrence, wind
 				}
 			}
 			if earliest >= 0 {
-				out[k] = pgstore.Outcome{Offset: earliest, Duplicate: true}
+				out[k] = model.Outcome{Offset: earliest, Duplicate: true}
 				continue
 			}
 			if off, ok := seen[h]; ok {
-				out[k] = pgstore.Outcome{Offset: off, Duplicate: true}
+				out[k] = model.Outcome{Offset: off, Duplicate: true}
 				continue
 			}
 		}
 		last++
 		seen[h] = last
-		out[k] = pgstore.Outcome{Offset: last}
+		out[k] = model.Outcome{Offset: last}
 	}
 	return out
 }
@@ -302,14 +303,14 @@ func runModel(t *testing.T, gateways int) modelRun {
 		case x < 85: // a writer outside any gateway
 			part := parts[r.IntN(len(parts))]
 			ids := []string{id(part), id(part)}
-			if _, err := store.Store.Push(ctx, []pgstore.Segment{seg(pids[part], ids...)}); err != nil {
+			if _, err := store.Store.Push(ctx, []model.Segment{seg(pids[part], ids...)}); err != nil {
 				t.Fatal(err)
 			}
 			sent += len(ids)
 		case x < 89: // a window change
 			setWindow([]int{0, 30, 60, 600}[r.IntN(4)])
 		case x < 90: // retention purges what is wholly past the window
-			if _, err := store.Retain(ctx, pgstore.RetainOptions{Slack: 5 * time.Second, PartitionsPerStep: 10, MaxRowsPerPartition: 1000}); err != nil {
+			if _, err := store.Retain(ctx, model.RetainOptions{Slack: 5 * time.Second, PartitionsPerStep: 10, MaxRowsPerPartition: 1000}); err != nil {
 				t.Fatal(err)
 			}
 		default: // time passes: the cache's clock, and the rows' ages in SQL
@@ -323,7 +324,7 @@ func runModel(t *testing.T, gateways int) modelRun {
 	}
 	var m modelRun
 	for _, ing := range ings {
-		st, _, _ := ing.CacheStats()
+		st, _ := ing.CacheSummary()
 		m.fills += st.Fills
 		m.hydrations += st.Hydrations
 	}
@@ -349,11 +350,11 @@ func expected(t *testing.T, store *pgstore.Store, pid int64, ids []string) []ing
 		JOIN queen.queues q ON q.id = p.queue_id WHERE p.id = $1`, pid).Scan(&last, &window); err != nil {
 		t.Fatal(err)
 	}
-	stored := map[pgstore.Hash]int64{}
+	stored := map[model.Hash]int64{}
 	if window > 0 {
-		hashes := make([]pgstore.Hash, len(ids))
+		hashes := make([]model.Hash, len(ids))
 		for i, s := range ids {
-			hashes[i] = pgstore.HashTxnID(s)
+			hashes[i] = model.HashTxnID(s)
 		}
 		rows, err := store.Pool().Query(ctx, `
 			SELECT th.h, min(t.base_offset + th.idx - 1) FROM queen.log_txns t
@@ -364,7 +365,7 @@ func expected(t *testing.T, store *pgstore.Store, pid int64, ids []string) []ing
 			t.Fatal(err)
 		}
 		for rows.Next() {
-			var h pgstore.Hash
+			var h model.Hash
 			var off int64
 			if err := rows.Scan(&h, &off); err != nil {
 				t.Fatal(err)
@@ -376,9 +377,9 @@ func expected(t *testing.T, store *pgstore.Store, pid int64, ids []string) []ing
 		}
 	}
 	out := make([]ingest.Result, len(ids))
-	seen := map[pgstore.Hash]int64{}
+	seen := map[model.Hash]int64{}
 	for i, s := range ids {
-		h := pgstore.HashTxnID(s)
+		h := model.HashTxnID(s)
 		if window > 0 {
 			if off, ok := stored[h]; ok {
 				out[i] = ingest.Result{Status: ingest.StatusDuplicate, Offset: off, PartitionID: pid}

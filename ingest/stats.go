@@ -5,7 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/queengate/queengate/dedup"
-	"github.com/queengate/queengate/pgstore"
+	"github.com/queengate/queengate/model"
 )
 
 // tally counts one partition's answers since the process started, for
@@ -56,37 +56,71 @@ func (in *Ingester) Counts(pid int64) PartitionCounts {
 	return PartitionCounts{Queued: x.queued.Load(), Duplicate: x.duplicate.Load(), Failed: x.failed.Load()}
 }
 
-// CacheState reports the dedup cache's entry for partition pid ("absent"
-// with the cache off).
-func (in *Ingester) CacheState(pid int64) dedup.PartitionState {
-	if in.cache == nil {
-		return dedup.PartitionState{State: "absent", HydratedFrom: -1, VerifiedUpto: -1}
-	}
-	return in.cache.Partition(pid)
+// PartitionCache is a partition's dedup cache entry, as operators see it.
+type PartitionCache struct {
+	// State is "vouching", "gap" (another writer interleaved; filled on
+	// next use), "rebuild" (overlap or window change), "suppressed" (the
+	// admission gate refused its rebuild for now) or "absent" (no entry,
+	// or the cache off).
+	State          string
+	ResidentHashes int
+	Bytes          int64
+	// HydratedFrom and VerifiedUpto bound what the entry knows: every
+	// hash stored in (HydratedFrom, VerifiedUpto]; -1 when absent.
+	HydratedFrom, VerifiedUpto int64
 }
 
-// CacheStats reports the dedup cache's figures and its budget; ok is
-// false with the cache off.
-func (in *Ingester) CacheStats() (st dedup.Stats, budget int64, ok bool) {
+// CacheState reports the dedup cache's entry for partition pid.
+func (in *Ingester) CacheState(pid int64) PartitionCache {
 	if in.cache == nil {
-		return dedup.Stats{}, 0, false
+		return PartitionCache{State: "absent", HydratedFrom: -1, VerifiedUpto: -1}
 	}
-	return in.cache.Stats(), in.cache.Budget(), true
+	p := in.cache.Partition(pid)
+	return PartitionCache{State: p.State, ResidentHashes: p.ResidentHashes, Bytes: p.Bytes,
+		HydratedFrom: p.HydratedFrom, VerifiedUpto: p.VerifiedUpto}
 }
 
-// LearnCommitted tells the cache of messages another path committed to
-// partition pid at offsets base.. (a timer's fire, in the same process):
-// the entry keeps vouching instead of meeting them as an interleave. The
+// CacheSummary is the dedup cache as operators see it: its budget, what
+// is resident, and what it has done since the process started.
+type CacheSummary struct {
+	BudgetBytes, ResidentBytes, ResidentHashes int64
+	Entries, Suppressed                        int
+	// Hydrations read a partition's whole window; fills only the rows
+	// above an entry's watermark, after a gap.
+	Hydrations, Fills, Gaps, Rebuilds, Evictions int64
+}
+
+// CacheSummary reports the dedup cache; ok is false with the cache off.
+func (in *Ingester) CacheSummary() (sum CacheSummary, ok bool) {
+	if in.cache == nil {
+		return CacheSummary{}, false
+	}
+	st := in.cache.Stats()
+	return CacheSummary{BudgetBytes: in.cache.Budget(), ResidentBytes: st.ResidentBytes, ResidentHashes: st.ResidentHashes,
+		Entries: st.Entries, Suppressed: st.Suppressed, Hydrations: st.Hydrations, Fills: st.Fills, Gaps: st.Gaps,
+		Rebuilds: st.Rebuilds, Evictions: st.Evictions}, true
+}
+
+// LearnFired tells the cache what timer fires of this process committed
+// (in partition, then offset order, as the store returns them): each
+// entry keeps vouching instead of meeting them as an interleave. The
 // entry's rules keep this safe in any order relative to this ingester's
 // own pushes: an out-of-order report is a gap or an overlap, which only
-// costs a rehydration.
-func (in *Ingester) LearnCommitted(pid, base int64, txnIDs []string) {
-	if in.cache == nil || len(txnIDs) == 0 {
+// costs a fill or a rehydration.
+func (in *Ingester) LearnFired(fired []model.FiredTimer) {
+	if in.cache == nil {
 		return
 	}
-	hashes := make([]dedup.Hash, len(txnIDs))
-	for i, id := range txnIDs {
-		hashes[i] = pgstore.HashTxnID(id)
+	for i := 0; i < len(fired); {
+		j := i + 1 // fired[i:j] are consecutive offsets of one partition
+		for j < len(fired) && fired[j].PartitionID == fired[i].PartitionID && fired[j].Offset == fired[j-1].Offset+1 {
+			j++
+		}
+		hashes := make([]dedup.Hash, 0, j-i)
+		for _, f := range fired[i:j] {
+			hashes = append(hashes, model.HashTxnID(f.TxnID))
+		}
+		in.cache.Learn(fired[i].PartitionID, fired[i].Offset, fired[j-1].Offset, hashes)
+		i = j
 	}
-	in.cache.Learn(pid, base, base+int64(len(txnIDs))-1, hashes)
 }

@@ -3,10 +3,10 @@ package pgstore_test
 import (
 	"context"
 	"errors"
+	"github.com/queengate/queengate/model"
 	"testing"
 
 	"github.com/queengate/queengate/internal/pgtest"
-	"github.com/queengate/queengate/pgstore"
 )
 
 func ptr(v int) *int { return &v }
@@ -18,7 +18,7 @@ func TestConfigureMergeReplaceAndCreate(t *testing.T) {
 	queue := pgtest.UniqueName(t)
 
 	// A create starts from the defaults, in either mode.
-	c, created, err := st.Configure(ctx, queue, pgstore.OptionsPatch{RetentionSeconds: ptr(86400)}, false)
+	c, created, err := st.Configure(ctx, queue, model.OptionsPatch{RetentionSeconds: ptr(86400)}, false)
 	if err != nil || !created {
 		t.Fatalf("create: %+v created=%v err=%v", c, created, err)
 	}
@@ -28,10 +28,10 @@ func TestConfigureMergeReplaceAndCreate(t *testing.T) {
 
 	// Deliberately off, then a merge naming only retention: the window
 	// stays off (the 1.6.0 edge).
-	if c, _, err = st.Configure(ctx, queue, pgstore.OptionsPatch{DedupWindowSeconds: ptr(0)}, false); err != nil || c.DedupWindowSeconds != 0 {
+	if c, _, err = st.Configure(ctx, queue, model.OptionsPatch{DedupWindowSeconds: ptr(0)}, false); err != nil || c.DedupWindowSeconds != 0 {
 		t.Fatalf("window off: %+v, %v", c, err)
 	}
-	c, created, err = st.Configure(ctx, queue, pgstore.OptionsPatch{RetentionSeconds: ptr(60)}, false)
+	c, created, err = st.Configure(ctx, queue, model.OptionsPatch{RetentionSeconds: ptr(60)}, false)
 	if err != nil || created {
 		t.Fatalf("merge: created=%v err=%v", created, err)
 	}
@@ -40,7 +40,7 @@ func TestConfigureMergeReplaceAndCreate(t *testing.T) {
 	}
 
 	// Replace: what it omits returns to its default.
-	c, _, err = st.Configure(ctx, queue, pgstore.OptionsPatch{RetentionSeconds: ptr(120)}, true)
+	c, _, err = st.Configure(ctx, queue, model.OptionsPatch{RetentionSeconds: ptr(120)}, true)
 	if err != nil || c.DedupWindowSeconds != 3600 || c.RetentionSeconds != 120 {
 		t.Errorf("after replace %+v, %v; want window back to 3600, retention 120", c.QueueOptions, err)
 	}
@@ -50,7 +50,7 @@ func TestConfigureMergeReplaceAndCreate(t *testing.T) {
 	}
 
 	// Nothing changed: updated_at stays.
-	same, _, err := st.Configure(ctx, queue, pgstore.OptionsPatch{DedupWindowSeconds: ptr(3600)}, false)
+	same, _, err := st.Configure(ctx, queue, model.OptionsPatch{DedupWindowSeconds: ptr(3600)}, false)
 	if err != nil || !same.UpdatedAt.Equal(c.UpdatedAt) {
 		t.Errorf("no-op configure moved updated_at %v -> %v (%v)", c.UpdatedAt, same.UpdatedAt, err)
 	}
@@ -61,15 +61,15 @@ func TestConfigureRejectsOutOfRangeAndChangesNothing(t *testing.T) {
 	ctx := context.Background()
 	st := pgtest.Store(t, pgtest.SharedURL(t))
 	queue := pgtest.UniqueName(t)
-	if _, _, err := st.Configure(ctx, queue, pgstore.OptionsPatch{DedupWindowSeconds: ptr(600)}, false); err != nil {
+	if _, _, err := st.Configure(ctx, queue, model.OptionsPatch{DedupWindowSeconds: ptr(600)}, false); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []pgstore.OptionsPatch{
+	for _, p := range []model.OptionsPatch{
 		{DedupWindowSeconds: ptr(-1)},
 		{RetentionSeconds: ptr(-5), DedupWindowSeconds: ptr(10)},
-		{DedupWindowSeconds: ptr(pgstore.MaxOptionSeconds + 1)},
+		{DedupWindowSeconds: ptr(model.MaxOptionSeconds + 1)},
 	} {
-		if _, _, err := st.Configure(ctx, queue, p, false); !errors.Is(err, pgstore.ErrInvalidOption) {
+		if _, _, err := st.Configure(ctx, queue, p, false); !errors.Is(err, model.ErrInvalidOption) {
 			t.Errorf("patch %+v: err = %v, want ErrInvalidOption", p, err)
 		}
 	}
@@ -77,10 +77,10 @@ func TestConfigureRejectsOutOfRangeAndChangesNothing(t *testing.T) {
 		t.Errorf("after refused patches: %+v, %v; want unchanged", c, err)
 	}
 	missing := pgtest.UniqueName(t) + "-never"
-	if _, _, err := st.Configure(ctx, missing, pgstore.OptionsPatch{DedupWindowSeconds: ptr(-1)}, false); err == nil {
+	if _, _, err := st.Configure(ctx, missing, model.OptionsPatch{DedupWindowSeconds: ptr(-1)}, false); err == nil {
 		t.Error("a refused create succeeded")
 	}
-	if _, err := st.QueueConfig(ctx, missing); !errors.Is(err, pgstore.ErrQueueNotFound) {
+	if _, err := st.QueueConfig(ctx, missing); !errors.Is(err, model.ErrQueueNotFound) {
 		t.Errorf("refused create left a queue behind: %v", err)
 	}
 }
@@ -99,7 +99,7 @@ func TestQueuesAndPartitionsList(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var found *pgstore.QueueConfig
+	var found *model.QueueConfig
 	for i := range qs {
 		if i > 0 && qs[i-1].Name >= qs[i].Name {
 			t.Errorf("queues not sorted by name: %q before %q", qs[i-1].Name, qs[i].Name)
@@ -129,7 +129,7 @@ func TestVouchUnderSmallerWindowIsNotTrusted(t *testing.T) {
 	b.setWindow(t, 3600)
 	seg := segment(b.part.ID, 1, "old-but-in-new-window")
 	seg.VerifiedWindow = 60
-	res, err := b.store.Push(context.Background(), []pgstore.Segment{seg})
+	res, err := b.store.Push(context.Background(), []model.Segment{seg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestVouchUnderSmallerWindowIsNotTrusted(t *testing.T) {
 	// Vouched under the current window (or a larger one): trusted.
 	seg = segment(b.part.ID, 1, "y")
 	seg.VerifiedWindow = 3600
-	res, err = b.store.Push(context.Background(), []pgstore.Segment{seg, segment(b.part.ID, 2, "z")})
+	res, err = b.store.Push(context.Background(), []model.Segment{seg, segment(b.part.ID, 2, "z")})
 	if err != nil {
 		t.Fatal(err)
 	}

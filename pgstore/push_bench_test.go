@@ -3,6 +3,7 @@ package pgstore_test
 import (
 	"context"
 	"fmt"
+	"github.com/queengate/queengate/model"
 	"strconv"
 	"testing"
 	"time"
@@ -26,20 +27,20 @@ type benchRows struct {
 	next   int
 }
 
-func (r *benchRows) segment(pid, verified int64, n int) pgstore.Segment {
-	seg := pgstore.Segment{PartitionID: pid, Verified: verified, VerifiedWindow: pgstore.MaxOptionSeconds,
-		TxnIDs: make([]string, n), Hashes: make([]pgstore.Hash, n), Data: make([][]byte, n)}
+func (r *benchRows) segment(pid, verified int64, n int) model.Segment {
+	seg := model.Segment{PartitionID: pid, Verified: verified, VerifiedWindow: model.MaxOptionSeconds,
+		TxnIDs: make([]string, n), Hashes: make([]model.Hash, n), Data: make([][]byte, n)}
 	for i := range n {
 		r.next++
 		id := r.prefix + strconv.Itoa(r.next)
 		seg.TxnIDs[i] = id
-		seg.Hashes[i] = pgstore.HashTxnID(id)
+		seg.Hashes[i] = model.HashTxnID(id)
 		seg.Data[i] = fmt.Appendf(nil, `{"orderId":%d,"amount":99.5,"customer":"customer-42","note":"benchmark payload of about 100 bytes"}`, r.next)
 	}
 	return seg
 }
 
-func benchSetup(b *testing.B) (*pgstore.Store, pgstore.Partition) {
+func benchSetup(b *testing.B) (*pgstore.Store, model.Partition) {
 	b.Helper()
 	st := pgtest.Store(b, pgtest.NewDB(b))
 	p, err := st.EnsurePartition(context.Background(), "bench", "Default")
@@ -64,7 +65,7 @@ func BenchmarkPushSkipProbe(b *testing.B) {
 			last := int64(-1)
 			b.ReportAllocs()
 			for b.Loop() {
-				res, err := st.Push(ctx, []pgstore.Segment{rows.segment(p.ID, last, n)})
+				res, err := st.Push(ctx, []model.Segment{rows.segment(p.ID, last, n)})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -90,7 +91,7 @@ func BenchmarkPushFullProbe(b *testing.B) {
 			ctx := context.Background()
 			rows := benchRows{prefix: "probe-"}
 			for range windowHashes / 1000 {
-				if _, err := st.Push(ctx, []pgstore.Segment{rows.segment(p.ID, 1<<62, 1000)}); err != nil {
+				if _, err := st.Push(ctx, []model.Segment{rows.segment(p.ID, 1<<62, 1000)}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -99,7 +100,7 @@ func BenchmarkPushFullProbe(b *testing.B) {
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				res, err := st.Push(ctx, []pgstore.Segment{rows.segment(p.ID, -1, n)})
+				res, err := st.Push(ctx, []model.Segment{rows.segment(p.ID, -1, n)})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -132,7 +133,7 @@ func BenchmarkPushNarrowed(b *testing.B) {
 	var stored []string
 	for range windowHashes / 1000 {
 		seg := rows.segment(p.ID, 1<<62, 1000)
-		if _, err := st.Push(ctx, []pgstore.Segment{seg}); err != nil {
+		if _, err := st.Push(ctx, []model.Segment{seg}); err != nil {
 			b.Fatal(err)
 		}
 		stored = append(stored, seg.TxnIDs...)
@@ -147,15 +148,15 @@ func BenchmarkPushNarrowed(b *testing.B) {
 		seg := rows.segment(p.ID, last, 100)
 		for k := 0; k < 100; k += 5 { // 20 retries of stored ids, named where they are
 			off := int64((i*7919 + k*104729) % windowHashes)
-			seg.TxnIDs[k], seg.Hashes[k] = stored[off], pgstore.HashTxnID(stored[off])
-			seg.Candidates = append(seg.Candidates, pgstore.Candidate{Index: int32(k), Offset: off})
+			seg.TxnIDs[k], seg.Hashes[k] = stored[off], model.HashTxnID(stored[off])
+			seg.Candidates = append(seg.Candidates, model.Candidate{Index: int32(k), Offset: off})
 		}
 		i++
-		res, err := st.Push(ctx, []pgstore.Segment{seg})
+		res, err := st.Push(ctx, []model.Segment{seg})
 		if err != nil {
 			b.Fatal(err)
 		}
-		if res[0].Probe != pgstore.ProbeNarrowed || res[0].Unrolled != 20 || res[0].LastOffset != last+80 {
+		if res[0].Probe != model.ProbeNarrowed || res[0].Unrolled != 20 || res[0].LastOffset != last+80 {
 			b.Fatalf("probe %v unrolled %d last %d", res[0].Probe, res[0].Unrolled, res[0].LastOffset)
 		}
 		last = res[0].LastOffset
@@ -287,7 +288,7 @@ func BenchmarkPushWide(b *testing.B) {
 				}
 				b.ReportAllocs()
 				for b.Loop() {
-					segs := make([]pgstore.Segment, len(pids))
+					segs := make([]model.Segment, len(pids))
 					for i, pid := range pids {
 						v := int64(-1)
 						if verified == "skip" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/queengate/queengate/model"
 	"sync"
 	"testing"
 	"time"
@@ -15,7 +16,7 @@ import (
 type testBundle struct {
 	store *pgstore.Store
 	queue string
-	part  pgstore.Partition
+	part  model.Partition
 }
 
 // setup gives each test its own queue and partition in the shared database.
@@ -46,19 +47,19 @@ func (b *testBundle) setWindow(t *testing.T, seconds int) {
 }
 
 // segment builds a segment of the given transactionIds with small payloads.
-func segment(pid, verified int64, txnIDs ...string) pgstore.Segment {
-	seg := pgstore.Segment{PartitionID: pid, Verified: verified, VerifiedWindow: pgstore.MaxOptionSeconds}
+func segment(pid, verified int64, txnIDs ...string) model.Segment {
+	seg := model.Segment{PartitionID: pid, Verified: verified, VerifiedWindow: model.MaxOptionSeconds}
 	for i, id := range txnIDs {
 		seg.TxnIDs = append(seg.TxnIDs, id)
-		seg.Hashes = append(seg.Hashes, pgstore.HashTxnID(id))
+		seg.Hashes = append(seg.Hashes, model.HashTxnID(id))
 		seg.Data = append(seg.Data, []byte(fmt.Sprintf(`{"i":%d,"id":%q}`, i, id)))
 	}
 	return seg
 }
 
-func (b *testBundle) push(t *testing.T, verified int64, txnIDs ...string) pgstore.SegmentResult {
+func (b *testBundle) push(t *testing.T, verified int64, txnIDs ...string) model.SegmentResult {
 	t.Helper()
-	res, err := b.store.Push(context.Background(), []pgstore.Segment{segment(b.part.ID, verified, txnIDs...)})
+	res, err := b.store.Push(context.Background(), []model.Segment{segment(b.part.ID, verified, txnIDs...)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +86,7 @@ func (b *testBundle) lastOffset(t *testing.T) int64 {
 	return last
 }
 
-func wantOutcomes(t *testing.T, got pgstore.SegmentResult, want ...pgstore.Outcome) {
+func wantOutcomes(t *testing.T, got model.SegmentResult, want ...model.Outcome) {
 	t.Helper()
 	if len(got.Outcomes) != len(want) {
 		t.Fatalf("got %d outcomes, want %d: %+v", len(got.Outcomes), len(want), got.Outcomes)
@@ -97,8 +98,8 @@ func wantOutcomes(t *testing.T, got pgstore.SegmentResult, want ...pgstore.Outco
 	}
 }
 
-func queued(off int64) pgstore.Outcome { return pgstore.Outcome{Offset: off} }
-func dup(off int64) pgstore.Outcome    { return pgstore.Outcome{Offset: off, Duplicate: true} }
+func queued(off int64) model.Outcome { return model.Outcome{Offset: off} }
+func dup(off int64) model.Outcome    { return model.Outcome{Offset: off, Duplicate: true} }
 
 func TestRetryInWindowIsDuplicateOfOriginal(t *testing.T) {
 	t.Parallel()
@@ -285,7 +286,7 @@ func TestBundleDuplicateInOnePartitionCommitsOthers(t *testing.T) {
 	b.push(t, -1, "seen")
 	// Segments deliberately in descending id order: the function must still
 	// lock in ascending order and answer in input order.
-	res, err := b.store.Push(ctx, []pgstore.Segment{
+	res, err := b.store.Push(ctx, []model.Segment{
 		segment(other.ID, -1, "o1", "o2"),
 		segment(b.part.ID, -1, "seen"),
 	})
@@ -313,7 +314,7 @@ func TestSamePartitionTwiceInOneBundleIsExact(t *testing.T) {
 	last := b.lastOffset(t)
 	// Both segments claim the same (pre-bundle) watermark; the second must
 	// still see the first's writes.
-	res, err := b.store.Push(context.Background(), []pgstore.Segment{
+	res, err := b.store.Push(context.Background(), []model.Segment{
 		segment(b.part.ID, last, "p", "q"),
 		segment(b.part.ID, last, "q", "r"),
 	})
@@ -334,7 +335,7 @@ func TestRacingPushersQueueEachIDOnce(t *testing.T) {
 	ctx := context.Background()
 	type result struct {
 		id  string
-		out pgstore.Outcome
+		out model.Outcome
 	}
 	var (
 		mu  sync.Mutex
@@ -349,7 +350,7 @@ func TestRacingPushersQueueEachIDOnce(t *testing.T) {
 				for i := start; i < min(start+10+g, ids); i++ {
 					txnIDs = append(txnIDs, fmt.Sprintf("race-%d", (i+g*7)%ids))
 				}
-				res, err := b.store.Push(ctx, []pgstore.Segment{segment(b.part.ID, -1, txnIDs...)})
+				res, err := b.store.Push(ctx, []model.Segment{segment(b.part.ID, -1, txnIDs...)})
 				if err != nil {
 					t.Error(err)
 					return
@@ -398,15 +399,15 @@ func TestPushRejectsMalformedSegments(t *testing.T) {
 	ctx := context.Background()
 	bad := segment(b.part.ID, -1, "a", "b")
 	bad.Data = bad.Data[:1]
-	if _, err := b.store.Push(ctx, []pgstore.Segment{bad}); !errors.Is(err, pgstore.ErrInvalidSegment) {
+	if _, err := b.store.Push(ctx, []model.Segment{bad}); !errors.Is(err, model.ErrInvalidSegment) {
 		t.Errorf("mismatched lengths: err = %v, want ErrInvalidSegment", err)
 	}
-	if _, err := b.store.Push(ctx, []pgstore.Segment{{PartitionID: b.part.ID, Verified: -1}}); !errors.Is(err, pgstore.ErrInvalidSegment) {
+	if _, err := b.store.Push(ctx, []model.Segment{{PartitionID: b.part.ID, Verified: -1}}); !errors.Is(err, model.ErrInvalidSegment) {
 		t.Errorf("empty segment: err = %v, want ErrInvalidSegment", err)
 	}
 	// An unknown partition fails the whole bundle: nothing is written.
-	_, err := b.store.Push(ctx, []pgstore.Segment{segment(b.part.ID, -1, "ok"), segment(1<<60, -1, "x")})
-	if !errors.Is(err, pgstore.ErrPartitionNotFound) {
+	_, err := b.store.Push(ctx, []model.Segment{segment(b.part.ID, -1, "ok"), segment(1<<60, -1, "x")})
+	if !errors.Is(err, model.ErrPartitionNotFound) {
 		t.Errorf("unknown partition: err = %v, want ErrPartitionNotFound", err)
 	}
 	if n := b.count(t, "log_txns"); n != 0 {
@@ -415,7 +416,7 @@ func TestPushRejectsMalformedSegments(t *testing.T) {
 	// Invalid JSON data is refused by SQL and stores nothing.
 	badJSON := segment(b.part.ID, -1, "j")
 	badJSON.Data[0] = []byte(`{"unterminated"`)
-	if _, err := b.store.Push(ctx, []pgstore.Segment{badJSON}); err == nil {
+	if _, err := b.store.Push(ctx, []model.Segment{badJSON}); err == nil {
 		t.Error("invalid JSON data was accepted")
 	}
 	if last := b.lastOffset(t); last != -1 {
@@ -429,7 +430,7 @@ func TestDataRoundTrips(t *testing.T) {
 	seg := segment(b.part.ID, -1, "d1", "d2")
 	seg.Data[0] = []byte(`{"orderId": 9137, "amount": 99.5}`)
 	seg.Data[1] = nil
-	if _, err := b.store.Push(context.Background(), []pgstore.Segment{seg}); err != nil {
+	if _, err := b.store.Push(context.Background(), []model.Segment{seg}); err != nil {
 		t.Fatal(err)
 	}
 	var data []string
@@ -471,7 +472,7 @@ func TestHydrateReadsWindowAndAllocatorTogether(t *testing.T) {
 	if len(h.Txns) != 2 || h.Txns[0].BaseOffset != 2 || h.Txns[1].BaseOffset != 3 || h.Txns[1].EndOffset != 4 {
 		t.Fatalf("hydrated ranges = %+v, want [2,2] and [3,4]", h.Txns)
 	}
-	if h.Txns[1].Hashes[1] != pgstore.HashTxnID("new3") {
+	if h.Txns[1].Hashes[1] != model.HashTxnID("new3") {
 		t.Errorf("hydrated hash at offset 4 = %x, want hash of new3", h.Txns[1].Hashes[1])
 	}
 	if time.Since(h.DBNow) > time.Minute || h.DBNow.Sub(h.Txns[1].CreatedAt) < 0 {
@@ -489,7 +490,7 @@ func TestHydrateReadsWindowAndAllocatorTogether(t *testing.T) {
 	if he.LastOffset != -1 || len(he.Txns) != 0 {
 		t.Errorf("empty partition hydrates to last %d with %d ranges", he.LastOffset, len(he.Txns))
 	}
-	if _, err := b.store.Hydrate(ctx, 1<<60); !errors.Is(err, pgstore.ErrPartitionNotFound) {
+	if _, err := b.store.Hydrate(ctx, 1<<60); !errors.Is(err, model.ErrPartitionNotFound) {
 		t.Errorf("hydrate of unknown partition: err = %v", err)
 	}
 }
@@ -498,7 +499,7 @@ func TestWideBundleMixesCleanAndDirtyFrames(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	part := func(name string) pgstore.Partition {
+	part := func(name string) model.Partition {
 		p, err := b.store.EnsurePartition(ctx, b.queue, name)
 		if err != nil {
 			t.Fatal(err)
@@ -515,12 +516,12 @@ func TestWideBundleMixesCleanAndDirtyFrames(t *testing.T) {
 	if _, err := b.store.Pool().Exec(ctx, "UPDATE queen.queues SET dedup_window_seconds = 0 WHERE name = $1", offQueue); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.store.Push(ctx, []pgstore.Segment{
+	if _, err := b.store.Push(ctx, []model.Segment{
 		segment(a.ID, -1, "a0"), segment(c.ID, -1, "c0"), segment(d.ID, -1, "d0"),
 	}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := b.store.Push(ctx, []pgstore.Segment{
+	res, err := b.store.Push(ctx, []model.Segment{
 		segment(d.ID, -1, "d0", "d1"),  // stored duplicate: decided one by one
 		segment(a.ID, -1, "a1", "a2"),  // clean, probe runs
 		segment(bb.ID, -1, "b1", "b1"), // repeat inside the frame
@@ -542,7 +543,7 @@ func TestWideBundleMixesCleanAndDirtyFrames(t *testing.T) {
 		}
 	}
 	// A vouched-for frame in a wide bundle skips the probe.
-	vouched, err := b.store.Push(ctx, []pgstore.Segment{segment(a.ID, 2, "a3"), segment(bb.ID, 0, "b2")})
+	vouched, err := b.store.Push(ctx, []model.Segment{segment(a.ID, 2, "a3"), segment(bb.ID, 0, "b2")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -566,7 +567,7 @@ func TestRacingWideBundlesAreExactAndDoNotDeadlock(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	var parts []pgstore.Partition
+	var parts []model.Partition
 	for i := range 4 {
 		p, err := b.store.EnsurePartition(ctx, b.queue, fmt.Sprintf("w%d", i))
 		if err != nil {
@@ -578,7 +579,7 @@ func TestRacingWideBundlesAreExactAndDoNotDeadlock(t *testing.T) {
 	type answer struct {
 		part int
 		id   string
-		out  pgstore.Outcome
+		out  model.Outcome
 	}
 	var (
 		mu  sync.Mutex
@@ -589,7 +590,7 @@ func TestRacingWideBundlesAreExactAndDoNotDeadlock(t *testing.T) {
 		wg.Go(func() {
 			for r := range rounds {
 				// Every goroutine names the partitions in its own order.
-				var segs []pgstore.Segment
+				var segs []model.Segment
 				var idx []int
 				for k := range parts {
 					pi := (k + g) % len(parts)
@@ -632,7 +633,7 @@ func TestRacingWideBundlesAreExactAndDoNotDeadlock(t *testing.T) {
 }
 
 // narrowed is a segment vouched at verified, with candidates.
-func narrowed(pid, verified int64, cands []pgstore.Candidate, txnIDs ...string) pgstore.Segment {
+func narrowed(pid, verified int64, cands []model.Candidate, txnIDs ...string) model.Segment {
 	seg := segment(pid, verified, txnIDs...)
 	seg.Candidates = cands
 	return seg
@@ -653,28 +654,28 @@ func TestNarrowedProbeChecksTheNamedSlotsAndAboveTheWatermark(t *testing.T) {
 	b.setWindow(t, 3600)
 	b.push(t, -1, "e", "f") // 5, 6
 
-	push := func(seg pgstore.Segment) pgstore.SegmentResult {
+	push := func(seg model.Segment) model.SegmentResult {
 		t.Helper()
-		res, err := b.store.Push(ctx, []pgstore.Segment{seg})
+		res, err := b.store.Push(ctx, []model.Segment{seg})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return res[0]
 	}
 	// "b" is at 1 and 4; the cache names both: the earliest is the original.
-	r := push(narrowed(b.part.ID, 6, []pgstore.Candidate{{Index: 1, Offset: 4}, {Index: 1, Offset: 1}}, "new-1", "b"))
+	r := push(narrowed(b.part.ID, 6, []model.Candidate{{Index: 1, Offset: 4}, {Index: 1, Offset: 1}}, "new-1", "b"))
 	wantOutcomes(t, r, queued(7), dup(1))
-	if r.Probe != pgstore.ProbeNarrowed || r.Unrolled != 2 {
+	if r.Probe != model.ProbeNarrowed || r.Unrolled != 2 {
 		t.Errorf("probe %v unrolled %d, want narrowed over the 2 named slots", r.Probe, r.Unrolled)
 	}
 	// A named slot holding another hash is no match; one below the watermark
 	// that is not named is not looked at (the caller vouched for it).
-	r = push(narrowed(b.part.ID, 7, []pgstore.Candidate{{Index: 0, Offset: 2}}, "d"))
+	r = push(narrowed(b.part.ID, 7, []model.Candidate{{Index: 0, Offset: 2}}, "d"))
 	wantOutcomes(t, r, queued(8))
 	// Rows above the watermark are probed: "e" at 5, vouched only up to 4.
-	r = push(narrowed(b.part.ID, 4, []pgstore.Candidate{{Index: 1, Offset: 0}}, "e", "a"))
+	r = push(narrowed(b.part.ID, 4, []model.Candidate{{Index: 1, Offset: 0}}, "e", "a"))
 	wantOutcomes(t, r, dup(5), dup(0))
-	if r.Probe != pgstore.ProbeNarrowed || r.Unrolled != 1+4 {
+	if r.Probe != model.ProbeNarrowed || r.Unrolled != 1+4 {
 		t.Errorf("probe %v unrolled %d, want 1 slot and the 4 offsets above 4 (5..8)", r.Probe, r.Unrolled)
 	}
 	// A named slot past the window is no match: the original is gone.
@@ -682,7 +683,7 @@ func TestNarrowedProbeChecksTheNamedSlotsAndAboveTheWatermark(t *testing.T) {
 		b.part.ID); err != nil {
 		t.Fatal(err)
 	}
-	r = push(narrowed(b.part.ID, 8, []pgstore.Candidate{{Index: 0, Offset: 2}}, "c"))
+	r = push(narrowed(b.part.ID, 8, []model.Candidate{{Index: 0, Offset: 2}}, "c"))
 	wantOutcomes(t, r, queued(9))
 	// After the window grew past the vouch, candidates are not trusted:
 	// the whole window is probed.
@@ -690,11 +691,11 @@ func TestNarrowedProbeChecksTheNamedSlotsAndAboveTheWatermark(t *testing.T) {
 	seg.VerifiedWindow = 60
 	r = push(seg)
 	wantOutcomes(t, r, dup(5))
-	if r.Probe != pgstore.ProbeFull {
+	if r.Probe != model.ProbeFull {
 		t.Errorf("probe %v after the window grew, want full", r.Probe)
 	}
 	// Nothing stored above the watermark and no candidates: skipped.
-	if r = push(narrowed(b.part.ID, 9, nil, "g")); r.Probe != pgstore.ProbeSkipped || r.Unrolled != 0 {
+	if r = push(narrowed(b.part.ID, 9, nil, "g")); r.Probe != model.ProbeSkipped || r.Unrolled != 0 {
 		t.Errorf("probe %v unrolled %d, want skipped", r.Probe, r.Unrolled)
 	}
 }
@@ -715,15 +716,15 @@ func TestWideBundleMixesNarrowedFullAndDirtyFrames(t *testing.T) {
 		}
 		pids = append(pids, p.ID)
 	}
-	first := []pgstore.Segment{segment(pids[0], -1, "x", "y"), segment(pids[1], -1, "x", "y"), segment(pids[2], -1, "x"), segment(pids[3], -1, "x")}
+	first := []model.Segment{segment(pids[0], -1, "x", "y"), segment(pids[1], -1, "x", "y"), segment(pids[2], -1, "x"), segment(pids[3], -1, "x")}
 	if _, err := st.Push(ctx, first); err != nil {
 		t.Fatal(err)
 	}
-	res, err := st.Push(ctx, []pgstore.Segment{
-		narrowed(pids[0], 1, []pgstore.Candidate{{Index: 1, Offset: 1}}, "n0", "y"), // a candidate hit
-		segment(pids[1], -1, "x", "n1", "n1"),                                       // full probe hit, and a repeat
-		segment(pids[2], 0, "n2", "n3"),                                             // clean, probe skipped
-		segment(pids[3], -1, "x"),                                                   // all duplicates: writes nothing
+	res, err := st.Push(ctx, []model.Segment{
+		narrowed(pids[0], 1, []model.Candidate{{Index: 1, Offset: 1}}, "n0", "y"), // a candidate hit
+		segment(pids[1], -1, "x", "n1", "n1"),                                     // full probe hit, and a repeat
+		segment(pids[2], 0, "n2", "n3"),                                           // clean, probe skipped
+		segment(pids[3], -1, "x"),                                                 // all duplicates: writes nothing
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -735,7 +736,7 @@ func TestWideBundleMixesNarrowedFullAndDirtyFrames(t *testing.T) {
 	if res[3].BaseOffset != -1 || res[3].LastOffset != 0 {
 		t.Errorf("all-duplicate frame: base %d last %d, want nothing written", res[3].BaseOffset, res[3].LastOffset)
 	}
-	for i, want := range []pgstore.Probe{pgstore.ProbeNarrowed, pgstore.ProbeFull, pgstore.ProbeSkipped, pgstore.ProbeFull} {
+	for i, want := range []model.Probe{model.ProbeNarrowed, model.ProbeFull, model.ProbeSkipped, model.ProbeFull} {
 		if res[i].Probe != want {
 			t.Errorf("frame %d probe %v, want %v", i, res[i].Probe, want)
 		}

@@ -3,35 +3,8 @@ package pgstore
 import (
 	"context"
 	"fmt"
-	"time"
+	"github.com/queengate/queengate/model"
 )
-
-// RetainOptions bounds one retention pass.
-type RetainOptions struct {
-	// Slack is kept beyond each queue's window before its log_txns rows go
-	// (clock skew between brokers and PostgreSQL, in-flight hydrations).
-	Slack time.Duration
-	// PartitionsPerStep is how many partitions one transaction visits;
-	// the locks it takes are held until that transaction commits.
-	PartitionsPerStep int
-	// MaxRowsPerPartition bounds the rows of each kind one step deletes
-	// from one partition, so a step never holds a lock for long.
-	MaxRowsPerPartition int
-}
-
-// DefaultRetainOptions are what the gateway runs with.
-func DefaultRetainOptions() RetainOptions {
-	return RetainOptions{Slack: time.Minute, PartitionsPerStep: 100, MaxRowsPerPartition: 10_000}
-}
-
-// RetainStats is what a pass did.
-type RetainStats struct {
-	Visited         int   // partitions looked at
-	Locked          int   // partitions with work whose lock was taken
-	Skipped         int   // partitions with work held by another transaction: next pass
-	TxnsDeleted     int64 // log_txns rows
-	SegmentsDeleted int64 // log_segments rows
-}
 
 // Retain runs one retention pass over every partition (queen.log_retain,
 // a procedure committing after each partition it locked):
@@ -40,13 +13,13 @@ type RetainStats struct {
 // Several gateways may run it at once: partitions are locked in ascending
 // id order with SKIP LOCKED, so it never waits for a push or for another
 // pass, and a skipped partition is visited by the next pass.
-func (s *Store) Retain(ctx context.Context, o RetainOptions) (RetainStats, error) {
-	var total RetainStats
+func (s *Store) Retain(ctx context.Context, o model.RetainOptions) (model.RetainStats, error) {
+	var total model.RetainStats
 	after := int64(0)
 	for {
 		var (
 			lastID         int64
-			st             RetainStats
+			st             model.RetainStats
 			more           bool
 			visited, lockd int32
 			skipped        int32

@@ -3,13 +3,13 @@ package pgstore_test
 import (
 	"context"
 	"fmt"
+	"github.com/queengate/queengate/model"
 	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/queengate/queengate/internal/pgtest"
-	"github.com/queengate/queengate/pgstore"
 )
 
 func (b *testBundle) backdate(t *testing.T, table string, fromOffset int64, by time.Duration) {
@@ -31,8 +31,8 @@ func (b *testBundle) txnsStart(t *testing.T) int64 {
 	return v
 }
 
-func retainOpts(slack time.Duration) pgstore.RetainOptions {
-	o := pgstore.DefaultRetainOptions()
+func retainOpts(slack time.Duration) model.RetainOptions {
+	o := model.DefaultRetainOptions()
 	o.Slack = slack
 	return o
 }
@@ -107,7 +107,7 @@ func TestSegmentRetentionNeverTakesTheWindowsTxns(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := setupIn(t, pgtest.NewDB(t))
-	if _, _, err := b.store.Configure(ctx, b.queue, pgstore.OptionsPatch{RetentionSeconds: ptr(10)}, false); err != nil {
+	if _, _, err := b.store.Configure(ctx, b.queue, model.OptionsPatch{RetentionSeconds: ptr(10)}, false); err != nil {
 		t.Fatal(err)
 	}
 	b.push(t, -1, "m0")
@@ -201,7 +201,7 @@ func TestRetentionConcurrentWithPushesIsExact(t *testing.T) {
 	defer cancel()
 	st := pgtest.Store(t, pgtest.NewDB(t))
 	queue := pgtest.UniqueName(t)
-	if _, _, err := st.Configure(ctx, queue, pgstore.OptionsPatch{DedupWindowSeconds: ptr(1)}, false); err != nil {
+	if _, _, err := st.Configure(ctx, queue, model.OptionsPatch{DedupWindowSeconds: ptr(1)}, false); err != nil {
 		t.Fatal(err)
 	}
 	var pids []int64
@@ -215,7 +215,7 @@ func TestRetentionConcurrentWithPushesIsExact(t *testing.T) {
 	type answer struct {
 		pid  int64
 		id   string
-		out  pgstore.Outcome
+		out  model.Outcome
 		when time.Time
 	}
 	var (
@@ -231,13 +231,13 @@ func TestRetentionConcurrentWithPushesIsExact(t *testing.T) {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(uint64(g), 7))
 			for range 150 {
-				var segs []pgstore.Segment
+				var segs []model.Segment
 				for _, i := range rng.Perm(len(pids))[:1+rng.IntN(len(pids))] {
-					seg := pgstore.Segment{PartitionID: pids[i], Verified: -1}
+					seg := model.Segment{PartitionID: pids[i], Verified: -1}
 					for range 1 + rng.IntN(4) {
 						id := fmt.Sprint("id-", rng.IntN(60))
 						seg.TxnIDs = append(seg.TxnIDs, id)
-						seg.Hashes = append(seg.Hashes, pgstore.HashTxnID(id))
+						seg.Hashes = append(seg.Hashes, model.HashTxnID(id))
 						seg.Data = append(seg.Data, []byte(`1`))
 					}
 					segs = append(segs, seg)
@@ -363,7 +363,7 @@ func TestRetentionAndHydrationWithTheLargestWindow(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.NewDB(t)
 	huge := setupIn(t, url)
-	if _, _, err := huge.store.Configure(ctx, huge.queue, pgstore.OptionsPatch{DedupWindowSeconds: ptr(pgstore.MaxOptionSeconds)}, false); err != nil {
+	if _, _, err := huge.store.Configure(ctx, huge.queue, model.OptionsPatch{DedupWindowSeconds: ptr(model.MaxOptionSeconds)}, false); err != nil {
 		t.Fatal(err)
 	}
 	huge.push(t, -1, "h")
@@ -388,7 +388,7 @@ func TestRetentionLeavesIdlePartitionsUnlocked(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := setupIn(t, pgtest.NewDB(t))
-	if _, _, err := b.store.Configure(ctx, b.queue, pgstore.OptionsPatch{RetentionSeconds: ptr(10)}, false); err != nil {
+	if _, _, err := b.store.Configure(ctx, b.queue, model.OptionsPatch{RetentionSeconds: ptr(10)}, false); err != nil {
 		t.Fatal(err)
 	}
 	st, err := b.store.Retain(ctx, retainOpts(time.Minute))
@@ -408,7 +408,7 @@ func TestPartitionFiguresFollowPushesFiresAndRetention(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := setupIn(t, pgtest.NewDB(t))
-	figures := func() pgstore.PartitionInfo {
+	figures := func() model.PartitionInfo {
 		t.Helper()
 		c, err := b.store.QueueConfig(ctx, b.queue)
 		if err != nil {
@@ -452,7 +452,7 @@ func TestPartitionFiguresFollowPushesFiresAndRetention(t *testing.T) {
 		t.Errorf("after a fire: stored %d bytes %d, want 5 and %d", p.StoredMessages(), p.StoredBytes, want)
 	}
 
-	if _, _, err := b.store.Configure(ctx, b.queue, pgstore.OptionsPatch{RetentionSeconds: ptr(10)}, false); err != nil {
+	if _, _, err := b.store.Configure(ctx, b.queue, model.OptionsPatch{RetentionSeconds: ptr(10)}, false); err != nil {
 		t.Fatal(err)
 	}
 	b.backdate(t, "log_segments", 0, 0)

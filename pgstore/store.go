@@ -4,23 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/queengate/queengate/model"
 	"runtime"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
-)
-
-var (
-	// ErrPartitionNotFound is returned when a push names a partition id that
-	// does not exist.
-	ErrPartitionNotFound = errors.New("pgstore: partition not found")
-	// ErrQueueNotFound is returned when a queue is read that does not exist.
-	ErrQueueNotFound = errors.New("pgstore: queue not found")
-	// ErrInvalidSegment is returned for a segment that cannot be pushed:
-	// empty, or with TxnIDs, Hashes and Data of different lengths.
-	ErrInvalidSegment = errors.New("pgstore: invalid segment")
 )
 
 // sqlstatePartitionNotFound is raised by queen.log_push_bundle for an
@@ -98,24 +88,16 @@ func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 // Ping checks that PostgreSQL answers.
 func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
 
-// Partition identifies a partition and the configuration that governs it.
-type Partition struct {
-	ID            int64
-	QueueID       int64
-	WindowSeconds int   // the queue's deduplication window; 0 disables the probe
-	LastOffset    int64 // the allocator when read; -1 before the first message
-}
-
 // EnsurePartition returns the partition named (queue, partition), creating
 // the queue with the default configuration and the partition if either does
 // not exist. Any number of connections may race to create the same one.
-func (s *Store) EnsurePartition(ctx context.Context, queue, partition string) (Partition, error) {
-	var p Partition
+func (s *Store) EnsurePartition(ctx context.Context, queue, partition string) (model.Partition, error) {
+	var p model.Partition
 	err := s.pool.QueryRow(ctx,
 		"SELECT partition_id, queue_id, dedup_window_seconds, last_offset FROM queen.ensure_partition($1, $2)",
 		queue, partition).Scan(&p.ID, &p.QueueID, &p.WindowSeconds, &p.LastOffset)
 	if err != nil {
-		return Partition{}, fmt.Errorf("pgstore: ensure partition %s/%s: %w", queue, partition, err)
+		return model.Partition{}, fmt.Errorf("pgstore: ensure partition %s/%s: %w", queue, partition, err)
 	}
 	return p, nil
 }
@@ -124,7 +106,7 @@ func (s *Store) EnsurePartition(ctx context.Context, queue, partition string) (P
 func classify(err error) error {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == sqlstatePartitionNotFound {
-		return fmt.Errorf("%w: %s", ErrPartitionNotFound, pgErr.Message)
+		return fmt.Errorf("%w: %s", model.ErrPartitionNotFound, pgErr.Message)
 	}
 	return err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
+	"github.com/queengate/queengate/model"
 	"strings"
 	"sync"
 	"testing"
@@ -18,11 +19,11 @@ func TestHashTxnIDIsBigEndianXXH3_128(t *testing.T) {
 	t.Parallel()
 	// XXH3_128("") from the xxHash reference: high 0x99aa06d3014798d8,
 	// low 0x6001c324468d497f; stored high half first.
-	got := pgstore.HashTxnID("")
+	got := model.HashTxnID("")
 	if want := "99aa06d3014798d86001c324468d497f"; hex.EncodeToString(got[:]) != want {
 		t.Errorf("HashTxnID(\"\") = %x, want %s", got, want)
 	}
-	if pgstore.HashTxnID("a") == pgstore.HashTxnID("b") {
+	if model.HashTxnID("a") == model.HashTxnID("b") {
 		t.Error("distinct ids hash alike")
 	}
 }
@@ -37,7 +38,7 @@ func TestSQLStoresTheBrokersHashBytes(t *testing.T) {
 		b.part.ID).Scan(&stored); err != nil {
 		t.Fatal(err)
 	}
-	h := pgstore.HashTxnID("order-9137-paid")
+	h := model.HashTxnID("order-9137-paid")
 	if stored != hex.EncodeToString(h[:]) {
 		t.Errorf("SQL holds %s, broker computes %x", stored, h)
 	}
@@ -48,24 +49,24 @@ func TestMessageIDRoundTripsAndIsStable(t *testing.T) {
 	cases := [][2]int64{{7, 41}, {0, 0}, {1, 1 << 50}, {1<<62 + 3, 1<<62 + 5}}
 	seen := map[string]bool{}
 	for _, c := range cases {
-		id := pgstore.MessageID(c[0], c[1])
-		if id != pgstore.MessageID(c[0], c[1]) {
+		id := model.MessageID(c[0], c[1])
+		if id != model.MessageID(c[0], c[1]) {
 			t.Errorf("MessageID(%d, %d) is not stable", c[0], c[1])
 		}
 		if seen[id] {
 			t.Errorf("MessageID(%d, %d) = %s collides", c[0], c[1], id)
 		}
 		seen[id] = true
-		p, o, err := pgstore.ParseMessageID(id)
+		p, o, err := model.ParseMessageID(id)
 		if err != nil || p != c[0] || o != c[1] {
 			t.Errorf("ParseMessageID(%s) = %d, %d, %v; want %d, %d", id, p, o, err, c[0], c[1])
 		}
 	}
-	if id := pgstore.MessageID(7, 41); id != "00000000-0000-0007-0000-000000000029" {
+	if id := model.MessageID(7, 41); id != "00000000-0000-0007-0000-000000000029" {
 		t.Errorf("MessageID(7, 41) = %s", id)
 	}
 	for _, bad := range []string{"", "x", strings.Repeat("g", 36), "00000000-0000-0007-0000_000000000029"} {
-		if _, _, err := pgstore.ParseMessageID(bad); err == nil {
+		if _, _, err := model.ParseMessageID(bad); err == nil {
 			t.Errorf("ParseMessageID(%q) accepted", bad)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/queengate/queengate/model"
 	"strconv"
 	"time"
 
@@ -12,23 +13,9 @@ import (
 )
 
 // TimerNotifyChannel is the LISTEN channel a schedule notifies when its
-// timer is due within TimerNotifyHorizon: fire loops sleeping longer wake
-// up and look again.
-const (
-	TimerNotifyChannel = "queen_timers"
-	TimerNotifyHorizon = 30 * time.Second
-)
-
-// ScheduledTimer is a pending timer as stored.
-type ScheduledTimer struct {
-	ID          string // the timerId, a UUID
-	PartitionID int64
-	FireAt      time.Time
-	TxnID       string
-	// Existing is true when the transactionId was already pending in the
-	// partition: that timer is answered, and nothing is changed.
-	Existing bool
-}
+// timer is due within model.TimerNotifyHorizon: fire loops sleeping
+// longer wake up and look again.
+const TimerNotifyChannel = "queen_timers"
 
 // scheduleSQL inserts a timer, or finds the pending one of the same
 // transactionId in the partition. A timer due within the notify horizon
@@ -51,8 +38,8 @@ SELECT t.id::text, t.fire_at, true, 0 FROM queen.timers t
 // ScheduleTimer stores a pending timer whose transactionId is fixed here,
 // or answers the one already pending for that transactionId in the
 // partition (so a retried schedule makes no second timer).
-func (s *Store) ScheduleTimer(ctx context.Context, partitionID int64, txnID string, data []byte, fireAt time.Time) (ScheduledTimer, error) {
-	h := HashTxnID(txnID)
+func (s *Store) ScheduleTimer(ctx context.Context, partitionID int64, txnID string, data []byte, fireAt time.Time) (model.ScheduledTimer, error) {
+	h := model.HashTxnID(txnID)
 	if data == nil {
 		data = jsonNull
 	}
@@ -60,19 +47,19 @@ func (s *Store) ScheduleTimer(ctx context.Context, partitionID int64, txnID stri
 	// statement's snapshot: then neither branch returns it, and a second
 	// try sees it.
 	for range 3 {
-		t := ScheduledTimer{PartitionID: partitionID, TxnID: txnID}
+		t := model.ScheduledTimer{PartitionID: partitionID, TxnID: txnID}
 		var notified int64
 		err := s.pool.QueryRow(ctx, scheduleSQL, partitionID, fireAt, txnID, h[:], string(data),
-			TimerNotifyHorizon.Seconds()).Scan(&t.ID, &t.FireAt, &t.Existing, &notified)
+			model.TimerNotifyHorizon.Seconds()).Scan(&t.ID, &t.FireAt, &t.Existing, &notified)
 		if errors.Is(err, pgx.ErrNoRows) {
 			continue
 		}
 		if err != nil {
-			return ScheduledTimer{}, fmt.Errorf("pgstore: schedule timer: %w", classify(err))
+			return model.ScheduledTimer{}, fmt.Errorf("pgstore: schedule timer: %w", classify(err))
 		}
 		return t, nil
 	}
-	return ScheduledTimer{}, fmt.Errorf("pgstore: schedule timer: %s keeps changing under concurrent schedules and fires", txnID)
+	return model.ScheduledTimer{}, fmt.Errorf("pgstore: schedule timer: %s keeps changing under concurrent schedules and fires", txnID)
 }
 
 // CancelTimer deletes a pending timer: true if it was pending. A timer
@@ -86,14 +73,8 @@ func (s *Store) CancelTimer(ctx context.Context, id string) (bool, error) {
 	return tag.RowsAffected() == 1, nil
 }
 
-// TimerInfo is a pending timer with its queue and partition names.
-type TimerInfo struct {
-	ID, Queue, Partition, TxnID string
-	FireAt, CreatedAt           time.Time
-}
-
 // ListTimers lists pending timers, due first; queue "" lists all queues.
-func (s *Store) ListTimers(ctx context.Context, queue string, limit int) ([]TimerInfo, error) {
+func (s *Store) ListTimers(ctx context.Context, queue string, limit int) ([]model.TimerInfo, error) {
 	rows, err := s.pool.Query(ctx, `
 		SELECT t.id::text, q.name, p.name, t.txn_id, t.fire_at, t.created_at
 		  FROM queen.timers t
@@ -105,21 +86,11 @@ func (s *Store) ListTimers(ctx context.Context, queue string, limit int) ([]Time
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: list timers: %w", err)
 	}
-	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (TimerInfo, error) {
-		var t TimerInfo
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (model.TimerInfo, error) {
+		var t model.TimerInfo
 		err := row.Scan(&t.ID, &t.Queue, &t.Partition, &t.TxnID, &t.FireAt, &t.CreatedAt)
 		return t, err
 	})
-}
-
-// FiredTimer is a timer whose fire committed.
-type FiredTimer struct {
-	ID          string
-	PartitionID int64
-	Offset      int64 // where its message is
-	TxnID       string
-	FireAt      time.Time
-	FiredAt     time.Time // PostgreSQL's clock when its message was pushed
 }
 
 // MaxFireBytes bounds the data one fire transaction takes (at least one
@@ -130,7 +101,7 @@ const MaxFireBytes = 64 << 20
 // data, in one transaction (queen.timer_fire). beforeCommit, when not nil, runs after the fire and
 // before COMMIT: an error from it rolls everything back (tests inject
 // faults there). On any error nothing was fired.
-func (s *Store) FireDue(ctx context.Context, limit int, beforeCommit func([]FiredTimer) error) ([]FiredTimer, error) {
+func (s *Store) FireDue(ctx context.Context, limit int, beforeCommit func([]model.FiredTimer) error) ([]model.FiredTimer, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: fire timers: %w", err)
@@ -142,8 +113,8 @@ func (s *Store) FireDue(ctx context.Context, limit int, beforeCommit func([]Fire
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: fire timers: %w", err)
 	}
-	fired, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (FiredTimer, error) {
-		var f FiredTimer
+	fired, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (model.FiredTimer, error) {
+		var f model.FiredTimer
 		err := row.Scan(&f.ID, &f.PartitionID, &f.Offset, &f.TxnID, &f.FireAt, &f.FiredAt)
 		return f, err
 	})
@@ -195,7 +166,7 @@ type TimerListener struct {
 
 // ListenTimers takes a connection from the pool for LISTEN. Close it to
 // give the connection back.
-func (s *Store) ListenTimers(ctx context.Context) (*TimerListener, error) {
+func (s *Store) ListenTimers(ctx context.Context) (model.TimerListener, error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: listen timers: %w", err)

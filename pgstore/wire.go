@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/queengate/queengate/model"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -63,7 +64,7 @@ func (b *arrayBuilder) appendBytes(p []byte) {
 func (b *arrayBuilder) encoded() encodedArray { return encodedArray{b.buf} }
 
 // decodeHashArray parses a binary uuid[] (one dimension, no NULLs).
-func decodeHashArray(src []byte, dst []Hash) ([]Hash, error) {
+func decodeHashArray(src []byte, dst []model.Hash) ([]model.Hash, error) {
 	if len(src) < 12 {
 		return nil, errors.New("pgstore: short uuid[]")
 	}
@@ -80,7 +81,7 @@ func decodeHashArray(src []byte, dst []Hash) ([]Hash, error) {
 		return nil, fmt.Errorf("pgstore: uuid[] of %d elements has %d bytes", n, len(body))
 	}
 	if cap(dst) < n {
-		dst = make([]Hash, n)
+		dst = make([]model.Hash, n)
 	}
 	dst = dst[:n]
 	for i := range n {
@@ -107,7 +108,7 @@ func (encodedArrayPlan) Encode(value any, buf []byte) ([]byte, error) {
 type hashArrayScanPlan struct{}
 
 func (hashArrayScanPlan) Scan(src []byte, target any) error {
-	dst := target.(*[]Hash)
+	dst := target.(*[]model.Hash)
 	if src == nil {
 		*dst = nil
 		return nil
@@ -128,7 +129,7 @@ func (c arrayCodec) PlanEncode(m *pgtype.Map, oid uint32, format int16, value an
 }
 
 func (c arrayCodec) PlanScan(m *pgtype.Map, oid uint32, format int16, target any) pgtype.ScanPlan {
-	if _, ok := target.(*[]Hash); ok && oid == oidUUIDArray && format == pgtype.BinaryFormatCode {
+	if _, ok := target.(*[]model.Hash); ok && oid == oidUUIDArray && format == pgtype.BinaryFormatCode {
 		return hashArrayScanPlan{}
 	}
 	return c.Codec.PlanScan(m, oid, format, target)

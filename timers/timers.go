@@ -20,19 +20,20 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
-	"github.com/queengate/queengate/pgstore"
+	"github.com/queengate/queengate/internal/startstop"
+	"github.com/queengate/queengate/model"
 )
 
 // Store is what timers need from pgstore.
 type Store interface {
-	EnsurePartition(ctx context.Context, queue, partition string) (pgstore.Partition, error)
-	ScheduleTimer(ctx context.Context, partitionID int64, txnID string, data []byte, fireAt time.Time) (pgstore.ScheduledTimer, error)
+	EnsurePartition(ctx context.Context, queue, partition string) (model.Partition, error)
+	ScheduleTimer(ctx context.Context, partitionID int64, txnID string, data []byte, fireAt time.Time) (model.ScheduledTimer, error)
 	CancelTimer(ctx context.Context, id string) (bool, error)
-	ListTimers(ctx context.Context, queue string, limit int) ([]pgstore.TimerInfo, error)
-	FireDue(ctx context.Context, limit int, beforeCommit func([]pgstore.FiredTimer) error) ([]pgstore.FiredTimer, error)
+	ListTimers(ctx context.Context, queue string, limit int) ([]model.TimerInfo, error)
+	FireDue(ctx context.Context, limit int, beforeCommit func([]model.FiredTimer) error) ([]model.FiredTimer, error)
 	NextTimerDue(ctx context.Context) (time.Duration, int64, bool, error)
 	PendingTimers(ctx context.Context) (int64, error)
-	ListenTimers(ctx context.Context) (*pgstore.TimerListener, error)
+	ListenTimers(ctx context.Context) (model.TimerListener, error)
 }
 
 // Config tunes the fire loop. Zero values take the defaults.
@@ -41,7 +42,7 @@ type Config struct {
 	BatchSize int
 	// MaxSleep bounds how long the loop sleeps with nothing due sooner,
 	// in case a notification was lost (a reconnect); default
-	// pgstore.TimerNotifyHorizon (30 s): a timer due later than that does
+	// model.TimerNotifyHorizon (30 s): a timer due later than that does
 	// not notify, and the loop looks again by then.
 	MaxSleep time.Duration
 	// PendingEvery is how often the pending gauge is refreshed (a count
@@ -49,13 +50,13 @@ type Config struct {
 	PendingEvery time.Duration
 	// BeforeCommit, when set, runs inside each fire transaction before
 	// COMMIT; an error rolls the fire back. For fault injection in tests.
-	BeforeCommit func([]pgstore.FiredTimer) error
+	BeforeCommit func([]model.FiredTimer) error
 	// NoFire schedules and cancels without running a fire loop.
 	NoFire bool
 	// OnFired, when set, is told of every committed fire, in partition
 	// and offset order (the gateway tells its dedup cache, which would
 	// otherwise meet the fired offsets as another writer's and rehydrate).
-	OnFired func([]pgstore.FiredTimer)
+	OnFired func([]model.FiredTimer)
 }
 
 func (c Config) withDefaults() Config {
@@ -63,7 +64,7 @@ func (c Config) withDefaults() Config {
 		c.BatchSize = 1000
 	}
 	if c.MaxSleep <= 0 {
-		c.MaxSleep = pgstore.TimerNotifyHorizon
+		c.MaxSleep = model.TimerNotifyHorizon
 	}
 	if c.PendingEvery <= 0 {
 		c.PendingEvery = 15 * time.Second
@@ -71,16 +72,17 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Service schedules, cancels and fires timers.
+// Service schedules, cancels and fires timers. Stop ends its loops: a fire
+// in progress is cancelled and rolls back, and its timers stay pending to
+// fire later, here or in another gateway.
 type Service struct {
+	startstop.Base
 	cfg     Config
 	store   Store
 	log     zerolog.Logger
 	metrics *metrics
 
-	wake   *wakeup // schedules (local and, through LISTEN, any gateway's)
-	cancel context.CancelFunc
-	done   chan struct{}
+	wake *wakeup // schedules (local and, through LISTEN, any gateway's)
 }
 
 // New builds a Service; reg may be nil.
@@ -90,7 +92,7 @@ func New(store Store, cfg Config, log zerolog.Logger, reg prometheus.Registerer)
 		return nil, err
 	}
 	return &Service{cfg: cfg.withDefaults(), store: store, log: log, metrics: m,
-		wake: newWakeup(), done: make(chan struct{})}, nil
+		wake: newWakeup()}, nil
 }
 
 // Scheduled is the answer to a schedule.
@@ -142,34 +144,26 @@ func (s *Service) Cancel(ctx context.Context, timerID string) (string, error) {
 }
 
 // List lists pending timers, due first; queue "" lists every queue's.
-func (s *Service) List(ctx context.Context, queue string, limit int) ([]pgstore.TimerInfo, error) {
+func (s *Service) List(ctx context.Context, queue string, limit int) ([]model.TimerInfo, error) {
 	return s.store.ListTimers(ctx, queue, limit)
 }
 
 // Start runs the fire loop (unless NoFire) and the pending gauge.
-func (s *Service) Start(context.Context) error {
-	ctx, cancel := context.WithCancel(context.Background())
-	s.cancel = cancel
+func (s *Service) Start(ctx context.Context) error {
+	run, done, err := s.StartInit(ctx)
+	if err != nil {
+		return err
+	}
 	go func() {
-		defer close(s.done)
-		if s.cfg.NoFire {
-			s.gaugeLoop(ctx)
-			return
+		defer done()
+		var gauge sync.WaitGroup
+		gauge.Go(func() { s.gaugeLoop(run) })
+		if !s.cfg.NoFire {
+			s.fireLoop(run)
 		}
-		go s.gaugeLoop(ctx)
-		s.fireLoop(ctx)
+		gauge.Wait()
 	}()
 	return nil
-}
-
-// Stop ends the loops. A fire in progress is cancelled and rolls back:
-// its timers stay pending and fire later, here or in another gateway.
-func (s *Service) Stop() {
-	if s.cancel == nil {
-		return
-	}
-	s.cancel()
-	<-s.done
 }
 
 func (s *Service) gaugeLoop(ctx context.Context) {

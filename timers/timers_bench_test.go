@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/queengate/queengate/internal/pgtest"
+	"github.com/queengate/queengate/model"
 	"github.com/queengate/queengate/pgstore"
 	"github.com/queengate/queengate/timers"
 )
@@ -52,7 +53,7 @@ func benchFireLag(b *testing.B, store *pgstore.Store, pid int64) {
 		mu   sync.Mutex
 		lags []time.Duration
 	)
-	svc, err := timers.New(store, timers.Config{BeforeCommit: func(f []pgstore.FiredTimer) error {
+	svc, err := timers.New(store, timers.Config{BeforeCommit: func(f []model.FiredTimer) error {
 		mu.Lock()
 		for _, x := range f {
 			lags = append(lags, x.FiredAt.Sub(x.FireAt))
@@ -128,8 +129,8 @@ func benchFireBacklog(b *testing.B, store *pgstore.Store, pid int64) {
 func benchPush(b *testing.B, store *pgstore.Store, pid int64) {
 	ctx := context.Background()
 	const frame = 1000
-	seg := pgstore.Segment{PartitionID: pid, Verified: -1, TxnIDs: make([]string, frame),
-		Hashes: make([]pgstore.Hash, frame), Data: make([][]byte, frame)}
+	seg := model.Segment{PartitionID: pid, Verified: -1, TxnIDs: make([]string, frame),
+		Hashes: make([]model.Hash, frame), Data: make([][]byte, frame)}
 	n := 0
 	for b.Loop() {
 		last, err := store.EnsurePartition(ctx, "bench-timers", "p")
@@ -139,13 +140,13 @@ func benchPush(b *testing.B, store *pgstore.Store, pid int64) {
 		for i := range frame {
 			n++
 			seg.TxnIDs[i] = fmt.Sprint("push-", n)
-			seg.Hashes[i] = pgstore.HashTxnID(seg.TxnIDs[i])
+			seg.Hashes[i] = model.HashTxnID(seg.TxnIDs[i])
 			seg.Data[i] = []byte(`{"v":1}`)
 		}
 		// Vouched at the allocator, as a steady-state cache does: the push
 		// itself, not the probe, is what is measured.
-		seg.Verified, seg.VerifiedWindow = last.LastOffset, pgstore.MaxOptionSeconds
-		if _, err := store.Push(ctx, []pgstore.Segment{seg}); err != nil {
+		seg.Verified, seg.VerifiedWindow = last.LastOffset, model.MaxOptionSeconds
+		if _, err := store.Push(ctx, []model.Segment{seg}); err != nil {
 			b.Fatal(err)
 		}
 	}

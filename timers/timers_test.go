@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/queengate/queengate/internal/pgtest"
+	"github.com/queengate/queengate/model"
 	"github.com/queengate/queengate/pgstore"
 	"github.com/queengate/queengate/timers"
 )
@@ -160,8 +161,8 @@ func TestFireDoesNotProbeTheWindow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.store.Push(ctx, []pgstore.Segment{{PartitionID: p.ID, Verified: -1, TxnIDs: []string{"x"},
-		Hashes: []pgstore.Hash{pgstore.HashTxnID("x")}, Data: [][]byte{[]byte("1")}}}); err != nil {
+	if _, err := e.store.Push(ctx, []model.Segment{{PartitionID: p.ID, Verified: -1, TxnIDs: []string{"x"},
+		Hashes: []model.Hash{model.HashTxnID("x")}, Data: [][]byte{[]byte("1")}}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.store.ScheduleTimer(ctx, p.ID, "x", nil, time.Now().Add(-time.Second)); err != nil {
@@ -199,7 +200,7 @@ func TestTwoFireLoopsFireEachTimerOnce(t *testing.T) {
 	}
 	var fired [2]atomic.Int64
 	for g := range 2 {
-		s := e.service(timers.Config{BatchSize: 100, BeforeCommit: func(f []pgstore.FiredTimer) error {
+		s := e.service(timers.Config{BatchSize: 100, BeforeCommit: func(f []model.FiredTimer) error {
 			fired[g].Add(int64(len(f))) // counted before commit; no fault injected here
 			return nil
 		}})
@@ -230,7 +231,7 @@ func TestRolledBackFireLeavesTheTimerPending(t *testing.T) {
 	ctx := context.Background()
 	var attempts atomic.Int64
 	injected := errors.New("injected failure before commit")
-	s := e.service(timers.Config{BeforeCommit: func(f []pgstore.FiredTimer) error {
+	s := e.service(timers.Config{BeforeCommit: func(f []model.FiredTimer) error {
 		if len(f) > 0 && attempts.Add(1) == 1 {
 			return injected
 		}
@@ -240,7 +241,7 @@ func TestRolledBackFireLeavesTheTimerPending(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The first fire by hand, to observe the state between the two.
-	if _, err := e.store.FireDue(ctx, 10, func(f []pgstore.FiredTimer) error {
+	if _, err := e.store.FireDue(ctx, 10, func(f []model.FiredTimer) error {
 		if len(f) != 1 || e.stored("fragile") != 0 {
 			t.Errorf("inside the fire: %+v", f)
 		}
@@ -379,7 +380,7 @@ type countingStore struct {
 	fires atomic.Int64
 }
 
-func (c *countingStore) FireDue(ctx context.Context, limit int, before func([]pgstore.FiredTimer) error) ([]pgstore.FiredTimer, error) {
+func (c *countingStore) FireDue(ctx context.Context, limit int, before func([]model.FiredTimer) error) ([]model.FiredTimer, error) {
 	c.fires.Add(1)
 	return c.Store.FireDue(ctx, limit, before)
 }

@@ -30,7 +30,10 @@ import (
 	"github.com/queengate/queengate/gateway"
 	"github.com/queengate/queengate/ingest"
 	"github.com/queengate/queengate/internal/pgcluster"
+	"github.com/queengate/queengate/internal/startstop"
+	"github.com/queengate/queengate/model"
 	"github.com/queengate/queengate/pgstore"
+	"github.com/queengate/queengate/retention"
 	"github.com/queengate/queengate/timers"
 )
 
@@ -66,60 +69,128 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	store, closeStore, err := openStore(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	nc, natsURL, closeNATS, err := openNATS(cfg, log)
+	if err != nil {
+		return err
+	}
+	defer closeNATS()
+	d, err := assemble(cfg, store, nc, log)
+	if err != nil {
+		return err
+	}
+	// Services stop in order when the signal comes, not all at once: the
+	// gateway first, so that ingest answers everything it accepted.
+	stopAll, err := startstop.StartAll(context.WithoutCancel(ctx), d.services...)
+	if err != nil {
+		return err
+	}
+	defer stopAll()
+	log.Info().Str("version", version).Str("nats", natsURL).Str("prefix", cfg.Prefix).
+		Str("http", d.admin.Addr()).Msg("queengate serving")
 
+	<-ctx.Done()
+	// A second signal now ends the process at once.
+	stopSignals()
+	log.Info().Msg("shutting down: refusing new requests, answering everything accepted")
+	start := time.Now()
+	stopAll() // the gateway's answers are flushed to NATS before it returns
+	log.Info().Dur("took_ms", time.Since(start)).Msg("stopped")
+	return nil
+}
+
+// openStore opens PostgreSQL (a local development cluster when no URL is
+// given) and migrates it; closeStore releases both.
+func openStore(ctx context.Context, cfg config, log zerolog.Logger) (store *pgstore.Store, closeStore func(), err error) {
+	var closers []func()
+	closeStore = func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}
+	defer func() {
+		if err != nil {
+			closeStore()
+		}
+	}()
 	pgURL := cfg.PGURL
 	if pgURL == "" {
 		cluster, url, err := startLocalPG(ctx, cfg.LocalPGDir)
 		if err != nil {
-			return err
+			return nil, closeStore, err
 		}
-		defer cluster.Stop()
+		closers = append(closers, cluster.Stop)
 		log.Info().Str("dir", cluster.Dir()).Str("url", url).Msg("local PostgreSQL started")
 		pgURL = url
 	}
-	store, err := pgstore.Open(ctx, pgURL)
-	if err != nil {
-		return err
+	if store, err = pgstore.Open(ctx, pgURL); err != nil {
+		return nil, closeStore, err
 	}
-	defer store.Close()
+	closers = append(closers, store.Close)
 	if n := store.Pool().Config().MaxConns; n < 4 {
-		return fmt.Errorf("pg-url: pool_max_conns=%d is too few: at least 4 (pushes, the timers' LISTEN, fires, retention)", n)
+		return nil, closeStore, fmt.Errorf("pg-url: pool_max_conns=%d is too few: at least 4 (pushes, the timers' LISTEN, fires, retention)", n)
 	}
-	if err := migrate(ctx, store, log); err != nil {
-		return err
-	}
+	return store, closeStore, migrate(ctx, store, log)
+}
 
-	natsURL := cfg.NATSURL
-	var embedded *server.Server
-	if natsURL == "" {
-		ecfg := gateway.EmbeddedNATS{Host: cfg.NATSHost, Port: cfg.NATSPort,
-			User: cfg.NATSUser, Password: cfg.NATSPassword, Token: cfg.NATSToken,
-			TLSCert: cfg.NATSServerTLSCert, TLSKey: cfg.NATSServerTLSKey, TLSClientCA: cfg.NATSServerTLSClientCA}
-		if cfg.RoutingShards > 0 {
-			ecfg.Mappings = gateway.ShardMappings(cfg.Prefix, cfg.RoutingShards)
+// openNATS connects to NATS, starting the embedded server (with the
+// routing shards' mapping) when no URL is given.
+func openNATS(cfg config, log zerolog.Logger) (nc *nats.Conn, url string, closeNATS func(), err error) {
+	url = cfg.NATSURL
+	closeNATS = func() {}
+	if url == "" {
+		var embedded *server.Server
+		if embedded, url, err = startEmbeddedNATS(cfg); err != nil {
+			return nil, "", closeNATS, err
 		}
-		if cfg.NATSNKey != "" {
-			if ecfg.NKey, err = nkeyPublic(cfg.NATSNKey); err != nil {
-				return err
-			}
-		}
-		embedded, err = gateway.StartEmbeddedNATS(ecfg)
-		if err != nil {
-			return err
-		}
-		defer embedded.Shutdown()
-		natsURL = embedded.ClientURL()
-		if cfg.NATSServerTLSCert != "" {
-			natsURL = strings.Replace(natsURL, "nats://", "tls://", 1)
-		}
-		log.Info().Str("url", natsURL).Msg("embedded NATS server started")
+		closeNATS = embedded.Shutdown
+		log.Info().Str("url", url).Msg("embedded NATS server started")
 	}
-	nc, err := connectNATS(natsURL, cfg, log)
+	if nc, err = connectNATS(url, cfg, log); err != nil {
+		closeNATS()
+		return nil, "", func() {}, err
+	}
+	shutdown := closeNATS
+	return nc, url, func() { nc.Close(); shutdown() }, nil
+}
+
+func startEmbeddedNATS(cfg config) (*server.Server, string, error) {
+	ecfg := gateway.EmbeddedNATS{Host: cfg.NATSHost, Port: cfg.NATSPort,
+		User: cfg.NATSUser, Password: cfg.NATSPassword, Token: cfg.NATSToken,
+		TLSCert: cfg.NATSServerTLSCert, TLSKey: cfg.NATSServerTLSKey, TLSClientCA: cfg.NATSServerTLSClientCA}
+	if cfg.RoutingShards > 0 {
+		ecfg.Mappings = gateway.ShardMappings(cfg.Prefix, cfg.RoutingShards)
+	}
+	if cfg.NATSNKey != "" {
+		var err error
+		if ecfg.NKey, err = nkeyPublic(cfg.NATSNKey); err != nil {
+			return nil, "", err
+		}
+	}
+	embedded, err := gateway.StartEmbeddedNATS(ecfg)
 	if err != nil {
-		return err
+		return nil, "", err
 	}
-	defer nc.Close()
+	url := embedded.ClientURL()
+	if cfg.NATSServerTLSCert != "" {
+		url = strings.Replace(url, "nats://", "tls://", 1)
+	}
+	return embedded, url, nil
+}
 
+// assembly is the daemon put together: its services, in start order.
+type assembly struct {
+	services []startstop.Service
+	admin    *gateway.Admin
+}
+
+// assemble builds every service and wires them together; nothing runs yet.
+func assemble(cfg config, store *pgstore.Store, nc *nats.Conn, log zerolog.Logger) (*assembly, error) {
+	component := func(name string) zerolog.Logger { return log.With().Str("component", name).Logger() }
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		buildInfo(), store.Collector(), gateway.NewNATSCollector(nc))
@@ -127,78 +198,46 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Shards: cfg.Shards, FlushSize: cfg.FlushSize, Linger: cfg.Linger, MaxBuffered: cfg.MaxBuffered,
 		Cache:   dedup.Config{BudgetBytes: int64(cfg.DedupCacheMB) << 20},
 		NoCache: cfg.DedupCacheMB == 0,
-	}, log.With().Str("component", "ingest").Logger(), reg)
+	}, component("ingest"), reg)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err := ing.Start(ctx); err != nil {
-		return err
+	tsvc, err := timers.New(store, timers.Config{NoFire: cfg.NoTimerFire, OnFired: ing.LearnFired}, component("timers"), reg)
+	if err != nil {
+		return nil, err
 	}
-	defer ing.Stop()
+	d := &assembly{services: []startstop.Service{ing, tsvc}}
 	ops := gateway.NewOps(gateway.OpsConfig{Token: cfg.AdminToken, Version: version, WantSchema: pgstore.LatestVersion()},
 		store, ing, nc)
-	tsvc, err := timers.New(store, timers.Config{NoFire: cfg.NoTimerFire, OnFired: func(fired []pgstore.FiredTimer) {
-		learnFires(ing, fired)
-	}}, log.With().Str("component", "timers").Logger(), reg)
-	if err != nil {
-		return err
-	}
-	if err := tsvc.Start(ctx); err != nil {
-		return err
-	}
-	defer tsvc.Stop()
 	timerOps := gateway.NewTimerOps(tsvc, ops)
 	gcfg := gateway.Config{Prefix: cfg.Prefix, MaxBatch: cfg.MaxBatch, Version: version, Ops: ops, Timers: timerOps}
 	if cfg.RoutingShards > 0 {
 		// A gateway that cannot reach PostgreSQL says so in its
 		// heartbeats, and the ready ones take its shards.
 		pgWatch := gateway.NewStoreWatch(store, time.Second)
-		if err := pgWatch.Start(ctx); err != nil {
-			return err
-		}
-		defer pgWatch.Stop()
+		d.services = append(d.services, pgWatch)
 		gcfg.Routing = &gateway.RoutingConfig{Shards: cfg.RoutingShards, Ready: pgWatch.Up}
 	}
-	gw, err := gateway.New(gcfg, nc, ing, log.With().Str("component", "gateway").Logger(), reg)
+	gw, err := gateway.New(gcfg, nc, ing, component("gateway"), reg)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if cfg.RetentionInterval > 0 {
-		ropts := pgstore.DefaultRetainOptions()
-		ropts.Slack = cfg.RetentionSlack
-		retention, err := gateway.NewRetention(store, cfg.RetentionInterval, ropts,
-			log.With().Str("component", "retention").Logger(), reg)
+		opts := model.DefaultRetainOptions()
+		opts.Slack = cfg.RetentionSlack
+		r, err := retention.NewRunner(store, cfg.RetentionInterval, opts, component("retention"), reg)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if err := retention.Start(ctx); err != nil {
-			return err
-		}
-		defer retention.Stop()
+		d.services = append(d.services, r)
 	}
-	admin := gateway.NewAdmin(cfg.HTTPAddr, store, pgstore.LatestVersion(), nc, reg, log.With().Str("component", "admin").Logger())
-	admin.Mount(ops)
-	admin.MountTimers(timerOps)
-	admin.AddReadiness("gateway", gw.Serving)
-	if err := admin.Start(ctx); err != nil {
-		return fmt.Errorf("admin http on %s: %w", cfg.HTTPAddr, err)
-	}
-	defer admin.Stop()
-	if err := gw.Start(ctx); err != nil {
-		return err
-	}
-	defer gw.Stop()
-	log.Info().Str("version", version).Str("nats", natsURL).Str("prefix", cfg.Prefix).
-		Str("http", admin.Addr()).Msg("queengate serving")
-
-	<-ctx.Done()
-	// A second signal now ends the process at once.
-	stopSignals()
-	log.Info().Msg("shutting down: refusing new requests, answering everything accepted")
-	start := time.Now()
-	gw.Stop() // answers are flushed to NATS before it returns
-	log.Info().Dur("took_ms", time.Since(start)).Msg("stopped")
-	return nil
+	d.admin = gateway.NewAdmin(cfg.HTTPAddr, store, pgstore.LatestVersion(), nc, reg, component("admin"))
+	d.admin.Mount(ops)
+	d.admin.MountTimers(timerOps)
+	d.admin.AddReadiness("gateway", gw.Serving)
+	// The gateway last: it takes requests once everything behind it runs.
+	d.services = append(d.services, d.admin, gw)
+	return d, nil
 }
 
 func migrate(ctx context.Context, store *pgstore.Store, log zerolog.Logger) error {
@@ -246,24 +285,6 @@ func ensureDatabase(ctx context.Context, adminURL, name string) error {
 		_, err = conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
 	}
 	return err
-}
-
-// learnFires tells the dedup cache what a timer fire committed: runs of
-// consecutive offsets per partition (fired comes in partition, offset
-// order).
-func learnFires(ing *ingest.Ingester, fired []pgstore.FiredTimer) {
-	for i := 0; i < len(fired); {
-		j := i + 1
-		for j < len(fired) && fired[j].PartitionID == fired[i].PartitionID && fired[j].Offset == fired[j-1].Offset+1 {
-			j++
-		}
-		ids := make([]string, 0, j-i)
-		for _, f := range fired[i:j] {
-			ids = append(ids, f.TxnID)
-		}
-		ing.LearnCommitted(fired[i].PartitionID, fired[i].Offset, ids)
-		i = j
-	}
 }
 
 // buildInfo is the queengate_build_info gauge: 1, labelled with what was

@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/queengate/queengate/internal/pgtest"
-	"github.com/queengate/queengate/pgstore"
+	"github.com/queengate/queengate/model"
 )
 
 // TestKilledMidFireLosesNoTimerAndFiresNoneTwice: the daemon is killed
@@ -35,7 +35,7 @@ func TestKilledMidFireLosesNoTimerAndFiresNoneTwice(t *testing.T) {
 	rows := make([][]any, n)
 	for i := range rows {
 		id := fmt.Sprint("k-", i)
-		h := pgstore.HashTxnID(id)
+		h := model.HashTxnID(id)
 		data := fmt.Sprintf(`{"i":%d}`, i)
 		rows[i] = []any{pids[i%len(pids)], due, id, h, data, len(data)}
 	}

@@ -1,6 +1,7 @@
 // Package archtest keeps the dependency direction of docs/design.md
-// ("Packages") honest: cmd -> gateway -> ingest -> {dedup, pgstore}, and the leaves import
-// nothing of ours.
+// ("Packages") honest: cmd -> gateway -> {ingest, timers}; ingest ->
+// dedup; everything below the daemon speaks model; pgstore implements the
+// stores in model's terms; and nothing but pgstore links pgx.
 package archtest
 
 import (
@@ -8,41 +9,69 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
 
 const module = "github.com/queengate/queengate"
 
-// allowed lists, per package, the packages of ours it may depend on
-// (directly or not). internal/ helpers are test-only and never allowed in
-// production packages.
-var allowed = map[string][]string{
-	"pgstore": {},
-	"dedup":   {},
-	"ingest":  {"dedup", "pgstore"},
-	"timers":  {"pgstore"},
-	"gateway": {"ingest", "dedup", "pgstore", "timers"},
+// arrows lists, per package, the packages of ours it may import directly:
+// docs/design.md draws the same arrows. internal/startstop is the one
+// internal package production code may use; the rest of internal/ is
+// test harnesses.
+var arrows = map[string][]string{
+	"model":     {},
+	"dedup":     {},
+	"pgstore":   {"model"},
+	"ingest":    {"dedup", "model", "internal/startstop"},
+	"timers":    {"model", "internal/startstop"},
+	"retention": {"model", "internal/startstop"},
+	"gateway":   {"ingest", "timers", "model", "internal/startstop"},
+}
+
+// reachable is pkg's arrows followed to the end.
+func reachable(pkg string) map[string]bool {
+	seen := map[string]bool{pkg: true}
+	for todo := []string{pkg}; len(todo) > 0; todo = todo[1:] {
+		for _, next := range arrows[todo[0]] {
+			if !seen[next] {
+				seen[next] = true
+				todo = append(todo, next)
+			}
+		}
+	}
+	return seen
+}
+
+func goList(t *testing.T, args ...string) []string {
+	t.Helper()
+	out, err := exec.Command("go", append([]string{"list"}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list %v: %v\n%s", args, err, out)
+	}
+	return strings.Fields(string(out))
 }
 
 func TestDependencyDirection(t *testing.T) {
 	t.Parallel()
-	for pkg, ok := range allowed {
-		path := module + "/" + pkg
+	for pkg, ok := range arrows {
 		if _, err := os.Stat(filepath.Join("..", "..", pkg)); errors.Is(err, os.ErrNotExist) {
 			continue // not written yet
 		}
-		out, err := exec.Command("go", "list", "-deps", path).CombinedOutput()
-		if err != nil {
-			t.Fatalf("go list -deps %s: %v\n%s", path, err, out)
+		path := module + "/" + pkg
+		for _, imp := range goList(t, "-f", `{{join .Imports " "}}`, path) {
+			if rest, ours := strings.CutPrefix(imp, module+"/"); ours && !slices.Contains(ok, rest) {
+				t.Errorf("%s imports %s; docs/design.md draws only %v", pkg, rest, ok)
+			}
 		}
-		permitted := map[string]bool{path: true}
-		for _, p := range ok {
-			permitted[module+"/"+p] = true
-		}
-		for _, dep := range strings.Fields(string(out)) {
-			if strings.HasPrefix(dep, module+"/") && !permitted[dep] {
-				t.Errorf("%s depends on %s; docs/design.md allows only %v", pkg, strings.TrimPrefix(dep, module+"/"), ok)
+		within := reachable(pkg)
+		for _, dep := range goList(t, "-deps", path) {
+			if rest, ours := strings.CutPrefix(dep, module+"/"); ours && !within[rest] {
+				t.Errorf("%s depends on %s, which its arrows do not reach", pkg, rest)
+			}
+			if pkg != "pgstore" && strings.HasPrefix(dep, "github.com/jackc/pgx") {
+				t.Errorf("%s links %s: only pgstore may (it implements the stores in model's terms)", pkg, dep)
 			}
 		}
 	}

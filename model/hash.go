@@ -1,4 +1,4 @@
-package pgstore
+package model
 
 import (
 	"encoding/binary"

@@ -1,4 +1,4 @@
-package gateway_test
+package retention_test
 
 import (
 	"context"
@@ -9,12 +9,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/rs/zerolog"
 
-	"github.com/queengate/queengate/gateway"
 	"github.com/queengate/queengate/internal/pgtest"
-	"github.com/queengate/queengate/pgstore"
+	"github.com/queengate/queengate/model"
+	"github.com/queengate/queengate/retention"
 )
 
-// TestRetentionRunnerPurgesAndCounts: the gateway's runner drives pgstore's
+func TestMain(m *testing.M) { pgtest.Run(m) }
+
+// TestRetentionRunnerPurgesAndCounts: the runner drives pgstore's
 // pass and exports what it did; a retry after the purge is still exact.
 func TestRetentionRunnerPurgesAndCounts(t *testing.T) {
 	t.Parallel()
@@ -22,17 +24,17 @@ func TestRetentionRunnerPurgesAndCounts(t *testing.T) {
 	store := pgtest.Store(t, pgtest.NewDB(t))
 	queue := pgtest.UniqueName(t)
 	window := 60
-	if _, _, err := store.Configure(ctx, queue, pgstore.OptionsPatch{DedupWindowSeconds: &window}, false); err != nil {
+	if _, _, err := store.Configure(ctx, queue, model.OptionsPatch{DedupWindowSeconds: &window}, false); err != nil {
 		t.Fatal(err)
 	}
 	p, err := store.EnsurePartition(ctx, queue, "p")
 	if err != nil {
 		t.Fatal(err)
 	}
-	push := func(id string) pgstore.SegmentResult {
+	push := func(id string) model.SegmentResult {
 		t.Helper()
-		res, err := store.Push(ctx, []pgstore.Segment{{PartitionID: p.ID, Verified: -1, TxnIDs: []string{id},
-			Hashes: []pgstore.Hash{pgstore.HashTxnID(id)}, Data: [][]byte{[]byte("1")}}})
+		res, err := store.Push(ctx, []model.Segment{{PartitionID: p.ID, Verified: -1, TxnIDs: []string{id},
+			Hashes: []model.Hash{model.HashTxnID(id)}, Data: [][]byte{[]byte("1")}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -45,8 +47,8 @@ func TestRetentionRunnerPurgesAndCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	opts := pgstore.DefaultRetainOptions()
-	r, err := gateway.NewRetention(store, time.Hour, opts, zerolog.Nop(), reg)
+	opts := model.DefaultRetainOptions()
+	r, err := retention.NewRunner(store, time.Hour, opts, zerolog.Nop(), reg)
 	if err != nil {
 		t.Fatal(err)
 	}

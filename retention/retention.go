@@ -1,4 +1,7 @@
-package gateway
+// Package retention runs retention passes in the background: log_txns
+// rows past each queue's window and segments past its retentionSeconds
+// are deleted by the store (pgstore.Store.Retain), a step at a time.
+package retention
 
 import (
 	"context"
@@ -8,35 +11,36 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
-	"github.com/queengate/queengate/pgstore"
+	"github.com/queengate/queengate/internal/startstop"
+	"github.com/queengate/queengate/model"
 )
 
-// RetentionStore runs retention passes (pgstore.Store.Retain).
-type RetentionStore interface {
-	Retain(ctx context.Context, o pgstore.RetainOptions) (pgstore.RetainStats, error)
+// Store runs retention passes (pgstore.Store.Retain).
+type Store interface {
+	Retain(ctx context.Context, o model.RetainOptions) (model.RetainStats, error)
 }
 
-// Retention runs retention passes in the background, every Interval.
+// Runner runs retention passes in the background, every interval.
 // Every gateway runs one: passes are safe to overlap (pgstore.Store.Retain),
 // and a jitter keeps several gateways from starting theirs in lockstep.
-type Retention struct {
-	store    RetentionStore
+// Stop ends the loop, cancelling a pass in progress: its completed steps
+// stay committed, the rest waits for the next pass.
+type Runner struct {
+	startstop.Base
+	store    Store
 	interval time.Duration
-	opts     pgstore.RetainOptions
+	opts     model.RetainOptions
 	log      zerolog.Logger
 
 	passes   *prometheus.CounterVec
 	deleted  *prometheus.CounterVec
 	skipped  prometheus.Counter
 	duration prometheus.Histogram
-
-	cancel context.CancelFunc
-	done   chan struct{}
 }
 
-// NewRetention builds the runner; reg may be nil.
-func NewRetention(store RetentionStore, interval time.Duration, opts pgstore.RetainOptions, log zerolog.Logger, reg prometheus.Registerer) (*Retention, error) {
-	r := &Retention{store: store, interval: interval, opts: opts, log: log,
+// NewRunner builds the runner; reg may be nil.
+func NewRunner(store Store, interval time.Duration, opts model.RetainOptions, log zerolog.Logger, reg prometheus.Registerer) (*Runner, error) {
+	r := &Runner{store: store, interval: interval, opts: opts, log: log,
 		passes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "queengate_retention_passes_total",
 			Help: "Retention passes, by result (ok, error).",
@@ -54,7 +58,6 @@ func NewRetention(store RetentionStore, interval time.Duration, opts pgstore.Ret
 			Help:    "Duration of a retention pass.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10),
 		}),
-		done: make(chan struct{}),
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{r.passes, r.deleted, r.skipped, r.duration} {
@@ -66,26 +69,20 @@ func NewRetention(store RetentionStore, interval time.Duration, opts pgstore.Ret
 	return r, nil
 }
 
-// Start runs passes until Stop.
-func (r *Retention) Start(context.Context) error {
-	ctx, cancel := context.WithCancel(context.Background())
-	r.cancel = cancel
-	go r.loop(ctx)
+// Start runs passes until Stop (or until ctx ends).
+func (r *Runner) Start(ctx context.Context) error {
+	run, done, err := r.StartInit(ctx)
+	if err != nil {
+		return err
+	}
+	go func() {
+		defer done()
+		r.loop(run)
+	}()
 	return nil
 }
 
-// Stop ends the loop, cancelling a pass in progress (its completed steps
-// stay committed; the rest waits for the next start).
-func (r *Retention) Stop() {
-	if r.cancel == nil {
-		return
-	}
-	r.cancel()
-	<-r.done
-}
-
-func (r *Retention) loop(ctx context.Context) {
-	defer close(r.done)
+func (r *Runner) loop(ctx context.Context) {
 	// The first pass comes after a random part of the interval: gateways
 	// started together spread out.
 	wait := time.Duration(rand.Int64N(int64(r.interval)))
@@ -101,7 +98,7 @@ func (r *Retention) loop(ctx context.Context) {
 }
 
 // Pass runs one retention pass now and records it.
-func (r *Retention) Pass(ctx context.Context) {
+func (r *Runner) Pass(ctx context.Context) {
 	start := time.Now()
 	st, err := r.store.Retain(ctx, r.opts)
 	r.duration.Observe(time.Since(start).Seconds())

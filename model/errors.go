@@ -1,0 +1,42 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+)
+
+var (
+	// ErrPartitionNotFound is returned when a push names a partition id that
+	// does not exist.
+	ErrPartitionNotFound = errors.New("partition not found")
+	// ErrQueueNotFound is returned when a queue is read that does not exist.
+	ErrQueueNotFound = errors.New("queue not found")
+	// ErrInvalidSegment is returned for a segment that cannot be pushed:
+	// empty, or with TxnIDs, Hashes and Data of different lengths.
+	ErrInvalidSegment = errors.New("invalid segment")
+	// ErrInvalidOption is what every OptionError is.
+	ErrInvalidOption = errors.New("invalid queue option")
+)
+
+// OptionError is a queue option value out of range.
+type OptionError struct {
+	Option   string // the wire name, e.g. dedupWindowSeconds
+	Value    int
+	Min, Max int
+}
+
+func (e *OptionError) Error() string {
+	return fmt.Sprintf("option %s: %d is out of range: %d to %d", e.Option, e.Value, e.Min, e.Max)
+}
+
+// Is makes every OptionError an ErrInvalidOption.
+func (e *OptionError) Is(target error) bool { return target == ErrInvalidOption }
+
+// SafeToRetry reports whether err is known to have happened before the
+// store's statement was sent, so the same call can be made again without
+// any chance of a double write. A store marks such errors with a
+// SafeToRetry() bool method (pgx's do).
+func SafeToRetry(err error) bool {
+	var retryable interface{ SafeToRetry() bool }
+	return errors.As(err, &retryable) && retryable.SafeToRetry()
+}

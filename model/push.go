@@ -1,0 +1,174 @@
+package model
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// Partition identifies a partition and the configuration that governs it.
+type Partition struct {
+	ID            int64
+	QueueID       int64
+	WindowSeconds int   // the queue's deduplication window; 0 disables the probe
+	LastOffset    int64 // the allocator when read; -1 before the first message
+}
+
+// Segment is one frame of messages for one partition, in arrival order.
+type Segment struct {
+	PartitionID int64
+	// Verified is the caller's vouched watermark: it guarantees that none of
+	// Hashes occurs at or below this offset, so the probe only has to cover
+	// (Verified, last_offset]. -1 means "cannot vouch": probe the whole
+	// window. Any value is safe for exactness only if the guarantee holds.
+	Verified int64
+	// VerifiedWindow is the window, in seconds, Verified was vouched under.
+	// SQL honours Verified only while the queue's window is no larger
+	// (a grown window has a part the vouch never covered); 0 with a window
+	// on means a full probe.
+	VerifiedWindow int
+	TxnIDs         []string
+	// Hashes[i] must be HashTxnID(TxnIDs[i]); it is what SQL compares.
+	Hashes []Hash
+	// Data[i] is message i's data as JSON text; nil stands for null.
+	Data [][]byte
+	// Candidates, with a vouched Verified, are the only places at or below
+	// it where one of Hashes may be stored in the window: SQL checks those
+	// slots and everything above Verified, instead of the whole window.
+	// Each names a message (its index in Hashes) and an offset.
+	Candidates []Candidate
+}
+
+// Candidate is a stored occurrence a caller's cache holds of message
+// Index's hash, at Offset.
+type Candidate struct {
+	Index  int32
+	Offset int64
+}
+
+// Probe is what a push's duplicate probe did for a segment.
+type Probe uint8
+
+const (
+	// ProbeOff: the window is 0, deduplication is off.
+	ProbeOff Probe = iota
+	// ProbeSkipped: nothing was stored above what the caller vouched for.
+	ProbeSkipped
+	// ProbeNarrowed: the caller's candidates and the rows above its
+	// watermark were checked.
+	ProbeNarrowed
+	// ProbeFull: the whole window was unrolled.
+	ProbeFull
+)
+
+var probeNames = [...]string{ProbeOff: "off", ProbeSkipped: "skipped", ProbeNarrowed: "narrowed", ProbeFull: "full"}
+
+func (p Probe) String() string {
+	if int(p) < len(probeNames) {
+		return probeNames[p]
+	}
+	return "unknown"
+}
+
+// ParseProbe reads a probe's name, as String writes it.
+func ParseProbe(name string) (Probe, bool) {
+	for p, n := range probeNames {
+		if n == name {
+			return Probe(p), true
+		}
+	}
+	return 0, false
+}
+
+// Outcome is what happened to one message of a segment.
+type Outcome struct {
+	// Offset is where the message now is, or for a duplicate, where the
+	// original (the first occurrence within the window) is.
+	Offset int64
+	// Duplicate is true when the message wrote nothing.
+	Duplicate bool
+}
+
+// SegmentResult is the result of pushing one segment.
+type SegmentResult struct {
+	PartitionID int64
+	// BaseOffset is the first offset written, -1 when every message was a
+	// duplicate and nothing was written.
+	BaseOffset int64
+	// LastOffset is the partition's allocator after the push.
+	LastOffset int64
+	// Probe is what the duplicate probe did, and Unrolled how many stored
+	// hashes it compared.
+	Probe    Probe
+	Unrolled int64
+	// Outcomes has one entry per input message, in input order.
+	Outcomes []Outcome
+}
+
+// Probed reports whether the duplicate probe looked at stored rows.
+func (r *SegmentResult) Probed() bool { return r.Probe == ProbeNarrowed || r.Probe == ProbeFull }
+
+// MessageID is the stable id of the message at (partition, offset): the
+// same message always has the same id, and distinct messages distinct ids.
+// It is formatted like a UUID: the partition id in the first 8 bytes, the
+// offset in the last 8.
+func MessageID(partitionID, offset int64) string {
+	return string(AppendMessageID(make([]byte, 0, 36), partitionID, offset))
+}
+
+// AppendMessageID appends MessageID(partitionID, offset) to b.
+func AppendMessageID(b []byte, partitionID, offset int64) []byte {
+	const digits = "0123456789abcdef"
+	hex := func(b []byte, v uint64, n int) []byte {
+		for i := n - 1; i >= 0; i-- {
+			b = append(b, digits[(v>>(4*uint(i)))&0xf])
+		}
+		return b
+	}
+	p, o := uint64(partitionID), uint64(offset)
+	b = hex(b, p>>32, 8)
+	b = append(b, '-')
+	b = hex(b, p>>16, 4)
+	b = append(b, '-')
+	b = hex(b, p, 4)
+	b = append(b, '-')
+	b = hex(b, o>>48, 4)
+	b = append(b, '-')
+	return hex(b, o, 12)
+}
+
+// ParseMessageID is the inverse of MessageID.
+func ParseMessageID(id string) (partitionID, offset int64, err error) {
+	if len(id) != 36 || id[8] != '-' || id[13] != '-' || id[18] != '-' || id[23] != '-' {
+		return 0, 0, fmt.Errorf("malformed message id %q", id)
+	}
+	digits := id[0:8] + id[9:13] + id[14:18] + id[19:23] + id[24:36]
+	p, err1 := strconv.ParseUint(digits[:16], 16, 64)
+	o, err2 := strconv.ParseUint(digits[16:], 16, 64)
+	if err1 != nil || err2 != nil {
+		return 0, 0, fmt.Errorf("malformed message id %q", id)
+	}
+	return int64(p), int64(o), nil
+}
+
+// TxnRange is one log_txns row: the hashes of offsets BaseOffset..EndOffset.
+type TxnRange struct {
+	BaseOffset int64
+	EndOffset  int64
+	CreatedAt  time.Time
+	Hashes     []Hash
+}
+
+// Hydration is everything the broker cache needs to build a partition's
+// entry, read from one snapshot.
+type Hydration struct {
+	PartitionID   int64
+	LastOffset    int64
+	TxnsStart     int64
+	WindowSeconds int
+	// DBNow is the database clock at the snapshot; rows were selected with
+	// created_at >= DBNow - window - 5 s.
+	DBNow time.Time
+	// Txns are in offset order.
+	Txns []TxnRange
+}

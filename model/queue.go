@@ -1,0 +1,97 @@
+package model
+
+import (
+	"errors"
+	"math"
+	"time"
+)
+
+// Queue option defaults (docs/admin-api.md, "Configure").
+const (
+	DefaultDedupWindowSeconds = 3600
+	DefaultRetentionSeconds   = 0
+	// MaxOptionSeconds is the largest value an option takes (the column
+	// is an integer).
+	MaxOptionSeconds = math.MaxInt32
+)
+
+// QueueOptions is a queue's whole configuration.
+type QueueOptions struct {
+	// DedupWindowSeconds is the deduplication window; 0 disables the probe
+	// (log_txns is still written).
+	DedupWindowSeconds int
+	// RetentionSeconds deletes segments older than this; 0 keeps them.
+	RetentionSeconds int
+}
+
+// DefaultQueueOptions is what a created queue starts from, and what an
+// omitted option returns to under replace.
+func DefaultQueueOptions() QueueOptions {
+	return QueueOptions{DedupWindowSeconds: DefaultDedupWindowSeconds, RetentionSeconds: DefaultRetentionSeconds}
+}
+
+// OptionsPatch names the options a configure request sets; nil is an
+// omitted option.
+type OptionsPatch struct {
+	DedupWindowSeconds *int
+	RetentionSeconds   *int
+}
+
+// Apply returns o with the patch applied: merge keeps what the patch
+// omits, replace starts from the defaults.
+func (p OptionsPatch) Apply(o QueueOptions, replace bool) QueueOptions {
+	if replace {
+		o = DefaultQueueOptions()
+	}
+	if p.DedupWindowSeconds != nil {
+		o.DedupWindowSeconds = *p.DedupWindowSeconds
+	}
+	if p.RetentionSeconds != nil {
+		o.RetentionSeconds = *p.RetentionSeconds
+	}
+	return o
+}
+
+// Validate checks every option the patch sets; each error is an
+// *OptionError.
+func (p OptionsPatch) Validate() error {
+	var errs []error
+	check := func(name string, v *int) {
+		if v != nil && (*v < 0 || *v > MaxOptionSeconds) {
+			errs = append(errs, &OptionError{Option: name, Value: *v, Max: MaxOptionSeconds})
+		}
+	}
+	check("dedupWindowSeconds", p.DedupWindowSeconds)
+	check("retentionSeconds", p.RetentionSeconds)
+	return errors.Join(errs...)
+}
+
+// QueueConfig is a queue's configuration row.
+type QueueConfig struct {
+	ID   int64
+	Name string
+	QueueOptions
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// PartitionInfo is a partition's row and what it holds.
+type PartitionInfo struct {
+	ID         int64
+	Name       string
+	LastOffset int64 // the allocator; -1 before the first message
+	TxnsStart  int64 // purge watermark: log_txns rows below it are gone
+	CreatedAt  time.Time
+	// FirstOffset is the first offset still stored (segment retention
+	// deletes a prefix): LastOffset+1 when nothing is.
+	FirstOffset int64
+	// StoredBytes is the data of the stored messages, as sent.
+	StoredBytes int64
+	// OldestAt and NewestAt are when the first and the last stored
+	// message were written; zero when nothing is stored.
+	OldestAt, NewestAt time.Time
+}
+
+// StoredMessages is the number of messages the partition holds: offsets
+// are contiguous and retention deletes a prefix.
+func (p PartitionInfo) StoredMessages() int64 { return p.LastOffset - p.FirstOffset + 1 }
