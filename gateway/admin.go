@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	queengate "github.com/queengate/queengate"
 	"io"
 	"net"
 	"net/http"
@@ -37,7 +38,7 @@ type Admin struct {
 	mux           *http.ServeMux
 	// guard, once the operator API is mounted with a token, is what
 	// protected routes other than the API's own (profiles) must pass.
-	guard func(*http.Request) *wireError
+	guard func(*http.Request) *queengate.Error
 	// readiness are further checks /readyz runs, by name.
 	readiness map[string]func() error
 
@@ -169,17 +170,17 @@ func (a *Admin) guarded(h http.HandlerFunc) http.HandlerFunc {
 // Mount serves the operator API (docs/admin-api.md) on the admin HTTP
 // address. Call it before Start.
 func (a *Admin) Mount(o *Ops) {
-	a.guard = func(r *http.Request) *wireError { return o.authorize(r.Header.Get("Authorization")) }
-	a.mux.HandleFunc("POST /configure", a.opsHandler(o, func(r *http.Request, body []byte) (any, *wireError) {
+	a.guard = func(r *http.Request) *queengate.Error { return o.authorize(r.Header.Get("Authorization")) }
+	a.mux.HandleFunc("POST /configure", a.opsHandler(o, func(r *http.Request, body []byte) (any, *queengate.Error) {
 		return o.Configure(r.Context(), body)
 	}))
-	a.mux.HandleFunc("GET /queues", a.opsHandler(o, func(r *http.Request, _ []byte) (any, *wireError) {
+	a.mux.HandleFunc("GET /queues", a.opsHandler(o, func(r *http.Request, _ []byte) (any, *queengate.Error) {
 		return o.ListQueues(r.Context())
 	}))
-	a.mux.HandleFunc("GET /queues/{queue}", a.opsHandler(o, func(r *http.Request, _ []byte) (any, *wireError) {
+	a.mux.HandleFunc("GET /queues/{queue}", a.opsHandler(o, func(r *http.Request, _ []byte) (any, *queengate.Error) {
 		return o.GetQueue(r.Context(), r.PathValue("queue"))
 	}))
-	a.mux.HandleFunc("GET /status", a.opsHandler(o, func(r *http.Request, _ []byte) (any, *wireError) {
+	a.mux.HandleFunc("GET /status", a.opsHandler(o, func(r *http.Request, _ []byte) (any, *queengate.Error) {
 		return o.Status(r.Context())
 	}))
 	// The same paths with another method, and /queues/ with no name, answer
@@ -187,15 +188,15 @@ func (a *Admin) Mount(o *Ops) {
 	for path, allow := range map[string]string{"/configure": "POST", "/queues": "GET", "/queues/{queue}": "GET", "/status": "GET"} {
 		a.mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", allow)
-			writeError(w, &wireError{Code: CodeMethodNotAllowed, Message: fmt.Sprintf("%s %s: use %s", r.Method, r.URL.Path, allow)})
+			writeError(w, &queengate.Error{Code: queengate.CodeMethodNotAllowed, Message: fmt.Sprintf("%s %s: use %s", r.Method, r.URL.Path, allow)})
 		})
 	}
 	a.mux.HandleFunc("/queues/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, &wireError{Code: CodeNotFound, Message: "no such path: GET /queues/<queue> names one queue"})
+		writeError(w, &queengate.Error{Code: queengate.CodeNotFound, Message: "no such path: GET /queues/<queue> names one queue"})
 	})
 }
 
-func (a *Admin) opsHandler(o *Ops, op func(*http.Request, []byte) (any, *wireError)) http.HandlerFunc {
+func (a *Admin) opsHandler(o *Ops, op func(*http.Request, []byte) (any, *queengate.Error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if werr := o.authorize(r.Header.Get("Authorization")); werr != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="queengate"`)
@@ -204,7 +205,7 @@ func (a *Admin) opsHandler(o *Ops, op func(*http.Request, []byte) (any, *wireErr
 		}
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxOpsBody))
 		if err != nil {
-			writeError(w, &wireError{Code: CodeTooLarge, Message: fmt.Sprintf("body over %d bytes", maxOpsBody)})
+			writeError(w, &queengate.Error{Code: queengate.CodeTooLarge, Message: fmt.Sprintf("body over %d bytes", maxOpsBody)})
 			return
 		}
 		v, werr := op(r, body)
@@ -219,8 +220,8 @@ func (a *Admin) opsHandler(o *Ops, op func(*http.Request, []byte) (any, *wireErr
 	}
 }
 
-func writeError(w http.ResponseWriter, werr *wireError) {
+func writeError(w http.ResponseWriter, werr *queengate.Error) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(werr.Code)
-	_, _ = w.Write(append(werr.body(), '\n'))
+	_, _ = w.Write(append(errorBody(werr), '\n'))
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	queengate "github.com/queengate/queengate"
 	"strconv"
 	"strings"
 	"sync"
@@ -97,8 +98,8 @@ type Gateway struct {
 // New builds a gateway. reg may be nil: then no metrics are registered.
 func New(cfg Config, nc *nats.Conn, ing Ingester, log zerolog.Logger, reg prometheus.Registerer) (*Gateway, error) {
 	cfg = cfg.withDefaults()
-	if err := ValidPrefix(cfg.Prefix); err != nil {
-		return nil, err
+	if err := queengate.ValidPrefix(cfg.Prefix); err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
 	}
 	m, err := newMetrics(reg)
 	if err != nil {
@@ -117,29 +118,6 @@ func New(cfg Config, nc *nats.Conn, ing Ingester, log zerolog.Logger, reg promet
 		g.cfg = cfg
 	}
 	return g, nil
-}
-
-// ValidPrefix checks a subject prefix: one or more dot-separated tokens,
-// each a valid name.
-func ValidPrefix(p string) error {
-	for _, tok := range splitDots(p) {
-		if !ValidName(tok) {
-			return fmt.Errorf("gateway: subject prefix %q: each dot-separated token must be 1-128 bytes of [A-Za-z0-9_-]", p)
-		}
-	}
-	return nil
-}
-
-func splitDots(s string) []string {
-	var out []string
-	start := 0
-	for i := 0; i <= len(s); i++ {
-		if i == len(s) || s[i] == '.' {
-			out = append(out, s[start:i])
-			start = i + 1
-		}
-	}
-	return out
 }
 
 // Start subscribes the push endpoint, the operator and timer endpoints,
@@ -293,11 +271,11 @@ func (g *Gateway) handlePush(req *request) {
 	if err := g.ing.Submit(r); err != nil {
 		switch {
 		case errors.Is(err, ingest.ErrOverloaded):
-			werr = &wireError{Code: CodeUnavailable, Message: "overloaded: retry later"}
+			werr = &queengate.Error{Code: queengate.CodeUnavailable, Message: "overloaded: retry later"}
 		case errors.Is(err, ingest.ErrStopped), errors.Is(err, ingest.ErrNotStarted):
-			werr = &wireError{Code: CodeUnavailable, Message: "shutting down: retry on another gateway"}
+			werr = &queengate.Error{Code: queengate.CodeUnavailable, Message: "shutting down: retry on another gateway"}
 		default:
-			werr = &wireError{Code: CodeInternal, Message: err.Error()}
+			werr = &queengate.Error{Code: queengate.CodeInternal, Message: err.Error()}
 		}
 		g.reject(req, ackSubject, werr)
 		return
@@ -322,7 +300,7 @@ func firstFailure(results []ingest.Result) string {
 // reject answers a request refused as a whole, with the micro error
 // headers. A fire-and-forget request gets it on its ack subject when the
 // subject named a valid partition.
-func (g *Gateway) reject(req *request, ackSubject string, werr *wireError) {
+func (g *Gateway) reject(req *request, ackSubject string, werr *queengate.Error) {
 	g.metrics.rejected(werr.Code)
 	defer req.done(werr.Message)
 	subject := req.Reply
@@ -333,7 +311,7 @@ func (g *Gateway) reject(req *request, ackSubject string, werr *wireError) {
 		g.log.Warn().Str("subject", req.Subject).Str("error", werr.Message).Msg("fire-and-forget push rejected with no ack subject to answer on")
 		return
 	}
-	g.publish(werr.msg(subject))
+	g.publish(errorMsg(werr, subject))
 }
 
 // publish sends an answer. While NATS reconnects, nats.go buffers
@@ -408,16 +386,16 @@ func (g *Gateway) addOpsEndpoints() error {
 	o := g.cfg.Ops
 	p := g.cfg.Prefix
 	return g.addRequestEndpoints([]requestEndpoint{
-		{"configure", p + ".configure", true, func(ctx context.Context, req *request) (any, *wireError) {
+		{"configure", p + ".configure", true, func(ctx context.Context, req *request) (any, *queengate.Error) {
 			return o.Configure(ctx, req.Data)
 		}},
-		{"queues-list", p + ".queues.list", true, func(ctx context.Context, _ *request) (any, *wireError) {
+		{"queues-list", p + ".queues.list", true, func(ctx context.Context, _ *request) (any, *queengate.Error) {
 			return o.ListQueues(ctx)
 		}},
-		{"queues-get", p + ".queues.get.*", true, func(ctx context.Context, req *request) (any, *wireError) {
+		{"queues-get", p + ".queues.get.*", true, func(ctx context.Context, req *request) (any, *queengate.Error) {
 			return o.GetQueue(ctx, req.Subject[strings.LastIndexByte(req.Subject, '.')+1:])
 		}},
-		{"status", p + ".status", true, func(ctx context.Context, _ *request) (any, *wireError) {
+		{"status", p + ".status", true, func(ctx context.Context, _ *request) (any, *queengate.Error) {
 			return o.Status(ctx)
 		}},
 	})
@@ -427,7 +405,7 @@ func (g *Gateway) addOpsEndpoints() error {
 type requestEndpoint struct {
 	name, subject string
 	operator      bool // needs the admin token
-	op            func(context.Context, *request) (any, *wireError)
+	op            func(context.Context, *request) (any, *queengate.Error)
 }
 
 func (g *Gateway) addRequestEndpoints(endpoints []requestEndpoint) error {
@@ -438,7 +416,7 @@ func (g *Gateway) addRequestEndpoints(endpoints []requestEndpoint) error {
 			g.mu.Lock()
 			if g.stopping {
 				g.mu.Unlock()
-				g.answer(req, nil, &wireError{Code: CodeUnavailable, Message: "shutting down: retry on another gateway"})
+				g.answer(req, nil, &queengate.Error{Code: queengate.CodeUnavailable, Message: "shutting down: retry on another gateway"})
 				return
 			}
 			g.inflight.Add(1)
@@ -456,13 +434,13 @@ func (g *Gateway) addRequestEndpoints(endpoints []requestEndpoint) error {
 
 // serveRequest answers a request-reply operation; operator ones need the
 // admin token.
-func (g *Gateway) serveRequest(req *request, operator bool, op func(context.Context, *request) (any, *wireError)) {
+func (g *Gateway) serveRequest(req *request, operator bool, op func(context.Context, *request) (any, *queengate.Error)) {
 	defer g.inflight.Done()
 	if req.Reply == "" && operator {
 		req.done("no reply subject: nothing to answer")
 		return // a read with nobody to read the answer
 	}
-	var werr *wireError
+	var werr *queengate.Error
 	if operator && g.cfg.Ops != nil {
 		werr = g.cfg.Ops.authorize(req.Header.Get("Authorization"))
 	}
@@ -471,7 +449,7 @@ func (g *Gateway) serveRequest(req *request, operator bool, op func(context.Cont
 		// Operator bodies are small; a timer's is a push message, bounded
 		// by NATS's max payload like a push.
 		if operator && len(req.Data) > maxOpsBody {
-			werr = &wireError{Code: CodeTooLarge, Message: fmt.Sprintf("body over %d bytes", maxOpsBody)}
+			werr = &queengate.Error{Code: queengate.CodeTooLarge, Message: fmt.Sprintf("body over %d bytes", maxOpsBody)}
 		} else {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			v, werr = op(ctx, req)
@@ -485,7 +463,7 @@ func (g *Gateway) serveRequest(req *request, operator bool, op func(context.Cont
 // the micro error headers, and records it. A schedule or cancel published
 // without a reply subject is still carried out; its answer has nowhere to
 // go.
-func (g *Gateway) answer(req *request, v any, werr *wireError) {
+func (g *Gateway) answer(req *request, v any, werr *queengate.Error) {
 	if werr != nil && werr.Code >= 500 {
 		g.log.Warn().Str("subject", req.Subject).Str("error", werr.Message).Msg("request failed")
 	}
@@ -499,15 +477,15 @@ func (g *Gateway) answer(req *request, v any, werr *wireError) {
 		return
 	}
 	if werr != nil {
-		g.publish(werr.msg(req.Reply))
+		g.publish(errorMsg(werr, req.Reply))
 		req.done(werr.Message)
 		return
 	}
 	body, err := json.Marshal(v)
 	if err != nil {
 		g.log.Error().Err(err).Msg("encode answer")
-		werr = &wireError{Code: CodeInternal, Message: "encode answer: " + err.Error()}
-		g.publish(werr.msg(req.Reply))
+		werr = &queengate.Error{Code: queengate.CodeInternal, Message: "encode answer: " + err.Error()}
+		g.publish(errorMsg(werr, req.Reply))
 		req.done(werr.Message)
 		return
 	}

@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	queengate "github.com/queengate/queengate"
 	"regexp"
 	"strconv"
 	"strings"
@@ -15,13 +16,6 @@ import (
 
 	"github.com/queengate/queengate/ingest"
 	"github.com/queengate/queengate/model"
-)
-
-// Wire error codes of the operator API, beyond the push's (docs/admin-api.md).
-const (
-	CodeUnauthorized     = 401
-	CodeNotFound         = 404
-	CodeMethodNotAllowed = 405
 )
 
 // maxOpsBody bounds an operator request body.
@@ -73,44 +67,24 @@ func NewOps(cfg OpsConfig, store ConfigStore, ing IngestStats, nc *nats.Conn) *O
 }
 
 // authorize checks an Authorization header value against the token.
-func (o *Ops) authorize(header string) *wireError {
+func (o *Ops) authorize(header string) *queengate.Error {
 	if len(o.token) == 0 {
 		return nil
 	}
 	got, ok := strings.CutPrefix(header, "Bearer ")
 	if !ok || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), o.token) != 1 {
-		return &wireError{Code: CodeUnauthorized, Message: "unauthorized: send the admin token as \"Authorization: Bearer <token>\" (QUEEN_ADMIN_TOKEN)"}
+		return &queengate.Error{Code: queengate.CodeUnauthorized, Message: "unauthorized: send the admin token as \"Authorization: Bearer <token>\" (QUEEN_ADMIN_TOKEN)"}
 	}
 	return nil
 }
 
-// ConfigureAnswer is the whole configuration after a change.
-type ConfigureAnswer struct {
-	QueueView
-	Created bool `json:"created"`
-}
-
-// QueueView is a queue's configuration on the wire.
-type QueueView struct {
-	Queue     string      `json:"queue"`
-	Options   OptionsView `json:"options"`
-	CreatedAt time.Time   `json:"createdAt"`
-	UpdatedAt time.Time   `json:"updatedAt"`
-}
-
-// OptionsView holds every option, always all of them.
-type OptionsView struct {
-	DedupWindowSeconds int `json:"dedupWindowSeconds"`
-	RetentionSeconds   int `json:"retentionSeconds"`
-}
-
-func queueView(c model.QueueConfig) QueueView {
-	return QueueView{Queue: c.Name, CreatedAt: c.CreatedAt.UTC(), UpdatedAt: c.UpdatedAt.UTC(),
-		Options: OptionsView{DedupWindowSeconds: c.DedupWindowSeconds, RetentionSeconds: c.RetentionSeconds}}
+func queueView(c model.QueueConfig) queengate.QueueView {
+	return queengate.QueueView{Queue: c.Name, CreatedAt: c.CreatedAt.UTC(), UpdatedAt: c.UpdatedAt.UTC(),
+		Options: queengate.Options{DedupWindowSeconds: c.DedupWindowSeconds, RetentionSeconds: c.RetentionSeconds}}
 }
 
 // Configure applies a configure request body.
-func (o *Ops) Configure(ctx context.Context, body []byte) (any, *wireError) {
+func (o *Ops) Configure(ctx context.Context, body []byte) (any, *queengate.Error) {
 	queue, patch, replace, werr := decodeConfigure(body)
 	if werr != nil {
 		return nil, werr
@@ -123,7 +97,7 @@ func (o *Ops) Configure(ctx context.Context, body []byte) (any, *wireError) {
 		}
 		return nil, storeError(err)
 	}
-	return ConfigureAnswer{QueueView: queueView(c), Created: created}, nil
+	return queengate.ConfigureAnswer{QueueView: queueView(c), Created: created}, nil
 }
 
 // options are the configurable options and their JSON names.
@@ -134,7 +108,7 @@ var integerLiteral = regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`)
 
 // decodeConfigure parses {"queue", "options", "mode"} strictly: every
 // problem is a 400 naming what to fix, and nothing is changed.
-func decodeConfigure(body []byte) (queue string, patch model.OptionsPatch, replace bool, werr *wireError) {
+func decodeConfigure(body []byte) (queue string, patch model.OptionsPatch, replace bool, werr *queengate.Error) {
 	const shape = `{"queue": "...", "options": {...}, "mode": "merge"|"replace"}`
 	if len(bytes.TrimSpace(body)) == 0 {
 		return "", patch, false, badInput("empty body: want %s", shape)
@@ -168,14 +142,14 @@ func decodeConfigure(body []byte) (queue string, patch model.OptionsPatch, repla
 	if !haveQueue {
 		return "", patch, false, badInput(`"queue" is missing: want %s`, shape)
 	}
-	if !ValidName(queue) {
+	if !queengate.ValidName(queue) {
 		return "", patch, false, badInput("bad queue name %q: 1-128 bytes of [A-Za-z0-9_-]", queue)
 	}
 	return queue, patch, replace, nil
 }
 
 // decodeOptions parses the options object: whole seconds, each option once.
-func decodeOptions(raw []byte) (patch model.OptionsPatch, werr *wireError) {
+func decodeOptions(raw []byte) (patch model.OptionsPatch, werr *queengate.Error) {
 	opts, err := scanObject(raw, `"options"`)
 	if err != nil {
 		return patch, badInput(`%v, e.g. {"dedupWindowSeconds": 600}`, err)
@@ -207,68 +181,27 @@ func decodeOptions(raw []byte) (patch model.OptionsPatch, werr *wireError) {
 	return patch, nil
 }
 
-// QueuesAnswer lists every queue.
-type QueuesAnswer struct {
-	Queues []QueueView `json:"queues"`
-}
-
 // ListQueues lists every queue's configuration.
-func (o *Ops) ListQueues(ctx context.Context) (any, *wireError) {
+func (o *Ops) ListQueues(ctx context.Context) (any, *queengate.Error) {
 	qs, err := o.store.Queues(ctx)
 	if err != nil {
 		return nil, storeError(err)
 	}
-	out := QueuesAnswer{Queues: make([]QueueView, 0, len(qs))}
+	out := queengate.QueuesAnswer{Queues: make([]queengate.QueueView, 0, len(qs))}
 	for _, q := range qs {
 		out.Queues = append(out.Queues, queueView(q))
 	}
 	return out, nil
 }
 
-// QueueAnswer is a queue's configuration and partitions.
-type QueueAnswer struct {
-	QueueView
-	Partitions []PartitionView `json:"partitions"`
-}
-
-// PartitionView is one partition's figures: what PostgreSQL holds, then
-// what the gateway answering the request has seen since it started.
-type PartitionView struct {
-	Partition      string     `json:"partition"`
-	ID             int64      `json:"id"`
-	FirstOffset    int64      `json:"firstOffset"`
-	LastOffset     int64      `json:"lastOffset"`
-	StoredMessages int64      `json:"storedMessages"`
-	StoredBytes    int64      `json:"storedBytes"`
-	OldestAt       *time.Time `json:"oldestAt"` // null when nothing is stored
-	NewestAt       *time.Time `json:"newestAt"`
-	TxnsStart      int64      `json:"txnsStart"`
-	// This gateway's answers since it started (another gateway, or a
-	// restart, counts apart): messages = queued + duplicates + failed.
-	Messages   int64     `json:"messages"`
-	Queued     int64     `json:"queued"`
-	Duplicates int64     `json:"duplicates"`
-	Failed     int64     `json:"failed"`
-	Cache      CacheView `json:"cache"`
-}
-
-// CacheView is this gateway's cache entry for a partition.
-type CacheView struct {
-	State          string `json:"state"`
-	ResidentHashes int    `json:"residentHashes"`
-	Bytes          int64  `json:"bytes"`
-	HydratedFrom   int64  `json:"hydratedFrom"`
-	VerifiedUpto   int64  `json:"verifiedUpto"`
-}
-
 // GetQueue gives a queue's configuration and per-partition figures.
-func (o *Ops) GetQueue(ctx context.Context, queue string) (any, *wireError) {
-	if !ValidName(queue) {
+func (o *Ops) GetQueue(ctx context.Context, queue string) (any, *queengate.Error) {
+	if !queengate.ValidName(queue) {
 		return nil, badInput("bad queue name %q: 1-128 bytes of [A-Za-z0-9_-]", queue)
 	}
 	c, err := o.store.QueueConfig(ctx, queue)
 	if errors.Is(err, model.ErrQueueNotFound) {
-		return nil, &wireError{Code: CodeNotFound, Message: fmt.Sprintf("queue %q does not exist", queue)}
+		return nil, &queengate.Error{Code: queengate.CodeNotFound, Message: fmt.Sprintf("queue %q does not exist", queue)}
 	}
 	if err != nil {
 		return nil, storeError(err)
@@ -277,15 +210,15 @@ func (o *Ops) GetQueue(ctx context.Context, queue string) (any, *wireError) {
 	if err != nil {
 		return nil, storeError(err)
 	}
-	out := QueueAnswer{QueueView: queueView(c), Partitions: make([]PartitionView, 0, len(parts))}
+	out := queengate.QueueAnswer{QueueView: queueView(c), Partitions: make([]queengate.PartitionView, 0, len(parts))}
 	for _, p := range parts {
 		n := o.ing.Counts(p.ID)
 		cs := o.ing.CacheState(p.ID)
-		v := PartitionView{
+		v := queengate.PartitionView{
 			Partition: p.Name, ID: p.ID, FirstOffset: p.FirstOffset, LastOffset: p.LastOffset,
 			StoredMessages: p.StoredMessages(), StoredBytes: p.StoredBytes, TxnsStart: p.TxnsStart,
 			Messages: n.Queued + n.Duplicate + n.Failed, Queued: n.Queued, Duplicates: n.Duplicate, Failed: n.Failed,
-			Cache: CacheView{State: cs.State, ResidentHashes: cs.ResidentHashes, Bytes: cs.Bytes,
+			Cache: queengate.CacheView{State: cs.State, ResidentHashes: cs.ResidentHashes, Bytes: cs.Bytes,
 				HydratedFrom: cs.HydratedFrom, VerifiedUpto: cs.VerifiedUpto},
 		}
 		if !p.OldestAt.IsZero() {
@@ -297,44 +230,12 @@ func (o *Ops) GetQueue(ctx context.Context, queue string) (any, *wireError) {
 	return out, nil
 }
 
-// StatusAnswer is a gateway's health and figures.
-type StatusAnswer struct {
-	Version       string     `json:"version"`
-	StartedAt     time.Time  `json:"startedAt"`
-	UptimeSeconds float64    `json:"uptimeSeconds"`
-	Ready         bool       `json:"ready"`
-	Postgres      string     `json:"postgres"`
-	NATS          string     `json:"nats"`
-	SchemaVersion int        `json:"schemaVersion"`
-	Cache         *CacheStat `json:"cache"` // null with the cache off
-	Ingest        IngestStat `json:"ingest"`
-}
-
-// CacheStat is the dedup cache's figures.
-type CacheStat struct {
-	BudgetBytes    int64 `json:"budgetBytes"`
-	ResidentBytes  int64 `json:"residentBytes"`
-	ResidentHashes int64 `json:"residentHashes"`
-	Entries        int   `json:"entries"`
-	Suppressed     int   `json:"suppressed"`
-	Hydrations     int64 `json:"hydrations"`
-	Fills          int64 `json:"fills"`
-	Gaps           int64 `json:"gaps"`
-	Rebuilds       int64 `json:"rebuilds"`
-	Evictions      int64 `json:"evictions"`
-}
-
-// IngestStat is ingest's figures.
-type IngestStat struct {
-	BufferedMessages int `json:"bufferedMessages"`
-}
-
 // Status reports this gateway's health and figures.
-func (o *Ops) Status(ctx context.Context) (any, *wireError) {
+func (o *Ops) Status(ctx context.Context) (any, *queengate.Error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	st := StatusAnswer{Version: o.version, StartedAt: o.started.UTC(), UptimeSeconds: time.Since(o.started).Seconds(),
-		Postgres: "ok", NATS: "connected", Ingest: IngestStat{BufferedMessages: o.ing.Buffered()}}
+	st := queengate.StatusAnswer{Version: o.version, StartedAt: o.started.UTC(), UptimeSeconds: time.Since(o.started).Seconds(),
+		Postgres: "ok", NATS: "connected", Ingest: queengate.IngestStat{BufferedMessages: o.ing.Buffered()}}
 	if err := o.store.Ping(ctx); err != nil {
 		st.Postgres = "unreachable: " + err.Error()
 	} else if v, err := o.store.SchemaVersion(ctx); err != nil {
@@ -350,7 +251,7 @@ func (o *Ops) Status(ctx context.Context) (any, *wireError) {
 	}
 	st.Ready = st.Postgres == "ok" && st.NATS == "connected"
 	if cs, ok := o.ing.CacheSummary(); ok {
-		st.Cache = &CacheStat{BudgetBytes: cs.BudgetBytes, ResidentBytes: cs.ResidentBytes, ResidentHashes: cs.ResidentHashes,
+		st.Cache = &queengate.CacheStat{BudgetBytes: cs.BudgetBytes, ResidentBytes: cs.ResidentBytes, ResidentHashes: cs.ResidentHashes,
 			Entries: cs.Entries, Suppressed: cs.Suppressed, Hydrations: cs.Hydrations, Fills: cs.Fills, Gaps: cs.Gaps,
 			Rebuilds: cs.Rebuilds, Evictions: cs.Evictions}
 	}
@@ -359,9 +260,9 @@ func (o *Ops) Status(ctx context.Context) (any, *wireError) {
 
 // storeError maps a store failure: PostgreSQL away is a 503 (retry), the
 // rest a 500.
-func storeError(err error) *wireError {
+func storeError(err error) *queengate.Error {
 	if model.SafeToRetry(err) || errors.Is(err, context.DeadlineExceeded) {
-		return &wireError{Code: CodeUnavailable, Message: "PostgreSQL unavailable: " + err.Error()}
+		return &queengate.Error{Code: queengate.CodeUnavailable, Message: "PostgreSQL unavailable: " + err.Error()}
 	}
-	return &wireError{Code: CodeInternal, Message: err.Error()}
+	return &queengate.Error{Code: queengate.CodeInternal, Message: err.Error()}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	queengate "github.com/queengate/queengate"
 	"io"
 	"net/http"
 	"strings"
@@ -368,7 +369,7 @@ func TestQueueFiguresAndStatus(t *testing.T) {
 	}
 
 	status, body := g.viaHTTP(t, "GET", "/status", "", "")
-	var st gateway.StatusAnswer
+	var st queengate.StatusAnswer
 	if status != 200 || json.Unmarshal(body, &st) != nil {
 		t.Fatalf("status: %d %s", status, body)
 	}

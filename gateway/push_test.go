@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"fmt"
+	queengate "github.com/queengate/queengate"
 	"strings"
 	"sync"
 	"testing"
@@ -211,7 +212,7 @@ func TestBadInputIsRejectedAndStoresNothing(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.startGateway(gatewayOpts{gateway: gateway.Config{MaxBatch: 5}})
-	long := strings.Repeat("x", gateway.MaxTxnIDBytes+1)
+	long := strings.Repeat("x", queengate.MaxTxnIDBytes+1)
 	cases := []struct {
 		name, subject, body string
 		code                int

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	queengate "github.com/queengate/queengate"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -32,7 +33,7 @@ var timerFields = []string{"fireAt", "delayMs"}
 // decodeTimer validates a schedule body: a push message (transactionId,
 // data: the push's rules, no other field) plus exactly one of fireAt
 // (RFC 3339) and delayMs (an integer >= 0, from now).
-func decodeTimer(body []byte, now time.Time) (timerRequest, *wireError) {
+func decodeTimer(body []byte, now time.Time) (timerRequest, *queengate.Error) {
 	if bytes.HasPrefix(bytes.TrimSpace(body), []byte("[")) {
 		return timerRequest{}, badInput("a timer is one message object, not an array")
 	}
@@ -67,7 +68,7 @@ func decodeTimer(body []byte, now time.Time) (timerRequest, *wireError) {
 	return r, nil
 }
 
-func decodeFireAt(raw []byte, now time.Time) (time.Time, *wireError) {
+func decodeFireAt(raw []byte, now time.Time) (time.Time, *queengate.Error) {
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return time.Time{}, badInput(`"fireAt" must be an RFC 3339 string such as "2026-12-01T09:00:00Z"`)
@@ -82,7 +83,7 @@ func decodeFireAt(raw []byte, now time.Time) (time.Time, *wireError) {
 	return t, nil
 }
 
-func decodeDelay(raw []byte) (time.Duration, *wireError) {
+func decodeDelay(raw []byte) (time.Duration, *queengate.Error) {
 	lit := string(raw)
 	if !integerLiteral.MatchString(lit) {
 		return 0, badInput(`"delayMs" must be an integer number of milliseconds, got %s`, lit)
@@ -99,16 +100,16 @@ func decodeDelay(raw []byte) (time.Duration, *wireError) {
 }
 
 // parseTimerSubject splits <prefix>.timer.<queue>.<partition>.
-func parseTimerSubject(prefix, subject string) (queue, partition string, werr *wireError) {
+func parseTimerSubject(prefix, subject string) (queue, partition string, werr *queengate.Error) {
 	rest, ok := strings.CutPrefix(subject, prefix+".timer.")
 	parts := strings.Split(rest, ".")
 	if !ok || len(parts) != 2 {
 		return "", "", badInput("timer subject %q: want %s.timer.<queue>.<partition>", subject, prefix)
 	}
-	if !ValidName(parts[0]) {
+	if !queengate.ValidName(parts[0]) {
 		return "", "", badInput("bad queue name %q: 1-128 bytes of [A-Za-z0-9_-]", parts[0])
 	}
-	if !ValidName(parts[1]) {
+	if !queengate.ValidName(parts[1]) {
 		return "", "", badInput("bad partition name %q: 1-128 bytes of [A-Za-z0-9_-]", parts[1])
 	}
 	return parts[0], parts[1], nil
@@ -123,7 +124,7 @@ type TimerOps struct {
 // NewTimerOps wires a timers service to the wire.
 func NewTimerOps(svc *timers.Service, ops *Ops) *TimerOps { return &TimerOps{svc: svc, ops: ops} }
 
-func (t *TimerOps) schedule(ctx context.Context, prefix, subject string, body []byte) (any, *wireError) {
+func (t *TimerOps) schedule(ctx context.Context, prefix, subject string, body []byte) (any, *queengate.Error) {
 	queue, partition, werr := parseTimerSubject(prefix, subject)
 	if werr != nil {
 		return nil, werr
@@ -136,10 +137,11 @@ func (t *TimerOps) schedule(ctx context.Context, prefix, subject string, body []
 	if err != nil {
 		return nil, storeError(err)
 	}
-	return s, nil
+	return queengate.TimerScheduled{TimerID: s.TimerID, Status: s.Status, FireAt: s.FireAt,
+		TransactionID: s.TransactionID, Existing: s.Existing}, nil
 }
 
-func (t *TimerOps) cancel(ctx context.Context, body []byte) (any, *wireError) {
+func (t *TimerOps) cancel(ctx context.Context, body []byte) (any, *queengate.Error) {
 	const shape = `body must be {"timerId": "<uuid>"}`
 	fields, err := scanObject(body, "the body")
 	if err != nil {
@@ -162,27 +164,12 @@ func (t *TimerOps) cancel(ctx context.Context, body []byte) (any, *wireError) {
 	if err != nil {
 		return nil, storeError(err)
 	}
-	return map[string]string{"status": answer}, nil
-}
-
-// TimersAnswer lists pending timers.
-type TimersAnswer struct {
-	Timers []TimerView `json:"timers"`
-}
-
-// TimerView is a pending timer on the wire.
-type TimerView struct {
-	TimerID       string    `json:"timerId"`
-	Queue         string    `json:"queue"`
-	Partition     string    `json:"partition"`
-	TransactionID string    `json:"transactionId"`
-	FireAt        time.Time `json:"fireAt"`
-	CreatedAt     time.Time `json:"createdAt"`
+	return queengate.TimerCancelled{Status: answer}, nil
 }
 
 // list lists pending timers; limit nil takes the default (100).
-func (t *TimerOps) list(ctx context.Context, queue string, limitArg *int) (any, *wireError) {
-	if queue != "" && !ValidName(queue) {
+func (t *TimerOps) list(ctx context.Context, queue string, limitArg *int) (any, *queengate.Error) {
+	if queue != "" && !queengate.ValidName(queue) {
 		return nil, badInput("bad queue name %q: 1-128 bytes of [A-Za-z0-9_-]", queue)
 	}
 	limit := 100
@@ -196,15 +183,15 @@ func (t *TimerOps) list(ctx context.Context, queue string, limitArg *int) (any, 
 	if err != nil {
 		return nil, storeError(err)
 	}
-	out := TimersAnswer{Timers: make([]TimerView, 0, len(ts))}
+	out := queengate.TimersAnswer{Timers: make([]queengate.TimerView, 0, len(ts))}
 	for _, x := range ts {
-		out.Timers = append(out.Timers, TimerView{TimerID: x.ID, Queue: x.Queue, Partition: x.Partition,
+		out.Timers = append(out.Timers, queengate.TimerView{TimerID: x.ID, Queue: x.Queue, Partition: x.Partition,
 			TransactionID: x.TxnID, FireAt: x.FireAt.UTC(), CreatedAt: x.CreatedAt.UTC()})
 	}
 	return out, nil
 }
 
-func (t *TimerOps) listNATS(ctx context.Context, body []byte) (any, *wireError) {
+func (t *TimerOps) listNATS(ctx context.Context, body []byte) (any, *queengate.Error) {
 	const shape = `body must be empty or {"queue"?: "...", "limit"?: n}`
 	var (
 		queue string
@@ -240,13 +227,13 @@ func (t *TimerOps) listNATS(ctx context.Context, body []byte) (any, *wireError) 
 func (t *TimerOps) addEndpoints(g *Gateway) error {
 	p := g.cfg.Prefix
 	return g.addRequestEndpoints([]requestEndpoint{
-		{"timer-cancel", p + ".timer.cancel", false, func(ctx context.Context, req *request) (any, *wireError) {
+		{"timer-cancel", p + ".timer.cancel", false, func(ctx context.Context, req *request) (any, *queengate.Error) {
 			return t.cancel(ctx, req.Data)
 		}},
-		{"timer-list", p + ".timer.list", true, func(ctx context.Context, req *request) (any, *wireError) {
+		{"timer-list", p + ".timer.list", true, func(ctx context.Context, req *request) (any, *queengate.Error) {
 			return t.listNATS(ctx, req.Data)
 		}},
-		{"timer-schedule", p + ".timer.*.*", false, func(ctx context.Context, req *request) (any, *wireError) {
+		{"timer-schedule", p + ".timer.*.*", false, func(ctx context.Context, req *request) (any, *queengate.Error) {
 			return t.schedule(ctx, p, req.Subject, req.Data)
 		}},
 	})
@@ -254,7 +241,7 @@ func (t *TimerOps) addEndpoints(g *Gateway) error {
 
 // MountTimers serves GET /timers on the admin HTTP (an operator request).
 func (a *Admin) MountTimers(t *TimerOps) {
-	a.mux.HandleFunc("GET /timers", a.opsHandler(t.ops, func(r *http.Request, _ []byte) (any, *wireError) {
+	a.mux.HandleFunc("GET /timers", a.opsHandler(t.ops, func(r *http.Request, _ []byte) (any, *queengate.Error) {
 		var limit *int
 		if r.URL.Query().Has("limit") {
 			s := r.URL.Query().Get("limit")
@@ -268,6 +255,6 @@ func (a *Admin) MountTimers(t *TimerOps) {
 	}))
 	a.mux.HandleFunc("/timers", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", "GET")
-		writeError(w, &wireError{Code: CodeMethodNotAllowed, Message: r.Method + " /timers: use GET (schedule and cancel go over NATS)"})
+		writeError(w, &queengate.Error{Code: queengate.CodeMethodNotAllowed, Message: r.Method + " /timers: use GET (schedule and cancel go over NATS)"})
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	queengate "github.com/queengate/queengate"
 	"strconv"
 	"strings"
 
@@ -15,35 +16,12 @@ import (
 	"github.com/queengate/queengate/model"
 )
 
-// DefaultPartition is used where a subject names no partition.
-const DefaultPartition = "Default"
-
-// MaxTxnIDBytes is the longest transactionId accepted.
-const MaxTxnIDBytes = 256
-
-// Wire error codes of the push (docs/protocol.md, "Requests rejected as
-// a whole"): the one table; the operator API adds its own in ops.go.
-const (
-	CodeBadInput    = 400
-	CodeTooLarge    = 413
-	CodeInternal    = 500
-	CodeUnavailable = 503
-)
-
-// wireError is a request rejected as a whole.
-type wireError struct {
-	Code    int
-	Message string
+func badInput(format string, args ...any) *queengate.Error {
+	return &queengate.Error{Code: queengate.CodeBadRequest, Message: fmt.Sprintf(format, args...)}
 }
 
-func (e *wireError) Error() string { return fmt.Sprintf("%d %s", e.Code, e.Message) }
-
-func badInput(format string, args ...any) *wireError {
-	return &wireError{Code: CodeBadInput, Message: fmt.Sprintf(format, args...)}
-}
-
-// body is the JSON body of an error reply: {"error":{"code":…,"message":…}}.
-func (e *wireError) body() []byte {
+// errorBody is the JSON body of an error reply: {"error":{"code":…,"message":…}}.
+func errorBody(e *queengate.Error) []byte {
 	b := []byte(`{"error":{"code":`)
 	b = strconv.AppendInt(b, int64(e.Code), 10)
 	b = append(b, `,"message":`...)
@@ -51,10 +29,10 @@ func (e *wireError) body() []byte {
 	return append(b, "}}"...)
 }
 
-// msg is the error answer on subject: the micro error headers and the
-// JSON body.
-func (e *wireError) msg(subject string) *nats.Msg {
-	return &nats.Msg{Subject: subject, Data: e.body(), Header: nats.Header{
+// errorMsg is the error answer on subject: the micro error headers and
+// the JSON body.
+func errorMsg(e *queengate.Error, subject string) *nats.Msg {
+	return &nats.Msg{Subject: subject, Data: errorBody(e), Header: nats.Header{
 		micro.ErrorHeader:     []string{headerValue(e.Message)},
 		micro.ErrorCodeHeader: []string{strconv.Itoa(e.Code)},
 	}}
@@ -85,21 +63,6 @@ func headerValue(s string) string {
 	return string(b)
 }
 
-// ValidName reports whether s is a valid queue or partition name: 1–128
-// bytes of [A-Za-z0-9_-], one NATS subject token.
-func ValidName(s string) bool {
-	if len(s) == 0 || len(s) > 128 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
-
 // probeQueue is the queue token of the routing probe's pushes: not a
 // valid queue name, so no gateway ever stores one.
 const probeQueue = "$qgprobe"
@@ -107,7 +70,7 @@ const probeQueue = "$qgprobe"
 // parsePushSubject splits <prefix>.push.<queue>[.<partition>], and the
 // routing form NATS maps it onto, <prefix>.shard.<k>.<queue>[.<partition>].
 // probe reports the routing probe's own push, which is answered by nobody.
-func parsePushSubject(prefix, subject string) (queue, partition string, probe bool, err *wireError) {
+func parsePushSubject(prefix, subject string) (queue, partition string, probe bool, err *queengate.Error) {
 	rest, ok := strings.CutPrefix(subject, prefix+".push.")
 	if !ok {
 		shard, found := strings.CutPrefix(subject, prefix+".shard.")
@@ -121,7 +84,7 @@ func parsePushSubject(prefix, subject string) (queue, partition string, probe bo
 	tokens := strings.Split(rest, ".")
 	switch len(tokens) {
 	case 1:
-		queue, partition = tokens[0], DefaultPartition
+		queue, partition = tokens[0], queengate.DefaultPartition
 	case 2:
 		queue, partition = tokens[0], tokens[1]
 	default:
@@ -130,10 +93,10 @@ func parsePushSubject(prefix, subject string) (queue, partition string, probe bo
 	if queue == probeQueue {
 		return "", "", true, nil
 	}
-	if !ValidName(queue) {
+	if !queengate.ValidName(queue) {
 		return "", "", false, badInput("bad queue name %q: 1-128 bytes of [A-Za-z0-9_-]", queue)
 	}
-	if !ValidName(partition) {
+	if !queengate.ValidName(partition) {
 		return "", "", false, badInput("bad partition name %q: 1-128 bytes of [A-Za-z0-9_-]", partition)
 	}
 	return queue, partition, false, nil
@@ -144,7 +107,7 @@ func parsePushSubject(prefix, subject string) (queue, partition string, probe bo
 // or repeated field is a 400 (a misspelt transactionId would otherwise
 // silently turn deduplication off). A missing or null transactionId is
 // minted.
-func decodePush(body []byte, maxBatch int) ([]ingest.Message, *wireError) {
+func decodePush(body []byte, maxBatch int) ([]ingest.Message, *queengate.Error) {
 	raw, werr := scanMessages(body, maxBatch)
 	if werr != nil {
 		return nil, werr
@@ -160,11 +123,11 @@ func decodePush(body []byte, maxBatch int) ([]ingest.Message, *wireError) {
 }
 
 // scanMessages runs scanPush and words its failures for the wire.
-func scanMessages(body []byte, maxBatch int, extra ...string) ([]rawMessage, *wireError) {
+func scanMessages(body []byte, maxBatch int, extra ...string) ([]rawMessage, *queengate.Error) {
 	raw, count, err := scanPush(body, maxBatch, extra...)
 	switch {
 	case count > maxBatch:
-		return nil, &wireError{Code: CodeTooLarge, Message: fmt.Sprintf("more than %d messages in one request; at most %d", maxBatch, maxBatch)}
+		return nil, &queengate.Error{Code: queengate.CodeTooLarge, Message: fmt.Sprintf("more than %d messages in one request; at most %d", maxBatch, maxBatch)}
 	case errors.Is(err, errNotMessages):
 		return nil, badInput("body must be a JSON message object or an array of them")
 	case errors.Is(err, errUnstorable):
@@ -180,7 +143,7 @@ func scanMessages(body []byte, maxBatch int, extra ...string) ([]rawMessage, *wi
 }
 
 // check reports what is wrong with message i, if anything.
-func (m *rawMessage) check(i int) *wireError {
+func (m *rawMessage) check(i int) *queengate.Error {
 	switch {
 	case m.notObj:
 		return badInput("message %d is not a JSON object", i)
@@ -190,8 +153,8 @@ func (m *rawMessage) check(i int) *wireError {
 		return badInput("message %d: transactionId %s", i, m.txnIDBad)
 	case !m.txnIDSet:
 		return nil
-	case len(m.txnID) == 0 || len(m.txnID) > MaxTxnIDBytes:
-		return badInput("message %d: transactionId must be 1-%d bytes, got %d", i, MaxTxnIDBytes, len(m.txnID))
+	case len(m.txnID) == 0 || len(m.txnID) > queengate.MaxTxnIDBytes:
+		return badInput("message %d: transactionId must be 1-%d bytes, got %d", i, queengate.MaxTxnIDBytes, len(m.txnID))
 	}
 	return nil
 }

@@ -95,15 +95,16 @@ func New(store Store, cfg Config, log zerolog.Logger, reg prometheus.Registerer)
 		wake: newWakeup()}, nil
 }
 
-// Scheduled is the answer to a schedule.
+// Scheduled is what a schedule stored (the gateway answers it as
+// queengate.TimerScheduled).
 type Scheduled struct {
-	TimerID       string    `json:"timerId"`
-	Status        string    `json:"status"` // "scheduled"
-	FireAt        time.Time `json:"fireAt"`
-	TransactionID string    `json:"transactionId"`
+	TimerID       string
+	Status        string // "scheduled"
+	FireAt        time.Time
+	TransactionID string
 	// Existing: the transactionId was already pending in the partition;
 	// that timer is answered and nothing changed (a retried schedule).
-	Existing bool `json:"existing,omitempty"`
+	Existing bool
 }
 
 // Schedule stores a timer for (queue, partition) that fires at fireAt

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	queengate "github.com/queengate/queengate"
 	"io"
 	"os"
 	"strconv"
@@ -223,7 +224,7 @@ func (c config) validate() error {
 	if c.DedupCacheMB < 0 {
 		errs = append(errs, fmt.Errorf("dedup-cache-mb: %d, must be 0 (off) or more", c.DedupCacheMB))
 	}
-	if err := gateway.ValidPrefix(c.Prefix); err != nil {
+	if err := queengate.ValidPrefix(c.Prefix); err != nil {
 		errs = append(errs, err)
 	}
 	if c.RetentionInterval < 0 {

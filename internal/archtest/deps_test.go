@@ -21,13 +21,31 @@ const module = "github.com/queengate/queengate"
 // internal package production code may use; the rest of internal/ is
 // test harnesses.
 var arrows = map[string][]string{
+	".":         {}, // the wire contract and client, package queengate
 	"model":     {},
 	"dedup":     {},
 	"pgstore":   {"model"},
 	"ingest":    {"dedup", "model", "internal/startstop"},
 	"timers":    {"model", "internal/startstop"},
 	"retention": {"model", "internal/startstop"},
-	"gateway":   {"ingest", "timers", "model", "internal/startstop"},
+	"gateway":   {".", "ingest", "timers", "model", "internal/startstop"},
+}
+
+// ourPath is the import path of one of our packages ("." the module's
+// root).
+func ourPath(pkg string) string {
+	if pkg == "." {
+		return module
+	}
+	return module + "/" + pkg
+}
+
+// ourPackage names an import path of ours as arrows does.
+func ourPackage(path string) (string, bool) {
+	if path == module {
+		return ".", true
+	}
+	return strings.CutPrefix(path, module+"/")
 }
 
 // reachable is pkg's arrows followed to the end.
@@ -59,15 +77,15 @@ func TestDependencyDirection(t *testing.T) {
 		if _, err := os.Stat(filepath.Join("..", "..", pkg)); errors.Is(err, os.ErrNotExist) {
 			continue // not written yet
 		}
-		path := module + "/" + pkg
+		path := ourPath(pkg)
 		for _, imp := range goList(t, "-f", `{{join .Imports " "}}`, path) {
-			if rest, ours := strings.CutPrefix(imp, module+"/"); ours && !slices.Contains(ok, rest) {
+			if rest, ours := ourPackage(imp); ours && !slices.Contains(ok, rest) {
 				t.Errorf("%s imports %s; docs/design.md draws only %v", pkg, rest, ok)
 			}
 		}
 		within := reachable(pkg)
 		for _, dep := range goList(t, "-deps", path) {
-			if rest, ours := strings.CutPrefix(dep, module+"/"); ours && !within[rest] {
+			if rest, ours := ourPackage(dep); ours && !within[rest] {
 				t.Errorf("%s depends on %s, which its arrows do not reach", pkg, rest)
 			}
 			if pkg != "pgstore" && strings.HasPrefix(dep, "github.com/jackc/pgx") {

@@ -1,0 +1,177 @@
+package queengate
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Message is one message of a push. An empty TransactionID asks the
+// gateway to mint one (such a message is never a duplicate); Data is any
+// JSON value, null when empty.
+type Message struct {
+	TransactionID string          `json:"transactionId,omitempty"`
+	Data          json.RawMessage `json:"data,omitempty"`
+}
+
+// Status is what happened to a pushed message.
+type Status string
+
+const (
+	// StatusQueued: stored now, at Offset.
+	StatusQueued Status = "queued"
+	// StatusDuplicate: stored before, within the queue's window; Offset
+	// and MessageID are the original's, and nothing was written.
+	StatusDuplicate Status = "duplicate"
+	// StatusFailed: not stored by this request (Error says why). Retry
+	// with the same transactionId: if it was stored after all, the retry
+	// answers duplicate.
+	StatusFailed Status = "failed"
+)
+
+// Answer is one message's answer, in the order of the request.
+type Answer struct {
+	Index         int    `json:"index"`
+	TransactionID string `json:"transactionId"`
+	Status        Status `json:"status"`
+	PartitionID   int64  `json:"partitionId,omitempty"`
+	// MessageID and Offset say where the message is (for a duplicate,
+	// the original); absent for a failed one.
+	MessageID string `json:"messageId,omitempty"`
+	Offset    int64  `json:"offset"`
+	Error     string `json:"error,omitempty"`
+}
+
+// TimerScheduled answers a timer schedule.
+type TimerScheduled struct {
+	TimerID       string    `json:"timerId"`
+	Status        string    `json:"status"` // "scheduled"
+	FireAt        time.Time `json:"fireAt"`
+	TransactionID string    `json:"transactionId"`
+	// Existing: the transactionId was already pending in the partition;
+	// that timer is answered and nothing changed (a retried schedule).
+	Existing bool `json:"existing,omitempty"`
+}
+
+// TimerCancelled answers a cancel: "cancelled", or "absent" (no longer
+// pending: fired, cancelled, or never existed).
+type TimerCancelled struct {
+	Status string `json:"status"`
+}
+
+// TimersAnswer lists pending timers, due first.
+type TimersAnswer struct {
+	Timers []TimerView `json:"timers"`
+}
+
+// TimerView is a pending timer.
+type TimerView struct {
+	TimerID       string    `json:"timerId"`
+	Queue         string    `json:"queue"`
+	Partition     string    `json:"partition"`
+	TransactionID string    `json:"transactionId"`
+	FireAt        time.Time `json:"fireAt"`
+	CreatedAt     time.Time `json:"createdAt"`
+}
+
+// Options are a queue's options, always all of them.
+type Options struct {
+	DedupWindowSeconds int `json:"dedupWindowSeconds"`
+	RetentionSeconds   int `json:"retentionSeconds"`
+}
+
+// ConfigureRequest is the body of a configure: the options it sets
+// (wire names, whole seconds), and Mode "merge" (keep what it omits; the
+// default) or "replace" (return it to the default).
+type ConfigureRequest struct {
+	Queue   string           `json:"queue"`
+	Options map[string]int64 `json:"options,omitempty"`
+	Mode    string           `json:"mode,omitempty"`
+}
+
+// QueueView is a queue's configuration.
+type QueueView struct {
+	Queue     string    `json:"queue"`
+	Options   Options   `json:"options"`
+	CreatedAt time.Time `json:"createdAt"`
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+// ConfigureAnswer is the whole configuration after a configure.
+type ConfigureAnswer struct {
+	QueueView
+	Created bool `json:"created"`
+}
+
+// QueuesAnswer lists every queue.
+type QueuesAnswer struct {
+	Queues []QueueView `json:"queues"`
+}
+
+// QueueAnswer is a queue's configuration and partitions.
+type QueueAnswer struct {
+	QueueView
+	Partitions []PartitionView `json:"partitions"`
+}
+
+// PartitionView is one partition's figures: what PostgreSQL holds, then
+// what the gateway answering the request has seen since it started.
+type PartitionView struct {
+	Partition      string     `json:"partition"`
+	ID             int64      `json:"id"`
+	FirstOffset    int64      `json:"firstOffset"`
+	LastOffset     int64      `json:"lastOffset"`
+	StoredMessages int64      `json:"storedMessages"`
+	StoredBytes    int64      `json:"storedBytes"`
+	OldestAt       *time.Time `json:"oldestAt"` // null when nothing is stored
+	NewestAt       *time.Time `json:"newestAt"`
+	TxnsStart      int64      `json:"txnsStart"`
+	// This gateway's answers since it started (another gateway, or a
+	// restart, counts apart): messages = queued + duplicates + failed.
+	Messages   int64     `json:"messages"`
+	Queued     int64     `json:"queued"`
+	Duplicates int64     `json:"duplicates"`
+	Failed     int64     `json:"failed"`
+	Cache      CacheView `json:"cache"`
+}
+
+// CacheView is the answering gateway's cache entry for a partition.
+type CacheView struct {
+	// State is "vouching", "gap", "rebuild", "suppressed" or "absent".
+	State          string `json:"state"`
+	ResidentHashes int    `json:"residentHashes"`
+	Bytes          int64  `json:"bytes"`
+	HydratedFrom   int64  `json:"hydratedFrom"`
+	VerifiedUpto   int64  `json:"verifiedUpto"`
+}
+
+// StatusAnswer is a gateway's health and figures.
+type StatusAnswer struct {
+	Version       string     `json:"version"`
+	StartedAt     time.Time  `json:"startedAt"`
+	UptimeSeconds float64    `json:"uptimeSeconds"`
+	Ready         bool       `json:"ready"`
+	Postgres      string     `json:"postgres"`
+	NATS          string     `json:"nats"`
+	SchemaVersion int        `json:"schemaVersion"`
+	Cache         *CacheStat `json:"cache"` // null with the cache off
+	Ingest        IngestStat `json:"ingest"`
+}
+
+// CacheStat is the dedup cache's figures.
+type CacheStat struct {
+	BudgetBytes    int64 `json:"budgetBytes"`
+	ResidentBytes  int64 `json:"residentBytes"`
+	ResidentHashes int64 `json:"residentHashes"`
+	Entries        int   `json:"entries"`
+	Suppressed     int   `json:"suppressed"`
+	Hydrations     int64 `json:"hydrations"`
+	Fills          int64 `json:"fills"`
+	Gaps           int64 `json:"gaps"`
+	Rebuilds       int64 `json:"rebuilds"`
+	Evictions      int64 `json:"evictions"`
+}
+
+// IngestStat is ingest's figures.
+type IngestStat struct {
+	BufferedMessages int `json:"bufferedMessages"`
+}
