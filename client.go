@@ -1,0 +1,406 @@
+package queengate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+// Client talks to queengate gateways over a NATS connection it does not
+// own. It is safe for concurrent use.
+type Client struct {
+	nc       *nats.Conn
+	subjects Subjects
+	token    string
+	timeout  time.Duration
+
+	mu   sync.Mutex
+	acks map[string]*ackListener // by ack subject
+}
+
+// Option configures a Client.
+type Option func(*Client)
+
+// WithPrefix sets the subject prefix the gateways use (default "queen").
+func WithPrefix(prefix string) Option { return func(c *Client) { c.subjects.Prefix = prefix } }
+
+// WithAdminToken sends the admin token with operator requests (configure,
+// queue reads, status, timer list), for gateways that require one.
+func WithAdminToken(token string) Option { return func(c *Client) { c.token = token } }
+
+// WithTimeout bounds a request whose context has no deadline (default
+// 10 s).
+func WithTimeout(d time.Duration) Option { return func(c *Client) { c.timeout = d } }
+
+// NewClient makes a client on nc.
+func NewClient(nc *nats.Conn, opts ...Option) (*Client, error) {
+	c := &Client{nc: nc, subjects: Subjects{Prefix: DefaultPrefix}, timeout: 10 * time.Second,
+		acks: map[string]*ackListener{}}
+	for _, o := range opts {
+		o(c)
+	}
+	if err := ValidPrefix(c.subjects.Prefix); err != nil {
+		return nil, err
+	}
+	if c.timeout <= 0 {
+		return nil, errors.New("queengate: the timeout must be positive")
+	}
+	return c, nil
+}
+
+// Subjects are the subjects this client uses.
+func (c *Client) Subjects() Subjects { return c.subjects }
+
+// Close stops reading ack subjects; pending fire-and-forget pushes are
+// then answered with ErrClosed.
+func (c *Client) Close() {
+	c.mu.Lock()
+	acks := c.acks
+	c.acks = map[string]*ackListener{}
+	c.mu.Unlock()
+	for _, l := range acks {
+		l.close()
+	}
+}
+
+// ErrClosed is what a pending fire-and-forget push answers after Close.
+var ErrClosed = errors.New("queengate: client closed")
+
+// Push sends msgs to a partition ("" is the Default partition, by the
+// short subject) and waits for their answers, one per message in order.
+// An error is either an *Error (the request was rejected as a whole;
+// nothing was stored) or a transport error such as nats.ErrNoResponders
+// or a timeout, after which the outcome is unknown: retry with the same
+// transactionIds, and what was stored answers duplicate.
+func (c *Client) Push(ctx context.Context, queue, partition string, msgs ...Message) ([]Answer, error) {
+	body, err := pushBody(queue, partition, msgs, false)
+	if err != nil {
+		return nil, err
+	}
+	var answers []Answer
+	if err := c.request(ctx, c.subjects.Push(queue, partition), body, false, &answers); err != nil {
+		return nil, err
+	}
+	if len(answers) != len(msgs) {
+		return nil, fmt.Errorf("queengate: %d answers for %d messages", len(answers), len(msgs))
+	}
+	return answers, nil
+}
+
+// pushBody validates a push and encodes its body. named requires a
+// transactionId on every message (fire-and-forget answers are matched to
+// their request by them).
+func pushBody(queue, partition string, msgs []Message, named bool) ([]byte, error) {
+	switch {
+	case !ValidName(queue):
+		return nil, fmt.Errorf("queengate: bad queue name %q: %s", queue, NameRule)
+	case partition != "" && !ValidName(partition):
+		return nil, fmt.Errorf("queengate: bad partition name %q: %s", partition, NameRule)
+	case len(msgs) == 0:
+		return nil, errors.New("queengate: a push needs at least one message")
+	}
+	for i, m := range msgs {
+		if len(m.TransactionID) > MaxTxnIDBytes {
+			return nil, fmt.Errorf("queengate: message %d: transactionId over %d bytes", i, MaxTxnIDBytes)
+		}
+		if named && m.TransactionID == "" {
+			return nil, fmt.Errorf("queengate: message %d: a fire-and-forget push needs a transactionId on every message", i)
+		}
+	}
+	body, err := json.Marshal(msgs)
+	if err != nil {
+		return nil, fmt.Errorf("queengate: encode the push: %w", err)
+	}
+	return body, nil
+}
+
+// request sends body to subject and decodes the answer into v; an error
+// reply becomes an *Error.
+func (c *Client) request(ctx context.Context, subject string, body []byte, operator bool, v any) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+	}
+	msg := nats.NewMsg(subject)
+	msg.Data = body
+	if operator && c.token != "" {
+		msg.Header.Set(HeaderAuthorization, "Bearer "+c.token)
+	}
+	reply, err := c.nc.RequestMsgWithContext(ctx, msg)
+	if err != nil {
+		return fmt.Errorf("queengate: %s: %w", subject, err)
+	}
+	if werr := replyError(reply); werr != nil {
+		return werr
+	}
+	if err := json.Unmarshal(reply.Data, v); err != nil {
+		return fmt.Errorf("queengate: %s: unreadable answer %q: %w", subject, reply.Data, err)
+	}
+	return nil
+}
+
+// replyError is the *Error a reply carries, if any.
+func replyError(m *nats.Msg) *Error {
+	code := m.Header.Get(HeaderErrorCode)
+	if code == "" {
+		return nil
+	}
+	var eb ErrorBody
+	if json.Unmarshal(m.Data, &eb) == nil && eb.Error.Code != 0 {
+		return &eb.Error
+	}
+	n, _ := strconv.Atoi(code)
+	return &Error{Code: n, Message: m.Header.Get(HeaderError)}
+}
+
+// Pending is a fire-and-forget push waiting for its answers.
+type Pending struct {
+	answers chan []Answer
+	closed  <-chan struct{}
+}
+
+// Wait returns the push's answers once they are published on the ack
+// subject. A push rejected as a whole is answered on the ack subject
+// without transactionIds, so it cannot be matched: Wait then ends with
+// ctx. Publish validates what it can first, so that rarely happens.
+func (p *Pending) Wait(ctx context.Context) ([]Answer, error) {
+	select {
+	case a := <-p.answers:
+		return a, nil
+	case <-p.closed:
+		return nil, ErrClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Publish sends msgs to a partition without a reply subject: the gateway
+// answers on the partition's ack subject, which the client reads and
+// matches to this push by its transactionIds (so every message needs
+// one). Requests with the same transactionIds in the same order are
+// answered oldest first.
+func (c *Client) Publish(ctx context.Context, queue, partition string, msgs ...Message) (*Pending, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	body, err := pushBody(queue, partition, msgs, true)
+	if err != nil {
+		return nil, err
+	}
+	ackPartition := partition
+	if ackPartition == "" {
+		ackPartition = DefaultPartition
+	}
+	l, err := c.ackListener(c.subjects.Ack(queue, ackPartition))
+	if err != nil {
+		return nil, err
+	}
+	p := l.expect(ackKey(msgs))
+	if err := c.nc.Publish(c.subjects.Push(queue, partition), body); err != nil {
+		l.forget(ackKey(msgs), p)
+		return nil, fmt.Errorf("queengate: publish: %w", err)
+	}
+	return p, nil
+}
+
+// ackKey identifies a push's answers: its transactionIds, in order.
+func ackKey(msgs []Message) string {
+	var b strings.Builder
+	for _, m := range msgs {
+		b.WriteString(m.TransactionID)
+		b.WriteByte(0)
+	}
+	return b.String()
+}
+
+func answersKey(answers []Answer) string {
+	var b strings.Builder
+	for _, a := range answers {
+		b.WriteString(a.TransactionID)
+		b.WriteByte(0)
+	}
+	return b.String()
+}
+
+// ackListener reads one ack subject and hands answers to the pushes
+// waiting for them.
+type ackListener struct {
+	sub     *nats.Subscription
+	mu      sync.Mutex
+	waiting map[string][]*Pending
+	closed  chan struct{}
+}
+
+// ackListener returns the listener of subject, subscribing (and waiting
+// until the server has the subscription, so no answer is missed) on first
+// use.
+func (c *Client) ackListener(subject string) (*ackListener, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if l := c.acks[subject]; l != nil {
+		return l, nil
+	}
+	l := &ackListener{waiting: map[string][]*Pending{}, closed: make(chan struct{})}
+	sub, err := c.nc.Subscribe(subject, l.deliver)
+	if err != nil {
+		return nil, fmt.Errorf("queengate: subscribe %s: %w", subject, err)
+	}
+	if err := c.nc.Flush(); err != nil {
+		_ = sub.Unsubscribe()
+		return nil, fmt.Errorf("queengate: subscribe %s: %w", subject, err)
+	}
+	l.sub = sub
+	c.acks[subject] = l
+	return l, nil
+}
+
+func (l *ackListener) expect(key string) *Pending {
+	p := &Pending{answers: make(chan []Answer, 1), closed: l.closed}
+	l.mu.Lock()
+	l.waiting[key] = append(l.waiting[key], p)
+	l.mu.Unlock()
+	return p
+}
+
+func (l *ackListener) forget(key string, p *Pending) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	q := l.waiting[key]
+	for i, x := range q {
+		if x == p {
+			l.waiting[key] = append(q[:i:i], q[i+1:]...)
+			break
+		}
+	}
+	if len(l.waiting[key]) == 0 {
+		delete(l.waiting, key)
+	}
+}
+
+func (l *ackListener) deliver(m *nats.Msg) {
+	var answers []Answer
+	if json.Unmarshal(m.Data, &answers) != nil || len(answers) == 0 {
+		return // a rejection as a whole names no transactionIds
+	}
+	key := answersKey(answers)
+	l.mu.Lock()
+	q := l.waiting[key]
+	var p *Pending
+	if len(q) > 0 {
+		p = q[0]
+		if len(q) == 1 {
+			delete(l.waiting, key)
+		} else {
+			l.waiting[key] = q[1:]
+		}
+	}
+	l.mu.Unlock()
+	if p != nil {
+		p.answers <- answers
+	}
+}
+
+func (l *ackListener) close() {
+	_ = l.sub.Unsubscribe()
+	close(l.closed)
+}
+
+// Timer is a timer to schedule: its message, and when it fires — FireAt,
+// or Delay from when the gateway reads the request (exactly one).
+type Timer struct {
+	TransactionID string
+	Data          json.RawMessage
+	FireAt        time.Time
+	Delay         time.Duration
+}
+
+// ScheduleTimer schedules a timer whose fire pushes its message to the
+// partition, exactly once.
+func (c *Client) ScheduleTimer(ctx context.Context, queue, partition string, t Timer) (TimerScheduled, error) {
+	var out TimerScheduled
+	if !ValidName(queue) || !ValidName(partition) {
+		return out, fmt.Errorf("queengate: bad queue or partition name %q/%q: %s", queue, partition, NameRule)
+	}
+	if !t.FireAt.IsZero() && t.Delay != 0 {
+		return out, errors.New("queengate: a timer has FireAt or Delay, not both")
+	}
+	body := map[string]any{}
+	if t.TransactionID != "" {
+		body["transactionId"] = t.TransactionID
+	}
+	if t.Data != nil {
+		body["data"] = t.Data
+	}
+	if !t.FireAt.IsZero() {
+		body["fireAt"] = t.FireAt.Format(time.RFC3339Nano)
+	} else {
+		body["delayMs"] = t.Delay.Milliseconds()
+	}
+	b, err := json.Marshal(body)
+	if err != nil {
+		return out, fmt.Errorf("queengate: encode the timer: %w", err)
+	}
+	return out, c.request(ctx, c.subjects.Timer(queue, partition), b, false, &out)
+}
+
+// CancelTimer cancels a pending timer: "cancelled", or "absent" when it
+// is no longer pending (fired, cancelled, or never existed).
+func (c *Client) CancelTimer(ctx context.Context, timerID string) (TimerCancelled, error) {
+	var out TimerCancelled
+	b, _ := json.Marshal(map[string]string{"timerId": timerID}) // a string: cannot fail
+	return out, c.request(ctx, c.subjects.TimerCancel(), b, false, &out)
+}
+
+// ListTimers lists pending timers, due first: of one queue, or every
+// queue's with queue ""; limit 0 takes the gateway's default.
+func (c *Client) ListTimers(ctx context.Context, queue string, limit int) (TimersAnswer, error) {
+	var out TimersAnswer
+	req := map[string]any{}
+	if queue != "" {
+		req["queue"] = queue
+	}
+	if limit > 0 {
+		req["limit"] = limit
+	}
+	b, _ := json.Marshal(req) // a string and an integer: cannot fail
+	return out, c.request(ctx, c.subjects.TimerList(), b, true, &out)
+}
+
+// Configure creates or changes a queue.
+func (c *Client) Configure(ctx context.Context, req ConfigureRequest) (ConfigureAnswer, error) {
+	var out ConfigureAnswer
+	b, err := json.Marshal(req)
+	if err != nil {
+		return out, fmt.Errorf("queengate: encode the configure: %w", err)
+	}
+	return out, c.request(ctx, c.subjects.Configure(), b, true, &out)
+}
+
+// Queues lists every queue's configuration.
+func (c *Client) Queues(ctx context.Context) (QueuesAnswer, error) {
+	var out QueuesAnswer
+	return out, c.request(ctx, c.subjects.QueuesList(), nil, true, &out)
+}
+
+// Queue reads a queue's configuration and per-partition figures.
+func (c *Client) Queue(ctx context.Context, queue string) (QueueAnswer, error) {
+	var out QueueAnswer
+	if !ValidName(queue) {
+		return out, fmt.Errorf("queengate: bad queue name %q: %s", queue, NameRule)
+	}
+	return out, c.request(ctx, c.subjects.QueuesGet(queue), nil, true, &out)
+}
+
+// Status reads the health and figures of the gateway that answers.
+func (c *Client) Status(ctx context.Context) (StatusAnswer, error) {
+	var out StatusAnswer
+	return out, c.request(ctx, c.subjects.Status(), nil, true, &out)
+}

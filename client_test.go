@@ -1,0 +1,247 @@
+package queengate_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/rs/zerolog"
+
+	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/gateway"
+	"github.com/queengate/queengate/ingest"
+	"github.com/queengate/queengate/internal/pgtest"
+	"github.com/queengate/queengate/pgstore"
+	"github.com/queengate/queengate/timers"
+)
+
+func TestMain(m *testing.M) { pgtest.Run(m) }
+
+// running is a real gateway (embedded NATS, PostgreSQL, ingest, timers,
+// the operator API) and a client connected to it.
+type running struct {
+	client *queengate.Client
+	queue  string
+	url    string // the embedded NATS server's
+}
+
+// clientConn is another connection to the gateway's NATS server.
+func (r *running) clientConn(t *testing.T) *nats.Conn {
+	t.Helper()
+	nc, err := nats.Connect(r.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+func startGateway(t *testing.T, token string, opts ...queengate.Option) *running {
+	t.Helper()
+	ns, err := gateway.StartEmbeddedNATS(gateway.EmbeddedNATS{Port: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ns.Shutdown)
+	gwConn, err := nats.Connect(ns.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(gwConn.Close)
+	store := pgtest.Store(t, pgtest.SharedURL(t))
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	ing, err := ingest.New(store, ingest.Config{}, log, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tsvc, err := timers.New(store, timers.Config{}, log, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops := gateway.NewOps(gateway.OpsConfig{Token: token, Version: "1.2.3", WantSchema: pgstore.LatestVersion()}, store, ing, gwConn)
+	gw, err := gateway.New(gateway.Config{Ops: ops, Timers: gateway.NewTimerOps(tsvc, ops)}, gwConn, ing, log, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []interface {
+		Start(context.Context) error
+		Stop()
+	}{ing, tsvc, gw} {
+		if err := s.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(s.Stop)
+	}
+	nc, err := nats.Connect(ns.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	c, err := queengate.NewClient(nc, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return &running{client: c, queue: pgtest.UniqueName(t), url: ns.ClientURL()}
+}
+
+func msg(id, data string) queengate.Message {
+	return queengate.Message{TransactionID: id, Data: json.RawMessage(data)}
+}
+
+func TestPushAnswersQueuedThenDuplicateOfTheOriginal(t *testing.T) {
+	t.Parallel()
+	r := startGateway(t, "")
+	ctx := t.Context()
+	first, err := r.client.Push(ctx, r.queue, "p", msg("a", `{"n":1}`), msg("b", `2`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := r.client.Push(ctx, r.queue, "p", msg("b", `2`), msg("c", `null`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first[0].Status != queengate.StatusQueued || first[1].Status != queengate.StatusQueued || first[1].Offset != 1 {
+		t.Errorf("first push: %+v", first)
+	}
+	if again[0].Status != queengate.StatusDuplicate || again[0].MessageID != first[1].MessageID || again[0].Offset != 1 {
+		t.Errorf("retry of b: %+v, want duplicate of %+v", again[0], first[1])
+	}
+	if again[1].Status != queengate.StatusQueued || again[1].Offset != 2 {
+		t.Errorf("c: %+v, want queued at 2", again[1])
+	}
+	minted, err := r.client.Push(ctx, r.queue, "", queengate.Message{Data: json.RawMessage(`"x"`)})
+	if err != nil || minted[0].Status != queengate.StatusQueued || minted[0].TransactionID == "" {
+		t.Errorf("a push to the Default partition without a transactionId: %+v, %v", minted, err)
+	}
+}
+
+func TestPushRejectedAsAWholeIsAnError(t *testing.T) {
+	t.Parallel()
+	r := startGateway(t, "")
+	// \u0000 is valid JSON that PostgreSQL's jsonb cannot hold: the
+	// gateway, not the client, refuses it.
+	_, err := r.client.Push(t.Context(), r.queue, "p", msg("x", `"\u0000"`))
+	var werr *queengate.Error
+	if !errors.As(err, &werr) || werr.Code != queengate.CodeBadRequest || werr.Retryable() {
+		t.Fatalf("push of data jsonb refuses: %v, want a 400 *queengate.Error", err)
+	}
+	if _, err := r.client.Push(t.Context(), "bad.queue", "p", msg("x", "1")); err == nil {
+		t.Error("a queue name with a dot was sent")
+	}
+	if _, err := r.client.Push(t.Context(), r.queue, "p"); err == nil {
+		t.Error("an empty push was sent")
+	}
+}
+
+// TestPublishMatchesAcksToTheirRequests publishes concurrently, several
+// requests per partition, some with the same transactionIds: each
+// Pending gets the answers of its own request.
+func TestPublishMatchesAcksToTheirRequests(t *testing.T) {
+	t.Parallel()
+	r := startGateway(t, "")
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, 40)
+	for i := range 40 {
+		wg.Go(func() {
+			part := fmt.Sprintf("p%d", i%4)
+			ids := []string{fmt.Sprintf("id-%d", i), fmt.Sprintf("shared-%d", i%4)}
+			p, err := r.client.Publish(ctx, r.queue, part, msg(ids[0], "1"), msg(ids[1], "2"))
+			if err != nil {
+				errs <- err
+				return
+			}
+			answers, err := p.Wait(ctx)
+			if err != nil {
+				errs <- err
+				return
+			}
+			if len(answers) != 2 || answers[0].TransactionID != ids[0] || answers[0].Status != queengate.StatusQueued ||
+				answers[1].TransactionID != ids[1] || answers[1].Status == queengate.StatusFailed {
+				errs <- fmt.Errorf("request %d on %s: answers %+v", i, part, answers)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if _, err := r.client.Publish(ctx, r.queue, "p0", queengate.Message{Data: json.RawMessage("1")}); err == nil {
+		t.Error("a fire-and-forget push without a transactionId was sent: its answer could not be matched")
+	}
+}
+
+func TestTimersThroughTheClient(t *testing.T) {
+	t.Parallel()
+	r := startGateway(t, "")
+	ctx := t.Context()
+	s, err := r.client.ScheduleTimer(ctx, r.queue, "p", queengate.Timer{TransactionID: "remind", Data: json.RawMessage(`{"n":1}`), Delay: time.Hour})
+	if err != nil || s.Status != "scheduled" || s.TimerID == "" || s.Existing {
+		t.Fatalf("schedule: %+v, %v", s, err)
+	}
+	again, err := r.client.ScheduleTimer(ctx, r.queue, "p", queengate.Timer{TransactionID: "remind", FireAt: time.Now().Add(time.Minute)})
+	if err != nil || !again.Existing || again.TimerID != s.TimerID {
+		t.Errorf("a retried schedule: %+v, %v; want the pending timer", again, err)
+	}
+	list, err := r.client.ListTimers(ctx, r.queue, 0)
+	if err != nil || len(list.Timers) != 1 || list.Timers[0].TimerID != s.TimerID {
+		t.Errorf("list: %+v, %v", list, err)
+	}
+	for _, want := range []string{"cancelled", "absent"} {
+		if c, err := r.client.CancelTimer(ctx, s.TimerID); err != nil || c.Status != want {
+			t.Errorf("cancel: %+v, %v; want %s", c, err, want)
+		}
+	}
+}
+
+func TestOperatorAPIThroughTheClient(t *testing.T) {
+	t.Parallel()
+	r := startGateway(t, "s3cret", queengate.WithAdminToken("s3cret"))
+	ctx := t.Context()
+	c, err := r.client.Configure(ctx, queengate.ConfigureRequest{Queue: r.queue, Options: map[string]int64{"dedupWindowSeconds": 600}})
+	if err != nil || !c.Created || c.Options.DedupWindowSeconds != 600 {
+		t.Fatalf("configure: %+v, %v", c, err)
+	}
+	if _, err := r.client.Push(ctx, r.queue, "p", msg("a", "1")); err != nil {
+		t.Fatal(err)
+	}
+	q, err := r.client.Queue(ctx, r.queue)
+	if err != nil || len(q.Partitions) != 1 || q.Partitions[0].StoredMessages != 1 || q.Partitions[0].Queued != 1 {
+		t.Errorf("queue: %+v, %v", q, err)
+	}
+	qs, err := r.client.Queues(ctx)
+	if err != nil || len(qs.Queues) == 0 {
+		t.Errorf("queues: %+v, %v", qs, err)
+	}
+	st, err := r.client.Status(ctx)
+	if err != nil || !st.Ready || st.Version != "1.2.3" {
+		t.Errorf("status: %+v, %v", st, err)
+	}
+	if _, err := r.client.Configure(ctx, queengate.ConfigureRequest{Queue: r.queue, Options: map[string]int64{"dedupWindowSeconds": -1}}); !isCode(err, queengate.CodeBadRequest) {
+		t.Errorf("an option out of range: %v, want a 400", err)
+	}
+	if _, err := r.client.Queue(ctx, "nobody-"+r.queue); !isCode(err, queengate.CodeNotFound) {
+		t.Errorf("an unknown queue: %v, want a 404", err)
+	}
+
+	anonymous, err := queengate.NewClient(r.clientConn(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := anonymous.Status(ctx); !isCode(err, queengate.CodeUnauthorized) {
+		t.Errorf("status without the token: %v, want a 401", err)
+	}
+}
+
+func isCode(err error, code int) bool {
+	var werr *queengate.Error
+	return errors.As(err, &werr) && werr.Code == code
+}
