@@ -41,6 +41,15 @@ type Answer struct {
 	Error     string `json:"error,omitempty"`
 }
 
+// TimerRequest is the body of a timer schedule: fireAt (RFC 3339 with a
+// zone) or delayMs (from when the gateway reads it), not both.
+type TimerRequest struct {
+	TransactionID string          `json:"transactionId,omitempty"`
+	Data          json.RawMessage `json:"data,omitempty"`
+	FireAt        string          `json:"fireAt,omitempty"`
+	DelayMs       *int64          `json:"delayMs,omitempty"`
+}
+
 // TimerScheduled answers a timer schedule.
 type TimerScheduled struct {
 	TimerID       string    `json:"timerId"`

@@ -332,17 +332,12 @@ func (c *Client) ScheduleTimer(ctx context.Context, queue, partition string, t T
 	if !t.FireAt.IsZero() && t.Delay != 0 {
 		return out, errors.New("queengate: a timer has FireAt or Delay, not both")
 	}
-	body := map[string]any{}
-	if t.TransactionID != "" {
-		body["transactionId"] = t.TransactionID
-	}
-	if t.Data != nil {
-		body["data"] = t.Data
-	}
+	body := TimerRequest{TransactionID: t.TransactionID, Data: t.Data}
 	if !t.FireAt.IsZero() {
-		body["fireAt"] = t.FireAt.Format(time.RFC3339Nano)
+		body.FireAt = t.FireAt.Format(time.RFC3339Nano)
 	} else {
-		body["delayMs"] = t.Delay.Milliseconds()
+		ms := t.Delay.Milliseconds()
+		body.DelayMs = &ms
 	}
 	b, err := json.Marshal(body)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	queengate "github.com/queengate/queengate"
 	"net/http"
 	"strconv"
 	"strings"
@@ -26,7 +27,7 @@ type queengateTarget struct {
 	gateways int  // the fleet's size, when queenbench runs it (queengate@N)
 	fleet    *selfEnv
 	natsURL  string
-	prefix   string
+	subjects queengate.Subjects
 	pool     *pgxpool.Pool // to set the queues' window; nil for a remote gateway
 	conns    []*nats.Conn
 	w        Workload
@@ -75,7 +76,7 @@ func (c *gatewayCounters) add(m map[string]float64) {
 // gateways by each Setup, or running ones (fleet nil) at natsURL with their
 // admin addresses.
 func newQueengateTarget(ctx context.Context, name string, gateways int, fleet *selfEnv, natsURL, prefix, pgURL string, adminAddrs []string) (*queengateTarget, error) {
-	t := &queengateTarget{name: name, gateways: gateways, fleet: fleet, natsURL: natsURL, prefix: prefix,
+	t := &queengateTarget{name: name, gateways: gateways, fleet: fleet, natsURL: natsURL, subjects: queengate.Subjects{Prefix: prefix},
 		adminAddrs: adminAddrs, waiters: map[uint64][]chan []Status{}}
 	if pgURL != "" {
 		pool, err := pgxpool.New(ctx, pgURL)
@@ -136,7 +137,7 @@ func (t *queengateTarget) Setup(ctx context.Context, w Workload) error {
 	if w.FireAndForget {
 		for _, q := range queues {
 			for _, nc := range t.conns {
-				sub, err := nc.Subscribe(t.prefix+".ack."+q+".>", t.onAck)
+				sub, err := nc.Subscribe(t.subjects.Prefix+".ack."+q+".>", t.onAck)
 				if err != nil {
 					return err
 				}
@@ -175,7 +176,7 @@ func (t *queengateTarget) Send(ctx context.Context, producer int, b *Batch) ([]S
 		body = append(body, '}')
 	}
 	body = append(body, ']')
-	subject := t.prefix + ".push." + b.Queue + "." + b.Partition
+	subject := t.subjects.Push(b.Queue, b.Partition)
 	nc := t.conns[producer%len(t.conns)]
 	if !t.w.FireAndForget {
 		ctx, cancel := context.WithTimeout(ctx, t.w.requestTimeout())
@@ -184,8 +185,8 @@ func (t *queengateTarget) Send(ctx context.Context, producer int, b *Batch) ([]S
 		if err != nil {
 			return nil, err
 		}
-		if code := msg.Header.Get("Nats-Service-Error-Code"); code != "" {
-			return nil, fmt.Errorf("rejected %s: %s", code, msg.Header.Get("Nats-Service-Error"))
+		if code := msg.Header.Get(queengate.HeaderErrorCode); code != "" {
+			return nil, fmt.Errorf("rejected %s: %s", code, msg.Header.Get(queengate.HeaderError))
 		}
 		return parseStatuses(msg.Data, len(b.IDs))
 	}
@@ -231,7 +232,12 @@ func (t *queengateTarget) onAck(m *nats.Msg) {
 	}
 }
 
-var statusWord = map[string]Status{"queued": StatusQueued, "duplicate": StatusDuplicate, "failed": StatusFailed}
+// statusWord reads the wire's statuses into queenbench's compact ones.
+var statusWord = map[string]Status{
+	string(queengate.StatusQueued):    StatusQueued,
+	string(queengate.StatusDuplicate): StatusDuplicate,
+	string(queengate.StatusFailed):    StatusFailed,
+}
 
 // parseStatuses reads the statuses of an answer array in order, without a
 // full JSON decode: queenbench's own ids never contain quotes.

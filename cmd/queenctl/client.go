@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	queengate "github.com/queengate/queengate"
 	"io"
 	"net"
 	"net/http"
@@ -22,26 +23,27 @@ import (
 // operation is one admin request of docs/admin-api.md, in both of its
 // spellings: the gateway serves the same body and answer on HTTP and NATS.
 type operation struct {
-	method, path string // HTTP
-	subject      string // NATS, after "<prefix>."
-	body         []byte // JSON, or nil; over HTTP a GET sends none
+	method, path string                          // HTTP
+	subject      func(queengate.Subjects) string // NATS
+	body         []byte                          // JSON, or nil; over HTTP a GET sends none
 }
 
-func opConfigure(req configureRequest) operation {
+func opConfigure(req queengate.ConfigureRequest) operation {
 	body, _ := json.Marshal(req) // plain strings and integers: cannot fail
-	return operation{method: http.MethodPost, path: "/configure", subject: "configure", body: body}
+	return operation{method: http.MethodPost, path: "/configure", subject: queengate.Subjects.Configure, body: body}
 }
 
 func opListQueues() operation {
-	return operation{method: http.MethodGet, path: "/queues", subject: "queues.list"}
+	return operation{method: http.MethodGet, path: "/queues", subject: queengate.Subjects.QueuesList}
 }
 
 func opGetQueue(queue string) operation {
-	return operation{method: http.MethodGet, path: "/queues/" + url.PathEscape(queue), subject: "queues.get." + queue}
+	return operation{method: http.MethodGet, path: "/queues/" + url.PathEscape(queue),
+		subject: func(s queengate.Subjects) string { return s.QueuesGet(queue) }}
 }
 
 func opStatus() operation {
-	return operation{method: http.MethodGet, path: "/status", subject: "status"}
+	return operation{method: http.MethodGet, path: "/status", subject: queengate.Subjects.Status}
 }
 
 // opListTimers lists pending timers: queue "" for every queue, limit 0
@@ -63,14 +65,7 @@ func opListTimers(queue string, limit int) operation {
 		path += "?" + q.Encode()
 	}
 	body, _ := json.Marshal(req) // a string and an integer: cannot fail
-	return operation{method: http.MethodGet, path: path, subject: "timer.list", body: body}
-}
-
-// configureRequest is the body of POST /configure and <prefix>.configure.
-type configureRequest struct {
-	Queue   string           `json:"queue"`
-	Options map[string]int64 `json:"options"`
-	Mode    string           `json:"mode"` // merge or replace
+	return operation{method: http.MethodGet, path: path, subject: queengate.Subjects.TimerList, body: body}
 }
 
 // adminClient sends admin operations to a gateway. Implementations return
@@ -108,7 +103,7 @@ func (c *httpClient) do(ctx context.Context, op operation) ([]byte, error) {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
+		req.Header.Set(queengate.HeaderAuthorization, "Bearer "+c.token)
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
@@ -148,17 +143,9 @@ func unwrapURLError(err error) error {
 	return err
 }
 
-// errorBody is the error answer of docs/protocol.md.
-type errorBody struct {
-	Error *struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-	} `json:"error"`
-}
-
 func isErrorBody(b []byte) bool {
-	var eb errorBody
-	return json.Unmarshal(b, &eb) == nil && eb.Error != nil
+	var eb queengate.ErrorBody
+	return json.Unmarshal(b, &eb) == nil && eb.Error.Code != 0
 }
 
 // answerError builds the error for a gateway's error answer: the message
@@ -166,9 +153,9 @@ func isErrorBody(b []byte) bool {
 // A 401 says which setting to fix.
 func answerError(code int, fallback string, body []byte, tokenSet bool) *gatewayError {
 	ge := &gatewayError{Code: code}
-	var eb errorBody
+	var eb queengate.ErrorBody
 	switch {
-	case json.Unmarshal(body, &eb) == nil && eb.Error != nil && eb.Error.Message != "":
+	case json.Unmarshal(body, &eb) == nil && eb.Error.Message != "":
 		ge.Message = eb.Error.Message
 	case fallback != "":
 		ge.Message = fallback
@@ -193,10 +180,10 @@ func answerError(code int, fallback string, body []byte, tokenSet bool) *gateway
 
 // natsClient talks to gateways over NATS request-reply.
 type natsClient struct {
-	nc      *nats.Conn
-	prefix  string
-	token   string
-	timeout time.Duration
+	nc       *nats.Conn
+	subjects queengate.Subjects
+	token    string
+	timeout  time.Duration
 }
 
 // dialNATS connects with the same credential options as the daemon.
@@ -249,13 +236,13 @@ func dialNATS(ctx context.Context, g *globals) (*natsClient, error) {
 		}
 		return nil, &unreachableError{fmt.Sprintf("could not reach NATS at %s: %v; is it running? (set --nats or QUEENCTL_NATS_URL)", g.natsURL, err)}
 	}
-	return &natsClient{nc: nc, prefix: g.prefix, token: g.token, timeout: g.timeout}, nil
+	return &natsClient{nc: nc, subjects: queengate.Subjects{Prefix: g.prefix}, token: g.token, timeout: g.timeout}, nil
 }
 
 func (c *natsClient) close() { c.nc.Close() }
 
 func (c *natsClient) do(ctx context.Context, op operation) ([]byte, error) {
-	return c.request(ctx, c.prefix+"."+op.subject, op.body)
+	return c.request(ctx, op.subject(c.subjects), op.body)
 }
 
 // maxPayload is the largest request the NATS server accepts.
@@ -270,12 +257,12 @@ func (c *natsClient) request(ctx context.Context, subject string, body []byte) (
 	msg.Data = body
 	if c.token != "" {
 		// The same header as on HTTP, carried as a NATS header.
-		msg.Header.Set("Authorization", "Bearer "+c.token)
+		msg.Header.Set(queengate.HeaderAuthorization, "Bearer "+c.token)
 	}
 	reply, err := c.nc.RequestMsgWithContext(ctx, msg)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
-		return nil, &unreachableError{fmt.Sprintf("no gateway answers on %s: is queengate running on this NATS, with subject prefix %q? (--prefix, QUEEN_SUBJECT_PREFIX)", subject, c.prefix)}
+		return nil, &unreachableError{fmt.Sprintf("no gateway answers on %s: is queengate running on this NATS, with subject prefix %q? (--prefix, QUEEN_SUBJECT_PREFIX)", subject, c.subjects.Prefix)}
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout):
 		return nil, &unreachableError{fmt.Sprintf("no answer on %s within %v: is the gateway overloaded? (raise --timeout)", subject, c.timeout)}
 	case err != nil && ctx.Err() != nil:
@@ -283,9 +270,9 @@ func (c *natsClient) request(ctx context.Context, subject string, body []byte) (
 	case err != nil:
 		return nil, &unreachableError{fmt.Sprintf("request on %s: %v", subject, err)}
 	}
-	if code := reply.Header.Get("Nats-Service-Error-Code"); code != "" {
+	if code := reply.Header.Get(queengate.HeaderErrorCode); code != "" {
 		n, _ := strconv.Atoi(code)
-		return nil, answerError(n, reply.Header.Get("Nats-Service-Error"), reply.Data, c.token != "")
+		return nil, answerError(n, reply.Header.Get(queengate.HeaderError), reply.Data, c.token != "")
 	}
 	return reply.Data, nil
 }

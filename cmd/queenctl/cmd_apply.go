@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	queengate "github.com/queengate/queengate"
 	"io"
 	"maps"
 	"slices"
@@ -82,7 +83,7 @@ func applyManifest(ctx context.Context, s *session, c adminClient, specs []queue
 	)
 	for _, spec := range specs {
 		var raw []byte
-		raw, err = c.do(ctx, opConfigure(configureRequest{Queue: spec.Name, Options: spec.Options, Mode: "replace"}))
+		raw, err = c.do(ctx, opConfigure(queengate.ConfigureRequest{Queue: spec.Name, Options: spec.Options, Mode: "replace"}))
 		if err != nil {
 			err = fmt.Errorf("apply queue %q: %w%s", spec.Name, err, appliedBefore(configs))
 			break

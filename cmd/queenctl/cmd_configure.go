@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"flag"
+	queengate "github.com/queengate/queengate"
 )
 
 func init() {
@@ -60,7 +61,7 @@ func setupConfigure(fs *flag.FlagSet) runFunc {
 		if err := checkName("queue", queue); err != nil {
 			return err
 		}
-		req := configureRequest{Queue: queue, Options: map[string]int64{}, Mode: "merge"}
+		req := queengate.ConfigureRequest{Queue: queue, Options: map[string]int64{}, Mode: "merge"}
 		if *replace {
 			req.Mode = "replace"
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"time"
 )
 
 func init() {
@@ -65,7 +66,7 @@ func getQueues(ctx context.Context, s *session) error {
 	fmt.Fprintf(tw, "QUEUE\t%s\tCREATED\tUPDATED\n", optionHeads())
 	for i := range list.Queues {
 		q := &list.Queues[i]
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", q.Queue, optionCells(q), q.CreatedAt, q.UpdatedAt)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", q.Queue, optionCells(q), stamp(q.CreatedAt), stamp(q.UpdatedAt))
 	}
 	return tw.Flush()
 }
@@ -105,21 +106,17 @@ func getQueue(ctx context.Context, s *session, name string) error {
 	tw = newTable(s.stdout)
 	fmt.Fprintln(tw, "PARTITION\tQUEUED\tDUPLICATES\tFAILED\tCACHE\tRESIDENT HASHES")
 	for _, p := range q.Partitions {
-		state, hashes := "-", "-"
-		if p.Cache != nil {
-			state, hashes = p.Cache.State, fmt.Sprint(p.Cache.ResidentHashes)
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\n", p.Partition, p.Queued, p.Duplicates, p.Failed, state, hashes)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%d\n", p.Partition, p.Queued, p.Duplicates, p.Failed, p.Cache.State, p.Cache.ResidentHashes)
 	}
 	return tw.Flush()
 }
 
-// orDash prints an optional time as given, or "-".
-func orDash(s *string) string {
-	if s == nil {
+// orDash prints an optional time as the gateway writes it, or "-".
+func orDash(t *time.Time) string {
+	if t == nil {
 		return "-"
 	}
-	return *s
+	return stamp(*t)
 }
 
 // humanBytes prints a byte count in B, KiB, MiB or GiB.

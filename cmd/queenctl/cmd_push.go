@@ -8,6 +8,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	queengate "github.com/queengate/queengate"
 	"io"
 )
 
@@ -42,19 +43,6 @@ as the gateway sent it. Exit code 1 if any message answered failed.
 
 `
 
-// pushAnswer is one entry of a push reply (docs/protocol.md).
-type pushAnswer struct {
-	Index         int    `json:"index"`
-	TransactionID string `json:"transactionId"`
-	Status        string `json:"status"`
-	MessageID     string `json:"messageId"`
-	Offset        *int64 `json:"offset"`
-	Error         string `json:"error"`
-}
-
-// maxTxnIDBytes is docs/protocol.md's longest transactionId.
-const maxTxnIDBytes = 256
-
 func setupPush(fs *flag.FlagSet) runFunc {
 	txnID := fs.String("txn-id", "", "transactionId of the one message `argument`")
 	envelope := fs.Bool("envelope", false, `each stdin line is a whole message object {"transactionId"?, "data"}`)
@@ -78,8 +66,8 @@ func setupPush(fs *flag.FlagSet) runFunc {
 			return usagef("push: --batch %d: must be at least 1", *batch)
 		case *txnID != "" && len(msgArgs) != 1:
 			return usagef("push: --txn-id is the transactionId of one message argument; give exactly one MESSAGE")
-		case len(*txnID) > maxTxnIDBytes:
-			return usagef("push: --txn-id is %d bytes; a transactionId is 1-%d bytes", len(*txnID), maxTxnIDBytes)
+		case len(*txnID) > queengate.MaxTxnIDBytes:
+			return usagef("push: --txn-id is %d bytes; a transactionId is 1-%d bytes", len(*txnID), queengate.MaxTxnIDBytes)
 		case *envelope && len(msgArgs) > 0:
 			return usagef("push: --envelope is for lines on stdin; message arguments are data (use --txn-id for the transactionId)")
 		case s.g.natsURL == "":
@@ -103,14 +91,8 @@ func setupPush(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		return sendBatches(ctx, s, nc, s.g.prefix+".push."+queue+"."+partition, batches)
+		return sendBatches(ctx, s, nc, nc.subjects.Push(queue, partition), batches)
 	}
-}
-
-// message is the wire shape of one pushed message.
-type message struct {
-	TransactionID string          `json:"transactionId,omitempty"`
-	Data          json.RawMessage `json:"data"`
 }
 
 // argMessages turns arguments into messages: valid JSON is the data as
@@ -122,7 +104,7 @@ func argMessages(args []string, txnID string) [][]byte {
 		if !json.Valid(data) {
 			data, _ = json.Marshal(a)
 		}
-		m, _ := json.Marshal(message{TransactionID: txnID, Data: data})
+		m, _ := json.Marshal(queengate.Message{TransactionID: txnID, Data: data})
 		out = append(out, m)
 	}
 	return out
@@ -156,7 +138,7 @@ func lineMessage(line []byte, envelope bool) ([]byte, string) {
 		return nil, "not valid JSON (each line is one JSON value)"
 	}
 	if !envelope {
-		m, _ := json.Marshal(message{Data: line})
+		m, _ := json.Marshal(queengate.Message{Data: line})
 		return m, ""
 	}
 	var env map[string]json.RawMessage
@@ -165,8 +147,8 @@ func lineMessage(line []byte, envelope bool) ([]byte, string) {
 	}
 	if raw, ok := env["transactionId"]; ok && string(raw) != "null" {
 		var id string
-		if json.Unmarshal(raw, &id) != nil || len(id) == 0 || len(id) > maxTxnIDBytes {
-			return nil, fmt.Sprintf("transactionId must be a string of 1-%d bytes", maxTxnIDBytes)
+		if json.Unmarshal(raw, &id) != nil || len(id) == 0 || len(id) > queengate.MaxTxnIDBytes {
+			return nil, fmt.Sprintf("transactionId must be a string of 1-%d bytes", queengate.MaxTxnIDBytes)
 		}
 	}
 	var buf bytes.Buffer
@@ -211,7 +193,7 @@ func sendBatches(ctx context.Context, s *session, nc *natsClient, subject string
 		body := append(append([]byte("["), bytes.Join(b, []byte(","))...), ']')
 		raw, err := nc.request(ctx, subject, body)
 		var ge *gatewayError
-		if errors.As(err, &ge) && ge.Code == 413 {
+		if errors.As(err, &ge) && ge.Code == queengate.CodeTooLarge {
 			ge.hint = "lower --batch to at most the gateway's QUEEN_MAX_BATCH"
 		}
 		if err != nil {
@@ -225,7 +207,7 @@ func sendBatches(ctx context.Context, s *session, nc *natsClient, subject string
 			}
 			return fmt.Errorf("push: %s: %w (the %d before were answered above)", which, err, start)
 		}
-		var answers []pushAnswer
+		var answers []queengate.Answer
 		if err := decodeAnswer(raw, &answers); err != nil {
 			tw.Flush()
 			return err
@@ -239,21 +221,14 @@ func sendBatches(ctx context.Context, s *session, nc *natsClient, subject string
 			fmt.Fprintln(tw, "INDEX\tTRANSACTION ID\tSTATUS\tMESSAGE ID\tOFFSET")
 		}
 		for _, a := range answers {
-			counts[a.Status]++
+			counts[string(a.Status)]++
 			total++
 			if s.g.output != "table" {
 				continue
 			}
-			id, off := a.MessageID, "-"
-			if a.Offset != nil {
-				off = fmt.Sprint(*a.Offset)
-			}
-			if a.Status == "failed" {
+			id := a.MessageID + "\t" + fmt.Sprint(a.Offset)
+			if a.Status == queengate.StatusFailed {
 				id = "-\t-\t" + a.Error
-				off = ""
-			}
-			if off != "" {
-				id += "\t" + off
 			}
 			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", start+a.Index, a.TransactionID, a.Status, id)
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	queengate "github.com/queengate/queengate"
 	"time"
 )
 
@@ -90,33 +91,6 @@ const maxTimerList = 10000
 // defaultTimerList is the gateway's list limit when none is sent.
 const defaultTimerList = 100
 
-// timerScheduled is the answer to a schedule (docs/protocol.md).
-type timerScheduled struct {
-	TimerID       string `json:"timerId"`
-	Status        string `json:"status"`
-	FireAt        string `json:"fireAt"`
-	TransactionID string `json:"transactionId"`
-}
-
-// timerInfo is one pending timer of a list answer.
-type timerInfo struct {
-	TimerID       string `json:"timerId"`
-	Queue         string `json:"queue"`
-	Partition     string `json:"partition"`
-	TransactionID string `json:"transactionId"`
-	FireAt        string `json:"fireAt"`
-	CreatedAt     string `json:"createdAt"`
-}
-
-// scheduleRequest is the body of <prefix>.timer.QUEUE.PARTITION: fireAt
-// or delayMs, never both.
-type scheduleRequest struct {
-	TransactionID string          `json:"transactionId,omitempty"`
-	Data          json.RawMessage `json:"data,omitempty"`
-	FireAt        string          `json:"fireAt,omitempty"`
-	DelayMs       *int64          `json:"delayMs,omitempty"`
-}
-
 // atFlag is --at: an RFC 3339 time with a zone.
 type atFlag struct {
 	set bool
@@ -181,7 +155,7 @@ func setupTimerSchedule(fs *flag.FlagSet) runFunc {
 		if err := checkName("partition", partition); err != nil {
 			return err
 		}
-		req := scheduleRequest{TransactionID: *txnID}
+		req := queengate.TimerRequest{TransactionID: *txnID}
 		switch {
 		case at.set && in.set:
 			return usagef("timer schedule: give either --at or --in, not both")
@@ -192,8 +166,8 @@ func setupTimerSchedule(fs *flag.FlagSet) runFunc {
 		default:
 			req.DelayMs = &in.ms
 		}
-		if len(*txnID) > maxTxnIDBytes {
-			return usagef("timer schedule: --txn-id is %d bytes; a transactionId is 1-%d bytes", len(*txnID), maxTxnIDBytes)
+		if len(*txnID) > queengate.MaxTxnIDBytes {
+			return usagef("timer schedule: --txn-id is %d bytes; a transactionId is 1-%d bytes", len(*txnID), queengate.MaxTxnIDBytes)
 		}
 		if len(args) == 3 {
 			req.Data = json.RawMessage(args[2])
@@ -212,11 +186,11 @@ func setupTimerSchedule(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		raw, err := nc.request(ctx, s.g.prefix+".timer."+queue+"."+partition, body)
+		raw, err := nc.request(ctx, nc.subjects.Timer(queue, partition), body)
 		if err != nil {
 			return fmt.Errorf("timer schedule: %w", err)
 		}
-		var a timerScheduled
+		var a queengate.TimerScheduled
 		if err := decodeAnswer(raw, &a); err != nil {
 			return err
 		}
@@ -225,7 +199,7 @@ func setupTimerSchedule(fs *flag.FlagSet) runFunc {
 		}
 		tw := newTable(s.stdout)
 		fmt.Fprintln(tw, "TIMER ID\tSTATUS\tFIRE AT\tTRANSACTION ID")
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", a.TimerID, a.Status, a.FireAt, a.TransactionID)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", a.TimerID, a.Status, stamp(a.FireAt), a.TransactionID)
 		return tw.Flush()
 	}
 }
@@ -247,13 +221,11 @@ func setupTimerCancel(*flag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		raw, err := nc.request(ctx, s.g.prefix+".timer.cancel", body)
+		raw, err := nc.request(ctx, nc.subjects.TimerCancel(), body)
 		if err != nil {
 			return fmt.Errorf("timer cancel: %w", err)
 		}
-		var a struct {
-			Status string `json:"status"`
-		}
+		var a queengate.TimerCancelled
 		if err := decodeAnswer(raw, &a); err != nil {
 			return err
 		}
@@ -293,9 +265,7 @@ func setupTimerList(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		var list struct {
-			Timers []timerInfo `json:"timers"`
-		}
+		var list queengate.TimersAnswer
 		if err := decodeAnswer(raw, &list); err != nil {
 			return err
 		}
@@ -313,7 +283,7 @@ func setupTimerList(fs *flag.FlagSet) runFunc {
 		tw := newTable(s.stdout)
 		fmt.Fprintln(tw, "TIMER ID\tQUEUE\tPARTITION\tTRANSACTION ID\tFIRE AT")
 		for _, t := range list.Timers {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.TimerID, t.Queue, t.Partition, t.TransactionID, t.FireAt)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.TimerID, t.Queue, t.Partition, t.TransactionID, stamp(t.FireAt))
 		}
 		if err := tw.Flush(); err != nil {
 			return err

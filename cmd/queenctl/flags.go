@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	queengate "github.com/queengate/queengate"
 	"io"
 	"net/url"
 	"slices"
@@ -83,7 +84,7 @@ func (g *globals) validate() error {
 		return usagef("--timeout %v: must be positive, e.g. 10s", g.timeout)
 	}
 	for _, tok := range strings.Split(g.prefix, ".") {
-		if !validName(tok) {
+		if !queengate.ValidName(tok) {
 			return usagef("--prefix %q: each dot-separated token must be 1-128 bytes of [A-Za-z0-9_-] (as the gateway's QUEEN_SUBJECT_PREFIX)", g.prefix)
 		}
 	}
@@ -109,23 +110,8 @@ func normalizeHTTPURL(s string) (string, error) {
 	return strings.TrimRight(u.String(), "/"), nil
 }
 
-// validName is docs/protocol.md's rule for queue and partition names: 1-128
-// bytes of [A-Za-z0-9_-], one NATS subject token.
-func validName(s string) bool {
-	if len(s) == 0 || len(s) > 128 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
-
 func checkName(what, s string) error {
-	if !validName(s) {
+	if !queengate.ValidName(s) {
 		return usagef("bad %s name %q: use 1-128 bytes of [A-Za-z0-9_-]", what, s)
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	queengate "github.com/queengate/queengate"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -307,8 +308,8 @@ func testConfigure(t *testing.T, tr transport) {
 func testPushAndGet(t *testing.T, tr transport) {
 	// From arguments, with a transactionId: the retry is a duplicate of
 	// the first, with its messageId.
-	first := jsonOf[[]pushAnswer](t, ctl(t, "", flags(tr.push, "push", "orders", "p1", `{"orderId":1}`, "--txn-id", "order-1", "-o", "json")...))
-	retry := jsonOf[[]pushAnswer](t, ctl(t, "", flags(tr.push, "push", "orders", "p1", `{"orderId":1}`, "--txn-id", "order-1", "-o", "json")...))
+	first := jsonOf[[]queengate.Answer](t, ctl(t, "", flags(tr.push, "push", "orders", "p1", `{"orderId":1}`, "--txn-id", "order-1", "-o", "json")...))
+	retry := jsonOf[[]queengate.Answer](t, ctl(t, "", flags(tr.push, "push", "orders", "p1", `{"orderId":1}`, "--txn-id", "order-1", "-o", "json")...))
 	if len(first) != 1 || first[0].Status != "queued" || len(retry) != 1 || retry[0].Status != "duplicate" ||
 		retry[0].MessageID != first[0].MessageID || first[0].MessageID == "" {
 		t.Errorf("first %+v, retry %+v: want queued then duplicate with the same messageId", first, retry)
@@ -340,8 +341,8 @@ func testPushAndGet(t *testing.T, tr transport) {
 `
 	r = ctl(t, lines, flags(tr.push, "push", "orders", "p1", "--envelope", "-o", "json")...)
 	r.expect(t, exitOK)
-	got := jsonOf[[]pushAnswer](t, r)
-	want := []string{"queued", "queued", "duplicate", "duplicate", "queued"}
+	got := jsonOf[[]queengate.Answer](t, r)
+	want := []queengate.Status{"queued", "queued", "duplicate", "duplicate", "queued"}
 	if len(got) != len(want) {
 		t.Fatalf("envelope push: %+v", got)
 	}
@@ -356,7 +357,7 @@ func testPushAndGet(t *testing.T, tr transport) {
 
 	// The partitions' figures.
 	q := jsonOf[queueConfig](t, ctl(t, "", flags(tr.admin, "get", "queue", "orders", "-o", "json")...))
-	parts := map[string]partitionInfo{}
+	parts := map[string]queengate.PartitionView{}
 	for _, p := range q.Partitions {
 		parts[p.Partition] = p
 	}

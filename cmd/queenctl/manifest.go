@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	queengate "github.com/queengate/queengate"
 	"io"
 	"os"
 	"regexp"
@@ -189,7 +190,7 @@ func validateQueue(me *manifestError, q *manifestQueue, line int) (spec queueSpe
 		return spec, false
 	}
 	spec.Name, spec.Line = q.Name.Value, q.Name.Line
-	if !validName(spec.Name) {
+	if !queengate.ValidName(spec.Name) {
 		me.add(q.Name.Line, "bad queue name %q: use 1-128 bytes of [A-Za-z0-9_-]", spec.Name)
 	}
 	for _, o := range knownOptions {

@@ -10,43 +10,24 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
+
+	queengate "github.com/queengate/queengate"
 )
 
 // queueConfig is a queue's configuration as the gateway answers it
-// (docs/admin-api.md); Partitions only in GET /queues/<queue>.
+// (docs/admin-api.md), with the options read as a map: every option the
+// gateway has, whether this queenctl knows it or not. Created only in a
+// configure's answer, Partitions only in GET /queues/<queue>.
 type queueConfig struct {
-	Queue      string           `json:"queue"`
-	Options    map[string]int64 `json:"options"`
-	Created    *bool            `json:"created,omitempty"`
-	CreatedAt  string           `json:"createdAt"`
-	UpdatedAt  string           `json:"updatedAt"`
-	Partitions []partitionInfo  `json:"partitions"`
+	queengate.QueueView
+	Options    map[string]int64          `json:"options"`
+	Created    *bool                     `json:"created,omitempty"`
+	Partitions []queengate.PartitionView `json:"partitions"`
 }
 
-// partitionInfo is one partition's figures in GET /queues/<queue>: what
-// PostgreSQL holds, then the answering gateway's own counts since it
-// started (queued + duplicates + failed = messages).
-type partitionInfo struct {
-	Partition      string     `json:"partition"`
-	FirstOffset    int64      `json:"firstOffset"`
-	LastOffset     int64      `json:"lastOffset"`
-	StoredMessages int64      `json:"storedMessages"`
-	StoredBytes    int64      `json:"storedBytes"`
-	OldestAt       *string    `json:"oldestAt"`
-	NewestAt       *string    `json:"newestAt"`
-	TxnsStart      int64      `json:"txnsStart"`
-	Messages       int64      `json:"messages"`
-	Queued         int64      `json:"queued"`
-	Duplicates     int64      `json:"duplicates"`
-	Failed         int64      `json:"failed"`
-	Cache          *cacheInfo `json:"cache"`
-}
-
-type cacheInfo struct {
-	State          string `json:"state"`
-	ResidentHashes int64  `json:"residentHashes"`
-	Bytes          int64  `json:"bytes"`
-}
+// stamp prints a time as the gateway writes it.
+func stamp(t time.Time) string { return t.Format(time.RFC3339Nano) }
 
 // decodeAnswer decodes a gateway's answer; a malformed one is reported as
 // the gateway's error (exit 1), with the start of what it said.
@@ -100,8 +81,8 @@ func printConfig(w io.Writer, c *queueConfig) {
 			fmt.Fprintf(tw, "%s:\t%d\n", k, c.Options[k])
 		}
 	}
-	fmt.Fprintf(tw, "createdAt:\t%s\n", c.CreatedAt)
-	fmt.Fprintf(tw, "updatedAt:\t%s\n", c.UpdatedAt)
+	fmt.Fprintf(tw, "createdAt:\t%s\n", stamp(c.CreatedAt))
+	fmt.Fprintf(tw, "updatedAt:\t%s\n", stamp(c.UpdatedAt))
 	tw.Flush()
 }
 

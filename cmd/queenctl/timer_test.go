@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	queengate "github.com/queengate/queengate"
 	"net/http"
 	"reflect"
 	"strings"
@@ -253,7 +254,7 @@ func TestTimerWire(t *testing.T) {
 	// -o json prints the answer; the admin token, when set, goes along.
 	r = ctl(t, "", flags(n, "timer", "schedule", "payments", "p1", "--at", "2026-12-01T09:00:00Z", "-o", "json", "--token", "tok")...)
 	r.expect(t, exitOK)
-	if a := jsonOf[timerScheduled](t, r); a.TimerID != id || a.Status != "scheduled" || a.TransactionID != "reminder-42" {
+	if a := jsonOf[queengate.TimerScheduled](t, r); a.TimerID != id || a.Status != "scheduled" || a.TransactionID != "reminder-42" {
 		t.Errorf("schedule -o json: %+v", a)
 	}
 	checkLast("queen.timer.payments.p1", `{"fireAt":"2026-12-01T09:00:00Z"}`, "Bearer tok")
@@ -317,7 +318,7 @@ func TestTimerListOverHTTP(t *testing.T) {
 		t.Errorf("list table:\n%s\nwant:\n%s", r.stdout, want)
 	}
 	ctl(t, "", flags(h, "timer", "list", "--queue", "empty", "--limit", "10")...).expect(t, exitOK, "no pending timers in queue empty")
-	list := jsonOf[struct{ Timers []timerInfo }](t, ctl(t, "", flags(h, "timer", "list", "-o", "json")...))
+	list := jsonOf[queengate.TimersAnswer](t, ctl(t, "", flags(h, "timer", "list", "-o", "json")...))
 	if len(list.Timers) != 2 || list.Timers[1].Partition != "Default" {
 		t.Errorf("list -o json: %+v", list)
 	}
