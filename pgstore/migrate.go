@@ -31,20 +31,26 @@ type Migration struct {
 
 // Checksum identifies the migration's text. Migrate refuses to run against
 // a database where an applied migration's recorded checksum differs (and
-// is not one of its rewordedChecksums): the schema there is not what this
+// is not one of its supersededChecksums): the schema there is not what this
 // binary expects.
 func (m Migration) Checksum() string {
 	sum := sha256.Sum256([]byte(m.SQL))
 	return hex.EncodeToString(sum[:])
 }
 
-// rewordedChecksums are earlier checksums of migrations whose comments
-// alone were reworded after they were applied somewhere: the schema they
-// made is the same.
-var rewordedChecksums = map[int][]string{
-	1: {"1c8b8ef20bd125326313e778b7d02e6fe1aa1ad3609bc83366610006c8c941e5"},
-	2: {"3d0b27b6284cb4be87ec2192b0393f58f02a7baa78f2f5bb8b3c437239d409ed"},
-	4: {"cb9be02a86dacab57a3012d94e8bdfa303361bb276da1b80f096a48688d583cd"},
+// supersededChecksums are earlier texts of migrations, applied somewhere
+// before they changed in ways that leave the tables as they were: comments
+// reworded, and the function definitions of 001-004 moved out to
+// pgstore/routines/ (which replaces every routine whatever the migrations
+// made).
+var supersededChecksums = map[int][]string{
+	1: {"1c8b8ef20bd125326313e778b7d02e6fe1aa1ad3609bc83366610006c8c941e5",
+		"bcc69fcd6693b17f3245f371c51ec6f238af8acb1218928719e90ca2927ed4c1"},
+	2: {"3d0b27b6284cb4be87ec2192b0393f58f02a7baa78f2f5bb8b3c437239d409ed",
+		"d039921ede85db616d250f1dbdef9529481b90ccb74878f2d6853c1a65db14e1"},
+	3: {"444e30fc18320c18d9b2b084a0857c396f168b901c955b0b15cb4c1ecf72e119"},
+	4: {"cb9be02a86dacab57a3012d94e8bdfa303361bb276da1b80f096a48688d583cd",
+		"65ae13df4f566c0aec37d0763b05c70810f0d1c2177e678d40da4d898d47a093"},
 }
 
 var migrationName = regexp.MustCompile(`^(\d{3})_([a-z0-9_]+)\.up\.sql$`)
@@ -127,7 +133,7 @@ func Migrate(ctx context.Context, conn *pgx.Conn) (applied []int, err error) {
 	}
 	for _, m := range migrations {
 		if sum, ok := done[m.Version]; ok {
-			if sum != m.Checksum() && !slices.Contains(rewordedChecksums[m.Version], sum) {
+			if sum != m.Checksum() && !slices.Contains(supersededChecksums[m.Version], sum) {
 				return nil, fmt.Errorf("pgstore: migration %03d_%s was applied with different text (checksum %.12s, this binary has %.12s): the database's schema is not the one this build expects",
 					m.Version, m.Name, sum, m.Checksum())
 			}

@@ -1,4 +1,5 @@
--- Schema of the exact log; docs/design.md describes it.
+-- Tables of the exact log; docs/design.md describes them. Functions are
+-- in pgstore/routines/.
 
 CREATE TABLE queen.queues (
     id                   bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -63,45 +64,3 @@ ALTER TABLE queen.log_txns ALTER COLUMN hashes SET STORAGE EXTERNAL;
 -- index they would visit every row a partition ever had until retention
 -- removes them.
 CREATE INDEX log_txns_partition_created ON queen.log_txns (partition_id, created_at);
-
--- log_unnest_hashes splits a hashes value into (idx, h), idx from 1. Not
--- STRICT, so that the planner inlines it into the probe.
-CREATE FUNCTION queen.log_unnest_hashes(hashes uuid[])
-RETURNS TABLE (idx integer, h uuid)
-LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-    SELECT u.idx::integer, u.h FROM unnest(hashes) WITH ORDINALITY AS u(h, idx)
-$$;
-
--- The BYTEA form (16-byte hashes concatenated, big-endian) for tools that
--- hold hashes as raw bytes; the push path does not use it.
-CREATE FUNCTION queen.log_unnest_hashes(hashes bytea)
-RETURNS TABLE (idx integer, h uuid)
-LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-    SELECT i + 1, encode(substring(hashes FROM i * 16 + 1 FOR 16), 'hex')::uuid
-    FROM generate_series(0, length(hashes) / 16 - 1) AS i
-$$;
-
--- ensure_partition returns the partition, creating the queue (with the
--- defaults) and the partition if they do not exist. Concurrent callers are
--- safe: ON CONFLICT waits for a racing insert and then reads its row.
-CREATE FUNCTION queen.ensure_partition(p_queue text, p_partition text,
-    OUT partition_id bigint, OUT queue_id bigint, OUT dedup_window_seconds integer, OUT last_offset bigint)
-LANGUAGE plpgsql AS $$
-BEGIN
-    SELECT p.id, q.id, q.dedup_window_seconds, p.last_offset
-      INTO partition_id, queue_id, dedup_window_seconds, last_offset
-      FROM queen.queues q JOIN queen.log_partitions p ON p.queue_id = q.id
-     WHERE q.name = p_queue AND p.name = p_partition;
-    IF FOUND THEN
-        RETURN;
-    END IF;
-    INSERT INTO queen.queues (name) VALUES (p_queue) ON CONFLICT (name) DO NOTHING;
-    INSERT INTO queen.log_partitions (queue_id, name)
-        SELECT q.id, p_partition FROM queen.queues q WHERE q.name = p_queue
-        ON CONFLICT ON CONSTRAINT log_partitions_queue_id_name_key DO NOTHING;
-    SELECT p.id, q.id, q.dedup_window_seconds, p.last_offset
-      INTO STRICT partition_id, queue_id, dedup_window_seconds, last_offset
-      FROM queen.queues q JOIN queen.log_partitions p ON p.queue_id = q.id
-     WHERE q.name = p_queue AND p.name = p_partition;
-END
-$$;
