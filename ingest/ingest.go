@@ -36,7 +36,7 @@ var (
 // Store is what ingest needs from the log. *pgstore.Store implements it.
 type Store interface {
 	EnsurePartition(ctx context.Context, queue, partition string) (model.Partition, error)
-	Push(ctx context.Context, segs []model.Segment) ([]model.SegmentResult, error)
+	Push(ctx context.Context, segs []model.Frame) ([]model.FrameResult, error)
 	Hydrate(ctx context.Context, partitionID int64) (model.Hydration, error)
 	HydrateAbove(ctx context.Context, partitionID, above int64) (model.Hydration, error)
 }
@@ -152,7 +152,7 @@ type Result struct {
 	Err         error
 }
 
-// Request is a batch of messages for one partition.
+// Request is the messages of one producer's request, for one partition.
 type Request struct {
 	Queue     string
 	Partition string
@@ -177,7 +177,7 @@ type Ingester struct {
 	mu        sync.RWMutex // guards started/stopping against Submit
 	started   bool
 	stopping  bool
-	answering sync.WaitGroup // flights still handing out answers
+	answering sync.WaitGroup // bundles still handing out answers
 }
 
 // New builds an Ingester. reg may be nil: then no metrics are registered.
@@ -304,7 +304,7 @@ func (in *Ingester) Buffered() int {
 type shard struct {
 	in            chan *Request
 	quit          chan struct{}
-	done          chan *flight
+	done          chan *bundle
 	buffered      atomic.Int64 // messages accepted and not yet answered
 	bufferedBytes atomic.Int64 // their bytes
 
@@ -322,7 +322,7 @@ func newShard(in *Ingester, i int) *shard {
 	return &shard{
 		in:      make(chan *Request, min(in.cfg.MaxBuffered, 65536)),
 		quit:    make(chan struct{}),
-		done:    make(chan *flight, in.cfg.MaxInflight),
+		done:    make(chan *bundle, in.cfg.MaxInflight),
 		ing:     in,
 		parts:   map[string]*partState{},
 		pending: map[*partState]struct{}{},
@@ -332,12 +332,12 @@ func newShard(in *Ingester, i int) *shard {
 // partState is one partition's fusion state within its shard.
 type partState struct {
 	queue, partition string
-	// batches are the partition's unsent buffers, oldest first; only the
-	// last one takes new requests. Only batches[0] is ever in flight.
-	batches  []*batch
+	// buffers are the partition's unsent buffers, oldest first; only the
+	// last one takes new requests. Only buffers[0] is ever in flight.
+	buffers  []*buffer
 	inflight bool
 	// meta is the memoised id and window; owned by whoever holds the
-	// partition in flight (the shard hands it over with the flight).
+	// partition in flight (the shard hands it over with the bundle).
 	meta       model.Partition
 	resolvedAt time.Time
 	lastUsed   time.Time
@@ -377,7 +377,7 @@ func (s *shard) run() {
 }
 
 // drain is the shutdown path: accept what was submitted before Stop, then
-// flush everything regardless of linger and wait for every flight.
+// flush everything regardless of linger and wait for every bundle.
 func (s *shard) drain() {
 accepting:
 	for {
@@ -405,17 +405,17 @@ func (s *shard) accept(req *Request) {
 		s.parts[key] = p
 	}
 	p.lastUsed = now
-	var b *batch
-	if n := len(p.batches); n > 0 && !(p.inflight && n == 1) {
-		b = p.batches[n-1]
+	var b *buffer
+	if n := len(p.buffers); n > 0 && !(p.inflight && n == 1) {
+		b = p.buffers[n-1]
 	}
 	// A request is never split: if it would take the open buffer past the
 	// flush size, it starts the next one.
 	if b == nil || (b.size > 0 && b.size+len(req.Messages) > s.ing.cfg.FlushSize) {
 		// Sized for two requests like this one (most buffers hold one or
 		// two before their flush); it grows if more come.
-		b = newBatch(now, min(s.ing.cfg.FlushSize, 2*len(req.Messages)))
-		p.batches = append(p.batches, b)
+		b = newBuffer(now, min(s.ing.cfg.FlushSize, 2*len(req.Messages)))
+		p.buffers = append(p.buffers, b)
 	}
 	b.add(req)
 	s.pending[p] = struct{}{}
@@ -432,25 +432,25 @@ func (s *shard) maybeFlush(draining bool) {
 			s.armTimer(next)
 			return
 		}
-		f := &flight{shard: s}
+		f := &bundle{shard: s}
 		messages := 0
 		for p := range s.pending {
 			if p.inflight {
 				continue
 			}
-			if messages > 0 && messages+p.batches[0].size > s.ing.cfg.MaxBundleMessages {
+			if messages > 0 && messages+p.buffers[0].size > s.ing.cfg.MaxBundleMessages {
 				break // the rest go in the next bundle
 			}
-			messages += p.batches[0].size
+			messages += p.buffers[0].size
 			p.inflight = true
 			f.parts = append(f.parts, p)
-			f.batches = append(f.batches, p.batches[0])
+			f.buffers = append(f.buffers, p.buffers[0])
 		}
 		if len(f.parts) == 0 {
 			return // everything pending is already in flight
 		}
 		for _, p := range f.parts {
-			if len(p.batches) == 1 {
+			if len(p.buffers) == 1 {
 				delete(s.pending, p)
 			}
 		}
@@ -470,8 +470,8 @@ func (s *shard) due(draining bool) (bool, time.Time) {
 		if p.inflight {
 			continue
 		}
-		b := p.batches[0]
-		if draining || b.size >= s.ing.cfg.FlushSize || len(p.batches) > 1 || now.Sub(b.firstAt) >= linger {
+		b := p.buffers[0]
+		if draining || b.size >= s.ing.cfg.FlushSize || len(p.buffers) > 1 || now.Sub(b.firstAt) >= linger {
 			return true, time.Time{}
 		}
 		if earliest.IsZero() || b.firstAt.Before(earliest) {
@@ -492,13 +492,13 @@ func (s *shard) armTimer(at time.Time) {
 	s.timer.Reset(time.Until(at))
 }
 
-// landed takes a flight back: its partitions may fly again.
-func (s *shard) landed(f *flight) {
+// landed takes a bundle back: its partitions may be sent again.
+func (s *shard) landed(f *bundle) {
 	s.inflight--
 	for _, p := range f.parts {
 		p.inflight = false
-		p.batches = p.batches[1:]
-		if len(p.batches) > 0 {
+		p.buffers = p.buffers[1:]
+		if len(p.buffers) > 0 {
 			s.pending[p] = struct{}{}
 		}
 	}
@@ -508,7 +508,7 @@ func (s *shard) landed(f *flight) {
 // churning through partition names does not grow the map without bound.
 func (s *shard) sweepIdle(now time.Time) {
 	for key, p := range s.parts {
-		if !p.inflight && len(p.batches) == 0 && now.Sub(p.lastUsed) > 10*time.Minute {
+		if !p.inflight && len(p.buffers) == 0 && now.Sub(p.lastUsed) > 10*time.Minute {
 			delete(s.parts, key)
 		}
 	}

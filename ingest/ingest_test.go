@@ -34,7 +34,7 @@ func (s *countingStore) Hydrate(ctx context.Context, pid int64) (model.Hydration
 	return s.Store.Hydrate(ctx, pid)
 }
 
-func (s *countingStore) Push(ctx context.Context, segs []model.Segment) ([]model.SegmentResult, error) {
+func (s *countingStore) Push(ctx context.Context, segs []model.Frame) ([]model.FrameResult, error) {
 	s.pushes.Add(1)
 	s.segments.Add(int64(len(segs)))
 	for _, seg := range segs {
@@ -329,7 +329,7 @@ func TestCacheSkipsTheProbeInSteadyStateAndSurvivesAnotherWriter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.store.Push(ctx, []model.Segment{seg(p.ID, "old-1", "old-2")}); err != nil {
+	if _, err := b.store.Push(ctx, []model.Frame{seg(p.ID, "old-1", "old-2")}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 20 {
@@ -348,7 +348,7 @@ func TestCacheSkipsTheProbeInSteadyStateAndSurvivesAnotherWriter(t *testing.T) {
 	}
 	// Another writer (a second gateway) interleaves: our next push must not
 	// vouch past what it cannot know, and stays exact.
-	if _, err := b.store.Push(ctx, []model.Segment{seg(p.ID, "theirs")}); err != nil {
+	if _, err := b.store.Push(ctx, []model.Frame{seg(p.ID, "theirs")}); err != nil {
 		t.Fatal(err)
 	}
 	got = wait(t, b.submit(t, "p", "theirs", "mine"))
@@ -384,7 +384,7 @@ func TestHydrationUnderAStaleMemoAdoptsTheWindow(t *testing.T) {
 	}
 	// Another writer: the push after it learns of the gap, and the one
 	// after that hydrates, under the memo still saying 3600.
-	if _, err := b.store.Push(ctx, []model.Segment{seg(p.ID, "theirs")}); err != nil {
+	if _, err := b.store.Push(ctx, []model.Frame{seg(p.ID, "theirs")}); err != nil {
 		t.Fatal(err)
 	}
 	hydrated := b.store.hydrates.Load()
@@ -410,8 +410,8 @@ func TestHydrationUnderAStaleMemoAdoptsTheWindow(t *testing.T) {
 	}
 }
 
-func seg(pid int64, ids ...string) model.Segment {
-	s := model.Segment{PartitionID: pid, Verified: -1}
+func seg(pid int64, ids ...string) model.Frame {
+	s := model.Frame{PartitionID: pid, Verified: -1}
 	for _, id := range ids {
 		s.TxnIDs = append(s.TxnIDs, id)
 		s.Hashes = append(s.Hashes, model.HashTxnID(id))
@@ -434,7 +434,7 @@ func TestHydrationFindingTheWindowOffKeepsTheFrameShape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.store.Push(ctx, []model.Segment{seg(p.ID, "theirs")}); err != nil {
+	if _, err := b.store.Push(ctx, []model.Frame{seg(p.ID, "theirs")}); err != nil {
 		t.Fatal(err)
 	}
 	if s := statuses(wait(t, b.submit(t, "p", "b"))); s != "queued" { // learns the gap
@@ -469,7 +469,7 @@ func TestLearnFiredKeepsTheEntryVouching(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := b.store.Push(ctx, []model.Segment{seg(p.ID, "fired-1", "fired-2")})
+	res, err := b.store.Push(ctx, []model.Frame{seg(p.ID, "fired-1", "fired-2")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -97,7 +97,7 @@ func (m *metrics) observeFlush(segments, messages int, took time.Duration, err e
 // observeProbe counts a segment's probe, what it unrolled, and what a
 // full probe would have (its own count when it was one, else the cache's
 // estimate of the window).
-func (m *metrics) observeProbe(r *model.SegmentResult, window int) {
+func (m *metrics) observeProbe(r *model.FrameResult, window int) {
 	m.probes[r.Probe].Inc()
 	m.unrolled.Add(float64(r.Unrolled))
 	switch r.Probe {

@@ -47,7 +47,7 @@ type occurrence struct {
 	inWindow bool
 }
 
-func (s *soundStore) Push(ctx context.Context, segs []model.Segment) ([]model.SegmentResult, error) {
+func (s *soundStore) Push(ctx context.Context, segs []model.Frame) ([]model.FrameResult, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	want := make([][]model.Outcome, len(segs))
@@ -78,7 +78,7 @@ func (s *soundStore) Push(ctx context.Context, segs []model.Segment) ([]model.Se
 }
 
 // check asserts the vouch and returns the full probe's verdict.
-func (s *soundStore) check(ctx context.Context, seg *model.Segment) ([]model.Outcome, error) {
+func (s *soundStore) check(ctx context.Context, seg *model.Frame) ([]model.Outcome, error) {
 	var (
 		last   int64
 		window int
@@ -303,7 +303,7 @@ func runModel(t *testing.T, gateways int) modelRun {
 		case x < 85: // a writer outside any gateway
 			part := parts[r.IntN(len(parts))]
 			ids := []string{id(part), id(part)}
-			if _, err := store.Store.Push(ctx, []model.Segment{seg(pids[part], ids...)}); err != nil {
+			if _, err := store.Store.Push(ctx, []model.Frame{seg(pids[part], ids...)}); err != nil {
 				t.Fatal(err)
 			}
 			sent += len(ids)

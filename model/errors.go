@@ -11,9 +11,9 @@ var (
 	ErrPartitionNotFound = errors.New("partition not found")
 	// ErrQueueNotFound is returned when a queue is read that does not exist.
 	ErrQueueNotFound = errors.New("queue not found")
-	// ErrInvalidSegment is returned for a segment that cannot be pushed:
+	// ErrInvalidFrame is returned for a frame that cannot be pushed:
 	// empty, or with TxnIDs, Hashes and Data of different lengths.
-	ErrInvalidSegment = errors.New("invalid segment")
+	ErrInvalidFrame = errors.New("invalid frame")
 	// ErrInvalidOption is what every OptionError is.
 	ErrInvalidOption = errors.New("invalid queue option")
 )

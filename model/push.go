@@ -14,8 +14,9 @@ type Partition struct {
 	LastOffset    int64 // the allocator when read; -1 before the first message
 }
 
-// Segment is one frame of messages for one partition, in arrival order.
-type Segment struct {
+// Frame is one partition's messages of a push, in arrival order: what a
+// fusion buffer becomes when it is sent, stored as one log_segments row.
+type Frame struct {
 	PartitionID int64
 	// Verified is the caller's vouched watermark: it guarantees that none of
 	// Hashes occurs at or below this offset, so the probe only has to cover
@@ -46,7 +47,7 @@ type Candidate struct {
 	Offset int64
 }
 
-// Probe is what a push's duplicate probe did for a segment.
+// Probe is what a push's duplicate probe did for a frame.
 type Probe uint8
 
 const (
@@ -80,7 +81,7 @@ func ParseProbe(name string) (Probe, bool) {
 	return 0, false
 }
 
-// Outcome is what happened to one message of a segment.
+// Outcome is what happened to one message of a frame.
 type Outcome struct {
 	// Offset is where the message now is, or for a duplicate, where the
 	// original (the first occurrence within the window) is.
@@ -89,8 +90,8 @@ type Outcome struct {
 	Duplicate bool
 }
 
-// SegmentResult is the result of pushing one segment.
-type SegmentResult struct {
+// FrameResult is the result of pushing one frame.
+type FrameResult struct {
 	PartitionID int64
 	// BaseOffset is the first offset written, -1 when every message was a
 	// duplicate and nothing was written.
@@ -106,7 +107,7 @@ type SegmentResult struct {
 }
 
 // Probed reports whether the duplicate probe looked at stored rows.
-func (r *SegmentResult) Probed() bool { return r.Probe == ProbeNarrowed || r.Probe == ProbeFull }
+func (r *FrameResult) Probed() bool { return r.Probe == ProbeNarrowed || r.Probe == ProbeFull }
 
 // MessageID is the stable id of the message at (partition, offset): the
 // same message always has the same id, and distinct messages distinct ids.

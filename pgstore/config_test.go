@@ -129,7 +129,7 @@ func TestVouchUnderSmallerWindowIsNotTrusted(t *testing.T) {
 	b.setWindow(t, 3600)
 	seg := segment(b.part.ID, 1, "old-but-in-new-window")
 	seg.VerifiedWindow = 60
-	res, err := b.store.Push(context.Background(), []model.Segment{seg})
+	res, err := b.store.Push(context.Background(), []model.Frame{seg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestVouchUnderSmallerWindowIsNotTrusted(t *testing.T) {
 	// Vouched under the current window (or a larger one): trusted.
 	seg = segment(b.part.ID, 1, "y")
 	seg.VerifiedWindow = 3600
-	res, err = b.store.Push(context.Background(), []model.Segment{seg, segment(b.part.ID, 2, "z")})
+	res, err = b.store.Push(context.Background(), []model.Frame{seg, segment(b.part.ID, 2, "z")})
 	if err != nil {
 		t.Fatal(err)
 	}

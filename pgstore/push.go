@@ -19,7 +19,7 @@ FROM queen.log_push_bundle($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`
 // an error means nothing of the bundle was committed (unless the error
 // arrived after COMMIT was sent, which a failed network can always cause:
 // the retry of the same transactionIds then answers duplicate).
-func (s *Store) Push(ctx context.Context, segs []model.Segment) ([]model.SegmentResult, error) {
+func (s *Store) Push(ctx context.Context, segs []model.Frame) ([]model.FrameResult, error) {
 	if len(segs) == 0 {
 		return nil, nil
 	}
@@ -38,14 +38,14 @@ func (s *Store) Push(ctx context.Context, segs []model.Segment) ([]model.Segment
 	return results, nil
 }
 
-func bundleArgs(segs []model.Segment) ([]any, error) {
+func bundleArgs(segs []model.Frame) ([]any, error) {
 	total := 0
 	for i := range segs {
 		seg := &segs[i]
 		n := len(seg.Hashes)
 		if n == 0 || len(seg.TxnIDs) != n || len(seg.Data) != n {
 			return nil, fmt.Errorf("%w: segment %d for partition %d has %d txn ids, %d hashes, %d data",
-				model.ErrInvalidSegment, i, seg.PartitionID, len(seg.TxnIDs), n, len(seg.Data))
+				model.ErrInvalidFrame, i, seg.PartitionID, len(seg.TxnIDs), n, len(seg.Data))
 		}
 		total += n
 	}
@@ -92,9 +92,9 @@ func bundleArgs(segs []model.Segment) ([]any, error) {
 
 var jsonNull = []byte("null")
 
-func collectResults(rows pgx.Rows, segs []model.Segment) ([]model.SegmentResult, error) {
+func collectResults(rows pgx.Rows, segs []model.Frame) ([]model.FrameResult, error) {
 	defer rows.Close()
-	results := make([]model.SegmentResult, len(segs))
+	results := make([]model.FrameResult, len(segs))
 	seen := 0
 	for rows.Next() {
 		var (
@@ -118,7 +118,7 @@ func collectResults(rows pgx.Rows, segs []model.Segment) ([]model.SegmentResult,
 		if !ok {
 			return nil, fmt.Errorf("unknown probe %q for segment %d", probe, seg)
 		}
-		r := model.SegmentResult{PartitionID: segs[i].PartitionID, BaseOffset: -1, LastOffset: last,
+		r := model.FrameResult{PartitionID: segs[i].PartitionID, BaseOffset: -1, LastOffset: last,
 			Probe: p, Unrolled: unrolled, Outcomes: make([]model.Outcome, n)}
 		for k, idx := range dupIdx {
 			if idx < 1 || int(idx) > n {

@@ -27,8 +27,8 @@ type benchRows struct {
 	next   int
 }
 
-func (r *benchRows) segment(pid, verified int64, n int) model.Segment {
-	seg := model.Segment{PartitionID: pid, Verified: verified, VerifiedWindow: model.MaxOptionSeconds,
+func (r *benchRows) segment(pid, verified int64, n int) model.Frame {
+	seg := model.Frame{PartitionID: pid, Verified: verified, VerifiedWindow: model.MaxOptionSeconds,
 		TxnIDs: make([]string, n), Hashes: make([]model.Hash, n), Data: make([][]byte, n)}
 	for i := range n {
 		r.next++
@@ -65,7 +65,7 @@ func BenchmarkPushSkipProbe(b *testing.B) {
 			last := int64(-1)
 			b.ReportAllocs()
 			for b.Loop() {
-				res, err := st.Push(ctx, []model.Segment{rows.segment(p.ID, last, n)})
+				res, err := st.Push(ctx, []model.Frame{rows.segment(p.ID, last, n)})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -91,7 +91,7 @@ func BenchmarkPushFullProbe(b *testing.B) {
 			ctx := context.Background()
 			rows := benchRows{prefix: "probe-"}
 			for range windowHashes / 1000 {
-				if _, err := st.Push(ctx, []model.Segment{rows.segment(p.ID, 1<<62, 1000)}); err != nil {
+				if _, err := st.Push(ctx, []model.Frame{rows.segment(p.ID, 1<<62, 1000)}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -100,7 +100,7 @@ func BenchmarkPushFullProbe(b *testing.B) {
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				res, err := st.Push(ctx, []model.Segment{rows.segment(p.ID, -1, n)})
+				res, err := st.Push(ctx, []model.Frame{rows.segment(p.ID, -1, n)})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -133,7 +133,7 @@ func BenchmarkPushNarrowed(b *testing.B) {
 	var stored []string
 	for range windowHashes / 1000 {
 		seg := rows.segment(p.ID, 1<<62, 1000)
-		if _, err := st.Push(ctx, []model.Segment{seg}); err != nil {
+		if _, err := st.Push(ctx, []model.Frame{seg}); err != nil {
 			b.Fatal(err)
 		}
 		stored = append(stored, seg.TxnIDs...)
@@ -152,7 +152,7 @@ func BenchmarkPushNarrowed(b *testing.B) {
 			seg.Candidates = append(seg.Candidates, model.Candidate{Index: int32(k), Offset: off})
 		}
 		i++
-		res, err := st.Push(ctx, []model.Segment{seg})
+		res, err := st.Push(ctx, []model.Frame{seg})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -288,7 +288,7 @@ func BenchmarkPushWide(b *testing.B) {
 				}
 				b.ReportAllocs()
 				for b.Loop() {
-					segs := make([]model.Segment, len(pids))
+					segs := make([]model.Frame, len(pids))
 					for i, pid := range pids {
 						v := int64(-1)
 						if verified == "skip" {

@@ -47,8 +47,8 @@ func (b *testBundle) setWindow(t *testing.T, seconds int) {
 }
 
 // segment builds a segment of the given transactionIds with small payloads.
-func segment(pid, verified int64, txnIDs ...string) model.Segment {
-	seg := model.Segment{PartitionID: pid, Verified: verified, VerifiedWindow: model.MaxOptionSeconds}
+func segment(pid, verified int64, txnIDs ...string) model.Frame {
+	seg := model.Frame{PartitionID: pid, Verified: verified, VerifiedWindow: model.MaxOptionSeconds}
 	for i, id := range txnIDs {
 		seg.TxnIDs = append(seg.TxnIDs, id)
 		seg.Hashes = append(seg.Hashes, model.HashTxnID(id))
@@ -57,9 +57,9 @@ func segment(pid, verified int64, txnIDs ...string) model.Segment {
 	return seg
 }
 
-func (b *testBundle) push(t *testing.T, verified int64, txnIDs ...string) model.SegmentResult {
+func (b *testBundle) push(t *testing.T, verified int64, txnIDs ...string) model.FrameResult {
 	t.Helper()
-	res, err := b.store.Push(context.Background(), []model.Segment{segment(b.part.ID, verified, txnIDs...)})
+	res, err := b.store.Push(context.Background(), []model.Frame{segment(b.part.ID, verified, txnIDs...)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func (b *testBundle) lastOffset(t *testing.T) int64 {
 	return last
 }
 
-func wantOutcomes(t *testing.T, got model.SegmentResult, want ...model.Outcome) {
+func wantOutcomes(t *testing.T, got model.FrameResult, want ...model.Outcome) {
 	t.Helper()
 	if len(got.Outcomes) != len(want) {
 		t.Fatalf("got %d outcomes, want %d: %+v", len(got.Outcomes), len(want), got.Outcomes)
@@ -286,7 +286,7 @@ func TestBundleDuplicateInOnePartitionCommitsOthers(t *testing.T) {
 	b.push(t, -1, "seen")
 	// Segments deliberately in descending id order: the function must still
 	// lock in ascending order and answer in input order.
-	res, err := b.store.Push(ctx, []model.Segment{
+	res, err := b.store.Push(ctx, []model.Frame{
 		segment(other.ID, -1, "o1", "o2"),
 		segment(b.part.ID, -1, "seen"),
 	})
@@ -314,7 +314,7 @@ func TestSamePartitionTwiceInOneBundleIsExact(t *testing.T) {
 	last := b.lastOffset(t)
 	// Both segments claim the same (pre-bundle) watermark; the second must
 	// still see the first's writes.
-	res, err := b.store.Push(context.Background(), []model.Segment{
+	res, err := b.store.Push(context.Background(), []model.Frame{
 		segment(b.part.ID, last, "p", "q"),
 		segment(b.part.ID, last, "q", "r"),
 	})
@@ -350,7 +350,7 @@ func TestRacingPushersQueueEachIDOnce(t *testing.T) {
 				for i := start; i < min(start+10+g, ids); i++ {
 					txnIDs = append(txnIDs, fmt.Sprintf("race-%d", (i+g*7)%ids))
 				}
-				res, err := b.store.Push(ctx, []model.Segment{segment(b.part.ID, -1, txnIDs...)})
+				res, err := b.store.Push(ctx, []model.Frame{segment(b.part.ID, -1, txnIDs...)})
 				if err != nil {
 					t.Error(err)
 					return
@@ -399,14 +399,14 @@ func TestPushRejectsMalformedSegments(t *testing.T) {
 	ctx := context.Background()
 	bad := segment(b.part.ID, -1, "a", "b")
 	bad.Data = bad.Data[:1]
-	if _, err := b.store.Push(ctx, []model.Segment{bad}); !errors.Is(err, model.ErrInvalidSegment) {
-		t.Errorf("mismatched lengths: err = %v, want ErrInvalidSegment", err)
+	if _, err := b.store.Push(ctx, []model.Frame{bad}); !errors.Is(err, model.ErrInvalidFrame) {
+		t.Errorf("mismatched lengths: err = %v, want ErrInvalidFrame", err)
 	}
-	if _, err := b.store.Push(ctx, []model.Segment{{PartitionID: b.part.ID, Verified: -1}}); !errors.Is(err, model.ErrInvalidSegment) {
-		t.Errorf("empty segment: err = %v, want ErrInvalidSegment", err)
+	if _, err := b.store.Push(ctx, []model.Frame{{PartitionID: b.part.ID, Verified: -1}}); !errors.Is(err, model.ErrInvalidFrame) {
+		t.Errorf("empty segment: err = %v, want ErrInvalidFrame", err)
 	}
 	// An unknown partition fails the whole bundle: nothing is written.
-	_, err := b.store.Push(ctx, []model.Segment{segment(b.part.ID, -1, "ok"), segment(1<<60, -1, "x")})
+	_, err := b.store.Push(ctx, []model.Frame{segment(b.part.ID, -1, "ok"), segment(1<<60, -1, "x")})
 	if !errors.Is(err, model.ErrPartitionNotFound) {
 		t.Errorf("unknown partition: err = %v, want ErrPartitionNotFound", err)
 	}
@@ -416,7 +416,7 @@ func TestPushRejectsMalformedSegments(t *testing.T) {
 	// Invalid JSON data is refused by SQL and stores nothing.
 	badJSON := segment(b.part.ID, -1, "j")
 	badJSON.Data[0] = []byte(`{"unterminated"`)
-	if _, err := b.store.Push(ctx, []model.Segment{badJSON}); err == nil {
+	if _, err := b.store.Push(ctx, []model.Frame{badJSON}); err == nil {
 		t.Error("invalid JSON data was accepted")
 	}
 	if last := b.lastOffset(t); last != -1 {
@@ -430,7 +430,7 @@ func TestDataRoundTrips(t *testing.T) {
 	seg := segment(b.part.ID, -1, "d1", "d2")
 	seg.Data[0] = []byte(`{"orderId": 9137, "amount": 99.5}`)
 	seg.Data[1] = nil
-	if _, err := b.store.Push(context.Background(), []model.Segment{seg}); err != nil {
+	if _, err := b.store.Push(context.Background(), []model.Frame{seg}); err != nil {
 		t.Fatal(err)
 	}
 	var data []string
@@ -516,12 +516,12 @@ func TestWideBundleMixesCleanAndDirtyFrames(t *testing.T) {
 	if _, err := b.store.Pool().Exec(ctx, "UPDATE queen.queues SET dedup_window_seconds = 0 WHERE name = $1", offQueue); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.store.Push(ctx, []model.Segment{
+	if _, err := b.store.Push(ctx, []model.Frame{
 		segment(a.ID, -1, "a0"), segment(c.ID, -1, "c0"), segment(d.ID, -1, "d0"),
 	}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := b.store.Push(ctx, []model.Segment{
+	res, err := b.store.Push(ctx, []model.Frame{
 		segment(d.ID, -1, "d0", "d1"),  // stored duplicate: decided one by one
 		segment(a.ID, -1, "a1", "a2"),  // clean, probe runs
 		segment(bb.ID, -1, "b1", "b1"), // repeat inside the frame
@@ -543,7 +543,7 @@ func TestWideBundleMixesCleanAndDirtyFrames(t *testing.T) {
 		}
 	}
 	// A vouched-for frame in a wide bundle skips the probe.
-	vouched, err := b.store.Push(ctx, []model.Segment{segment(a.ID, 2, "a3"), segment(bb.ID, 0, "b2")})
+	vouched, err := b.store.Push(ctx, []model.Frame{segment(a.ID, 2, "a3"), segment(bb.ID, 0, "b2")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -590,7 +590,7 @@ func TestRacingWideBundlesAreExactAndDoNotDeadlock(t *testing.T) {
 		wg.Go(func() {
 			for r := range rounds {
 				// Every goroutine names the partitions in its own order.
-				var segs []model.Segment
+				var segs []model.Frame
 				var idx []int
 				for k := range parts {
 					pi := (k + g) % len(parts)
@@ -633,7 +633,7 @@ func TestRacingWideBundlesAreExactAndDoNotDeadlock(t *testing.T) {
 }
 
 // narrowed is a segment vouched at verified, with candidates.
-func narrowed(pid, verified int64, cands []model.Candidate, txnIDs ...string) model.Segment {
+func narrowed(pid, verified int64, cands []model.Candidate, txnIDs ...string) model.Frame {
 	seg := segment(pid, verified, txnIDs...)
 	seg.Candidates = cands
 	return seg
@@ -654,9 +654,9 @@ func TestNarrowedProbeChecksTheNamedSlotsAndAboveTheWatermark(t *testing.T) {
 	b.setWindow(t, 3600)
 	b.push(t, -1, "e", "f") // 5, 6
 
-	push := func(seg model.Segment) model.SegmentResult {
+	push := func(seg model.Frame) model.FrameResult {
 		t.Helper()
-		res, err := b.store.Push(ctx, []model.Segment{seg})
+		res, err := b.store.Push(ctx, []model.Frame{seg})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -716,11 +716,11 @@ func TestWideBundleMixesNarrowedFullAndDirtyFrames(t *testing.T) {
 		}
 		pids = append(pids, p.ID)
 	}
-	first := []model.Segment{segment(pids[0], -1, "x", "y"), segment(pids[1], -1, "x", "y"), segment(pids[2], -1, "x"), segment(pids[3], -1, "x")}
+	first := []model.Frame{segment(pids[0], -1, "x", "y"), segment(pids[1], -1, "x", "y"), segment(pids[2], -1, "x"), segment(pids[3], -1, "x")}
 	if _, err := st.Push(ctx, first); err != nil {
 		t.Fatal(err)
 	}
-	res, err := st.Push(ctx, []model.Segment{
+	res, err := st.Push(ctx, []model.Frame{
 		narrowed(pids[0], 1, []model.Candidate{{Index: 1, Offset: 1}}, "n0", "y"), // a candidate hit
 		segment(pids[1], -1, "x", "n1", "n1"),                                     // full probe hit, and a repeat
 		segment(pids[2], 0, "n2", "n3"),                                           // clean, probe skipped

@@ -231,9 +231,9 @@ func TestRetentionConcurrentWithPushesIsExact(t *testing.T) {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(uint64(g), 7))
 			for range 150 {
-				var segs []model.Segment
+				var segs []model.Frame
 				for _, i := range rng.Perm(len(pids))[:1+rng.IntN(len(pids))] {
-					seg := model.Segment{PartitionID: pids[i], Verified: -1}
+					seg := model.Frame{PartitionID: pids[i], Verified: -1}
 					for range 1 + rng.IntN(4) {
 						id := fmt.Sprint("id-", rng.IntN(60))
 						seg.TxnIDs = append(seg.TxnIDs, id)

@@ -31,9 +31,9 @@ func TestRetentionRunnerPurgesAndCounts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	push := func(id string) model.SegmentResult {
+	push := func(id string) model.FrameResult {
 		t.Helper()
-		res, err := store.Push(ctx, []model.Segment{{PartitionID: p.ID, Verified: -1, TxnIDs: []string{id},
+		res, err := store.Push(ctx, []model.Frame{{PartitionID: p.ID, Verified: -1, TxnIDs: []string{id},
 			Hashes: []model.Hash{model.HashTxnID(id)}, Data: [][]byte{[]byte("1")}}})
 		if err != nil {
 			t.Fatal(err)

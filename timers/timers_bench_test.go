@@ -129,7 +129,7 @@ func benchFireBacklog(b *testing.B, store *pgstore.Store, pid int64) {
 func benchPush(b *testing.B, store *pgstore.Store, pid int64) {
 	ctx := context.Background()
 	const frame = 1000
-	seg := model.Segment{PartitionID: pid, Verified: -1, TxnIDs: make([]string, frame),
+	seg := model.Frame{PartitionID: pid, Verified: -1, TxnIDs: make([]string, frame),
 		Hashes: make([]model.Hash, frame), Data: make([][]byte, frame)}
 	n := 0
 	for b.Loop() {
@@ -146,7 +146,7 @@ func benchPush(b *testing.B, store *pgstore.Store, pid int64) {
 		// Vouched at the allocator, as a steady-state cache does: the push
 		// itself, not the probe, is what is measured.
 		seg.Verified, seg.VerifiedWindow = last.LastOffset, model.MaxOptionSeconds
-		if _, err := store.Push(ctx, []model.Segment{seg}); err != nil {
+		if _, err := store.Push(ctx, []model.Frame{seg}); err != nil {
 			b.Fatal(err)
 		}
 	}

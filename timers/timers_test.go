@@ -161,7 +161,7 @@ func TestFireDoesNotProbeTheWindow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.store.Push(ctx, []model.Segment{{PartitionID: p.ID, Verified: -1, TxnIDs: []string{"x"},
+	if _, err := e.store.Push(ctx, []model.Frame{{PartitionID: p.ID, Verified: -1, TxnIDs: []string{"x"},
 		Hashes: []model.Hash{model.HashTxnID("x")}, Data: [][]byte{[]byte("1")}}}); err != nil {
 		t.Fatal(err)
 	}

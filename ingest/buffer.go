@@ -1,0 +1,129 @@
+package ingest
+
+import (
+	"time"
+
+	"github.com/queengate/queengate/model"
+)
+
+// buffer is one partition's fusion buffer: the requests it holds and, for
+// every message, which leader it follows.
+type buffer struct {
+	firstAt time.Time
+	size    int   // messages
+	bytes   int64 // their ids and data, as Submit counted them
+	reqs    []*Request
+
+	// Leaders in arrival order; what SQL receives when the window is on.
+	txnIDs []string
+	hashes []model.Hash
+	data   [][]byte
+	// leaderOf[i] is the leader index of the i-th message of the buffer
+	// (requests concatenated); leaderOf[i] == its own leader index for a
+	// leader. isLeader marks them.
+	leaderOf []int32
+	isLeader []bool
+
+	// Layers 1 and 2 in one map. Layer 1 compares
+	// queue\x1fpartition\x1ftransactionId and layer 2 the xxh3_128 hash,
+	// the identity SQL compares (so a collision here behaves like one
+	// there). Every message of a buffer has the same queue and partition,
+	// and equal transactionIds have equal hashes: one lookup by the hash
+	// answers both.
+	byHash map[model.Hash]int32
+}
+
+// newBuffer starts a buffer sized for about hint messages.
+func newBuffer(now time.Time, hint int) *buffer {
+	return &buffer{firstAt: now, byHash: make(map[model.Hash]int32, hint),
+		txnIDs: make([]string, 0, hint), hashes: make([]model.Hash, 0, hint), data: make([][]byte, 0, hint),
+		leaderOf: make([]int32, 0, hint), isLeader: make([]bool, 0, hint)}
+}
+
+func (b *buffer) add(req *Request) {
+	b.reqs = append(b.reqs, req)
+	b.size += len(req.Messages)
+	b.bytes += req.bytes()
+	for _, m := range req.Messages {
+		h := model.HashTxnID(m.TxnID)
+		if li, ok := b.byHash[h]; ok {
+			b.leaderOf = append(b.leaderOf, li)
+			b.isLeader = append(b.isLeader, false)
+			continue
+		}
+		li := int32(len(b.txnIDs))
+		b.byHash[h] = li
+		b.txnIDs = append(b.txnIDs, m.TxnID)
+		b.hashes = append(b.hashes, h)
+		b.data = append(b.data, m.Data)
+		b.leaderOf = append(b.leaderOf, li)
+		b.isLeader = append(b.isLeader, true)
+	}
+}
+
+// frame is what SQL receives. With the window on, only leaders are sent:
+// followers inherit. With the window off (0), deduplication is off, so
+// every message is stored, repeats included.
+func (b *buffer) frame(meta model.Partition) model.Frame {
+	fr := model.Frame{PartitionID: meta.ID, Verified: -1}
+	if meta.WindowSeconds > 0 {
+		fr.TxnIDs, fr.Hashes, fr.Data = b.txnIDs, b.hashes, b.data
+		return fr
+	}
+	fr.TxnIDs = make([]string, 0, b.size)
+	fr.Hashes = make([]model.Hash, 0, b.size)
+	fr.Data = make([][]byte, 0, b.size)
+	for _, req := range b.reqs {
+		for _, m := range req.Messages {
+			fr.TxnIDs = append(fr.TxnIDs, m.TxnID)
+			fr.Hashes = append(fr.Hashes, b.hashes[b.leaderOf[len(fr.TxnIDs)-1]])
+			fr.Data = append(fr.Data, m.Data)
+		}
+	}
+	return fr
+}
+
+// resolve maps the frame's outcomes back to every message and calls each
+// request's Done. A follower inherits its leader's final result: a queued
+// leader makes it a duplicate of the leader's offset, a duplicate leader
+// passes on the stored original, a failed leader fails it too.
+func (b *buffer) resolve(meta model.Partition, res *model.FrameResult, failure error, m *metrics, t *tally) {
+	byLeader := meta.WindowSeconds > 0
+	var counts [StatusFailed + 1]int64
+	i := 0
+	for _, req := range b.reqs {
+		results := make([]Result, len(req.Messages))
+		for k := range req.Messages {
+			r := &results[k]
+			r.PartitionID = meta.ID
+			switch {
+			case failure != nil:
+				r.Status, r.Err = StatusFailed, failure
+			case byLeader:
+				o := res.Outcomes[b.leaderOf[i]]
+				r.Offset = o.Offset
+				r.Status = StatusQueued
+				if o.Duplicate || !b.isLeader[i] {
+					r.Status = StatusDuplicate
+				}
+			default:
+				o := res.Outcomes[i]
+				r.Offset, r.Status = o.Offset, StatusQueued
+				if o.Duplicate {
+					r.Status = StatusDuplicate
+				}
+			}
+			counts[r.Status]++
+			i++
+		}
+		req.Done(results)
+	}
+	for st := StatusQueued; st <= StatusFailed; st++ {
+		if counts[st] > 0 {
+			m.messages[st].Add(float64(counts[st]))
+			if t != nil {
+				t.addN(st, counts[st])
+			}
+		}
+	}
+}
