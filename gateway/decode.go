@@ -400,99 +400,128 @@ type rawMessage struct {
 // a timer's); any other field, or one given twice, marks it bad. It stops
 // early, with count > limit, once more than limit messages are seen.
 func scanPush(body []byte, limit int, extra ...string) (msgs []rawMessage, count int, err error) {
-	s := &scanner{b: body}
-	s.ws()
+	ps := &pushScan{s: &scanner{b: body}, body: body, limit: limit, extra: extra, failedIn: -1}
+	ps.s.ws()
 	// Messages usually take over 100 bytes each: one allocation, mostly.
-	msgs = make([]rawMessage, 0, min(limit, len(body)/128+1))
-	failedIn := -1 // the message the scan failed in, if any
-	parseMessage := func() {
-		defer func() {
-			if s.err != nil && failedIn < 0 {
-				failedIn = count - 1
-			}
-		}()
-		s.ws()
-		count++
-		if count > limit {
-			s.fail("too many messages")
-			return
-		}
-		var m rawMessage
-		if s.peek() != '{' {
-			m.notObj = true
-			s.value()
-			msgs = append(msgs, m)
-			return
-		}
-		var seen uint8 // bit i: field i of messageFields then extra
-		s.object(func(key []byte) bool {
-			bit, known := fieldBit(key, extra)
-			switch {
-			case !known:
-				if m.bad == "" {
-					m.bad = unknownField(string(key), append(messageFields[:len(messageFields):len(messageFields)], extra...))
-				}
-				return false
-			case seen&bit != 0:
-				if m.bad == "" {
-					m.bad = fmt.Sprintf("field %q is given twice: send it once", key)
-				}
-				return false
-			}
-			seen |= bit
-			switch bit {
-			case 1:
-				s.where = "transactionId"
-				m.scanTxnID(s)
-			case 2:
-				s.where = "data"
-				start := s.i
-				s.value()
-				m.data = body[start:s.i]
-			default:
-				s.where = string(key)
-				start := s.i
-				s.value()
-				m.extra[bits.TrailingZeros8(bit)-2] = body[start:s.i]
-			}
-			s.where = ""
-			return true
-		})
-		msgs = append(msgs, m)
+	ps.msgs = make([]rawMessage, 0, min(limit, len(body)/128+1))
+	if err := ps.top(); err != nil {
+		return nil, 0, err
 	}
+	if ps.count > limit {
+		return nil, ps.count, nil
+	}
+	if err := ps.s.err; err != nil {
+		if ps.failedIn >= 0 {
+			return nil, ps.count, fmt.Errorf("message %d: %w", ps.failedIn, err)
+		}
+		return nil, ps.count, err
+	}
+	return ps.msgs, ps.count, nil
+}
+
+// pushScan is one push body being scanned.
+type pushScan struct {
+	s        *scanner
+	body     []byte
+	limit    int
+	extra    []string // fields allowed beyond transactionId and data
+	msgs     []rawMessage
+	count    int
+	failedIn int // the message the scan failed in, -1 for none
+}
+
+// top scans the body: one message object or an array of them. It returns
+// only the errors that are not about a message (an empty body, a value
+// that is no message at all).
+func (ps *pushScan) top() error {
+	s := ps.s
 	switch s.peek() {
 	case '[':
-		s.array(parseMessage)
+		s.array(ps.message)
 	case '{':
-		parseMessage()
+		ps.message()
 	case 0:
-		return nil, 0, errors.New("empty body")
+		return errors.New("empty body")
 	default:
 		s.value()
 		if s.err == nil {
 			s.ws()
-			if s.i == len(body) {
-				return nil, 0, errNotMessages
+			if s.i == len(ps.body) {
+				return errNotMessages
 			}
 			s.fail("unexpected data after the JSON value")
 		}
 	}
 	if s.err == nil {
 		s.ws()
-		if s.i != len(body) {
+		if s.i != len(ps.body) {
 			s.fail("unexpected data after the JSON value")
 		}
 	}
-	if count > limit {
-		return nil, count, nil
-	}
-	if s.err != nil {
-		if failedIn >= 0 {
-			return nil, count, fmt.Errorf("message %d: %w", failedIn, s.err)
+	return nil
+}
+
+// message scans one message of the body.
+func (ps *pushScan) message() {
+	s := ps.s
+	defer func() {
+		if s.err != nil && ps.failedIn < 0 {
+			ps.failedIn = ps.count - 1
 		}
-		return nil, count, s.err
+	}()
+	s.ws()
+	ps.count++
+	if ps.count > ps.limit {
+		s.fail("too many messages")
+		return
 	}
-	return msgs, count, nil
+	var m rawMessage
+	if s.peek() != '{' {
+		m.notObj = true
+		s.value()
+		ps.msgs = append(ps.msgs, m)
+		return
+	}
+	var seen uint8 // bit i: field i of messageFields then extra
+	s.object(func(key []byte) bool { return ps.field(&m, key, &seen) })
+	ps.msgs = append(ps.msgs, m)
+}
+
+// field scans the value of a message's field key; it returns false for a
+// field the message may not have (skipped, and noted in m.bad).
+func (ps *pushScan) field(m *rawMessage, key []byte, seen *uint8) bool {
+	s := ps.s
+	bit, known := fieldBit(key, ps.extra)
+	switch {
+	case !known:
+		if m.bad == "" {
+			m.bad = unknownField(string(key), append(messageFields[:len(messageFields):len(messageFields)], ps.extra...))
+		}
+		return false
+	case *seen&bit != 0:
+		if m.bad == "" {
+			m.bad = fmt.Sprintf("field %q is given twice: send it once", key)
+		}
+		return false
+	}
+	*seen |= bit
+	switch bit {
+	case 1:
+		s.where = "transactionId"
+		m.scanTxnID(s)
+	case 2:
+		s.where = "data"
+		start := s.i
+		s.value()
+		m.data = ps.body[start:s.i]
+	default:
+		s.where = string(key)
+		start := s.i
+		s.value()
+		m.extra[bits.TrailingZeros8(bit)-2] = ps.body[start:s.i]
+	}
+	s.where = ""
+	return true
 }
 
 // fieldBit maps a message field to its bit: transactionId 1, data 2,

@@ -160,7 +160,34 @@ Scenarios: %s. Targets: %s, and %s (queengate with the window at 0).
 		return o, usageError{fmt.Errorf("--scenario %q: one of %s", *scenario, strings.Join(scenarioNames, ", "))}
 	}
 	preset.Scenario = *scenario
-	// Flags set explicitly override the preset.
+	overridePreset(fs, &preset, w)
+	preset.PayloadBytes, preset.FlushSize, preset.Linger = w.PayloadBytes, w.FlushSize, linger
+	preset.FireAndForget, preset.Seed, preset.Duration = w.FireAndForget, w.Seed, duration
+	preset.Gateways = max(preset.Gateways, 1)
+	o.w = preset
+
+	switch {
+	case *compare == "all":
+		o.targets = targetNames
+	case *compare != "":
+		o.targets = strings.Split(*compare, ",")
+	default:
+		o.targets = []string{*target}
+	}
+	if o.rounds == 0 {
+		o.rounds = 1
+		if *compare != "" {
+			o.rounds = 3
+		}
+	}
+	if *admin != "" {
+		o.adminAddrs = strings.Split(*admin, ",")
+	}
+	return o, o.validate(*compare != "")
+}
+
+// overridePreset sets on preset the workload flags given explicitly.
+func overridePreset(fs *flag.FlagSet, preset *Workload, w Workload) {
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
 		case "producers":
@@ -187,29 +214,6 @@ Scenarios: %s. Targets: %s, and %s (queengate with the window at 0).
 			preset.Total = 0
 		}
 	})
-	preset.PayloadBytes, preset.FlushSize, preset.Linger = w.PayloadBytes, w.FlushSize, linger
-	preset.FireAndForget, preset.Seed, preset.Duration = w.FireAndForget, w.Seed, duration
-	preset.Gateways = max(preset.Gateways, 1)
-	o.w = preset
-
-	switch {
-	case *compare == "all":
-		o.targets = targetNames
-	case *compare != "":
-		o.targets = strings.Split(*compare, ",")
-	default:
-		o.targets = []string{*target}
-	}
-	if o.rounds == 0 {
-		o.rounds = 1
-		if *compare != "" {
-			o.rounds = 3
-		}
-	}
-	if *admin != "" {
-		o.adminAddrs = strings.Split(*admin, ",")
-	}
-	return o, o.validate(*compare != "")
 }
 
 func (o options) validate(comparing bool) error {

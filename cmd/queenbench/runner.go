@@ -151,6 +151,43 @@ func send(ctx context.Context, t Target, w Workload, p int, b *Batch, res *produ
 	}
 }
 
+// produce is producer p's loop: send the generator's batches until it is
+// exhausted, the deadline passes or ctx ends, and record what came back.
+func produce(ctx context.Context, t Target, g *generator, p int, start, deadline time.Time, res *producerResult, answered *atomic.Int64) error {
+	res.exact = newExactness()
+	r := rand.New(rand.NewPCG(uint64(g.w.Seed), uint64(p)))
+	seq := 0
+	last := start
+	for ctx.Err() == nil && (deadline.IsZero() || time.Now().Before(deadline)) {
+		b := g.next(r, p, &seq)
+		if b == nil {
+			return nil
+		}
+		t0 := time.Now()
+		statuses := send(ctx, t, g.w, p, b, res)
+		if statuses == nil {
+			return nil
+		}
+		now := time.Now()
+		if len(statuses) != len(b.IDs) {
+			return fmt.Errorf("%s answered %d statuses for %d messages", t.Name(), len(statuses), len(b.IDs))
+		}
+		if statuses[0] != StatusFailed {
+			res.maxGap = max(res.maxGap, now.Sub(last))
+			res.answered = append(res.answered, now)
+			last = now
+		}
+		res.latencies = append(res.latencies, now.Sub(t0))
+		res.requests++
+		for _, s := range statuses {
+			res.byStatus[s]++
+		}
+		res.exact.record(b, statuses)
+		answered.Add(int64(len(statuses)))
+	}
+	return nil
+}
+
 // killWhen kills one gateway of t once answered reaches at messages (the
 // failover scenario).
 func killWhen(ctx context.Context, t Target, answered *atomic.Int64, at int64, killed *atomic.Int64, errs chan<- error) {
@@ -199,40 +236,9 @@ func drive(ctx context.Context, t Target, g *generator, deadline time.Time, prog
 	var wg sync.WaitGroup
 	for p := range w.Producers {
 		wg.Go(func() {
-			res := &results[p]
-			res.exact = newExactness()
-			r := rand.New(rand.NewPCG(uint64(w.Seed), uint64(p)))
-			seq := 0
-			last := start
-			for ctx.Err() == nil && (deadline.IsZero() || time.Now().Before(deadline)) {
-				b := g.next(r, p, &seq)
-				if b == nil {
-					return
-				}
-				t0 := time.Now()
-				statuses := send(ctx, t, w, p, b, res)
-				if statuses == nil {
-					return
-				}
-				now := time.Now()
-				took := now.Sub(t0)
-				if statuses[0] != StatusFailed {
-					res.maxGap = max(res.maxGap, now.Sub(last))
-					res.answered = append(res.answered, now)
-					last = now
-				}
-				if len(statuses) != len(b.IDs) {
-					res.err = fmt.Errorf("%s answered %d statuses for %d messages", t.Name(), len(statuses), len(b.IDs))
-					cancel()
-					return
-				}
-				res.latencies = append(res.latencies, took)
-				res.requests++
-				for _, s := range statuses {
-					res.byStatus[s]++
-				}
-				res.exact.record(b, statuses)
-				answered.Add(int64(len(statuses)))
+			if err := produce(ctx, t, g, p, start, deadline, &results[p], &answered); err != nil {
+				results[p].err = err
+				cancel()
 			}
 		})
 	}
