@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/queengate/queengate/internal/checkfor"
 	"net/http"
 	"strings"
 	"testing"
@@ -18,16 +19,6 @@ import (
 )
 
 // eventually polls cond until it holds or the timeout passes.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
 
 func readyz(t *testing.T, addr string) (int, map[string]string) {
 	t.Helper()
@@ -75,10 +66,10 @@ func TestPostgresDownGivesFailedThenRecovers(t *testing.T) {
 	cluster.Start(t)
 	// No restart of the gateway: the pool reconnects by itself.
 	var again []answer
-	eventually(t, 30*time.Second, "pushes to succeed after PostgreSQL returns", func() bool {
+	checkfor.Check(t, 30*time.Second, checkfor.Cond("pushes to succeed after PostgreSQL returns", func() bool {
 		again = e.push(t, e.subject("p"), msgs("during-1", "during-2", "before"))
 		return again[0].Status != "failed"
-	})
+	}))
 	wantStatus(t, again, "queued", "queued", "duplicate")
 	if code, body := readyz(t, admin.Addr()); code != http.StatusOK {
 		t.Errorf("/readyz = %d %v after recovery", code, body)
@@ -144,7 +135,7 @@ func TestConnectionKilledMidFlushGivesFailed(t *testing.T) {
 	go func() { done <- e.push(t, e.subject("kill"), msgs("k1", "k2")) }()
 	// Find the push waiting on the lock and terminate its backend.
 	ctx := context.Background()
-	eventually(t, 30*time.Second, "the push to wait on the row lock and be terminated", func() bool {
+	checkfor.Check(t, 30*time.Second, checkfor.Cond("the push to wait on the row lock and be terminated", func() bool {
 		var killed int
 		err := e.store.Pool().QueryRow(ctx, `
 			SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
@@ -153,7 +144,7 @@ func TestConnectionKilledMidFlushGivesFailed(t *testing.T) {
 			t.Fatal(err)
 		}
 		return killed > 0
-	})
+	}))
 	got := <-done
 	wantStatus(t, got, "failed", "failed")
 	if !strings.Contains(got[0].Error, "may have committed") {
@@ -213,7 +204,7 @@ func TestStoreWatchFollowsPostgres(t *testing.T) {
 		t.Fatal("PostgreSQL is up, the watch says down")
 	}
 	cluster.Stop()
-	eventually(t, 10*time.Second, "the watch to see PostgreSQL down", func() bool { return !w.Up() })
+	checkfor.Check(t, 10*time.Second, checkfor.Cond("the watch to see PostgreSQL down", func() bool { return !w.Up() }))
 	cluster.Start(t)
-	eventually(t, 30*time.Second, "the watch to see PostgreSQL back", w.Up)
+	checkfor.Check(t, 30*time.Second, checkfor.Cond("the watch to see PostgreSQL back", w.Up))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/queengate/queengate/internal/checkfor"
 	"testing"
 	"time"
 
@@ -46,7 +47,7 @@ func TestAnswersSurviveNATSReconnect(t *testing.T) {
 	t.Parallel()
 	nodeB := startClusterNode(t, "B", "")
 	nodeA := startClusterNode(t, "A", fmt.Sprintf("nats://127.0.0.1:%d", nodeB.ClusterAddr().Port))
-	eventually(t, 10*time.Second, "the route between A and B", func() bool { return nodeA.NumRoutes() > 0 && nodeB.NumRoutes() > 0 })
+	checkfor.Check(t, 10*time.Second, checkfor.Cond("the route between A and B", func() bool { return nodeA.NumRoutes() > 0 && nodeB.NumRoutes() > 0 }))
 
 	gwConn, err := nats.Connect(nodeA.ClientURL()+","+nodeB.ClientURL(), nats.DontRandomize(),
 		nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
@@ -84,18 +85,18 @@ func TestAnswersSurviveNATSReconnect(t *testing.T) {
 	}
 	// Wait until a push through B reaches the gateway on A and its answer
 	// comes back: routes and interest are established.
-	eventually(t, 10*time.Second, "a first push through the cluster", func() bool {
+	checkfor.Check(t, 10*time.Second, checkfor.Cond("a first push through the cluster", func() bool {
 		_, err := client.Request("queen.push."+queue+".p", []byte(`{"transactionId":"warm-up"}`), time.Second)
 		return err == nil
-	})
+	}))
 
 	_, release := blockPartition(t, store, queue, "p")
 	if err := client.Publish("queen.push."+queue+".p", []byte(`[{"transactionId":"in-flight"},{"transactionId":"warm-up"}]`)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the push to be accepted", func() bool { return ing.Buffered() == 2 })
+	checkfor.Check(t, 10*time.Second, checkfor.Cond("the push to be accepted", func() bool { return ing.Buffered() == 2 }))
 	nodeA.Shutdown()
-	eventually(t, 10*time.Second, "the gateway to notice", func() bool { return !gwConn.IsConnected() || gwConn.ConnectedServerName() == "B" })
+	checkfor.Check(t, 10*time.Second, checkfor.Cond("the gateway to notice", func() bool { return !gwConn.IsConnected() || gwConn.ConnectedServerName() == "B" }))
 	release()
 
 	select {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/queengate/queengate/internal/checkfor"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -223,14 +224,14 @@ func startMappedCluster(t *testing.T, n int) []*server.Server {
 		t.Cleanup(ns.Shutdown)
 		nodes = append(nodes, ns)
 	}
-	eventually(t, 10*time.Second, "the cluster's full mesh", func() bool {
+	checkfor.Check(t, 10*time.Second, checkfor.Cond("the cluster's full mesh", func() bool {
 		for _, ns := range nodes {
 			if ns.NumRoutes() < n-1 {
 				return false
 			}
 		}
 		return true
-	})
+	}))
 	return nodes
 }
 
@@ -268,7 +269,7 @@ func TestFleetSharesShardsAndTakesOverFromAKilledGateway(t *testing.T) {
 		gw, ing := e.startGateway(gatewayOpts{natsURL: nodes[i].ClientURL(), gateway: gateway.Config{Routing: fastRouting()}})
 		gws, ings = append(gws, gw), append(ings, ing)
 	}
-	eventually(t, 10*time.Second, "every shard served by exactly one gateway", func() bool { return fleet.servedOnceBy(gws...) })
+	checkfor.Check(t, 10*time.Second, checkfor.Cond("every shard served by exactly one gateway", func() bool { return fleet.servedOnceBy(gws...) }))
 
 	var partitions []string
 	for i := range 30 {
@@ -290,7 +291,7 @@ func TestFleetSharesShardsAndTakesOverFromAKilledGateway(t *testing.T) {
 
 	killed := time.Now()
 	e.conns[gws[1]].Close()
-	eventually(t, 10*time.Second, "the two survivors to serve every shard", func() bool { return fleet.servedOnceBy(gws[0], gws[2]) })
+	checkfor.Check(t, 10*time.Second, checkfor.Cond("the two survivors to serve every shard", func() bool { return fleet.servedOnceBy(gws[0], gws[2]) }))
 	t.Logf("the survivors served the killed gateway's shards %v after its connection closed", time.Since(killed).Round(time.Millisecond))
 
 	again := e.pushEach(t, partitions, "a", "b", "c")
@@ -312,7 +313,7 @@ func TestJoinAndGracefulLeaveLeaveNoShardUnserved(t *testing.T) {
 	opts := gatewayOpts{gateway: gateway.Config{Routing: fastRouting()}}
 	a, ingA := e.startGateway(opts)
 	b, ingB := e.startGateway(opts)
-	eventually(t, 10*time.Second, "A and B sharing the shards", func() bool { return fleet.servedOnceBy(a, b) })
+	checkfor.Check(t, 10*time.Second, checkfor.Cond("A and B sharing the shards", func() bool { return fleet.servedOnceBy(a, b) }))
 
 	var partitions []string
 	for i := range 20 {
@@ -353,7 +354,7 @@ func TestJoinAndGracefulLeaveLeaveNoShardUnserved(t *testing.T) {
 	}()
 	waitRounds := func(what string) {
 		at := rounds.Load()
-		eventually(t, 30*time.Second, what, func() bool { return rounds.Load() >= at+5 })
+		checkfor.Check(t, 30*time.Second, checkfor.Cond(what, func() bool { return rounds.Load() >= at+5 }))
 	}
 	waitRounds("pushes before the leave")
 	b.Stop()
@@ -362,7 +363,7 @@ func TestJoinAndGracefulLeaveLeaveNoShardUnserved(t *testing.T) {
 		t.Error("after B's graceful leave, A does not serve every shard")
 	}
 	c, ingC := e.startGateway(opts)
-	eventually(t, 10*time.Second, "A and C sharing the shards", func() bool { return fleet.servedOnceBy(a, c) })
+	checkfor.Check(t, 10*time.Second, checkfor.Cond("A and C sharing the shards", func() bool { return fleet.servedOnceBy(a, c) }))
 	waitRounds("pushes after the join")
 	close(stop)
 	<-done
@@ -399,11 +400,11 @@ func TestAGatewayThatCannotReachPostgresHandsItsShardsOver(t *testing.T) {
 	rb := fastRouting()
 	rb.Ready = bReady.Load
 	b, _ := e.startGateway(gatewayOpts{gateway: gateway.Config{Routing: rb}})
-	eventually(t, 10*time.Second, "A and B sharing the shards", func() bool { return fleet.servedOnceBy(a, b) })
+	checkfor.Check(t, 10*time.Second, checkfor.Cond("A and B sharing the shards", func() bool { return fleet.servedOnceBy(a, b) }))
 	bReady.Store(false)
-	eventually(t, 10*time.Second, "A serving every shard alone", func() bool { return fleet.servedOnceBy(a) && fleet.servingNone(b) })
+	checkfor.Check(t, 10*time.Second, checkfor.Cond("A serving every shard alone", func() bool { return fleet.servedOnceBy(a) && fleet.servingNone(b) }))
 	bReady.Store(true)
-	eventually(t, 10*time.Second, "B taking its share back", func() bool { return fleet.servedOnceBy(a, b) })
+	checkfor.Check(t, 10*time.Second, checkfor.Cond("B taking its share back", func() bool { return fleet.servedOnceBy(a, b) }))
 }
 
 // servingNone reports whether gw says it serves no shard.

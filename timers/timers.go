@@ -57,6 +57,19 @@ type Config struct {
 	// and offset order (the gateway tells its dedup cache, which would
 	// otherwise meet the fired offsets as another writer's and rehydrate).
 	OnFired func([]model.FiredTimer)
+	// OnSleep, when set, is told each time the fire loop goes to sleep and
+	// wakes up: a signal tests wait on instead of guessing with sleeps.
+	OnSleep func(Sleep)
+}
+
+// Sleep is the fire loop sleeping (Woken empty) or waking up.
+type Sleep struct {
+	Planned time.Duration // how long it meant to sleep
+	// Woken says what ended it: "timer" (the planned time), "schedule" (a
+	// schedule due sooner) or "stopped".
+	Woken string
+	// For is the fireAt (Unix ms) of the schedule that woke it.
+	For int64
 }
 
 func (c Config) withDefaults() Config {
@@ -237,19 +250,29 @@ func (s *Service) fireLoop(ctx context.Context) {
 
 // sleepUntil waits for d, or for a schedule due before target (Unix ms).
 func (s *Service) sleepUntil(ctx context.Context, d time.Duration, target int64) {
+	s.signal(Sleep{Planned: d})
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
+			s.signal(Sleep{Planned: d, Woken: "stopped"})
 			return
 		case <-timer.C:
+			s.signal(Sleep{Planned: d, Woken: "timer"})
 			return
 		case <-s.wake.ch:
 			if at, ok := s.wake.take(); ok && at < target {
+				s.signal(Sleep{Planned: d, Woken: "schedule", For: at})
 				return
 			}
 		}
+	}
+}
+
+func (s *Service) signal(e Sleep) {
+	if s.cfg.OnSleep != nil {
+		s.cfg.OnSleep(e)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/queengate/queengate/internal/checkfor"
 	"github.com/queengate/queengate/internal/pgtest"
 	"github.com/queengate/queengate/model"
 	"github.com/queengate/queengate/pgstore"
@@ -74,22 +75,6 @@ func (e *env) pending() int64 {
 	return n
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	within(t, 60*time.Second, what, cond)
-}
-
-func within(t *testing.T, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %s", limit, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func TestScheduleFireIsExactlyOnce(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -109,7 +94,7 @@ func TestScheduleFireIsExactlyOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.start(s)
-	eventually(t, "past and soon fired", func() bool { return e.stored("past") > 0 && e.stored("soon") > 0 })
+	checkfor.Check(t, 60*time.Second, checkfor.Cond("past and soon fired", func() bool { return e.stored("past") > 0 && e.stored("soon") > 0 }))
 	// A fire deletes the row it fires from in the same transaction: with one
 	// row left ("later"), neither can fire again, so these counts are final.
 	if e.stored("past") != 1 || e.stored("soon") != 1 || e.stored("later") != 0 || e.pending() != 1 {
@@ -142,12 +127,12 @@ func TestScheduleIsIdempotentWhilePendingAndRescheduleAfterFireIsASecondMessage(
 		t.Fatalf("retried schedule: %+v, %v (first %+v), %d pending; want the same timer", b, err, a, e.pending())
 	}
 	e.start(s)
-	eventually(t, "first fire", func() bool { return e.stored("again") == 1 })
+	checkfor.Check(t, 60*time.Second, checkfor.Cond("first fire", func() bool { return e.stored("again") == 1 }))
 	c, err := s.Schedule(ctx, e.queue, "p", "again", nil, time.Now())
 	if err != nil || c.TimerID == a.TimerID {
 		t.Fatalf("re-schedule after the fire: %+v, %v; want a new timer", c, err)
 	}
-	eventually(t, "second fire", func() bool { return e.stored("again") == 2 })
+	checkfor.Check(t, 60*time.Second, checkfor.Cond("second fire", func() bool { return e.stored("again") == 2 }))
 }
 
 // TestFireDoesNotProbeTheWindow: a timer whose transactionId is already
@@ -206,7 +191,7 @@ func TestTwoFireLoopsFireEachTimerOnce(t *testing.T) {
 		}})
 		e.start(s)
 	}
-	eventually(t, "every timer fired", func() bool { return e.pending() == 0 })
+	checkfor.Check(t, 60*time.Second, checkfor.Cond("every timer fired", func() bool { return e.pending() == 0 }))
 	var dups, missing int
 	if err := e.store.Pool().QueryRow(ctx, `
 		WITH x AS (SELECT id, count(*) AS c FROM queen.log_segments s, unnest(s.txn_ids) AS u(id)
@@ -253,7 +238,7 @@ func TestRolledBackFireLeavesTheTimerPending(t *testing.T) {
 		t.Fatalf("after the rollback: %d pending, %d stored; want 1 and 0", e.pending(), e.stored("fragile"))
 	}
 	e.start(s) // its first fire fails too (injected), the next one commits
-	eventually(t, "the fire after the rollbacks", func() bool { return e.stored("fragile") == 1 })
+	checkfor.Check(t, 60*time.Second, checkfor.Cond("the fire after the rollbacks", func() bool { return e.stored("fragile") == 1 }))
 	// Its row went with that commit (pending 0): no later fire is possible.
 	if e.stored("fragile") != 1 || e.pending() != 0 || attempts.Load() < 2 {
 		t.Errorf("%d stored, %d pending after %d attempts; want 1, 0, at least 2", e.stored("fragile"), e.pending(), attempts.Load())
@@ -280,7 +265,7 @@ func TestCancelBeforeAndAfterTheFire(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.start(s)
-	eventually(t, "the fire", func() bool { return e.stored("fires") == 1 })
+	checkfor.Check(t, 60*time.Second, checkfor.Cond("the fire", func() bool { return e.stored("fires") == 1 }))
 	if got, _ := s.Cancel(ctx, fires.TimerID); got != "absent" {
 		t.Errorf("cancel after the fire: %q, want absent (no longer pending)", got)
 	}
@@ -325,7 +310,7 @@ func TestCancelRacingTheFire(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	eventually(t, "nothing pending", func() bool { return e.pending() == 0 })
+	checkfor.Check(t, 60*time.Second, checkfor.Cond("nothing pending", func() bool { return e.pending() == 0 }))
 	cancelled := 0
 	for i, a := range answers {
 		got := e.stored(fmt.Sprint("race-", i))
@@ -374,15 +359,22 @@ func TestFireTakesAtMostTheByteBudget(t *testing.T) {
 	}
 }
 
-// countingStore counts fire transactions.
-type countingStore struct {
-	*pgstore.Store
-	fires atomic.Int64
+// sleeps records the fire loop's sleeps and wake-ups (Config.OnSleep).
+type sleeps struct {
+	mu     sync.Mutex
+	events []timers.Sleep
 }
 
-func (c *countingStore) FireDue(ctx context.Context, limit int, before func([]model.FiredTimer) error) ([]model.FiredTimer, error) {
-	c.fires.Add(1)
-	return c.Store.FireDue(ctx, limit, before)
+func (l *sleeps) note(e timers.Sleep) {
+	l.mu.Lock()
+	l.events = append(l.events, e)
+	l.mu.Unlock()
+}
+
+func (l *sleeps) since(i int) []timers.Sleep {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]timers.Sleep(nil), l.events[min(i, len(l.events)):]...)
 }
 
 // TestFireLoopNeitherSpinsNorWakesForLaterTimers: a due timer held by
@@ -392,11 +384,8 @@ func TestFireLoopNeitherSpinsNorWakesForLaterTimers(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
-	cs := &countingStore{Store: e.store}
-	svc, err := timers.New(cs, timers.Config{}, zerolog.Nop(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	var log sleeps
+	svc := e.service(timers.Config{OnSleep: log.note})
 	held, err := svc.Schedule(ctx, e.queue, "p", "held", nil, time.Now().Add(-time.Second))
 	if err != nil {
 		t.Fatal(err)
@@ -409,36 +398,62 @@ func TestFireLoopNeitherSpinsNorWakesForLaterTimers(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.start(svc)
-	time.Sleep(time.Second) // the period over which fire transactions are counted
-	if n := cs.fires.Load(); n > 30 {
-		t.Errorf("%d fire transactions in a second while the due timer was held elsewhere: spinning", n)
+	// Due but held: each sleep is twice the last (from 10 ms, up to
+	// 250 ms), so the loop backs off instead of spinning.
+	var planned []time.Duration
+	checkfor.Check(t, 30*time.Second, func() error {
+		planned = planned[:0]
+		for _, ev := range log.since(0) {
+			if ev.Woken == "" {
+				planned = append(planned, ev.Planned)
+			}
+		}
+		if len(planned) < 6 {
+			return fmt.Errorf("%d sleeps so far: %v", len(planned), planned)
+		}
+		return nil
+	})
+	for i := 1; i < len(planned); i++ {
+		if want := min(2*planned[i-1], 250*time.Millisecond); planned[i] != want {
+			t.Fatalf("sleeps while the due timer is held: %v; want each twice the last, up to 250ms", planned)
+		}
 	}
 	if err := tx.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the held timer fires once released", func() bool { return e.stored("held") == 1 })
+	checkfor.Check(t, 60*time.Second, checkfor.Cond("the held timer fires once released", func() bool { return e.stored("held") == 1 }))
 
-	// Next due in 20 s; 100 schedules for later than that must not wake
-	// the loop (another gateway's, through LISTEN, included).
+	// Next due in 20 s: the loop goes to sleep until then. 100 schedules
+	// due later than that must not wake it (another gateway's, through
+	// LISTEN, included); one due sooner does.
 	if _, err := svc.Schedule(ctx, e.queue, "p", "next", nil, time.Now().Add(20*time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond)
-	before := cs.fires.Load()
+	var mark int
+	checkfor.Check(t, 10*time.Second, func() error {
+		all := log.since(0)
+		for i := len(all) - 1; i >= 0; i-- {
+			// Planned for the next timer, not the 30 s of nothing due.
+			if all[i].Woken == "" && all[i].Planned > 15*time.Second && all[i].Planned <= 20*time.Second {
+				mark = i
+				return nil
+			}
+		}
+		return errors.New("the loop has not gone to sleep until the next timer")
+	})
 	other := e.service(timers.Config{NoFire: true})
 	for i := range 100 {
 		if _, err := other.Schedule(ctx, e.queue, "p", fmt.Sprint("later-", i), nil, time.Now().Add(25*time.Second)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	time.Sleep(300 * time.Millisecond)
-	if n := cs.fires.Load() - before; n > 2 {
-		t.Errorf("%d fire transactions after 100 schedules due later than the next wake-up, want none", n)
-	}
-	// One due sooner than that wakes it (through LISTEN: it was scheduled
-	// by the other service), long before the 20 s wake-up.
-	if _, err := other.Schedule(ctx, e.queue, "p", "sooner", nil, time.Now()); err != nil {
+	soonerAt := time.Now()
+	if _, err := other.Schedule(ctx, e.queue, "p", "sooner", nil, soonerAt); err != nil {
 		t.Fatal(err)
 	}
-	within(t, 10*time.Second, "the sooner timer fires on its notification", func() bool { return e.stored("sooner") == 1 })
+	checkfor.Check(t, 60*time.Second, checkfor.Cond("the sooner timer fires on its notification", func() bool { return e.stored("sooner") == 1 }))
+	woke := log.since(mark + 1)
+	if len(woke) == 0 || woke[0].Woken != "schedule" || woke[0].For > soonerAt.Add(time.Second).UnixMilli() {
+		t.Errorf("after going to sleep until the next timer, the loop's first wake-up was %+v; want one for the sooner schedule only", woke)
+	}
 }

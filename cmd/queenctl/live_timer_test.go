@@ -2,6 +2,7 @@ package main
 
 import (
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/internal/checkfor"
 	"testing"
 	"time"
 )
@@ -42,13 +43,7 @@ func TestLiveTimers(t *testing.T) {
 	}
 	eventually := func(what string, cond func() bool) {
 		t.Helper()
-		deadline := time.Now().Add(15 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not within 15 s", what)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		checkfor.Check(t, 15*time.Second, checkfor.Cond(what, cond))
 	}
 	schedule := func(args ...string) queengate.TimerScheduled {
 		t.Helper()
