@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/internal/checkfor"
 	"io"
 	"net/http"
 	"strings"
@@ -435,19 +436,16 @@ func TestWindowChangeDownAndUp(t *testing.T) {
 	fresh := 0
 	pushUntil := func(what string, cond func(c CacheState) bool) CacheState {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for {
+		var c CacheState
+		checkfor.Check(t, 30*time.Second, func() error {
 			fresh++
 			wantStatus(t, e.push(t, e.subject("p"), msgs(fmt.Sprint("fresh-", fresh))), "queued")
-			c := get().Partitions[0].Cache
-			if cond(c) {
-				return c
+			if c = get().Partitions[0].Cache; !cond(c) {
+				return fmt.Errorf("%s (cache %+v)", what, c)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("not within 30 s: %s (cache %+v)", what, c)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			return nil
+		})
+		return c
 	}
 
 	// Down: 3600 -> 60. "old" is 120 s old and resident in the cache.

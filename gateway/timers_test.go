@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/queengate/queengate/internal/checkfor"
 	"strings"
 	"testing"
 	"time"
@@ -156,11 +157,5 @@ func TestTimerScheduledWithoutAReplySubject(t *testing.T) {
 	if err := e.client.Publish("queen.timer."+e.queue+".p", []byte(`{"transactionId":"published","delayMs":3600000}`)); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for e.pendingTimers(t) != 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("the published schedule was not stored")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	checkfor.Check(t, 30*time.Second, checkfor.Cond("the published schedule stored", func() bool { return e.pendingTimers(t) == 1 }))
 }

@@ -181,7 +181,7 @@ func TestWindowZeroStoresRepeats(t *testing.T) {
 	if _, err := b.store.EnsurePartition(ctx, b.queue, "p"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.store.Pool().Exec(ctx, "UPDATE queen.queues SET dedup_window_seconds = 0 WHERE name = $1", b.queue); err != nil {
+	if _, _, err := b.store.Configure(ctx, b.queue, model.OptionsPatch{DedupWindowSeconds: ptr(0)}, false); err != nil {
 		t.Fatal(err)
 	}
 	got := wait(t, b.submit(t, "p", "r", "r", "s", "r"))
@@ -375,7 +375,7 @@ func TestHydrationUnderAStaleMemoAdoptsTheWindow(t *testing.T) {
 	if s := statuses(wait(t, b.submit(t, "p", "a"))); s != "queued" {
 		t.Fatal(s)
 	}
-	if _, err := b.store.Pool().Exec(ctx, "UPDATE queen.queues SET dedup_window_seconds = 600 WHERE name = $1", b.queue); err != nil {
+	if _, _, err := b.store.Configure(ctx, b.queue, model.OptionsPatch{DedupWindowSeconds: ptr(600)}, false); err != nil {
 		t.Fatal(err)
 	}
 	p, err := b.store.EnsurePartition(ctx, b.queue, "p")
@@ -440,7 +440,7 @@ func TestHydrationFindingTheWindowOffKeepsTheFrameShape(t *testing.T) {
 	if s := statuses(wait(t, b.submit(t, "p", "b"))); s != "queued" { // learns the gap
 		t.Fatal(s)
 	}
-	if _, err := b.store.Pool().Exec(ctx, "UPDATE queen.queues SET dedup_window_seconds = 0 WHERE name = $1", b.queue); err != nil {
+	if _, _, err := b.store.Configure(ctx, b.queue, model.OptionsPatch{DedupWindowSeconds: ptr(0)}, false); err != nil {
 		t.Fatal(err)
 	}
 	hydrated := b.store.hydrates.Load()
@@ -491,3 +491,5 @@ func TestLearnFiredKeepsTheEntryVouching(t *testing.T) {
 		t.Errorf("retry of a reported id: %+v, want duplicate of offset 3", got)
 	}
 }
+
+func ptr(n int) *int { return &n }

@@ -236,7 +236,7 @@ func runModel(t *testing.T, gateways int) modelRun {
 	r := rand.New(rand.NewPCG(7, 11))
 	window := 60
 	setWindow := func(w int) {
-		if _, err := store.Pool().Exec(ctx, "UPDATE queen.queues SET dedup_window_seconds = $1 WHERE name = $2", w, queue); err != nil {
+		if _, _, err := store.Configure(ctx, queue, model.OptionsPatch{DedupWindowSeconds: &w}, false); err != nil {
 			t.Fatal(err)
 		}
 		window = w

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/queengate/queengate/internal/checkfor"
 	"syscall"
 	"testing"
 	"time"
@@ -58,21 +59,18 @@ func TestKilledMidFireLosesNoTimerAndFiresNoneTwice(t *testing.T) {
 			t.Fatalf("kill %d: the backlog is gone before the kill; make it larger", kill)
 		}
 		d := startDaemon(t, "", "QUEEN_PG_URL="+pgURL)
-		for pending() == before {
-			time.Sleep(2 * time.Millisecond)
-		}
+		checkfor.Check(t, time.Minute, checkfor.Cond("the daemon to fire some timers", func() bool { return pending() != before }))
 		_ = d.cmd.Process.Signal(syscall.SIGKILL)
 		<-d.exited
 		t.Logf("kill %d: %d pending before, %d after", kill, before, pending())
 	}
 	d := startDaemon(t, "", "QUEEN_PG_URL="+pgURL)
-	deadline := time.Now().Add(2 * time.Minute)
-	for pending() > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d timers still pending", pending())
+	checkfor.Check(t, 2*time.Minute, func() error {
+		if n := pending(); n > 0 {
+			return fmt.Errorf("%d timers still pending", n)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	_ = d.cmd.Process.Signal(syscall.SIGTERM)
 	<-d.exited
 
