@@ -32,7 +32,7 @@ type Config struct {
 
 func (c Config) withDefaults() Config {
 	if c.BudgetBytes <= 0 {
-		c.BudgetBytes = 512 << 20
+		c.BudgetBytes = DefaultBudgetBytes
 	}
 	if c.Cooldown <= 0 {
 		c.Cooldown = 30 * time.Second
@@ -107,6 +107,9 @@ type Cache struct {
 	hydrations, hydratedBytes      atomic.Int64
 	fills, filledBytes             atomic.Int64
 }
+
+// DefaultBudgetBytes is the cache's budget unless configured.
+const DefaultBudgetBytes = 512 << 20
 
 // Lock order: a slot's mu, then Cache.acct, then Cache.mu (read); other
 // slots only with TryLock. Nothing holds Cache.mu while waiting on a slot.

@@ -52,10 +52,10 @@ type Config struct {
 
 func (c Config) withDefaults() Config {
 	if c.Prefix == "" {
-		c.Prefix = "queen"
+		c.Prefix = queengate.DefaultPrefix
 	}
 	if c.MaxBatch <= 0 {
-		c.MaxBatch = 1000
+		c.MaxBatch = queengate.DefaultMaxBatch
 	}
 	if c.Version == "" {
 		c.Version = "0.0.0-dev"

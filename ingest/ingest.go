@@ -111,6 +111,9 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// DefaultConfig is the configuration zero values take.
+func DefaultConfig() Config { return Config{}.withDefaults() }
+
 // Message is one message of a request.
 type Message struct {
 	// TxnID is the transactionId; the caller mints one when the producer

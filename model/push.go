@@ -152,6 +152,11 @@ func ParseMessageID(id string) (partitionID, offset int64, err error) {
 	return int64(p), int64(o), nil
 }
 
+// ClockSkewSlack is how much older than the window a hydration reads, and
+// the least retention keeps beyond it: the gateways' clocks and
+// PostgreSQL's may differ by this much without a cache missing a row.
+const ClockSkewSlack = 5 * time.Second
+
 // TxnRange is one log_txns row: the hashes of offsets BaseOffset..EndOffset.
 type TxnRange struct {
 	BaseOffset int64
@@ -168,7 +173,7 @@ type Hydration struct {
 	TxnsStart     int64
 	WindowSeconds int
 	// DBNow is the database clock at the snapshot; rows were selected with
-	// created_at >= DBNow - window - 5 s.
+	// created_at >= DBNow - window - ClockSkewSlack.
 	DBNow time.Time
 	// Txns are in offset order.
 	Txns []TxnRange

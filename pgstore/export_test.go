@@ -14,3 +14,13 @@ func EncodeFrameArrays(txnIDs []string, data [][]byte) (any, any) {
 	}
 	return t.encoded(), d.encoded()
 }
+
+// RoutinesChecksum is the checksum the database must record for its
+// routines to be this build's.
+func RoutinesChecksum() string {
+	rs, err := Routines()
+	if err != nil {
+		return ""
+	}
+	return routinesChecksum(rs)
+}

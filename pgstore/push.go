@@ -154,7 +154,7 @@ func collectResults(rows pgx.Rows, segs []model.Frame) ([]model.FrameResult, err
 	return results, nil
 }
 
-// Hydrate reads a partition's in-window hashes (plus 5 s of clock-skew
+// Hydrate reads a partition's in-window hashes (plus model.ClockSkewSlack
 // slack) together with its allocator, in one snapshot.
 func (s *Store) Hydrate(ctx context.Context, partitionID int64) (model.Hydration, error) {
 	return s.hydrate(ctx, partitionID, nil)
@@ -170,7 +170,7 @@ func (s *Store) HydrateAbove(ctx context.Context, partitionID, above int64) (mod
 func (s *Store) hydrate(ctx context.Context, partitionID int64, above *int64) (model.Hydration, error) {
 	rows, err := s.pool.Query(ctx,
 		`SELECT last_offset, txns_start, dedup_window_seconds, db_now, base_offset, end_offset, created_at, hashes
-		   FROM queen.log_hydrate($1, $2)`, partitionID, above)
+		   FROM queen.log_hydrate($1, $2, $3)`, partitionID, above, model.ClockSkewSlack.Seconds())
 	if err != nil {
 		return model.Hydration{}, fmt.Errorf("pgstore: hydrate %d: %w", partitionID, err)
 	}

@@ -108,13 +108,3 @@ BEGIN
     END LOOP;
 END
 $$`
-
-// RoutinesChecksum is the checksum the database must record for its
-// routines to be this build's.
-func RoutinesChecksum() string {
-	rs, err := Routines()
-	if err != nil {
-		return ""
-	}
-	return routinesChecksum(rs)
-}

@@ -22,7 +22,6 @@ const (
 	oidText      = 25
 	oidJSON      = 114
 	oidUUID      = 2950
-	oidInt8      = 20
 	oidTextArray = pgtype.TextArrayOID
 	oidJSONArray = pgtype.JSONArrayOID
 	oidUUIDArray = pgtype.UUIDArrayOID

@@ -5,6 +5,9 @@ import (
 	"flag"
 	"fmt"
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/dedup"
+	"github.com/queengate/queengate/ingest"
+	"github.com/queengate/queengate/model"
 	"io"
 	"os"
 	"strconv"
@@ -151,6 +154,9 @@ flag wins. Flags:
 		fs.PrintDefaults()
 	}
 	e := &envFlags{fs: fs}
+	// Defaults are the packages' own, so that a flag and the code it
+	// configures cannot disagree.
+	ingestDefaults := ingest.DefaultConfig()
 	e.str(&cfg.PGURL, "pg-url", "QUEEN_PG_URL", "", "PostgreSQL URL; empty: run a local cluster in --local-pg-dir")
 	e.str(&cfg.LocalPGDir, "local-pg-dir", "QUEEN_LOCAL_PG_DIR", "", "development only: folder of a local PostgreSQL cluster used when --pg-url is empty")
 	e.str(&cfg.NATSURL, "nats-url", "QUEEN_NATS_URL", "", "NATS URL(s), comma-separated; empty: run an embedded nats-server")
@@ -164,18 +170,18 @@ flag wins. Flags:
 	e.str(&cfg.NATSTLSCA, "nats-tls-ca", "QUEEN_NATS_TLS_CA", "", "CA file to verify the NATS server")
 	e.str(&cfg.NATSTLSCert, "nats-tls-cert", "QUEEN_NATS_TLS_CERT", "", "client certificate for NATS")
 	e.str(&cfg.NATSTLSKey, "nats-tls-key", "QUEEN_NATS_TLS_KEY", "", "client key for NATS")
-	e.str(&cfg.Prefix, "subject-prefix", "QUEEN_SUBJECT_PREFIX", "queen", "first token(s) of every subject")
+	e.str(&cfg.Prefix, "subject-prefix", "QUEEN_SUBJECT_PREFIX", queengate.DefaultPrefix, "first token(s) of every subject")
 	e.str(&cfg.HTTPAddr, "http-addr", "QUEEN_HTTP_ADDR", "127.0.0.1:6632", "admin HTTP address: /metrics, /healthz, /readyz and the operator API (/configure, /queues, /status, /timers)")
-	e.int(&cfg.MaxBatch, "max-batch", "QUEEN_MAX_BATCH", 1000, "most messages in one push request")
+	e.int(&cfg.MaxBatch, "max-batch", "QUEEN_MAX_BATCH", queengate.DefaultMaxBatch, "most messages in one push request")
 	e.int(&cfg.Shards, "shards", "QUEEN_SHARDS", 0, "ingest shards; 0: one per CPU")
-	e.int(&cfg.FlushSize, "flush-size", "QUEEN_FLUSH_SIZE", 1000, "messages that flush a partition's buffer")
-	e.dur(&cfg.Linger, "flush-linger", "QUEEN_FLUSH_LINGER", time.Millisecond, "longest a buffered message waits for its flush")
-	e.int(&cfg.MaxBuffered, "max-buffered", "QUEEN_MAX_BUFFERED", 100_000, "messages a shard holds before answering 503")
-	e.int(&cfg.DedupCacheMB, "dedup-cache-mb", "QUEEN_DEDUP_CACHE_MB", 512, "dedup cache budget in MiB; 0 turns the cache off")
+	e.int(&cfg.FlushSize, "flush-size", "QUEEN_FLUSH_SIZE", ingestDefaults.FlushSize, "messages that flush a partition's buffer")
+	e.dur(&cfg.Linger, "flush-linger", "QUEEN_FLUSH_LINGER", ingestDefaults.Linger, "longest a buffered message waits for its flush")
+	e.int(&cfg.MaxBuffered, "max-buffered", "QUEEN_MAX_BUFFERED", ingestDefaults.MaxBuffered, "messages a shard holds before answering 503")
+	e.int(&cfg.DedupCacheMB, "dedup-cache-mb", "QUEEN_DEDUP_CACHE_MB", dedup.DefaultBudgetBytes>>20, "dedup cache budget in MiB; 0 turns the cache off")
 	e.str(&cfg.LogLevel, "log-level", "QUEEN_LOG_LEVEL", "info", "debug, info, warn or error")
 	e.str(&cfg.AdminToken, "admin-token", "QUEEN_ADMIN_TOKEN", "", "bearer token the operator API requires (/configure, /queues, /status); empty: none")
 	e.dur(&cfg.RetentionInterval, "retention-interval", "QUEEN_RETENTION_INTERVAL", time.Minute, "time between retention passes; 0: no retention in this gateway")
-	e.dur(&cfg.RetentionSlack, "retention-slack", "QUEEN_RETENTION_SLACK", time.Minute, "kept beyond each queue's window before its log_txns rows are deleted")
+	e.dur(&cfg.RetentionSlack, "retention-slack", "QUEEN_RETENTION_SLACK", model.DefaultRetainOptions().Slack, "kept beyond each queue's window before its log_txns rows are deleted")
 	e.str(&cfg.NATSServerTLSCert, "nats-server-tls-cert", "QUEEN_NATS_SERVER_TLS_CERT", "", "embedded nats-server: TLS certificate")
 	e.str(&cfg.NATSServerTLSKey, "nats-server-tls-key", "QUEEN_NATS_SERVER_TLS_KEY", "", "embedded nats-server: TLS key")
 	e.str(&cfg.NATSServerTLSClientCA, "nats-server-tls-client-ca", "QUEEN_NATS_SERVER_TLS_CLIENT_CA", "", "embedded nats-server: require client certificates signed by this CA")
@@ -230,8 +236,8 @@ func (c config) validate() error {
 	if c.RetentionInterval < 0 {
 		errs = append(errs, fmt.Errorf("retention-interval: %v, must be 0 (off) or positive", c.RetentionInterval))
 	}
-	if c.RetentionSlack < 5*time.Second {
-		errs = append(errs, fmt.Errorf("retention-slack: %v, must be at least 5s (the cache's clock-skew slack)", c.RetentionSlack))
+	if c.RetentionSlack < model.ClockSkewSlack {
+		errs = append(errs, fmt.Errorf("retention-slack: %v, must be at least %v (the cache's clock-skew slack)", c.RetentionSlack, model.ClockSkewSlack))
 	}
 	if c.NATSURL == "" {
 		kinds := 0
