@@ -1,0 +1,60 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+)
+
+func TestMessageIDRoundTrips(t *testing.T) {
+	for _, c := range [][2]int64{{1, 0}, {42, 1 << 40}, {1<<62 + 7, 1<<63 - 1}} {
+		id := MessageID(c[0], c[1])
+		p, o, err := ParseMessageID(id)
+		if err != nil || p != c[0] || o != c[1] {
+			t.Errorf("MessageID(%d, %d) = %s, parsed back as %d, %d, %v", c[0], c[1], id, p, o, err)
+		}
+	}
+	for _, bad := range []string{"", "00000000-0000-0001-0000-00000000000", "0000000000000001000000000000000000ab", "0000000x-0000-0001-0000-000000000000"} {
+		if _, _, err := ParseMessageID(bad); err == nil {
+			t.Errorf("ParseMessageID(%q) accepted it", bad)
+		}
+	}
+}
+
+func TestProbeNamesRoundTrip(t *testing.T) {
+	for _, p := range []Probe{ProbeOff, ProbeSkipped, ProbeNarrowed, ProbeFull} {
+		if got, ok := ParseProbe(p.String()); !ok || got != p {
+			t.Errorf("ParseProbe(%q) = %v, %v", p, got, ok)
+		}
+	}
+	if _, ok := ParseProbe("sideways"); ok {
+		t.Error("an unknown probe name parsed")
+	}
+}
+
+func TestOptionErrorsAreInvalidOptions(t *testing.T) {
+	bad, ok := -1, 3600
+	err := OptionsPatch{DedupWindowSeconds: &bad, RetentionSeconds: &ok}.Validate()
+	var oe *OptionError
+	if !errors.Is(err, ErrInvalidOption) || !errors.As(err, &oe) || oe.Option != "dedupWindowSeconds" {
+		t.Errorf("Validate of a negative window: %v", err)
+	}
+	if err := (OptionsPatch{RetentionSeconds: &ok}).Validate(); err != nil {
+		t.Errorf("Validate of a valid patch: %v", err)
+	}
+}
+
+// unsent is an error a driver marks as raised before anything was sent.
+type unsent struct{}
+
+func (unsent) Error() string     { return "dial refused" }
+func (unsent) SafeToRetry() bool { return true }
+
+func TestSafeToRetryReadsTheDriversMark(t *testing.T) {
+	if !SafeToRetry(fmt.Errorf("pgstore: push: %w", unsent{})) {
+		t.Error("a wrapped error marked safe to retry was not")
+	}
+	if SafeToRetry(errors.New("connection reset after the statement")) {
+		t.Error("an unmarked error was taken as safe to retry")
+	}
+}
