@@ -213,18 +213,17 @@ func (c *Client) Publish(ctx context.Context, queue, partition string, msgs ...M
 
 // ackKey identifies a push's answers: its transactionIds, in order.
 func ackKey(msgs []Message) string {
-	var b strings.Builder
-	for _, m := range msgs {
-		b.WriteString(m.TransactionID)
-		b.WriteByte(0)
-	}
-	return b.String()
+	return idsKey(msgs, func(m Message) string { return m.TransactionID })
 }
 
 func answersKey(answers []Answer) string {
+	return idsKey(answers, func(a Answer) string { return a.TransactionID })
+}
+
+func idsKey[T any](xs []T, id func(T) string) string {
 	var b strings.Builder
-	for _, a := range answers {
-		b.WriteString(a.TransactionID)
+	for _, x := range xs {
+		b.WriteString(id(x))
 		b.WriteByte(0)
 	}
 	return b.String()

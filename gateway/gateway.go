@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/model"
 	"strconv"
 	"strings"
 	"sync"
@@ -287,7 +288,7 @@ func (g *Gateway) handlePush(req *request) {
 // push with a failed message counts as an error in the service's figures.
 func firstFailure(results []ingest.Result) string {
 	for _, r := range results {
-		if r.Status == ingest.StatusFailed {
+		if r.Status == model.StatusFailed {
 			if r.Err != nil {
 				return r.Err.Error()
 			}

@@ -192,7 +192,7 @@ func encodeReply(msgs []ingest.Message, results []ingest.Result) []byte {
 			b = append(b, `,"partitionId":`...)
 			b = strconv.AppendInt(b, r.PartitionID, 10)
 		}
-		if r.Status == ingest.StatusFailed {
+		if r.Status == model.StatusFailed {
 			msg := "not stored"
 			if r.Err != nil {
 				msg = r.Err.Error()

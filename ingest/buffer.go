@@ -89,7 +89,7 @@ func (b *buffer) frame(meta model.Partition) model.Frame {
 // passes on the stored original, a failed leader fails it too.
 func (b *buffer) resolve(meta model.Partition, res *model.FrameResult, failure error, m *metrics, t *tally) {
 	byLeader := meta.WindowSeconds > 0
-	var counts [StatusFailed + 1]int64
+	var counts [model.StatusFailed + 1]int64
 	i := 0
 	for _, req := range b.reqs {
 		results := make([]Result, len(req.Messages))
@@ -98,19 +98,19 @@ func (b *buffer) resolve(meta model.Partition, res *model.FrameResult, failure e
 			r.PartitionID = meta.ID
 			switch {
 			case failure != nil:
-				r.Status, r.Err = StatusFailed, failure
+				r.Status, r.Err = model.StatusFailed, failure
 			case byLeader:
 				o := res.Outcomes[b.leaderOf[i]]
 				r.Offset = o.Offset
-				r.Status = StatusQueued
+				r.Status = model.StatusQueued
 				if o.Duplicate || !b.isLeader[i] {
-					r.Status = StatusDuplicate
+					r.Status = model.StatusDuplicate
 				}
 			default:
 				o := res.Outcomes[i]
-				r.Offset, r.Status = o.Offset, StatusQueued
+				r.Offset, r.Status = o.Offset, model.StatusQueued
 				if o.Duplicate {
-					r.Status = StatusDuplicate
+					r.Status = model.StatusDuplicate
 				}
 			}
 			counts[r.Status]++
@@ -118,7 +118,7 @@ func (b *buffer) resolve(meta model.Partition, res *model.FrameResult, failure e
 		}
 		req.Done(results)
 	}
-	for st := StatusQueued; st <= StatusFailed; st++ {
+	for st := model.StatusQueued; st <= model.StatusFailed; st++ {
 		if counts[st] > 0 {
 			m.messages[st].Add(float64(counts[st]))
 			if t != nil {

@@ -123,33 +123,9 @@ type Message struct {
 	Data []byte
 }
 
-// Status is a message's outcome.
-type Status uint8
-
-const (
-	// StatusQueued: stored now at Offset.
-	StatusQueued Status = iota + 1
-	// StatusDuplicate: wrote nothing; Offset is the original's.
-	StatusDuplicate
-	// StatusFailed: not stored; Err says why. Retrying is safe.
-	StatusFailed
-)
-
-func (s Status) String() string {
-	switch s {
-	case StatusQueued:
-		return "queued"
-	case StatusDuplicate:
-		return "duplicate"
-	case StatusFailed:
-		return "failed"
-	}
-	return fmt.Sprintf("Status(%d)", uint8(s))
-}
-
 // Result is one message's outcome.
 type Result struct {
-	Status      Status
+	Status      model.Status
 	PartitionID int64
 	Offset      int64
 	Err         error

@@ -166,7 +166,7 @@ func TestArrivalOrderIsOffsetOrder(t *testing.T) {
 	last := int64(-1)
 	for i, ch := range chans {
 		for _, r := range wait(t, ch) {
-			if r.Status != ingest.StatusQueued || r.Offset != last+1 {
+			if r.Status != model.StatusQueued || r.Offset != last+1 {
 				t.Fatalf("request %d: %v at %d after %d; want queued at %d", i, r.Status, r.Offset, last, last+1)
 			}
 			last = r.Offset
@@ -254,7 +254,7 @@ func TestStopAnswersEverythingAcceptedThenRefuses(t *testing.T) {
 	for _, ch := range chans {
 		select {
 		case r := <-ch:
-			if r[0].Status != ingest.StatusQueued {
+			if r[0].Status != model.StatusQueued {
 				t.Fatalf("answer %v", r[0])
 			}
 		default:

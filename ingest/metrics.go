@@ -10,7 +10,7 @@ import (
 )
 
 type metrics struct {
-	messages    map[Status]prometheus.Counter
+	messages    map[model.Status]prometheus.Counter
 	flushSize   prometheus.Histogram
 	flushTime   prometheus.Histogram
 	segments    prometheus.Histogram
@@ -32,10 +32,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		Help: "Segments pushed, by what the SQL duplicate probe did: skipped (the cache vouched for everything stored), narrowed (only the slots the cache named and the rows above its watermark), full (the whole window), off (window 0).",
 	}, []string{"probe"})
 	m := &metrics{
-		messages: map[Status]prometheus.Counter{
-			StatusQueued:    messages.WithLabelValues("queued"),
-			StatusDuplicate: messages.WithLabelValues("duplicate"),
-			StatusFailed:    messages.WithLabelValues("failed"),
+		messages: map[model.Status]prometheus.Counter{
+			model.StatusQueued:    messages.WithLabelValues("queued"),
+			model.StatusDuplicate: messages.WithLabelValues("duplicate"),
+			model.StatusFailed:    messages.WithLabelValues("failed"),
 		},
 		flushSize: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "queengate_flush_messages",

@@ -382,17 +382,17 @@ func expected(t *testing.T, store *pgstore.Store, pid int64, ids []string) []ing
 		h := model.HashTxnID(s)
 		if window > 0 {
 			if off, ok := stored[h]; ok {
-				out[i] = ingest.Result{Status: ingest.StatusDuplicate, Offset: off, PartitionID: pid}
+				out[i] = ingest.Result{Status: model.StatusDuplicate, Offset: off, PartitionID: pid}
 				continue
 			}
 			if off, ok := seen[h]; ok {
-				out[i] = ingest.Result{Status: ingest.StatusDuplicate, Offset: off, PartitionID: pid}
+				out[i] = ingest.Result{Status: model.StatusDuplicate, Offset: off, PartitionID: pid}
 				continue
 			}
 		}
 		last++
 		seen[h] = last
-		out[i] = ingest.Result{Status: ingest.StatusQueued, Offset: last, PartitionID: pid}
+		out[i] = ingest.Result{Status: model.StatusQueued, Offset: last, PartitionID: pid}
 	}
 	return out
 }

@@ -16,11 +16,11 @@ type tally struct {
 	queued, duplicate, failed atomic.Int64
 }
 
-func (t *tally) addN(s Status, n int64) {
+func (t *tally) addN(s model.Status, n int64) {
 	switch s {
-	case StatusQueued:
+	case model.StatusQueued:
 		t.queued.Add(n)
-	case StatusDuplicate:
+	case model.StatusDuplicate:
 		t.duplicate.Add(n)
 	default:
 		t.failed.Add(n)

@@ -106,6 +106,30 @@ type FrameResult struct {
 	Outcomes []Outcome
 }
 
+// Status is what became of one pushed message.
+type Status uint8
+
+const (
+	// StatusQueued: stored now at its offset.
+	StatusQueued Status = iota + 1
+	// StatusDuplicate: wrote nothing; the offset is the original's.
+	StatusDuplicate
+	// StatusFailed: not stored by this push. Retrying is safe.
+	StatusFailed
+)
+
+func (s Status) String() string {
+	switch s {
+	case StatusQueued:
+		return "queued"
+	case StatusDuplicate:
+		return "duplicate"
+	case StatusFailed:
+		return "failed"
+	}
+	return fmt.Sprintf("Status(%d)", uint8(s))
+}
+
 // Probed reports whether the duplicate probe looked at stored rows.
 func (r *FrameResult) Probed() bool { return r.Probe == ProbeNarrowed || r.Probe == ProbeFull }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/queengate/queengate/model"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,13 +57,13 @@ func TestExactnessVerdict(t *testing.T) {
 	b2 := &Batch{Queue: "q", Partition: "p2", IDs: []string{"a"}}
 	cases := []struct {
 		name                 string
-		s1, s2               []Status
+		s1, s2               []model.Status
 		distinct, violations int64
 	}{
-		{"exact", []Status{StatusQueued, StatusQueued, StatusDuplicate}, []Status{StatusQueued}, 3, 0},
-		{"queued twice", []Status{StatusQueued, StatusQueued, StatusQueued}, []Status{StatusQueued}, 3, 1},
-		{"duplicate of nothing", []Status{StatusDuplicate, StatusQueued, StatusDuplicate}, []Status{StatusQueued}, 3, 1},
-		{"failed is not counted", []Status{StatusFailed, StatusQueued, StatusQueued}, []Status{StatusFailed}, 2, 0},
+		{"exact", []model.Status{model.StatusQueued, model.StatusQueued, model.StatusDuplicate}, []model.Status{model.StatusQueued}, 3, 0},
+		{"queued twice", []model.Status{model.StatusQueued, model.StatusQueued, model.StatusQueued}, []model.Status{model.StatusQueued}, 3, 1},
+		{"duplicate of nothing", []model.Status{model.StatusDuplicate, model.StatusQueued, model.StatusDuplicate}, []model.Status{model.StatusQueued}, 3, 1},
+		{"failed is not counted", []model.Status{model.StatusFailed, model.StatusQueued, model.StatusQueued}, []model.Status{model.StatusFailed}, 2, 0},
 	}
 	for _, c := range cases {
 		e1, e2 := newExactness(), newExactness()
@@ -126,7 +127,7 @@ func TestParseAnswers(t *testing.T) {
 	t.Parallel()
 	ids, s, err := parseAnswers([]byte(`[{"index":0,"transactionId":"a-1","status":"queued","partitionId":1,"messageId":"x","offset":0},` +
 		`{"index":1,"transactionId":"a-2","status":"duplicate"},{"index":2,"transactionId":"a-3","status":"failed","error":"down"}]`))
-	if err != nil || strings.Join(ids, ",") != "a-1,a-2,a-3" || len(s) != 3 || s[0] != StatusQueued || s[1] != StatusDuplicate || s[2] != StatusFailed {
+	if err != nil || strings.Join(ids, ",") != "a-1,a-2,a-3" || len(s) != 3 || s[0] != model.StatusQueued || s[1] != model.StatusDuplicate || s[2] != model.StatusFailed {
 		t.Errorf("parseAnswers = %v %v %v", ids, s, err)
 	}
 	if _, _, err := parseAnswers([]byte(`{"error":{"code":503,"message":"overloaded"}}`)); err == nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/queengate/queengate/model"
 	"os"
 	"slices"
 	"sync"
@@ -78,7 +79,7 @@ func peerBatch(partition string, ids ...string) *Batch {
 }
 
 // peerSend sends b and fails the test on an error.
-func peerSend(t *testing.T, target Target, producer int, b *Batch) []Status {
+func peerSend(t *testing.T, target Target, producer int, b *Batch) []model.Status {
 	t.Helper()
 	statuses, err := target.Send(context.Background(), producer, b)
 	if err != nil {
@@ -96,19 +97,19 @@ func peerSend(t *testing.T, target Target, producer int, b *Batch) []Status {
 func TestPeerStatuses(t *testing.T) {
 	t.Parallel()
 	const (
-		q = StatusQueued
-		d = StatusDuplicate
+		q = model.StatusQueued
+		d = model.StatusDuplicate
 	)
 	tests := []struct {
 		kind string
 		// want is the answers to [a b a] on p1, [a c] on p1, [a] on p2.
-		want [3][]Status
+		want [3][]model.Status
 		// stored checks what the target holds afterwards.
 		stored func(t *testing.T, target Target)
 	}{
 		{
 			kind: "naive",
-			want: [3][]Status{{q, q, d}, {d, q}, {q}},
+			want: [3][]model.Status{{q, q, d}, {d, q}, {q}},
 			stored: func(t *testing.T, target Target) {
 				var n int64
 				err := target.(*naiveTarget).pool.QueryRow(context.Background(),
@@ -123,7 +124,7 @@ func TestPeerStatuses(t *testing.T) {
 		},
 		{
 			kind: "ceiling",
-			want: [3][]Status{{q, q, q}, {q, q}, {q}},
+			want: [3][]model.Status{{q, q, q}, {q, q}, {q}},
 			stored: func(t *testing.T, target Target) {
 				var frames, msgs int64
 				err := target.(*ceilingTarget).pool.QueryRow(context.Background(),
@@ -139,7 +140,7 @@ func TestPeerStatuses(t *testing.T) {
 		},
 		{
 			kind: "jetstream",
-			want: [3][]Status{{q, q, d}, {d, q}, {q}},
+			want: [3][]model.Status{{q, q, d}, {d, q}, {q}},
 			stored: func(t *testing.T, target Target) {
 				ctx := context.Background()
 				stream, err := target.(*jetstreamTarget).adminJS.Stream(ctx, jetstreamStream)
@@ -160,7 +161,7 @@ func TestPeerStatuses(t *testing.T) {
 		t.Run(tt.kind, func(t *testing.T) {
 			t.Parallel()
 			target := peerTarget(t, tt.kind, peerWorkload)
-			got := [3][]Status{
+			got := [3][]model.Status{
 				peerSend(t, target, 0, peerBatch("p1", "a", "b", "a")),
 				peerSend(t, target, 1, peerBatch("p1", "a", "c")),
 				peerSend(t, target, 2, peerBatch("p2", "a")),
@@ -229,9 +230,9 @@ func TestPeerConcurrentRepeats(t *testing.T) {
 						for i, s := range statuses {
 							sent[ids[i]] = true
 							switch s {
-							case StatusQueued:
+							case model.StatusQueued:
 								queued[ids[i]]++
-							case StatusDuplicate:
+							case model.StatusDuplicate:
 							default:
 								errs = append(errs, fmt.Errorf("%s answered %v", ids[i], s))
 							}

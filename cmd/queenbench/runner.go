@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/queengate/queengate/model"
 	"io"
 	"math/rand/v2"
 	"slices"
@@ -126,7 +127,7 @@ const retryBackoff = 50 * time.Millisecond
 
 // send sends b until it is answered, when the workload retries failed
 // requests; otherwise once. It returns nil statuses when ctx ends.
-func send(ctx context.Context, t Target, w Workload, p int, b *Batch, res *producerResult) []Status {
+func send(ctx context.Context, t Target, w Workload, p int, b *Batch, res *producerResult) []model.Status {
 	for {
 		statuses, err := t.Send(ctx, p, b)
 		if err == nil {
@@ -136,9 +137,9 @@ func send(ctx context.Context, t Target, w Workload, p int, b *Batch, res *produ
 			return nil
 		}
 		if !w.RetryFailed {
-			statuses = make([]Status, len(b.IDs))
+			statuses = make([]model.Status, len(b.IDs))
 			for i := range statuses {
-				statuses[i] = StatusFailed
+				statuses[i] = model.StatusFailed
 			}
 			return statuses
 		}
@@ -172,7 +173,7 @@ func produce(ctx context.Context, t Target, g *generator, p int, start, deadline
 		if len(statuses) != len(b.IDs) {
 			return fmt.Errorf("%s answered %d statuses for %d messages", t.Name(), len(statuses), len(b.IDs))
 		}
-		if statuses[0] != StatusFailed {
+		if statuses[0] != model.StatusFailed {
 			res.maxGap = max(res.maxGap, now.Sub(last))
 			res.answered = append(res.answered, now)
 			last = now
@@ -267,9 +268,9 @@ func drive(ctx context.Context, t Target, g *generator, deadline time.Time, prog
 		out.MaxGap = max(out.MaxGap, r.maxGap)
 		out.Retries += r.retries
 		out.Requests += r.requests
-		out.Queued += r.byStatus[StatusQueued]
-		out.Duplicate += r.byStatus[StatusDuplicate]
-		out.Failed += r.byStatus[StatusFailed]
+		out.Queued += r.byStatus[model.StatusQueued]
+		out.Duplicate += r.byStatus[model.StatusDuplicate]
+		out.Failed += r.byStatus[model.StatusFailed]
 		exact.merge(r.exact)
 	}
 	slices.Sort(all)

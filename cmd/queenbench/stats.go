@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"github.com/queengate/queengate/model"
 	"github.com/zeebo/xxh3"
 	"math"
 	"slices"
@@ -58,16 +59,31 @@ func (e *exactness) key(b *Batch, i int) [16]byte {
 	return xxh3.Hash128(e.buf).Bytes()
 }
 
-func (e *exactness) record(b *Batch, statuses []Status) {
+func (e *exactness) record(b *Batch, statuses []model.Status) {
 	for i, s := range statuses {
-		if s != StatusFailed {
-			e.answers = append(e.answers, answerRec{key: e.key(b, i), queued: s == StatusQueued})
+		if s != model.StatusFailed {
+			e.answers = append(e.answers, answerRec{key: e.key(b, i), queued: s == model.StatusQueued})
 		}
 	}
 }
 
 // merge adds another producer's answers.
 func (e *exactness) merge(o *exactness) { e.answers = append(e.answers, o.answers...) }
+
+// byID calls f with each distinct id's number of queued answers.
+func (e *exactness) byID(f func(queued int64)) {
+	slices.SortFunc(e.answers, func(a, b answerRec) int { return bytes.Compare(a.key[:], b.key[:]) })
+	for i := 0; i < len(e.answers); {
+		j, queued := i, int64(0)
+		for ; j < len(e.answers) && e.answers[j].key == e.answers[i].key; j++ {
+			if e.answers[j].queued {
+				queued++
+			}
+		}
+		f(queued)
+		i = j
+	}
+}
 
 // distinct is the number of distinct ids answered.
 func (e *exactness) distinct() int64 {
@@ -78,18 +94,10 @@ func (e *exactness) distinct() int64 {
 // queuedTwice returns the distinct ids answered and how many times ids
 // were answered queued beyond their first.
 func (e *exactness) queuedTwice() (distinct, extra int64) {
-	slices.SortFunc(e.answers, func(a, b answerRec) int { return bytes.Compare(a.key[:], b.key[:]) })
-	for i := 0; i < len(e.answers); {
-		j, queued := i, int64(0)
-		for ; j < len(e.answers) && e.answers[j].key == e.answers[i].key; j++ {
-			if e.answers[j].queued {
-				queued++
-			}
-		}
+	e.byID(func(queued int64) {
 		distinct++
 		extra += max(queued-1, 0)
-		i = j
-	}
+	})
 	return distinct, extra
 }
 
@@ -97,14 +105,7 @@ func (e *exactness) queuedTwice() (distinct, extra int64) {
 // more than once, plus ids answered only as duplicates (a duplicate of
 // something never stored).
 func (e *exactness) verdict() (distinct, violations int64) {
-	slices.SortFunc(e.answers, func(a, b answerRec) int { return bytes.Compare(a.key[:], b.key[:]) })
-	for i := 0; i < len(e.answers); {
-		j, queued := i, int64(0)
-		for ; j < len(e.answers) && e.answers[j].key == e.answers[i].key; j++ {
-			if e.answers[j].queued {
-				queued++
-			}
-		}
+	e.byID(func(queued int64) {
 		distinct++
 		switch {
 		case queued > 1:
@@ -112,7 +113,6 @@ func (e *exactness) verdict() (distinct, violations int64) {
 		case queued == 0:
 			violations++
 		}
-		i = j
-	}
+	})
 	return distinct, violations
 }

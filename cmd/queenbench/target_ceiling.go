@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/queengate/queengate/model"
 	"sync/atomic"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -80,7 +81,7 @@ VALUES ($1, $2, now(), $3::text[], $4::text[]::json[])
 
 // Send implements Target with one INSERT of one row; every message is
 // answered queued, repeats included.
-func (t *ceilingTarget) Send(ctx context.Context, _ int, b *Batch) ([]Status, error) {
+func (t *ceilingTarget) Send(ctx context.Context, _ int, b *Batch) ([]model.Status, error) {
 	data := make([]string, len(b.Data))
 	for i, d := range b.Data {
 		data[i] = string(d)
@@ -91,9 +92,9 @@ func (t *ceilingTarget) Send(ctx context.Context, _ int, b *Batch) ([]Status, er
 	if _, err := t.pool.Exec(ctx, ceilingInsertSQL, partition, base, b.IDs, data); err != nil {
 		return nil, fmt.Errorf("ceiling: insert frame: %w", err)
 	}
-	statuses := make([]Status, len(b.IDs))
+	statuses := make([]model.Status, len(b.IDs))
 	for i := range statuses {
-		statuses[i] = StatusQueued
+		statuses[i] = model.StatusQueued
 	}
 	return statuses, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/queengate/queengate/model"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -117,11 +118,11 @@ func (t *jetstreamTarget) Setup(ctx context.Context, w Workload) error {
 // producer's connection, then waits for every ack. The Nats-Msg-Id carries
 // queue and partition because JetStream deduplicates per stream, and
 // queengate per partition.
-func (t *jetstreamTarget) Send(ctx context.Context, producer int, b *Batch) ([]Status, error) {
+func (t *jetstreamTarget) Send(ctx context.Context, producer int, b *Batch) ([]model.Status, error) {
 	js := t.pubs[producer%len(t.pubs)]
 	subject := "bench." + b.Queue + "." + b.Partition
 	idPrefix := b.Queue + "/" + b.Partition + "/"
-	statuses := make([]Status, len(b.IDs))
+	statuses := make([]model.Status, len(b.IDs))
 	futures := make([]jetstream.PubAckFuture, len(b.IDs))
 	for i, id := range b.IDs {
 		m := nats.NewMsg(subject)
@@ -129,7 +130,7 @@ func (t *jetstreamTarget) Send(ctx context.Context, producer int, b *Batch) ([]S
 		m.Header.Set(jetstream.MsgIDHeader, idPrefix+id)
 		f, err := js.PublishMsgAsync(m)
 		if err != nil {
-			statuses[i] = StatusFailed
+			statuses[i] = model.StatusFailed
 			continue
 		}
 		futures[i] = f
@@ -140,12 +141,12 @@ func (t *jetstreamTarget) Send(ctx context.Context, producer int, b *Batch) ([]S
 		}
 		select {
 		case ack := <-f.Ok():
-			statuses[i] = StatusQueued
+			statuses[i] = model.StatusQueued
 			if ack.Duplicate {
-				statuses[i] = StatusDuplicate
+				statuses[i] = model.StatusDuplicate
 			}
 		case <-f.Err():
-			statuses[i] = StatusFailed
+			statuses[i] = model.StatusFailed
 		case <-ctx.Done():
 			return nil, fmt.Errorf("jetstream: wait for acks: %w", ctx.Err())
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/queengate/queengate/model"
 	"slices"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -93,14 +94,14 @@ SELECT txn_id, id FROM bench_naive.messages WHERE partition = $1 AND txn_id = AN
 
 // Send implements Target in one round trip and one statement (a second
 // round trip only for originals committed concurrently, see naiveSendSQL).
-func (t *naiveTarget) Send(ctx context.Context, _ int, b *Batch) ([]Status, error) {
-	statuses := make([]Status, len(b.IDs))
+func (t *naiveTarget) Send(ctx context.Context, _ int, b *Batch) ([]model.Status, error) {
+	statuses := make([]model.Status, len(b.IDs))
 	// ON CONFLICT cannot see rows inserted by its own statement, so repeats
 	// within the batch are resolved here: the first occurrence leads.
 	first := make(map[string]int, len(b.IDs))
 	for i, id := range b.IDs {
 		if _, seen := first[id]; seen {
-			statuses[i] = StatusDuplicate
+			statuses[i] = model.StatusDuplicate
 			continue
 		}
 		first[id] = i
@@ -134,9 +135,9 @@ func (t *naiveTarget) Send(ctx context.Context, _ int, b *Batch) ([]Status, erro
 			rows.Close()
 			return nil, fmt.Errorf("naive: insert: %w", err)
 		}
-		statuses[first[txnID]] = StatusDuplicate
+		statuses[first[txnID]] = model.StatusDuplicate
 		if inserted {
-			statuses[first[txnID]] = StatusQueued
+			statuses[first[txnID]] = model.StatusQueued
 		}
 		answered++
 	}
@@ -164,7 +165,7 @@ func (t *naiveTarget) Send(ctx context.Context, _ int, b *Batch) ([]Status, erro
 			rows.Close()
 			return nil, fmt.Errorf("naive: look up originals: %w", err)
 		}
-		statuses[first[txnID]] = StatusDuplicate
+		statuses[first[txnID]] = model.StatusDuplicate
 		answered++
 	}
 	if err := rows.Err(); err != nil {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/model"
 	"net/http"
 	"strconv"
 	"strings"
@@ -33,7 +34,7 @@ type queengateTarget struct {
 	w        Workload
 
 	mu      sync.Mutex
-	waiters map[uint64][]chan []Status // fire-and-forget: answers by id list
+	waiters map[uint64][]chan []model.Status // fire-and-forget: answers by id list
 	subs    []*nats.Subscription
 	// The processes and gateways measured this run (a killed one stays,
 	// at its last figures), and the counters at the run's start.
@@ -77,7 +78,7 @@ func (c *gatewayCounters) add(m map[string]float64) {
 // admin addresses.
 func newQueengateTarget(ctx context.Context, name string, gateways int, fleet *selfEnv, natsURL, prefix, pgURL string, adminAddrs []string) (*queengateTarget, error) {
 	t := &queengateTarget{name: name, gateways: gateways, fleet: fleet, natsURL: natsURL, subjects: queengate.Subjects{Prefix: prefix},
-		adminAddrs: adminAddrs, waiters: map[uint64][]chan []Status{}}
+		adminAddrs: adminAddrs, waiters: map[uint64][]chan []model.Status{}}
 	if pgURL != "" {
 		pool, err := pgxpool.New(ctx, pgURL)
 		if err != nil {
@@ -162,7 +163,7 @@ func batchKey(ids []string) uint64 {
 	return h.Sum64()
 }
 
-func (t *queengateTarget) Send(ctx context.Context, producer int, b *Batch) ([]Status, error) {
+func (t *queengateTarget) Send(ctx context.Context, producer int, b *Batch) ([]model.Status, error) {
 	body := make([]byte, 0, len(b.IDs)*(len(b.Data[0])+48))
 	body = append(body, '[')
 	for i, id := range b.IDs {
@@ -190,7 +191,7 @@ func (t *queengateTarget) Send(ctx context.Context, producer int, b *Batch) ([]S
 		}
 		return parseStatuses(msg.Data, len(b.IDs))
 	}
-	ch := make(chan []Status, 1)
+	ch := make(chan []model.Status, 1)
 	key := batchKey(b.IDs)
 	t.mu.Lock()
 	t.waiters[key] = append(t.waiters[key], ch)
@@ -217,7 +218,7 @@ func (t *queengateTarget) onAck(m *nats.Msg) {
 	key := batchKey(ids)
 	t.mu.Lock()
 	q := t.waiters[key]
-	var ch chan []Status
+	var ch chan []model.Status
 	if len(q) > 0 {
 		ch = q[0]
 		if len(q) == 1 {
@@ -233,17 +234,17 @@ func (t *queengateTarget) onAck(m *nats.Msg) {
 }
 
 // statusWord reads the wire's statuses into queenbench's compact ones.
-var statusWord = map[string]Status{
-	string(queengate.StatusQueued):    StatusQueued,
-	string(queengate.StatusDuplicate): StatusDuplicate,
-	string(queengate.StatusFailed):    StatusFailed,
+var statusWord = map[string]model.Status{
+	string(queengate.StatusQueued):    model.StatusQueued,
+	string(queengate.StatusDuplicate): model.StatusDuplicate,
+	string(queengate.StatusFailed):    model.StatusFailed,
 }
 
 // parseStatuses reads the statuses of an answer array in order, without a
 // full JSON decode: queenbench's own ids never contain quotes.
-func parseStatuses(data []byte, want int) ([]Status, error) {
+func parseStatuses(data []byte, want int) ([]model.Status, error) {
 	const statusKey = `"status":"`
-	s := make([]Status, 0, want)
+	s := make([]model.Status, 0, want)
 	for rest := data; ; {
 		k := bytes.Index(rest, []byte(statusKey))
 		if k < 0 {
@@ -266,7 +267,7 @@ func parseStatuses(data []byte, want int) ([]Status, error) {
 	return s, nil
 }
 
-func parseAnswers(data []byte) (ids []string, statuses []Status, err error) {
+func parseAnswers(data []byte) (ids []string, statuses []model.Status, err error) {
 	const idKey, statusKey = `"transactionId":"`, `"status":"`
 	rest := data
 	for {

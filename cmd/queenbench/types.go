@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"github.com/queengate/queengate/model"
 	"time"
 )
 
@@ -59,27 +60,6 @@ func (w Workload) requestTimeout() time.Duration {
 	return time.Minute
 }
 
-// Status is one message's answer.
-type Status uint8
-
-const (
-	StatusQueued Status = iota + 1
-	StatusDuplicate
-	StatusFailed
-)
-
-func (s Status) String() string {
-	switch s {
-	case StatusQueued:
-		return "queued"
-	case StatusDuplicate:
-		return "duplicate"
-	case StatusFailed:
-		return "failed"
-	}
-	return "unknown"
-}
-
 // Batch is one request: messages for one partition of one queue.
 type Batch struct {
 	Queue     string
@@ -98,7 +78,7 @@ type Target interface {
 	// Setup prepares a fresh place to write (tables, streams) for the
 	// workload; called once per run, before any Send.
 	Setup(ctx context.Context, w Workload) error
-	Send(ctx context.Context, producer int, b *Batch) ([]Status, error)
+	Send(ctx context.Context, producer int, b *Batch) ([]model.Status, error)
 	// Figures reports what the target can say about its own cost for the
 	// run so far; any field may be left zero when unknown.
 	Figures(ctx context.Context) (Figures, error)
