@@ -122,8 +122,10 @@ func New(cfg Config, nc *nats.Conn, ing Ingester, log zerolog.Logger, reg promet
 }
 
 // Start subscribes the push endpoint, the operator and timer endpoints,
-// and the service discovery subjects.
-func (g *Gateway) Start(context.Context) error {
+// and the service discovery subjects, and with routing takes this
+// gateway's shards; ctx bounds that start. Stop ends the gateway: it is a
+// sequence (hand the shards over, drain, answer), not a cancel.
+func (g *Gateway) Start(ctx context.Context) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	svc := newService(g.nc, ServiceName, g.cfg.Version,
@@ -164,7 +166,7 @@ func (g *Gateway) Start(context.Context) error {
 	}
 	if g.cfg.Routing != nil {
 		r := newRouter(*g.cfg.Routing, g.nc, svc.id, g.cfg.Prefix, push, g.log, g.routingMetrics)
-		if err := r.start(); err != nil {
+		if err := r.start(ctx); err != nil {
 			svc.stop(0)
 			return err
 		}

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -234,7 +235,7 @@ func (r *router) shardSubject(k int) string { return r.prefix + ".shard." + strc
 // an error: shards this fleet does not serve would go unanswered), says
 // hello, listens to the fleet for a heartbeat's time, takes the shards it
 // owns, and keeps reconciling until close.
-func (r *router) start() error {
+func (r *router) start(ctx context.Context) error {
 	sub, err := r.nc.Subscribe(r.heartbeatSubject(), r.onHeartbeat)
 	if err != nil {
 		return fmt.Errorf("gateway: subscribe heartbeats: %w", err)
@@ -247,12 +248,17 @@ func (r *router) start() error {
 	r.publish(true)
 	select {
 	case <-time.After(r.cfg.HeartbeatEvery):
-	case <-r.stop:
+	case <-ctx.Done():
+		_ = sub.Unsubscribe()
+		return fmt.Errorf("gateway: start routing: %w", ctx.Err())
 	}
 	r.reconcile(time.Now())
 	r.publish(false)
-	// Start returns with its shards live at the server.
-	if err := r.nc.Flush(); err != nil {
+	// Start returns with its shards live at the server. (nats.go wants a
+	// deadline on a flush's context.)
+	flushCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := r.nc.FlushWithContext(flushCtx); err != nil {
 		_ = sub.Unsubscribe()
 		return fmt.Errorf("gateway: flush shard subscriptions: %w", err)
 	}
