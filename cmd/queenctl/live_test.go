@@ -440,6 +440,11 @@ func testErrors(t *testing.T, tr transport, g *gateway) {
 		t.Fatal(err)
 	}
 	defer sub.Unsubscribe()
+	// The subscription must reach the server before queenctl publishes on
+	// its own connection.
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
 	r := ctl(t, "", flags(tr.push, "--prefix", "standin", "push", "q", "failing", "a", "--txn-id", "t-1")...)
 	r.expect(t, exitGateway, "1 of 2 messages failed")
 	if !strings.Contains(r.stdout, "outcome unknown: connection lost") || !strings.Contains(r.stdout, "1 queued, 0 duplicate, 1 failed") {
