@@ -261,7 +261,7 @@ func (o *Ops) Status(ctx context.Context) (any, *queengate.Error) {
 // storeError maps a store failure: PostgreSQL away is a 503 (retry), the
 // rest a 500.
 func storeError(err error) *queengate.Error {
-	if model.SafeToRetry(err) || errors.Is(err, context.DeadlineExceeded) {
+	if model.NotStored(err) || errors.Is(err, context.DeadlineExceeded) {
 		return &queengate.Error{Code: queengate.CodeUnavailable, Message: "PostgreSQL unavailable: " + err.Error()}
 	}
 	return &queengate.Error{Code: queengate.CodeInternal, Message: err.Error()}

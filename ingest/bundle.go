@@ -106,9 +106,11 @@ func (b *bundle) push(ctx context.Context, s *sent, start time.Time) {
 	in.metrics.observeFlush(len(s.frames), messages, time.Since(start), s.pushErr)
 	if s.pushErr != nil {
 		in.log.Warn().Err(s.pushErr).Int("frames", len(s.frames)).Int("messages", messages).Msg("push failed")
-		if !model.SafeToRetry(s.pushErr) {
-			// The statement reached the server: if the connection broke
-			// after COMMIT, the push may have been stored. Say so; a retry
+		if model.NotStored(s.pushErr) {
+			s.pushErr = fmt.Errorf("%w: %w", ErrNotStored, s.pushErr)
+		} else {
+			// The statement reached the server and the outcome could not
+			// be settled: the push may have been stored. Say so; a retry
 			// of the same transactionId answers duplicate then.
 			s.pushErr = fmt.Errorf("%w: %w", ErrOutcomeUnknown, s.pushErr)
 		}
@@ -138,7 +140,9 @@ func (b *bundle) answer(s *sent) {
 				outcomes[i].failure = s.pushErr
 			} else {
 				outcomes[i].res = &s.results[j]
-				in.metrics.observeProbe(&s.results[j], s.windows[i])
+				if !s.results[j].Settled { // a settled push reports no probe
+					in.metrics.observeProbe(&s.results[j], s.windows[i])
+				}
 			}
 		}
 	}

@@ -31,6 +31,10 @@ var (
 	// round trip). Retrying the same transactionId is safe: within the
 	// window it answers duplicate if the first attempt was stored.
 	ErrOutcomeUnknown = errors.New("ingest: the store may have committed before the error; retrying the same transactionId is safe")
+	// ErrNotStored marks a failed push known to have stored nothing (the
+	// statement never reached PostgreSQL, PostgreSQL refused it, or a
+	// verification read found it absent).
+	ErrNotStored = errors.New("ingest: not stored; retrying the same transactionId is safe")
 )
 
 // Store is what ingest needs from the log. *pgstore.Store implements it.

@@ -16,6 +16,11 @@ var (
 	ErrInvalidFrame = errors.New("invalid frame")
 	// ErrInvalidOption is what every OptionError is.
 	ErrInvalidOption = errors.New("invalid queue option")
+	// ErrNotStored marks a failed push that is known not to have stored
+	// anything: the statement never reached PostgreSQL, PostgreSQL refused
+	// it, or a verification read after a broken connection found it
+	// absent. Without it, a failure may have committed.
+	ErrNotStored = errors.New("not stored")
 )
 
 // OptionError is a queue option value out of range.
@@ -31,6 +36,11 @@ func (e *OptionError) Error() string {
 
 // Is makes every OptionError an ErrInvalidOption.
 func (e *OptionError) Is(target error) bool { return target == ErrInvalidOption }
+
+// NotStored reports whether a failed push is known to have stored
+// nothing (ErrNotStored, or an error raised before the statement was
+// sent).
+func NotStored(err error) bool { return errors.Is(err, ErrNotStored) || SafeToRetry(err) }
 
 // SafeToRetry reports whether err is known to have happened before the
 // store's statement was sent, so the same call can be made again without

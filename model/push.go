@@ -104,6 +104,11 @@ type FrameResult struct {
 	Unrolled int64
 	// Outcomes has one entry per input message, in input order.
 	Outcomes []Outcome
+	// Settled: the connection broke after the push was sent, and a
+	// verification read found every message stored. Each outcome is then a
+	// duplicate of where its message is, whether this push or an earlier
+	// one stored it; BaseOffset is -1 and LastOffset the allocator then.
+	Settled bool
 }
 
 // Status is what became of one pushed message.

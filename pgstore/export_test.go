@@ -1,5 +1,7 @@
 package pgstore
 
+import "time"
+
 // EncodeFrameArrays exposes the push path's binary array encoding to the
 // benchmarks, so the write ceiling can be measured with the same client
 // cost as the push.
@@ -24,3 +26,7 @@ func RoutinesChecksum() string {
 	}
 	return routinesChecksum(rs)
 }
+
+// SetSettleTimeout shortens the settling of unknown outcomes for tests
+// that make it fail.
+func (s *Store) SetSettleTimeout(d time.Duration) { s.settleTimeout = d }

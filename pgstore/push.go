@@ -13,29 +13,45 @@ import (
 const pushBundleSQL = `SELECT seg, base_offset, last_offset, probe, unrolled, dup_idx, dup_off
 FROM queen.log_push_bundle($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`
 
-// Push writes segments in one transaction and one round trip. Partition row
+// Push writes frames in one transaction and one round trip. Partition row
 // locks are taken in ascending id order before anything is written. A
-// duplicate writes nothing for its message and leaves the rest untouched;
-// an error means nothing of the bundle was committed (unless the error
-// arrived after COMMIT was sent, which a failed network can always cause:
-// the retry of the same transactionIds then answers duplicate).
-func (s *Store) Push(ctx context.Context, segs []model.Frame) ([]model.FrameResult, error) {
-	if len(segs) == 0 {
+// duplicate writes nothing for its message and leaves the rest untouched.
+//
+// An error that is model.NotStored stored nothing: the connection could
+// not be had, the statement never left, or PostgreSQL refused it. Any
+// other error happened after the statement was sent, with the outcome
+// unknown: Push then settles it (settle) — once the old backend is gone,
+// a verification read finds every message stored (results marked
+// Settled, each a duplicate of where its message is), or finds one
+// missing (nothing of the bundle committed: NotStored), or cannot tell
+// (the error is returned as is; a retry of the same transactionIds is
+// exact whatever happened).
+func (s *Store) Push(ctx context.Context, frames []model.Frame) ([]model.FrameResult, error) {
+	if len(frames) == 0 {
 		return nil, nil
 	}
-	args, err := bundleArgs(segs)
+	args, err := bundleArgs(frames)
 	if err != nil {
-		return nil, err
+		return nil, notStored(err)
 	}
-	rows, err := s.pool.Query(ctx, pushBundleSQL, args...)
+	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("pgstore: push: %w", classify(err))
+		return nil, notStored(fmt.Errorf("pgstore: push: %w", err))
 	}
-	results, err := collectResults(rows, segs)
-	if err != nil {
-		return nil, fmt.Errorf("pgstore: push: %w", classify(err))
+	b := backendOf(conn.Conn())
+	rows, err := conn.Query(ctx, pushBundleSQL, args...)
+	var results []model.FrameResult
+	if err == nil {
+		results, err = collectResults(rows, frames)
 	}
-	return results, nil
+	conn.Release()
+	switch {
+	case err == nil:
+		return results, nil
+	case refusedBeforeCommit(err):
+		return nil, notStored(fmt.Errorf("pgstore: push: %w", classify(err)))
+	}
+	return s.settle(frames, b, fmt.Errorf("pgstore: push: %w", err))
 }
 
 func bundleArgs(segs []model.Frame) ([]any, error) {

@@ -7,6 +7,7 @@ import (
 	"github.com/queengate/queengate/model"
 	"runtime"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -19,7 +20,8 @@ const sqlstatePartitionNotFound = "QG404"
 
 // Store is the PostgreSQL log. It is safe for concurrent use.
 type Store struct {
-	pool *pgxpool.Pool
+	pool          *pgxpool.Pool
+	settleTimeout time.Duration
 }
 
 // Open connects a pool to connString (a PostgreSQL URL or DSN, with pgx's
@@ -52,6 +54,9 @@ func OpenConfig(ctx context.Context, cfg *pgxpool.Config) (*Store, error) {
 		if err := registerCodecs(ctx, conn); err != nil {
 			return err
 		}
+		if err := rememberBackend(ctx, conn); err != nil {
+			return err
+		}
 		if after != nil {
 			return after(ctx, conn)
 		}
@@ -61,7 +66,7 @@ func OpenConfig(ctx context.Context, cfg *pgxpool.Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: connect: %w", err)
 	}
-	return &Store{pool: pool}, nil
+	return &Store{pool: pool, settleTimeout: defaultSettleTimeout}, nil
 }
 
 // Close closes the pool.
@@ -110,8 +115,3 @@ func classify(err error) error {
 	}
 	return err
 }
-
-// SafeToRetry reports whether err is guaranteed to have occurred before
-// anything was sent to the server, so the same call can be made again
-// without any chance of a double write.
-func SafeToRetry(err error) bool { return pgconn.SafeToRetry(err) }
