@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -179,4 +183,22 @@ func find(ctx context.Context, conn *pgx.Conn, pid int64, hashes []model.Hash) (
 		}
 	}
 	return window, last, found, rows.Err()
+}
+
+// Unreachable reports whether err means PostgreSQL could not be reached
+// or was not accepting work yet — a refused dial, a timeout, a server
+// starting up, shutting down or recovering — as opposed to a refusal that
+// waiting does not cure (a wrong password, a missing database, an SQL
+// error).
+func Unreachable(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		// 57P01-57P03: shut down, crashed, cannot connect now; 08: connection.
+		return strings.HasPrefix(pgErr.Code, "57P") || strings.HasPrefix(pgErr.Code, "08")
+	}
+	var connectErr *pgconn.ConnectError
+	var netErr net.Error
+	return errors.As(err, &connectErr) || errors.As(err, &netErr) || pgconn.SafeToRetry(err) ||
+		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET)
 }

@@ -83,6 +83,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// The admin server first: while PostgreSQL or NATS is out of reach,
+	// /healthz answers and /readyz says what the gateway waits for.
+	if err := d.admin.Start(context.WithoutCancel(ctx)); err != nil {
+		return err
+	}
+	defer d.admin.Stop()
+	log.Info().Str("http", d.admin.Addr()).Msg("admin HTTP listening")
+	if err := awaitDependencies(ctx, store, nc, log); err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped before it could serve
+		}
+		return err
+	}
 	// Services stop in order when the signal comes, not all at once: the
 	// gateway first, so that ingest answers everything it accepted.
 	stopAll, err := startstop.StartAll(context.WithoutCancel(ctx), d.services...)
@@ -134,7 +147,35 @@ func openStore(ctx context.Context, cfg config, log zerolog.Logger) (store *pgst
 	if n := store.Pool().Config().MaxConns; n < 4 {
 		return nil, closeStore, fmt.Errorf("pg-url: pool_max_conns=%d is too few: at least 4 (pushes, the timers' LISTEN, fires, retention)", n)
 	}
-	return store, closeStore, migrate(ctx, store, log)
+	return store, closeStore, nil
+}
+
+// awaitDependencies waits until PostgreSQL is migrated (under the
+// migration lock, as ever) and NATS is connected, trying again with a
+// capped backoff and logging why: a gateway started while either is down
+// (a deploy racing a database's crash recovery) needs no supervisor to
+// start it again. An error that waiting cannot cure (a refused password,
+// a schema newer than this build) ends it.
+func awaitDependencies(ctx context.Context, store *pgstore.Store, nc *nats.Conn, log zerolog.Logger) error {
+	err := retry(ctx, log, "PostgreSQL", func() error {
+		err := migrate(ctx, store, log)
+		if err != nil && !pgstore.Unreachable(err) {
+			return permanent{err}
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return retry(ctx, log, "NATS", func() error {
+		if nc.IsConnected() {
+			return nil
+		}
+		if err := nc.LastError(); err != nil {
+			return fmt.Errorf("%s: %w", nc.Status(), err)
+		}
+		return errors.New(nc.Status().String())
+	})
 }
 
 // openNATS connects to NATS, starting the embedded server (with the
@@ -236,7 +277,7 @@ func assemble(cfg config, store *pgstore.Store, nc *nats.Conn, log zerolog.Logge
 	d.admin.MountTimers(timerOps)
 	d.admin.AddReadiness("gateway", gw.Serving)
 	// The gateway last: it takes requests once everything behind it runs.
-	d.services = append(d.services, d.admin, gw)
+	d.services = append(d.services, gw)
 	return d, nil
 }
 
@@ -326,6 +367,8 @@ func connectNATS(url string, cfg config, log zerolog.Logger) (*nats.Conn, error)
 	opts := []nats.Option{
 		nats.Name("queengate " + version),
 		nats.MaxReconnects(-1),
+		// A server not up yet is waited for like one that went away.
+		nats.RetryOnFailedConnect(true),
 		nats.ReconnectWait(250 * time.Millisecond),
 		// Answers published while the connection is away wait here and are
 		// sent on reconnect.

@@ -61,9 +61,17 @@ type daemon struct {
 	exited   chan error
 }
 
-// startDaemon runs the binary with env; natsURL empty means its embedded
-// NATS server.
+// startDaemon runs the binary with env and waits until it serves; natsURL
+// empty means its embedded NATS server.
 func startDaemon(t *testing.T, natsURL string, env ...string) *daemon {
+	t.Helper()
+	d := launchDaemon(t, natsURL, env...)
+	d.waitLog(t, "queengate serving")
+	return d
+}
+
+// launchDaemon runs the binary and waits only for its admin server.
+func launchDaemon(t *testing.T, natsURL string, env ...string) *daemon {
 	t.Helper()
 	cmd := exec.Command(binary)
 	cmd.Env = append(cleanEnv(), env...)
@@ -100,8 +108,8 @@ func startDaemon(t *testing.T, natsURL string, env ...string) *daemon {
 		d.exited <- cmd.Wait()
 	}()
 	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	serving := d.waitLog(t, "queengate serving")
-	d.httpAddr, _ = serving["http"].(string)
+	listening := d.waitLog(t, "admin HTTP listening")
+	d.httpAddr, _ = listening["http"].(string)
 	return d
 }
 

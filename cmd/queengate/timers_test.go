@@ -23,7 +23,7 @@ func TestKilledMidFireLosesNoTimerAndFiresNoneTwice(t *testing.T) {
 	ctx := context.Background()
 	pgURL := pgtest.NewDB(t)
 	store := pgtest.Store(t, pgURL)
-	const n = 30_000
+	const n = 60_000
 	var pids []int64
 	for i := range 4 {
 		p, err := store.EnsurePartition(ctx, "kill-timers", fmt.Sprint("p", i))
@@ -58,7 +58,9 @@ func TestKilledMidFireLosesNoTimerAndFiresNoneTwice(t *testing.T) {
 		if before == 0 {
 			t.Fatalf("kill %d: the backlog is gone before the kill; make it larger", kill)
 		}
-		d := startDaemon(t, "", "QUEEN_PG_URL="+pgURL)
+		// Not waiting for "serving": the fire loop starts before the
+		// gateway, and the kill must land mid-backlog.
+		d := launchDaemon(t, "", "QUEEN_PG_URL="+pgURL)
 		checkfor.Check(t, time.Minute, checkfor.Cond("the daemon to fire some timers", func() bool { return pending() != before }))
 		_ = d.cmd.Process.Signal(syscall.SIGKILL)
 		<-d.exited
