@@ -3,8 +3,8 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
-	"github.com/queengate/queengate/internal/checkfor"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +14,9 @@ import (
 
 	"github.com/queengate/queengate/gateway"
 	"github.com/queengate/queengate/ingest"
+	"github.com/queengate/queengate/internal/checkfor"
 	"github.com/queengate/queengate/internal/pgtest"
+	"github.com/queengate/queengate/internal/tcpproxy"
 	"github.com/queengate/queengate/pgstore"
 )
 
@@ -197,7 +199,7 @@ func TestReadyzWaitsForTheGatewayToServe(t *testing.T) {
 func TestStoreWatchFollowsPostgres(t *testing.T) {
 	t.Parallel()
 	cluster := pgtest.NewCluster(t)
-	w := gateway.NewStoreWatch(pgtest.Store(t, cluster.URL), 50*time.Millisecond)
+	w := gateway.NewStoreWatch(pgtest.Store(t, cluster.URL), gateway.StoreWatchConfig{Every: 50 * time.Millisecond})
 	if err := w.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -209,4 +211,59 @@ func TestStoreWatchFollowsPostgres(t *testing.T) {
 	checkfor.Check(t, 10*time.Second, checkfor.Cond("the watch to see PostgreSQL down", func() bool { return !w.Up() }))
 	cluster.Start(t)
 	checkfor.Check(t, 30*time.Second, checkfor.Cond("the watch to see PostgreSQL back", w.Up))
+}
+
+// TestAFrozenPostgresGetsFastAnswers: PostgreSQL stops answering (a
+// network freeze, nothing closed). The push timeout is far longer than
+// the producer's, so only the store watch can answer in time: the push in
+// flight is answered failed, new pushes 503, and once PostgreSQL answers
+// again the retries store everything exactly once.
+func TestAFrozenPostgresGetsFastAnswers(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	u, err := url.Parse(e.pgURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy, err := tcpproxy.Start(u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(proxy.Close)
+	u.Host = proxy.Addr()
+	store := pgtest.Store(t, u.String())
+	_, ing := e.startGateway(gatewayOpts{store: store, ingest: ingest.Config{PushTimeout: 2 * time.Minute}})
+	watch := gateway.NewStoreWatch(store, gateway.StoreWatchConfig{Every: 100 * time.Millisecond, OnChange: ing.SetStoreReachable})
+	if err := watch.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(watch.Stop)
+	wantStatus(t, e.push(t, e.subject("frozen"), msgs("w")), "queued")
+
+	proxy.Freeze(tcpproxy.Both)
+	inFlight := e.push(t, e.subject("frozen"), msgs("a", "b")) // e.request waits 30 s at most
+	wantStatus(t, inFlight, "failed", "failed")
+	if !strings.Contains(inFlight[0].Error, "unreachable") {
+		t.Errorf("the push in flight: %q, want it to name PostgreSQL unreachable", inFlight[0].Error)
+	}
+	refused := e.request(t, e.subject("frozen"), msgs("c"))
+	if code := refused.Header.Get("Nats-Service-Error-Code"); code != "503" || !strings.Contains(string(refused.Data), "PostgreSQL unreachable") {
+		t.Errorf("a push while PostgreSQL is frozen: %s %s, want 503 naming PostgreSQL", code, refused.Data)
+	}
+
+	proxy.Thaw()
+	proxy.Cut() // what a long freeze ends in: the stalled connections reset
+	checkfor.Check(t, 30*time.Second, checkfor.Cond("the watch to see PostgreSQL again", watch.Up))
+	retry := e.push(t, e.subject("frozen"), msgs("a", "b", "c", "w"))
+	for _, a := range retry[:3] {
+		if a.Status != "queued" && a.Status != "duplicate" {
+			t.Errorf("retry after the freeze: %v, want each stored", retry)
+		}
+	}
+	if retry[3].Status != "duplicate" {
+		t.Errorf("w answered %v, want duplicate", retry[3])
+	}
+	if n := e.storedCount(t); n != 4 {
+		t.Errorf("%d messages stored, want 4 (w, a, b, c once each)", n)
+	}
 }

@@ -275,6 +275,8 @@ func (g *Gateway) handlePush(req *request) {
 		switch {
 		case errors.Is(err, ingest.ErrOverloaded):
 			werr = &queengate.Error{Code: queengate.CodeUnavailable, Message: "overloaded: retry later"}
+		case errors.Is(err, ingest.ErrStoreDown):
+			werr = &queengate.Error{Code: queengate.CodeUnavailable, Message: "not stored: PostgreSQL unreachable from this gateway: retry (another gateway may serve it)"}
 		case errors.Is(err, ingest.ErrStopped), errors.Is(err, ingest.ErrNotStarted):
 			werr = &queengate.Error{Code: queengate.CodeUnavailable, Message: "shutting down: retry on another gateway"}
 		default:

@@ -8,52 +8,91 @@ import (
 	"github.com/queengate/queengate/internal/startstop"
 )
 
-// StoreWatch pings PostgreSQL every interval and remembers whether it
+// Heartbeater tells whether PostgreSQL answers; *pgstore.Store is one (on
+// a connection of its own, outside the pool).
+type Heartbeater interface {
+	Heartbeat(ctx context.Context) error
+}
+
+// StoreWatchConfig tunes a StoreWatch.
+type StoreWatchConfig struct {
+	// Every is the time between checks, and each check's timeout;
+	// default 500 ms.
+	Every time.Duration
+	// DownAfter is how many checks in a row must fail before PostgreSQL
+	// counts as down; default 2 (one lost packet is not an outage).
+	DownAfter int
+	// OnChange is called, from the watch's goroutine, whenever Up changes.
+	OnChange func(up bool)
+}
+
+// StoreWatch checks PostgreSQL every interval and remembers whether it
 // answered, so that routing can tell the fleet this gateway cannot reach
-// the store (RoutingConfig.Ready) without a round trip per heartbeat.
+// the store (RoutingConfig.Ready), and ingest can fail fast instead of
+// letting producers wait out a frozen server (OnChange).
 type StoreWatch struct {
 	startstop.Base
-	store StoreHealth
-	every time.Duration
-	up    atomic.Bool
+	store    Heartbeater
+	cfg      StoreWatchConfig
+	up       atomic.Bool
+	failures int
 }
 
-// NewStoreWatch watches store every interval (default 1 s).
-func NewStoreWatch(store StoreHealth, every time.Duration) *StoreWatch {
-	if every <= 0 {
-		every = time.Second
+// NewStoreWatch watches store; it counts as up until checks say otherwise.
+func NewStoreWatch(store Heartbeater, cfg StoreWatchConfig) *StoreWatch {
+	if cfg.Every <= 0 {
+		cfg.Every = 500 * time.Millisecond
 	}
-	return &StoreWatch{store: store, every: every}
+	if cfg.DownAfter <= 0 {
+		cfg.DownAfter = 2
+	}
+	w := &StoreWatch{store: store, cfg: cfg}
+	w.up.Store(true)
+	return w
 }
 
-// Start pings once, then keeps watching until Stop (or until ctx ends).
+// Start checks once, then keeps watching until Stop (or until ctx ends).
 func (w *StoreWatch) Start(ctx context.Context) error {
 	run, done, err := w.StartInit(ctx)
 	if err != nil {
 		return err
 	}
-	w.ping()
+	w.check()
 	go func() {
 		defer done()
-		tick := time.NewTicker(w.every)
+		tick := time.NewTicker(w.cfg.Every)
 		defer tick.Stop()
 		for {
 			select {
 			case <-run.Done():
 				return
 			case <-tick.C:
-				w.ping()
+				w.check()
 			}
 		}
 	}()
 	return nil
 }
 
-func (w *StoreWatch) ping() {
-	ctx, cancel := context.WithTimeout(context.Background(), w.every)
+func (w *StoreWatch) check() {
+	ctx, cancel := context.WithTimeout(context.Background(), w.cfg.Every)
 	defer cancel()
-	w.up.Store(w.store.Ping(ctx) == nil)
+	if w.store.Heartbeat(ctx) == nil {
+		w.failures = 0
+		w.set(true)
+		return
+	}
+	w.failures++
+	if w.failures >= w.cfg.DownAfter {
+		w.set(false)
+	}
 }
 
-// Up reports whether the last ping was answered.
+func (w *StoreWatch) set(up bool) {
+	if w.up.Swap(up) != up && w.cfg.OnChange != nil {
+		w.cfg.OnChange(up)
+	}
+}
+
+// Up reports whether PostgreSQL answered lately.
 func (w *StoreWatch) Up() bool { return w.up.Load() }

@@ -40,7 +40,7 @@ type sent struct {
 func (b *bundle) fly() {
 	in := b.shard.ing
 	start := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), in.cfg.PushTimeout)
+	ctx, cancel := context.WithTimeout(in.reach.current(), in.cfg.PushTimeout)
 	defer cancel()
 	s := b.build(ctx)
 	b.push(ctx, s, start)

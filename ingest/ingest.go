@@ -22,6 +22,9 @@ var (
 	// ErrOverloaded is returned by Submit when the owning shard's buffers
 	// are full. Nothing of the request was accepted.
 	ErrOverloaded = errors.New("ingest: overloaded")
+	// ErrStoreDown is returned by Submit while PostgreSQL is known to be
+	// out of reach (SetStoreReachable).
+	ErrStoreDown = fmt.Errorf("ingest: %w", model.ErrStoreDown)
 	// ErrStopped is returned by Submit once Stop has begun.
 	ErrStopped = errors.New("ingest: shutting down")
 	// ErrNotStarted is returned by Submit before Start.
@@ -70,7 +73,9 @@ type Config struct {
 	// parallelism, and a bundle that waits fuses more (measured: +10% msg/s
 	// on 2 cores).
 	MaxInflight int
-	// PushTimeout bounds one bundle's round trip; default 30 s.
+	// PushTimeout bounds one bundle's round trip; default 5 s, well under
+	// a producer's usual request timeout, so that a stalled PostgreSQL
+	// ends in an answer rather than in the producer's timeout.
 	PushTimeout time.Duration
 	// PartitionTTL is how long a partition's id and window are memoised
 	// before they are read again; default 30 s. It bounds how long a
@@ -107,7 +112,7 @@ func (c Config) withDefaults() Config {
 		c.MaxInflight = 1
 	}
 	if c.PushTimeout <= 0 {
-		c.PushTimeout = 30 * time.Second
+		c.PushTimeout = 5 * time.Second
 	}
 	if c.PartitionTTL <= 0 {
 		c.PartitionTTL = 30 * time.Second
@@ -161,6 +166,8 @@ type Ingester struct {
 	started   bool
 	stopping  bool
 	answering sync.WaitGroup // bundles still handing out answers
+
+	reach reachability
 }
 
 // New builds an Ingester. reg may be nil: then no metrics are registered.
@@ -171,6 +178,7 @@ func New(store Store, cfg Config, log zerolog.Logger, reg prometheus.Registerer)
 		return nil, err
 	}
 	in := &Ingester{cfg: cfg, store: store, log: log, metrics: m}
+	in.reach.init()
 	if !cfg.NoCache {
 		cacheCfg := cfg.Cache
 		if cacheCfg.Warn == nil {
@@ -234,6 +242,9 @@ func (in *Ingester) Submit(req *Request) error {
 	}
 	if !in.started {
 		return ErrNotStarted
+	}
+	if in.reach.down() {
+		return ErrStoreDown
 	}
 	s := in.shards[in.shardOf(req.Queue, req.Partition)]
 	size := req.bytes()

@@ -21,6 +21,10 @@ var (
 	// it, or a verification read after a broken connection found it
 	// absent. Without it, a failure may have committed.
 	ErrNotStored = errors.New("not stored")
+	// ErrStoreDown is the cause a push is cancelled with when the gateway
+	// has found PostgreSQL out of reach: nothing is waited for then, not
+	// even the settling of a push already sent.
+	ErrStoreDown = errors.New("PostgreSQL unreachable from this gateway")
 )
 
 // OptionError is a queue option value out of range.

@@ -78,9 +78,17 @@ func backendOf(conn *pgx.Conn) backend {
 // be reached (a restart) or the attempt fails it tries again, for up to the settle timeout.
 // A frame whose queue has the window off cannot be verified this way
 // (repeats are stored too).
-func (s *Store) settle(frames []model.Frame, b backend, cause error) ([]model.FrameResult, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), s.settleTimeout)
+func (s *Store) settle(pushCtx context.Context, frames []model.Frame, b backend, cause error) ([]model.FrameResult, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(pushCtx), s.settleTimeout)
 	defer cancel()
+	// The push's own deadline has passed by now, but a gateway that has
+	// found PostgreSQL out of reach does not wait for it.
+	stop := context.AfterFunc(pushCtx, func() {
+		if errors.Is(context.Cause(pushCtx), model.ErrStoreDown) {
+			cancel()
+		}
+	})
+	defer stop()
 	wait := 50 * time.Millisecond
 	for {
 		results, err := s.verify(ctx, frames, b, cause)
@@ -92,6 +100,9 @@ func (s *Store) settle(frames []model.Frame, b backend, cause error) ([]model.Fr
 		}
 		select {
 		case <-ctx.Done():
+			if down := context.Cause(pushCtx); errors.Is(down, model.ErrStoreDown) {
+				err = down
+			}
 			return nil, fmt.Errorf("%w (could not settle it: %v)", cause, err)
 		case <-time.After(wait):
 			wait = min(2*wait, time.Second)

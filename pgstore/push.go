@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"github.com/queengate/queengate/model"
 	"math"
@@ -36,7 +37,7 @@ func (s *Store) Push(ctx context.Context, frames []model.Frame) ([]model.FrameRe
 	}
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return nil, notStored(fmt.Errorf("pgstore: push: %w", err))
+		return nil, notStored(pushFailure(ctx, err))
 	}
 	b := backendOf(conn.Conn())
 	rows, err := conn.Query(ctx, pushBundleSQL, args...)
@@ -49,9 +50,19 @@ func (s *Store) Push(ctx context.Context, frames []model.Frame) ([]model.FrameRe
 	case err == nil:
 		return results, nil
 	case refusedBeforeCommit(err):
-		return nil, notStored(fmt.Errorf("pgstore: push: %w", classify(err)))
+		return nil, notStored(pushFailure(ctx, classify(err)))
 	}
-	return s.settle(frames, b, fmt.Errorf("pgstore: push: %w", err))
+	return s.settle(ctx, frames, b, pushFailure(ctx, err))
+}
+
+// pushFailure names what ended the push: its error, and the reason its
+// context ended when it did (a deadline, or the gateway finding
+// PostgreSQL out of reach) — pgx reports only "context canceled".
+func pushFailure(ctx context.Context, err error) error {
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(err, cause) {
+		return fmt.Errorf("pgstore: push: %w (%w)", err, cause)
+	}
+	return fmt.Errorf("pgstore: push: %w", err)
 }
 
 func bundleArgs(segs []model.Frame) ([]any, error) {

@@ -22,6 +22,7 @@ const sqlstatePartitionNotFound = "QG404"
 type Store struct {
 	pool          *pgxpool.Pool
 	settleTimeout time.Duration
+	hb            heartbeat
 }
 
 // Open connects a pool to connString (a PostgreSQL URL or DSN, with pgx's
@@ -70,7 +71,10 @@ func OpenConfig(ctx context.Context, cfg *pgxpool.Config) (*Store, error) {
 }
 
 // Close closes the pool.
-func (s *Store) Close() { s.pool.Close() }
+func (s *Store) Close() {
+	s.hb.close()
+	s.pool.Close()
+}
 
 // Pool is the underlying connection pool.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }

@@ -50,6 +50,9 @@ type config struct {
 	// FlushSize (--flush-size, QUEEN_FLUSH_SIZE): messages that flush a
 	// partition's buffer; default 1000.
 	FlushSize int
+	// PushTimeout (--push-timeout, QUEEN_PUSH_TIMEOUT): longest one push
+	// to PostgreSQL may take before its messages are answered failed.
+	PushTimeout time.Duration
 	// Linger (--flush-linger, QUEEN_FLUSH_LINGER): longest wait before a
 	// buffer is flushed; default 1ms.
 	Linger time.Duration
@@ -176,6 +179,7 @@ flag wins. Flags:
 	e.int(&cfg.Shards, "shards", "QUEEN_SHARDS", 0, "ingest shards; 0: one per CPU")
 	e.int(&cfg.FlushSize, "flush-size", "QUEEN_FLUSH_SIZE", ingestDefaults.FlushSize, "messages that flush a partition's buffer")
 	e.dur(&cfg.Linger, "flush-linger", "QUEEN_FLUSH_LINGER", ingestDefaults.Linger, "longest a buffered message waits for its flush")
+	e.dur(&cfg.PushTimeout, "push-timeout", "QUEEN_PUSH_TIMEOUT", ingestDefaults.PushTimeout, "longest one push to PostgreSQL may take before its messages are answered failed; keep it under producers' request timeouts")
 	e.int(&cfg.MaxBuffered, "max-buffered", "QUEEN_MAX_BUFFERED", ingestDefaults.MaxBuffered, "messages a shard holds before answering 503")
 	e.int(&cfg.DedupCacheMB, "dedup-cache-mb", "QUEEN_DEDUP_CACHE_MB", dedup.DefaultBudgetBytes>>20, "dedup cache budget in MiB; 0 turns the cache off")
 	e.str(&cfg.LogLevel, "log-level", "QUEEN_LOG_LEVEL", "info", "debug, info, warn or error")

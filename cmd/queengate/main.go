@@ -236,7 +236,7 @@ func assemble(cfg config, store *pgstore.Store, nc *nats.Conn, log zerolog.Logge
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		buildInfo(), store.Collector(), gateway.NewNATSCollector(nc))
 	ing, err := ingest.New(store, ingest.Config{
-		Shards: cfg.Shards, FlushSize: cfg.FlushSize, Linger: cfg.Linger, MaxBuffered: cfg.MaxBuffered,
+		Shards: cfg.Shards, FlushSize: cfg.FlushSize, Linger: cfg.Linger, MaxBuffered: cfg.MaxBuffered, PushTimeout: cfg.PushTimeout,
 		Cache:   dedup.Config{BudgetBytes: int64(cfg.DedupCacheMB) << 20},
 		NoCache: cfg.DedupCacheMB == 0,
 	}, component("ingest"), reg)
@@ -247,16 +247,26 @@ func assemble(cfg config, store *pgstore.Store, nc *nats.Conn, log zerolog.Logge
 	if err != nil {
 		return nil, err
 	}
-	d := &assembly{services: []startstop.Service{ing, tsvc}}
+	// A gateway cut off from PostgreSQL answers pushes at once (503, or
+	// failed for what it held) instead of letting them wait out the push
+	// timeout, and says so in its routing heartbeats: ready gateways take
+	// its shards until it is back.
+	pgWatch := gateway.NewStoreWatch(store, gateway.StoreWatchConfig{OnChange: ing.SetStoreReachable})
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "queengate_postgres_reachable",
+		Help: "1 while this gateway's heartbeat to PostgreSQL is answered, 0 after two in a row were not (pushes are then refused with 503).",
+	}, func() float64 {
+		if pgWatch.Up() {
+			return 1
+		}
+		return 0
+	}))
+	d := &assembly{services: []startstop.Service{pgWatch, ing, tsvc}}
 	ops := gateway.NewOps(gateway.OpsConfig{Token: cfg.AdminToken, Version: version, WantSchema: pgstore.LatestVersion()},
 		store, ing, nc)
 	timerOps := gateway.NewTimerOps(tsvc, ops)
 	gcfg := gateway.Config{Prefix: cfg.Prefix, MaxBatch: cfg.MaxBatch, Version: version, Ops: ops, Timers: timerOps}
 	if cfg.RoutingShards > 0 {
-		// A gateway that cannot reach PostgreSQL says so in its
-		// heartbeats, and the ready ones take its shards.
-		pgWatch := gateway.NewStoreWatch(store, time.Second)
-		d.services = append(d.services, pgWatch)
 		gcfg.Routing = &gateway.RoutingConfig{Shards: cfg.RoutingShards, Ready: pgWatch.Up}
 	}
 	gw, err := gateway.New(gcfg, nc, ing, component("gateway"), reg)

@@ -1,0 +1,59 @@
+package ingest
+
+import (
+	"context"
+	"sync"
+
+	"github.com/queengate/queengate/model"
+)
+
+// reachability is what the ingester knows of PostgreSQL's reach. While it
+// is down, Submit refuses pushes and the bundles in flight are cancelled,
+// so that producers get a fast answer instead of waiting out the push
+// timeout against a stalled server.
+type reachability struct {
+	mu     sync.Mutex
+	isDown bool
+	ctx    context.Context // cancelled (cause model.ErrStoreDown) when PostgreSQL goes away
+	cancel context.CancelCauseFunc
+}
+
+func (r *reachability) init() { r.ctx, r.cancel = context.WithCancelCause(context.Background()) }
+
+func (r *reachability) down() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.isDown
+}
+
+// current is the context bundles are sent under now.
+func (r *reachability) current() context.Context {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.ctx
+}
+
+func (r *reachability) set(reachable bool) (changed bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.isDown == !reachable {
+		return false
+	}
+	r.isDown = !reachable
+	if r.isDown {
+		r.cancel(model.ErrStoreDown)
+	} else {
+		r.ctx, r.cancel = context.WithCancelCause(context.Background())
+	}
+	return true
+}
+
+// SetStoreReachable tells the ingester whether PostgreSQL answers (a
+// gateway.StoreWatch does). Going down refuses new pushes (ErrStoreDown)
+// and fails what is buffered or in flight at once: buffered messages as
+// not stored, a push already sent as settled or of unknown outcome.
+func (in *Ingester) SetStoreReachable(reachable bool) {
+	if in.reach.set(reachable) {
+		in.log.Warn().Bool("reachable", reachable).Msg("PostgreSQL reachability changed")
+	}
+}
