@@ -121,6 +121,13 @@ func TestOptionsValidation(t *testing.T) {
 	if o.w.Partitions != 7 || o.w.RetryShare != 0.2 || o.w.Producers != 64 {
 		t.Errorf("explicit flags must override the preset and keep the rest: %+v", o.w)
 	}
+	o, err = parseOptions([]string{"--self", "--timeout", "3s", "--retry-failed"}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.w.requestTimeout() != 3*time.Second || !o.w.RetryFailed {
+		t.Errorf("--timeout 3s --retry-failed: timeout %v, retry %v", o.w.requestTimeout(), o.w.RetryFailed)
+	}
 }
 
 func TestParseAnswers(t *testing.T) {

@@ -144,6 +144,8 @@ Scenarios: %s. Targets: %s, and %s (queengate with the window at 0).
 	fs.Int64Var(&w.Prefill, "prefill", -1, "unique messages pushed before the measured run")
 	fs.BoolVar(&w.FireAndForget, "fire-and-forget", false, "publish without reply subjects and read the ack subjects (queengate)")
 	fs.Int64Var(&w.Seed, "seed", 1, "seed of the generated workload")
+	fs.DurationVar(&w.RequestTimeout, "timeout", 0, "longest a producer waits for one answer (default: the scenario's, else 1m)")
+	fs.BoolVar(&w.RetryFailed, "retry-failed", false, "resend a failed or timed-out request with the same ids until it is answered, as a careful producer does")
 	fs.StringVar(&o.jsonOut, "json", "", "write the report as JSON to this file (- for stdout)")
 	fs.StringVar(&o.mdOut, "markdown", "", "write the report as Markdown to this file (- for stdout)")
 	fs.StringVar(&o.chartOut, "chart", "", "write an SVG chart of throughput and latency to this file")
@@ -212,6 +214,10 @@ func overridePreset(fs *flag.FlagSet, preset *Workload, w Workload) {
 			preset.Prefill = w.Prefill
 		case "duration":
 			preset.Total = 0
+		case "timeout":
+			preset.RequestTimeout = w.RequestTimeout
+		case "retry-failed":
+			preset.RetryFailed = w.RetryFailed
 		}
 	})
 }
@@ -489,10 +495,10 @@ func runOnce(ctx context.Context, t Target, w Workload, round int, progress io.W
 	if prefillExact != nil {
 		exact.merge(prefillExact)
 	}
-	if w.RetryFailed {
+	if answersIncomplete(w, res) && canSayWhatItStored(t) {
 		// An answer lost to a timeout or a killed gateway leaves its ids
-		// answered only as duplicates by the retry: what PostgreSQL
-		// stores is the verdict.
+		// answered only as duplicates by the retry, or not at all: what
+		// PostgreSQL stores is the verdict.
 		if res.Violations, err = storedVerdict(ctx, t, exact); err != nil {
 			return Result{}, err
 		}
@@ -521,13 +527,29 @@ func baseName(target string) string {
 	return target
 }
 
+// answersIncomplete reports whether some answer may be missing: retries
+// of failed requests, failures, or a gateway killed on purpose.
+func answersIncomplete(w Workload, res Result) bool {
+	return w.RetryFailed || w.KillAt > 0 || res.Failed > 0 || res.Retries > 0
+}
+
+type storedIDser interface {
+	storedIDs(context.Context) (distinct, doubled int64, err error)
+	canSayWhatItStored() bool
+}
+
+// canSayWhatItStored: the target reads back its store (queengate with a
+// PostgreSQL URL).
+func canSayWhatItStored(t Target) bool {
+	s, ok := t.(storedIDser)
+	return ok && s.canSayWhatItStored()
+}
+
 // storedVerdict counts exactness violations when answers may have been
 // lost: ids answered queued more than once, ids stored more than once, and
 // ids answered (each was, in the end) but not stored.
 func storedVerdict(ctx context.Context, t Target, exact *exactness) (int64, error) {
-	s, ok := t.(interface {
-		storedIDs(context.Context) (distinct, doubled int64, err error)
-	})
+	s, ok := t.(storedIDser)
 	if !ok {
 		return 0, fmt.Errorf("%s cannot say what it stored", t.Name())
 	}

@@ -9,6 +9,7 @@ import (
 	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/model"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -42,7 +43,9 @@ type queengateTarget struct {
 	pids       []int
 	lastCPU    map[int]float64
 	lastScrape map[string]map[string]float64
-	mark       gatewayCounters
+	// missingMetrics: gateways whose /metrics never answered (said once).
+	missingMetrics map[string]bool
+	mark           gatewayCounters
 }
 
 // gatewayCounters are the gateways' counters queenbench reads, summed:
@@ -116,7 +119,7 @@ func (t *queengateTarget) Setup(ctx context.Context, w Workload) error {
 		}
 		t.adminAddrs, t.pids = t.fleet.adminAddrs(), t.fleet.pids()
 	}
-	t.lastCPU, t.lastScrape = map[int]float64{}, map[string]map[string]float64{}
+	t.lastCPU, t.lastScrape, t.missingMetrics = map[int]float64{}, map[string]map[string]float64{}, map[string]bool{}
 	for _, s := range t.subs {
 		_ = s.Unsubscribe()
 	}
@@ -321,7 +324,13 @@ func (t *queengateTarget) scrape(ctx context.Context, addr string) (map[string]f
 	if last, ok := t.lastScrape[addr]; ok {
 		return last, nil
 	}
-	return nil, err
+	// A gateway killed (or not up yet) before its first scrape: the run
+	// goes on without its figures rather than ending.
+	if !t.missingMetrics[addr] {
+		t.missingMetrics[addr] = true
+		fmt.Fprintf(os.Stderr, "queenbench: no metrics from %s (%v): its figures are left out\n", addr, err)
+	}
+	return map[string]float64{}, nil
 }
 
 func (t *queengateTarget) counters(ctx context.Context) (gatewayCounters, error) {
@@ -412,6 +421,8 @@ func (t *queengateTarget) Figures(ctx context.Context) (Figures, error) {
 	}
 	return f, nil
 }
+
+func (t *queengateTarget) canSayWhatItStored() bool { return t.pool != nil }
 
 // storedIDs counts, from PostgreSQL, the transactionIds stored in the
 // run's queues, and how many of them are stored more than once.
