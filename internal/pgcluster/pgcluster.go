@@ -194,6 +194,16 @@ func (c *Cluster) Stop() {
 	})
 }
 
+// Crash stops the server the way a crash would (immediate shutdown: no
+// checkpoint, connections dropped; the next start runs crash recovery)
+// and waits for it to exit.
+func (c *Cluster) Crash() {
+	c.stopOnce.Do(func() {
+		_ = c.cmd.Process.Signal(syscall.SIGQUIT)
+		<-c.done
+	})
+}
+
 func (c *Cluster) waitReady(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestShortProfile runs every fault kind once against three gateways
+// built from this tree, a three-server NATS cluster and PostgreSQL behind
+// a proxy, and checks the verifier's verdict: nothing acknowledged lost,
+// doubled or misplaced, every message in the end answered as stored. The
+// per-fault gaps are logged, not asserted (a shared machine's timing).
+func TestShortProfile(t *testing.T) {
+	// Not t.TempDir: its parent is private, and PostgreSQL runs as its
+	// own user.
+	dir, err := os.MkdirTemp("", "queenchaos-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	bin := filepath.Join(dir, "queengate")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/queengate/queengate/cmd/queengate").CombinedOutput(); err != nil {
+		t.Fatalf("build queengate: %v\n%s", err, out)
+	}
+	p := profiles["short"]
+	out, err := runProfile(context.Background(), p, dir, bin, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := options{profile: p, minRatio: 0.95}
+	t.Log("\n" + markdown(o, out))
+	if err := judge(o, out); err != nil {
+		t.Error(err)
+	}
+	if len(out.Faults) != len(allFaults) {
+		t.Errorf("%d fault kinds done, want each of the %d once", len(out.Faults), len(allFaults))
+	}
+	v := out.Verifier
+	if v.Sent == 0 || v.Answered != v.Sent || out.Unanswered != 0 {
+		t.Errorf("%d ids sent, %d answered as stored, %d never: every message must end answered", v.Sent, v.Answered, out.Unanswered)
+	}
+}
+
+// TestGapsAndFigures: the per-fault figures come from the events in the
+// fault's window only.
+func TestGapsAndFigures(t *testing.T) {
+	t.Parallel()
+	t0 := time.Now()
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	events := []event{
+		{at: at(-500), producer: 0, kind: answeredOK, n: 1}, // before the window
+		{at: at(100), producer: 0, kind: answeredOK, n: 1},
+		{at: at(200), producer: 1, kind: failedNotStored, n: 3, wait: 50 * time.Millisecond},
+		{at: at(900), producer: 1, kind: answeredOK, n: 1},
+		{at: at(1000), producer: 0, kind: failedUnknown, n: 1, wait: 700 * time.Millisecond},
+		{at: at(1100), producer: 0, kind: timedOut, n: 2, wait: 2 * time.Second},
+		{at: at(1200), producer: 0, kind: answeredOK, n: 1},
+	}
+	f := fault{Kind: freezePG, Target: -1, Start: at(0), End: at(1500 - int(afterFault/time.Millisecond))}
+	got := figuresByKind([]fault{f}, events, 2)[0]
+	want := faultFigures{Kind: freezePG, Count: 1,
+		LongestFleetGap:    800 * time.Millisecond,  // 100 → 900
+		LongestProducerGap: 1100 * time.Millisecond, // producer 0: 100 → 1200
+		MedianProducerGap:  1100 * time.Millisecond, // of 900 (producer 1: 0 → 900) and 1100, the upper
+		LongestWait:        700 * time.Millisecond, FailedNotStored: 3, FailedUnknown: 1, Timeouts: 1}
+	if got.LongestFleetGap != want.LongestFleetGap || got.LongestProducerGap != want.LongestProducerGap ||
+		got.MedianProducerGap != want.MedianProducerGap || got.LongestWait != want.LongestWait ||
+		got.FailedNotStored != want.FailedNotStored || got.FailedUnknown != want.FailedUnknown || got.Timeouts != want.Timeouts {
+		t.Errorf("figures %+v, want %+v", got, want)
+	}
+	if s := got.DefiniteShare(); s != 0.75 {
+		t.Errorf("definite share %v, want 0.75", s)
+	}
+}
+
+func TestOptions(t *testing.T) {
+	t.Parallel()
+	o, err := parseOptions([]string{"--profile", "long", "--faults", "kill,pg-freeze", "--duration", "30s"}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.profile.Name != "long" || o.profile.Duration != 30*time.Second || len(o.profile.Faults) != 2 || o.profile.Faults[1] != freezePG {
+		t.Errorf("options %+v", o.profile)
+	}
+	for _, bad := range [][]string{{"--profile", "nope"}, {"--faults", "kill,meteor"}} {
+		if _, err := parseOptions(bad, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), strings.TrimPrefix(bad[1], "kill,")) {
+			t.Errorf("%v: %v, want an error naming the bad value", bad, err)
+		}
+	}
+}

@@ -1,0 +1,207 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"syscall"
+	"time"
+)
+
+// faultKind is one way the scenario breaks the world.
+type faultKind string
+
+const (
+	killGateway  faultKind = "gateway kill -9"
+	termGateway  faultKind = "gateway SIGTERM"
+	pauseGateway faultKind = "gateway SIGSTOP"
+	crashPG      faultKind = "PostgreSQL immediate restart"
+	stopPG       faultKind = "PostgreSQL stop"
+	freezePG     faultKind = "PostgreSQL freeze"
+	freezeCutPG  faultKind = "PostgreSQL freeze + cut"
+	restartNATS  faultKind = "NATS node restart"
+)
+
+var allFaults = []faultKind{killGateway, termGateway, pauseGateway, crashPG, stopPG, freezePG, freezeCutPG, restartNATS}
+
+// fault is one fault done: when, to whom, and until when it lasted (the
+// broken part back in service).
+type fault struct {
+	Kind   faultKind
+	Target int // gateway or NATS node, -1 for PostgreSQL
+	Start  time.Time
+	End    time.Time
+	Err    string
+}
+
+// inject does one fault of kind and waits until the broken part serves
+// again. rng picks the victim.
+func inject(ctx context.Context, w *world, kind faultKind, rng *rand.Rand) fault {
+	f := fault{Kind: kind, Target: -1, Start: time.Now()}
+	var err error
+	switch kind {
+	case killGateway, termGateway, pauseGateway:
+		f.Target = rng.IntN(len(w.gateways))
+		g := w.gateways[f.Target]
+		switch kind {
+		case killGateway:
+			err = g.restartAfter(ctx, syscall.SIGKILL, time.Second)
+		case termGateway:
+			err = g.restartAfter(ctx, syscall.SIGTERM, time.Second)
+		default:
+			err = g.pause(ctx, 3*time.Second)
+		}
+	case crashPG:
+		err = w.pgCrash(ctx)
+	case stopPG:
+		err = w.pgStop(ctx, 3*time.Second)
+	case freezePG:
+		w.pgFreeze(ctx, 5*time.Second, false)
+	case freezeCutPG:
+		w.pgFreeze(ctx, 5*time.Second, true)
+	case restartNATS:
+		f.Target = rng.IntN(len(w.nodes))
+		err = w.nodes[f.Target].restart(ctx, 2*time.Second)
+	}
+	f.End = time.Now()
+	if err != nil {
+		f.Err = err.Error()
+		w.log("fault %s: %v", kind, err)
+	}
+	return f
+}
+
+// faultFigures are what producers saw around one kind of fault, summed or
+// maxed over its instances.
+type faultFigures struct {
+	Kind  faultKind `json:"kind"`
+	Count int       `json:"count"`
+	// LongestFleetGap is the longest time without any successful answer,
+	// to any producer; LongestProducerGap the longest one producer went
+	// without, and MedianProducerGap the median of producers' longest.
+	LongestFleetGap    time.Duration `json:"longestFleetGapNs"`
+	LongestProducerGap time.Duration `json:"longestProducerGapNs"`
+	MedianProducerGap  time.Duration `json:"medianProducerGapNs"`
+	// LongestWait is the longest a request waited for an answer of any
+	// kind (failed and 503 included, timeouts not).
+	LongestWait     time.Duration `json:"longestWaitNs"`
+	FailedNotStored int           `json:"failedNotStored"`
+	FailedUnknown   int           `json:"failedUnknown"`
+	Timeouts        int           `json:"timeouts"`
+	Refused         int           `json:"refused"`
+	Errors          []string      `json:"errors,omitempty"`
+}
+
+// DefiniteShare is the share of failed answers that said "not stored".
+func (f faultFigures) DefiniteShare() float64 {
+	if total := f.FailedNotStored + f.FailedUnknown; total > 0 {
+		return float64(f.FailedNotStored) / float64(total)
+	}
+	return 1
+}
+
+// afterFault is how long past a fault's end its figures still count: the
+// answers it held up arrive then.
+const afterFault = 3 * time.Second
+
+// figuresByKind measures each fault's window [start, end+afterFault] in
+// the producers' events.
+func figuresByKind(faults []fault, events []event, producers int) []faultFigures {
+	byKind := map[faultKind]*faultFigures{}
+	var order []faultKind
+	for _, f := range faults {
+		ff := byKind[f.Kind]
+		if ff == nil {
+			ff = &faultFigures{Kind: f.Kind}
+			byKind[f.Kind] = ff
+			order = append(order, f.Kind)
+		}
+		ff.Count++
+		if f.Err != "" {
+			ff.Errors = append(ff.Errors, f.Err)
+		}
+		from, to := f.Start, f.End.Add(afterFault)
+		fleet, perProducer := gaps(events, producers, from, to)
+		ff.LongestFleetGap = max(ff.LongestFleetGap, fleet)
+		slices.Sort(perProducer)
+		ff.LongestProducerGap = max(ff.LongestProducerGap, perProducer[len(perProducer)-1])
+		ff.MedianProducerGap = max(ff.MedianProducerGap, perProducer[len(perProducer)/2])
+		for _, e := range events {
+			if e.at.Before(from) || e.at.After(to) {
+				continue
+			}
+			if e.kind != timedOut {
+				ff.LongestWait = max(ff.LongestWait, e.wait)
+			}
+			switch e.kind {
+			case failedNotStored:
+				ff.FailedNotStored += e.n
+			case failedUnknown:
+				ff.FailedUnknown += e.n
+			case timedOut:
+				ff.Timeouts++
+			case refused:
+				ff.Refused++
+			}
+		}
+	}
+	out := make([]faultFigures, 0, len(order))
+	for _, k := range order {
+		out = append(out, *byKind[k])
+	}
+	return out
+}
+
+// gaps returns the longest time in [from, to] without a successful
+// answer to anyone, and the same per producer.
+func gaps(events []event, producers int, from, to time.Time) (fleet time.Duration, perProducer []time.Duration) {
+	last := make([]time.Time, producers)
+	perProducer = make([]time.Duration, producers)
+	lastAny := from
+	for i := range last {
+		last[i] = from
+	}
+	for _, e := range events {
+		if e.kind != answeredOK || e.at.Before(from) || e.at.After(to) {
+			continue
+		}
+		fleet = max(fleet, e.at.Sub(lastAny))
+		lastAny = e.at
+		perProducer[e.producer] = max(perProducer[e.producer], e.at.Sub(last[e.producer]))
+		last[e.producer] = e.at
+	}
+	fleet = max(fleet, to.Sub(lastAny))
+	for i := range perProducer {
+		perProducer[i] = max(perProducer[i], to.Sub(last[i]))
+	}
+	return fleet, perProducer
+}
+
+func (k faultKind) String() string { return string(k) }
+
+func parseFaults(s string) ([]faultKind, error) {
+	if s == "all" {
+		return allFaults, nil
+	}
+	var out []faultKind
+	for _, name := range splitComma(s) {
+		found := false
+		for _, k := range allFaults {
+			if shortName(k) == name {
+				out = append(out, k)
+				found = true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("unknown fault %q", name)
+		}
+	}
+	return out, nil
+}
+
+// shortName is a fault's name on the command line.
+func shortName(k faultKind) string {
+	return map[faultKind]string{killGateway: "kill", termGateway: "term", pauseGateway: "pause", crashPG: "pg-crash",
+		stopPG: "pg-stop", freezePG: "pg-freeze", freezeCutPG: "pg-freeze-cut", restartNATS: "nats-restart"}[k]
+}

@@ -1,0 +1,222 @@
+// Command queenchaos runs queengate under faults and checks that nothing
+// acknowledged is lost, doubled or misplaced: three gateways built from
+// this tree, a cluster of three NATS servers, PostgreSQL behind a TCP
+// proxy that can freeze and cut, producers that retry like careful
+// clients, and a verifier that reads the log back with its own SQL.
+//
+// Profiles: short (every fault kind once, ~2 minutes; in the test suite),
+// long (10 minutes of faults), soak (10 minutes, no faults, throughput
+// and memory over time). Exit status 1 when the verifier finds a
+// violation, or the soak decays.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return
+		}
+		fmt.Fprintln(os.Stderr, "queenchaos:", err)
+		os.Exit(1)
+	}
+}
+
+type options struct {
+	profile  profile
+	bin      string
+	dir      string
+	jsonOut  string
+	mdOut    string
+	keepDir  bool
+	minRatio float64
+}
+
+func parseOptions(args []string, stderr io.Writer) (options, error) {
+	fs := flag.NewFlagSet("queenchaos", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		o        options
+		name     = fs.String("profile", "short", "short, long or soak")
+		duration = fs.Duration("duration", 0, "producing time (default: the profile's)")
+		faults   = fs.String("faults", "", "comma-separated fault kinds, or all (default: the profile's): kill, term, pause, pg-crash, pg-stop, pg-freeze, pg-freeze-cut, nats-restart")
+		rate     = fs.Int("rate", 0, "messages per second offered (default: the profile's)")
+		seed     = fs.Uint64("seed", 0, "seed of the fault order and the workload (default: the profile's)")
+	)
+	fs.StringVar(&o.bin, "gateway-bin", "", "queengate binary (default: build it from this repository)")
+	fs.StringVar(&o.dir, "dir", "", "folder for PostgreSQL's data and the gateways' logs (default: a temporary one, removed unless the run fails)")
+	fs.StringVar(&o.jsonOut, "json", "", "write the figures as JSON to this file")
+	fs.StringVar(&o.mdOut, "markdown", "", "write the figures as Markdown to this file")
+	fs.Float64Var(&o.minRatio, "soak-min-ratio", 0.95, "soak: the last minute's throughput must be at least this share of the first's")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	p, ok := profiles[*name]
+	if !ok {
+		return o, fmt.Errorf("--profile %q: short, long or soak", *name)
+	}
+	if *duration > 0 {
+		p.Duration = *duration
+	}
+	if *faults != "" {
+		kinds, err := parseFaults(*faults)
+		if err != nil {
+			return o, err
+		}
+		p.Faults = kinds
+	}
+	if *rate > 0 {
+		p.Load.Rate = *rate
+	}
+	if *seed > 0 {
+		p.Seed = *seed
+	}
+	o.profile = p
+	return o, nil
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	o, err := parseOptions(args, stderr)
+	if err != nil {
+		return err
+	}
+	log := func(format string, args ...any) {
+		fmt.Fprintf(stderr, "%s queenchaos: %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(format, args...))
+	}
+	dir := o.dir
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "queenchaos-"); err != nil {
+			return err
+		}
+	}
+	if o.bin == "" {
+		o.bin = filepath.Join(dir, "queengate")
+		log("building queengate")
+		if out, err := exec.CommandContext(ctx, "go", "build", "-o", o.bin, "github.com/queengate/queengate/cmd/queengate").CombinedOutput(); err != nil {
+			return fmt.Errorf("build queengate: %w\n%s", err, out)
+		}
+	}
+	out, err := runProfile(ctx, o.profile, dir, o.bin, log)
+	if err != nil {
+		return fmt.Errorf("%w (data and logs kept in %s)", err, dir)
+	}
+	if err := write(o, out, stdout); err != nil {
+		return err
+	}
+	if verdict := judge(o, out); verdict != nil {
+		return fmt.Errorf("%w (data and logs kept in %s)", verdict, dir)
+	}
+	if o.dir == "" {
+		_ = os.RemoveAll(dir)
+	}
+	return nil
+}
+
+// judge is the run's pass or fail: no violation, every fault done, and
+// for the soak a flat line.
+func judge(o options, out *outcome) error {
+	var errs []error
+	if n := out.Verifier.Violations(); n > 0 {
+		errs = append(errs, fmt.Errorf("the verifier found %d violations: %s", n, strings.Join(out.Verifier.Examples, "; ")))
+	}
+	for _, f := range out.Faults {
+		if len(f.Errors) > 0 {
+			errs = append(errs, fmt.Errorf("%s could not be done: %s", f.Kind, strings.Join(f.Errors, "; ")))
+		}
+	}
+	if o.profile.Name == "soak" {
+		first, last, ok := soakEnds(o.profile, out)
+		if !ok {
+			errs = append(errs, errors.New("soak: fewer than two whole minutes measured"))
+		} else if float64(last) < o.minRatio*float64(first) {
+			errs = append(errs, fmt.Errorf("soak: last minute %d messages, first %d: %.2f×, want at least %.2f×", last, first, float64(last)/float64(first), o.minRatio))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// soakEnds are the messages of the first and last whole minutes of
+// producing.
+func soakEnds(p profile, out *outcome) (first, last int64, ok bool) {
+	whole := int(p.Duration / time.Minute)
+	if whole < 2 || len(out.Minutes) < whole {
+		return 0, 0, false
+	}
+	return out.Minutes[0].Messages, out.Minutes[whole-1].Messages, true
+}
+
+func write(o options, out *outcome, stdout io.Writer) error {
+	md := markdown(o, out)
+	fmt.Fprint(stdout, md)
+	if o.mdOut != "" {
+		if err := os.WriteFile(o.mdOut, []byte(md), 0o644); err != nil {
+			return err
+		}
+	}
+	if o.jsonOut != "" {
+		b, err := json.MarshalIndent(out, "", "  ")
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(o.jsonOut, append(b, '\n'), 0o644)
+	}
+	return nil
+}
+
+func markdown(o options, out *outcome) string {
+	var b strings.Builder
+	l := out.Load
+	fmt.Fprintf(&b, "## queenchaos %s (%v)\n\n", out.Profile, out.Elapsed.Round(time.Second))
+	fmt.Fprintf(&b, "%d gateways, %d NATS servers, PostgreSQL behind a proxy; %d producers offering %d msg/s in requests of %d, %.0f%% repeats, %v request timeout.\n\n",
+		o.profile.Gateways, o.profile.NATSNodes, l.Producers, l.Rate, l.Batch, 100*l.RetryShare, l.Timeout)
+	if len(out.Faults) > 0 {
+		b.WriteString("| fault | count | longest gap, all producers | longest gap, one producer | median producer's longest gap | longest wait for an answer | failed: not stored | failed: unknown | definite | timeouts | refused |\n")
+		b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		for _, f := range out.Faults {
+			fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %d | %d | %.0f%% | %d | %d |\n", f.Kind, f.Count,
+				seconds(f.LongestFleetGap), seconds(f.LongestProducerGap), seconds(f.MedianProducerGap), seconds(f.LongestWait),
+				f.FailedNotStored, f.FailedUnknown, 100*f.DefiniteShare(), f.Timeouts, f.Refused)
+		}
+		b.WriteString("\n")
+	}
+	v := out.Verifier
+	fmt.Fprintf(&b, "Verifier: %d ids sent, %d answered as stored, %d stored (%d messages in the log); "+
+		"lost %d, doubled %d, wrong offset %d, duplicate not naming the first %d, data mismatch %d, phantom %d, offset holes %d. "+
+		"%d never answered as stored when the drain ended; %d retries.\n",
+		v.Sent, v.Answered, v.Stored, v.Rows, v.Lost, v.Doubled, v.WrongOffset, v.DuplicateNotFirst, v.DataMismatch, v.Phantom, v.Holes,
+		out.Unanswered, out.Retries)
+	if len(out.Minutes) > 1 {
+		b.WriteString("\n| minute | msg/s answered | gateways' RSS (MiB) |\n|---:|---:|---|\n")
+		for i, m := range out.Minutes {
+			rss := make([]string, len(m.RSSBytes))
+			for j, r := range m.RSSBytes {
+				rss[j] = fmt.Sprintf("%.0f", float64(r)/(1<<20))
+			}
+			fmt.Fprintf(&b, "| %d | %.0f | %s |\n", i+1, float64(m.Messages)/60, strings.Join(rss, ", "))
+		}
+	}
+	if o.profile.Name == "soak" {
+		if first, last, ok := soakEnds(o.profile, out); ok {
+			fmt.Fprintf(&b, "\nLast whole minute ÷ first: %.2f×.\n", float64(last)/float64(first))
+		}
+	}
+	return b.String()
+}
+
+func seconds(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }

@@ -1,0 +1,248 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+// profile is a scenario: the world's size, the load, and the faults.
+type profile struct {
+	Name      string
+	Gateways  int
+	NATSNodes int
+	Load      load
+	Window    int           // the queue's dedup window, seconds
+	Duration  time.Duration // producing time
+	Warmup    time.Duration // before the first fault
+	Every     time.Duration // between faults (a fault's own time included)
+	Faults    []faultKind   // done in turn, round robin
+	Drain     time.Duration // most time given to finish after producing stops
+	Seed      uint64
+}
+
+var profiles = map[string]profile{
+	// short runs each fault kind once, in the test suite.
+	"short": {Name: "short", Gateways: 3, NATSNodes: 3, Window: 3600,
+		Load:     load{Producers: 8, Partitions: 16, Batch: 10, Rate: 1500, RetryShare: 0.2, Timeout: 2 * time.Second},
+		Duration: 100 * time.Second, Warmup: 5 * time.Second, Every: 11 * time.Second, Faults: allFaults,
+		Drain: time.Minute, Seed: 1},
+	// long repeats every fault kind, in a random order, for 10 minutes.
+	"long": {Name: "long", Gateways: 3, NATSNodes: 3, Window: 3600,
+		Load:     load{Producers: 16, Partitions: 32, Batch: 20, Rate: 3000, RetryShare: 0.2, Timeout: 2 * time.Second},
+		Duration: 10 * time.Minute, Warmup: 10 * time.Second, Every: 12 * time.Second, Faults: allFaults,
+		Drain: 2 * time.Minute, Seed: 1},
+	// soak runs no faults: a fixed offered load above what the machine
+	// takes, for throughput and memory over time.
+	"soak": {Name: "soak", Gateways: 3, NATSNodes: 3, Window: 3600,
+		Load:     load{Producers: 32, Partitions: 64, Batch: 50, Rate: 40000, RetryShare: 0.2, Timeout: 5 * time.Second},
+		Duration: 10 * time.Minute, Drain: 2 * time.Minute, Seed: 1},
+}
+
+// outcome is a run's figures.
+type outcome struct {
+	Profile  string         `json:"profile"`
+	Started  time.Time      `json:"started"`
+	Elapsed  time.Duration  `json:"elapsedNs"`
+	Load     load           `json:"load"`
+	Faults   []faultFigures `json:"faults"`
+	Verifier Findings       `json:"verifier"`
+	// Unanswered are messages still without a stored answer when the
+	// drain ended (the verifier cannot say they were lost: never acked).
+	Unanswered int64    `json:"unanswered"`
+	Retries    int64    `json:"retries"`
+	Minutes    []minute `json:"minutes"`
+}
+
+// minute is one minute of the run: messages answered as stored, and the
+// gateways' resident memory at its end.
+type minute struct {
+	Messages int64   `json:"messages"`
+	RSSBytes []int64 `json:"rssBytes"`
+}
+
+// runProfile runs p in dir with the gateway binary bin.
+func runProfile(ctx context.Context, p profile, dir, bin string, log func(string, ...any)) (*outcome, error) {
+	w, err := startWorld(ctx, dir, bin, p.NATSNodes, p.Gateways, log)
+	if err != nil {
+		return nil, err
+	}
+	defer w.stop()
+	queue := "chaos-" + p.Name
+	if err := w.createQueue(ctx, queue, p.Window); err != nil {
+		return nil, err
+	}
+	out := &outcome{Profile: p.Name, Started: time.Now(), Load: p.Load}
+	led := &ledger{}
+	producers, err := startProducers(w, p, queue, led)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		for _, pr := range producers {
+			pr.nc.Close()
+		}
+	}()
+	drainCtx, cancelDrain := context.WithCancel(ctx)
+	defer cancelDrain()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, pr := range producers {
+		wg.Go(func() { pr.run(drainCtx, stop) })
+	}
+	log("%s: %d producers offering %d msg/s to %d gateways for %v", p.Name, p.Load.Producers, p.Load.Rate, p.Gateways, p.Duration)
+	faults, rss := schedule(ctx, w, p, log)
+	close(stop)
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(p.Drain):
+		log("drain: producers still retrying after %v; giving up on them", p.Drain)
+		cancelDrain()
+		<-done
+	}
+	out.Elapsed = time.Since(out.Started)
+	slices.SortFunc(led.events, func(a, b event) int { return a.at.Compare(b.at) })
+	out.Faults = figuresByKind(faults, led.events, p.Load.Producers)
+	out.Minutes = perMinute(led.events, out.Started, rss)
+	out.Retries = led.retries
+	out.Unanswered = unanswered(led)
+	vctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
+	defer cancel()
+	if out.Verifier, err = Verify(vctx, w.pgURL, queue, led.sent, led.answers); err != nil {
+		return nil, fmt.Errorf("verify: %w", err)
+	}
+	return out, nil
+}
+
+func startProducers(w *world, p profile, queue string, led *ledger) ([]*producer, error) {
+	var out []*producer
+	urls := strings.Split(w.natsURLs(), ",")
+	for i := range p.Load.Producers {
+		// Each producer starts on its own server of the cluster and
+		// moves to another when that one restarts.
+		servers := append([]string{urls[i%len(urls)]}, urls...)
+		nc, err := nats.Connect(strings.Join(servers, ","), nats.DontRandomize(), nats.MaxReconnects(-1),
+			nats.ReconnectWait(100*time.Millisecond), nats.Name("queenchaos producer "+strconv.Itoa(i)))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, &producer{index: i, queue: queue, load: p.Load, nc: nc, led: led,
+			rng: rand.New(rand.NewPCG(p.Seed, uint64(i))), answered: map[string][]message{}})
+	}
+	return out, nil
+}
+
+// schedule runs the faults for the profile's duration, taking the
+// gateways' memory each minute.
+func schedule(ctx context.Context, w *world, p profile, log func(string, ...any)) ([]fault, [][]int64) {
+	rng := rand.New(rand.NewPCG(p.Seed, 0xfa17))
+	end := time.Now().Add(p.Duration)
+	nextFault := time.Now().Add(p.Warmup)
+	nextMinute := time.Now().Add(time.Minute)
+	var faults []fault
+	var rss [][]int64
+	kinds := slices.Clone(p.Faults)
+	for i := 0; time.Now().Before(end) && ctx.Err() == nil; {
+		now := time.Now()
+		if !now.Before(nextMinute) {
+			rss = append(rss, w.gatewayRSS())
+			nextMinute = nextMinute.Add(time.Minute)
+		}
+		if len(kinds) > 0 && !now.Before(nextFault) && now.Add(p.Every).Before(end) {
+			if i%len(kinds) == 0 && i > 0 {
+				rng.Shuffle(len(kinds), func(a, b int) { kinds[a], kinds[b] = kinds[b], kinds[a] })
+			}
+			f := inject(ctx, w, kinds[i%len(kinds)], rng)
+			log("%s (target %d): %v", f.Kind, f.Target, f.End.Sub(f.Start).Round(10*time.Millisecond))
+			faults = append(faults, f)
+			nextFault = f.Start.Add(p.Every)
+			i++
+			continue
+		}
+		sleep(ctx, 100*time.Millisecond)
+	}
+	rss = append(rss, w.gatewayRSS())
+	return faults, rss
+}
+
+// gatewayRSS is each gateway's resident memory now, from /proc.
+func (w *world) gatewayRSS() []int64 {
+	out := make([]int64, len(w.gateways))
+	for i, g := range w.gateways {
+		g.mu.Lock()
+		pid := g.cmd.Process.Pid
+		g.mu.Unlock()
+		out[i] = procRSS(pid)
+	}
+	return out
+}
+
+func procRSS(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// perMinute counts messages answered as stored in each whole minute.
+func perMinute(events []event, start time.Time, rss [][]int64) []minute {
+	var out []minute
+	for _, e := range events {
+		if e.kind != answeredOK {
+			continue
+		}
+		m := int(e.at.Sub(start) / time.Minute)
+		for len(out) <= m {
+			out = append(out, minute{})
+		}
+		out[m].Messages += int64(e.n)
+	}
+	for i := range out {
+		if i < len(rss) {
+			out[i].RSSBytes = rss[i]
+		}
+	}
+	return out
+}
+
+// unanswered counts sent messages that never got a stored answer.
+func unanswered(led *ledger) int64 {
+	answered := map[key]bool{}
+	for _, a := range led.answers {
+		answered[key{a.Partition, a.ID}] = true
+	}
+	var n int64
+	for _, s := range led.sent {
+		if !answered[key{s.Partition, s.ID}] {
+			n++
+		}
+	}
+	return n
+}
+
+func splitComma(s string) []string {
+	var out []string
+	for _, part := range strings.Split(s, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			out = append(out, part)
+		}
+	}
+	return out
+}
