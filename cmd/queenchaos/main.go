@@ -104,6 +104,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if dir, err = os.MkdirTemp("", "queenchaos-"); err != nil {
 			return err
 		}
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
 	}
 	if o.bin == "" {
 		o.bin = filepath.Join(dir, "queengate")
