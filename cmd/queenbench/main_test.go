@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"github.com/queengate/queengate/model"
 	"os"
@@ -328,5 +329,22 @@ func TestFailoverShortProfile(t *testing.T) {
 	if res.Messages != 20000 || res.Failed != 0 || res.Violations != 0 || res.DistinctIDs == 0 {
 		t.Errorf("%d answered, %d failed, %d violations over %d distinct ids; want all answered, none failed or violated",
 			res.Messages, res.Failed, res.Violations, res.DistinctIDs)
+	}
+}
+
+// TestAGatewayWithoutMetricsDoesNotEndTheRun: a gateway whose /metrics
+// never answered (killed before its first scrape) is left out of the
+// figures; one that answered before keeps its last figures.
+func TestAGatewayWithoutMetricsDoesNotEndTheRun(t *testing.T) {
+	t.Parallel()
+	tg := &queengateTarget{lastScrape: map[string]map[string]float64{}, missingMetrics: map[string]bool{}}
+	gone := "127.0.0.1:1" // nothing listens there
+	m, err := tg.scrape(context.Background(), gone)
+	if err != nil || len(m) != 0 {
+		t.Errorf("scrape of a gateway that never answered: %v, %v; want no figures and no error", m, err)
+	}
+	tg.lastScrape[gone] = map[string]float64{"process_cpu_seconds_total": 2}
+	if m, err := tg.scrape(context.Background(), gone); err != nil || m["process_cpu_seconds_total"] != 2 {
+		t.Errorf("scrape of a gateway gone since: %v, %v; want its last figures", m, err)
 	}
 }
