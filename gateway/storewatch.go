@@ -24,6 +24,11 @@ type StoreWatchConfig struct {
 	DownAfter int
 	// OnChange is called, from the watch's goroutine, whenever Up changes.
 	OnChange func(up bool)
+	// LastCommit, when set, is when the gateway last had a write
+	// answered by PostgreSQL: proof of life as good as a heartbeat. A
+	// heartbeat slow only because the machine is saturated then does not
+	// take a busy gateway out of service.
+	LastCommit func() time.Time
 }
 
 // StoreWatch checks PostgreSQL every interval and remembers whether it
@@ -35,6 +40,7 @@ type StoreWatch struct {
 	store    Heartbeater
 	cfg      StoreWatchConfig
 	up       atomic.Bool
+	checks   atomic.Int64
 	failures int
 }
 
@@ -75,9 +81,11 @@ func (w *StoreWatch) Start(ctx context.Context) error {
 }
 
 func (w *StoreWatch) check() {
+	defer w.checks.Add(1)
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), w.cfg.Every)
 	defer cancel()
-	if w.store.Heartbeat(ctx) == nil {
+	if w.store.Heartbeat(ctx) == nil || w.cfg.LastCommit != nil && w.cfg.LastCommit().After(start.Add(-w.cfg.Every)) {
 		w.failures = 0
 		w.set(true)
 		return
@@ -96,3 +104,6 @@ func (w *StoreWatch) set(up bool) {
 
 // Up reports whether PostgreSQL answered lately.
 func (w *StoreWatch) Up() bool { return w.up.Load() }
+
+// Checks is how many checks have been made.
+func (w *StoreWatch) Checks() int64 { return w.checks.Load() }

@@ -116,6 +116,7 @@ func (b *bundle) push(ctx context.Context, s *sent, start time.Time) {
 		}
 		return
 	}
+	in.reach.lastCommit.Store(time.Now().UnixNano())
 	for j := range s.frames {
 		in.learn(&s.frames[j], &s.results[j])
 	}

@@ -3,6 +3,8 @@ package ingest
 import (
 	"context"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/queengate/queengate/model"
 )
@@ -12,6 +14,8 @@ import (
 // so that producers get a fast answer instead of waiting out the push
 // timeout against a stalled server.
 type reachability struct {
+	lastCommit atomic.Int64 // unix nanoseconds of the last push PostgreSQL answered
+
 	mu     sync.Mutex
 	isDown bool
 	ctx    context.Context // cancelled (cause model.ErrStoreDown) when PostgreSQL goes away
@@ -56,4 +60,13 @@ func (in *Ingester) SetStoreReachable(reachable bool) {
 	if in.reach.set(reachable) {
 		in.log.Warn().Bool("reachable", reachable).Msg("PostgreSQL reachability changed")
 	}
+}
+
+// LastCommit is when PostgreSQL last answered a push of this ingester
+// (zero before the first).
+func (in *Ingester) LastCommit() time.Time {
+	if ns := in.reach.lastCommit.Load(); ns > 0 {
+		return time.Unix(0, ns)
+	}
+	return time.Time{}
 }

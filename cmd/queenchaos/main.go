@@ -17,6 +17,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
+	_ "net/http/pprof"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -44,7 +46,7 @@ type options struct {
 	dir      string
 	jsonOut  string
 	mdOut    string
-	keepDir  bool
+	pprof    string
 	minRatio float64
 }
 
@@ -63,6 +65,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.dir, "dir", "", "folder for PostgreSQL's data and the gateways' logs (default: a temporary one, removed unless the run fails)")
 	fs.StringVar(&o.jsonOut, "json", "", "write the figures as JSON to this file")
 	fs.StringVar(&o.mdOut, "markdown", "", "write the figures as Markdown to this file")
+	fs.StringVar(&o.pprof, "pprof", "", "serve queenchaos's own pprof on this address (to look into the load generator)")
 	fs.Float64Var(&o.minRatio, "soak-min-ratio", 0.95, "soak: the last minute's throughput must be at least this share of the first's")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -95,6 +98,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	o, err := parseOptions(args, stderr)
 	if err != nil {
 		return err
+	}
+	if o.pprof != "" {
+		go func() { _ = http.ListenAndServe(o.pprof, nil) }()
 	}
 	log := func(format string, args ...any) {
 		fmt.Fprintf(stderr, "%s queenchaos: %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(format, args...))

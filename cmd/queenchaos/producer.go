@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -44,14 +45,38 @@ const (
 )
 
 // ledger is every producer's record: what was sent, every answer, and
-// the events in time order (per producer).
+// the events in time order. It is compact (a message is its producer and
+// sequence number; its id and data are derived from them), because a
+// ten-minute soak sends millions.
 type ledger struct {
 	mu      sync.Mutex
-	sent    []Sent
-	answers []Answer
+	parts   []partLedger // by partition number
 	events  []event
 	retries int64
 }
+
+type partLedger struct {
+	sent    []msgKey
+	answers []answerRec
+}
+
+// msgKey names a message: its producer and sequence number.
+type msgKey struct {
+	producer uint16
+	seq      uint32
+}
+
+// answerRec is one queued or duplicate answer. messagePID is the
+// partition id the answer's messageId names, -1 when the messageId does
+// not name the answered offset.
+type answerRec struct {
+	msgKey
+	duplicate  bool
+	offset     int64
+	messagePID int64
+}
+
+func newLedger(partitions int) *ledger { return &ledger{parts: make([]partLedger, partitions)} }
 
 func (l *ledger) note(e event) {
 	l.mu.Lock()
@@ -59,14 +84,75 @@ func (l *ledger) note(e event) {
 	l.mu.Unlock()
 }
 
-// message is one message a producer sends, kept until answered.
-type message struct {
-	ID   string `json:"transactionId"`
-	Data json.RawMessage
+// messageIDOf is a message's transactionId.
+func messageIDOf(k msgKey) string { return fmt.Sprintf("c%d-%d", k.producer, k.seq) }
+
+// payloadOf is a message's data.
+func payloadOf(k msgKey) string {
+	return fmt.Sprintf(`{"producer":%d,"seq":%d,"pad":"%s"}`, k.producer, k.seq, strings.Repeat("x", 60))
 }
 
+// partitionName is partition number i's name.
+func partitionName(i int) string { return fmt.Sprintf("p%d", i) }
+
+// expected gives the verifier one partition at a time.
+func (l *ledger) expected() Expected {
+	return ledgerExpected{l}
+}
+
+type ledgerExpected struct{ l *ledger }
+
+func (e ledgerExpected) Partitions() []string {
+	names := make([]string, len(e.l.parts))
+	for i := range names {
+		names[i] = partitionName(i)
+	}
+	return names
+}
+
+func (e ledgerExpected) Partition(i int) ([]Sent, []Answer) {
+	pl := &e.l.parts[i]
+	name := partitionName(i)
+	sent := make([]Sent, len(pl.sent))
+	for j, k := range pl.sent {
+		sent[j] = Sent{Partition: name, ID: messageIDOf(k), Data: payloadOf(k)}
+	}
+	answers := make([]Answer, len(pl.answers))
+	for j, a := range pl.answers {
+		status, mid := "queued", "(not naming its offset)"
+		if a.duplicate {
+			status = "duplicate"
+		}
+		if a.messagePID >= 0 {
+			mid = messageID(a.messagePID, a.offset)
+		}
+		answers[j] = Answer{Partition: name, ID: messageIDOf(a.msgKey), Status: status, Offset: a.offset, MessageID: mid}
+	}
+	return sent, answers
+}
+
+// unanswered counts sent messages that never got a stored answer.
+func (l *ledger) unanswered() int64 {
+	var n int64
+	for _, pl := range l.parts {
+		answered := make(map[msgKey]bool, len(pl.answers))
+		for _, a := range pl.answers {
+			answered[a.msgKey] = true
+		}
+		for _, k := range pl.sent {
+			if !answered[k] {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// message is one message on the wire.
+type message struct{ key msgKey }
+
 func (m message) MarshalJSON() ([]byte, error) {
-	return []byte(fmt.Sprintf(`{"transactionId":%q,"data":%s}`, m.ID, m.Data)), nil
+	return []byte(fmt.Sprintf(`{"transactionId":%q,"data":%s}`, messageIDOf(m.key), payloadOf(m.key))), nil
 }
 
 // wireAnswer is one entry of a push's answer.
@@ -89,9 +175,10 @@ type producer struct {
 	nc    *nats.Conn
 	led   *ledger
 	rng   *rand.Rand
-	// answered holds ids answered as stored, by partition, for repeats.
-	answered map[string][]message
-	seq      int
+	// answered holds this producer's messages answered as stored, by
+	// partition number, for repeats.
+	answered [][]uint32
+	seq      uint32
 }
 
 func (p *producer) run(ctx context.Context, stop <-chan struct{}) {
@@ -109,32 +196,30 @@ func (p *producer) run(ctx context.Context, stop <-chan struct{}) {
 		if behind := time.Since(next); behind > time.Second {
 			next = time.Now() // a long stall is not made up for in a burst
 		}
-		partition := fmt.Sprintf("p%d", p.rng.IntN(p.load.Partitions))
+		partition := p.rng.IntN(p.load.Partitions)
 		p.deliver(ctx, partition, p.compose(partition))
 	}
 }
 
 // compose makes a request: new ids, and repeats of ids already answered.
-func (p *producer) compose(partition string) []message {
+func (p *producer) compose(partition int) []message {
 	msgs := make([]message, 0, p.load.Batch)
-	seen := map[string]bool{}
+	seen := map[uint32]bool{}
 	for range p.load.Batch {
 		old := p.answered[partition]
 		if len(old) > 0 && p.rng.Float64() < p.load.RetryShare {
-			m := old[p.rng.IntN(len(old))]
-			if !seen[m.ID] {
-				seen[m.ID] = true
-				msgs = append(msgs, m)
+			if seq := old[p.rng.IntN(len(old))]; !seen[seq] {
+				seen[seq] = true
+				msgs = append(msgs, message{msgKey{uint16(p.index), seq}})
 				continue
 			}
 		}
 		p.seq++
-		id := fmt.Sprintf("c%d-%d", p.index, p.seq)
-		m := message{ID: id, Data: json.RawMessage(fmt.Sprintf(`{"producer":%d,"seq":%d,"pad":"%s"}`, p.index, p.seq, strings.Repeat("x", 60)))}
-		seen[id] = true
-		msgs = append(msgs, m)
+		k := msgKey{uint16(p.index), p.seq}
+		seen[p.seq] = true
+		msgs = append(msgs, message{k})
 		p.led.mu.Lock()
-		p.led.sent = append(p.led.sent, Sent{Partition: partition, ID: id, Data: string(m.Data)})
+		p.led.parts[partition].sent = append(p.led.parts[partition].sent, k)
 		p.led.mu.Unlock()
 	}
 	return msgs
@@ -142,8 +227,8 @@ func (p *producer) compose(partition string) []message {
 
 // deliver sends msgs until each is answered queued or duplicate, or ctx
 // ends.
-func (p *producer) deliver(ctx context.Context, partition string, msgs []message) {
-	subject := fmt.Sprintf("queen.push.%s.%s", p.queue, partition)
+func (p *producer) deliver(ctx context.Context, partition int, msgs []message) {
+	subject := fmt.Sprintf("queen.push.%s.%s", p.queue, partitionName(partition))
 	backoff := 50 * time.Millisecond
 	for first := true; len(msgs) > 0 && ctx.Err() == nil; first = false {
 		if !first {
@@ -158,7 +243,7 @@ func (p *producer) deliver(ctx context.Context, partition string, msgs []message
 }
 
 // attempt sends one request and returns the messages still to send.
-func (p *producer) attempt(subject, partition string, msgs []message) []message {
+func (p *producer) attempt(subject string, partition int, msgs []message) []message {
 	body, _ := json.Marshal(msgs)
 	sentAt := time.Now()
 	reply, err := p.nc.Request(subject, body, p.load.Timeout)
@@ -196,9 +281,10 @@ func (p *producer) attempt(subject, partition string, msgs []message) []message 
 			}
 			continue
 		}
-		p.led.answers = append(p.led.answers, Answer{Partition: partition, ID: m.ID, Status: a.Status, Offset: *a.Offset, MessageID: a.MessageID})
+		rec := answerRec{msgKey: m.key, duplicate: a.Status == "duplicate", offset: *a.Offset, messagePID: messagePID(a.MessageID, *a.Offset)}
+		p.led.parts[partition].answers = append(p.led.parts[partition].answers, rec)
 		if a.Status == "queued" {
-			p.answered[partition] = append(p.answered[partition], m)
+			p.answered[partition] = append(p.answered[partition], m.key.seq)
 		}
 	}
 	p.led.mu.Unlock()
@@ -228,4 +314,19 @@ func ready(ctx context.Context, admin string) bool {
 	}
 	resp.Body.Close()
 	return resp.StatusCode == http.StatusOK
+}
+
+// messagePID is the partition id a messageId names, or -1 when it is not
+// a messageId of offset.
+func messagePID(id string, offset int64) int64 {
+	hex := strings.ReplaceAll(id, "-", "")
+	if len(hex) != 32 {
+		return -1
+	}
+	pid, err1 := strconv.ParseUint(hex[:16], 16, 63)
+	off, err2 := strconv.ParseUint(hex[16:], 16, 63)
+	if err1 != nil || err2 != nil || int64(off) != offset {
+		return -1
+	}
+	return int64(pid)
 }

@@ -81,7 +81,7 @@ func runProfile(ctx context.Context, p profile, dir, bin string, log func(string
 		return nil, err
 	}
 	out := &outcome{Profile: p.Name, Started: time.Now(), Load: p.Load}
-	led := &ledger{}
+	led := newLedger(p.Load.Partitions)
 	producers, err := startProducers(w, p, queue, led)
 	if err != nil {
 		return nil, err
@@ -115,10 +115,10 @@ func runProfile(ctx context.Context, p profile, dir, bin string, log func(string
 	out.Faults = figuresByKind(faults, led.events, p.Load.Producers)
 	out.Minutes = perMinute(led.events, out.Started, rss)
 	out.Retries = led.retries
-	out.Unanswered = unanswered(led)
+	out.Unanswered = led.unanswered()
 	vctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
 	defer cancel()
-	if out.Verifier, err = Verify(vctx, w.pgURL, queue, led.sent, led.answers); err != nil {
+	if out.Verifier, err = Verify(vctx, w.pgURL, queue, led.expected()); err != nil {
 		return nil, fmt.Errorf("verify: %w", err)
 	}
 	return out, nil
@@ -137,7 +137,7 @@ func startProducers(w *world, p profile, queue string, led *ledger) ([]*producer
 			return nil, err
 		}
 		out = append(out, &producer{index: i, queue: queue, load: p.Load, nc: nc, led: led,
-			rng: rand.New(rand.NewPCG(p.Seed, uint64(i))), answered: map[string][]message{}})
+			rng: rand.New(rand.NewPCG(p.Seed, uint64(i))), answered: make([][]uint32, p.Load.Partitions)})
 	}
 	return out, nil
 }
@@ -220,21 +220,6 @@ func perMinute(events []event, start time.Time, rss [][]int64) []minute {
 		}
 	}
 	return out
-}
-
-// unanswered counts sent messages that never got a stored answer.
-func unanswered(led *ledger) int64 {
-	answered := map[key]bool{}
-	for _, a := range led.answers {
-		answered[key{a.Partition, a.ID}] = true
-	}
-	var n int64
-	for _, s := range led.sent {
-		if !answered[key{s.Partition, s.ID}] {
-			n++
-		}
-	}
-	return n
 }
 
 func splitComma(s string) []string {

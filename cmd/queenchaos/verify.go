@@ -61,32 +61,96 @@ type row struct {
 	data                string
 }
 
-// Verify checks queue's log in the database at pgURL.
-func Verify(ctx context.Context, pgURL, queue string, sent []Sent, answers []Answer) (Findings, error) {
-	stored, offsets, err := readLog(ctx, pgURL, queue)
+// Expected is what producers sent and were answered, given one
+// partition at a time so that a long run's records need not all be
+// expanded at once.
+type Expected interface {
+	Partitions() []string
+	Partition(i int) ([]Sent, []Answer)
+}
+
+// Recorded is an Expected held in full.
+type Recorded struct {
+	Sent    []Sent
+	Answers []Answer
+}
+
+func (r Recorded) Partitions() []string {
+	var names []string
+	for _, s := range r.Sent {
+		if !slices.Contains(names, s.Partition) {
+			names = append(names, s.Partition)
+		}
+	}
+	for _, a := range r.Answers {
+		if !slices.Contains(names, a.Partition) {
+			names = append(names, a.Partition)
+		}
+	}
+	return names
+}
+
+func (r Recorded) Partition(i int) (sent []Sent, answers []Answer) {
+	name := r.Partitions()[i]
+	for _, s := range r.Sent {
+		if s.Partition == name {
+			sent = append(sent, s)
+		}
+	}
+	for _, a := range r.Answers {
+		if a.Partition == name {
+			answers = append(answers, a)
+		}
+	}
+	return sent, answers
+}
+
+// Verify checks queue's log in the database at pgURL, partition by
+// partition; messages in partitions nobody sent to are phantoms.
+func Verify(ctx context.Context, pgURL, queue string, exp Expected) (Findings, error) {
+	conn, err := pgx.Connect(ctx, pgURL)
 	if err != nil {
 		return Findings{}, err
 	}
+	defer conn.Close(ctx)
 	var f Findings
 	example := func(format string, args ...any) {
 		if len(f.Examples) < 20 {
 			f.Examples = append(f.Examples, fmt.Sprintf(format, args...))
 		}
 	}
-	checkStored(&f, stored, sent, example)
-	checkAnswers(&f, stored, answers, example)
-	for partition, offs := range offsets {
-		f.Rows += int64(len(offs))
-		slices.Sort(offs)
-		for i, o := range offs {
-			if o != int64(i) {
+	names := exp.Partitions()
+	for i, name := range names {
+		sent, answers := exp.Partition(i)
+		stored, offsets, err := readPartition(ctx, conn, queue, name)
+		if err != nil {
+			return Findings{}, err
+		}
+		checkStored(&f, stored, sent, example)
+		checkAnswers(&f, stored, answers, example)
+		f.Rows += int64(len(offsets))
+		slices.Sort(offsets)
+		for k, o := range offsets {
+			if o != int64(k) {
 				f.Holes++
-				example("partition %s: offsets are not 0..%d (offset %d at rank %d)", partition, len(offs)-1, o, i)
+				example("partition %s: offsets are not 0..%d (offset %d at rank %d)", name, len(offsets)-1, o, k)
 				break
 			}
 		}
 	}
-	return f, nil
+	var elsewhere int64
+	err = conn.QueryRow(ctx, `
+		SELECT coalesce(sum(s.end_offset - s.base_offset + 1), 0)
+		  FROM queen.queues q
+		  JOIN queen.log_partitions p ON p.queue_id = q.id
+		  JOIN queen.log_segments s ON s.partition_id = p.id
+		 WHERE q.name = $1 AND p.name <> ALL ($2)`, queue, names).Scan(&elsewhere)
+	if elsewhere > 0 {
+		f.Phantom += elsewhere
+		f.Rows += elsewhere
+		example("%d messages stored in partitions nobody sent to", elsewhere)
+	}
+	return f, err
 }
 
 // checkStored compares the log with what was sent: copies, data, phantoms.
@@ -95,7 +159,7 @@ func checkStored(f *Findings, stored map[key][]row, sent []Sent, example func(st
 	for _, s := range sent {
 		data[key{s.Partition, s.ID}] = s.Data
 	}
-	f.Sent = int64(len(data))
+	f.Sent += int64(len(data))
 	for k, rows := range stored {
 		f.Stored++
 		if len(rows) > 1 {
@@ -136,7 +200,7 @@ func checkAnswers(f *Findings, stored map[key][]row, answers []Answer, example f
 		}
 		example("%s/%s answered %s at %d (%s), first stored at %d", k.partition, k.id, a.Status, a.Offset, a.MessageID, first.offset)
 	}
-	f.Answered = int64(len(answered))
+	f.Answered += int64(len(answered))
 	for k := range answered {
 		if len(stored[k]) == 0 {
 			f.Lost++
@@ -145,39 +209,34 @@ func checkAnswers(f *Findings, stored map[key][]row, answers []Answer, example f
 	}
 }
 
-// readLog reads every message of queue: by (partition, id), its copies
-// in offset order; by partition, every offset.
-func readLog(ctx context.Context, pgURL, queue string) (map[key][]row, map[string][]int64, error) {
-	conn, err := pgx.Connect(ctx, pgURL)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer conn.Close(ctx)
+// readPartition reads every message of one partition of queue: by
+// (partition, id), its copies in offset order, and every offset.
+func readPartition(ctx context.Context, conn *pgx.Conn, queue, partition string) (map[key][]row, []int64, error) {
 	rows, err := conn.Query(ctx, `
-		SELECT p.name, p.id, s.base_offset + m.i - 1, m.id, m.d::text
+		SELECT p.id, s.base_offset + m.i - 1, m.id, m.d::text
 		  FROM queen.queues q
 		  JOIN queen.log_partitions p ON p.queue_id = q.id
 		  JOIN queen.log_segments s ON s.partition_id = p.id
 		 CROSS JOIN LATERAL unnest(s.txn_ids, s.data) WITH ORDINALITY AS m(id, d, i)
-		 WHERE q.name = $1
-		 ORDER BY p.id, 3`, queue)
+		 WHERE q.name = $1 AND p.name = $2
+		 ORDER BY 2`, queue, partition)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer rows.Close()
 	stored := map[key][]row{}
-	offsets := map[string][]int64{}
+	var offsets []int64
 	for rows.Next() {
 		var (
-			partition, id string
-			r             row
+			id string
+			r  row
 		)
-		if err := rows.Scan(&partition, &r.partitionID, &r.offset, &id, &r.data); err != nil {
+		if err := rows.Scan(&r.partitionID, &r.offset, &id, &r.data); err != nil {
 			return nil, nil, err
 		}
 		k := key{partition, id}
 		stored[k] = append(stored[k], r)
-		offsets[partition] = append(offsets[partition], r.offset)
+		offsets = append(offsets, r.offset)
 	}
 	return stored, offsets, rows.Err()
 }

@@ -106,6 +106,14 @@ func TestVerifierCatchesEachPlantedFault(t *testing.T) {
 		{"phantom", func(t *testing.T, f *logFixture) {
 			f.push(t, "never-sent")
 		}, func(x Findings) int64 { return x.Phantom }, 1},
+		{"phantom in a partition nobody sent to", func(t *testing.T, f *logFixture) {
+			other, err := f.store.EnsurePartition(context.Background(), fixtureQueue, "other")
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.pid = other.ID
+			f.push(t, "a")
+		}, func(x Findings) int64 { return x.Phantom }, 1},
 		{"hole", func(t *testing.T, f *logFixture) {
 			f.exec(t, "UPDATE queen.log_segments SET base_offset = base_offset + 1, end_offset = end_offset + 1 WHERE partition_id = $1 AND base_offset = 3", f.pid)
 		}, func(x Findings) int64 { return x.Holes }, 1},
@@ -115,7 +123,7 @@ func TestVerifierCatchesEachPlantedFault(t *testing.T) {
 			t.Parallel()
 			f := newLogFixture(t)
 			c.plant(t, f)
-			got, err := Verify(context.Background(), f.url, fixtureQueue, f.sent, f.answers)
+			got, err := Verify(context.Background(), f.url, fixtureQueue, Recorded{f.sent, f.answers})
 			if err != nil {
 				t.Fatal(err)
 			}

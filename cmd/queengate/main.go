@@ -251,7 +251,7 @@ func assemble(cfg config, store *pgstore.Store, nc *nats.Conn, log zerolog.Logge
 	// failed for what it held) instead of letting them wait out the push
 	// timeout, and says so in its routing heartbeats: ready gateways take
 	// its shards until it is back.
-	pgWatch := gateway.NewStoreWatch(store, gateway.StoreWatchConfig{OnChange: ing.SetStoreReachable})
+	pgWatch := gateway.NewStoreWatch(store, gateway.StoreWatchConfig{OnChange: ing.SetStoreReachable, LastCommit: ing.LastCommit})
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "queengate_postgres_reachable",
 		Help: "1 while this gateway's heartbeat to PostgreSQL is answered, 0 after two in a row were not (pushes are then refused with 503).",
