@@ -23,6 +23,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -155,6 +156,9 @@ func judge(o options, out *outcome) error {
 		} else if float64(last) < o.minRatio*float64(first) {
 			errs = append(errs, fmt.Errorf("soak: last minute %d messages, first %d: %.2f×, want at least %.2f×", last, first, float64(last)/float64(first), o.minRatio))
 		}
+		if settled, last, ok := soakRSS(o.profile, out); ok && float64(last) > maxRSSGrowth*float64(settled) {
+			errs = append(errs, fmt.Errorf("soak: gateways' RSS %d MiB at the end, %d MiB once the window had filled: it keeps growing", last>>20, settled>>20))
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -167,6 +171,21 @@ func soakEnds(p profile, out *outcome) (first, last int64, ok bool) {
 		return 0, 0, false
 	}
 	return out.Minutes[0].Messages, out.Minutes[whole-1].Messages, true
+}
+
+// maxRSSGrowth is how much the gateways' memory may still grow between
+// the minute after the window first filled and the end of the soak.
+const maxRSSGrowth = 1.25
+
+// soakRSS is the largest gateway RSS in the first minute after the window
+// has filled (caches at their steady size) and at the last minute.
+func soakRSS(p profile, out *outcome) (settled, last int64, ok bool) {
+	whole := int(p.Duration / time.Minute)
+	at := p.Window/60 + 1
+	if at >= whole-1 || len(out.Minutes) < whole {
+		return 0, 0, false
+	}
+	return slices.Max(out.Minutes[at].RSSBytes), slices.Max(out.Minutes[whole-1].RSSBytes), true
 }
 
 func write(o options, out *outcome, stdout io.Writer) error {
@@ -221,8 +240,12 @@ func markdown(o options, out *outcome) string {
 	}
 	if o.profile.Name == "soak" {
 		if first, last, ok := soakEnds(o.profile, out); ok {
-			fmt.Fprintf(&b, "\nLast whole minute ÷ first: %.2f×.\n", float64(last)/float64(first))
+			fmt.Fprintf(&b, "\nLast whole minute ÷ first: %.2f×.", float64(last)/float64(first))
 		}
+		if settled, last, ok := soakRSS(o.profile, out); ok {
+			fmt.Fprintf(&b, " Largest gateway RSS at the end ÷ the minute after the window filled: %.2f×.", float64(last)/float64(settled))
+		}
+		b.WriteString("\n")
 	}
 	return b.String()
 }
