@@ -1,0 +1,147 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/queengate/queengate/model"
+)
+
+// readSegmentsPerQuery bounds the frames one round trip of a read fetches.
+const readSegmentsPerQuery = 32
+
+// partitionOf finds an existing partition (reads never create one).
+func (s *Store) partitionOf(ctx context.Context, queue, partition string) (id, last int64, window int, err error) {
+	err = s.pool.QueryRow(ctx, `
+		SELECT lp.id, lp.last_offset, q.dedup_window_seconds
+		  FROM queen.log_partitions lp JOIN queen.queues q ON q.id = lp.queue_id
+		 WHERE q.name = $1 AND lp.name = $2`, queue, partition).Scan(&id, &last, &window)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, 0, 0, fmt.Errorf("%w: partition %s/%s does not exist", model.ErrNotFound, queue, partition)
+	}
+	return id, last, window, err
+}
+
+// firstOffset is the first offset partition pid still stores.
+func (s *Store) firstOffset(ctx context.Context, pid, last int64) (int64, error) {
+	var first *int64
+	err := s.pool.QueryRow(ctx, `SELECT min(base_offset) FROM queen.log_segments WHERE partition_id = $1`, pid).Scan(&first)
+	if err != nil || first == nil {
+		return last + 1, err
+	}
+	return *first, nil
+}
+
+// Read returns a partition's messages from r.From in offset order, at
+// most r.Max of them and about r.MaxBytes of data (never less than one
+// message, so that a large message cannot block a reader). It takes no
+// lock.
+func (s *Store) Read(ctx context.Context, r model.ReadRequest) (model.ReadResult, error) {
+	pid, last, _, err := s.partitionOf(ctx, r.Queue, r.Partition)
+	if err != nil {
+		return model.ReadResult{}, err
+	}
+	res := model.ReadResult{PartitionID: pid, LastOffset: last}
+	if res.FirstOffset, err = s.firstOffset(ctx, pid, last); err != nil {
+		return res, err
+	}
+	from := max(r.From, res.FirstOffset)
+	res.Next = from
+	var bytes int64
+	for len(res.Messages) < r.Max && bytes < r.MaxBytes {
+		n, more, err := s.readSegments(ctx, pid, res.Next, r, &res, &bytes)
+		if err != nil {
+			return res, err
+		}
+		if n == 0 || !more {
+			break
+		}
+	}
+	return res, nil
+}
+
+// readSegments reads frames from offset from into res, until the limits;
+// n is the messages added, more whether the limits left room for more.
+func (s *Store) readSegments(ctx context.Context, pid, from int64, r model.ReadRequest, res *model.ReadResult, bytes *int64) (n int, more bool, err error) {
+	rows, err := s.pool.Query(ctx, "SELECT base_offset, created_at, txn_ids, data FROM queen.log_read($1, $2, $3)",
+		pid, from, readSegmentsPerQuery)
+	if err != nil {
+		return 0, false, err
+	}
+	defer rows.Close()
+	segments := 0
+	for rows.Next() {
+		segments++
+		var (
+			base    int64
+			created time.Time
+			ids     []string
+			data    [][]byte
+		)
+		if err := rows.Scan(&base, &created, &ids, &data); err != nil {
+			return n, false, err
+		}
+		for k := range ids {
+			if len(res.Messages) >= r.Max || *bytes >= r.MaxBytes && len(res.Messages) > 0 {
+				return n, false, rows.Err()
+			}
+			res.Messages = append(res.Messages, model.StoredMessage{PartitionID: pid, Offset: base + int64(k),
+				TxnID: ids[k], CreatedAt: created, Data: data[k]})
+			*bytes += int64(len(data[k]))
+			res.Next = base + int64(k) + 1
+			n++
+		}
+	}
+	return n, segments == readSegmentsPerQuery, rows.Err()
+}
+
+// MessageAt returns the message at offset of partition pid, with its
+// queue and partition names.
+func (s *Store) MessageAt(ctx context.Context, pid, offset int64) (m model.StoredMessage, queue, partition string, err error) {
+	m = model.StoredMessage{PartitionID: pid, Offset: offset}
+	err = s.pool.QueryRow(ctx, `
+		SELECT q.name, lp.name, s.created_at, s.txn_ids[$2 - s.base_offset + 1], s.data[$2 - s.base_offset + 1]
+		  FROM queen.log_partitions lp
+		  JOIN queen.queues q ON q.id = lp.queue_id
+		  JOIN LATERAL (SELECT * FROM queen.log_segments s
+		                 WHERE s.partition_id = lp.id AND s.base_offset <= $2
+		                 ORDER BY s.base_offset DESC LIMIT 1) s ON true
+		 WHERE lp.id = $1 AND s.end_offset >= $2`, pid, offset).Scan(&queue, &partition, &m.CreatedAt, &m.TxnID, &m.Data)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return m, "", "", fmt.Errorf("%w: no message at offset %d of partition %d (never written, or removed by retention)", model.ErrNotFound, offset, pid)
+	}
+	return m, queue, partition, err
+}
+
+// FindTxn looks a transactionId up the way the deduplication verdict
+// does: by its xxh3_128 hash among the partition's log_txns rows within
+// the queue's window, the earliest copy.
+func (s *Store) FindTxn(ctx context.Context, queue, partition, txnID string) (model.TxnLookup, error) {
+	pid, _, _, err := s.partitionOf(ctx, queue, partition)
+	if err != nil {
+		return model.TxnLookup{}, err
+	}
+	l := model.TxnLookup{PartitionID: pid}
+	h := model.HashTxnID(txnID)
+	var (
+		off     *int64
+		created *time.Time
+	)
+	err = s.pool.QueryRow(ctx, `
+		SELECT f.dedup_window_seconds, f.first_offset, t.created_at, now(),
+		       EXISTS (SELECT 1 FROM queen.log_segments s WHERE s.partition_id = $1 AND s.base_offset <= f.first_offset AND s.end_offset >= f.first_offset)
+		  FROM queen.log_find($1, ARRAY[$2::uuid]) f
+		  LEFT JOIN queen.log_txns t ON t.partition_id = $1 AND t.base_offset <= f.first_offset AND t.end_offset >= f.first_offset`,
+		pid, h).Scan(&l.WindowSeconds, &off, &created, &l.DBNow, &l.Retained)
+	if off != nil {
+		l.Found, l.Offset = true, *off
+	}
+	if created != nil {
+		l.CreatedAt = *created
+	}
+	return l, err
+}
