@@ -398,3 +398,42 @@ func (c *Client) Status(ctx context.Context) (StatusAnswer, error) {
 	var out StatusAnswer
 	return out, c.request(ctx, c.subjects.Status(), nil, true, &out)
 }
+
+// Read reads a partition's messages in offset order from req.From. Read
+// again from the answer's Next to go on; at the end Messages is empty.
+func (c *Client) Read(ctx context.Context, queue, partition string, req ReadRequest) (ReadAnswer, error) {
+	var out ReadAnswer
+	if !ValidName(queue) || !ValidName(partition) {
+		return out, fmt.Errorf("queengate: bad queue or partition name %q/%q: %s", queue, partition, NameRule)
+	}
+	b, _ := json.Marshal(req) // integers: cannot fail
+	return out, c.request(ctx, c.subjects.Read(queue, partition), b, true, &out)
+}
+
+// GetMessage fetches one message by its messageId.
+func (c *Client) GetMessage(ctx context.Context, messageID string) (MessageAnswer, error) {
+	return c.get(ctx, GetRequest{MessageID: messageID})
+}
+
+// GetTransaction fetches the message a transactionId names in a
+// partition: the copy a duplicate would name (within the window).
+func (c *Client) GetTransaction(ctx context.Context, queue, partition, transactionID string) (MessageAnswer, error) {
+	return c.get(ctx, GetRequest{Queue: queue, Partition: partition, TransactionID: transactionID})
+}
+
+func (c *Client) get(ctx context.Context, req GetRequest) (MessageAnswer, error) {
+	var out MessageAnswer
+	b, _ := json.Marshal(req) // strings: cannot fail
+	return out, c.request(ctx, c.subjects.MessageGet(), b, true, &out)
+}
+
+// Explain says what a push of transactionID to the partition would be
+// answered now, and why.
+func (c *Client) Explain(ctx context.Context, queue, partition, transactionID string) (ExplainAnswer, error) {
+	var out ExplainAnswer
+	if !ValidName(queue) || !ValidName(partition) {
+		return out, fmt.Errorf("queengate: bad queue or partition name %q/%q: %s", queue, partition, NameRule)
+	}
+	b, _ := json.Marshal(ExplainRequest{TransactionID: transactionID})
+	return out, c.request(ctx, c.subjects.Explain(queue, partition), b, true, &out)
+}

@@ -91,6 +91,19 @@ func (s Subjects) QueuesList() string            { return s.Prefix + ".queues.li
 func (s Subjects) QueuesGet(queue string) string { return s.Prefix + ".queues.get." + queue }
 func (s Subjects) Status() string                { return s.Prefix + ".status" }
 
+// Read is where a partition's messages are read from an offset.
+func (s Subjects) Read(queue, partition string) string {
+	return s.Prefix + ".read." + queue + "." + partition
+}
+
+// MessageGet is where one message is fetched by id or transactionId.
+func (s Subjects) MessageGet() string { return s.Prefix + ".message.get" }
+
+// Explain is where a transactionId's verdict is explained.
+func (s Subjects) Explain(queue, partition string) string {
+	return s.Prefix + ".explain." + queue + "." + partition
+}
+
 // Shard is the subject NATS maps pushes of routing shard k onto (between
 // the server and the gateways; producers never publish here).
 func (s Subjects) Shard(k int) string { return s.Prefix + ".shard." + strconv.Itoa(k) }

@@ -451,3 +451,37 @@ func (c *Cache) Partition(pid int64) PartitionState {
 
 // Budget is the configured byte budget.
 func (c *Cache) Budget() int64 { return c.cfg.BudgetBytes }
+
+// Lookup is what pid's entry knows of one hash, for operators.
+type Lookup struct {
+	// State is as in PartitionState.
+	State string
+	// Offsets are the hash's resident occurrences; Wide: it sits in a
+	// block whose offsets are not kept, so only a full probe can place it.
+	Offsets []int64
+	Wide    bool
+	// VerifiedUpto is the watermark a push would send while vouching.
+	VerifiedUpto int64
+}
+
+// Look reports what pid's entry knows of h, without changing it (no
+// expiry, no counters). It waits for the slot's lock: for operators only.
+func (c *Cache) Look(pid int64, h Hash) Lookup {
+	st := c.Partition(pid)
+	l := Lookup{State: st.State, VerifiedUpto: st.VerifiedUpto}
+	c.mu.RLock()
+	s := c.slots[pid]
+	c.mu.RUnlock()
+	if s == nil {
+		return l
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.entry; e != nil {
+		m, y, f := e.misses, e.maybes, e.falsePositives
+		offs, ok := e.occurrences(&h)
+		e.misses, e.maybes, e.falsePositives = m, y, f
+		l.Offsets, l.Wide = offs, !ok
+	}
+	return l
+}

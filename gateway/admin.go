@@ -147,6 +147,11 @@ func (a *Admin) readyz(w http.ResponseWriter, r *http.Request) {
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
+	if raw, ok := v.(rawAnswer); ok {
+		w.WriteHeader(status)
+		_, _ = w.Write(append(raw, '\n'))
+		return
+	}
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
 }
@@ -182,6 +187,22 @@ func (a *Admin) Mount(o *Ops) {
 	}))
 	a.mux.HandleFunc("GET /status", a.opsHandler(o, func(r *http.Request, _ []byte) (any, *queengate.Error) {
 		return o.Status(r.Context())
+	}))
+	a.mux.HandleFunc("GET /queues/{queue}/partitions/{partition}/messages", a.opsHandler(o, func(r *http.Request, _ []byte) (any, *queengate.Error) {
+		return o.ReadQuery(r.Context(), r.PathValue("queue"), r.PathValue("partition"), r.URL.Query())
+	}))
+	a.mux.HandleFunc("GET /queues/{queue}/partitions/{partition}/transactions/{transactionId}", a.opsHandler(o, func(r *http.Request, _ []byte) (any, *queengate.Error) {
+		return o.MessageByTxn(r.Context(), r.PathValue("queue"), r.PathValue("partition"), r.PathValue("transactionId"))
+	}))
+	a.mux.HandleFunc("GET /queues/{queue}/partitions/{partition}/explain", a.opsHandler(o, func(r *http.Request, _ []byte) (any, *queengate.Error) {
+		q := r.URL.Query()
+		if len(q) != 1 || len(q["transactionId"]) != 1 {
+			return nil, badInput("explain takes one parameter, transactionId=<id>")
+		}
+		return o.ExplainTxn(r.Context(), r.PathValue("queue"), r.PathValue("partition"), q.Get("transactionId"))
+	}))
+	a.mux.HandleFunc("GET /messages/{messageId}", a.opsHandler(o, func(r *http.Request, _ []byte) (any, *queengate.Error) {
+		return o.MessageByID(r.Context(), r.PathValue("messageId"))
 	}))
 	// The same paths with another method, and /queues/ with no name, answer
 	// in the API's error format rather than the mux's plain text.

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	queengate "github.com/queengate/queengate"
@@ -403,7 +402,25 @@ func (g *Gateway) addOpsEndpoints() error {
 		{"status", p + ".status", true, func(ctx context.Context, _ *request) (any, *queengate.Error) {
 			return o.Status(ctx)
 		}},
+		{"read", p + ".read.*.*", true, func(ctx context.Context, req *request) (any, *queengate.Error) {
+			queue, partition := lastTwoTokens(req.Subject)
+			return o.Read(ctx, queue, partition, req.Data)
+		}},
+		{"message-get", p + ".message.get", true, func(ctx context.Context, req *request) (any, *queengate.Error) {
+			return o.GetMessage(ctx, req.Data)
+		}},
+		{"explain", p + ".explain.*.*", true, func(ctx context.Context, req *request) (any, *queengate.Error) {
+			queue, partition := lastTwoTokens(req.Subject)
+			return o.Explain(ctx, queue, partition, req.Data)
+		}},
 	})
+}
+
+// lastTwoTokens are a subject's queue and partition tokens.
+func lastTwoTokens(subject string) (string, string) {
+	i := strings.LastIndexByte(subject, '.')
+	j := strings.LastIndexByte(subject[:i], '.')
+	return subject[j+1 : i], subject[i+1:]
 }
 
 // requestEndpoint is a request-reply operation served by the gateway.
@@ -486,7 +503,7 @@ func (g *Gateway) answer(req *request, v any, werr *queengate.Error) {
 		req.done(werr.Message)
 		return
 	}
-	body, err := json.Marshal(v)
+	body, err := encodeAnswer(v)
 	if err != nil {
 		g.log.Error().Err(err).Msg("encode answer")
 		werr = &queengate.Error{Code: queengate.CodeInternal, Message: "encode answer: " + err.Error()}

@@ -6,7 +6,6 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
-	queengate "github.com/queengate/queengate"
 	"regexp"
 	"strconv"
 	"strings"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/ingest"
 	"github.com/queengate/queengate/model"
 )
@@ -28,6 +28,7 @@ type ConfigStore interface {
 	QueueConfig(ctx context.Context, queue string) (model.QueueConfig, error)
 	Queues(ctx context.Context) ([]model.QueueConfig, error)
 	Partitions(ctx context.Context, queueID int64) ([]model.PartitionInfo, error)
+	LogReader
 }
 
 // IngestStats is what the operator API reads from ingest.
@@ -36,6 +37,7 @@ type IngestStats interface {
 	CacheState(pid int64) ingest.PartitionCache
 	CacheSummary() (ingest.CacheSummary, bool)
 	Buffered() int
+	CacheLookup(pid int64, h model.Hash) ingest.HashLookup
 }
 
 // Ops is the operator API: configure, queues, status. One implementation
@@ -43,6 +45,7 @@ type IngestStats interface {
 // same bodies with the same errors.
 type Ops struct {
 	store      ConfigStore
+	reads      LogReader
 	ing        IngestStats
 	nc         *nats.Conn
 	token      []byte // empty: no token required
@@ -62,7 +65,7 @@ type OpsConfig struct {
 
 // NewOps builds the operator API.
 func NewOps(cfg OpsConfig, store ConfigStore, ing IngestStats, nc *nats.Conn) *Ops {
-	return &Ops{store: store, ing: ing, nc: nc, token: []byte(cfg.Token), version: cfg.Version,
+	return &Ops{store: store, reads: store, ing: ing, nc: nc, token: []byte(cfg.Token), version: cfg.Version,
 		wantSchema: cfg.WantSchema, started: time.Now()}
 }
 

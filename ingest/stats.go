@@ -124,3 +124,24 @@ func (in *Ingester) LearnFired(fired []model.FiredTimer) {
 		i = j
 	}
 }
+
+// HashLookup is what this gateway's dedup cache knows of one hash in a
+// partition: the entry's state ("absent" with the cache off), the hash's
+// resident offsets, Wide when it is resident where offsets are not kept,
+// and the watermark a push would vouch for.
+type HashLookup struct {
+	State        string
+	Offsets      []int64
+	Wide         bool
+	VerifiedUpto int64
+}
+
+// CacheLookup reports what the dedup cache knows of hash h in partition
+// pid, without changing anything.
+func (in *Ingester) CacheLookup(pid int64, h model.Hash) HashLookup {
+	if in.cache == nil {
+		return HashLookup{State: "absent", VerifiedUpto: -1}
+	}
+	l := in.cache.Look(pid, h)
+	return HashLookup{State: l.State, Offsets: l.Offsets, Wide: l.Wide, VerifiedUpto: l.VerifiedUpto}
+}

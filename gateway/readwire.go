@@ -1,0 +1,90 @@
+package gateway
+
+import (
+	"encoding/json"
+	"strconv"
+	"time"
+
+	queengate "github.com/queengate/queengate"
+)
+
+// rawAnswer is an answer encoded already. Answers holding stored data are
+// encoded by hand, because encoding/json compacts a json.RawMessage and
+// data must come back byte for byte as it was pushed.
+type rawAnswer []byte
+
+// encodeAnswer encodes an answer for the wire.
+func encodeAnswer(v any) ([]byte, error) {
+	if raw, ok := v.(rawAnswer); ok {
+		return raw, nil
+	}
+	return json.Marshal(v)
+}
+
+func appendString(b []byte, s string) []byte {
+	q, _ := json.Marshal(s) // a string always encodes
+	return append(b, q...)
+}
+
+// appendStoredFields appends a StoredMessage's fields, without braces.
+func appendStoredFields(b []byte, m *queengate.StoredMessage) []byte {
+	b = append(b, `"offset":`...)
+	b = strconv.AppendInt(b, m.Offset, 10)
+	b = append(b, `,"messageId":"`...)
+	b = append(b, m.MessageID...)
+	b = append(b, `","transactionId":`...)
+	b = appendString(b, m.TransactionID)
+	b = append(b, `,"createdAt":"`...)
+	b = m.CreatedAt.UTC().AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `","data":`...)
+	return append(b, m.Data...)
+}
+
+func appendPlace(b []byte, queue, partition string, pid int64) []byte {
+	b = append(b, `"queue":`...)
+	b = appendString(b, queue)
+	b = append(b, `,"partition":`...)
+	b = appendString(b, partition)
+	b = append(b, `,"partitionId":`...)
+	return strconv.AppendInt(b, pid, 10)
+}
+
+// encodeRead encodes a read answer.
+func encodeRead(a *queengate.ReadAnswer) rawAnswer {
+	size := 256
+	for i := range a.Messages {
+		size += 160 + len(a.Messages[i].TransactionID) + len(a.Messages[i].Data)
+	}
+	b := make([]byte, 0, size)
+	b = append(b, '{')
+	b = appendPlace(b, a.Queue, a.Partition, a.PartitionID)
+	b = append(b, `,"messages":[`...)
+	for i := range a.Messages {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '{')
+		b = appendStoredFields(b, &a.Messages[i])
+		b = append(b, '}')
+	}
+	b = append(b, `],"next":`...)
+	b = strconv.AppendInt(b, a.Next, 10)
+	b = append(b, `,"firstOffset":`...)
+	b = strconv.AppendInt(b, a.FirstOffset, 10)
+	b = append(b, `,"lastOffset":`...)
+	b = strconv.AppendInt(b, a.LastOffset, 10)
+	if a.Purged {
+		b = append(b, `,"purged":true`...)
+	}
+	return append(b, '}')
+}
+
+// encodeMessage encodes a message answer.
+func encodeMessage(a *queengate.MessageAnswer) rawAnswer {
+	b := make([]byte, 0, 256+len(a.TransactionID)+len(a.Data))
+	b = append(b, '{')
+	b = appendPlace(b, a.Queue, a.Partition, a.PartitionID)
+	b = append(b, ',')
+	b = appendStoredFields(b, &a.StoredMessage)
+	return append(b, '}')
+}
