@@ -110,7 +110,6 @@ func TestReadAndGetRejectBadInputClearly(t *testing.T) {
 	}
 }
 
-
 // TestExplainAgreesWithTheNextPush: over random histories — pushes of a
 // small pool of ids, the window moving past some of them, the window
 // turned off and on — explain's verdict and original are what the very
