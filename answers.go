@@ -136,11 +136,17 @@ type PartitionView struct {
 	TxnsStart      int64      `json:"txnsStart"`
 	// This gateway's answers since it started (another gateway, or a
 	// restart, counts apart): messages = queued + duplicates + failed.
-	Messages   int64     `json:"messages"`
-	Queued     int64     `json:"queued"`
-	Duplicates int64     `json:"duplicates"`
-	Failed     int64     `json:"failed"`
-	Cache      CacheView `json:"cache"`
+	Messages   int64 `json:"messages"`
+	Queued     int64 `json:"queued"`
+	Duplicates int64 `json:"duplicates"`
+	Failed     int64 `json:"failed"`
+	// Flushes of the partition by this gateway, by what the probe did:
+	// skipped (the cache vouched), narrowed (only the cache's offsets were
+	// checked), full (the whole window was read).
+	ProbeSkipped  int64     `json:"probeSkipped"`
+	ProbeNarrowed int64     `json:"probeNarrowed"`
+	ProbeFull     int64     `json:"probeFull"`
+	Cache         CacheView `json:"cache"`
 }
 
 // CacheView is the answering gateway's cache entry for a partition.

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -204,6 +205,13 @@ func (a *Admin) Mount(o *Ops) {
 	a.mux.HandleFunc("GET /messages/{messageId}", a.opsHandler(o, func(r *http.Request, _ []byte) (any, *queengate.Error) {
 		return o.MessageByID(r.Context(), r.PathValue("messageId"))
 	}))
+	// The status page: static (no data in it), so it needs no token; its
+	// requests to the API above carry the one typed into it.
+	a.mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Content-Security-Policy", "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'")
+		_, _ = w.Write(statusPage)
+	})
 	// The same paths with another method, and /queues/ with no name, answer
 	// in the API's error format rather than the mux's plain text.
 	for path, allow := range map[string]string{"/configure": "POST", "/queues": "GET", "/queues/{queue}": "GET", "/status": "GET"} {
@@ -240,6 +248,9 @@ func (a *Admin) opsHandler(o *Ops, op func(*http.Request, []byte) (any, *queenga
 		writeJSON(w, http.StatusOK, v)
 	}
 }
+
+//go:embed statuspage.html
+var statusPage []byte
 
 func writeError(w http.ResponseWriter, werr *queengate.Error) {
 	w.Header().Set("Content-Type", "application/json")

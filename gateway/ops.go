@@ -221,6 +221,7 @@ func (o *Ops) GetQueue(ctx context.Context, queue string) (any, *queengate.Error
 			Partition: p.Name, ID: p.ID, FirstOffset: p.FirstOffset, LastOffset: p.LastOffset,
 			StoredMessages: p.StoredMessages(), StoredBytes: p.StoredBytes, TxnsStart: p.TxnsStart,
 			Messages: n.Queued + n.Duplicate + n.Failed, Queued: n.Queued, Duplicates: n.Duplicate, Failed: n.Failed,
+			ProbeSkipped: n.ProbeSkipped, ProbeNarrowed: n.ProbeNarrowed, ProbeFull: n.ProbeFull,
 			Cache: queengate.CacheView{State: cs.State, ResidentHashes: cs.ResidentHashes, Bytes: cs.Bytes,
 				HydratedFrom: cs.HydratedFrom, VerifiedUpto: cs.VerifiedUpto},
 		}

@@ -141,8 +141,11 @@ func (b *bundle) answer(s *sent) {
 				outcomes[i].failure = s.pushErr
 			} else {
 				outcomes[i].res = &s.results[j]
-				if !s.results[j].Settled { // a settled push reports no probe
-					in.metrics.observeProbe(&s.results[j], s.windows[i])
+				if r := &s.results[j]; !r.Settled { // a settled push reports no probe
+					in.metrics.observeProbe(r, s.windows[i])
+					if t := in.tallyOf(p.meta.ID); t != nil && r.Probe <= model.ProbeFull {
+						t.probes[r.Probe].Add(1)
+					}
 				}
 			}
 		}

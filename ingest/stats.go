@@ -14,6 +14,7 @@ import (
 // faster than the database.
 type tally struct {
 	queued, duplicate, failed atomic.Int64
+	probes                    [model.ProbeFull + 1]atomic.Int64 // flushes by probe kind
 }
 
 func (t *tally) addN(s model.Status, n int64) {
@@ -41,9 +42,11 @@ func (in *Ingester) tallyOf(pid int64) *tally {
 	return t.(*tally)
 }
 
-// PartitionCounts are a partition's answers since this process started.
+// PartitionCounts are a partition's answers since this process started,
+// and its flushes by what the probe did.
 type PartitionCounts struct {
-	Queued, Duplicate, Failed int64
+	Queued, Duplicate, Failed              int64
+	ProbeSkipped, ProbeNarrowed, ProbeFull int64
 }
 
 // Counts reports partition pid's answers since start.
@@ -53,7 +56,9 @@ func (in *Ingester) Counts(pid int64) PartitionCounts {
 		return PartitionCounts{}
 	}
 	x := t.(*tally)
-	return PartitionCounts{Queued: x.queued.Load(), Duplicate: x.duplicate.Load(), Failed: x.failed.Load()}
+	return PartitionCounts{Queued: x.queued.Load(), Duplicate: x.duplicate.Load(), Failed: x.failed.Load(),
+		ProbeSkipped: x.probes[model.ProbeSkipped].Load(), ProbeNarrowed: x.probes[model.ProbeNarrowed].Load(),
+		ProbeFull: x.probes[model.ProbeFull].Load()}
 }
 
 // PartitionCache is a partition's dedup cache entry, as operators see it.

@@ -276,3 +276,41 @@ func (c *natsClient) request(ctx context.Context, subject string, body []byte) (
 	}
 	return reply.Data, nil
 }
+
+func partitionPath(queue, partition string) string {
+	return "/queues/" + url.PathEscape(queue) + "/partitions/" + url.PathEscape(partition)
+}
+
+// opRead reads a partition from an offset.
+func opRead(queue, partition string, req queengate.ReadRequest) operation {
+	q := url.Values{"from": {strconv.FormatInt(req.From, 10)}}
+	if req.Max > 0 {
+		q.Set("max", strconv.Itoa(req.Max))
+	}
+	if req.MaxBytes > 0 {
+		q.Set("maxBytes", strconv.FormatInt(req.MaxBytes, 10))
+	}
+	body, _ := json.Marshal(req) // integers: cannot fail
+	return operation{method: http.MethodGet, path: partitionPath(queue, partition) + "/messages?" + q.Encode(),
+		subject: func(s queengate.Subjects) string { return s.Read(queue, partition) }, body: body}
+}
+
+// opGetMessage fetches one message by its id.
+func opGetMessage(id string) operation {
+	body, _ := json.Marshal(queengate.GetRequest{MessageID: id})
+	return operation{method: http.MethodGet, path: "/messages/" + url.PathEscape(id), subject: queengate.Subjects.MessageGet, body: body}
+}
+
+// opGetTransaction fetches the message a transactionId names.
+func opGetTransaction(queue, partition, txnID string) operation {
+	body, _ := json.Marshal(queengate.GetRequest{Queue: queue, Partition: partition, TransactionID: txnID})
+	return operation{method: http.MethodGet, path: partitionPath(queue, partition) + "/transactions/" + url.PathEscape(txnID),
+		subject: queengate.Subjects.MessageGet, body: body}
+}
+
+// opExplain explains a transactionId's verdict.
+func opExplain(queue, partition, txnID string) operation {
+	body, _ := json.Marshal(queengate.ExplainRequest{TransactionID: txnID})
+	return operation{method: http.MethodGet, path: partitionPath(queue, partition) + "/explain?" + url.Values{"transactionId": {txnID}}.Encode(),
+		subject: func(s queengate.Subjects) string { return s.Explain(queue, partition) }, body: body}
+}

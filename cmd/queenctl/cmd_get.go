@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"time"
+
+	queengate "github.com/queengate/queengate"
 )
 
 func init() {
@@ -14,6 +16,11 @@ func init() {
 const getUsage = `Usage:
   queenctl get queues           every queue with its options
   queenctl get queue QUEUE      one queue: its options and its partitions
+  queenctl get message MESSAGE_ID
+  queenctl get message QUEUE PARTITION TRANSACTION_ID
+                                one stored message, by the messageId a push
+                                answered, or by transactionId (the copy a
+                                duplicate would name, within the window)
 
 For each partition: lastOffset (-1: nothing stored yet), txnsStart (the
 purge watermark), messages and duplicates counted by the answering gateway
@@ -32,10 +39,22 @@ func setupGet(*flag.FlagSet) runFunc {
 				return err
 			}
 			return getQueue(ctx, s, args[1])
+		case len(args) == 2 && args[0] == "message":
+			return getMessage(ctx, s, opGetMessage(args[1]))
+		case len(args) == 4 && args[0] == "message":
+			if err := checkName("queue", args[1]); err != nil {
+				return err
+			}
+			if err := checkName("partition", args[2]); err != nil {
+				return err
+			}
+			return getMessage(ctx, s, opGetTransaction(args[1], args[2], args[3]))
+		case len(args) > 0 && args[0] == "message":
+			return usagef("get message: want MESSAGE_ID, or QUEUE PARTITION TRANSACTION_ID")
 		case len(args) == 1 && args[0] == "queue":
 			return usagef("get queue: which queue? e.g. queenctl get queue payments")
 		default:
-			return usagef("get: use 'get queues' or 'get queue QUEUE'")
+			return usagef("get: use 'get queues', 'get queue QUEUE' or 'get message ...'")
 		}
 	}
 }
@@ -131,4 +150,26 @@ func humanBytes(n int64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMG"[exp])
+}
+
+func getMessage(ctx context.Context, s *session, op operation) error {
+	c, err := s.admin(ctx)
+	if err != nil {
+		return err
+	}
+	raw, err := c.do(ctx, op)
+	if err != nil {
+		return err
+	}
+	if s.g.output == "json" {
+		return printJSON(s.stdout, raw)
+	}
+	var m queengate.MessageAnswer
+	if err := decodeAnswer(raw, &m); err != nil {
+		return err
+	}
+	tw := newTable(s.stdout)
+	fmt.Fprintf(tw, "queue:\t%s\npartition:\t%s\noffset:\t%d\nmessageId:\t%s\ntransactionId:\t%s\ncreatedAt:\t%s\ndata:\t%s\n",
+		m.Queue, m.Partition, m.Offset, m.MessageID, m.TransactionID, stamp(m.CreatedAt), m.Data)
+	return tw.Flush()
 }

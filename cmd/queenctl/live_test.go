@@ -210,6 +210,7 @@ func TestLive(t *testing.T) {
 			testApply(t, tr)
 			testConfigure(t, tr)
 			testPushAndGet(t, tr)
+			testReadBack(t, tr)
 			testStatus(t, tr)
 			testErrors(t, tr, g)
 		})

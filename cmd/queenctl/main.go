@@ -117,6 +117,12 @@ Commands:
   configure QUEUE [flags]       change one queue's options (mode merge; --replace)
   get queues                    list queues and their options
   get queue QUEUE               one queue, with its partitions' figures
+  get message ID | QUEUE PARTITION TRANSACTION_ID
+                                one stored message
+  read QUEUE PARTITION [--from N] [--follow]
+                                a partition's messages as JSON lines
+  explain QUEUE PARTITION TRANSACTION_ID
+                                what a push of the id would answer now, and why
   push QUEUE [PARTITION] [MESSAGE ...]
                                 push messages (arguments, or JSON lines on stdin); needs --nats
   status                        the gateway's health and cache figures

@@ -1,0 +1,188 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"time"
+
+	queengate "github.com/queengate/queengate"
+)
+
+func init() {
+	commands["read"] = &command{usage: readUsage, setup: setupRead}
+	commands["explain"] = &command{usage: explainUsage, setup: setupExplain}
+}
+
+const readUsage = `Usage:
+  queenctl read QUEUE PARTITION [--from OFFSET] [--max N] [--follow [--poll DURATION]]
+
+Prints a partition's messages in offset order, one JSON object per line:
+offset, messageId, transactionId, createdAt and data exactly as pushed.
+From --from (default 0) to the last message, or --max messages in all.
+A read from below the first offset still stored (retention) starts there
+and says so on stderr.
+
+--follow keeps reading as messages arrive, asking again every --poll
+(default 500ms) once it has caught up, until interrupted (exit 0).
+
+An operator command: over --http or NATS, with the admin token.
+
+`
+
+const explainUsage = `Usage:
+  queenctl explain QUEUE PARTITION TRANSACTION_ID
+
+Says what a push of TRANSACTION_ID to the partition would be answered
+now, and why: duplicate (of which offset and messageId, stored when, and
+until when the window covers it; whether retention has deleted the
+message itself) or new; and what the answering gateway's dedup cache
+knows of it (the probe skipped, narrowed to the offsets it holds, or run
+over the whole window). Changes nothing.
+
+`
+
+func setupRead(fs *flag.FlagSet) runFunc {
+	from := fs.Int64("from", 0, "first `offset` to read")
+	max := fs.Int("max", 0, "most messages to print in all (`N`; 0: no limit)")
+	follow := fs.Bool("follow", false, "keep reading new messages until interrupted")
+	poll := fs.Duration("poll", 500*time.Millisecond, "with --follow, how often to ask once caught up")
+	return func(ctx context.Context, s *session, args []string) error {
+		if len(args) != 2 {
+			return usagef("read: want QUEUE PARTITION, e.g. queenctl read payments eu")
+		}
+		if err := checkName("queue", args[0]); err != nil {
+			return err
+		}
+		if err := checkName("partition", args[1]); err != nil {
+			return err
+		}
+		if *from < 0 || *max < 0 || *poll <= 0 {
+			return usagef("read: --from and --max must be 0 or more, --poll positive")
+		}
+		c, err := s.admin(ctx)
+		if err != nil {
+			return err
+		}
+		r := reader{c: c, s: s, queue: args[0], partition: args[1], next: *from, left: *max}
+		return r.run(ctx, *follow, *poll)
+	}
+}
+
+// reader prints a partition's messages as JSON lines.
+type reader struct {
+	c                adminClient
+	s                *session
+	queue, partition string
+	next             int64
+	left             int // 0: no limit
+	warned           bool
+}
+
+func (r *reader) run(ctx context.Context, follow bool, poll time.Duration) error {
+	for {
+		n, err := r.batch(ctx)
+		switch {
+		case follow && ctx.Err() != nil:
+			return nil // interrupted: the expected end of --follow
+		case err != nil:
+			return err
+		case r.left < 0:
+			return nil
+		case n > 0:
+			continue
+		case !follow:
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(poll):
+		}
+	}
+}
+
+// batch reads and prints one answer; left goes below 0 when --max is met.
+func (r *reader) batch(ctx context.Context) (int, error) {
+	req := queengate.ReadRequest{From: r.next}
+	if r.left > 0 {
+		req.Max = min(r.left, queengate.MaxReadMax)
+	}
+	raw, err := r.c.do(ctx, opRead(r.queue, r.partition, req))
+	if err != nil {
+		return 0, err
+	}
+	var ans struct {
+		Messages    []json.RawMessage `json:"messages"`
+		Next        int64             `json:"next"`
+		FirstOffset int64             `json:"firstOffset"`
+		Purged      bool              `json:"purged"`
+	}
+	if err := decodeAnswer(raw, &ans); err != nil {
+		return 0, err
+	}
+	if ans.Purged && !r.warned {
+		r.warned = true
+		fmt.Fprintf(r.s.stderr, "queenctl: offsets below %d were deleted by retention; reading from %d\n", ans.FirstOffset, ans.FirstOffset)
+	}
+	for _, m := range ans.Messages {
+		if _, err := fmt.Fprintf(r.s.stdout, "%s\n", m); err != nil {
+			return 0, err
+		}
+	}
+	r.next = ans.Next
+	if r.left > 0 {
+		if r.left -= len(ans.Messages); r.left == 0 {
+			r.left = -1
+		}
+	}
+	return len(ans.Messages), nil
+}
+
+func setupExplain(*flag.FlagSet) runFunc {
+	return func(ctx context.Context, s *session, args []string) error {
+		if len(args) != 3 {
+			return usagef("explain: want QUEUE PARTITION TRANSACTION_ID")
+		}
+		if err := checkName("queue", args[0]); err != nil {
+			return err
+		}
+		if err := checkName("partition", args[1]); err != nil {
+			return err
+		}
+		c, err := s.admin(ctx)
+		if err != nil {
+			return err
+		}
+		raw, err := c.do(ctx, opExplain(args[0], args[1], args[2]))
+		if err != nil {
+			return err
+		}
+		if s.g.output == "json" {
+			return printJSON(s.stdout, raw)
+		}
+		var ans queengate.ExplainAnswer
+		if err := decodeAnswer(raw, &ans); err != nil {
+			return err
+		}
+		return printExplain(s, &ans)
+	}
+}
+
+func printExplain(s *session, a *queengate.ExplainAnswer) error {
+	tw := newTable(s.stdout)
+	fmt.Fprintf(tw, "verdict:\t%s\n", a.Verdict)
+	if o := a.Original; o != nil {
+		fmt.Fprintf(tw, "original:\toffset %d, %s, stored %s\n", o.Offset, o.MessageID, stamp(o.CreatedAt))
+		fmt.Fprintf(tw, "covered until:\t%s\n", stamp(o.CoveredUntil))
+		fmt.Fprintf(tw, "retained:\t%v\n", o.Retained)
+	}
+	fmt.Fprintf(tw, "window:\t%s\n", formatOption("dedupWindowSeconds", int64(a.WindowSeconds)))
+	fmt.Fprintf(tw, "cache:\t%s, %s path\n", a.Cache.State, a.Cache.Path)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintln(s.stdout, a.Explanation)
+	return err
+}

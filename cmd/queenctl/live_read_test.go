@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/internal/checkfor"
+)
+
+// testReadBack pushes, then reads the partition back, fetches a message
+// both ways, explains a verdict, and follows new messages.
+func testReadBack(t *testing.T, tr transport) {
+	ctl(t, "", flags(tr.push, "push", "books", "p", `{"title":"a"}`, `{"title":"b"}`, `{"title":"c"}`)...).expect(t, exitOK, "3 queued")
+	r := ctl(t, "", flags(tr.admin, "read", "books", "p")...)
+	r.expect(t, exitOK)
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("read printed %d lines, want 3:\n%s", len(lines), r.stdout)
+	}
+	var m queengate.StoredMessage
+	if err := json.Unmarshal([]byte(lines[1]), &m); err != nil || m.Offset != 1 || string(m.Data) != `{"title":"b"}` {
+		t.Fatalf("second line %s: %+v, %v", lines[1], m, err)
+	}
+	ctl(t, "", flags(tr.admin, "read", "books", "p", "--from", "2", "--max", "1")...).expect(t, exitOK, `"title":"c"`)
+	ctl(t, "", flags(tr.admin, "get", "message", m.MessageID)...).expect(t, exitOK, "offset:", "1", `{"title":"b"}`, m.TransactionID)
+	ctl(t, "", flags(tr.admin, "get", "message", "books", "p", m.TransactionID, "-o", "json")...).expect(t, exitOK, `"messageId": "`+m.MessageID)
+	ctl(t, "", flags(tr.admin, "explain", "books", "p", m.TransactionID)...).expect(t, exitOK, "verdict:", "duplicate", m.MessageID, "a push now answers duplicate")
+	ctl(t, "", flags(tr.admin, "explain", "books", "p", "never-pushed")...).expect(t, exitOK, "verdict:", "new", "a push now is stored")
+	ctl(t, "", flags(tr.admin, "read", "books", "nowhere")...).expect(t, exitGateway, "gateway answered 404", "does not exist")
+	ctl(t, "", flags(tr.admin, "read", "books")...).expect(t, exitUsage, "want QUEUE PARTITION")
+	testFollow(t, tr)
+}
+
+// syncBuffer is an io.Writer read while it is written.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// testFollow: read --follow prints messages pushed after it caught up,
+// and ends with exit 0 when interrupted.
+func testFollow(t *testing.T, tr transport) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errOut syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- runEnv(ctx, flags(tr.admin, "read", "books", "p", "--follow", "--poll", "20ms"),
+			func(string) (string, bool) { return "", false }, strings.NewReader(""), &out, &errOut)
+	}()
+	checkfor.Check(t, 30*time.Second, checkfor.Cond("follow to print what was there", func() bool { return strings.Count(out.String(), "\n") == 3 }))
+	ctl(t, "", flags(tr.push, "push", "books", "p", `{"title":"late"}`)...).expect(t, exitOK, "1 queued")
+	checkfor.Check(t, 30*time.Second, checkfor.Cond("follow to print the new message", func() bool { return strings.Contains(out.String(), `"title":"late"`) }))
+	cancel()
+	if code := <-done; code != exitOK {
+		t.Errorf("read --follow interrupted: exit %d (%s), want 0", code, errOut.String())
+	}
+}
