@@ -348,3 +348,32 @@ func TestAGatewayWithoutMetricsDoesNotEndTheRun(t *testing.T) {
 		t.Errorf("scrape of a gateway gone since: %v, %v; want its last figures", m, err)
 	}
 }
+
+// TestReadScenarioShort runs the read scenario small: every message
+// stored is read back from queengate and from JetStream, each round.
+func TestReadScenarioShort(t *testing.T) {
+	t.Parallel()
+	out := filepath.Join(t.TempDir(), "read.json")
+	var stdout, stderr bytes.Buffer
+	err := run([]string{"--self", "--pg-url", pgtest.NewDB(t), "--scenario", "read", "--messages", "12000", "--partitions", "3",
+		"--rounds", "2", "--read-push-time", "500ms", "--quiet", "--json", out}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("queenbench: %v\n%s", err, stderr.String())
+	}
+	var rep readBenchReport
+	b, err := os.ReadFile(out)
+	if err != nil || json.Unmarshal(b, &rep) != nil {
+		t.Fatalf("report: %v %s", err, b)
+	}
+	if len(rep.Results) != 4 || rep.RatioMedian <= 0 || rep.PushP99Alone <= 0 || rep.PushP99WithReader <= 0 {
+		t.Errorf("report %+v: want two rounds of both sides, a ratio and both latencies", rep)
+	}
+	for _, r := range rep.Results {
+		if r.Messages != 12000 {
+			t.Errorf("%s round %d read %d messages, want 12000", r.Target, r.Round, r.Messages)
+		}
+	}
+	if !strings.Contains(stdout.String(), "queengate ÷ JetStream") {
+		t.Errorf("no summary:\n%s", stdout.String())
+	}
+}

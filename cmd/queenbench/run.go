@@ -33,9 +33,12 @@ var scenarios = map[string]Workload{
 	// resend what failed or timed out, with the same ids, until answered.
 	"failover": {Producers: 64, PerRequest: 100, Total: 1_500_000, Queues: 1, Partitions: 100, WindowSeconds: 3600, Gateways: 3,
 		KillAt: 0.5, RetryFailed: true, RequestTimeout: time.Second},
+	// read stores the messages in queengate and in JetStream, then reads
+	// them back (readbench.go): a scenario of its own, with --self.
+	"read": {Producers: 8, PerRequest: 1000, Total: 1_000_000, Queues: 1, Partitions: 8, WindowSeconds: 3600},
 }
 
-var scenarioNames = []string{"unique", "retries", "hot", "wide", "window", "twogateways", "failover"}
+var scenarioNames = []string{"unique", "retries", "hot", "wide", "window", "twogateways", "failover", "read"}
 
 var targetNames = []string{"queengate", "naive", "jetstream", "ceiling"}
 
@@ -93,6 +96,9 @@ type options struct {
 	chartOut   string
 	quiet      bool
 	cpuProfile string
+	// readPushTime is how long the read scenario measures push latency,
+	// alone and then beside a reader.
+	readPushTime time.Duration
 }
 
 func parseOptions(args []string, stderr io.Writer) (options, error) {
@@ -150,6 +156,7 @@ Scenarios: %s. Targets: %s, and %s (queengate with the window at 0).
 	fs.StringVar(&o.mdOut, "markdown", "", "write the report as Markdown to this file (- for stdout)")
 	fs.StringVar(&o.chartOut, "chart", "", "write an SVG chart of throughput and latency to this file")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress output")
+	fs.DurationVar(&o.readPushTime, "read-push-time", 10*time.Second, "read scenario: how long push latency is measured alone, then beside a reader")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write queenbench's own CPU profile (the load generator's) to this file")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -341,6 +348,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 		progress = nil
 	}
 
+	if o.w.Scenario == "read" {
+		if !o.self {
+			return usageError{errors.New("--scenario read needs --self: it runs its own gateway and JetStream server")}
+		}
+		return runReadBench(ctx, o, stdout, logf)
+	}
 	targets, autovac, cleanup, err := openTargets(ctx, o, logf)
 	defer cleanup()
 	if err != nil {

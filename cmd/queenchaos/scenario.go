@@ -118,7 +118,7 @@ func runProfile(ctx context.Context, p profile, dir, bin string, log func(string
 	out.Minutes = perMinute(led.events, out.Started, rss)
 	out.Retries = led.retries
 	out.Unanswered = led.unanswered()
-	vctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
+	vctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Hour) // a soak's log holds tens of millions of messages
 	defer cancel()
 	if out.Verifier, err = Verify(vctx, w.pgURL, queue, led.expected()); err != nil {
 		return nil, fmt.Errorf("verify: %w", err)

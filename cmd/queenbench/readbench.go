@@ -1,0 +1,338 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	queengate "github.com/queengate/queengate"
+)
+
+// The read scenario stores the same messages in queengate and in a
+// JetStream stream, then reads them back, one reader per partition on
+// each side (queengate's read API from offset 0; a JetStream ordered
+// consumer filtered on the partition's subject), alternating rounds. It
+// then measures push latency with and without a reader beside the
+// pushes.
+
+// readBenchResult is one round of one side.
+type readBenchResult struct {
+	Target     string        `json:"target"`
+	Round      int           `json:"round"`
+	Messages   int64         `json:"messages"`
+	Elapsed    time.Duration `json:"elapsedNs"`
+	Throughput float64       `json:"throughput"`
+}
+
+// readBenchReport is the read scenario's outcome.
+type readBenchReport struct {
+	Messages, Partitions, PayloadBytes int
+	Results                            []readBenchResult
+	RatioMedian                        float64
+	PushP99Alone, PushP99WithReader    time.Duration
+	PushP50Alone, PushP50WithReader    time.Duration
+}
+
+func runReadBench(ctx context.Context, o options, stdout io.Writer, logf func(string, ...any)) error {
+	w := o.w
+	env, err := startSelf(ctx, w, o.pgURL, o.gatewayBin, o.prefix, logf)
+	if err != nil {
+		return err
+	}
+	defer env.Stop()
+	dir, err := os.MkdirTemp("", "queenbench-js-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	js, err := newJetStreamTarget(ctx, filepath.Join(dir, "store"))
+	if err != nil {
+		return err
+	}
+	defer js.Close()
+	nc, err := nats.Connect(env.natsURL, nats.Name("queenbench-read"))
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	client, err := queengate.NewClient(nc, queengate.WithPrefix(o.prefix), queengate.WithTimeout(time.Minute))
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	rep := &readBenchReport{Messages: int(w.Total), Partitions: w.Partitions, PayloadBytes: w.PayloadBytes}
+	queue := fmt.Sprintf("read-%x", time.Now().UnixNano()&0xffffff)
+	logf("storing %d messages of %d bytes in %d partitions, in queengate and in JetStream", w.Total, w.PayloadBytes, w.Partitions)
+	if err := fillQueengate(ctx, client, queue, w); err != nil {
+		return fmt.Errorf("fill queengate: %w", err)
+	}
+	if err := fillJetStream(ctx, js, w); err != nil {
+		return fmt.Errorf("fill jetstream: %w", err)
+	}
+	for round := 1; round <= o.rounds; round++ {
+		sides := []func() (readBenchResult, error){
+			func() (readBenchResult, error) { return readQueengate(ctx, client, queue, w) },
+			func() (readBenchResult, error) { return readJetStream(ctx, js, w) },
+		}
+		if round%2 == 0 {
+			slices.Reverse(sides)
+		}
+		for _, side := range sides {
+			r, err := side()
+			if err != nil {
+				return err
+			}
+			r.Round = round
+			logf("round %d: %s read %d messages in %v: %.0f msg/s", round, r.Target, r.Messages, r.Elapsed.Round(time.Millisecond), r.Throughput)
+			rep.Results = append(rep.Results, r)
+		}
+	}
+	rep.RatioMedian = readRatio(rep.Results)
+	if err := pushBesideReader(ctx, client, queue, w, o.readPushTime, rep, logf); err != nil {
+		return err
+	}
+	writeReadBenchReport(stdout, o, rep)
+	if o.jsonOut != "" {
+		b, _ := json.MarshalIndent(rep, "", "  ")
+		return os.WriteFile(o.jsonOut, append(b, '\n'), 0o644)
+	}
+	return nil
+}
+
+func payload(n, size int) json.RawMessage {
+	s := fmt.Sprintf(`{"n":%d,"pad":"`, n)
+	return json.RawMessage(s + strings.Repeat("x", max(size-len(s)-2, 0)) + `"}`)
+}
+
+// fillQueengate pushes w.Total messages, 1000 per request, spread over
+// the partitions, from 8 producers.
+func fillQueengate(ctx context.Context, c *queengate.Client, queue string, w Workload) error {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Go(func() {
+			for {
+				start := next.Add(1000) - 1000
+				if start >= w.Total {
+					return
+				}
+				msgs := make([]queengate.Message, 0, 1000)
+				for k := start; k < min(start+1000, w.Total); k++ {
+					msgs = append(msgs, queengate.Message{TransactionID: fmt.Sprint("r-", k), Data: payload(int(k), w.PayloadBytes)})
+				}
+				partition := fmt.Sprint("p", (start/1000)%int64(w.Partitions))
+				if _, err := c.Push(ctx, queue, partition, msgs...); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+func fillJetStream(ctx context.Context, t *jetstreamTarget, w Workload) error {
+	if err := t.Setup(ctx, w); err != nil {
+		return err
+	}
+	js := t.adminJS
+	for start := int64(0); start < w.Total; start += 1000 {
+		var acks []jetstream.PubAckFuture
+		for k := start; k < min(start+1000, w.Total); k++ {
+			subject := fmt.Sprintf("bench.read.p%d", (start/1000)%int64(w.Partitions))
+			f, err := js.PublishAsync(subject, payload(int(k), w.PayloadBytes), jetstream.WithMsgID(fmt.Sprint("r-", k)))
+			if err != nil {
+				return err
+			}
+			acks = append(acks, f)
+		}
+		for _, f := range acks {
+			select {
+			case <-f.Ok():
+			case err := <-f.Err():
+				return err
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	}
+	return nil
+}
+
+// readQueengate reads every partition from offset 0 to its end, one
+// reader per partition.
+func readQueengate(ctx context.Context, c *queengate.Client, queue string, w Workload) (readBenchResult, error) {
+	var total atomic.Int64
+	start := time.Now()
+	err := perPartition(w.Partitions, func(p int) error {
+		next := int64(0)
+		for {
+			ans, err := c.Read(ctx, queue, fmt.Sprint("p", p), queengate.ReadRequest{From: next, Max: queengate.MaxReadMax})
+			if err != nil {
+				return err
+			}
+			if len(ans.Messages) == 0 {
+				return nil
+			}
+			total.Add(int64(len(ans.Messages)))
+			next = ans.Next
+		}
+	})
+	return result("queengate", total.Load(), time.Since(start), w, err)
+}
+
+// readJetStream reads the stream with one ordered consumer per partition
+// subject.
+func readJetStream(ctx context.Context, t *jetstreamTarget, w Workload) (readBenchResult, error) {
+	var total atomic.Int64
+	start := time.Now()
+	err := perPartition(w.Partitions, func(p int) error {
+		want := partitionShare(w, p)
+		cons, err := t.adminJS.OrderedConsumer(ctx, jetstreamStream, jetstream.OrderedConsumerConfig{
+			FilterSubjects: []string{fmt.Sprintf("bench.read.p%d", p)}})
+		if err != nil {
+			return err
+		}
+		it, err := cons.Messages(jetstream.PullMaxMessages(5000))
+		if err != nil {
+			return err
+		}
+		defer it.Stop()
+		for n := int64(0); n < want; n++ {
+			if _, err := it.Next(); err != nil {
+				return err
+			}
+			total.Add(1)
+		}
+		return nil
+	})
+	return result("jetstream", total.Load(), time.Since(start), w, err)
+}
+
+// partitionShare is how many messages the fill put in partition p.
+func partitionShare(w Workload, p int) int64 {
+	var n int64
+	for start := int64(0); start < w.Total; start += 1000 {
+		if int((start/1000)%int64(w.Partitions)) == p {
+			n += min(1000, w.Total-start)
+		}
+	}
+	return n
+}
+
+func perPartition(n int, f func(p int) error) error {
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for p := range n {
+		wg.Go(func() { errs[p] = f(p) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func result(target string, n int64, took time.Duration, w Workload, err error) (readBenchResult, error) {
+	if err == nil && n != w.Total {
+		err = fmt.Errorf("%s read %d messages, %d were stored", target, n, w.Total)
+	}
+	return readBenchResult{Target: target, Messages: n, Elapsed: took, Throughput: float64(n) / took.Seconds()}, err
+}
+
+// readRatio is the median over rounds of queengate's throughput over
+// JetStream's.
+func readRatio(rs []readBenchResult) float64 {
+	by := map[int]map[string]float64{}
+	for _, r := range rs {
+		if by[r.Round] == nil {
+			by[r.Round] = map[string]float64{}
+		}
+		by[r.Round][r.Target] = r.Throughput
+	}
+	var ratios []float64
+	for _, m := range by {
+		if m["jetstream"] > 0 {
+			ratios = append(ratios, m["queengate"]/m["jetstream"])
+		}
+	}
+	return medianFloat(ratios)
+}
+
+// pushBesideReader measures push latency (8 producers, 100 messages per
+// request) for d alone, then for d with a reader reading the stored
+// partitions over and over.
+func pushBesideReader(ctx context.Context, c *queengate.Client, queue string, w Workload, d time.Duration, rep *readBenchReport, logf func(string, ...any)) error {
+	measure := func(withReader bool) ([]time.Duration, error) {
+		rctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		if withReader {
+			go func() {
+				for rctx.Err() == nil {
+					_, _ = readQueengate(rctx, c, queue, w)
+				}
+			}()
+		}
+		var mu sync.Mutex
+		var lat []time.Duration
+		deadline := time.Now().Add(d)
+		err := perPartition(8, func(p int) error {
+			for i := 0; time.Now().Before(deadline); i++ {
+				msgs := make([]queengate.Message, 100)
+				for k := range msgs {
+					msgs[k] = queengate.Message{TransactionID: fmt.Sprintf("push-%v-%d-%d-%d", withReader, p, i, k), Data: payload(k, w.PayloadBytes)}
+				}
+				start := time.Now()
+				if _, err := c.Push(ctx, queue+"-push", fmt.Sprint("p", p), msgs...); err != nil {
+					return err
+				}
+				mu.Lock()
+				lat = append(lat, time.Since(start))
+				mu.Unlock()
+			}
+			return nil
+		})
+		slices.Sort(lat)
+		return lat, err
+	}
+	alone, err := measure(false)
+	if err != nil {
+		return err
+	}
+	beside, err := measure(true)
+	if err != nil {
+		return err
+	}
+	rep.PushP50Alone, rep.PushP99Alone = percentile(alone, 0.5), percentile(alone, 0.99)
+	rep.PushP50WithReader, rep.PushP99WithReader = percentile(beside, 0.5), percentile(beside, 0.99)
+	logf("push latency alone p50 %v p99 %v; with a reader p50 %v p99 %v", rep.PushP50Alone, rep.PushP99Alone, rep.PushP50WithReader, rep.PushP99WithReader)
+	return nil
+}
+
+func writeReadBenchReport(out io.Writer, o options, rep *readBenchReport) {
+	fmt.Fprintf(out, "## read: %d messages of %d bytes in %d partitions, one reader per partition\n\n", rep.Messages, rep.PayloadBytes, rep.Partitions)
+	fmt.Fprintln(out, "| round | target | msg/s | elapsed |\n|---:|---|---:|---:|")
+	for _, r := range rep.Results {
+		fmt.Fprintf(out, "| %d | %s | %.0f | %v |\n", r.Round, r.Target, r.Throughput, r.Elapsed.Round(time.Millisecond))
+	}
+	fmt.Fprintf(out, "\nqueengate ÷ JetStream ordered consumers, median of %d rounds: %.2f\n", o.rounds, rep.RatioMedian)
+	fmt.Fprintf(out, "Push latency (8 producers, 100 per request): alone p50 %v, p99 %v; with a reader beside p50 %v, p99 %v\n",
+		rep.PushP50Alone.Round(time.Microsecond), rep.PushP99Alone.Round(time.Microsecond),
+		rep.PushP50WithReader.Round(time.Microsecond), rep.PushP99WithReader.Round(time.Microsecond))
+}
