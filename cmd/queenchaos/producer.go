@@ -22,7 +22,11 @@ type load struct {
 	Batch      int     // messages per request
 	Rate       int     // messages per second offered, all producers together
 	RetryShare float64 // share of messages repeating an id already answered
-	Timeout    time.Duration
+	// RepeatWithin bounds how old an answer a repeat may repeat: half the
+	// queue's window, so that every repeat is inside it and the verifier
+	// can expect each id stored once.
+	RepeatWithin time.Duration
+	Timeout      time.Duration
 }
 
 // event is something a producer saw, for the per-fault figures.
@@ -176,8 +180,8 @@ type producer struct {
 	led   *ledger
 	rng   *rand.Rand
 	// answered holds this producer's messages answered as stored, by
-	// partition number, for repeats.
-	answered [][]uint32
+	// partition number, oldest first, for repeats.
+	answered [][]answeredAt
 	seq      uint32
 }
 
@@ -201,14 +205,25 @@ func (p *producer) run(ctx context.Context, stop <-chan struct{}) {
 	}
 }
 
-// compose makes a request: new ids, and repeats of ids already answered.
+// answeredAt is a message answered as stored, and when.
+type answeredAt struct {
+	seq uint32
+	at  time.Time
+}
+
+// compose makes a request: new ids, and repeats of ids answered within
+// RepeatWithin.
 func (p *producer) compose(partition int) []message {
 	msgs := make([]message, 0, p.load.Batch)
 	seen := map[uint32]bool{}
+	old := p.answered[partition]
+	for len(old) > 0 && time.Since(old[0].at) > p.load.RepeatWithin {
+		old = old[1:]
+	}
+	p.answered[partition] = old
 	for range p.load.Batch {
-		old := p.answered[partition]
 		if len(old) > 0 && p.rng.Float64() < p.load.RetryShare {
-			if seq := old[p.rng.IntN(len(old))]; !seen[seq] {
+			if seq := old[p.rng.IntN(len(old))].seq; !seen[seq] {
 				seen[seq] = true
 				msgs = append(msgs, message{msgKey{uint16(p.index), seq}})
 				continue
@@ -284,7 +299,7 @@ func (p *producer) attempt(subject string, partition int, msgs []message) []mess
 		rec := answerRec{msgKey: m.key, duplicate: a.Status == "duplicate", offset: *a.Offset, messagePID: messagePID(a.MessageID, *a.Offset)}
 		p.led.parts[partition].answers = append(p.led.parts[partition].answers, rec)
 		if a.Status == "queued" {
-			p.answered[partition] = append(p.answered[partition], m.key.seq)
+			p.answered[partition] = append(p.answered[partition], answeredAt{m.key.seq, now})
 		}
 	}
 	p.led.mu.Unlock()

@@ -82,6 +82,7 @@ func runProfile(ctx context.Context, p profile, dir, bin string, log func(string
 	if err := w.createQueue(ctx, queue, p.Window); err != nil {
 		return nil, err
 	}
+	p.Load.RepeatWithin = time.Duration(p.Window) * time.Second / 2
 	out := &outcome{Profile: p.Name, Started: time.Now(), Load: p.Load}
 	led := newLedger(p.Load.Partitions)
 	producers, err := startProducers(w, p, queue, led)
@@ -139,7 +140,7 @@ func startProducers(w *world, p profile, queue string, led *ledger) ([]*producer
 			return nil, err
 		}
 		out = append(out, &producer{index: i, queue: queue, load: p.Load, nc: nc, led: led,
-			rng: rand.New(rand.NewPCG(p.Seed, uint64(i))), answered: make([][]uint32, p.Load.Partitions)})
+			rng: rand.New(rand.NewPCG(p.Seed, uint64(i))), answered: make([][]answeredAt, p.Load.Partitions)})
 	}
 	return out, nil
 }
