@@ -40,8 +40,9 @@ var profiles = map[string]profile{
 		Load:     load{Producers: 16, Partitions: 32, Batch: 20, Rate: 3000, RetryShare: 0.2, Timeout: 2 * time.Second},
 		Duration: 10 * time.Minute, Warmup: 10 * time.Second, Every: 12 * time.Second, Faults: allFaults,
 		Drain: 2 * time.Minute, Seed: 1},
-	// soak runs no faults: a fixed offered load above what the machine
-	// takes, for throughput and memory over time. The window is two
+	// soak runs no faults: a fixed offered load, high (on the 2-core
+	// machine it was written on, about what three gateways serve), for
+	// throughput and memory over time. The window is two
 	// minutes, so that caches and log_txns reach their steady size within
 	// the run and anything growing past it shows.
 	"soak": {Name: "soak", Gateways: 3, NATSNodes: 3, Window: 120,
