@@ -27,7 +27,7 @@ func TestCommitsKeepABusyGatewayUp(t *testing.T) {
 	var lastCommit atomic.Int64
 	commit := func() { lastCommit.Store(time.Now().UnixNano()) }
 	var changes atomic.Int32
-	w := gateway.NewStoreWatch(slowHeartbeat{}, gateway.StoreWatchConfig{Every: 20 * time.Millisecond,
+	w := gateway.NewStoreWatch(slowHeartbeat{}, gateway.StoreWatchConfig{Every: 100 * time.Millisecond,
 		LastCommit: func() time.Time { return time.Unix(0, lastCommit.Load()) },
 		OnChange:   func(bool) { changes.Add(1) }})
 	commit()
@@ -48,7 +48,8 @@ func TestCommitsKeepABusyGatewayUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(w.Stop)
-	// Ten checks while commits flow: none may call PostgreSQL down.
+	// Ten checks while commits flow (every 2 ms; a check needs one within
+	// its 100 ms): none may call PostgreSQL down.
 	checkfor.Check(t, 10*time.Second, checkfor.Cond("ten checks", func() bool { return w.Checks() >= 10 }))
 	if !w.Up() || changes.Load() != 0 {
 		t.Errorf("up %v after %d changes while pushes committed; want up, unchanged", w.Up(), changes.Load())
