@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"strconv"
 	"time"
@@ -50,22 +51,12 @@ func (o *Ops) ReadQuery(ctx context.Context, queue, partition string, q url.Valu
 		if err != nil {
 			return nil, badInput("%s=%q: want a whole number", name, vals[0])
 		}
-		switch name {
-		case "from":
-			req.From = n
-		case "max":
-			req.Max = int(min(n, MaxInt32))
-		case "maxBytes":
-			req.MaxBytes = n
-		default:
-			return nil, badInput("unknown parameter %q: a read takes from, max and maxBytes", name)
+		if werr := setReadField(&req, name, n, "parameter"); werr != nil {
+			return nil, werr
 		}
 	}
 	return o.read(ctx, queue, partition, req)
 }
-
-// MaxInt32 bounds numbers that become ints.
-const MaxInt32 = 1<<31 - 1
 
 func decodeRead(body []byte) (queengate.ReadRequest, *queengate.Error) {
 	var req queengate.ReadRequest
@@ -81,18 +72,27 @@ func decodeRead(body []byte) (queengate.ReadRequest, *queengate.Error) {
 		if json.Unmarshal(f.raw, &n) != nil {
 			return req, badInput("%q must be a whole number, not %s", f.key, f.raw)
 		}
-		switch f.key {
-		case "from":
-			req.From = n
-		case "max":
-			req.Max = int(min(n, MaxInt32))
-		case "maxBytes":
-			req.MaxBytes = n
-		default:
-			return req, badInput("unknown field %q: a read takes from, max and maxBytes", f.key)
+		if werr := setReadField(&req, f.key, n, "field"); werr != nil {
+			return req, werr
 		}
 	}
 	return req, nil
+}
+
+// setReadField sets one of a read's numbers, given as a body field or a
+// URL parameter (what).
+func setReadField(req *queengate.ReadRequest, name string, n int64, what string) *queengate.Error {
+	switch name {
+	case "from":
+		req.From = n
+	case "max":
+		req.Max = int(min(n, math.MaxInt32))
+	case "maxBytes":
+		req.MaxBytes = n
+	default:
+		return badInput("unknown %s %q: a read takes from, max and maxBytes", what, name)
+	}
+	return nil
 }
 
 func (o *Ops) read(ctx context.Context, queue, partition string, req queengate.ReadRequest) (any, *queengate.Error) {

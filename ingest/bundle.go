@@ -132,10 +132,11 @@ func (b *bundle) answer(s *sent) {
 		meta    model.Partition
 		res     *model.FrameResult
 		failure error
+		tally   *tally
 	}
 	outcomes := make([]outcome, len(b.parts))
 	for i, p := range b.parts {
-		outcomes[i] = outcome{meta: p.meta, failure: s.failed[i]}
+		outcomes[i] = outcome{meta: p.meta, failure: s.failed[i], tally: in.tallyOf(p.meta.ID)}
 		if j := s.frameOf[i]; j >= 0 {
 			if s.pushErr != nil {
 				outcomes[i].failure = s.pushErr
@@ -143,9 +144,7 @@ func (b *bundle) answer(s *sent) {
 				outcomes[i].res = &s.results[j]
 				if r := &s.results[j]; !r.Settled { // a settled push reports no probe
 					in.metrics.observeProbe(r, s.windows[i])
-					if t := in.tallyOf(p.meta.ID); t != nil && r.Probe <= model.ProbeFull {
-						t.probes[r.Probe].Add(1)
-					}
+					outcomes[i].tally.probed(r.Probe)
 				}
 			}
 		}
@@ -154,7 +153,7 @@ func (b *bundle) answer(s *sent) {
 	shard.done <- b
 	answered, answeredBytes := 0, int64(0)
 	for i, buf := range buffers {
-		buf.resolve(outcomes[i].meta, outcomes[i].res, outcomes[i].failure, in.metrics, in.tallyOf(outcomes[i].meta.ID))
+		buf.resolve(outcomes[i].meta, outcomes[i].res, outcomes[i].failure, in.metrics, outcomes[i].tally)
 		answered += buf.size
 		answeredBytes += buf.bytes
 	}

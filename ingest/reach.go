@@ -16,19 +16,17 @@ import (
 type reachability struct {
 	lastCommit atomic.Int64 // unix nanoseconds of the last push PostgreSQL answered
 
-	mu     sync.Mutex
-	isDown bool
-	ctx    context.Context // cancelled (cause model.ErrStoreDown) when PostgreSQL goes away
+	mu sync.Mutex
+	// ctx is what bundles are sent under; it is cancelled (cause
+	// model.ErrStoreDown) when PostgreSQL goes away, and replaced when it
+	// is back: PostgreSQL is down exactly while ctx is done.
+	ctx    context.Context
 	cancel context.CancelCauseFunc
 }
 
 func (r *reachability) init() { r.ctx, r.cancel = context.WithCancelCause(context.Background()) }
 
-func (r *reachability) down() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.isDown
-}
+func (r *reachability) down() bool { return r.current().Err() != nil }
 
 // current is the context bundles are sent under now.
 func (r *reachability) current() context.Context {
@@ -40,14 +38,13 @@ func (r *reachability) current() context.Context {
 func (r *reachability) set(reachable bool) (changed bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.isDown == !reachable {
+	if wasUp := r.ctx.Err() == nil; wasUp == reachable {
 		return false
 	}
-	r.isDown = !reachable
-	if r.isDown {
-		r.cancel(model.ErrStoreDown)
-	} else {
+	if reachable {
 		r.ctx, r.cancel = context.WithCancelCause(context.Background())
+	} else {
+		r.cancel(model.ErrStoreDown)
 	}
 	return true
 }

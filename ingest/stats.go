@@ -28,6 +28,14 @@ func (t *tally) addN(s model.Status, n int64) {
 	}
 }
 
+// probed counts a flush by what its probe did; t may be nil (an
+// unresolved partition).
+func (t *tally) probed(p model.Probe) {
+	if t != nil && p <= model.ProbeFull {
+		t.probes[p].Add(1)
+	}
+}
+
 type tallies struct{ m sync.Map } // partition id -> *tally
 
 // tallyOf returns pid's tally, nil for an unresolved partition (id 0).

@@ -15,15 +15,15 @@ import (
 const readSegmentsPerQuery = 32
 
 // partitionOf finds an existing partition (reads never create one).
-func (s *Store) partitionOf(ctx context.Context, queue, partition string) (id, last int64, window int, err error) {
+func (s *Store) partitionOf(ctx context.Context, queue, partition string) (id, last int64, err error) {
 	err = s.pool.QueryRow(ctx, `
-		SELECT lp.id, lp.last_offset, q.dedup_window_seconds
+		SELECT lp.id, lp.last_offset
 		  FROM queen.log_partitions lp JOIN queen.queues q ON q.id = lp.queue_id
-		 WHERE q.name = $1 AND lp.name = $2`, queue, partition).Scan(&id, &last, &window)
+		 WHERE q.name = $1 AND lp.name = $2`, queue, partition).Scan(&id, &last)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, 0, 0, fmt.Errorf("%w: partition %s/%s does not exist", model.ErrNotFound, queue, partition)
+		return 0, 0, fmt.Errorf("%w: partition %s/%s does not exist", model.ErrNotFound, queue, partition)
 	}
-	return id, last, window, err
+	return id, last, err
 }
 
 // firstOffset is the first offset partition pid still stores.
@@ -41,7 +41,7 @@ func (s *Store) firstOffset(ctx context.Context, pid, last int64) (int64, error)
 // message, so that a large message cannot block a reader). It takes no
 // lock.
 func (s *Store) Read(ctx context.Context, r model.ReadRequest) (model.ReadResult, error) {
-	pid, last, _, err := s.partitionOf(ctx, r.Queue, r.Partition)
+	pid, last, err := s.partitionOf(ctx, r.Queue, r.Partition)
 	if err != nil {
 		return model.ReadResult{}, err
 	}
@@ -121,7 +121,7 @@ func (s *Store) MessageAt(ctx context.Context, pid, offset int64) (m model.Store
 // does: by its xxh3_128 hash among the partition's log_txns rows within
 // the queue's window, the earliest copy.
 func (s *Store) FindTxn(ctx context.Context, queue, partition, txnID string) (model.TxnLookup, error) {
-	pid, _, _, err := s.partitionOf(ctx, queue, partition)
+	pid, _, err := s.partitionOf(ctx, queue, partition)
 	if err != nil {
 		return model.TxnLookup{}, err
 	}

@@ -9,6 +9,9 @@ import (
 	"github.com/queengate/queengate/model"
 )
 
+// paddedData is a 100-byte JSON message.
+func paddedData(k int) []byte { return fmt.Appendf(nil, `{"k":%d,"pad":"%090d"}`, k, 0) }
+
 // BenchmarkMessageAt fetches one message from frames of 10 and of 1000
 // messages (100-byte data): PostgreSQL decompresses a frame's whole
 // arrays to subscript them, so the larger frame costs more per get.
@@ -16,22 +19,7 @@ func BenchmarkMessageAt(b *testing.B) {
 	for _, frame := range []int{10, 1000} {
 		b.Run(fmt.Sprintf("frame=%d", frame), func(b *testing.B) {
 			s := pgtest.Store(b, pgtest.NewDB(b))
-			p, err := s.EnsurePartition(context.Background(), "bench", "p")
-			if err != nil {
-				b.Fatal(err)
-			}
-			for start := 0; start < 10_000; start += frame {
-				fr := model.Frame{PartitionID: p.ID, Verified: -1}
-				for k := start; k < start+frame; k++ {
-					id := fmt.Sprint("m-", k)
-					fr.TxnIDs = append(fr.TxnIDs, id)
-					fr.Hashes = append(fr.Hashes, model.HashTxnID(id))
-					fr.Data = append(fr.Data, fmt.Appendf(nil, `{"k":%d,"pad":"%090d"}`, k, 0))
-				}
-				if _, err := s.Push(context.Background(), []model.Frame{fr}); err != nil {
-					b.Fatal(err)
-				}
-			}
+			p := pushFrames(b, s, "bench", "p", 10_000, frame, paddedData)
 			b.ResetTimer()
 			for i := range b.N {
 				if _, _, _, err := s.MessageAt(context.Background(), p.ID, int64(i*7919%10_000)); err != nil {
@@ -45,22 +33,7 @@ func BenchmarkMessageAt(b *testing.B) {
 // BenchmarkRead reads 1000 messages at a time from frames of 1000.
 func BenchmarkRead(b *testing.B) {
 	s := pgtest.Store(b, pgtest.NewDB(b))
-	p, err := s.EnsurePartition(context.Background(), "bench", "p")
-	if err != nil {
-		b.Fatal(err)
-	}
-	for start := 0; start < 100_000; start += 1000 {
-		fr := model.Frame{PartitionID: p.ID, Verified: -1}
-		for k := start; k < start+1000; k++ {
-			id := fmt.Sprint("m-", k)
-			fr.TxnIDs = append(fr.TxnIDs, id)
-			fr.Hashes = append(fr.Hashes, model.HashTxnID(id))
-			fr.Data = append(fr.Data, fmt.Appendf(nil, `{"k":%d,"pad":"%090d"}`, k, 0))
-		}
-		if _, err := s.Push(context.Background(), []model.Frame{fr}); err != nil {
-			b.Fatal(err)
-		}
-	}
+	pushFrames(b, s, "bench", "p", 100_000, 1000, paddedData)
 	b.ResetTimer()
 	for i := range b.N {
 		from := int64(i*1000) % 100_000

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/queengate/queengate/internal/pgtest"
 	"github.com/queengate/queengate/model"
@@ -13,8 +12,14 @@ import (
 )
 
 // pushN writes n messages to queue/partition in frames of frame
-// messages, ids m-0, m-1, …, data {"i":k}.
-func pushN(t *testing.T, s *pgstore.Store, queue, partition string, n, frame int) model.Partition {
+// messages, ids m-0, m-1, …, data {"i": k}.
+func pushN(t testing.TB, s *pgstore.Store, queue, partition string, n, frame int) model.Partition {
+	t.Helper()
+	return pushFrames(t, s, queue, partition, n, frame, func(k int) []byte { return fmt.Appendf(nil, `{"i": %d}`, k) })
+}
+
+// pushFrames is pushN with the data of message k given by data.
+func pushFrames(t testing.TB, s *pgstore.Store, queue, partition string, n, frame int, data func(k int) []byte) model.Partition {
 	t.Helper()
 	p, err := s.EnsurePartition(context.Background(), queue, partition)
 	if err != nil {
@@ -26,7 +31,7 @@ func pushN(t *testing.T, s *pgstore.Store, queue, partition string, n, frame int
 			id := fmt.Sprint("m-", k)
 			fr.TxnIDs = append(fr.TxnIDs, id)
 			fr.Hashes = append(fr.Hashes, model.HashTxnID(id))
-			fr.Data = append(fr.Data, []byte(fmt.Sprintf(`{"i": %d}`, k)))
+			fr.Data = append(fr.Data, data(k))
 		}
 		if _, err := s.Push(context.Background(), []model.Frame{fr}); err != nil {
 			t.Fatal(err)
@@ -119,5 +124,4 @@ func TestMessageAtAndFindTxn(t *testing.T) {
 	if l, err := s.FindTxn(ctx, "r", "p", "m-7"); err != nil || l.Found {
 		t.Errorf("m-7 outside the window: %+v, %v; want not found", l, err)
 	}
-	_ = time.Second
 }

@@ -28,7 +28,6 @@ import (
 type world struct {
 	dir      string
 	bin      string
-	prefix   string
 	pgOpts   pgcluster.Options
 	pg       *pgcluster.Cluster
 	pgURL    string // direct, for setup and the verifier
@@ -42,7 +41,7 @@ const routingShards = 64
 
 // startWorld starts PostgreSQL, the proxy, n NATS servers and g gateways.
 func startWorld(ctx context.Context, dir, bin string, natsNodes, gateways int, log func(string, ...any)) (_ *world, err error) {
-	w := &world{dir: dir, bin: bin, prefix: "queen", log: log}
+	w := &world{dir: dir, bin: bin, log: log}
 	defer func() {
 		if err != nil {
 			w.stop()

@@ -47,21 +47,36 @@ func roundTrip(c net.Conn, r *bufio.Reader, timeout time.Duration) (string, erro
 	return r.ReadString('\n')
 }
 
-func TestFreezeHoldsBytesAndThawDeliversThem(t *testing.T) {
-	p, err := Start(echo(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+// connected dials through p and makes one round trip: Dial returns once
+// the kernel has the connection, possibly before the proxy has accepted
+// it, and Freeze and Cut act only on what the proxy holds.
+func connected(t *testing.T, p *Proxy) (net.Conn, *bufio.Reader) {
+	t.Helper()
 	c, err := net.Dial("tcp", p.Addr())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(func() { _ = c.Close() })
 	r := bufio.NewReader(c)
 	if got, err := roundTrip(c, r, 5*time.Second); err != nil || got != "ping\n" {
 		t.Fatalf("through the proxy: %q, %v", got, err)
 	}
+	return c, r
+}
+
+func startProxy(t *testing.T) *Proxy {
+	t.Helper()
+	p, err := Start(echo(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p
+}
+
+func TestFreezeHoldsBytesAndThawDeliversThem(t *testing.T) {
+	p := startProxy(t)
+	c, r := connected(t, p)
 	p.Freeze(ToClient)
 	if got, err := roundTrip(c, r, 200*time.Millisecond); err == nil {
 		t.Fatalf("a frozen direction delivered %q", got)
@@ -74,35 +89,13 @@ func TestFreezeHoldsBytesAndThawDeliversThem(t *testing.T) {
 }
 
 func TestCutClosesConnectionsButAcceptsNewOnes(t *testing.T) {
-	p, err := Start(echo(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	c, err := net.Dial("tcp", p.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	r := bufio.NewReader(c)
-	// A round trip first: Dial returns once the kernel has the connection,
-	// possibly before the proxy has accepted it, and Cut closes only what
-	// the proxy holds.
-	if got, err := roundTrip(c, r, 5*time.Second); err != nil || got != "ping\n" {
-		t.Fatalf("before the cut: %q, %v", got, err)
-	}
+	p := startProxy(t)
+	c, r := connected(t, p)
 	p.Freeze(Both)
 	p.Cut()
 	p.Thaw()
 	if _, err := roundTrip(c, r, 5*time.Second); err == nil {
 		t.Fatal("a cut connection still answered")
 	}
-	c2, err := net.Dial("tcp", p.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c2.Close()
-	if got, err := roundTrip(c2, bufio.NewReader(c2), 5*time.Second); err != nil || got != "ping\n" {
-		t.Fatalf("a new connection after the cut: %q, %v", got, err)
-	}
+	connected(t, p) // a new connection after the cut works
 }
