@@ -39,6 +39,9 @@ type Answer struct {
 	MessageID string `json:"messageId,omitempty"`
 	Offset    int64  `json:"offset"`
 	Error     string `json:"error,omitempty"`
+	// Conflict: the transactionId is stored with different data (a queue
+	// whose onConflict is flag answers duplicate, reject answers failed).
+	Conflict bool `json:"conflict,omitempty"`
 }
 
 // TimerRequest is the body of a timer schedule: fireAt (RFC 3339 with a
@@ -84,8 +87,9 @@ type TimerView struct {
 
 // Options are a queue's options, always all of them.
 type Options struct {
-	DedupWindowSeconds int `json:"dedupWindowSeconds"`
-	RetentionSeconds   int `json:"retentionSeconds"`
+	DedupWindowSeconds int    `json:"dedupWindowSeconds"`
+	RetentionSeconds   int    `json:"retentionSeconds"`
+	OnConflict         string `json:"onConflict"` // ignore, flag or reject
 }
 
 // ConfigureRequest is the body of a configure: the options it sets
@@ -93,8 +97,31 @@ type Options struct {
 // default) or "replace" (return it to the default).
 type ConfigureRequest struct {
 	Queue   string           `json:"queue"`
-	Options map[string]int64 `json:"options,omitempty"`
-	Mode    string           `json:"mode,omitempty"`
+	Options map[string]int64 `json:"-"`
+	// OnConflict, when set, is the onConflict option (ignore, flag or
+	// reject): the one option that is not a number.
+	OnConflict string `json:"-"`
+	Mode       string `json:"mode,omitempty"`
+}
+
+// MarshalJSON writes the options, numbers and OnConflict, as one object.
+func (r ConfigureRequest) MarshalJSON() ([]byte, error) {
+	options := make(map[string]any, len(r.Options)+1)
+	for k, v := range r.Options {
+		options[k] = v
+	}
+	if r.OnConflict != "" {
+		options["onConflict"] = r.OnConflict
+	}
+	wire := struct {
+		Queue   string         `json:"queue"`
+		Options map[string]any `json:"options,omitempty"`
+		Mode    string         `json:"mode,omitempty"`
+	}{r.Queue, options, r.Mode}
+	if len(options) == 0 {
+		wire.Options = nil
+	}
+	return json.Marshal(wire)
 }
 
 // QueueView is a queue's configuration.

@@ -83,7 +83,8 @@ func (o *Ops) authorize(header string) *queengate.Error {
 
 func queueView(c model.QueueConfig) queengate.QueueView {
 	return queengate.QueueView{Queue: c.Name, CreatedAt: c.CreatedAt.UTC(), UpdatedAt: c.UpdatedAt.UTC(),
-		Options: queengate.Options{DedupWindowSeconds: c.DedupWindowSeconds, RetentionSeconds: c.RetentionSeconds}}
+		Options: queengate.Options{DedupWindowSeconds: c.DedupWindowSeconds, RetentionSeconds: c.RetentionSeconds,
+			OnConflict: string(c.OnConflict)}}
 }
 
 // Configure applies a configure request body.
@@ -104,7 +105,7 @@ func (o *Ops) Configure(ctx context.Context, body []byte) (any, *queengate.Error
 }
 
 // options are the configurable options and their JSON names.
-var options = []string{"dedupWindowSeconds", "retentionSeconds"}
+var options = []string{"dedupWindowSeconds", "retentionSeconds", "onConflict"}
 
 // integerLiteral is a JSON number with no fraction or exponent.
 var integerLiteral = regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`)
@@ -160,6 +161,13 @@ func decodeOptions(raw []byte) (patch model.OptionsPatch, werr *queengate.Error)
 	for _, f := range opts {
 		var dst **int
 		switch f.key {
+		case "onConflict":
+			mode, ok := decodeString(f.raw)
+			if m := model.ConflictMode(mode); ok && m.Valid() {
+				patch.OnConflict = &m
+				continue
+			}
+			return patch, badInput(`option onConflict: %s is not one of "ignore", "flag", "reject"`, f.raw)
 		case "dedupWindowSeconds":
 			dst = &patch.DedupWindowSeconds
 		case "retentionSeconds":

@@ -192,6 +192,9 @@ func encodeReply(msgs []ingest.Message, results []ingest.Result) []byte {
 			b = append(b, `,"partitionId":`...)
 			b = strconv.AppendInt(b, r.PartitionID, 10)
 		}
+		if r.Conflict {
+			b = append(b, `,"conflict":true`...)
+		}
 		if r.Status == model.StatusFailed {
 			msg := "not stored"
 			if r.Err != nil {

@@ -86,10 +86,13 @@ func (b *buffer) frame(meta model.Partition) model.Frame {
 // resolve maps the frame's outcomes back to every message and calls each
 // request's Done. A follower inherits its leader's final result: a queued
 // leader makes it a duplicate of the leader's offset, a duplicate leader
-// passes on the stored original, a failed leader fails it too.
-func (b *buffer) resolve(meta model.Partition, res *model.FrameResult, failure error, m *metrics, t *tally) {
+// passes on the stored original, a failed leader fails it too. With
+// clash, a duplicate whose data differs from its original's is a payload
+// conflict.
+func (b *buffer) resolve(meta model.Partition, res *model.FrameResult, failure error, clash *conflicts, m *metrics, t *tally) {
 	byLeader := meta.WindowSeconds > 0
 	var counts [model.StatusFailed + 1]int64
+	conflicted := 0
 	i := 0
 	for _, req := range b.reqs {
 		results := make([]Result, len(req.Messages))
@@ -105,6 +108,12 @@ func (b *buffer) resolve(meta model.Partition, res *model.FrameResult, failure e
 				r.Status = model.StatusQueued
 				if o.Duplicate || !b.isLeader[i] {
 					r.Status = model.StatusDuplicate
+					if clash != nil {
+						clash.judge(r, req.Messages[k].Data, o, b.data[b.leaderOf[i]])
+						if r.Conflict {
+							conflicted++
+						}
+					}
 				}
 			default:
 				o := res.Outcomes[i]
@@ -117,6 +126,9 @@ func (b *buffer) resolve(meta model.Partition, res *model.FrameResult, failure e
 			i++
 		}
 		req.Done(results)
+	}
+	if conflicted > 0 {
+		m.conflicts[clash.mode].Add(float64(conflicted))
 	}
 	for st := model.StatusQueued; st <= model.StatusFailed; st++ {
 		if counts[st] > 0 {

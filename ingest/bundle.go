@@ -44,7 +44,7 @@ func (b *bundle) fly() {
 	defer cancel()
 	s := b.build(ctx)
 	b.push(ctx, s, start)
-	b.answer(s)
+	b.answer(ctx, s)
 }
 
 // resolve refreshes partition p's memo (id and window) when it is older
@@ -80,6 +80,7 @@ func (b *bundle) build(ctx context.Context) *sent {
 			continue
 		}
 		fr := b.buffers[i].frame(p.meta)
+		fr.DataHashes = dataHashes(p.meta, fr.Data)
 		fr.Verified, fr.Candidates, s.windows[i] = in.vouch(ctx, &p.meta, fr.Hashes)
 		// The cache vouches only under the window it was asked with (it
 		// rebuilds on a change); SQL ignores the vouch if the window has
@@ -126,13 +127,14 @@ func (b *bundle) push(ctx context.Context, s *sent, start time.Time) {
 // them again, then answers every request. Answering may wait on NATS (a
 // reconnect); the shard's buffered counts hold until it is done, so a long
 // outage ends in 503s rather than unbounded memory.
-func (b *bundle) answer(s *sent) {
+func (b *bundle) answer(ctx context.Context, s *sent) {
 	in := b.shard.ing
 	type outcome struct {
 		meta    model.Partition
 		res     *model.FrameResult
 		failure error
 		tally   *tally
+		clash   *conflicts
 	}
 	outcomes := make([]outcome, len(b.parts))
 	for i, p := range b.parts {
@@ -153,7 +155,10 @@ func (b *bundle) answer(s *sent) {
 	shard.done <- b
 	answered, answeredBytes := 0, int64(0)
 	for i, buf := range buffers {
-		buf.resolve(outcomes[i].meta, outcomes[i].res, outcomes[i].failure, in.metrics, outcomes[i].tally)
+		// Read after the partitions are handed back: a conflict check
+		// does not hold up the partition's next flush.
+		outcomes[i].clash = in.findConflicts(ctx, outcomes[i].res)
+		buf.resolve(outcomes[i].meta, outcomes[i].res, outcomes[i].failure, outcomes[i].clash, in.metrics, outcomes[i].tally)
 		answered += buf.size
 		answeredBytes += buf.bytes
 	}

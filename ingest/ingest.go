@@ -46,6 +46,9 @@ type Store interface {
 	Push(ctx context.Context, segs []model.Frame) ([]model.FrameResult, error)
 	Hydrate(ctx context.Context, partitionID int64) (model.Hydration, error)
 	HydrateAbove(ctx context.Context, partitionID, above int64) (model.Hydration, error)
+	// Originals reads the data hashes of stored messages, by offset, for
+	// a payload-conflict check; a purged message is absent.
+	Originals(ctx context.Context, partitionID int64, offsets []int64) (map[int64]model.Hash, error)
 }
 
 // Config tunes the ingester. Zero values take the defaults.
@@ -138,6 +141,10 @@ type Result struct {
 	PartitionID int64
 	Offset      int64
 	Err         error
+	// Conflict: a duplicate whose data differs from its original's, in a
+	// queue that compares payloads (answered duplicate with flag, failed
+	// with reject).
+	Conflict bool
 }
 
 // Request is the messages of one producer's request, for one partition.

@@ -20,6 +20,7 @@ type metrics struct {
 	fullWindow  prometheus.Counter
 	bufferDepth prometheus.Gauge
 	cacheHits   prometheus.Counter
+	conflicts   map[model.ConflictMode]prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -31,7 +32,15 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		Name: "queengate_probes_total",
 		Help: "Segments pushed, by what the SQL duplicate probe did: skipped (the cache vouched for everything stored), narrowed (only the slots the cache named and the rows above its watermark), full (the whole window), off (window 0).",
 	}, []string{"probe"})
+	conflicts := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "queengate_payload_conflicts_total",
+		Help: "Duplicates whose data differed from their original's, by the queue's onConflict (flag: answered duplicate and flagged; reject: answered failed).",
+	}, []string{"on_conflict"})
 	m := &metrics{
+		conflicts: map[model.ConflictMode]prometheus.Counter{
+			model.ConflictFlag:   conflicts.WithLabelValues("flag"),
+			model.ConflictReject: conflicts.WithLabelValues("reject"),
+		},
 		messages: map[model.Status]prometheus.Counter{
 			model.StatusQueued:    messages.WithLabelValues("queued"),
 			model.StatusDuplicate: messages.WithLabelValues("duplicate"),
@@ -76,7 +85,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{messages, probes, m.unrolled, m.fullWindow, m.flushSize, m.flushTime, m.segments, m.flushErrors, m.bufferDepth} {
+		for _, c := range []prometheus.Collector{messages, probes, conflicts, m.unrolled, m.fullWindow, m.flushSize, m.flushTime, m.segments, m.flushErrors, m.bufferDepth} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

@@ -25,6 +25,9 @@ var (
 	// has found PostgreSQL out of reach: nothing is waited for then, not
 	// even the settling of a push already sent.
 	ErrStoreDown = errors.New("PostgreSQL unreachable from this gateway")
+	// ErrPayloadConflict is a duplicate rejected because its data differs
+	// from its original's (a queue with onConflict reject).
+	ErrPayloadConflict = errors.New("payload conflict")
 )
 
 // OptionError is a queue option value out of range.

@@ -21,3 +21,18 @@ func HashTxnID(txnID string) Hash {
 	binary.BigEndian.PutUint64(h[8:], sum.Lo)
 	return h
 }
+
+// HashData is the hash a payload conflict compares: the xxh3_128 of a
+// message's data as sent (nil is null), byte for byte.
+func HashData(data []byte) Hash {
+	if data == nil {
+		data = jsonNull
+	}
+	sum := xxh3.Hash128(data)
+	var h Hash
+	binary.BigEndian.PutUint64(h[:8], sum.Hi)
+	binary.BigEndian.PutUint64(h[8:], sum.Lo)
+	return h
+}
+
+var jsonNull = []byte("null")

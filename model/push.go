@@ -10,8 +10,9 @@ import (
 type Partition struct {
 	ID            int64
 	QueueID       int64
-	WindowSeconds int   // the queue's deduplication window; 0 disables the probe
-	LastOffset    int64 // the allocator when read; -1 before the first message
+	WindowSeconds int          // the queue's deduplication window; 0 disables the probe
+	OnConflict    ConflictMode // what a payload conflict is answered
+	LastOffset    int64        // the allocator when read; -1 before the first message
 }
 
 // Frame is one partition's messages of a push, in arrival order: what a
@@ -33,6 +34,10 @@ type Frame struct {
 	Hashes []Hash
 	// Data[i] is message i's data as JSON text; nil stands for null.
 	Data [][]byte
+	// DataHashes[i] is HashData(Data[i]), for a queue that compares
+	// payloads (ConflictMode.Compares); nil otherwise. SQL stores them
+	// only if the queue compares when the push commits.
+	DataHashes []Hash
 	// Candidates, with a vouched Verified, are the only places at or below
 	// it where one of Hashes may be stored in the window: SQL checks those
 	// slots and everything above Verified, instead of the whole window.
@@ -104,6 +109,9 @@ type FrameResult struct {
 	Unrolled int64
 	// Outcomes has one entry per input message, in input order.
 	Outcomes []Outcome
+	// OnConflict is the queue's mode as the push read it, under the
+	// partition's lock: what its duplicates are answered by.
+	OnConflict ConflictMode
 	// Settled: the connection broke after the push was sent, and a
 	// verification read found every message stored. Each outcome is then a
 	// duplicate of where its message is, whether this push or an earlier

@@ -2,6 +2,7 @@ package model
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"time"
 )
@@ -22,12 +23,16 @@ type QueueOptions struct {
 	DedupWindowSeconds int
 	// RetentionSeconds deletes segments older than this; 0 keeps them.
 	RetentionSeconds int
+	// OnConflict is what a duplicate whose data differs from its
+	// original's is answered.
+	OnConflict ConflictMode
 }
 
 // DefaultQueueOptions is what a created queue starts from, and what an
 // omitted option returns to under replace.
 func DefaultQueueOptions() QueueOptions {
-	return QueueOptions{DedupWindowSeconds: DefaultDedupWindowSeconds, RetentionSeconds: DefaultRetentionSeconds}
+	return QueueOptions{DedupWindowSeconds: DefaultDedupWindowSeconds, RetentionSeconds: DefaultRetentionSeconds,
+		OnConflict: ConflictIgnore}
 }
 
 // OptionsPatch names the options a configure request sets; nil is an
@@ -35,6 +40,7 @@ func DefaultQueueOptions() QueueOptions {
 type OptionsPatch struct {
 	DedupWindowSeconds *int
 	RetentionSeconds   *int
+	OnConflict         *ConflictMode
 }
 
 // Apply returns o with the patch applied: merge keeps what the patch
@@ -48,6 +54,9 @@ func (p OptionsPatch) Apply(o QueueOptions, replace bool) QueueOptions {
 	}
 	if p.RetentionSeconds != nil {
 		o.RetentionSeconds = *p.RetentionSeconds
+	}
+	if p.OnConflict != nil {
+		o.OnConflict = *p.OnConflict
 	}
 	return o
 }
@@ -63,6 +72,9 @@ func (p OptionsPatch) Validate() error {
 	}
 	check("dedupWindowSeconds", p.DedupWindowSeconds)
 	check("retentionSeconds", p.RetentionSeconds)
+	if p.OnConflict != nil && !p.OnConflict.Valid() {
+		errs = append(errs, fmt.Errorf("%w: onConflict %q: ignore, flag or reject", ErrInvalidOption, string(*p.OnConflict)))
+	}
 	return errors.Join(errs...)
 }
 
@@ -95,3 +107,26 @@ type PartitionInfo struct {
 // StoredMessages is the number of messages the partition holds: offsets
 // are contiguous and retention deletes a prefix.
 func (p PartitionInfo) StoredMessages() int64 { return p.LastOffset - p.FirstOffset + 1 }
+
+// ConflictMode is a queue's answer to a duplicate whose data differs from
+// the original's (a payload conflict). The verdict itself, duplicate and
+// nothing written, is the same in every mode.
+type ConflictMode string
+
+const (
+	// ConflictIgnore answers it as any duplicate; nothing extra is stored.
+	ConflictIgnore ConflictMode = "ignore"
+	// ConflictFlag answers it duplicate, marked as a conflict.
+	ConflictFlag ConflictMode = "flag"
+	// ConflictReject answers it failed, with a conflict error.
+	ConflictReject ConflictMode = "reject"
+)
+
+// Valid reports whether m is one of the modes.
+func (m ConflictMode) Valid() bool {
+	return m == ConflictIgnore || m == ConflictFlag || m == ConflictReject
+}
+
+// Compares reports whether duplicates need their original's data: every
+// mode but ignore.
+func (m ConflictMode) Compares() bool { return m == ConflictFlag || m == ConflictReject }

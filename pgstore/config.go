@@ -10,26 +10,30 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-const queueColumns = "id, name, dedup_window_seconds, retention_seconds, created_at, updated_at"
+const queueColumns = "id, name, dedup_window_seconds, retention_seconds, on_conflict, created_at, updated_at"
 
 func scanQueue(row pgx.Row, c *model.QueueConfig, extra ...any) error {
-	return row.Scan(append([]any{&c.ID, &c.Name, &c.DedupWindowSeconds, &c.RetentionSeconds, &c.CreatedAt, &c.UpdatedAt}, extra...)...)
+	return row.Scan(append([]any{&c.ID, &c.Name, &c.DedupWindowSeconds, &c.RetentionSeconds, &c.OnConflict,
+		&c.CreatedAt, &c.UpdatedAt}, extra...)...)
 }
 
 // configureSQL creates or updates a queue in one statement, so concurrent
 // configures of one queue serialize on its row and each answers the state
-// it wrote. $4 is replace. updated_at moves only when something changed.
-// xmax = 0 tells an inserted row from an updated one.
+// it wrote. $4 is replace; $5-$6 and $8 the defaults. updated_at moves
+// only when something changed. xmax = 0 tells an inserted row from an
+// updated one.
 const configureSQL = `
-INSERT INTO queen.queues AS q (name, dedup_window_seconds, retention_seconds)
-VALUES ($1, coalesce($2::integer, $5::integer), coalesce($3::integer, $6::integer))
+INSERT INTO queen.queues AS q (name, dedup_window_seconds, retention_seconds, on_conflict)
+VALUES ($1, coalesce($2::integer, $5::integer), coalesce($3::integer, $6::integer), coalesce($7::text, $8::text))
 ON CONFLICT (name) DO UPDATE SET
     dedup_window_seconds = coalesce($2, CASE WHEN $4::boolean THEN $5 ELSE q.dedup_window_seconds END),
     retention_seconds    = coalesce($3, CASE WHEN $4 THEN $6 ELSE q.retention_seconds END),
+    on_conflict          = coalesce($7, CASE WHEN $4 THEN $8 ELSE q.on_conflict END),
     updated_at = CASE
         WHEN (coalesce($2, CASE WHEN $4 THEN $5 ELSE q.dedup_window_seconds END),
-              coalesce($3, CASE WHEN $4 THEN $6 ELSE q.retention_seconds END))
-             IS DISTINCT FROM (q.dedup_window_seconds, q.retention_seconds)
+              coalesce($3, CASE WHEN $4 THEN $6 ELSE q.retention_seconds END),
+              coalesce($7, CASE WHEN $4 THEN $8 ELSE q.on_conflict END))
+             IS DISTINCT FROM (q.dedup_window_seconds, q.retention_seconds, q.on_conflict)
         THEN now() ELSE q.updated_at END
 RETURNING ` + queueColumns + `, (xmax = 0) AS created`
 
@@ -47,7 +51,8 @@ func (s *Store) Configure(ctx context.Context, queue string, patch model.Options
 		created bool
 	)
 	err := scanQueue(s.pool.QueryRow(ctx, configureSQL, queue, patch.DedupWindowSeconds, patch.RetentionSeconds,
-		replace, model.DefaultDedupWindowSeconds, model.DefaultRetentionSeconds), &c, &created)
+		replace, model.DefaultDedupWindowSeconds, model.DefaultRetentionSeconds, patch.OnConflict,
+		model.ConflictIgnore), &c, &created)
 	if err != nil {
 		return model.QueueConfig{}, false, fmt.Errorf("pgstore: configure queue %s: %w", queue, err)
 	}

@@ -11,8 +11,8 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-const pushBundleSQL = `SELECT seg, base_offset, last_offset, probe, unrolled, dup_idx, dup_off
-FROM queen.log_push_bundle($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`
+const pushBundleSQL = `SELECT seg, base_offset, last_offset, probe, unrolled, dup_idx, dup_off, on_conflict
+FROM queen.log_push_bundle($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
 
 // Push writes frames in one transaction and one round trip. Partition row
 // locks are taken in ascending id order before anything is written. A
@@ -66,15 +66,16 @@ func pushFailure(ctx context.Context, err error) error {
 }
 
 func bundleArgs(segs []model.Frame) ([]any, error) {
-	total := 0
+	total, dataHashed := 0, 0
 	for i := range segs {
 		seg := &segs[i]
 		n := len(seg.Hashes)
-		if n == 0 || len(seg.TxnIDs) != n || len(seg.Data) != n {
-			return nil, fmt.Errorf("%w: segment %d for partition %d has %d txn ids, %d hashes, %d data",
-				model.ErrInvalidFrame, i, seg.PartitionID, len(seg.TxnIDs), n, len(seg.Data))
+		if n == 0 || len(seg.TxnIDs) != n || len(seg.Data) != n || (seg.DataHashes != nil && len(seg.DataHashes) != n) {
+			return nil, fmt.Errorf("%w: segment %d for partition %d has %d txn ids, %d hashes, %d data, %d data hashes",
+				model.ErrInvalidFrame, i, seg.PartitionID, len(seg.TxnIDs), n, len(seg.Data), len(seg.DataHashes))
 		}
 		total += n
+		dataHashed += len(seg.DataHashes)
 	}
 	pids := make([]int64, len(segs))
 	verified := make([]int64, len(segs))
@@ -82,6 +83,8 @@ func bundleArgs(segs []model.Frame) ([]any, error) {
 	counts := make([]int32, len(segs))
 	sizes := make([]int64, len(segs)) // data bytes as sent, per frame
 	candCounts := make([]int32, len(segs))
+	dhCounts := make([]int32, len(segs))
+	dataHashes := newArrayBuilder(oidUUID, dataHashed, 16*dataHashed)
 	var candIdx []int32
 	var candOff []int64
 	txnIDs := newArrayBuilder(oidText, total, 32*total)
@@ -104,6 +107,10 @@ func bundleArgs(segs []model.Frame) ([]any, error) {
 			data.appendBytes(d)
 			sizes[i] += int64(len(d))
 		}
+		dhCounts[i] = int32(len(seg.DataHashes))
+		for j := range seg.DataHashes {
+			dataHashes.appendBytes(seg.DataHashes[j][:])
+		}
 		candCounts[i] = int32(len(seg.Candidates))
 		for _, c := range seg.Candidates {
 			candIdx = append(candIdx, c.Index+1) // 1-based in SQL
@@ -114,7 +121,7 @@ func bundleArgs(segs []model.Frame) ([]any, error) {
 		candIdx, candOff = []int32{}, []int64{}
 	}
 	return []any{pids, verified, windows, counts, txnIDs.encoded(), hashes.encoded(), data.encoded(), sizes,
-		candCounts, candIdx, candOff}, nil
+		candCounts, candIdx, candOff, dhCounts, dataHashes.encoded()}, nil
 }
 
 var jsonNull = []byte("null")
@@ -132,8 +139,9 @@ func collectResults(rows pgx.Rows, segs []model.Frame) ([]model.FrameResult, err
 			unrolled int64
 			dupIdx   []int32
 			dupOff   []int64
+			mode     string
 		)
-		if err := rows.Scan(&seg, &base, &last, &probe, &unrolled, &dupIdx, &dupOff); err != nil {
+		if err := rows.Scan(&seg, &base, &last, &probe, &unrolled, &dupIdx, &dupOff, &mode); err != nil {
 			return nil, err
 		}
 		i := int(seg) - 1
@@ -146,7 +154,7 @@ func collectResults(rows pgx.Rows, segs []model.Frame) ([]model.FrameResult, err
 			return nil, fmt.Errorf("unknown probe %q for segment %d", probe, seg)
 		}
 		r := model.FrameResult{PartitionID: segs[i].PartitionID, BaseOffset: -1, LastOffset: last,
-			Probe: p, Unrolled: unrolled, Outcomes: make([]model.Outcome, n)}
+			Probe: p, Unrolled: unrolled, Outcomes: make([]model.Outcome, n), OnConflict: model.ConflictMode(mode)}
 		for k, idx := range dupIdx {
 			if idx < 1 || int(idx) > n {
 				return nil, fmt.Errorf("duplicate index %d out of range for segment %d", idx, seg)
@@ -227,4 +235,36 @@ func (s *Store) hydrate(ctx context.Context, partitionID int64, above *int64) (m
 		return model.Hydration{}, fmt.Errorf("%w: %d", model.ErrPartitionNotFound, partitionID)
 	}
 	return h, nil
+}
+
+// Originals reads what a payload-conflict check needs of the messages at
+// offsets of a partition. An offset whose message is gone (retention) is
+// absent from the map: its conflict cannot be told.
+func (s *Store) Originals(ctx context.Context, partitionID int64, offsets []int64) (map[int64]model.Hash, error) {
+	rows, err := s.pool.Query(ctx, "SELECT off, data_hash, data::text FROM queen.log_originals($1, $2)", partitionID, offsets)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: originals of %d: %w", partitionID, err)
+	}
+	defer rows.Close()
+	out := make(map[int64]model.Hash, len(offsets))
+	for rows.Next() {
+		var (
+			off  int64
+			hash *model.Hash
+			data *string
+		)
+		if err := rows.Scan(&off, &hash, &data); err != nil {
+			return nil, fmt.Errorf("pgstore: originals of %d: %w", partitionID, err)
+		}
+		switch {
+		case hash != nil:
+			out[off] = *hash
+		case data != nil:
+			out[off] = model.HashData([]byte(*data))
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("pgstore: originals of %d: %w", partitionID, err)
+	}
+	return out, nil
 }

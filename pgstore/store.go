@@ -103,8 +103,8 @@ func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
 func (s *Store) EnsurePartition(ctx context.Context, queue, partition string) (model.Partition, error) {
 	var p model.Partition
 	err := s.pool.QueryRow(ctx,
-		"SELECT partition_id, queue_id, dedup_window_seconds, last_offset FROM queen.ensure_partition($1, $2)",
-		queue, partition).Scan(&p.ID, &p.QueueID, &p.WindowSeconds, &p.LastOffset)
+		"SELECT partition_id, queue_id, dedup_window_seconds, last_offset, on_conflict FROM queen.ensure_partition($1, $2)",
+		queue, partition).Scan(&p.ID, &p.QueueID, &p.WindowSeconds, &p.LastOffset, &p.OnConflict)
 	if err != nil {
 		return model.Partition{}, fmt.Errorf("pgstore: ensure partition %s/%s: %w", queue, partition, err)
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	queengate "github.com/queengate/queengate"
 	"io"
 	"maps"
 	"slices"
@@ -83,7 +82,7 @@ func applyManifest(ctx context.Context, s *session, c adminClient, specs []queue
 	)
 	for _, spec := range specs {
 		var raw []byte
-		raw, err = c.do(ctx, opConfigure(queengate.ConfigureRequest{Queue: spec.Name, Options: spec.Options, Mode: "replace"}))
+		raw, err = c.do(ctx, opConfigure(configureRequest(spec.Name, spec.Options, "replace")))
 		if err != nil {
 			err = fmt.Errorf("apply queue %q: %w%s", spec.Name, err, appliedBefore(configs))
 			break
@@ -130,10 +129,10 @@ func appliedBefore(done []queueConfig) string {
 type optionChange struct {
 	Option string `json:"option"`
 	// Current is nil for a queue that does not exist yet.
-	Current *int64 `json:"current"`
+	Current *optionValue `json:"current"`
 	// Wanted is nil when the option is one queenctl does not know: replace
 	// resets it to the gateway's default.
-	Wanted *int64 `json:"wanted"`
+	Wanted *optionValue `json:"wanted"`
 	// Default says that Wanted is the default because the manifest omits
 	// the option.
 	Default bool `json:"default,omitempty"`

@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"flag"
+	"slices"
+	"strings"
+
 	queengate "github.com/queengate/queengate"
 )
 
@@ -11,7 +14,7 @@ func init() {
 }
 
 const configureUsage = `Usage:
-  queenctl configure QUEUE [--dedup-window D] [--retention D] [--replace]
+  queenctl configure QUEUE [--dedup-window D] [--retention D] [--on-conflict M] [--replace]
 
 Changes one queue's options and prints its whole configuration after the
 change. Only the options given are sent (mode merge): the others keep their
@@ -22,6 +25,11 @@ Durations are Go durations with whole seconds (90s, 10m, 1h30m, 24h), with
 an optional number of days in front (7d, 1d12h), or 0:
   --dedup-window 0   turns deduplication off for the queue
   --retention 0      keeps messages forever
+
+--on-conflict says what a duplicate whose data differs from its original's
+is answered: ignore (the default: duplicate), flag (duplicate, marked
+"conflict") or reject (failed, with a conflict error). Nothing is written
+in any case.
 
 `
 
@@ -52,6 +60,7 @@ func setupConfigure(fs *flag.FlagSet) runFunc {
 	var window, retention secondsFlag
 	fs.Var(&window, "dedup-window", "deduplication window (dedupWindowSeconds) as a `duration`, e.g. 10m; 0 turns it off")
 	fs.Var(&retention, "retention", "how long messages are kept (retentionSeconds) as a `duration`, e.g. 7d; 0 keeps them forever")
+	onConflict := fs.String("on-conflict", "", "what a duplicate with different data is answered (onConflict): ignore, flag (duplicate, marked conflict) or reject (failed)")
 	replace := fs.Bool("replace", false, "mode replace: options not given return to their defaults")
 	return func(ctx context.Context, s *session, args []string) error {
 		if len(args) != 1 {
@@ -61,16 +70,24 @@ func setupConfigure(fs *flag.FlagSet) runFunc {
 		if err := checkName("queue", queue); err != nil {
 			return err
 		}
-		req := queengate.ConfigureRequest{Queue: queue, Options: map[string]int64{}, Mode: "merge"}
-		if *replace {
-			req.Mode = "replace"
-		}
+		options := map[string]optionValue{}
 		if window.set {
-			req.Options["dedupWindowSeconds"] = window.v
+			options["dedupWindowSeconds"] = seconds(window.v)
 		}
 		if retention.set {
-			req.Options["retentionSeconds"] = retention.v
+			options["retentionSeconds"] = seconds(retention.v)
 		}
+		if *onConflict != "" {
+			if o, _ := findOption("onConflict"); !slices.Contains(o.words, *onConflict) {
+				return usagef("configure: --on-conflict %q: one of %s", *onConflict, strings.Join(o.words, ", "))
+			}
+			options["onConflict"] = word(*onConflict)
+		}
+		mode := "merge"
+		if *replace {
+			mode = "replace"
+		}
+		req := configureRequest(queue, options, mode)
 		c, err := s.admin(ctx)
 		if err != nil {
 			return err
@@ -89,4 +106,17 @@ func setupConfigure(fs *flag.FlagSet) runFunc {
 		printConfig(s.stdout, &cfg)
 		return nil
 	}
+}
+
+// configureRequest is the wire request setting options.
+func configureRequest(queue string, options map[string]optionValue, mode string) queengate.ConfigureRequest {
+	req := queengate.ConfigureRequest{Queue: queue, Options: map[string]int64{}, Mode: mode}
+	for name, v := range options {
+		if name == "onConflict" {
+			req.OnConflict = v.Word
+			continue
+		}
+		req.Options[name] = v.Seconds
+	}
+	return req
 }

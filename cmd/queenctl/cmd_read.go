@@ -178,7 +178,7 @@ func printExplain(s *session, a *queengate.ExplainAnswer) error {
 		fmt.Fprintf(tw, "covered until:\t%s\n", stamp(o.CoveredUntil))
 		fmt.Fprintf(tw, "retained:\t%v\n", o.Retained)
 	}
-	fmt.Fprintf(tw, "window:\t%s\n", formatOption("dedupWindowSeconds", int64(a.WindowSeconds)))
+	fmt.Fprintf(tw, "window:\t%s\n", formatOption("dedupWindowSeconds", seconds(int64(a.WindowSeconds))))
 	fmt.Fprintf(tw, "cache:\t%s, %s path\n", a.Cache.State, a.Cache.Path)
 	if err := tw.Flush(); err != nil {
 		return err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -110,17 +111,47 @@ func humanSeconds(s int64) string {
 }
 
 // option is one queue option of docs/admin-api.md. queenctl knows the
-// defaults so that a dry run can show what "replace" resets.
+// defaults so that a dry run can show what "replace" resets. An option is
+// whole seconds, or with words one of those words.
 type option struct {
-	name string
-	def  int64
-	zero string // what 0 means, for people
-	head string // table column heading
+	name  string
+	def   optionValue
+	zero  string   // what 0 means, for people
+	head  string   // table column heading
+	words []string // the values of a word option
 }
 
 var knownOptions = []option{
-	{name: "dedupWindowSeconds", def: 3600, zero: "off", head: "DEDUP WINDOW"},
-	{name: "retentionSeconds", def: 0, zero: "keep forever", head: "RETENTION"},
+	{name: "dedupWindowSeconds", def: seconds(3600), zero: "off", head: "DEDUP WINDOW"},
+	{name: "retentionSeconds", def: seconds(0), zero: "keep forever", head: "RETENTION"},
+	{name: "onConflict", def: word("ignore"), head: "ON CONFLICT", words: []string{"ignore", "flag", "reject"}},
+}
+
+// optionValue is an option's value: whole seconds, or a word.
+type optionValue struct {
+	Seconds int64
+	Word    string // set for a word option
+}
+
+func seconds(v int64) optionValue { return optionValue{Seconds: v} }
+func word(w string) optionValue   { return optionValue{Word: w} }
+
+// MarshalJSON writes the value as on the wire: a number or a string.
+func (v optionValue) MarshalJSON() ([]byte, error) {
+	if v.Word != "" {
+		return json.Marshal(v.Word)
+	}
+	return json.Marshal(v.Seconds)
+}
+
+// UnmarshalJSON reads a number or a string.
+func (v *optionValue) UnmarshalJSON(raw []byte) error {
+	if len(raw) > 0 && raw[0] == '"' {
+		*v = optionValue{}
+		return json.Unmarshal(raw, &v.Word)
+	}
+	*v = optionValue{}
+	return json.Unmarshal(raw, &v.Seconds)
 }
 
 func findOption(name string) (option, bool) {
@@ -133,11 +164,14 @@ func findOption(name string) (option, bool) {
 }
 
 // formatOption writes an option value with its meaning: "600 (10m)",
-// "0 (off)".
-func formatOption(name string, v int64) string {
+// "0 (off)", "flag".
+func formatOption(name string, v optionValue) string {
+	if v.Word != "" {
+		return v.Word
+	}
 	o, _ := findOption(name)
-	if v == 0 && o.zero != "" {
+	if v.Seconds == 0 && o.zero != "" {
 		return "0 (" + o.zero + ")"
 	}
-	return fmt.Sprintf("%d (%s)", v, humanSeconds(v))
+	return fmt.Sprintf("%d (%s)", v.Seconds, humanSeconds(v.Seconds))
 }

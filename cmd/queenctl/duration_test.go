@@ -73,10 +73,13 @@ func TestHumanSeconds(t *testing.T) {
 			t.Errorf("parseSeconds(humanSeconds(%d)) = %d, %v", in, back, err)
 		}
 	}
-	if got := formatOption("dedupWindowSeconds", 0); got != "0 (off)" {
+	if got := formatOption("dedupWindowSeconds", seconds(0)); got != "0 (off)" {
 		t.Errorf("formatOption window 0 = %q", got)
 	}
-	if got := formatOption("retentionSeconds", 604800); got != "604800 (7d)" {
+	if got := formatOption("retentionSeconds", seconds(604800)); got != "604800 (7d)" {
 		t.Errorf("formatOption retention 7d = %q", got)
+	}
+	if got := formatOption("onConflict", word("flag")); got != "flag" {
+		t.Errorf("formatOption onConflict flag = %q", got)
 	}
 }

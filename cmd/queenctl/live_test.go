@@ -173,16 +173,16 @@ func jsonOf[T any](t *testing.T, r result) T {
 }
 
 // options reads one queue's options over the given transport.
-func options(t *testing.T, tr transport, queue string) map[string]int64 {
+func options(t *testing.T, tr transport, queue string) map[string]optionValue {
 	t.Helper()
 	r := ctl(t, "", flags(tr.admin, "get", "queue", queue, "-o", "json")...)
 	r.expect(t, exitOK)
 	return jsonOf[queueConfig](t, r).Options
 }
 
-func wantOptions(t *testing.T, got map[string]int64, window, retention int64) {
+func wantOptions(t *testing.T, got map[string]optionValue, window, retention int64) {
 	t.Helper()
-	if got["dedupWindowSeconds"] != window || got["retentionSeconds"] != retention {
+	if got["dedupWindowSeconds"] != seconds(window) || got["retentionSeconds"] != seconds(retention) {
 		t.Errorf("options %v, want dedupWindowSeconds %d, retentionSeconds %d", got, window, retention)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -39,12 +40,14 @@ type manifestQueue struct {
 	Name               yaml.Node `yaml:"name"` // Kind 0: absent
 	DedupWindowSeconds yaml.Node `yaml:"dedupWindowSeconds"`
 	RetentionSeconds   yaml.Node `yaml:"retentionSeconds"`
+	OnConflict         yaml.Node `yaml:"onConflict"`
 }
 
 func (q *manifestQueue) options() map[string]*yaml.Node {
 	return map[string]*yaml.Node{
 		"dedupWindowSeconds": &q.DedupWindowSeconds,
 		"retentionSeconds":   &q.RetentionSeconds,
+		"onConflict":         &q.OnConflict,
 	}
 }
 
@@ -53,7 +56,7 @@ type queueSpec struct {
 	Name string
 	// Options holds only the options the manifest gives; "replace" resets
 	// the others to their defaults.
-	Options map[string]int64
+	Options map[string]optionValue
 	Line    int
 }
 
@@ -180,7 +183,7 @@ func queueLines(root *yaml.Node) []int {
 // me).
 func validateQueue(me *manifestError, q *manifestQueue, line int) (spec queueSpec, ok bool) {
 	n := len(me.errs)
-	spec = queueSpec{Line: line, Options: map[string]int64{}}
+	spec = queueSpec{Line: line, Options: map[string]optionValue{}}
 	switch {
 	case q.Name.Kind == 0 || q.Name.Tag == "!!null":
 		me.add(line, "a queue has no name; add name: <queue>")
@@ -198,7 +201,7 @@ func validateQueue(me *manifestError, q *manifestQueue, line int) (spec queueSpe
 		if node.Kind == 0 {
 			continue // absent
 		}
-		if v, msg := optionValue(node); msg != "" {
+		if v, msg := manifestValue(o, node); msg != "" {
 			me.add(node.Line, "queue %q: %s %s", spec.Name, o.name, msg)
 		} else {
 			spec.Options[o.name] = v
@@ -207,9 +210,21 @@ func validateQueue(me *manifestError, q *manifestQueue, line int) (spec queueSpe
 	return spec, len(me.errs) == n
 }
 
-// optionValue reads an option as whole seconds; msg says what is wrong.
+// manifestValue reads option o's value; msg says what is wrong.
+func manifestValue(o option, n *yaml.Node) (optionValue, string) {
+	if o.words == nil {
+		v, msg := secondsValue(n)
+		return seconds(v), msg
+	}
+	if n.Kind != yaml.ScalarNode || n.Tag != "!!str" || !slices.Contains(o.words, n.Value) {
+		return optionValue{}, fmt.Sprintf("is %s: one of %s", n.Value, strings.Join(o.words, ", "))
+	}
+	return word(n.Value), ""
+}
+
+// secondsValue reads an option as whole seconds; msg says what is wrong.
 // The tag is checked because the YAML decoder would truncate 1.5 to 1.
-func optionValue(n *yaml.Node) (v int64, msg string) {
+func secondsValue(n *yaml.Node) (v int64, msg string) {
 	if n.Kind != yaml.ScalarNode {
 		return 0, "must be a whole number of seconds, not a list or mapping"
 	}

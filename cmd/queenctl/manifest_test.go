@@ -19,23 +19,23 @@ func TestParseManifestValid(t *testing.T) {
 			name: "two queues, options given or omitted",
 			yaml: "queues:\n  - name: payments\n    dedupWindowSeconds: 600\n    retentionSeconds: 86400\n  - name: audit\n    dedupWindowSeconds: 0\n  - name: plain\n",
 			want: []queueSpec{
-				{Name: "payments", Options: map[string]int64{"dedupWindowSeconds": 600, "retentionSeconds": 86400}, Line: 2},
-				{Name: "audit", Options: map[string]int64{"dedupWindowSeconds": 0}, Line: 5},
-				{Name: "plain", Options: map[string]int64{}, Line: 7},
+				{Name: "payments", Options: opts(map[string]int64{"dedupWindowSeconds": 600, "retentionSeconds": 86400}), Line: 2},
+				{Name: "audit", Options: opts(map[string]int64{"dedupWindowSeconds": 0}), Line: 5},
+				{Name: "plain", Options: opts(map[string]int64{}), Line: 7},
 			},
 		},
 		{
 			name: "several documents, an empty one, digits as a name",
 			yaml: "queues:\n  - name: a\n---\n---\nqueues:\n  - name: 007\n    retentionSeconds: 2147483647\n",
 			want: []queueSpec{
-				{Name: "a", Options: map[string]int64{}, Line: 2},
-				{Name: "007", Options: map[string]int64{"retentionSeconds": 2147483647}, Line: 6},
+				{Name: "a", Options: opts(map[string]int64{}), Line: 2},
+				{Name: "007", Options: opts(map[string]int64{"retentionSeconds": 2147483647}), Line: 6},
 			},
 		},
 		{
 			name: "flow style",
 			yaml: `{queues: [{name: x, dedupWindowSeconds: 1}]}`,
-			want: []queueSpec{{Name: "x", Options: map[string]int64{"dedupWindowSeconds": 1}, Line: 1}},
+			want: []queueSpec{{Name: "x", Options: opts(map[string]int64{"dedupWindowSeconds": 1}), Line: 1}},
 		},
 	}
 	for _, c := range cases {

@@ -21,7 +21,7 @@ import (
 // configure's answer, Partitions only in GET /queues/<queue>.
 type queueConfig struct {
 	queengate.QueueView
-	Options    map[string]int64          `json:"options"`
+	Options    map[string]optionValue    `json:"options"`
 	Created    *bool                     `json:"created,omitempty"`
 	Partitions []queengate.PartitionView `json:"partitions"`
 }
@@ -78,7 +78,7 @@ func printConfig(w io.Writer, c *queueConfig) {
 	}
 	for _, k := range slices.Sorted(maps.Keys(c.Options)) {
 		if _, known := findOption(k); !known {
-			fmt.Fprintf(tw, "%s:\t%d\n", k, c.Options[k])
+			fmt.Fprintf(tw, "%s:\t%s\n", k, formatOption(k, c.Options[k]))
 		}
 	}
 	fmt.Fprintf(tw, "createdAt:\t%s\n", stamp(c.CreatedAt))

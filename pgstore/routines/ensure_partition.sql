@@ -2,11 +2,12 @@
 -- defaults) and the partition if they do not exist. Concurrent callers are
 -- safe: ON CONFLICT waits for a racing insert and then reads its row.
 CREATE OR REPLACE FUNCTION queen.ensure_partition(p_queue text, p_partition text,
-    OUT partition_id bigint, OUT queue_id bigint, OUT dedup_window_seconds integer, OUT last_offset bigint)
+    OUT partition_id bigint, OUT queue_id bigint, OUT dedup_window_seconds integer, OUT last_offset bigint,
+    OUT on_conflict text)
 LANGUAGE plpgsql AS $$
 BEGIN
-    SELECT p.id, q.id, q.dedup_window_seconds, p.last_offset
-      INTO partition_id, queue_id, dedup_window_seconds, last_offset
+    SELECT p.id, q.id, q.dedup_window_seconds, p.last_offset, q.on_conflict
+      INTO partition_id, queue_id, dedup_window_seconds, last_offset, on_conflict
       FROM queen.queues q JOIN queen.log_partitions p ON p.queue_id = q.id
      WHERE q.name = p_queue AND p.name = p_partition;
     IF FOUND THEN
@@ -16,8 +17,8 @@ BEGIN
     INSERT INTO queen.log_partitions (queue_id, name)
         SELECT q.id, p_partition FROM queen.queues q WHERE q.name = p_queue
         ON CONFLICT ON CONSTRAINT log_partitions_queue_id_name_key DO NOTHING;
-    SELECT p.id, q.id, q.dedup_window_seconds, p.last_offset
-      INTO STRICT partition_id, queue_id, dedup_window_seconds, last_offset
+    SELECT p.id, q.id, q.dedup_window_seconds, p.last_offset, q.on_conflict
+      INTO STRICT partition_id, queue_id, dedup_window_seconds, last_offset, on_conflict
       FROM queen.queues q JOIN queen.log_partitions p ON p.queue_id = q.id
      WHERE q.name = p_queue AND p.name = p_partition;
 END

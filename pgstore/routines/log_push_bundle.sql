@@ -19,12 +19,18 @@
 -- and the candidates are not used. SQL is exact on its own: repeats
 -- within a frame are resolved here too (the first occurrence leads).
 --
+-- Frame s may carry data hashes (p_dh_counts[s] = p_counts[s], flattened
+-- in p_data_hashes like the messages, or 0): the xxh3_128 of each
+-- message's data, stored beside its transactionId's hash when the queue
+-- compares payloads (on_conflict is not 'ignore'), read under the lock.
+--
 -- Results, one row per frame: base_offset (NULL when nothing was written),
 -- the allocator after the push, the probe made ('off': window 0;
 -- 'skipped': nothing to probe; 'narrowed'; 'full'), how many stored hashes
 -- it compared (unrolled), and the duplicates as parallel arrays: dup_idx
 -- (1-based positions) and dup_off (the original's offset). Positions not
 -- in dup_idx were written at base_offset, base_offset+1, ... in order.
+-- on_conflict is the queue's mode, read under the lock.
 --
 -- Lock order (LOCKS.md): every named partition row, in ascending id order,
 -- before anything is probed or written. A duplicate writes nothing and
@@ -40,9 +46,11 @@ CREATE OR REPLACE FUNCTION queen.log_push_bundle(
     p_bytes            bigint[],
     p_cand_counts      integer[],
     p_cand_idx         integer[],
-    p_cand_off         bigint[])
+    p_cand_off         bigint[],
+    p_dh_counts        integer[],
+    p_data_hashes      uuid[])
 RETURNS TABLE (seg integer, base_offset bigint, last_offset bigint, probe text, unrolled bigint,
-               dup_idx integer[], dup_off bigint[])
+               dup_idx integer[], dup_off bigint[], on_conflict text)
 LANGUAGE plpgsql
 -- Each statement is planned once per session, for any arrays: left to
 -- choose, PostgreSQL kept planning custom plans on every call, which cost
@@ -58,11 +66,14 @@ DECLARE
     v_segs     integer := coalesce(cardinality(p_pids), 0);
     v_pos      integer[]; -- frame s starts at p_*[v_pos[s]]
     v_cpos     integer[]; -- its candidates start at p_cand_*[v_cpos[s]]
+    v_dpos     integer[]; -- its data hashes start at p_data_hashes[v_dpos[s]]
     v_shape_ok boolean;   -- the arrays agree with the counts
     v_distinct boolean;   -- no partition is named twice
     v_unique   boolean;   -- no hash occurs twice in the whole bundle
     v_last     bigint[];  -- allocator, read under the lock
     v_win      integer[]; -- window in seconds, 0: deduplication off
+    v_mode     text[];    -- the queue's on_conflict
+    v_keepdh   boolean[]; -- the frame's data hashes are stored
     v_from     bigint[];  -- probe stored rows above this offset
     v_narrow   boolean[]; -- vouched: candidates and the range above v_from suffice
     v_probe    text[];    -- the probe each frame gets
@@ -80,11 +91,14 @@ BEGIN
                AND coalesce(cardinality(p_cand_idx), 0) = coalesce(cardinality(p_cand_off), 0)
                AND bool_and(c.n >= 1) AND count(c.n) = v_segs AND count(c.k) = v_segs
                AND cardinality(p_verified) = v_segs AND cardinality(p_verified_windows) = v_segs
-               AND cardinality(p_bytes) = v_segs,
-           array_agg(c.pos ORDER BY c.s), array_agg(c.cpos ORDER BY c.s)
-      INTO v_shape_ok, v_pos, v_cpos
-      FROM (SELECT x.n, x.k, x.s, (sum(x.n) OVER w - x.n + 1)::integer AS pos, (sum(x.k) OVER w - x.k + 1)::integer AS cpos
-              FROM unnest(p_counts, p_cand_counts) WITH ORDINALITY AS x(n, k, s)
+               AND cardinality(p_bytes) = v_segs
+               AND coalesce(sum(c.d), 0) = coalesce(cardinality(p_data_hashes), 0)
+               AND count(c.d) = v_segs AND bool_and(c.d = 0 OR c.d = c.n),
+           array_agg(c.pos ORDER BY c.s), array_agg(c.cpos ORDER BY c.s), array_agg(c.dpos ORDER BY c.s)
+      INTO v_shape_ok, v_pos, v_cpos, v_dpos
+      FROM (SELECT x.n, x.k, x.d, x.s, (sum(x.n) OVER w - x.n + 1)::integer AS pos,
+                   (sum(x.k) OVER w - x.k + 1)::integer AS cpos, (sum(x.d) OVER w - x.d + 1)::integer AS dpos
+              FROM unnest(p_counts, p_cand_counts, p_dh_counts) WITH ORDINALITY AS x(n, k, d, s)
             WINDOW w AS (ORDER BY x.s)) AS c;
     IF v_segs = 0 OR NOT coalesce(v_shape_ok, false) THEN
         RAISE EXCEPTION 'queen.log_push_bundle: % frames with % verified marks, % counts summing to % for % hashes, % candidates',
@@ -98,13 +112,15 @@ BEGIN
         -- alone, so the later sees the earlier's writes.
         FOR s IN 1 .. v_segs LOOP
             RETURN QUERY
-                SELECT s, r.base_offset, r.last_offset, r.probe, r.unrolled, r.dup_idx, r.dup_off
+                SELECT s, r.base_offset, r.last_offset, r.probe, r.unrolled, r.dup_idx, r.dup_off, r.on_conflict
                   FROM queen.log_push_bundle(ARRAY[p_pids[s]], ARRAY[p_verified[s]], ARRAY[p_verified_windows[s]],
                            ARRAY[p_counts[s]], p_txn_ids[v_pos[s] : v_pos[s] + p_counts[s] - 1],
                            p_hashes[v_pos[s] : v_pos[s] + p_counts[s] - 1], p_data[v_pos[s] : v_pos[s] + p_counts[s] - 1],
                            ARRAY[p_bytes[s]], ARRAY[p_cand_counts[s]],
                            coalesce(p_cand_idx[v_cpos[s] : v_cpos[s] + p_cand_counts[s] - 1], '{}'),
-                           coalesce(p_cand_off[v_cpos[s] : v_cpos[s] + p_cand_counts[s] - 1], '{}')) AS r;
+                           coalesce(p_cand_off[v_cpos[s] : v_cpos[s] + p_cand_counts[s] - 1], '{}'),
+                           ARRAY[p_dh_counts[s]],
+                           coalesce(p_data_hashes[v_dpos[s] : v_dpos[s] + p_dh_counts[s] - 1], '{}')) AS r;
         END LOOP;
         RETURN;
     END IF;
@@ -124,10 +140,11 @@ BEGIN
     SELECT array_agg(lk.last_offset ORDER BY fr.s), array_agg(lk.win ORDER BY fr.s),
            array_agg(CASE WHEN vouch.ok THEN GREATEST(p_verified[fr.s], lk.txns_start - 1) ELSE lk.txns_start - 1 END
                      ORDER BY fr.s),
-           array_agg(vouch.ok ORDER BY fr.s)
-      INTO v_last, v_win, v_from, v_narrow
+           array_agg(vouch.ok ORDER BY fr.s), array_agg(lk.mode ORDER BY fr.s),
+           array_agg(lk.mode <> 'ignore' AND p_dh_counts[fr.s] > 0 ORDER BY fr.s)
+      INTO v_last, v_win, v_from, v_narrow, v_mode, v_keepdh
       FROM unnest(p_pids) WITH ORDINALITY AS fr(pid, s)
-      JOIN (SELECT p.id, p.last_offset, p.txns_start, q.dedup_window_seconds AS win
+      JOIN (SELECT p.id, p.last_offset, p.txns_start, q.dedup_window_seconds AS win, q.on_conflict AS mode
               FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
              WHERE p.id = ANY (p_pids)
              ORDER BY p.id
@@ -233,13 +250,14 @@ BEGIN
               FROM unnest(d_s, d_idx, d_off) AS d(s, idx, off) GROUP BY d.s
         ), fr AS (
             SELECT g.s, p_pids[g.s] AS pid, v_last[g.s] AS last, v_pos[g.s] AS pos, p_counts[g.s] AS n,
-                   dd.idx AS dup_idx, dd.off AS dup_off
+                   v_dpos[g.s] AS dpos, v_keepdh[g.s] AS keepdh, dd.idx AS dup_idx, dd.off AS dup_off
               FROM generate_subscripts(p_pids, 1) AS g(s) LEFT JOIN dd ON dd.s = g.s
         ), dirty AS MATERIALIZED ( -- frames with a duplicate: their new messages, gathered once
-            SELECT fr.s, fr.pid, fr.last + 1 AS base, x.k, x.txn_ids, x.hashes, x.data, x.bytes
+            SELECT fr.s, fr.pid, fr.last + 1 AS base, x.k, x.txn_ids, x.hashes, x.data, x.bytes, x.data_hashes
               FROM fr CROSS JOIN LATERAL (
                        SELECT count(*) AS k, array_agg(p_txn_ids[i]) AS txn_ids, array_agg(p_hashes[i]) AS hashes,
-                              array_agg(p_data[i]) AS data, sum(octet_length(p_data[i]::text))::bigint AS bytes
+                              array_agg(p_data[i]) AS data, sum(octet_length(p_data[i]::text))::bigint AS bytes,
+                              CASE WHEN fr.keepdh THEN array_agg(p_data_hashes[fr.dpos + i - fr.pos]) END AS data_hashes
                          FROM generate_series(fr.pos, fr.pos + fr.n - 1) AS i
                         WHERE i - fr.pos + 1 <> ALL (fr.dup_idx)) AS x
              WHERE fr.dup_idx IS NOT NULL AND x.k > 0
@@ -247,10 +265,12 @@ BEGIN
                      -- where they are used, not copied into a CTE first
             SELECT fr.s, fr.pid, fr.last + 1 AS base, fr.n::bigint AS k, p_txn_ids[fr.pos : fr.pos + fr.n - 1] AS txn_ids,
                    p_hashes[fr.pos : fr.pos + fr.n - 1] AS hashes, p_data[fr.pos : fr.pos + fr.n - 1] AS data,
-                   p_bytes[fr.s] AS bytes
+                   p_bytes[fr.s] AS bytes,
+                   CASE WHEN fr.keepdh THEN p_data_hashes[fr.dpos : fr.dpos + fr.n - 1] END AS data_hashes
               FROM fr WHERE fr.dup_idx IS NULL
             UNION ALL
-            SELECT dirty.s, dirty.pid, dirty.base, dirty.k, dirty.txn_ids, dirty.hashes, dirty.data, dirty.bytes FROM dirty
+            SELECT dirty.s, dirty.pid, dirty.base, dirty.k, dirty.txn_ids, dirty.hashes, dirty.data, dirty.bytes,
+                   dirty.data_hashes FROM dirty
         ), alloc AS (
             UPDATE queen.log_partitions p
                SET last_offset = kept.base + kept.k - 1, stored_bytes = p.stored_bytes + kept.bytes
@@ -260,11 +280,11 @@ BEGIN
             SELECT kept.pid, kept.base, kept.base + kept.k - 1, v_now, kept.txn_ids, kept.data, kept.bytes FROM kept
         ), txns AS (
             -- Written whatever the window: ack-by-transactionId resolves through it.
-            INSERT INTO queen.log_txns (partition_id, base_offset, end_offset, created_at, hashes)
-            SELECT kept.pid, kept.base, kept.base + kept.k - 1, v_now, kept.hashes FROM kept
+            INSERT INTO queen.log_txns (partition_id, base_offset, end_offset, created_at, hashes, data_hashes)
+            SELECT kept.pid, kept.base, kept.base + kept.k - 1, v_now, kept.hashes, kept.data_hashes FROM kept
         )
         SELECT fr.s::integer, kept.base, coalesce(kept.base + kept.k - 1, fr.last), v_probe[fr.s], v_unrolled[fr.s],
-               fr.dup_idx, fr.dup_off
+               fr.dup_idx, fr.dup_off, v_mode[fr.s]
           FROM fr LEFT JOIN kept ON kept.s = fr.s;
         RETURN;
     END IF;
@@ -307,12 +327,15 @@ BEGIN
          GROUP BY cls.s
     ), kept AS MATERIALIZED ( -- what each frame writes
         SELECT fr.s, fr.pid, fr.last + 1 AS base, fr.n::bigint AS k, p_txn_ids[fr.pos : fr.pos + fr.n - 1] AS txn_ids,
-               p_hashes[fr.pos : fr.pos + fr.n - 1] AS hashes, p_data[fr.pos : fr.pos + fr.n - 1] AS data, p_bytes[fr.s] AS bytes
+               p_hashes[fr.pos : fr.pos + fr.n - 1] AS hashes, p_data[fr.pos : fr.pos + fr.n - 1] AS data, p_bytes[fr.s] AS bytes,
+               CASE WHEN v_keepdh[fr.s] THEN p_data_hashes[v_dpos[fr.s] : v_dpos[fr.s] + fr.n - 1] END AS data_hashes
           FROM fr WHERE NOT fr.dirty
         UNION ALL
         SELECT fresh.s, p_pids[fresh.s], min(fresh.off), count(*), array_agg(p_txn_ids[fresh.gi] ORDER BY fresh.idx),
                array_agg(p_hashes[fresh.gi] ORDER BY fresh.idx), array_agg(p_data[fresh.gi] ORDER BY fresh.idx),
-               sum(octet_length(p_data[fresh.gi]::text))::bigint
+               sum(octet_length(p_data[fresh.gi]::text))::bigint,
+               CASE WHEN v_keepdh[fresh.s]
+                    THEN array_agg(p_data_hashes[v_dpos[fresh.s] + fresh.gi - v_pos[fresh.s]] ORDER BY fresh.idx) END
           FROM fresh GROUP BY fresh.s
     ), alloc AS (
         UPDATE queen.log_partitions p
@@ -323,11 +346,11 @@ BEGIN
         SELECT kept.pid, kept.base, kept.base + kept.k - 1, v_now, kept.txn_ids, kept.data, kept.bytes FROM kept
     ), txns AS (
         -- Written whatever the window: ack-by-transactionId resolves through it.
-        INSERT INTO queen.log_txns (partition_id, base_offset, end_offset, created_at, hashes)
-        SELECT kept.pid, kept.base, kept.base + kept.k - 1, v_now, kept.hashes FROM kept
+        INSERT INTO queen.log_txns (partition_id, base_offset, end_offset, created_at, hashes, data_hashes)
+        SELECT kept.pid, kept.base, kept.base + kept.k - 1, v_now, kept.hashes, kept.data_hashes FROM kept
     )
     SELECT fr.s::integer, kept.base, coalesce(kept.base + kept.k - 1, fr.last), v_probe[fr.s], v_unrolled[fr.s],
-           dups.idx, dups.off
+           dups.idx, dups.off, v_mode[fr.s]
       FROM fr
       LEFT JOIN kept ON kept.s = fr.s
       LEFT JOIN dups ON dups.s = fr.s;

@@ -76,7 +76,7 @@ BEGIN
         SELECT v_ids[k], v_pids[k], r.base_offset + (k - fp.first), v_txns[k], v_fire[k], fired_at
           FROM queen.log_push_bundle(v_fpids, v_lasts, array_fill(2147483647, ARRAY[cardinality(v_fpids)]),
                    v_counts, v_txns, v_hash, v_data, v_fbytes, array_fill(0, ARRAY[cardinality(v_fpids)]),
-                   '{}', '{}') AS r
+                   '{}', '{}', array_fill(0, ARRAY[cardinality(v_fpids)]), '{}') AS r
           JOIN (SELECT f.s, min(k2) AS first FROM unnest(v_pids) WITH ORDINALITY AS u(pid, k2)
                   JOIN unnest(v_fpids) WITH ORDINALITY AS f(pid, s) ON f.pid = u.pid GROUP BY f.s) AS fp
             ON fp.s = r.seg
