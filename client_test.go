@@ -225,6 +225,16 @@ func TestOperatorAPIThroughTheClient(t *testing.T) {
 	if err != nil || !st.Ready || st.Version != "1.2.3" {
 		t.Errorf("status: %+v, %v", st, err)
 	}
+	// The word option travels with the numbers: a conflicting retry is
+	// then answered as the queue says.
+	c, err = r.client.Configure(ctx, queengate.ConfigureRequest{Queue: r.queue, OnConflict: "flag"})
+	if err != nil || c.Options.OnConflict != "flag" || c.Options.DedupWindowSeconds != 600 {
+		t.Fatalf("configure onConflict: %+v, %v", c, err)
+	}
+	ans, err := r.client.Push(ctx, r.queue, "p", msg("a", "2"))
+	if err != nil || len(ans) != 1 || ans[0].Status != queengate.StatusDuplicate || !ans[0].Conflict {
+		t.Errorf("a retry with other data: %+v, %v; want a duplicate marked conflict", ans, err)
+	}
 	if _, err := r.client.Configure(ctx, queengate.ConfigureRequest{Queue: r.queue, Options: map[string]int64{"dedupWindowSeconds": -1}}); !isCode(err, queengate.CodeBadRequest) {
 		t.Errorf("an option out of range: %v, want a 400", err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/queengate/queengate/gateway"
 	"github.com/queengate/queengate/ingest"
 	"github.com/queengate/queengate/internal/pgtest"
+	"github.com/queengate/queengate/model"
 	"github.com/queengate/queengate/pgstore"
 	"github.com/queengate/queengate/timers"
 )
@@ -122,8 +123,9 @@ func (g *opsGateway) viaNATS(t *testing.T, subject, token string, body string) (
 type queueAnswer struct {
 	Queue   string `json:"queue"`
 	Options struct {
-		DedupWindowSeconds *int `json:"dedupWindowSeconds"`
-		RetentionSeconds   *int `json:"retentionSeconds"`
+		DedupWindowSeconds *int   `json:"dedupWindowSeconds"`
+		RetentionSeconds   *int   `json:"retentionSeconds"`
+		OnConflict         string `json:"onConflict"`
 	} `json:"options"`
 	Created    bool      `json:"created"`
 	CreatedAt  time.Time `json:"createdAt"`
@@ -205,6 +207,15 @@ func TestConfigureOverHTTPAndNATS(t *testing.T) {
 		if w, r := a.options(); w != 3600 || r != 60 {
 			t.Errorf("%s replace: window %d retention %d; want 3600 (default), 60", via, w, r)
 		}
+		// onConflict is a word; merge keeps it, replace resets it.
+		a = configure(via, fmt.Sprintf(`{"queue":%q,"options":{"onConflict":"reject"}}`, q))
+		if w, r := a.options(); a.Options.OnConflict != "reject" || w != 3600 || r != 60 {
+			t.Errorf("%s onConflict merge: %+v", via, a.Options)
+		}
+		a = configure(via, fmt.Sprintf(`{"queue":%q,"options":{"retentionSeconds":60},"mode":"replace"}`, q))
+		if a.Options.OnConflict != "ignore" {
+			t.Errorf("%s replace left onConflict %q, want the default ignore", via, a.Options.OnConflict)
+		}
 		// GET answers the same configuration on both faces.
 		h := mustQueue(t)(g.viaHTTP(t, "GET", "/queues/"+q, "", ""))
 		n := mustQueue(t)(g.viaNATS(t, "queues.get."+q, "", ""))
@@ -260,6 +271,9 @@ func TestConfigureBadInputIsA400AndChangesNothing(t *testing.T) {
 		{`{"queue":"bad.name","options":{"dedupWindowSeconds":1}}`, "bad queue name"},
 		{`{"options":{"dedupWindowSeconds":1}}`, `"queue" is missing`},
 		{`{"queue":7}`, `"queue" must be a string`},
+		{fmt.Sprintf(`{"queue":%q,"options":{"onConflict":"warn"}}`, q), `option onConflict: "warn" is not one of "ignore", "flag", "reject"`},
+		{fmt.Sprintf(`{"queue":%q,"options":{"onConflict":1}}`, q), `option onConflict: 1 is not one of`},
+		{fmt.Sprintf(`{"queue":%q,"options":{"onConflict":"flag","onConflict":"reject"}}`, q), `field "onConflict" is given twice`},
 		{`not json`, "the body must be a JSON object"},
 		{``, "empty body"},
 	}
@@ -284,8 +298,8 @@ func TestConfigureBadInputIsA400AndChangesNothing(t *testing.T) {
 		}
 	}
 	c, err := e.store.QueueConfig(context.Background(), q)
-	if err != nil || c.DedupWindowSeconds != 600 || c.RetentionSeconds != 0 {
-		t.Errorf("after bad requests: %+v, %v; want unchanged (600, 0)", c.QueueOptions, err)
+	if err != nil || c.DedupWindowSeconds != 600 || c.RetentionSeconds != 0 || c.OnConflict != model.ConflictIgnore {
+		t.Errorf("after bad requests: %+v, %v; want unchanged (600, 0, ignore)", c.QueueOptions, err)
 	}
 	if status, _ := g.viaHTTP(t, "GET", "/queues/"+q+"-missing", "", ""); status != 404 {
 		t.Errorf("GET of an unknown queue: %d, want 404", status)

@@ -304,6 +304,12 @@ func testConfigure(t *testing.T, tr transport) {
 	wantOptions(t, c.Options, 3600, 0)
 	ctl(t, "", flags(tr.admin, "configure", "fresh", "--dedup-window", "0")...).expect(t, exitOK, "0 (off)")
 	wantOptions(t, options(t, tr, "fresh"), 0, 0)
+	// A word option: sent as a string, kept by merge, shown as is.
+	ctl(t, "", flags(tr.admin, "configure", "fresh", "--on-conflict", "reject")...).expect(t, exitOK, "onConflict:", "reject")
+	if got := options(t, tr, "fresh"); got["onConflict"] != word("reject") || got["dedupWindowSeconds"] != seconds(0) {
+		t.Errorf("after --on-conflict reject: %v", got)
+	}
+	ctl(t, "", flags(tr.admin, "get", "queues")...).expect(t, exitOK, "ON CONFLICT", "reject")
 }
 
 func testPushAndGet(t *testing.T, tr transport) {
@@ -396,6 +402,7 @@ func testStatus(t *testing.T, tr transport) {
 func testErrors(t *testing.T, tr transport, g *gateway) {
 	ctl(t, "", flags(tr.admin, "get", "queue", "ghost")...).expect(t, exitGateway, "gateway answered 404")
 	ctl(t, "", flags(tr.admin, "configure", "ghost", "--dedup-window", "1.5s")...).expect(t, exitUsage, "must be whole seconds")
+	ctl(t, "", flags(tr.admin, "configure", "ghost", "--on-conflict", "warn")...).expect(t, exitUsage, `--on-conflict "warn": one of ignore, flag, reject`)
 	ctl(t, "", "--http", g.httpURL, "push", "orders", "p1", "x").expect(t, exitUsage, "push needs NATS")
 	// A prefix no gateway serves: no responders over NATS.
 	if tr.name == "nats" {

@@ -33,6 +33,11 @@ func TestParseManifestValid(t *testing.T) {
 			},
 		},
 		{
+			name: "a word option",
+			yaml: "queues:\n  - name: ledger\n    onConflict: reject\n",
+			want: []queueSpec{{Name: "ledger", Options: map[string]optionValue{"onConflict": word("reject")}, Line: 2}},
+		},
+		{
 			name: "flow style",
 			yaml: `{queues: [{name: x, dedupWindowSeconds: 1}]}`,
 			want: []queueSpec{{Name: "x", Options: opts(map[string]int64{"dedupWindowSeconds": 1}), Line: 1}},
@@ -65,7 +70,7 @@ func TestParseManifestErrors(t *testing.T) {
 			name: "unknown keys, queue level and top level",
 			yaml: "queues:\n  - name: a\n    dedupWindow: 10m\nqueue: []\n",
 			want: []string{
-				`line 3: unknown key "dedupWindow" in a queue; a queue takes name, dedupWindowSeconds, retentionSeconds`,
+				`line 3: unknown key "dedupWindow" in a queue; a queue takes name, dedupWindowSeconds, retentionSeconds, onConflict`,
 				`line 4: unknown key "queue"; a manifest has one key, queues`,
 			},
 		},
@@ -90,7 +95,7 @@ func TestParseManifestErrors(t *testing.T) {
 		},
 		{
 			name: "values",
-			yaml: "queues:\n  - name: a\n    dedupWindowSeconds: -1\n    retentionSeconds: 1.5\n  - name: b\n    dedupWindowSeconds: 10m\n    retentionSeconds: 2147483648\n  - name: c\n    dedupWindowSeconds:\n    retentionSeconds: [1]\n  - name: d\n    retentionSeconds: 99999999999999999999\n",
+			yaml: "queues:\n  - name: a\n    dedupWindowSeconds: -1\n    retentionSeconds: 1.5\n  - name: b\n    dedupWindowSeconds: 10m\n    retentionSeconds: 2147483648\n  - name: c\n    dedupWindowSeconds:\n    retentionSeconds: [1]\n  - name: d\n    retentionSeconds: 99999999999999999999\n  - name: e\n    onConflict: warn\n  - name: f\n    onConflict: 1\n",
 			want: []string{
 				`line 3: queue "a": dedupWindowSeconds is -1: must be 0 or more`,
 				`line 4: queue "a": retentionSeconds is 1.5: must be a whole number of seconds`,
@@ -99,6 +104,8 @@ func TestParseManifestErrors(t *testing.T) {
 				`line 9: queue "c": dedupWindowSeconds has no value`,
 				`line 10: queue "c": retentionSeconds must be a whole number of seconds, not a list or mapping`,
 				`line 12: queue "d": retentionSeconds is 99999999999999999999: at most 2147483647`,
+				`line 14: queue "e": onConflict is warn: one of ignore, flag, reject`,
+				`line 16: queue "f": onConflict is 1: one of ignore, flag, reject`,
 			},
 		},
 		{
