@@ -309,3 +309,78 @@ func BenchmarkPushWide(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPushOnConflict is PushSkipProbe per conflict mode: ignore
+// sends and stores no data hashes (its cost must be none), flag and
+// reject hash each message's data in the client and store it.
+func BenchmarkPushOnConflict(b *testing.B) {
+	for _, mode := range []model.ConflictMode{model.ConflictIgnore, model.ConflictFlag} {
+		for _, n := range []int{100, 1000} {
+			b.Run(fmt.Sprintf("mode=%s/batch=%d", mode, n), func(b *testing.B) {
+				st, p := benchSetup(b)
+				ctx := context.Background()
+				if _, _, err := st.Configure(ctx, "bench", model.OptionsPatch{OnConflict: &mode}, false); err != nil {
+					b.Fatal(err)
+				}
+				rows := benchRows{prefix: "conflict-"}
+				last := int64(-1)
+				b.ReportAllocs()
+				for b.Loop() {
+					fr := rows.segment(p.ID, last, n)
+					if mode.Compares() {
+						fr.DataHashes = make([]model.Hash, n)
+						for i, d := range fr.Data {
+							fr.DataHashes[i] = model.HashData(d)
+						}
+					}
+					res, err := st.Push(ctx, []model.Frame{fr})
+					if err != nil {
+						b.Fatal(err)
+					}
+					last = res[0].LastOffset
+				}
+				reportRows(b, n)
+			})
+		}
+	}
+}
+
+// BenchmarkOriginals is the conflict check of a push's duplicates: the
+// stored data hashes of n offsets spread over 1000-message frames.
+func BenchmarkOriginals(b *testing.B) {
+	st, p := benchSetup(b)
+	ctx := context.Background()
+	mode := model.ConflictFlag
+	if _, _, err := st.Configure(ctx, "bench", model.OptionsPatch{OnConflict: &mode}, false); err != nil {
+		b.Fatal(err)
+	}
+	rows := benchRows{prefix: "orig-"}
+	last := int64(-1)
+	for range 20 {
+		fr := rows.segment(p.ID, last, 1000)
+		fr.DataHashes = make([]model.Hash, len(fr.Data))
+		for i, d := range fr.Data {
+			fr.DataHashes[i] = model.HashData(d)
+		}
+		res, err := st.Push(ctx, []model.Frame{fr})
+		if err != nil {
+			b.Fatal(err)
+		}
+		last = res[0].LastOffset
+	}
+	for _, n := range []int{1, 20, 200} {
+		b.Run(fmt.Sprintf("offsets=%d", n), func(b *testing.B) {
+			offsets := make([]int64, n)
+			for i := range offsets {
+				offsets[i] = int64(i) * (last + 1) / int64(n)
+			}
+			for b.Loop() {
+				got, err := st.Originals(ctx, p.ID, offsets)
+				if err != nil || len(got) != n {
+					b.Fatalf("%d of %d originals, %v", len(got), n, err)
+				}
+			}
+			reportRows(b, n)
+		})
+	}
+}
