@@ -84,7 +84,10 @@ func bundleArgs(segs []model.Frame) ([]any, error) {
 	sizes := make([]int64, len(segs)) // data bytes as sent, per frame
 	candCounts := make([]int32, len(segs))
 	dhCounts := make([]int32, len(segs))
-	dataHashes := newArrayBuilder(oidUUID, dataHashed, 16*dataHashed)
+	dataHashes := noDataHashes
+	if dataHashed > 0 {
+		dataHashes = newArrayBuilder(oidUUID, dataHashed, 16*dataHashed)
+	}
 	var candIdx []int32
 	var candOff []int64
 	txnIDs := newArrayBuilder(oidText, total, 32*total)
@@ -125,6 +128,10 @@ func bundleArgs(segs []model.Frame) ([]any, error) {
 }
 
 var jsonNull = []byte("null")
+
+// noDataHashes is the empty uuid[] of a bundle without data hashes (every
+// queue in it ignores payload conflicts): shared, never appended to.
+var noDataHashes = newArrayBuilder(oidUUID, 0, 0)
 
 func collectResults(rows pgx.Rows, segs []model.Frame) ([]model.FrameResult, error) {
 	defer rows.Close()
