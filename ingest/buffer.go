@@ -84,7 +84,8 @@ func (b *buffer) frame(meta model.Partition) model.Frame {
 }
 
 // resolve maps the frame's outcomes back to every message and calls each
-// request's Done. A follower inherits its leader's final result: a queued
+// request's Done, after the counters include them (a producer that reads
+// the figures after its answer finds its messages counted). A follower inherits its leader's final result: a queued
 // leader makes it a duplicate of the leader's offset, a duplicate leader
 // passes on the stored original, a failed leader fails it too. With
 // clash, a duplicate whose data differs from its original's is a payload
@@ -94,8 +95,10 @@ func (b *buffer) resolve(meta model.Partition, res *model.FrameResult, failure e
 	var counts [model.StatusFailed + 1]int64
 	conflicted := 0
 	i := 0
-	for _, req := range b.reqs {
+	answers := make([][]Result, len(b.reqs))
+	for q, req := range b.reqs {
 		results := make([]Result, len(req.Messages))
+		answers[q] = results
 		for k := range req.Messages {
 			r := &results[k]
 			r.PartitionID = meta.ID
@@ -125,7 +128,6 @@ func (b *buffer) resolve(meta model.Partition, res *model.FrameResult, failure e
 			counts[r.Status]++
 			i++
 		}
-		req.Done(results)
 	}
 	if conflicted > 0 {
 		m.conflicts[clash.mode].Add(float64(conflicted))
@@ -137,5 +139,8 @@ func (b *buffer) resolve(meta model.Partition, res *model.FrameResult, failure e
 				t.addN(st, counts[st])
 			}
 		}
+	}
+	for q, req := range b.reqs {
+		req.Done(answers[q])
 	}
 }
