@@ -11,6 +11,11 @@
 --     to the first offset still covered, so a probe never looks below it;
 --   - with retention_seconds > 0, deletes the segments older than that,
 --     again as a prefix. Segments only: log_txns is the window's.
+-- Consumer groups hold both back: log_txns rows from the lowest cursor of
+-- the queue's groups on the partition up (acknowledgements resolve
+-- transactionIds through them; a group that has not read the partition
+-- yet counts as a cursor at 0), and, with retain_until 'consumed', the
+-- segments too.
 -- At most p_max_rows rows of each kind per partition per call; "more" says
 -- a partition was left with work, so the caller calls again.
 CREATE OR REPLACE PROCEDURE queen.log_retain(p_after bigint, p_limit integer, p_slack_seconds double precision,
@@ -27,11 +32,13 @@ DECLARE
     v_cap      bigint;
     v_n        bigint;
     v_bytes    bigint;
+    v_hold     bigint;  -- the lowest cursor of the queue's groups; NULL: no group
 BEGIN
     visited := 0; locked := 0; skipped := 0; txns_deleted := 0; segments_deleted := 0; more := false;
     last_id := p_after;
     FOR r IN
-        SELECT p.id, q.dedup_window_seconds AS win, q.retention_seconds AS ret
+        SELECT p.id, q.id AS queue_id, q.dedup_window_seconds AS win, q.retention_seconds AS ret,
+               q.retain_until = 'consumed' AS until_consumed
           FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
          WHERE p.id > p_after
          ORDER BY p.id
@@ -55,6 +62,10 @@ BEGIN
             CONTINUE;
         END IF;
         locked := locked + 1;
+        SELECT min(coalesce(c.next_offset, 0)) INTO v_hold
+          FROM queen.consumer_groups g
+          LEFT JOIN queen.consumer_cursors c ON c.group_id = g.id AND c.partition_id = r.id
+         WHERE g.queue_id = r.queue_id;
 
         -- log_txns: everything below the first row still in the window (or
         -- below the allocator's next offset if none is) is wholly older.
@@ -75,6 +86,12 @@ BEGIN
         IF v_cap IS NOT NULL AND v_cap < v_start THEN
             v_start := v_cap;
             more := true;
+        END IF;
+        IF v_hold IS NOT NULL AND v_hold < v_start THEN
+            -- Only whole rows below the cursor: the one holding it stays.
+            SELECT coalesce(min(t.base_offset), v_hold) INTO v_start
+              FROM queen.log_txns t WHERE t.partition_id = r.id AND t.end_offset >= v_hold;
+            v_start := least(v_start, v_hold);
         END IF;
         DELETE FROM queen.log_txns t WHERE t.partition_id = r.id AND t.end_offset < v_start;
         GET DIAGNOSTICS v_n = ROW_COUNT;
@@ -97,6 +114,12 @@ BEGIN
             IF v_cap IS NOT NULL AND v_cap < v_start THEN
                 v_start := v_cap;
                 more := true;
+            END IF;
+            IF r.until_consumed AND v_hold IS NOT NULL AND v_hold < v_start THEN
+                -- Segments wholly below every group's cursor only.
+                SELECT coalesce(min(s.base_offset), v_hold) INTO v_start
+                  FROM queen.log_segments s WHERE s.partition_id = r.id AND s.end_offset >= v_hold;
+                v_start := least(v_start, v_hold);
             END IF;
             WITH gone AS (
                 DELETE FROM queen.log_segments s WHERE s.partition_id = r.id AND s.base_offset < v_start

@@ -1,0 +1,121 @@
+package model
+
+import (
+	"errors"
+	"time"
+)
+
+// ErrGroupNotFound is a consumer group that does not exist (groups are
+// created by their first pop).
+var ErrGroupNotFound = errors.New("consumer group not found")
+
+// DefaultMaxAttempts is how many deliveries a queue allows a message
+// before dead-lettering it, unless configured (0: never).
+const DefaultMaxAttempts = 5
+
+// RetainUntil says what retention waits for beyond retentionSeconds.
+type RetainUntil string
+
+const (
+	// RetainByAge deletes messages by their age alone.
+	RetainByAge RetainUntil = "age"
+	// RetainUntilConsumed also waits until every group of the queue has
+	// consumed them.
+	RetainUntilConsumed RetainUntil = "consumed"
+)
+
+// Valid reports whether r is one of the values.
+func (r RetainUntil) Valid() bool { return r == RetainByAge || r == RetainUntilConsumed }
+
+// Group is a consumer group of a queue.
+type Group struct {
+	ID, QueueID int64
+	Queue, Name string
+}
+
+// PopRequest asks for a lease on a partition with work and its messages.
+type PopRequest struct {
+	Group       Group
+	PartitionID int64 // 0: any partition of the queue with work
+	Max         int
+	Lease       time.Duration
+	Consumer    string
+}
+
+// Delivery is one message handed to a consumer.
+type Delivery struct {
+	StoredMessage
+	// Attempts counts its deliveries to the group, this one included.
+	Attempts int
+	// LastError is what the last consumer that failed it said.
+	LastError string
+}
+
+// PopResult is a lease and what was delivered under it; no lease (empty
+// LeaseID) when nothing was.
+type PopResult struct {
+	PartitionID  int64
+	Partition    string
+	LeaseID      string
+	LeaseUntil   time.Time
+	Messages     []Delivery
+	DeadLettered int // moved to the dead-letter queue instead of delivered
+	NextOffset   int64
+}
+
+// AckItem settles one message, named by Offset (>= 0) or TxnID.
+type AckItem struct {
+	Offset    int64 // -1: named by TxnID
+	TxnID     string
+	Completed bool // false: failed, redelivered later
+	Error     string
+}
+
+// AckOutcome is what became of one AckItem.
+type AckOutcome struct {
+	Offset int64 // -1 when it could not be resolved
+	Result string
+}
+
+// Ack results (docs/protocol.md, "Consuming").
+const (
+	AckAcked         = "acked"
+	AckAlready       = "alreadyAcked"
+	AckUnknownTxnID  = "unknownTransactionId"
+	AckUnknownOffset = "unknownOffset"
+	AckLeaseExpired  = "leaseExpired"
+	AckLeaseNotHeld  = "leaseNotHeld"
+	AckNotInLease    = "notInLease"
+)
+
+// AckResult is a batch's outcomes, in item order, and the group's cursor
+// on the partition after it.
+type AckResult struct {
+	Items        []AckOutcome
+	NextOffset   int64
+	LeaseEnded   bool
+	DeadLettered int
+}
+
+// GroupPartition is a group's position on one partition.
+type GroupPartition struct {
+	Group, Partition string
+	PartitionID      int64
+	NextOffset       int64 // every offset below is consumed
+	LastOffset       int64
+	Leased           bool
+	LeaseConsumer    string
+	LeaseUntil       time.Time
+}
+
+// Lag is how many messages the group has yet to consume there.
+func (g GroupPartition) Lag() int64 { return max(0, g.LastOffset-g.NextOffset+1) }
+
+// DeadLetterQueue is the name of queue's dead-letter queue.
+func DeadLetterQueue(queue string) string {
+	const suffix = "-dlq"
+	if len(queue) > 128-len(suffix) {
+		queue = queue[:128-len(suffix)]
+	}
+	return queue + suffix
+}

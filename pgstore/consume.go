@@ -1,0 +1,328 @@
+package pgstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/queengate/queengate/model"
+)
+
+// EnsureGroup returns queue's consumer group name, creating it (the
+// group, not the queue) if it does not exist: a pop names its group into
+// being. ErrQueueNotFound for a queue that does not exist.
+func (s *Store) EnsureGroup(ctx context.Context, queue, name string) (model.Group, error) {
+	g := model.Group{Queue: queue, Name: name}
+	err := s.pool.QueryRow(ctx, `
+		WITH q AS (SELECT id FROM queen.queues WHERE name = $1),
+		     ins AS (INSERT INTO queen.consumer_groups (queue_id, name) SELECT q.id, $2 FROM q
+		             ON CONFLICT (queue_id, name) DO NOTHING RETURNING id, queue_id)
+		SELECT id, queue_id FROM ins
+		UNION ALL
+		SELECT g.id, g.queue_id FROM queen.consumer_groups g JOIN q ON g.queue_id = q.id WHERE g.name = $2
+		LIMIT 1`, queue, name).Scan(&g.ID, &g.QueueID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return g, fmt.Errorf("%w: %s", model.ErrQueueNotFound, queue)
+	}
+	if err != nil {
+		return g, fmt.Errorf("pgstore: consumer group %s/%s: %w", queue, name, err)
+	}
+	return g, nil
+}
+
+// FindGroup returns queue's consumer group name; ErrQueueNotFound or
+// ErrGroupNotFound if either does not exist.
+func (s *Store) FindGroup(ctx context.Context, queue, name string) (model.Group, error) {
+	g := model.Group{Queue: queue, Name: name}
+	var gid *int64
+	err := s.pool.QueryRow(ctx, `
+		SELECT q.id, g.id FROM queen.queues q
+		  LEFT JOIN queen.consumer_groups g ON g.queue_id = q.id AND g.name = $2
+		 WHERE q.name = $1`, queue, name).Scan(&g.QueueID, &gid)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return g, fmt.Errorf("%w: %s", model.ErrQueueNotFound, queue)
+	case err != nil:
+		return g, fmt.Errorf("pgstore: consumer group %s/%s: %w", queue, name, err)
+	case gid == nil:
+		return g, fmt.Errorf("%w: %q of queue %s (a group is created by its first pop)", model.ErrGroupNotFound, name, queue)
+	}
+	g.ID = *gid
+	return g, nil
+}
+
+// PartitionID is the id of queue's partition name; ErrNotFound if it
+// does not exist.
+func (s *Store) PartitionID(ctx context.Context, queueID int64, name string) (int64, error) {
+	var id int64
+	err := s.pool.QueryRow(ctx, "SELECT id FROM queen.log_partitions WHERE queue_id = $1 AND name = $2", queueID, name).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, fmt.Errorf("%w: partition %s", model.ErrNotFound, name)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("pgstore: partition %s: %w", name, err)
+	}
+	return id, nil
+}
+
+// Pop leases a partition with work to the request's consumer and returns
+// what it delivers (docs/design.md, "Consuming"). Messages out of
+// attempts are moved to the dead-letter queue in the same transaction.
+func (s *Store) Pop(ctx context.Context, r model.PopRequest) (model.PopResult, error) {
+	var out model.PopResult
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var pid *int64
+		if r.PartitionID > 0 {
+			pid = &r.PartitionID
+		}
+		rows, err := tx.Query(ctx, `SELECT partition_id, partition, lease_id, lease_until, off, txn_id, data::text,
+			created_at, attempts, last_error, dead FROM queen.consumer_pop($1, $2, $3, $4, $5, $6)`,
+			r.Group.ID, r.Group.QueueID, pid, r.Max, r.Lease.Seconds(), r.Consumer)
+		if err != nil {
+			return err
+		}
+		var dead []model.Delivery
+		for rows.Next() {
+			var (
+				d       model.Delivery
+				lease   pgtype.UUID
+				until   *time.Time
+				data    string
+				lastErr *string
+				isDead  bool
+			)
+			if err := rows.Scan(&d.PartitionID, &out.Partition, &lease, &until, &d.Offset, &d.TxnID, &data,
+				&d.CreatedAt, &d.Attempts, &lastErr, &isDead); err != nil {
+				rows.Close()
+				return err
+			}
+			d.Data = []byte(data)
+			if lastErr != nil {
+				d.LastError = *lastErr
+			}
+			out.PartitionID = d.PartitionID
+			if isDead {
+				dead = append(dead, d)
+				continue
+			}
+			out.LeaseID, out.LeaseUntil = uuidString(lease), *until
+			out.Messages = append(out.Messages, d)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if len(dead) > 0 {
+			out.DeadLettered = len(dead)
+			_, err = s.deadLetter(ctx, tx, r.Group, out.Partition, dead)
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return model.PopResult{}, fmt.Errorf("pgstore: pop %s/%s: %w", r.Group.Queue, r.Group.Name, err)
+	}
+	return out, nil
+}
+
+// Ack settles a batch of messages under a lease, in one transaction with
+// the dead-lettering of those out of attempts.
+func (s *Store) Ack(ctx context.Context, g model.Group, partitionID int64, leaseID string, items []model.AckItem) (model.AckResult, error) {
+	var lease pgtype.UUID
+	if err := lease.Scan(leaseID); err != nil {
+		lease = pgtype.UUID{} // not a uuid: no lease matches it
+	}
+	offsets := make([]*int64, len(items))
+	hashes := make([]*model.Hash, len(items))
+	completed := make([]bool, len(items))
+	errs := make([]*string, len(items))
+	for i := range items {
+		it := &items[i]
+		if it.Offset >= 0 {
+			offsets[i] = &it.Offset
+		} else {
+			h := model.HashTxnID(it.TxnID)
+			hashes[i] = &h
+		}
+		completed[i] = it.Completed
+		if !it.Completed {
+			errs[i] = &it.Error
+		}
+	}
+	out := model.AckResult{Items: make([]model.AckOutcome, len(items))}
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT item, off, result, dead, txn_id, data::text, created_at, attempts, last_error,
+			next_offset, lease_ended FROM queen.consumer_ack($1, $2, $3, $4, $5, $6, $7)`,
+			g.ID, partitionID, lease, offsets, hashes, completed, errs)
+		if err != nil {
+			return err
+		}
+		var dead []model.Delivery
+		for rows.Next() {
+			var (
+				item              int
+				off               *int64
+				result            string
+				isDead            bool
+				txnID, data, last *string
+				created           *time.Time
+				attempts          *int
+			)
+			if err := rows.Scan(&item, &off, &result, &isDead, &txnID, &data, &created, &attempts, &last,
+				&out.NextOffset, &out.LeaseEnded); err != nil {
+				rows.Close()
+				return err
+			}
+			o := model.AckOutcome{Offset: -1, Result: result}
+			if off != nil {
+				o.Offset = *off
+			}
+			out.Items[item-1] = o
+			if isDead && txnID != nil {
+				d := model.Delivery{StoredMessage: model.StoredMessage{PartitionID: partitionID, Offset: *off,
+					TxnID: *txnID, Data: []byte(*data), CreatedAt: *created}, Attempts: *attempts}
+				if last != nil {
+					d.LastError = *last
+				}
+				dead = append(dead, d)
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if len(dead) > 0 {
+			out.DeadLettered = len(dead)
+			var partition string
+			if err := tx.QueryRow(ctx, "SELECT name FROM queen.log_partitions WHERE id = $1", partitionID).Scan(&partition); err != nil {
+				return err
+			}
+			out.NextOffset, err = s.deadLetter(ctx, tx, g, partition, dead)
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return model.AckResult{}, fmt.Errorf("pgstore: ack %s/%s: %w", g.Queue, g.Name, err)
+	}
+	return out, nil
+}
+
+// deadLetter moves messages of group g to the queue's dead-letter queue
+// (same partition name) and records them done for the group, inside the
+// pop's or ack's transaction, which holds the group's cursor row: once
+// per message and group. The dead-letter message's transactionId is
+// "<group>:<messageId>", its data the original's with its ids and the
+// last error.
+// It returns the group's cursor after.
+func (s *Store) deadLetter(ctx context.Context, tx pgx.Tx, g model.Group, partition string, dead []model.Delivery) (int64, error) {
+	var dlq model.Partition
+	if err := tx.QueryRow(ctx, "SELECT partition_id FROM queen.ensure_partition($1, $2)",
+		model.DeadLetterQueue(g.Queue), partition).Scan(&dlq.ID); err != nil {
+		return 0, fmt.Errorf("dead-letter queue: %w", err)
+	}
+	fr := model.Frame{PartitionID: dlq.ID, Verified: -1}
+	offsets := make([]int64, len(dead))
+	for i, d := range dead {
+		id := g.Name + ":" + model.MessageID(d.PartitionID, d.Offset)
+		body, err := json.Marshal(deadLetterBody{Queue: g.Queue, Partition: partition, Group: g.Name,
+			MessageID: model.MessageID(d.PartitionID, d.Offset), Offset: d.Offset, TransactionID: d.TxnID,
+			CreatedAt: d.CreatedAt.UTC(), Attempts: d.Attempts, Error: d.LastError, Data: json.RawMessage(d.Data)})
+		if err != nil {
+			return 0, err
+		}
+		fr.TxnIDs, fr.Hashes, fr.Data = append(fr.TxnIDs, id), append(fr.Hashes, model.HashTxnID(id)), append(fr.Data, body)
+		offsets[i] = d.Offset
+	}
+	args, err := bundleArgs([]model.Frame{fr})
+	if err != nil {
+		return 0, err
+	}
+	rows, err := tx.Query(ctx, pushBundleSQL, args...)
+	if err != nil {
+		return 0, fmt.Errorf("dead-letter push: %w", err)
+	}
+	if _, err := collectResults(rows, []model.Frame{fr}); err != nil {
+		return 0, fmt.Errorf("dead-letter push: %w", err)
+	}
+	var next int64
+	err = tx.QueryRow(ctx, "SELECT queen.consumer_dead_lettered($1, $2, $3)", g.ID, dead[0].PartitionID, offsets).Scan(&next)
+	return next, err
+}
+
+// deadLetterBody is a dead-letter message's data.
+type deadLetterBody struct {
+	Queue         string          `json:"queue"`
+	Partition     string          `json:"partition"`
+	Group         string          `json:"group"`
+	MessageID     string          `json:"messageId"`
+	Offset        int64           `json:"offset"`
+	TransactionID string          `json:"transactionId"`
+	CreatedAt     time.Time       `json:"createdAt"`
+	Attempts      int             `json:"attempts"`
+	Error         string          `json:"error"`
+	Data          json.RawMessage `json:"data"`
+}
+
+// Lease renews (d > 0) or releases (d = 0) a lease; false when it is not
+// the partition's current lease or has run out.
+func (s *Store) Lease(ctx context.Context, g model.Group, partitionID int64, leaseID string, d time.Duration) (until time.Time, ok bool, err error) {
+	var lease pgtype.UUID
+	if lease.Scan(leaseID) != nil {
+		return time.Time{}, false, nil
+	}
+	var u *time.Time
+	err = s.pool.QueryRow(ctx, "SELECT lease_until FROM queen.consumer_lease($1, $2, $3, $4)",
+		g.ID, partitionID, lease, d.Seconds()).Scan(&u)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return time.Time{}, false, nil
+	case err != nil:
+		return time.Time{}, false, fmt.Errorf("pgstore: lease: %w", err)
+	case u == nil:
+		return time.Time{}, true, nil
+	}
+	return *u, true, nil
+}
+
+// GroupPartitions lists every group of the queue with its position on
+// each partition, lag included: partitions a group has not read yet are
+// listed from offset 0.
+func (s *Store) GroupPartitions(ctx context.Context, queueID int64) ([]model.GroupPartition, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT g.name, p.name, p.id, coalesce(c.next_offset, 0), p.last_offset,
+		       coalesce(c.lease_id IS NOT NULL AND c.lease_until > now(), false), coalesce(c.lease_consumer, ''), c.lease_until
+		  FROM queen.consumer_groups g
+		  JOIN queen.log_partitions p ON p.queue_id = g.queue_id
+		  LEFT JOIN queen.consumer_cursors c ON c.group_id = g.id AND c.partition_id = p.id
+		 WHERE g.queue_id = $1
+		 ORDER BY g.name, p.name`, queueID)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: groups: %w", err)
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (model.GroupPartition, error) {
+		var (
+			gp    model.GroupPartition
+			until *time.Time
+		)
+		err := row.Scan(&gp.Group, &gp.Partition, &gp.PartitionID, &gp.NextOffset, &gp.LastOffset, &gp.Leased,
+			&gp.LeaseConsumer, &until)
+		if until != nil && gp.Leased {
+			gp.LeaseUntil = *until
+		}
+		return gp, err
+	})
+}
+
+func uuidString(u pgtype.UUID) string {
+	if !u.Valid {
+		return ""
+	}
+	b := u.Bytes
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}

@@ -1,0 +1,260 @@
+package pgstore_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/queengate/queengate/model"
+)
+
+// consumerBundle is a queue with pushed messages and a consumer group.
+type consumerBundle struct {
+	*testBundle
+	group model.Group
+}
+
+// setupConsumer pushes n messages t0..t(n-1) to the test's partition and
+// creates group "g".
+func setupConsumer(t *testing.T, n int) *consumerBundle {
+	t.Helper()
+	b := setup(t)
+	if n > 0 {
+		var ids []string
+		for i := range n {
+			ids = append(ids, fmt.Sprintf("t%d", i))
+		}
+		b.push(t, -1, ids...)
+	}
+	return &consumerBundle{testBundle: b, group: b.group(t, "g")}
+}
+
+func (b *testBundle) group(t *testing.T, name string) model.Group {
+	t.Helper()
+	g, err := b.store.EnsureGroup(context.Background(), b.queue, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func (b *consumerBundle) pop(t *testing.T, g model.Group, max int) model.PopResult {
+	t.Helper()
+	r, err := b.store.Pop(context.Background(), model.PopRequest{Group: g, Max: max, Lease: time.Minute, Consumer: "c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func offsetsOf(r model.PopResult) []int64 {
+	var out []int64
+	for _, m := range r.Messages {
+		out = append(out, m.Offset)
+	}
+	return out
+}
+
+func (b *consumerBundle) ack(t *testing.T, lease string, items ...model.AckItem) model.AckResult {
+	t.Helper()
+	r, err := b.store.Ack(context.Background(), b.group, b.part.ID, lease, items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func done(txnID string) model.AckItem { return model.AckItem{Offset: -1, TxnID: txnID, Completed: true} }
+func doneAt(off int64) model.AckItem  { return model.AckItem{Offset: off, Completed: true} }
+func failed(txnID, why string) model.AckItem {
+	return model.AckItem{Offset: -1, TxnID: txnID, Error: why}
+}
+
+func results(r model.AckResult) []string {
+	var out []string
+	for _, o := range r.Items {
+		out = append(out, o.Result)
+	}
+	return out
+}
+
+func (b *consumerBundle) backdateLease(t *testing.T) {
+	t.Helper()
+	if _, err := b.store.Pool().Exec(context.Background(),
+		"UPDATE queen.consumer_cursors SET lease_until = now() - interval '1 second' WHERE group_id = $1", b.group.ID); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPopDeliversInOffsetOrderAndAcksAdvanceTheCursor(t *testing.T) {
+	t.Parallel()
+	b := setupConsumer(t, 10)
+	r := b.pop(t, b.group, 4)
+	if !slices.Equal(offsetsOf(r), []int64{0, 1, 2, 3}) || r.LeaseID == "" || r.Messages[0].TxnID != "t0" ||
+		r.Messages[0].Attempts != 1 || string(r.Messages[1].Data) != `{"i":1,"id":"t1"}` {
+		t.Fatalf("pop: %+v", r)
+	}
+	// While the lease runs, the partition is the group's consumer's only.
+	if again := b.pop(t, b.group, 4); len(again.Messages) != 0 {
+		t.Fatalf("a second pop during the lease got %v", offsetsOf(again))
+	}
+	a := b.ack(t, r.LeaseID, done("t0"), done("t1"), doneAt(2), done("t3"))
+	if !slices.Equal(results(a), []string{"acked", "acked", "acked", "acked"}) || a.NextOffset != 4 || !a.LeaseEnded {
+		t.Fatalf("ack: %+v", a)
+	}
+	if next := b.pop(t, b.group, 100); !slices.Equal(offsetsOf(next), []int64{4, 5, 6, 7, 8, 9}) {
+		t.Fatalf("next pop: %v", offsetsOf(next))
+	}
+}
+
+func TestOutOfOrderAcksWaitForThePrefix(t *testing.T) {
+	t.Parallel()
+	b := setupConsumer(t, 4)
+	r := b.pop(t, b.group, 4)
+	if a := b.ack(t, r.LeaseID, done("t2"), done("t3")); a.NextOffset != 0 || a.LeaseEnded {
+		t.Fatalf("acks above the cursor moved it: %+v", a)
+	}
+	if a := b.ack(t, r.LeaseID, done("t0")); a.NextOffset != 1 {
+		t.Fatalf("ack of t0: %+v", a)
+	}
+	if a := b.ack(t, r.LeaseID, done("t1")); a.NextOffset != 4 || !a.LeaseEnded {
+		t.Fatalf("closing the prefix: %+v", a)
+	}
+	var marks int
+	if err := b.store.Pool().QueryRow(context.Background(),
+		"SELECT count(*) FROM queen.consumer_marks WHERE group_id = $1", b.group.ID).Scan(&marks); err != nil || marks != 0 {
+		t.Fatalf("%d marks left below the cursor (%v)", marks, err)
+	}
+}
+
+func TestFailedAndExpiredMessagesAreRedeliveredWithTheirAttempts(t *testing.T) {
+	t.Parallel()
+	b := setupConsumer(t, 3)
+	r := b.pop(t, b.group, 2)
+	if a := b.ack(t, r.LeaseID, failed("t0", "boom")); a.LeaseEnded || a.NextOffset != 0 {
+		t.Fatalf("failed ack: %+v", a)
+	}
+	if a := b.ack(t, r.LeaseID, done("t1")); !a.LeaseEnded {
+		t.Fatalf("the lease did not end with everything settled: %+v", a)
+	}
+	r = b.pop(t, b.group, 2)
+	if !slices.Equal(offsetsOf(r), []int64{0, 2}) || r.Messages[0].Attempts != 2 || r.Messages[0].LastError != "boom" ||
+		r.Messages[1].Attempts != 1 {
+		t.Fatalf("redelivery: %+v", r)
+	}
+	// A consumer that goes away: its lease runs out and another consumer
+	// of the group gets the same messages, one attempt further.
+	b.backdateLease(t)
+	if a := b.ack(t, r.LeaseID, done("t0")); results(a)[0] != model.AckLeaseExpired {
+		t.Fatalf("an ack under the run-out lease: %v", results(a))
+	}
+	r2 := b.pop(t, b.group, 2)
+	if !slices.Equal(offsetsOf(r2), []int64{0, 2}) || r2.Messages[0].Attempts != 3 || r2.Messages[1].Attempts != 2 {
+		t.Fatalf("after expiry: %+v", r2)
+	}
+	if a := b.ack(t, r.LeaseID, done("t0")); results(a)[0] != model.AckLeaseNotHeld {
+		t.Fatalf("an ack under a replaced lease: %v", results(a))
+	}
+}
+
+func TestDeadLetteredExactlyOnceAtMaxAttempts(t *testing.T) {
+	t.Parallel()
+	b := setupConsumer(t, 2)
+	if _, err := b.store.Pool().Exec(context.Background(), "UPDATE queen.queues SET max_attempts = 2 WHERE name = $1", b.queue); err != nil {
+		t.Fatal(err)
+	}
+	r := b.pop(t, b.group, 1)
+	b.ack(t, r.LeaseID, failed("t0", "first"))
+	r = b.pop(t, b.group, 1)
+	if r.Messages[0].Attempts != 2 {
+		t.Fatalf("second delivery: %+v", r)
+	}
+	a := b.ack(t, r.LeaseID, failed("t0", "second"))
+	if a.DeadLettered != 1 || a.NextOffset != 1 || !a.LeaseEnded {
+		t.Fatalf("the last failure: %+v", a)
+	}
+	// Retried, the batch changes nothing and dead-letters nothing again.
+	if a := b.ack(t, r.LeaseID, failed("t0", "second")); a.DeadLettered != 0 || results(a)[0] != model.AckAlready {
+		t.Fatalf("retried: %+v", a)
+	}
+	if next := b.pop(t, b.group, 10); !slices.Equal(offsetsOf(next), []int64{1}) {
+		t.Fatalf("after dead-lettering: %v", offsetsOf(next))
+	}
+	dlq, err := b.store.Read(context.Background(), model.ReadRequest{Queue: model.DeadLetterQueue(b.queue), Partition: "Default", Max: 10, MaxBytes: 1 << 20})
+	if err != nil || len(dlq.Messages) != 1 {
+		t.Fatalf("dead-letter queue: %+v, %v", dlq, err)
+	}
+	m := dlq.Messages[0]
+	if m.TxnID != "g:"+model.MessageID(b.part.ID, 0) || !contains(string(m.Data), `"transactionId":"t0"`, `"attempts":2`, `"error":"second"`, `"data":{"i":0,"id":"t0"}`) {
+		t.Fatalf("dead letter %s: %s", m.TxnID, m.Data)
+	}
+}
+
+// A message whose lease ran out maxAttempts times is dead-lettered by the
+// pop that would deliver it again.
+func TestExpiredPastMaxAttemptsIsDeadLetteredByThePop(t *testing.T) {
+	t.Parallel()
+	b := setupConsumer(t, 1)
+	if _, err := b.store.Pool().Exec(context.Background(), "UPDATE queen.queues SET max_attempts = 1 WHERE name = $1", b.queue); err != nil {
+		t.Fatal(err)
+	}
+	b.pop(t, b.group, 1)
+	b.backdateLease(t)
+	r := b.pop(t, b.group, 1)
+	if len(r.Messages) != 0 || r.DeadLettered != 1 {
+		t.Fatalf("pop after the only attempt ran out: %+v", r)
+	}
+	if n := b.lastOffsetOf(t, model.DeadLetterQueue(b.queue)); n != 0 {
+		t.Fatalf("dead-letter queue's last offset %d, want 0", n)
+	}
+}
+
+func (b *consumerBundle) lastOffsetOf(t *testing.T, queue string) int64 {
+	t.Helper()
+	var last int64
+	if err := b.store.Pool().QueryRow(context.Background(), `SELECT p.last_offset FROM queen.log_partitions p
+		JOIN queen.queues q ON q.id = p.queue_id WHERE q.name = $1`, queue).Scan(&last); err != nil {
+		t.Fatal(err)
+	}
+	return last
+}
+
+func TestGroupsEachSeeEveryMessage(t *testing.T) {
+	t.Parallel()
+	b := setupConsumer(t, 3)
+	other := b.testBundle.group(t, "other")
+	for _, g := range []model.Group{b.group, other} {
+		if r := b.pop(t, g, 10); !slices.Equal(offsetsOf(r), []int64{0, 1, 2}) {
+			t.Errorf("group %s: %v", g.Name, offsetsOf(r))
+		}
+	}
+}
+
+func TestAckResultsNameWhatIsWrong(t *testing.T) {
+	t.Parallel()
+	b := setupConsumer(t, 3)
+	r := b.pop(t, b.group, 2)
+	a := b.ack(t, r.LeaseID, done("nope"), doneAt(99), doneAt(2), done("t0"), done("t0"))
+	want := []string{model.AckUnknownTxnID, model.AckUnknownOffset, model.AckNotInLease, model.AckAcked, model.AckAlready}
+	if !slices.Equal(results(a), want) {
+		t.Fatalf("results %v, want %v", results(a), want)
+	}
+	if a := b.ack(t, "not-a-lease", done("t1")); results(a)[0] != model.AckLeaseNotHeld {
+		t.Fatalf("a malformed lease: %v", results(a))
+	}
+	if a := b.ack(t, r.LeaseID, done("t0")); results(a)[0] != model.AckAlready || a.NextOffset != 1 {
+		t.Fatalf("a repeated ack: %+v", a)
+	}
+}
+
+func contains(s string, subs ...string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
+}

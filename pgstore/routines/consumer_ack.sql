@@ -1,0 +1,137 @@
+-- consumer_ack settles a batch of group p_group_id's messages on
+-- partition p_partition_id under lease p_lease_id. Item i names a message
+-- by offset (p_offsets[i]) or by its transactionId's hash (p_hashes[i]),
+-- resolved through log_txns as a push resolves it, among the offsets
+-- delivered to the group from its cursor on; p_completed[i] is completed
+-- or failed (with p_errors[i]).
+--
+-- One row per item: its offset (NULL when unresolved) and result:
+--   acked         completed or failed, as asked
+--   alreadyAcked  completed before (a retried batch answers this)
+--   unknownTransactionId / unknownOffset
+--   leaseExpired  the lease named is the partition's, but ran out
+--   leaseNotHeld  the lease named is not the partition's current one
+--   notInLease    the lease holds, but this message was not delivered under it
+-- Completed messages advance the cursor over the contiguous prefix; the
+-- others are marked and kept until the prefix closes. A failed message
+-- is redelivered by a later pop with its attempt count; one failed for
+-- the maxAttempts-th time comes back with dead = true (and its
+-- transactionId, data and error), to be moved to the dead-letter queue
+-- by the caller in the same transaction (consumer_dead_lettered). The
+-- lease ends once every message delivered under it is settled. Also in
+-- every row: the cursor after the batch, and whether the lease ended.
+--
+-- Lock order (LOCKS.md): the cursor row only.
+CREATE OR REPLACE FUNCTION queen.consumer_ack(p_group_id bigint, p_partition_id bigint, p_lease_id uuid,
+    p_offsets bigint[], p_hashes uuid[], p_completed boolean[], p_errors text[])
+RETURNS TABLE (item integer, off bigint, result text, dead boolean, txn_id text, data json, created_at timestamptz,
+               attempts integer, last_error text, next_offset bigint, lease_ended boolean)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    c        queen.consumer_cursors%ROWTYPE;
+    v_now    timestamptz := clock_timestamp();
+    v_held   boolean;
+    v_max    integer;
+    v_last   bigint;
+    v_next   bigint;
+    v_ended  boolean := false;
+    a_off    bigint[];   -- per item: the offset it names, NULL if unknown
+    a_res    text[];     -- per item: its result
+    a_done   bigint[];   -- completed now
+BEGIN
+    SELECT cc.* INTO c FROM queen.consumer_cursors cc
+     WHERE cc.group_id = p_group_id AND cc.partition_id = p_partition_id
+       FOR UPDATE;
+    SELECT p.last_offset, q.max_attempts INTO v_last, v_max
+      FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id WHERE p.id = p_partition_id;
+    v_held := FOUND AND c.lease_id IS NOT DISTINCT FROM p_lease_id AND c.lease_until > v_now;
+
+    -- Resolve transactionIds among the offsets delivered from the cursor
+    -- on; the rest (acknowledged long ago, or never stored) through the
+    -- window, as a push would find them.
+    WITH it AS (
+        SELECT i, p_offsets[i] AS off, p_hashes[i] AS h FROM generate_subscripts(p_completed, 1) AS i
+    ), near AS (
+        SELECT th.h, min(t.base_offset + th.idx - 1) AS off
+          FROM queen.log_txns t
+         CROSS JOIN LATERAL queen.log_unnest_hashes(t.hashes) AS th
+          JOIN (SELECT DISTINCT it.h FROM it WHERE it.h IS NOT NULL) AS want ON want.h = th.h
+         WHERE t.partition_id = p_partition_id AND c.group_id IS NOT NULL
+           AND t.end_offset >= c.next_offset AND t.base_offset <= c.delivered_to
+           AND t.base_offset + th.idx - 1 BETWEEN c.next_offset AND c.delivered_to
+         GROUP BY th.h
+    )
+    SELECT array_agg(coalesce(it.off, near.off) ORDER BY it.i) INTO a_off
+      FROM it LEFT JOIN near ON near.h = it.h;
+    IF EXISTS (SELECT 1 FROM unnest(a_off, p_hashes) AS x(off, h) WHERE x.off IS NULL AND x.h IS NOT NULL) THEN
+        SELECT array_agg(coalesce(x.off, f.first_offset) ORDER BY x.i) INTO a_off
+          FROM unnest(a_off, p_hashes) WITH ORDINALITY AS x(off, h, i)
+          LEFT JOIN queen.log_find(p_partition_id,
+                        ARRAY(SELECT y.h FROM unnest(a_off, p_hashes) AS y(off, h) WHERE y.off IS NULL AND y.h IS NOT NULL)) AS f
+            ON x.off IS NULL AND f.h = x.h;
+    END IF;
+
+    -- Results, in item order; an offset named twice is settled once.
+    SELECT array_agg(r.res ORDER BY r.i) INTO a_res
+      FROM (SELECT x.i,
+                   CASE WHEN x.off IS NULL AND p_hashes[x.i] IS NOT NULL THEN 'unknownTransactionId'
+                        WHEN x.off IS NULL OR x.off < 0 OR x.off > v_last THEN 'unknownOffset'
+                        WHEN c.group_id IS NULL THEN 'leaseNotHeld'
+                        WHEN x.off < c.next_offset OR m.done THEN 'alreadyAcked'
+                        WHEN row_number() OVER (PARTITION BY x.off ORDER BY x.i) > 1 THEN 'alreadyAcked'
+                        WHEN NOT v_held AND c.lease_id IS NOT DISTINCT FROM p_lease_id THEN 'leaseExpired'
+                        WHEN NOT v_held THEN 'leaseNotHeld'
+                        WHEN x.off NOT BETWEEN c.lease_from AND c.lease_to THEN 'notInLease'
+                        ELSE 'acked' END AS res
+              FROM unnest(a_off) WITH ORDINALITY AS x(off, i)
+              LEFT JOIN queen.consumer_marks m
+                ON m.group_id = p_group_id AND m.partition_id = p_partition_id AND m.off = x.off) AS r;
+
+    IF v_held THEN
+        SELECT coalesce(array_agg(x.off), '{}') INTO a_done
+          FROM unnest(a_off, a_res, p_completed) AS x(off, res, ok) WHERE x.res = 'acked' AND x.ok;
+        -- Failed: marked with the error and this lease; the attempts so
+        -- far stay (a message without a mark was delivered once).
+        INSERT INTO queen.consumer_marks AS m (group_id, partition_id, off, attempts, last_error, failed_in)
+        SELECT p_group_id, p_partition_id, x.off, 1, x.err, p_lease_id
+          FROM unnest(a_off, a_res, p_completed, p_errors) AS x(off, res, ok, err)
+         WHERE x.res = 'acked' AND NOT x.ok
+        ON CONFLICT (group_id, partition_id, off) DO UPDATE SET last_error = excluded.last_error, failed_in = p_lease_id;
+        v_next := queen.consumer_advance(p_group_id, p_partition_id, a_done);
+        -- Completed out of order: kept until the prefix closes.
+        INSERT INTO queen.consumer_marks AS m (group_id, partition_id, off, attempts, done)
+        SELECT p_group_id, p_partition_id, d, 1, true FROM unnest(a_done) AS d WHERE d >= v_next
+        ON CONFLICT (group_id, partition_id, off) DO UPDATE SET done = true;
+        -- The lease ends when nothing delivered under it is unsettled.
+        IF NOT EXISTS (
+            SELECT 1 FROM generate_series(greatest(c.lease_from, v_next), c.lease_to) AS o
+             WHERE NOT EXISTS (SELECT 1 FROM queen.consumer_marks m
+                                WHERE m.group_id = p_group_id AND m.partition_id = p_partition_id AND m.off = o
+                                  AND (m.done OR m.failed_in = p_lease_id))) THEN
+            UPDATE queen.consumer_cursors cc SET lease_id = NULL, lease_until = NULL
+             WHERE cc.group_id = p_group_id AND cc.partition_id = p_partition_id;
+            v_ended := true;
+        END IF;
+    ELSE
+        v_next := c.next_offset;
+    END IF;
+
+    RETURN QUERY
+        SELECT x.i::integer, x.off, x.res,
+               coalesce(x.res = 'acked' AND NOT p_completed[x.i] AND v_max > 0 AND m.attempts >= v_max, false),
+               s.txn_id, s.data, s.created_at, m.attempts, m.last_error, v_next, v_ended
+          FROM unnest(a_off, a_res) WITH ORDINALITY AS x(off, res, i)
+          LEFT JOIN queen.consumer_marks m
+            ON x.res = 'acked' AND NOT p_completed[x.i]
+           AND m.group_id = p_group_id AND m.partition_id = p_partition_id AND m.off = x.off
+          LEFT JOIN LATERAL (
+                SELECT sg.txn_ids[x.off - sg.base_offset + 1] AS txn_id, sg.data[x.off - sg.base_offset + 1] AS data,
+                       sg.created_at
+                  FROM queen.log_segments sg
+                 WHERE m.attempts >= v_max AND v_max > 0
+                   AND sg.partition_id = p_partition_id AND sg.base_offset <= x.off
+                 ORDER BY sg.base_offset DESC LIMIT 1) AS s ON true
+         ORDER BY x.i;
+END
+$$;

@@ -1,0 +1,137 @@
+-- consumer_pop leases a partition of queue p_queue_id (p_partition_id, or
+-- any with work when NULL) to consumer p_consumer of group p_group_id,
+-- and returns up to p_max messages from the group's cursor, in offset
+-- order, skipping what is already done. A partition is leased to one
+-- consumer of a group at a time: pops skip a partition whose lease is
+-- running, and take the least recently leased of the others, skipping
+-- a cursor row another pop or ack holds (SKIP LOCKED).
+--
+-- Each row is a message: partition, lease, offset, its transactionId,
+-- data and created_at, and attempts, its deliveries counting this one.
+-- A message delivered maxAttempts times already is not delivered again:
+-- it comes back with dead = true and no lease, and the caller moves it to
+-- the dead-letter queue in the same transaction (consumer_dead_lettered),
+-- which holds the cursor row meanwhile.
+--
+-- Lock order (LOCKS.md): the cursor row only; partition rows are read,
+-- never locked.
+CREATE OR REPLACE FUNCTION queen.consumer_pop(p_group_id bigint, p_queue_id bigint, p_partition_id bigint,
+    p_max integer, p_lease_seconds double precision, p_consumer text)
+RETURNS TABLE (partition_id bigint, partition text, lease_id uuid, lease_until timestamptz, off bigint, txn_id text, data json,
+               created_at timestamptz, attempts integer, last_error text, dead boolean)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    c          queen.consumer_cursors%ROWTYPE;
+    v_now      timestamptz := clock_timestamp();
+    v_last     bigint;
+    v_pname    text;
+    v_first    bigint;
+    v_max_att  integer;
+    v_hi       bigint;
+    v_lease    uuid;
+    v_until    timestamptz;
+    v_lo       bigint;    -- the lease's first and last offsets
+    v_top      bigint;    -- the highest offset handed out, dead ones included
+    a_off      bigint[];  -- what is handed out, in offset order
+    a_txn      text[];
+    a_data     json[];
+    a_created  timestamptz[];
+    a_att      integer[];
+    a_err      text[];
+    a_dead     boolean[];
+BEGIN
+    -- A cursor for every partition the group has not seen yet.
+    INSERT INTO queen.consumer_cursors AS cc (group_id, partition_id)
+    SELECT p_group_id, p.id FROM queen.log_partitions p
+     WHERE p.queue_id = p_queue_id AND (p_partition_id IS NULL OR p.id = p_partition_id)
+       AND NOT EXISTS (SELECT 1 FROM queen.consumer_cursors x WHERE x.group_id = p_group_id AND x.partition_id = p.id)
+    ON CONFLICT DO NOTHING;
+
+    SELECT cc.* INTO c
+      FROM queen.consumer_cursors cc
+      JOIN queen.log_partitions p ON p.id = cc.partition_id
+     WHERE cc.group_id = p_group_id AND p.queue_id = p_queue_id
+       AND (p_partition_id IS NULL OR cc.partition_id = p_partition_id)
+       AND (cc.lease_id IS NULL OR cc.lease_until <= v_now)
+       AND cc.next_offset <= p.last_offset
+     ORDER BY cc.leased_at NULLS FIRST, cc.partition_id
+     LIMIT 1
+       FOR UPDATE OF cc SKIP LOCKED;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+
+    SELECT p.last_offset, p.name, q.max_attempts INTO v_last, v_pname, v_max_att
+      FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
+     WHERE p.id = c.partition_id;
+    -- Retention may have deleted messages below the cursor: they are gone
+    -- for this group too.
+    SELECT coalesce((SELECT s.base_offset FROM queen.log_segments s WHERE s.partition_id = c.partition_id
+                      ORDER BY s.base_offset LIMIT 1), v_last + 1) INTO v_first;
+    IF c.next_offset < v_first THEN
+        c.next_offset := v_first;
+        DELETE FROM queen.consumer_marks m
+         WHERE m.group_id = p_group_id AND m.partition_id = c.partition_id AND m.off < v_first;
+    END IF;
+    -- Enough offsets to find p_max not done (done marks above the cursor
+    -- are few: acknowledgements out of order).
+    v_hi := least(v_last, c.next_offset + p_max - 1 +
+                  (SELECT count(*) FROM queen.consumer_marks m
+                    WHERE m.group_id = p_group_id AND m.partition_id = c.partition_id AND m.done));
+
+    WITH picked AS (
+        SELECT o.off, m.attempts AS marked, m.last_error
+          FROM generate_series(c.next_offset, v_hi) AS o(off)
+          LEFT JOIN queen.consumer_marks m
+            ON m.group_id = p_group_id AND m.partition_id = c.partition_id AND m.off = o.off
+         WHERE m.done IS NOT TRUE
+         ORDER BY o.off
+         LIMIT p_max
+    ), span AS (
+        SELECT min(picked.off) AS lo, max(picked.off) AS hi FROM picked
+    ), msgs AS ( -- only the slices of the frames that hold them
+        SELECT s.base_offset + i - 1 AS off, s.txn_ids[i] AS txn_id, s.data[i] AS data, s.created_at
+          FROM span, queen.log_segments s
+         CROSS JOIN LATERAL generate_series(greatest(span.lo - s.base_offset + 1, 1),
+                                            least(span.hi, s.end_offset) - s.base_offset + 1) AS i
+         WHERE s.partition_id = c.partition_id
+           AND s.base_offset >= coalesce((SELECT max(b.base_offset) FROM queen.log_segments b
+                                           WHERE b.partition_id = c.partition_id AND b.base_offset <= span.lo), span.lo)
+           AND s.base_offset <= span.hi
+    ), counted AS (
+        SELECT picked.off, msgs.txn_id, msgs.data, msgs.created_at, picked.last_error,
+               coalesce(picked.marked, CASE WHEN picked.off <= c.delivered_to THEN 1 ELSE 0 END) AS before
+          FROM picked JOIN msgs ON msgs.off = picked.off
+    )
+    SELECT array_agg(x.off ORDER BY x.off), array_agg(x.txn_id ORDER BY x.off), array_agg(x.data ORDER BY x.off),
+           array_agg(x.created_at ORDER BY x.off), array_agg(x.before + 1 ORDER BY x.off),
+           array_agg(x.last_error ORDER BY x.off), array_agg(v_max_att > 0 AND x.before >= v_max_att ORDER BY x.off)
+      INTO a_off, a_txn, a_data, a_created, a_att, a_err, a_dead
+      FROM counted AS x;
+    SELECT min(x.off) FILTER (WHERE NOT x.dead), max(x.off) FILTER (WHERE NOT x.dead), max(x.off)
+      INTO v_lo, v_hi, v_top
+      FROM unnest(a_off, a_dead) AS x(off, dead);
+
+    -- A delivery after the first is counted where the next one can see it.
+    INSERT INTO queen.consumer_marks AS m (group_id, partition_id, off, attempts)
+    SELECT p_group_id, c.partition_id, x.off, x.att FROM unnest(a_off, a_att, a_dead) AS x(off, att, dead)
+     WHERE x.att > 1 AND NOT x.dead
+    ON CONFLICT (group_id, partition_id, off) DO UPDATE SET attempts = excluded.attempts;
+
+    IF v_lo IS NOT NULL THEN
+        v_lease := gen_random_uuid();
+        v_until := v_now + make_interval(secs => p_lease_seconds);
+    END IF;
+    UPDATE queen.consumer_cursors cc
+       SET next_offset = c.next_offset, lease_id = v_lease, lease_consumer = p_consumer,
+           lease_from = v_lo, lease_to = v_hi, lease_until = v_until,
+           delivered_to = greatest(cc.delivered_to, coalesce(v_top, -1)), leased_at = v_now
+     WHERE cc.group_id = p_group_id AND cc.partition_id = c.partition_id;
+
+    RETURN QUERY
+        SELECT c.partition_id, v_pname, CASE WHEN x.dead THEN NULL ELSE v_lease END, CASE WHEN x.dead THEN NULL ELSE v_until END,
+               x.off, x.txn_id, x.data, x.created_at, x.att, x.err, x.dead
+          FROM unnest(a_off, a_txn, a_data, a_created, a_att, a_err, a_dead) AS x(off, txn_id, data, created_at, att, err, dead);
+END
+$$;
