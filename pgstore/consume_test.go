@@ -67,8 +67,10 @@ func (b *consumerBundle) ack(t *testing.T, lease string, items ...model.AckItem)
 	return r
 }
 
-func done(txnID string) model.AckItem { return model.AckItem{Offset: -1, TxnID: txnID, Completed: true} }
-func doneAt(off int64) model.AckItem  { return model.AckItem{Offset: off, Completed: true} }
+func done(txnID string) model.AckItem {
+	return model.AckItem{Offset: -1, TxnID: txnID, Completed: true}
+}
+func doneAt(off int64) model.AckItem { return model.AckItem{Offset: off, Completed: true} }
 func failed(txnID, why string) model.AckItem {
 	return model.AckItem{Offset: -1, TxnID: txnID, Error: why}
 }
