@@ -90,6 +90,12 @@ type Options struct {
 	DedupWindowSeconds int    `json:"dedupWindowSeconds"`
 	RetentionSeconds   int    `json:"retentionSeconds"`
 	OnConflict         string `json:"onConflict"` // ignore, flag or reject
+	// MaxAttempts: deliveries to a consumer group before a message is
+	// dead-lettered; 0 never.
+	MaxAttempts int `json:"maxAttempts"`
+	// RetainUntil: "age", or "consumed" (retention also waits for every
+	// consumer group).
+	RetainUntil string `json:"retainUntil"`
 }
 
 // ConfigureRequest is the body of a configure: the options it sets
@@ -98,9 +104,11 @@ type Options struct {
 type ConfigureRequest struct {
 	Queue   string           `json:"queue"`
 	Options map[string]int64 `json:"-"`
-	// OnConflict, when set, is the onConflict option (ignore, flag or
-	// reject): the one option that is not a number.
-	OnConflict string `json:"-"`
+	// OnConflict and RetainUntil, when set, are the options whose values
+	// are words: onConflict (ignore, flag or reject) and retainUntil (age
+	// or consumed).
+	OnConflict  string `json:"-"`
+	RetainUntil string `json:"-"`
 	Mode       string `json:"mode,omitempty"`
 }
 
@@ -112,6 +120,9 @@ func (r ConfigureRequest) MarshalJSON() ([]byte, error) {
 	}
 	if r.OnConflict != "" {
 		options["onConflict"] = r.OnConflict
+	}
+	if r.RetainUntil != "" {
+		options["retainUntil"] = r.RetainUntil
 	}
 	wire := struct {
 		Queue   string         `json:"queue"`
@@ -147,6 +158,8 @@ type QueuesAnswer struct {
 type QueueAnswer struct {
 	QueueView
 	Partitions []PartitionView `json:"partitions"`
+	// Groups are the queue's consumer groups with their lag.
+	Groups []GroupView `json:"groups"`
 }
 
 // PartitionView is one partition's figures: what PostgreSQL holds, then

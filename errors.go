@@ -9,6 +9,7 @@ const (
 	CodeUnauthorized     = 401 // the operator API's admin token is missing or wrong
 	CodeNotFound         = 404 // no such queue, or path
 	CodeMethodNotAllowed = 405 // the admin HTTP path exists with another method
+	CodeConflict         = 409 // a consumer's lease is not (or no longer) the partition's
 	CodeTooLarge         = 413 // too many messages, or too many bytes, in one request
 	CodeInternal         = 500 // a fault of the gateway's; retry with the same transactionIds
 	CodeUnavailable      = 503 // overloaded, stopping, or PostgreSQL away; retry with the same transactionIds

@@ -99,6 +99,33 @@ func (s Subjects) Read(queue, partition string) string {
 // MessageGet is where one message is fetched by id or transactionId.
 func (s Subjects) MessageGet() string { return s.Prefix + ".message.get" }
 
+// Pop is where a consumer asks for messages of a queue: of any
+// partition with work, or of one (partition not "").
+func (s Subjects) Pop(queue, partition string) string {
+	if partition == "" {
+		return s.Prefix + ".consume.pop." + queue
+	}
+	return s.Prefix + ".consume.pop." + queue + "." + partition
+}
+
+// ConsumeAck, Renew and Release settle and keep a lease on a partition.
+func (s Subjects) ConsumeAck(queue, partition string) string {
+	return s.Prefix + ".consume.ack." + queue + "." + partition
+}
+func (s Subjects) Renew(queue, partition string) string {
+	return s.Prefix + ".consume.renew." + queue + "." + partition
+}
+func (s Subjects) Release(queue, partition string) string {
+	return s.Prefix + ".consume.release." + queue + "." + partition
+}
+
+// Groups lists a queue's consumer groups with their lag.
+func (s Subjects) Groups(queue string) string { return s.Prefix + ".consume.groups." + queue }
+
+// Committed is where gateways announce that a queue has new messages
+// (long-polling pops wait for it).
+func (s Subjects) Committed(queue string) string { return s.Prefix + ".committed." + queue }
+
 // Explain is where a transactionId's verdict is explained.
 func (s Subjects) Explain(queue, partition string) string {
 	return s.Prefix + ".explain." + queue + "." + partition

@@ -66,6 +66,9 @@ type gatewayOpts struct {
 	natsURL string
 	// reg receives the gateway's metrics; default none.
 	reg prometheus.Registerer
+	// consume serves the consuming subjects, woken by this gateway's
+	// commits.
+	consume bool
 }
 
 // startGateway runs one gateway (its own NATS connection, ingester and
@@ -96,9 +99,15 @@ func (e *testEnv) startGateway(opts gatewayOpts) (*gateway.Gateway, *ingest.Inge
 	if opts.gateway.Prefix == "" {
 		opts.gateway.Prefix = e.prefix
 	}
+	if opts.consume && opts.gateway.Consumers == nil {
+		opts.gateway.Consumers = gateway.NewConsumers(pgtest.Store(e.t, e.pgURL))
+	}
 	gw, err := gateway.New(opts.gateway, nc, ing, log, opts.reg)
 	if err != nil {
 		e.t.Fatal(err)
+	}
+	if opts.gateway.Consumers != nil {
+		ing.OnCommit(gw.PublishCommitted)
 	}
 	if err := gw.Start(context.Background()); err != nil {
 		e.t.Fatal(err)

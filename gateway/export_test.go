@@ -1,5 +1,7 @@
 package gateway
 
+import "time"
+
 // DecodeServing reads a heartbeat's serving set, for tests that watch the
 // fleet from outside.
 var DecodeServing = func(s string, n int) ([]bool, error) {
@@ -12,4 +14,14 @@ var DecodeServing = func(s string, n int) ([]bool, error) {
 		out[k] = b.has(k)
 	}
 	return out, nil
+}
+
+// SetRecheck sets how long a long poll sleeps at most between pops.
+func (c *Consumers) SetRecheck(d time.Duration) { c.recheck = d }
+
+// Waiting reports whether a pop waits for a commit to queue.
+func (c *Consumers) Waiting(queue string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.waiting[queue] != nil
 }

@@ -44,6 +44,10 @@ type Config struct {
 	Ops *Ops
 	// Timers, when set, is served on the timer subjects.
 	Timers *TimerOps
+	// Consumers, when set, is served on the consuming subjects; give the
+	// ingester's OnCommit the gateway's PublishCommitted so that waiting
+	// pops wake when messages arrive.
+	Consumers *Consumers
 	// Routing, when set, gives partitions affinity to gateways: pushes
 	// mapped by NATS onto routing shards are taken by the shard's owner
 	// (routing.go). Nil: any gateway of the queue group takes any push.
@@ -150,6 +154,12 @@ func (g *Gateway) Start(ctx context.Context) error {
 	}
 	if g.cfg.Timers != nil {
 		if err := g.cfg.Timers.addEndpoints(g); err != nil {
+			svc.stop(0)
+			return err
+		}
+	}
+	if g.cfg.Consumers != nil {
+		if err := g.cfg.Consumers.addEndpoints(g); err != nil {
 			svc.stop(0)
 			return err
 		}

@@ -28,6 +28,7 @@ type ConfigStore interface {
 	QueueConfig(ctx context.Context, queue string) (model.QueueConfig, error)
 	Queues(ctx context.Context) ([]model.QueueConfig, error)
 	Partitions(ctx context.Context, queueID int64) ([]model.PartitionInfo, error)
+	GroupPartitions(ctx context.Context, queueID int64) ([]model.GroupPartition, error)
 	LogReader
 }
 
@@ -84,7 +85,7 @@ func (o *Ops) authorize(header string) *queengate.Error {
 func queueView(c model.QueueConfig) queengate.QueueView {
 	return queengate.QueueView{Queue: c.Name, CreatedAt: c.CreatedAt.UTC(), UpdatedAt: c.UpdatedAt.UTC(),
 		Options: queengate.Options{DedupWindowSeconds: c.DedupWindowSeconds, RetentionSeconds: c.RetentionSeconds,
-			OnConflict: string(c.OnConflict)}}
+			OnConflict: string(c.OnConflict), MaxAttempts: c.MaxAttempts, RetainUntil: string(c.RetainUntil)}}
 }
 
 // Configure applies a configure request body.
@@ -105,7 +106,7 @@ func (o *Ops) Configure(ctx context.Context, body []byte) (any, *queengate.Error
 }
 
 // options are the configurable options and their JSON names.
-var options = []string{"dedupWindowSeconds", "retentionSeconds", "onConflict"}
+var options = []string{"dedupWindowSeconds", "retentionSeconds", "onConflict", "maxAttempts", "retainUntil"}
 
 // integerLiteral is a JSON number with no fraction or exponent.
 var integerLiteral = regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`)
@@ -168,6 +169,15 @@ func decodeOptions(raw []byte) (patch model.OptionsPatch, werr *queengate.Error)
 				continue
 			}
 			return patch, badInput(`option onConflict: %s is not one of "ignore", "flag", "reject"`, f.raw)
+		case "retainUntil":
+			until, ok := decodeString(f.raw)
+			if r := model.RetainUntil(until); ok && r.Valid() {
+				patch.RetainUntil = &r
+				continue
+			}
+			return patch, badInput(`option retainUntil: %s is not one of "age", "consumed"`, f.raw)
+		case "maxAttempts":
+			dst = &patch.MaxAttempts
 		case "dedupWindowSeconds":
 			dst = &patch.DedupWindowSeconds
 		case "retentionSeconds":
@@ -175,16 +185,20 @@ func decodeOptions(raw []byte) (patch model.OptionsPatch, werr *queengate.Error)
 		default:
 			return patch, badInput("unknown option %q: the options are %s", f.key, strings.Join(options, ", "))
 		}
+		unit := "seconds"
+		if f.key == "maxAttempts" {
+			unit = "deliveries"
+		}
 		lit := string(f.raw)
 		if !integerLiteral.MatchString(lit) {
-			return patch, badInput("option %s: %s is not an integer number of seconds", f.key, lit)
+			return patch, badInput("option %s: %s is not an integer number of %s", f.key, lit, unit)
 		}
 		v, err := strconv.ParseInt(lit, 10, 64)
 		if err != nil || v > model.MaxOptionSeconds {
 			return patch, badInput("option %s: %s is out of range: 0 to %d", f.key, lit, model.MaxOptionSeconds)
 		}
 		if v < 0 {
-			return patch, badInput("option %s: %d is negative: 0 or more seconds", f.key, v)
+			return patch, badInput("option %s: %d is negative: 0 or more %s", f.key, v, unit)
 		}
 		n := int(v)
 		*dst = &n
@@ -239,6 +253,11 @@ func (o *Ops) GetQueue(ctx context.Context, queue string) (any, *queengate.Error
 		}
 		out.Partitions = append(out.Partitions, v)
 	}
+	gps, err := o.store.GroupPartitions(ctx, c.ID)
+	if err != nil {
+		return nil, storeError(err)
+	}
+	out.Groups = groupViews(gps)
 	return out, nil
 }
 

@@ -121,6 +121,7 @@ func (b *bundle) push(ctx context.Context, s *sent, start time.Time) {
 	for j := range s.frames {
 		in.learn(&s.frames[j], &s.results[j])
 	}
+	in.announce(b.parts, s)
 }
 
 // answer hands the partitions back to the shard, so that it can send

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -175,6 +176,33 @@ type Ingester struct {
 	answering sync.WaitGroup // bundles still handing out answers
 
 	reach reachability
+
+	// committed is told which queues a flush wrote to (OnCommit).
+	committed atomic.Pointer[func(queues []string)]
+}
+
+// OnCommit has f called, after every flush that wrote messages, with the
+// queues it wrote to (each once), from the flushing goroutine: f must not
+// block. Consumers waiting for new messages are woken through it.
+func (in *Ingester) OnCommit(f func(queues []string)) { in.committed.Store(&f) }
+
+// announce tells OnCommit's function which queues the bundle wrote to.
+func (in *Ingester) announce(parts []*partState, s *sent) {
+	f := in.committed.Load()
+	if f == nil {
+		return
+	}
+	var queues []string
+	for i, p := range parts {
+		j := s.frameOf[i]
+		if j < 0 || s.results[j].BaseOffset < 0 || slices.Contains(queues, p.queue) {
+			continue
+		}
+		queues = append(queues, p.queue)
+	}
+	if len(queues) > 0 {
+		(*f)(queues)
+	}
 }
 
 // New builds an Ingester. reg may be nil: then no metrics are registered.

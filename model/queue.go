@@ -26,13 +26,19 @@ type QueueOptions struct {
 	// OnConflict is what a duplicate whose data differs from its
 	// original's is answered.
 	OnConflict ConflictMode
+	// MaxAttempts is how many deliveries to a consumer group a message
+	// gets before it is dead-lettered; 0 never dead-letters.
+	MaxAttempts int
+	// RetainUntil says whether retention also waits for every consumer
+	// group.
+	RetainUntil RetainUntil
 }
 
 // DefaultQueueOptions is what a created queue starts from, and what an
 // omitted option returns to under replace.
 func DefaultQueueOptions() QueueOptions {
 	return QueueOptions{DedupWindowSeconds: DefaultDedupWindowSeconds, RetentionSeconds: DefaultRetentionSeconds,
-		OnConflict: ConflictIgnore}
+		OnConflict: ConflictIgnore, MaxAttempts: DefaultMaxAttempts, RetainUntil: RetainByAge}
 }
 
 // OptionsPatch names the options a configure request sets; nil is an
@@ -41,6 +47,8 @@ type OptionsPatch struct {
 	DedupWindowSeconds *int
 	RetentionSeconds   *int
 	OnConflict         *ConflictMode
+	MaxAttempts        *int
+	RetainUntil        *RetainUntil
 }
 
 // Apply returns o with the patch applied: merge keeps what the patch
@@ -58,6 +66,12 @@ func (p OptionsPatch) Apply(o QueueOptions, replace bool) QueueOptions {
 	if p.OnConflict != nil {
 		o.OnConflict = *p.OnConflict
 	}
+	if p.MaxAttempts != nil {
+		o.MaxAttempts = *p.MaxAttempts
+	}
+	if p.RetainUntil != nil {
+		o.RetainUntil = *p.RetainUntil
+	}
 	return o
 }
 
@@ -72,6 +86,10 @@ func (p OptionsPatch) Validate() error {
 	}
 	check("dedupWindowSeconds", p.DedupWindowSeconds)
 	check("retentionSeconds", p.RetentionSeconds)
+	check("maxAttempts", p.MaxAttempts)
+	if p.RetainUntil != nil && !p.RetainUntil.Valid() {
+		errs = append(errs, fmt.Errorf("%w: retainUntil %q: age or consumed", ErrInvalidOption, string(*p.RetainUntil)))
+	}
 	if p.OnConflict != nil && !p.OnConflict.Valid() {
 		errs = append(errs, fmt.Errorf("%w: onConflict %q: ignore, flag or reject", ErrInvalidOption, string(*p.OnConflict)))
 	}

@@ -14,7 +14,8 @@ func init() {
 }
 
 const configureUsage = `Usage:
-  queenctl configure QUEUE [--dedup-window D] [--retention D] [--on-conflict M] [--replace]
+  queenctl configure QUEUE [--dedup-window D] [--retention D] [--on-conflict M]
+                           [--max-attempts N] [--retain-until age|consumed] [--replace]
 
 Changes one queue's options and prints its whole configuration after the
 change. Only the options given are sent (mode merge): the others keep their
@@ -60,6 +61,8 @@ func setupConfigure(fs *flag.FlagSet) runFunc {
 	var window, retention secondsFlag
 	fs.Var(&window, "dedup-window", "deduplication window (dedupWindowSeconds) as a `duration`, e.g. 10m; 0 turns it off")
 	fs.Var(&retention, "retention", "how long messages are kept (retentionSeconds) as a `duration`, e.g. 7d; 0 keeps them forever")
+	maxAttempts := fs.Int64("max-attempts", -1, "deliveries to a consumer group before a message is dead-lettered (maxAttempts); 0 never")
+	retainUntil := fs.String("retain-until", "", "what retention waits for (retainUntil): age, or consumed (also every consumer group)")
 	onConflict := fs.String("on-conflict", "", "what a duplicate with different data is answered (onConflict): ignore, flag (duplicate, marked conflict) or reject (failed)")
 	replace := fs.Bool("replace", false, "mode replace: options not given return to their defaults")
 	return func(ctx context.Context, s *session, args []string) error {
@@ -82,6 +85,18 @@ func setupConfigure(fs *flag.FlagSet) runFunc {
 				return usagef("configure: --on-conflict %q: one of %s", *onConflict, strings.Join(o.words, ", "))
 			}
 			options["onConflict"] = word(*onConflict)
+		}
+		if *maxAttempts >= 0 {
+			if *maxAttempts > maxOptionSeconds {
+				return usagef("configure: --max-attempts %d: at most %d", *maxAttempts, maxOptionSeconds)
+			}
+			options["maxAttempts"] = count(*maxAttempts)
+		}
+		if *retainUntil != "" {
+			if o, _ := findOption("retainUntil"); !slices.Contains(o.words, *retainUntil) {
+				return usagef("configure: --retain-until %q: one of %s", *retainUntil, strings.Join(o.words, ", "))
+			}
+			options["retainUntil"] = word(*retainUntil)
 		}
 		mode := "merge"
 		if *replace {
@@ -112,11 +127,14 @@ func setupConfigure(fs *flag.FlagSet) runFunc {
 func configureRequest(queue string, options map[string]optionValue, mode string) queengate.ConfigureRequest {
 	req := queengate.ConfigureRequest{Queue: queue, Options: map[string]int64{}, Mode: mode}
 	for name, v := range options {
-		if name == "onConflict" {
+		switch name {
+		case "onConflict":
 			req.OnConflict = v.Word
-			continue
+		case "retainUntil":
+			req.RetainUntil = v.Word
+		default:
+			req.Options[name] = v.Number
 		}
-		req.Options[name] = v.Seconds
 	}
 	return req
 }

@@ -21,6 +21,8 @@ func opts(m map[string]int64) map[string]optionValue {
 func live(m map[string]int64) map[string]optionValue {
 	out := opts(m)
 	out["onConflict"] = word("ignore")
+	out["maxAttempts"] = count(5)
+	out["retainUntil"] = word("age")
 	return out
 }
 
@@ -40,6 +42,8 @@ func TestDiffQueue(t *testing.T) {
 				{Option: "dedupWindowSeconds", Wanted: ptr(600)},
 				{Option: "retentionSeconds", Wanted: ptr(0), Default: true},
 				{Option: "onConflict", Wanted: wordPtr("ignore"), Default: true},
+				{Option: "maxAttempts", Wanted: ptr(5), Default: true},
+				{Option: "retainUntil", Wanted: wordPtr("age"), Default: true},
 			}},
 		},
 		{
@@ -88,6 +92,8 @@ func TestRenderDiff(t *testing.T) {
   dedupWindowSeconds: 600 (10m)
   retentionSeconds: 86400 (1d)
   onConflict: ignore, the default
+  maxAttempts: 5, the default
+  retainUntil: age, the default
 audit: update
   dedupWindowSeconds: 3600 (1h) → 0 (off)
   retentionSeconds: 604800 (7d) → 0 (keep forever), the default: the manifest omits it

@@ -112,28 +112,32 @@ func humanSeconds(s int64) string {
 
 // option is one queue option of docs/admin-api.md. queenctl knows the
 // defaults so that a dry run can show what "replace" resets. An option is
-// whole seconds, or with words one of those words.
+// a whole number of its unit, or with words one of those words.
 type option struct {
 	name  string
 	def   optionValue
 	zero  string   // what 0 means, for people
 	head  string   // table column heading
+	unit  string   // "seconds", or what a number counts
 	words []string // the values of a word option
 }
 
 var knownOptions = []option{
-	{name: "dedupWindowSeconds", def: seconds(3600), zero: "off", head: "DEDUP WINDOW"},
-	{name: "retentionSeconds", def: seconds(0), zero: "keep forever", head: "RETENTION"},
+	{name: "dedupWindowSeconds", def: seconds(3600), zero: "off", head: "DEDUP WINDOW", unit: "seconds"},
+	{name: "retentionSeconds", def: seconds(0), zero: "keep forever", head: "RETENTION", unit: "seconds"},
 	{name: "onConflict", def: word("ignore"), head: "ON CONFLICT", words: []string{"ignore", "flag", "reject"}},
+	{name: "maxAttempts", def: count(5), zero: "never dead-letter", head: "MAX ATTEMPTS", unit: "deliveries"},
+	{name: "retainUntil", def: word("age"), head: "RETAIN UNTIL", words: []string{"age", "consumed"}},
 }
 
-// optionValue is an option's value: whole seconds, or a word.
+// optionValue is an option's value: a whole number, or a word.
 type optionValue struct {
-	Seconds int64
-	Word    string // set for a word option
+	Number int64
+	Word   string // set for a word option
 }
 
-func seconds(v int64) optionValue { return optionValue{Seconds: v} }
+func seconds(v int64) optionValue { return optionValue{Number: v} }
+func count(v int64) optionValue   { return optionValue{Number: v} }
 func word(w string) optionValue   { return optionValue{Word: w} }
 
 // MarshalJSON writes the value as on the wire: a number or a string.
@@ -141,7 +145,7 @@ func (v optionValue) MarshalJSON() ([]byte, error) {
 	if v.Word != "" {
 		return json.Marshal(v.Word)
 	}
-	return json.Marshal(v.Seconds)
+	return json.Marshal(v.Number)
 }
 
 // UnmarshalJSON reads a number or a string.
@@ -151,7 +155,7 @@ func (v *optionValue) UnmarshalJSON(raw []byte) error {
 		return json.Unmarshal(raw, &v.Word)
 	}
 	*v = optionValue{}
-	return json.Unmarshal(raw, &v.Seconds)
+	return json.Unmarshal(raw, &v.Number)
 }
 
 func findOption(name string) (option, bool) {
@@ -170,8 +174,11 @@ func formatOption(name string, v optionValue) string {
 		return v.Word
 	}
 	o, _ := findOption(name)
-	if v.Seconds == 0 && o.zero != "" {
+	switch {
+	case v.Number == 0 && o.zero != "":
 		return "0 (" + o.zero + ")"
+	case o.unit != "" && o.unit != "seconds":
+		return strconv.FormatInt(v.Number, 10)
 	}
-	return fmt.Sprintf("%d (%s)", v.Seconds, humanSeconds(v.Seconds))
+	return fmt.Sprintf("%d (%s)", v.Number, humanSeconds(v.Number))
 }

@@ -41,6 +41,8 @@ type manifestQueue struct {
 	DedupWindowSeconds yaml.Node `yaml:"dedupWindowSeconds"`
 	RetentionSeconds   yaml.Node `yaml:"retentionSeconds"`
 	OnConflict         yaml.Node `yaml:"onConflict"`
+	MaxAttempts        yaml.Node `yaml:"maxAttempts"`
+	RetainUntil        yaml.Node `yaml:"retainUntil"`
 }
 
 func (q *manifestQueue) options() map[string]*yaml.Node {
@@ -48,6 +50,8 @@ func (q *manifestQueue) options() map[string]*yaml.Node {
 		"dedupWindowSeconds": &q.DedupWindowSeconds,
 		"retentionSeconds":   &q.RetentionSeconds,
 		"onConflict":         &q.OnConflict,
+		"maxAttempts":        &q.MaxAttempts,
+		"retainUntil":        &q.RetainUntil,
 	}
 }
 
@@ -214,6 +218,9 @@ func validateQueue(me *manifestError, q *manifestQueue, line int) (spec queueSpe
 func manifestValue(o option, n *yaml.Node) (optionValue, string) {
 	if o.words == nil {
 		v, msg := secondsValue(n)
+		if o.unit != "seconds" {
+			msg = strings.ReplaceAll(msg, "seconds", o.unit)
+		}
 		return seconds(v), msg
 	}
 	if n.Kind != yaml.ScalarNode || n.Tag != "!!str" || !slices.Contains(o.words, n.Value) {

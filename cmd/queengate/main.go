@@ -265,7 +265,8 @@ func assemble(cfg config, store *pgstore.Store, nc *nats.Conn, log zerolog.Logge
 	ops := gateway.NewOps(gateway.OpsConfig{Token: cfg.AdminToken, Version: version, WantSchema: pgstore.LatestVersion()},
 		store, ing, nc)
 	timerOps := gateway.NewTimerOps(tsvc, ops)
-	gcfg := gateway.Config{Prefix: cfg.Prefix, MaxBatch: cfg.MaxBatch, Version: version, Ops: ops, Timers: timerOps}
+	gcfg := gateway.Config{Prefix: cfg.Prefix, MaxBatch: cfg.MaxBatch, Version: version, Ops: ops, Timers: timerOps,
+		Consumers: gateway.NewConsumers(store)}
 	if cfg.RoutingShards > 0 {
 		gcfg.Routing = &gateway.RoutingConfig{Shards: cfg.RoutingShards, Ready: pgWatch.Up}
 	}
@@ -273,6 +274,7 @@ func assemble(cfg config, store *pgstore.Store, nc *nats.Conn, log zerolog.Logge
 	if err != nil {
 		return nil, err
 	}
+	ing.OnCommit(gw.PublishCommitted)
 	if cfg.RetentionInterval > 0 {
 		opts := model.DefaultRetainOptions()
 		opts.Slack = cfg.RetentionSlack

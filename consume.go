@@ -1,0 +1,125 @@
+package queengate
+
+import "time"
+
+// Consuming limits and defaults (docs/protocol.md, "Consuming").
+const (
+	DefaultPopMax   = 100
+	MaxPopMax       = 10000
+	DefaultLeaseMs  = 30000
+	MaxLeaseMs      = 3600000
+	MaxWaitMs       = 20000
+	MaxAckItems     = 10000
+	AckCompleted    = "completed"
+	AckFailed       = "failed"
+	MaxAckErrorSize = 4096
+)
+
+// PopRequest asks for messages for a consumer of Group: up to Max, under
+// a lease of LeaseMs, waiting up to WaitMs for some to arrive.
+type PopRequest struct {
+	Group    string `json:"group"`
+	Consumer string `json:"consumer,omitempty"`
+	Max      int    `json:"max,omitempty"`
+	LeaseMs  int64  `json:"leaseMs,omitempty"`
+	WaitMs   int64  `json:"waitMs,omitempty"`
+}
+
+// Delivery is a message handed to a consumer.
+type Delivery struct {
+	StoredMessage
+	// Attempts counts its deliveries to the group, this one included.
+	Attempts int `json:"attempts"`
+	// LastError is what the consumer that last failed it said.
+	LastError string `json:"lastError,omitempty"`
+}
+
+// PopAnswer is a lease on one partition and the messages delivered under
+// it, in offset order; without a lease when nothing was delivered.
+type PopAnswer struct {
+	Queue       string     `json:"queue"`
+	Group       string     `json:"group"`
+	Partition   string     `json:"partition,omitempty"`
+	PartitionID int64      `json:"partitionId,omitempty"`
+	LeaseID     string     `json:"leaseId,omitempty"`
+	LeaseUntil  *time.Time `json:"leaseUntil,omitempty"`
+	Messages    []Delivery `json:"messages"`
+	// DeadLettered counts messages out of attempts that this pop moved to
+	// the dead-letter queue instead of delivering them.
+	DeadLettered int `json:"deadLettered,omitempty"`
+}
+
+// AckItem settles one message, named by TransactionID or by Offset.
+type AckItem struct {
+	TransactionID string `json:"transactionId,omitempty"`
+	Offset        *int64 `json:"offset,omitempty"`
+	Status        string `json:"status"` // "completed" or "failed"
+	Error         string `json:"error,omitempty"`
+}
+
+// AckRequest settles messages delivered under a lease.
+type AckRequest struct {
+	Group   string    `json:"group"`
+	LeaseID string    `json:"leaseId"`
+	Items   []AckItem `json:"items"`
+}
+
+// AckResult is what became of one item; Result is one of acked,
+// alreadyAcked, unknownTransactionId, unknownOffset, leaseExpired,
+// leaseNotHeld, notInLease.
+type AckResult struct {
+	Index         int    `json:"index"`
+	TransactionID string `json:"transactionId,omitempty"`
+	Offset        *int64 `json:"offset,omitempty"`
+	Result        string `json:"result"`
+}
+
+// AckAnswer answers an ack: each item's result, the group's cursor on
+// the partition after it, and whether the lease ended (everything
+// delivered under it is settled).
+type AckAnswer struct {
+	Items        []AckResult `json:"items"`
+	NextOffset   int64       `json:"nextOffset"`
+	LeaseEnded   bool        `json:"leaseEnded"`
+	DeadLettered int         `json:"deadLettered,omitempty"`
+}
+
+// LeaseRequest renews a lease for LeaseMs from now, or with LeaseMs 0
+// releases it.
+type LeaseRequest struct {
+	Group   string `json:"group"`
+	LeaseID string `json:"leaseId"`
+	LeaseMs int64  `json:"leaseMs"`
+}
+
+// LeaseAnswer is a lease after a renew or a release.
+type LeaseAnswer struct {
+	LeaseID    string     `json:"leaseId"`
+	LeaseUntil *time.Time `json:"leaseUntil,omitempty"`
+	Released   bool       `json:"released"`
+}
+
+// GroupsAnswer lists a queue's consumer groups.
+type GroupsAnswer struct {
+	Queue  string      `json:"queue"`
+	Groups []GroupView `json:"groups"`
+}
+
+// GroupView is a consumer group and where it is on each partition.
+type GroupView struct {
+	Group      string               `json:"group"`
+	Lag        int64                `json:"lag"`
+	Partitions []GroupPartitionView `json:"partitions"`
+}
+
+// GroupPartitionView is a group's position on one partition: every
+// offset below NextOffset is consumed; Lag messages are not yet.
+type GroupPartitionView struct {
+	Partition     string     `json:"partition"`
+	PartitionID   int64      `json:"partitionId"`
+	NextOffset    int64      `json:"nextOffset"`
+	LastOffset    int64      `json:"lastOffset"`
+	Lag           int64      `json:"lag"`
+	LeaseConsumer string     `json:"leaseConsumer,omitempty"`
+	LeaseUntil    *time.Time `json:"leaseUntil,omitempty"`
+}

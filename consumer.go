@@ -1,0 +1,188 @@
+package queengate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Pop asks for messages of queue for a consumer of req.Group: of any
+// partition with work (partition ""), or of one. The answer holds a
+// lease on one partition and its messages, or no lease and no messages
+// when there was nothing to deliver within req.WaitMs.
+func (c *Client) Pop(ctx context.Context, queue, partition string, req PopRequest) (PopAnswer, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.timeout+time.Duration(req.WaitMs)*time.Millisecond)
+		defer cancel()
+	}
+	b, err := json.Marshal(req)
+	if err != nil {
+		return PopAnswer{}, err
+	}
+	var out PopAnswer
+	return out, c.request(ctx, c.subjects.Pop(queue, partition), b, false, &out)
+}
+
+// Ack settles messages delivered under a lease on queue/partition.
+func (c *Client) Ack(ctx context.Context, queue, partition string, req AckRequest) (AckAnswer, error) {
+	b, err := json.Marshal(req)
+	if err != nil {
+		return AckAnswer{}, err
+	}
+	var out AckAnswer
+	return out, c.request(ctx, c.subjects.ConsumeAck(queue, partition), b, false, &out)
+}
+
+// Renew extends a lease to run req.LeaseMs from now. A lease no longer
+// held is an *Error with CodeConflict.
+func (c *Client) Renew(ctx context.Context, queue, partition string, req LeaseRequest) (LeaseAnswer, error) {
+	b, err := json.Marshal(req)
+	if err != nil {
+		return LeaseAnswer{}, err
+	}
+	var out LeaseAnswer
+	return out, c.request(ctx, c.subjects.Renew(queue, partition), b, false, &out)
+}
+
+// Release gives a lease up: what was delivered under it and not settled
+// is redelivered by the next pop.
+func (c *Client) Release(ctx context.Context, queue, partition string, req LeaseRequest) (LeaseAnswer, error) {
+	b, err := json.Marshal(req)
+	if err != nil {
+		return LeaseAnswer{}, err
+	}
+	var out LeaseAnswer
+	return out, c.request(ctx, c.subjects.Release(queue, partition), b, false, &out)
+}
+
+// Groups lists queue's consumer groups with their lag per partition.
+func (c *Client) Groups(ctx context.Context, queue string) (GroupsAnswer, error) {
+	var out GroupsAnswer
+	return out, c.request(ctx, c.subjects.Groups(queue), nil, false, &out)
+}
+
+// ConsumeOptions tune Consume. Zero values take the defaults.
+type ConsumeOptions struct {
+	Partition string        // one partition; "" any with work
+	Consumer  string        // a name for the lease holder, shown in group lists
+	Max       int           // messages per pop; default 100
+	Lease     time.Duration // default 30 s; renewed while the handler runs
+	Wait      time.Duration // long poll per pop; default 5 s
+}
+
+// Handler processes one message. A nil error completes it; an error
+// fails it (redelivered later with one more attempt, dead-lettered after
+// the queue's maxAttempts). For an exactly-once effect, commit the
+// message's transactionId with your own writes in one transaction and
+// skip a transactionId you already hold: a redelivery is then harmless.
+type Handler func(ctx context.Context, m Delivery) error
+
+// Consume pops, handles and acknowledges messages of queue for group
+// until ctx ends, renewing each lease while its batch is handled. It
+// returns ctx's error, or the first error of the gateway that is not
+// worth retrying (a 4xx).
+func (c *Client) Consume(ctx context.Context, queue, group string, opts ConsumeOptions, handle Handler) error {
+	opts = opts.withDefaults()
+	for ctx.Err() == nil {
+		batch, err := c.Pop(ctx, queue, opts.Partition, PopRequest{Group: group, Consumer: opts.Consumer, Max: opts.Max,
+			LeaseMs: opts.Lease.Milliseconds(), WaitMs: opts.Wait.Milliseconds()})
+		var werr *Error
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case errors.As(err, &werr) && werr.Code < 500:
+			return err
+		case err != nil:
+			if sleep(ctx, time.Second) != nil {
+				return ctx.Err()
+			}
+			continue
+		case len(batch.Messages) == 0:
+			continue
+		}
+		if err := c.handleBatch(ctx, queue, group, opts, batch, handle); err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
+}
+
+func (o ConsumeOptions) withDefaults() ConsumeOptions {
+	if o.Max <= 0 {
+		o.Max = DefaultPopMax
+	}
+	if o.Lease <= 0 {
+		o.Lease = DefaultLeaseMs * time.Millisecond
+	}
+	if o.Wait <= 0 {
+		o.Wait = 5 * time.Second
+	}
+	return o
+}
+
+// handleBatch runs the handler over a popped batch while a goroutine
+// renews the lease, then acknowledges the batch. An ack that cannot be
+// delivered is retried until ctx ends: a retried batch is idempotent.
+func (c *Client) handleBatch(ctx context.Context, queue, group string, opts ConsumeOptions, batch PopAnswer, handle Handler) error {
+	renewCtx, stopRenew := context.WithCancel(ctx)
+	defer stopRenew()
+	go c.keepLease(renewCtx, queue, batch.Partition, LeaseRequest{Group: group, LeaseID: batch.LeaseID, LeaseMs: opts.Lease.Milliseconds()}, opts.Lease/3)
+	items := make([]AckItem, len(batch.Messages))
+	for i, m := range batch.Messages {
+		items[i] = AckItem{TransactionID: m.TransactionID, Status: AckCompleted}
+		if err := handle(ctx, m); err != nil {
+			items[i].Status, items[i].Error = AckFailed, truncate(err.Error(), MaxAckErrorSize)
+		}
+	}
+	stopRenew()
+	for {
+		_, err := c.Ack(ctx, queue, batch.Partition, AckRequest{Group: group, LeaseID: batch.LeaseID, Items: items})
+		var werr *Error
+		switch {
+		case err == nil:
+			return nil
+		case errors.As(err, &werr) && werr.Code < 500:
+			return fmt.Errorf("queengate: ack refused: %w", err)
+		case sleep(ctx, time.Second) != nil:
+			return ctx.Err()
+		}
+	}
+}
+
+// keepLease renews a lease every interval until ctx ends or it is lost.
+func (c *Client) keepLease(ctx context.Context, queue, partition string, req LeaseRequest, interval time.Duration) {
+	t := time.NewTicker(max(interval, 100*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		var werr *Error
+		if _, err := c.Renew(ctx, queue, partition, req); errors.As(err, &werr) && werr.Code == CodeConflict {
+			return // lost: the ack will say so per message
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}

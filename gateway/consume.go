@@ -1,0 +1,441 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/model"
+)
+
+// ConsumeStore is what consuming needs from the store.
+type ConsumeStore interface {
+	EnsureGroup(ctx context.Context, queue, name string) (model.Group, error)
+	FindGroup(ctx context.Context, queue, name string) (model.Group, error)
+	PartitionID(ctx context.Context, queueID int64, name string) (int64, error)
+	Pop(ctx context.Context, r model.PopRequest) (model.PopResult, error)
+	Ack(ctx context.Context, g model.Group, partitionID int64, leaseID string, items []model.AckItem) (model.AckResult, error)
+	Lease(ctx context.Context, g model.Group, partitionID int64, leaseID string, d time.Duration) (time.Time, bool, error)
+	GroupPartitions(ctx context.Context, queueID int64) ([]model.GroupPartition, error)
+	QueueConfig(ctx context.Context, queue string) (model.QueueConfig, error)
+}
+
+// Consumers serves consumer groups (docs/protocol.md, "Consuming"): pops
+// with long polling, acks, lease renewal and release, and group lists.
+// Every gateway serves every request: the store's row locks decide.
+type Consumers struct {
+	store   ConsumeStore
+	recheck time.Duration // a long poll's longest sleep between pops
+
+	mu      sync.Mutex
+	waiting map[string]chan struct{} // per queue: closed when a push to it commits
+}
+
+// NewConsumers builds the consuming endpoints over store.
+func NewConsumers(store ConsumeStore) *Consumers {
+	return &Consumers{store: store, recheck: recheck, waiting: map[string]chan struct{}{}}
+}
+
+// committed wakes the pops waiting for queue.
+func (c *Consumers) committed(queue string) {
+	c.mu.Lock()
+	ch := c.waiting[queue]
+	delete(c.waiting, queue)
+	c.mu.Unlock()
+	if ch != nil {
+		close(ch)
+	}
+}
+
+// wakeup is closed at the next commit to queue.
+func (c *Consumers) wakeup(queue string) <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch := c.waiting[queue]
+	if ch == nil {
+		ch = make(chan struct{})
+		c.waiting[queue] = ch
+	}
+	return ch
+}
+
+// recheck bounds a long poll's sleep between commits: a lease that runs
+// out wakes nobody.
+const recheck = time.Second
+
+// addEndpoints serves the consuming subjects, and listens for commits
+// announced by every gateway.
+func (c *Consumers) addEndpoints(g *Gateway) error {
+	p := g.cfg.Prefix + ".consume."
+	err := g.addRequestEndpoints([]requestEndpoint{
+		{"consume-pop", p + "pop.>", false, func(ctx context.Context, req *request) (any, *queengate.Error) {
+			return c.pop(ctx, strings.TrimPrefix(req.Subject, p+"pop."), req.Data)
+		}},
+		{"consume-ack", p + "ack.*.*", false, func(ctx context.Context, req *request) (any, *queengate.Error) {
+			queue, partition := lastTwoTokens(req.Subject)
+			return c.ack(ctx, queue, partition, req.Data)
+		}},
+		{"consume-renew", p + "renew.*.*", false, func(ctx context.Context, req *request) (any, *queengate.Error) {
+			queue, partition := lastTwoTokens(req.Subject)
+			return c.lease(ctx, queue, partition, req.Data, true)
+		}},
+		{"consume-release", p + "release.*.*", false, func(ctx context.Context, req *request) (any, *queengate.Error) {
+			queue, partition := lastTwoTokens(req.Subject)
+			return c.lease(ctx, queue, partition, req.Data, false)
+		}},
+		{"consume-groups", p + "groups.*", false, func(ctx context.Context, req *request) (any, *queengate.Error) {
+			return c.groups(ctx, req.Subject[strings.LastIndexByte(req.Subject, '.')+1:])
+		}},
+	})
+	if err != nil {
+		return err
+	}
+	committed := g.cfg.Prefix + ".committed."
+	_, err = g.nc.Subscribe(committed+"*", func(m *nats.Msg) { c.committed(strings.TrimPrefix(m.Subject, committed)) })
+	return err
+}
+
+// PublishCommitted announces to every gateway that queues have new
+// messages; give it to the ingester's OnCommit.
+func (g *Gateway) PublishCommitted(queues []string) {
+	for _, q := range queues {
+		_ = g.nc.Publish(queengate.Subjects{Prefix: g.cfg.Prefix}.Committed(q), nil) // best effort: pollers recheck
+	}
+}
+
+func (c *Consumers) pop(ctx context.Context, place string, body []byte) (any, *queengate.Error) {
+	queue, partition, _ := strings.Cut(place, ".")
+	if !queengate.ValidName(queue) || (partition != "" && !queengate.ValidName(partition)) {
+		return nil, badInput("pop subject %q: <prefix>.consume.pop.<queue>[.<partition>], names of %s", place, queengate.NameRule)
+	}
+	req, werr := decodePop(body)
+	if werr != nil {
+		return nil, werr
+	}
+	g, err := c.store.EnsureGroup(ctx, queue, req.Group)
+	if err != nil {
+		return nil, consumeError(err)
+	}
+	var pid int64
+	if partition != "" {
+		if pid, err = c.store.PartitionID(ctx, g.QueueID, partition); err != nil {
+			return nil, consumeError(err)
+		}
+	}
+	deadline := time.Now().Add(time.Duration(req.WaitMs) * time.Millisecond)
+	for {
+		wake := c.wakeup(queue) // before the pop: a commit after it is not missed
+		res, err := c.store.Pop(ctx, model.PopRequest{Group: g, PartitionID: pid, Max: req.Max,
+			Lease: time.Duration(req.LeaseMs) * time.Millisecond, Consumer: req.Consumer})
+		if err != nil {
+			return nil, storeError(err)
+		}
+		left := time.Until(deadline)
+		if len(res.Messages) > 0 || left <= 0 {
+			return encodePop(queue, req.Group, &res), nil
+		}
+		t := time.NewTimer(min(left, c.recheck))
+		select {
+		case <-wake:
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
+		if ctx.Err() != nil {
+			return encodePop(queue, req.Group, &model.PopResult{}), nil
+		}
+	}
+}
+
+// decodePop reads a pop body strictly: every problem is a 400 naming it.
+func decodePop(body []byte) (queengate.PopRequest, *queengate.Error) {
+	const shape = `{"group": "...", "consumer": "...", "max": 100, "leaseMs": 30000, "waitMs": 5000}`
+	req := queengate.PopRequest{Max: queengate.DefaultPopMax, LeaseMs: queengate.DefaultLeaseMs}
+	fields, err := scanObject(body, "the body")
+	if err != nil {
+		return req, badInput("%v; want %s", err, shape)
+	}
+	for _, f := range fields {
+		switch f.key {
+		case "group", "consumer":
+			s, ok := decodeString(f.raw)
+			if !ok || (f.key == "group" && !queengate.ValidName(s)) || len(s) > 128 {
+				return req, badInput("%q must be a name of 1-128 bytes of [A-Za-z0-9_-] (consumer: any string up to 128 bytes), not %s", f.key, f.raw)
+			}
+			if f.key == "group" {
+				req.Group = s
+			} else {
+				req.Consumer = s
+			}
+		case "max", "leaseMs", "waitMs":
+			n, werr := popNumber(f)
+			if werr != nil {
+				return req, werr
+			}
+			switch f.key {
+			case "max":
+				req.Max = int(n)
+			case "leaseMs":
+				req.LeaseMs = n
+			default:
+				req.WaitMs = n
+			}
+		default:
+			return req, badInput("unknown field %q: a pop takes group, consumer, max, leaseMs and waitMs", f.key)
+		}
+	}
+	if req.Group == "" {
+		return req, badInput(`"group" is missing: want %s`, shape)
+	}
+	return req, nil
+}
+
+// popNumber reads max (1..MaxPopMax), leaseMs (1..MaxLeaseMs) or waitMs
+// (0..MaxWaitMs).
+func popNumber(f field) (int64, *queengate.Error) {
+	lo, hi := int64(1), int64(queengate.MaxPopMax)
+	switch f.key {
+	case "leaseMs":
+		hi = queengate.MaxLeaseMs
+	case "waitMs":
+		lo, hi = 0, queengate.MaxWaitMs
+	}
+	n, err := strconv.ParseInt(string(f.raw), 10, 64)
+	if err != nil || !integerLiteral.Match(f.raw) {
+		return 0, badInput("%q must be a whole number from %d to %d, not %s", f.key, lo, hi, f.raw)
+	}
+	if n < lo || n > hi {
+		return 0, badInput("%q is %d: from %d to %d", f.key, n, lo, hi)
+	}
+	return n, nil
+}
+
+// encodePop writes a pop's answer by hand: data comes back as pushed.
+func encodePop(queue, group string, r *model.PopResult) rawAnswer {
+	b := []byte(`{"queue":`)
+	b = appendString(b, queue)
+	b = append(b, `,"group":`...)
+	b = appendString(b, group)
+	if r.LeaseID != "" {
+		b = append(b, `,"partition":`...)
+		b = appendString(b, r.Partition)
+		b = append(b, `,"partitionId":`...)
+		b = strconv.AppendInt(b, r.PartitionID, 10)
+		b = append(b, `,"leaseId":"`...)
+		b = append(b, r.LeaseID...)
+		b = append(b, `","leaseUntil":"`...)
+		b = r.LeaseUntil.UTC().AppendFormat(b, time.RFC3339Nano)
+		b = append(b, '"')
+	}
+	if r.DeadLettered > 0 {
+		b = append(b, `,"deadLettered":`...)
+		b = strconv.AppendInt(b, int64(r.DeadLettered), 10)
+	}
+	b = append(b, `,"messages":[`...)
+	for i := range r.Messages {
+		m := &r.Messages[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '{')
+		b = appendStoredFields(b, &queengate.StoredMessage{Offset: m.Offset, MessageID: model.MessageID(m.PartitionID, m.Offset),
+			TransactionID: m.TxnID, CreatedAt: m.CreatedAt, Data: m.Data})
+		b = append(b, `,"attempts":`...)
+		b = strconv.AppendInt(b, int64(m.Attempts), 10)
+		if m.LastError != "" {
+			b = append(b, `,"lastError":`...)
+			b = appendString(b, m.LastError)
+		}
+		b = append(b, '}')
+	}
+	return append(b, "]}"...)
+}
+
+func (c *Consumers) ack(ctx context.Context, queue, partition string, body []byte) (any, *queengate.Error) {
+	if werr := validPlace(queue, partition); werr != nil {
+		return nil, werr
+	}
+	var req queengate.AckRequest
+	if werr := decodeStrict(body, &req, `{"group": "...", "leaseId": "...", "items": [{"transactionId": "...", "status": "completed"}]}`); werr != nil {
+		return nil, werr
+	}
+	items, werr := ackItems(req)
+	if werr != nil {
+		return nil, werr
+	}
+	g, pid, werr := c.place(ctx, queue, partition, req.Group)
+	if werr != nil {
+		return nil, werr
+	}
+	res, err := c.store.Ack(ctx, g, pid, req.LeaseID, items)
+	if err != nil {
+		return nil, storeError(err)
+	}
+	ans := queengate.AckAnswer{Items: make([]queengate.AckResult, len(items)), NextOffset: res.NextOffset,
+		LeaseEnded: res.LeaseEnded, DeadLettered: res.DeadLettered}
+	for i, o := range res.Items {
+		r := queengate.AckResult{Index: i, TransactionID: req.Items[i].TransactionID, Result: o.Result}
+		if o.Offset >= 0 {
+			off := o.Offset
+			r.Offset = &off
+		}
+		ans.Items[i] = r
+	}
+	return ans, nil
+}
+
+// ackItems checks an ack's items: each names one message, by
+// transactionId or offset, with status completed or failed.
+func ackItems(req queengate.AckRequest) ([]model.AckItem, *queengate.Error) {
+	switch {
+	case !queengate.ValidName(req.Group):
+		return nil, badInput(`"group" must name the consumer group: 1-128 bytes of [A-Za-z0-9_-]`)
+	case req.LeaseID == "":
+		return nil, badInput(`"leaseId" is missing: the lease the messages were popped under`)
+	case len(req.Items) == 0 || len(req.Items) > queengate.MaxAckItems:
+		return nil, badInput(`"items" has %d entries: 1 to %d`, len(req.Items), queengate.MaxAckItems)
+	}
+	items := make([]model.AckItem, len(req.Items))
+	for i, it := range req.Items {
+		switch {
+		case (it.TransactionID == "") == (it.Offset == nil):
+			return nil, badInput("item %d: give transactionId or offset, one of them", i)
+		case it.Offset != nil && *it.Offset < 0:
+			return nil, badInput("item %d: offset %d is negative", i, *it.Offset)
+		case len(it.TransactionID) > queengate.MaxTxnIDBytes:
+			return nil, badInput("item %d: transactionId over %d bytes", i, queengate.MaxTxnIDBytes)
+		case it.Status != queengate.AckCompleted && it.Status != queengate.AckFailed:
+			return nil, badInput(`item %d: status %q: "completed" or "failed"`, i, it.Status)
+		case len(it.Error) > queengate.MaxAckErrorSize:
+			return nil, badInput("item %d: error over %d bytes", i, queengate.MaxAckErrorSize)
+		}
+		items[i] = model.AckItem{Offset: -1, TxnID: it.TransactionID, Completed: it.Status == queengate.AckCompleted, Error: it.Error}
+		if it.Offset != nil {
+			items[i].Offset = *it.Offset
+		}
+	}
+	return items, nil
+}
+
+// place resolves an existing group and partition: 404 for either unknown.
+func (c *Consumers) place(ctx context.Context, queue, partition, group string) (model.Group, int64, *queengate.Error) {
+	g, err := c.store.FindGroup(ctx, queue, group)
+	if err != nil {
+		return g, 0, consumeError(err)
+	}
+	pid, err := c.store.PartitionID(ctx, g.QueueID, partition)
+	if err != nil {
+		return g, 0, consumeError(err)
+	}
+	return g, pid, nil
+}
+
+func (c *Consumers) lease(ctx context.Context, queue, partition string, body []byte, renew bool) (any, *queengate.Error) {
+	if werr := validPlace(queue, partition); werr != nil {
+		return nil, werr
+	}
+	var req queengate.LeaseRequest
+	if werr := decodeStrict(body, &req, `{"group": "...", "leaseId": "...", "leaseMs": 30000}`); werr != nil {
+		return nil, werr
+	}
+	switch {
+	case !queengate.ValidName(req.Group):
+		return nil, badInput(`"group" must name the consumer group: 1-128 bytes of [A-Za-z0-9_-]`)
+	case req.LeaseID == "":
+		return nil, badInput(`"leaseId" is missing`)
+	case renew && (req.LeaseMs < 1 || req.LeaseMs > queengate.MaxLeaseMs):
+		return nil, badInput(`"leaseMs" is %d: a renewal runs 1 to %d ms from now`, req.LeaseMs, queengate.MaxLeaseMs)
+	}
+	if !renew {
+		req.LeaseMs = 0
+	}
+	g, pid, werr := c.place(ctx, queue, partition, req.Group)
+	if werr != nil {
+		return nil, werr
+	}
+	until, ok, err := c.store.Lease(ctx, g, pid, req.LeaseID, time.Duration(req.LeaseMs)*time.Millisecond)
+	switch {
+	case err != nil:
+		return nil, storeError(err)
+	case !ok:
+		return nil, &queengate.Error{Code: queengate.CodeConflict, Message: "lease " + req.LeaseID +
+			" is not held: it ran out, was released, or another consumer's lease replaced it"}
+	}
+	ans := queengate.LeaseAnswer{LeaseID: req.LeaseID, Released: !renew}
+	if renew {
+		ans.LeaseUntil = &until
+	}
+	return ans, nil
+}
+
+func (c *Consumers) groups(ctx context.Context, queue string) (any, *queengate.Error) {
+	if !queengate.ValidName(queue) {
+		return nil, badInput("bad queue name %q: %s", queue, queengate.NameRule)
+	}
+	q, err := c.store.QueueConfig(ctx, queue)
+	if err != nil {
+		return nil, consumeError(err)
+	}
+	gps, err := c.store.GroupPartitions(ctx, q.ID)
+	if err != nil {
+		return nil, storeError(err)
+	}
+	return queengate.GroupsAnswer{Queue: queue, Groups: groupViews(gps)}, nil
+}
+
+// groupViews groups per-partition positions by group (they come sorted
+// by group).
+func groupViews(gps []model.GroupPartition) []queengate.GroupView {
+	out := []queengate.GroupView{}
+	for _, gp := range gps {
+		if len(out) == 0 || out[len(out)-1].Group != gp.Group {
+			out = append(out, queengate.GroupView{Group: gp.Group})
+		}
+		v := &out[len(out)-1]
+		p := queengate.GroupPartitionView{Partition: gp.Partition, PartitionID: gp.PartitionID, NextOffset: gp.NextOffset,
+			LastOffset: gp.LastOffset, Lag: gp.Lag(), LeaseConsumer: gp.LeaseConsumer}
+		if gp.Leased {
+			until := gp.LeaseUntil.UTC()
+			p.LeaseUntil = &until
+		}
+		v.Partitions = append(v.Partitions, p)
+		v.Lag += p.Lag
+	}
+	return out
+}
+
+// consumeError maps unknown queues, groups and partitions to 404s.
+func consumeError(err error) *queengate.Error {
+	switch {
+	case errors.Is(err, model.ErrQueueNotFound):
+		return &queengate.Error{Code: queengate.CodeNotFound, Message: "unknown queue: " + err.Error()}
+	case errors.Is(err, model.ErrGroupNotFound), errors.Is(err, model.ErrNotFound):
+		return &queengate.Error{Code: queengate.CodeNotFound, Message: err.Error()}
+	}
+	return storeError(err)
+}
+
+// decodeStrict decodes a JSON object into v, refusing unknown fields,
+// duplicate fields and anything but one object.
+func decodeStrict(body []byte, v any, shape string) *queengate.Error {
+	if _, err := scanObject(body, "the body"); err != nil {
+		return badInput("%v; want %s", err, shape)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var ute *json.UnmarshalTypeError
+		if errors.As(err, &ute) {
+			return badInput("field %q: %s is not a %s; want %s", ute.Field, ute.Value, ute.Type.Kind(), shape)
+		}
+		return badInput("%s; want %s", strings.TrimPrefix(err.Error(), "json: "), shape)
+	}
+	return nil
+}
