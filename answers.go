@@ -109,7 +109,7 @@ type ConfigureRequest struct {
 	// or consumed).
 	OnConflict  string `json:"-"`
 	RetainUntil string `json:"-"`
-	Mode       string `json:"mode,omitempty"`
+	Mode        string `json:"mode,omitempty"`
 }
 
 // MarshalJSON writes the options, numbers and OnConflict, as one object.
