@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -72,15 +73,15 @@ func (s *Store) PartitionID(ctx context.Context, queueID int64, name string) (in
 
 // Pop leases a partition with work to the request's consumer and returns
 // what it delivers (docs/design.md, "Consuming"). Messages out of
-// attempts are moved to the dead-letter queue in the same transaction.
+// attempts are then moved to the dead-letter queue.
 func (s *Store) Pop(ctx context.Context, r model.PopRequest) (model.PopResult, error) {
 	var out model.PopResult
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := func() error {
 		var pid *int64
 		if r.PartitionID > 0 {
 			pid = &r.PartitionID
 		}
-		rows, err := tx.Query(ctx, `SELECT partition_id, partition, lease_id, lease_until, off, txn_id, data::text,
+		rows, err := s.pool.Query(ctx, `SELECT partition_id, partition, lease_id, lease_until, off, txn_id, data::text,
 			created_at, attempts, last_error, dead FROM queen.consumer_pop($1, $2, $3, $4, $5, $6)`,
 			r.Group.ID, r.Group.QueueID, pid, r.Max, r.Lease.Seconds(), r.Consumer)
 		if err != nil {
@@ -118,20 +119,18 @@ func (s *Store) Pop(ctx context.Context, r model.PopRequest) (model.PopResult, e
 			return err
 		}
 		if len(dead) > 0 {
-			out.DeadLettered = len(dead)
-			_, err = s.deadLetter(ctx, tx, r.Group, out.Partition, dead)
-			return err
+			out.DeadLettered, _, err = s.deadLetter(ctx, r.Group, out.Partition, dead)
 		}
-		return nil
-	})
+		return err
+	}()
 	if err != nil {
 		return model.PopResult{}, fmt.Errorf("pgstore: pop %s/%s: %w", r.Group.Queue, r.Group.Name, err)
 	}
 	return out, nil
 }
 
-// Ack settles a batch of messages under a lease, in one transaction with
-// the dead-lettering of those out of attempts.
+// Ack settles a batch of messages under a lease in one statement, then
+// dead-letters those out of attempts.
 func (s *Store) Ack(ctx context.Context, g model.Group, partitionID int64, leaseID string, items []model.AckItem) (model.AckResult, error) {
 	var lease pgtype.UUID
 	if err := lease.Scan(leaseID); err != nil {
@@ -155,8 +154,8 @@ func (s *Store) Ack(ctx context.Context, g model.Group, partitionID int64, lease
 		}
 	}
 	out := model.AckResult{Items: make([]model.AckOutcome, len(items))}
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `SELECT item, off, result, dead, txn_id, data::text, created_at, attempts, last_error,
+	err := func() error {
+		rows, err := s.pool.Query(ctx, `SELECT item, off, result, dead, txn_id, data::text, created_at, attempts, last_error,
 			next_offset, lease_ended FROM queen.consumer_ack($1, $2, $3, $4, $5, $6, $7)`,
 			g.ID, partitionID, lease, offsets, hashes, completed, errs)
 		if err != nil {
@@ -197,16 +196,14 @@ func (s *Store) Ack(ctx context.Context, g model.Group, partitionID int64, lease
 			return err
 		}
 		if len(dead) > 0 {
-			out.DeadLettered = len(dead)
 			var partition string
-			if err := tx.QueryRow(ctx, "SELECT name FROM queen.log_partitions WHERE id = $1", partitionID).Scan(&partition); err != nil {
+			if err := s.pool.QueryRow(ctx, "SELECT name FROM queen.log_partitions WHERE id = $1", partitionID).Scan(&partition); err != nil {
 				return err
 			}
-			out.NextOffset, err = s.deadLetter(ctx, tx, g, partition, dead)
-			return err
+			out.DeadLettered, out.NextOffset, err = s.deadLetter(ctx, g, partition, dead)
 		}
-		return nil
-	})
+		return err
+	}()
 	if err != nil {
 		return model.AckResult{}, fmt.Errorf("pgstore: ack %s/%s: %w", g.Queue, g.Name, err)
 	}
@@ -214,45 +211,73 @@ func (s *Store) Ack(ctx context.Context, g model.Group, partitionID int64, lease
 }
 
 // deadLetter moves messages of group g to the queue's dead-letter queue
-// (same partition name) and records them done for the group, inside the
-// pop's or ack's transaction, which holds the group's cursor row: once
-// per message and group. The dead-letter message's transactionId is
-// "<group>:<messageId>", its data the original's with its ids and the
-// last error.
-// It returns the group's cursor after.
-func (s *Store) deadLetter(ctx context.Context, tx pgx.Tx, g model.Group, partition string, dead []model.Delivery) (int64, error) {
-	var dlq model.Partition
-	if err := tx.QueryRow(ctx, "SELECT partition_id FROM queen.ensure_partition($1, $2)",
-		model.DeadLetterQueue(g.Queue), partition).Scan(&dlq.ID); err != nil {
-		return 0, fmt.Errorf("dead-letter queue: %w", err)
+// (same partition name) and records them done for the group, in one
+// transaction holding the group's cursor row, skipping any another pop or
+// ack dead-lettered meanwhile: once per message and group. A failure
+// leaves them below the cursor, for the next pop to find again. The
+// dead-letter message's transactionId is "<group>:<messageId>", its data
+// the original's with its ids and the last error. It returns how many it
+// moved and the group's cursor after.
+func (s *Store) deadLetter(ctx context.Context, g model.Group, partition string, dead []model.Delivery) (moved int, next int64, err error) {
+	var dlq int64
+	if err := s.pool.QueryRow(ctx, "SELECT partition_id FROM queen.ensure_partition($1, $2)",
+		model.DeadLetterQueue(g.Queue), partition).Scan(&dlq); err != nil {
+		return 0, 0, fmt.Errorf("dead-letter queue: %w", err)
 	}
-	fr := model.Frame{PartitionID: dlq.ID, Verified: -1}
+	pid := dead[0].PartitionID
 	offsets := make([]int64, len(dead))
 	for i, d := range dead {
+		offsets[i] = d.Offset
+	}
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, "SELECT o FROM queen.consumer_dead_letter_pending($1, $2, $3) AS o", g.ID, pid, offsets)
+		if err != nil {
+			return err
+		}
+		pending, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return err
+		}
+		if len(pending) > 0 {
+			if err := pushDeadLetters(ctx, tx, g, partition, dlq, dead, pending); err != nil {
+				return err
+			}
+		}
+		moved = len(pending)
+		return tx.QueryRow(ctx, "SELECT queen.consumer_dead_lettered($1, $2, $3)", g.ID, pid, pending).Scan(&next)
+	})
+	return moved, next, err
+}
+
+// pushDeadLetters writes the pending ones of dead to the dead-letter
+// partition dlq, in tx.
+func pushDeadLetters(ctx context.Context, tx pgx.Tx, g model.Group, partition string, dlq int64, dead []model.Delivery, pending []int64) error {
+	fr := model.Frame{PartitionID: dlq, Verified: -1}
+	for _, d := range dead {
+		if !slices.Contains(pending, d.Offset) {
+			continue
+		}
 		id := g.Name + ":" + model.MessageID(d.PartitionID, d.Offset)
 		body, err := json.Marshal(deadLetterBody{Queue: g.Queue, Partition: partition, Group: g.Name,
 			MessageID: model.MessageID(d.PartitionID, d.Offset), Offset: d.Offset, TransactionID: d.TxnID,
 			CreatedAt: d.CreatedAt.UTC(), Attempts: d.Attempts, Error: d.LastError, Data: json.RawMessage(d.Data)})
 		if err != nil {
-			return 0, err
+			return err
 		}
 		fr.TxnIDs, fr.Hashes, fr.Data = append(fr.TxnIDs, id), append(fr.Hashes, model.HashTxnID(id)), append(fr.Data, body)
-		offsets[i] = d.Offset
 	}
 	args, err := bundleArgs([]model.Frame{fr})
 	if err != nil {
-		return 0, err
+		return err
 	}
 	rows, err := tx.Query(ctx, pushBundleSQL, args...)
 	if err != nil {
-		return 0, fmt.Errorf("dead-letter push: %w", err)
+		return fmt.Errorf("dead-letter push: %w", err)
 	}
 	if _, err := collectResults(rows, []model.Frame{fr}); err != nil {
-		return 0, fmt.Errorf("dead-letter push: %w", err)
+		return fmt.Errorf("dead-letter push: %w", err)
 	}
-	var next int64
-	err = tx.QueryRow(ctx, "SELECT queen.consumer_dead_lettered($1, $2, $3)", g.ID, dead[0].PartitionID, offsets).Scan(&next)
-	return next, err
+	return nil
 }
 
 // deadLetterBody is a dead-letter message's data.

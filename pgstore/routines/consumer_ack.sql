@@ -17,7 +17,8 @@
 -- is redelivered by a later pop with its attempt count; one failed for
 -- the maxAttempts-th time comes back with dead = true (and its
 -- transactionId, data and error), to be moved to the dead-letter queue
--- by the caller in the same transaction (consumer_dead_lettered). The
+-- by the caller (consumer_dead_letter_pending, then
+-- consumer_dead_lettered, in one transaction). The
 -- lease ends once every message delivered under it is settled. Also in
 -- every row: the cursor after the batch, and whether the lease ended.
 --
@@ -26,12 +27,18 @@ CREATE OR REPLACE FUNCTION queen.consumer_ack(p_group_id bigint, p_partition_id 
     p_offsets bigint[], p_hashes uuid[], p_completed boolean[], p_errors text[])
 RETURNS TABLE (item integer, off bigint, result text, dead boolean, txn_id text, data json, created_at timestamptz,
                attempts integer, last_error text, next_offset bigint, lease_ended boolean)
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+-- Planned once per session: re-planning each statement on every call
+-- (what the default chooses for them) cost more than running them.
+SET plan_cache_mode = force_generic_plan
+AS $$
 #variable_conflict use_column
 DECLARE
     c        queen.consumer_cursors%ROWTYPE;
     v_now    timestamptz := clock_timestamp();
     v_held   boolean;
+    v_marks  boolean;    -- the group has marks on the partition (usually not)
+    v_failed boolean;    -- some item failed a message
     v_max    integer;
     v_last   bigint;
     v_next   bigint;
@@ -43,28 +50,32 @@ BEGIN
     SELECT cc.* INTO c FROM queen.consumer_cursors cc
      WHERE cc.group_id = p_group_id AND cc.partition_id = p_partition_id
        FOR UPDATE;
+    v_held := c.group_id IS NOT NULL AND c.lease_id IS NOT DISTINCT FROM p_lease_id AND c.lease_until > v_now;
     SELECT p.last_offset, q.max_attempts INTO v_last, v_max
       FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id WHERE p.id = p_partition_id;
-    v_held := FOUND AND c.lease_id IS NOT DISTINCT FROM p_lease_id AND c.lease_until > v_now;
+    v_marks := EXISTS (SELECT 1 FROM queen.consumer_marks m WHERE m.group_id = p_group_id AND m.partition_id = p_partition_id);
 
-    -- Resolve transactionIds among the offsets delivered from the cursor
-    -- on; the rest (acknowledged long ago, or never stored) through the
-    -- window, as a push would find them.
-    WITH it AS (
-        SELECT i, p_offsets[i] AS off, p_hashes[i] AS h FROM generate_subscripts(p_completed, 1) AS i
-    ), near AS (
-        SELECT th.h, min(t.base_offset + th.idx - 1) AS off
-          FROM queen.log_txns t
-         CROSS JOIN LATERAL queen.log_unnest_hashes(t.hashes) AS th
-          JOIN (SELECT DISTINCT it.h FROM it WHERE it.h IS NOT NULL) AS want ON want.h = th.h
-         WHERE t.partition_id = p_partition_id AND c.group_id IS NOT NULL
-           AND t.end_offset >= c.next_offset AND t.base_offset <= c.delivered_to
-           AND t.base_offset + th.idx - 1 BETWEEN c.next_offset AND c.delivered_to
-         GROUP BY th.h
-    )
-    SELECT array_agg(coalesce(it.off, near.off) ORDER BY it.i) INTO a_off
-      FROM it LEFT JOIN near ON near.h = it.h;
+    a_off := p_offsets;
+    IF c.group_id IS NOT NULL AND EXISTS (SELECT 1 FROM unnest(p_hashes) AS h WHERE h IS NOT NULL) THEN
+        -- Resolve transactionIds among the offsets delivered from the
+        -- cursor on, unrolling only that slice of each log_txns row.
+        WITH want AS (
+            SELECT DISTINCT h FROM unnest(p_hashes) AS h WHERE h IS NOT NULL
+        ), near AS (
+            SELECT th.h, min(greatest(t.base_offset, c.next_offset) + th.idx - 1) AS off
+              FROM queen.log_txns t
+             CROSS JOIN LATERAL queen.log_unnest_hashes(
+                       t.hashes[greatest(c.next_offset - t.base_offset + 1, 1) : least(c.delivered_to, t.end_offset) - t.base_offset + 1]) AS th
+              JOIN want ON want.h = th.h
+             WHERE t.partition_id = p_partition_id AND t.end_offset >= c.next_offset AND t.base_offset <= c.delivered_to
+             GROUP BY th.h
+        )
+        SELECT array_agg(coalesce(x.off, near.off) ORDER BY x.i) INTO a_off
+          FROM unnest(p_offsets, p_hashes) WITH ORDINALITY AS x(off, h, i) LEFT JOIN near ON near.h = x.h;
+    END IF;
     IF EXISTS (SELECT 1 FROM unnest(a_off, p_hashes) AS x(off, h) WHERE x.off IS NULL AND x.h IS NOT NULL) THEN
+        -- The rest (settled long ago, or never stored) through the
+        -- window, as a push would find them.
         SELECT array_agg(coalesce(x.off, f.first_offset) ORDER BY x.i) INTO a_off
           FROM unnest(a_off, p_hashes) WITH ORDINALITY AS x(off, h, i)
           LEFT JOIN queen.log_find(p_partition_id,
@@ -86,40 +97,66 @@ BEGIN
                         ELSE 'acked' END AS res
               FROM unnest(a_off) WITH ORDINALITY AS x(off, i)
               LEFT JOIN queen.consumer_marks m
-                ON m.group_id = p_group_id AND m.partition_id = p_partition_id AND m.off = x.off) AS r;
+                ON v_marks AND m.group_id = p_group_id AND m.partition_id = p_partition_id AND m.off = x.off) AS r;
 
-    IF v_held THEN
-        SELECT coalesce(array_agg(x.off), '{}') INTO a_done
-          FROM unnest(a_off, a_res, p_completed) AS x(off, res, ok) WHERE x.res = 'acked' AND x.ok;
-        -- Failed: marked with the error and this lease; the attempts so
-        -- far stay (a message without a mark was delivered once).
-        INSERT INTO queen.consumer_marks AS m (group_id, partition_id, off, attempts, last_error, failed_in)
-        SELECT p_group_id, p_partition_id, x.off, 1, x.err, p_lease_id
-          FROM unnest(a_off, a_res, p_completed, p_errors) AS x(off, res, ok, err)
-         WHERE x.res = 'acked' AND NOT x.ok
-        ON CONFLICT (group_id, partition_id, off) DO UPDATE SET last_error = excluded.last_error, failed_in = p_lease_id;
-        v_next := queen.consumer_advance(p_group_id, p_partition_id, a_done);
+    IF NOT v_held THEN
+        v_next := coalesce(c.next_offset, 0);
+    ELSE
+        SELECT coalesce(array_agg(x.off) FILTER (WHERE x.ok), '{}'), coalesce(bool_or(NOT x.ok), false)
+          INTO a_done, v_failed
+          FROM unnest(a_off, a_res, p_completed) AS x(off, res, ok) WHERE x.res = 'acked';
+        IF v_failed THEN
+            -- Marked with the error and this lease; the attempts so far
+            -- stay (a message without a mark was delivered once).
+            INSERT INTO queen.consumer_marks AS m (group_id, partition_id, off, attempts, last_error, failed_in)
+            SELECT p_group_id, p_partition_id, x.off, 1, x.err, p_lease_id
+              FROM unnest(a_off, a_res, p_completed, p_errors) AS x(off, res, ok, err)
+             WHERE x.res = 'acked' AND NOT x.ok
+            ON CONFLICT (group_id, partition_id, off) DO UPDATE SET last_error = excluded.last_error, failed_in = p_lease_id;
+        END IF;
+        IF v_marks OR v_failed THEN
+            v_next := queen.consumer_advance(p_group_id, p_partition_id, a_done);
+        ELSE
+            -- No marks: the cursor moves over the run of completed offsets
+            -- that starts at it.
+            SELECT c.next_offset + count(*) INTO v_next
+              FROM (SELECT d, row_number() OVER (ORDER BY d) AS rn
+                      FROM (SELECT DISTINCT d FROM unnest(a_done) AS d WHERE d >= c.next_offset) AS u) AS r
+             WHERE r.d = c.next_offset + r.rn - 1;
+        END IF;
         -- Completed out of order: kept until the prefix closes.
-        INSERT INTO queen.consumer_marks AS m (group_id, partition_id, off, attempts, done)
-        SELECT p_group_id, p_partition_id, d, 1, true FROM unnest(a_done) AS d WHERE d >= v_next
-        ON CONFLICT (group_id, partition_id, off) DO UPDATE SET done = true;
+        IF EXISTS (SELECT 1 FROM unnest(a_done) AS d WHERE d >= v_next) THEN
+            INSERT INTO queen.consumer_marks AS m (group_id, partition_id, off, attempts, done)
+            SELECT p_group_id, p_partition_id, d, 1, true FROM unnest(a_done) AS d WHERE d >= v_next
+            ON CONFLICT (group_id, partition_id, off) DO UPDATE SET done = true;
+        END IF;
         -- The lease ends when nothing delivered under it is unsettled.
-        IF NOT EXISTS (
+        IF v_next > c.lease_to OR ((v_marks OR v_failed OR v_next <= c.lease_to) AND NOT EXISTS (
             SELECT 1 FROM generate_series(greatest(c.lease_from, v_next), c.lease_to) AS o
              WHERE NOT EXISTS (SELECT 1 FROM queen.consumer_marks m
                                 WHERE m.group_id = p_group_id AND m.partition_id = p_partition_id AND m.off = o
-                                  AND (m.done OR m.failed_in = p_lease_id))) THEN
-            UPDATE queen.consumer_cursors cc SET lease_id = NULL, lease_until = NULL
-             WHERE cc.group_id = p_group_id AND cc.partition_id = p_partition_id;
+                                  AND (m.done OR m.failed_in = p_lease_id)))) THEN
             v_ended := true;
         END IF;
-    ELSE
-        v_next := c.next_offset;
+        -- One new version of the cursor row per ack.
+        UPDATE queen.consumer_cursors cc
+           SET next_offset = v_next,
+               lease_id = CASE WHEN v_ended THEN NULL ELSE cc.lease_id END,
+               lease_until = CASE WHEN v_ended THEN NULL ELSE cc.lease_until END
+         WHERE cc.group_id = p_group_id AND cc.partition_id = p_partition_id
+           AND (v_ended OR cc.next_offset <> v_next);
     END IF;
 
+    IF NOT coalesce(v_failed, false) THEN
+        RETURN QUERY
+            SELECT x.i::integer, x.off, x.res, false, NULL::text, NULL::json, NULL::timestamptz, NULL::integer,
+                   NULL::text, v_next, v_ended
+              FROM unnest(a_off, a_res) WITH ORDINALITY AS x(off, res, i) ORDER BY x.i;
+        RETURN;
+    END IF;
+    -- Failed ones out of attempts come back with what the dead letter needs.
     RETURN QUERY
-        SELECT x.i::integer, x.off, x.res,
-               coalesce(x.res = 'acked' AND NOT p_completed[x.i] AND v_max > 0 AND m.attempts >= v_max, false),
+        SELECT x.i::integer, x.off, x.res, coalesce(v_max > 0 AND m.attempts >= v_max, false),
                s.txn_id, s.data, s.created_at, m.attempts, m.last_error, v_next, v_ended
           FROM unnest(a_off, a_res) WITH ORDINALITY AS x(off, res, i)
           LEFT JOIN queen.consumer_marks m
@@ -129,9 +166,8 @@ BEGIN
                 SELECT sg.txn_ids[x.off - sg.base_offset + 1] AS txn_id, sg.data[x.off - sg.base_offset + 1] AS data,
                        sg.created_at
                   FROM queen.log_segments sg
-                 WHERE m.attempts >= v_max AND v_max > 0
-                   AND sg.partition_id = p_partition_id AND sg.base_offset <= x.off
-                 ORDER BY sg.base_offset DESC LIMIT 1) AS s ON true
+                 WHERE sg.partition_id = p_partition_id AND sg.base_offset <= x.off
+                 ORDER BY sg.base_offset DESC LIMIT 1) AS s ON v_max > 0 AND m.attempts >= v_max
          ORDER BY x.i;
 END
 $$;

@@ -6,7 +6,11 @@
 -- Returns the cursor after.
 CREATE OR REPLACE FUNCTION queen.consumer_dead_lettered(p_group_id bigint, p_partition_id bigint, p_offsets bigint[])
 RETURNS bigint
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+-- Planned once per session: re-planning each statement on every call
+-- (what the default chooses for them) cost more than running them.
+SET plan_cache_mode = force_generic_plan
+AS $$
 #variable_conflict use_column
 DECLARE
     c      queen.consumer_cursors%ROWTYPE;

@@ -10,8 +10,10 @@
 -- data and created_at, and attempts, its deliveries counting this one.
 -- A message delivered maxAttempts times already is not delivered again:
 -- it comes back with dead = true and no lease, and the caller moves it to
--- the dead-letter queue in the same transaction (consumer_dead_lettered),
--- which holds the cursor row meanwhile.
+-- the dead-letter queue (consumer_dead_letter_pending, then
+-- consumer_dead_lettered, in one transaction). Until that commits the
+-- cursor stays below it, so a caller that dies before only leaves it to
+-- the next pop.
 --
 -- Lock order (LOCKS.md): the cursor row only; partition rows are read,
 -- never locked.
@@ -19,7 +21,11 @@ CREATE OR REPLACE FUNCTION queen.consumer_pop(p_group_id bigint, p_queue_id bigi
     p_max integer, p_lease_seconds double precision, p_consumer text)
 RETURNS TABLE (partition_id bigint, partition text, lease_id uuid, lease_until timestamptz, off bigint, txn_id text, data json,
                created_at timestamptz, attempts integer, last_error text, dead boolean)
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+-- Planned once per session: re-planning each statement on every call
+-- (what the default chooses for them) cost more than running them.
+SET plan_cache_mode = force_generic_plan
+AS $$
 #variable_conflict use_column
 DECLARE
     c          queen.consumer_cursors%ROWTYPE;
@@ -29,6 +35,7 @@ DECLARE
     v_first    bigint;
     v_max_att  integer;
     v_hi       bigint;
+    v_marks    boolean;   -- the group has marks on the partition (usually not)
     v_lease    uuid;
     v_until    timestamptz;
     v_lo       bigint;    -- the lease's first and last offsets
@@ -76,25 +83,30 @@ BEGIN
     END IF;
     -- Enough offsets to find p_max not done (done marks above the cursor
     -- are few: acknowledgements out of order).
+    v_marks := EXISTS (SELECT 1 FROM queen.consumer_marks m
+                        WHERE m.group_id = p_group_id AND m.partition_id = c.partition_id);
     v_hi := least(v_last, c.next_offset + p_max - 1 +
                   (SELECT count(*) FROM queen.consumer_marks m
-                    WHERE m.group_id = p_group_id AND m.partition_id = c.partition_id AND m.done));
+                    WHERE v_marks AND m.group_id = p_group_id AND m.partition_id = c.partition_id AND m.done));
 
     WITH picked AS (
         SELECT o.off, m.attempts AS marked, m.last_error
           FROM generate_series(c.next_offset, v_hi) AS o(off)
-          LEFT JOIN queen.consumer_marks m
-            ON m.group_id = p_group_id AND m.partition_id = c.partition_id AND m.off = o.off
+          LEFT JOIN queen.consumer_marks m -- usually there are none to look at
+            ON v_marks AND m.group_id = p_group_id AND m.partition_id = c.partition_id AND m.off = o.off
          WHERE m.done IS NOT TRUE
          ORDER BY o.off
          LIMIT p_max
     ), span AS (
         SELECT min(picked.off) AS lo, max(picked.off) AS hi FROM picked
-    ), msgs AS ( -- only the slices of the frames that hold them
-        SELECT s.base_offset + i - 1 AS off, s.txn_ids[i] AS txn_id, s.data[i] AS data, s.created_at
+    ), msgs AS ( -- only the slices of the frames that hold them, each
+                 -- detoasted once (a subscript per element would
+                 -- decompress the whole frame every time)
+        SELECT greatest(span.lo, s.base_offset) + u.k - 1 AS off, u.txn_id, u.data, s.created_at
           FROM span, queen.log_segments s
-         CROSS JOIN LATERAL generate_series(greatest(span.lo - s.base_offset + 1, 1),
-                                            least(span.hi, s.end_offset) - s.base_offset + 1) AS i
+         CROSS JOIN LATERAL unnest(s.txn_ids[greatest(span.lo - s.base_offset + 1, 1) : least(span.hi, s.end_offset) - s.base_offset + 1],
+                                   s.data[greatest(span.lo - s.base_offset + 1, 1) : least(span.hi, s.end_offset) - s.base_offset + 1])
+                        WITH ORDINALITY AS u(txn_id, data, k)
          WHERE s.partition_id = c.partition_id
            AND s.base_offset >= coalesce((SELECT max(b.base_offset) FROM queen.log_segments b
                                            WHERE b.partition_id = c.partition_id AND b.base_offset <= span.lo), span.lo)
@@ -114,10 +126,12 @@ BEGIN
       FROM unnest(a_off, a_dead) AS x(off, dead);
 
     -- A delivery after the first is counted where the next one can see it.
-    INSERT INTO queen.consumer_marks AS m (group_id, partition_id, off, attempts)
-    SELECT p_group_id, c.partition_id, x.off, x.att FROM unnest(a_off, a_att, a_dead) AS x(off, att, dead)
-     WHERE x.att > 1 AND NOT x.dead
-    ON CONFLICT (group_id, partition_id, off) DO UPDATE SET attempts = excluded.attempts;
+    IF c.delivered_to >= c.next_offset THEN -- only then can anything be redelivered
+        INSERT INTO queen.consumer_marks AS m (group_id, partition_id, off, attempts)
+        SELECT p_group_id, c.partition_id, x.off, x.att FROM unnest(a_off, a_att, a_dead) AS x(off, att, dead)
+         WHERE x.att > 1 AND NOT x.dead
+        ON CONFLICT (group_id, partition_id, off) DO UPDATE SET attempts = excluded.attempts;
+    END IF;
 
     IF v_lo IS NOT NULL THEN
         v_lease := gen_random_uuid();

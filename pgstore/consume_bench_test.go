@@ -1,0 +1,69 @@
+package pgstore_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/queengate/queengate/model"
+)
+
+// BenchmarkConsume is a consumer's round in the store: pop a batch, then
+// acknowledge it by transactionId (or by offset), one partition stored in
+// 1000-message frames.
+func BenchmarkConsume(b *testing.B) {
+	for _, byOffset := range []bool{false, true} {
+		for _, n := range []int{100, 1000} {
+			b.Run(fmt.Sprintf("batch=%d/byOffset=%v", n, byOffset), func(b *testing.B) {
+				st, p := benchSetup(b)
+				ctx := context.Background()
+				rows := benchRows{prefix: "consume-"}
+				last := int64(-1)
+				push := func() {
+					res, err := st.Push(ctx, []model.Frame{rows.segment(p.ID, last, 1000)})
+					if err != nil {
+						b.Fatal(err)
+					}
+					last = res[0].LastOffset
+				}
+				g, err := st.EnsureGroup(ctx, "bench", "g")
+				if err != nil {
+					b.Fatal(err)
+				}
+				consumed := int64(0)
+				var popT, ackT time.Duration
+				for b.Loop() {
+					for consumed+int64(n) > last+1 {
+						b.StopTimer()
+						push()
+						b.StartTimer()
+					}
+					t0 := time.Now()
+					r, err := st.Pop(ctx, model.PopRequest{Group: g, Max: n, Lease: time.Minute, Consumer: "c"})
+					if err != nil || len(r.Messages) != n {
+						b.Fatalf("pop: %d messages, %v", len(r.Messages), err)
+					}
+					items := make([]model.AckItem, n)
+					for i, m := range r.Messages {
+						items[i] = model.AckItem{Offset: -1, TxnID: m.TxnID, Completed: true}
+						if byOffset {
+							items[i] = model.AckItem{Offset: m.Offset, Completed: true}
+						}
+					}
+					t1 := time.Now()
+					a, err := st.Ack(ctx, g, p.ID, r.LeaseID, items)
+					popT += t1.Sub(t0)
+					ackT += time.Since(t1)
+					if err != nil || !a.LeaseEnded {
+						b.Fatalf("ack: %+v, %v", a, err)
+					}
+					consumed += int64(n)
+				}
+				reportRows(b, n)
+				b.ReportMetric(float64(popT.Microseconds())/float64(b.N), "pop-us")
+				b.ReportMetric(float64(ackT.Microseconds())/float64(b.N), "ack-us")
+			})
+		}
+	}
+}
