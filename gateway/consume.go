@@ -36,6 +36,41 @@ type Consumers struct {
 
 	mu      sync.Mutex
 	waiting map[string]chan struct{} // per queue: closed when a push to it commits
+
+	// Groups and partitions are never deleted: once found, their ids are
+	// remembered, saving a round trip to PostgreSQL per request.
+	knownGroups     sync.Map // queue + "/" + group -> model.Group
+	knownPartitions sync.Map // queue id + "/" + partition -> int64
+}
+
+// group finds (create: or creates) queue's group name.
+func (c *Consumers) group(ctx context.Context, queue, name string, create bool) (model.Group, error) {
+	key := queue + "/" + name
+	if g, ok := c.knownGroups.Load(key); ok {
+		return g.(model.Group), nil
+	}
+	find := c.store.FindGroup
+	if create {
+		find = c.store.EnsureGroup
+	}
+	g, err := find(ctx, queue, name)
+	if err == nil {
+		c.knownGroups.Store(key, g)
+	}
+	return g, err
+}
+
+// partition finds the id of a queue's partition.
+func (c *Consumers) partition(ctx context.Context, queueID int64, name string) (int64, error) {
+	key := strconv.FormatInt(queueID, 10) + "/" + name
+	if id, ok := c.knownPartitions.Load(key); ok {
+		return id.(int64), nil
+	}
+	id, err := c.store.PartitionID(ctx, queueID, name)
+	if err == nil {
+		c.knownPartitions.Store(key, id)
+	}
+	return id, err
 }
 
 // NewConsumers builds the consuming endpoints over store.
@@ -119,13 +154,13 @@ func (c *Consumers) pop(ctx context.Context, place string, body []byte) (any, *q
 	if werr != nil {
 		return nil, werr
 	}
-	g, err := c.store.EnsureGroup(ctx, queue, req.Group)
+	g, err := c.group(ctx, queue, req.Group, true)
 	if err != nil {
 		return nil, consumeError(err)
 	}
 	var pid int64
 	if partition != "" {
-		if pid, err = c.store.PartitionID(ctx, g.QueueID, partition); err != nil {
+		if pid, err = c.partition(ctx, g.QueueID, partition); err != nil {
 			return nil, consumeError(err)
 		}
 	}
@@ -326,11 +361,11 @@ func ackItems(req queengate.AckRequest) ([]model.AckItem, *queengate.Error) {
 
 // place resolves an existing group and partition: 404 for either unknown.
 func (c *Consumers) place(ctx context.Context, queue, partition, group string) (model.Group, int64, *queengate.Error) {
-	g, err := c.store.FindGroup(ctx, queue, group)
+	g, err := c.group(ctx, queue, group, false)
 	if err != nil {
 		return g, 0, consumeError(err)
 	}
-	pid, err := c.store.PartitionID(ctx, g.QueueID, partition)
+	pid, err := c.partition(ctx, g.QueueID, partition)
 	if err != nil {
 		return g, 0, consumeError(err)
 	}

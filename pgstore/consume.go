@@ -16,24 +16,26 @@ import (
 
 // EnsureGroup returns queue's consumer group name, creating it (the
 // group, not the queue) if it does not exist: a pop names its group into
-// being. ErrQueueNotFound for a queue that does not exist.
+// being. ErrQueueNotFound for a queue that does not exist. Concurrent
+// first pops of a group may race to create it: the loser reads the
+// winner's row.
 func (s *Store) EnsureGroup(ctx context.Context, queue, name string) (model.Group, error) {
-	g := model.Group{Queue: queue, Name: name}
-	err := s.pool.QueryRow(ctx, `
-		WITH q AS (SELECT id FROM queen.queues WHERE name = $1),
-		     ins AS (INSERT INTO queen.consumer_groups (queue_id, name) SELECT q.id, $2 FROM q
-		             ON CONFLICT (queue_id, name) DO NOTHING RETURNING id, queue_id)
-		SELECT id, queue_id FROM ins
-		UNION ALL
-		SELECT g.id, g.queue_id FROM queen.consumer_groups g JOIN q ON g.queue_id = q.id WHERE g.name = $2
-		LIMIT 1`, queue, name).Scan(&g.ID, &g.QueueID)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return g, fmt.Errorf("%w: %s", model.ErrQueueNotFound, queue)
+	for range 2 {
+		g, err := s.FindGroup(ctx, queue, name)
+		if !errors.Is(err, model.ErrGroupNotFound) {
+			return g, err
+		}
+		err = s.pool.QueryRow(ctx, `INSERT INTO queen.consumer_groups (queue_id, name) VALUES ($1, $2)
+			ON CONFLICT (queue_id, name) DO NOTHING RETURNING id`, g.QueueID, name).Scan(&g.ID)
+		switch {
+		case err == nil:
+			return g, nil
+		case !errors.Is(err, pgx.ErrNoRows):
+			return g, fmt.Errorf("pgstore: consumer group %s/%s: %w", queue, name, err)
+		}
+		// Another pop created it between the read and the insert.
 	}
-	if err != nil {
-		return g, fmt.Errorf("pgstore: consumer group %s/%s: %w", queue, name, err)
-	}
-	return g, nil
+	return s.FindGroup(ctx, queue, name)
 }
 
 // FindGroup returns queue's consumer group name; ErrQueueNotFound or

@@ -35,10 +35,11 @@ var scenarios = map[string]Workload{
 		KillAt: 0.5, RetryFailed: true, RequestTimeout: time.Second},
 	// read stores the messages in queengate and in JetStream, then reads
 	// them back (readbench.go): a scenario of its own, with --self.
-	"read": {Producers: 8, PerRequest: 1000, Total: 1_000_000, Queues: 1, Partitions: 8, WindowSeconds: 3600},
+	"read":    {Producers: 8, PerRequest: 1000, Total: 1_000_000, Queues: 1, Partitions: 8, WindowSeconds: 3600},
+	"consume": {Producers: 8, PerRequest: 1000, Total: 500_000, Queues: 1, Partitions: 8, WindowSeconds: 3600},
 }
 
-var scenarioNames = []string{"unique", "retries", "hot", "wide", "window", "twogateways", "failover", "read"}
+var scenarioNames = []string{"unique", "retries", "hot", "wide", "window", "twogateways", "failover", "read", "consume"}
 
 var targetNames = []string{"queengate", "naive", "jetstream", "ceiling"}
 
@@ -156,7 +157,7 @@ Scenarios: %s. Targets: %s, and %s (queengate with the window at 0).
 	fs.StringVar(&o.mdOut, "markdown", "", "write the report as Markdown to this file (- for stdout)")
 	fs.StringVar(&o.chartOut, "chart", "", "write an SVG chart of throughput and latency to this file")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress output")
-	fs.DurationVar(&o.readPushTime, "read-push-time", 10*time.Second, "read scenario: how long push latency is measured alone, then beside a reader")
+	fs.DurationVar(&o.readPushTime, "read-push-time", 10*time.Second, "read and consume scenarios: how long pushes are measured alone, then beside readers or consumers")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write queenbench's own CPU profile (the load generator's) to this file")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -353,6 +354,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 			return usageError{errors.New("--scenario read needs --self: it runs its own gateway and JetStream server")}
 		}
 		return runReadBench(ctx, o, stdout, logf)
+	}
+	if o.w.Scenario == "consume" {
+		if !o.self {
+			return usageError{errors.New("--scenario consume needs --self: it runs its own gateway and JetStream server")}
+		}
+		return runConsumeBench(ctx, o, stdout, logf)
 	}
 	targets, autovac, cleanup, err := openTargets(ctx, o, logf)
 	defer cleanup()

@@ -1,0 +1,347 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	queengate "github.com/queengate/queengate"
+)
+
+// The consume scenario stores the same messages in queengate and in a
+// JetStream stream, then consumes them with acknowledgements, one
+// consumer per partition on each side (queengate: a consumer group
+// popping batches from any partition and acknowledging them by
+// transactionId; JetStream: a durable pull consumer fetching batches and
+// acknowledging each message explicitly), a new group or consumer per
+// round, alternating rounds. Every message must be delivered and
+// acknowledged exactly once (no consumer fails). It then measures
+// end-to-end latency (push to delivery) with a consumer waiting while
+// producers push, and push throughput with and without consumers beside.
+
+// consumeBenchResult is one round of one side.
+type consumeBenchResult struct {
+	Target       string        `json:"target"`
+	Round        int           `json:"round"`
+	Messages     int64         `json:"messages"`
+	Redeliveries int64         `json:"redeliveries"`
+	Duplicates   int64         `json:"duplicates"` // delivered more than once
+	Elapsed      time.Duration `json:"elapsedNs"`
+	Throughput   float64       `json:"throughput"`
+}
+
+// consumeBenchReport is the consume scenario's outcome.
+type consumeBenchReport struct {
+	Messages, Partitions, PayloadBytes, Batch int
+	Results                                   []consumeBenchResult
+	RatioMedian                               float64
+	LatencyP50, LatencyP99                    time.Duration // queengate, push to delivery
+	PushAlone, PushWithConsumers              float64       // msg/s
+}
+
+const consumeBatch = 100
+
+func runConsumeBench(ctx context.Context, o options, stdout io.Writer, logf func(string, ...any)) error {
+	w := o.w
+	env, err := startSelf(ctx, w, o.pgURL, o.gatewayBin, o.prefix, logf)
+	if err != nil {
+		return err
+	}
+	defer env.Stop()
+	dir, err := os.MkdirTemp("", "queenbench-js-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	js, err := newJetStreamTarget(ctx, filepath.Join(dir, "store"))
+	if err != nil {
+		return err
+	}
+	defer js.Close()
+	nc, err := nats.Connect(env.natsURL, nats.Name("queenbench-consume"))
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	client, err := queengate.NewClient(nc, queengate.WithPrefix(o.prefix), queengate.WithTimeout(time.Minute))
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	rep := &consumeBenchReport{Messages: int(w.Total), Partitions: w.Partitions, PayloadBytes: w.PayloadBytes, Batch: consumeBatch}
+	queue := fmt.Sprintf("consume-%x", time.Now().UnixNano()&0xffffff)
+	logf("storing %d messages of %d bytes in %d partitions, in queengate and in JetStream", w.Total, w.PayloadBytes, w.Partitions)
+	if err := fillQueengate(ctx, client, queue, w); err != nil {
+		return fmt.Errorf("fill queengate: %w", err)
+	}
+	if err := fillJetStream(ctx, js, w); err != nil {
+		return fmt.Errorf("fill jetstream: %w", err)
+	}
+	for round := 1; round <= o.rounds; round++ {
+		sides := []func() (consumeBenchResult, error){
+			func() (consumeBenchResult, error) { return consumeQueengate(ctx, client, queue, round, w) },
+			func() (consumeBenchResult, error) { return consumeJetStream(ctx, js, round, w) },
+		}
+		if round%2 == 0 {
+			slices.Reverse(sides)
+		}
+		for _, side := range sides {
+			r, err := side()
+			if err != nil {
+				return err
+			}
+			r.Round = round
+			logf("round %d: %s consumed %d messages in %v: %.0f msg/s, %d redelivered, %d twice",
+				round, r.Target, r.Messages, r.Elapsed.Round(time.Millisecond), r.Throughput, r.Redeliveries, r.Duplicates)
+			rep.Results = append(rep.Results, r)
+		}
+	}
+	rep.RatioMedian = consumeRatio(rep.Results)
+	if err := consumeLatency(ctx, client, queue+"-live", w, o.readPushTime, rep); err != nil {
+		return err
+	}
+	if err := pushBesideConsumers(ctx, client, queue+"-beside", w, o.readPushTime, rep, logf); err != nil {
+		return err
+	}
+	logf("end to end p50 %v p99 %v; push %.0f msg/s alone, %.0f with a consumer beside", rep.LatencyP50, rep.LatencyP99,
+		rep.PushAlone, rep.PushWithConsumers)
+	writeConsumeBenchReport(stdout, o, rep)
+	if o.jsonOut != "" {
+		b, _ := json.MarshalIndent(rep, "", "  ")
+		return os.WriteFile(o.jsonOut, append(b, '\n'), 0o644)
+	}
+	return nil
+}
+
+// exactly counts deliveries per transactionId: every stored message once.
+type exactly struct {
+	mu   sync.Mutex
+	seen map[string]int32
+	dups int64
+}
+
+func (e *exactly) add(id string) {
+	e.mu.Lock()
+	if e.seen[id]++; e.seen[id] == 2 {
+		e.dups++
+	}
+	e.mu.Unlock()
+}
+
+func (e *exactly) check(target string, w Workload, took time.Duration, redelivered int64) (consumeBenchResult, error) {
+	r := consumeBenchResult{Target: target, Messages: int64(len(e.seen)), Redeliveries: redelivered, Duplicates: e.dups,
+		Elapsed: took, Throughput: float64(len(e.seen)) / took.Seconds()}
+	if r.Messages != w.Total || e.dups > 0 || redelivered > 0 {
+		return r, fmt.Errorf("%s: %d of %d messages consumed, %d twice, %d redelivered", target, r.Messages, w.Total, e.dups, redelivered)
+	}
+	return r, nil
+}
+
+// consumeQueengate drains the queue with a new group, one consumer per
+// partition popping from any partition, acknowledging each batch by
+// transactionId.
+func consumeQueengate(ctx context.Context, c *queengate.Client, queue string, round int, w Workload) (consumeBenchResult, error) {
+	group := fmt.Sprint("bench-", round)
+	ex := &exactly{seen: make(map[string]int32, w.Total)}
+	var consumed, redelivered atomic.Int64
+	start := time.Now()
+	err := perPartition(w.Partitions, func(p int) error {
+		for consumed.Load() < w.Total {
+			a, err := c.Pop(ctx, queue, "", queengate.PopRequest{Group: group, Consumer: fmt.Sprint("c", p), Max: consumeBatch, WaitMs: 100})
+			if err != nil {
+				return err
+			}
+			if len(a.Messages) == 0 {
+				continue
+			}
+			items := make([]queengate.AckItem, len(a.Messages))
+			for i, m := range a.Messages {
+				ex.add(m.TransactionID)
+				if m.Attempts > 1 {
+					redelivered.Add(1)
+				}
+				items[i] = queengate.AckItem{TransactionID: m.TransactionID, Status: queengate.AckCompleted}
+			}
+			ack, err := c.Ack(ctx, queue, a.Partition, queengate.AckRequest{Group: group, LeaseID: a.LeaseID, Items: items})
+			if err != nil {
+				return err
+			}
+			for _, it := range ack.Items {
+				if it.Result != "acked" {
+					return fmt.Errorf("ack of %s: %s", it.TransactionID, it.Result)
+				}
+			}
+			consumed.Add(int64(len(items)))
+		}
+		return nil
+	})
+	took := time.Since(start)
+	if err != nil {
+		return consumeBenchResult{}, err
+	}
+	return ex.check("queengate", w, took, redelivered.Load())
+}
+
+// consumeJetStream drains the stream with a new durable pull consumer,
+// one fetcher per partition, acknowledging each message explicitly.
+func consumeJetStream(ctx context.Context, t *jetstreamTarget, round int, w Workload) (consumeBenchResult, error) {
+	cons, err := t.adminJS.CreateOrUpdateConsumer(ctx, jetstreamStream, jetstream.ConsumerConfig{
+		Durable: fmt.Sprint("bench-", round), AckPolicy: jetstream.AckExplicitPolicy, FilterSubject: "bench.read.>",
+		MaxAckPending: 100 * consumeBatch * w.Partitions, AckWait: time.Minute})
+	if err != nil {
+		return consumeBenchResult{}, err
+	}
+	ex := &exactly{seen: make(map[string]int32, w.Total)}
+	var consumed, redelivered atomic.Int64
+	start := time.Now()
+	err = perPartition(w.Partitions, func(int) error {
+		for consumed.Load() < w.Total {
+			batch, err := cons.Fetch(consumeBatch, jetstream.FetchMaxWait(100*time.Millisecond))
+			if err != nil {
+				return err
+			}
+			for m := range batch.Messages() {
+				ex.add(m.Headers().Get(nats.MsgIdHdr))
+				if md, err := m.Metadata(); err == nil && md.NumDelivered > 1 {
+					redelivered.Add(1)
+				}
+				if err := m.Ack(); err != nil {
+					return err
+				}
+				consumed.Add(1)
+			}
+			if err := batch.Error(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	took := time.Since(start)
+	if err != nil {
+		return consumeBenchResult{}, err
+	}
+	return ex.check("jetstream", w, took, redelivered.Load())
+}
+
+func consumeRatio(rs []consumeBenchResult) float64 {
+	by := map[int]map[string]float64{}
+	for _, r := range rs {
+		if by[r.Round] == nil {
+			by[r.Round] = map[string]float64{}
+		}
+		by[r.Round][r.Target] = r.Throughput
+	}
+	var ratios []float64
+	for _, m := range by {
+		if m["jetstream"] > 0 {
+			ratios = append(ratios, m["queengate"]/m["jetstream"])
+		}
+	}
+	return medianFloat(ratios)
+}
+
+// consumeLatency pushes 100-message requests for d from one producer per
+// partition while consumers wait on the queue, and takes each message's
+// delay from its commit (createdAt) to its delivery.
+func consumeLatency(ctx context.Context, c *queengate.Client, queue string, w Workload, d time.Duration, rep *consumeBenchReport) error {
+	if _, err := c.Configure(ctx, queengate.ConfigureRequest{Queue: queue}); err != nil {
+		return err
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var mu sync.Mutex
+	var lat []time.Duration
+	var wg sync.WaitGroup
+	for p := range w.Partitions {
+		wg.Go(func() {
+			_ = c.Consume(cctx, queue, "latency", queengate.ConsumeOptions{Consumer: fmt.Sprint("c", p), Max: consumeBatch, Wait: time.Second},
+				func(_ context.Context, m queengate.Delivery) error {
+					mu.Lock()
+					lat = append(lat, time.Since(m.CreatedAt))
+					mu.Unlock()
+					return nil
+				})
+		})
+	}
+	err := pushFor(ctx, c, queue, w, d)
+	cancel()
+	wg.Wait()
+	slices.Sort(lat)
+	rep.LatencyP50, rep.LatencyP99 = percentile(lat, 0.5), percentile(lat, 0.99)
+	return err
+}
+
+// pushFor pushes for d (pushRate).
+func pushFor(ctx context.Context, c *queengate.Client, queue string, w Workload, d time.Duration) error {
+	_, err := pushRate(ctx, c, queue, w, d)
+	return err
+}
+
+// pushRate pushes 100-message requests from 8 producers for d and
+// returns the messages stored per second.
+func pushRate(ctx context.Context, c *queengate.Client, queue string, w Workload, d time.Duration) (float64, error) {
+	var total atomic.Int64
+	deadline := time.Now().Add(d)
+	start := time.Now()
+	err := perPartition(8, func(p int) error {
+		for i := 0; time.Now().Before(deadline); i++ {
+			msgs := make([]queengate.Message, 100)
+			for k := range msgs {
+				msgs[k] = queengate.Message{TransactionID: fmt.Sprintf("%s-%d-%d-%d", queue, p, i, k), Data: payload(k, w.PayloadBytes)}
+			}
+			if _, err := c.Push(ctx, queue, fmt.Sprint("p", p%w.Partitions), msgs...); err != nil {
+				return err
+			}
+			total.Add(int64(len(msgs)))
+		}
+		return nil
+	})
+	return float64(total.Load()) / time.Since(start).Seconds(), err
+}
+
+// pushBesideConsumers measures push throughput for d alone, then for d
+// with one consumer draining the queue as the pushes arrive.
+func pushBesideConsumers(ctx context.Context, c *queengate.Client, queue string, w Workload, d time.Duration, rep *consumeBenchReport, logf func(string, ...any)) error {
+	var err error
+	if rep.PushAlone, err = pushRate(ctx, c, queue+"-alone", w, d); err != nil {
+		return err
+	}
+	if _, err := c.Configure(ctx, queengate.ConfigureRequest{Queue: queue + "-beside"}); err != nil {
+		return err
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		_ = c.Consume(cctx, queue+"-beside", "drain", queengate.ConsumeOptions{Consumer: "beside", Max: consumeBatch, Wait: time.Second},
+			func(context.Context, queengate.Delivery) error { return nil })
+	})
+	rep.PushWithConsumers, err = pushRate(ctx, c, queue+"-beside", w, d)
+	cancel()
+	wg.Wait()
+	logf("push alone %.0f msg/s, with a consumer beside %.0f msg/s", rep.PushAlone, rep.PushWithConsumers)
+	return err
+}
+
+func writeConsumeBenchReport(out io.Writer, o options, rep *consumeBenchReport) {
+	fmt.Fprintf(out, "## consume: %d messages of %d bytes in %d partitions, batches of %d, one consumer per partition\n\n",
+		rep.Messages, rep.PayloadBytes, rep.Partitions, rep.Batch)
+	fmt.Fprintln(out, "| round | target | msg/s | elapsed | redelivered | twice |\n|---:|---|---:|---:|---:|---:|")
+	for _, r := range rep.Results {
+		fmt.Fprintf(out, "| %d | %s | %.0f | %v | %d | %d |\n", r.Round, r.Target, r.Throughput, r.Elapsed.Round(time.Millisecond), r.Redeliveries, r.Duplicates)
+	}
+	fmt.Fprintf(out, "\nqueengate ÷ JetStream pull consumer with explicit acks, median of %d rounds: %.2f\n", o.rounds, rep.RatioMedian)
+	fmt.Fprintf(out, "End to end (commit to delivery, consumers waiting while 8 producers push): p50 %v, p99 %v\n",
+		rep.LatencyP50.Round(time.Microsecond), rep.LatencyP99.Round(time.Microsecond))
+	fmt.Fprintf(out, "Push throughput (8 producers, 100 per request): alone %.0f msg/s, with a consumer beside %.0f msg/s (%.2f×)\n",
+		rep.PushAlone, rep.PushWithConsumers, rep.PushWithConsumers/rep.PushAlone)
+}
