@@ -1,6 +1,7 @@
 package queengate_test
 
 import (
+	"os"
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,7 +21,12 @@ import (
 	"github.com/queengate/queengate/timers"
 )
 
-func TestMain(m *testing.M) { pgtest.Run(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv(consumerChildEnv) != "" {
+		os.Exit(runConsumerChild())
+	}
+	pgtest.Run(m)
+}
 
 // running is a real gateway (embedded NATS, PostgreSQL, ingest, timers,
 // the operator API) and a client connected to it.
@@ -28,6 +34,7 @@ type running struct {
 	client *queengate.Client
 	queue  string
 	url    string // the embedded NATS server's
+	store  *pgstore.Store
 }
 
 // clientConn is another connection to the gateway's NATS server.
@@ -64,10 +71,12 @@ func startGateway(t *testing.T, token string, opts ...queengate.Option) *running
 		t.Fatal(err)
 	}
 	ops := gateway.NewOps(gateway.OpsConfig{Token: token, Version: "1.2.3", WantSchema: pgstore.LatestVersion()}, store, ing, gwConn)
-	gw, err := gateway.New(gateway.Config{Ops: ops, Timers: gateway.NewTimerOps(tsvc, ops)}, gwConn, ing, log, nil)
+	gw, err := gateway.New(gateway.Config{Ops: ops, Timers: gateway.NewTimerOps(tsvc, ops), Consumers: gateway.NewConsumers(store)},
+		gwConn, ing, log, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	ing.OnCommit(gw.PublishCommitted)
 	for _, s := range []interface {
 		Start(context.Context) error
 		Stop()
@@ -87,7 +96,7 @@ func startGateway(t *testing.T, token string, opts ...queengate.Option) *running
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	return &running{client: c, queue: pgtest.UniqueName(t), url: ns.ClientURL()}
+	return &running{client: c, queue: pgtest.UniqueName(t), url: ns.ClientURL(), store: store}
 }
 
 func msg(id, data string) queengate.Message {

@@ -124,8 +124,10 @@ func (o ConsumeOptions) withDefaults() ConsumeOptions {
 }
 
 // handleBatch runs the handler over a popped batch while a goroutine
-// renews the lease, then acknowledges the batch. An ack that cannot be
-// delivered is retried until ctx ends: a retried batch is idempotent.
+// renews the lease, then acknowledges the batch, even when ctx ended
+// meanwhile (what was handled is acknowledged). An ack that cannot be
+// delivered is retried while the lease runs: a retried batch is
+// idempotent, and an unacknowledged batch is redelivered after it.
 func (c *Client) handleBatch(ctx context.Context, queue, group string, opts ConsumeOptions, batch PopAnswer, handle Handler) error {
 	renewCtx, stopRenew := context.WithCancel(ctx)
 	defer stopRenew()
@@ -138,16 +140,18 @@ func (c *Client) handleBatch(ctx context.Context, queue, group string, opts Cons
 		}
 	}
 	stopRenew()
+	ackCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opts.Lease)
+	defer cancel()
 	for {
-		_, err := c.Ack(ctx, queue, batch.Partition, AckRequest{Group: group, LeaseID: batch.LeaseID, Items: items})
+		_, err := c.Ack(ackCtx, queue, batch.Partition, AckRequest{Group: group, LeaseID: batch.LeaseID, Items: items})
 		var werr *Error
 		switch {
 		case err == nil:
 			return nil
 		case errors.As(err, &werr) && werr.Code < 500:
 			return fmt.Errorf("queengate: ack refused: %w", err)
-		case sleep(ctx, time.Second) != nil:
-			return ctx.Err()
+		case sleep(ackCtx, time.Second) != nil:
+			return fmt.Errorf("queengate: ack not delivered before the lease ran out: %w", err)
 		}
 	}
 }
