@@ -1,11 +1,11 @@
 package queengate_test
 
 import (
-	"os"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"testing"
 	"time"
