@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"time"
@@ -16,6 +17,8 @@ func init() {
 const getUsage = `Usage:
   queenctl get queues           every queue with its options
   queenctl get queue QUEUE      one queue: its options and its partitions
+  queenctl get groups QUEUE     the queue's consumer groups: where each is
+                                on each partition, its lag and its lease
   queenctl get message MESSAGE_ID
   queenctl get message QUEUE PARTITION TRANSACTION_ID
                                 one stored message, by the messageId a push
@@ -39,6 +42,11 @@ func setupGet(*flag.FlagSet) runFunc {
 				return err
 			}
 			return getQueue(ctx, s, args[1])
+		case len(args) == 2 && args[0] == "groups":
+			if err := checkName("queue", args[1]); err != nil {
+				return err
+			}
+			return getGroups(ctx, s, args[1])
 		case len(args) == 2 && args[0] == "message":
 			return getMessage(ctx, s, opGetMessage(args[1]))
 		case len(args) == 4 && args[0] == "message":
@@ -54,7 +62,7 @@ func setupGet(*flag.FlagSet) runFunc {
 		case len(args) == 1 && args[0] == "queue":
 			return usagef("get queue: which queue? e.g. queenctl get queue payments")
 		default:
-			return usagef("get: use 'get queues', 'get queue QUEUE' or 'get message ...'")
+			return usagef("get: use 'get queues', 'get queue QUEUE', 'get groups QUEUE' or 'get message ...'")
 		}
 	}
 }
@@ -171,5 +179,45 @@ func getMessage(ctx context.Context, s *session, op operation) error {
 	tw := newTable(s.stdout)
 	fmt.Fprintf(tw, "queue:\t%s\npartition:\t%s\noffset:\t%d\nmessageId:\t%s\ntransactionId:\t%s\ncreatedAt:\t%s\ndata:\t%s\n",
 		m.Queue, m.Partition, m.Offset, m.MessageID, m.TransactionID, stamp(m.CreatedAt), m.Data)
+	return tw.Flush()
+}
+
+// getGroups prints a queue's consumer groups (from GET /queues/<queue>,
+// or its NATS face).
+func getGroups(ctx context.Context, s *session, name string) error {
+	c, err := s.admin(ctx)
+	if err != nil {
+		return err
+	}
+	raw, err := c.do(ctx, opGetQueue(name))
+	if err != nil {
+		return err
+	}
+	var q queengate.QueueAnswer
+	if err := decodeAnswer(raw, &q); err != nil {
+		return err
+	}
+	if s.g.output == "json" {
+		b, _ := json.Marshal(struct {
+			Queue  string                `json:"queue"`
+			Groups []queengate.GroupView `json:"groups"`
+		}{name, q.Groups})
+		return printJSON(s.stdout, b)
+	}
+	if len(q.Groups) == 0 {
+		fmt.Fprintln(s.stdout, "no consumer groups yet (a pop creates them)")
+		return nil
+	}
+	tw := newTable(s.stdout)
+	fmt.Fprintln(tw, "GROUP\tPARTITION\tNEXT OFFSET\tLAST OFFSET\tLAG\tLEASED BY\tLEASE UNTIL")
+	for _, g := range q.Groups {
+		for _, p := range g.Partitions {
+			leased, until := "-", "-"
+			if p.LeaseUntil != nil {
+				leased, until = p.LeaseConsumer, stamp(*p.LeaseUntil)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\n", g.Group, p.Partition, p.NextOffset, p.LastOffset, p.Lag, leased, until)
+		}
+	}
 	return tw.Flush()
 }

@@ -73,3 +73,33 @@ func testFollow(t *testing.T, tr transport) {
 		t.Errorf("read --follow interrupted: exit %d (%s), want 0", code, errOut.String())
 	}
 }
+
+// testConsume consumes as a group with queenctl against the daemon: every
+// message once as a JSON line, acknowledged (the group's lag drops to 0),
+// and failures dead-lettered at maxAttempts.
+func testConsume(t *testing.T, tr transport) {
+	ctl(t, "", flags(tr.push, "push", "jobs", "p", `{"job":1}`, `{"job":2}`, `{"job":3}`)...).expect(t, exitOK, "3 queued")
+	r := ctl(t, "", flags(tr.push, "consume", "jobs", "--group", "workers", "--count", "3", "--max", "2")...)
+	r.expect(t, exitOK)
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("consume printed %d lines, want 3:\n%s", len(lines), r.stdout)
+	}
+	var d struct {
+		Partition string `json:"partition"`
+		queengate.Delivery
+	}
+	if err := json.Unmarshal([]byte(lines[2]), &d); err != nil || d.Offset != 2 || string(d.Data) != `{"job":3}` || d.Attempts != 1 || d.Partition != "p" {
+		t.Fatalf("third line %s: %+v, %v", lines[2], d, err)
+	}
+	ctl(t, "", flags(tr.admin, "get", "groups", "jobs")...).expect(t, exitOK, "GROUP", "workers", "p", "3", "0")
+	// Failed twice with maxAttempts 2: dead-lettered.
+	ctl(t, "", flags(tr.admin, "configure", "chores", "--max-attempts", "2")...).expect(t, exitOK, "maxAttempts:", "2")
+	ctl(t, "", flags(tr.push, "push", "chores", "p", `{"chore":1}`)...).expect(t, exitOK, "1 queued")
+	for range 2 {
+		ctl(t, "", flags(tr.push, "consume", "chores", "--group", "g", "--count", "1", "--fail", "no time")...).expect(t, exitOK, `"chore":1`)
+	}
+	ctl(t, "", flags(tr.admin, "read", "chores-dlq", "p")...).expect(t, exitOK, `"error":"no time"`, `"attempts":2`, `"data":{"chore":1}`)
+	ctl(t, "", flags(tr.push, "consume", "nosuchqueue", "--group", "g", "--count", "1")...).expect(t, exitGateway, "gateway answered 404", "unknown queue")
+	ctl(t, "", flags(tr.push, "consume", "jobs", "--count", "1")...).expect(t, exitUsage, "--group is required")
+}

@@ -211,6 +211,7 @@ func TestLive(t *testing.T) {
 			testConfigure(t, tr)
 			testPushAndGet(t, tr)
 			testReadBack(t, tr)
+			testConsume(t, tr)
 			testStatus(t, tr)
 			testErrors(t, tr, g)
 		})
