@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queengate/queengate/internal/pgtest"
 	"github.com/queengate/queengate/model"
 )
 
@@ -259,4 +260,59 @@ func contains(s string, subs ...string) bool {
 		}
 	}
 	return true
+}
+
+// Retention with consumer groups: log_txns rows stay from the lowest
+// cursor up (acks resolve transactionIds through them), and with
+// retainUntil consumed, segments too; once the group has consumed them
+// they go as before.
+func TestRetentionWaitsForConsumers(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupIn(t, pgtest.NewDB(t))
+	until := model.RetainUntilConsumed
+	if _, _, err := b.store.Configure(ctx, b.queue, model.OptionsPatch{RetentionSeconds: ptr(10), RetainUntil: &until,
+		DedupWindowSeconds: ptr(60)}, false); err != nil {
+		t.Fatal(err)
+	}
+	b.push(t, -1, "t0")
+	b.push(t, -1, "t1")
+	b.push(t, -1, "t2")
+	g := b.group(t, "g")
+	cb := &consumerBundle{testBundle: b, group: g}
+	r := cb.pop(t, g, 1) // t0 delivered, the cursor still at 0
+	for _, table := range []string{"log_segments", "log_txns"} {
+		b.backdate(t, table, 0, time.Hour)
+	}
+	if _, err := b.store.Retain(ctx, retainOpts(0)); err != nil {
+		t.Fatal(err)
+	}
+	if s, x := b.count(t, "log_segments"), b.count(t, "log_txns"); s != 3 || x != 3 {
+		t.Fatalf("retention took %d segments and %d log_txns rows the group has not consumed", 3-s, 3-x)
+	}
+	if a := cb.ack(t, r.LeaseID, done("t0")); results(a)[0] != model.AckAcked || a.NextOffset != 1 {
+		t.Fatalf("an ack by transactionId after retention ran: %+v", a)
+	}
+	if _, err := b.store.Retain(ctx, retainOpts(0)); err != nil {
+		t.Fatal(err)
+	}
+	if s, x := b.count(t, "log_segments"), b.count(t, "log_txns"); s != 2 || x != 2 {
+		t.Fatalf("after the group consumed offset 0: %d segments, %d log_txns rows; want 2 and 2", s, x)
+	}
+	// Without retainUntil consumed, segments go by age alone; log_txns
+	// still wait for the cursor.
+	byAge := model.RetainByAge
+	if _, _, err := b.store.Configure(ctx, b.queue, model.OptionsPatch{RetainUntil: &byAge}, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.store.Retain(ctx, retainOpts(0)); err != nil {
+		t.Fatal(err)
+	}
+	if s, x := b.count(t, "log_segments"), b.count(t, "log_txns"); s != 0 || x != 2 {
+		t.Fatalf("by age: %d segments, %d log_txns rows; want 0 and 2", s, x)
+	}
+	// The group's next pop skips what retention deleted.
+	if r := cb.pop(t, g, 10); len(r.Messages) != 0 {
+		t.Fatalf("a pop after retention deleted everything: %v", offsetsOf(r))
+	}
 }
