@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/internal/pgtest"
 )
 
@@ -48,6 +49,19 @@ func TestStatusPageInABrowser(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A consumer group that has consumed one of the two: lag 1.
+	c, err := queengate.NewClient(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := c.Pop(t.Context(), "invoices", "eu", queengate.PopRequest{Group: "billing", Max: 1})
+	if err != nil || len(a.Messages) != 1 {
+		t.Fatalf("pop: %+v, %v", a, err)
+	}
+	if _, err := c.Ack(t.Context(), "invoices", "eu", queengate.AckRequest{Group: "billing", LeaseID: a.LeaseID,
+		Items: []queengate.AckItem{{TransactionID: "inv-1", Status: queengate.AckCompleted}}}); err != nil {
+		t.Fatal(err)
+	}
 	page := "http://" + d.httpAddr + "/#queue=invoices&partition=eu&from=0"
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -59,7 +73,7 @@ func TestStatusPageInABrowser(t *testing.T) {
 	}
 	html := string(dom)
 	for _, want := range []string{"invoices", "Partitions of invoices", "Messages of invoices / eu", "inv-1", "inv-2",
-		`{"total":12}`, "vouching", "ready"} {
+		`{"total":12}`, "vouching", "ready", "Consumer groups of invoices", "<td>billing</td>"} {
 		if !strings.Contains(html, want) {
 			t.Errorf("the rendered page lacks %q", want)
 		}
