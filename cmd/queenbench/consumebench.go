@@ -47,6 +47,7 @@ type consumeBenchReport struct {
 	RatioMedian                               float64
 	LatencyP50, LatencyP99                    time.Duration // queengate, push to delivery
 	PushAlone, PushWithConsumers              float64       // msg/s
+	PushP99Alone, PushP99WithConsumers        time.Duration
 }
 
 const consumeBatch = 100
@@ -283,14 +284,18 @@ func consumeLatency(ctx context.Context, c *queengate.Client, queue string, w Wo
 
 // pushFor pushes for d (pushRate).
 func pushFor(ctx context.Context, c *queengate.Client, queue string, w Workload, d time.Duration) error {
-	_, err := pushRate(ctx, c, queue, w, d)
+	_, _, err := pushRate(ctx, c, queue, w, d)
 	return err
 }
 
 // pushRate pushes 100-message requests from 8 producers for d and
-// returns the messages stored per second.
-func pushRate(ctx context.Context, c *queengate.Client, queue string, w Workload, d time.Duration) (float64, error) {
-	var total atomic.Int64
+// returns the messages stored per second and the requests' p99.
+func pushRate(ctx context.Context, c *queengate.Client, queue string, w Workload, d time.Duration) (float64, time.Duration, error) {
+	var (
+		total atomic.Int64
+		mu    sync.Mutex
+		lat   []time.Duration
+	)
 	deadline := time.Now().Add(d)
 	start := time.Now()
 	err := perPartition(8, func(p int) error {
@@ -299,21 +304,26 @@ func pushRate(ctx context.Context, c *queengate.Client, queue string, w Workload
 			for k := range msgs {
 				msgs[k] = queengate.Message{TransactionID: fmt.Sprintf("%s-%d-%d-%d", queue, p, i, k), Data: payload(k, w.PayloadBytes)}
 			}
+			sent := time.Now()
 			if _, err := c.Push(ctx, queue, fmt.Sprint("p", p%w.Partitions), msgs...); err != nil {
 				return err
 			}
+			mu.Lock()
+			lat = append(lat, time.Since(sent))
+			mu.Unlock()
 			total.Add(int64(len(msgs)))
 		}
 		return nil
 	})
-	return float64(total.Load()) / time.Since(start).Seconds(), err
+	slices.Sort(lat)
+	return float64(total.Load()) / time.Since(start).Seconds(), percentile(lat, 0.99), err
 }
 
 // pushBesideConsumers measures push throughput for d alone, then for d
 // with one consumer draining the queue as the pushes arrive.
 func pushBesideConsumers(ctx context.Context, c *queengate.Client, queue string, w Workload, d time.Duration, rep *consumeBenchReport, logf func(string, ...any)) error {
 	var err error
-	if rep.PushAlone, err = pushRate(ctx, c, queue+"-alone", w, d); err != nil {
+	if rep.PushAlone, rep.PushP99Alone, err = pushRate(ctx, c, queue+"-alone", w, d); err != nil {
 		return err
 	}
 	if _, err := c.Configure(ctx, queengate.ConfigureRequest{Queue: queue + "-beside"}); err != nil {
@@ -325,7 +335,7 @@ func pushBesideConsumers(ctx context.Context, c *queengate.Client, queue string,
 		_ = c.Consume(cctx, queue+"-beside", "drain", queengate.ConsumeOptions{Consumer: "beside", Max: consumeBatch, Wait: time.Second},
 			func(context.Context, queengate.Delivery) error { return nil })
 	})
-	rep.PushWithConsumers, err = pushRate(ctx, c, queue+"-beside", w, d)
+	rep.PushWithConsumers, rep.PushP99WithConsumers, err = pushRate(ctx, c, queue+"-beside", w, d)
 	cancel()
 	wg.Wait()
 	logf("push alone %.0f msg/s, with a consumer beside %.0f msg/s", rep.PushAlone, rep.PushWithConsumers)
@@ -342,6 +352,7 @@ func writeConsumeBenchReport(out io.Writer, o options, rep *consumeBenchReport) 
 	fmt.Fprintf(out, "\nqueengate ÷ JetStream pull consumer with explicit acks, median of %d rounds: %.2f\n", o.rounds, rep.RatioMedian)
 	fmt.Fprintf(out, "End to end (commit to delivery, consumers waiting while 8 producers push): p50 %v, p99 %v\n",
 		rep.LatencyP50.Round(time.Microsecond), rep.LatencyP99.Round(time.Microsecond))
-	fmt.Fprintf(out, "Push throughput (8 producers, 100 per request): alone %.0f msg/s, with a consumer beside %.0f msg/s (%.2f×)\n",
-		rep.PushAlone, rep.PushWithConsumers, rep.PushWithConsumers/rep.PushAlone)
+	fmt.Fprintf(out, "Push throughput (8 producers, 100 per request): alone %.0f msg/s (p99 %v), with a consumer beside %.0f msg/s (p99 %v): %.2f×\n",
+		rep.PushAlone, rep.PushP99Alone.Round(time.Microsecond), rep.PushWithConsumers, rep.PushP99WithConsumers.Round(time.Microsecond),
+		rep.PushWithConsumers/rep.PushAlone)
 }

@@ -377,3 +377,30 @@ func TestReadScenarioShort(t *testing.T) {
 		t.Errorf("no summary:\n%s", stdout.String())
 	}
 }
+
+// TestConsumeScenarioShort runs the consume scenario small: every message
+// is consumed and acknowledged exactly once on both sides (the scenario
+// fails otherwise), and the latency and push figures are taken.
+func TestConsumeScenarioShort(t *testing.T) {
+	t.Parallel()
+	out := filepath.Join(t.TempDir(), "consume.json")
+	var stdout, stderr bytes.Buffer
+	err := run([]string{"--self", "--pg-url", pgtest.NewDB(t), "--scenario", "consume", "--messages", "6000", "--partitions", "3",
+		"--rounds", "2", "--read-push-time", "500ms", "--quiet", "--json", out}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("queenbench: %v\n%s", err, stderr.String())
+	}
+	var rep consumeBenchReport
+	b, err := os.ReadFile(out)
+	if err != nil || json.Unmarshal(b, &rep) != nil {
+		t.Fatalf("report: %v %s", err, b)
+	}
+	if len(rep.Results) != 4 || rep.RatioMedian <= 0 || rep.LatencyP99 <= 0 || rep.PushAlone <= 0 || rep.PushWithConsumers <= 0 {
+		t.Errorf("report %+v: want two rounds of both sides, a ratio, latencies and push rates", rep)
+	}
+	for _, r := range rep.Results {
+		if r.Messages != 6000 || r.Duplicates != 0 || r.Redeliveries != 0 {
+			t.Errorf("%s round %d: %+v, want 6000 consumed once each", r.Target, r.Round, r)
+		}
+	}
+}
