@@ -23,6 +23,17 @@ type PopRequest struct {
 	Max      int    `json:"max,omitempty"`
 	LeaseMs  int64  `json:"leaseMs,omitempty"`
 	WaitMs   int64  `json:"waitMs,omitempty"`
+	// Ack, when set, settles the previous batch first, as an ack would:
+	// one request instead of two per batch.
+	Ack *PopAck `json:"ack,omitempty"`
+}
+
+// PopAck is the ack a pop carries: the partition and lease of the batch
+// it settles, and its items.
+type PopAck struct {
+	Partition string    `json:"partition"`
+	LeaseID   string    `json:"leaseId"`
+	Items     []AckItem `json:"items"`
 }
 
 // Delivery is a message handed to a consumer.
@@ -47,6 +58,8 @@ type PopAnswer struct {
 	// DeadLettered counts messages out of attempts that this pop moved to
 	// the dead-letter queue instead of delivering them.
 	DeadLettered int `json:"deadLettered,omitempty"`
+	// Ack answers the request's Ack, settled before the pop.
+	Ack *AckAnswer `json:"ack,omitempty"`
 }
 
 // AckItem settles one message, named by TransactionID or by Offset.

@@ -81,14 +81,24 @@ type ConsumeOptions struct {
 type Handler func(ctx context.Context, m Delivery) error
 
 // Consume pops, handles and acknowledges messages of queue for group
-// until ctx ends, renewing each lease while its batch is handled. It
-// returns ctx's error, or the first error of the gateway that is not
-// worth retrying (a 4xx).
-func (c *Client) Consume(ctx context.Context, queue, group string, opts ConsumeOptions, handle Handler) error {
+// until ctx ends, renewing each lease while its batch is handled. Each
+// batch's ack travels with the next pop (one request per batch); when ctx
+// ends, the last handled batch is still acknowledged. It returns ctx's
+// error, or the first error of the gateway that is not worth retrying (a
+// 4xx).
+func (c *Client) Consume(ctx context.Context, queue, group string, opts ConsumeOptions, handle Handler) (err error) {
 	opts = opts.withDefaults()
+	var pending *PopAck // the handled batch's ack, not yet delivered
+	defer func() {
+		if pending != nil {
+			if ackErr := c.finalAck(ctx, queue, group, opts, pending); ackErr != nil && errors.Is(err, ctx.Err()) {
+				err = ackErr
+			}
+		}
+	}()
 	for ctx.Err() == nil {
 		batch, err := c.Pop(ctx, queue, opts.Partition, PopRequest{Group: group, Consumer: opts.Consumer, Max: opts.Max,
-			LeaseMs: opts.Lease.Milliseconds(), WaitMs: opts.Wait.Milliseconds()})
+			LeaseMs: opts.Lease.Milliseconds(), WaitMs: opts.Wait.Milliseconds(), Ack: pending})
 		var werr *Error
 		switch {
 		case ctx.Err() != nil:
@@ -96,15 +106,15 @@ func (c *Client) Consume(ctx context.Context, queue, group string, opts ConsumeO
 		case errors.As(err, &werr) && werr.Code < 500:
 			return err
 		case err != nil:
+			// Unknown whether the ack was applied: sending it again is safe.
 			if sleep(ctx, time.Second) != nil {
 				return ctx.Err()
 			}
 			continue
-		case len(batch.Messages) == 0:
-			continue
 		}
-		if err := c.handleBatch(ctx, queue, group, opts, batch, handle); err != nil {
-			return err
+		pending = nil
+		if len(batch.Messages) > 0 {
+			pending = c.handleBatch(ctx, queue, group, opts, batch, handle)
 		}
 	}
 	return ctx.Err()
@@ -124,26 +134,29 @@ func (o ConsumeOptions) withDefaults() ConsumeOptions {
 }
 
 // handleBatch runs the handler over a popped batch while a goroutine
-// renews the lease, then acknowledges the batch, even when ctx ended
-// meanwhile (what was handled is acknowledged). An ack that cannot be
-// delivered is retried while the lease runs: a retried batch is
-// idempotent, and an unacknowledged batch is redelivered after it.
-func (c *Client) handleBatch(ctx context.Context, queue, group string, opts ConsumeOptions, batch PopAnswer, handle Handler) error {
+// renews the lease, and returns the batch's ack.
+func (c *Client) handleBatch(ctx context.Context, queue, group string, opts ConsumeOptions, batch PopAnswer, handle Handler) *PopAck {
 	renewCtx, stopRenew := context.WithCancel(ctx)
 	defer stopRenew()
 	go c.keepLease(renewCtx, queue, batch.Partition, LeaseRequest{Group: group, LeaseID: batch.LeaseID, LeaseMs: opts.Lease.Milliseconds()}, opts.Lease/3)
-	items := make([]AckItem, len(batch.Messages))
+	ack := &PopAck{Partition: batch.Partition, LeaseID: batch.LeaseID, Items: make([]AckItem, len(batch.Messages))}
 	for i, m := range batch.Messages {
-		items[i] = AckItem{TransactionID: m.TransactionID, Status: AckCompleted}
+		ack.Items[i] = AckItem{TransactionID: m.TransactionID, Status: AckCompleted}
 		if err := handle(ctx, m); err != nil {
-			items[i].Status, items[i].Error = AckFailed, truncate(err.Error(), MaxAckErrorSize)
+			ack.Items[i].Status, ack.Items[i].Error = AckFailed, truncate(err.Error(), MaxAckErrorSize)
 		}
 	}
-	stopRenew()
+	return ack
+}
+
+// finalAck delivers the last batch's ack after ctx ended, retrying while
+// the lease runs: what was handled is acknowledged, and a batch whose ack
+// never arrives is redelivered after its lease.
+func (c *Client) finalAck(ctx context.Context, queue, group string, opts ConsumeOptions, ack *PopAck) error {
 	ackCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opts.Lease)
 	defer cancel()
 	for {
-		_, err := c.Ack(ackCtx, queue, batch.Partition, AckRequest{Group: group, LeaseID: batch.LeaseID, Items: items})
+		_, err := c.Ack(ackCtx, queue, ack.Partition, AckRequest{Group: group, LeaseID: ack.LeaseID, Items: ack.Items})
 		var werr *Error
 		switch {
 		case err == nil:

@@ -154,6 +154,14 @@ func (c *Consumers) pop(ctx context.Context, place string, body []byte) (any, *q
 	if werr != nil {
 		return nil, werr
 	}
+	var acked *queengate.AckAnswer
+	if req.Ack != nil {
+		ans, werr := c.settle(ctx, queue, req.Ack.Partition, queengate.AckRequest{Group: req.Group, LeaseID: req.Ack.LeaseID, Items: req.Ack.Items})
+		if werr != nil {
+			return nil, werr
+		}
+		acked = &ans
+	}
 	g, err := c.group(ctx, queue, req.Group, true)
 	if err != nil {
 		return nil, consumeError(err)
@@ -174,7 +182,7 @@ func (c *Consumers) pop(ctx context.Context, place string, body []byte) (any, *q
 		}
 		left := time.Until(deadline)
 		if len(res.Messages) > 0 || left <= 0 {
-			return encodePop(queue, req.Group, &res), nil
+			return encodePop(queue, req.Group, &res, acked), nil
 		}
 		t := time.NewTimer(min(left, c.recheck))
 		select {
@@ -184,7 +192,7 @@ func (c *Consumers) pop(ctx context.Context, place string, body []byte) (any, *q
 		}
 		t.Stop()
 		if ctx.Err() != nil {
-			return encodePop(queue, req.Group, &model.PopResult{}), nil
+			return encodePop(queue, req.Group, &model.PopResult{}, acked), nil
 		}
 	}
 }
@@ -209,6 +217,15 @@ func decodePop(body []byte) (queengate.PopRequest, *queengate.Error) {
 			} else {
 				req.Consumer = s
 			}
+		case "ack":
+			var ack queengate.PopAck
+			if werr := decodeStrict(f.raw, &ack, `"ack": {"partition": "...", "leaseId": "...", "items": [...]}`); werr != nil {
+				return req, werr
+			}
+			if !queengate.ValidName(ack.Partition) {
+				return req, badInput(`"ack": "partition" must name the batch's partition: %s`, queengate.NameRule)
+			}
+			req.Ack = &ack
 		case "max", "leaseMs", "waitMs":
 			n, werr := popNumber(f)
 			if werr != nil {
@@ -223,7 +240,7 @@ func decodePop(body []byte) (queengate.PopRequest, *queengate.Error) {
 				req.WaitMs = n
 			}
 		default:
-			return req, badInput("unknown field %q: a pop takes group, consumer, max, leaseMs and waitMs", f.key)
+			return req, badInput("unknown field %q: a pop takes group, consumer, max, leaseMs, waitMs and ack", f.key)
 		}
 	}
 	if req.Group == "" {
@@ -253,7 +270,7 @@ func popNumber(f field) (int64, *queengate.Error) {
 }
 
 // encodePop writes a pop's answer by hand: data comes back as pushed.
-func encodePop(queue, group string, r *model.PopResult) rawAnswer {
+func encodePop(queue, group string, r *model.PopResult, acked *queengate.AckAnswer) rawAnswer {
 	b := []byte(`{"queue":`)
 	b = appendString(b, queue)
 	b = append(b, `,"group":`...)
@@ -272,6 +289,11 @@ func encodePop(queue, group string, r *model.PopResult) rawAnswer {
 	if r.DeadLettered > 0 {
 		b = append(b, `,"deadLettered":`...)
 		b = strconv.AppendInt(b, int64(r.DeadLettered), 10)
+	}
+	if acked != nil {
+		a, _ := json.Marshal(acked) // plain fields: always encodes
+		b = append(b, `,"ack":`...)
+		b = append(b, a...)
 	}
 	b = append(b, `,"messages":[`...)
 	for i := range r.Messages {
@@ -301,17 +323,26 @@ func (c *Consumers) ack(ctx context.Context, queue, partition string, body []byt
 	if werr := decodeStrict(body, &req, `{"group": "...", "leaseId": "...", "items": [{"transactionId": "...", "status": "completed"}]}`); werr != nil {
 		return nil, werr
 	}
-	items, werr := ackItems(req)
+	ans, werr := c.settle(ctx, queue, partition, req)
 	if werr != nil {
 		return nil, werr
+	}
+	return ans, nil
+}
+
+// settle carries out an ack, alone or carried by a pop.
+func (c *Consumers) settle(ctx context.Context, queue, partition string, req queengate.AckRequest) (queengate.AckAnswer, *queengate.Error) {
+	items, werr := ackItems(req)
+	if werr != nil {
+		return queengate.AckAnswer{}, werr
 	}
 	g, pid, werr := c.place(ctx, queue, partition, req.Group)
 	if werr != nil {
-		return nil, werr
+		return queengate.AckAnswer{}, werr
 	}
 	res, err := c.store.Ack(ctx, g, pid, req.LeaseID, items)
 	if err != nil {
-		return nil, storeError(err)
+		return queengate.AckAnswer{}, storeError(err)
 	}
 	ans := queengate.AckAnswer{Items: make([]queengate.AckResult, len(items)), NextOffset: res.NextOffset,
 		LeaseEnded: res.LeaseEnded, DeadLettered: res.DeadLettered}

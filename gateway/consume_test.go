@@ -307,3 +307,34 @@ func TestTwoGatewaysServeConsumersExactlyOnce(t *testing.T) {
 		t.Errorf("lag after consuming everything: %+v, %v", groups, err)
 	}
 }
+
+// A pop may carry the previous batch's ack: it is settled first, and
+// answered with the pop.
+func TestPopCarriesTheAckOfThePreviousBatch(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.startGateway(gatewayOpts{consume: true})
+	e.fill(t, 4, "p")
+	c := e.queenClient(t)
+	ctx := t.Context()
+	first, err := c.Pop(ctx, e.queue, "p", queengate.PopRequest{Group: "g", Max: 2})
+	if err != nil || len(first.Messages) != 2 {
+		t.Fatalf("first pop: %+v, %v", first, err)
+	}
+	ack := &queengate.PopAck{Partition: "p", LeaseID: first.LeaseID, Items: completeAll(first)}
+	second, err := c.Pop(ctx, e.queue, "p", queengate.PopRequest{Group: "g", Max: 2, Ack: ack})
+	if err != nil || second.Ack == nil || !second.Ack.LeaseEnded || second.Ack.NextOffset != 2 ||
+		!slices.Equal(txnIDs(second), []string{"p-2", "p-3"}) {
+		t.Fatalf("pop with the ack: %+v (ack %+v), %v", second, second.Ack, err)
+	}
+	// Sent again (its answer lost), the ack is answered alreadyAcked and
+	// the pop finds the partition leased.
+	again, err := c.Pop(ctx, e.queue, "p", queengate.PopRequest{Group: "g", Max: 2, Ack: ack})
+	if err != nil || again.Ack.Items[0].Result != "alreadyAcked" || len(again.Messages) != 0 {
+		t.Fatalf("the ack again: %+v, %v", again, err)
+	}
+	bad := &queengate.PopAck{Partition: "p", LeaseID: second.LeaseID, Items: []queengate.AckItem{{TransactionID: "p-2", Status: "fine"}}}
+	if _, err := c.Pop(ctx, e.queue, "p", queengate.PopRequest{Group: "g", Ack: bad}); !isCode(err, 400) {
+		t.Fatalf("a pop carrying a bad ack: %v, want a 400", err)
+	}
+}

@@ -149,40 +149,37 @@ func (e *exactly) check(target string, w Workload, took time.Duration, redeliver
 }
 
 // consumeQueengate drains the queue with a new group, one consumer per
-// partition popping from any partition, acknowledging each batch by
-// transactionId.
+// partition popping from any partition; each batch is acknowledged by
+// transactionId with the consumer's next pop, as the client's Consume
+// does (one request per batch).
 func consumeQueengate(ctx context.Context, c *queengate.Client, queue string, round int, w Workload) (consumeBenchResult, error) {
 	group := fmt.Sprint("bench-", round)
 	ex := &exactly{seen: make(map[string]int32, w.Total)}
-	var consumed, redelivered atomic.Int64
+	var acked, redelivered atomic.Int64
 	start := time.Now()
 	err := perPartition(w.Partitions, func(p int) error {
-		for consumed.Load() < w.Total {
-			a, err := c.Pop(ctx, queue, "", queengate.PopRequest{Group: group, Consumer: fmt.Sprint("c", p), Max: consumeBatch, WaitMs: 100})
+		var pending *queengate.PopAck
+		for acked.Load() < w.Total {
+			a, err := c.Pop(ctx, queue, "", queengate.PopRequest{Group: group, Consumer: fmt.Sprint("c", p), Max: consumeBatch,
+				WaitMs: 100, Ack: pending})
 			if err != nil {
 				return err
 			}
+			if err := countAcked(a.Ack, &acked); err != nil {
+				return err
+			}
+			pending = nil
 			if len(a.Messages) == 0 {
 				continue
 			}
-			items := make([]queengate.AckItem, len(a.Messages))
+			pending = &queengate.PopAck{Partition: a.Partition, LeaseID: a.LeaseID, Items: make([]queengate.AckItem, len(a.Messages))}
 			for i, m := range a.Messages {
 				ex.add(m.TransactionID)
 				if m.Attempts > 1 {
 					redelivered.Add(1)
 				}
-				items[i] = queengate.AckItem{TransactionID: m.TransactionID, Status: queengate.AckCompleted}
+				pending.Items[i] = queengate.AckItem{TransactionID: m.TransactionID, Status: queengate.AckCompleted}
 			}
-			ack, err := c.Ack(ctx, queue, a.Partition, queengate.AckRequest{Group: group, LeaseID: a.LeaseID, Items: items})
-			if err != nil {
-				return err
-			}
-			for _, it := range ack.Items {
-				if it.Result != "acked" {
-					return fmt.Errorf("ack of %s: %s", it.TransactionID, it.Result)
-				}
-			}
-			consumed.Add(int64(len(items)))
 		}
 		return nil
 	})
@@ -191,6 +188,20 @@ func consumeQueengate(ctx context.Context, c *queengate.Client, queue string, ro
 		return consumeBenchResult{}, err
 	}
 	return ex.check("queengate", w, took, redelivered.Load())
+}
+
+// countAcked adds an ack's settled items, refusing any other result.
+func countAcked(a *queengate.AckAnswer, acked *atomic.Int64) error {
+	if a == nil {
+		return nil
+	}
+	for _, it := range a.Items {
+		if it.Result != "acked" {
+			return fmt.Errorf("ack of %s: %s", it.TransactionID, it.Result)
+		}
+	}
+	acked.Add(int64(len(a.Items)))
+	return nil
 }
 
 // consumeJetStream drains the stream with a new durable pull consumer,
