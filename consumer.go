@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 )
 
 // Pop asks for messages of queue for a consumer of req.Group: of any
@@ -134,17 +135,23 @@ func (o ConsumeOptions) withDefaults() ConsumeOptions {
 }
 
 // handleBatch runs the handler over a popped batch while a goroutine
-// renews the lease, and returns the batch's ack.
+// renews the lease, and returns the batch's ack: by offset, since a
+// transactionId may be stored twice in a partition. When ctx ends
+// midway, the rest is not handled (nor failed): the ack covers what was.
 func (c *Client) handleBatch(ctx context.Context, queue, group string, opts ConsumeOptions, batch PopAnswer, handle Handler) *PopAck {
 	renewCtx, stopRenew := context.WithCancel(ctx)
 	defer stopRenew()
 	go c.keepLease(renewCtx, queue, batch.Partition, LeaseRequest{Group: group, LeaseID: batch.LeaseID, LeaseMs: opts.Lease.Milliseconds()}, opts.Lease/3)
-	ack := &PopAck{Partition: batch.Partition, LeaseID: batch.LeaseID, Items: make([]AckItem, len(batch.Messages))}
-	for i, m := range batch.Messages {
-		ack.Items[i] = AckItem{TransactionID: m.TransactionID, Status: AckCompleted}
-		if err := handle(ctx, m); err != nil {
-			ack.Items[i].Status, ack.Items[i].Error = AckFailed, truncate(err.Error(), MaxAckErrorSize)
+	ack := &PopAck{Partition: batch.Partition, LeaseID: batch.LeaseID, Items: make([]AckItem, 0, len(batch.Messages))}
+	for _, m := range batch.Messages {
+		if ctx.Err() != nil {
+			break
 		}
+		item := AckItem{Offset: &m.Offset, Status: AckCompleted}
+		if err := handle(ctx, m); err != nil {
+			item.Status, item.Error = AckFailed, truncate(err.Error(), MaxAckErrorSize)
+		}
+		ack.Items = append(ack.Items, item)
 	}
 	return ack
 }
@@ -155,6 +162,15 @@ func (c *Client) handleBatch(ctx context.Context, queue, group string, opts Cons
 func (c *Client) finalAck(ctx context.Context, queue, group string, opts ConsumeOptions, ack *PopAck) error {
 	ackCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opts.Lease)
 	defer cancel()
+	// What was not handled goes back to the group now, not at the
+	// lease's end.
+	defer func() {
+		// A lease the ack ended answers 409; one left runs out anyway.
+		_, _ = c.Release(ackCtx, queue, ack.Partition, LeaseRequest{Group: group, LeaseID: ack.LeaseID})
+	}()
+	if len(ack.Items) == 0 {
+		return nil
+	}
 	for {
 		_, err := c.Ack(ackCtx, queue, ack.Partition, AckRequest{Group: group, LeaseID: ack.LeaseID, Items: ack.Items})
 		var werr *Error
@@ -197,9 +213,13 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// truncate cuts s to at most n bytes, on a character boundary.
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
 	return s[:n]
 }

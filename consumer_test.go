@@ -175,3 +175,28 @@ func TestConsumeFailsWhatTheHandlerRefuses(t *testing.T) {
 		t.Fatalf("dead-letter queue: %+v, %v", dlq, err)
 	}
 }
+
+// Stopping Consume midway fails nothing: the handled messages are
+// acknowledged, the rest go back to the group at once, without an error.
+func TestStoppingConsumeFailsNothing(t *testing.T) {
+	t.Parallel()
+	r := startGateway(t, "")
+	pushN(t, r, 5)
+	ctx, cancel := context.WithCancel(t.Context())
+	handled := 0
+	err := r.client.Consume(ctx, r.queue, "g", queengate.ConsumeOptions{Max: 5, Wait: 200 * time.Millisecond},
+		func(context.Context, queengate.Delivery) error {
+			if handled++; handled == 2 {
+				cancel()
+			}
+			return nil
+		})
+	if !errors.Is(err, context.Canceled) || handled != 2 {
+		t.Fatalf("consume: %v after %d messages", err, handled)
+	}
+	checkLag(t, r, 3)
+	a, err := r.client.Pop(t.Context(), r.queue, "p", queengate.PopRequest{Group: "g", Max: 5})
+	if err != nil || len(a.Messages) != 3 || a.Messages[0].TransactionID != "m2" || a.Messages[0].LastError != "" {
+		t.Fatalf("the rest, popped at once: %+v, %v", a, err)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/rs/zerolog"
 
 	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/model"
@@ -32,6 +33,7 @@ type ConsumeStore interface {
 // Every gateway serves every request: the store's row locks decide.
 type Consumers struct {
 	store   ConsumeStore
+	log     zerolog.Logger
 	recheck time.Duration // a long poll's longest sleep between pops
 
 	mu      sync.Mutex
@@ -108,6 +110,7 @@ const recheck = time.Second
 // addEndpoints serves the consuming subjects, and listens for commits
 // announced by every gateway.
 func (c *Consumers) addEndpoints(g *Gateway) error {
+	c.log = g.log
 	p := g.cfg.Prefix + ".consume."
 	err := g.addRequestEndpoints([]requestEndpoint{
 		{"consume-pop", p + "pop.>", false, func(ctx context.Context, req *request) (any, *queengate.Error) {
@@ -173,6 +176,7 @@ func (c *Consumers) pop(ctx context.Context, place string, body []byte) (any, *q
 		}
 	}
 	deadline := time.Now().Add(time.Duration(req.WaitMs) * time.Millisecond)
+	deadLettered := 0
 	for {
 		wake := c.wakeup(queue) // before the pop: a commit after it is not missed
 		res, err := c.store.Pop(ctx, model.PopRequest{Group: g, PartitionID: pid, Max: req.Max,
@@ -180,6 +184,11 @@ func (c *Consumers) pop(ctx context.Context, place string, body []byte) (any, *q
 		if err != nil {
 			return nil, storeError(err)
 		}
+		if res.DeadLetterErr != nil {
+			c.log.Warn().Err(res.DeadLetterErr).Str("queue", queue).Str("group", req.Group).Msg("dead-lettering failed; a later pop retries")
+		}
+		deadLettered += res.DeadLettered
+		res.DeadLettered = deadLettered
 		left := time.Until(deadline)
 		if len(res.Messages) > 0 || left <= 0 {
 			return encodePop(queue, req.Group, &res, acked), nil
@@ -192,7 +201,7 @@ func (c *Consumers) pop(ctx context.Context, place string, body []byte) (any, *q
 		}
 		t.Stop()
 		if ctx.Err() != nil {
-			return encodePop(queue, req.Group, &model.PopResult{}, acked), nil
+			return encodePop(queue, req.Group, &model.PopResult{DeadLettered: deadLettered}, acked), nil
 		}
 	}
 }

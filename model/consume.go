@@ -60,7 +60,9 @@ type PopResult struct {
 	LeaseUntil   time.Time
 	Messages     []Delivery
 	DeadLettered int // moved to the dead-letter queue instead of delivered
-	NextOffset   int64
+	// DeadLetterErr is why messages out of attempts could not be moved
+	// (they stay for a later pop); the delivered ones are leased anyway.
+	DeadLetterErr error
 }
 
 // AckItem settles one message, named by Offset (>= 0) or TxnID.

@@ -121,9 +121,11 @@ func (s *Store) Pop(ctx context.Context, r model.PopRequest) (model.PopResult, e
 			return err
 		}
 		if len(dead) > 0 {
-			out.DeadLettered, _, err = s.deadLetter(ctx, r.Group, out.Partition, dead)
+			// The delivered messages are leased already: a failure here
+			// is reported beside them, and a later pop dead-letters again.
+			out.DeadLettered, _, _, out.DeadLetterErr = s.deadLetter(ctx, r.Group, out.Partition, dead)
 		}
-		return err
+		return nil
 	}()
 	if err != nil {
 		return model.PopResult{}, fmt.Errorf("pgstore: pop %s/%s: %w", r.Group.Queue, r.Group.Name, err)
@@ -202,7 +204,9 @@ func (s *Store) Ack(ctx context.Context, g model.Group, partitionID int64, lease
 			if err := s.pool.QueryRow(ctx, "SELECT name FROM queen.log_partitions WHERE id = $1", partitionID).Scan(&partition); err != nil {
 				return err
 			}
-			out.DeadLettered, out.NextOffset, err = s.deadLetter(ctx, g, partition, dead)
+			var ended bool
+			out.DeadLettered, out.NextOffset, ended, err = s.deadLetter(ctx, g, partition, dead)
+			out.LeaseEnded = out.LeaseEnded || ended
 		}
 		return err
 	}()
@@ -219,12 +223,12 @@ func (s *Store) Ack(ctx context.Context, g model.Group, partitionID int64, lease
 // leaves them below the cursor, for the next pop to find again. The
 // dead-letter message's transactionId is "<group>:<messageId>", its data
 // the original's with its ids and the last error. It returns how many it
-// moved and the group's cursor after.
-func (s *Store) deadLetter(ctx context.Context, g model.Group, partition string, dead []model.Delivery) (moved int, next int64, err error) {
+// moved, the group's cursor after, and whether that ended a lease.
+func (s *Store) deadLetter(ctx context.Context, g model.Group, partition string, dead []model.Delivery) (moved int, next int64, ended bool, err error) {
 	var dlq int64
 	if err := s.pool.QueryRow(ctx, "SELECT partition_id FROM queen.ensure_partition($1, $2)",
 		model.DeadLetterQueue(g.Queue), partition).Scan(&dlq); err != nil {
-		return 0, 0, fmt.Errorf("dead-letter queue: %w", err)
+		return 0, 0, false, fmt.Errorf("dead-letter queue: %w", err)
 	}
 	pid := dead[0].PartitionID
 	offsets := make([]int64, len(dead))
@@ -246,9 +250,13 @@ func (s *Store) deadLetter(ctx context.Context, g model.Group, partition string,
 			}
 		}
 		moved = len(pending)
-		return tx.QueryRow(ctx, "SELECT queen.consumer_dead_lettered($1, $2, $3)", g.ID, pid, pending).Scan(&next)
+		return tx.QueryRow(ctx, "SELECT next_offset, lease_ended FROM queen.consumer_dead_lettered($1, $2, $3)",
+			g.ID, pid, pending).Scan(&next, &ended)
 	})
-	return moved, next, err
+	if err != nil {
+		return 0, 0, false, err
+	}
+	return moved, next, ended, nil
 }
 
 // pushDeadLetters writes the pending ones of dead to the dead-letter

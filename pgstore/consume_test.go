@@ -316,3 +316,62 @@ func TestRetentionWaitsForConsumers(t *testing.T) {
 		t.Fatalf("a pop after retention deleted everything: %v", offsetsOf(r))
 	}
 }
+
+// Only the partition's running lease acknowledges: not a malformed lease
+// id, not after a release, not on a partition never delivered.
+func TestOnlyTheRunningLeaseAcknowledges(t *testing.T) {
+	t.Parallel()
+	b := setupConsumer(t, 3)
+	r := b.pop(t, b.group, 2)
+	if _, ok, err := b.store.Lease(context.Background(), b.group, b.part.ID, r.LeaseID, 0); !ok || err != nil {
+		t.Fatalf("release: %v %v", ok, err)
+	}
+	for _, lease := range []string{"garbage", r.LeaseID, "00000000-0000-0000-0000-000000000000"} {
+		a := b.ack(t, lease, doneAt(0), doneAt(1))
+		if !slices.Equal(results(a), []string{model.AckLeaseNotHeld, model.AckLeaseNotHeld}) || a.NextOffset != 0 {
+			t.Errorf("lease %q after the release: %+v", lease, a)
+		}
+	}
+	other, err := b.store.EnsurePartition(context.Background(), b.queue, "other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.store.Push(context.Background(), []model.Frame{segment(other.ID, -1, "o0")}); err != nil {
+		t.Fatal(err)
+	}
+	b.pop(t, b.group, 10) // gives every partition a cursor, whichever it leases
+	a, err := b.store.Ack(context.Background(), b.group, other.ID, "garbage", []model.AckItem{doneAt(0)})
+	if err != nil || results(a)[0] != model.AckLeaseNotHeld {
+		t.Fatalf("a malformed lease on another partition: %+v, %v", a, err)
+	}
+}
+
+// A retried batch that failed a message answers alreadyAcked for it too.
+func TestARetriedBatchWithAFailureIsAlreadyAcked(t *testing.T) {
+	t.Parallel()
+	b := setupConsumer(t, 3)
+	r := b.pop(t, b.group, 3)
+	batch := []model.AckItem{done("t0"), failed("t1", "no"), done("t2")}
+	if a := b.ack(t, r.LeaseID, batch...); !a.LeaseEnded || a.NextOffset != 1 {
+		t.Fatalf("first: %+v", a)
+	}
+	if a := b.ack(t, r.LeaseID, batch...); !slices.Equal(results(a), []string{model.AckAlready, model.AckAlready, model.AckAlready}) {
+		t.Fatalf("retried: %v", results(a))
+	}
+}
+
+// A dead letter made by a pop says how many deliveries the message had.
+func TestADeadLetterFromAPopCountsItsDeliveries(t *testing.T) {
+	t.Parallel()
+	b := setupConsumer(t, 1)
+	if _, err := b.store.Pool().Exec(context.Background(), "UPDATE queen.queues SET max_attempts = 1 WHERE name = $1", b.queue); err != nil {
+		t.Fatal(err)
+	}
+	b.pop(t, b.group, 1)
+	b.backdateLease(t)
+	b.pop(t, b.group, 1)
+	dlq, err := b.store.Read(context.Background(), model.ReadRequest{Queue: model.DeadLetterQueue(b.queue), Partition: "Default", Max: 10, MaxBytes: 1 << 20})
+	if err != nil || len(dlq.Messages) != 1 || !strings.Contains(string(dlq.Messages[0].Data), `"attempts":1`) {
+		t.Fatalf("dead letter: %+v, %v", dlq, err)
+	}
+}

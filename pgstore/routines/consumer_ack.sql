@@ -50,7 +50,9 @@ BEGIN
     SELECT cc.* INTO c FROM queen.consumer_cursors cc
      WHERE cc.group_id = p_group_id AND cc.partition_id = p_partition_id
        FOR UPDATE;
-    v_held := c.group_id IS NOT NULL AND c.lease_id IS NOT DISTINCT FROM p_lease_id AND c.lease_until > v_now;
+    -- Held: the lease named is the partition's and runs (a NULL lease, or
+    -- none running, is never held).
+    v_held := coalesce(c.lease_id = p_lease_id AND c.lease_until > v_now, false);
     SELECT p.last_offset, q.max_attempts INTO v_last, v_max
       FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id WHERE p.id = p_partition_id;
     v_marks := EXISTS (SELECT 1 FROM queen.consumer_marks m WHERE m.group_id = p_group_id AND m.partition_id = p_partition_id);
@@ -91,7 +93,9 @@ BEGIN
                         WHEN c.group_id IS NULL THEN 'leaseNotHeld'
                         WHEN x.off < c.next_offset OR m.done THEN 'alreadyAcked'
                         WHEN row_number() OVER (PARTITION BY x.off ORDER BY x.i) > 1 THEN 'alreadyAcked'
-                        WHEN NOT v_held AND c.lease_id IS NOT DISTINCT FROM p_lease_id THEN 'leaseExpired'
+                        -- failed under this lease already: a retried batch
+                        WHEN m.failed_in = p_lease_id THEN 'alreadyAcked'
+                        WHEN NOT v_held AND c.lease_id = p_lease_id THEN 'leaseExpired'
                         WHEN NOT v_held THEN 'leaseNotHeld'
                         WHEN x.off NOT BETWEEN c.lease_from AND c.lease_to THEN 'notInLease'
                         ELSE 'acked' END AS res
@@ -142,7 +146,9 @@ BEGIN
         UPDATE queen.consumer_cursors cc
            SET next_offset = v_next,
                lease_id = CASE WHEN v_ended THEN NULL ELSE cc.lease_id END,
-               lease_until = CASE WHEN v_ended THEN NULL ELSE cc.lease_until END
+               lease_until = CASE WHEN v_ended THEN NULL ELSE cc.lease_until END,
+               lease_from = CASE WHEN v_ended THEN NULL ELSE cc.lease_from END,
+               lease_to = CASE WHEN v_ended THEN NULL ELSE cc.lease_to END
          WHERE cc.group_id = p_group_id AND cc.partition_id = p_partition_id
            AND (v_ended OR cc.next_offset <> v_next);
     END IF;

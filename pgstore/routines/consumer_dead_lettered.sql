@@ -3,9 +3,9 @@
 -- queue, in the transaction of the pop or ack that found them (which
 -- holds the cursor row): they are done for the group, and the cursor
 -- advances over them. A lease whose messages are now all settled ends.
--- Returns the cursor after.
-CREATE OR REPLACE FUNCTION queen.consumer_dead_lettered(p_group_id bigint, p_partition_id bigint, p_offsets bigint[])
-RETURNS bigint
+-- Returns the cursor after, and whether a lease ended.
+CREATE OR REPLACE FUNCTION queen.consumer_dead_lettered(p_group_id bigint, p_partition_id bigint, p_offsets bigint[],
+    OUT next_offset bigint, OUT lease_ended boolean)
 LANGUAGE plpgsql
 -- Planned once per session: re-planning each statement on every call
 -- (what the default chooses for them) cost more than running them.
@@ -14,21 +14,21 @@ AS $$
 #variable_conflict use_column
 DECLARE
     c      queen.consumer_cursors%ROWTYPE;
-    v_next bigint;
 BEGIN
+    lease_ended := false;
     INSERT INTO queen.consumer_marks AS m (group_id, partition_id, off, attempts, done)
     SELECT p_group_id, p_partition_id, o, 1, true FROM unnest(p_offsets) AS o
     ON CONFLICT (group_id, partition_id, off) DO UPDATE SET done = true;
-    v_next := queen.consumer_advance(p_group_id, p_partition_id, '{}');
+    next_offset := queen.consumer_advance(p_group_id, p_partition_id, '{}');
     SELECT cc.* INTO c FROM queen.consumer_cursors cc WHERE cc.group_id = p_group_id AND cc.partition_id = p_partition_id;
     IF c.lease_id IS NOT NULL AND NOT EXISTS (
-        SELECT 1 FROM generate_series(greatest(c.lease_from, v_next), c.lease_to) AS o
+        SELECT 1 FROM generate_series(greatest(c.lease_from, next_offset), c.lease_to) AS o
          WHERE NOT EXISTS (SELECT 1 FROM queen.consumer_marks m
                             WHERE m.group_id = p_group_id AND m.partition_id = p_partition_id AND m.off = o
                               AND (m.done OR m.failed_in = c.lease_id))) THEN
-        UPDATE queen.consumer_cursors cc SET lease_id = NULL, lease_until = NULL
+        UPDATE queen.consumer_cursors cc SET lease_id = NULL, lease_until = NULL, lease_from = NULL, lease_to = NULL
          WHERE cc.group_id = p_group_id AND cc.partition_id = p_partition_id;
+        lease_ended := true;
     END IF;
-    RETURN v_next;
 END
 $$;

@@ -10,7 +10,9 @@ RETURNS TABLE (lease_until timestamptz)
 LANGUAGE sql AS $$
     UPDATE queen.consumer_cursors cc
        SET lease_until = CASE WHEN p_seconds > 0 THEN clock_timestamp() + make_interval(secs => p_seconds) END,
-           lease_id    = CASE WHEN p_seconds > 0 THEN cc.lease_id END
+           lease_id    = CASE WHEN p_seconds > 0 THEN cc.lease_id END,
+           lease_from  = CASE WHEN p_seconds > 0 THEN cc.lease_from END,
+           lease_to    = CASE WHEN p_seconds > 0 THEN cc.lease_to END
      WHERE cc.group_id = p_group_id AND cc.partition_id = p_partition_id
        AND cc.lease_id = p_lease_id AND cc.lease_until > clock_timestamp()
     RETURNING cc.lease_until

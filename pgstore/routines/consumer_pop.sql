@@ -53,6 +53,7 @@ BEGIN
     SELECT p_group_id, p.id FROM queen.log_partitions p
      WHERE p.queue_id = p_queue_id AND (p_partition_id IS NULL OR p.id = p_partition_id)
        AND NOT EXISTS (SELECT 1 FROM queen.consumer_cursors x WHERE x.group_id = p_group_id AND x.partition_id = p.id)
+     ORDER BY p.id -- racing first pops insert in one order: a wait, never a deadlock
     ON CONFLICT DO NOTHING;
 
     SELECT cc.* INTO c
@@ -77,9 +78,12 @@ BEGIN
     SELECT coalesce((SELECT s.base_offset FROM queen.log_segments s WHERE s.partition_id = c.partition_id
                       ORDER BY s.base_offset LIMIT 1), v_last + 1) INTO v_first;
     IF c.next_offset < v_first THEN
-        c.next_offset := v_first;
         DELETE FROM queen.consumer_marks m
          WHERE m.group_id = p_group_id AND m.partition_id = c.partition_id AND m.off < v_first;
+        UPDATE queen.consumer_cursors cc SET next_offset = v_first
+         WHERE cc.group_id = p_group_id AND cc.partition_id = c.partition_id;
+        -- past what retention deleted, the cursor moves over what is done
+        c.next_offset := queen.consumer_advance(p_group_id, c.partition_id, '{}');
     END IF;
     -- Enough offsets to find p_max not done (done marks above the cursor
     -- are few: acknowledgements out of order).
@@ -117,7 +121,9 @@ BEGIN
           FROM picked JOIN msgs ON msgs.off = picked.off
     )
     SELECT array_agg(x.off ORDER BY x.off), array_agg(x.txn_id ORDER BY x.off), array_agg(x.data ORDER BY x.off),
-           array_agg(x.created_at ORDER BY x.off), array_agg(x.before + 1 ORDER BY x.off),
+           array_agg(x.created_at ORDER BY x.off),
+           -- deliveries counting this one; for a dead letter, those it had
+           array_agg(CASE WHEN v_max_att > 0 AND x.before >= v_max_att THEN x.before ELSE x.before + 1 END ORDER BY x.off),
            array_agg(x.last_error ORDER BY x.off), array_agg(v_max_att > 0 AND x.before >= v_max_att ORDER BY x.off)
       INTO a_off, a_txn, a_data, a_created, a_att, a_err, a_dead
       FROM counted AS x;

@@ -14,8 +14,8 @@
 -- Consumer groups hold both back: log_txns rows from the lowest cursor of
 -- the queue's groups on the partition up (acknowledgements resolve
 -- transactionIds through them; a group that has not read the partition
--- yet counts as a cursor at 0), and, with retain_until 'consumed', the
--- segments too.
+-- yet starts at its first stored message, so counts as a cursor there),
+-- and, with retain_until 'consumed', the segments too.
 -- At most p_max_rows rows of each kind per partition per call; "more" says
 -- a partition was left with work, so the caller calls again.
 CREATE OR REPLACE PROCEDURE queen.log_retain(p_after bigint, p_limit integer, p_slack_seconds double precision,
@@ -47,13 +47,24 @@ BEGIN
         visited := visited + 1;
         last_id := r.id;
         v_cutoff := v_now - make_interval(secs => r.win::double precision + p_slack_seconds);
+        SELECT min(coalesce(c.next_offset,
+                            (SELECT s.base_offset FROM queen.log_segments s WHERE s.partition_id = r.id
+                              ORDER BY s.base_offset LIMIT 1),
+                            (SELECT p.last_offset + 1 FROM queen.log_partitions p WHERE p.id = r.id)))
+          INTO v_hold
+          FROM queen.consumer_groups g
+          LEFT JOIN queen.consumer_cursors c ON c.group_id = g.id AND c.partition_id = r.id
+         WHERE g.queue_id = r.queue_id;
         -- Cheap checks without the lock: the oldest row of each kind
-        -- (first in offset order, through the primary keys).
+        -- (first in offset order, through the primary keys), below what
+        -- consumers hold.
         IF NOT (EXISTS (SELECT 1 FROM queen.log_txns t
-                         WHERE t.partition_id = r.id AND t.created_at < v_cutoff)
-                OR (r.ret > 0 AND coalesce((SELECT s.created_at FROM queen.log_segments s
-                                             WHERE s.partition_id = r.id ORDER BY s.base_offset LIMIT 1)
-                                           < v_now - make_interval(secs => r.ret), false))) THEN
+                         WHERE t.partition_id = r.id AND t.created_at < v_cutoff
+                           AND (v_hold IS NULL OR t.end_offset < v_hold))
+                OR (r.ret > 0 AND coalesce((SELECT s.created_at < v_now - make_interval(secs => r.ret)
+                                                   AND (NOT r.until_consumed OR v_hold IS NULL OR s.end_offset < v_hold)
+                                              FROM queen.log_segments s
+                                             WHERE s.partition_id = r.id ORDER BY s.base_offset LIMIT 1), false))) THEN
             CONTINUE;
         END IF;
         PERFORM 1 FROM queen.log_partitions WHERE id = r.id FOR UPDATE SKIP LOCKED;
@@ -62,10 +73,6 @@ BEGIN
             CONTINUE;
         END IF;
         locked := locked + 1;
-        SELECT min(coalesce(c.next_offset, 0)) INTO v_hold
-          FROM queen.consumer_groups g
-          LEFT JOIN queen.consumer_cursors c ON c.group_id = g.id AND c.partition_id = r.id
-         WHERE g.queue_id = r.queue_id;
 
         -- log_txns: everything below the first row still in the window (or
         -- below the allocator's next offset if none is) is wholly older.
