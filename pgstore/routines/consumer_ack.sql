@@ -46,6 +46,8 @@ DECLARE
     a_off    bigint[];   -- per item: the offset it names, NULL if unknown
     a_res    text[];     -- per item: its result
     a_done   bigint[];   -- completed now
+    v_top    bigint;     -- the highest of them
+    v_unresolved bigint; -- transactionIds not found from the cursor on
 BEGIN
     SELECT cc.* INTO c FROM queen.consumer_cursors cc
      WHERE cc.group_id = p_group_id AND cc.partition_id = p_partition_id
@@ -53,12 +55,15 @@ BEGIN
     -- Held: the lease named is the partition's and runs (a NULL lease, or
     -- none running, is never held).
     v_held := coalesce(c.lease_id = p_lease_id AND c.lease_until > v_now, false);
-    SELECT p.last_offset, q.max_attempts INTO v_last, v_max
+    -- Few statements: each has a fixed cost that a batch of 100 notices.
+    SELECT p.last_offset, q.max_attempts,
+           EXISTS (SELECT 1 FROM queen.consumer_marks m WHERE m.group_id = p_group_id AND m.partition_id = p_partition_id)
+      INTO v_last, v_max, v_marks
       FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id WHERE p.id = p_partition_id;
-    v_marks := EXISTS (SELECT 1 FROM queen.consumer_marks m WHERE m.group_id = p_group_id AND m.partition_id = p_partition_id);
 
     a_off := p_offsets;
-    IF c.group_id IS NOT NULL AND EXISTS (SELECT 1 FROM unnest(p_hashes) AS h WHERE h IS NOT NULL) THEN
+    v_unresolved := 0;
+    IF c.group_id IS NOT NULL AND cardinality(array_remove(p_hashes, NULL)) > 0 THEN
         -- Resolve transactionIds among the offsets delivered from the
         -- cursor on, unrolling only that slice of each log_txns row.
         WITH want AS (
@@ -72,10 +77,14 @@ BEGIN
              WHERE t.partition_id = p_partition_id AND t.end_offset >= c.next_offset AND t.base_offset <= c.delivered_to
              GROUP BY th.h
         )
-        SELECT array_agg(coalesce(x.off, near.off) ORDER BY x.i) INTO a_off
+        SELECT array_agg(coalesce(x.off, near.off) ORDER BY x.i),
+               count(*) FILTER (WHERE x.h IS NOT NULL AND coalesce(x.off, near.off) IS NULL)
+          INTO a_off, v_unresolved
           FROM unnest(p_offsets, p_hashes) WITH ORDINALITY AS x(off, h, i) LEFT JOIN near ON near.h = x.h;
+    ELSIF cardinality(array_remove(p_hashes, NULL)) > 0 THEN
+        v_unresolved := 1; -- no cursor: only the window can tell
     END IF;
-    IF EXISTS (SELECT 1 FROM unnest(a_off, p_hashes) AS x(off, h) WHERE x.off IS NULL AND x.h IS NOT NULL) THEN
+    IF v_unresolved > 0 THEN
         -- The rest (settled long ago, or never stored) through the
         -- window, as a push would find them.
         SELECT array_agg(coalesce(x.off, f.first_offset) ORDER BY x.i) INTO a_off
@@ -85,9 +94,14 @@ BEGIN
             ON x.off IS NULL AND f.h = x.h;
     END IF;
 
-    -- Results, in item order; an offset named twice is settled once.
-    SELECT array_agg(r.res ORDER BY r.i) INTO a_res
-      FROM (SELECT x.i,
+    -- Results, in item order (an offset named twice is settled once), and
+    -- what they settle: the offsets completed now, whether any failed.
+    SELECT array_agg(r.res ORDER BY r.i),
+           coalesce(array_agg(r.off) FILTER (WHERE r.res = 'acked' AND p_completed[r.i]), '{}'),
+           coalesce(bool_or(r.res = 'acked' AND NOT p_completed[r.i]), false),
+           max(r.off) FILTER (WHERE r.res = 'acked' AND p_completed[r.i])
+      INTO a_res, a_done, v_failed, v_top
+      FROM (SELECT x.i, x.off,
                    CASE WHEN x.off IS NULL AND p_hashes[x.i] IS NOT NULL THEN 'unknownTransactionId'
                         WHEN x.off IS NULL OR x.off < 0 OR x.off > v_last THEN 'unknownOffset'
                         WHEN c.group_id IS NULL THEN 'leaseNotHeld'
@@ -106,9 +120,6 @@ BEGIN
     IF NOT v_held THEN
         v_next := coalesce(c.next_offset, 0);
     ELSE
-        SELECT coalesce(array_agg(x.off) FILTER (WHERE x.ok), '{}'), coalesce(bool_or(NOT x.ok), false)
-          INTO a_done, v_failed
-          FROM unnest(a_off, a_res, p_completed) AS x(off, res, ok) WHERE x.res = 'acked';
         IF v_failed THEN
             -- Marked with the error and this lease; the attempts so far
             -- stay (a message without a mark was delivered once).
@@ -129,7 +140,7 @@ BEGIN
              WHERE r.d = c.next_offset + r.rn - 1;
         END IF;
         -- Completed out of order: kept until the prefix closes.
-        IF EXISTS (SELECT 1 FROM unnest(a_done) AS d WHERE d >= v_next) THEN
+        IF v_top >= v_next THEN
             INSERT INTO queen.consumer_marks AS m (group_id, partition_id, off, attempts, done)
             SELECT p_group_id, p_partition_id, d, 1, true FROM unnest(a_done) AS d WHERE d >= v_next
             ON CONFLICT (group_id, partition_id, off) DO UPDATE SET done = true;

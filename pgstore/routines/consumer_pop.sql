@@ -70,13 +70,17 @@ BEGIN
         RETURN;
     END IF;
 
-    SELECT p.last_offset, p.name, q.max_attempts INTO v_last, v_pname, v_max_att
+    -- One statement for what the pop reads about the partition: each
+    -- statement has a fixed cost that a batch of 100 notices.
+    SELECT p.last_offset, p.name, q.max_attempts,
+           coalesce((SELECT s.base_offset FROM queen.log_segments s WHERE s.partition_id = c.partition_id
+                      ORDER BY s.base_offset LIMIT 1), p.last_offset + 1),
+           EXISTS (SELECT 1 FROM queen.consumer_marks m WHERE m.group_id = p_group_id AND m.partition_id = c.partition_id)
+      INTO v_last, v_pname, v_max_att, v_first, v_marks
       FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
      WHERE p.id = c.partition_id;
     -- Retention may have deleted messages below the cursor: they are gone
     -- for this group too.
-    SELECT coalesce((SELECT s.base_offset FROM queen.log_segments s WHERE s.partition_id = c.partition_id
-                      ORDER BY s.base_offset LIMIT 1), v_last + 1) INTO v_first;
     IF c.next_offset < v_first THEN
         DELETE FROM queen.consumer_marks m
          WHERE m.group_id = p_group_id AND m.partition_id = c.partition_id AND m.off < v_first;
@@ -87,11 +91,11 @@ BEGIN
     END IF;
     -- Enough offsets to find p_max not done (done marks above the cursor
     -- are few: acknowledgements out of order).
-    v_marks := EXISTS (SELECT 1 FROM queen.consumer_marks m
-                        WHERE m.group_id = p_group_id AND m.partition_id = c.partition_id);
-    v_hi := least(v_last, c.next_offset + p_max - 1 +
-                  (SELECT count(*) FROM queen.consumer_marks m
-                    WHERE v_marks AND m.group_id = p_group_id AND m.partition_id = c.partition_id AND m.done));
+    v_hi := least(v_last, c.next_offset + p_max - 1);
+    IF v_marks THEN
+        v_hi := least(v_last, v_hi + (SELECT count(*) FROM queen.consumer_marks m
+                                       WHERE m.group_id = p_group_id AND m.partition_id = c.partition_id AND m.done));
+    END IF;
 
     WITH picked AS (
         SELECT o.off, m.attempts AS marked, m.last_error
@@ -123,13 +127,12 @@ BEGIN
     SELECT array_agg(x.off ORDER BY x.off), array_agg(x.txn_id ORDER BY x.off), array_agg(x.data ORDER BY x.off),
            array_agg(x.created_at ORDER BY x.off),
            -- deliveries counting this one; for a dead letter, those it had
-           array_agg(CASE WHEN v_max_att > 0 AND x.before >= v_max_att THEN x.before ELSE x.before + 1 END ORDER BY x.off),
-           array_agg(x.last_error ORDER BY x.off), array_agg(v_max_att > 0 AND x.before >= v_max_att ORDER BY x.off)
-      INTO a_off, a_txn, a_data, a_created, a_att, a_err, a_dead
-      FROM counted AS x;
-    SELECT min(x.off) FILTER (WHERE NOT x.dead), max(x.off) FILTER (WHERE NOT x.dead), max(x.off)
-      INTO v_lo, v_hi, v_top
-      FROM unnest(a_off, a_dead) AS x(off, dead);
+           array_agg(CASE WHEN x.dead THEN x.before ELSE x.before + 1 END ORDER BY x.off),
+           array_agg(x.last_error ORDER BY x.off), array_agg(x.dead ORDER BY x.off),
+           -- the lease's span, and the highest offset handed out, dead ones included
+           min(x.off) FILTER (WHERE NOT x.dead), max(x.off) FILTER (WHERE NOT x.dead), max(x.off)
+      INTO a_off, a_txn, a_data, a_created, a_att, a_err, a_dead, v_lo, v_hi, v_top
+      FROM (SELECT counted.*, v_max_att > 0 AND counted.before >= v_max_att AS dead FROM counted) AS x;
 
     -- A delivery after the first is counted where the next one can see it.
     IF c.delivered_to >= c.next_offset THEN -- only then can anything be redelivered
