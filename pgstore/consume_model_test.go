@@ -1,0 +1,259 @@
+package pgstore_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/queengate/queengate/model"
+)
+
+// consumerModel is what a group's state on one partition must be, kept
+// apart from SQL: deliveries per offset, what is completed or
+// dead-lettered, and the current lease.
+type consumerModel struct {
+	n, maxAttempts int
+	attempts       []int
+	completed      []bool
+	dead           []bool
+	failedIn       map[int64]string // the lease that last failed an offset
+	deadLetters    int
+	lease          *modelLease
+}
+
+type modelLease struct {
+	id        string
+	delivered []int64
+	expired   bool
+}
+
+func (m *consumerModel) done(o int64) bool { return m.completed[o] || m.dead[o] }
+
+// cursor is the first offset neither completed nor dead-lettered.
+func (m *consumerModel) cursor() int64 {
+	for o := range m.n {
+		if !m.done(int64(o)) {
+			return int64(o)
+		}
+	}
+	return int64(m.n)
+}
+
+// running: the lease holds the partition.
+func (m *consumerModel) running() bool { return m.lease != nil && !m.expired() }
+func (m *consumerModel) expired() bool { return m.lease.expired }
+
+// running reports whether l is still the model's running lease.
+func (l *modelLease) running(m *consumerModel) bool { return m.lease == l && !l.expired }
+
+// pop says what a pop of up to k must deliver (offsets and attempts) and
+// dead-letter, and applies it.
+func (m *consumerModel) pop(k int) (delivered []int64, attempts []int, deadLettered int) {
+	if m.running() || m.cursor() >= int64(m.n) {
+		return nil, nil, 0
+	}
+	m.lease = nil
+	var picked []int64
+	for o := m.cursor(); o < int64(m.n) && len(picked) < k; o++ {
+		if !m.done(o) {
+			picked = append(picked, o)
+		}
+	}
+	for _, o := range picked {
+		if m.maxAttempts > 0 && m.attempts[o] >= m.maxAttempts {
+			m.dead[o] = true
+			m.deadLetters++
+			deadLettered++
+			continue
+		}
+		m.attempts[o]++
+		delivered, attempts = append(delivered, o), append(attempts, m.attempts[o])
+	}
+	return delivered, attempts, deadLettered
+}
+
+// settle applies an ack of offsets under the current lease and says each
+// result; the lease ends once everything delivered under it is settled.
+func (m *consumerModel) settle(offsets []int64, completed []bool) (results []string, ended bool) {
+	for i, o := range offsets {
+		switch {
+		case m.done(o) || slices.Contains(offsets[:i], o) || m.failedIn[o] == m.lease.id:
+			results = append(results, model.AckAlready)
+		case m.expired():
+			results = append(results, model.AckLeaseExpired)
+		case !slices.Contains(m.lease.delivered, o):
+			results = append(results, model.AckNotInLease)
+		case completed[i]:
+			m.completed[o] = true
+			results = append(results, model.AckAcked)
+		default:
+			m.failedIn[o] = m.lease.id
+			if m.maxAttempts > 0 && m.attempts[o] >= m.maxAttempts {
+				m.dead[o] = true
+				m.deadLetters++
+			}
+			results = append(results, model.AckAcked)
+		}
+	}
+	if m.expired() {
+		return results, false
+	}
+	for _, o := range m.lease.delivered {
+		if !m.done(o) && m.failedIn[o] != m.lease.id {
+			return results, false
+		}
+	}
+	m.lease = nil
+	return results, true
+}
+
+// TestConsumerGroupAgreesWithItsModel drives one group on one partition
+// through random pops, acks (completed and failed, in and out of order,
+// by offset and by transactionId, under current and stale leases),
+// lease expiries and releases, and checks every answer and the cursor
+// against the model after each step.
+func TestConsumerGroupAgreesWithItsModel(t *testing.T) {
+	t.Parallel()
+	for seed := range uint64(4) {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			t.Parallel()
+			runConsumerModel(t, seed, 120, 3, 300)
+		})
+	}
+}
+
+func runConsumerModel(t *testing.T, seed uint64, n, maxAttempts, steps int) {
+	b := setupConsumer(t, n)
+	ctx := context.Background()
+	if _, err := b.store.Pool().Exec(ctx, "UPDATE queen.queues SET max_attempts = $1 WHERE name = $2", maxAttempts, b.queue); err != nil {
+		t.Fatal(err)
+	}
+	m := &consumerModel{n: n, maxAttempts: maxAttempts, attempts: make([]int, n), completed: make([]bool, n), dead: make([]bool, n),
+		failedIn: map[int64]string{}}
+	rng := rand.New(rand.NewPCG(seed, 99))
+	var stale string // a lease that is no longer the partition's
+	seen := map[string]int{}
+	for step := range steps {
+		where := fmt.Sprintf("step %d", step)
+		switch r := rng.IntN(10); {
+		case r < 3:
+			k := 1 + rng.IntN(8)
+			old := m.lease
+			wantOff, wantAtt, wantDead := m.pop(k)
+			got := b.pop(t, b.group, k)
+			var gotAtt []int
+			for _, d := range got.Messages {
+				gotAtt = append(gotAtt, d.Attempts)
+			}
+			if !slices.Equal(offsetsOf(got), wantOff) || !slices.Equal(gotAtt, wantAtt) || got.DeadLettered != wantDead {
+				t.Fatalf("%s: pop %d got %v attempts %v dead %d; model %v %v %d", where, k, offsetsOf(got), gotAtt, got.DeadLettered, wantOff, wantAtt, wantDead)
+			}
+			if old != nil && !old.running(m) {
+				stale = old.id // replaced, or gone with the pop that found it run out
+			}
+			if len(wantOff) > 0 {
+				m.lease = &modelLease{id: got.LeaseID, delivered: wantOff}
+				seen["pop"]++
+			}
+			for _, a := range wantAtt {
+				if a > 1 {
+					seen["redelivery"]++
+				}
+			}
+		case r < 7 && m.lease != nil:
+			offsets, completed, items := randomAck(rng, m)
+			lease := m.lease.id
+			wantRes, wantEnded := m.settle(offsets, completed)
+			a := b.ack(t, lease, items...)
+			if !slices.Equal(results(a), wantRes) || a.LeaseEnded != wantEnded {
+				t.Fatalf("%s: ack %v %v got %v ended %v; model %v ended %v", where, offsets, completed, results(a), a.LeaseEnded, wantRes, wantEnded)
+			}
+			if wantEnded {
+				stale = lease
+			}
+			for _, r := range wantRes {
+				seen["ack "+r]++
+			}
+		case r < 8 && m.lease != nil && !m.expired():
+			b.backdateLease(t)
+			m.lease.expired = true
+			seen["expiry"]++
+		case r < 9 && m.running():
+			if _, ok, err := b.store.Lease(ctx, b.group, b.part.ID, m.lease.id, 0); !ok || err != nil {
+				t.Fatalf("%s: release: %v %v", where, ok, err)
+			}
+			stale, m.lease = m.lease.id, nil
+			seen["release"]++
+		case stale != "":
+			// A stale lease settles nothing: every item leaseNotHeld or
+			// alreadyAcked, and the cursor does not move.
+			before := m.cursor()
+			o := rng.Int64N(int64(n))
+			a := b.ack(t, stale, doneAt(o))
+			want := model.AckLeaseNotHeld
+			if m.done(o) || m.failedIn[o] == stale {
+				want = model.AckAlready
+			}
+			seen["stale "+want]++
+			if results(a)[0] != want || a.NextOffset != before {
+				t.Fatalf("%s: ack of %d under a stale lease: %+v, want %s and the cursor at %d", where, o, a, want, before)
+			}
+		}
+		checkCursor(t, b, m, where)
+	}
+	var dlq int64
+	if err := b.store.Pool().QueryRow(ctx, `SELECT coalesce(max(p.last_offset) + 1, 0) FROM queen.log_partitions p
+		JOIN queen.queues q ON q.id = p.queue_id WHERE q.name = $1`, model.DeadLetterQueue(b.queue)).Scan(&dlq); err != nil {
+		t.Fatal(err)
+	}
+	if dlq != int64(m.deadLetters) {
+		t.Fatalf("the dead-letter queue holds %d messages, the model %d", dlq, m.deadLetters)
+	}
+	seen["dead letter"] = m.deadLetters
+	t.Logf("seed %d: %v; cursor at %d of %d", seed, seen, m.cursor(), n)
+	for _, kind := range []string{"pop", "redelivery", "expiry", "release", "dead letter", "ack acked", "ack alreadyAcked", "ack notInLease"} {
+		if seen[kind] == 0 {
+			t.Errorf("the history never had a %s: make it longer", kind)
+		}
+	}
+}
+
+// randomAck picks some of the lease's offsets (and now and then one it
+// did not deliver, or one twice), each completed or failed, named by
+// offset or by transactionId.
+func randomAck(rng *rand.Rand, m *consumerModel) ([]int64, []bool, []model.AckItem) {
+	var offsets []int64
+	for _, o := range m.lease.delivered {
+		if rng.IntN(3) > 0 {
+			offsets = append(offsets, o)
+		}
+	}
+	if len(offsets) == 0 || rng.IntN(5) == 0 {
+		offsets = append(offsets, rng.Int64N(int64(m.n)))
+	}
+	rng.Shuffle(len(offsets), func(i, j int) { offsets[i], offsets[j] = offsets[j], offsets[i] })
+	completed := make([]bool, len(offsets))
+	items := make([]model.AckItem, len(offsets))
+	for i, o := range offsets {
+		completed[i] = rng.IntN(4) > 0
+		items[i] = model.AckItem{Offset: o, Completed: completed[i], Error: "e"}
+		if rng.IntN(2) == 0 {
+			items[i] = model.AckItem{Offset: -1, TxnID: fmt.Sprintf("t%d", o), Completed: completed[i], Error: "e"}
+		}
+	}
+	return offsets, completed, items
+}
+
+func checkCursor(t *testing.T, b *consumerBundle, m *consumerModel, where string) {
+	t.Helper()
+	var next int64
+	if err := b.store.Pool().QueryRow(context.Background(),
+		"SELECT next_offset FROM queen.consumer_cursors WHERE group_id = $1 AND partition_id = $2", b.group.ID, b.part.ID).Scan(&next); err != nil {
+		return // no cursor before the first pop
+	}
+	if next != m.cursor() {
+		t.Fatalf("%s: cursor at %d, the model at %d", where, next, m.cursor())
+	}
+}
