@@ -25,8 +25,6 @@ import (
 // maxDepth bounds nesting, so a hostile body cannot exhaust the stack.
 const maxDepth = 512
 
-var errSyntax = errors.New("malformed JSON")
-
 type scanner struct {
 	b     []byte
 	i     int
