@@ -46,6 +46,7 @@ type consumeBenchReport struct {
 	Results                                   []consumeBenchResult
 	RatioMedian                               float64
 	LatencyP50, LatencyP99                    time.Duration // queengate, push to delivery
+	JetStreamLatencyP50, JetStreamLatencyP99  time.Duration // JetStream, publish to delivery
 	PushAlone, PushWithConsumers              float64       // msg/s
 	PushP99Alone, PushP99WithConsumers        time.Duration
 }
@@ -111,11 +112,14 @@ func runConsumeBench(ctx context.Context, o options, stdout io.Writer, logf func
 	if err := consumeLatency(ctx, client, queue+"-live", w, o.readPushTime, rep); err != nil {
 		return err
 	}
+	if err := consumeLatencyJetStream(ctx, js, w, o.readPushTime, rep); err != nil {
+		return err
+	}
 	if err := pushBesideConsumers(ctx, client, queue+"-beside", w, o.readPushTime, rep, logf); err != nil {
 		return err
 	}
-	logf("end to end p50 %v p99 %v; push %.0f msg/s alone, %.0f with a consumer beside", rep.LatencyP50, rep.LatencyP99,
-		rep.PushAlone, rep.PushWithConsumers)
+	logf("end to end p50 %v p99 %v (JetStream %v, %v); push %.0f msg/s alone, %.0f with a consumer beside", rep.LatencyP50, rep.LatencyP99,
+		rep.JetStreamLatencyP50, rep.JetStreamLatencyP99, rep.PushAlone, rep.PushWithConsumers)
 	writeConsumeBenchReport(stdout, o, rep)
 	if o.jsonOut != "" {
 		b, _ := json.MarshalIndent(rep, "", "  ")
@@ -294,6 +298,68 @@ func consumeLatency(ctx context.Context, c *queengate.Client, queue string, w Wo
 	return err
 }
 
+// consumeLatencyJetStream is consumeLatency's other side: 100 messages
+// published every 10 ms for d while one pull consumer per partition
+// fetches and acknowledges, each message's delay taken from its stream
+// timestamp to its delivery.
+func consumeLatencyJetStream(ctx context.Context, t *jetstreamTarget, w Workload, d time.Duration, rep *consumeBenchReport) error {
+	cons, err := t.adminJS.CreateOrUpdateConsumer(ctx, jetstreamStream, jetstream.ConsumerConfig{
+		Durable: "latency", AckPolicy: jetstream.AckExplicitPolicy, FilterSubject: "bench.live.>", AckWait: time.Minute})
+	if err != nil {
+		return err
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var mu sync.Mutex
+	var lat []time.Duration
+	var wg sync.WaitGroup
+	for range w.Partitions {
+		wg.Go(func() {
+			for cctx.Err() == nil {
+				batch, err := cons.Fetch(consumeBatch, jetstream.FetchMaxWait(time.Second))
+				if err != nil {
+					return
+				}
+				for m := range batch.Messages() {
+					if md, err := m.Metadata(); err == nil {
+						mu.Lock()
+						lat = append(lat, time.Since(md.Timestamp))
+						mu.Unlock()
+					}
+					_ = m.Ack()
+				}
+			}
+		})
+	}
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.Now().Add(d)
+	for i := 0; time.Now().Before(deadline) && err == nil; i++ {
+		var acks []jetstream.PubAckFuture
+		for k := range 100 {
+			f, perr := t.adminJS.PublishAsync(fmt.Sprintf("bench.live.p%d", i%w.Partitions), payload(k, w.PayloadBytes))
+			if perr != nil {
+				err = perr
+				break
+			}
+			acks = append(acks, f)
+		}
+		for _, f := range acks {
+			select {
+			case <-f.Ok():
+			case perr := <-f.Err():
+				err = perr
+			}
+		}
+		<-tick.C
+	}
+	cancel()
+	wg.Wait()
+	slices.Sort(lat)
+	rep.JetStreamLatencyP50, rep.JetStreamLatencyP99 = percentile(lat, 0.5), percentile(lat, 0.99)
+	return err
+}
+
 // pushPaced pushes a 100-message request every interval for d, the
 // partitions in turn.
 func pushPaced(ctx context.Context, c *queengate.Client, queue string, w Workload, d, interval time.Duration) error {
@@ -379,8 +445,9 @@ func writeConsumeBenchReport(out io.Writer, o options, rep *consumeBenchReport) 
 		fmt.Fprintf(out, "| %d | %s | %.0f | %v | %d | %d |\n", r.Round, r.Target, r.Throughput, r.Elapsed.Round(time.Millisecond), r.Redeliveries, r.Duplicates)
 	}
 	fmt.Fprintf(out, "\nqueengate ÷ JetStream pull consumer with explicit acks, median of %d rounds: %.2f\n", o.rounds, rep.RatioMedian)
-	fmt.Fprintf(out, "End to end (commit to delivery, consumers waiting while 10k msg/s arrive): p50 %v, p99 %v\n",
-		rep.LatencyP50.Round(time.Microsecond), rep.LatencyP99.Round(time.Microsecond))
+	fmt.Fprintf(out, "End to end (stored to delivered, consumers waiting while 10k msg/s arrive): queengate p50 %v, p99 %v; JetStream p50 %v, p99 %v\n",
+		rep.LatencyP50.Round(time.Microsecond), rep.LatencyP99.Round(time.Microsecond),
+		rep.JetStreamLatencyP50.Round(time.Microsecond), rep.JetStreamLatencyP99.Round(time.Microsecond))
 	fmt.Fprintf(out, "Push throughput (8 producers, 100 per request): alone %.0f msg/s (p99 %v), with a consumer beside %.0f msg/s (p99 %v): %.2f×\n",
 		rep.PushAlone, rep.PushP99Alone.Round(time.Microsecond), rep.PushWithConsumers, rep.PushP99WithConsumers.Round(time.Microsecond),
 		rep.PushWithConsumers/rep.PushAlone)

@@ -395,7 +395,8 @@ func TestConsumeScenarioShort(t *testing.T) {
 	if err != nil || json.Unmarshal(b, &rep) != nil {
 		t.Fatalf("report: %v %s", err, b)
 	}
-	if len(rep.Results) != 4 || rep.RatioMedian <= 0 || rep.LatencyP99 <= 0 || rep.PushAlone <= 0 || rep.PushWithConsumers <= 0 {
+	if len(rep.Results) != 4 || rep.RatioMedian <= 0 || rep.LatencyP99 <= 0 || rep.JetStreamLatencyP99 <= 0 ||
+		rep.PushAlone <= 0 || rep.PushWithConsumers <= 0 {
 		t.Errorf("report %+v: want two rounds of both sides, a ratio, latencies and push rates", rep)
 	}
 	for _, r := range rep.Results {
