@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -55,39 +54,16 @@ const consumeBatch = 100
 
 func runConsumeBench(ctx context.Context, o options, stdout io.Writer, logf func(string, ...any)) error {
 	w := o.w
-	env, err := startSelf(ctx, w, o.pgURL, o.gatewayBin, o.prefix, logf)
+	s, err := startSideBySide(ctx, o, "consume", logf)
 	if err != nil {
 		return err
 	}
-	defer env.Stop()
-	dir, err := os.MkdirTemp("", "queenbench-js-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	js, err := newJetStreamTarget(ctx, filepath.Join(dir, "store"))
-	if err != nil {
-		return err
-	}
-	defer js.Close()
-	nc, err := nats.Connect(env.natsURL, nats.Name("queenbench-consume"))
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	client, err := queengate.NewClient(nc, queengate.WithPrefix(o.prefix), queengate.WithTimeout(time.Minute))
-	if err != nil {
-		return err
-	}
-	defer client.Close()
+	defer s.Close()
+	client, js := s.client, s.js
 	rep := &consumeBenchReport{Messages: int(w.Total), Partitions: w.Partitions, PayloadBytes: w.PayloadBytes, Batch: consumeBatch}
 	queue := fmt.Sprintf("consume-%x", time.Now().UnixNano()&0xffffff)
-	logf("storing %d messages of %d bytes in %d partitions, in queengate and in JetStream", w.Total, w.PayloadBytes, w.Partitions)
-	if err := fillQueengate(ctx, client, queue, w); err != nil {
-		return fmt.Errorf("fill queengate: %w", err)
-	}
-	if err := fillJetStream(ctx, js, w); err != nil {
-		return fmt.Errorf("fill jetstream: %w", err)
+	if err := s.fill(ctx, queue, w, logf); err != nil {
+		return err
 	}
 	for round := 1; round <= o.rounds; round++ {
 		sides := []func() (consumeBenchResult, error){
@@ -108,7 +84,7 @@ func runConsumeBench(ctx context.Context, o options, stdout io.Writer, logf func
 			rep.Results = append(rep.Results, r)
 		}
 	}
-	rep.RatioMedian = consumeRatio(rep.Results)
+	rep.RatioMedian = medianRatio(rep.Results, func(r consumeBenchResult) (int, string, float64) { return r.Round, r.Target, r.Throughput })
 	if err := consumeLatency(ctx, client, queue+"-live", w, o.readPushTime, rep); err != nil {
 		return err
 	}
@@ -249,23 +225,6 @@ func consumeJetStream(ctx context.Context, t *jetstreamTarget, round int, w Work
 	return ex.check("jetstream", w, took, redelivered.Load())
 }
 
-func consumeRatio(rs []consumeBenchResult) float64 {
-	by := map[int]map[string]float64{}
-	for _, r := range rs {
-		if by[r.Round] == nil {
-			by[r.Round] = map[string]float64{}
-		}
-		by[r.Round][r.Target] = r.Throughput
-	}
-	var ratios []float64
-	for _, m := range by {
-		if m["jetstream"] > 0 {
-			ratios = append(ratios, m["queengate"]/m["jetstream"])
-		}
-	}
-	return medianFloat(ratios)
-}
-
 // consumeLatency pushes 100-message requests at a pace consumers keep up
 // with (one every 10 ms, 10k msg/s) for d while consumers wait on the
 // queue, and takes each message's delay from its commit (createdAt) to
@@ -276,16 +235,13 @@ func consumeLatency(ctx context.Context, c *queengate.Client, queue string, w Wo
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var mu sync.Mutex
-	var lat []time.Duration
+	lat := &latencies{}
 	var wg sync.WaitGroup
 	for p := range w.Partitions {
 		wg.Go(func() {
 			_ = c.Consume(cctx, queue, "latency", queengate.ConsumeOptions{Consumer: fmt.Sprint("c", p), Max: consumeBatch, Wait: time.Second},
 				func(_ context.Context, m queengate.Delivery) error {
-					mu.Lock()
-					lat = append(lat, time.Since(m.CreatedAt))
-					mu.Unlock()
+					lat.add(time.Since(m.CreatedAt))
 					return nil
 				})
 		})
@@ -293,8 +249,8 @@ func consumeLatency(ctx context.Context, c *queengate.Client, queue string, w Wo
 	err := pushPaced(ctx, c, queue, w, d, 10*time.Millisecond)
 	cancel()
 	wg.Wait()
-	slices.Sort(lat)
-	rep.LatencyP50, rep.LatencyP99 = percentile(lat, 0.5), percentile(lat, 0.99)
+	q := lat.at(0.5, 0.99)
+	rep.LatencyP50, rep.LatencyP99 = q[0], q[1]
 	return err
 }
 
@@ -310,8 +266,7 @@ func consumeLatencyJetStream(ctx context.Context, t *jetstreamTarget, w Workload
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var mu sync.Mutex
-	var lat []time.Duration
+	lat := &latencies{}
 	var wg sync.WaitGroup
 	for range w.Partitions {
 		wg.Go(func() {
@@ -322,9 +277,7 @@ func consumeLatencyJetStream(ctx context.Context, t *jetstreamTarget, w Workload
 				}
 				for m := range batch.Messages() {
 					if md, err := m.Metadata(); err == nil {
-						mu.Lock()
-						lat = append(lat, time.Since(md.Timestamp))
-						mu.Unlock()
+						lat.add(time.Since(md.Timestamp))
 					}
 					_ = m.Ack()
 				}
@@ -355,8 +308,8 @@ func consumeLatencyJetStream(ctx context.Context, t *jetstreamTarget, w Workload
 	}
 	cancel()
 	wg.Wait()
-	slices.Sort(lat)
-	rep.JetStreamLatencyP50, rep.JetStreamLatencyP99 = percentile(lat, 0.5), percentile(lat, 0.99)
+	q := lat.at(0.5, 0.99)
+	rep.JetStreamLatencyP50, rep.JetStreamLatencyP99 = q[0], q[1]
 	return err
 }
 
@@ -367,11 +320,7 @@ func pushPaced(ctx context.Context, c *queengate.Client, queue string, w Workloa
 	defer tick.Stop()
 	deadline := time.Now().Add(d)
 	for i := 0; time.Now().Before(deadline); i++ {
-		msgs := make([]queengate.Message, 100)
-		for k := range msgs {
-			msgs[k] = queengate.Message{TransactionID: fmt.Sprintf("%s-%d-%d", queue, i, k), Data: payload(k, w.PayloadBytes)}
-		}
-		if _, err := c.Push(ctx, queue, fmt.Sprint("p", i%w.Partitions), msgs...); err != nil {
+		if _, err := c.Push(ctx, queue, fmt.Sprint("p", i%w.Partitions), benchBatch(fmt.Sprint(queue, "-", i), 100, w)...); err != nil {
 			return err
 		}
 		select {
@@ -383,44 +332,14 @@ func pushPaced(ctx context.Context, c *queengate.Client, queue string, w Workloa
 	return nil
 }
 
-// pushRate pushes 100-message requests from 8 producers for d and
-// returns the messages stored per second and the requests' p99.
-func pushRate(ctx context.Context, c *queengate.Client, queue string, w Workload, d time.Duration) (float64, time.Duration, error) {
-	var (
-		total atomic.Int64
-		mu    sync.Mutex
-		lat   []time.Duration
-	)
-	deadline := time.Now().Add(d)
-	start := time.Now()
-	err := perPartition(8, func(p int) error {
-		for i := 0; time.Now().Before(deadline); i++ {
-			msgs := make([]queengate.Message, 100)
-			for k := range msgs {
-				msgs[k] = queengate.Message{TransactionID: fmt.Sprintf("%s-%d-%d-%d", queue, p, i, k), Data: payload(k, w.PayloadBytes)}
-			}
-			sent := time.Now()
-			if _, err := c.Push(ctx, queue, fmt.Sprint("p", p%w.Partitions), msgs...); err != nil {
-				return err
-			}
-			mu.Lock()
-			lat = append(lat, time.Since(sent))
-			mu.Unlock()
-			total.Add(int64(len(msgs)))
-		}
-		return nil
-	})
-	slices.Sort(lat)
-	return float64(total.Load()) / time.Since(start).Seconds(), percentile(lat, 0.99), err
-}
-
 // pushBesideConsumers measures push throughput for d alone, then for d
 // with one consumer draining the queue as the pushes arrive.
 func pushBesideConsumers(ctx context.Context, c *queengate.Client, queue string, w Workload, d time.Duration, rep *consumeBenchReport, logf func(string, ...any)) error {
-	var err error
-	if rep.PushAlone, rep.PushP99Alone, err = pushRate(ctx, c, queue+"-alone", w, d); err != nil {
+	rate, lat, err := pushFor(ctx, c, queue+"-alone", "alone", w, d)
+	if err != nil {
 		return err
 	}
+	rep.PushAlone, rep.PushP99Alone = rate, lat.at(0.99)[0]
 	if _, err := c.Configure(ctx, queengate.ConfigureRequest{Queue: queue + "-beside"}); err != nil {
 		return err
 	}
@@ -430,7 +349,8 @@ func pushBesideConsumers(ctx context.Context, c *queengate.Client, queue string,
 		_ = c.Consume(cctx, queue+"-beside", "drain", queengate.ConsumeOptions{Consumer: "beside", Max: consumeBatch, Wait: time.Second},
 			func(context.Context, queengate.Delivery) error { return nil })
 	})
-	rep.PushWithConsumers, rep.PushP99WithConsumers, err = pushRate(ctx, c, queue+"-beside", w, d)
+	rate, lat, err = pushFor(ctx, c, queue+"-beside", "beside", w, d)
+	rep.PushWithConsumers, rep.PushP99WithConsumers = rate, lat.at(0.99)[0]
 	cancel()
 	wg.Wait()
 	logf("push alone %.0f msg/s, with a consumer beside %.0f msg/s", rep.PushAlone, rep.PushWithConsumers)

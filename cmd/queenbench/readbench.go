@@ -6,14 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	queengate "github.com/queengate/queengate"
@@ -46,39 +44,16 @@ type readBenchReport struct {
 
 func runReadBench(ctx context.Context, o options, stdout io.Writer, logf func(string, ...any)) error {
 	w := o.w
-	env, err := startSelf(ctx, w, o.pgURL, o.gatewayBin, o.prefix, logf)
+	s, err := startSideBySide(ctx, o, "read", logf)
 	if err != nil {
 		return err
 	}
-	defer env.Stop()
-	dir, err := os.MkdirTemp("", "queenbench-js-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	js, err := newJetStreamTarget(ctx, filepath.Join(dir, "store"))
-	if err != nil {
-		return err
-	}
-	defer js.Close()
-	nc, err := nats.Connect(env.natsURL, nats.Name("queenbench-read"))
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	client, err := queengate.NewClient(nc, queengate.WithPrefix(o.prefix), queengate.WithTimeout(time.Minute))
-	if err != nil {
-		return err
-	}
-	defer client.Close()
+	defer s.Close()
+	client, js := s.client, s.js
 	rep := &readBenchReport{Messages: int(w.Total), Partitions: w.Partitions, PayloadBytes: w.PayloadBytes}
 	queue := fmt.Sprintf("read-%x", time.Now().UnixNano()&0xffffff)
-	logf("storing %d messages of %d bytes in %d partitions, in queengate and in JetStream", w.Total, w.PayloadBytes, w.Partitions)
-	if err := fillQueengate(ctx, client, queue, w); err != nil {
-		return fmt.Errorf("fill queengate: %w", err)
-	}
-	if err := fillJetStream(ctx, js, w); err != nil {
-		return fmt.Errorf("fill jetstream: %w", err)
+	if err := s.fill(ctx, queue, w, logf); err != nil {
+		return err
 	}
 	for round := 1; round <= o.rounds; round++ {
 		sides := []func() (readBenchResult, error){
@@ -98,7 +73,7 @@ func runReadBench(ctx context.Context, o options, stdout io.Writer, logf func(st
 			rep.Results = append(rep.Results, r)
 		}
 	}
-	rep.RatioMedian = readRatio(rep.Results)
+	rep.RatioMedian = medianRatio(rep.Results, func(r readBenchResult) (int, string, float64) { return r.Round, r.Target, r.Throughput })
 	if err := pushBesideReader(ctx, client, queue, w, o.readPushTime, rep, logf); err != nil {
 		return err
 	}
@@ -256,25 +231,6 @@ func result(target string, n int64, took time.Duration, w Workload, err error) (
 	return readBenchResult{Target: target, Messages: n, Elapsed: took, Throughput: float64(n) / took.Seconds()}, err
 }
 
-// readRatio is the median over rounds of queengate's throughput over
-// JetStream's.
-func readRatio(rs []readBenchResult) float64 {
-	by := map[int]map[string]float64{}
-	for _, r := range rs {
-		if by[r.Round] == nil {
-			by[r.Round] = map[string]float64{}
-		}
-		by[r.Round][r.Target] = r.Throughput
-	}
-	var ratios []float64
-	for _, m := range by {
-		if m["jetstream"] > 0 {
-			ratios = append(ratios, m["queengate"]/m["jetstream"])
-		}
-	}
-	return medianFloat(ratios)
-}
-
 // pushBesideReader measures push latency (8 producers, 100 messages per
 // request) for d alone, then for d with a reader reading the stored
 // partitions over and over.
@@ -289,27 +245,8 @@ func pushBesideReader(ctx context.Context, c *queengate.Client, queue string, w 
 				}
 			}()
 		}
-		var mu sync.Mutex
-		var lat []time.Duration
-		deadline := time.Now().Add(d)
-		err := perPartition(8, func(p int) error {
-			for i := 0; time.Now().Before(deadline); i++ {
-				msgs := make([]queengate.Message, 100)
-				for k := range msgs {
-					msgs[k] = queengate.Message{TransactionID: fmt.Sprintf("push-%v-%d-%d-%d", withReader, p, i, k), Data: payload(k, w.PayloadBytes)}
-				}
-				start := time.Now()
-				if _, err := c.Push(ctx, queue+"-push", fmt.Sprint("p", p), msgs...); err != nil {
-					return err
-				}
-				mu.Lock()
-				lat = append(lat, time.Since(start))
-				mu.Unlock()
-			}
-			return nil
-		})
-		slices.Sort(lat)
-		return lat, err
+		_, lat, err := pushFor(ctx, c, queue+"-push", fmt.Sprint("push-", withReader), w, d)
+		return lat.at(0.5, 0.99), err
 	}
 	alone, err := measure(false)
 	if err != nil {
@@ -319,8 +256,8 @@ func pushBesideReader(ctx context.Context, c *queengate.Client, queue string, w 
 	if err != nil {
 		return err
 	}
-	rep.PushP50Alone, rep.PushP99Alone = percentile(alone, 0.5), percentile(alone, 0.99)
-	rep.PushP50WithReader, rep.PushP99WithReader = percentile(beside, 0.5), percentile(beside, 0.99)
+	rep.PushP50Alone, rep.PushP99Alone = alone[0], alone[1]
+	rep.PushP50WithReader, rep.PushP99WithReader = beside[0], beside[1]
 	logf("push latency alone p50 %v p99 %v; with a reader p50 %v p99 %v", rep.PushP50Alone, rep.PushP99Alone, rep.PushP50WithReader, rep.PushP99WithReader)
 	return nil
 }

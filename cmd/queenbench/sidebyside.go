@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	queengate "github.com/queengate/queengate"
+)
+
+// sideBySide is what the scenarios comparing queengate and JetStream on
+// the same messages (read, consume) run on: a queengate started here, a
+// client of it, and a JetStream server.
+type sideBySide struct {
+	env    *selfEnv
+	dir    string
+	js     *jetstreamTarget
+	nc     *nats.Conn
+	client *queengate.Client
+}
+
+func startSideBySide(ctx context.Context, o options, name string, logf func(string, ...any)) (s *sideBySide, err error) {
+	s = &sideBySide{}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	if s.env, err = startSelf(ctx, o.w, o.pgURL, o.gatewayBin, o.prefix, logf); err != nil {
+		return nil, err
+	}
+	if s.dir, err = os.MkdirTemp("", "queenbench-js-"); err != nil {
+		return s, err
+	}
+	if s.js, err = newJetStreamTarget(ctx, filepath.Join(s.dir, "store")); err != nil {
+		return s, err
+	}
+	if s.nc, err = nats.Connect(s.env.natsURL, nats.Name("queenbench-"+name)); err != nil {
+		return s, err
+	}
+	s.client, err = queengate.NewClient(s.nc, queengate.WithPrefix(o.prefix), queengate.WithTimeout(time.Minute))
+	return s, err
+}
+
+// Close stops what startSideBySide started, in reverse.
+func (s *sideBySide) Close() {
+	if s.client != nil {
+		s.client.Close()
+	}
+	if s.nc != nil {
+		s.nc.Close()
+	}
+	if s.js != nil {
+		s.js.Close()
+	}
+	if s.dir != "" {
+		os.RemoveAll(s.dir)
+	}
+	if s.env != nil {
+		s.env.Stop()
+	}
+}
+
+// fill stores the workload's messages on both sides.
+func (s *sideBySide) fill(ctx context.Context, queue string, w Workload, logf func(string, ...any)) error {
+	logf("storing %d messages of %d bytes in %d partitions, in queengate and in JetStream", w.Total, w.PayloadBytes, w.Partitions)
+	if err := fillQueengate(ctx, s.client, queue, w); err != nil {
+		return fmt.Errorf("fill queengate: %w", err)
+	}
+	if err := fillJetStream(ctx, s.js, w); err != nil {
+		return fmt.Errorf("fill jetstream: %w", err)
+	}
+	return nil
+}
+
+// medianRatio is the median over rounds of queengate's throughput over
+// JetStream's; key gives a result's round, target and throughput.
+func medianRatio[R any](rs []R, key func(R) (round int, target string, throughput float64)) float64 {
+	by := map[int]map[string]float64{}
+	for _, r := range rs {
+		round, target, throughput := key(r)
+		if by[round] == nil {
+			by[round] = map[string]float64{}
+		}
+		by[round][target] = throughput
+	}
+	var ratios []float64
+	for _, m := range by {
+		if m["jetstream"] > 0 {
+			ratios = append(ratios, m["queengate"]/m["jetstream"])
+		}
+	}
+	return medianFloat(ratios)
+}
+
+// latencies collects durations from several goroutines.
+type latencies struct {
+	mu sync.Mutex
+	d  []time.Duration
+}
+
+func (l *latencies) add(d time.Duration) {
+	l.mu.Lock()
+	l.d = append(l.d, d)
+	l.mu.Unlock()
+}
+
+// at gives the q-quantiles (0.5 for the median) of what was added.
+func (l *latencies) at(qs ...float64) []time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	slices.Sort(l.d)
+	out := make([]time.Duration, len(qs))
+	for i, q := range qs {
+		out[i] = percentile(l.d, q)
+	}
+	return out
+}
+
+// benchBatch is n messages of the workload's size, transactionIds
+// <prefix>-0 onwards.
+func benchBatch(prefix string, n int, w Workload) []queengate.Message {
+	msgs := make([]queengate.Message, n)
+	for k := range msgs {
+		msgs[k] = queengate.Message{TransactionID: fmt.Sprintf("%s-%d", prefix, k), Data: payload(k, w.PayloadBytes)}
+	}
+	return msgs
+}
+
+// pushFor pushes 100-message requests from 8 producers to queue for d,
+// transactionIds starting with prefix, and returns the messages stored
+// per second and each request's latency.
+func pushFor(ctx context.Context, c *queengate.Client, queue, prefix string, w Workload, d time.Duration) (float64, *latencies, error) {
+	var total atomic.Int64
+	lat := &latencies{}
+	deadline := time.Now().Add(d)
+	start := time.Now()
+	err := perPartition(8, func(p int) error {
+		for i := 0; time.Now().Before(deadline); i++ {
+			msgs := benchBatch(fmt.Sprintf("%s-%d-%d", prefix, p, i), 100, w)
+			sent := time.Now()
+			if _, err := c.Push(ctx, queue, fmt.Sprint("p", p%w.Partitions), msgs...); err != nil {
+				return err
+			}
+			lat.add(time.Since(sent))
+			total.Add(int64(len(msgs)))
+		}
+		return nil
+	})
+	return float64(total.Load()) / time.Since(start).Seconds(), lat, err
+}
