@@ -145,14 +145,9 @@ BEGIN
             SELECT p_group_id, p_partition_id, d, 1, true FROM unnest(a_done) AS d WHERE d >= v_next
             ON CONFLICT (group_id, partition_id, off) DO UPDATE SET done = true;
         END IF;
-        -- The lease ends when nothing delivered under it is unsettled.
-        IF v_next > c.lease_to OR ((v_marks OR v_failed OR v_next <= c.lease_to) AND NOT EXISTS (
-            SELECT 1 FROM generate_series(greatest(c.lease_from, v_next), c.lease_to) AS o
-             WHERE NOT EXISTS (SELECT 1 FROM queen.consumer_marks m
-                                WHERE m.group_id = p_group_id AND m.partition_id = p_partition_id AND m.off = o
-                                  AND (m.done OR m.failed_in = p_lease_id)))) THEN
-            v_ended := true;
-        END IF;
+        -- Past the lease: settled, without a call (the usual case).
+        v_ended := v_next > c.lease_to
+                   OR queen.consumer_lease_settled(p_group_id, p_partition_id, p_lease_id, v_next, c.lease_from, c.lease_to);
         -- One new version of the cursor row per ack.
         UPDATE queen.consumer_cursors cc
            SET next_offset = v_next,

@@ -21,11 +21,8 @@ BEGIN
     ON CONFLICT (group_id, partition_id, off) DO UPDATE SET done = true;
     next_offset := queen.consumer_advance(p_group_id, p_partition_id, '{}');
     SELECT cc.* INTO c FROM queen.consumer_cursors cc WHERE cc.group_id = p_group_id AND cc.partition_id = p_partition_id;
-    IF c.lease_id IS NOT NULL AND NOT EXISTS (
-        SELECT 1 FROM generate_series(greatest(c.lease_from, next_offset), c.lease_to) AS o
-         WHERE NOT EXISTS (SELECT 1 FROM queen.consumer_marks m
-                            WHERE m.group_id = p_group_id AND m.partition_id = p_partition_id AND m.off = o
-                              AND (m.done OR m.failed_in = c.lease_id))) THEN
+    IF c.lease_id IS NOT NULL
+       AND queen.consumer_lease_settled(p_group_id, p_partition_id, c.lease_id, next_offset, c.lease_from, c.lease_to) THEN
         UPDATE queen.consumer_cursors cc SET lease_id = NULL, lease_until = NULL, lease_from = NULL, lease_to = NULL
          WHERE cc.group_id = p_group_id AND cc.partition_id = p_partition_id;
         lease_ended := true;
