@@ -25,6 +25,16 @@ func (e *testEnv) queenClient(t *testing.T) *queengate.Client {
 	return c
 }
 
+// consuming starts a gateway serving consumers, fills each partition
+// with n messages, and returns the env and a client.
+func consuming(t *testing.T, n int, partitions ...string) (*testEnv, *queengate.Client) {
+	t.Helper()
+	e := newEnv(t)
+	e.startGateway(gatewayOpts{consume: true})
+	e.fill(t, n, partitions...)
+	return e, e.queenClient(t)
+}
+
 // fill pushes n messages to each partition, transactionIds <p>-<i>.
 func (e *testEnv) fill(t *testing.T, n int, partitions ...string) {
 	t.Helper()
@@ -57,10 +67,7 @@ func completeAll(a queengate.PopAnswer) []queengate.AckItem {
 // second group gets everything again.
 func TestConsumersOfAGroupShareAndGroupsEachGetEverything(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	e.startGateway(gatewayOpts{consume: true})
-	e.fill(t, 3, "p1", "p2")
-	c := e.queenClient(t)
+	e, c := consuming(t, 3, "p1", "p2")
 	ctx := t.Context()
 	a, err := c.Pop(ctx, e.queue, "", queengate.PopRequest{Group: "billing", Consumer: "one", Max: 10})
 	if err != nil || len(a.Messages) != 3 || a.LeaseID == "" {
@@ -143,10 +150,7 @@ func TestALongPollingPopIsWokenByAPush(t *testing.T) {
 
 func TestConsumeBadInputIsAClearErrorAndChangesNothing(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	e.startGateway(gatewayOpts{consume: true})
-	e.fill(t, 2, "p")
-	c := e.queenClient(t)
+	e, c := consuming(t, 2, "p")
 	ctx := t.Context()
 	pop := func(queue, body string) *queengate.Error {
 		t.Helper()
@@ -222,10 +226,7 @@ func isCode(err error, code int) bool {
 // Renew keeps a lease; release hands its messages to the next pop.
 func TestRenewAndRelease(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	e.startGateway(gatewayOpts{consume: true})
-	e.fill(t, 2, "p")
-	c := e.queenClient(t)
+	e, c := consuming(t, 2, "p")
 	ctx := t.Context()
 	a, err := c.Pop(ctx, e.queue, "p", queengate.PopRequest{Group: "g", Max: 10, LeaseMs: 1000})
 	if err != nil {
@@ -312,10 +313,7 @@ func TestTwoGatewaysServeConsumersExactlyOnce(t *testing.T) {
 // answered with the pop.
 func TestPopCarriesTheAckOfThePreviousBatch(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	e.startGateway(gatewayOpts{consume: true})
-	e.fill(t, 4, "p")
-	c := e.queenClient(t)
+	e, c := consuming(t, 4, "p")
 	ctx := t.Context()
 	first, err := c.Pop(ctx, e.queue, "p", queengate.PopRequest{Group: "g", Max: 2})
 	if err != nil || len(first.Messages) != 2 {

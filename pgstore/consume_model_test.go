@@ -127,9 +127,7 @@ func TestConsumerGroupAgreesWithItsModel(t *testing.T) {
 func runConsumerModel(t *testing.T, seed uint64, n, maxAttempts, steps int) {
 	b := setupConsumer(t, n)
 	ctx := context.Background()
-	if _, err := b.store.Pool().Exec(ctx, "UPDATE queen.queues SET max_attempts = $1 WHERE name = $2", maxAttempts, b.queue); err != nil {
-		t.Fatal(err)
-	}
+	b.setMaxAttempts(t, maxAttempts)
 	m := &consumerModel{n: n, maxAttempts: maxAttempts, attempts: make([]int, n), completed: make([]bool, n), dead: make([]bool, n),
 		failedIn: map[int64]string{}}
 	rng := rand.New(rand.NewPCG(seed, 99))

@@ -84,6 +84,13 @@ func results(r model.AckResult) []string {
 	return out
 }
 
+func (b *testBundle) setMaxAttempts(t *testing.T, n int) {
+	t.Helper()
+	if _, err := b.store.Pool().Exec(context.Background(), "UPDATE queen.queues SET max_attempts = $1 WHERE name = $2", n, b.queue); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func (b *consumerBundle) backdateLease(t *testing.T) {
 	t.Helper()
 	if _, err := b.store.Pool().Exec(context.Background(),
@@ -166,9 +173,7 @@ func TestFailedAndExpiredMessagesAreRedeliveredWithTheirAttempts(t *testing.T) {
 func TestDeadLetteredExactlyOnceAtMaxAttempts(t *testing.T) {
 	t.Parallel()
 	b := setupConsumer(t, 2)
-	if _, err := b.store.Pool().Exec(context.Background(), "UPDATE queen.queues SET max_attempts = 2 WHERE name = $1", b.queue); err != nil {
-		t.Fatal(err)
-	}
+	b.setMaxAttempts(t, 2)
 	r := b.pop(t, b.group, 1)
 	b.ack(t, r.LeaseID, failed("t0", "first"))
 	r = b.pop(t, b.group, 1)
@@ -201,9 +206,7 @@ func TestDeadLetteredExactlyOnceAtMaxAttempts(t *testing.T) {
 func TestExpiredPastMaxAttemptsIsDeadLetteredByThePop(t *testing.T) {
 	t.Parallel()
 	b := setupConsumer(t, 1)
-	if _, err := b.store.Pool().Exec(context.Background(), "UPDATE queen.queues SET max_attempts = 1 WHERE name = $1", b.queue); err != nil {
-		t.Fatal(err)
-	}
+	b.setMaxAttempts(t, 1)
 	b.pop(t, b.group, 1)
 	b.backdateLease(t)
 	r := b.pop(t, b.group, 1)
@@ -364,9 +367,7 @@ func TestARetriedBatchWithAFailureIsAlreadyAcked(t *testing.T) {
 func TestADeadLetterFromAPopCountsItsDeliveries(t *testing.T) {
 	t.Parallel()
 	b := setupConsumer(t, 1)
-	if _, err := b.store.Pool().Exec(context.Background(), "UPDATE queen.queues SET max_attempts = 1 WHERE name = $1", b.queue); err != nil {
-		t.Fatal(err)
-	}
+	b.setMaxAttempts(t, 1)
 	b.pop(t, b.group, 1)
 	b.backdateLease(t)
 	b.pop(t, b.group, 1)
