@@ -82,9 +82,5 @@ func dataHashes(meta model.Partition, data [][]byte) []model.Hash {
 	if !meta.OnConflict.Compares() || meta.WindowSeconds == 0 {
 		return nil
 	}
-	out := make([]model.Hash, len(data))
-	for i, d := range data {
-		out[i] = model.HashData(d)
-	}
-	return out
+	return model.HashEachData(data)
 }

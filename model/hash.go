@@ -36,3 +36,12 @@ func HashData(data []byte) Hash {
 }
 
 var jsonNull = []byte("null")
+
+// HashEachData is HashData of every message's data, in order.
+func HashEachData(data [][]byte) []Hash {
+	out := make([]Hash, len(data))
+	for i, d := range data {
+		out[i] = HashData(d)
+	}
+	return out
+}

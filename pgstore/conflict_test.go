@@ -17,11 +17,11 @@ func (b *testBundle) setOnConflict(t *testing.T, mode model.ConflictMode) {
 
 // withData gives a frame these data and their hashes.
 func withData(fr model.Frame, data ...string) model.Frame {
-	fr.Data, fr.DataHashes = nil, nil
+	fr.Data = nil
 	for _, d := range data {
 		fr.Data = append(fr.Data, []byte(d))
-		fr.DataHashes = append(fr.DataHashes, model.HashData([]byte(d)))
 	}
+	fr.DataHashes = model.HashEachData(fr.Data)
 	return fr
 }
 

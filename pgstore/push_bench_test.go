@@ -328,10 +328,7 @@ func BenchmarkPushOnConflict(b *testing.B) {
 				for b.Loop() {
 					fr := rows.segment(p.ID, last, n)
 					if mode.Compares() {
-						fr.DataHashes = make([]model.Hash, n)
-						for i, d := range fr.Data {
-							fr.DataHashes[i] = model.HashData(d)
-						}
+						fr.DataHashes = model.HashEachData(fr.Data)
 					}
 					res, err := st.Push(ctx, []model.Frame{fr})
 					if err != nil {
@@ -358,10 +355,7 @@ func BenchmarkOriginals(b *testing.B) {
 	last := int64(-1)
 	for range 20 {
 		fr := rows.segment(p.ID, last, 1000)
-		fr.DataHashes = make([]model.Hash, len(fr.Data))
-		for i, d := range fr.Data {
-			fr.DataHashes[i] = model.HashData(d)
-		}
+		fr.DataHashes = model.HashEachData(fr.Data)
 		res, err := st.Push(ctx, []model.Frame{fr})
 		if err != nil {
 			b.Fatal(err)
