@@ -325,8 +325,8 @@ type Timer struct {
 // partition, exactly once.
 func (c *Client) ScheduleTimer(ctx context.Context, queue, partition string, t Timer) (TimerScheduled, error) {
 	var out TimerScheduled
-	if !ValidName(queue) || !ValidName(partition) {
-		return out, fmt.Errorf("queengate: bad queue or partition name %q/%q: %s", queue, partition, NameRule)
+	if err := checkPlace(queue, partition); err != nil {
+		return out, err
 	}
 	if !t.FireAt.IsZero() && t.Delay != 0 {
 		return out, errors.New("queengate: a timer has FireAt or Delay, not both")
@@ -403,8 +403,8 @@ func (c *Client) Status(ctx context.Context) (StatusAnswer, error) {
 // again from the answer's Next to go on; at the end Messages is empty.
 func (c *Client) Read(ctx context.Context, queue, partition string, req ReadRequest) (ReadAnswer, error) {
 	var out ReadAnswer
-	if !ValidName(queue) || !ValidName(partition) {
-		return out, fmt.Errorf("queengate: bad queue or partition name %q/%q: %s", queue, partition, NameRule)
+	if err := checkPlace(queue, partition); err != nil {
+		return out, err
 	}
 	b, _ := json.Marshal(req) // integers: cannot fail
 	return out, c.request(ctx, c.subjects.Read(queue, partition), b, true, &out)
@@ -431,8 +431,8 @@ func (c *Client) get(ctx context.Context, req GetRequest) (MessageAnswer, error)
 // answered now, and why.
 func (c *Client) Explain(ctx context.Context, queue, partition, transactionID string) (ExplainAnswer, error) {
 	var out ExplainAnswer
-	if !ValidName(queue) || !ValidName(partition) {
-		return out, fmt.Errorf("queengate: bad queue or partition name %q/%q: %s", queue, partition, NameRule)
+	if err := checkPlace(queue, partition); err != nil {
+		return out, err
 	}
 	b, _ := json.Marshal(ExplainRequest{TransactionID: transactionID})
 	return out, c.request(ctx, c.subjects.Explain(queue, partition), b, true, &out)
