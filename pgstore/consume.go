@@ -113,7 +113,7 @@ func (s *Store) Pop(ctx context.Context, r model.PopRequest) (model.PopResult, e
 				dead = append(dead, d)
 				continue
 			}
-			out.LeaseID, out.LeaseUntil = uuidString(lease), *until
+			out.LeaseID, out.LeaseUntil = lease.String(), *until
 			out.Messages = append(out.Messages, d)
 		}
 		rows.Close()
@@ -352,12 +352,4 @@ func (s *Store) GroupPartitions(ctx context.Context, queueID int64) ([]model.Gro
 		}
 		return gp, err
 	})
-}
-
-func uuidString(u pgtype.UUID) string {
-	if !u.Valid {
-		return ""
-	}
-	b := u.Bytes
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
