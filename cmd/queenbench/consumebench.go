@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -65,24 +64,17 @@ func runConsumeBench(ctx context.Context, o options, stdout io.Writer, logf func
 	if err := s.fill(ctx, queue, w, logf); err != nil {
 		return err
 	}
-	for round := 1; round <= o.rounds; round++ {
-		sides := []func() (consumeBenchResult, error){
-			func() (consumeBenchResult, error) { return consumeQueengate(ctx, client, queue, round, w) },
-			func() (consumeBenchResult, error) { return consumeJetStream(ctx, js, round, w) },
-		}
-		if round%2 == 0 {
-			slices.Reverse(sides)
-		}
-		for _, side := range sides {
-			r, err := side()
-			if err != nil {
-				return err
-			}
+	err = alternate(o.rounds,
+		func(round int) (consumeBenchResult, error) { return consumeQueengate(ctx, client, queue, round, w) },
+		func(round int) (consumeBenchResult, error) { return consumeJetStream(ctx, js, round, w) },
+		func(round int, r consumeBenchResult) {
 			r.Round = round
 			logf("round %d: %s consumed %d messages in %v: %.0f msg/s, %d redelivered, %d twice",
 				round, r.Target, r.Messages, r.Elapsed.Round(time.Millisecond), r.Throughput, r.Redeliveries, r.Duplicates)
 			rep.Results = append(rep.Results, r)
-		}
+		})
+	if err != nil {
+		return err
 	}
 	rep.RatioMedian = medianRatio(rep.Results, func(r consumeBenchResult) (int, string, float64) { return r.Round, r.Target, r.Throughput })
 	if err := consumeLatency(ctx, client, queue+"-live", w, o.readPushTime, rep); err != nil {

@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/queengate/queengate/model"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/queengate/queengate/model"
 
 	"github.com/queengate/queengate/internal/pgtest"
 )

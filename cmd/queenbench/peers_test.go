@@ -3,11 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/queengate/queengate/model"
 	"os"
 	"slices"
 	"sync"
 	"testing"
+
+	"github.com/queengate/queengate/model"
 
 	"github.com/queengate/queengate/internal/pgtest"
 )

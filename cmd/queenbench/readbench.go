@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -55,23 +54,16 @@ func runReadBench(ctx context.Context, o options, stdout io.Writer, logf func(st
 	if err := s.fill(ctx, queue, w, logf); err != nil {
 		return err
 	}
-	for round := 1; round <= o.rounds; round++ {
-		sides := []func() (readBenchResult, error){
-			func() (readBenchResult, error) { return readQueengate(ctx, client, queue, w) },
-			func() (readBenchResult, error) { return readJetStream(ctx, js, w) },
-		}
-		if round%2 == 0 {
-			slices.Reverse(sides)
-		}
-		for _, side := range sides {
-			r, err := side()
-			if err != nil {
-				return err
-			}
+	err = alternate(o.rounds,
+		func(int) (readBenchResult, error) { return readQueengate(ctx, client, queue, w) },
+		func(int) (readBenchResult, error) { return readJetStream(ctx, js, w) },
+		func(round int, r readBenchResult) {
 			r.Round = round
 			logf("round %d: %s read %d messages in %v: %.0f msg/s", round, r.Target, r.Messages, r.Elapsed.Round(time.Millisecond), r.Throughput)
 			rep.Results = append(rep.Results, r)
-		}
+		})
+	if err != nil {
+		return err
 	}
 	rep.RatioMedian = medianRatio(rep.Results, func(r readBenchResult) (int, string, float64) { return r.Round, r.Target, r.Throughput })
 	if err := pushBesideReader(ctx, client, queue, w, o.readPushTime, rep, logf); err != nil {

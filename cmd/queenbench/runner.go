@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/queengate/queengate/model"
 	"io"
 	"math/rand/v2"
 	"slices"
@@ -11,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/queengate/queengate/model"
 )
 
 // generator makes the batches of one run. Producers draw from it

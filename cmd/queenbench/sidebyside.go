@@ -80,6 +80,26 @@ func (s *sideBySide) fill(ctx context.Context, queue string, w Workload, logf fu
 	return nil
 }
 
+// alternate runs queengate's side and JetStream's each round, in
+// alternating order so that drift (a filling disk, a warming cache)
+// favours neither, and hands each result to done with its round.
+func alternate[R any](rounds int, queengateSide, jetstreamSide func(round int) (R, error), done func(round int, r R)) error {
+	for round := 1; round <= rounds; round++ {
+		sides := []func(int) (R, error){queengateSide, jetstreamSide}
+		if round%2 == 0 {
+			slices.Reverse(sides)
+		}
+		for _, side := range sides {
+			r, err := side(round)
+			if err != nil {
+				return err
+			}
+			done(round, r)
+		}
+	}
+	return nil
+}
+
 // medianRatio is the median over rounds of queengate's throughput over
 // JetStream's; key gives a result's round, target and throughput.
 func medianRatio[R any](rs []R, key func(R) (round int, target string, throughput float64)) float64 {

@@ -2,11 +2,12 @@ package main
 
 import (
 	"bytes"
-	"github.com/queengate/queengate/model"
-	"github.com/zeebo/xxh3"
 	"math"
 	"slices"
 	"time"
+
+	"github.com/queengate/queengate/model"
+	"github.com/zeebo/xxh3"
 )
 
 // percentile is the nearest-rank percentile (q in [0, 1]) of sorted

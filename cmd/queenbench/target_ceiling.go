@@ -3,8 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/queengate/queengate/model"
 	"sync/atomic"
+
+	"github.com/queengate/queengate/model"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 )

@@ -6,14 +6,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	queengate "github.com/queengate/queengate"
-	"github.com/queengate/queengate/model"
 	"net/http"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/model"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"

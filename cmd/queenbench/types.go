@@ -2,8 +2,9 @@ package main
 
 import (
 	"context"
-	"github.com/queengate/queengate/model"
 	"time"
+
+	"github.com/queengate/queengate/model"
 )
 
 // Workload is what the producers send. Every target gets the same
