@@ -15,6 +15,18 @@ const (
 	MaxAckErrorSize = 4096
 )
 
+// DeliveryReserve is the room an answer keeps, beside a message's data,
+// for everything else it says about one delivered message: its ids, the
+// queue, group, partition and consumer names, the lease, and the last
+// error (up to MaxAckErrorSize bytes, six times that when every byte
+// needs a \u escape).
+const DeliveryReserve = 32 << 10
+
+// MaxDataBytes is the largest data a message may carry on a NATS
+// connection whose max payload is maxPayload: the largest that a pop or a
+// read can still deliver alone in one answer. A push of more is refused.
+func MaxDataBytes(maxPayload int64) int64 { return maxPayload - DeliveryReserve }
+
 // PopRequest asks for messages for a consumer of Group: up to Max, under
 // a lease of LeaseMs, waiting up to WaitMs for some to arrive.
 type PopRequest struct {

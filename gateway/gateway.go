@@ -328,23 +328,31 @@ func (g *Gateway) reject(req *request, ackSubject string, werr *queengate.Error)
 	g.publish(errorMsg(werr, subject))
 }
 
-// publish sends an answer. While NATS reconnects, nats.go buffers
-// publishes; if that buffer is full the answer waits for the connection to
-// come back (up to ReplyRetry) rather than being dropped.
-func (g *Gateway) publish(m *nats.Msg) {
+// publish sends an answer, and says why not when it could not. While
+// NATS reconnects, nats.go buffers publishes; if that buffer is full the
+// answer waits for the connection to come back (up to ReplyRetry) rather
+// than being dropped.
+func (g *Gateway) publish(m *nats.Msg) error {
 	deadline := time.Now().Add(g.cfg.ReplyRetry)
 	for {
 		err := g.nc.PublishMsg(m)
 		if err == nil {
-			return
+			return nil
 		}
 		if g.nc.IsClosed() || time.Now().After(deadline) {
 			g.metrics.lostAnswers.Inc()
 			g.log.Error().Err(err).Str("subject", m.Subject).Msg("answer could not be sent")
-			return
+			return err
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// undoable is an answer that changed something for its receiver alone (a
+// pop leases and delivers messages): when it is never published, undo
+// takes the change back, so that an answer nobody received costs nothing.
+type undoable interface {
+	undo()
 }
 
 type metrics struct {
@@ -521,6 +529,12 @@ func (g *Gateway) answer(req *request, v any, werr *queengate.Error) {
 		req.done(werr.Message)
 		return
 	}
-	g.publish(&nats.Msg{Subject: req.Reply, Data: body})
+	if err := g.publish(&nats.Msg{Subject: req.Reply, Data: body}); err != nil {
+		if u, ok := v.(undoable); ok {
+			u.undo()
+		}
+		req.done("answer not sent: " + err.Error())
+		return
+	}
 	req.done("")
 }

@@ -13,10 +13,17 @@ import (
 // data must come back byte for byte as it was pushed.
 type rawAnswer []byte
 
+// encodedAnswer is an answer that encodes itself (rawAnswer, a pop's).
+type encodedAnswer interface {
+	wire() []byte
+}
+
+func (r rawAnswer) wire() []byte { return r }
+
 // encodeAnswer encodes an answer for the wire.
 func encodeAnswer(v any) ([]byte, error) {
-	if raw, ok := v.(rawAnswer); ok {
-		return raw, nil
+	if e, ok := v.(encodedAnswer); ok {
+		return e.wire(), nil
 	}
 	return json.Marshal(v)
 }
