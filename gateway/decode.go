@@ -581,9 +581,15 @@ var fieldAliases = map[string]string{
 func unknownField(key, holder string, known []string) string {
 	msg := fmt.Sprintf("unknown field %q: %s has only %s", key, holder, joinAnd(quoteAll(known)))
 	norm := normalizeField(key)
-	for _, k := range known {
-		if norm == normalizeField(k) || len(norm) >= 4 && editDistance(norm, normalizeField(k)) <= 2 {
-			return msg + fmt.Sprintf("; did you mean %q?", k)
+	// The same letters first: "LeaseMS" is "leaseMs", not "leaseId".
+	for _, near := range []func(k string) bool{
+		func(k string) bool { return norm == k },
+		func(k string) bool { return len(norm) >= 4 && editDistance(norm, k) <= 2 },
+	} {
+		for _, k := range known {
+			if near(normalizeField(k)) {
+				return msg + fmt.Sprintf("; did you mean %q?", k)
+			}
 		}
 	}
 	if k, ok := fieldAliases[norm]; ok && slices.Contains(known, k) {
@@ -672,7 +678,10 @@ func scanObject(body []byte, what string) ([]field, error) {
 			s.fail("unexpected data after the JSON object")
 		}
 	}
-	if s.err != nil {
+	switch {
+	case errors.Is(s.err, errUnstorable):
+		return nil, fmt.Errorf("%s: %v", what, s.err)
+	case s.err != nil:
 		return nil, fmt.Errorf("%s is not valid JSON: %v", what, s.err)
 	}
 	return fields, nil

@@ -172,6 +172,19 @@ var getShape = objectShape{"a message get", `{"messageId": "..."} or {"queue": "
 // GetMessage answers a message by id, or by queue, partition and
 // transactionId (the NATS face: a JSON body).
 func (o *Ops) GetMessage(ctx context.Context, body []byte) (any, *queengate.Error) {
+	req, werr := decodeGet(body)
+	switch {
+	case werr != nil:
+		return nil, werr
+	case req.MessageID != "":
+		return o.MessageByID(ctx, req.MessageID)
+	}
+	return o.MessageByTxn(ctx, req.Queue, req.Partition, req.TransactionID)
+}
+
+// decodeGet reads a message get: a messageId, or a queue, partition and
+// transactionId.
+func decodeGet(body []byte) (queengate.GetRequest, *queengate.Error) {
 	var req queengate.GetRequest
 	werr := decodeObject(body, theBody, getShape,
 		objectField{name: "messageId", decode: stringInto("messageId", &req.MessageID)},
@@ -181,13 +194,13 @@ func (o *Ops) GetMessage(ctx context.Context, body []byte) (any, *queengate.Erro
 	)
 	switch {
 	case werr != nil:
-		return nil, werr
+		return req, werr
 	case req.MessageID != "" && req.Queue+req.Partition+req.TransactionID == "":
-		return o.MessageByID(ctx, req.MessageID)
+		return req, nil
 	case req.MessageID == "" && req.Queue != "" && req.Partition != "" && req.TransactionID != "":
-		return o.MessageByTxn(ctx, req.Queue, req.Partition, req.TransactionID)
+		return req, nil
 	}
-	return nil, badInput("name one message: %s", getShape.example)
+	return req, badInput("name one message: %s", getShape.example)
 }
 
 // MessageByID answers the message a messageId names.

@@ -150,25 +150,30 @@ var (
 )
 
 func (t *TimerOps) cancel(ctx context.Context, body []byte) (any, *queengate.Error) {
-	var id string
-	werr := decodeObject(body, theBody, cancelShape, objectField{name: "timerId", decode: func(raw []byte) *queengate.Error {
-		if s, ok := decodeString(raw); ok && uuidText.MatchString(s) {
-			id = s
-			return nil
-		}
-		return badInput(`"timerId" must be the UUID a schedule answered, not %s`, describe(raw))
-	}})
-	switch {
-	case werr != nil:
+	id, werr := decodeCancel(body)
+	if werr != nil {
 		return nil, werr
-	case id == "":
-		return nil, badInput(`"timerId" is missing: want %s`, cancelShape.example)
 	}
 	answer, err := t.svc.Cancel(ctx, id)
 	if err != nil {
 		return nil, storeError(err)
 	}
 	return queengate.TimerCancelled{Status: answer}, nil
+}
+
+// decodeCancel reads a cancel body: the timerId a schedule answered.
+func decodeCancel(body []byte) (id string, werr *queengate.Error) {
+	werr = decodeObject(body, theBody, cancelShape, objectField{name: "timerId", decode: func(raw []byte) *queengate.Error {
+		if s, ok := decodeString(raw); ok && uuidText.MatchString(s) {
+			id = s
+			return nil
+		}
+		return badInput(`"timerId" must be the UUID a schedule answered, not %s`, describe(raw))
+	}})
+	if werr == nil && id == "" {
+		werr = badInput(`"timerId" is missing: want %s`, cancelShape.example)
+	}
+	return id, werr
 }
 
 // list lists pending timers; limit nil takes the default (100).
