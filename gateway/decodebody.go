@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"regexp"
@@ -204,4 +205,10 @@ func scanArray(raw []byte) (elems [][]byte, ok bool) {
 		elems = append(elems, raw[start:s.i])
 	})
 	return elems, s.err == nil
+}
+
+// jsonBlank reports a body of JSON whitespace only: an optional body left
+// out.
+func jsonBlank(body []byte) bool {
+	return len(bytes.Trim(body, " \t\r\n")) == 0
 }

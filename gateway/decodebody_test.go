@@ -53,7 +53,9 @@ func speaksGo(msg string) bool {
 func TestDecodeAckBody(t *testing.T) {
 	t.Parallel()
 	item := `{"transactionId":"t","status":"completed"}`
-	ack := func(items string) string { return `{"group":"g","leaseId":"` + testLease + `","items":[` + items + `]}` }
+	ack := func(items string) string {
+		return `{"group":"g","leaseId":"` + testLease + `","items":[` + items + `]}`
+	}
 	itemFields := `(an ack item has "transactionId", "offset", "status" and "error")`
 	runDecodeCases(t, func(b []byte) *queengate.Error { _, werr := decodeAck(b); return werr }, []decodeCase{
 		{"by id and by offset", ack(item + `,{"offset":7,"status":"failed","error":"boom"}`), ""},

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -67,7 +66,7 @@ var readShape = objectShape{"a read", `{"from": 0, "max": 1000, "maxBytes": 5242
 // read checks (the HTTP parameters' too).
 func decodeRead(body []byte) (queengate.ReadRequest, *queengate.Error) {
 	var req queengate.ReadRequest
-	if len(bytes.TrimSpace(body)) == 0 {
+	if jsonBlank(body) {
 		return req, nil
 	}
 	var fields []objectField

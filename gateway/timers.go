@@ -210,7 +210,7 @@ func (t *TimerOps) listNATS(ctx context.Context, body []byte) (any, *queengate.E
 
 // decodeTimerList reads a list body: empty, or a queue and a limit.
 func decodeTimerList(body []byte) (queue string, limit *int, werr *queengate.Error) {
-	if len(bytes.TrimSpace(body)) == 0 {
+	if jsonBlank(body) {
 		return "", nil, nil
 	}
 	werr = decodeObject(body, theBody, timerListShape,
