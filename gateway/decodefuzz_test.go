@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/model"
 )
 
 // The fuzz targets below check each request body's decoder against a
@@ -261,53 +263,76 @@ var seeds = []string{
 	`{"timerId":"` + testLease + `"}`, `{"queue":"q","limit":5}`,
 }
 
-func addSeeds(f *testing.F) {
-	for _, s := range seeds {
-		f.Add([]byte(s))
+// checkBody runs fuzzBody on a decoder returning T and, for a body
+// accepted, agree's comparison of what it decoded with the reference's
+// view of the body's fields ("" when they agree). blankOK: a body of
+// JSON whitespace only is accepted as {} (an optional body).
+func checkBody[T any](t *testing.T, body []byte, ref refObject, blankOK bool, decode func([]byte) (T, *queengate.Error),
+	agree func(got T, vals map[string]json.RawMessage) string) {
+	t.Helper()
+	var got T
+	decodeOnly := func(b []byte) (werr *queengate.Error) { got, werr = decode(b); return werr }
+	if blankOK && len(bytes.Trim(body, " \t\r\n")) == 0 {
+		if werr := decodeOnly(body); werr != nil {
+			t.Fatalf("a blank body is refused: %v", werr)
+		}
+		ref, body = refObject{}, []byte("{}")
+	}
+	if !fuzzBody(t, body, ref, decodeOnly) {
+		return
+	}
+	_, vals, _ := refMembers(body)
+	if diff := agree(got, vals); diff != "" {
+		t.Fatalf("%s; body %q", diff, body)
 	}
 }
 
+// fuzzDecoder is the fuzz target of one body's decoder, seeded with seeds.
+func fuzzDecoder[T any](f *testing.F, ref refObject, blankOK bool, decode func([]byte) (T, *queengate.Error),
+	agree func(got T, vals map[string]json.RawMessage) string) {
+	for _, s := range seeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) { checkBody(t, body, ref, blankOK, decode, agree) })
+}
+
+// sameString compares a decoded string with the reference's field.
+func sameString(name, got string, vals map[string]json.RawMessage) string {
+	if want, _ := refString(vals[name]); got != want {
+		return fmt.Sprintf("%s %q, the reference %q", name, got, want)
+	}
+	return ""
+}
+
 func FuzzDecodePop(f *testing.F) {
-	addSeeds(f)
-	f.Fuzz(func(t *testing.T, body []byte) {
-		var req queengate.PopRequest
-		if !fuzzBody(t, body, refPop, func(b []byte) (werr *queengate.Error) { req, werr = decodePop(b); return werr }) {
-			return
-		}
-		_, vals, _ := refMembers(body)
-		if g, _ := refString(vals["group"]); req.Group != g {
-			t.Fatalf("group %q, the reference %q", req.Group, g)
-		}
+	fuzzDecoder(f, refPop, false, decodePop, func(req queengate.PopRequest, vals map[string]json.RawMessage) string {
 		if n, ok := refWhole(vals["maxBytes"]); req.MaxBytes != n || !ok && req.MaxBytes != 0 {
-			t.Fatalf("maxBytes %d, the reference %d", req.MaxBytes, n)
+			return fmt.Sprintf("maxBytes %d, the reference %s", req.MaxBytes, vals["maxBytes"])
 		}
 		if _, ok := vals["ack"]; ok != (req.Ack != nil) {
-			t.Fatalf("ack %+v, the reference %s", req.Ack, vals["ack"])
+			return fmt.Sprintf("ack %+v, the reference %s", req.Ack, vals["ack"])
 		}
+		return sameString("group", req.Group, vals)
 	})
 }
 
 func FuzzDecodeAck(f *testing.F) {
-	addSeeds(f)
-	f.Fuzz(func(t *testing.T, body []byte) {
-		var req queengate.AckRequest
-		if !fuzzBody(t, body, refAck, func(b []byte) (werr *queengate.Error) { req, werr = decodeAck(b); return werr }) {
-			return
-		}
-		_, vals, _ := refMembers(body)
+	fuzzDecoder(f, refAck, false, decodeAck, func(req queengate.AckRequest, vals map[string]json.RawMessage) string {
 		var items []map[string]any
 		_ = json.Unmarshal(vals["items"], &items)
 		if len(items) != len(req.Items) {
-			t.Fatalf("%d items, the reference %d", len(req.Items), len(items))
+			return fmt.Sprintf("%d items, the reference %d", len(req.Items), len(items))
 		}
 		for i, it := range items {
 			if it["status"] != req.Items[i].Status || (it["offset"] != nil) != (req.Items[i].Offset != nil) {
-				t.Fatalf("item %d: %+v, the reference %v", i, req.Items[i], it)
+				return fmt.Sprintf("item %d: %+v, the reference %v", i, req.Items[i], it)
 			}
 		}
+		return sameString("leaseId", req.LeaseID, vals)
 	})
 }
 
+// FuzzDecodeLease: renew (renew true) and release bodies.
 func FuzzDecodeLease(f *testing.F) {
 	for _, s := range seeds {
 		f.Add([]byte(s), true)
@@ -318,47 +343,25 @@ func FuzzDecodeLease(f *testing.F) {
 		if renew {
 			ref = refRenew
 		}
-		var req queengate.LeaseRequest
-		if !fuzzBody(t, body, ref, func(b []byte) (werr *queengate.Error) { req, werr = decodeLease(b, renew); return werr }) {
-			return
-		}
-		_, vals, _ := refMembers(body)
-		if id, _ := refString(vals["leaseId"]); req.LeaseID != id {
-			t.Fatalf("leaseId %q, the reference %q", req.LeaseID, id)
-		}
+		decode := func(b []byte) (queengate.LeaseRequest, *queengate.Error) { return decodeLease(b, renew) }
+		checkBody(t, body, ref, false, decode, func(req queengate.LeaseRequest, vals map[string]json.RawMessage) string {
+			return sameString("leaseId", req.LeaseID, vals)
+		})
 	})
 }
 
 func FuzzDecodeRead(f *testing.F) {
-	addSeeds(f)
-	f.Fuzz(func(t *testing.T, body []byte) {
-		ref := refRead
-		if len(bytes.Trim(body, " \t\r\n")) == 0 {
-			ref = refObject{} // an empty body reads with the defaults
-			body = []byte("{}")
-		}
-		var req queengate.ReadRequest
-		if !fuzzBody(t, body, ref, func(b []byte) (werr *queengate.Error) { req, werr = decodeRead(b); return werr }) {
-			return
-		}
-		_, vals, _ := refMembers(body)
+	fuzzDecoder(f, refRead, true, decodeRead, func(req queengate.ReadRequest, vals map[string]json.RawMessage) string {
 		if from, _ := refWhole(vals["from"]); req.From != from {
-			t.Fatalf("from %d, the reference %d", req.From, from)
+			return fmt.Sprintf("from %d, the reference %d", req.From, from)
 		}
+		return ""
 	})
 }
 
 func FuzzDecodeGet(f *testing.F) {
-	addSeeds(f)
-	f.Fuzz(func(t *testing.T, body []byte) {
-		var req queengate.GetRequest
-		if !fuzzBody(t, body, refGet, func(b []byte) (werr *queengate.Error) { req, werr = decodeGet(b); return werr }) {
-			return
-		}
-		_, vals, _ := refMembers(body)
-		if id, _ := refString(vals["messageId"]); req.MessageID != id {
-			t.Fatalf("messageId %q, the reference %q", req.MessageID, id)
-		}
+	fuzzDecoder(f, refGet, false, decodeGet, func(req queengate.GetRequest, vals map[string]json.RawMessage) string {
+		return sameString("messageId", req.MessageID, vals) + sameString("transactionId", req.TransactionID, vals)
 	})
 }
 
@@ -366,30 +369,30 @@ func FuzzDecodeGet(f *testing.F) {
 // transactionId is required; what is decoded is the id and the data's
 // bytes exactly as sent.
 func FuzzDecodeExplain(f *testing.F) {
-	addSeeds(f)
-	f.Fuzz(func(t *testing.T, body []byte) {
-		var req explainRequest
-		if !fuzzBody(t, body, refExplain, func(b []byte) (werr *queengate.Error) { req, werr = decodeExplain(b); return werr }) {
-			return
+	fuzzDecoder(f, refExplain, false, decodeExplain, func(req explainRequest, vals map[string]json.RawMessage) string {
+		if !bytes.Equal(req.data, vals["data"]) {
+			return fmt.Sprintf("data %q, the reference %q", req.data, vals["data"])
 		}
-		_, vals, _ := refMembers(body)
-		if id, _ := refString(vals["transactionId"]); req.txnID != id || !bytes.Equal(req.data, vals["data"]) {
-			t.Fatalf("id %q data %q, the reference %q %q", req.txnID, req.data, id, vals["data"])
-		}
+		return sameString("transactionId", req.txnID, vals)
 	})
 }
 
 func FuzzDecodeConfigure(f *testing.F) {
-	addSeeds(f)
-	f.Fuzz(func(t *testing.T, body []byte) {
-		var queue string
-		if !fuzzBody(t, body, refConfigure, func(b []byte) (werr *queengate.Error) { queue, _, _, werr = decodeConfigure(b); return werr }) {
-			return
+	type configure struct {
+		queue string
+		patch model.OptionsPatch
+	}
+	decode := func(b []byte) (configure, *queengate.Error) {
+		queue, patch, _, werr := decodeConfigure(b)
+		return configure{queue, patch}, werr
+	}
+	fuzzDecoder(f, refConfigure, false, decode, func(c configure, vals map[string]json.RawMessage) string {
+		var opts map[string]json.RawMessage
+		_ = json.Unmarshal(vals["options"], &opts)
+		if n, ok := refWhole(opts["maxAttempts"]); ok != (c.patch.MaxAttempts != nil) || ok && int64(*c.patch.MaxAttempts) != n {
+			return fmt.Sprintf("maxAttempts %v, the reference %s", c.patch.MaxAttempts, opts["maxAttempts"])
 		}
-		_, vals, _ := refMembers(body)
-		if q, _ := refString(vals["queue"]); queue != q {
-			t.Fatalf("queue %q, the reference %q", queue, q)
-		}
+		return sameString("queue", c.queue, vals)
 	})
 }
 
@@ -397,48 +400,54 @@ func FuzzDecodeConfigure(f *testing.F) {
 // fireAt (RFC 3339, at most ten years ahead) and delayMs (0 to ten years);
 // null counts as absent.
 func FuzzDecodeTimer(f *testing.F) {
-	addSeeds(f)
 	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
-	tenYears := int64(10 * 365 * 24 * time.Hour / time.Millisecond)
+	tenYears := 10 * 365 * 24 * time.Hour
 	ref := refObject{
 		fields: map[string]refRule{"transactionId": refTxnID, "data": anyValue,
 			"fireAt": func(raw json.RawMessage) bool {
 				s, ok := refString(raw)
 				at, err := time.Parse(time.RFC3339Nano, s)
-				return string(raw) == "null" || ok && err == nil && at.Sub(now) <= time.Duration(tenYears)*time.Millisecond
+				return string(raw) == "null" || ok && err == nil && at.Sub(now) <= tenYears
 			},
-			"delayMs": func(raw json.RawMessage) bool { return string(raw) == "null" || wholeFrom(0, tenYears)(raw) }},
+			"delayMs": func(raw json.RawMessage) bool {
+				return string(raw) == "null" || wholeFrom(0, int64(tenYears/time.Millisecond))(raw)
+			}},
 		across: func(m map[string]json.RawMessage) bool {
 			given := func(k string) bool { v, ok := m[k]; return ok && string(v) != "null" }
 			return given("fireAt") != given("delayMs")
 		},
 	}
-	f.Fuzz(func(t *testing.T, body []byte) {
-		fuzzBody(t, body, ref, func(b []byte) *queengate.Error { _, werr := decodeTimer(b, now); return werr })
+	decode := func(b []byte) (timerRequest, *queengate.Error) { return decodeTimer(b, now) }
+	fuzzDecoder(f, ref, false, decode, func(r timerRequest, vals map[string]json.RawMessage) string {
+		if ms, ok := refWhole(vals["delayMs"]); ok && !r.fireAt.Equal(now.Add(time.Duration(ms)*time.Millisecond)) {
+			return fmt.Sprintf("fireAt %v for delayMs %d", r.fireAt, ms)
+		}
+		if !bytes.Equal(r.data, vals["data"]) {
+			return fmt.Sprintf("data %q, the reference %q", r.data, vals["data"])
+		}
+		return ""
 	})
 }
 
 func FuzzDecodeTimerCancel(f *testing.F) {
-	addSeeds(f)
-	f.Fuzz(func(t *testing.T, body []byte) {
-		fuzzBody(t, body, refCancel, func(b []byte) *queengate.Error { _, werr := decodeCancel(b); return werr })
+	fuzzDecoder(f, refCancel, false, decodeCancel, func(id string, vals map[string]json.RawMessage) string {
+		return sameString("timerId", id, vals)
 	})
 }
 
 func FuzzDecodeTimerList(f *testing.F) {
-	addSeeds(f)
-	f.Fuzz(func(t *testing.T, body []byte) {
-		ref := refTimerList
-		if len(bytes.Trim(body, " \t\r\n")) == 0 {
-			ref, body = refObject{}, []byte("{}")
+	type list struct {
+		queue string
+		limit *int
+	}
+	decode := func(b []byte) (list, *queengate.Error) {
+		queue, limit, werr := decodeTimerList(b)
+		return list{queue, limit}, werr
+	}
+	fuzzDecoder(f, refTimerList, true, decode, func(l list, vals map[string]json.RawMessage) string {
+		if n, ok := refWhole(vals["limit"]); ok != (l.limit != nil) || ok && int64(*l.limit) != n {
+			return fmt.Sprintf("limit %v, the reference %s", l.limit, vals["limit"])
 		}
-		var limit *int
-		if !fuzzBody(t, body, ref, func(b []byte) (werr *queengate.Error) { _, limit, werr = decodeTimerList(b); return werr }) {
-			return
-		}
-		_, vals, _ := refMembers(body)
-		if n, ok := refWhole(vals["limit"]); ok != (limit != nil) || ok && int64(*limit) != n {
-			t.Fatalf("limit %v, the reference %s", limit, vals["limit"])
-		}
+		return sameString("queue", l.queue, vals)
 	})
 }
