@@ -47,11 +47,11 @@ func (o *Ops) ReadQuery(ctx context.Context, queue, partition string, q url.Valu
 	var req queengate.ReadRequest
 	for name, vals := range q {
 		if len(vals) != 1 {
-			return nil, badInput("%s is given %d times: give it once", name, len(vals))
+			return nil, badInput("%s is given %d times: give it once", excerpt([]byte(name)), len(vals))
 		}
 		n, err := strconv.ParseInt(vals[0], 10, 64)
 		if err != nil {
-			return nil, badInput("%s=%q: want a whole number", name, vals[0])
+			return nil, badInput("%s=%q: want a whole number", excerpt([]byte(name)), excerpt([]byte(vals[0])))
 		}
 		if werr := setReadField(&req, name, n, "parameter"); werr != nil {
 			return nil, werr
@@ -93,7 +93,7 @@ func setReadField(req *queengate.ReadRequest, name string, n int64, what string)
 	case "maxBytes":
 		req.MaxBytes = n
 	default:
-		return badInput("unknown %s %q: a read takes from, max and maxBytes", what, name)
+		return badInput("unknown %s %q: a read takes from, max and maxBytes", what, excerpt([]byte(name)))
 	}
 	return nil
 }
@@ -263,7 +263,7 @@ func (o *Ops) ExplainQuery(ctx context.Context, queue, partition string, q url.V
 		case name != "transactionId" && name != "data":
 			return nil, badInput("unknown parameter %q: explain takes transactionId=<id> and, optionally, data=<JSON>", excerpt([]byte(name)))
 		case len(vals) != 1:
-			return nil, badInput("%s is given %d times: give it once", name, len(vals))
+			return nil, badInput("%s is given %d times: give it once", excerpt([]byte(name)), len(vals))
 		}
 	}
 	if !q.Has("transactionId") {
