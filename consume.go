@@ -35,6 +35,7 @@ type PopRequest struct {
 	Max      int    `json:"max,omitempty"`
 	LeaseMs  int64  `json:"leaseMs,omitempty"`
 	WaitMs   int64  `json:"waitMs,omitempty"`
+	MaxBytes int64  `json:"maxBytes,omitempty"`
 	// Ack, when set, settles the previous batch first, as an ack would:
 	// one request instead of two per batch.
 	Ack *PopAck `json:"ack,omitempty"`
@@ -114,7 +115,7 @@ type AckAnswer struct {
 type LeaseRequest struct {
 	Group   string `json:"group"`
 	LeaseID string `json:"leaseId"`
-	LeaseMs int64  `json:"leaseMs"`
+	LeaseMs int64  `json:"leaseMs,omitempty"` // a release has none
 }
 
 // LeaseAnswer is a lease after a renew or a release.

@@ -77,7 +77,22 @@ type ExplainAnswer struct {
 	Partition     string `json:"partition"`
 	TransactionID string `json:"transactionId"`
 	// Verdict is "duplicate" or "new" (queued).
-	Verdict       string `json:"verdict"`
+	Verdict string `json:"verdict"`
+	// Answer is the status the push would be answered: "queued",
+	// "duplicate", or "failed" (a payload conflict on a reject queue);
+	// empty when it depends on the data, which was not given.
+	Answer string `json:"answer,omitempty"`
+	// Conflict: the data given differs from the original's, and the
+	// queue compares payloads: the push answer carries "conflict": true.
+	Conflict bool `json:"conflict,omitempty"`
+	// DependsOnData: the queue compares payloads and no data was given,
+	// so whether the push conflicts cannot be told.
+	DependsOnData bool `json:"dependsOnData,omitempty"`
+	// OriginalDataGone: the original's data is gone (retention), so no
+	// payload conflict can be told: any data is answered duplicate.
+	OriginalDataGone bool `json:"originalDataGone,omitempty"`
+	// OnConflict is the queue's payload-conflict mode, for a duplicate.
+	OnConflict    string `json:"onConflict,omitempty"`
 	WindowSeconds int    `json:"windowSeconds"`
 	// Original is the copy a duplicate would name; nil for "new".
 	Original *ExplainOriginal `json:"original,omitempty"`

@@ -196,11 +196,7 @@ func (a *Admin) Mount(o *Ops) {
 		return o.MessageByTxn(r.Context(), r.PathValue("queue"), r.PathValue("partition"), r.PathValue("transactionId"))
 	}))
 	a.mux.HandleFunc("GET /queues/{queue}/partitions/{partition}/explain", a.opsHandler(o, func(r *http.Request, _ []byte) (any, *queengate.Error) {
-		q := r.URL.Query()
-		if len(q) != 1 || len(q["transactionId"]) != 1 {
-			return nil, badInput("explain takes one parameter, transactionId=<id>")
-		}
-		return o.ExplainTxn(r.Context(), r.PathValue("queue"), r.PathValue("partition"), q.Get("transactionId"))
+		return o.ExplainQuery(r.Context(), r.PathValue("queue"), r.PathValue("partition"), r.URL.Query())
 	}))
 	a.mux.HandleFunc("GET /messages/{messageId}", a.opsHandler(o, func(r *http.Request, _ []byte) (any, *queengate.Error) {
 		return o.MessageByID(r.Context(), r.PathValue("messageId"))

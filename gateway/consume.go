@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -206,76 +207,124 @@ func (c *Consumers) pop(ctx context.Context, place string, body []byte) (any, *q
 	}
 }
 
-// decodePop reads a pop body strictly: every problem is a 400 naming it.
+var (
+	popShape = objectShape{"a pop", `{"group": "...", "consumer": "...", "max": 100, "leaseMs": 30000, "waitMs": 5000, "maxBytes": 1048576, "ack": {...}}`}
+	// popAckShape is the ack a pop carries.
+	popAckShape  = objectShape{"a pop's ack", `{"partition": "...", "leaseId": "...", "items": [...]}`}
+	ackShape     = objectShape{"an ack", `{"group": "...", "leaseId": "...", "items": [{"transactionId": "...", "status": "completed"}]}`}
+	ackItemShape = objectShape{"an ack item", `{"transactionId": "...", "status": "completed"} or {"offset": 7, "status": "failed", "error": "..."}`}
+	renewShape   = objectShape{"a renewal", `{"group": "...", "leaseId": "...", "leaseMs": 30000}`}
+	releaseShape = objectShape{"a release", `{"group": "...", "leaseId": "..."}`}
+)
+
+// maxPopBytes bounds a pop's maxBytes.
+const maxPopBytes = 1 << 30
+
+// decodePop reads a pop body strictly, the ack it carries included: every
+// problem is a 400 naming it, found before anything is done.
 func decodePop(body []byte) (queengate.PopRequest, *queengate.Error) {
-	const shape = `{"group": "...", "consumer": "...", "max": 100, "leaseMs": 30000, "waitMs": 5000}`
 	req := queengate.PopRequest{Max: queengate.DefaultPopMax, LeaseMs: queengate.DefaultLeaseMs}
-	fields, err := scanObject(body, "the body")
-	if err != nil {
-		return req, badInput("%v; want %s", err, shape)
-	}
-	for _, f := range fields {
-		switch f.key {
-		case "group", "consumer":
-			s, ok := decodeString(f.raw)
-			if !ok || (f.key == "group" && !queengate.ValidName(s)) || len(s) > 128 {
-				return req, badInput("%q must be a name of 1-128 bytes of [A-Za-z0-9_-] (consumer: any string up to 128 bytes), not %s", f.key, f.raw)
-			}
-			if f.key == "group" {
-				req.Group = s
-			} else {
-				req.Consumer = s
-			}
-		case "ack":
-			var ack queengate.PopAck
-			if werr := decodeStrict(f.raw, &ack, `"ack": {"partition": "...", "leaseId": "...", "items": [...]}`); werr != nil {
-				return req, werr
-			}
-			if !queengate.ValidName(ack.Partition) {
-				return req, badInput(`"ack": "partition" must name the batch's partition: %s`, queengate.NameRule)
-			}
-			req.Ack = &ack
-		case "max", "leaseMs", "waitMs":
-			n, werr := popNumber(f)
-			if werr != nil {
-				return req, werr
-			}
-			switch f.key {
-			case "max":
-				req.Max = int(n)
-			case "leaseMs":
-				req.LeaseMs = n
-			default:
-				req.WaitMs = n
-			}
-		default:
-			return req, badInput("unknown field %q: a pop takes group, consumer, max, leaseMs, waitMs and ack", f.key)
+	werr := decodeObject(body, theBody, popShape,
+		objectField{name: "group", decode: nameInto("group", &req.Group)},
+		objectField{name: "consumer", decode: consumerInto(&req.Consumer)},
+		objectField{name: "max", decode: wholeNumberInto("max", 1, queengate.MaxPopMax, &req.Max)},
+		objectField{name: "leaseMs", decode: wholeNumberInto("leaseMs", 1, queengate.MaxLeaseMs, &req.LeaseMs)},
+		objectField{name: "waitMs", decode: wholeNumberInto("waitMs", 0, queengate.MaxWaitMs, &req.WaitMs)},
+		objectField{name: "maxBytes", decode: wholeNumberInto("maxBytes", 1, maxPopBytes, &req.MaxBytes)},
+		objectField{name: "ack", decode: func(raw []byte) *queengate.Error {
+			req.Ack = &queengate.PopAck{}
+			return decodePopAck(raw, req.Ack)
+		}},
+	)
+	switch {
+	case werr != nil:
+		return req, werr
+	case req.Group == "":
+		return req, badInput(`"group" is missing: want %s`, popShape.example)
+	case req.Ack != nil:
+		if _, werr := ackItems(queengate.AckRequest{Group: req.Group, LeaseID: req.Ack.LeaseID, Items: req.Ack.Items}); werr != nil {
+			werr.Message = `"ack": ` + werr.Message
+			return req, werr
 		}
-	}
-	if req.Group == "" {
-		return req, badInput(`"group" is missing: want %s`, shape)
 	}
 	return req, nil
 }
 
-// popNumber reads max (1..MaxPopMax), leaseMs (1..MaxLeaseMs) or waitMs
-// (0..MaxWaitMs).
-func popNumber(f field) (int64, *queengate.Error) {
-	lo, hi := int64(1), int64(queengate.MaxPopMax)
-	switch f.key {
-	case "leaseMs":
-		hi = queengate.MaxLeaseMs
-	case "waitMs":
-		lo, hi = 0, queengate.MaxWaitMs
+// consumerInto decodes a pop's consumer label: any string up to 128 bytes.
+func consumerInto(dst *string) func([]byte) *queengate.Error {
+	return func(raw []byte) *queengate.Error {
+		s, ok := decodeString(raw)
+		if !ok || len(s) > 128 {
+			return badInput(`"consumer" must be a string of up to 128 bytes, not %s`, describe(raw))
+		}
+		*dst = s
+		return nil
 	}
-	n, err := strconv.ParseInt(string(f.raw), 10, 64)
-	if err != nil || !integerLiteral.Match(f.raw) {
-		return 0, badInput("%q must be a whole number from %d to %d, not %s", f.key, lo, hi, f.raw)
+}
+
+// decodePopAck reads the ack a pop carries.
+func decodePopAck(raw []byte, ack *queengate.PopAck) *queengate.Error {
+	werr := decodeObject(raw, `"ack"`, popAckShape,
+		objectField{name: "partition", decode: nameInto("partition", &ack.Partition)},
+		objectField{name: "leaseId", decode: leaseIDInto(&ack.LeaseID)},
+		objectField{name: "items", decode: ackItemsInto(&ack.Items)},
+	)
+	if werr == nil && ack.Partition == "" {
+		werr = badInput(`"ack": "partition" is missing: the partition of the batch it settles`)
 	}
-	if n < lo || n > hi {
-		return 0, badInput("%q is %d: from %d to %d", f.key, n, lo, hi)
+	return werr
+}
+
+// decodeAck reads an ack body: every problem is a 400 naming it.
+func decodeAck(body []byte) (queengate.AckRequest, *queengate.Error) {
+	var req queengate.AckRequest
+	werr := decodeObject(body, theBody, ackShape,
+		objectField{name: "group", decode: nameInto("group", &req.Group)},
+		objectField{name: "leaseId", decode: leaseIDInto(&req.LeaseID)},
+		objectField{name: "items", decode: ackItemsInto(&req.Items)},
+	)
+	if werr == nil {
+		_, werr = ackItems(req)
 	}
-	return n, nil
+	return req, werr
+}
+
+// ackItemsInto decodes an ack's items, each an object of ackItemShape.
+func ackItemsInto(dst *[]queengate.AckItem) func([]byte) *queengate.Error {
+	return func(raw []byte) *queengate.Error {
+		elems, ok := scanArray(raw)
+		if !ok {
+			return badInput(`"items" must be an array of items such as %s, not %s`, ackItemShape.example, describe(raw))
+		}
+		items := make([]queengate.AckItem, len(elems))
+		for i, e := range elems {
+			if werr := decodeAckItem(e, i, &items[i]); werr != nil {
+				return werr
+			}
+		}
+		*dst = items
+		return nil
+	}
+}
+
+func decodeAckItem(raw []byte, i int, it *queengate.AckItem) *queengate.Error {
+	return decodeObject(raw, "item "+strconv.Itoa(i), ackItemShape,
+		objectField{name: "transactionId", decode: func(raw []byte) *queengate.Error {
+			if err := stringInto("transactionId", &it.TransactionID)(raw); err != nil {
+				return err
+			}
+			if it.TransactionID == "" {
+				return badInput(`"transactionId" is empty: 1-%d bytes`, queengate.MaxTxnIDBytes)
+			}
+			return nil
+		}},
+		objectField{name: "offset", decode: func(raw []byte) *queengate.Error {
+			it.Offset = new(int64)
+			return wholeNumberInto("offset", 0, math.MaxInt64, it.Offset)(raw)
+		}},
+		objectField{name: "status", decode: stringInto("status", &it.Status)},
+		objectField{name: "error", decode: stringInto("error", &it.Error)},
+	)
 }
 
 // encodePop writes a pop's answer by hand: data comes back as pushed.
@@ -328,8 +377,8 @@ func (c *Consumers) ack(ctx context.Context, queue, partition string, body []byt
 	if werr := validPlace(queue, partition); werr != nil {
 		return nil, werr
 	}
-	var req queengate.AckRequest
-	if werr := decodeStrict(body, &req, `{"group": "...", "leaseId": "...", "items": [{"transactionId": "...", "status": "completed"}]}`); werr != nil {
+	req, werr := decodeAck(body)
+	if werr != nil {
 		return nil, werr
 	}
 	ans, werr := c.settle(ctx, queue, partition, req)
@@ -374,6 +423,8 @@ func ackItems(req queengate.AckRequest) ([]model.AckItem, *queengate.Error) {
 		return nil, badInput(`"group" must name the consumer group: 1-128 bytes of [A-Za-z0-9_-]`)
 	case req.LeaseID == "":
 		return nil, badInput(`"leaseId" is missing: the lease the messages were popped under`)
+	case !uuidText.MatchString(req.LeaseID):
+		return nil, badInput(`"leaseId" %q is not a lease id: the UUID a pop answered`, excerpt([]byte(req.LeaseID)))
 	case len(req.Items) == 0 || len(req.Items) > queengate.MaxAckItems:
 		return nil, badInput(`"items" has %d entries: 1 to %d`, len(req.Items), queengate.MaxAckItems)
 	}
@@ -386,8 +437,10 @@ func ackItems(req queengate.AckRequest) ([]model.AckItem, *queengate.Error) {
 			return nil, badInput("item %d: offset %d is negative", i, *it.Offset)
 		case len(it.TransactionID) > queengate.MaxTxnIDBytes:
 			return nil, badInput("item %d: transactionId over %d bytes", i, queengate.MaxTxnIDBytes)
+		case it.Status == "":
+			return nil, badInput(`item %d: "status" is missing: "completed" or "failed"`, i)
 		case it.Status != queengate.AckCompleted && it.Status != queengate.AckFailed:
-			return nil, badInput(`item %d: status %q: "completed" or "failed"`, i, it.Status)
+			return nil, badInput(`item %d: status %q: "completed" or "failed"`, i, excerpt([]byte(it.Status)))
 		case len(it.Error) > queengate.MaxAckErrorSize:
 			return nil, badInput("item %d: error over %d bytes", i, queengate.MaxAckErrorSize)
 		}
@@ -416,20 +469,9 @@ func (c *Consumers) lease(ctx context.Context, queue, partition string, body []b
 	if werr := validPlace(queue, partition); werr != nil {
 		return nil, werr
 	}
-	var req queengate.LeaseRequest
-	if werr := decodeStrict(body, &req, `{"group": "...", "leaseId": "...", "leaseMs": 30000}`); werr != nil {
+	req, werr := decodeLease(body, renew)
+	if werr != nil {
 		return nil, werr
-	}
-	switch {
-	case !queengate.ValidName(req.Group):
-		return nil, badInput(`"group" must name the consumer group: 1-128 bytes of [A-Za-z0-9_-]`)
-	case req.LeaseID == "":
-		return nil, badInput(`"leaseId" is missing`)
-	case renew && (req.LeaseMs < 1 || req.LeaseMs > queengate.MaxLeaseMs):
-		return nil, badInput(`"leaseMs" is %d: a renewal runs 1 to %d ms from now`, req.LeaseMs, queengate.MaxLeaseMs)
-	}
-	if !renew {
-		req.LeaseMs = 0
 	}
 	g, pid, werr := c.place(ctx, queue, partition, req.Group)
 	if werr != nil {
@@ -448,6 +490,33 @@ func (c *Consumers) lease(ctx context.Context, queue, partition string, body []b
 		ans.LeaseUntil = &until
 	}
 	return ans, nil
+}
+
+// decodeLease reads a renewal (renew) or a release body.
+func decodeLease(body []byte, renew bool) (queengate.LeaseRequest, *queengate.Error) {
+	var req queengate.LeaseRequest
+	shape := releaseShape
+	leaseMs := objectField{name: "leaseMs", refusal: "a release takes none: it ends the lease now"}
+	if renew {
+		shape = renewShape
+		leaseMs = objectField{name: "leaseMs", decode: wholeNumberInto("leaseMs", 1, queengate.MaxLeaseMs, &req.LeaseMs)}
+	}
+	werr := decodeObject(body, theBody, shape,
+		objectField{name: "group", decode: nameInto("group", &req.Group)},
+		objectField{name: "leaseId", decode: leaseIDInto(&req.LeaseID)},
+		leaseMs,
+	)
+	switch {
+	case werr != nil:
+		return req, werr
+	case req.Group == "":
+		return req, badInput(`"group" is missing: want %s`, shape.example)
+	case req.LeaseID == "":
+		return req, badInput(`"leaseId" is missing: want %s`, shape.example)
+	case renew && req.LeaseMs == 0:
+		return req, badInput(`"leaseMs" is missing: a renewal runs 1 to %d ms from now`, queengate.MaxLeaseMs)
+	}
+	return req, nil
 }
 
 func (c *Consumers) groups(ctx context.Context, queue string) (any, *queengate.Error) {
@@ -495,22 +564,4 @@ func consumeError(err error) *queengate.Error {
 		return &queengate.Error{Code: queengate.CodeNotFound, Message: err.Error()}
 	}
 	return storeError(err)
-}
-
-// decodeStrict decodes a JSON object into v, refusing unknown fields,
-// duplicate fields and anything but one object.
-func decodeStrict(body []byte, v any, shape string) *queengate.Error {
-	if _, err := scanObject(body, "the body"); err != nil {
-		return badInput("%v; want %s", err, shape)
-	}
-	dec := json.NewDecoder(strings.NewReader(string(body)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		var ute *json.UnmarshalTypeError
-		if errors.As(err, &ute) {
-			return badInput("field %q: %s is not a %s; want %s", ute.Field, ute.Value, ute.Type.Kind(), shape)
-		}
-		return badInput("%s; want %s", strings.TrimPrefix(err.Error(), "json: "), shape)
-	}
-	return nil
 }

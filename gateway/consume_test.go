@@ -191,10 +191,10 @@ func TestConsumeBadInputIsAClearErrorAndChangesNothing(t *testing.T) {
 		says string
 	}{
 		{queengate.AckRequest{Group: "nogroup", LeaseID: a.LeaseID, Items: completeAll(a)}, 404, "consumer group not found"},
-		{queengate.AckRequest{Group: "g", LeaseID: a.LeaseID}, 400, `"items" has 0 entries`},
+		{queengate.AckRequest{Group: "g", LeaseID: a.LeaseID}, 400, `"items" must be an array`},
 		{queengate.AckRequest{Group: "g", LeaseID: a.LeaseID, Items: []queengate.AckItem{{Status: "completed"}}}, 400, "give transactionId or offset"},
 		{queengate.AckRequest{Group: "g", LeaseID: a.LeaseID, Items: []queengate.AckItem{{TransactionID: "p-0", Status: "done"}}}, 400, `status "done"`},
-		{queengate.AckRequest{Group: "g", Items: completeAll(a)}, 400, `"leaseId" is missing`},
+		{queengate.AckRequest{Group: "g", Items: completeAll(a)}, 400, `"leaseId" is empty`},
 	} {
 		_, err := c.Ack(ctx, e.queue, "p", bad.req)
 		if werr, ok := err.(*queengate.Error); !ok || werr.Code != bad.code || !strings.Contains(werr.Message, bad.says) {

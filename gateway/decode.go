@@ -493,7 +493,7 @@ func (ps *pushScan) field(m *rawMessage, key []byte, seen *uint8) bool {
 	switch {
 	case !known:
 		if m.bad == "" {
-			m.bad = unknownField(string(key), append(messageFields[:len(messageFields):len(messageFields)], ps.extra...))
+			m.bad = unknownField(excerpt(key), "a message", append(messageFields[:len(messageFields):len(messageFields)], ps.extra...))
 		}
 		return false
 	case *seen&bit != 0:
@@ -574,15 +574,22 @@ var fieldAliases = map[string]string{
 	"payload": "data", "body": "data", "value": "data", "content": "data", "message": "data",
 }
 
-// unknownField explains an unknown field, naming the known field it most
-// likely meant: the same letters in another case or with separators, a
-// typo of one or two letters, or a common alias.
-func unknownField(key string, known []string) string {
-	msg := fmt.Sprintf("unknown field %q: a message has only %s", key, joinAnd(quoteAll(known)))
+// unknownField explains an unknown field of holder ("a message", "a
+// pop"), naming the known field it most likely meant: the same letters in
+// another case or with separators, a typo of one or two letters, or a
+// common alias.
+func unknownField(key, holder string, known []string) string {
+	msg := fmt.Sprintf("unknown field %q: %s has only %s", key, holder, joinAnd(quoteAll(known)))
 	norm := normalizeField(key)
-	for _, k := range known {
-		if norm == normalizeField(k) || len(norm) >= 4 && editDistance(norm, normalizeField(k)) <= 2 {
-			return msg + fmt.Sprintf("; did you mean %q?", k)
+	// The same letters first: "LeaseMS" is "leaseMs", not "leaseId".
+	for _, near := range []func(k string) bool{
+		func(k string) bool { return norm == k },
+		func(k string) bool { return len(norm) >= 4 && editDistance(norm, k) <= 2 },
+	} {
+		for _, k := range known {
+			if near(normalizeField(k)) {
+				return msg + fmt.Sprintf("; did you mean %q?", k)
+			}
 		}
 	}
 	if k, ok := fieldAliases[norm]; ok && slices.Contains(known, k) {
@@ -646,8 +653,9 @@ type field struct {
 }
 
 // scanObject validates body as one JSON object (the scanner's rules, so
-// no \u0000 or unpaired surrogate anywhere) whose keys are all distinct,
-// and returns its members in order. what names the object in messages.
+// no \u0000 or unpaired surrogate anywhere) and returns its members in
+// order, repeated keys included (decodeObject refuses them). what names
+// the object in messages.
 func scanObject(body []byte, what string) ([]field, error) {
 	s := &scanner{b: body}
 	s.ws()
@@ -658,15 +666,10 @@ func scanObject(body []byte, what string) ([]field, error) {
 		return nil, fmt.Errorf("%s must be a JSON object", what)
 	}
 	var fields []field
-	var dup string
 	s.object(func(key []byte) bool {
-		k := string(key)
-		if dup == "" && slices.ContainsFunc(fields, func(f field) bool { return f.key == k }) {
-			dup = k
-		}
 		start := s.i
 		s.value()
-		fields = append(fields, field{key: k, raw: body[start:s.i]})
+		fields = append(fields, field{key: string(key), raw: body[start:s.i]})
 		return true
 	})
 	if s.err == nil {
@@ -676,10 +679,10 @@ func scanObject(body []byte, what string) ([]field, error) {
 		}
 	}
 	switch {
+	case errors.Is(s.err, errUnstorable):
+		return nil, fmt.Errorf("%s: %v", what, s.err)
 	case s.err != nil:
 		return nil, fmt.Errorf("%s is not valid JSON: %v", what, s.err)
-	case dup != "":
-		return nil, fmt.Errorf("%s: field %q is given twice: send it once", what, dup)
 	}
 	return fields, nil
 }

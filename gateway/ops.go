@@ -1,13 +1,10 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"crypto/subtle"
 	"errors"
 	"fmt"
-	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
@@ -108,102 +105,75 @@ func (o *Ops) Configure(ctx context.Context, body []byte) (any, *queengate.Error
 // options are the configurable options and their JSON names.
 var options = []string{"dedupWindowSeconds", "retentionSeconds", "onConflict", "maxAttempts", "retainUntil"}
 
-// integerLiteral is a JSON number with no fraction or exponent.
-var integerLiteral = regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`)
+var (
+	configureShape = objectShape{"a configure request", `{"queue": "...", "options": {...}, "mode": "merge"|"replace"}`}
+	optionsShape   = objectShape{"the options object", `{"dedupWindowSeconds": 600}`}
+)
 
 // decodeConfigure parses {"queue", "options", "mode"} strictly: every
 // problem is a 400 naming what to fix, and nothing is changed.
 func decodeConfigure(body []byte) (queue string, patch model.OptionsPatch, replace bool, werr *queengate.Error) {
-	const shape = `{"queue": "...", "options": {...}, "mode": "merge"|"replace"}`
-	if len(bytes.TrimSpace(body)) == 0 {
-		return "", patch, false, badInput("empty body: want %s", shape)
-	}
-	top, err := scanObject(body, "the body")
-	if err != nil {
-		return "", patch, false, badInput("%v; want %s", err, shape)
-	}
-	var haveQueue bool
-	for _, f := range top {
-		switch f.key {
-		case "queue":
-			queue, haveQueue = decodeString(f.raw)
-			if !haveQueue {
-				return "", patch, false, badInput(`"queue" must be a string naming the queue, not %s`, f.raw)
-			}
-		case "mode":
-			mode, _ := decodeString(f.raw)
+	werr = decodeObject(body, theBody, configureShape,
+		objectField{name: "queue", decode: nameInto("queue", &queue)},
+		objectField{name: "options", decode: func(raw []byte) *queengate.Error {
+			patch, werr = decodeOptions(raw)
+			return werr
+		}},
+		objectField{name: "mode", decode: func(raw []byte) *queengate.Error {
+			mode, _ := decodeString(raw)
 			if mode != "merge" && mode != "replace" {
-				return "", patch, false, badInput(`"mode" must be "merge" (the default) or "replace", not %s`, f.raw)
+				return badInput(`"mode" must be "merge" (the default) or "replace", not %s`, describe(raw))
 			}
 			replace = mode == "replace"
-		case "options":
-			if patch, werr = decodeOptions(f.raw); werr != nil {
-				return "", patch, false, werr
-			}
-		default:
-			return "", patch, false, badInput("unknown field %q: the body has queue, options and mode", f.key)
-		}
-	}
-	if !haveQueue {
-		return "", patch, false, badInput(`"queue" is missing: want %s`, shape)
-	}
-	if !queengate.ValidName(queue) {
-		return "", patch, false, badInput("bad queue name %q: 1-128 bytes of [A-Za-z0-9_-]", queue)
+			return nil
+		}},
+	)
+	switch {
+	case werr != nil:
+		return "", model.OptionsPatch{}, false, werr
+	case queue == "":
+		return "", patch, false, badInput(`"queue" is missing: want %s`, configureShape.example)
 	}
 	return queue, patch, replace, nil
 }
 
-// decodeOptions parses the options object: whole seconds, each option once.
+// decodeOptions parses the options object: whole numbers, each option once.
 func decodeOptions(raw []byte) (patch model.OptionsPatch, werr *queengate.Error) {
-	opts, err := scanObject(raw, `"options"`)
-	if err != nil {
-		return patch, badInput(`%v, e.g. {"dedupWindowSeconds": 600}`, err)
-	}
-	for _, f := range opts {
-		var dst **int
-		switch f.key {
-		case "onConflict":
-			mode, ok := decodeString(f.raw)
+	werr = decodeObject(raw, `"options"`, optionsShape,
+		objectField{name: "dedupWindowSeconds", decode: optionInto("dedupWindowSeconds", &patch.DedupWindowSeconds)},
+		objectField{name: "retentionSeconds", decode: optionInto("retentionSeconds", &patch.RetentionSeconds)},
+		objectField{name: "onConflict", decode: func(raw []byte) *queengate.Error {
+			mode, ok := decodeString(raw)
 			if m := model.ConflictMode(mode); ok && m.Valid() {
 				patch.OnConflict = &m
-				continue
+				return nil
 			}
-			return patch, badInput(`option onConflict: %s is not one of "ignore", "flag", "reject"`, f.raw)
-		case "retainUntil":
-			until, ok := decodeString(f.raw)
+			return badInput(`"onConflict" must be one of "ignore", "flag", "reject", not %s`, describe(raw))
+		}},
+		objectField{name: "maxAttempts", decode: optionInto("maxAttempts", &patch.MaxAttempts)},
+		objectField{name: "retainUntil", decode: func(raw []byte) *queengate.Error {
+			until, ok := decodeString(raw)
 			if r := model.RetainUntil(until); ok && r.Valid() {
 				patch.RetainUntil = &r
-				continue
+				return nil
 			}
-			return patch, badInput(`option retainUntil: %s is not one of "age", "consumed"`, f.raw)
-		case "maxAttempts":
-			dst = &patch.MaxAttempts
-		case "dedupWindowSeconds":
-			dst = &patch.DedupWindowSeconds
-		case "retentionSeconds":
-			dst = &patch.RetentionSeconds
-		default:
-			return patch, badInput("unknown option %q: the options are %s", f.key, strings.Join(options, ", "))
+			return badInput(`"retainUntil" must be one of "age", "consumed", not %s`, describe(raw))
+		}},
+	)
+	return patch, werr
+}
+
+// optionInto decodes a numeric option: a whole number from 0 to
+// model.MaxOptionSeconds.
+func optionInto(name string, dst **int) func([]byte) *queengate.Error {
+	return func(raw []byte) *queengate.Error {
+		var n int
+		if werr := wholeNumberInto(name, 0, model.MaxOptionSeconds, &n)(raw); werr != nil {
+			return werr
 		}
-		unit := "seconds"
-		if f.key == "maxAttempts" {
-			unit = "deliveries"
-		}
-		lit := string(f.raw)
-		if !integerLiteral.MatchString(lit) {
-			return patch, badInput("option %s: %s is not an integer number of %s", f.key, lit, unit)
-		}
-		v, err := strconv.ParseInt(lit, 10, 64)
-		if err != nil || v > model.MaxOptionSeconds {
-			return patch, badInput("option %s: %s is out of range: 0 to %d", f.key, lit, model.MaxOptionSeconds)
-		}
-		if v < 0 {
-			return patch, badInput("option %s: %d is negative: 0 or more %s", f.key, v, unit)
-		}
-		n := int(v)
 		*dst = &n
+		return nil
 	}
-	return patch, nil
 }
 
 // ListQueues lists every queue's configuration.

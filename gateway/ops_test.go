@@ -255,12 +255,12 @@ func TestConfigureBadInputIsA400AndChangesNothing(t *testing.T) {
 		t.Fatalf("setup: %d %s", status, body)
 	}
 	cases := []struct{ body, want string }{
-		{fmt.Sprintf(`{"queue":%q,"options":{"dedupWindowSecs":5}}`, q), `unknown option "dedupWindowSecs"`},
-		{fmt.Sprintf(`{"queue":%q,"options":{"dedupWindowSeconds":"600"}}`, q), "not an integer"},
-		{fmt.Sprintf(`{"queue":%q,"options":{"dedupWindowSeconds":1.5}}`, q), "not an integer"},
-		{fmt.Sprintf(`{"queue":%q,"options":{"dedupWindowSeconds":-1}}`, q), "negative"},
-		{fmt.Sprintf(`{"queue":%q,"options":{"retentionSeconds":99999999999}}`, q), "out of range"},
-		{fmt.Sprintf(`{"queue":%q,"options":{"dedupWindowSeconds":null}}`, q), "not an integer"},
+		{fmt.Sprintf(`{"queue":%q,"options":{"dedupWindowSecs":5}}`, q), `"options": unknown field "dedupWindowSecs": the options object has only "dedupWindowSeconds", "retentionSeconds", "onConflict", "maxAttempts" and "retainUntil"`},
+		{fmt.Sprintf(`{"queue":%q,"options":{"dedupWindowSeconds":"600"}}`, q), `"options": "dedupWindowSeconds" must be a whole number, not a string "600"`},
+		{fmt.Sprintf(`{"queue":%q,"options":{"dedupWindowSeconds":1.5}}`, q), "must be a whole number, not the JSON number 1.5"},
+		{fmt.Sprintf(`{"queue":%q,"options":{"dedupWindowSeconds":-1}}`, q), `"dedupWindowSeconds" is -1: from 0 to 2147483647`},
+		{fmt.Sprintf(`{"queue":%q,"options":{"retentionSeconds":99999999999}}`, q), `"retentionSeconds" is 99999999999: from 0 to 2147483647`},
+		{fmt.Sprintf(`{"queue":%q,"options":{"dedupWindowSeconds":null}}`, q), "must be a whole number, not null"},
 		{fmt.Sprintf(`{"queue":%q,"options":[1]}`, q), `"options" must be a JSON object`},
 		{fmt.Sprintf(`{"queue":%q,"options":{"dedupWindowSeconds":5,"dedupWindowSeconds":6}}`, q), `"options": field "dedupWindowSeconds" is given twice`},
 		{fmt.Sprintf(`{"queue":%q,"queue":"other","options":{"dedupWindowSeconds":5}}`, q), `field "queue" is given twice`},
@@ -268,14 +268,14 @@ func TestConfigureBadInputIsA400AndChangesNothing(t *testing.T) {
 		{fmt.Sprintf(`{"queue":%q,"options":{"retentionSeconds":%s1%s}}`, q, strings.Repeat("[", 600), strings.Repeat("]", 600)), "nesting deeper than 512"},
 		{fmt.Sprintf(`{"queue":%q,"mode":"reset"}`, q), `"mode" must be`},
 		{fmt.Sprintf(`{"queue":%q,"extra":1}`, q), `unknown field "extra"`},
-		{`{"queue":"bad.name","options":{"dedupWindowSeconds":1}}`, "bad queue name"},
+		{`{"queue":"bad.name","options":{"dedupWindowSeconds":1}}`, `"queue" must be a name, a string of 1-128 bytes of [A-Za-z0-9_-], not a string "bad.name"`},
 		{`{"options":{"dedupWindowSeconds":1}}`, `"queue" is missing`},
-		{`{"queue":7}`, `"queue" must be a string`},
-		{fmt.Sprintf(`{"queue":%q,"options":{"onConflict":"warn"}}`, q), `option onConflict: "warn" is not one of "ignore", "flag", "reject"`},
-		{fmt.Sprintf(`{"queue":%q,"options":{"onConflict":1}}`, q), `option onConflict: 1 is not one of`},
+		{`{"queue":7}`, `"queue" must be a name, a string of 1-128 bytes of [A-Za-z0-9_-], not the JSON number 7`},
+		{fmt.Sprintf(`{"queue":%q,"options":{"onConflict":"warn"}}`, q), `"onConflict" must be one of "ignore", "flag", "reject", not a string "warn"`},
+		{fmt.Sprintf(`{"queue":%q,"options":{"onConflict":1}}`, q), `"onConflict" must be one of "ignore", "flag", "reject", not the JSON number 1`},
 		{fmt.Sprintf(`{"queue":%q,"options":{"onConflict":"flag","onConflict":"reject"}}`, q), `field "onConflict" is given twice`},
 		{`not json`, "the body must be a JSON object"},
-		{``, "empty body"},
+		{``, "the body is empty: send a JSON object"},
 	}
 	for _, c := range cases {
 		for _, via := range []string{"http", "nats"} {

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,6 +19,9 @@ type LogReader interface {
 	Read(ctx context.Context, r model.ReadRequest) (model.ReadResult, error)
 	MessageAt(ctx context.Context, pid, offset int64) (m model.StoredMessage, queue, partition string, err error)
 	FindTxn(ctx context.Context, queue, partition, txnID string) (model.TxnLookup, error)
+	// Originals is what a push's payload-conflict check compares; explain
+	// compares the same.
+	Originals(ctx context.Context, partitionID int64, offsets []int64) (map[int64]model.Hash, error)
 }
 
 // readAnswerBudget bounds an encoded read answer: it must fit in one
@@ -45,11 +47,11 @@ func (o *Ops) ReadQuery(ctx context.Context, queue, partition string, q url.Valu
 	var req queengate.ReadRequest
 	for name, vals := range q {
 		if len(vals) != 1 {
-			return nil, badInput("%s is given %d times: give it once", name, len(vals))
+			return nil, badInput("%s is given %d times: give it once", excerpt([]byte(name)), len(vals))
 		}
 		n, err := strconv.ParseInt(vals[0], 10, 64)
 		if err != nil {
-			return nil, badInput("%s=%q: want a whole number", name, vals[0])
+			return nil, badInput("%s=%q: want a whole number", excerpt([]byte(name)), excerpt([]byte(vals[0])))
 		}
 		if werr := setReadField(&req, name, n, "parameter"); werr != nil {
 			return nil, werr
@@ -58,25 +60,26 @@ func (o *Ops) ReadQuery(ctx context.Context, queue, partition string, q url.Valu
 	return o.read(ctx, queue, partition, req)
 }
 
+var readShape = objectShape{"a read", `{"from": 0, "max": 1000, "maxBytes": 524288}`}
+
+// decodeRead reads a read body: empty, or whole numbers whose ranges
+// read checks (the HTTP parameters' too).
 func decodeRead(body []byte) (queengate.ReadRequest, *queengate.Error) {
 	var req queengate.ReadRequest
-	if len(bytes.TrimSpace(body)) == 0 {
+	if jsonBlank(body) {
 		return req, nil
 	}
-	fields, err := scanObject(body, "the body")
-	if err != nil {
-		return req, badInput("%v; want {\"from\": 0, \"max\": 1000, \"maxBytes\": 524288}", err)
+	var fields []objectField
+	for _, name := range []string{"from", "max", "maxBytes"} {
+		fields = append(fields, objectField{name: name, decode: func(raw []byte) *queengate.Error {
+			n, werr := wholeNumber(name, raw)
+			if werr != nil {
+				return werr
+			}
+			return setReadField(&req, name, n, "field")
+		}})
 	}
-	for _, f := range fields {
-		var n int64
-		if json.Unmarshal(f.raw, &n) != nil {
-			return req, badInput("%q must be a whole number, not %s", f.key, f.raw)
-		}
-		if werr := setReadField(&req, f.key, n, "field"); werr != nil {
-			return req, werr
-		}
-	}
-	return req, nil
+	return req, decodeObject(body, theBody, readShape, fields...)
 }
 
 // setReadField sets one of a read's numbers, given as a body field or a
@@ -90,7 +93,7 @@ func setReadField(req *queengate.ReadRequest, name string, n int64, what string)
 	case "maxBytes":
 		req.MaxBytes = n
 	default:
-		return badInput("unknown %s %q: a read takes from, max and maxBytes", what, name)
+		return badInput("unknown %s %q: a read takes from, max and maxBytes", what, excerpt([]byte(name)))
 	}
 	return nil
 }
@@ -163,40 +166,40 @@ func readError(err error) *queengate.Error {
 	return storeError(err)
 }
 
+var getShape = objectShape{"a message get", `{"messageId": "..."} or {"queue": "...", "partition": "...", "transactionId": "..."}`}
+
 // GetMessage answers a message by id, or by queue, partition and
 // transactionId (the NATS face: a JSON body).
 func (o *Ops) GetMessage(ctx context.Context, body []byte) (any, *queengate.Error) {
-	const shape = `{"messageId": "..."} or {"queue": "...", "partition": "...", "transactionId": "..."}`
-	fields, err := scanObject(body, "the body")
-	if err != nil {
-		return nil, badInput("%v; want %s", err, shape)
-	}
-	var req queengate.GetRequest
-	for _, f := range fields {
-		v, ok := decodeString(f.raw)
-		if !ok {
-			return nil, badInput("%q must be a string, not %s", f.key, f.raw)
-		}
-		switch f.key {
-		case "messageId":
-			req.MessageID = v
-		case "queue":
-			req.Queue = v
-		case "partition":
-			req.Partition = v
-		case "transactionId":
-			req.TransactionID = v
-		default:
-			return nil, badInput("unknown field %q: want %s", f.key, shape)
-		}
-	}
+	req, werr := decodeGet(body)
 	switch {
-	case req.MessageID != "" && req.Queue+req.Partition+req.TransactionID == "":
+	case werr != nil:
+		return nil, werr
+	case req.MessageID != "":
 		return o.MessageByID(ctx, req.MessageID)
-	case req.MessageID == "" && req.Queue != "" && req.Partition != "" && req.TransactionID != "":
-		return o.MessageByTxn(ctx, req.Queue, req.Partition, req.TransactionID)
 	}
-	return nil, badInput("name one message: %s", shape)
+	return o.MessageByTxn(ctx, req.Queue, req.Partition, req.TransactionID)
+}
+
+// decodeGet reads a message get: a messageId, or a queue, partition and
+// transactionId.
+func decodeGet(body []byte) (queengate.GetRequest, *queengate.Error) {
+	var req queengate.GetRequest
+	werr := decodeObject(body, theBody, getShape,
+		objectField{name: "messageId", decode: stringInto("messageId", &req.MessageID)},
+		objectField{name: "queue", decode: stringInto("queue", &req.Queue)},
+		objectField{name: "partition", decode: stringInto("partition", &req.Partition)},
+		objectField{name: "transactionId", decode: stringInto("transactionId", &req.TransactionID)},
+	)
+	switch {
+	case werr != nil:
+		return req, werr
+	case req.MessageID != "" && req.Queue+req.Partition+req.TransactionID == "":
+		return req, nil
+	case req.MessageID == "" && req.Queue != "" && req.Partition != "" && req.TransactionID != "":
+		return req, nil
+	}
+	return req, badInput("name one message: %s", getShape.example)
 }
 
 // MessageByID answers the message a messageId names.
@@ -233,46 +236,118 @@ func (o *Ops) MessageByTxn(ctx context.Context, queue, partition, txnID string) 
 	return o.MessageByID(ctx, model.MessageID(l.PartitionID, l.Offset))
 }
 
-// Explain answers what a push of a transactionId to queue/partition
-// would be answered now, and why (the NATS face: a JSON body).
-func (o *Ops) Explain(ctx context.Context, queue, partition string, body []byte) (any, *queengate.Error) {
-	fields, err := scanObject(body, "the body")
-	if err != nil {
-		return nil, badInput(`%v; want {"transactionId": "..."}`, err)
-	}
-	var txnID string
-	for _, f := range fields {
-		v, ok := decodeString(f.raw)
-		if f.key != "transactionId" || !ok {
-			return nil, badInput(`the body has one field, "transactionId", a string; got %q: %s`, f.key, f.raw)
-		}
-		txnID = v
-	}
-	return o.ExplainTxn(ctx, queue, partition, txnID)
+// explainRequest is what explain asks about: a transactionId and,
+// optionally, the data a push would carry (nil: not given).
+type explainRequest struct {
+	txnID string
+	data  []byte
 }
 
-// ExplainTxn explains the verdict of transactionId txnID.
-func (o *Ops) ExplainTxn(ctx context.Context, queue, partition, txnID string) (any, *queengate.Error) {
+// Explain answers what a push of a transactionId (and data) to
+// queue/partition would be answered now, and why (the NATS face: a JSON
+// body, a push message).
+func (o *Ops) Explain(ctx context.Context, queue, partition string, body []byte) (any, *queengate.Error) {
+	req, werr := decodeExplain(body)
+	if werr != nil {
+		return nil, werr
+	}
+	return o.explain(ctx, queue, partition, req)
+}
+
+// ExplainQuery is Explain given as URL parameters (the HTTP face):
+// transactionId and, optionally, data (raw JSON). They are checked as the
+// push message {"transactionId": <id>, "data": <data>} would be.
+func (o *Ops) ExplainQuery(ctx context.Context, queue, partition string, q url.Values) (any, *queengate.Error) {
+	for name, vals := range q {
+		switch {
+		case name != "transactionId" && name != "data":
+			return nil, badInput("unknown parameter %q: explain takes transactionId=<id> and, optionally, data=<JSON>", excerpt([]byte(name)))
+		case len(vals) != 1:
+			return nil, badInput("%s is given %d times: give it once", excerpt([]byte(name)), len(vals))
+		}
+	}
+	if !q.Has("transactionId") {
+		return nil, badInput("transactionId is missing: explain takes transactionId=<id> and, optionally, data=<JSON>")
+	}
+	body := appendJSONString([]byte(`{"transactionId":`), q.Get("transactionId"))
+	if q.Has("data") {
+		body = append(append(body, `,"data":`...), q.Get("data")...)
+	}
+	req, werr := decodeExplain(append(body, '}'))
+	if werr != nil {
+		return nil, werr
+	}
+	return o.explain(ctx, queue, partition, req)
+}
+
+// decodeExplain reads an explain body with the push decoder, so the
+// transactionId and data are checked exactly as a push checks them.
+func decodeExplain(body []byte) (explainRequest, *queengate.Error) {
+	m, werr := decodeOneMessage(body, "an explain")
+	switch {
+	case werr != nil:
+		return explainRequest{}, werr
+	case !m.txnIDSet:
+		return explainRequest{}, badInput(`"transactionId" is missing: explain the verdict of which id?`)
+	}
+	return explainRequest{txnID: string(m.txnID), data: m.data}, nil
+}
+
+// explain explains the verdict of a push of req to queue/partition.
+func (o *Ops) explain(ctx context.Context, queue, partition string, req explainRequest) (any, *queengate.Error) {
 	if werr := validPlace(queue, partition); werr != nil {
 		return nil, werr
 	}
-	if txnID == "" {
-		return nil, badInput("transactionId is missing or empty")
-	}
-	l, err := o.reads.FindTxn(ctx, queue, partition, txnID)
+	l, err := o.reads.FindTxn(ctx, queue, partition, req.txnID)
 	if err != nil {
 		return nil, readError(err)
 	}
-	ans := queengate.ExplainAnswer{Queue: queue, Partition: partition, TransactionID: txnID, Verdict: "new", WindowSeconds: l.WindowSeconds}
+	ans := queengate.ExplainAnswer{Queue: queue, Partition: partition, TransactionID: req.txnID, Verdict: "new",
+		Answer: "queued", WindowSeconds: l.WindowSeconds}
 	if l.Found {
 		window := time.Duration(l.WindowSeconds) * time.Second
-		ans.Verdict = "duplicate"
+		ans.Verdict, ans.Answer = "duplicate", "duplicate"
 		ans.Original = &queengate.ExplainOriginal{Offset: l.Offset, MessageID: model.MessageID(l.PartitionID, l.Offset),
 			CreatedAt: l.CreatedAt, CoveredUntil: l.CreatedAt.Add(window), Retained: l.Retained}
+		if werr := o.explainConflict(ctx, queue, l, req.data, &ans); werr != nil {
+			return nil, werr
+		}
 	}
-	ans.Cache = o.explainCache(l, model.HashTxnID(txnID))
+	ans.Cache = o.explainCache(l, model.HashTxnID(req.txnID))
 	ans.Explanation = explanation(ans, l.DBNow)
 	return ans, nil
+}
+
+// explainConflict judges a duplicate's data as a push would (ingest's
+// payload-conflict check): on a queue that compares payloads, data unlike
+// the original's is flagged (flag) or fails (reject); an original whose
+// data is gone cannot conflict; without data, the answer depends on it.
+func (o *Ops) explainConflict(ctx context.Context, queue string, l model.TxnLookup, data []byte, ans *queengate.ExplainAnswer) *queengate.Error {
+	q, err := o.store.QueueConfig(ctx, queue)
+	if err != nil {
+		return readError(err)
+	}
+	ans.OnConflict = string(q.OnConflict)
+	if !q.OnConflict.Compares() {
+		return nil
+	}
+	originals, err := o.reads.Originals(ctx, l.PartitionID, []int64{l.Offset})
+	if err != nil {
+		return storeError(err)
+	}
+	original, ok := originals[l.Offset]
+	switch {
+	case !ok:
+		ans.OriginalDataGone = true
+	case data == nil:
+		ans.Answer, ans.DependsOnData = "", true
+	case model.HashData(data) != original:
+		ans.Conflict = true
+		if q.OnConflict == model.ConflictReject {
+			ans.Answer = "failed"
+		}
+	}
+	return nil
 }
 
 // explainCache is what this gateway's cache knows of the id, and the path
@@ -308,6 +383,7 @@ func explanation(a queengate.ExplainAnswer, now time.Time) string {
 		if !o.Retained {
 			verdict += " Retention has deleted the message itself; its transactionId still counts."
 		}
+		verdict += conflictSentence(a)
 	}
 	path := map[string]string{
 		"none":     "",
@@ -316,4 +392,25 @@ func explanation(a queengate.ExplainAnswer, now time.Time) string {
 		"full":     fmt.Sprintf(" This gateway's cache cannot vouch for the partition (%s): its push would probe the whole window.", a.Cache.State),
 	}[a.Cache.Path]
 	return verdict + path
+}
+
+// conflictSentence says how a duplicate's data changes its answer on a
+// queue that compares payloads.
+func conflictSentence(a queengate.ExplainAnswer) string {
+	fails := a.OnConflict == string(model.ConflictReject)
+	switch {
+	case a.OnConflict != string(model.ConflictFlag) && !fails:
+		return ""
+	case a.OriginalDataGone:
+		return " The original's data is gone, so a payload conflict cannot be told: any data is answered duplicate."
+	case a.DependsOnData && fails:
+		return " The queue rejects payload conflicts: the same data is answered duplicate, other data failed with \"conflict\": true (give data to know which)."
+	case a.DependsOnData:
+		return " The queue flags payload conflicts: other data than the original's is answered duplicate with \"conflict\": true (give data to know which)."
+	case a.Conflict && fails:
+		return " This data differs from the original's and the queue rejects payload conflicts: the push fails with \"conflict\": true, and nothing is written."
+	case a.Conflict:
+		return " This data differs from the original's: the duplicate answer carries \"conflict\": true."
+	}
+	return " This data is the original's, byte for byte: no conflict."
 }

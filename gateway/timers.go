@@ -3,10 +3,8 @@ package gateway
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	queengate "github.com/queengate/queengate"
 	"net/http"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -17,8 +15,8 @@ import (
 // maxTimerDelay bounds delayMs (and how far ahead fireAt may be): ten years.
 const maxTimerDelay = 10 * 365 * 24 * time.Hour
 
-// timerIDPattern is a timerId: a UUID as PostgreSQL prints it.
-var timerIDPattern = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+// maxTimerList bounds a timer list's limit.
+const maxTimerList = 10000
 
 // timerRequest is a decoded schedule.
 type timerRequest struct {
@@ -34,16 +32,8 @@ var timerFields = []string{"fireAt", "delayMs"}
 // data: the push's rules, no other field) plus exactly one of fireAt
 // (RFC 3339) and delayMs (an integer >= 0, from now).
 func decodeTimer(body []byte, now time.Time) (timerRequest, *queengate.Error) {
-	if bytes.HasPrefix(bytes.TrimSpace(body), []byte("[")) {
-		return timerRequest{}, badInput("a timer is one message object, not an array")
-	}
-	raw, werr := scanMessages(body, 1, timerFields...)
+	m, werr := decodeOneMessage(body, "a timer", timerFields...)
 	if werr != nil {
-		return timerRequest{}, werr
-	}
-	m := &raw[0]
-	if werr := m.check(0); werr != nil {
-		werr.Message = strings.Replace(werr.Message, "message 0: ", "", 1)
 		return timerRequest{}, werr
 	}
 	r := timerRequest{txnID: m.txnIDOrMint(), data: m.data}
@@ -68,10 +58,28 @@ func decodeTimer(body []byte, now time.Time) (timerRequest, *queengate.Error) {
 	return r, nil
 }
 
+// decodeOneMessage decodes a body holding one push message (and the
+// extra fields named) with the push decoder and its checks. what names
+// it ("a timer") where it is refused as an array.
+func decodeOneMessage(body []byte, what string, extra ...string) (*rawMessage, *queengate.Error) {
+	if bytes.HasPrefix(bytes.TrimSpace(body), []byte("[")) {
+		return nil, badInput("%s is one message object, not an array", what)
+	}
+	raw, werr := scanMessages(body, 1, extra...)
+	if werr == nil {
+		werr = raw[0].check(0)
+	}
+	if werr != nil {
+		werr.Message = strings.Replace(werr.Message, "message 0: ", "", 1)
+		return nil, werr
+	}
+	return &raw[0], nil
+}
+
 func decodeFireAt(raw []byte, now time.Time) (time.Time, *queengate.Error) {
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return time.Time{}, badInput(`"fireAt" must be an RFC 3339 string such as "2026-12-01T09:00:00Z"`)
+	s, ok := decodeString(raw)
+	if !ok {
+		return time.Time{}, badInput(`"fireAt" must be an RFC 3339 string such as "2026-12-01T09:00:00Z", not %s`, describe(raw))
 	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
@@ -84,17 +92,12 @@ func decodeFireAt(raw []byte, now time.Time) (time.Time, *queengate.Error) {
 }
 
 func decodeDelay(raw []byte) (time.Duration, *queengate.Error) {
-	lit := string(raw)
-	if !integerLiteral.MatchString(lit) {
-		return 0, badInput(`"delayMs" must be an integer number of milliseconds, got %s`, lit)
-	}
-	if strings.HasPrefix(lit, "-") {
-		return 0, badInput(`"delayMs" %s is negative: 0 or more milliseconds`, lit)
-	}
-	// Compared before converting: a Duration of that many ms overflows.
-	ms, err := strconv.ParseInt(lit, 10, 64)
-	if err != nil || ms > int64(maxTimerDelay/time.Millisecond) {
-		return 0, badInput(`"delayMs" %s is more than ten years`, lit)
+	var ms int64
+	// The bound is checked before converting: a Duration of that many ms
+	// overflows.
+	if werr := wholeNumberInto("delayMs", 0, int64(maxTimerDelay/time.Millisecond), &ms)(raw); werr != nil {
+		werr.Message += " (milliseconds from now, up to ten years)"
+		return 0, werr
 	}
 	return time.Duration(ms) * time.Millisecond, nil
 }
@@ -141,30 +144,36 @@ func (t *TimerOps) schedule(ctx context.Context, prefix, subject string, body []
 		TransactionID: s.TransactionID, Existing: s.Existing}, nil
 }
 
+var (
+	cancelShape    = objectShape{"a cancel", `{"timerId": "<uuid>"}`}
+	timerListShape = objectShape{"a timer list", `{"queue": "...", "limit": 100} (both optional; or an empty body)`}
+)
+
 func (t *TimerOps) cancel(ctx context.Context, body []byte) (any, *queengate.Error) {
-	const shape = `body must be {"timerId": "<uuid>"}`
-	fields, err := scanObject(body, "the body")
-	if err != nil {
-		return nil, badInput("%v; %s", err, shape)
-	}
-	var id string
-	for _, f := range fields {
-		if f.key != "timerId" {
-			return nil, badInput("unknown field %q: %s", f.key, shape)
-		}
-		var ok bool
-		if id, ok = decodeString(f.raw); !ok || !timerIDPattern.MatchString(id) {
-			return nil, badInput(`"timerId" must be the UUID a schedule answered, got %s`, f.raw)
-		}
-	}
-	if id == "" {
-		return nil, badInput(`"timerId" is missing: %s`, shape)
+	id, werr := decodeCancel(body)
+	if werr != nil {
+		return nil, werr
 	}
 	answer, err := t.svc.Cancel(ctx, id)
 	if err != nil {
 		return nil, storeError(err)
 	}
 	return queengate.TimerCancelled{Status: answer}, nil
+}
+
+// decodeCancel reads a cancel body: the timerId a schedule answered.
+func decodeCancel(body []byte) (id string, werr *queengate.Error) {
+	werr = decodeObject(body, theBody, cancelShape, objectField{name: "timerId", decode: func(raw []byte) *queengate.Error {
+		if s, ok := decodeString(raw); ok && uuidText.MatchString(s) {
+			id = s
+			return nil
+		}
+		return badInput(`"timerId" must be the UUID a schedule answered, not %s`, describe(raw))
+	}})
+	if werr == nil && id == "" {
+		werr = badInput(`"timerId" is missing: want %s`, cancelShape.example)
+	}
+	return id, werr
 }
 
 // list lists pending timers; limit nil takes the default (100).
@@ -176,8 +185,8 @@ func (t *TimerOps) list(ctx context.Context, queue string, limitArg *int) (any, 
 	if limitArg != nil {
 		limit = *limitArg
 	}
-	if limit < 1 || limit > 10000 {
-		return nil, badInput("limit %d: 1 to 10000", limit)
+	if limit < 1 || limit > maxTimerList {
+		return nil, badInput("limit %d: 1 to %d", limit, maxTimerList)
 	}
 	ts, err := t.svc.List(ctx, queue, limit)
 	if err != nil {
@@ -192,35 +201,26 @@ func (t *TimerOps) list(ctx context.Context, queue string, limitArg *int) (any, 
 }
 
 func (t *TimerOps) listNATS(ctx context.Context, body []byte) (any, *queengate.Error) {
-	const shape = `body must be empty or {"queue"?: "...", "limit"?: n}`
-	var (
-		queue string
-		limit *int
-	)
-	if len(bytes.TrimSpace(body)) > 0 {
-		fields, err := scanObject(body, "the body")
-		if err != nil {
-			return nil, badInput("%v; %s", err, shape)
-		}
-		for _, f := range fields {
-			switch f.key {
-			case "queue":
-				var ok bool
-				if queue, ok = decodeString(f.raw); !ok {
-					return nil, badInput(`"queue" must be a string, not %s`, f.raw)
-				}
-			case "limit":
-				n, err := strconv.Atoi(string(f.raw))
-				if err != nil || !integerLiteral.Match(f.raw) {
-					return nil, badInput(`"limit" must be an integer from 1 to 10000, not %s`, f.raw)
-				}
-				limit = &n
-			default:
-				return nil, badInput("unknown field %q: %s", f.key, shape)
-			}
-		}
+	queue, limit, werr := decodeTimerList(body)
+	if werr != nil {
+		return nil, werr
 	}
 	return t.list(ctx, queue, limit)
+}
+
+// decodeTimerList reads a list body: empty, or a queue and a limit.
+func decodeTimerList(body []byte) (queue string, limit *int, werr *queengate.Error) {
+	if jsonBlank(body) {
+		return "", nil, nil
+	}
+	werr = decodeObject(body, theBody, timerListShape,
+		objectField{name: "queue", decode: nameInto("queue", &queue)},
+		objectField{name: "limit", decode: func(raw []byte) *queengate.Error {
+			limit = new(int)
+			return wholeNumberInto("limit", 1, maxTimerList, limit)(raw)
+		}},
+	)
+	return queue, limit, werr
 }
 
 // addEndpoints serves schedule, cancel and list.

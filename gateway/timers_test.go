@@ -111,12 +111,12 @@ func TestTimerBadInputIsA400AndStoresNothing(t *testing.T) {
 		{ok, `{"data":1,"fireAt":"tomorrow"}`, "not RFC 3339"},
 		{ok, `{"data":1,"fireAt":"2026-12-01T09:00:00"}`, "not RFC 3339"},
 		{ok, `{"data":1,"fireAt":1767225600}`, "must be an RFC 3339 string"},
-		{ok, `{"data":1,"delayMs":-5}`, "negative"},
-		{ok, `{"data":1,"delayMs":1.5}`, "must be an integer"},
-		{ok, `{"data":1,"delayMs":"10"}`, "must be an integer"},
-		{ok, `{"data":1,"delayMs":999999999999999}`, "more than ten years"},
-		{ok, `{"data":1,"delayMs":9223372036855}`, "more than ten years"}, // overflows a Duration
-		{ok, `{"data":1,"delayMs":99999999999999999999}`, "more than ten years"},
+		{ok, `{"data":1,"delayMs":-5}`, `"delayMs" is -5: from 0 to 315360000000 (milliseconds from now, up to ten years)`},
+		{ok, `{"data":1,"delayMs":1.5}`, `"delayMs" must be a whole number, not the JSON number 1.5`},
+		{ok, `{"data":1,"delayMs":"10"}`, `"delayMs" must be a whole number, not a string "10"`},
+		{ok, `{"data":1,"delayMs":999999999999999}`, "up to ten years"},
+		{ok, `{"data":1,"delayMs":9223372036855}`, "from 0 to 315360000000"}, // overflows a Duration
+		{ok, `{"data":1,"delayMs":99999999999999999999}`, "out of range"},
 		{ok, `{"data":1,"fireAt":"2999-01-01T00:00:00Z"}`, "more than ten years ahead"},
 		{ok, `{"data":1}`, "exactly one of"},
 		{ok, `{"data":1,"delayMs":0,"fireAt":"2026-12-01T09:00:00Z"}`, "exactly one of"},
@@ -134,7 +134,7 @@ func TestTimerBadInputIsA400AndStoresNothing(t *testing.T) {
 		{"timer.cancel", `{}`, `"timerId" is missing`},
 		{"timer.cancel", `{"timerId":"00000000-0000-0000-0000-000000000000","timerId":"00000000-0000-0000-0000-000000000001"}`, "given twice"},
 		{"timer.cancel", `{"timerID":"00000000-0000-0000-0000-000000000000"}`, `unknown field "timerID"`},
-		{"timer.cancel", `nope`, "body must be"},
+		{"timer.cancel", `nope`, "the body must be a JSON object"},
 	}
 	for _, c := range cases {
 		status, body := g.viaNATS(t, c.subject, "", c.body)
