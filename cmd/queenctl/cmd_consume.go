@@ -22,9 +22,13 @@ const consumeUsage = `Usage:
 Consumes messages as a consumer of GROUP: of any partition with work, or
 of PARTITION. Prints each message as one JSON line (partition, offset,
 messageId, transactionId, createdAt, attempts, data exactly as pushed),
-and acknowledges each batch completed once printed. A message printed is
-acknowledged; one popped but not printed (queenctl was killed) is
-redelivered to the group when its lease runs out.
+and acknowledges each batch completed after printing all of it: delivery
+is at least once. A message is printed before it is acknowledged; if
+queenctl is killed before the ack arrives, the batch is delivered again
+(and printed again) once its lease runs out. An ack the gateway does not
+apply (the lease ran out or was taken over first) ends queenctl with exit
+1, naming the message; it is delivered again. An interrupt (Ctrl-C,
+SIGTERM) still waits for the printed batch's ack.
 
 --count stops after N messages (0: until interrupted, exit 0). --max is
 the batch size (default 100), --lease how long a batch is the consumer's
