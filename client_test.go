@@ -38,6 +38,8 @@ type running struct {
 	queue  string
 	url    string // the embedded NATS server's
 	store  *pgstore.Store
+	// stopGateway stops the gateway; NATS and PostgreSQL stay up.
+	stopGateway func()
 }
 
 // clientConn is another connection to the gateway's NATS server.
@@ -99,7 +101,7 @@ func startGateway(t *testing.T, token string, opts ...queengate.Option) *running
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	return &running{client: c, queue: pgtest.UniqueName(t), url: ns.ClientURL(), store: store}
+	return &running{client: c, queue: pgtest.UniqueName(t), url: ns.ClientURL(), store: store, stopGateway: gw.Stop}
 }
 
 func msg(id, data string) queengate.Message {
