@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/internal/checkfor"
 )
@@ -102,4 +104,47 @@ func testConsume(t *testing.T, tr transport) {
 	ctl(t, "", flags(tr.admin, "read", "chores-dlq", "p")...).expect(t, exitOK, `"error":"no time"`, `"attempts":2`, `"data":{"chore":1}`)
 	ctl(t, "", flags(tr.push, "consume", "nosuchqueue", "--group", "g", "--count", "1")...).expect(t, exitGateway, "gateway answered 404", "unknown queue")
 	ctl(t, "", flags(tr.push, "consume", "jobs", "--count", "1")...).expect(t, exitUsage, "--group is required")
+}
+
+// testExactDataAndEscapes: push sends data byte for byte, so a retry of
+// data pushed by other means is a duplicate on a queue that rejects
+// conflicts, and says a retry is safe only where it is; strings from
+// users and the gateway reach the terminal escaped (a consumer label
+// with a terminal escape, in get groups and in get queue, which shows
+// the groups).
+func testExactDataAndEscapes(t *testing.T, tr transport, natsURL string) {
+	ctl(t, "", flags(tr.admin, "configure", "strict", "--on-conflict", "reject")...).expect(t, exitOK, "reject")
+	nc, err := nats.Connect(natsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if _, err := nc.Request("queen.push.strict.p", []byte(`{"transactionId":"sp-1","data":{ "a": 1 }}`), 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	ctl(t, "", flags(tr.push, "push", "strict", "p", `{ "a": 1 }`, "--txn-id", "sp-1")...).expect(t, exitOK, "0 queued, 1 duplicate, 0 failed")
+	ctl(t, `{"transactionId":"sp-1", "data": { "a": 1 }}`+"\n", flags(tr.push, "push", "strict", "p", "--envelope")...).expect(t, exitOK, "0 queued, 1 duplicate, 0 failed")
+	r := ctl(t, "", flags(tr.push, "push", "strict", "p", `{"a":2}`, "--txn-id", "sp-1")...)
+	r.expect(t, exitGateway, "1 of 1 messages failed", "1 by a payload conflict", "which a retry fails again")
+	if strings.Contains(r.stderr, "is safe") {
+		t.Errorf("a payload conflict said to be safe to retry:\n%s", r.stderr)
+	}
+
+	c, err := queengate.NewClient(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Pop(t.Context(), "strict", "p", queengate.PopRequest{Group: "g", Consumer: "\x1b[31mred\n", Max: 1}); err != nil {
+		t.Fatal(err)
+	}
+	r = ctl(t, "", flags(tr.push, "push", "strict", "p", "x", "--txn-id", "\x1b[2Jclear")...)
+	r.expect(t, exitOK, `\x1b[2Jclear`)
+	for _, args := range [][]string{{"get", "groups", "strict"}, {"get", "queue", "strict"}} {
+		r := ctl(t, "", flags(tr.admin, args...)...)
+		r.expect(t, exitOK, "GROUP", `\x1b[31mred\n`)
+		if strings.Contains(r.stdout, "\x1b") {
+			t.Errorf("%v printed a raw escape:\n%q", args, r.stdout)
+		}
+	}
+	ctl(t, "", flags(tr.admin, "get", "queue", "strict")...).expect(t, exitOK, "Consumer groups:", "LEASED BY")
 }

@@ -96,7 +96,7 @@ type failedError struct{ failed, conflicts, total int }
 func (e *failedError) Error() string {
 	s := fmt.Sprintf("%d of %d messages failed (not stored; see the error column)", e.failed, e.total)
 	if e.conflicts > 0 {
-		s += fmt.Sprintf("; %d are payload conflicts: their transactionId is stored with other data, and a retry fails again", e.conflicts)
+		s += fmt.Sprintf("; %d by a payload conflict (the transactionId is stored with other data), which a retry fails again", e.conflicts)
 	}
 	if retryable := e.failed - e.conflicts; retryable == e.failed {
 		s += "; retrying them with the same transactionId is safe"
