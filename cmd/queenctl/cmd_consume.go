@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"sync"
 	"time"
 
 	queengate "github.com/queengate/queengate"
@@ -121,7 +122,17 @@ func (c *consumer) run(ctx context.Context) error {
 		if len(batch.Messages) == 0 {
 			continue
 		}
-		if err := c.print(batch); err != nil {
+		// Renewed at once, as the Go client's Consume does: it tells the
+		// gateway the batch arrived, so a queenctl killed while printing
+		// counts an attempt. Its answer does not matter: the ack says
+		// whether the lease held.
+		var confirm sync.WaitGroup
+		confirm.Go(func() {
+			_, _ = c.client.Renew(ctx, c.queue, batch.Partition, queengate.LeaseRequest{Group: c.group, LeaseID: batch.LeaseID, LeaseMs: c.pop.LeaseMs})
+		})
+		err = c.print(batch)
+		confirm.Wait()
+		if err != nil {
 			return err
 		}
 		if err := c.ack(ctx, batch); err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -147,4 +148,60 @@ func testExactDataAndEscapes(t *testing.T, tr transport, natsURL string) {
 		}
 	}
 	ctl(t, "", flags(tr.admin, "get", "queue", "strict")...).expect(t, exitOK, "Consumer groups:", "LEASED BY")
+}
+
+// blockingWriter stands for a terminal that takes the first line and then
+// hangs (a queenctl killed right after printing): printed is closed at the
+// first write, which returns once release is closed.
+type blockingWriter struct {
+	syncBuffer
+	once             sync.Once
+	printed, release chan struct{}
+}
+
+func (w *blockingWriter) Write(p []byte) (int, error) {
+	n, err := w.syncBuffer.Write(p)
+	w.once.Do(func() { close(w.printed) })
+	<-w.release
+	return n, err
+}
+
+// testPrintedBeforeAcknowledged: consume acknowledges a batch after
+// printing it, as its help says, so a message printed by a consumer that
+// never gets to the ack is delivered again once the lease runs out, and
+// that consumer's late ack ends it with exit 1 naming the message. The
+// batch's lease is renewed at once, confirming its delivery.
+func testPrintedBeforeAcknowledged(t *testing.T, tr transport, natsURL string) {
+	help := ctl(t, "", "consume", "--help").stdout
+	if !strings.Contains(help, "A message is printed before it is acknowledged") || strings.Contains(help, "A message printed is acknowledged") {
+		t.Errorf("consume --help does not say when a printed message is acknowledged:\n%s", help)
+	}
+	ctl(t, "", flags(tr.push, "push", "tasks", "p", `{"task":1}`, "--txn-id", "task-1")...).expect(t, exitOK, "1 queued")
+	watcher, err := nats.Connect(natsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watcher.Close()
+	var renewals atomic.Int32
+	if _, err := watcher.Subscribe("queen.consume.renew.tasks.p", func(*nats.Msg) { renewals.Add(1) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := watcher.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	out := &blockingWriter{printed: make(chan struct{}), release: make(chan struct{})}
+	var errOut syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- runEnv(context.Background(), flags(tr.push, "consume", "tasks", "--group", "g", "--count", "1", "--lease", "1s"),
+			func(string) (string, bool) { return "", false }, strings.NewReader(""), out, &errOut)
+	}()
+	<-out.printed
+	checkfor.Check(t, 10*time.Second, checkfor.Cond("the batch's lease renewed at once", func() bool { return renewals.Load() > 0 }))
+	r := ctl(t, "", flags(tr.push, "consume", "tasks", "--group", "g", "--count", "1", "--wait", "1s")...)
+	r.expect(t, exitOK, `"transactionId":"task-1"`)
+	close(out.release)
+	if code := <-done; code != exitGateway || !strings.Contains(errOut.String(), "message task-1 was printed but not acknowledged") {
+		t.Errorf("the consumer whose ack came late: exit %d, %s", code, errOut.String())
+	}
 }
