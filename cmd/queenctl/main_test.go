@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"reflect"
 	"strings"
@@ -235,6 +236,21 @@ func TestArgMessages(t *testing.T) {
 	}
 	if got := argMessages([]string{"x"}, "t-1"); string(got[0]) != `{"transactionId":"t-1","data":"x"}` {
 		t.Errorf("with --txn-id: %s", got[0])
+	}
+}
+
+// The README's example input pushes as it is: one message per line, its
+// data byte for byte.
+func TestExampleMessages(t *testing.T) {
+	t.Parallel()
+	f, err := os.Open("../../testdata/messages.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	msgs, err := stdinMessages(f, false)
+	if err != nil || len(msgs) != 3 || string(msgs[1]) != `{"data":{"orderId": 9138, "amount": 12.50}}` {
+		t.Errorf("testdata/messages.jsonl: %q, %v", msgs, err)
 	}
 }
 
