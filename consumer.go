@@ -108,10 +108,11 @@ type ConsumeOptions struct {
 	OnError func(error)
 	// MaxPopFailures is how many pops in a row may fail (no answer, no
 	// gateway, a 5xx) before Consume returns the last failure: default
-	// 10, at least ten seconds of retrying, long enough to ride out a
-	// gateway's restart and short enough that a consumer that cannot
-	// reach any gateway (wrong URL or prefix, missing permissions) says
-	// so. Negative: never return; every failure still goes to OnError.
+	// 10, with a second between them (nine seconds or more), long enough
+	// to ride out a gateway's restart and short enough that a consumer
+	// that cannot reach any gateway (wrong URL or prefix, missing
+	// permissions) says so. Negative: never return; every failure still
+	// goes to OnError.
 	MaxPopFailures int
 }
 
@@ -181,8 +182,12 @@ func (c *Client) Consume(ctx context.Context, queue, group string, opts ConsumeO
 	}()
 	failures := 0
 	for ctx.Err() == nil {
-		batch, err := c.Pop(ctx, queue, opts.Partition, PopRequest{Group: group, Consumer: opts.Consumer, Max: opts.Max,
+		// Each pop is bounded even when ctx has a distant deadline: one
+		// lost answer must not stall the consumer until then.
+		popCtx, cancel := context.WithTimeout(ctx, c.timeout+opts.Wait)
+		batch, err := c.Pop(popCtx, queue, opts.Partition, PopRequest{Group: group, Consumer: opts.Consumer, Max: opts.Max,
 			LeaseMs: opts.Lease.Milliseconds(), WaitMs: opts.Wait.Milliseconds(), Ack: pending})
+		cancel()
 		var werr *Error
 		switch {
 		case ctx.Err() != nil:

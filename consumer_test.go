@@ -284,11 +284,13 @@ func TestConsumeReportsALeaseLostMidBatch(t *testing.T) {
 	}
 }
 
-// Pops that keep failing (the gateway stopped) are reported to OnError
-// each time, and Consume returns after MaxPopFailures of them.
+// Pops that keep failing (the gateway stopped, then one that never
+// answers) are reported to OnError each time, and Consume returns after
+// MaxPopFailures of them, each pop bounded by the client's timeout even
+// under a context with a distant deadline.
 func TestConsumeReportsPopsThatKeepFailing(t *testing.T) {
 	t.Parallel()
-	r := startGateway(t, "")
+	r := startGateway(t, "", queengate.WithTimeout(200*time.Millisecond))
 	pushN(t, r, 1)
 	r.stopGateway()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
@@ -301,6 +303,19 @@ func TestConsumeReportsPopsThatKeepFailing(t *testing.T) {
 	}
 	if len(reported) != 2 || !errors.Is(reported[0], nats.ErrNoResponders) || !errors.Is(reported[1], nats.ErrNoResponders) {
 		t.Errorf("OnError heard %v, want the first two failures", reported)
+	}
+
+	mute := r.clientConn(t)
+	if _, err := mute.Subscribe(r.client.Subjects().Pop(r.queue, ""), func(*nats.Msg) {}); err != nil {
+		t.Fatal(err)
+	}
+	if err := mute.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	err = r.client.Consume(ctx, r.queue, "g", queengate.ConsumeOptions{MaxPopFailures: 2, Wait: time.Millisecond},
+		func(context.Context, queengate.Delivery) error { return nil })
+	if !errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
+		t.Fatalf("consume with a gateway that never answers: %v, want the second pop's timeout", err)
 	}
 }
 

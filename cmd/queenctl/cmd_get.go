@@ -17,7 +17,8 @@ func init() {
 
 const getUsage = `Usage:
   queenctl get queues           every queue with its options
-  queenctl get queue QUEUE      one queue: its options and its partitions
+  queenctl get queue QUEUE      one queue: its options, its partitions and
+                                its consumer groups
   queenctl get groups QUEUE     the queue's consumer groups: where each is
                                 on each partition, its lag and its lease
   queenctl get message MESSAGE_ID
