@@ -143,16 +143,25 @@ func (c *consumer) run(ctx context.Context) error {
 	return nil
 }
 
-// print writes a batch as JSON lines, data as pushed.
+// print writes a batch as JSON lines, data byte for byte as pushed: it
+// is appended last by hand, since encoding/json would compact it and
+// escape <, > and &.
 func (c *consumer) print(batch queengate.PopAnswer) error {
 	for _, m := range batch.Messages {
-		line, err := json.Marshal(struct {
+		head, err := json.Marshal(struct {
 			Partition string `json:"partition"`
 			queengate.Delivery
-		}{batch.Partition, m})
+			Data json.RawMessage `json:"data,omitempty"` // nil: hides the Delivery's
+		}{Partition: batch.Partition, Delivery: m})
 		if err != nil {
 			return err
 		}
+		data := m.Data
+		if len(data) == 0 {
+			data = json.RawMessage("null")
+		}
+		line := append(head[:len(head)-1], `,"data":`...)
+		line = append(append(line, data...), '}')
 		if _, err := fmt.Fprintf(c.s.stdout, "%s\n", line); err != nil {
 			return err
 		}

@@ -131,6 +131,9 @@ func testExactDataAndEscapes(t *testing.T, tr transport, natsURL string) {
 		t.Errorf("a payload conflict said to be safe to retry:\n%s", r.stderr)
 	}
 
+	// consume prints data byte for byte too.
+	ctl(t, "", flags(tr.push, "consume", "strict", "--group", "h", "--count", "1")...).expect(t, exitOK, `"data":{ "a": 1 }`)
+
 	c, err := queengate.NewClient(nc)
 	if err != nil {
 		t.Fatal(err)
