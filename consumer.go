@@ -111,8 +111,10 @@ type ConsumeOptions struct {
 	// 10, with a second between them (nine seconds or more), long enough
 	// to ride out a gateway's restart and short enough that a consumer
 	// that cannot reach any gateway (wrong URL or prefix, missing
-	// permissions) says so. Negative: never return; every failure still
-	// goes to OnError.
+	// permissions) says so. Before returning, it still tries to deliver
+	// the last handled batch's ack while that batch's lease runs, as when
+	// ctx ends. Negative: never return; every failure still goes to
+	// OnError.
 	MaxPopFailures int
 }
 
