@@ -153,6 +153,10 @@ func TestPushAndTimersSendDataByteForByte(t *testing.T) {
 	if err != nil || ans[0].Status != queengate.StatusDuplicate || ans[0].Conflict || ans[1].Status != queengate.StatusQueued {
 		t.Fatalf("a retry of the same data: %+v, %v; want a duplicate without conflict", ans, err)
 	}
+	conflict, err := r.client.Push(ctx, r.queue, "p", msg("sp-1", `{"a":1}`))
+	if err != nil || conflict[0].Status != queengate.StatusFailed || !conflict[0].Conflict || conflict[0].Retryable() {
+		t.Errorf("other data for sp-1: %+v, %v; want a failed conflict, not retryable", conflict, err)
+	}
 	data := `{ "t": "<b>" , "n": 1.0 }`
 	if _, err := r.client.ScheduleTimer(ctx, r.queue, "p", queengate.Timer{TransactionID: "tm-1", Data: json.RawMessage(data)}); err != nil {
 		t.Fatal(err)
