@@ -24,7 +24,8 @@ const (
 	StatusDuplicate Status = "duplicate"
 	// StatusFailed: not stored by this request (Error says why). Retry
 	// with the same transactionId: if it was stored after all, the retry
-	// answers duplicate.
+	// answers duplicate. A payload conflict (Conflict) is failed again by
+	// every retry: see [Answer.Retryable].
 	StatusFailed Status = "failed"
 )
 

@@ -94,6 +94,12 @@ func (c *Client) Push(ctx context.Context, queue, partition string, msgs ...Mess
 	return answers, nil
 }
 
+// Retryable reports whether a failed message may still be stored by a
+// retry with the same transactionId and data: every failure but a payload
+// conflict, which a retry meets again (docs/protocol.md, "Payload
+// conflicts").
+func (a Answer) Retryable() bool { return a.Status == StatusFailed && !a.Conflict }
+
 // pushBody validates a push and encodes its body. named requires a
 // transactionId on every message (fire-and-forget answers are matched to
 // their request by them).
@@ -114,11 +120,44 @@ func pushBody(queue, partition string, msgs []Message, named bool) ([]byte, erro
 			return nil, fmt.Errorf("queengate: message %d: a fire-and-forget push needs a transactionId on every message", i)
 		}
 	}
-	body, err := json.Marshal(msgs)
-	if err != nil {
-		return nil, fmt.Errorf("queengate: encode the push: %w", err)
+	body := []byte{'['}
+	for i, m := range msgs {
+		if i > 0 {
+			body = append(body, ',')
+		}
+		var err error
+		if body, err = m.AppendJSON(body); err != nil {
+			return nil, fmt.Errorf("queengate: message %d: %w", i, err)
+		}
 	}
-	return body, nil
+	return append(body, ']'), nil
+}
+
+// AppendJSON appends m as a message object of a push body, its data byte
+// for byte as given. encoding/json would compact the data and escape <, >
+// and &: on a queue whose onConflict is reject, a retry of data first
+// pushed by other means would then answer a payload conflict.
+func (m Message) AppendJSON(b []byte) ([]byte, error) {
+	head, _ := json.Marshal(Message{TransactionID: m.TransactionID}) // a string: cannot fail
+	return withData(b, head, m.Data)
+}
+
+// withData appends the JSON object obj to b with data, byte for byte, as
+// its "data" field; no field when data is empty.
+func withData(b, obj []byte, data json.RawMessage) ([]byte, error) {
+	if len(data) == 0 {
+		return append(b, obj...), nil
+	}
+	if !json.Valid(data) {
+		return nil, errors.New("data is not valid JSON")
+	}
+	b = append(b, obj[:len(obj)-1]...) // without its }
+	if len(obj) > 2 {
+		b = append(b, ',')
+	}
+	b = append(b, `"data":`...)
+	b = append(b, data...)
+	return append(b, '}'), nil
 }
 
 // request sends body to subject and decodes the answer into v; an error
@@ -331,18 +370,27 @@ func (c *Client) ScheduleTimer(ctx context.Context, queue, partition string, t T
 	if !t.FireAt.IsZero() && t.Delay != 0 {
 		return out, errors.New("queengate: a timer has FireAt or Delay, not both")
 	}
-	body := TimerRequest{TransactionID: t.TransactionID, Data: t.Data}
+	req := TimerRequest{TransactionID: t.TransactionID, Data: t.Data}
 	if !t.FireAt.IsZero() {
-		body.FireAt = t.FireAt.Format(time.RFC3339Nano)
+		req.FireAt = t.FireAt.Format(time.RFC3339Nano)
 	} else {
 		ms := t.Delay.Milliseconds()
-		body.DelayMs = &ms
+		req.DelayMs = &ms
 	}
-	b, err := json.Marshal(body)
+	body, err := req.AppendJSON(nil)
 	if err != nil {
-		return out, fmt.Errorf("queengate: encode the timer: %w", err)
+		return out, fmt.Errorf("queengate: the timer's %w", err)
 	}
-	return out, c.request(ctx, c.subjects.Timer(queue, partition), b, false, &out)
+	return out, c.request(ctx, c.subjects.Timer(queue, partition), body, false, &out)
+}
+
+// AppendJSON appends r as a timer request body, its data byte for byte as
+// given (see [Message.AppendJSON]).
+func (r TimerRequest) AppendJSON(b []byte) ([]byte, error) {
+	data := r.Data
+	r.Data = nil
+	head, _ := json.Marshal(r) // strings and an integer: cannot fail
+	return withData(b, head, data)
 }
 
 // CancelTimer cancels a pending timer: "cancelled", or "absent" when it

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +18,7 @@ import (
 	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/gateway"
 	"github.com/queengate/queengate/ingest"
+	"github.com/queengate/queengate/internal/checkfor"
 	"github.com/queengate/queengate/internal/pgtest"
 	"github.com/queengate/queengate/pgstore"
 	"github.com/queengate/queengate/timers"
@@ -35,6 +38,8 @@ type running struct {
 	queue  string
 	url    string // the embedded NATS server's
 	store  *pgstore.Store
+	// stopGateway stops the gateway; NATS and PostgreSQL stay up.
+	stopGateway func()
 }
 
 // clientConn is another connection to the gateway's NATS server.
@@ -96,7 +101,7 @@ func startGateway(t *testing.T, token string, opts ...queengate.Option) *running
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	return &running{client: c, queue: pgtest.UniqueName(t), url: ns.ClientURL(), store: store}
+	return &running{client: c, queue: pgtest.UniqueName(t), url: ns.ClientURL(), store: store, stopGateway: gw.Stop}
 }
 
 func msg(id, data string) queengate.Message {
@@ -127,6 +132,52 @@ func TestPushAnswersQueuedThenDuplicateOfTheOriginal(t *testing.T) {
 	minted, err := r.client.Push(ctx, r.queue, "", queengate.Message{Data: json.RawMessage(`"x"`)})
 	if err != nil || minted[0].Status != queengate.StatusQueued || minted[0].TransactionID == "" {
 		t.Errorf("a push to the Default partition without a transactionId: %+v, %v", minted, err)
+	}
+}
+
+// Client.Push and ScheduleTimer send data byte for byte as given: a retry
+// of data first pushed by other means is a duplicate even on a queue that
+// rejects conflicts, and the data reads back as it was written.
+func TestPushAndTimersSendDataByteForByte(t *testing.T) {
+	t.Parallel()
+	r := startGateway(t, "")
+	ctx := t.Context()
+	if _, err := r.client.Configure(ctx, queengate.ConfigureRequest{Queue: r.queue, OnConflict: "reject"}); err != nil {
+		t.Fatal(err)
+	}
+	raw := `{"transactionId":"sp-1","data":{ "a": 1 }}`
+	if _, err := r.clientConn(t).Request(r.client.Subjects().Push(r.queue, "p"), []byte(raw), 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	ans, err := r.client.Push(ctx, r.queue, "p", msg("sp-1", `{ "a": 1 }`), msg("sp-2", `{"b": "<i>&</i>", "n": [1, 2]}`))
+	if err != nil || ans[0].Status != queengate.StatusDuplicate || ans[0].Conflict || ans[1].Status != queengate.StatusQueued {
+		t.Fatalf("a retry of the same data: %+v, %v; want a duplicate without conflict", ans, err)
+	}
+	conflict, err := r.client.Push(ctx, r.queue, "p", msg("sp-1", `{"a":1}`))
+	if err != nil || conflict[0].Status != queengate.StatusFailed || !conflict[0].Conflict || conflict[0].Retryable() {
+		t.Errorf("other data for sp-1: %+v, %v; want a failed conflict, not retryable", conflict, err)
+	}
+	data := `{ "t": "<b>" , "n": 1.0 }`
+	if _, err := r.client.ScheduleTimer(ctx, r.queue, "p", queengate.Timer{TransactionID: "tm-1", Data: json.RawMessage(data)}); err != nil {
+		t.Fatal(err)
+	}
+	var stored []string
+	checkfor.Check(t, 10*time.Second, func() error {
+		read, err := r.client.Read(ctx, r.queue, "p", queengate.ReadRequest{})
+		if err != nil {
+			return err
+		}
+		stored = stored[:0]
+		for _, m := range read.Messages {
+			stored = append(stored, string(m.Data))
+		}
+		return checkfor.Cond("the timer has not fired", func() bool { return len(stored) == 3 })()
+	})
+	if want := []string{`{ "a": 1 }`, `{"b": "<i>&</i>", "n": [1, 2]}`, data}; !slices.Equal(stored, want) {
+		t.Errorf("stored %q, want %q", stored, want)
+	}
+	if _, err := r.client.Push(ctx, r.queue, "p", msg("x", `{"a":`)); err == nil || !strings.Contains(err.Error(), "not valid JSON") {
+		t.Errorf("a push of invalid data: %v, want it refused before sending", err)
 	}
 }
 

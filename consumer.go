@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -89,8 +90,67 @@ type ConsumeOptions struct {
 	Partition string        // one partition; "" any with work
 	Consumer  string        // a name for the lease holder, shown in group lists
 	Max       int           // messages per pop; default 100
-	Lease     time.Duration // default 30 s; renewed while the handler runs
+	Lease     time.Duration // default 30 s, at least MinConsumeLease; renewed while the handler runs
 	Wait      time.Duration // long poll per pop; default 5 s
+
+	// OnAck, when set, receives the gateway's answer to each batch's ack,
+	// with the batch's partition: one result per handled message. A
+	// result other than acked or alreadyAcked means the message was not
+	// settled as the handler said: after leaseNotHeld or leaseExpired it
+	// is delivered again.
+	OnAck func(partition string, a AckAnswer)
+	// OnError, when set, receives what Consume carries on past: a pop or
+	// an ack that failed (retried after a second), a renewal that failed
+	// or found the lease lost, and each batch whose ack left messages
+	// unsettled (an *UnsettledError). OnAck and OnError are never called
+	// two at once; OnError may be called while the handler runs (by the
+	// goroutine renewing the lease).
+	OnError func(error)
+	// MaxPopFailures is how many pops in a row may fail (no answer, no
+	// gateway, a 5xx) before Consume returns the last failure: default
+	// 10, with a second between them (nine seconds or more), long enough
+	// to ride out a gateway's restart and short enough that a consumer
+	// that cannot reach any gateway (wrong URL or prefix, missing
+	// permissions) says so. Before returning, it still tries to deliver
+	// the last handled batch's ack while that batch's lease runs, as when
+	// ctx ends. Negative: never return; every failure still goes to
+	// OnError.
+	MaxPopFailures int
+}
+
+// MinConsumeLease is the shortest lease Consume takes. It renews a lease
+// every third of it, so a lease survives two renewals that go unanswered;
+// each renewal is a NATS round trip and a PostgreSQL write, tens of
+// milliseconds and more on a busy host. A shorter lease would run out
+// under a handler that renews in time on paper (a 50 ms lease, a 60 ms
+// handler: every message dead-lettered).
+const MinConsumeLease = time.Second
+
+// DefaultMaxPopFailures is ConsumeOptions.MaxPopFailures' default.
+const DefaultMaxPopFailures = 10
+
+// ErrLeaseTooShort is what Consume returns, before popping anything, for
+// a lease shorter than MinConsumeLease.
+var ErrLeaseTooShort = fmt.Errorf("queengate: a Consume lease must be at least %v: it is renewed every third of it", MinConsumeLease)
+
+// UnsettledError says that an ack did not settle messages of a batch as
+// the handler said; each result says why and what becomes of it (most,
+// such as leaseNotHeld and leaseExpired, are delivered again).
+type UnsettledError struct {
+	Partition string
+	Items     []AckResult // the items whose result is neither acked nor alreadyAcked
+}
+
+func (e *UnsettledError) Error() string {
+	return fmt.Sprintf("queengate: %d messages of partition %s not settled as handled (first: offset %s, %s)",
+		len(e.Items), e.Partition, offsetText(e.Items[0].Offset), e.Items[0].Result)
+}
+
+func offsetText(o *int64) string {
+	if o == nil {
+		return "?"
+	}
+	return fmt.Sprint(*o)
 }
 
 // Handler processes one message. A nil error completes it; an error
@@ -101,13 +161,19 @@ type ConsumeOptions struct {
 type Handler func(ctx context.Context, m Delivery) error
 
 // Consume pops, handles and acknowledges messages of queue for group
-// until ctx ends, renewing each lease while its batch is handled. Each
-// batch's ack travels with the next pop (one request per batch); when ctx
-// ends, the last handled batch is still acknowledged. It returns ctx's
-// error, or the first error of the gateway that is not worth retrying (a
-// 4xx).
+// until ctx ends. Each popped batch's lease is renewed at once (which
+// tells the gateway the batch arrived) and then every third of the lease
+// while the batch is handled. Each batch's ack travels with the next pop
+// (one request per batch); when ctx ends, the last handled batch is still
+// acknowledged. The acks' answers go to opts.OnAck, what Consume retries
+// past to opts.OnError. It returns ctx's error, ErrLeaseTooShort, the
+// first error of the gateway that is not worth retrying (a 4xx), or the
+// last failure once opts.MaxPopFailures pops in a row failed.
 func (c *Client) Consume(ctx context.Context, queue, group string, opts ConsumeOptions, handle Handler) (err error) {
 	opts = opts.withDefaults()
+	if opts.Lease < MinConsumeLease {
+		return ErrLeaseTooShort
+	}
 	var pending *PopAck // the handled batch's ack, not yet delivered
 	defer func() {
 		if pending != nil {
@@ -116,9 +182,14 @@ func (c *Client) Consume(ctx context.Context, queue, group string, opts ConsumeO
 			}
 		}
 	}()
+	failures := 0
 	for ctx.Err() == nil {
-		batch, err := c.Pop(ctx, queue, opts.Partition, PopRequest{Group: group, Consumer: opts.Consumer, Max: opts.Max,
+		// Each pop is bounded even when ctx has a distant deadline: one
+		// lost answer must not stall the consumer until then.
+		popCtx, cancel := context.WithTimeout(ctx, c.timeout+opts.Wait)
+		batch, err := c.Pop(popCtx, queue, opts.Partition, PopRequest{Group: group, Consumer: opts.Consumer, Max: opts.Max,
 			LeaseMs: opts.Lease.Milliseconds(), WaitMs: opts.Wait.Milliseconds(), Ack: pending})
+		cancel()
 		var werr *Error
 		switch {
 		case ctx.Err() != nil:
@@ -126,11 +197,19 @@ func (c *Client) Consume(ctx context.Context, queue, group string, opts ConsumeO
 		case errors.As(err, &werr) && werr.Code < 500:
 			return err
 		case err != nil:
+			if failures++; opts.MaxPopFailures >= 0 && failures >= opts.MaxPopFailures {
+				return fmt.Errorf("queengate: %d pops in a row failed: %w", failures, err)
+			}
 			// Unknown whether the ack was applied: sending it again is safe.
+			opts.report(fmt.Errorf("queengate: pop failed (%d in a row), retrying in a second: %w", failures, err))
 			if sleep(ctx, time.Second) != nil {
 				return ctx.Err()
 			}
 			continue
+		}
+		failures = 0
+		if batch.Ack != nil {
+			opts.acked(pending.Partition, *batch.Ack)
 		}
 		pending = nil
 		if len(batch.Messages) > 0 {
@@ -144,13 +223,39 @@ func (o ConsumeOptions) withDefaults() ConsumeOptions {
 	if o.Max <= 0 {
 		o.Max = DefaultPopMax
 	}
-	if o.Lease <= 0 {
+	if o.Lease == 0 {
 		o.Lease = DefaultLeaseMs * time.Millisecond
 	}
 	if o.Wait <= 0 {
 		o.Wait = 5 * time.Second
 	}
+	if o.MaxPopFailures == 0 {
+		o.MaxPopFailures = DefaultMaxPopFailures
+	}
 	return o
+}
+
+func (o ConsumeOptions) report(err error) {
+	if o.OnError != nil {
+		o.OnError(err)
+	}
+}
+
+// acked hands an ack's answer to OnAck, and what it left unsettled to
+// OnError.
+func (o ConsumeOptions) acked(partition string, a AckAnswer) {
+	if o.OnAck != nil {
+		o.OnAck(partition, a)
+	}
+	var unsettled []AckResult
+	for _, it := range a.Items {
+		if it.Result != "acked" && it.Result != "alreadyAcked" {
+			unsettled = append(unsettled, it)
+		}
+	}
+	if len(unsettled) > 0 {
+		o.report(&UnsettledError{Partition: partition, Items: unsettled})
+	}
 }
 
 // handleBatch runs the handler over a popped batch while a goroutine
@@ -159,8 +264,12 @@ func (o ConsumeOptions) withDefaults() ConsumeOptions {
 // midway, the rest is not handled (nor failed): the ack covers what was.
 func (c *Client) handleBatch(ctx context.Context, queue, group string, opts ConsumeOptions, batch PopAnswer, handle Handler) *PopAck {
 	renewCtx, stopRenew := context.WithCancel(ctx)
+	var renewing sync.WaitGroup
+	renewing.Go(func() {
+		c.keepLease(renewCtx, queue, batch.Partition, LeaseRequest{Group: group, LeaseID: batch.LeaseID, LeaseMs: opts.Lease.Milliseconds()}, opts)
+	})
+	defer renewing.Wait() // OnError is not called once the batch is handled
 	defer stopRenew()
-	go c.keepLease(renewCtx, queue, batch.Partition, LeaseRequest{Group: group, LeaseID: batch.LeaseID, LeaseMs: opts.Lease.Milliseconds()}, opts.Lease/3)
 	ack := &PopAck{Partition: batch.Partition, LeaseID: batch.LeaseID, Items: make([]AckItem, 0, len(batch.Messages))}
 	for _, m := range batch.Messages {
 		if ctx.Err() != nil {
@@ -191,32 +300,43 @@ func (c *Client) finalAck(ctx context.Context, queue, group string, opts Consume
 		return nil
 	}
 	for {
-		_, err := c.Ack(ackCtx, queue, ack.Partition, AckRequest{Group: group, LeaseID: ack.LeaseID, Items: ack.Items})
+		a, err := c.Ack(ackCtx, queue, ack.Partition, AckRequest{Group: group, LeaseID: ack.LeaseID, Items: ack.Items})
 		var werr *Error
 		switch {
 		case err == nil:
+			opts.acked(ack.Partition, a)
 			return nil
 		case errors.As(err, &werr) && werr.Code < 500:
 			return fmt.Errorf("queengate: ack refused: %w", err)
 		case sleep(ackCtx, time.Second) != nil:
 			return fmt.Errorf("queengate: ack not delivered before the lease ran out: %w", err)
 		}
+		opts.report(fmt.Errorf("queengate: ack failed, retrying in a second: %w", err))
 	}
 }
 
-// keepLease renews a lease every interval until ctx ends or it is lost.
-func (c *Client) keepLease(ctx context.Context, queue, partition string, req LeaseRequest, interval time.Duration) {
-	t := time.NewTicker(max(interval, 100*time.Millisecond))
+// keepLease renews a lease at once, which confirms to the gateway that
+// the batch arrived (a delivery never confirmed counts no attempt), then
+// every third of the lease until ctx ends or the lease is lost.
+func (c *Client) keepLease(ctx context.Context, queue, partition string, req LeaseRequest, opts ConsumeOptions) {
+	t := time.NewTicker(opts.Lease / 3)
 	defer t.Stop()
 	for {
+		var werr *Error
+		_, err := c.Renew(ctx, queue, partition, req)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case errors.As(err, &werr) && werr.Code == CodeConflict:
+			opts.report(fmt.Errorf("queengate: lease of partition %s lost: %w", partition, err))
+			return // the ack will say so per message
+		case err != nil:
+			opts.report(fmt.Errorf("queengate: renewing the lease of partition %s failed: %w", partition, err))
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-		}
-		var werr *Error
-		if _, err := c.Renew(ctx, queue, partition, req); errors.As(err, &werr) && werr.Code == CodeConflict {
-			return // lost: the ack will say so per message
 		}
 	}
 }

@@ -10,12 +10,14 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/internal/checkfor"
 )
 
 // consumerChildEnv makes the test binary a consumer process (for the
@@ -199,4 +201,149 @@ func TestStoppingConsumeFailsNothing(t *testing.T) {
 	if err != nil || len(a.Messages) != 3 || a.Messages[0].TransactionID != "m2" || a.Messages[0].LastError != "" {
 		t.Fatalf("the rest, popped at once: %+v, %v", a, err)
 	}
+}
+
+// A lease Consume could not renew in time is refused before anything is
+// popped: no group is created.
+func TestConsumeRefusesALeaseTooShortToRenew(t *testing.T) {
+	t.Parallel()
+	r := startGateway(t, "")
+	pushN(t, r, 1)
+	err := r.client.Consume(t.Context(), r.queue, "g", queengate.ConsumeOptions{Lease: 50 * time.Millisecond},
+		func(context.Context, queengate.Delivery) error { return nil })
+	if !errors.Is(err, queengate.ErrLeaseTooShort) {
+		t.Fatalf("consume with a 50 ms lease: %v, want ErrLeaseTooShort", err)
+	}
+	if groups, err := r.client.Groups(t.Context(), r.queue); err != nil || len(groups.Groups) != 0 {
+		t.Errorf("groups after the refusal: %+v, %v; want none (nothing popped)", groups, err)
+	}
+}
+
+// leaseOf reads the lease a group holds on the queue's partition.
+func leaseOf(t *testing.T, r *running, group string) string {
+	t.Helper()
+	var lease string
+	if err := r.store.Pool().QueryRow(t.Context(), `SELECT c.lease_id::text FROM queen.consumer_cursors c
+		JOIN queen.consumer_groups g ON g.id = c.group_id JOIN queen.queues q ON q.id = g.queue_id
+		WHERE q.name = $1 AND g.name = $2 AND c.lease_id IS NOT NULL`, r.queue, group).Scan(&lease); err != nil {
+		t.Fatal(err)
+	}
+	return lease
+}
+
+// A lease lost while its batch is handled (released by another client)
+// reaches the caller: the ack's leaseNotHeld results go to OnAck, and
+// OnError hears of the unsettled messages.
+func TestConsumeReportsALeaseLostMidBatch(t *testing.T) {
+	t.Parallel()
+	r := startGateway(t, "")
+	pushN(t, r, 3)
+	other, err := queengate.NewClient(r.clientConn(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var (
+		mu        sync.Mutex
+		results   []string
+		unsettled *queengate.UnsettledError
+		released  bool
+	)
+	opts := queengate.ConsumeOptions{Max: 3, Wait: 200 * time.Millisecond,
+		OnAck: func(partition string, a queengate.AckAnswer) {
+			for _, it := range a.Items {
+				results = append(results, fmt.Sprintf("%s/%d:%s", partition, *it.Offset, it.Result))
+			}
+			cancel()
+		},
+		OnError: func(err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			errors.As(err, &unsettled)
+		}}
+	err = r.client.Consume(ctx, r.queue, "g", opts, func(context.Context, queengate.Delivery) error {
+		if !released {
+			released = true
+			if _, err := other.Release(t.Context(), r.queue, "p", queengate.LeaseRequest{Group: "g", LeaseID: leaseOf(t, r, "g")}); err != nil {
+				t.Error(err)
+			}
+		}
+		return nil
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("consume: %v", err)
+	}
+	if want := []string{"p/0:leaseNotHeld", "p/1:leaseNotHeld", "p/2:leaseNotHeld"}; !slices.Equal(results, want) {
+		t.Errorf("ack results %v, want %v", results, want)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if unsettled == nil || unsettled.Partition != "p" || len(unsettled.Items) != 3 {
+		t.Errorf("OnError heard %+v, want the 3 unsettled messages of p", unsettled)
+	}
+}
+
+// Pops that keep failing (the gateway stopped, then one that never
+// answers) are reported to OnError each time, and Consume returns after
+// MaxPopFailures of them, each pop bounded by the client's timeout even
+// under a context with a distant deadline.
+func TestConsumeReportsPopsThatKeepFailing(t *testing.T) {
+	t.Parallel()
+	r := startGateway(t, "", queengate.WithTimeout(200*time.Millisecond))
+	pushN(t, r, 1)
+	r.stopGateway()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	var reported []error
+	err := r.client.Consume(ctx, r.queue, "g", queengate.ConsumeOptions{MaxPopFailures: 3, OnError: func(err error) { reported = append(reported, err) }},
+		func(context.Context, queengate.Delivery) error { return nil })
+	if !errors.Is(err, nats.ErrNoResponders) || ctx.Err() != nil {
+		t.Fatalf("consume with no gateway: %v, want the third pop's failure (no responders)", err)
+	}
+	if len(reported) != 2 || !errors.Is(reported[0], nats.ErrNoResponders) || !errors.Is(reported[1], nats.ErrNoResponders) {
+		t.Errorf("OnError heard %v, want the first two failures", reported)
+	}
+
+	mute := r.clientConn(t)
+	if _, err := mute.Subscribe(r.client.Subjects().Pop(r.queue, ""), func(*nats.Msg) {}); err != nil {
+		t.Fatal(err)
+	}
+	if err := mute.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	err = r.client.Consume(ctx, r.queue, "g", queengate.ConsumeOptions{MaxPopFailures: 2, Wait: time.Millisecond},
+		func(context.Context, queengate.Delivery) error { return nil })
+	if !errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
+		t.Fatalf("consume with a gateway that never answers: %v, want the second pop's timeout", err)
+	}
+}
+
+// Consume renews each popped batch's lease at once, while the handler
+// starts: that renewal confirms the delivery. The lease is an hour, so no
+// renewal is due by the clock.
+func TestConsumeRenewsEachBatchAtOnce(t *testing.T) {
+	t.Parallel()
+	r := startGateway(t, "")
+	pushN(t, r, 1)
+	var renewals atomic.Int32
+	watcher := r.clientConn(t)
+	if _, err := watcher.Subscribe(r.client.Subjects().Renew(r.queue, "p"), func(*nats.Msg) { renewals.Add(1) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := watcher.Flush(); err != nil { // subscribed before the first pop
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	err := r.client.Consume(ctx, r.queue, "g", queengate.ConsumeOptions{Lease: time.Hour},
+		func(context.Context, queengate.Delivery) error {
+			checkfor.Check(t, 10*time.Second, checkfor.Cond("a renewal of the batch's lease", func() bool { return renewals.Load() > 0 }))
+			cancel()
+			return nil
+		})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
+	checkLag(t, r, 0)
 }

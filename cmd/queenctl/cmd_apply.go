@@ -107,7 +107,7 @@ func applyManifest(ctx context.Context, s *session, c adminClient, specs []queue
 			if configs[i].Created != nil && *configs[i].Created {
 				result = "created"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", configs[i].Queue, result, optionCells(&configs[i]))
+			row(tw, append([]any{configs[i].Queue, result}, optionCells(&configs[i])...)...)
 		}
 		tw.Flush()
 	}
@@ -188,7 +188,7 @@ func renderDiff(w io.Writer, diffs []queueDiff) {
 	counts := map[string]int{}
 	for _, d := range diffs {
 		counts[d.Action]++
-		fmt.Fprintf(w, "%s: %s\n", d.Queue, d.Action)
+		fmt.Fprintf(w, "%s: %s\n", printable(d.Queue), d.Action)
 		for _, ch := range d.Changes {
 			wanted := "its default (queenctl does not know this option)"
 			if ch.Wanted != nil {
@@ -202,14 +202,14 @@ func renderDiff(w io.Writer, diffs []queueDiff) {
 				}
 			}
 			if d.Action == "create" {
-				fmt.Fprintf(w, "  %s: %s%s\n", ch.Option, wanted, note)
+				fmt.Fprintf(w, "  %s: %s%s\n", printable(ch.Option), printable(wanted), note)
 				continue
 			}
 			current := "unset"
 			if ch.Current != nil {
 				current = formatOption(ch.Option, *ch.Current)
 			}
-			fmt.Fprintf(w, "  %s: %s → %s%s\n", ch.Option, current, wanted, note)
+			fmt.Fprintf(w, "  %s: %s → %s%s\n", printable(ch.Option), printable(current), printable(wanted), note)
 		}
 	}
 	fmt.Fprintf(w, "dry run: %d to create, %d to update, %d unchanged; nothing was changed\n",

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"sync"
 	"time"
 
 	queengate "github.com/queengate/queengate"
@@ -22,9 +23,13 @@ const consumeUsage = `Usage:
 Consumes messages as a consumer of GROUP: of any partition with work, or
 of PARTITION. Prints each message as one JSON line (partition, offset,
 messageId, transactionId, createdAt, attempts, data exactly as pushed),
-and acknowledges each batch completed once printed. A message printed is
-acknowledged; one popped but not printed (queenctl was killed) is
-redelivered to the group when its lease runs out.
+and acknowledges each batch completed after printing all of it: delivery
+is at least once. A message is printed before it is acknowledged; if
+queenctl is killed before the ack arrives, the batch is delivered again
+(and printed again) once its lease runs out. An ack the gateway does not
+apply (the lease ran out or was taken over first) ends queenctl with exit
+1, naming the message; it is delivered again. An interrupt (Ctrl-C,
+SIGTERM) still waits for the printed batch's ack.
 
 --count stops after N messages (0: until interrupted, exit 0). --max is
 the batch size (default 100), --lease how long a batch is the consumer's
@@ -117,7 +122,17 @@ func (c *consumer) run(ctx context.Context) error {
 		if len(batch.Messages) == 0 {
 			continue
 		}
-		if err := c.print(batch); err != nil {
+		// Renewed at once, as the Go client's Consume does: it tells the
+		// gateway the batch arrived, so a queenctl killed while printing
+		// counts an attempt. Its answer does not matter: the ack says
+		// whether the lease held.
+		var confirm sync.WaitGroup
+		confirm.Go(func() {
+			_, _ = c.client.Renew(ctx, c.queue, batch.Partition, queengate.LeaseRequest{Group: c.group, LeaseID: batch.LeaseID, LeaseMs: c.pop.LeaseMs})
+		})
+		err = c.print(batch)
+		confirm.Wait()
+		if err != nil {
 			return err
 		}
 		if err := c.ack(ctx, batch); err != nil {
@@ -128,16 +143,25 @@ func (c *consumer) run(ctx context.Context) error {
 	return nil
 }
 
-// print writes a batch as JSON lines, data as pushed.
+// print writes a batch as JSON lines, data byte for byte as pushed: it
+// is appended last by hand, since encoding/json would compact it and
+// escape <, > and &.
 func (c *consumer) print(batch queengate.PopAnswer) error {
 	for _, m := range batch.Messages {
-		line, err := json.Marshal(struct {
+		head, err := json.Marshal(struct {
 			Partition string `json:"partition"`
 			queengate.Delivery
-		}{batch.Partition, m})
+			Data json.RawMessage `json:"data,omitempty"` // nil: hides the Delivery's
+		}{Partition: batch.Partition, Delivery: m})
 		if err != nil {
 			return err
 		}
+		data := m.Data
+		if len(data) == 0 {
+			data = json.RawMessage("null")
+		}
+		line := append(head[:len(head)-1], `,"data":`...)
+		line = append(append(line, data...), '}')
 		if _, err := fmt.Fprintf(c.s.stdout, "%s\n", line); err != nil {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"time"
 
 	queengate "github.com/queengate/queengate"
@@ -16,7 +17,8 @@ func init() {
 
 const getUsage = `Usage:
   queenctl get queues           every queue with its options
-  queenctl get queue QUEUE      one queue: its options and its partitions
+  queenctl get queue QUEUE      one queue: its options, its partitions and
+                                its consumer groups
   queenctl get groups QUEUE     the queue's consumer groups: where each is
                                 on each partition, its lag and its lease
   queenctl get message MESSAGE_ID
@@ -93,7 +95,7 @@ func getQueues(ctx context.Context, s *session) error {
 	fmt.Fprintf(tw, "QUEUE\t%s\tCREATED\tUPDATED\n", optionHeads())
 	for i := range list.Queues {
 		q := &list.Queues[i]
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", q.Queue, optionCells(q), stamp(q.CreatedAt), stamp(q.UpdatedAt))
+		row(tw, append(append([]any{q.Queue}, optionCells(q)...), stamp(q.CreatedAt), stamp(q.UpdatedAt))...)
 	}
 	return tw.Flush()
 }
@@ -123,8 +125,7 @@ func getQueue(ctx context.Context, s *session, name string) error {
 	tw := newTable(s.stdout)
 	fmt.Fprintln(tw, "PARTITION\tFIRST OFFSET\tLAST OFFSET\tSTORED\tBYTES\tOLDEST\tNEWEST")
 	for _, p := range q.Partitions {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%s\n", p.Partition, p.FirstOffset, p.LastOffset,
-			p.StoredMessages, humanBytes(p.StoredBytes), orDash(p.OldestAt), orDash(p.NewestAt))
+		row(tw, p.Partition, p.FirstOffset, p.LastOffset, p.StoredMessages, humanBytes(p.StoredBytes), orDash(p.OldestAt), orDash(p.NewestAt))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -133,9 +134,13 @@ func getQueue(ctx context.Context, s *session, name string) error {
 	tw = newTable(s.stdout)
 	fmt.Fprintln(tw, "PARTITION\tQUEUED\tDUPLICATES\tFAILED\tCACHE\tRESIDENT HASHES")
 	for _, p := range q.Partitions {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%d\n", p.Partition, p.Queued, p.Duplicates, p.Failed, p.Cache.State, p.Cache.ResidentHashes)
+		row(tw, p.Partition, p.Queued, p.Duplicates, p.Failed, p.Cache.State, p.Cache.ResidentHashes)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(s.stdout, "\nConsumer groups:")
+	return printGroups(s.stdout, q.Groups)
 }
 
 // orDash prints an optional time as the gateway writes it, or "-".
@@ -177,8 +182,13 @@ func getMessage(ctx context.Context, s *session, op operation) error {
 		return err
 	}
 	tw := newTable(s.stdout)
-	fmt.Fprintf(tw, "queue:\t%s\npartition:\t%s\noffset:\t%d\nmessageId:\t%s\ntransactionId:\t%s\ncreatedAt:\t%s\ndata:\t%s\n",
-		m.Queue, m.Partition, m.Offset, m.MessageID, m.TransactionID, stamp(m.CreatedAt), m.Data)
+	row(tw, "queue:", m.Queue)
+	row(tw, "partition:", m.Partition)
+	row(tw, "offset:", m.Offset)
+	row(tw, "messageId:", m.MessageID)
+	row(tw, "transactionId:", m.TransactionID)
+	row(tw, "createdAt:", stamp(m.CreatedAt))
+	row(tw, "data:", string(m.Data))
 	return tw.Flush()
 }
 
@@ -204,19 +214,25 @@ func getGroups(ctx context.Context, s *session, name string) error {
 		}{name, q.Groups})
 		return printJSON(s.stdout, b)
 	}
-	if len(q.Groups) == 0 {
-		fmt.Fprintln(s.stdout, "no consumer groups yet (a pop creates them)")
-		return nil
+	return printGroups(s.stdout, q.Groups)
+}
+
+// printGroups writes consumer groups as a table: each group's position,
+// lag and lease on each partition.
+func printGroups(w io.Writer, groups []queengate.GroupView) error {
+	if len(groups) == 0 {
+		_, err := fmt.Fprintln(w, "no consumer groups yet (a pop creates them)")
+		return err
 	}
-	tw := newTable(s.stdout)
+	tw := newTable(w)
 	fmt.Fprintln(tw, "GROUP\tPARTITION\tNEXT OFFSET\tLAST OFFSET\tLAG\tLEASED BY\tLEASE UNTIL")
-	for _, g := range q.Groups {
+	for _, g := range groups {
 		for _, p := range g.Partitions {
 			leased, until := "-", "-"
 			if p.LeaseUntil != nil {
 				leased, until = p.LeaseConsumer, stamp(*p.LeaseUntil)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\n", g.Group, p.Partition, p.NextOffset, p.LastOffset, p.Lag, leased, until)
+			row(tw, g.Group, p.Partition, p.NextOffset, p.LastOffset, p.Lag, leased, until)
 		}
 	}
 	return tw.Flush()

@@ -96,7 +96,8 @@ func setupPush(fs *flag.FlagSet) runFunc {
 }
 
 // argMessages turns arguments into messages: valid JSON is the data as
-// is, anything else is sent as a JSON string (so `push q p hello` works).
+// is, byte for byte, anything else is sent as a JSON string (so
+// `push q p hello` works).
 func argMessages(args []string, txnID string) [][]byte {
 	var out [][]byte
 	for _, a := range args {
@@ -104,7 +105,7 @@ func argMessages(args []string, txnID string) [][]byte {
 		if !json.Valid(data) {
 			data, _ = json.Marshal(a)
 		}
-		m, _ := json.Marshal(queengate.Message{TransactionID: txnID, Data: data})
+		m, _ := queengate.Message{TransactionID: txnID, Data: data}.AppendJSON(nil) // valid JSON: cannot fail
 		out = append(out, m)
 	}
 	return out
@@ -138,7 +139,7 @@ func lineMessage(line []byte, envelope bool) ([]byte, string) {
 		return nil, "not valid JSON (each line is one JSON value)"
 	}
 	if !envelope {
-		m, _ := json.Marshal(queengate.Message{Data: line})
+		m, _ := queengate.Message{Data: line}.AppendJSON(nil) // valid JSON: cannot fail
 		return m, ""
 	}
 	var env map[string]json.RawMessage
@@ -151,9 +152,7 @@ func lineMessage(line []byte, envelope bool) ([]byte, string) {
 			return nil, fmt.Sprintf("transactionId must be a string of 1-%d bytes", queengate.MaxTxnIDBytes)
 		}
 	}
-	var buf bytes.Buffer
-	_ = json.Compact(&buf, line) // valid JSON: cannot fail
-	return buf.Bytes(), ""
+	return line, "" // as written: its data byte for byte
 }
 
 // planBatches groups messages into request bodies of at most max
@@ -187,7 +186,7 @@ func planBatches(msgs [][]byte, max, maxBytes int) ([][][]byte, error) {
 // (their answers are printed), nothing of it or after it is.
 func sendBatches(ctx context.Context, s *session, nc *natsClient, subject string, batches [][][]byte) error {
 	counts := map[string]int{}
-	total, start := 0, 0
+	total, start, conflicts := 0, 0, 0
 	tw := newTable(s.stdout)
 	for _, b := range batches {
 		body := append(append([]byte("["), bytes.Join(b, []byte(","))...), ']')
@@ -223,14 +222,17 @@ func sendBatches(ctx context.Context, s *session, nc *natsClient, subject string
 		for _, a := range answers {
 			counts[string(a.Status)]++
 			total++
+			if a.Status == queengate.StatusFailed && a.Conflict {
+				conflicts++
+			}
 			if s.g.output != "table" {
 				continue
 			}
-			id := a.MessageID + "\t" + fmt.Sprint(a.Offset)
 			if a.Status == queengate.StatusFailed {
-				id = "-\t-\t" + a.Error
+				row(tw, start+a.Index, a.TransactionID, a.Status, "-", "-", a.Error)
+			} else {
+				row(tw, start+a.Index, a.TransactionID, a.Status, a.MessageID, a.Offset)
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", start+a.Index, a.TransactionID, a.Status, id)
 		}
 		start += len(b)
 	}
@@ -241,7 +243,7 @@ func sendBatches(ctx context.Context, s *session, nc *natsClient, subject string
 		fmt.Fprintf(s.stdout, "%d queued, %d duplicate, %d failed\n", counts["queued"], counts["duplicate"], counts["failed"])
 	}
 	if counts["failed"] > 0 {
-		return &failedError{failed: counts["failed"], total: total}
+		return &failedError{failed: counts["failed"], conflicts: conflicts, total: total}
 	}
 	return nil
 }

@@ -172,17 +172,17 @@ func setupExplain(*flag.FlagSet) runFunc {
 
 func printExplain(s *session, a *queengate.ExplainAnswer) error {
 	tw := newTable(s.stdout)
-	fmt.Fprintf(tw, "verdict:\t%s\n", a.Verdict)
+	row(tw, "verdict:", a.Verdict)
 	if o := a.Original; o != nil {
-		fmt.Fprintf(tw, "original:\toffset %d, %s, stored %s\n", o.Offset, o.MessageID, stamp(o.CreatedAt))
-		fmt.Fprintf(tw, "covered until:\t%s\n", stamp(o.CoveredUntil))
-		fmt.Fprintf(tw, "retained:\t%v\n", o.Retained)
+		row(tw, "original:", fmt.Sprintf("offset %d, %s, stored %s", o.Offset, o.MessageID, stamp(o.CreatedAt)))
+		row(tw, "covered until:", stamp(o.CoveredUntil))
+		row(tw, "retained:", o.Retained)
 	}
-	fmt.Fprintf(tw, "window:\t%s\n", formatOption("dedupWindowSeconds", seconds(int64(a.WindowSeconds))))
-	fmt.Fprintf(tw, "cache:\t%s, %s path\n", a.Cache.State, a.Cache.Path)
+	row(tw, "window:", formatOption("dedupWindowSeconds", seconds(int64(a.WindowSeconds))))
+	row(tw, "cache:", fmt.Sprintf("%s, %s path", a.Cache.State, a.Cache.Path))
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintln(s.stdout, a.Explanation)
+	_, err := fmt.Fprintln(s.stdout, printable(a.Explanation))
 	return err
 }

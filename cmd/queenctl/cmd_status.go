@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
 )
 
 func init() {
@@ -43,7 +42,7 @@ func setupStatus(*flag.FlagSet) runFunc {
 		}
 		tw := newTable(s.stdout)
 		for _, p := range kv {
-			fmt.Fprintf(tw, "%s:\t%s\n", p[0], p[1])
+			row(tw, p[0]+":", p[1])
 		}
 		return tw.Flush()
 	}

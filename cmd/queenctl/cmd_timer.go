@@ -178,7 +178,7 @@ func setupTimerSchedule(fs *flag.FlagSet) runFunc {
 		if s.g.natsURL == "" {
 			return usagef("timer schedule needs NATS (the gateway takes timers over NATS only): set --nats or QUEENCTL_NATS_URL, e.g. --nats nats://127.0.0.1:4222")
 		}
-		body, err := json.Marshal(req)
+		body, err := req.AppendJSON(nil) // its data byte for byte
 		if err != nil {
 			return usagef("timer schedule: DATA: %v", err)
 		}
@@ -199,7 +199,7 @@ func setupTimerSchedule(fs *flag.FlagSet) runFunc {
 		}
 		tw := newTable(s.stdout)
 		fmt.Fprintln(tw, "TIMER ID\tSTATUS\tFIRE AT\tTRANSACTION ID")
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", a.TimerID, a.Status, stamp(a.FireAt), a.TransactionID)
+		row(tw, a.TimerID, a.Status, stamp(a.FireAt), a.TransactionID)
 		return tw.Flush()
 	}
 }
@@ -235,7 +235,7 @@ func setupTimerCancel(*flag.FlagSet) runFunc {
 		if s.g.output == "json" {
 			return printJSON(s.stdout, raw)
 		}
-		_, err = fmt.Fprintln(s.stdout, a.Status)
+		_, err = fmt.Fprintln(s.stdout, printable(a.Status))
 		return err
 	}
 }
@@ -283,7 +283,7 @@ func setupTimerList(fs *flag.FlagSet) runFunc {
 		tw := newTable(s.stdout)
 		fmt.Fprintln(tw, "TIMER ID\tQUEUE\tPARTITION\tTRANSACTION ID\tFIRE AT")
 		for _, t := range list.Timers {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.TimerID, t.Queue, t.Partition, t.TransactionID, stamp(t.FireAt))
+			row(tw, t.TimerID, t.Queue, t.Partition, t.TransactionID, stamp(t.FireAt))
 		}
 		if err := tw.Flush(); err != nil {
 			return err

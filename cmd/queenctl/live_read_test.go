@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
 
 	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/internal/checkfor"
@@ -102,4 +105,106 @@ func testConsume(t *testing.T, tr transport) {
 	ctl(t, "", flags(tr.admin, "read", "chores-dlq", "p")...).expect(t, exitOK, `"error":"no time"`, `"attempts":2`, `"data":{"chore":1}`)
 	ctl(t, "", flags(tr.push, "consume", "nosuchqueue", "--group", "g", "--count", "1")...).expect(t, exitGateway, "gateway answered 404", "unknown queue")
 	ctl(t, "", flags(tr.push, "consume", "jobs", "--count", "1")...).expect(t, exitUsage, "--group is required")
+}
+
+// testExactDataAndEscapes: push sends data byte for byte, so a retry of
+// data pushed by other means is a duplicate on a queue that rejects
+// conflicts, and says a retry is safe only where it is; strings from
+// users and the gateway reach the terminal escaped (a consumer label
+// with a terminal escape, in get groups and in get queue, which shows
+// the groups).
+func testExactDataAndEscapes(t *testing.T, tr transport, natsURL string) {
+	ctl(t, "", flags(tr.admin, "configure", "strict", "--on-conflict", "reject")...).expect(t, exitOK, "reject")
+	nc, err := nats.Connect(natsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if _, err := nc.Request("queen.push.strict.p", []byte(`{"transactionId":"sp-1","data":{ "a": 1 }}`), 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	ctl(t, "", flags(tr.push, "push", "strict", "p", `{ "a": 1 }`, "--txn-id", "sp-1")...).expect(t, exitOK, "0 queued, 1 duplicate, 0 failed")
+	ctl(t, `{"transactionId":"sp-1", "data": { "a": 1 }}`+"\n", flags(tr.push, "push", "strict", "p", "--envelope")...).expect(t, exitOK, "0 queued, 1 duplicate, 0 failed")
+	r := ctl(t, "", flags(tr.push, "push", "strict", "p", `{"a":2}`, "--txn-id", "sp-1")...)
+	r.expect(t, exitGateway, "1 of 1 messages failed", "1 by a payload conflict", "which a retry fails again")
+	if strings.Contains(r.stderr, "is safe") {
+		t.Errorf("a payload conflict said to be safe to retry:\n%s", r.stderr)
+	}
+
+	// consume prints data byte for byte too.
+	ctl(t, "", flags(tr.push, "consume", "strict", "--group", "h", "--count", "1")...).expect(t, exitOK, `"data":{ "a": 1 }`)
+
+	c, err := queengate.NewClient(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Pop(t.Context(), "strict", "p", queengate.PopRequest{Group: "g", Consumer: "\x1b[31mred\n", Max: 1}); err != nil {
+		t.Fatal(err)
+	}
+	r = ctl(t, "", flags(tr.push, "push", "strict", "p", "x", "--txn-id", "\x1b[2Jclear")...)
+	r.expect(t, exitOK, `\x1b[2Jclear`)
+	for _, args := range [][]string{{"get", "groups", "strict"}, {"get", "queue", "strict"}} {
+		r := ctl(t, "", flags(tr.admin, args...)...)
+		r.expect(t, exitOK, "GROUP", `\x1b[31mred\n`)
+		if strings.Contains(r.stdout, "\x1b") {
+			t.Errorf("%v printed a raw escape:\n%q", args, r.stdout)
+		}
+	}
+	ctl(t, "", flags(tr.admin, "get", "queue", "strict")...).expect(t, exitOK, "Consumer groups:", "LEASED BY")
+}
+
+// blockingWriter stands for a terminal that takes the first line and then
+// hangs (a queenctl killed right after printing): printed is closed at the
+// first write, which returns once release is closed.
+type blockingWriter struct {
+	syncBuffer
+	once             sync.Once
+	printed, release chan struct{}
+}
+
+func (w *blockingWriter) Write(p []byte) (int, error) {
+	n, err := w.syncBuffer.Write(p)
+	w.once.Do(func() { close(w.printed) })
+	<-w.release
+	return n, err
+}
+
+// testPrintedBeforeAcknowledged: consume acknowledges a batch after
+// printing it, as its help says, so a message printed by a consumer that
+// never gets to the ack is delivered again once the lease runs out, and
+// that consumer's late ack ends it with exit 1 naming the message. The
+// batch's lease is renewed at once, confirming its delivery.
+func testPrintedBeforeAcknowledged(t *testing.T, tr transport, natsURL string) {
+	help := ctl(t, "", "consume", "--help").stdout
+	if !strings.Contains(help, "A message is printed before it is acknowledged") || strings.Contains(help, "A message printed is acknowledged") {
+		t.Errorf("consume --help does not say when a printed message is acknowledged:\n%s", help)
+	}
+	ctl(t, "", flags(tr.push, "push", "tasks", "p", `{"task":1}`, "--txn-id", "task-1")...).expect(t, exitOK, "1 queued")
+	watcher, err := nats.Connect(natsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watcher.Close()
+	var renewals atomic.Int32
+	if _, err := watcher.Subscribe("queen.consume.renew.tasks.p", func(*nats.Msg) { renewals.Add(1) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := watcher.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	out := &blockingWriter{printed: make(chan struct{}), release: make(chan struct{})}
+	var errOut syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- runEnv(context.Background(), flags(tr.push, "consume", "tasks", "--group", "g", "--count", "1", "--lease", "1s"),
+			func(string) (string, bool) { return "", false }, strings.NewReader(""), out, &errOut)
+	}()
+	<-out.printed
+	checkfor.Check(t, 10*time.Second, checkfor.Cond("the batch's lease renewed at once", func() bool { return renewals.Load() > 0 }))
+	r := ctl(t, "", flags(tr.push, "consume", "tasks", "--group", "g", "--count", "1", "--wait", "1s")...)
+	r.expect(t, exitOK, `"transactionId":"task-1"`)
+	close(out.release)
+	if code := <-done; code != exitGateway || !strings.Contains(errOut.String(), "message task-1 was printed but not acknowledged") {
+		t.Errorf("the consumer whose ack came late: exit %d, %s", code, errOut.String())
+	}
 }

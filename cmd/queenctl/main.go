@@ -45,7 +45,13 @@ func runEnv(ctx context.Context, args []string, env func(string) (string, bool),
 	if err == nil || errors.Is(err, errHelpShown) {
 		return exitOK
 	}
-	fmt.Fprintln(stderr, "queenctl:", err)
+	// Line by line: a manifest's errors are one per line; what the
+	// gateway said is escaped whole (gatewayError).
+	lines := strings.Split(err.Error(), "\n")
+	for i := range lines {
+		lines[i] = printable(lines[i])
+	}
+	fmt.Fprintln(stderr, "queenctl:", strings.Join(lines, "\n"))
 	return exitCode(err)
 }
 
@@ -76,18 +82,28 @@ type gatewayError struct {
 }
 
 func (e *gatewayError) Error() string {
-	s := fmt.Sprintf("gateway answered %d: %s", e.Code, e.Message)
+	s := fmt.Sprintf("gateway answered %d: %s", e.Code, printable(e.Message))
 	if e.hint != "" {
 		s = e.hint + " (" + s + ")"
 	}
 	return s
 }
 
-// failedError says that some pushed messages answered "failed".
-type failedError struct{ failed, total int }
+// failedError says that some pushed messages answered "failed", and how
+// many of them are payload conflicts, which every retry meets again.
+type failedError struct{ failed, conflicts, total int }
 
 func (e *failedError) Error() string {
-	return fmt.Sprintf("%d of %d messages failed (not stored; see the error column); retrying them with the same transactionId is safe", e.failed, e.total)
+	s := fmt.Sprintf("%d of %d messages failed (not stored; see the error column)", e.failed, e.total)
+	if e.conflicts > 0 {
+		s += fmt.Sprintf("; %d by a payload conflict (the transactionId is stored with other data), which a retry fails again", e.conflicts)
+	}
+	if retryable := e.failed - e.conflicts; retryable == e.failed {
+		s += "; retrying them with the same transactionId is safe"
+	} else if retryable > 0 {
+		s += fmt.Sprintf("; retrying the other %d with the same transactionId is safe", retryable)
+	}
+	return s
 }
 
 func exitCode(err error) int {
@@ -116,7 +132,8 @@ Commands:
   apply -f FILE [--dry-run]     configure every queue a manifest names (mode replace)
   configure QUEUE [flags]       change one queue's options (mode merge; --replace)
   get queues                    list queues and their options
-  get queue QUEUE               one queue, with its partitions' figures
+  get queue QUEUE               one queue, with its partitions' figures and groups
+  get groups QUEUE              the queue's consumer groups: position, lag, lease
   get message ID | QUEUE PARTITION TRANSACTION_ID
                                 one stored message
   read QUEUE PARTITION [--from N] [--follow]
@@ -125,6 +142,9 @@ Commands:
                                 what a push of the id would answer now, and why
   push QUEUE [PARTITION] [MESSAGE ...]
                                 push messages (arguments, or JSON lines on stdin); needs --nats
+  consume QUEUE [PARTITION] --group GROUP
+                                print a consumer group's messages as JSON lines, and
+                                acknowledge them; needs --nats
   status                        the gateway's health and cache figures
   timer schedule QUEUE PARTITION [DATA] (--at TIME | --in DURATION)
                                 schedule a message, exactly once; needs --nats
@@ -137,8 +157,8 @@ Run 'queenctl COMMAND --help' for a command's arguments and flags. Global
 flags go before or after the command.
 
 Connection: admin commands (and timer list) use --http when given, else
---nats; push, timer schedule and timer cancel use --nats only. With
-neither, --http http://127.0.0.1:6632 is used.
+--nats; push, consume, timer schedule and timer cancel use --nats only.
+With neither, --http http://127.0.0.1:6632 is used.
 
 Exit codes:
   0  success

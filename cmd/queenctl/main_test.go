@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"reflect"
 	"strings"
@@ -145,6 +146,58 @@ func TestHelp(t *testing.T) {
 	}
 }
 
+// The main help lists every command and every form of one: what each
+// command's usage shows after "queenctl" up to its first argument.
+func TestHelpListsEveryCommand(t *testing.T) {
+	t.Parallel()
+	help := ctl(t, "", "--help").stdout
+	var usages []string
+	for _, c := range commands {
+		usages = append(usages, c.usage)
+		for _, sub := range c.subs {
+			usages = append(usages, sub.usage)
+		}
+	}
+	for _, u := range usages {
+		for _, line := range strings.Split(u, "\n") {
+			rest, ok := strings.CutPrefix(line, "  queenctl ")
+			if !ok {
+				continue
+			}
+			rest, _, _ = strings.Cut(rest, "  ") // before its description
+			var words []string
+			for _, w := range strings.Fields(rest) {
+				if w != strings.ToLower(w) || strings.ContainsAny(w, "[-<") {
+					break // an argument, a flag or a redirection
+				}
+				words = append(words, w)
+			}
+			if form := "\n  " + strings.Join(words, " ") + " "; !strings.Contains(help, form) {
+				t.Errorf("queenctl --help does not list %q (from the usage line %q)", strings.TrimSpace(form), line)
+			}
+		}
+	}
+}
+
+// printable escapes what could drive a terminal or break a table, and
+// nothing else.
+func TestPrintable(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"\x1b[31mred\n":     `\x1b[31mred\n`,
+		"a\tb\rc\x7f":       `a\tb\rc\x7f`,
+		"csi\u009b2J":       `csi\u009b2J`,
+		"bidi\u202eevil":    `bidi\u202eevil`,
+		"bad\xffutf8":       `bad\xffutf8`,
+		`{"a": "é ✓ \n"}`:   `{"a": "é ✓ \n"}`, // JSON's own escapes stay as they are
+		"plain text, 100 %": "plain text, 100 %",
+	} {
+		if got := printable(in); got != want {
+			t.Errorf("printable(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
 func TestVersion(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{{"--version"}, {"version"}} {
@@ -172,8 +225,10 @@ func TestParseInterspersed(t *testing.T) {
 
 func TestArgMessages(t *testing.T) {
 	t.Parallel()
-	got := argMessages([]string{`{"a": 1}`, "hello", "42", `"quoted"`, "null", "[1,"}, "")
-	want := []string{`{"data":{"a":1}}`, `{"data":"hello"}`, `{"data":42}`, `{"data":"quoted"}`, `{"data":null}`, `{"data":"[1,"}`}
+	// Data byte for byte: {"a": 1} keeps its spaces (a retry of it must
+	// not be a payload conflict), <>& are not escaped.
+	got := argMessages([]string{`{"a": 1}`, "hello", "42", `"quoted"`, "null", "[1,", `"<&>"`}, "")
+	want := []string{`{"data":{"a": 1}}`, `{"data":"hello"}`, `{"data":42}`, `{"data":"quoted"}`, `{"data":null}`, `{"data":"[1,"}`, `{"data":"<&>"}`}
 	for i := range want {
 		if string(got[i]) != want[i] {
 			t.Errorf("message %d = %s, want %s", i, got[i], want[i])
@@ -181,6 +236,21 @@ func TestArgMessages(t *testing.T) {
 	}
 	if got := argMessages([]string{"x"}, "t-1"); string(got[0]) != `{"transactionId":"t-1","data":"x"}` {
 		t.Errorf("with --txn-id: %s", got[0])
+	}
+}
+
+// The README's example input pushes as it is: one message per line, its
+// data byte for byte.
+func TestExampleMessages(t *testing.T) {
+	t.Parallel()
+	f, err := os.Open("../../testdata/messages.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	msgs, err := stdinMessages(f, false)
+	if err != nil || len(msgs) != 3 || string(msgs[1]) != `{"data":{"orderId": 9138, "amount": 12.50}}` {
+		t.Errorf("testdata/messages.jsonl: %q, %v", msgs, err)
 	}
 }
 

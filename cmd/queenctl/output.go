@@ -11,6 +11,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	queengate "github.com/queengate/queengate"
 )
@@ -18,12 +20,13 @@ import (
 // queueConfig is a queue's configuration as the gateway answers it
 // (docs/admin-api.md), with the options read as a map: every option the
 // gateway has, whether this queenctl knows it or not. Created only in a
-// configure's answer, Partitions only in GET /queues/<queue>.
+// configure's answer, Partitions and Groups only in GET /queues/<queue>.
 type queueConfig struct {
 	queengate.QueueView
 	Options    map[string]optionValue    `json:"options"`
 	Created    *bool                     `json:"created,omitempty"`
 	Partitions []queengate.PartitionView `json:"partitions"`
+	Groups     []queengate.GroupView     `json:"groups"`
 }
 
 // stamp prints a time as the gateway writes it.
@@ -58,6 +61,41 @@ func joinJSON(raws [][]byte) []byte {
 	return append(append([]byte("["), bytes.Join(raws, []byte(","))...), ']')
 }
 
+// printable escapes what in s could drive a terminal or break a table:
+// control characters (escape sequences, newlines, tabs), bidirectional
+// controls and bytes that are not UTF-8, written as Go escapes (\x1b,
+// \n, \u202e). Every string queenctl prints that came from the gateway
+// or a user goes through it.
+func printable(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r):
+			q := strconv.QuoteRuneToASCII(r)
+			b.WriteString(q[1 : len(q)-1]) // without its quotes
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}
+
+// row writes one line of a table: its cells, each made printable,
+// separated by tabs.
+func row(w io.Writer, cells ...any) {
+	for i, c := range cells {
+		if i > 0 {
+			io.WriteString(w, "\t")
+		}
+		io.WriteString(w, printable(fmt.Sprint(c)))
+	}
+	io.WriteString(w, "\n")
+}
+
 func newTable(w io.Writer) *tabwriter.Writer {
 	return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 }
@@ -70,19 +108,19 @@ func printConfig(w io.Writer, c *queueConfig) {
 	if c.Created != nil && *c.Created {
 		name += " (created)"
 	}
-	fmt.Fprintf(tw, "queue:\t%s\n", name)
+	row(tw, "queue:", name)
 	for _, o := range knownOptions {
 		if v, ok := c.Options[o.name]; ok {
-			fmt.Fprintf(tw, "%s:\t%s\n", o.name, formatOption(o.name, v))
+			row(tw, o.name+":", formatOption(o.name, v))
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(c.Options)) {
 		if _, known := findOption(k); !known {
-			fmt.Fprintf(tw, "%s:\t%s\n", k, formatOption(k, c.Options[k]))
+			row(tw, k+":", formatOption(k, c.Options[k]))
 		}
 	}
-	fmt.Fprintf(tw, "createdAt:\t%s\n", stamp(c.CreatedAt))
-	fmt.Fprintf(tw, "updatedAt:\t%s\n", stamp(c.UpdatedAt))
+	row(tw, "createdAt:", stamp(c.CreatedAt))
+	row(tw, "updatedAt:", stamp(c.UpdatedAt))
 	tw.Flush()
 }
 
@@ -103,12 +141,13 @@ func optionHeads() string {
 	return strings.Join(h, "\t")
 }
 
-func optionCells(c *queueConfig) string {
-	var cells []string
+// optionCells are a queue's options in the columns of optionHeads.
+func optionCells(c *queueConfig) []any {
+	var cells []any
 	for _, o := range knownOptions {
 		cells = append(cells, optionCell(c, o.name))
 	}
-	return strings.Join(cells, "\t")
+	return cells
 }
 
 // flatten lists a JSON object's leaves as dotted keys, in the order the

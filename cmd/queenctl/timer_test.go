@@ -237,20 +237,21 @@ func TestTimerWire(t *testing.T) {
 		}
 	}
 
-	// --in: delayMs; DATA that is JSON is sent as is, else as a string.
+	// --in: delayMs; DATA that is JSON is sent as is, byte for byte, else
+	// as a string.
 	r := ctl(t, "", flags(n, "timer", "schedule", "payments", "p1", `{"remind": 42}`, "--in", "90s", "--txn-id", "reminder-42")...)
 	r.expect(t, exitOK, "TIMER ID", "STATUS", "FIRE AT", "TRANSACTION ID", id, "scheduled", "2026-12-01T09:00:00Z", "reminder-42")
-	checkLast("queen.timer.payments.p1", `{"transactionId":"reminder-42","data":{"remind":42},"delayMs":90000}`, "")
+	checkLast("queen.timer.payments.p1", `{"transactionId":"reminder-42","delayMs":90000,"data":{"remind": 42}}`, "")
 	ctl(t, "", flags(n, "timer", "schedule", "payments", "p1", "hello", "--in", "1d12h")...).expect(t, exitOK)
-	checkLast("queen.timer.payments.p1", `{"data":"hello","delayMs":129600000}`, "")
+	checkLast("queen.timer.payments.p1", `{"delayMs":129600000,"data":"hello"}`, "")
 	ctl(t, "", flags(n, "timer", "schedule", "payments", "p1", "--in", "0s")...).expect(t, exitOK)
 	checkLast("queen.timer.payments.p1", `{"delayMs":0}`, "")
 	ctl(t, "", flags(n, "timer", "schedule", "payments", "p1", "--", "-5", "--in", "0s")...).expect(t, exitUsage, `unexpected arguments ["--in" "0s"]`)
 	ctl(t, "", flags(n, "timer", "schedule", "payments", "p1", "--in", "0s", "--", "-5")...).expect(t, exitOK)
-	checkLast("queen.timer.payments.p1", `{"data":-5,"delayMs":0}`, "")
+	checkLast("queen.timer.payments.p1", `{"delayMs":0,"data":-5}`, "")
 	// --at: fireAt, as given (offset kept).
 	ctl(t, "", flags(n, "timer", "schedule", "payments", "p1", "null", "--at", "2026-12-01T10:00:00.5+01:00")...).expect(t, exitOK)
-	checkLast("queen.timer.payments.p1", `{"data":null,"fireAt":"2026-12-01T10:00:00.5+01:00"}`, "")
+	checkLast("queen.timer.payments.p1", `{"fireAt":"2026-12-01T10:00:00.5+01:00","data":null}`, "")
 	// -o json prints the answer; the admin token, when set, goes along.
 	r = ctl(t, "", flags(n, "timer", "schedule", "payments", "p1", "--at", "2026-12-01T09:00:00Z", "-o", "json", "--token", "tok")...)
 	r.expect(t, exitOK)

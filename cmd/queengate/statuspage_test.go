@@ -33,7 +33,7 @@ func chromium(t *testing.T) string {
 // TestStatusPageInABrowser loads the admin root in a real headless
 // Chromium, lets its script call the API, and checks the rendered page:
 // the queue, its partition's figures and the messages of the partition
-// the link names. QUEEN_STATUS_SCREENSHOT=path also saves a screenshot.
+// the link names, their data byte for byte as stored. QUEEN_STATUS_SCREENSHOT=path also saves a screenshot.
 func TestStatusPageInABrowser(t *testing.T) {
 	t.Parallel()
 	browser := chromium(t)
@@ -43,7 +43,11 @@ func TestStatusPageInABrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	for _, body := range []string{`[{"transactionId":"inv-1","data":{"total":12}},{"transactionId":"inv-2","data":{"total":7}}]`,
+	// inv-3's data is shown as stored: JSON.parse would round the number
+	// and write 1.0 as 1.
+	exact := `{"n":12345678901234567890, "b": 1.0}`
+	for _, body := range []string{`[{"transactionId":"inv-1","data":{"total":12}},{"transactionId":"inv-2","data":{"total":7}},` +
+		`{"transactionId":"inv-3","data":` + exact + `}]`,
 		`{"transactionId":"inv-1","data":{"total":12}}`} {
 		if _, err := nc.Request("queen.push.invoices.eu", []byte(body), 10*time.Second); err != nil {
 			t.Fatal(err)
@@ -73,7 +77,7 @@ func TestStatusPageInABrowser(t *testing.T) {
 	}
 	html := string(dom)
 	for _, want := range []string{"invoices", "Partitions of invoices", "Messages of invoices / eu", "inv-1", "inv-2",
-		`{"total":12}`, "vouching", "ready", "Consumer groups of invoices", "<td>billing</td>"} {
+		`{"total":12}`, exact, "vouching", "ready", "Consumer groups of invoices", "<td>billing</td>"} {
 		if !strings.Contains(html, want) {
 			t.Errorf("the rendered page lacks %q", want)
 		}
