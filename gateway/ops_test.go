@@ -59,10 +59,11 @@ func (e *testEnv) startOpsGateway(token string, icfg ingest.Config) *opsGateway 
 		e.t.Fatal(err)
 	}
 	timerOps := gateway.NewTimerOps(tsvc, ops)
-	gw, err := gateway.New(gateway.Config{Prefix: e.prefix, Ops: ops, Timers: timerOps}, nc, ing, log, nil)
+	gw, err := gateway.New(gateway.Config{Prefix: e.prefix, Ops: ops, Timers: timerOps, Consumers: gateway.NewConsumers(store)}, nc, ing, log, nil)
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	ing.OnCommit(gw.PublishCommitted)
 	if err := gw.Start(context.Background()); err != nil {
 		e.t.Fatal(err)
 	}
