@@ -33,26 +33,6 @@ func (g *opsGateway) viaNATSAuth(t *testing.T, subject, authorization, body stri
 	return 200, reply.Data
 }
 
-// viaHTTPAuth sends a GET with the whole Authorization header given.
-func (g *opsGateway) viaHTTPAuth(t *testing.T, method, path, authorization string) (int, []byte) {
-	t.Helper()
-	req, err := http.NewRequest(method, g.http+path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", authorization)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, b
-}
-
 // TestDataPlaneNeedsNoAdminToken: with an admin token set, the subjects
 // that name their queue (reads, explain and consuming) answer without it,
 // as pushes do — NATS permissions govern them — while the operator
@@ -101,9 +81,31 @@ func TestDataPlaneNeedsNoAdminToken(t *testing.T) {
 		t.Errorf("GET %s without the token: %d %s; want 401", path, status, body)
 	}
 	for _, auth := range []string{"bearer tok-1", "BEARER tok-1"} {
-		status, body := g.viaHTTPAuth(t, "GET", path, auth)
-		if status != 200 {
-			t.Errorf("GET %s with %q: %d %s; want 200", path, auth, status, body)
+		if resp, body := g.do(t, "GET", path, auth); resp.StatusCode != 200 {
+			t.Errorf("GET %s with %q: %d %s; want 200", path, auth, resp.StatusCode, body)
 		}
 	}
+}
+
+// do sends a request with no body and the Authorization header given
+// ("": none), and reads the answer.
+func (g *opsGateway) do(t *testing.T, method, path, authorization string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, g.http+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if authorization != "" {
+		req.Header.Set("Authorization", authorization)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, b
 }

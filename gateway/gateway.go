@@ -450,20 +450,26 @@ func lastTwoTokens(subject string) (string, string) {
 	return subject[j+1 : i], subject[i+1:]
 }
 
-// maxEcho bounds what of a request's own input an error quotes back.
-const maxEcho = 128
+// maxEcho bounds what of a request's own input an error quotes back, and
+// maxErrorMessage a whole error message on the HTTP face.
+const (
+	maxEcho         = 128
+	maxErrorMessage = 1024
+)
 
-// clip is s cut to maxEcho bytes (on a character boundary), saying how
-// long it was: an error echoes what to fix, never a whole large input.
-func clip(s string) string {
-	if len(s) <= maxEcho {
+// clip is s cut to maxEcho bytes, saying how long it was: an error echoes
+// what to fix, never a whole large input.
+func clip(s string) string { return clipTo(s, maxEcho) }
+
+// clipTo cuts s to n bytes on a character boundary.
+func clipTo(s string, n int) string {
+	if len(s) <= n {
 		return s
 	}
-	cut := maxEcho
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
-	return s[:cut] + "…(" + strconv.Itoa(len(s)) + " bytes)"
+	return s[:n] + "…(" + strconv.Itoa(len(s)) + " bytes)"
 }
 
 // requestEndpoint is a request-reply operation served by the gateway on

@@ -44,12 +44,17 @@ func (o *Ops) Read(ctx context.Context, queue, partition string, body []byte) (a
 func (o *Ops) ReadQuery(ctx context.Context, queue, partition string, q url.Values) (any, *queengate.Error) {
 	var req queengate.ReadRequest
 	for name, vals := range q {
+		// The name is checked first, and echoes are clipped: an unknown
+		// parameter's value is not quoted back whole.
+		if werr := setReadField(&req, clip(name), 0, "parameter"); werr != nil {
+			return nil, werr
+		}
 		if len(vals) != 1 {
 			return nil, badInput("%s is given %d times: give it once", name, len(vals))
 		}
 		n, err := strconv.ParseInt(vals[0], 10, 64)
 		if err != nil {
-			return nil, badInput("%s=%q: want a whole number", name, vals[0])
+			return nil, badInput("%s=%q: want a whole number", name, clip(vals[0]))
 		}
 		if werr := setReadField(&req, name, n, "parameter"); werr != nil {
 			return nil, werr
