@@ -44,9 +44,10 @@ func TestAdminAnswersEveryPathInJSON(t *testing.T) {
 	}
 }
 
-// TestAdminRefusesUnknownParameters: the message paths take no parameter,
-// and an error quotes a long input cut short, never whole.
-func TestAdminRefusesUnknownParameters(t *testing.T) {
+// TestAdminRefusesBadParameters: the message paths take no parameter, a
+// messageId beyond int64 is a 400 (not a negative offset), and an error
+// quotes a long input cut short, never whole.
+func TestAdminRefusesBadParameters(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	g := e.startOpsGateway("", ingest.Config{})
@@ -58,6 +59,8 @@ func TestAdminRefusesUnknownParameters(t *testing.T) {
 		{"/messages/00000000-0000-0001-0000-000000000000?" + long + "=1", "xxx"},
 		{"/queues/" + e.queue + "/partitions/p/messages?foo=" + long, `"foo"`},
 		{"/queues/" + e.queue + "/partitions/p/messages?from=" + long, "from"},
+		{"/messages/00000000-0000-0001-8000-000000000000", "offset half"},
+		{"/messages/" + long, "bad messageId"},
 	}
 	for _, c := range cases {
 		resp, body := g.do(t, "GET", c.path, "")

@@ -208,7 +208,7 @@ func (o *Ops) GetMessage(ctx context.Context, body []byte) (any, *queengate.Erro
 func (o *Ops) MessageByID(ctx context.Context, id string) (any, *queengate.Error) {
 	pid, offset, err := model.ParseMessageID(id)
 	if err != nil {
-		return nil, badInput("bad messageId %q: 36 characters shaped like a UUID, as a push answers it", id)
+		return nil, badInput("bad messageId %q: %v; give one as a push answers it", clip(id), err)
 	}
 	m, queue, partition, err := o.reads.MessageAt(ctx, pid, offset)
 	if err != nil {
