@@ -1,8 +1,11 @@
 package gateway_test
 
 import (
+	"os"
 	"strings"
 	"testing"
+
+	"github.com/nats-io/nats.go/micro"
 
 	"github.com/queengate/queengate/ingest"
 )
@@ -45,6 +48,30 @@ func TestMisshapenSubjectsAnswer400(t *testing.T) {
 		status, body := g.viaNATSAuth(t, c.subject, "", `{}`)
 		if status != 400 || !strings.Contains(string(body), c.want) {
 			t.Errorf("%s: %d %s; want 400 naming %s", c.subject, status, body, c.want)
+		}
+	}
+}
+
+// TestDiscoveryTableListsEveryEndpoint: docs/protocol.md's service
+// discovery table has a row for every endpoint INFO reports, with its
+// subject, for a gateway serving everything.
+func TestDiscoveryTableListsEveryEndpoint(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.startOpsGateway("", ingest.Config{})
+	doc, err := os.ReadFile("../docs/protocol.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info micro.Info
+	e.discover(t, micro.InfoVerb, &info)
+	if len(info.Endpoints) < 16 {
+		t.Fatalf("INFO lists %d endpoints, fewer than a gateway serving everything has", len(info.Endpoints))
+	}
+	for _, ep := range info.Endpoints {
+		row := "| `" + ep.Name + "` | `" + ep.Subject + "`"
+		if !strings.Contains(string(doc), row) {
+			t.Errorf("docs/protocol.md has no row %s", row)
 		}
 	}
 }
