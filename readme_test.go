@@ -41,7 +41,7 @@ func TestREADMETimerExampleIsAhead(t *testing.T) {
 	for _, m := range regexp.MustCompile(`--at\s+"?(\d{4}-\d\d-\d\dT[0-9:.]+(?:Z|[+-]\d\d:\d\d))`).FindAllStringSubmatch(string(readme), -1) {
 		at, err := time.Parse(time.RFC3339Nano, m[1])
 		if err != nil || !at.After(time.Now().AddDate(1, 0, 0)) {
-			t.Errorf("the README schedules a timer --at %s: give a relative time (or one years ahead)", m[1])
+			t.Errorf("the README schedules a timer --at %s: give a relative time (or a date a year ahead)", m[1])
 		}
 	}
 }

@@ -67,8 +67,9 @@ type config struct {
 	LogLevel string
 
 	// AdminToken (--admin-token, QUEEN_ADMIN_TOKEN): when set, the
-	// operator API (HTTP /configure, /queues, /status and their NATS
-	// subjects) requires it as a bearer token.
+	// operator requests require it as a bearer token: every admin HTTP
+	// path but /healthz, /readyz and /metrics, and the NATS subjects that
+	// span queues (docs/security.md). Empty: none.
 	AdminToken string
 	// RetentionInterval (--retention-interval, QUEEN_RETENTION_INTERVAL):
 	// time between retention passes; default 1m, 0 turns retention off in
@@ -188,7 +189,7 @@ flag wins. Flags:
 	e.int(&cfg.MaxBuffered, "max-buffered", "QUEEN_MAX_BUFFERED", ingestDefaults.MaxBuffered, "messages a shard holds before answering 503")
 	e.int(&cfg.DedupCacheMB, "dedup-cache-mb", "QUEEN_DEDUP_CACHE_MB", dedup.DefaultBudgetBytes>>20, "dedup cache budget in MiB; 0 turns the cache off")
 	e.str(&cfg.LogLevel, "log-level", "QUEEN_LOG_LEVEL", "info", "debug, info, warn or error")
-	e.str(&cfg.AdminToken, "admin-token", "QUEEN_ADMIN_TOKEN", "", "bearer token the operator API requires (/configure, /queues, /status); empty: none")
+	e.str(&cfg.AdminToken, "admin-token", "QUEEN_ADMIN_TOKEN", "", "bearer token the operator requests require (admin HTTP but /healthz, /readyz, /metrics; NATS configure, queues, status, message.get, timer.list); empty: none")
 	e.dur(&cfg.RetentionInterval, "retention-interval", "QUEEN_RETENTION_INTERVAL", time.Minute, "time between retention passes; 0: no retention in this gateway")
 	e.dur(&cfg.RetentionSlack, "retention-slack", "QUEEN_RETENTION_SLACK", model.DefaultRetainOptions().Slack, "kept beyond each queue's window before its log_txns rows are deleted")
 	e.str(&cfg.NATSConfig, "nats-config", "QUEEN_NATS_CONFIG", "", "embedded nats-server: configuration file (authorization block: users and permissions, docs/security.md); the gateway connects as one of its users")
