@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -81,17 +82,17 @@ func TestDataPlaneNeedsNoAdminToken(t *testing.T) {
 		t.Errorf("GET %s without the token: %d %s; want 401", path, status, body)
 	}
 	for _, auth := range []string{"bearer tok-1", "BEARER tok-1"} {
-		if resp, body := g.do(t, "GET", path, auth); resp.StatusCode != 200 {
+		if resp, body := g.do(t, "GET", path, auth, ""); resp.StatusCode != 200 {
 			t.Errorf("GET %s with %q: %d %s; want 200", path, auth, resp.StatusCode, body)
 		}
 	}
 }
 
-// do sends a request with no body and the Authorization header given
-// ("": none), and reads the answer.
-func (g *opsGateway) do(t *testing.T, method, path, authorization string) (*http.Response, []byte) {
+// do sends an HTTP request with the Authorization header given ("":
+// none), and reads the answer.
+func (g *opsGateway) do(t *testing.T, method, path, authorization, body string) (*http.Response, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(method, g.http+path, nil)
+	req, err := http.NewRequest(method, g.http+path, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}

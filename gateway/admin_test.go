@@ -32,7 +32,7 @@ func TestAdminAnswersEveryPathInJSON(t *testing.T) {
 		{"POST", "/no/such/path", 404, ""},
 	}
 	for _, c := range cases {
-		resp, body := g.do(t, c.method, c.path, "")
+		resp, body := g.do(t, c.method, c.path, "", "")
 		var werr wireErr
 		if resp.StatusCode != c.code || json.Unmarshal(body, &werr) != nil || werr.Error.Code != c.code ||
 			resp.Header.Get("Content-Type") != "application/json" {
@@ -63,7 +63,7 @@ func TestAdminRefusesBadParameters(t *testing.T) {
 		{"/messages/" + long, "bad messageId"},
 	}
 	for _, c := range cases {
-		resp, body := g.do(t, "GET", c.path, "")
+		resp, body := g.do(t, "GET", c.path, "", "")
 		var werr wireErr
 		if resp.StatusCode != 400 || json.Unmarshal(body, &werr) != nil || !strings.Contains(werr.Error.Message, c.want) {
 			t.Errorf("GET %.100s: %d %.300s; want 400 naming %s", c.path, resp.StatusCode, body, c.want)
