@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,8 +12,10 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
 
 	"github.com/queengate/queengate/ingest"
+	"github.com/queengate/queengate/internal/checkfor"
 )
 
 // viaNATSAuth is viaNATS with the whole Authorization header given.
@@ -109,4 +112,32 @@ func (g *opsGateway) do(t *testing.T, method, path, authorization, body string) 
 		t.Fatal(err)
 	}
 	return resp, b
+}
+
+// TestPopWithoutReplyLeasesNothing: a pop nobody can receive the answer
+// of is not carried out: the next pop gets the partition and the message
+// at its first attempt.
+func TestPopWithoutReplyLeasesNothing(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	g := e.startOpsGateway("", ingest.Config{})
+	e.push(t, e.subject("p"), msgs("a-1"))
+	pop := e.prefix + ".consume.pop." + e.queue + ".p"
+	if err := e.client.Publish(pop, []byte(`{"group":"g1","consumer":"nobody"}`)); err != nil {
+		t.Fatal(err)
+	}
+	checkfor.Check(t, 30*time.Second, func() error {
+		var stats micro.Stats
+		e.discover(t, micro.StatsVerb, &stats)
+		for _, es := range stats.Endpoints {
+			if es.Name == "consume-pop" && es.NumRequests == 1 {
+				return nil
+			}
+		}
+		return errors.New("the pop without a reply subject is not counted yet")
+	})
+	status, body := g.viaNATSAuth(t, pop, "", `{"group":"g1","consumer":"c"}`)
+	if status != 200 || !bytes.Contains(body, []byte(`"transactionId":"a-1"`)) || !bytes.Contains(body, []byte(`"attempts":1`)) {
+		t.Errorf("pop after the unanswerable one: %d %s; want a-1 at its first attempt", status, body)
+	}
 }
