@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -90,7 +91,7 @@ func (a *Admin) Start(ctx context.Context) error {
 		return fmt.Errorf("admin http on %s: %w", a.addr, err)
 	}
 	a.ln = ln
-	srv := &http.Server{Handler: a.mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: a, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
@@ -193,12 +194,18 @@ func (a *Admin) Mount(o *Ops) {
 		return o.ReadQuery(r.Context(), r.PathValue("queue"), r.PathValue("partition"), r.URL.Query())
 	}))
 	a.mux.HandleFunc("GET /queues/{queue}/partitions/{partition}/transactions/{transactionId}", a.opsHandler(o, func(r *http.Request, _ []byte) (any, *queengate.Error) {
+		if werr := noParameters(r); werr != nil {
+			return nil, werr
+		}
 		return o.MessageByTxn(r.Context(), r.PathValue("queue"), r.PathValue("partition"), r.PathValue("transactionId"))
 	}))
 	a.mux.HandleFunc("GET /queues/{queue}/partitions/{partition}/explain", a.opsHandler(o, func(r *http.Request, _ []byte) (any, *queengate.Error) {
 		return o.ExplainQuery(r.Context(), r.PathValue("queue"), r.PathValue("partition"), r.URL.Query())
 	}))
 	a.mux.HandleFunc("GET /messages/{messageId}", a.opsHandler(o, func(r *http.Request, _ []byte) (any, *queengate.Error) {
+		if werr := noParameters(r); werr != nil {
+			return nil, werr
+		}
 		return o.MessageByID(r.Context(), r.PathValue("messageId"))
 	}))
 	// The status page: static (no data in it), so it needs no token; its
@@ -208,18 +215,46 @@ func (a *Admin) Mount(o *Ops) {
 		w.Header().Set("Content-Security-Policy", "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'")
 		_, _ = w.Write(statusPage)
 	})
-	// The same paths with another method, and /queues/ with no name, answer
-	// in the API's error format rather than the mux's plain text.
-	for path, allow := range map[string]string{"/configure": "POST", "/queues": "GET", "/queues/{queue}": "GET", "/status": "GET"} {
-		a.mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Allow", allow)
-			writeError(w, &queengate.Error{Code: queengate.CodeMethodNotAllowed, Message: fmt.Sprintf("%s %s: use %s", r.Method, r.URL.Path, allow)})
-		})
-	}
-	a.mux.HandleFunc("/queues/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, &queengate.Error{Code: queengate.CodeNotFound, Message: "no such path: GET /queues/<queue> names one queue"})
-	})
 }
+
+// noParameters refuses a request with URL parameters: a path that takes
+// none says so rather than ignoring a misspelt one.
+func noParameters(r *http.Request) *queengate.Error {
+	for name := range r.URL.Query() {
+		return badInput("unknown parameter %q: %s takes no parameters", clip(name), r.Pattern[strings.IndexByte(r.Pattern, ' ')+1:])
+	}
+	return nil
+}
+
+// ServeHTTP serves the mux, and answers what it matches no route for (an
+// unknown path: 404; a known path with another method: 405 with Allow) in
+// the API's JSON error format rather than the mux's plain text.
+func (a *Admin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h, pattern := a.mux.Handler(r)
+	if pattern != "" {
+		a.mux.ServeHTTP(w, r) // which sets the path values h would lack
+		return
+	}
+	probe := &statusProbe{header: http.Header{}}
+	h.ServeHTTP(probe, r)
+	if allow := probe.header.Get("Allow"); probe.code == http.StatusMethodNotAllowed && allow != "" {
+		w.Header().Set("Allow", allow)
+		writeError(w, &queengate.Error{Code: queengate.CodeMethodNotAllowed, Message: fmt.Sprintf("%s %s: use %s", clip(r.Method), clip(r.URL.Path), allow)})
+		return
+	}
+	writeError(w, &queengate.Error{Code: queengate.CodeNotFound, Message: fmt.Sprintf("no such path: %s %s (docs/admin-api.md lists the paths)", clip(r.Method), clip(r.URL.Path))})
+}
+
+// statusProbe keeps the status and headers the mux's own not-found or
+// method-not-allowed handler would send, and drops its plain-text body.
+type statusProbe struct {
+	header http.Header
+	code   int
+}
+
+func (p *statusProbe) Header() http.Header         { return p.header }
+func (p *statusProbe) Write(b []byte) (int, error) { return len(b), nil }
+func (p *statusProbe) WriteHeader(code int)        { p.code = code }
 
 func (a *Admin) opsHandler(o *Ops, op func(*http.Request, []byte) (any, *queengate.Error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
@@ -248,7 +283,12 @@ func (a *Admin) opsHandler(o *Ops, op func(*http.Request, []byte) (any, *queenga
 //go:embed statuspage.html
 var statusPage []byte
 
+// writeError answers werr; its message is bounded, whatever input it
+// quotes.
 func writeError(w http.ResponseWriter, werr *queengate.Error) {
+	if len(werr.Message) > maxErrorMessage {
+		werr = &queengate.Error{Code: werr.Code, Message: clipTo(werr.Message, maxErrorMessage)}
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(werr.Code)
 	_, _ = w.Write(append(errorBody(werr), '\n'))

@@ -113,23 +113,24 @@ const recheck = time.Second
 func (c *Consumers) addEndpoints(g *Gateway) error {
 	c.log = g.log
 	p := g.cfg.Prefix + ".consume."
+	place := []string{"<queue>", "<partition>"}
 	err := g.addRequestEndpoints([]requestEndpoint{
-		{"consume-pop", p + "pop.>", false, func(ctx context.Context, req *request) (any, *queengate.Error) {
+		{name: "consume-pop", verb: p + "pop", names: []string{"<queue>[.<partition>]"}, anyTokens: true, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
 			return c.pop(ctx, strings.TrimPrefix(req.Subject, p+"pop."), req.Data)
 		}},
-		{"consume-ack", p + "ack.*.*", false, func(ctx context.Context, req *request) (any, *queengate.Error) {
+		{name: "consume-ack", verb: p + "ack", names: place, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
 			queue, partition := lastTwoTokens(req.Subject)
 			return c.ack(ctx, queue, partition, req.Data)
 		}},
-		{"consume-renew", p + "renew.*.*", false, func(ctx context.Context, req *request) (any, *queengate.Error) {
+		{name: "consume-renew", verb: p + "renew", names: place, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
 			queue, partition := lastTwoTokens(req.Subject)
 			return c.lease(ctx, queue, partition, req.Data, true)
 		}},
-		{"consume-release", p + "release.*.*", false, func(ctx context.Context, req *request) (any, *queengate.Error) {
+		{name: "consume-release", verb: p + "release", names: place, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
 			queue, partition := lastTwoTokens(req.Subject)
 			return c.lease(ctx, queue, partition, req.Data, false)
 		}},
-		{"consume-groups", p + "groups.*", false, func(ctx context.Context, req *request) (any, *queengate.Error) {
+		{name: "consume-groups", verb: p + "groups", names: []string{"<queue>"}, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
 			return c.groups(ctx, req.Subject[strings.LastIndexByte(req.Subject, '.')+1:])
 		}},
 	})

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"bytes"
-	"fmt"
 	"math"
 	"regexp"
 	"slices"
@@ -179,17 +178,8 @@ func describe(raw []byte) string {
 	return "the JSON number " + excerpt(raw)
 }
 
-// excerpt is raw, cut to excerptBytes (at a UTF-8 boundary) with "…".
-func excerpt(raw []byte) string {
-	if len(raw) <= excerptBytes {
-		return string(raw)
-	}
-	cut := excerptBytes
-	for cut > 0 && raw[cut]&0xc0 == 0x80 {
-		cut--
-	}
-	return fmt.Sprintf("%s… (%d bytes)", raw[:cut], len(raw))
-}
+// excerpt is raw, cut to excerptBytes as clipTo cuts.
+func excerpt(raw []byte) string { return clipTo(string(raw), excerptBytes) }
 
 // scanArray splits raw, a value the scanner has validated, into its
 // elements when it is an array.

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
@@ -135,8 +136,12 @@ func (g *Gateway) Start(ctx context.Context) error {
 		"exactly-once ingestion gateway: push to "+g.cfg.Prefix+".push.<queue>.<partition>", g.log)
 	svc.observe = g.metrics.observeRequest
 	push := svc.addEndpoint("push", g.cfg.Prefix+".push.>", QueueGroup, g.handlePush)
-	if err := push.subscribe(push.subject); err != nil {
-		return err
+	// The bare verb too, so that it is answered 400 (parsePushSubject)
+	// rather than "no responders".
+	for _, subject := range []string{push.subject, g.cfg.Prefix + ".push"} {
+		if err := push.subscribe(subject); err != nil {
+			return err
+		}
 	}
 	if g.cfg.Routing == nil {
 		// Without routing, every shard too: pushes are served whether or
@@ -403,31 +408,35 @@ func (m *metrics) observeRequest(endpoint string, took time.Duration, failed boo
 
 func (m *metrics) rejected(code int) { m.rejects.WithLabelValues(strconv.Itoa(code)).Inc() }
 
-// addOpsEndpoints serves the operator API over NATS request-reply.
+// addOpsEndpoints serves the operator API over NATS request-reply. Reads
+// and explain name their queue in the subject, so NATS permissions can
+// scope them to it: they go with the queue's data (pops hand out the
+// same), not with the token (docs/security.md).
 func (g *Gateway) addOpsEndpoints() error {
 	o := g.cfg.Ops
 	p := g.cfg.Prefix
 	return g.addRequestEndpoints([]requestEndpoint{
-		{"configure", p + ".configure", true, func(ctx context.Context, req *request) (any, *queengate.Error) {
+		{name: "configure", verb: p + ".configure", operator: true, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
 			return o.Configure(ctx, req.Data)
 		}},
-		{"queues-list", p + ".queues.list", true, func(ctx context.Context, _ *request) (any, *queengate.Error) {
+		{name: "queues-list", verb: p + ".queues.list", operator: true, answerOnly: true, op: func(ctx context.Context, _ *request) (any, *queengate.Error) {
 			return o.ListQueues(ctx)
 		}},
-		{"queues-get", p + ".queues.get.*", true, func(ctx context.Context, req *request) (any, *queengate.Error) {
+		{name: "queues-get", verb: p + ".queues.get", names: []string{"<queue>"}, operator: true, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
 			return o.GetQueue(ctx, req.Subject[strings.LastIndexByte(req.Subject, '.')+1:])
 		}},
-		{"status", p + ".status", true, func(ctx context.Context, _ *request) (any, *queengate.Error) {
+		{name: "status", verb: p + ".status", operator: true, answerOnly: true, op: func(ctx context.Context, _ *request) (any, *queengate.Error) {
 			return o.Status(ctx)
 		}},
-		{"read", p + ".read.*.*", true, func(ctx context.Context, req *request) (any, *queengate.Error) {
+		{name: "read", verb: p + ".read", names: []string{"<queue>", "<partition>"}, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
 			queue, partition := lastTwoTokens(req.Subject)
 			return o.Read(ctx, queue, partition, req.Data)
 		}},
-		{"message-get", p + ".message.get", true, func(ctx context.Context, req *request) (any, *queengate.Error) {
+		// A messageId names no queue in the subject: NATS cannot scope it.
+		{name: "message-get", verb: p + ".message.get", operator: true, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
 			return o.GetMessage(ctx, req.Data)
 		}},
-		{"explain", p + ".explain.*.*", true, func(ctx context.Context, req *request) (any, *queengate.Error) {
+		{name: "explain", verb: p + ".explain", names: []string{"<queue>", "<partition>"}, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
 			queue, partition := lastTwoTokens(req.Subject)
 			return o.Explain(ctx, queue, partition, req.Data)
 		}},
@@ -441,11 +450,90 @@ func lastTwoTokens(subject string) (string, string) {
 	return subject[j+1 : i], subject[i+1:]
 }
 
-// requestEndpoint is a request-reply operation served by the gateway.
+// maxEcho bounds what of a request's own input an error quotes back, and
+// maxErrorMessage a whole error message on the HTTP face.
+const (
+	maxEcho         = 128
+	maxErrorMessage = 1024
+)
+
+// clip is s cut to maxEcho bytes, saying how long it was: an error echoes
+// what to fix, never a whole large input.
+func clip(s string) string { return clipTo(s, maxEcho) }
+
+// clipTo cuts s to n bytes on a character boundary.
+func clipTo(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "… (" + strconv.Itoa(len(s)) + " bytes)"
+}
+
+// requestEndpoint is a request-reply operation served by the gateway on
+// verb followed by one token per name.
 type requestEndpoint struct {
-	name, subject string
-	operator      bool // needs the admin token
+	name string
+	verb string // e.g. "queen.read"
+	// names are the tokens after verb, as documented ("<queue>").
+	names []string
+	// anyTokens: one or more tokens after verb, which op checks (a pop
+	// names <queue> or <queue>.<partition>).
+	anyTokens bool
+	// operator spans queues (NATS permissions cannot scope it to one):
+	// with an admin token set it needs the token. The others are governed
+	// by NATS permissions on their subjects (docs/security.md).
+	operator bool
+	// answerOnly: the request is for its answer (a read, a pop), so it is
+	// not carried out without a reply subject. Others (an ack, a
+	// schedule) are, as a push is.
+	answerOnly bool
+	// misshapenOnly, when not nil, replaces the subjects misshapen would
+	// answer, where those would overlap another endpoint's (timers).
+	misshapenOnly []string
 	op            func(context.Context, *request) (any, *queengate.Error)
+}
+
+// subject is the endpoint's subject, as NATS matches it.
+func (e requestEndpoint) subject() string {
+	if e.anyTokens {
+		return e.verb + ".>"
+	}
+	return e.verb + strings.Repeat(".*", len(e.names))
+}
+
+// misshapen are the subjects under the endpoint's verb with too few or
+// too many tokens. They share no subject with a well-formed one (both are
+// in one queue group, where NATS hands a request to one subscription),
+// and are answered 400 rather than left to "no responders", which a
+// client takes for a gateway out of reach.
+func (e requestEndpoint) misshapen() []string {
+	if e.misshapenOnly != nil {
+		return e.misshapenOnly
+	}
+	if e.anyTokens {
+		return []string{e.verb}
+	}
+	var out []string
+	for n := range len(e.names) {
+		out = append(out, e.verb+strings.Repeat(".*", n))
+	}
+	return append(out, e.subject()+".>")
+}
+
+// form is the endpoint's subject as documented, for a 400.
+func (e requestEndpoint) form() string {
+	return strings.Join(append([]string{e.verb}, e.names...), ".")
+}
+
+// wellShaped says whether subject has the endpoint's number of tokens.
+func (e requestEndpoint) wellShaped(subject string) bool {
+	if e.anyTokens {
+		return len(subject) > len(e.verb)
+	}
+	return strings.Count(subject, ".") == strings.Count(e.verb, ".")+len(e.names)
 }
 
 func (g *Gateway) addRequestEndpoints(endpoints []requestEndpoint) error {
@@ -462,11 +550,13 @@ func (g *Gateway) addRequestEndpoints(endpoints []requestEndpoint) error {
 			g.inflight.Add(1)
 			g.mu.Unlock()
 			// Off the subscription's goroutine: these read PostgreSQL.
-			go g.serveRequest(req, e.operator, e.op)
+			go g.serveRequest(req, e)
 		}
-		ep := g.svc.addEndpoint(e.name, e.subject, QueueGroup, handler)
-		if err := ep.subscribe(e.subject); err != nil {
-			return err
+		ep := g.svc.addEndpoint(e.name, e.subject(), QueueGroup, handler)
+		for _, subject := range append([]string{e.subject()}, e.misshapen()...) {
+			if err := ep.subscribe(subject); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -474,25 +564,29 @@ func (g *Gateway) addRequestEndpoints(endpoints []requestEndpoint) error {
 
 // serveRequest answers a request-reply operation; operator ones need the
 // admin token.
-func (g *Gateway) serveRequest(req *request, operator bool, op func(context.Context, *request) (any, *queengate.Error)) {
+func (g *Gateway) serveRequest(req *request, e requestEndpoint) {
 	defer g.inflight.Done()
-	if req.Reply == "" && operator {
+	if !e.wellShaped(req.Subject) {
+		g.answer(req, nil, badInput("subject %s: want %s", clip(req.Subject), e.form()))
+		return
+	}
+	if req.Reply == "" && e.answerOnly {
 		req.done("no reply subject: nothing to answer")
-		return // a read with nobody to read the answer
+		return // a read or a pop with nobody to receive the answer
 	}
 	var werr *queengate.Error
-	if operator && g.cfg.Ops != nil {
+	if e.operator && g.cfg.Ops != nil {
 		werr = g.cfg.Ops.authorize(req.Header.Get("Authorization"))
 	}
 	var v any
 	if werr == nil {
 		// Operator bodies are small; a timer's is a push message, bounded
 		// by NATS's max payload like a push.
-		if operator && len(req.Data) > maxOpsBody {
+		if e.operator && len(req.Data) > maxOpsBody {
 			werr = &queengate.Error{Code: queengate.CodeTooLarge, Message: fmt.Sprintf("body over %d bytes", maxOpsBody)}
 		} else {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			v, werr = op(ctx, req)
+			v, werr = e.op(ctx, req)
 			cancel()
 		}
 	}

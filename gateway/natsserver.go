@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"fmt"
 	"net"
 	"strconv"
@@ -25,6 +26,15 @@ type EmbeddedNATS struct {
 	// destination), e.g. ShardMappings.
 	Mappings map[string]string
 
+	// ConfigFile, when set, is a nats-server configuration file loaded
+	// first: its authorization block (users and their permissions,
+	// docs/security.md), limits and the rest. Host, Port, Mappings and TLS
+	// here are applied over it; MaxPayload only when the file sets none;
+	// the credentials below only when it sets no authorization of its own
+	// (with one, the gateway connects as one of its users). Mappings go to
+	// the global account: the file's users belong there (no accounts).
+	ConfigFile string
+
 	// Client authentication the server requires; at most one kind. Empty:
 	// none (the default listens on loopback).
 	User, Password string
@@ -38,24 +48,20 @@ type EmbeddedNATS struct {
 // StartEmbeddedNATS starts an in-process nats-server (JetStream off) and
 // waits until it accepts connections. Shut it down with Shutdown.
 func StartEmbeddedNATS(cfg EmbeddedNATS) (*server.Server, error) {
-	opts := &server.Options{
-		ServerName: "queengate-embedded",
-		Host:       cfg.Host,
-		Port:       cfg.Port,
-		MaxPayload: cfg.MaxPayload,
-		NoSigs:     true,
-		NoLog:      !cfg.Debug,
+	opts := &server.Options{}
+	if cfg.ConfigFile != "" {
+		var err error
+		if opts, err = server.ProcessConfigFile(cfg.ConfigFile); err != nil {
+			return nil, fmt.Errorf("gateway: embedded nats-server config: %w", err)
+		}
 	}
-	if opts.Host == "" {
-		opts.Host = "127.0.0.1"
-	}
-	if opts.Port == 0 {
-		opts.Port = 4222
-	}
-	if opts.MaxPayload == 0 {
-		opts.MaxPayload = 1 << 20
-	}
+	opts.Host, opts.Port = cmp.Or(cfg.Host, "127.0.0.1"), cmp.Or(cfg.Port, 4222)
+	opts.MaxPayload = cmp.Or(cfg.MaxPayload, opts.MaxPayload, 1<<20)
+	opts.ServerName = cmp.Or(opts.ServerName, "queengate-embedded")
+	opts.NoSigs, opts.NoLog = true, !cfg.Debug
+	ownAuth := opts.Username != "" || opts.Authorization != "" || len(opts.Users) > 0 || len(opts.Nkeys) > 0
 	switch {
+	case ownAuth:
 	case cfg.User != "":
 		opts.Username, opts.Password = cfg.User, cfg.Password
 	case cfg.Token != "":

@@ -72,8 +72,9 @@ func (o *Ops) authorize(header string) *queengate.Error {
 	if len(o.token) == 0 {
 		return nil
 	}
-	got, ok := strings.CutPrefix(header, "Bearer ")
-	if !ok || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), o.token) != 1 {
+	// The scheme is case-insensitive (RFC 7235): "bearer" is "Bearer".
+	scheme, got, _ := strings.Cut(strings.TrimSpace(header), " ")
+	if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), o.token) != 1 {
 		return &queengate.Error{Code: queengate.CodeUnauthorized, Message: "unauthorized: send the admin token as \"Authorization: Bearer <token>\" (QUEEN_ADMIN_TOKEN)"}
 	}
 	return nil

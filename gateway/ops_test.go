@@ -7,8 +7,6 @@ import (
 	"fmt"
 	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/internal/checkfor"
-	"io"
-	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -59,10 +57,11 @@ func (e *testEnv) startOpsGateway(token string, icfg ingest.Config) *opsGateway 
 		e.t.Fatal(err)
 	}
 	timerOps := gateway.NewTimerOps(tsvc, ops)
-	gw, err := gateway.New(gateway.Config{Prefix: e.prefix, Ops: ops, Timers: timerOps}, nc, ing, log, nil)
+	gw, err := gateway.New(gateway.Config{Prefix: e.prefix, Ops: ops, Timers: timerOps, Consumers: gateway.NewConsumers(store)}, nc, ing, log, nil)
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	ing.OnCommit(gw.PublishCommitted)
 	if err := gw.Start(context.Background()); err != nil {
 		e.t.Fatal(err)
 	}
@@ -80,22 +79,11 @@ func (e *testEnv) startOpsGateway(token string, icfg ingest.Config) *opsGateway 
 // viaHTTP sends an operator request over HTTP; token "" sends none.
 func (g *opsGateway) viaHTTP(t *testing.T, method, path, token string, body string) (int, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(method, g.http+path, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
+	authorization := ""
 	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
+		authorization = "Bearer " + token
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp, b := g.do(t, method, path, authorization, body)
 	return resp.StatusCode, b
 }
 

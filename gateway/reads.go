@@ -46,6 +46,11 @@ func (o *Ops) Read(ctx context.Context, queue, partition string, body []byte) (a
 func (o *Ops) ReadQuery(ctx context.Context, queue, partition string, q url.Values) (any, *queengate.Error) {
 	var req queengate.ReadRequest
 	for name, vals := range q {
+		// The name is checked first, and echoes are clipped: an unknown
+		// parameter's value is not quoted back whole.
+		if werr := setReadField(&req, excerpt([]byte(name)), 0, "parameter"); werr != nil {
+			return nil, werr
+		}
 		if len(vals) != 1 {
 			return nil, badInput("%s is given %d times: give it once", excerpt([]byte(name)), len(vals))
 		}
@@ -206,7 +211,7 @@ func decodeGet(body []byte) (queengate.GetRequest, *queengate.Error) {
 func (o *Ops) MessageByID(ctx context.Context, id string) (any, *queengate.Error) {
 	pid, offset, err := model.ParseMessageID(id)
 	if err != nil {
-		return nil, badInput("bad messageId %q: 36 characters shaped like a UUID, as a push answers it", id)
+		return nil, badInput("bad messageId %q: %v; give one as a push answers it", clip(id), err)
 	}
 	m, queue, partition, err := o.reads.MessageAt(ctx, pid, offset)
 	if err != nil {

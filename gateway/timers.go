@@ -227,15 +227,23 @@ func decodeTimerList(body []byte) (queue string, limit *int, werr *queengate.Err
 func (t *TimerOps) addEndpoints(g *Gateway) error {
 	p := g.cfg.Prefix
 	return g.addRequestEndpoints([]requestEndpoint{
-		{"timer-cancel", p + ".timer.cancel", false, func(ctx context.Context, req *request) (any, *queengate.Error) {
+		// A timerId names no queue, but it is a random UUID only its
+		// scheduler (or an operator's list) has: holding it is the right
+		// to cancel, as a leaseId is to ack (docs/security.md).
+		// <prefix>.timer.cancel.x and .list.x are schedules (to queues
+		// named cancel and list), and <prefix>.timer.<one token> is
+		// cancel, list or nothing: the misshapen subjects left to answer
+		// are <prefix>.timer and four tokens or more.
+		{name: "timer-cancel", verb: p + ".timer.cancel", misshapenOnly: []string{}, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
 			return t.cancel(ctx, req.Data)
 		}},
-		{"timer-list", p + ".timer.list", true, func(ctx context.Context, req *request) (any, *queengate.Error) {
+		{name: "timer-list", verb: p + ".timer.list", misshapenOnly: []string{}, operator: true, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
 			return t.listNATS(ctx, req.Data)
 		}},
-		{"timer-schedule", p + ".timer.*.*", false, func(ctx context.Context, req *request) (any, *queengate.Error) {
-			return t.schedule(ctx, p, req.Subject, req.Data)
-		}},
+		{name: "timer-schedule", verb: p + ".timer", names: []string{"<queue>", "<partition>"},
+			misshapenOnly: []string{p + ".timer", p + ".timer.*.*.>"}, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
+				return t.schedule(ctx, p, req.Subject, req.Data)
+			}},
 	})
 }
 

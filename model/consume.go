@@ -1,6 +1,8 @@
 package model
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"time"
 )
@@ -113,11 +115,23 @@ type GroupPartition struct {
 // Lag is how many messages the group has yet to consume there.
 func (g GroupPartition) Lag() int64 { return max(0, g.LastOffset-g.NextOffset+1) }
 
-// DeadLetterQueue is the name of queue's dead-letter queue.
+// DeadLetterQueue is the name of queue's dead-letter queue: queue+"-dlq"
+// when that fits a name's 128 bytes; a longer queue's is its first 91
+// bytes, "-dlq-" and 32 hex digits of the SHA-256 of its whole name (128
+// bytes). The long form never ends in "-dlq", so it never equals a short
+// one, and two long names share it only if their hashes' first 128 bits
+// do: no two queues share a dead-letter queue (truncating alone made
+// every queue sharing its first 124 bytes share one).
 func DeadLetterQueue(queue string) string {
 	const suffix = "-dlq"
-	if len(queue) > 128-len(suffix) {
-		queue = queue[:128-len(suffix)]
+	if len(queue)+len(suffix) <= maxNameBytes {
+		return queue + suffix
 	}
-	return queue + suffix
+	const hashDigits = 32
+	sum := sha256.Sum256([]byte(queue))
+	keep := maxNameBytes - len(suffix+"-") - hashDigits
+	return queue[:keep] + suffix + "-" + hex.EncodeToString(sum[:hashDigits/2])
 }
+
+// maxNameBytes is the longest queue name (queengate.MaxNameBytes).
+const maxNameBytes = 128

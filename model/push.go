@@ -1,7 +1,9 @@
 package model
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 )
@@ -175,16 +177,22 @@ func AppendMessageID(b []byte, partitionID, offset int64) []byte {
 	return hex(b, o, 12)
 }
 
-// ParseMessageID is the inverse of MessageID.
+// ParseMessageID is the inverse of MessageID. Either half at 2^63 or more
+// is an error: no partition id or offset is negative.
 func ParseMessageID(id string) (partitionID, offset int64, err error) {
 	if len(id) != 36 || id[8] != '-' || id[13] != '-' || id[18] != '-' || id[23] != '-' {
-		return 0, 0, fmt.Errorf("malformed message id %q", id)
+		return 0, 0, errors.New("not 36 characters shaped like a UUID")
 	}
 	digits := id[0:8] + id[9:13] + id[14:18] + id[19:23] + id[24:36]
 	p, err1 := strconv.ParseUint(digits[:16], 16, 64)
 	o, err2 := strconv.ParseUint(digits[16:], 16, 64)
-	if err1 != nil || err2 != nil {
-		return 0, 0, fmt.Errorf("malformed message id %q", id)
+	switch {
+	case err1 != nil || err2 != nil:
+		return 0, 0, errors.New("not hexadecimal digits shaped like a UUID")
+	case p > math.MaxInt64:
+		return 0, 0, errors.New("its partition half (the first 16 digits) is 8000000000000000 or more, which no partition id is")
+	case o > math.MaxInt64:
+		return 0, 0, errors.New("its offset half (the last 16 digits) is 8000000000000000 or more, which no offset is")
 	}
 	return int64(p), int64(o), nil
 }

@@ -67,8 +67,9 @@ type config struct {
 	LogLevel string
 
 	// AdminToken (--admin-token, QUEEN_ADMIN_TOKEN): when set, the
-	// operator API (HTTP /configure, /queues, /status and their NATS
-	// subjects) requires it as a bearer token.
+	// operator requests require it as a bearer token: every admin HTTP
+	// path but /healthz, /readyz and /metrics, and the NATS subjects that
+	// span queues (docs/security.md). Empty: none.
 	AdminToken string
 	// RetentionInterval (--retention-interval, QUEEN_RETENTION_INTERVAL):
 	// time between retention passes; default 1m, 0 turns retention off in
@@ -82,6 +83,11 @@ type config struct {
 	// credentials (user/password, token or nkey): it requires what the
 	// gateway connects with.
 	NATSServerTLSCert, NATSServerTLSKey, NATSServerTLSClientCA string
+	// NATSConfig (--nats-config, QUEEN_NATS_CONFIG): a nats-server
+	// configuration file for the embedded server, e.g. the authorization
+	// block of docs/security.md; the gateway then connects as one of its
+	// users (nats-user/nats-password, or nats-nkey). Empty: none.
+	NATSConfig string
 	// RoutingShards (--routing-shards, QUEEN_ROUTING_SHARDS): routing
 	// shards of the deployment, the same in every gateway and in the NATS
 	// mapping; default 64. 0 turns routing off (any gateway takes any push).
@@ -183,9 +189,10 @@ flag wins. Flags:
 	e.int(&cfg.MaxBuffered, "max-buffered", "QUEEN_MAX_BUFFERED", ingestDefaults.MaxBuffered, "messages a shard holds before answering 503")
 	e.int(&cfg.DedupCacheMB, "dedup-cache-mb", "QUEEN_DEDUP_CACHE_MB", dedup.DefaultBudgetBytes>>20, "dedup cache budget in MiB; 0 turns the cache off")
 	e.str(&cfg.LogLevel, "log-level", "QUEEN_LOG_LEVEL", "info", "debug, info, warn or error")
-	e.str(&cfg.AdminToken, "admin-token", "QUEEN_ADMIN_TOKEN", "", "bearer token the operator API requires (/configure, /queues, /status); empty: none")
+	e.str(&cfg.AdminToken, "admin-token", "QUEEN_ADMIN_TOKEN", "", "bearer token the operator requests require (admin HTTP but /healthz, /readyz, /metrics; NATS configure, queues, status, message.get, timer.list); empty: none")
 	e.dur(&cfg.RetentionInterval, "retention-interval", "QUEEN_RETENTION_INTERVAL", time.Minute, "time between retention passes; 0: no retention in this gateway")
 	e.dur(&cfg.RetentionSlack, "retention-slack", "QUEEN_RETENTION_SLACK", model.DefaultRetainOptions().Slack, "kept beyond each queue's window before its log_txns rows are deleted")
+	e.str(&cfg.NATSConfig, "nats-config", "QUEEN_NATS_CONFIG", "", "embedded nats-server: configuration file (authorization block: users and permissions, docs/security.md); the gateway connects as one of its users")
 	e.str(&cfg.NATSServerTLSCert, "nats-server-tls-cert", "QUEEN_NATS_SERVER_TLS_CERT", "", "embedded nats-server: TLS certificate")
 	e.str(&cfg.NATSServerTLSKey, "nats-server-tls-key", "QUEEN_NATS_SERVER_TLS_KEY", "", "embedded nats-server: TLS key")
 	e.str(&cfg.NATSServerTLSClientCA, "nats-server-tls-client-ca", "QUEEN_NATS_SERVER_TLS_CLIENT_CA", "", "embedded nats-server: require client certificates signed by this CA")
@@ -259,8 +266,8 @@ func (c config) validate() error {
 		if (c.NATSServerTLSCert == "") != (c.NATSServerTLSKey == "") {
 			errs = append(errs, errors.New("nats-server-tls-cert and nats-server-tls-key: give both"))
 		}
-	} else if c.NATSServerTLSCert != "" || c.NATSServerTLSKey != "" || c.NATSServerTLSClientCA != "" {
-		errs = append(errs, errors.New("nats-server-tls-*: these configure the embedded server; with nats-url set there is none"))
+	} else if c.NATSServerTLSCert != "" || c.NATSServerTLSKey != "" || c.NATSServerTLSClientCA != "" || c.NATSConfig != "" {
+		errs = append(errs, errors.New("nats-config and nats-server-tls-*: these configure the embedded server; with nats-url set there is none"))
 	}
 	if c.NATSPort < -1 || c.NATSPort > 65535 {
 		errs = append(errs, fmt.Errorf("nats-port: %d is not a port", c.NATSPort))

@@ -200,7 +200,7 @@ func openNATS(cfg config, log zerolog.Logger) (nc *nats.Conn, url string, closeN
 }
 
 func startEmbeddedNATS(cfg config) (*server.Server, string, error) {
-	ecfg := gateway.EmbeddedNATS{Host: cfg.NATSHost, Port: cfg.NATSPort,
+	ecfg := gateway.EmbeddedNATS{Host: cfg.NATSHost, Port: cfg.NATSPort, ConfigFile: cfg.NATSConfig,
 		User: cfg.NATSUser, Password: cfg.NATSPassword, Token: cfg.NATSToken,
 		TLSCert: cfg.NATSServerTLSCert, TLSKey: cfg.NATSServerTLSKey, TLSClientCA: cfg.NATSServerTLSClientCA}
 	if cfg.RoutingShards > 0 {

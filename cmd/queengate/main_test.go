@@ -283,6 +283,8 @@ func TestVersionAndConfigErrors(t *testing.T) {
 		{[]string{"QUEEN_PG_URL=postgres://127.0.0.1:1/x", "QUEEN_NATS_CREDS=/x.creds"}, nil, "needs a NATS server run with an operator"},
 		{[]string{"QUEEN_PG_URL=postgres://127.0.0.1:1/x", "QUEEN_NATS_USER=u", "QUEEN_NATS_TOKEN=t"}, nil, "give one of nats-user, nats-token, nats-nkey"},
 		{[]string{"QUEEN_PG_URL=postgres://127.0.0.1:1/x", "QUEEN_NATS_URL=nats://x:4222", "QUEEN_NATS_SERVER_TLS_CERT=c"}, nil, "configure the embedded server"},
+		{[]string{"QUEEN_PG_URL=postgres://127.0.0.1:1/x", "QUEEN_NATS_URL=nats://x:4222", "QUEEN_NATS_CONFIG=n.conf"}, nil, "nats-config and nats-server-tls-*"},
+		{[]string{"QUEEN_PG_URL=postgres://127.0.0.1:1/x", "QUEEN_NATS_CONFIG=/no/such/nats.conf"}, nil, "embedded nats-server config"},
 	}
 	for _, c := range cases {
 		cmd := exec.Command(binary, c.args...)

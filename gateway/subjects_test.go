@@ -1,0 +1,77 @@
+package gateway_test
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/queengate/queengate/ingest"
+)
+
+// TestMisshapenSubjectsAnswer400: a subject under a served verb with too
+// few or too many tokens is answered 400 with the expected form, not left
+// to "no responders" (which clients take for a gateway out of reach).
+func TestMisshapenSubjectsAnswer400(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	g := e.startOpsGateway("", ingest.Config{})
+	q := e.prefix
+	cases := []struct{ subject, want string }{
+		{q + ".read", q + ".read.<queue>.<partition>"},
+		{q + ".read.orders", q + ".read.<queue>.<partition>"},
+		{q + ".read.orders.p.x", q + ".read.<queue>.<partition>"},
+		{q + ".explain.orders", q + ".explain.<queue>.<partition>"},
+		{q + ".explain.orders.p.x.y", q + ".explain.<queue>.<partition>"},
+		{q + ".queues.get", q + ".queues.get.<queue>"},
+		{q + ".queues.get.orders.x", q + ".queues.get.<queue>"},
+		{q + ".queues.list.x", q + ".queues.list"},
+		{q + ".configure.x", q + ".configure"},
+		{q + ".status.x.y", q + ".status"},
+		{q + ".message.get.x", q + ".message.get"},
+		{q + ".consume.ack", q + ".consume.ack.<queue>.<partition>"},
+		{q + ".consume.ack.orders", q + ".consume.ack.<queue>.<partition>"},
+		{q + ".consume.ack.orders.p.x", q + ".consume.ack.<queue>.<partition>"},
+		{q + ".consume.renew.orders", q + ".consume.renew.<queue>.<partition>"},
+		{q + ".consume.release.orders.p.x", q + ".consume.release.<queue>.<partition>"},
+		{q + ".consume.groups", q + ".consume.groups.<queue>"},
+		{q + ".consume.groups.orders.x", q + ".consume.groups.<queue>"},
+		{q + ".consume.pop", q + ".consume.pop.<queue>[.<partition>]"},
+		{q + ".consume.pop.orders.p.x", "<prefix>.consume.pop.<queue>[.<partition>]"},
+		{q + ".timer", q + ".timer.<queue>.<partition>"},
+		{q + ".timer.orders.p.x", q + ".timer.<queue>.<partition>"},
+		{q + ".push", "is not under " + q + ".push"},
+		{q + ".push.orders.p.x", q + ".push.<queue>.<partition>"},
+	}
+	for _, c := range cases {
+		status, body := g.viaNATSAuth(t, c.subject, "", `{}`)
+		if status != 400 || !strings.Contains(string(body), c.want) {
+			t.Errorf("%s: %d %s; want 400 naming %s", c.subject, status, body, c.want)
+		}
+	}
+}
+
+// TestDiscoveryTableListsEveryEndpoint: docs/protocol.md's service
+// discovery table has a row for every endpoint INFO reports, with its
+// subject, for a gateway serving everything.
+func TestDiscoveryTableListsEveryEndpoint(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.startOpsGateway("", ingest.Config{})
+	doc, err := os.ReadFile("../docs/protocol.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info micro.Info
+	e.discover(t, micro.InfoVerb, &info)
+	if len(info.Endpoints) < 16 {
+		t.Fatalf("INFO lists %d endpoints, fewer than a gateway serving everything has", len(info.Endpoints))
+	}
+	for _, ep := range info.Endpoints {
+		row := "| `" + ep.Name + "` | `" + ep.Subject + "`"
+		if !strings.Contains(string(doc), row) {
+			t.Errorf("docs/protocol.md has no row %s", row)
+		}
+	}
+}
