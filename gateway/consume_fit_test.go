@@ -51,8 +51,13 @@ func TestPopAnswersFitTheMaxPayload(t *testing.T) {
 		}
 		wantStatus(t, e.push(t, e.subject("p"), ms), slices.Repeat([]string{"queued"}, 50)...)
 	}
-	got := map[string]bool{}
-	var ack *queengate.PopAck
+	// maxBytes 1 still delivers one message.
+	one, _ := e.popRaw(t, "p", queengate.PopRequest{Group: "g", Max: 150, MaxBytes: 1})
+	if len(one.Messages) != 1 {
+		t.Fatalf("maxBytes 1 delivered %d messages, want 1", len(one.Messages))
+	}
+	got := map[string]bool{one.Messages[0].TransactionID: true}
+	ack := &queengate.PopAck{Partition: "p", LeaseID: one.LeaseID, Items: completeAll(one)}
 	answers := 0
 	for len(got) < 150 && answers < 10 {
 		a, size := e.popRaw(t, "p", queengate.PopRequest{Group: "g", Max: 150, Ack: ack})
