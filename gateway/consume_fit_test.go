@@ -269,3 +269,31 @@ func TestTheGroupsAnswerFitsAndPagesThroughManyPartitions(t *testing.T) {
 		}
 	}
 }
+
+// A message that does not fit beside the answer of the ack a pop carries
+// is not delivered by that pop (nothing is leased), but by the next,
+// carrying no ack.
+func TestAMessageThatDoesNotFitBesideACarriedAckWaitsForTheNextPop(t *testing.T) {
+	t.Parallel()
+	e, c := consuming(t, 1, "small")
+	big := json.RawMessage(`"` + strings.Repeat("y", 500<<10) + `"`)
+	wantStatus(t, e.push(t, e.subject("big"), []msg{{TransactionID: "big", Data: big}}), "queued")
+	small, err := c.Pop(t.Context(), e.queue, "small", queengate.PopRequest{Group: "g"})
+	if err != nil || len(small.Messages) != 1 {
+		t.Fatalf("pop: %+v, %v", small, err)
+	}
+	// 500 items naming transactionIds that escape to six bytes a byte:
+	// an ack answer of over 600 KB.
+	ack := &queengate.PopAck{Partition: "small", LeaseID: small.LeaseID}
+	for i := range 500 {
+		ack.Items = append(ack.Items, queengate.AckItem{TransactionID: fmt.Sprint(i, strings.Repeat("<", 200)), Status: "completed"})
+	}
+	a, size := e.popRaw(t, "big", queengate.PopRequest{Group: "g", Ack: ack})
+	if a.Ack == nil || len(a.Ack.Items) != 500 || len(a.Messages) != 0 || a.LeaseID != "" || int64(size) > e.client.MaxPayload() {
+		t.Fatalf("the pop carrying the ack: %d messages, lease %q, %d bytes", len(a.Messages), a.LeaseID, size)
+	}
+	b, _ := e.popRaw(t, "big", queengate.PopRequest{Group: "g"})
+	if !slices.Equal(txnIDs(b), []string{"big"}) || b.Messages[0].Attempts != 1 {
+		t.Fatalf("the next pop: %v", txnIDs(b))
+	}
+}
