@@ -28,7 +28,10 @@ const DeliveryReserve = 32 << 10
 func MaxDataBytes(maxPayload int64) int64 { return maxPayload - DeliveryReserve }
 
 // PopRequest asks for messages for a consumer of Group: up to Max, under
-// a lease of LeaseMs, waiting up to WaitMs for some to arrive.
+// a lease of LeaseMs, waiting up to WaitMs for some to arrive. MaxBytes
+// bounds what they take in the answer (at least one message is
+// delivered); the gateway lowers it to what fits in NATS's max payload,
+// its default.
 type PopRequest struct {
 	Group    string `json:"group"`
 	Consumer string `json:"consumer,omitempty"`
@@ -91,8 +94,8 @@ type AckRequest struct {
 }
 
 // AckResult is what became of one item; Result is one of acked,
-// alreadyAcked, unknownTransactionId, unknownOffset, leaseExpired,
-// leaseNotHeld, notInLease.
+// alreadyAcked, deadLettered, unknownTransactionId, unknownOffset,
+// leaseExpired, leaseNotHeld, notInLease.
 type AckResult struct {
 	Index         int    `json:"index"`
 	TransactionID string `json:"transactionId,omitempty"`
@@ -131,11 +134,25 @@ type GroupsAnswer struct {
 	Groups []GroupView `json:"groups"`
 }
 
-// GroupView is a consumer group and where it is on each partition.
+// GroupsRequest, the optional body of a groups request, asks for one
+// group's partitions from partition From on (a GroupView's
+// NextPartition).
+type GroupsRequest struct {
+	Group string `json:"group"`
+	From  string `json:"from,omitempty"`
+}
+
+// GroupView is a consumer group: its totals over all its partitions, and
+// where it is on each, as many as fit in the answer from the first (or
+// from the one asked for); NextPartition names the first left out.
 type GroupView struct {
-	Group      string               `json:"group"`
-	Lag        int64                `json:"lag"`
-	Partitions []GroupPartitionView `json:"partitions"`
+	Group             string               `json:"group"`
+	Lag               int64                `json:"lag"`
+	PartitionCount    int                  `json:"partitionCount"`
+	Unconfirmed       int64                `json:"unconfirmed"`
+	DeletedUnconsumed int64                `json:"deletedUnconsumed"`
+	Partitions        []GroupPartitionView `json:"partitions"`
+	NextPartition     string               `json:"nextPartition,omitempty"`
 }
 
 // GroupPartitionView is a group's position on one partition: every
@@ -148,4 +165,10 @@ type GroupPartitionView struct {
 	Lag           int64      `json:"lag"`
 	LeaseConsumer string     `json:"leaseConsumer,omitempty"`
 	LeaseUntil    *time.Time `json:"leaseUntil,omitempty"`
+	// Unconfirmed counts deliveries taken back because their lease ran
+	// out with nothing heard from its consumer (not counted as attempts).
+	Unconfirmed int64 `json:"unconfirmed,omitempty"`
+	// DeletedUnconsumed counts messages retention deleted before the
+	// group consumed them.
+	DeletedUnconsumed int64 `json:"deletedUnconsumed,omitempty"`
 }

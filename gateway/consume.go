@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,6 +25,7 @@ type ConsumeStore interface {
 	FindGroup(ctx context.Context, queue, name string) (model.Group, error)
 	PartitionID(ctx context.Context, queueID int64, name string) (int64, error)
 	Pop(ctx context.Context, r model.PopRequest) (model.PopResult, error)
+	Undo(ctx context.Context, g model.Group, partitionID int64, leaseID string) (bool, error)
 	Ack(ctx context.Context, g model.Group, partitionID int64, leaseID string, items []model.AckItem) (model.AckResult, error)
 	Lease(ctx context.Context, g model.Group, partitionID int64, leaseID string, d time.Duration) (time.Time, bool, error)
 	GroupPartitions(ctx context.Context, queueID int64) ([]model.GroupPartition, error)
@@ -36,6 +39,8 @@ type Consumers struct {
 	store   ConsumeStore
 	log     zerolog.Logger
 	recheck time.Duration // a long poll's longest sleep between pops
+	// maxPayload is the NATS connection's: every answer fits in it.
+	maxPayload func() int64
 
 	mu      sync.Mutex
 	waiting map[string]chan struct{} // per queue: closed when a push to it commits
@@ -112,6 +117,7 @@ const recheck = time.Second
 // announced by every gateway.
 func (c *Consumers) addEndpoints(g *Gateway) error {
 	c.log = g.log
+	c.maxPayload = g.nc.MaxPayload
 	p := g.cfg.Prefix + ".consume."
 	place := []string{"<queue>", "<partition>"}
 	err := g.addRequestEndpoints([]requestEndpoint{
@@ -131,7 +137,7 @@ func (c *Consumers) addEndpoints(g *Gateway) error {
 			return c.lease(ctx, queue, partition, req.Data, false)
 		}},
 		{name: "consume-groups", verb: p + "groups", names: []string{"<queue>"}, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
-			return c.groups(ctx, req.Subject[strings.LastIndexByte(req.Subject, '.')+1:])
+			return c.groups(ctx, req.Subject[strings.LastIndexByte(req.Subject, '.')+1:], req.Data)
 		}},
 	})
 	if err != nil {
@@ -159,16 +165,12 @@ func (c *Consumers) pop(ctx context.Context, place string, body []byte) (any, *q
 	if werr != nil {
 		return nil, werr
 	}
-	var acked *queengate.AckAnswer
-	if req.Ack != nil {
-		ans, werr := c.settle(ctx, queue, req.Ack.Partition, queengate.AckRequest{Group: req.Group, LeaseID: req.Ack.LeaseID, Items: req.Ack.Items})
-		if werr != nil {
-			return nil, werr
-		}
-		acked = &ans
-	}
-	g, err := c.group(ctx, queue, req.Group, true)
-	if err != nil {
+	// Everything the pop names is found before the ack it carries is
+	// settled: a 4xx changes nothing. A group the pop is the first of is
+	// created only then (its queue's id comes with ErrGroupNotFound).
+	g, err := c.group(ctx, queue, req.Group, false)
+	newGroup := errors.Is(err, model.ErrGroupNotFound)
+	if err != nil && !newGroup {
 		return nil, consumeError(err)
 	}
 	var pid int64
@@ -177,12 +179,30 @@ func (c *Consumers) pop(ctx context.Context, place string, body []byte) (any, *q
 			return nil, consumeError(err)
 		}
 	}
+	var acked []byte
+	if req.Ack != nil {
+		ans, werr := c.settle(ctx, queue, req.Ack.Partition, queengate.AckRequest{Group: req.Group, LeaseID: req.Ack.LeaseID, Items: req.Ack.Items})
+		if werr != nil {
+			return nil, werr
+		}
+		acked, _ = json.Marshal(ans) // plain fields: always encodes
+	}
+	if newGroup {
+		if g, err = c.group(ctx, queue, req.Group, true); err != nil {
+			return nil, consumeError(err)
+		}
+	}
+	pr := model.PopRequest{Group: g, PartitionID: pid, Max: req.Max, Lease: time.Duration(req.LeaseMs) * time.Millisecond,
+		Consumer: req.Consumer}
+	pr.Room, pr.MaxBytes = c.popRoom(len(acked), req.MaxBytes)
+	// Beside a large ack answer the next message may not fit: waiting
+	// could not deliver it either, and the next pop, carrying none, will.
+	wait := pr.Room >= largestDelivery(c.maxPayload())
 	deadline := time.Now().Add(time.Duration(req.WaitMs) * time.Millisecond)
 	deadLettered := 0
 	for {
 		wake := c.wakeup(queue) // before the pop: a commit after it is not missed
-		res, err := c.store.Pop(ctx, model.PopRequest{Group: g, PartitionID: pid, Max: req.Max,
-			Lease: time.Duration(req.LeaseMs) * time.Millisecond, Consumer: req.Consumer})
+		res, err := c.store.Pop(ctx, pr)
 		if err != nil {
 			return nil, storeError(err)
 		}
@@ -192,8 +212,8 @@ func (c *Consumers) pop(ctx context.Context, place string, body []byte) (any, *q
 		deadLettered += res.DeadLettered
 		res.DeadLettered = deadLettered
 		left := time.Until(deadline)
-		if len(res.Messages) > 0 || left <= 0 {
-			return encodePop(queue, req.Group, &res, acked), nil
+		if len(res.Messages) > 0 || left <= 0 || !wait {
+			return c.popAnswer(queue, g, &res, acked), nil
 		}
 		t := time.NewTimer(min(left, c.recheck))
 		select {
@@ -203,7 +223,7 @@ func (c *Consumers) pop(ctx context.Context, place string, body []byte) (any, *q
 		}
 		t.Stop()
 		if ctx.Err() != nil {
-			return encodePop(queue, req.Group, &model.PopResult{DeadLettered: deadLettered}, acked), nil
+			return c.popAnswer(queue, g, &model.PopResult{DeadLettered: deadLettered}, acked), nil
 		}
 	}
 }
@@ -216,10 +236,67 @@ var (
 	ackItemShape = objectShape{"an ack item", `{"transactionId": "...", "status": "completed"} or {"offset": 7, "status": "failed", "error": "..."}`}
 	renewShape   = objectShape{"a renewal", `{"group": "...", "leaseId": "...", "leaseMs": 30000}`}
 	releaseShape = objectShape{"a release", `{"group": "...", "leaseId": "..."}`}
+	groupsShape  = objectShape{"a groups request", `{"group": "...", "from": "<partition>"}, or no body`}
 )
 
 // maxPopBytes bounds a pop's maxBytes.
 const maxPopBytes = 1 << 30
+
+// popEnvelope bounds what a pop's answer takes beside its messages and
+// the answer of the ack it carries: names of up to 128 bytes, ids, the
+// lease, the counts and the field names.
+const popEnvelope = 1024
+
+// popRoom is what a pop's messages may take in its answer beside an ack
+// answer of ackBytes (room), and what they take at most when asked for
+// maxBytes (0: as much as fits).
+func (c *Consumers) popRoom(ackBytes int, maxBytes int64) (room, limit int64) {
+	room = max(0, c.maxPayload()-popEnvelope-int64(ackBytes))
+	if maxBytes > 0 {
+		return room, min(maxBytes, room)
+	}
+	return room, room
+}
+
+// largestDelivery bounds what the largest message a push accepts takes
+// in a pop's answer.
+func largestDelivery(maxPayload int64) int64 {
+	return queengate.MaxDataBytes(maxPayload) + 6*(queengate.MaxTxnIDBytes+queengate.MaxAckErrorSize) + model.DeliveryEnvelope
+}
+
+// popAnswer is a pop's answer, encoded; when it is never sent, it takes
+// its lease and deliveries back (the gateway's undoable).
+type popAnswer struct {
+	body  rawAnswer
+	c     *Consumers
+	group model.Group
+	pid   int64
+	lease string
+}
+
+func (c *Consumers) popAnswer(queue string, g model.Group, r *model.PopResult, acked []byte) *popAnswer {
+	return &popAnswer{body: encodePop(queue, g.Name, r, acked), c: c, group: g, pid: r.PartitionID, lease: r.LeaseID}
+}
+
+func (a *popAnswer) wire() []byte { return a.body }
+
+// undo: nobody got the messages, so they cost no attempt and the
+// partition is free again at once.
+func (a *popAnswer) undo() {
+	if a.lease == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	undone, err := a.c.store.Undo(ctx, a.group, a.pid, a.lease)
+	if err != nil {
+		// Then the lease runs out unheard: the next pop takes it back.
+		a.c.log.Warn().Err(err).Str("queue", a.group.Queue).Str("group", a.group.Name).Msg("could not take back an unsent pop")
+		return
+	}
+	a.c.log.Warn().Str("queue", a.group.Queue).Str("group", a.group.Name).Bool("undone", undone).
+		Msg("a pop's answer was not sent: its lease and attempts are taken back")
+}
 
 // decodePop reads a pop body strictly, the ack it carries included: every
 // problem is a 400 naming it, found before anything is done.
@@ -328,8 +405,9 @@ func decodeAckItem(raw []byte, i int, it *queengate.AckItem) *queengate.Error {
 	)
 }
 
-// encodePop writes a pop's answer by hand: data comes back as pushed.
-func encodePop(queue, group string, r *model.PopResult, acked *queengate.AckAnswer) rawAnswer {
+// encodePop writes a pop's answer by hand: data comes back as pushed;
+// acked is the carried ack's answer, encoded.
+func encodePop(queue, group string, r *model.PopResult, acked []byte) rawAnswer {
 	b := []byte(`{"queue":`)
 	b = appendString(b, queue)
 	b = append(b, `,"group":`...)
@@ -350,9 +428,8 @@ func encodePop(queue, group string, r *model.PopResult, acked *queengate.AckAnsw
 		b = strconv.AppendInt(b, int64(r.DeadLettered), 10)
 	}
 	if acked != nil {
-		a, _ := json.Marshal(acked) // plain fields: always encodes
 		b = append(b, `,"ack":`...)
-		b = append(b, a...)
+		b = append(b, acked...)
 	}
 	b = append(b, `,"messages":[`...)
 	for i := range r.Messages {
@@ -520,9 +597,13 @@ func decodeLease(body []byte, renew bool) (queengate.LeaseRequest, *queengate.Er
 	return req, nil
 }
 
-func (c *Consumers) groups(ctx context.Context, queue string) (any, *queengate.Error) {
+func (c *Consumers) groups(ctx context.Context, queue string, body []byte) (any, *queengate.Error) {
 	if !queengate.ValidName(queue) {
 		return nil, badInput("bad queue name %q: %s", queue, queengate.NameRule)
+	}
+	page, werr := decodeGroups(body)
+	if werr != nil {
+		return nil, werr
 	}
 	q, err := c.store.QueueConfig(ctx, queue)
 	if err != nil {
@@ -532,7 +613,75 @@ func (c *Consumers) groups(ctx context.Context, queue string) (any, *queengate.E
 	if err != nil {
 		return nil, storeError(err)
 	}
-	return queengate.GroupsAnswer{Queue: queue, Groups: groupViews(gps)}, nil
+	views := groupViews(gps)
+	if page.Group != "" {
+		if views, werr = groupPage(views, queue, page); werr != nil {
+			return nil, werr
+		}
+	}
+	fitPartitions(views, c.maxPayload()-groupsEnvelope)
+	return queengate.GroupsAnswer{Queue: queue, Groups: views}, nil
+}
+
+// decodeGroups reads a groups request's optional body strictly.
+func decodeGroups(body []byte) (queengate.GroupsRequest, *queengate.Error) {
+	var req queengate.GroupsRequest
+	if jsonBlank(body) {
+		return req, nil
+	}
+	werr := decodeObject(body, theBody, groupsShape,
+		objectField{name: "group", decode: nameInto("group", &req.Group)},
+		objectField{name: "from", decode: nameInto("from", &req.From)},
+	)
+	if werr == nil && req.Group == "" {
+		werr = badInput(`"group" is missing: want %s`, groupsShape.example)
+	}
+	return req, werr
+}
+
+// groupPage keeps the group asked for, its partitions from page.From on.
+func groupPage(views []queengate.GroupView, queue string, page queengate.GroupsRequest) ([]queengate.GroupView, *queengate.Error) {
+	i := slices.IndexFunc(views, func(v queengate.GroupView) bool { return v.Group == page.Group })
+	if i < 0 {
+		return nil, &queengate.Error{Code: queengate.CodeNotFound, Message: fmt.Sprintf("no consumer group %q of queue %s", page.Group, queue)}
+	}
+	v := views[i]
+	if page.From != "" {
+		j := slices.IndexFunc(v.Partitions, func(p queengate.GroupPartitionView) bool { return p.Partition == page.From })
+		if j < 0 {
+			return nil, &queengate.Error{Code: queengate.CodeNotFound, Message: fmt.Sprintf("no partition %q of queue %s", page.From, queue)}
+		}
+		v.Partitions = v.Partitions[j:]
+	}
+	return []queengate.GroupView{v}, nil
+}
+
+// groupsEnvelope bounds what a groups answer takes beside its groups: the
+// queue's name and the field names.
+const groupsEnvelope = 512
+
+// groupTotalsSize bounds what a group takes in a groups answer without
+// its partitions: its name, totals and next partition.
+const groupTotalsSize = 512
+
+// fitPartitions keeps every group's totals, and partitions in order while
+// the answer stays within room bytes; each group cut short names the first
+// partition it leaves out.
+func fitPartitions(views []queengate.GroupView, room int64) {
+	room -= int64(len(views)) * groupTotalsSize
+	full := false
+	for i := range views {
+		v := &views[i]
+		for j, p := range v.Partitions {
+			b, _ := json.Marshal(p) // plain fields: always encodes
+			room -= int64(len(b)) + 1
+			if full = full || room < 0; full {
+				v.NextPartition = p.Partition
+				v.Partitions = v.Partitions[:j]
+				break
+			}
+		}
+	}
 }
 
 // groupViews groups per-partition positions by group (they come sorted
@@ -545,13 +694,17 @@ func groupViews(gps []model.GroupPartition) []queengate.GroupView {
 		}
 		v := &out[len(out)-1]
 		p := queengate.GroupPartitionView{Partition: gp.Partition, PartitionID: gp.PartitionID, NextOffset: gp.NextOffset,
-			LastOffset: gp.LastOffset, Lag: gp.Lag(), LeaseConsumer: gp.LeaseConsumer}
+			LastOffset: gp.LastOffset, Lag: gp.Lag(), LeaseConsumer: gp.LeaseConsumer, Unconfirmed: gp.Unconfirmed,
+			DeletedUnconsumed: gp.DeletedUnconsumed}
 		if gp.Leased {
 			until := gp.LeaseUntil.UTC()
 			p.LeaseUntil = &until
 		}
 		v.Partitions = append(v.Partitions, p)
 		v.Lag += p.Lag
+		v.PartitionCount++
+		v.Unconfirmed += p.Unconfirmed
+		v.DeletedUnconsumed += p.DeletedUnconsumed
 	}
 	return out
 }

@@ -111,6 +111,7 @@ func New(cfg Config, nc *nats.Conn, ing Ingester, log zerolog.Logger, reg promet
 		return nil, err
 	}
 	g := &Gateway{cfg: cfg, nc: nc, ing: ing, log: log, metrics: m, stopped: make(chan struct{})}
+	storeLog.Store(&g.log)
 	if cfg.Routing != nil {
 		rcfg := cfg.Routing.withDefaults()
 		if err := rcfg.validate(); err != nil {

@@ -5,10 +5,15 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"strings"
+	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/nats-io/nats.go"
+	"github.com/rs/zerolog"
 
 	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/ingest"
@@ -260,11 +265,43 @@ func (o *Ops) Status(ctx context.Context) (any, *queengate.Error) {
 	return st, nil
 }
 
-// storeError maps a store failure: PostgreSQL away is a 503 (retry), the
-// rest a 500.
+// storeError maps a store failure: PostgreSQL out of reach is a 503
+// (retry), the rest a 500. Neither answer carries the driver's text, which
+// may name the server's address: the detail goes to the log.
 func storeError(err error) *queengate.Error {
-	if model.NotStored(err) || errors.Is(err, context.DeadlineExceeded) {
-		return &queengate.Error{Code: queengate.CodeUnavailable, Message: "PostgreSQL unavailable: " + err.Error()}
+	werr := &queengate.Error{Code: queengate.CodeInternal, Message: "the store failed; the gateway's log has the detail"}
+	if storeUnreachable(err) {
+		werr = &queengate.Error{Code: queengate.CodeUnavailable, Message: "PostgreSQL is unavailable; retry later"}
 	}
-	return &queengate.Error{Code: queengate.CodeInternal, Message: err.Error()}
+	storeLog.Load().Warn().Err(err).Int("code", werr.Code).Msg("store failure answered")
+	return werr
+}
+
+// storeLog is where storeError logs, the last gateway's log (one process
+// runs one gateway; tests' gateways all log to their test).
+var storeLog atomic.Pointer[zerolog.Logger]
+
+func init() {
+	nop := zerolog.Nop()
+	storeLog.Store(&nop)
+}
+
+// storeUnreachable reports whether err says PostgreSQL could not be
+// reached or went away, rather than that it refused the statement.
+func storeUnreachable(err error) bool {
+	var (
+		connect *pgconn.ConnectError
+		pgErr   *pgconn.PgError
+		netErr  net.Error
+	)
+	switch {
+	case model.NotStored(err), errors.Is(err, model.ErrStoreDown), errors.Is(err, context.DeadlineExceeded),
+		errors.As(err, &connect), errors.As(err, &netErr), errors.Is(err, pgconn.ErrConnClosed),
+		errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return true
+	case errors.As(err, &pgErr):
+		// connection exceptions, and the server shutting down or starting
+		return strings.HasPrefix(pgErr.Code, "08") || strings.HasPrefix(pgErr.Code, "57P")
+	}
+	return false
 }

@@ -42,6 +42,22 @@ type PopRequest struct {
 	Max         int
 	Lease       time.Duration
 	Consumer    string
+	// MaxBytes bounds what the messages take in the answer (each as
+	// DeliverySize bounds it); the first message may take more, but never
+	// more than Room: when it does not fit in Room, nothing is delivered.
+	MaxBytes, Room int64
+}
+
+// DeliveryEnvelope bounds what a delivered message takes in a pop's
+// answer beside its data, transactionId and last error: the field names,
+// offset, messageId, createdAt, attempts and separators.
+const DeliveryEnvelope = 256
+
+// DeliverySize bounds what a delivered message takes in a pop's answer:
+// its data as stored, its transactionId and last error escaped at worst
+// (\u00XX for every byte), and the envelope. The store computes the same.
+func DeliverySize(d Delivery) int64 {
+	return int64(len(d.Data)+6*(len(d.TxnID)+len(d.LastError))) + DeliveryEnvelope
 }
 
 // Delivery is one message handed to a consumer.
@@ -90,6 +106,9 @@ const (
 	AckLeaseExpired  = "leaseExpired"
 	AckLeaseNotHeld  = "leaseNotHeld"
 	AckNotInLease    = "notInLease"
+	// AckDeadLettered: settled before, by moving it to the dead-letter
+	// queue (out of attempts).
+	AckDeadLettered = "deadLettered"
 )
 
 // AckResult is a batch's outcomes, in item order, and the group's cursor
@@ -108,8 +127,14 @@ type GroupPartition struct {
 	NextOffset       int64 // every offset below is consumed
 	LastOffset       int64
 	Leased           bool
-	LeaseConsumer    string
+	LeaseConsumer    string // while Leased
 	LeaseUntil       time.Time
+	// Unconfirmed counts deliveries taken back because their lease ran
+	// out with nothing heard from its consumer.
+	Unconfirmed int64
+	// DeletedUnconsumed counts messages retention deleted before the
+	// group consumed them.
+	DeletedUnconsumed int64
 }
 
 // Lag is how many messages the group has yet to consume there.

@@ -84,8 +84,8 @@ func (s *Store) Pop(ctx context.Context, r model.PopRequest) (model.PopResult, e
 			pid = &r.PartitionID
 		}
 		rows, err := s.pool.Query(ctx, `SELECT partition_id, partition, lease_id, lease_until, off, txn_id, data::text,
-			created_at, attempts, last_error, dead FROM queen.consumer_pop($1, $2, $3, $4, $5, $6)`,
-			r.Group.ID, r.Group.QueueID, pid, r.Max, r.Lease.Seconds(), r.Consumer)
+			created_at, attempts, last_error, dead FROM queen.consumer_pop($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+			r.Group.ID, r.Group.QueueID, pid, r.Max, r.Lease.Seconds(), r.Consumer, r.MaxBytes, r.Room, model.DeliveryEnvelope)
 		if err != nil {
 			return err
 		}
@@ -131,6 +131,22 @@ func (s *Store) Pop(ctx context.Context, r model.PopRequest) (model.PopResult, e
 		return model.PopResult{}, fmt.Errorf("pgstore: pop %s/%s: %w", r.Group.Queue, r.Group.Name, err)
 	}
 	return out, nil
+}
+
+// Undo takes back a pop whose answer was never sent: the lease ends and
+// the attempts it counted are uncounted, as if it had never run. It
+// changes nothing (false) once the lease is no longer the partition's or
+// its consumer was heard from.
+func (s *Store) Undo(ctx context.Context, g model.Group, partitionID int64, leaseID string) (bool, error) {
+	var lease pgtype.UUID
+	if lease.Scan(leaseID) != nil {
+		return false, nil
+	}
+	var undone bool
+	if err := s.pool.QueryRow(ctx, "SELECT queen.consumer_undo($1, $2, $3)", g.ID, partitionID, lease).Scan(&undone); err != nil {
+		return false, fmt.Errorf("pgstore: undo pop %s/%s: %w", g.Queue, g.Name, err)
+	}
+	return undone, nil
 }
 
 // Ack settles a batch of messages under a lease in one statement, then
@@ -207,13 +223,62 @@ func (s *Store) Ack(ctx context.Context, g model.Group, partitionID int64, lease
 			var ended bool
 			out.DeadLettered, out.NextOffset, ended, err = s.deadLetter(ctx, g, partition, dead)
 			out.LeaseEnded = out.LeaseEnded || ended
+			if err != nil {
+				return err
+			}
 		}
-		return err
+		return s.markDeadLettered(ctx, g, partitionID, out.Items)
 	}()
 	if err != nil {
 		return model.AckResult{}, fmt.Errorf("pgstore: ack %s/%s: %w", g.Queue, g.Name, err)
 	}
 	return out, nil
+}
+
+// markDeadLettered answers deadLettered, not alreadyAcked, for items
+// whose message was settled by moving it to the dead-letter queue: its
+// dead letter is there, within the dead-letter queue's window. Only
+// retried or late acks pay for the look-up.
+func (s *Store) markDeadLettered(ctx context.Context, g model.Group, partitionID int64, items []model.AckOutcome) error {
+	var hashes []model.Hash
+	var offsets []int64 // of each hash
+	for _, o := range items {
+		if o.Result == model.AckAlready && o.Offset >= 0 && !slices.Contains(offsets, o.Offset) {
+			hashes = append(hashes, model.HashTxnID(deadLetterID(g, partitionID, o.Offset)))
+			offsets = append(offsets, o.Offset)
+		}
+	}
+	if len(hashes) == 0 {
+		return nil
+	}
+	rows, err := s.pool.Query(ctx, `
+		SELECT x.i::int FROM queen.log_partitions src
+		  JOIN queen.queues dq ON dq.name = $1
+		  JOIN queen.log_partitions dp ON dp.queue_id = dq.id AND dp.name = src.name
+		 CROSS JOIN LATERAL queen.log_find(dp.id, $3) AS f
+		  JOIN unnest($3::uuid[]) WITH ORDINALITY AS x(h, i) ON x.h = f.h
+		 WHERE src.id = $2 AND f.first_offset IS NOT NULL`, model.DeadLetterQueue(g.Queue), partitionID, hashes)
+	if err != nil {
+		return err
+	}
+	found, err := pgx.CollectRows(rows, pgx.RowTo[int])
+	if err != nil {
+		return err
+	}
+	for _, k := range found {
+		off := offsets[k-1]
+		for i := range items {
+			if items[i].Result == model.AckAlready && items[i].Offset == off {
+				items[i].Result = model.AckDeadLettered
+			}
+		}
+	}
+	return nil
+}
+
+// deadLetterID is the transactionId of group g's dead letter of a message.
+func deadLetterID(g model.Group, partitionID, offset int64) string {
+	return g.Name + ":" + model.MessageID(partitionID, offset)
 }
 
 // deadLetter moves messages of group g to the queue's dead-letter queue
@@ -267,13 +332,16 @@ func pushDeadLetters(ctx context.Context, tx pgx.Tx, g model.Group, partition st
 		if !slices.Contains(pending, d.Offset) {
 			continue
 		}
-		id := g.Name + ":" + model.MessageID(d.PartitionID, d.Offset)
+		id := deadLetterID(g, d.PartitionID, d.Offset)
 		body, err := json.Marshal(deadLetterBody{Queue: g.Queue, Partition: partition, Group: g.Name,
 			MessageID: model.MessageID(d.PartitionID, d.Offset), Offset: d.Offset, TransactionID: d.TxnID,
-			CreatedAt: d.CreatedAt.UTC(), Attempts: d.Attempts, Error: d.LastError, Data: json.RawMessage(d.Data)})
+			CreatedAt: d.CreatedAt.UTC(), Attempts: d.Attempts, Error: d.LastError})
 		if err != nil {
 			return err
 		}
+		// The data goes in as stored, byte for byte: json.Marshal would
+		// compact it and escape <, > and &.
+		body = append(append(append(body[:len(body)-1], `,"data":`...), d.Data...), '}')
 		fr.TxnIDs, fr.Hashes, fr.Data = append(fr.TxnIDs, id), append(fr.Hashes, model.HashTxnID(id)), append(fr.Data, body)
 	}
 	args, err := bundleArgs([]model.Frame{fr})
@@ -292,16 +360,16 @@ func pushDeadLetters(ctx context.Context, tx pgx.Tx, g model.Group, partition st
 
 // deadLetterBody is a dead-letter message's data.
 type deadLetterBody struct {
-	Queue         string          `json:"queue"`
-	Partition     string          `json:"partition"`
-	Group         string          `json:"group"`
-	MessageID     string          `json:"messageId"`
-	Offset        int64           `json:"offset"`
-	TransactionID string          `json:"transactionId"`
-	CreatedAt     time.Time       `json:"createdAt"`
-	Attempts      int             `json:"attempts"`
-	Error         string          `json:"error"`
-	Data          json.RawMessage `json:"data"`
+	Queue         string    `json:"queue"`
+	Partition     string    `json:"partition"`
+	Group         string    `json:"group"`
+	MessageID     string    `json:"messageId"`
+	Offset        int64     `json:"offset"`
+	TransactionID string    `json:"transactionId"`
+	CreatedAt     time.Time `json:"createdAt"`
+	Attempts      int       `json:"attempts"`
+	Error         string    `json:"error"`
+	// data follows, appended as stored
 }
 
 // Lease renews (d > 0) or releases (d = 0) a lease; false when it is not
@@ -331,7 +399,8 @@ func (s *Store) Lease(ctx context.Context, g model.Group, partitionID int64, lea
 func (s *Store) GroupPartitions(ctx context.Context, queueID int64) ([]model.GroupPartition, error) {
 	rows, err := s.pool.Query(ctx, `
 		SELECT g.name, p.name, p.id, coalesce(c.next_offset, 0), p.last_offset,
-		       coalesce(c.lease_id IS NOT NULL AND c.lease_until > now(), false), coalesce(c.lease_consumer, ''), c.lease_until
+		       coalesce(c.lease_id IS NOT NULL AND c.lease_until > now(), false), coalesce(c.lease_consumer, ''), c.lease_until,
+		       coalesce(c.unconfirmed, 0), coalesce(c.deleted_unconsumed, 0)
 		  FROM queen.consumer_groups g
 		  JOIN queen.log_partitions p ON p.queue_id = g.queue_id
 		  LEFT JOIN queen.consumer_cursors c ON c.group_id = g.id AND c.partition_id = p.id
@@ -346,9 +415,11 @@ func (s *Store) GroupPartitions(ctx context.Context, queueID int64) ([]model.Gro
 			until *time.Time
 		)
 		err := row.Scan(&gp.Group, &gp.Partition, &gp.PartitionID, &gp.NextOffset, &gp.LastOffset, &gp.Leased,
-			&gp.LeaseConsumer, &until)
+			&gp.LeaseConsumer, &until, &gp.Unconfirmed, &gp.DeletedUnconsumed)
 		if until != nil && gp.Leased {
 			gp.LeaseUntil = *until
+		} else {
+			gp.LeaseConsumer = "" // the last lease's, which ended
 		}
 		return gp, err
 	})

@@ -40,7 +40,7 @@ func BenchmarkConsume(b *testing.B) {
 						b.StartTimer()
 					}
 					t0 := time.Now()
-					r, err := st.Pop(ctx, model.PopRequest{Group: g, Max: n, Lease: time.Minute, Consumer: "c"})
+					r, err := st.Pop(ctx, model.PopRequest{Group: g, Max: n, Lease: time.Minute, Consumer: "c", MaxBytes: 1 << 20, Room: 1 << 20})
 					if err != nil || len(r.Messages) != n {
 						b.Fatalf("pop: %d messages, %v", len(r.Messages), err)
 					}

@@ -11,15 +11,18 @@ import (
 )
 
 // consumerModel is what a group's state on one partition must be, kept
-// apart from SQL: deliveries per offset, what is completed or
-// dead-lettered, and the current lease.
+// apart from SQL: attempts per offset, each one's last error, what is
+// completed or dead-lettered, the current lease, and the deliveries
+// taken back unconfirmed.
 type consumerModel struct {
 	n, maxAttempts int
 	attempts       []int
+	lastError      []string
 	completed      []bool
 	dead           []bool
 	failedIn       map[int64]string // the lease that last failed an offset
 	deadLetters    int
+	unconfirmed    int
 	lease          *modelLease
 }
 
@@ -27,6 +30,9 @@ type modelLease struct {
 	id        string
 	delivered []int64
 	expired   bool
+	// heard: an ack, renewal or release named the lease, so its
+	// deliveries are attempts: its answer arrived.
+	heard bool
 }
 
 func (m *consumerModel) done(o int64) bool { return m.completed[o] || m.dead[o] }
@@ -54,6 +60,9 @@ func (m *consumerModel) pop(k int) (delivered []int64, attempts []int, deadLette
 	if m.running() || m.cursor() >= int64(m.n) {
 		return nil, nil, 0
 	}
+	if m.lease != nil {
+		m.leaseRanOut()
+	}
 	m.lease = nil
 	var picked []int64
 	for o := m.cursor(); o < int64(m.n) && len(picked) < k; o++ {
@@ -74,13 +83,55 @@ func (m *consumerModel) pop(k int) (delivered []int64, attempts []int, deadLette
 	return delivered, attempts, deadLettered
 }
 
+// leaseRanOut ends a lease that ran out: unheard, it is taken back as if
+// never delivered, and counted unconfirmed; heard from, its attempts
+// stand and what it left unsettled says why.
+func (m *consumerModel) leaseRanOut() {
+	if !m.lease.heard {
+		m.takeBack()
+		m.unconfirmed += len(m.lease.delivered)
+		return
+	}
+	for _, o := range m.lease.delivered {
+		if !m.done(o) && m.failedIn[o] != m.lease.id {
+			m.lastError[o] = fmt.Sprintf("lease ran out (consumer 'c', attempt %d)", m.attempts[o])
+		}
+	}
+}
+
+// takeBack uncounts the lease's deliveries.
+func (m *consumerModel) takeBack() {
+	for _, o := range m.lease.delivered {
+		m.attempts[o]--
+	}
+}
+
+// undo says whether an undo of lease id takes it back, and applies it.
+func (m *consumerModel) undo(id string) bool {
+	if m.lease == nil || m.lease.id != id || m.lease.heard {
+		return false
+	}
+	m.takeBack()
+	m.lease = nil
+	return true
+}
+
+// already is how an ack answers for a message settled before.
+func (m *consumerModel) already(o int64) string {
+	if m.dead[o] {
+		return model.AckDeadLettered
+	}
+	return model.AckAlready
+}
+
 // settle applies an ack of offsets under the current lease and says each
 // result; the lease ends once everything delivered under it is settled.
 func (m *consumerModel) settle(offsets []int64, completed []bool) (results []string, ended bool) {
+	m.lease.heard = true
 	for i, o := range offsets {
 		switch {
 		case m.done(o) || slices.Contains(offsets[:i], o) || m.failedIn[o] == m.lease.id:
-			results = append(results, model.AckAlready)
+			results = append(results, m.already(o))
 		case m.expired():
 			results = append(results, model.AckLeaseExpired)
 		case !slices.Contains(m.lease.delivered, o):
@@ -90,6 +141,7 @@ func (m *consumerModel) settle(offsets []int64, completed []bool) (results []str
 			results = append(results, model.AckAcked)
 		default:
 			m.failedIn[o] = m.lease.id
+			m.lastError[o] = "e"
 			if m.maxAttempts > 0 && m.attempts[o] >= m.maxAttempts {
 				m.dead[o] = true
 				m.deadLetters++
@@ -112,8 +164,9 @@ func (m *consumerModel) settle(offsets []int64, completed []bool) (results []str
 // TestConsumerGroupAgreesWithItsModel drives one group on one partition
 // through random pops, acks (completed and failed, in and out of order,
 // by offset and by transactionId, under current and stale leases),
-// lease expiries and releases, and checks every answer and the cursor
-// against the model after each step.
+// renewals, lease expiries (heard from or not), releases and undos of
+// pops never answered, and checks every answer, the cursor and the
+// unconfirmed count against the model after each step.
 func TestConsumerGroupAgreesWithItsModel(t *testing.T) {
 	t.Parallel()
 	for seed := range uint64(4) {
@@ -128,25 +181,31 @@ func runConsumerModel(t *testing.T, seed uint64, n, maxAttempts, steps int) {
 	b := setupConsumer(t, n)
 	ctx := context.Background()
 	b.setMaxAttempts(t, maxAttempts)
-	m := &consumerModel{n: n, maxAttempts: maxAttempts, attempts: make([]int, n), completed: make([]bool, n), dead: make([]bool, n),
-		failedIn: map[int64]string{}}
+	m := &consumerModel{n: n, maxAttempts: maxAttempts, attempts: make([]int, n), lastError: make([]string, n),
+		completed: make([]bool, n), dead: make([]bool, n), failedIn: map[int64]string{}}
 	rng := rand.New(rand.NewPCG(seed, 99))
 	var stale string // a lease that is no longer the partition's
 	seen := map[string]int{}
 	for step := range steps {
 		where := fmt.Sprintf("step %d", step)
-		switch r := rng.IntN(10); {
+		switch r := rng.IntN(12); {
 		case r < 3:
 			k := 1 + rng.IntN(8)
 			old := m.lease
+			if old != nil && old.expired {
+				seen[fmt.Sprint("expiry heard ", old.heard)]++
+			}
 			wantOff, wantAtt, wantDead := m.pop(k)
 			got := b.pop(t, b.group, k)
-			var gotAtt []int
-			for _, d := range got.Messages {
-				gotAtt = append(gotAtt, d.Attempts)
+			var gotErr, wantErr []string
+			for i, d := range got.Messages {
+				gotErr = append(gotErr, d.LastError)
+				wantErr = append(wantErr, m.lastError[wantOff[min(i, len(wantOff)-1)]])
 			}
-			if !slices.Equal(offsetsOf(got), wantOff) || !slices.Equal(gotAtt, wantAtt) || got.DeadLettered != wantDead {
-				t.Fatalf("%s: pop %d got %v attempts %v dead %d; model %v %v %d", where, k, offsetsOf(got), gotAtt, got.DeadLettered, wantOff, wantAtt, wantDead)
+			if !slices.Equal(offsetsOf(got), wantOff) || !slices.Equal(attemptsOf(got), wantAtt) || got.DeadLettered != wantDead ||
+				!slices.Equal(gotErr, wantErr) {
+				t.Fatalf("%s: pop %d got %v attempts %v errors %q dead %d; model %v %v %q %d", where, k, offsetsOf(got), attemptsOf(got),
+					gotErr, got.DeadLettered, wantOff, wantAtt, wantErr, wantDead)
 			}
 			if old != nil && !old.running(m) {
 				stale = old.id // replaced, or gone with the pop that found it run out
@@ -173,6 +232,7 @@ func runConsumerModel(t *testing.T, seed uint64, n, maxAttempts, steps int) {
 			}
 			for _, r := range wantRes {
 				seen["ack "+r]++
+				seen["answer "+r]++
 			}
 		case r < 8 && m.lease != nil && !m.expired():
 			b.backdateLease(t)
@@ -184,6 +244,23 @@ func runConsumerModel(t *testing.T, seed uint64, n, maxAttempts, steps int) {
 			}
 			stale, m.lease = m.lease.id, nil
 			seen["release"]++
+		case r == 9 && m.running():
+			b.renew(t, m.lease.id)
+			m.lease.heard = true
+			seen["renewal"]++
+		case r == 10 && m.lease != nil:
+			// The pop's answer was never sent: an undo, as the gateway
+			// makes (only a pop's own gateway does, at once; any lease
+			// here tests what it refuses).
+			lease := m.lease.id
+			want := m.undo(lease)
+			if got := b.undo(t, lease); got != want {
+				t.Fatalf("%s: undo of %s: %v, model %v", where, lease, got, want)
+			}
+			if want {
+				stale = lease
+			}
+			seen[fmt.Sprint("undo ", want)]++
 		case stale != "":
 			// A stale lease settles nothing: every item leaseNotHeld or
 			// alreadyAcked, and the cursor does not move.
@@ -192,9 +269,10 @@ func runConsumerModel(t *testing.T, seed uint64, n, maxAttempts, steps int) {
 			a := b.ack(t, stale, doneAt(o))
 			want := model.AckLeaseNotHeld
 			if m.done(o) || m.failedIn[o] == stale {
-				want = model.AckAlready
+				want = m.already(o)
 			}
 			seen["stale "+want]++
+			seen["answer "+want]++
 			if results(a)[0] != want || a.NextOffset != before {
 				t.Fatalf("%s: ack of %d under a stale lease: %+v, want %s and the cursor at %d", where, o, a, want, before)
 			}
@@ -210,8 +288,13 @@ func runConsumerModel(t *testing.T, seed uint64, n, maxAttempts, steps int) {
 		t.Fatalf("the dead-letter queue holds %d messages, the model %d", dlq, m.deadLetters)
 	}
 	seen["dead letter"] = m.deadLetters
+	if gp := b.groupPartition(t); gp.Unconfirmed != int64(m.unconfirmed) {
+		t.Fatalf("unconfirmed %d, the model %d", gp.Unconfirmed, m.unconfirmed)
+	}
+	seen["unconfirmed"] = m.unconfirmed
 	t.Logf("seed %d: %v; cursor at %d of %d", seed, seen, m.cursor(), n)
-	for _, kind := range []string{"pop", "redelivery", "expiry", "release", "dead letter", "ack acked", "ack alreadyAcked", "ack notInLease"} {
+	for _, kind := range []string{"pop", "redelivery", "expiry", "release", "dead letter", "ack acked", "ack alreadyAcked",
+		"ack notInLease", "answer deadLettered", "renewal", "expiry heard true", "expiry heard false", "undo true", "undo false", "unconfirmed"} {
 		if seen[kind] == 0 {
 			t.Errorf("the history never had a %s: make it longer", kind)
 		}

@@ -44,7 +44,7 @@ func (b *testBundle) group(t *testing.T, name string) model.Group {
 
 func (b *consumerBundle) pop(t *testing.T, g model.Group, max int) model.PopResult {
 	t.Helper()
-	r, err := b.store.Pop(context.Background(), model.PopRequest{Group: g, Max: max, Lease: time.Minute, Consumer: "c"})
+	r, err := b.store.Pop(context.Background(), model.PopRequest{Group: g, Max: max, Lease: time.Minute, Consumer: "c", MaxBytes: 1 << 20, Room: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,8 +184,9 @@ func TestDeadLetteredExactlyOnceAtMaxAttempts(t *testing.T) {
 	if a.DeadLettered != 1 || a.NextOffset != 1 || !a.LeaseEnded {
 		t.Fatalf("the last failure: %+v", a)
 	}
-	// Retried, the batch changes nothing and dead-letters nothing again.
-	if a := b.ack(t, r.LeaseID, failed("t0", "second")); a.DeadLettered != 0 || results(a)[0] != model.AckAlready {
+	// Retried, the batch changes nothing and dead-letters nothing again;
+	// it says what became of the message.
+	if a := b.ack(t, r.LeaseID, failed("t0", "second")); a.DeadLettered != 0 || results(a)[0] != model.AckDeadLettered {
 		t.Fatalf("retried: %+v", a)
 	}
 	if next := b.pop(t, b.group, 10); !slices.Equal(offsetsOf(next), []int64{1}) {
@@ -201,13 +202,15 @@ func TestDeadLetteredExactlyOnceAtMaxAttempts(t *testing.T) {
 	}
 }
 
-// A message whose lease ran out maxAttempts times is dead-lettered by the
-// pop that would deliver it again.
+// A message whose lease ran out maxAttempts times after its consumer was
+// heard from is dead-lettered by the pop that would deliver it again, and
+// the dead letter says why.
 func TestExpiredPastMaxAttemptsIsDeadLetteredByThePop(t *testing.T) {
 	t.Parallel()
 	b := setupConsumer(t, 1)
 	b.setMaxAttempts(t, 1)
-	b.pop(t, b.group, 1)
+	first := b.pop(t, b.group, 1)
+	b.renew(t, first.LeaseID)
 	b.backdateLease(t)
 	r := b.pop(t, b.group, 1)
 	if len(r.Messages) != 0 || r.DeadLettered != 1 {
@@ -216,6 +219,26 @@ func TestExpiredPastMaxAttemptsIsDeadLetteredByThePop(t *testing.T) {
 	if n := b.lastOffsetOf(t, model.DeadLetterQueue(b.queue)); n != 0 {
 		t.Fatalf("dead-letter queue's last offset %d, want 0", n)
 	}
+	dlq := b.deadLetters(t)
+	if !strings.Contains(string(dlq[0].Data), `"error":"lease ran out (consumer 'c', attempt 1)"`) {
+		t.Fatalf("the dead letter does not say its lease ran out: %s", dlq[0].Data)
+	}
+}
+
+func (b *consumerBundle) renew(t *testing.T, lease string) {
+	t.Helper()
+	if _, ok, err := b.store.Lease(context.Background(), b.group, b.part.ID, lease, time.Minute); !ok || err != nil {
+		t.Fatalf("renew: %v %v", ok, err)
+	}
+}
+
+func (b *consumerBundle) deadLetters(t *testing.T) []model.StoredMessage {
+	t.Helper()
+	dlq, err := b.store.Read(context.Background(), model.ReadRequest{Queue: model.DeadLetterQueue(b.queue), Partition: "Default", Max: 10, MaxBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dlq.Messages
 }
 
 func (b *consumerBundle) lastOffsetOf(t *testing.T, queue string) int64 {
@@ -314,9 +337,12 @@ func TestRetentionWaitsForConsumers(t *testing.T) {
 	if s, x := b.count(t, "log_segments"), b.count(t, "log_txns"); s != 0 || x != 2 {
 		t.Fatalf("by age: %d segments, %d log_txns rows; want 0 and 2", s, x)
 	}
-	// The group's next pop skips what retention deleted.
+	// The group's next pop skips what retention deleted, and counts it.
 	if r := cb.pop(t, g, 10); len(r.Messages) != 0 {
 		t.Fatalf("a pop after retention deleted everything: %v", offsetsOf(r))
+	}
+	if gp := cb.groupPartition(t); gp.DeletedUnconsumed != 2 {
+		t.Fatalf("deletedUnconsumed %d, want 2 (t1 and t2)", gp.DeletedUnconsumed)
 	}
 }
 
@@ -368,7 +394,8 @@ func TestADeadLetterFromAPopCountsItsDeliveries(t *testing.T) {
 	t.Parallel()
 	b := setupConsumer(t, 1)
 	b.setMaxAttempts(t, 1)
-	b.pop(t, b.group, 1)
+	r := b.pop(t, b.group, 1)
+	b.ack(t, r.LeaseID, doneAt(5)) // word from the consumer, settling nothing
 	b.backdateLease(t)
 	b.pop(t, b.group, 1)
 	dlq, err := b.store.Read(context.Background(), model.ReadRequest{Queue: model.DeadLetterQueue(b.queue), Partition: "Default", Max: 10, MaxBytes: 1 << 20})

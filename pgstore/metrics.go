@@ -1,6 +1,11 @@
 package pgstore
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // poolCollector exports the connection pool's statistics, read when
 // scraped.
@@ -9,6 +14,7 @@ type poolCollector struct {
 	acquired, idle, total, max                 *prometheus.Desc
 	acquires, emptyAcquires, canceled, waitSec *prometheus.Desc
 	opened, lifetimeClosed, idleClosed         *prometheus.Desc
+	unconfirmed, deletedUnconsumed             *prometheus.Desc
 }
 
 // Collector exports the pool's statistics under queengate_pg_pool_*.
@@ -28,12 +34,18 @@ func (s *Store) Collector() prometheus.Collector {
 		opened:         d("opened_connections_total", "Connections opened."),
 		lifetimeClosed: d("lifetime_closed_connections_total", "Connections closed for their maximum lifetime."),
 		idleClosed:     d("idle_closed_connections_total", "Connections closed for idling past the maximum."),
+		unconfirmed: prometheus.NewDesc("queengate_consumer_unconfirmed_deliveries_total",
+			"Deliveries taken back because their lease ran out with nothing heard from its consumer, per queue and group.",
+			[]string{"queue", "group"}, nil),
+		deletedUnconsumed: prometheus.NewDesc("queengate_consumer_deleted_unconsumed_total",
+			"Messages retention deleted before the group consumed them, per queue and group.",
+			[]string{"queue", "group"}, nil),
 	}
 }
 
 func (c *poolCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.acquired, c.idle, c.total, c.max, c.acquires, c.emptyAcquires,
-		c.canceled, c.waitSec, c.opened, c.lifetimeClosed, c.idleClosed} {
+		c.canceled, c.waitSec, c.opened, c.lifetimeClosed, c.idleClosed, c.unconfirmed, c.deletedUnconsumed} {
 		ch <- d
 	}
 }
@@ -55,4 +67,33 @@ func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.opened, float64(st.NewConnsCount()))
 	counter(c.lifetimeClosed, float64(st.MaxLifetimeDestroyCount()))
 	counter(c.idleClosed, float64(st.MaxIdleDestroyCount()))
+	c.collectConsumers(ch)
+}
+
+// collectConsumers reads the consumer groups' counts from their cursors
+// (every gateway's pops add to them), for groups with any. With
+// PostgreSQL away they are left out: the other metrics still matter then.
+func (c *poolCollector) collectConsumers(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	rows, err := c.s.pool.Query(ctx, `
+		SELECT q.name, g.name, sum(cc.unconfirmed)::float8, sum(cc.deleted_unconsumed)::float8
+		  FROM queen.consumer_cursors cc
+		  JOIN queen.consumer_groups g ON g.id = cc.group_id
+		  JOIN queen.queues q ON q.id = g.queue_id
+		 WHERE cc.unconfirmed > 0 OR cc.deleted_unconsumed > 0
+		 GROUP BY q.name, g.name`)
+	if err != nil {
+		return
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var queue, group string
+		var unconfirmed, deleted float64
+		if rows.Scan(&queue, &group, &unconfirmed, &deleted) != nil {
+			return
+		}
+		ch <- prometheus.MustNewConstMetric(c.unconfirmed, prometheus.CounterValue, unconfirmed, queue, group)
+		ch <- prometheus.MustNewConstMetric(c.deletedUnconsumed, prometheus.CounterValue, deleted, queue, group)
+	}
 }

@@ -21,6 +21,8 @@
 -- consumer_dead_lettered, in one transaction). The
 -- lease ends once every message delivered under it is settled. Also in
 -- every row: the cursor after the batch, and whether the lease ended.
+-- An ack naming the cursor's lease, running or run out, is word from its
+-- consumer: the lease is heard from (consumer_pop counts its attempts).
 --
 -- Lock order (LOCKS.md): the cursor row only.
 CREATE OR REPLACE FUNCTION queen.consumer_ack(p_group_id bigint, p_partition_id bigint, p_lease_id uuid,
@@ -119,6 +121,10 @@ BEGIN
 
     IF NOT v_held THEN
         v_next := coalesce(c.next_offset, 0);
+        IF c.lease_id = p_lease_id AND NOT c.lease_heard THEN
+            UPDATE queen.consumer_cursors cc SET lease_heard = true
+             WHERE cc.group_id = p_group_id AND cc.partition_id = p_partition_id;
+        END IF;
     ELSE
         IF v_failed THEN
             -- Marked with the error and this lease; the attempts so far
@@ -150,13 +156,13 @@ BEGIN
                    OR queen.consumer_lease_settled(p_group_id, p_partition_id, p_lease_id, v_next, c.lease_from, c.lease_to);
         -- One new version of the cursor row per ack.
         UPDATE queen.consumer_cursors cc
-           SET next_offset = v_next,
+           SET next_offset = v_next, lease_heard = NOT v_ended,
                lease_id = CASE WHEN v_ended THEN NULL ELSE cc.lease_id END,
                lease_until = CASE WHEN v_ended THEN NULL ELSE cc.lease_until END,
                lease_from = CASE WHEN v_ended THEN NULL ELSE cc.lease_from END,
                lease_to = CASE WHEN v_ended THEN NULL ELSE cc.lease_to END
          WHERE cc.group_id = p_group_id AND cc.partition_id = p_partition_id
-           AND (v_ended OR cc.next_offset <> v_next);
+           AND (v_ended OR cc.next_offset <> v_next OR NOT cc.lease_heard);
     END IF;
 
     IF NOT coalesce(v_failed, false) THEN

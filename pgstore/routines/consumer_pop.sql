@@ -1,7 +1,12 @@
 -- consumer_pop leases a partition of queue p_queue_id (p_partition_id, or
 -- any with work when NULL) to consumer p_consumer of group p_group_id,
 -- and returns up to p_max messages from the group's cursor, in offset
--- order, skipping what is already done. A partition is leased to one
+-- order, skipping what is already done. Bytes bound them too: a message
+-- takes at most its data's octets, six per octet of its transactionId and
+-- last error (each escaped at worst as \u00XX), and p_envelope in the
+-- answer; the messages delivered take at most p_max_bytes, or one message
+-- alone more, and never more than p_room (so none when the first does not
+-- fit in p_room). A partition is leased to one
 -- consumer of a group at a time: pops skip a partition whose lease is
 -- running, and take the least recently leased of the others, skipping
 -- a cursor row another pop or ack holds (SKIP LOCKED).
@@ -15,10 +20,18 @@
 -- cursor stays below it, so a caller that dies before only leaves it to
 -- the next pop.
 --
+-- A lease found run out ends here: taken back as if never delivered
+-- when nobody was heard from under it (consumer_take_back: its answer
+-- was lost, so it costs no attempt and counts as unconfirmed), else its
+-- attempts count and what it left unsettled says why
+-- (consumer_lease_ran_out). Messages retention deleted from under the
+-- cursor are counted on it.
+--
 -- Lock order (LOCKS.md): the cursor row only; partition rows are read,
 -- never locked.
 CREATE OR REPLACE FUNCTION queen.consumer_pop(p_group_id bigint, p_queue_id bigint, p_partition_id bigint,
-    p_max integer, p_lease_seconds double precision, p_consumer text)
+    p_max integer, p_lease_seconds double precision, p_consumer text, p_max_bytes bigint, p_room bigint,
+    p_envelope integer)
 RETURNS TABLE (partition_id bigint, partition text, lease_id uuid, lease_until timestamptz, off bigint, txn_id text, data json,
                created_at timestamptz, attempts integer, last_error text, dead boolean)
 LANGUAGE plpgsql
@@ -69,6 +82,14 @@ BEGIN
     IF NOT FOUND THEN
         RETURN;
     END IF;
+    IF c.lease_id IS NOT NULL THEN -- it ran out: the usual lease ends by its acks
+        IF c.lease_heard OR c.lease_delivered_before IS NULL THEN
+            PERFORM queen.consumer_lease_ran_out(p_group_id, c.partition_id);
+        ELSE
+            PERFORM queen.consumer_take_back(p_group_id, c.partition_id, true);
+            c.delivered_to := c.lease_delivered_before;
+        END IF;
+    END IF;
 
     -- One statement for what the pop reads about the partition: each
     -- statement has a fixed cost that a batch of 100 notices.
@@ -82,10 +103,15 @@ BEGIN
     -- Retention may have deleted messages below the cursor: they are gone
     -- for this group too.
     IF c.next_offset < v_first THEN
+        UPDATE queen.consumer_cursors cc
+           SET next_offset = v_first,
+               deleted_unconsumed = cc.deleted_unconsumed + (v_first - c.next_offset)
+                   - (SELECT count(*) FROM queen.consumer_marks m
+                       WHERE m.group_id = p_group_id AND m.partition_id = c.partition_id AND m.done
+                         AND m.off >= c.next_offset AND m.off < v_first)
+         WHERE cc.group_id = p_group_id AND cc.partition_id = c.partition_id;
         DELETE FROM queen.consumer_marks m
          WHERE m.group_id = p_group_id AND m.partition_id = c.partition_id AND m.off < v_first;
-        UPDATE queen.consumer_cursors cc SET next_offset = v_first
-         WHERE cc.group_id = p_group_id AND cc.partition_id = c.partition_id;
         -- past what retention deleted, the cursor moves over what is done
         c.next_offset := queen.consumer_advance(p_group_id, c.partition_id, '{}');
     END IF;
@@ -132,7 +158,16 @@ BEGIN
            -- the lease's span, and the highest offset handed out, dead ones included
            min(x.off) FILTER (WHERE NOT x.dead), max(x.off) FILTER (WHERE NOT x.dead), max(x.off)
       INTO a_off, a_txn, a_data, a_created, a_att, a_err, a_dead, v_lo, v_hi, v_top
-      FROM (SELECT counted.*, v_max_att > 0 AND counted.before >= v_max_att AS dead FROM counted) AS x;
+      FROM (SELECT y.* FROM (
+              -- what the messages so far take in the answer (dead ones none)
+              SELECT d.*, sum(CASE WHEN d.dead THEN 0 ELSE d.size END) OVER w AS taken,
+                     count(*) FILTER (WHERE NOT d.dead) OVER w AS nth
+                FROM (SELECT counted.*, v_max_att > 0 AND counted.before >= v_max_att AS dead,
+                             octet_length(counted.data::text) + p_envelope
+                               + 6 * (octet_length(counted.txn_id) + coalesce(octet_length(counted.last_error), 0)) AS size
+                        FROM counted) AS d
+              WINDOW w AS (ORDER BY d.off)) AS y
+             WHERE y.taken <= p_room AND (y.taken <= p_max_bytes OR y.nth <= 1)) AS x;
 
     -- A delivery after the first is counted where the next one can see it.
     IF c.delivered_to >= c.next_offset THEN -- only then can anything be redelivered
@@ -149,7 +184,8 @@ BEGIN
     UPDATE queen.consumer_cursors cc
        SET next_offset = c.next_offset, lease_id = v_lease, lease_consumer = p_consumer,
            lease_from = v_lo, lease_to = v_hi, lease_until = v_until,
-           delivered_to = greatest(cc.delivered_to, coalesce(v_top, -1)), leased_at = v_now
+           delivered_to = greatest(c.delivered_to, coalesce(v_top, -1)), leased_at = v_now,
+           lease_heard = false, lease_delivered_before = c.delivered_to
      WHERE cc.group_id = p_group_id AND cc.partition_id = c.partition_id;
 
     RETURN QUERY
