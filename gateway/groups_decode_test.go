@@ -42,8 +42,8 @@ var nameRule = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
 // groupsOracle decodes a groups body with encoding/json.
 func groupsOracle(body []byte) (queengate.GroupsRequest, bool) {
 	var req queengate.GroupsRequest
-	if len(body) == 0 {
-		return req, true
+	if len(bytes.Trim(body, " \t\r\n")) == 0 {
+		return req, true // no body, or JSON whitespace alone
 	}
 	if !json.Valid(body) || hasUnstorableEscape(body) {
 		return req, false
