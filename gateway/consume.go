@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
@@ -472,6 +473,11 @@ func (c *Consumers) settle(ctx context.Context, queue, partition string, req que
 	if werr != nil {
 		return queengate.AckAnswer{}, werr
 	}
+	if bound, room := ackAnswerBound(req.Items), c.maxPayload()-popEnvelope; bound > room {
+		return queengate.AckAnswer{}, &queengate.Error{Code: queengate.CodeTooLarge, Message: fmt.Sprintf(
+			"an ack of %d items could take up to %d bytes to answer (each result repeats its transactionId), over the %d an answer may take here: send the items in smaller acks",
+			len(req.Items), bound, room)}
+	}
 	g, pid, werr := c.place(ctx, queue, partition, req.Group)
 	if werr != nil {
 		return queengate.AckAnswer{}, werr
@@ -491,6 +497,42 @@ func (c *Consumers) settle(ctx context.Context, queue, partition string, req que
 		ans.Items[i] = r
 	}
 	return ans, nil
+}
+
+// ackAnswerBound is the most an ack's answer can take, encoded: each
+// result repeats its item's transactionId.
+func ackAnswerBound(items []queengate.AckItem) int64 {
+	// An item's result without its id: index, offset and the longest
+	// result name with their field names; the envelope: nextOffset and
+	// the flags.
+	const envelope, perItem = 128, 112
+	n := int64(envelope)
+	for _, it := range items {
+		n += perItem + jsonStringBound(it.TransactionID)
+	}
+	return n
+}
+
+// jsonStringBound bounds the length of s written as a JSON string by
+// encoding/json, which escapes <, > and & as \u00XX, as it does control
+// bytes. s is valid UTF-8 (the decoder refuses anything else); a byte of
+// a multi-byte character counts twice, for U+2028 and U+2029, which take
+// six bytes for their three.
+func jsonStringBound(s string) int64 {
+	n := int64(2)
+	for i := 0; i < len(s); i++ {
+		switch b := s[i]; {
+		case b == '"' || b == '\\' || b == '\n' || b == '\r' || b == '\t':
+			n += 2
+		case b < 0x20 || b == '<' || b == '>' || b == '&':
+			n += 6
+		case b >= utf8.RuneSelf:
+			n += 2
+		default:
+			n++
+		}
+	}
+	return n
 }
 
 // ackItems checks an ack's items: each names one message, by

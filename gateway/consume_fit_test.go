@@ -297,3 +297,33 @@ func TestAMessageThatDoesNotFitBesideACarriedAckWaitsForTheNextPop(t *testing.T)
 		t.Fatalf("the next pop: %v", txnIDs(b))
 	}
 }
+
+// An ack whose answer could not fit in the max payload (each result
+// repeats its transactionId, which encoding/json writes with < as
+// \u003c: six bytes for one) is a 413 that settles nothing; the same
+// batch acknowledged in a size that fits is settled.
+func TestAnAckWhoseAnswerCouldNotFitIs413AndSettlesNothing(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.startGateway(gatewayOpts{consume: true})
+	e.fill(t, 1, "p")
+	c := e.queenClient(t)
+	a, err := c.Pop(t.Context(), e.queue, "p", queengate.PopRequest{Group: "g"})
+	if err != nil || len(a.Messages) != 1 {
+		t.Fatalf("pop: %+v, %v", a, err)
+	}
+	// Written by hand: encoding/json would escape the < in the request too.
+	body := []byte(`{"group":"g","leaseId":"` + a.LeaseID + `","items":[{"offset":0,"status":"completed"}`)
+	for i := range 5000 { // a 700 KB request, answered in over 3 MB
+		body = fmt.Appendf(body, `,{"transactionId":"%04d%s","status":"completed"}`, i, strings.Repeat("<", 100))
+	}
+	body = append(body, "]}"...)
+	reply := e.request(t, e.prefix+".consume.ack."+e.queue+".p", body)
+	if reply.Header.Get("Nats-Service-Error-Code") != "413" || !strings.Contains(string(reply.Data), "smaller acks") {
+		t.Fatalf("a large ack: %s %.300s, want a 413 asking for smaller acks", reply.Header.Get("Nats-Service-Error-Code"), reply.Data)
+	}
+	ans, err := c.Ack(t.Context(), e.queue, "p", queengate.AckRequest{Group: "g", LeaseID: a.LeaseID, Items: completeAll(a)})
+	if err != nil || ans.Items[0].Result != "acked" || !ans.LeaseEnded {
+		t.Fatalf("the batch's own ack after the 413: %+v, %v; want acked, as nothing was settled", ans, err)
+	}
+}
