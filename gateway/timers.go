@@ -124,13 +124,18 @@ type TimerOps struct {
 // NewTimerOps wires a timers service to the wire.
 func NewTimerOps(svc *timers.Service, ops *Ops) *TimerOps { return &TimerOps{svc: svc, ops: ops} }
 
-func (t *TimerOps) schedule(ctx context.Context, prefix, subject string, body []byte) (any, *queengate.Error) {
+// schedule stores a timer; its message is bounded as a push's is, by the
+// connection's maxPayload.
+func (t *TimerOps) schedule(ctx context.Context, prefix, subject string, body []byte, maxPayload int64) (any, *queengate.Error) {
 	queue, partition, werr := parseTimerSubject(prefix, subject)
 	if werr != nil {
 		return nil, werr
 	}
 	r, werr := decodeTimer(body, time.Now())
 	if werr != nil {
+		return nil, werr
+	}
+	if werr := checkDataSize(r.data, maxPayload); werr != nil {
 		return nil, werr
 	}
 	s, err := t.svc.Schedule(ctx, queue, partition, r.txnID, r.data, r.fireAt)
@@ -234,7 +239,7 @@ func (t *TimerOps) addEndpoints(g *Gateway) error {
 			return t.listNATS(ctx, req.Data)
 		}},
 		{"timer-schedule", p + ".timer.*.*", false, func(ctx context.Context, req *request) (any, *queengate.Error) {
-			return t.schedule(ctx, p, req.Subject, req.Data)
+			return t.schedule(ctx, p, req.Subject, req.Data, g.nc.MaxPayload())
 		}},
 	})
 }
