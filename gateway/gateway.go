@@ -25,6 +25,11 @@ const (
 	QueueGroup  = "queengate"
 )
 
+// MinMaxPayload is the smallest NATS max payload a gateway runs with:
+// room for the answers of a known size, and for a message's data beside
+// queengate.DeliveryReserve.
+const MinMaxPayload = 2 * queengate.DeliveryReserve
+
 // Config configures the NATS face. Zero values take the defaults.
 type Config struct {
 	// Prefix starts every subject; default "queen".
@@ -131,6 +136,9 @@ func New(cfg Config, nc *nats.Conn, ing Ingester, log zerolog.Logger, reg promet
 func (g *Gateway) Start(ctx context.Context) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if mp := g.nc.MaxPayload(); mp > 0 && mp < MinMaxPayload {
+		return fmt.Errorf("gateway: the NATS server's max payload is %d bytes: at least %d are needed to deliver a message with its fields", mp, MinMaxPayload)
+	}
 	svc := newService(g.nc, ServiceName, g.cfg.Version,
 		"exactly-once ingestion gateway: push to "+g.cfg.Prefix+".push.<queue>.<partition>", g.log)
 	svc.observe = g.metrics.observeRequest

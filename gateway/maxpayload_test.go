@@ -2,9 +2,12 @@ package gateway_test
 
 import (
 	"encoding/json"
+	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/gateway"
@@ -91,5 +94,118 @@ func TestPushWhoseAnswerCouldNotFitIsRefused(t *testing.T) {
 	got := e.push(t, e.subject("p"), "["+strings.Repeat("{},", 99)+"{}]")
 	if len(got) != 100 || got[99].Status != "queued" {
 		t.Errorf("100 messages answered %d entries, last %v", len(got), got[len(got)-1])
+	}
+}
+
+// pushToEach pushes one message to each of n partitions p0…p<n-1> at
+// once, and waits for every answer.
+func (e *testEnv) pushToEach(t *testing.T, n int) {
+	t.Helper()
+	inbox := e.client.NewRespInbox()
+	answers, err := e.client.SubscribeSync(inbox)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer answers.Unsubscribe()
+	for i := range n {
+		if err := e.client.PublishRequest(e.subject("p"+strconv.Itoa(i)), inbox, []byte(`{"data":1}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range n {
+		m, err := answers.NextMsg(30 * time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(m.Data), `"queued"`) {
+			t.Fatalf("push answered %s", m.Data)
+		}
+	}
+}
+
+// TestQueueAnswerWithManyPartitionsFits: a queue with more partitions
+// than one answer can list answers the first of them that fit, in name
+// order, with partitionCount and truncated, over NATS and HTTP alike.
+func TestQueueAnswerWithManyPartitionsFits(t *testing.T) {
+	t.Parallel()
+	e := newSmallPayloadEnv(t)
+	g := e.startOpsGateway("", ingest.Config{})
+	const partitions = 300
+	e.pushToEach(t, partitions)
+	for _, face := range []string{"nats", "http"} {
+		var status int
+		var body []byte
+		if face == "nats" {
+			status, body = g.viaNATS(t, "queues.get."+e.queue, "", "")
+		} else {
+			status, body = g.viaHTTP(t, "GET", "/queues/"+e.queue, "", "")
+		}
+		var a queengate.QueueAnswer
+		if status != 200 || json.Unmarshal(body, &a) != nil {
+			t.Fatalf("%s: get queue: %d %.300s", face, status, body)
+		}
+		if len(body) > smallPayload || !a.Truncated || a.PartitionCount != partitions || len(a.Partitions) == 0 || len(a.Partitions) >= partitions {
+			t.Errorf("%s: %d bytes, truncated %v, partitionCount %d, %d partitions listed; want under %d bytes, truncated, %d, some",
+				face, len(body), a.Truncated, a.PartitionCount, len(a.Partitions), smallPayload, partitions)
+		}
+		names := make([]string, partitions)
+		for i := range names {
+			names[i] = "p" + strconv.Itoa(i)
+		}
+		slices.Sort(names)
+		for i, p := range a.Partitions {
+			if p.Partition != names[i] {
+				t.Fatalf("%s: partition %d is %s, want %s: the first in name order", face, i, p.Partition, names[i])
+			}
+		}
+	}
+}
+
+// TestQueueListAndTimerListFit: more queues, or more timers, than one
+// answer can list are answered with the first that fit and truncated
+// (the queue list with the count of all).
+func TestQueueListAndTimerListFit(t *testing.T) {
+	t.Parallel()
+	e := newSmallPayloadEnv(t)
+	g := e.startOpsGateway("", ingest.Config{})
+	const queues = 250 // each listed in over 250 bytes: over 64 KiB
+	for i := range queues {
+		body := fmt.Sprintf(`{"queue":"%s-%03d-%s","options":{"dedupWindowSeconds":60}}`, e.queue, i, strings.Repeat("q", 60))
+		if status, answer := g.viaNATS(t, "configure", "", body); status != 200 {
+			t.Fatalf("configure: %d %s", status, answer)
+		}
+	}
+	status, body := g.viaNATS(t, "queues.list", "", "")
+	var list queengate.QueuesAnswer
+	if status != 200 || json.Unmarshal(body, &list) != nil {
+		t.Fatalf("queues list: %d %.300s", status, body)
+	}
+	if len(body) > smallPayload || !list.Truncated || list.Count < queues || len(list.Queues) == 0 || len(list.Queues) >= list.Count {
+		t.Errorf("queues list: %d bytes, truncated %v, count %d, %d listed; want under %d bytes, truncated, at least %d, some",
+			len(body), list.Truncated, list.Count, len(list.Queues), smallPayload, queues)
+	}
+	if !slices.IsSortedFunc(list.Queues, func(a, b queengate.QueueView) int { return strings.Compare(a.Queue, b.Queue) }) {
+		t.Error("queues list is not in name order")
+	}
+
+	const timers = 150 // each listed in over 600 bytes: over 64 KiB
+	for i := range timers {
+		body := fmt.Sprintf(`{"transactionId":"%03d-%s","delayMs":3600000}`, i, strings.Repeat("t", 252))
+		if status, answer := g.viaNATS(t, "timer."+e.queue+".p", "", body); status != 200 {
+			t.Fatalf("schedule: %d %s", status, answer)
+		}
+	}
+	status, body = g.viaNATS(t, "timer.list", "", fmt.Sprintf(`{"queue":%q,"limit":%d}`, e.queue, timers))
+	var pending queengate.TimersAnswer
+	if status != 200 || json.Unmarshal(body, &pending) != nil {
+		t.Fatalf("timer list: %d %.300s", status, body)
+	}
+	if len(body) > smallPayload || !pending.Truncated || len(pending.Timers) == 0 || len(pending.Timers) >= timers {
+		t.Errorf("timer list: %d bytes, truncated %v, %d listed; want under %d bytes, truncated, some", len(body), pending.Truncated, len(pending.Timers), smallPayload)
+	}
+	status, body = g.viaNATS(t, "timer.list", "", fmt.Sprintf(`{"queue":%q,"limit":10}`, e.queue))
+	pending = queengate.TimersAnswer{}
+	if status != 200 || json.Unmarshal(body, &pending) != nil || pending.Truncated || len(pending.Timers) != 10 {
+		t.Errorf("timer list of 10: %d, truncated %v, %d listed", status, pending.Truncated, len(pending.Timers))
 	}
 }

@@ -193,6 +193,7 @@ func (t *TimerOps) list(ctx context.Context, queue string, limitArg *int) (any, 
 		out.Timers = append(out.Timers, queengate.TimerView{TimerID: x.ID, Queue: x.Queue, Partition: x.Partition,
 			TransactionID: x.TxnID, FireAt: x.FireAt.UTC(), CreatedAt: x.CreatedAt.UTC()})
 	}
+	fitTimers(&out, t.ops.answerBudget())
 	return out, nil
 }
 
