@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -8,6 +9,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/rs/zerolog"
 
 	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/gateway"
@@ -207,5 +211,29 @@ func TestQueueListAndTimerListFit(t *testing.T) {
 	pending = queengate.TimersAnswer{}
 	if status != 200 || json.Unmarshal(body, &pending) != nil || pending.Truncated || len(pending.Timers) != 10 {
 		t.Errorf("timer list of 10: %d, truncated %v, %d listed", status, pending.Truncated, len(pending.Timers))
+	}
+}
+
+// TestGatewayRefusesATooSmallMaxPayload: under MinMaxPayload a message
+// could not be delivered with its fields: the gateway does not start.
+func TestGatewayRefusesATooSmallMaxPayload(t *testing.T) {
+	t.Parallel()
+	ns, err := gateway.StartEmbeddedNATS(gateway.EmbeddedNATS{Port: -1, MaxPayload: gateway.MinMaxPayload - 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ns.Shutdown)
+	nc, err := nats.Connect(ns.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	g, err := gateway.New(gateway.Config{}, nc, nil, zerolog.Nop(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = g.Start(context.Background())
+	if err == nil || !strings.Contains(err.Error(), strconv.Itoa(gateway.MinMaxPayload)) {
+		t.Errorf("Start on a %d-byte max payload: %v, want an error naming %d", gateway.MinMaxPayload-1, err, gateway.MinMaxPayload)
 	}
 }
