@@ -289,7 +289,7 @@ func (g *Gateway) handlePush(req *request) {
 	r := &ingest.Request{Queue: queue, Partition: partition, Messages: msgs}
 	r.Done = func(results []ingest.Result) {
 		body := encodeReply(msgs, results, int(maxPayload))
-		if err := g.publish(&nats.Msg{Subject: subject, Data: body}); err != nil {
+		if err := g.publishAnswer(subject, body); err != nil {
 			req.done(notSent(err))
 			return
 		}
@@ -367,6 +367,19 @@ func (g *Gateway) publish(m *nats.Msg) error {
 			Str("reason", reason).Msg("answer not sent")
 		return err
 	}
+}
+
+// publishAnswer publishes an answer's body on subject. When NATS refuses
+// it as too large (answers are built to fit: a bug), a 500 saying so goes
+// in its place, so that the requester is not left waiting; the error is
+// returned all the same.
+func (g *Gateway) publishAnswer(subject string, body []byte) error {
+	err := g.publish(&nats.Msg{Subject: subject, Data: body})
+	if errors.Is(err, nats.ErrMaxPayload) {
+		g.publish(errorMsg(&queengate.Error{Code: queengate.CodeInternal, Message: fmt.Sprintf(
+			"answer not sent: %d bytes, over the NATS max payload (%d bytes)", len(body), g.nc.MaxPayload())}, subject))
+	}
+	return err
 }
 
 // unsentReason is the reason label of an answer publish gave up on.
@@ -569,7 +582,7 @@ func (g *Gateway) answer(req *request, v any, werr *queengate.Error) {
 		req.done(werr.Message)
 		return
 	}
-	if err := g.publish(&nats.Msg{Subject: req.Reply, Data: body}); err != nil {
+	if err := g.publishAnswer(req.Reply, body); err != nil {
 		if u, ok := v.(undoable); ok {
 			u.undo()
 		}

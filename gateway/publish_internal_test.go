@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -86,10 +87,10 @@ func metricValue(t *testing.T, reg *prometheus.Registry, name string, labels map
 }
 
 // TestUnsendableAnswerIsGivenUpAtOnce: an answer NATS refuses for good
-// (over the max payload) is not retried: it is logged once with its
-// subject and size, counted by reason, the request counts as an error,
-// and the gateway stops without waiting for it, though ReplyRetry and
-// DrainTimeout would let it wait an hour.
+// (over the max payload) is not retried: the requester gets a 500 in its
+// place, it is logged once with its subject and size, counted by reason,
+// the request counts as an error, and the gateway stops without waiting
+// for it, though ReplyRetry and DrainTimeout would let it wait an hour.
 func TestUnsendableAnswerIsGivenUpAtOnce(t *testing.T) {
 	t.Parallel()
 	ns, err := StartEmbeddedNATS(EmbeddedNATS{Port: -1, MaxPayload: 64 << 10})
@@ -129,8 +130,20 @@ func TestUnsendableAnswerIsGivenUpAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	reply := client.NewRespInbox()
+	answers, err := client.SubscribeSync(reply)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := client.PublishRequest("test.too-big", reply, nil); err != nil {
 		t.Fatal(err)
+	}
+	// The requester is told, rather than left to time out.
+	m, err := answers.NextMsg(20 * time.Second)
+	if err != nil {
+		t.Fatalf("no answer: %v", err)
+	}
+	if code, text := m.Header.Get("Nats-Service-Error-Code"), m.Header.Get("Nats-Service-Error"); code != "500" || !strings.Contains(text, strconv.Itoa(len(tooBig))+" bytes") {
+		t.Errorf("answered %s %q, want a 500 naming the answer's size", code, text)
 	}
 
 	unsent := map[string]string{"reason": "too_large"}
