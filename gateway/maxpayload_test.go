@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 
 	queengate "github.com/queengate/queengate"
@@ -218,17 +217,8 @@ func TestQueueListAndTimerListFit(t *testing.T) {
 // could not be delivered with its fields: the gateway does not start.
 func TestGatewayRefusesATooSmallMaxPayload(t *testing.T) {
 	t.Parallel()
-	ns, err := gateway.StartEmbeddedNATS(gateway.EmbeddedNATS{Port: -1, MaxPayload: gateway.MinMaxPayload - 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(ns.Shutdown)
-	nc, err := nats.Connect(ns.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	g, err := gateway.New(gateway.Config{}, nc, nil, zerolog.Nop(), nil)
+	e := newEnvWith(t, gateway.EmbeddedNATS{Port: -1, MaxPayload: gateway.MinMaxPayload - 1})
+	g, err := gateway.New(gateway.Config{}, e.client, nil, zerolog.Nop(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
