@@ -26,7 +26,7 @@ func newSmallPayloadEnv(t *testing.T) *testEnv {
 	return newEnvWith(t, gateway.EmbeddedNATS{Port: -1, MaxPayload: smallPayload})
 }
 
-// wantRefused checks that m is a whole-request error of code whose
+// wantRefused checks that body is a whole-request error of code whose
 // message says each of says.
 func wantRefused(t *testing.T, what string, code int, body []byte, says ...string) {
 	t.Helper()
@@ -72,10 +72,7 @@ func TestPushRefusesDataNoAnswerCouldCarry(t *testing.T) {
 	}
 
 	status, body = g.viaNATS(t, "timer."+e.queue+".p", "", `{"transactionId":"t","delayMs":60000,"data":`+over+`}`)
-	wantRefused(t, "a timer with data over the limit", status, body, strconv.Itoa(limit)+"-byte limit")
-	if status != 413 {
-		t.Errorf("timer with data over the limit: %d, want 413", status)
-	}
+	wantRefused(t, "a timer with data over the limit", 413, body, strconv.Itoa(limit)+"-byte limit")
 	if n := e.pendingTimers(t); n != 0 {
 		t.Errorf("%d timers pending after a refused schedule, want 0", n)
 	}
@@ -226,4 +223,24 @@ func TestGatewayRefusesATooSmallMaxPayload(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), strconv.Itoa(gateway.MinMaxPayload)) {
 		t.Errorf("Start on a %d-byte max payload: %v, want an error naming %d", gateway.MinMaxPayload-1, err, gateway.MinMaxPayload)
 	}
+}
+
+// TestStoredMessageOverTheLimitIsRefusedNotDropped: a message stored
+// while the max payload was larger (another server, since) is answered a
+// 413 naming it by a read or a message get that cannot carry it, rather
+// than an answer NATS would refuse.
+func TestStoredMessageOverTheLimitIsRefusedNotDropped(t *testing.T) {
+	t.Parallel()
+	large := newEnv(t) // 1 MiB
+	large.startGateway(gatewayOpts{})
+	data := `"` + strings.Repeat("a", 100<<10) + `"`
+	stored := large.push(t, large.subject("p"), `{"transactionId":"big","data":`+data+`}`)
+	wantStatus(t, stored, "queued")
+
+	small := newSmallPayloadEnv(t) // the same database
+	g := small.startOpsGateway("", ingest.Config{})
+	_, body := g.viaNATS(t, "read."+large.queue+".p", "", `{}`)
+	wantRefused(t, "a read of the large message", 413, body, "offset 0", strconv.Itoa(smallPayload-4<<10)+" bytes")
+	_, body = g.viaNATS(t, "message.get", "", `{"messageId":"`+stored[0].MessageID+`"}`)
+	wantRefused(t, "a get of the large message", 413, body, stored[0].MessageID)
 }
