@@ -289,7 +289,10 @@ func (g *Gateway) handlePush(req *request) {
 	r := &ingest.Request{Queue: queue, Partition: partition, Messages: msgs}
 	r.Done = func(results []ingest.Result) {
 		body := encodeReply(msgs, results, int(maxPayload))
-		if err := g.publishAnswer(subject, body); err != nil {
+		// Not replaced by an error when too large, as other answers are:
+		// an error says nothing was stored. A producer that hears nothing
+		// retries, and is answered duplicate.
+		if err := g.publish(&nats.Msg{Subject: subject, Data: body}); err != nil {
 			req.done(notSent(err))
 			return
 		}
