@@ -71,9 +71,11 @@ type TimerCancelled struct {
 	Status string `json:"status"`
 }
 
-// TimersAnswer lists pending timers, due first.
+// TimersAnswer lists pending timers, due first. Truncated: more were
+// asked for than fit one NATS message; Timers holds the first of them.
 type TimersAnswer struct {
-	Timers []TimerView `json:"timers"`
+	Timers    []TimerView `json:"timers"`
+	Truncated bool        `json:"truncated,omitempty"`
 }
 
 // TimerView is a pending timer.
@@ -150,9 +152,13 @@ type ConfigureAnswer struct {
 	Created bool `json:"created"`
 }
 
-// QueuesAnswer lists every queue.
+// QueuesAnswer lists every queue, in name order.
 type QueuesAnswer struct {
 	Queues []QueueView `json:"queues"`
+	// Count is how many queues there are; Truncated: Queues holds only
+	// the first of them, as many as fit one NATS message.
+	Count     int  `json:"count"`
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 // QueueAnswer is a queue's configuration and partitions.
@@ -161,6 +167,13 @@ type QueueAnswer struct {
 	Partitions []PartitionView `json:"partitions"`
 	// Groups are the queue's consumer groups with their lag.
 	Groups []GroupView `json:"groups"`
+	// PartitionCount is how many partitions the queue has. Truncated: the
+	// answer did not fit one NATS message whole, and was cut: the groups'
+	// partitions lists are empty (a groups request lists them), and if
+	// that was not enough, Partitions and Groups hold only their first
+	// entries, in name order.
+	PartitionCount int  `json:"partitionCount"`
+	Truncated      bool `json:"truncated,omitempty"`
 }
 
 // PartitionView is one partition's figures: what PostgreSQL holds, then

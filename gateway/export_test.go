@@ -25,3 +25,7 @@ func (c *Consumers) Waiting(queue string) bool {
 	defer c.mu.Unlock()
 	return c.waiting[queue] != nil
 }
+
+// MetricValue is a counter's value, or a histogram's sample count, as a
+// registry has it.
+var MetricValue = metricValue

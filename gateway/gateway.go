@@ -26,6 +26,11 @@ const (
 	QueueGroup  = "queengate"
 )
 
+// MinMaxPayload is the smallest NATS max payload a gateway runs with:
+// room for the answers of a known size, and for a message's data beside
+// queengate.DeliveryReserve.
+const MinMaxPayload = 2 * queengate.DeliveryReserve
+
 // Config configures the NATS face. Zero values take the defaults.
 type Config struct {
 	// Prefix starts every subject; default "queen".
@@ -133,6 +138,9 @@ func New(cfg Config, nc *nats.Conn, ing Ingester, log zerolog.Logger, reg promet
 func (g *Gateway) Start(ctx context.Context) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if mp := g.nc.MaxPayload(); mp > 0 && mp < MinMaxPayload {
+		return fmt.Errorf("gateway: the NATS server's max payload is %d bytes: at least %d are needed to deliver a message with its fields", mp, MinMaxPayload)
+	}
 	svc := newService(g.nc, ServiceName, g.cfg.Version,
 		"exactly-once ingestion gateway: push to "+g.cfg.Prefix+".push.<queue>.<partition>", g.log)
 	svc.observe = g.metrics.observeRequest
@@ -275,14 +283,24 @@ func (g *Gateway) handlePush(req *request) {
 		g.reject(req, ackSubject, werr)
 		return
 	}
-	reply := req.Reply
+	maxPayload := g.nc.MaxPayload()
+	if werr := checkPushSizes(msgs, maxPayload); werr != nil {
+		g.reject(req, ackSubject, werr)
+		return
+	}
+	subject := req.Reply
+	if subject == "" {
+		subject = ackSubject
+	}
 	r := &ingest.Request{Queue: queue, Partition: partition, Messages: msgs}
 	r.Done = func(results []ingest.Result) {
-		body := encodeReply(msgs, results)
-		if reply != "" {
-			g.publish(&nats.Msg{Subject: reply, Data: body})
-		} else {
-			g.publish(&nats.Msg{Subject: ackSubject, Data: body})
+		body := encodeReply(msgs, results, int(maxPayload))
+		// Not replaced by an error when too large, as other answers are:
+		// an error says nothing was stored. A producer that hears nothing
+		// retries, and is answered duplicate.
+		if err := g.publish(&nats.Msg{Subject: subject, Data: body}); err != nil {
+			req.done(notSent(err))
+			return
 		}
 		req.done(firstFailure(results))
 	}
@@ -337,7 +355,10 @@ func (g *Gateway) reject(req *request, ackSubject string, werr *queengate.Error)
 // publish sends an answer, and says why not when it could not. While
 // NATS reconnects, nats.go buffers publishes; if that buffer is full the
 // answer waits for the connection to come back (up to ReplyRetry) rather
-// than being dropped.
+// than being dropped. Anything else is final, and waiting would only
+// hold the request (and a shutdown) up: an answer over the max payload,
+// a bad subject, a closed connection. An answer given up is logged and
+// counted once, by reason.
 func (g *Gateway) publish(m *nats.Msg) error {
 	deadline := time.Now().Add(g.cfg.ReplyRetry)
 	for {
@@ -345,14 +366,49 @@ func (g *Gateway) publish(m *nats.Msg) error {
 		if err == nil {
 			return nil
 		}
-		if g.nc.IsClosed() || time.Now().After(deadline) {
-			g.metrics.lostAnswers.Inc()
-			g.log.Error().Err(err).Str("subject", m.Subject).Msg("answer could not be sent")
-			return err
+		if errors.Is(err, nats.ErrReconnectBufExceeded) && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+			continue
 		}
-		time.Sleep(20 * time.Millisecond)
+		reason := unsentReason(err)
+		g.metrics.lostAnswers.WithLabelValues(reason).Inc()
+		g.log.Error().Err(err).Str("subject", m.Subject).Int("bytes", len(m.Data)).Int64("max_payload", g.nc.MaxPayload()).
+			Str("reason", reason).Msg("answer not sent")
+		return err
 	}
 }
+
+// publishAnswer publishes an answer's body on subject. When NATS refuses
+// it as too large (answers are built to fit: a bug), a 500 saying so goes
+// in its place, so that the requester is not left waiting; the error is
+// returned all the same.
+func (g *Gateway) publishAnswer(subject string, body []byte) error {
+	err := g.publish(&nats.Msg{Subject: subject, Data: body})
+	if errors.Is(err, nats.ErrMaxPayload) {
+		g.publish(errorMsg(&queengate.Error{Code: queengate.CodeInternal, Message: fmt.Sprintf(
+			"answer not sent: %d bytes, over the NATS max payload (%d bytes)", len(body), g.nc.MaxPayload())}, subject))
+	}
+	return err
+}
+
+// unsentReason is the reason label of an answer publish gave up on.
+func unsentReason(err error) string {
+	switch {
+	case errors.Is(err, nats.ErrMaxPayload):
+		return "too_large"
+	case errors.Is(err, nats.ErrBadSubject):
+		return "bad_subject"
+	case errors.Is(err, nats.ErrConnectionClosed), errors.Is(err, nats.ErrConnectionDraining):
+		return "closed"
+	case errors.Is(err, nats.ErrReconnectBufExceeded):
+		return "timeout" // still reconnecting after ReplyRetry
+	}
+	return "refused"
+}
+
+// notSent is the error a request whose answer was never published is
+// recorded with.
+func notSent(err error) string { return "answer not sent: " + err.Error() }
 
 // undoable is an answer that changed something for its receiver alone (a
 // pop leases and delivers messages): when it is never published, undo
@@ -364,7 +420,7 @@ type undoable interface {
 type metrics struct {
 	requests    prometheus.Counter
 	rejects     *prometheus.CounterVec
-	lostAnswers prometheus.Counter
+	lostAnswers *prometheus.CounterVec
 	duration    *prometheus.HistogramVec
 }
 
@@ -378,10 +434,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "queengate_requests_rejected_total",
 			Help: "Push requests rejected as a whole, by wire error code.",
 		}, []string{"code"}),
-		lostAnswers: prometheus.NewCounter(prometheus.CounterOpts{
+		lostAnswers: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "queengate_answers_unsent_total",
-			Help: "Answers that could not be published (NATS closed or away past the retry bound).",
-		}),
+			Help: "Answers that could not be published, by reason: too_large (over the NATS max payload), bad_subject, closed (the connection), timeout (NATS away past the retry bound), refused (anything else).",
+		}, []string{"reason"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "queengate_request_duration_seconds",
 			Help: "Time from a request's receipt to its answer's publish, by endpoint (push: through the commit) and result (ok, error: rejected, or a message failed).",
@@ -624,11 +680,11 @@ func (g *Gateway) answer(req *request, v any, werr *queengate.Error) {
 		req.done(werr.Message)
 		return
 	}
-	if err := g.publish(&nats.Msg{Subject: req.Reply, Data: body}); err != nil {
+	if err := g.publishAnswer(req.Reply, body); err != nil {
 		if u, ok := v.(undoable); ok {
 			u.undo()
 		}
-		req.done("answer not sent: " + err.Error())
+		req.done(notSent(err))
 		return
 	}
 	req.done("")

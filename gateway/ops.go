@@ -192,6 +192,7 @@ func (o *Ops) ListQueues(ctx context.Context) (any, *queengate.Error) {
 	for _, q := range qs {
 		out.Queues = append(out.Queues, queueView(q))
 	}
+	fitQueues(&out, o.answerBudget())
 	return out, nil
 }
 
@@ -234,6 +235,7 @@ func (o *Ops) GetQueue(ctx context.Context, queue string) (any, *queengate.Error
 		return nil, storeError(err)
 	}
 	out.Groups = groupViews(gps)
+	fitQueue(&out, o.answerBudget())
 	return out, nil
 }
 
@@ -243,10 +245,11 @@ func (o *Ops) Status(ctx context.Context) (any, *queengate.Error) {
 	defer cancel()
 	st := queengate.StatusAnswer{Version: o.version, StartedAt: o.started.UTC(), UptimeSeconds: time.Since(o.started).Seconds(),
 		Postgres: "ok", NATS: "connected", Ingest: queengate.IngestStat{BufferedMessages: o.ing.Buffered()}}
+	// Error texts are cut: the answer fits whatever max payload.
 	if err := o.store.Ping(ctx); err != nil {
-		st.Postgres = "unreachable: " + err.Error()
+		st.Postgres = cutText("unreachable: "+err.Error(), maxErrorText)
 	} else if v, err := o.store.SchemaVersion(ctx); err != nil {
-		st.Postgres = "schema version unreadable: " + err.Error()
+		st.Postgres = cutText("schema version unreadable: "+err.Error(), maxErrorText)
 	} else {
 		st.SchemaVersion = v
 		if v != o.wantSchema {

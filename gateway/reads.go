@@ -24,15 +24,6 @@ type LogReader interface {
 	Originals(ctx context.Context, partitionID int64, offsets []int64) (map[int64]model.Hash, error)
 }
 
-// readAnswerBudget bounds an encoded read answer: it must fit in one
-// NATS message (the server's max payload, 1 MiB by default).
-func (o *Ops) readAnswerBudget() int {
-	if o.nc != nil && o.nc.MaxPayload() > 0 {
-		return int(o.nc.MaxPayload()) - 4<<10
-	}
-	return 1<<20 - 4<<10
-}
-
 // Read answers a read of queue/partition (the NATS face: a JSON body).
 func (o *Ops) Read(ctx context.Context, queue, partition string, body []byte) (any, *queengate.Error) {
 	req, werr := decodeRead(body)
@@ -118,7 +109,7 @@ func (o *Ops) read(ctx context.Context, queue, partition string, req queengate.R
 	if req.Max == 0 {
 		req.Max = queengate.DefaultReadMax
 	}
-	budget := int64(o.readAnswerBudget())
+	budget := int64(o.answerBudget())
 	if req.MaxBytes == 0 || req.MaxBytes > budget {
 		req.MaxBytes = min(int64(queengate.DefaultReadMaxBytes), budget)
 	}
@@ -134,6 +125,9 @@ func (o *Ops) read(ctx context.Context, queue, partition string, req queengate.R
 		ans.Messages = ans.Messages[:len(ans.Messages)/2]
 		ans.Next = ans.Messages[len(ans.Messages)-1].Offset + 1
 		raw = encodeRead(&ans)
+	}
+	if len(raw) > int(budget) {
+		return nil, tooLargeToAnswer(fmt.Sprintf("the message at offset %d", ans.Messages[0].Offset), len(raw), int(budget))
 	}
 	return raw, nil
 }
@@ -217,7 +211,11 @@ func (o *Ops) MessageByID(ctx context.Context, id string) (any, *queengate.Error
 	if err != nil {
 		return nil, readError(err)
 	}
-	return encodeMessage(&queengate.MessageAnswer{Queue: queue, Partition: partition, PartitionID: pid, StoredMessage: storedView(m)}), nil
+	raw := encodeMessage(&queengate.MessageAnswer{Queue: queue, Partition: partition, PartitionID: pid, StoredMessage: storedView(m)})
+	if budget := o.answerBudget(); len(raw) > budget {
+		return nil, tooLargeToAnswer("message "+id, len(raw), budget)
+	}
+	return raw, nil
 }
 
 // MessageByTxn answers the message a transactionId names in a partition:

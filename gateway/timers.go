@@ -127,13 +127,18 @@ type TimerOps struct {
 // NewTimerOps wires a timers service to the wire.
 func NewTimerOps(svc *timers.Service, ops *Ops) *TimerOps { return &TimerOps{svc: svc, ops: ops} }
 
-func (t *TimerOps) schedule(ctx context.Context, prefix, subject string, body []byte) (any, *queengate.Error) {
+// schedule stores a timer; its message is bounded as a push's is, by the
+// connection's maxPayload.
+func (t *TimerOps) schedule(ctx context.Context, prefix, subject string, body []byte, maxPayload int64) (any, *queengate.Error) {
 	queue, partition, werr := parseTimerSubject(prefix, subject)
 	if werr != nil {
 		return nil, werr
 	}
 	r, werr := decodeTimer(body, time.Now())
 	if werr != nil {
+		return nil, werr
+	}
+	if werr := checkDataSize(r.data, maxPayload); werr != nil {
 		return nil, werr
 	}
 	s, err := t.svc.Schedule(ctx, queue, partition, r.txnID, r.data, r.fireAt)
@@ -197,6 +202,7 @@ func (t *TimerOps) list(ctx context.Context, queue string, limitArg *int) (any, 
 		out.Timers = append(out.Timers, queengate.TimerView{TimerID: x.ID, Queue: x.Queue, Partition: x.Partition,
 			TransactionID: x.TxnID, FireAt: x.FireAt.UTC(), CreatedAt: x.CreatedAt.UTC()})
 	}
+	fitTimers(&out, t.ops.answerBudget())
 	return out, nil
 }
 
@@ -242,7 +248,7 @@ func (t *TimerOps) addEndpoints(g *Gateway) error {
 		}},
 		{name: "timer-schedule", verb: p + ".timer", names: []string{"<queue>", "<partition>"},
 			misshapenOnly: []string{p + ".timer", p + ".timer.*.*.>"}, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
-				return t.schedule(ctx, p, req.Subject, req.Data)
+				return t.schedule(ctx, p, req.Subject, req.Data, g.nc.MaxPayload())
 			}},
 	})
 }

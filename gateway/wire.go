@@ -7,6 +7,7 @@ import (
 	queengate "github.com/queengate/queengate"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
@@ -29,13 +30,36 @@ func errorBody(e *queengate.Error) []byte {
 	return append(b, "}}"...)
 }
 
+// maxErrorText bounds an error message on the wire: it may quote input
+// (a field name, a value), and is sent twice (header and body), escaped.
+// At most 6 KiB of body and 4 KiB of header: it fits any max payload a
+// gateway starts with.
+const maxErrorText = 1 << 10
+
 // errorMsg is the error answer on subject: the micro error headers and
 // the JSON body.
 func errorMsg(e *queengate.Error, subject string) *nats.Msg {
+	if len(e.Message) > maxErrorText {
+		e = &queengate.Error{Code: e.Code, Message: cutText(e.Message, maxErrorText)}
+	}
 	return &nats.Msg{Subject: subject, Data: errorBody(e), Header: nats.Header{
 		micro.ErrorHeader:     []string{headerValue(e.Message)},
 		micro.ErrorCodeHeader: []string{strconv.Itoa(e.Code)},
 	}}
+}
+
+// cutText cuts s to at most n bytes, on a character boundary, and marks
+// the cut with "…".
+func cutText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const mark = "…"
+	end := max(n-len(mark), 0)
+	for end > 0 && !utf8.RuneStart(s[end]) {
+		end--
+	}
+	return s[:end] + mark
 }
 
 // headerValue makes s safe as a NATS header value: control bytes (a NUL,
@@ -168,14 +192,74 @@ func (m *rawMessage) txnIDOrMint() string {
 	return string(m.txnID)
 }
 
-// encodeReply writes the per-message answer array (docs/protocol.md,
-// "Answers").
-func encodeReply(msgs []ingest.Message, results []ingest.Result) []byte {
-	size := 2
+// replyEntryRoom is the most one entry of a push answer takes besides its
+// transactionId: every field at its longest, and an error text of up to
+// minErrorRoom bytes.
+const (
+	minErrorRoom   = 96
+	replyEntryRoom = 192 + minErrorRoom
+)
+
+// checkPushSizes refuses, before anything is stored, a push that could
+// not be answered or delivered on a connection of maxPayload bytes: a
+// message whose data one pop or read answer could never carry, or more
+// messages than one answer can name.
+func checkPushSizes(msgs []ingest.Message, maxPayload int64) *queengate.Error {
+	answer := int64(2)
 	for i := range msgs {
-		size += 150 + len(msgs[i].TxnID)
+		if werr := checkDataSize(msgs[i].Data, maxPayload); werr != nil {
+			werr.Message = fmt.Sprintf("message %d: %s", i, werr.Message)
+			return werr
+		}
+		answer += replyEntryRoom + int64(jsonStringLen(msgs[i].TxnID))
 	}
-	b := make([]byte, 0, size)
+	if answer > maxPayload {
+		return &queengate.Error{Code: queengate.CodeTooLarge, Message: fmt.Sprintf(
+			"the answer to %d messages could exceed the NATS max payload (%d bytes): send fewer messages per request", len(msgs), maxPayload)}
+	}
+	return nil
+}
+
+// checkDataSize refuses data larger than a message may carry on a
+// connection of maxPayload bytes (queengate.MaxDataBytes).
+func checkDataSize(data []byte, maxPayload int64) *queengate.Error {
+	if limit := queengate.MaxDataBytes(maxPayload); int64(len(data)) > limit {
+		return &queengate.Error{Code: queengate.CodeTooLarge, Message: fmt.Sprintf(
+			"data is %d bytes, over the %d-byte limit: one pop or read answer could never carry it (the NATS max payload, %d bytes, less %d for the rest of the answer)",
+			len(data), limit, maxPayload, queengate.DeliveryReserve)}
+	}
+	return nil
+}
+
+// encodeReply writes the per-message answer array (docs/protocol.md,
+// "Answers"), within limit bytes: when the failed messages' error texts
+// would not fit, each is cut to an equal share of the room left (push
+// requests are checked by checkPushSizes to leave enough).
+func encodeReply(msgs []ingest.Message, results []ingest.Result, limit int) []byte {
+	b := appendReply(nil, msgs, results, -1)
+	if len(b) <= limit {
+		return b
+	}
+	failed := 0
+	for _, r := range results {
+		if r.Status == model.StatusFailed {
+			failed++
+		}
+	}
+	bare := len(appendReply(b[:0], msgs, results, 0))
+	return appendReply(b[:0], msgs, results, max(limit-bare, 0)/max(failed, 1))
+}
+
+// appendReply appends the answer array, each error text cut to errRoom
+// bytes of JSON string (-1: whole).
+func appendReply(b []byte, msgs []ingest.Message, results []ingest.Result, errRoom int) []byte {
+	if b == nil {
+		size := 2
+		for i := range msgs {
+			size += 150 + len(msgs[i].TxnID)
+		}
+		b = make([]byte, 0, size)
+	}
 	b = append(b, '[')
 	for i, r := range results {
 		if i > 0 {
@@ -201,7 +285,7 @@ func encodeReply(msgs []ingest.Message, results []ingest.Result) []byte {
 				msg = r.Err.Error()
 			}
 			b = append(b, `,"error":`...)
-			b = appendJSONString(b, msg)
+			b = appendJSONString(b, cutJSON(msg, errRoom))
 		} else {
 			b = append(b, `,"messageId":"`...)
 			b = model.AppendMessageID(b, r.PartitionID, r.Offset)
@@ -213,6 +297,44 @@ func encodeReply(msgs []ingest.Message, results []ingest.Result) []byte {
 	return append(b, ']')
 }
 
+// jsonStringLen is the length of s as appendJSONString writes it.
+func jsonStringLen(s string) int {
+	n := 2
+	for i := 0; i < len(s); i++ {
+		n += escapedLen(s[i])
+	}
+	return n
+}
+
+// escapedLen is how many bytes appendJSONString writes for byte c.
+func escapedLen(c byte) int {
+	switch {
+	case c >= 0x20 && c != '"' && c != '\\':
+		return 1
+	case c == '"', c == '\\', c == '\n', c == '\r', c == '\t':
+		return 2
+	}
+	return 6
+}
+
+// cutJSON cuts s so that appendJSONString writes at most room bytes of
+// it, on a character boundary, marking a cut with "…"; room -1 keeps s.
+func cutJSON(s string, room int) string {
+	if room < 0 || jsonStringLen(s) <= room {
+		return s
+	}
+	const mark = "…"
+	n, end := 2+len(mark), 0
+	for end < len(s) && n+escapedLen(s[end]) <= room {
+		n += escapedLen(s[end])
+		end++
+	}
+	for end > 0 && end < len(s) && !utf8.RuneStart(s[end]) {
+		end--
+	}
+	return s[:end] + mark
+}
+
 // appendJSONString appends s as a JSON string literal.
 func appendJSONString(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
@@ -220,7 +342,7 @@ func appendJSONString(b []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
+		if escapedLen(c) == 1 {
 			continue
 		}
 		b = append(b, s[start:i]...)

@@ -1,0 +1,106 @@
+package gateway
+
+import (
+	"encoding/json"
+	"fmt"
+
+	queengate "github.com/queengate/queengate"
+)
+
+// Every answer fits one NATS message. Answers of a known size (status,
+// a configure, a timer's) fit whatever max payload a gateway runs with;
+// lists that can grow with what is stored (queues, a queue's partitions
+// and groups, timers) keep what fits and say they were cut; an answer
+// carrying stored data is bounded by the data limit pushes are held to
+// (queengate.MaxDataBytes).
+
+// answerRoom is the room an answer keeps, within the max payload, for
+// what NATS adds around it (headers).
+const answerRoom = 4 << 10
+
+// answerBudget is the most an operator answer may take: the NATS
+// connection's max payload (1 MiB unless the server says otherwise), less
+// answerRoom. HTTP answers are held to the same bound, so that both faces
+// answer alike.
+func (o *Ops) answerBudget() int {
+	if o != nil && o.nc != nil && o.nc.MaxPayload() > 0 {
+		return int(o.nc.MaxPayload()) - answerRoom
+	}
+	return 1<<20 - answerRoom
+}
+
+// encodedLen is the length of v's JSON encoding.
+func encodedLen(v any) int {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return 0 // the whole answer's encoding reports it
+	}
+	return len(b)
+}
+
+// fitting is how many of items, from the first, encode in a JSON array
+// within budget bytes, and the bytes they take.
+func fitting[T any](items []T, budget int) (n, used int) {
+	used = 2 // the brackets
+	for i := range items {
+		size := encodedLen(items[i]) + 1 // and a comma
+		if used+size > budget {
+			return i, used
+		}
+		used += size
+	}
+	return len(items), used
+}
+
+// fitQueues cuts a queue list to what fits budget bytes.
+func fitQueues(a *queengate.QueuesAnswer, budget int) {
+	a.Count = len(a.Queues)
+	if encodedLen(a) <= budget {
+		return
+	}
+	a.Truncated = true
+	n, _ := fitting(a.Queues, budget-encodedLen(queengate.QueuesAnswer{Count: a.Count, Truncated: true}))
+	a.Queues = a.Queues[:n]
+}
+
+// fitQueue cuts a queue's answer to what fits budget bytes: first the
+// groups' per-partition positions go (the groups keep their lag), then
+// the groups and the partitions each keep what fits in their share.
+func fitQueue(a *queengate.QueueAnswer, budget int) {
+	a.PartitionCount = len(a.Partitions)
+	if encodedLen(a) <= budget {
+		return
+	}
+	a.Truncated = true
+	for i := range a.Groups {
+		a.Groups[i].Partitions = []queengate.GroupPartitionView{}
+	}
+	if encodedLen(a) <= budget {
+		return
+	}
+	partitions, groups := a.Partitions, a.Groups
+	a.Partitions, a.Groups = []queengate.PartitionView{}, []queengate.GroupView{}
+	room := budget - encodedLen(a)
+	n, used := fitting(groups, room/2)
+	a.Groups = groups[:n]
+	n, _ = fitting(partitions, room-used)
+	a.Partitions = partitions[:n]
+}
+
+// fitTimers cuts a timer list to what fits budget bytes.
+func fitTimers(a *queengate.TimersAnswer, budget int) {
+	if encodedLen(a) <= budget {
+		return
+	}
+	a.Truncated = true
+	n, _ := fitting(a.Timers, budget-encodedLen(queengate.TimersAnswer{Truncated: true}))
+	a.Timers = a.Timers[:n]
+}
+
+// tooLargeToAnswer refuses an answer of one stored message that does not
+// fit budget bytes: only data pushed while the max payload was larger.
+func tooLargeToAnswer(what string, size, budget int) *queengate.Error {
+	return &queengate.Error{Code: queengate.CodeTooLarge, Message: fmt.Sprintf(
+		"%s takes %d bytes, more than one answer carries on this gateway's NATS connection (%d bytes): its data was pushed while the max payload was larger",
+		what, size, budget)}
+}

@@ -1,0 +1,188 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
+	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/ingest"
+	"github.com/queengate/queengate/internal/checkfor"
+)
+
+// idleIngester takes no push: these tests answer other requests.
+type idleIngester struct{}
+
+func (idleIngester) Submit(*ingest.Request) error { return ingest.ErrNotStarted }
+func (idleIngester) Stop()                        {}
+
+// logBuffer collects a logger's output across goroutines.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// lines are the JSON log lines whose message is msg.
+func (l *logBuffer) lines(t *testing.T, msg string) []map[string]any {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(l.b.String()), "\n") {
+		var fields map[string]any
+		if line == "" {
+			continue
+		}
+		if err := json.Unmarshal([]byte(line), &fields); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		if fields["message"] == msg {
+			out = append(out, fields)
+		}
+	}
+	return out
+}
+
+// metricValue is a counter's value, or a histogram's sample count, of the
+// series of name with labels as reg has it; 0 when absent.
+func metricValue(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if want, ok := labels[l.GetName()]; ok && want != l.GetValue() {
+					continue series
+				}
+			}
+			if h := m.GetHistogram(); h != nil {
+				return float64(h.GetSampleCount())
+			}
+			return m.GetCounter().GetValue()
+		}
+	}
+	return 0
+}
+
+// TestUnsendableAnswerIsGivenUpAtOnce: an answer NATS refuses for good
+// (over the max payload) is not retried: the requester gets a 500 in its
+// place, it is logged once with its subject and size, counted by reason,
+// the request counts as an error, and the gateway stops without waiting
+// for it, though ReplyRetry and DrainTimeout would let it wait an hour.
+func TestUnsendableAnswerIsGivenUpAtOnce(t *testing.T) {
+	t.Parallel()
+	ns, err := StartEmbeddedNATS(EmbeddedNATS{Port: -1, MaxPayload: 64 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ns.Shutdown)
+	nc, err := nats.Connect(ns.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	client, err := nats.Connect(ns.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(client.Close)
+
+	var logs logBuffer
+	reg := prometheus.NewRegistry()
+	g, err := New(Config{ReplyRetry: time.Hour, DrainTimeout: time.Hour}, nc, idleIngester{}, zerolog.New(&logs), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.Stop)
+	t.Cleanup(nc.Close) // first: a publish still waiting gives up, so Stop returns
+	// No endpoint answers more than fits: this one stands for a bug.
+	tooBig := rawAnswer(bytes.Repeat([]byte("x"), 100<<10))
+	if err := g.addRequestEndpoints([]requestEndpoint{{name: "too-big", verb: "test.too-big",
+		op: func(context.Context, *request) (any, *queengate.Error) { return tooBig, nil }}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	reply := client.NewRespInbox()
+	answers, err := client.SubscribeSync(reply)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := client.PublishRequest("test.too-big", reply, nil); err != nil {
+		t.Fatal(err)
+	}
+	// The requester is told, rather than left to time out.
+	m, err := answers.NextMsg(20 * time.Second)
+	if err != nil {
+		t.Fatalf("no answer: %v", err)
+	}
+	if code, text := m.Header.Get("Nats-Service-Error-Code"), m.Header.Get("Nats-Service-Error"); code != "500" || !strings.Contains(text, strconv.Itoa(len(tooBig))+" bytes") {
+		t.Errorf("answered %s %q, want a 500 naming the answer's size", code, text)
+	}
+
+	unsent := map[string]string{"reason": "too_large"}
+	checkfor.Check(t, 20*time.Second, checkfor.Cond("the answer counted unsent, too_large", func() bool {
+		return metricValue(t, reg, "queengate_answers_unsent_total", unsent) == 1
+	}))
+	stopped := make(chan struct{})
+	go func() { g.Stop(); close(stopped) }()
+	checkfor.Check(t, 30*time.Second, checkfor.Cond("Stop returned", func() bool {
+		select {
+		case <-stopped:
+			return true
+		default:
+			return false
+		}
+	}))
+
+	lines := logs.lines(t, "answer not sent")
+	if len(lines) != 1 {
+		t.Fatalf("%d log lines say the answer was not sent, want 1: %v", len(lines), lines)
+	}
+	if l := lines[0]; l["subject"] != reply || l["bytes"] != float64(len(tooBig)) || l["reason"] != "too_large" {
+		t.Errorf("log line %v: want subject %s, bytes %d, reason too_large", l, reply, len(tooBig))
+	}
+	if n := metricValue(t, reg, "queengate_answers_unsent_total", unsent); n != 1 {
+		t.Errorf("answers unsent (too_large) = %v, want 1", n)
+	}
+	failed := map[string]string{"endpoint": "too-big", "result": "error"}
+	if n := metricValue(t, reg, "queengate_request_duration_seconds", failed); n != 1 {
+		t.Errorf("requests of too-big with result=error = %v, want 1", n)
+	}
+	for _, ep := range g.svc.stats().Endpoints {
+		if ep.Name != "too-big" {
+			continue
+		}
+		if ep.NumErrors != 1 || !strings.Contains(ep.LastError, "answer not sent") {
+			t.Errorf("service stats of too-big: %d errors, last %q; want 1, answer not sent", ep.NumErrors, ep.LastError)
+		}
+		return
+	}
+	t.Error("service stats list no endpoint too-big")
+}
