@@ -5,13 +5,10 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"strings"
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 
@@ -273,7 +270,7 @@ func (o *Ops) Status(ctx context.Context) (any, *queengate.Error) {
 // may name the server's address: the detail goes to the log.
 func storeError(err error) *queengate.Error {
 	werr := &queengate.Error{Code: queengate.CodeInternal, Message: "the store failed; the gateway's log has the detail"}
-	if storeUnreachable(err) {
+	if model.Unreachable(err) {
 		werr = &queengate.Error{Code: queengate.CodeUnavailable, Message: "PostgreSQL is unavailable; retry later"}
 	}
 	storeLog.Load().Warn().Err(err).Int("code", werr.Code).Msg("store failure answered")
@@ -287,24 +284,4 @@ var storeLog atomic.Pointer[zerolog.Logger]
 func init() {
 	nop := zerolog.Nop()
 	storeLog.Store(&nop)
-}
-
-// storeUnreachable reports whether err says PostgreSQL could not be
-// reached or went away, rather than that it refused the statement.
-func storeUnreachable(err error) bool {
-	var (
-		connect *pgconn.ConnectError
-		pgErr   *pgconn.PgError
-		netErr  net.Error
-	)
-	switch {
-	case model.NotStored(err), errors.Is(err, model.ErrStoreDown), errors.Is(err, context.DeadlineExceeded),
-		errors.As(err, &connect), errors.As(err, &netErr), errors.Is(err, pgconn.ErrConnClosed),
-		errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
-		return true
-	case errors.As(err, &pgErr):
-		// connection exceptions, and the server shutting down or starting
-		return strings.HasPrefix(pgErr.Code, "08") || strings.HasPrefix(pgErr.Code, "57P")
-	}
-	return false
 }

@@ -1,8 +1,12 @@
 package model
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"strings"
 )
 
 var (
@@ -56,4 +60,27 @@ func NotStored(err error) bool { return errors.Is(err, ErrNotStored) || SafeToRe
 func SafeToRetry(err error) bool {
 	var retryable interface{ SafeToRetry() bool }
 	return errors.As(err, &retryable) && retryable.SafeToRetry()
+}
+
+// Unreachable reports whether err says the store could not be reached or
+// went away, rather than that it refused the statement: answered "retry
+// later" (503), not "failed" (500). The driver's errors are recognised by
+// what they implement, so that only the store's package knows the driver:
+// a network error (a refused or broken connection), an error raised
+// before anything was sent, and a connection exception or a server
+// shutting down or starting, by SQLSTATE (classes 08 and 57P).
+func Unreachable(err error) bool {
+	var (
+		netErr net.Error
+		state  interface{ SQLState() string }
+	)
+	switch {
+	case NotStored(err), errors.Is(err, ErrStoreDown), errors.Is(err, context.DeadlineExceeded),
+		errors.As(err, &netErr), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return true
+	case errors.As(err, &state):
+		code := state.SQLState()
+		return strings.HasPrefix(code, "08") || strings.HasPrefix(code, "57P")
+	}
+	return false
 }

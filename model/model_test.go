@@ -1,8 +1,11 @@
 package model
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"testing"
 )
 
@@ -56,5 +59,34 @@ func TestSafeToRetryReadsTheDriversMark(t *testing.T) {
 	}
 	if SafeToRetry(errors.New("connection reset after the statement")) {
 		t.Error("an unmarked error was taken as safe to retry")
+	}
+}
+
+type sqlStateError string
+
+func (e sqlStateError) Error() string    { return "server said " + string(e) }
+func (e sqlStateError) SQLState() string { return string(e) }
+
+// Unreachable tells a store out of reach (retry later) from one that
+// refused the statement, by what the driver's errors implement.
+func TestUnreachable(t *testing.T) {
+	t.Parallel()
+	_, dialErr := net.Dial("tcp", "127.0.0.1:1") // nothing listens on port 1
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{fmt.Errorf("pop: %w", dialErr), true},
+		{fmt.Errorf("pop: %w", io.ErrUnexpectedEOF), true},
+		{fmt.Errorf("pop: %w", context.DeadlineExceeded), true},
+		{ErrStoreDown, true},
+		{sqlStateError("08006"), true},  // connection failure
+		{sqlStateError("57P01"), true},  // admin shutdown
+		{sqlStateError("23505"), false}, // unique violation: refused, not unreachable
+		{errors.New("syntax"), false},
+	} {
+		if got := Unreachable(c.err); got != c.want {
+			t.Errorf("Unreachable(%v) = %v, want %v", c.err, got, c.want)
+		}
 	}
 }
