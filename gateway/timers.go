@@ -309,7 +309,10 @@ func timerListQuery(q url.Values) (req timerList, werr *queengate.Error) {
 		}
 		req.limit = &n
 	}
-	if q.Has("fromFireAt") || q.Has("fromTimerId") {
+	if q.Has("fromFireAt") != q.Has("fromTimerId") {
+		return req, badInput("give both fromFireAt and fromTimerId (a timer list's next), or neither")
+	}
+	if q.Has("fromFireAt") {
 		body := appendJSONString([]byte(`{"fireAt":`), q.Get("fromFireAt"))
 		body = appendJSONString(append(body, `,"timerId":`...), q.Get("fromTimerId"))
 		req.from, werr = decodeTimerPosition(append(body, '}'))
