@@ -255,7 +255,7 @@ func TestQueueListAndTimerListFit(t *testing.T) {
 	_, body = g.viaNATS(t, "queues.list", "", `{"from":1}`)
 	wantRefused(t, "a from not a name", 400, body, `"from" must be a name`, "the JSON number 1")
 
-	const timers = 150 // each listed in over 600 bytes: over 64 KiB
+	const timers = 150                                             // each listed in over 600 bytes: over 64 KiB
 	fireAt := time.Now().Add(time.Hour).UTC().Format(time.RFC3339) // one for all: the id orders them
 	for i := range timers {
 		body := fmt.Sprintf(`{"transactionId":"%03d-%s","fireAt":%q}`, i, strings.Repeat("t", 252), fireAt)
