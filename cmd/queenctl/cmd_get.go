@@ -27,6 +27,10 @@ const getUsage = `Usage:
                                 answered, or by transactionId (the copy a
                                 duplicate would name, within the window)
 
+get queues and get queue print every queue and every partition: an
+answer holds what fits one NATS message and names where the next starts,
+and queenctl asks page after page.
+
 For each partition: lastOffset (-1: nothing stored yet), txnsStart (the
 purge watermark), messages and duplicates counted by the answering gateway
 since it started, and that gateway's dedup cache entry (state and resident
