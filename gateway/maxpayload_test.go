@@ -150,6 +150,21 @@ func fromParameter(from string) string {
 	return "?from=" + url.QueryEscape(from)
 }
 
+// pageNames asks for pages from the first until one names no next page
+// (page answers a page's names and the next's start), and returns every
+// name listed and how many pages followed the first.
+func pageNames(t *testing.T, page func(from string) (names []string, next string)) (listed []string, pages int) {
+	t.Helper()
+	for from := ""; ; pages++ {
+		names, next := page(from)
+		listed = append(listed, names...)
+		if next == "" {
+			return listed, pages
+		}
+		from = next
+	}
+}
+
 // TestQueueAnswerWithManyPartitionsFits: a queue with more partitions
 // than one answer can list answers the first of them that fit, in name
 // order, with partitionCount, truncated and nextPartition, over NATS and
@@ -167,9 +182,7 @@ func TestQueueAnswerWithManyPartitionsFits(t *testing.T) {
 	}
 	slices.Sort(names)
 	for _, face := range []string{"nats", "http"} {
-		var listed []string
-		pages := 0
-		for from := ""; ; pages++ {
+		listed, pages := pageNames(t, func(from string) ([]string, string) {
 			status, body := g.viaFace(t, face, "queues.get."+e.queue, fromBody(from), "/queues/"+e.queue+fromParameter(from))
 			var a queengate.QueueAnswer
 			if status != 200 || json.Unmarshal(body, &a) != nil {
@@ -179,14 +192,12 @@ func TestQueueAnswerWithManyPartitionsFits(t *testing.T) {
 				t.Fatalf("%s: page from %q: %d bytes, partitionCount %d, %d partitions, truncated %v, nextPartition %q",
 					face, from, len(body), a.PartitionCount, len(a.Partitions), a.Truncated, a.NextPartition)
 			}
+			var names []string
 			for _, p := range a.Partitions {
-				listed = append(listed, p.Partition)
+				names = append(names, p.Partition)
 			}
-			if a.NextPartition == "" {
-				break
-			}
-			from = a.NextPartition
-		}
+			return names, a.NextPartition
+		})
 		if pages == 0 || !slices.Equal(listed, names) {
 			t.Errorf("%s: %d pages listed %d partitions %v…; want more than one page, each of the %d once, in name order",
 				face, pages+1, len(listed), listed[:min(5, len(listed))], partitions)
@@ -223,9 +234,7 @@ func TestQueueListAndTimerListFit(t *testing.T) {
 		}
 	}
 	for _, face := range []string{"nats", "http"} {
-		var listed []string
-		pages := 0
-		for from := ""; ; pages++ {
+		listed, pages := pageNames(t, func(from string) ([]string, string) {
 			status, body := g.viaFace(t, face, "queues.list", fromBody(from), "/queues"+fromParameter(from))
 			var list queengate.QueuesAnswer
 			if status != 200 || json.Unmarshal(body, &list) != nil {
@@ -235,14 +244,12 @@ func TestQueueListAndTimerListFit(t *testing.T) {
 				t.Fatalf("%s: page from %q: %d bytes, count %d, %d listed, truncated %v, nextQueue %q",
 					face, from, len(body), list.Count, len(list.Queues), list.Truncated, list.NextQueue)
 			}
+			var names []string
 			for _, q := range list.Queues {
-				listed = append(listed, q.Queue)
+				names = append(names, q.Queue)
 			}
-			if list.NextQueue == "" {
-				break
-			}
-			from = list.NextQueue
-		}
+			return names, list.NextQueue
+		})
 		// Other tests' queues are listed too: in order, each once.
 		ours := slices.DeleteFunc(slices.Clone(listed), func(q string) bool { return !strings.HasPrefix(q, e.queue+"-") })
 		if pages == 0 || !slices.IsSorted(listed) || len(slices.Compact(slices.Clone(listed))) != len(listed) || !slices.Equal(ours, mine) {
