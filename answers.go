@@ -71,11 +71,32 @@ type TimerCancelled struct {
 	Status string `json:"status"`
 }
 
-// TimersAnswer lists pending timers, due first. Truncated: more were
-// asked for than fit one NATS message; Timers holds the first of them.
+// TimersAnswer lists pending timers, due first (by fireAt, then timerId).
+// Truncated: more were asked for than fit one NATS message; Timers holds
+// the first of them. Next, when more timers are pending after this page
+// (it was cut, or reached its limit), is the position of the first left
+// out: send it as a TimerListRequest's From for the next page.
 type TimersAnswer struct {
-	Timers    []TimerView `json:"timers"`
-	Truncated bool        `json:"truncated,omitempty"`
+	Timers    []TimerView    `json:"timers"`
+	Truncated bool           `json:"truncated,omitempty"`
+	Next      *TimerPosition `json:"next,omitempty"`
+}
+
+// TimerListRequest, the optional body of a timer list: the timers of
+// Queue ("" for every queue), at most Limit (0: 100) of them, from the
+// position From on (a TimersAnswer's Next; nil: from the first due).
+type TimerListRequest struct {
+	Queue string         `json:"queue,omitempty"`
+	Limit int            `json:"limit,omitempty"`
+	From  *TimerPosition `json:"from,omitempty"`
+}
+
+// TimerPosition is a place in the timer list's order: a timer's fireAt
+// and timerId. Timers are listed from it on, whether or not that timer is
+// still pending, so paging skips and repeats none.
+type TimerPosition struct {
+	FireAt  time.Time `json:"fireAt"`
+	TimerID string    `json:"timerId"`
 }
 
 // TimerView is a pending timer.
@@ -152,16 +173,32 @@ type ConfigureAnswer struct {
 	Created bool `json:"created"`
 }
 
-// QueuesAnswer lists every queue, in name order.
+// QueuesAnswer lists every queue, in name order (byte order), from the
+// first or from the one a QueuesRequest names.
 type QueuesAnswer struct {
 	Queues []QueueView `json:"queues"`
 	// Count is how many queues there are; Truncated: Queues holds only
-	// the first of them, as many as fit one NATS message.
-	Count     int  `json:"count"`
-	Truncated bool `json:"truncated,omitempty"`
+	// as many as fit one NATS message, and NextQueue names the first
+	// left out (the next page's QueuesRequest.From).
+	Count     int    `json:"count"`
+	Truncated bool   `json:"truncated,omitempty"`
+	NextQueue string `json:"nextQueue,omitempty"`
 }
 
-// QueueAnswer is a queue's configuration and partitions.
+// QueuesRequest, the optional body of a queue list, asks for the queues
+// from From on (a QueuesAnswer's NextQueue).
+type QueuesRequest struct {
+	From string `json:"from,omitempty"`
+}
+
+// QueueRequest, the optional body of a get queue, asks for the
+// partitions from From on (a QueueAnswer's NextPartition).
+type QueueRequest struct {
+	From string `json:"from,omitempty"`
+}
+
+// QueueAnswer is a queue's configuration and partitions, in name order
+// (byte order), from the first or from the one a QueueRequest names.
 type QueueAnswer struct {
 	QueueView
 	Partitions []PartitionView `json:"partitions"`
@@ -169,11 +206,14 @@ type QueueAnswer struct {
 	Groups []GroupView `json:"groups"`
 	// PartitionCount is how many partitions the queue has. Truncated: the
 	// answer did not fit one NATS message whole, and was cut: the groups'
-	// partitions lists are empty (a groups request lists them), and if
+	// partitions lists are empty (a groups request pages them), and if
 	// that was not enough, Partitions and Groups hold only their first
-	// entries, in name order.
-	PartitionCount int  `json:"partitionCount"`
-	Truncated      bool `json:"truncated,omitempty"`
+	// entries; NextPartition then names the first partition left out
+	// (the next page's QueueRequest.From). A page asked for with From
+	// has the groups' totals without their partitions.
+	PartitionCount int    `json:"partitionCount"`
+	Truncated      bool   `json:"truncated,omitempty"`
+	NextPartition  string `json:"nextPartition,omitempty"`
 }
 
 // PartitionView is one partition's figures: what PostgreSQL holds, then

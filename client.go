@@ -402,17 +402,17 @@ func (c *Client) CancelTimer(ctx context.Context, timerID string) (TimerCancelle
 }
 
 // ListTimers lists pending timers, due first: of one queue, or every
-// queue's with queue ""; limit 0 takes the gateway's default.
+// queue's with queue ""; limit 0 takes the gateway's default. An answer
+// whose Next is set has more after it: ListTimersPage lists them.
 func (c *Client) ListTimers(ctx context.Context, queue string, limit int) (TimersAnswer, error) {
+	return c.ListTimersPage(ctx, TimerListRequest{Queue: queue, Limit: limit})
+}
+
+// ListTimersPage lists pending timers as req asks: from req.From on (the
+// Next of the page before), so that paging skips and repeats none.
+func (c *Client) ListTimersPage(ctx context.Context, req TimerListRequest) (TimersAnswer, error) {
 	var out TimersAnswer
-	req := map[string]any{}
-	if queue != "" {
-		req["queue"] = queue
-	}
-	if limit > 0 {
-		req["limit"] = limit
-	}
-	b, _ := json.Marshal(req) // a string and an integer: cannot fail
+	b, _ := json.Marshal(req) // strings, an integer and a time: cannot fail
 	return out, c.request(ctx, c.subjects.TimerList(), b, true, &out)
 }
 
@@ -426,19 +426,43 @@ func (c *Client) Configure(ctx context.Context, req ConfigureRequest) (Configure
 	return out, c.request(ctx, c.subjects.Configure(), b, true, &out)
 }
 
-// Queues lists every queue's configuration.
+// Queues lists the queues' configurations in name order, as many as fit
+// one answer: when Truncated, QueuesPage lists the rest from NextQueue.
 func (c *Client) Queues(ctx context.Context) (QueuesAnswer, error) {
-	var out QueuesAnswer
-	return out, c.request(ctx, c.subjects.QueuesList(), nil, true, &out)
+	return c.QueuesPage(ctx, QueuesRequest{})
 }
 
-// Queue reads a queue's configuration and per-partition figures.
+// QueuesPage lists the queues from req.From on (the NextQueue of the page
+// before; "": from the first).
+func (c *Client) QueuesPage(ctx context.Context, req QueuesRequest) (QueuesAnswer, error) {
+	var out QueuesAnswer
+	return out, c.request(ctx, c.subjects.QueuesList(), pageBody(req.From), true, &out)
+}
+
+// Queue reads a queue's configuration and per-partition figures, as many
+// partitions as fit one answer: when NextPartition is set, QueuePage
+// lists the rest from it.
 func (c *Client) Queue(ctx context.Context, queue string) (QueueAnswer, error) {
+	return c.QueuePage(ctx, queue, QueueRequest{})
+}
+
+// QueuePage reads a queue with its partitions from req.From on (the
+// NextPartition of the page before; "": from the first).
+func (c *Client) QueuePage(ctx context.Context, queue string, req QueueRequest) (QueueAnswer, error) {
 	var out QueueAnswer
 	if !ValidName(queue) {
 		return out, fmt.Errorf("queengate: bad queue name %q: %s", queue, NameRule)
 	}
-	return out, c.request(ctx, c.subjects.QueuesGet(queue), nil, true, &out)
+	return out, c.request(ctx, c.subjects.QueuesGet(queue), pageBody(req.From), true, &out)
+}
+
+// pageBody is a paged list's body: none for the first page.
+func pageBody(from string) []byte {
+	if from == "" {
+		return nil
+	}
+	b, _ := json.Marshal(QueuesRequest{From: from}) // a string: cannot fail
+	return b
 }
 
 // Status reads the health and figures of the gateway that answers.

@@ -315,3 +315,56 @@ func isCode(err error, code int) bool {
 	var werr *queengate.Error
 	return errors.As(err, &werr) && werr.Code == code
 }
+
+// TestPagingThroughTheClient: the page requests carry their position: a
+// queue list from a queue starts at it, a get queue from a partition
+// lists it and those after, and timer pages of 2 from each Next list every
+// timer once, in order.
+func TestPagingThroughTheClient(t *testing.T) {
+	t.Parallel()
+	r := startGateway(t, "")
+	ctx := t.Context()
+	for _, p := range []string{"p0", "p1", "p2"} {
+		if _, err := r.client.Push(ctx, r.queue, p, msg("a", "1")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	qs, err := r.client.QueuesPage(ctx, queengate.QueuesRequest{From: r.queue})
+	if err != nil || len(qs.Queues) == 0 || qs.Queues[0].Queue != r.queue || qs.Truncated || qs.NextQueue != "" {
+		t.Errorf("queues from %s: %+v, %v", r.queue, qs, err)
+	}
+	q, err := r.client.QueuePage(ctx, r.queue, queengate.QueueRequest{From: "p1"})
+	if err != nil || len(q.Partitions) != 2 || q.Partitions[0].Partition != "p1" || q.Partitions[1].Partition != "p2" || q.PartitionCount != 3 {
+		t.Errorf("queue from p1: %+v, %v", q, err)
+	}
+	if _, err := r.client.QueuePage(ctx, r.queue, queengate.QueueRequest{From: "nosuch"}); !isCode(err, queengate.CodeNotFound) {
+		t.Errorf("queue from an unknown partition: %v, want a 404", err)
+	}
+
+	var scheduled []string
+	for i := range 5 {
+		s, err := r.client.ScheduleTimer(ctx, r.queue, "p0", queengate.Timer{TransactionID: fmt.Sprint("t", i), Delay: time.Hour + time.Duration(i)*time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		scheduled = append(scheduled, s.TimerID)
+	}
+	var listed []string
+	req := queengate.TimerListRequest{Queue: r.queue, Limit: 2}
+	for pages := 1; ; pages++ {
+		page, err := r.client.ListTimersPage(ctx, req)
+		if err != nil || pages > 3 {
+			t.Fatalf("page %d: %+v, %v", pages, page, err)
+		}
+		for _, x := range page.Timers {
+			listed = append(listed, x.TimerID)
+		}
+		if page.Next == nil {
+			break
+		}
+		req.From = page.Next
+	}
+	if !slices.Equal(listed, scheduled) {
+		t.Errorf("timer pages listed %v, want %v", listed, scheduled)
+	}
+}

@@ -118,10 +118,15 @@ type ExplainOriginal struct {
 // ExplainCache is the answering gateway's cache entry for the partition,
 // and the path a push of the transactionId would take through it.
 type ExplainCache struct {
-	State        string  `json:"state"`
-	Holds        bool    `json:"holds"`
-	Offsets      []int64 `json:"offsets,omitempty"`
-	VerifiedUpto int64   `json:"verifiedUpto"`
+	State   string  `json:"state"`
+	Holds   bool    `json:"holds"`
+	Offsets []int64 `json:"offsets,omitempty"`
+	// OffsetCount is how many offsets the cache holds for the id;
+	// OffsetsTruncated: Offsets lists only the first of them (an answer
+	// lists at most 100).
+	OffsetCount      int   `json:"offsetCount,omitempty"`
+	OffsetsTruncated bool  `json:"offsetsTruncated,omitempty"`
+	VerifiedUpto     int64 `json:"verifiedUpto"`
 	// Path is "skip" (the cache vouches and does not hold it: no probe),
 	// "narrowed" (it holds it: SQL checks only its offsets), "full" (the
 	// entry cannot vouch: the probe reads the whole window) or "none"

@@ -182,10 +182,18 @@ func (a *Admin) Mount(o *Ops) {
 		return o.Configure(r.Context(), body)
 	}))
 	a.mux.HandleFunc("GET /queues", a.opsHandler(o, func(r *http.Request, _ []byte) (any, *queengate.Error) {
-		return o.ListQueues(r.Context())
+		from, werr := fromQuery(r.URL.Query(), "/queues")
+		if werr != nil {
+			return nil, werr
+		}
+		return o.ListQueues(r.Context(), from)
 	}))
 	a.mux.HandleFunc("GET /queues/{queue}", a.opsHandler(o, func(r *http.Request, _ []byte) (any, *queengate.Error) {
-		return o.GetQueue(r.Context(), r.PathValue("queue"))
+		from, werr := fromQuery(r.URL.Query(), "/queues/<queue>")
+		if werr != nil {
+			return nil, werr
+		}
+		return o.GetQueue(r.Context(), r.PathValue("queue"), from)
 	}))
 	a.mux.HandleFunc("GET /status", a.opsHandler(o, func(r *http.Request, _ []byte) (any, *queengate.Error) {
 		return o.Status(r.Context())

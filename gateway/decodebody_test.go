@@ -219,11 +219,15 @@ func TestDecodeTimerBodies(t *testing.T) {
 		{"TimerId", `{"TimerId":"` + testLease + `"}`, `unknown field "TimerId": a cancel has only "timerId"; did you mean "timerId"?`},
 		{"an id not a string", `{"timerId":[]}`, `"timerId" must be the UUID a schedule answered, not an array`},
 	})
-	runDecodeCases(t, func(b []byte) *queengate.Error { _, _, werr := decodeTimerList(b); return werr }, []decodeCase{
+	runDecodeCases(t, func(b []byte) *queengate.Error { _, werr := decodeTimerList(b); return werr }, []decodeCase{
 		{"empty", ` `, ""},
 		{"both", `{"queue":"q","limit":5}`, ""},
+		{"a position", `{"from":{"fireAt":"2026-12-01T09:00:00.123456Z","timerId":"` + testLease + `"}}`, ""},
+		{"a position without its id", `{"from":{"fireAt":"2026-12-01T09:00:00Z"}}`, `"from" takes both "fireAt" and "timerId": want {"fireAt": "2026-12-01T09:00:00.123456Z", "timerId": "<uuid>"} (a timer list's "next")`},
+		{"a position's id not a UUID", `{"from":{"fireAt":"2026-12-01T09:00:00Z","timerId":"x"}}`, `"from": "timerId" must be the UUID a schedule answered, not a string "x"`},
+		{"a position a string", `{"from":"` + testLease + `"}`, `"from" must be a JSON object; want {"fireAt": "2026-12-01T09:00:00.123456Z", "timerId": "<uuid>"} (a timer list's "next")`},
 		{"limit a string", `{"limit":"5"}`, `"limit" must be a whole number, not a string "5"`},
 		{"limit 0", `{"limit":0}`, `"limit" is 0: from 1 to 10000`},
-		{"Limit", `{"Limit":5}`, `unknown field "Limit": a timer list has only "queue" and "limit"; did you mean "limit"?`},
+		{"Limit", `{"Limit":5}`, `unknown field "Limit": a timer list has only "queue", "limit" and "from"; did you mean "limit"?`},
 	})
 }

@@ -99,6 +99,13 @@ func refString(raw json.RawMessage) (string, bool) {
 
 func isString(raw json.RawMessage) bool { _, ok := refString(raw); return ok }
 
+// refRFC3339 is an RFC 3339 string with a zone.
+func refRFC3339(raw json.RawMessage) bool {
+	s, ok := refString(raw)
+	_, err := time.Parse(time.RFC3339Nano, s)
+	return ok && err == nil
+}
+
 func stringOfBytes(lo, hi int) refRule {
 	return func(raw json.RawMessage) bool {
 		s, ok := refString(raw)
@@ -202,7 +209,11 @@ var (
 	refConfigure = refObject{fields: map[string]refRule{"queue": matching(refName), "options": objectOf(refOptions), "mode": oneOf("merge", "replace")},
 		required: []string{"queue"}}
 	refCancel    = refObject{fields: map[string]refRule{"timerId": matching(refUUID)}, required: []string{"timerId"}}
-	refTimerList = refObject{fields: map[string]refRule{"queue": matching(refName), "limit": wholeFrom(1, 10000)}}
+	refTimerList = refObject{fields: map[string]refRule{"queue": matching(refName), "limit": wholeFrom(1, 10000),
+		"from": objectOf(refObject{fields: map[string]refRule{"fireAt": refRFC3339, "timerId": matching(refUUID)},
+			required: []string{"fireAt", "timerId"}})}}
+	// A paged list's optional body: the name to list from.
+	refPage = refObject{fields: map[string]refRule{"from": matching(refName)}}
 	// A push message's transactionId: a string of 1 to 256 bytes, or null
 	// (minted).
 	refTxnID   = func(raw json.RawMessage) bool { return string(raw) == "null" || stringOfBytes(1, 256)(raw) }
@@ -436,18 +447,46 @@ func FuzzDecodeTimerCancel(f *testing.F) {
 }
 
 func FuzzDecodeTimerList(f *testing.F) {
-	type list struct {
-		queue string
-		limit *int
-	}
-	decode := func(b []byte) (list, *queengate.Error) {
-		queue, limit, werr := decodeTimerList(b)
-		return list{queue, limit}, werr
-	}
-	fuzzDecoder(f, refTimerList, true, decode, func(l list, vals map[string]json.RawMessage) string {
+	f.Add([]byte(`{"queue":"q","from":{"fireAt":"2026-12-01T09:00:00.123456Z","timerId":"` + testLease + `"}}`))
+	f.Add([]byte(`{"from":{"fireAt":"2026-12-01T09:00:00Z","timerId":"x","fireAt":"2026-12-01T09:00:00Z"}}`))
+	fuzzDecoder(f, refTimerList, true, decodeTimerList, func(l timerList, vals map[string]json.RawMessage) string {
 		if n, ok := refWhole(vals["limit"]); ok != (l.limit != nil) || ok && int64(*l.limit) != n {
 			return fmt.Sprintf("limit %v, the reference %s", l.limit, vals["limit"])
 		}
+		if diff := samePosition(l.from, vals["from"]); diff != "" {
+			return diff
+		}
 		return sameString("queue", l.queue, vals)
+	})
+}
+
+// samePosition compares a decoded timer position with the reference's
+// "from" object.
+func samePosition(got *model.TimerPosition, raw json.RawMessage) string {
+	if raw == nil {
+		if got != nil {
+			return fmt.Sprintf("a position %v from no \"from\"", got)
+		}
+		return ""
+	}
+	var want struct {
+		FireAt  time.Time `json:"fireAt"`
+		TimerID string    `json:"timerId"`
+	}
+	if got == nil || json.Unmarshal(raw, &want) != nil || !got.FireAt.Equal(want.FireAt) || got.ID != want.TimerID {
+		return fmt.Sprintf("position %v, the reference %s", got, raw)
+	}
+	return ""
+}
+
+// FuzzDecodeQueuesPage: the optional body of a queue list or a get queue
+// is {"from": "<name>"}.
+func FuzzDecodeQueuesPage(f *testing.F) {
+	f.Add([]byte(`{"from":"orders"}`))
+	f.Add([]byte(`{"from":"a.b"}`))
+	f.Add([]byte(`{"From":"orders"}`))
+	decode := func(b []byte) (string, *queengate.Error) { return decodeFrom(b, queuesPageShape) }
+	fuzzDecoder(f, refPage, true, decode, func(from string, vals map[string]json.RawMessage) string {
+		return sameString("from", from, vals)
 	})
 }

@@ -3,6 +3,8 @@ package gateway
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
+	"time"
 
 	queengate "github.com/queengate/queengate"
 )
@@ -52,50 +54,75 @@ func fitting[T any](items []T, budget int) (n, used int) {
 	return len(items), used
 }
 
-// fitQueues cuts a queue list to what fits budget bytes.
+// fitQueues cuts a queue list to what fits budget bytes; a cut list names
+// the first queue it leaves out.
 func fitQueues(a *queengate.QueuesAnswer, budget int) {
-	a.Count = len(a.Queues)
 	if encodedLen(a) <= budget {
 		return
 	}
-	a.Truncated = true
-	n, _ := fitting(a.Queues, budget-encodedLen(queengate.QueuesAnswer{Count: a.Count, Truncated: true}))
-	a.Queues = a.Queues[:n]
+	queues := a.Queues
+	n, _ := fitting(queues, budget-encodedLen(queengate.QueuesAnswer{Count: a.Count, Truncated: true, NextQueue: maxName}))
+	a.Queues = queues[:n]
+	if n < len(queues) {
+		a.Truncated, a.NextQueue = true, queues[n].Queue
+	}
 }
 
 // fitQueue cuts a queue's answer to what fits budget bytes: first the
-// groups' per-partition positions go (the groups keep their lag), then
-// the groups and the partitions each keep what fits in their share.
+// groups' per-partition positions go (the groups keep their lag; a groups
+// request pages them), then the groups and the partitions each keep what
+// fits in their share, and a cut partition list names the first
+// partition it leaves out.
 func fitQueue(a *queengate.QueueAnswer, budget int) {
-	a.PartitionCount = len(a.Partitions)
 	if encodedLen(a) <= budget {
 		return
 	}
 	a.Truncated = true
-	for i := range a.Groups {
-		a.Groups[i].Partitions = []queengate.GroupPartitionView{}
-	}
+	dropGroupPartitions(a.Groups)
 	if encodedLen(a) <= budget {
 		return
 	}
 	partitions, groups := a.Partitions, a.Groups
 	a.Partitions, a.Groups = []queengate.PartitionView{}, []queengate.GroupView{}
+	a.NextPartition = maxName // bounds the name's room
 	room := budget - encodedLen(a)
+	a.NextPartition = ""
 	n, used := fitting(groups, room/2)
 	a.Groups = groups[:n]
 	n, _ = fitting(partitions, room-used)
 	a.Partitions = partitions[:n]
+	if n < len(partitions) {
+		a.NextPartition = partitions[n].Partition
+	}
 }
 
-// fitTimers cuts a timer list to what fits budget bytes.
+// maxName is a name of the greatest length, to reserve a name's room.
+var maxName = strings.Repeat("x", queengate.MaxNameBytes)
+
+// dropGroupPartitions empties the groups' per-partition positions.
+func dropGroupPartitions(groups []queengate.GroupView) {
+	for i := range groups {
+		groups[i].Partitions = []queengate.GroupPartitionView{}
+	}
+}
+
+// fitTimers cuts a timer list to what fits budget bytes; a cut list names
+// the position of the first timer it leaves out.
 func fitTimers(a *queengate.TimersAnswer, budget int) {
 	if encodedLen(a) <= budget {
 		return
 	}
 	a.Truncated = true
-	n, _ := fitting(a.Timers, budget-encodedLen(queengate.TimersAnswer{Truncated: true}))
+	n, _ := fitting(a.Timers, budget-encodedLen(queengate.TimersAnswer{Truncated: true, Next: &widestPosition}))
+	if n < len(a.Timers) {
+		a.Next = timerPosition(a.Timers[n])
+	}
 	a.Timers = a.Timers[:n]
 }
+
+// widestPosition encodes in as many bytes as any timer position.
+var widestPosition = queengate.TimerPosition{FireAt: time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC),
+	TimerID: "00000000-0000-0000-0000-000000000000"}
 
 // tooLargeToAnswer refuses an answer of one stored message that does not
 // fit budget bytes: only data pushed while the max payload was larger.

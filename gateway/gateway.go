@@ -476,11 +476,19 @@ func (g *Gateway) addOpsEndpoints() error {
 		{name: "configure", verb: p + ".configure", operator: true, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
 			return o.Configure(ctx, req.Data)
 		}},
-		{name: "queues-list", verb: p + ".queues.list", operator: true, answerOnly: true, op: func(ctx context.Context, _ *request) (any, *queengate.Error) {
-			return o.ListQueues(ctx)
+		{name: "queues-list", verb: p + ".queues.list", operator: true, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
+			from, werr := decodeFrom(req.Data, queuesPageShape)
+			if werr != nil {
+				return nil, werr
+			}
+			return o.ListQueues(ctx, from)
 		}},
 		{name: "queues-get", verb: p + ".queues.get", names: []string{"<queue>"}, operator: true, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
-			return o.GetQueue(ctx, req.Subject[strings.LastIndexByte(req.Subject, '.')+1:])
+			from, werr := decodeFrom(req.Data, queuePageShape)
+			if werr != nil {
+				return nil, werr
+			}
+			return o.GetQueue(ctx, req.Subject[strings.LastIndexByte(req.Subject, '.')+1:], from)
 		}},
 		{name: "status", verb: p + ".status", operator: true, answerOnly: true, op: func(ctx context.Context, _ *request) (any, *queengate.Error) {
 			return o.Status(ctx)

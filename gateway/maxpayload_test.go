@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -123,90 +124,215 @@ func (e *testEnv) pushToEach(t *testing.T, n int) {
 	}
 }
 
+// viaFace asks the operator API over NATS (subject and body) or HTTP
+// (path, a GET).
+func (g *opsGateway) viaFace(t *testing.T, face, subject, body, path string) (int, []byte) {
+	t.Helper()
+	if face == "nats" {
+		return g.viaNATS(t, subject, "", body)
+	}
+	return g.viaHTTP(t, "GET", path, "", "")
+}
+
+// fromBody is a paged list's NATS body, from the name from ("": none).
+func fromBody(from string) string {
+	if from == "" {
+		return ""
+	}
+	return fmt.Sprintf(`{"from":%q}`, from)
+}
+
+// fromParameter is a paged list's HTTP parameter.
+func fromParameter(from string) string {
+	if from == "" {
+		return ""
+	}
+	return "?from=" + url.QueryEscape(from)
+}
+
+// pageNames asks for pages from the first until one names no next page
+// (page answers a page's names and the next's start), and returns every
+// name listed and how many pages followed the first.
+func pageNames(t *testing.T, page func(from string) (names []string, next string)) (listed []string, pages int) {
+	t.Helper()
+	for from := ""; ; pages++ {
+		names, next := page(from)
+		listed = append(listed, names...)
+		if next == "" {
+			return listed, pages
+		}
+		from = next
+	}
+}
+
 // TestQueueAnswerWithManyPartitionsFits: a queue with more partitions
 // than one answer can list answers the first of them that fit, in name
-// order, with partitionCount and truncated, over NATS and HTTP alike.
+// order, with partitionCount, truncated and nextPartition, over NATS and
+// HTTP alike; asking from each nextPartition in turn lists every
+// partition exactly once, in order, and the last page names none.
 func TestQueueAnswerWithManyPartitionsFits(t *testing.T) {
 	t.Parallel()
 	e := newSmallPayloadEnv(t)
 	g := e.startOpsGateway("", ingest.Config{})
 	const partitions = 300
 	e.pushToEach(t, partitions)
+	names := make([]string, partitions)
+	for i := range names {
+		names[i] = "p" + strconv.Itoa(i)
+	}
+	slices.Sort(names)
 	for _, face := range []string{"nats", "http"} {
-		var status int
-		var body []byte
-		if face == "nats" {
-			status, body = g.viaNATS(t, "queues.get."+e.queue, "", "")
-		} else {
-			status, body = g.viaHTTP(t, "GET", "/queues/"+e.queue, "", "")
-		}
-		var a queengate.QueueAnswer
-		if status != 200 || json.Unmarshal(body, &a) != nil {
-			t.Fatalf("%s: get queue: %d %.300s", face, status, body)
-		}
-		if len(body) > smallPayload || !a.Truncated || a.PartitionCount != partitions || len(a.Partitions) == 0 || len(a.Partitions) >= partitions {
-			t.Errorf("%s: %d bytes, truncated %v, partitionCount %d, %d partitions listed; want under %d bytes, truncated, %d, some",
-				face, len(body), a.Truncated, a.PartitionCount, len(a.Partitions), smallPayload, partitions)
-		}
-		names := make([]string, partitions)
-		for i := range names {
-			names[i] = "p" + strconv.Itoa(i)
-		}
-		slices.Sort(names)
-		for i, p := range a.Partitions {
-			if p.Partition != names[i] {
-				t.Fatalf("%s: partition %d is %s, want %s: the first in name order", face, i, p.Partition, names[i])
+		listed, pages := pageNames(t, func(from string) ([]string, string) {
+			status, body := g.viaFace(t, face, "queues.get."+e.queue, fromBody(from), "/queues/"+e.queue+fromParameter(from))
+			var a queengate.QueueAnswer
+			if status != 200 || json.Unmarshal(body, &a) != nil {
+				t.Fatalf("%s: get queue from %q: %d %.300s", face, from, status, body)
 			}
+			if len(body) > smallPayload || a.PartitionCount != partitions || len(a.Partitions) == 0 || a.Truncated != (a.NextPartition != "") {
+				t.Fatalf("%s: page from %q: %d bytes, partitionCount %d, %d partitions, truncated %v, nextPartition %q",
+					face, from, len(body), a.PartitionCount, len(a.Partitions), a.Truncated, a.NextPartition)
+			}
+			var names []string
+			for _, p := range a.Partitions {
+				names = append(names, p.Partition)
+			}
+			return names, a.NextPartition
+		})
+		if pages == 0 || !slices.Equal(listed, names) {
+			t.Errorf("%s: %d pages listed %d partitions %v…; want more than one page, each of the %d once, in name order",
+				face, pages+1, len(listed), listed[:min(5, len(listed))], partitions)
 		}
 	}
+	status, body := g.viaNATS(t, "queues.get."+e.queue, "", `{"from":"nosuch"}`)
+	wantRefused(t, "a page from an unknown partition", 404, body, `"nosuch"`)
+	if status != 404 {
+		t.Errorf("a page from an unknown partition: %d", status)
+	}
+	_, body = g.viaNATS(t, "queues.get."+e.queue, "", `{"From":"p1"}`)
+	wantRefused(t, "a misnamed from", 400, body, `"From"`, `"from"`)
+	_, body = g.viaHTTP(t, "GET", "/queues/"+e.queue+"?after=p1", "", "")
+	wantRefused(t, "an unknown parameter", 400, body, `"after"`, "from")
 }
 
 // TestQueueListAndTimerListFit: more queues, or more timers, than one
-// answer can list are answered with the first that fit and truncated
-// (the queue list with the count of all).
+// answer can list are answered with the first that fit, truncated (the
+// queue list with the count of all) and where the next page starts;
+// paging on lists every queue and every timer exactly once, in order,
+// over NATS and HTTP.
 func TestQueueListAndTimerListFit(t *testing.T) {
 	t.Parallel()
 	e := newSmallPayloadEnv(t)
 	g := e.startOpsGateway("", ingest.Config{})
 	const queues = 250 // each listed in over 250 bytes: over 64 KiB
+	var mine []string
 	for i := range queues {
-		body := fmt.Sprintf(`{"queue":"%s-%03d-%s","options":{"dedupWindowSeconds":60}}`, e.queue, i, strings.Repeat("q", 60))
+		name := fmt.Sprintf("%s-%03d-%s", e.queue, i, strings.Repeat("q", 60))
+		mine = append(mine, name)
+		body := fmt.Sprintf(`{"queue":%q,"options":{"dedupWindowSeconds":60}}`, name)
 		if status, answer := g.viaNATS(t, "configure", "", body); status != 200 {
 			t.Fatalf("configure: %d %s", status, answer)
 		}
 	}
-	status, body := g.viaNATS(t, "queues.list", "", "")
-	var list queengate.QueuesAnswer
-	if status != 200 || json.Unmarshal(body, &list) != nil {
-		t.Fatalf("queues list: %d %.300s", status, body)
+	for _, face := range []string{"nats", "http"} {
+		listed, pages := pageNames(t, func(from string) ([]string, string) {
+			status, body := g.viaFace(t, face, "queues.list", fromBody(from), "/queues"+fromParameter(from))
+			var list queengate.QueuesAnswer
+			if status != 200 || json.Unmarshal(body, &list) != nil {
+				t.Fatalf("%s: queues list from %q: %d %.300s", face, from, status, body)
+			}
+			if len(body) > smallPayload || list.Count < queues || len(list.Queues) == 0 || list.Truncated != (list.NextQueue != "") {
+				t.Fatalf("%s: page from %q: %d bytes, count %d, %d listed, truncated %v, nextQueue %q",
+					face, from, len(body), list.Count, len(list.Queues), list.Truncated, list.NextQueue)
+			}
+			var names []string
+			for _, q := range list.Queues {
+				names = append(names, q.Queue)
+			}
+			return names, list.NextQueue
+		})
+		// Other tests' queues are listed too: in order, each once.
+		ours := slices.DeleteFunc(slices.Clone(listed), func(q string) bool { return !strings.HasPrefix(q, e.queue+"-") })
+		if pages == 0 || !slices.IsSorted(listed) || len(slices.Compact(slices.Clone(listed))) != len(listed) || !slices.Equal(ours, mine) {
+			t.Errorf("%s: %d pages listed %d queues, %d of this test's; want more than one page, in byte order, each of the %d once",
+				face, pages+1, len(listed), len(ours), queues)
+		}
 	}
-	if len(body) > smallPayload || !list.Truncated || list.Count < queues || len(list.Queues) == 0 || len(list.Queues) >= list.Count {
-		t.Errorf("queues list: %d bytes, truncated %v, count %d, %d listed; want under %d bytes, truncated, at least %d, some",
-			len(body), list.Truncated, list.Count, len(list.Queues), smallPayload, queues)
-	}
-	if !slices.IsSortedFunc(list.Queues, func(a, b queengate.QueueView) int { return strings.Compare(a.Queue, b.Queue) }) {
-		t.Error("queues list is not in name order")
-	}
+	_, body := g.viaHTTP(t, "GET", "/queues?from="+e.queue+"-none", "", "")
+	wantRefused(t, "a page from an unknown queue", 404, body, e.queue+"-none")
+	_, body = g.viaNATS(t, "queues.list", "", `{"from":1}`)
+	wantRefused(t, "a from not a name", 400, body, `"from" must be a name`, "the JSON number 1")
 
-	const timers = 150 // each listed in over 600 bytes: over 64 KiB
+	const timers = 150                                             // each listed in over 600 bytes: over 64 KiB
+	fireAt := time.Now().Add(time.Hour).UTC().Format(time.RFC3339) // one for all: the id orders them
 	for i := range timers {
-		body := fmt.Sprintf(`{"transactionId":"%03d-%s","delayMs":3600000}`, i, strings.Repeat("t", 252))
+		body := fmt.Sprintf(`{"transactionId":"%03d-%s","fireAt":%q}`, i, strings.Repeat("t", 252), fireAt)
+		if i%2 == 1 { // and every other one due a little later
+			body = fmt.Sprintf(`{"transactionId":"%03d-%s","delayMs":%d}`, i, strings.Repeat("t", 252), 3600000+i*1000)
+		}
 		if status, answer := g.viaNATS(t, "timer."+e.queue+".p", "", body); status != 200 {
 			t.Fatalf("schedule: %d %s", status, answer)
 		}
 	}
-	status, body = g.viaNATS(t, "timer.list", "", fmt.Sprintf(`{"queue":%q,"limit":%d}`, e.queue, timers))
+	for _, c := range []struct {
+		face  string
+		limit int
+	}{{"nats", timers}, {"http", timers}, {"nats", 40}, {"http", 40}} {
+		pageTimers(t, g, c.face, e.queue, c.limit, timers)
+	}
+	status, body := g.viaNATS(t, "timer.list", "", fmt.Sprintf(`{"queue":%q,"limit":10}`, e.queue))
 	var pending queengate.TimersAnswer
-	if status != 200 || json.Unmarshal(body, &pending) != nil {
-		t.Fatalf("timer list: %d %.300s", status, body)
+	if status != 200 || json.Unmarshal(body, &pending) != nil || pending.Truncated || len(pending.Timers) != 10 || pending.Next == nil {
+		t.Errorf("timer list of 10: %d, truncated %v, %d listed, next %v", status, pending.Truncated, len(pending.Timers), pending.Next)
 	}
-	if len(body) > smallPayload || !pending.Truncated || len(pending.Timers) == 0 || len(pending.Timers) >= timers {
-		t.Errorf("timer list: %d bytes, truncated %v, %d listed; want under %d bytes, truncated, some", len(body), pending.Truncated, len(pending.Timers), smallPayload)
+	_, body = g.viaHTTP(t, "GET", "/timers?queue="+e.queue+"&fromFireAt="+fireAt, "", "")
+	wantRefused(t, "a position without its timerId", 400, body, "fromFireAt and fromTimerId")
+	_, body = g.viaHTTP(t, "GET", "/timers?after=x", "", "")
+	wantRefused(t, "an unknown parameter", 400, body, `"after"`)
+}
+
+// pageTimers lists a queue's timers limit at a time from each answer's
+// next, and checks that all want arrive, each once, in the list's order
+// (fireAt, then timerId), with next on every page but the last.
+func pageTimers(t *testing.T, g *opsGateway, face, queue string, limit, want int) {
+	t.Helper()
+	var listed []queengate.TimerView
+	var from *queengate.TimerPosition
+	pages := 0
+	for ; ; pages++ {
+		body := fmt.Sprintf(`{"queue":%q,"limit":%d}`, queue, limit)
+		path := fmt.Sprintf("/timers?queue=%s&limit=%d", queue, limit)
+		if from != nil {
+			at := from.FireAt.Format(time.RFC3339Nano)
+			body = fmt.Sprintf(`{"queue":%q,"limit":%d,"from":{"fireAt":%q,"timerId":%q}}`, queue, limit, at, from.TimerID)
+			path += "&fromFireAt=" + url.QueryEscape(at) + "&fromTimerId=" + from.TimerID
+		}
+		status, answer := g.viaFace(t, face, "timer.list", body, path)
+		var a queengate.TimersAnswer
+		if status != 200 || json.Unmarshal(answer, &a) != nil {
+			t.Fatalf("%s: timer list: %d %.300s", face, status, answer)
+		}
+		if len(answer) > smallPayload || len(a.Timers) == 0 || len(a.Timers) > limit {
+			t.Fatalf("%s, limit %d: a page of %d bytes, %d timers", face, limit, len(answer), len(a.Timers))
+		}
+		listed = append(listed, a.Timers...)
+		if a.Next == nil {
+			break
+		}
+		from = a.Next
 	}
-	status, body = g.viaNATS(t, "timer.list", "", fmt.Sprintf(`{"queue":%q,"limit":10}`, e.queue))
-	pending = queengate.TimersAnswer{}
-	if status != 200 || json.Unmarshal(body, &pending) != nil || pending.Truncated || len(pending.Timers) != 10 {
-		t.Errorf("timer list of 10: %d, truncated %v, %d listed", status, pending.Truncated, len(pending.Timers))
+	inOrder := slices.IsSortedFunc(listed, func(a, b queengate.TimerView) int {
+		if c := a.FireAt.Compare(b.FireAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.TimerID, b.TimerID)
+	})
+	ids := map[string]bool{}
+	for _, v := range listed {
+		ids[v.TimerID] = true
+	}
+	if pages == 0 || len(listed) != want || len(ids) != want || !inOrder {
+		t.Errorf("%s, limit %d: %d pages listed %d timers, %d distinct, in order %v; want more than one page, each of the %d once, in order",
+			face, limit, pages+1, len(listed), len(ids), inOrder, want)
 	}
 }
 

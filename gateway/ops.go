@@ -179,22 +179,30 @@ func optionInto(name string, dst **int) func([]byte) *queengate.Error {
 	}
 }
 
-// ListQueues lists every queue's configuration.
-func (o *Ops) ListQueues(ctx context.Context) (any, *queengate.Error) {
+// ListQueues lists the queues' configurations in name order, from the
+// queue named from on ("": the first).
+func (o *Ops) ListQueues(ctx context.Context, from string) (any, *queengate.Error) {
 	qs, err := o.store.Queues(ctx)
 	if err != nil {
 		return nil, storeError(err)
 	}
-	out := queengate.QueuesAnswer{Queues: make([]queengate.QueueView, 0, len(qs))}
-	for _, q := range qs {
+	queueName := func(q model.QueueConfig) string { return q.Name }
+	byName(qs, queueName)
+	first, werr := fromName(qs, queueName, from, fmt.Sprintf("no queue %q", from))
+	if werr != nil {
+		return nil, werr
+	}
+	out := queengate.QueuesAnswer{Queues: make([]queengate.QueueView, 0, len(qs)-first), Count: len(qs)}
+	for _, q := range qs[first:] {
 		out.Queues = append(out.Queues, queueView(q))
 	}
 	fitQueues(&out, o.answerBudget())
 	return out, nil
 }
 
-// GetQueue gives a queue's configuration and per-partition figures.
-func (o *Ops) GetQueue(ctx context.Context, queue string) (any, *queengate.Error) {
+// GetQueue gives a queue's configuration and per-partition figures, in
+// name order from the partition named from on ("": the first).
+func (o *Ops) GetQueue(ctx context.Context, queue, from string) (any, *queengate.Error) {
 	if !queengate.ValidName(queue) {
 		return nil, badInput("bad queue name %q: 1-128 bytes of [A-Za-z0-9_-]", queue)
 	}
@@ -209,8 +217,15 @@ func (o *Ops) GetQueue(ctx context.Context, queue string) (any, *queengate.Error
 	if err != nil {
 		return nil, storeError(err)
 	}
-	out := queengate.QueueAnswer{QueueView: queueView(c), Partitions: make([]queengate.PartitionView, 0, len(parts))}
-	for _, p := range parts {
+	partitionName := func(p model.PartitionInfo) string { return p.Name }
+	byName(parts, partitionName)
+	first, werr := fromName(parts, partitionName, from, fmt.Sprintf("no partition %q of queue %s", from, queue))
+	if werr != nil {
+		return nil, werr
+	}
+	out := queengate.QueueAnswer{QueueView: queueView(c), Partitions: make([]queengate.PartitionView, 0, len(parts)-first),
+		PartitionCount: len(parts)}
+	for _, p := range parts[first:] {
 		n := o.ing.Counts(p.ID)
 		cs := o.ing.CacheState(p.ID)
 		v := queengate.PartitionView{
@@ -232,6 +247,9 @@ func (o *Ops) GetQueue(ctx context.Context, queue string) (any, *queengate.Error
 		return nil, storeError(err)
 	}
 	out.Groups = groupViews(gps)
+	if from != "" {
+		dropGroupPartitions(out.Groups)
+	}
 	fitQueue(&out, o.answerBudget())
 	return out, nil
 }

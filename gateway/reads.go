@@ -353,11 +353,20 @@ func (o *Ops) explainConflict(ctx context.Context, queue string, l model.TxnLook
 	return nil
 }
 
+// maxExplainOffsets bounds the offsets an explain lists of those the
+// cache holds for one id (it counts them all): explain's answer fits by
+// construction.
+const maxExplainOffsets = 100
+
 // explainCache is what this gateway's cache knows of the id, and the path
 // a push of it would take.
 func (o *Ops) explainCache(l model.TxnLookup, h model.Hash) queengate.ExplainCache {
 	look := o.ing.CacheLookup(l.PartitionID, h)
-	c := queengate.ExplainCache{State: look.State, Holds: len(look.Offsets) > 0 || look.Wide, Offsets: look.Offsets, VerifiedUpto: look.VerifiedUpto}
+	c := queengate.ExplainCache{State: look.State, Holds: len(look.Offsets) > 0 || look.Wide, Offsets: look.Offsets,
+		OffsetCount: len(look.Offsets), VerifiedUpto: look.VerifiedUpto}
+	if len(c.Offsets) > maxExplainOffsets {
+		c.Offsets, c.OffsetsTruncated = c.Offsets[:maxExplainOffsets], true
+	}
 	switch {
 	case l.WindowSeconds == 0:
 		c.Path = "none"

@@ -5,10 +5,12 @@ import (
 	"context"
 	queengate "github.com/queengate/queengate"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/queengate/queengate/model"
 	"github.com/queengate/queengate/timers"
 )
 
@@ -77,6 +79,19 @@ func decodeOneMessage(body []byte, what string, extra ...string) (*rawMessage, *
 }
 
 func decodeFireAt(raw []byte, now time.Time) (time.Time, *queengate.Error) {
+	t, werr := parseFireAt(raw)
+	if werr != nil {
+		return time.Time{}, werr
+	}
+	if t.Sub(now) > maxTimerDelay {
+		s, _ := decodeString(raw)
+		return time.Time{}, badInput(`"fireAt" %q is more than ten years ahead`, s)
+	}
+	return t, nil
+}
+
+// parseFireAt reads a fireAt: an RFC 3339 string with a zone.
+func parseFireAt(raw []byte) (time.Time, *queengate.Error) {
 	s, ok := decodeString(raw)
 	if !ok {
 		return time.Time{}, badInput(`"fireAt" must be an RFC 3339 string such as "2026-12-01T09:00:00Z", not %s`, describe(raw))
@@ -84,9 +99,6 @@ func decodeFireAt(raw []byte, now time.Time) (time.Time, *queengate.Error) {
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
 		return time.Time{}, badInput(`"fireAt" %q is not RFC 3339 with a zone, such as "2026-12-01T09:00:00Z"`, s)
-	}
-	if t.Sub(now) > maxTimerDelay {
-		return time.Time{}, badInput(`"fireAt" %q is more than ten years ahead`, s)
 	}
 	return t, nil
 }
@@ -150,8 +162,9 @@ func (t *TimerOps) schedule(ctx context.Context, prefix, subject string, body []
 }
 
 var (
-	cancelShape    = objectShape{"a cancel", `{"timerId": "<uuid>"}`}
-	timerListShape = objectShape{"a timer list", `{"queue": "...", "limit": 100} (both optional; or an empty body)`}
+	cancelShape        = objectShape{"a cancel", `{"timerId": "<uuid>"}`}
+	timerListShape     = objectShape{"a timer list", `{"queue": "...", "limit": 100, "from": {...}} (each optional; or an empty body)`}
+	timerPositionShape = objectShape{"a timer position", `{"fireAt": "2026-12-01T09:00:00.123456Z", "timerId": "<uuid>"} (a timer list's "next")`}
 )
 
 func (t *TimerOps) cancel(ctx context.Context, body []byte) (any, *queengate.Error) {
@@ -168,32 +181,47 @@ func (t *TimerOps) cancel(ctx context.Context, body []byte) (any, *queengate.Err
 
 // decodeCancel reads a cancel body: the timerId a schedule answered.
 func decodeCancel(body []byte) (id string, werr *queengate.Error) {
-	werr = decodeObject(body, theBody, cancelShape, objectField{name: "timerId", decode: func(raw []byte) *queengate.Error {
-		if s, ok := decodeString(raw); ok && uuidText.MatchString(s) {
-			id = s
-			return nil
-		}
-		return badInput(`"timerId" must be the UUID a schedule answered, not %s`, describe(raw))
-	}})
+	werr = decodeObject(body, theBody, cancelShape, objectField{name: "timerId", decode: timerIDInto(&id)})
 	if werr == nil && id == "" {
 		werr = badInput(`"timerId" is missing: want %s`, cancelShape.example)
 	}
 	return id, werr
 }
 
-// list lists pending timers; limit nil takes the default (100).
-func (t *TimerOps) list(ctx context.Context, queue string, limitArg *int) (any, *queengate.Error) {
-	if queue != "" && !queengate.ValidName(queue) {
-		return nil, badInput("bad queue name %q: 1-128 bytes of [A-Za-z0-9_-]", queue)
+// timerIDInto decodes a timerId: the UUID a schedule answered.
+func timerIDInto(dst *string) func([]byte) *queengate.Error {
+	return func(raw []byte) *queengate.Error {
+		if s, ok := decodeString(raw); ok && uuidText.MatchString(s) {
+			*dst = s
+			return nil
+		}
+		return badInput(`"timerId" must be the UUID a schedule answered, not %s`, describe(raw))
+	}
+}
+
+// timerList is a timer list request: a queue ("": every queue), a limit
+// (nil: 100) and the position to list from (nil: the first due).
+type timerList struct {
+	queue string
+	limit *int
+	from  *model.TimerPosition
+}
+
+// list lists pending timers in the store's order (fire time, then id);
+// an answer with more pending after it names the next page's position.
+func (t *TimerOps) list(ctx context.Context, req timerList) (any, *queengate.Error) {
+	if req.queue != "" && !queengate.ValidName(req.queue) {
+		return nil, badInput("bad queue name %q: 1-128 bytes of [A-Za-z0-9_-]", req.queue)
 	}
 	limit := 100
-	if limitArg != nil {
-		limit = *limitArg
+	if req.limit != nil {
+		limit = *req.limit
 	}
 	if limit < 1 || limit > maxTimerList {
 		return nil, badInput("limit %d: 1 to %d", limit, maxTimerList)
 	}
-	ts, err := t.svc.List(ctx, queue, limit)
+	// One more than asked: whether another page follows.
+	ts, err := t.svc.List(ctx, req.queue, limit+1, req.from)
 	if err != nil {
 		return nil, storeError(err)
 	}
@@ -202,31 +230,94 @@ func (t *TimerOps) list(ctx context.Context, queue string, limitArg *int) (any, 
 		out.Timers = append(out.Timers, queengate.TimerView{TimerID: x.ID, Queue: x.Queue, Partition: x.Partition,
 			TransactionID: x.TxnID, FireAt: x.FireAt.UTC(), CreatedAt: x.CreatedAt.UTC()})
 	}
+	if len(out.Timers) > limit {
+		out.Next = timerPosition(out.Timers[limit])
+		out.Timers = out.Timers[:limit]
+	}
 	fitTimers(&out, t.ops.answerBudget())
 	return out, nil
 }
 
+// timerPosition is where v is in the timer list's order.
+func timerPosition(v queengate.TimerView) *queengate.TimerPosition {
+	return &queengate.TimerPosition{FireAt: v.FireAt, TimerID: v.TimerID}
+}
+
 func (t *TimerOps) listNATS(ctx context.Context, body []byte) (any, *queengate.Error) {
-	queue, limit, werr := decodeTimerList(body)
+	req, werr := decodeTimerList(body)
 	if werr != nil {
 		return nil, werr
 	}
-	return t.list(ctx, queue, limit)
+	return t.list(ctx, req)
 }
 
-// decodeTimerList reads a list body: empty, or a queue and a limit.
-func decodeTimerList(body []byte) (queue string, limit *int, werr *queengate.Error) {
+// decodeTimerList reads a list body: empty, or a queue, a limit and a
+// position to list from.
+func decodeTimerList(body []byte) (req timerList, werr *queengate.Error) {
 	if jsonBlank(body) {
-		return "", nil, nil
+		return req, nil
 	}
 	werr = decodeObject(body, theBody, timerListShape,
-		objectField{name: "queue", decode: nameInto("queue", &queue)},
+		objectField{name: "queue", decode: nameInto("queue", &req.queue)},
 		objectField{name: "limit", decode: func(raw []byte) *queengate.Error {
-			limit = new(int)
-			return wholeNumberInto("limit", 1, maxTimerList, limit)(raw)
+			req.limit = new(int)
+			return wholeNumberInto("limit", 1, maxTimerList, req.limit)(raw)
+		}},
+		objectField{name: "from", decode: func(raw []byte) *queengate.Error {
+			req.from, werr = decodeTimerPosition(raw)
+			return werr
 		}},
 	)
-	return queue, limit, werr
+	return req, werr
+}
+
+// decodeTimerPosition reads a list's "from": the "next" a list answered.
+func decodeTimerPosition(raw []byte) (*model.TimerPosition, *queengate.Error) {
+	var (
+		id     string
+		fireAt *time.Time
+	)
+	werr := decodeObject(raw, `"from"`, timerPositionShape,
+		objectField{name: "fireAt", decode: func(raw []byte) *queengate.Error {
+			at, werr := parseFireAt(raw)
+			fireAt = &at
+			return werr
+		}},
+		objectField{name: "timerId", decode: timerIDInto(&id)},
+	)
+	if werr == nil && (fireAt == nil || id == "") {
+		werr = badInput(`"from" takes both "fireAt" and "timerId": want %s`, timerPositionShape.example)
+	}
+	if werr != nil {
+		return nil, werr
+	}
+	return &model.TimerPosition{FireAt: *fireAt, ID: id}, nil
+}
+
+// timerListQuery reads GET /timers's parameters: queue, limit, and the
+// position to list from as fromFireAt and fromTimerId (both or neither).
+func timerListQuery(q url.Values) (req timerList, werr *queengate.Error) {
+	if werr := onlyParameters(q, "/timers", "queue", "limit", "fromFireAt", "fromTimerId"); werr != nil {
+		return req, werr
+	}
+	req.queue = q.Get("queue")
+	if q.Has("limit") {
+		s := q.Get("limit")
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			return req, badInput("limit %q: an integer from 1 to %d", excerpt([]byte(s)), maxTimerList)
+		}
+		req.limit = &n
+	}
+	if q.Has("fromFireAt") != q.Has("fromTimerId") {
+		return req, badInput("give both fromFireAt and fromTimerId (a timer list's next), or neither")
+	}
+	if q.Has("fromFireAt") {
+		body := appendJSONString([]byte(`{"fireAt":`), q.Get("fromFireAt"))
+		body = appendJSONString(append(body, `,"timerId":`...), q.Get("fromTimerId"))
+		req.from, werr = decodeTimerPosition(append(body, '}'))
+	}
+	return req, werr
 }
 
 // addEndpoints serves schedule, cancel and list.
@@ -256,16 +347,11 @@ func (t *TimerOps) addEndpoints(g *Gateway) error {
 // MountTimers serves GET /timers on the admin HTTP (an operator request).
 func (a *Admin) MountTimers(t *TimerOps) {
 	a.mux.HandleFunc("GET /timers", a.opsHandler(t.ops, func(r *http.Request, _ []byte) (any, *queengate.Error) {
-		var limit *int
-		if r.URL.Query().Has("limit") {
-			s := r.URL.Query().Get("limit")
-			n, err := strconv.Atoi(s)
-			if err != nil {
-				return nil, badInput("limit %q: an integer from 1 to 10000", s)
-			}
-			limit = &n
+		req, werr := timerListQuery(r.URL.Query())
+		if werr != nil {
+			return nil, werr
 		}
-		return t.list(r.Context(), r.URL.Query().Get("queue"), limit)
+		return t.list(r.Context(), req)
 	}))
 	a.mux.HandleFunc("/timers", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", "GET")

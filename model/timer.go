@@ -22,6 +22,13 @@ type TimerInfo struct {
 	FireAt, CreatedAt           time.Time
 }
 
+// TimerPosition is a place in the order timers are listed in: by fire
+// time, then id.
+type TimerPosition struct {
+	FireAt time.Time
+	ID     string
+}
+
 // FiredTimer is a timer whose fire committed.
 type FiredTimer struct {
 	ID          string

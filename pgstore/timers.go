@@ -73,16 +73,23 @@ func (s *Store) CancelTimer(ctx context.Context, id string) (bool, error) {
 	return tag.RowsAffected() == 1, nil
 }
 
-// ListTimers lists pending timers, due first; queue "" lists all queues.
-func (s *Store) ListTimers(ctx context.Context, queue string, limit int) ([]model.TimerInfo, error) {
+// ListTimers lists pending timers, due first (by fire time, then id),
+// from the position from on (nil: the first); queue "" lists all queues.
+func (s *Store) ListTimers(ctx context.Context, queue string, limit int, from *model.TimerPosition) ([]model.TimerInfo, error) {
+	var fromAt *time.Time
+	fromID := "00000000-0000-0000-0000-000000000000"
+	if from != nil {
+		fromAt, fromID = &from.FireAt, from.ID
+	}
 	rows, err := s.pool.Query(ctx, `
 		SELECT t.id::text, q.name, p.name, t.txn_id, t.fire_at, t.created_at
 		  FROM queen.timers t
 		  JOIN queen.log_partitions p ON p.id = t.partition_id
 		  JOIN queen.queues q ON q.id = p.queue_id
-		 WHERE $1 = '' OR q.name = $1
+		 WHERE ($1 = '' OR q.name = $1)
+		   AND ($3::timestamptz IS NULL OR (t.fire_at, t.id) >= ($3::timestamptz, $4::uuid))
 		 ORDER BY t.fire_at, t.id
-		 LIMIT $2`, queue, limit)
+		 LIMIT $2`, queue, limit, fromAt, fromID)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: list timers: %w", err)
 	}

@@ -29,7 +29,7 @@ type Store interface {
 	EnsurePartition(ctx context.Context, queue, partition string) (model.Partition, error)
 	ScheduleTimer(ctx context.Context, partitionID int64, txnID string, data []byte, fireAt time.Time) (model.ScheduledTimer, error)
 	CancelTimer(ctx context.Context, id string) (bool, error)
-	ListTimers(ctx context.Context, queue string, limit int) ([]model.TimerInfo, error)
+	ListTimers(ctx context.Context, queue string, limit int, from *model.TimerPosition) ([]model.TimerInfo, error)
 	FireDue(ctx context.Context, limit int, beforeCommit func([]model.FiredTimer) error) ([]model.FiredTimer, error)
 	NextTimerDue(ctx context.Context) (time.Duration, int64, bool, error)
 	PendingTimers(ctx context.Context) (int64, error)
@@ -157,9 +157,10 @@ func (s *Service) Cancel(ctx context.Context, timerID string) (string, error) {
 	return answer, nil
 }
 
-// List lists pending timers, due first; queue "" lists every queue's.
-func (s *Service) List(ctx context.Context, queue string, limit int) ([]model.TimerInfo, error) {
-	return s.store.ListTimers(ctx, queue, limit)
+// List lists pending timers, due first, from the position from on (nil:
+// the first); queue "" lists every queue's.
+func (s *Service) List(ctx context.Context, queue string, limit int, from *model.TimerPosition) ([]model.TimerInfo, error) {
+	return s.store.ListTimers(ctx, queue, limit, from)
 }
 
 // Start runs the fire loop (unless NoFire) and the pending gauge.

@@ -33,13 +33,29 @@ func opConfigure(req queengate.ConfigureRequest) operation {
 	return operation{method: http.MethodPost, path: "/configure", subject: queengate.Subjects.Configure, body: body}
 }
 
-func opListQueues() operation {
-	return operation{method: http.MethodGet, path: "/queues", subject: queengate.Subjects.QueuesList}
+// opListQueues lists the queues from the one named from on ("": the
+// first): a page of the list (docs/admin-api.md).
+func opListQueues(from string) operation {
+	path, body := page(from)
+	return operation{method: http.MethodGet, path: "/queues" + path, subject: queengate.Subjects.QueuesList, body: body}
 }
 
-func opGetQueue(queue string) operation {
-	return operation{method: http.MethodGet, path: "/queues/" + url.PathEscape(queue),
-		subject: func(s queengate.Subjects) string { return s.QueuesGet(queue) }}
+// opGetQueue gets a queue with its partitions from the one named from on
+// ("": the first).
+func opGetQueue(queue, from string) operation {
+	path, body := page(from)
+	return operation{method: http.MethodGet, path: "/queues/" + url.PathEscape(queue) + path,
+		subject: func(s queengate.Subjects) string { return s.QueuesGet(queue) }, body: body}
+}
+
+// page is a paged list's position from as an HTTP query and a NATS body
+// (none for the first page).
+func page(from string) (query string, body []byte) {
+	if from == "" {
+		return "", nil
+	}
+	body, _ = json.Marshal(queengate.QueuesRequest{From: from}) // a string: cannot fail
+	return "?" + url.Values{"from": {from}}.Encode(), body
 }
 
 func opStatus() operation {
@@ -47,9 +63,9 @@ func opStatus() operation {
 }
 
 // opListTimers lists pending timers: queue "" for every queue, limit 0
-// for the gateway's default. Over HTTP the query carries what the NATS
-// body does.
-func opListTimers(queue string, limit int) operation {
+// for the gateway's default, from the position from on (nil: the first
+// due). Over HTTP the query carries what the NATS body does.
+func opListTimers(queue string, limit int, from *queengate.TimerPosition) operation {
 	q := url.Values{}
 	req := map[string]any{}
 	if queue != "" {
@@ -59,6 +75,11 @@ func opListTimers(queue string, limit int) operation {
 	if limit > 0 {
 		q.Set("limit", strconv.Itoa(limit))
 		req["limit"] = limit
+	}
+	if from != nil {
+		q.Set("fromFireAt", from.FireAt.Format(time.RFC3339Nano))
+		q.Set("fromTimerId", from.TimerID)
+		req["from"] = from
 	}
 	path := "/timers"
 	if len(q) > 0 {

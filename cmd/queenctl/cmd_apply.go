@@ -220,7 +220,7 @@ func renderDiff(w io.Writer, diffs []queueDiff) {
 func applyDryRun(ctx context.Context, s *session, c adminClient, specs []queueSpec) error {
 	diffs := make([]queueDiff, 0, len(specs))
 	for _, spec := range specs {
-		raw, err := c.do(ctx, opGetQueue(spec.Name))
+		raw, err := c.do(ctx, opGetQueue(spec.Name, ""))
 		var ge *gatewayError
 		switch {
 		case errors.As(err, &ge) && ge.Code == 404 && ge.hint == "":

@@ -27,6 +27,10 @@ const getUsage = `Usage:
                                 answered, or by transactionId (the copy a
                                 duplicate would name, within the window)
 
+get queues and get queue print every queue and every partition: an
+answer holds what fits one NATS message and names where the next starts,
+and queenctl asks page after page.
+
 For each partition: lastOffset (-1: nothing stored yet), txnsStart (the
 purge watermark), messages and duplicates counted by the answering gateway
 since it started, and that gateway's dedup cache entry (state and resident
@@ -74,30 +78,107 @@ func getQueues(ctx context.Context, s *session) error {
 	if err != nil {
 		return err
 	}
-	raw, err := c.do(ctx, opListQueues())
+	queues, err := allQueues(ctx, c)
 	if err != nil {
 		return err
 	}
 	if s.g.output == "json" {
-		return printJSON(s.stdout, raw)
+		b, _ := json.Marshal(struct {
+			Queues []json.RawMessage `json:"queues"`
+			Count  int               `json:"count"`
+		}{queues, len(queues)})
+		return printJSON(s.stdout, b)
 	}
-	var list struct {
-		Queues []queueConfig `json:"queues"`
-	}
-	if err := decodeAnswer(raw, &list); err != nil {
-		return err
-	}
-	if len(list.Queues) == 0 {
+	if len(queues) == 0 {
 		fmt.Fprintln(s.stdout, "no queues")
 		return nil
 	}
 	tw := newTable(s.stdout)
 	fmt.Fprintf(tw, "QUEUE\t%s\tCREATED\tUPDATED\n", optionHeads())
-	for i := range list.Queues {
-		q := &list.Queues[i]
-		row(tw, append(append([]any{q.Queue}, optionCells(q)...), stamp(q.CreatedAt), stamp(q.UpdatedAt))...)
+	for _, raw := range queues {
+		var q queueConfig
+		if err := decodeAnswer(raw, &q); err != nil {
+			return err
+		}
+		row(tw, append(append([]any{q.Queue}, optionCells(&q)...), stamp(q.CreatedAt), stamp(q.UpdatedAt))...)
 	}
 	return tw.Flush()
+}
+
+// allQueues asks for the queue list page after page (each answer holds
+// what fits one NATS message and names the next queue), so that what is
+// printed is every queue.
+func allQueues(ctx context.Context, c adminClient) ([]json.RawMessage, error) {
+	var queues []json.RawMessage
+	for from := ""; ; {
+		raw, err := c.do(ctx, opListQueues(from))
+		if err != nil {
+			return nil, err
+		}
+		var page struct {
+			Queues    []json.RawMessage `json:"queues"`
+			NextQueue string            `json:"nextQueue"`
+		}
+		if err := decodeAnswer(raw, &page); err != nil {
+			return nil, err
+		}
+		queues = append(queues, page.Queues...)
+		if err := pageAdvances(page.NextQueue, from, len(page.Queues)); err != nil || page.NextQueue == "" {
+			return queues, err
+		}
+		from = page.NextQueue
+	}
+}
+
+// pageAdvances checks that a page whose answer names a next one listed
+// something, and moved on from where it started: a gateway that does not
+// is refused rather than asked forever.
+func pageAdvances(next, from string, listed int) error {
+	if next != "" && (listed == 0 || next == from) {
+		return fmt.Errorf("unexpected answer from the gateway: a page from %q lists %d and names %q next", from, listed, next)
+	}
+	return nil
+}
+
+// wholeQueue asks for a queue page after page (each answer holds the
+// partitions that fit one NATS message and names the next one): the
+// first page's answer with every partition, as JSON and decoded.
+func wholeQueue(ctx context.Context, c adminClient, name string) ([]byte, queueConfig, error) {
+	var (
+		first      map[string]json.RawMessage
+		q          queueConfig
+		partitions []json.RawMessage
+	)
+	for from := ""; ; {
+		raw, err := c.do(ctx, opGetQueue(name, from))
+		if err != nil {
+			return nil, q, err
+		}
+		var page struct {
+			Partitions    []json.RawMessage `json:"partitions"`
+			NextPartition string            `json:"nextPartition"`
+		}
+		if err := decodeAnswer(raw, &page); err != nil {
+			return nil, q, err
+		}
+		if first == nil {
+			if err := decodeAnswer(raw, &first); err != nil {
+				return nil, q, err
+			}
+		}
+		partitions = append(partitions, page.Partitions...)
+		if err := pageAdvances(page.NextPartition, from, len(page.Partitions)); err != nil {
+			return nil, q, err
+		}
+		if page.NextPartition == "" {
+			break
+		}
+		from = page.NextPartition
+	}
+	first["partitions"], _ = json.Marshal(partitions) // raw JSON values: cannot fail
+	delete(first, "nextPartition")
+	raw, _ := json.Marshal(first) // raw JSON values: cannot fail
+	return raw, q, decodeAnswer(raw, &q)
 }
 
 func getQueue(ctx context.Context, s *session, name string) error {
@@ -105,16 +186,12 @@ func getQueue(ctx context.Context, s *session, name string) error {
 	if err != nil {
 		return err
 	}
-	raw, err := c.do(ctx, opGetQueue(name))
+	raw, q, err := wholeQueue(ctx, c, name)
 	if err != nil {
 		return err
 	}
 	if s.g.output == "json" {
 		return printJSON(s.stdout, raw)
-	}
-	var q queueConfig
-	if err := decodeAnswer(raw, &q); err != nil {
-		return err
 	}
 	printConfig(s.stdout, &q)
 	fmt.Fprintln(s.stdout)
@@ -199,7 +276,7 @@ func getGroups(ctx context.Context, s *session, name string) error {
 	if err != nil {
 		return err
 	}
-	raw, err := c.do(ctx, opGetQueue(name))
+	raw, err := c.do(ctx, opGetQueue(name, ""))
 	if err != nil {
 		return err
 	}
@@ -226,7 +303,13 @@ func printGroups(w io.Writer, groups []queengate.GroupView) error {
 	}
 	tw := newTable(w)
 	fmt.Fprintln(tw, "GROUP\tPARTITION\tNEXT OFFSET\tLAST OFFSET\tLAG\tLEASED BY\tLEASE UNTIL")
+	cut := false
 	for _, g := range groups {
+		if len(g.Partitions) < g.PartitionCount {
+			// The answer had no room for them: the group's totals only.
+			cut = true
+			row(tw, g.Group, fmt.Sprintf("(all %d)", g.PartitionCount), "-", "-", g.Lag, "-", "-")
+		}
 		for _, p := range g.Partitions {
 			leased, until := "-", "-"
 			if p.LeaseUntil != nil {
@@ -235,5 +318,9 @@ func printGroups(w io.Writer, groups []queengate.GroupView) error {
 			row(tw, g.Group, p.Partition, p.NextOffset, p.LastOffset, p.Lag, leased, until)
 		}
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil || !cut {
+		return err
+	}
+	_, err := fmt.Fprintln(w, "(all N): the queue has more partitions than one answer carries with its groups; the NATS request <prefix>.consume.groups.<queue> pages each group's partitions")
+	return err
 }

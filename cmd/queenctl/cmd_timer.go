@@ -1,12 +1,16 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
-	queengate "github.com/queengate/queengate"
+	"io"
+	"math"
 	"time"
+
+	queengate "github.com/queengate/queengate"
 )
 
 func init() {
@@ -24,7 +28,7 @@ func init() {
 const timerUsage = `Usage:
   queenctl timer schedule QUEUE PARTITION [DATA] (--at TIME | --in DURATION) [--txn-id ID]
   queenctl timer cancel TIMER_ID
-  queenctl timer list [--queue QUEUE] [--limit N]
+  queenctl timer list [--queue QUEUE] [--limit N | --all]
 
 A timer is a message pushed to a queue's partition at a given time, exactly
 once: its fire removes the timer and pushes the message in one
@@ -76,10 +80,13 @@ pushed its message, exactly once.
 `
 
 const timerListUsage = `Usage:
-  queenctl timer list [--queue QUEUE] [--limit N]
+  queenctl timer list [--queue QUEUE] [--limit N | --all]
 
 Lists pending timers, due first: timerId, queue, partition, transactionId
-and fireAt. A timer is listed until it fires or is cancelled. An operator
+and fireAt. A timer is listed until it fires or is cancelled. The list is
+asked for page after page (each answer fits one NATS message) until
+--limit timers are listed, or with --all every one; when more are pending,
+it says so. An operator
 command: over --http (GET /timers) or, when only --nats is given, NATS
 (<prefix>.timer.list), with the admin token.
 
@@ -243,6 +250,7 @@ func setupTimerCancel(*flag.FlagSet) runFunc {
 func setupTimerList(fs *flag.FlagSet) runFunc {
 	queue := fs.String("queue", "", "only this `queue`'s timers (default every queue's)")
 	limit := fs.Int("limit", 0, fmt.Sprintf("list at most `N` timers, 1-%d (default %d)", maxTimerList, defaultTimerList))
+	all := fs.Bool("all", false, "list every pending timer, page after page (no --limit)")
 	return func(ctx context.Context, s *session, args []string) error {
 		if len(args) > 0 {
 			return usagef("timer list: unexpected arguments %q (the queue is --queue QUEUE)", args)
@@ -254,47 +262,81 @@ func setupTimerList(fs *flag.FlagSet) runFunc {
 		}
 		limitSet := false
 		fs.Visit(func(f *flag.Flag) { limitSet = limitSet || f.Name == "limit" })
-		if limitSet && (*limit < 1 || *limit > maxTimerList) {
+		switch {
+		case limitSet && *all:
+			return usagef("timer list: --limit and --all: give one")
+		case limitSet && (*limit < 1 || *limit > maxTimerList):
 			return usagef("timer list: --limit %d: must be 1-%d", *limit, maxTimerList)
 		}
 		c, err := s.admin(ctx)
 		if err != nil {
 			return err
 		}
-		raw, err := c.do(ctx, opListTimers(*queue, *limit))
+		want := cmp.Or(*limit, defaultTimerList)
+		if *all {
+			want = math.MaxInt
+		}
+		list, err := listTimers(ctx, c, *queue, *limit, want)
 		if err != nil {
 			return err
 		}
-		var list queengate.TimersAnswer
-		if err := decodeAnswer(raw, &list); err != nil {
-			return err
-		}
 		if s.g.output == "json" {
-			return printJSON(s.stdout, raw)
+			b, _ := json.Marshal(list) // plain fields: cannot fail
+			return printJSON(s.stdout, b)
 		}
-		if len(list.Timers) == 0 {
-			if *queue != "" {
-				fmt.Fprintf(s.stdout, "no pending timers in queue %s\n", *queue)
-			} else {
-				fmt.Fprintln(s.stdout, "no pending timers")
-			}
-			return nil
+		return printTimers(s.stdout, *queue, list)
+	}
+}
+
+// listTimers asks for pending timers page after page, following each
+// answer's next, until want are listed or none is left: an answer cut
+// to fit one NATS message does not end the list short. limit is what
+// the first page asks for (0: the gateway's default). The answer's Next
+// is set when more are pending.
+func listTimers(ctx context.Context, c adminClient, queue string, limit, want int) (queengate.TimersAnswer, error) {
+	list := queengate.TimersAnswer{Timers: []queengate.TimerView{}}
+	for {
+		raw, err := c.do(ctx, opListTimers(queue, limit, list.Next))
+		if err != nil {
+			return list, err
 		}
-		tw := newTable(s.stdout)
-		fmt.Fprintln(tw, "TIMER ID\tQUEUE\tPARTITION\tTRANSACTION ID\tFIRE AT")
-		for _, t := range list.Timers {
-			row(tw, t.TimerID, t.Queue, t.Partition, t.TransactionID, stamp(t.FireAt))
+		var page queengate.TimersAnswer
+		if err := decodeAnswer(raw, &page); err != nil {
+			return list, err
 		}
-		if err := tw.Flush(); err != nil {
-			return err
+		if page.Next != nil && len(page.Timers) == 0 {
+			return list, fmt.Errorf("unexpected answer from the gateway: an empty page of timers names a next one")
 		}
-		n := *limit
-		if n == 0 {
-			n = defaultTimerList
+		list.Timers, list.Next = append(list.Timers, page.Timers...), page.Next
+		if list.Next == nil || len(list.Timers) >= want {
+			return list, nil
 		}
-		if len(list.Timers) >= n {
-			fmt.Fprintf(s.stdout, "the first %d, due first; there may be more (--limit, at most %d)\n", len(list.Timers), maxTimerList)
+		limit = min(want-len(list.Timers), maxTimerList)
+	}
+}
+
+// printTimers writes timers as a table, and says so when more are
+// pending than were listed.
+func printTimers(w io.Writer, queue string, list queengate.TimersAnswer) error {
+	if len(list.Timers) == 0 {
+		if queue != "" {
+			fmt.Fprintf(w, "no pending timers in queue %s\n", queue)
+		} else {
+			fmt.Fprintln(w, "no pending timers")
 		}
 		return nil
 	}
+	tw := newTable(w)
+	fmt.Fprintln(tw, "TIMER ID\tQUEUE\tPARTITION\tTRANSACTION ID\tFIRE AT")
+	for _, t := range list.Timers {
+		row(tw, t.TimerID, t.Queue, t.Partition, t.TransactionID, stamp(t.FireAt))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if list.Next != nil {
+		_, err := fmt.Fprintf(w, "the first %d, due first; more are pending (--limit, at most %d, or --all)\n", len(list.Timers), maxTimerList)
+		return err
+	}
+	return nil
 }

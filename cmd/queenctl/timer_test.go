@@ -212,6 +212,7 @@ func mustJSON(v any) string {
 func TestTimerWire(t *testing.T) {
 	t.Parallel()
 	const id = "3f0c9a6e-8b1d-4c51-9a55-2d1f0e6b7c11"
+	const id2 = "3f0c9a6e-8b1d-4c51-9a55-2d1f0e6b7c12"
 	s := newStandIn(t, func(m *nats.Msg) *nats.Msg {
 		switch {
 		case m.Subject == "queen.timer.cancel" && strings.Contains(string(m.Data), id):
@@ -220,6 +221,9 @@ func TestTimerWire(t *testing.T) {
 			return replyError("400", `"timerId" must be the UUID a schedule answered, got "not-a-uuid"`)
 		case m.Subject == "queen.timer.cancel":
 			return replyJSON(`{"status":"absent"}`)
+		case m.Subject == "queen.timer.list" && strings.Contains(string(m.Data), `"limit":1`):
+			return replyJSON(`{"timers":[{"timerId":"` + id + `","queue":"payments","partition":"p1","transactionId":"reminder-42","fireAt":"2026-12-01T09:00:00Z","createdAt":"2026-11-30T09:00:00Z"}],` +
+				`"next":{"fireAt":"2026-12-01T09:00:00Z","timerId":"` + id2 + `"}}`)
 		case m.Subject == "queen.timer.list":
 			return replyJSON(`{"timers":[{"timerId":"` + id + `","queue":"payments","partition":"p1","transactionId":"reminder-42","fireAt":"2026-12-01T09:00:00Z","createdAt":"2026-11-30T09:00:00Z"}]}`)
 		case m.Subject == "queen.timer.payments.full":
@@ -288,8 +292,10 @@ func TestTimerWire(t *testing.T) {
 	checkLast("queen.timer.list", `{"limit":5,"queue":"payments"}`, "Bearer tok")
 	ctl(t, "", flags(n, "timer", "list")...).expect(t, exitOK)
 	checkLast("queen.timer.list", `{}`, "")
-	// The answer lists as many as asked: there may be more.
-	ctl(t, "", flags(n, "timer", "list", "--limit", "1")...).expect(t, exitOK, "the first 1, due first; there may be more (--limit, at most 10000)")
+	// The answer lists as many as asked and names the next: more are
+	// pending.
+	ctl(t, "", flags(n, "timer", "list", "--limit", "1")...).expect(t, exitOK, "the first 1, due first; more are pending (--limit, at most 10000, or --all)")
+	checkLast("queen.timer.list", `{"limit":1}`, "")
 }
 
 // TestTimerListOverHTTP checks GET /timers: the query, the token, no body,

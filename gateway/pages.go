@@ -1,0 +1,75 @@
+package gateway
+
+import (
+	"net/url"
+	"slices"
+	"strings"
+
+	queengate "github.com/queengate/queengate"
+)
+
+// A list that grows with what is stored answers what fits, in a fixed
+// order, and names where the next page starts: the queue list its
+// nextQueue, a queue's partitions their nextPartition (as a groups answer
+// does), the timer list its next position. The next page is asked for
+// with "from": the NATS body {"from": ...}, the HTTP parameter from=.
+
+var (
+	queuesPageShape = objectShape{"a queue list", `{"from": "<queue>"} (optional; or an empty body)`}
+	queuePageShape  = objectShape{"a get queue", `{"from": "<partition>"} (optional; or an empty body)`}
+)
+
+// decodeFrom reads a paged list's optional body, {"from": "<name>"}.
+func decodeFrom(body []byte, shape objectShape) (from string, werr *queengate.Error) {
+	if jsonBlank(body) {
+		return "", nil
+	}
+	werr = decodeObject(body, theBody, shape, objectField{name: "from", decode: nameInto("from", &from)})
+	return from, werr
+}
+
+// fromQuery reads a paged list's URL parameters: from=<name> at most, as
+// decodeFrom reads its body.
+func fromQuery(q url.Values, path string) (string, *queengate.Error) {
+	if werr := onlyParameters(q, path, "from"); werr != nil {
+		return "", werr
+	}
+	if !q.Has("from") {
+		return "", nil
+	}
+	var from string
+	return from, nameInto("from", &from)(appendJSONString(nil, q.Get("from")))
+}
+
+// onlyParameters refuses URL parameters other than those named, and any
+// given twice.
+func onlyParameters(q url.Values, path string, names ...string) *queengate.Error {
+	for name, vals := range q {
+		switch {
+		case !slices.Contains(names, name):
+			return badInput("unknown parameter %q: %s takes %s", excerpt([]byte(name)), path, joinAnd(names))
+		case len(vals) != 1:
+			return badInput("%s is given %d times: give it once", excerpt([]byte(name)), len(vals))
+		}
+	}
+	return nil
+}
+
+// byName sorts items by their name in byte order, whatever the
+// database's collation: pages cut at a name follow the same order.
+func byName[T any](items []T, name func(T) string) {
+	slices.SortStableFunc(items, func(a, b T) int { return strings.Compare(name(a), name(b)) })
+}
+
+// fromName is the index of the item named from ("": 0), or a 404 saying
+// notFound: a page starts at a name that exists, as a groups page does.
+func fromName[T any](items []T, name func(T) string, from, notFound string) (int, *queengate.Error) {
+	if from == "" {
+		return 0, nil
+	}
+	i := slices.IndexFunc(items, func(x T) bool { return name(x) == from })
+	if i < 0 {
+		return 0, &queengate.Error{Code: queengate.CodeNotFound, Message: notFound}
+	}
+	return i, nil
+}
