@@ -2,12 +2,14 @@ package gateway_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/queengate/queengate/ingest"
+	"github.com/queengate/queengate/internal/checkfor"
 )
 
 // discover asks every queengate instance for verb (PING, INFO, STATS)
@@ -72,20 +74,27 @@ func TestServiceDiscoveryCountsEveryEndpoint(t *testing.T) {
 		t.Fatalf("status answered %d", status)
 	}
 
+	// A request's figures are recorded once its answer is published: the
+	// answer can reach us a moment before, so STATS is asked until the
+	// last one is counted.
 	var stats micro.Stats
-	e.discover(t, micro.StatsVerb, &stats)
+	byName := map[string]*micro.EndpointStats{}
+	checkfor.Check(t, 10*time.Second, func() error {
+		stats = micro.Stats{}
+		e.discover(t, micro.StatsVerb, &stats)
+		clear(byName)
+		for _, es := range stats.Endpoints {
+			byName[es.Name] = es
+		}
+		for name, want := range map[string][2]int{"push": {2, 1}, "configure": {2, 2}, "timer-cancel": {2, 2}, "status": {1, 0}} {
+			if es := byName[name]; es == nil || es.NumRequests != want[0] || es.NumErrors != want[1] {
+				return fmt.Errorf("%s: %+v, want %d requests and %d errors", name, es, want[0], want[1])
+			}
+		}
+		return nil
+	})
 	if stats.Type != micro.StatsResponseType || stats.ID != ping.ID {
 		t.Errorf("stats answered type %q id %q", stats.Type, stats.ID)
-	}
-	byName := map[string]*micro.EndpointStats{}
-	for _, es := range stats.Endpoints {
-		byName[es.Name] = es
-	}
-	for name, want := range map[string][2]int{"push": {2, 1}, "configure": {2, 2}, "timer-cancel": {2, 2}, "status": {1, 0}} {
-		es := byName[name]
-		if es == nil || es.NumRequests != want[0] || es.NumErrors != want[1] {
-			t.Errorf("%s: %+v, want %d requests and %d errors", name, es, want[0], want[1])
-		}
 	}
 	if es := byName["configure"]; es != nil && es.LastError == "" {
 		t.Error("configure's last error is empty")
