@@ -99,6 +99,11 @@ func TestOptionsValidation(t *testing.T) {
 		{[]string{"--nats-url", "nats://127.0.0.1:1", "--target", "naive"}, "give --pg-url"},
 		{[]string{"--self", "--compare", "all", "--fire-and-forget"}, "--fire-and-forget applies"},
 		{[]string{"--self", "stray"}, "unexpected arguments"},
+		{[]string{"--self", "--scenario", "sessions1m", "--compare", "queengate,jetstream"}, ""},
+		{[]string{"--self", "--batch", "10", "--batch-min", "11"}, "--batch-min 11"},
+		{[]string{"--self", "--scenario", "sessions1m", "--batch", "5"}, ""},
+		{[]string{"--self", "--scenario", "sessions1m", "--batch", "1", "--batch-min", "2"}, "--batch-min 2"},
+		{[]string{"--self", "--cache-mb", "-1"}, "--cache-mb -1"},
 	}
 	for _, c := range cases {
 		_, err := parseOptions(c.args, &bytes.Buffer{})
