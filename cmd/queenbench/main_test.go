@@ -489,8 +489,8 @@ func TestSessionsScenarioShort(t *testing.T) {
 	}
 	qg := r.Results[0]
 	if qg.Target != "queengate" || qg.CPUSecondsPerMillion <= 0 || qg.CacheBytesPerHash <= 0 || qg.CacheBytesPerEntry <= 0 ||
-		qg.GatewayPeakRSSBytes <= 0 || qg.Hydrations < 0 || qg.Evictions < 0 {
-		t.Errorf("queengate's figures %+v: want CPU, cache bytes per hash and per entry, gateway RSS, hydrations and evictions", qg)
+		qg.GatewayPeakRSSBytes <= 0 || qg.Hydrations < 0 || qg.Evictions < 0 || qg.Suppressed < 0 {
+		t.Errorf("queengate's figures %+v: want CPU, cache bytes per hash and per entry, gateway RSS, hydrations, evictions and suppressed partitions", qg)
 	}
 	if len(r.Checks) != 2 {
 		t.Fatalf("checks %+v, want the hydration and the memory check", r.Checks)
@@ -501,7 +501,7 @@ func TestSessionsScenarioShort(t *testing.T) {
 		}
 	}
 	table := stdout.String()
-	for _, want := range []string{partitionRoundsTitle, "jetstream msg/s", "ratio", "gateway peak RSS MiB", "hydrations", "evictions",
+	for _, want := range []string{partitionRoundsTitle, "jetstream msg/s", "ratio", "gateway peak RSS MiB", "hydrations", "evictions", "suppressed",
 		"jetstream p99 ms", "check, queengate round 1: hydrations ≤ partitions touched + evictions",
 		"check, queengate round 1: gateway peak RSS ≤ cache budget + 150 MiB", "1–10 msgs/request"} {
 		if !strings.Contains(table, want) {

@@ -163,8 +163,9 @@ const partitionRoundsTitle = "many partitions, per round"
 
 // partitionRounds is a row per round of queengate's run with many
 // partitions: its throughput against the first peer's and the ratio, what
-// the partitions cost the gateway (CPU, cache, memory, hydrations and
-// evictions) and both sides' p99. No rows for fewer partitions.
+// the partitions cost the gateway (CPU, cache, memory, hydrations,
+// evictions, partitions kept out by the admission gate) and both sides'
+// p99. No rows for fewer partitions.
 func partitionRounds(r *Report) (header []string, rows [][]string) {
 	w := r.Workload
 	if w.Partitions*max(w.Queues, 1) < manyPartitions {
@@ -188,7 +189,7 @@ func partitionRounds(r *Report) (header []string, rows [][]string) {
 		header = append(header, peer+" msg/s", "ratio")
 	}
 	header = append(header, "CPU s/M", "cache B/hash", "cache B/entry", "gateway peak RSS MiB",
-		"partitions touched", "hydrations", "evictions", "queengate p99 ms")
+		"partitions touched", "hydrations", "evictions", "suppressed", "queengate p99 ms")
 	if peer != "" {
 		header = append(header, peer+" p99 ms")
 	}
@@ -212,6 +213,7 @@ func partitionRounds(r *Report) (header []string, rows [][]string) {
 			formatCount(q.PartitionsTouched),
 			formatOptionalCount(q.Hydrations),
 			formatOptionalCount(q.Evictions),
+			formatOptionalCount(q.Suppressed),
 			formatMs(q.P99))
 		if peer != "" {
 			row = append(row, "n/a")

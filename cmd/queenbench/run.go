@@ -563,7 +563,7 @@ func runOnce(ctx context.Context, t Target, w Workload, round int, progress io.W
 	res.UnrolledShare, res.CacheBytesPerHash = after.UnrolledShare, after.CacheBytesPerHash
 	res.CacheBytesPerEntry = after.CacheBytesPerEntry
 	res.MeanFrame, res.Hydrations, res.Fills = after.MeanFrame, after.Hydrations, after.Fills
-	res.Evictions = after.Evictions
+	res.Evictions, res.Suppressed = after.Evictions, after.Suppressed
 	return res, nil
 }
 
@@ -648,6 +648,7 @@ func summarise(r *Report, targets []string) {
 		med.GatewayPeakRSSBytes = int64(pick(func(x Result) float64 { return float64(x.GatewayPeakRSSBytes) }))
 		med.PartitionsTouched = int64(pick(func(x Result) float64 { return float64(x.PartitionsTouched) }))
 		med.Evictions = int64(pick(func(x Result) float64 { return float64(x.Evictions) }))
+		med.Suppressed = int64(pick(func(x Result) float64 { return float64(x.Suppressed) }))
 		med.MeanFrame = pick(func(x Result) float64 { return x.MeanFrame })
 		med.Hydrations = int64(pick(func(x Result) float64 { return float64(x.Hydrations) }))
 		med.Fills = int64(pick(func(x Result) float64 { return float64(x.Fills) }))

@@ -398,7 +398,7 @@ func (t *queengateTarget) Figures(ctx context.Context) (Figures, error) {
 			}
 		}
 	}
-	var cacheBytes, cacheHashes, cacheEntries float64
+	var cacheBytes, cacheHashes, cacheEntries, suppressed float64
 	var c gatewayCounters
 	for _, addr := range t.adminAddrs {
 		m, err := t.scrape(ctx, addr)
@@ -412,6 +412,7 @@ func (t *queengateTarget) Figures(ctx context.Context) (Figures, error) {
 		cacheBytes += m["queengate_dedup_cache_resident_bytes"]
 		cacheHashes += m["queengate_dedup_cache_resident_hashes"]
 		cacheEntries += m["queengate_dedup_cache_entries"]
+		suppressed += m["queengate_dedup_suppressed_partitions"]
 		c.add(m)
 	}
 	d := c.minus(t.mark)
@@ -425,6 +426,9 @@ func (t *queengateTarget) Figures(ctx context.Context) (Figures, error) {
 		f.MeanFrame = d.flushedMessages / d.flushedSegments
 	}
 	f.Hydrations, f.Fills, f.Evictions = int64(d.hydrations), int64(d.fills), int64(d.evictions)
+	if len(t.adminAddrs) > 0 {
+		f.Suppressed = int64(suppressed)
+	}
 	if cacheHashes > 0 {
 		f.CacheBytesPerHash = cacheBytes / cacheHashes
 	}

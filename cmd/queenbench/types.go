@@ -145,12 +145,15 @@ type Figures struct {
 	// hydrations, gap fills and entries evicted for the budget during the
 	// run (queengate), -1 when unknown.
 	Hydrations, Fills, Evictions int64
+	// Suppressed is the partitions the cache's admission gate keeps out
+	// at the run's end (queengate), -1 when unknown.
+	Suppressed int64
 }
 
 // unknownFigures are Figures with every optional figure unknown.
 func unknownFigures() Figures {
 	return Figures{ProbeSkippedShare: -1, ProbeNarrowedShare: -1, UnrolledShare: -1, CacheBytesPerHash: -1,
-		CacheBytesPerEntry: -1, MeanFrame: -1, Hydrations: -1, Fills: -1, Evictions: -1}
+		CacheBytesPerEntry: -1, MeanFrame: -1, Hydrations: -1, Fills: -1, Evictions: -1, Suppressed: -1}
 }
 
 // Result is one run of one target.
@@ -196,6 +199,7 @@ type Result struct {
 	Hydrations              int64   `json:"hydrations"`
 	Fills                   int64   `json:"fills"`
 	Evictions               int64   `json:"evictions"`
+	Suppressed              int64   `json:"suppressed_partitions"`
 	// GatewayPeakRSSBytes is the gateways' own peak resident set since
 	// they started (without their NATS server), 0 when unknown.
 	GatewayPeakRSSBytes int64 `json:"gateway_peak_rss_bytes"`
