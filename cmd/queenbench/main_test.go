@@ -256,6 +256,19 @@ func TestFireAndForgetMatchesAcksToRequests(t *testing.T) {
 	}
 }
 
+// runSelf runs queenbench --self on a database of its own with args,
+// quietly, and returns its report and the table it printed.
+func runSelf(t *testing.T, args ...string) (Report, string) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "report.json")
+	var stdout, stderr bytes.Buffer
+	args = append([]string{"--self", "--pg-url", pgtest.NewDB(t), "--quiet", "--json", out}, args...)
+	if err := run(args, &stdout, &stderr); err != nil {
+		t.Fatalf("queenbench: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	return readReport(t, out), stdout.String()
+}
+
 func readReport(t *testing.T, path string) Report {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -286,15 +299,8 @@ func TestSumAutovacuumCPU(t *testing.T) {
 // its gateways, and the ratio is the fleet's throughput over one gateway's.
 func TestFleetComparison(t *testing.T) {
 	t.Parallel()
-	out := filepath.Join(t.TempDir(), "report.json")
-	var stdout, stderr bytes.Buffer
-	err := run([]string{"--self", "--pg-url", pgtest.NewDB(t), "--scenario", "unique", "--compare", "queengate,queengate@2",
-		"--rounds", "1", "--messages", "6000", "--producers", "8", "--batch", "50", "--partitions", "20",
-		"--quiet", "--json", out}, &stdout, &stderr)
-	if err != nil {
-		t.Fatalf("queenbench: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
-	}
-	r := readReport(t, out)
+	r, _ := runSelf(t, "--scenario", "unique", "--compare", "queengate,queengate@2",
+		"--rounds", "1", "--messages", "6000", "--producers", "8", "--batch", "50", "--partitions", "20")
 	if len(r.Results) != 2 || r.Results[1].Target != "queengate@2" {
 		t.Fatalf("results %+v, want queengate then queengate@2", r.Results)
 	}
@@ -467,15 +473,8 @@ func TestGeneratorShapes(t *testing.T) {
 // asserts the report, not the performance.
 func TestSessionsScenarioShort(t *testing.T) {
 	t.Parallel()
-	out := filepath.Join(t.TempDir(), "sessions1m.json")
-	var stdout, stderr bytes.Buffer
-	err := run([]string{"--self", "--pg-url", pgtest.NewDB(t), "--scenario", "sessions1m", "--compare", "queengate,jetstream",
-		"--rounds", "1", "--messages", "3000", "--partitions", "20000", "--producers", "16",
-		"--quiet", "--json", out}, &stdout, &stderr)
-	if err != nil {
-		t.Fatalf("queenbench: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
-	}
-	r := readReport(t, out)
+	r, table := runSelf(t, "--scenario", "sessions1m", "--compare", "queengate,jetstream",
+		"--rounds", "1", "--messages", "3000", "--partitions", "20000", "--producers", "16")
 	if len(r.Results) != 2 || len(r.Ratios) != 1 || r.Ratios[0].Target != "jetstream" {
 		t.Fatalf("results %+v, ratios %+v: want queengate and jetstream, and their ratio", r.Results, r.Ratios)
 	}
@@ -500,7 +499,6 @@ func TestSessionsScenarioShort(t *testing.T) {
 			t.Errorf("check %+v", c)
 		}
 	}
-	table := stdout.String()
 	for _, want := range []string{partitionRoundsTitle, "jetstream msg/s", "ratio", "gateway peak RSS MiB", "hydrations", "evictions", "suppressed",
 		"jetstream p99 ms", "check, queengate round 1: hydrations ≤ partitions touched + evictions",
 		"check, queengate round 1: gateway peak RSS ≤ cache budget + 150 MiB", "1–10 msgs/request"} {
