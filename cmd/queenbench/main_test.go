@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -98,6 +99,11 @@ func TestOptionsValidation(t *testing.T) {
 		{[]string{"--nats-url", "nats://127.0.0.1:1", "--target", "naive"}, "give --pg-url"},
 		{[]string{"--self", "--compare", "all", "--fire-and-forget"}, "--fire-and-forget applies"},
 		{[]string{"--self", "stray"}, "unexpected arguments"},
+		{[]string{"--self", "--scenario", "sessions1m", "--compare", "queengate,jetstream"}, ""},
+		{[]string{"--self", "--batch", "10", "--batch-min", "11"}, "--batch-min 11"},
+		{[]string{"--self", "--scenario", "sessions1m", "--batch", "5"}, ""},
+		{[]string{"--self", "--scenario", "sessions1m", "--batch", "1", "--batch-min", "2"}, "--batch-min 2"},
+		{[]string{"--self", "--cache-mb", "-1"}, "--cache-mb -1"},
 	}
 	for _, c := range cases {
 		_, err := parseOptions(c.args, &bytes.Buffer{})
@@ -250,6 +256,19 @@ func TestFireAndForgetMatchesAcksToRequests(t *testing.T) {
 	}
 }
 
+// runSelf runs queenbench --self on a database of its own with args,
+// quietly, and returns its report and the table it printed.
+func runSelf(t *testing.T, args ...string) (Report, string) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "report.json")
+	var stdout, stderr bytes.Buffer
+	args = append([]string{"--self", "--pg-url", pgtest.NewDB(t), "--quiet", "--json", out}, args...)
+	if err := run(args, &stdout, &stderr); err != nil {
+		t.Fatalf("queenbench: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	return readReport(t, out), stdout.String()
+}
+
 func readReport(t *testing.T, path string) Report {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -280,15 +299,8 @@ func TestSumAutovacuumCPU(t *testing.T) {
 // its gateways, and the ratio is the fleet's throughput over one gateway's.
 func TestFleetComparison(t *testing.T) {
 	t.Parallel()
-	out := filepath.Join(t.TempDir(), "report.json")
-	var stdout, stderr bytes.Buffer
-	err := run([]string{"--self", "--pg-url", pgtest.NewDB(t), "--scenario", "unique", "--compare", "queengate,queengate@2",
-		"--rounds", "1", "--messages", "6000", "--producers", "8", "--batch", "50", "--partitions", "20",
-		"--quiet", "--json", out}, &stdout, &stderr)
-	if err != nil {
-		t.Fatalf("queenbench: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
-	}
-	r := readReport(t, out)
+	r, _ := runSelf(t, "--scenario", "unique", "--compare", "queengate,queengate@2",
+		"--rounds", "1", "--messages", "6000", "--producers", "8", "--batch", "50", "--partitions", "20")
 	if len(r.Results) != 2 || r.Results[1].Target != "queengate@2" {
 		t.Fatalf("results %+v, want queengate then queengate@2", r.Results)
 	}
@@ -403,6 +415,95 @@ func TestConsumeScenarioShort(t *testing.T) {
 	for _, r := range rep.Results {
 		if r.Messages != 6000 || r.Duplicates != 0 || r.Redeliveries != 0 {
 			t.Errorf("%s round %d: %+v, want 6000 consumed once each", r.Target, r.Round, r)
+		}
+	}
+}
+
+// TestGeneratorShapes: a prefill sweeps the partitions in turn, so one
+// request per partition makes every partition exist; requests of varying
+// size stay within their bounds and the run sends exactly its messages;
+// the partitions touched are counted; no history is kept without retries.
+func TestGeneratorShapes(t *testing.T) {
+	t.Parallel()
+	w := Workload{Producers: 1, PerRequest: 10, Queues: 2, Partitions: 50, PayloadBytes: 10}
+	pre := newGenerator(w, "pre", 1000)
+	pre.sweep = true
+	r := rand.New(rand.NewPCG(1, 2))
+	seq, seen := 0, map[string]int{}
+	for b := pre.next(r, 0, &seq); b != nil; b = pre.next(r, 0, &seq) {
+		seen[b.Queue+"/"+b.Partition]++
+	}
+	if len(seen) != 100 || pre.partitionsTouched() != 100 {
+		t.Errorf("prefill of 1000 in requests of 10 over 2×50 partitions: %d partitions sent to, %d counted; want every one once",
+			len(seen), pre.partitionsTouched())
+	}
+	for k, n := range seen {
+		if n != 1 {
+			t.Errorf("%s sent %d requests, want 1", k, n)
+		}
+	}
+
+	w.MinPerRequest = 3
+	g := newGenerator(w, "run", 997)
+	if g.history != nil {
+		t.Error("history kept for a workload without retries")
+	}
+	total, sizes := 0, map[int]bool{}
+	var last *Batch
+	for b := g.next(r, 0, &seq); b != nil; b = g.next(r, 0, &seq) {
+		total += len(b.IDs)
+		sizes[len(b.IDs)] = true
+		if last != nil && (len(last.IDs) < 3 || len(last.IDs) > 10) {
+			t.Errorf("a request of %d messages, want 3 to 10", len(last.IDs))
+		}
+		last = b
+	}
+	if total != 997 || len(sizes) < 5 {
+		t.Errorf("sent %d messages in requests of %d sizes; want 997 and sizes varying from 3 to 10", total, len(sizes))
+	}
+	if n := g.partitionsTouched(); n < 50 || n > 100 {
+		t.Errorf("%d partitions touched by ~150 random requests over 100, want between 50 and 100", n)
+	}
+}
+
+// TestSessionsScenarioShort runs the many-partitions scenario small
+// against JetStream: each round reports both sides' msg/s and the ratio,
+// the gateway's CPU, cache, peak memory, the partitions touched, its
+// hydrations and evictions, both sides' p99, and the budget checks. It
+// asserts the report, not the performance.
+func TestSessionsScenarioShort(t *testing.T) {
+	t.Parallel()
+	r, table := runSelf(t, "--scenario", "sessions1m", "--compare", "queengate,jetstream",
+		"--rounds", "1", "--messages", "3000", "--partitions", "20000", "--producers", "16")
+	if len(r.Results) != 2 || len(r.Ratios) != 1 || r.Ratios[0].Target != "jetstream" {
+		t.Fatalf("results %+v, ratios %+v: want queengate and jetstream, and their ratio", r.Results, r.Ratios)
+	}
+	for _, res := range r.Results {
+		if res.Messages != 3000 || res.Violations != 0 || res.Throughput <= 0 || res.P99 <= 0 {
+			t.Errorf("%s: %d messages, %d violations, %v msg/s, p99 %v", res.Target, res.Messages, res.Violations, res.Throughput, res.P99)
+		}
+		if res.PartitionsTouched < 100 || res.PartitionsTouched > 3000 {
+			t.Errorf("%s: %d partitions touched by 3000 messages in requests of 1-10", res.Target, res.PartitionsTouched)
+		}
+	}
+	qg := r.Results[0]
+	if qg.Target != "queengate" || qg.CPUSecondsPerMillion <= 0 || qg.CacheBytesPerHash <= 0 || qg.CacheBytesPerEntry <= 0 ||
+		qg.GatewayPeakRSSBytes <= 0 || qg.Hydrations < 0 || qg.Evictions < 0 || qg.Suppressed < 0 {
+		t.Errorf("queengate's figures %+v: want CPU, cache bytes per hash and per entry, gateway RSS, hydrations, evictions and suppressed partitions", qg)
+	}
+	if len(r.Checks) != 2 {
+		t.Fatalf("checks %+v, want the hydration and the memory check", r.Checks)
+	}
+	for _, c := range r.Checks {
+		if c.Target != "queengate" || c.Round != 1 || c.Figures == "" {
+			t.Errorf("check %+v", c)
+		}
+	}
+	for _, want := range []string{partitionRoundsTitle, "jetstream msg/s", "ratio", "gateway peak RSS MiB", "hydrations", "evictions", "suppressed",
+		"jetstream p99 ms", "check, queengate round 1: hydrations ≤ partitions touched + evictions",
+		"check, queengate round 1: gateway peak RSS ≤ cache budget + 150 MiB", "1–10 msgs/request"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("the table lacks %q:\n%s", want, table)
 		}
 	}
 }

@@ -47,6 +47,16 @@ func writeTable(w io.Writer, r *Report) error {
 		b.WriteString("\n" + ratioTitle + "\n")
 		writeAligned(&b, ratioHeader, ratioRows(r.Ratios), 1)
 	}
+	if header, rows := partitionRounds(r); len(rows) > 0 {
+		b.WriteString("\n" + partitionRoundsTitle + "\n")
+		writeAligned(&b, header, rows, 0)
+	}
+	for _, line := range checkLines(r) {
+		b.WriteString("\n" + line)
+	}
+	if len(r.Checks) > 0 {
+		b.WriteString("\n")
+	}
 	_, err := w.Write(b.Bytes())
 	return err
 }
@@ -79,6 +89,16 @@ func writeMarkdown(w io.Writer, r *Report) error {
 	if len(r.Ratios) > 0 {
 		fmt.Fprintf(&b, "\n**%s**\n\n", ratioTitle)
 		writeMarkdownTable(&b, ratioHeader, ratioRows(r.Ratios), 1)
+	}
+	if header, rows := partitionRounds(r); len(rows) > 0 {
+		fmt.Fprintf(&b, "\n**%s**\n\n", partitionRoundsTitle)
+		writeMarkdownTable(&b, header, rows, 0)
+	}
+	if lines := checkLines(r); len(lines) > 0 {
+		b.WriteString("\n")
+		for _, line := range lines {
+			b.WriteString("- " + line + "\n")
+		}
 	}
 	_, err := w.Write(b.Bytes())
 	return err
@@ -133,6 +153,98 @@ func resultRows(r *Report) [][]string {
 		})
 	}
 	return rows
+}
+
+// manyPartitions is the workload size, in partitions, from which reports
+// add a table per round of what many partitions cost the gateway.
+const manyPartitions = 10_000
+
+const partitionRoundsTitle = "many partitions, per round"
+
+// partitionRounds is a row per round of queengate's run with many
+// partitions: its throughput against the first peer's and the ratio, what
+// the partitions cost the gateway (CPU, cache, memory, hydrations,
+// evictions, partitions kept out by the admission gate) and both sides'
+// p99. No rows for fewer partitions.
+func partitionRounds(r *Report) (header []string, rows [][]string) {
+	w := r.Workload
+	if w.Partitions*max(w.Queues, 1) < manyPartitions {
+		return nil, nil
+	}
+	peer := ""
+	for _, q := range r.Ratios {
+		if _, fleet := fleetTarget(q.Target); !fleet {
+			peer = q.Target
+			break
+		}
+	}
+	peerResult := map[int]Result{}
+	for _, res := range r.Results {
+		if peer != "" && res.Target == peer {
+			peerResult[res.Round] = res
+		}
+	}
+	header = []string{"round", "queengate msg/s"}
+	if peer != "" {
+		header = append(header, peer+" msg/s", "ratio")
+	}
+	header = append(header, "CPU s/M", "cache B/hash", "cache B/entry", "gateway peak RSS MiB",
+		"partitions touched", "hydrations", "evictions", "suppressed", "queengate p99 ms")
+	if peer != "" {
+		header = append(header, peer+" p99 ms")
+	}
+	for _, q := range r.Results {
+		if q.Target != "queengate" {
+			continue
+		}
+		row := []string{strconv.Itoa(q.Round), formatRate(q.Throughput)}
+		p, ok := peerResult[q.Round]
+		if peer != "" {
+			row = append(row, "n/a", "n/a")
+			if ok && p.Throughput > 0 {
+				row[2], row[3] = formatRate(p.Throughput), strconv.FormatFloat(q.Throughput/p.Throughput, 'f', 2, 64)
+			}
+		}
+		row = append(row,
+			strconv.FormatFloat(q.CPUSecondsPerMillion, 'f', 2, 64),
+			formatOptional(q.CacheBytesPerHash),
+			formatOptional(q.CacheBytesPerEntry),
+			formatMiB(q.GatewayPeakRSSBytes),
+			formatCount(q.PartitionsTouched),
+			formatOptionalCount(q.Hydrations),
+			formatOptionalCount(q.Evictions),
+			formatOptionalCount(q.Suppressed),
+			formatMs(q.P99))
+		if peer != "" {
+			row = append(row, "n/a")
+			if ok {
+				row[len(row)-1] = formatMs(p.P99)
+			}
+		}
+		rows = append(rows, row)
+	}
+	return header, rows
+}
+
+// checkLines says each budget check of the run, met or missed.
+func checkLines(r *Report) []string {
+	var lines []string
+	for _, c := range r.Checks {
+		verdict := "met"
+		if !c.Met {
+			verdict = "MISSED"
+		}
+		lines = append(lines, fmt.Sprintf("check, %s round %d: %s: %s: %s", c.Target, c.Round, c.Name, c.Figures, verdict))
+	}
+	return lines
+}
+
+// formatMiB formats bytes as MiB with one decimal, "n/a" for unknown (0).
+func formatMiB(v int64) string {
+	if v <= 0 {
+		return "n/a"
+	}
+	return strconv.FormatFloat(float64(v)/(1<<20), 'f', 1, 64)
 }
 
 // formatOptionalCount prints a count, n/a when unknown (negative).
@@ -239,9 +351,13 @@ func describeWorkload(w Workload) string {
 // workloadDetails describes the workload's shape without the scenario name,
 // for places that show the scenario on its own.
 func workloadDetails(w Workload) string {
+	perRequest := strconv.Itoa(w.PerRequest)
+	if w.MinPerRequest > 0 && w.MinPerRequest < w.PerRequest {
+		perRequest = fmt.Sprintf("%d–%d", w.MinPerRequest, w.PerRequest)
+	}
 	parts := []string{
 		fmt.Sprintf("%d producers", w.Producers),
-		fmt.Sprintf("%d msgs/request", w.PerRequest),
+		perRequest + " msgs/request",
 		fmt.Sprintf("%d partitions × %d queues", w.Partitions, w.Queues),
 		fmt.Sprintf("%d B payload", w.PayloadBytes),
 	}

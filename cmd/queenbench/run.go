@@ -37,9 +37,20 @@ var scenarios = map[string]Workload{
 	// them back (readbench.go): a scenario of its own, with --self.
 	"read":    {Producers: 8, PerRequest: 1000, Total: 1_000_000, Queues: 1, Partitions: 8, WindowSeconds: 3600},
 	"consume": {Producers: 8, PerRequest: 1000, Total: 500_000, Queues: 1, Partitions: 8, WindowSeconds: 3600},
+	// Many partitions: one ordered lane per entity (a session, a
+	// customer), few messages per request. sessions meets most
+	// partitions for the first time in the run; sessions-warm first
+	// sends ten messages to every partition; sessions1m touches about
+	// 420k of a million partitions with requests of 1 to 10 messages and
+	// checks the cache keeps to its budget.
+	"sessions":      {Producers: 256, PerRequest: 10, Total: 500_000, Queues: 1, Partitions: 100_000, WindowSeconds: 3600},
+	"sessions-warm": {Producers: 256, PerRequest: 10, Total: 500_000, Queues: 1, Partitions: 100_000, WindowSeconds: 3600, Prefill: 1_000_000},
+	"sessions1m": {Producers: 256, PerRequest: 10, MinPerRequest: 1, Total: 3_000_000, Queues: 1, Partitions: 1_000_000,
+		WindowSeconds: 3600, BudgetChecks: true},
 }
 
-var scenarioNames = []string{"unique", "retries", "hot", "wide", "window", "twogateways", "failover", "read", "consume"}
+var scenarioNames = []string{"unique", "retries", "hot", "wide", "window", "twogateways", "failover", "read", "consume",
+	"sessions", "sessions-warm", "sessions1m"}
 
 var targetNames = []string{"queengate", "naive", "jetstream", "ceiling"}
 
@@ -137,6 +148,7 @@ Scenarios: %s. Targets: %s, and %s (queengate with the window at 0).
 	fs.IntVar(&o.rounds, "rounds", 0, "rounds per target (default 3 with --compare, else 1)")
 	fs.IntVar(&w.Producers, "producers", 0, "concurrent producers")
 	fs.IntVar(&w.PerRequest, "batch", 0, "messages per request")
+	fs.IntVar(&w.MinPerRequest, "batch-min", 0, "fewest messages per request: requests then vary uniformly up to --batch (0: all --batch)")
 	fs.Int64Var(&w.Total, "messages", 0, "messages per run (0 with --duration: run for that long)")
 	fs.DurationVar(&duration, "duration", 0, "run length instead of --messages")
 	fs.IntVar(&w.Queues, "queues", 0, "queues")
@@ -148,6 +160,7 @@ Scenarios: %s. Targets: %s, and %s (queengate with the window at 0).
 	fs.IntVar(&w.FlushSize, "flush-size", 1000, "gateways' flush size (--self)")
 	fs.DurationVar(&linger, "linger", time.Millisecond, "gateways' flush linger (--self)")
 	fs.IntVar(&w.Gateways, "gateways", 0, "queengate processes to start (--self)")
+	fs.IntVar(&w.CacheMB, "cache-mb", 0, "gateways' dedup cache budget in MiB (--self; default: QUEEN_DEDUP_CACHE_MB, else the gateway's default)")
 	fs.Int64Var(&w.Prefill, "prefill", -1, "unique messages pushed before the measured run")
 	fs.BoolVar(&w.FireAndForget, "fire-and-forget", false, "publish without reply subjects and read the ack subjects (queengate)")
 	fs.Int64Var(&w.Seed, "seed", 1, "seed of the generated workload")
@@ -173,6 +186,7 @@ Scenarios: %s. Targets: %s, and %s (queengate with the window at 0).
 	overridePreset(fs, &preset, w)
 	preset.PayloadBytes, preset.FlushSize, preset.Linger = w.PayloadBytes, w.FlushSize, linger
 	preset.FireAndForget, preset.Seed, preset.Duration = w.FireAndForget, w.Seed, duration
+	preset.CacheMB = w.CacheMB
 	preset.Gateways = max(preset.Gateways, 1)
 	o.w = preset
 
@@ -204,6 +218,8 @@ func overridePreset(fs *flag.FlagSet, preset *Workload, w Workload) {
 			preset.Producers = w.Producers
 		case "batch":
 			preset.PerRequest = w.PerRequest
+		case "batch-min":
+			preset.MinPerRequest = w.MinPerRequest
 		case "messages":
 			preset.Total = w.Total
 		case "queues":
@@ -260,6 +276,12 @@ func (o options) validate(comparing bool) error {
 	}
 	if w.PerRequest < 1 || w.PerRequest > 1000 {
 		bad("--batch %d: 1 to 1000 messages per request", w.PerRequest)
+	}
+	if w.MinPerRequest < 0 || w.MinPerRequest > w.PerRequest {
+		bad("--batch-min %d: 0 (every request --batch) or 1 to --batch (%d)", w.MinPerRequest, w.PerRequest)
+	}
+	if w.CacheMB < 0 {
+		bad("--cache-mb %d: 1 or more MiB (0: the gateways' own)", w.CacheMB)
 	}
 	if (w.Total <= 0) == (w.Duration <= 0) {
 		bad("give exactly one of --messages (> 0) and --duration (> 0)")
@@ -384,6 +406,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	summarise(report, o.targets)
+	if o.w.BudgetChecks {
+		report.Checks = budgetChecks(report.Results, o.w.cacheBudgetMB())
+	}
 	if err := writeOutputs(report, o, stdout); err != nil {
 		return err
 	}
@@ -475,7 +500,7 @@ func runOnce(ctx context.Context, t Target, w Workload, round int, progress io.W
 		// Its own id namespace ("-pre"), the run's queues: the measured
 		// messages must not repeat the prefill's ids by accident.
 		pg := newGenerator(pw, w.RunID+"-pre", w.Prefill)
-		pg.queues = g.queues
+		pg.queues, pg.sweep = g.queues, true
 		res, exact, err := drive(ctx, t, pg, time.Time{}, progress)
 		if err != nil {
 			return Result{}, fmt.Errorf("prefill: %w", err)
@@ -508,6 +533,7 @@ func runOnce(ctx context.Context, t Target, w Workload, round int, progress io.W
 		return Result{}, fmt.Errorf("figures: %w", err)
 	}
 	res.Round = round
+	res.PartitionsTouched = g.partitionsTouched()
 	res.AutovacuumCPUPerMillion = -1
 	if avAfter, ok := autovac(); ok && res.Messages > 0 {
 		res.AutovacuumCPUPerMillion = (avAfter - avBefore) / float64(res.Messages) * 1e6
@@ -532,10 +558,12 @@ func runOnce(ctx context.Context, t Target, w Workload, round int, progress io.W
 	if res.Messages > 0 {
 		res.CPUSecondsPerMillion = (after.ServerCPUSeconds - before.ServerCPUSeconds) / float64(res.Messages) * 1e6
 	}
-	res.PeakRSSBytes = after.PeakRSSBytes
+	res.PeakRSSBytes, res.GatewayPeakRSSBytes = after.PeakRSSBytes, after.GatewayPeakRSSBytes
 	res.ProbeSkippedShare, res.ProbeNarrowedShare = after.ProbeSkippedShare, after.ProbeNarrowedShare
 	res.UnrolledShare, res.CacheBytesPerHash = after.UnrolledShare, after.CacheBytesPerHash
+	res.CacheBytesPerEntry = after.CacheBytesPerEntry
 	res.MeanFrame, res.Hydrations, res.Fills = after.MeanFrame, after.Hydrations, after.Fills
+	res.Evictions, res.Suppressed = after.Evictions, after.Suppressed
 	return res, nil
 }
 
@@ -616,6 +644,11 @@ func summarise(r *Report, targets []string) {
 		med.ProbeNarrowedShare = pick(func(x Result) float64 { return x.ProbeNarrowedShare })
 		med.UnrolledShare = pick(func(x Result) float64 { return x.UnrolledShare })
 		med.CacheBytesPerHash = pick(func(x Result) float64 { return x.CacheBytesPerHash })
+		med.CacheBytesPerEntry = pick(func(x Result) float64 { return x.CacheBytesPerEntry })
+		med.GatewayPeakRSSBytes = int64(pick(func(x Result) float64 { return float64(x.GatewayPeakRSSBytes) }))
+		med.PartitionsTouched = int64(pick(func(x Result) float64 { return float64(x.PartitionsTouched) }))
+		med.Evictions = int64(pick(func(x Result) float64 { return float64(x.Evictions) }))
+		med.Suppressed = int64(pick(func(x Result) float64 { return float64(x.Suppressed) }))
 		med.MeanFrame = pick(func(x Result) float64 { return x.MeanFrame })
 		med.Hydrations = int64(pick(func(x Result) float64 { return float64(x.Hydrations) }))
 		med.Fills = int64(pick(func(x Result) float64 { return float64(x.Fills) }))
@@ -666,6 +699,39 @@ func summarise(r *Report, targets []string) {
 		}
 		r.Ratios = append(r.Ratios, Ratio{Target: name, Label: label, Min: lo, Median: medianFloat(ratios), Max: hi})
 	}
+}
+
+// rssAllowanceBytes is what a gateway may hold beyond its cache budget
+// (the runtime, buffers, connections) in the budget check.
+const rssAllowanceBytes = 150 << 20
+
+// budgetChecks holds each gateway round of a run with many partitions to
+// the cache's promises: it does not thrash (every hydration is a
+// partition's first in the run, or one evicted before) and the gateway's
+// memory stays within the budget plus rssAllowanceBytes.
+func budgetChecks(results []Result, budgetMB int) []Check {
+	var checks []Check
+	for _, r := range results {
+		if baseName(r.Target) != "queengate" {
+			continue
+		}
+		if r.Hydrations >= 0 && r.Evictions >= 0 {
+			checks = append(checks, Check{Target: r.Target, Round: r.Round,
+				Name: "hydrations ≤ partitions touched + evictions",
+				Figures: fmt.Sprintf("%s ≤ %s + %s", formatCount(r.Hydrations), formatCount(r.PartitionsTouched),
+					formatCount(r.Evictions)),
+				Met: r.Hydrations <= r.PartitionsTouched+r.Evictions})
+		}
+		if r.GatewayPeakRSSBytes > 0 {
+			limit := int64(budgetMB)<<20 + rssAllowanceBytes
+			checks = append(checks, Check{Target: r.Target, Round: r.Round,
+				Name: fmt.Sprintf("gateway peak RSS ≤ cache budget + %d MiB", rssAllowanceBytes>>20),
+				Figures: fmt.Sprintf("%s MiB ≤ %d + %d MiB", formatMiB(r.GatewayPeakRSSBytes), budgetMB,
+					rssAllowanceBytes>>20),
+				Met: r.GatewayPeakRSSBytes <= limit})
+		}
+	}
+	return checks
 }
 
 func writeOutputs(r *Report, o options, stdout io.Writer) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/bits"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -22,23 +23,40 @@ type generator struct {
 	runID   string
 	queues  []string
 	payload []byte // data of every message, w.PayloadBytes long
+	// history is each partition's recent ids, kept only when the workload
+	// retries: at a million partitions it would cost the load generator
+	// more memory than the targets it measures.
 	history []partitionHistory
-	sent    atomic.Int64 // messages handed out
-	limit   int64        // messages to hand out; 0 = until the deadline
+	// touched has a bit per partition sent to (queue-major).
+	touched []atomic.Uint64
+	// sweep: partitions in turn rather than at random, so that a prefill
+	// of at least a request per partition makes every partition exist.
+	sweep bool
+	swept atomic.Int64
+	sent  atomic.Int64 // messages handed out
+	limit int64        // messages to hand out; 0 = until the deadline
 }
 
+// historySize is how many recent ids a partition remembers for retries.
+const historySize = 1024
+
 // partitionHistory remembers recent ids of one partition, so that retries
-// repeat an id that the same partition has seen.
+// repeat an id that the same partition has seen. Its ring grows as ids
+// come, up to historySize.
 type partitionHistory struct {
 	mu    sync.Mutex
-	ids   [1024]string
-	owner [1024]int32
+	ids   []string
+	owner []int32
 	n     int // ids ever recorded
 }
 
 func (h *partitionHistory) add(id string, producer int) {
 	h.mu.Lock()
-	h.ids[h.n%len(h.ids)], h.owner[h.n%len(h.ids)] = id, int32(producer)
+	if len(h.ids) < historySize {
+		h.ids, h.owner = append(h.ids, id), append(h.owner, int32(producer))
+	} else {
+		h.ids[h.n%historySize], h.owner[h.n%historySize] = id, int32(producer)
+	}
 	h.n++
 	h.mu.Unlock()
 }
@@ -48,7 +66,7 @@ func (h *partitionHistory) add(id string, producer int) {
 func (h *partitionHistory) pick(r *rand.Rand, producer int, own bool) string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	n := min(h.n, len(h.ids))
+	n := len(h.ids)
 	if n == 0 {
 		return ""
 	}
@@ -62,12 +80,25 @@ func (h *partitionHistory) pick(r *rand.Rand, producer int, own bool) string {
 }
 
 func newGenerator(w Workload, runID string, limit int64) *generator {
-	g := &generator{w: w, runID: runID, limit: limit, history: make([]partitionHistory, w.Queues*w.Partitions)}
+	partitions := w.Queues * w.Partitions
+	g := &generator{w: w, runID: runID, limit: limit, touched: make([]atomic.Uint64, (partitions+63)/64)}
+	if w.RetryShare > 0 {
+		g.history = make([]partitionHistory, partitions)
+	}
 	for q := range w.Queues {
 		g.queues = append(g.queues, fmt.Sprintf("bench-%s-q%d", runID, q))
 	}
 	g.payload = makePayload(w.PayloadBytes)
 	return g
+}
+
+// partitionsTouched is how many partitions were sent at least one request.
+func (g *generator) partitionsTouched() int64 {
+	n := 0
+	for i := range g.touched {
+		n += bits.OnesCount64(g.touched[i].Load())
+	}
+	return int64(n)
 }
 
 // makePayload is a JSON object of about n bytes.
@@ -85,29 +116,59 @@ func makePayload(n int) []byte {
 // next makes producer p's next batch, or nil when the run's messages are
 // all handed out.
 func (g *generator) next(r *rand.Rand, p int, seq *int) *Batch {
-	n := int64(g.w.PerRequest)
+	n := g.requestSize(r)
 	if g.limit > 0 {
-		if g.sent.Add(n) > g.limit {
+		before := g.sent.Add(int64(n)) - int64(n)
+		if before >= g.limit {
 			return nil
 		}
+		n = int(min(int64(n), g.limit-before)) // the last request tops up to the limit
 	}
-	qi, pi := r.IntN(g.w.Queues), r.IntN(g.w.Partitions)
-	hist := &g.history[qi*g.w.Partitions+pi]
+	k := g.pickPartition(r)
+	g.touched[k/64].Or(1 << (k % 64))
+	qi, pi := k/g.w.Partitions, k%g.w.Partitions
+	var hist *partitionHistory
+	if g.history != nil {
+		hist = &g.history[k]
+	}
 	b := &Batch{Queue: g.queues[qi], Partition: "p" + strconv.Itoa(pi),
-		IDs: make([]string, g.w.PerRequest), Data: make([][]byte, g.w.PerRequest)}
+		IDs: make([]string, n), Data: make([][]byte, n)}
 	for i := range b.IDs {
 		id := ""
-		if g.w.RetryShare > 0 && r.Float64() < g.w.RetryShare {
+		if hist != nil && r.Float64() < g.w.RetryShare {
 			id = hist.pick(r, p, r.Float64() >= g.w.CrossShare)
 		}
 		if id == "" {
 			*seq++
 			id = g.runID + "-" + strconv.Itoa(p) + "-" + strconv.Itoa(*seq)
-			hist.add(id, p)
+			if hist != nil {
+				hist.add(id, p)
+			}
 		}
 		b.IDs[i], b.Data[i] = id, g.payload
 	}
 	return b
+}
+
+// requestSize is the messages of the next request: the workload's batch,
+// or between its smallest and its batch, uniformly.
+func (g *generator) requestSize(r *rand.Rand) int {
+	lo, hi := g.w.MinPerRequest, g.w.PerRequest
+	if lo <= 0 || lo >= hi {
+		return hi
+	}
+	return lo + r.IntN(hi-lo+1)
+}
+
+// pickPartition is the next request's partition, queue-major: at random,
+// or in turn when sweeping.
+func (g *generator) pickPartition(r *rand.Rand) int {
+	partitions := g.w.Queues * g.w.Partitions
+	if g.sweep {
+		return int((g.swept.Add(1) - 1) % int64(partitions))
+	}
+	qi, pi := r.IntN(g.w.Queues), r.IntN(g.w.Partitions)
+	return qi*g.w.Partitions + pi
 }
 
 // producerResult is what one producer saw.

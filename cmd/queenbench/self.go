@@ -202,6 +202,9 @@ func (e *selfEnv) startGateway(ctx context.Context) (*gatewayProcess, error) {
 		"GOMAXPROCS="+fleetShare("GOMAXPROCS", e.size),
 		"QUEEN_LOG_LEVEL=warn",
 	)
+	if e.w.CacheMB > 0 {
+		cmd.Env = append(cmd.Env, "QUEEN_DEDUP_CACHE_MB="+strconv.Itoa(e.w.CacheMB))
+	}
 	logFile, err := os.Create(filepath.Join(e.dir, fmt.Sprintf("queengate-%d.log", i)))
 	if err != nil {
 		return nil, err
@@ -292,10 +295,15 @@ func (e *selfEnv) adminAddrs() []string {
 	return out
 }
 
-// pids are the processes whose CPU is the target's: the gateways and the
-// NATS server.
+// pids are the processes whose CPU is the target's: the NATS server and
+// the gateways.
 func (e *selfEnv) pids() []int {
-	out := []int{e.nats.PID()}
+	return append([]int{e.nats.PID()}, e.gatewayPIDs()...)
+}
+
+// gatewayPIDs are the gateways' processes.
+func (e *selfEnv) gatewayPIDs() []int {
+	var out []int
 	for _, g := range e.gateways {
 		out = append(out, g.cmd.Process.Pid)
 	}

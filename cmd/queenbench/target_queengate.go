@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,10 +41,11 @@ type queengateTarget struct {
 	subs    []*nats.Subscription
 	// The processes and gateways measured this run (a killed one stays,
 	// at its last figures), and the counters at the run's start.
-	adminAddrs []string
-	pids       []int
-	lastCPU    map[int]float64
-	lastScrape map[string]map[string]float64
+	adminAddrs  []string
+	pids        []int
+	gatewayPIDs []int // of pids, the gateways' (not their NATS server's)
+	lastCPU     map[int]float64
+	lastScrape  map[string]map[string]float64
 	// missingMetrics: gateways whose /metrics never answered (said once).
 	missingMetrics map[string]bool
 	mark           gatewayCounters
@@ -51,17 +53,18 @@ type queengateTarget struct {
 
 // gatewayCounters are the gateways' counters queenbench reads, summed:
 // segments by what their probe did, stored hashes compared and what full
-// probes would have, cache hydrations and fills, and the messages and
-// segments flushed.
+// probes would have, cache hydrations, fills and evictions, and the
+// messages and segments flushed.
 type gatewayCounters struct {
 	skipped, narrowed, full, off, unrolled, window      float64
 	hydrations, fills, flushedMessages, flushedSegments float64
+	evictions                                           float64
 }
 
 func (c gatewayCounters) minus(o gatewayCounters) gatewayCounters {
 	return gatewayCounters{c.skipped - o.skipped, c.narrowed - o.narrowed, c.full - o.full, c.off - o.off,
 		c.unrolled - o.unrolled, c.window - o.window, c.hydrations - o.hydrations, c.fills - o.fills,
-		c.flushedMessages - o.flushedMessages, c.flushedSegments - o.flushedSegments}
+		c.flushedMessages - o.flushedMessages, c.flushedSegments - o.flushedSegments, c.evictions - o.evictions}
 }
 
 func (c *gatewayCounters) add(m map[string]float64) {
@@ -73,6 +76,7 @@ func (c *gatewayCounters) add(m map[string]float64) {
 	c.window += m["queengate_probe_window_hashes_total"]
 	c.hydrations += m["queengate_dedup_hydrations_total"]
 	c.fills += m["queengate_dedup_fills_total"]
+	c.evictions += m["queengate_dedup_evictions_total"]
 	c.flushedMessages += m["queengate_flush_messages_sum"]
 	c.flushedSegments += m["queengate_flush_segments_sum"]
 }
@@ -118,7 +122,7 @@ func (t *queengateTarget) Setup(ctx context.Context, w Workload) error {
 		if err := t.fleet.resize(ctx, t.gateways); err != nil {
 			return fmt.Errorf("queengate target: %d gateways: %w", t.gateways, err)
 		}
-		t.adminAddrs, t.pids = t.fleet.adminAddrs(), t.fleet.pids()
+		t.adminAddrs, t.pids, t.gatewayPIDs = t.fleet.adminAddrs(), t.fleet.pids(), t.fleet.gatewayPIDs()
 	}
 	t.lastCPU, t.lastScrape, t.missingMetrics = map[int]float64{}, map[string]map[string]float64{}, map[string]bool{}
 	for _, s := range t.subs {
@@ -389,9 +393,12 @@ func (t *queengateTarget) Figures(ctx context.Context) (Figures, error) {
 		f.ServerCPUSeconds += cpu
 		if rss, err := procPeakRSS(pid); err == nil {
 			f.PeakRSSBytes = max(f.PeakRSSBytes, rss)
+			if slices.Contains(t.gatewayPIDs, pid) {
+				f.GatewayPeakRSSBytes = max(f.GatewayPeakRSSBytes, rss)
+			}
 		}
 	}
-	var cacheBytes, cacheHashes float64
+	var cacheBytes, cacheHashes, cacheEntries, suppressed float64
 	var c gatewayCounters
 	for _, addr := range t.adminAddrs {
 		m, err := t.scrape(ctx, addr)
@@ -404,6 +411,8 @@ func (t *queengateTarget) Figures(ctx context.Context) (Figures, error) {
 		}
 		cacheBytes += m["queengate_dedup_cache_resident_bytes"]
 		cacheHashes += m["queengate_dedup_cache_resident_hashes"]
+		cacheEntries += m["queengate_dedup_cache_entries"]
+		suppressed += m["queengate_dedup_suppressed_partitions"]
 		c.add(m)
 	}
 	d := c.minus(t.mark)
@@ -416,9 +425,15 @@ func (t *queengateTarget) Figures(ctx context.Context) (Figures, error) {
 	if d.flushedSegments > 0 {
 		f.MeanFrame = d.flushedMessages / d.flushedSegments
 	}
-	f.Hydrations, f.Fills = int64(d.hydrations), int64(d.fills)
+	f.Hydrations, f.Fills, f.Evictions = int64(d.hydrations), int64(d.fills), int64(d.evictions)
+	if len(t.adminAddrs) > 0 {
+		f.Suppressed = int64(suppressed)
+	}
 	if cacheHashes > 0 {
 		f.CacheBytesPerHash = cacheBytes / cacheHashes
+	}
+	if cacheEntries > 0 {
+		f.CacheBytesPerEntry = cacheBytes / cacheEntries
 	}
 	return f, nil
 }

@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"os"
+	"strconv"
 	"time"
 
+	"github.com/queengate/queengate/dedup"
 	"github.com/queengate/queengate/model"
 )
 
@@ -13,6 +16,9 @@ type Workload struct {
 	Scenario   string // preset name, or "custom"
 	Producers  int    // concurrent producers
 	PerRequest int    // messages per request (a target's batch)
+	// MinPerRequest, when set, makes requests vary in size, uniformly
+	// from it to PerRequest.
+	MinPerRequest int `json:",omitempty"`
 	// Total messages to send; 0 means run for Duration.
 	Total    int64
 	Duration time.Duration
@@ -32,10 +38,20 @@ type Workload struct {
 	// FlushSize and Linger configure gateways that queenbench starts.
 	FlushSize int
 	Linger    time.Duration
+	// CacheMB is the gateways' dedup cache budget in MiB, given to the
+	// gateways queenbench starts; 0 leaves theirs (cacheBudgetMB).
+	CacheMB int `json:",omitempty"`
+	// BudgetChecks adds the checks of a run with many partitions to the
+	// report: no thrash (hydrations at most the partitions touched plus
+	// the evictions) and the gateway's memory within its cache budget
+	// plus rssAllowanceBytes.
+	BudgetChecks bool `json:",omitempty"`
 	// Gateways is how many queengate processes queenbench starts (--self).
 	Gateways int
 	// Prefill is how many unique messages are pushed before the measured
-	// run (the "window" scenario fills the window first).
+	// run (the "window" scenario fills the window first); it sends to the
+	// partitions in turn, so that one at least as large as a request per
+	// partition makes every partition exist.
 	Prefill int64
 	// FireAndForget publishes without a reply subject and reads the
 	// answers on the ack subjects (queengate only).
@@ -52,6 +68,18 @@ type Workload struct {
 	// RunID names this run's queues and ids, so that runs never see each
 	// other's messages; set per round by the runner.
 	RunID string `json:"-"`
+}
+
+// cacheBudgetMB is the dedup cache budget the gateways run with: CacheMB,
+// else what this environment gives them, else their default.
+func (w Workload) cacheBudgetMB() int {
+	if w.CacheMB > 0 {
+		return w.CacheMB
+	}
+	if mb, err := strconv.Atoi(os.Getenv("QUEEN_DEDUP_CACHE_MB")); err == nil {
+		return mb
+	}
+	return dedup.DefaultBudgetBytes >> 20
 }
 
 func (w Workload) requestTimeout() time.Duration {
@@ -91,8 +119,11 @@ type Figures struct {
 	// ServerCPUSeconds is CPU time spent by the server process(es) of the
 	// target (the gateways, or the JetStream server) during the run.
 	ServerCPUSeconds float64
-	// PeakRSSBytes is the largest resident set seen of those processes.
-	PeakRSSBytes int64
+	// PeakRSSBytes is the largest resident set seen of those processes;
+	// GatewayPeakRSSBytes that of the gateways alone (queengate, started
+	// by queenbench), 0 when unknown.
+	PeakRSSBytes        int64
+	GatewayPeakRSSBytes int64
 	// ProbeSkippedShare is the share of segments whose SQL probe was
 	// skipped (queengate), -1 when unknown; ProbeNarrowedShare the share
 	// narrowed to the cache's candidates.
@@ -103,20 +134,26 @@ type Figures struct {
 	// unknown.
 	UnrolledShare float64
 	// CacheBytesPerHash is the dedup cache's resident bytes per hash
-	// (queengate), -1 when unknown.
-	CacheBytesPerHash float64
+	// (queengate), -1 when unknown; CacheBytesPerEntry per resident
+	// entry (a partition's).
+	CacheBytesPerHash  float64
+	CacheBytesPerEntry float64
 	// MeanFrame is the messages per segment written (queengate), -1 when
 	// unknown.
 	MeanFrame float64
-	// Hydrations and Fills are the gateways' cache hydrations and gap
-	// fills during the run (queengate), -1 when unknown.
-	Hydrations, Fills int64
+	// Hydrations, Fills and Evictions are the gateways' cache
+	// hydrations, gap fills and entries evicted for the budget during the
+	// run (queengate), -1 when unknown.
+	Hydrations, Fills, Evictions int64
+	// Suppressed is the partitions the cache's admission gate keeps out
+	// at the run's end (queengate), -1 when unknown.
+	Suppressed int64
 }
 
 // unknownFigures are Figures with every optional figure unknown.
 func unknownFigures() Figures {
 	return Figures{ProbeSkippedShare: -1, ProbeNarrowedShare: -1, UnrolledShare: -1, CacheBytesPerHash: -1,
-		MeanFrame: -1, Hydrations: -1, Fills: -1}
+		CacheBytesPerEntry: -1, MeanFrame: -1, Hydrations: -1, Fills: -1, Evictions: -1, Suppressed: -1}
 }
 
 // Result is one run of one target.
@@ -157,9 +194,17 @@ type Result struct {
 	ProbeNarrowedShare      float64 `json:"probe_narrowed_share"`
 	UnrolledShare           float64 `json:"unrolled_share"`
 	CacheBytesPerHash       float64 `json:"cache_bytes_per_hash"`
+	CacheBytesPerEntry      float64 `json:"cache_bytes_per_entry"`
 	MeanFrame               float64 `json:"mean_frame_messages"`
 	Hydrations              int64   `json:"hydrations"`
 	Fills                   int64   `json:"fills"`
+	Evictions               int64   `json:"evictions"`
+	Suppressed              int64   `json:"suppressed_partitions"`
+	// GatewayPeakRSSBytes is the gateways' own peak resident set since
+	// they started (without their NATS server), 0 when unknown.
+	GatewayPeakRSSBytes int64 `json:"gateway_peak_rss_bytes"`
+	// PartitionsTouched is how many partitions the measured run sent to.
+	PartitionsTouched int64 `json:"partitions_touched"`
 	// Retries are requests sent again after a failure (RetryFailed);
 	// Killed the gateways killed during the run (KillAt).
 	Retries int64 `json:"retries"`
@@ -195,4 +240,17 @@ type Report struct {
 	// Ratios of queengate's throughput to each other target's, present for
 	// --compare runs.
 	Ratios []Ratio `json:"ratios,omitempty"`
+	// Checks are the budget checks of each gateway round, for workloads
+	// that ask for them (BudgetChecks).
+	Checks []Check `json:"checks,omitempty"`
+}
+
+// Check is one target's figure of one round held to its limit.
+type Check struct {
+	Target string `json:"target"`
+	Round  int    `json:"round"`
+	// Name says what is checked; Figures the figures it compared.
+	Name    string `json:"name"`
+	Figures string `json:"figures"`
+	Met     bool   `json:"met"`
 }
