@@ -59,6 +59,19 @@ func decodeDeadLetter(t *testing.T, data []byte) deadLetterFields {
 	return d
 }
 
+// smallLimit is the data limit of setupSmallLimit's store.
+const smallLimit = 8 << 10
+
+// setupSmallLimit is setupConsumer of one message of data, transactionId
+// x, on a store that holds data to smallLimit bytes.
+func setupSmallLimit(t *testing.T, data string) *consumerBundle {
+	t.Helper()
+	b := setupConsumer(t, 0)
+	b.store.SetMaxData(func() int64 { return smallLimit })
+	b.pushData(t, "x", data)
+	return b
+}
+
 // A store not told the limit holds dead letters to the push limit of
 // NATS's default max payload.
 func TestTheDefaultDataLimitIsTheDefaultMaxPayloads(t *testing.T) {
@@ -72,20 +85,17 @@ func TestTheDefaultDataLimitIsTheDefaultMaxPayloads(t *testing.T) {
 // boundary and marked; < > & are not escaped.
 func TestADeadLetterCutsTheErrorToFit(t *testing.T) {
 	t.Parallel()
-	const limit = 8 << 10
-	b := setupConsumer(t, 0)
-	b.store.SetMaxData(func() int64 { return limit })
-	data := `"` + strings.Repeat("d", limit-2000) + `"`
-	b.pushData(t, "x", data)
+	data := `"` + strings.Repeat("d", smallLimit-2000) + `"`
+	b := setupSmallLimit(t, data)
 	why := "<&>" + strings.Repeat("é", 2000) // 4003 bytes
 	dl := b.deadLetterOf(t, why)
 	d := decodeDeadLetter(t, dl)
 	cut, marked := strings.CutSuffix(d.Error, "…")
-	if len(dl) > limit || string(d.Data) != data || !marked || !strings.HasPrefix(why, cut) || !utf8.ValidString(cut) {
-		t.Fatalf("dead letter of %d bytes (limit %d), data kept %v, error %.40q…%q", len(dl), limit, string(d.Data) == data, d.Error, d.Error[len(d.Error)-8:])
+	if len(dl) > smallLimit || string(d.Data) != data || !marked || !strings.HasPrefix(why, cut) || !utf8.ValidString(cut) {
+		t.Fatalf("dead letter of %d bytes (smallLimit %d), data kept %v, error %.40q…%q", len(dl), smallLimit, string(d.Data) == data, d.Error, d.Error[len(d.Error)-8:])
 	}
-	if len(dl)+len("é") <= limit {
-		t.Errorf("the error was cut to %d bytes, though %d more bytes fit", len(cut), limit-len(dl))
+	if len(dl)+len("é") <= smallLimit {
+		t.Errorf("the error was cut to %d bytes, though %d more bytes fit", len(cut), smallLimit-len(dl))
 	}
 	if !strings.Contains(string(dl), `"error":"<&>éé`) {
 		t.Errorf("the error is escaped: %.300s", dl)
@@ -96,14 +106,11 @@ func TestADeadLetterCutsTheErrorToFit(t *testing.T) {
 // data out, says how large it was, and carries the error whole.
 func TestADeadLetterOmitsDataThatCannotFit(t *testing.T) {
 	t.Parallel()
-	const limit = 8 << 10
-	b := setupConsumer(t, 0)
-	b.store.SetMaxData(func() int64 { return limit })
-	data := `"` + strings.Repeat("d", limit-100) + `"`
-	b.pushData(t, "x", data)
+	data := `"` + strings.Repeat("d", smallLimit-100) + `"`
+	b := setupSmallLimit(t, data)
 	dl := b.deadLetterOf(t, "no <good>")
 	d := decodeDeadLetter(t, dl)
-	if len(dl) > limit || d.Data != nil || d.DataOmitted == nil || d.DataOmitted.Bytes != len(data) || d.Error != "no <good>" {
+	if len(dl) > smallLimit || d.Data != nil || d.DataOmitted == nil || d.DataOmitted.Bytes != len(data) || d.Error != "no <good>" {
 		t.Fatalf("dead letter %s: want no data, dataOmitted of %d bytes and the error whole", dl, len(data))
 	}
 }
