@@ -94,7 +94,7 @@ func (s *Store) Pop(ctx context.Context, r model.PopRequest) (model.PopResult, e
 			return err
 		}
 		var dead []model.Delivery
-		var tooLarge []int64 // offsets of dead
+		var tooLarge []int64 // offsets of the dead ones no pop could deliver
 		for rows.Next() {
 			var (
 				d       model.Delivery
