@@ -196,6 +196,10 @@ func (c *Consumers) pop(ctx context.Context, place string, body []byte) (any, *q
 	pr := model.PopRequest{Group: g, PartitionID: pid, Max: req.Max, Lease: time.Duration(req.LeaseMs) * time.Millisecond,
 		Consumer: req.Consumer}
 	pr.Room, pr.MaxBytes = c.popRoom(len(acked), req.MaxBytes)
+	// What a pop carrying no ack has room for: a message taking more
+	// could never be delivered, and is dead-lettered instead of stalling
+	// its partition.
+	pr.MaxDelivery, _ = c.popRoom(0, 0)
 	// Beside a large ack answer the next message may not fit: waiting
 	// could not deliver it either, and the next pop, carrying none, will.
 	wait := pr.Room >= largestDelivery(c.maxPayload())
@@ -210,8 +214,16 @@ func (c *Consumers) pop(ctx context.Context, place string, body []byte) (any, *q
 		if res.DeadLetterErr != nil {
 			c.log.Warn().Err(res.DeadLetterErr).Str("queue", queue).Str("group", req.Group).Msg("dead-lettering failed; a later pop retries")
 		}
-		deadLettered += res.DeadLettered
+		if res.TooLarge > 0 {
+			c.log.Warn().Str("queue", queue).Str("group", req.Group).Str("partition", res.Partition).Int("messages", res.TooLarge).
+				Int64("max_delivery_bytes", pr.MaxDelivery).Msg("dead-lettered messages too large for any pop's answer")
+		}
+		moved := res.DeadLettered
+		deadLettered += moved
 		res.DeadLettered = deadLettered
+		if len(res.Messages) == 0 && moved > 0 && ctx.Err() == nil {
+			continue // what it moved may have stood before messages ready now
+		}
 		left := time.Until(deadline)
 		if len(res.Messages) > 0 || left <= 0 || !wait {
 			return c.popAnswer(queue, g, &res, acked), nil
@@ -445,7 +457,7 @@ func encodePop(queue, group string, r *model.PopResult, acked []byte) rawAnswer 
 		b = strconv.AppendInt(b, int64(m.Attempts), 10)
 		if m.LastError != "" {
 			b = append(b, `,"lastError":`...)
-			b = appendString(b, m.LastError)
+			b = appendJSONString(b, m.LastError) // <, > and & as they are
 		}
 		b = append(b, '}')
 	}

@@ -125,9 +125,10 @@ var widestPosition = queengate.TimerPosition{FireAt: time.Date(9999, 12, 31, 23,
 	TimerID: "00000000-0000-0000-0000-000000000000"}
 
 // tooLargeToAnswer refuses an answer of one stored message that does not
-// fit budget bytes: only data pushed while the max payload was larger.
+// fit budget bytes: it was stored under a larger max payload, or before
+// its kind was held to the limit (the cause is not known here).
 func tooLargeToAnswer(what string, size, budget int) *queengate.Error {
 	return &queengate.Error{Code: queengate.CodeTooLarge, Message: fmt.Sprintf(
-		"%s takes %d bytes, more than one answer carries on this gateway's NATS connection (%d bytes): its data was pushed while the max payload was larger",
+		"%s takes %d bytes, more than one answer carries on this gateway's NATS connection (%d bytes)",
 		what, size, budget)}
 }

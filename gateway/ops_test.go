@@ -41,6 +41,7 @@ func (e *testEnv) startOpsGateway(token string, icfg ingest.Config) *opsGateway 
 	}
 	e.t.Cleanup(nc.Close)
 	store := pgtest.Store(e.t, e.pgURL)
+	store.SetMaxData(func() int64 { return queengate.MaxDataBytes(nc.MaxPayload()) }) // as the daemon does
 	log := zerolog.New(zerolog.NewTestWriter(e.t)).Level(zerolog.WarnLevel)
 	ing, err := ingest.New(store, icfg, log, nil)
 	if err != nil {

@@ -46,6 +46,10 @@ type PopRequest struct {
 	// DeliverySize bounds it); the first message may take more, but never
 	// more than Room: when it does not fit in Room, nothing is delivered.
 	MaxBytes, Room int64
+	// MaxDelivery is the most one message may take in any pop's answer
+	// (Room with no ack answer beside it): a message that takes more can
+	// never be delivered, and is dead-lettered instead. 0: no bound.
+	MaxDelivery int64
 }
 
 // DeliveryEnvelope bounds what a delivered message takes in a pop's
@@ -78,6 +82,9 @@ type PopResult struct {
 	LeaseUntil   time.Time
 	Messages     []Delivery
 	DeadLettered int // moved to the dead-letter queue instead of delivered
+	// TooLarge counts those of DeadLettered moved because they take more
+	// than MaxDelivery: no pop could ever deliver them.
+	TooLarge int
 	// DeadLetterErr is why messages out of attempts could not be moved
 	// (they stay for a later pop); the delivered ones are leased anyway.
 	DeadLetterErr error

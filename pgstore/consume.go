@@ -1,11 +1,13 @@
 package pgstore
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"sort"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -75,7 +77,8 @@ func (s *Store) PartitionID(ctx context.Context, queueID int64, name string) (in
 
 // Pop leases a partition with work to the request's consumer and returns
 // what it delivers (docs/design.md, "Consuming"). Messages out of
-// attempts are then moved to the dead-letter queue.
+// attempts, and those too large for any pop to deliver, are then moved
+// to the dead-letter queue.
 func (s *Store) Pop(ctx context.Context, r model.PopRequest) (model.PopResult, error) {
 	var out model.PopResult
 	err := func() error {
@@ -84,12 +87,14 @@ func (s *Store) Pop(ctx context.Context, r model.PopRequest) (model.PopResult, e
 			pid = &r.PartitionID
 		}
 		rows, err := s.pool.Query(ctx, `SELECT partition_id, partition, lease_id, lease_until, off, txn_id, data::text,
-			created_at, attempts, last_error, dead FROM queen.consumer_pop($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-			r.Group.ID, r.Group.QueueID, pid, r.Max, r.Lease.Seconds(), r.Consumer, r.MaxBytes, r.Room, model.DeliveryEnvelope)
+			created_at, attempts, last_error, dead, too_large FROM queen.consumer_pop($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+			r.Group.ID, r.Group.QueueID, pid, r.Max, r.Lease.Seconds(), r.Consumer, r.MaxBytes, r.Room, model.DeliveryEnvelope,
+			r.MaxDelivery)
 		if err != nil {
 			return err
 		}
 		var dead []model.Delivery
+		var tooLarge []int64 // offsets of the dead ones no pop could deliver
 		for rows.Next() {
 			var (
 				d       model.Delivery
@@ -98,9 +103,10 @@ func (s *Store) Pop(ctx context.Context, r model.PopRequest) (model.PopResult, e
 				data    string
 				lastErr *string
 				isDead  bool
+				isLarge bool
 			)
 			if err := rows.Scan(&d.PartitionID, &out.Partition, &lease, &until, &d.Offset, &d.TxnID, &data,
-				&d.CreatedAt, &d.Attempts, &lastErr, &isDead); err != nil {
+				&d.CreatedAt, &d.Attempts, &lastErr, &isDead, &isLarge); err != nil {
 				rows.Close()
 				return err
 			}
@@ -109,6 +115,10 @@ func (s *Store) Pop(ctx context.Context, r model.PopRequest) (model.PopResult, e
 				d.LastError = *lastErr
 			}
 			out.PartitionID = d.PartitionID
+			if isLarge {
+				d.LastError = tooLargeError(d, r.MaxDelivery)
+				tooLarge = append(tooLarge, d.Offset)
+			}
 			if isDead {
 				dead = append(dead, d)
 				continue
@@ -123,7 +133,15 @@ func (s *Store) Pop(ctx context.Context, r model.PopRequest) (model.PopResult, e
 		if len(dead) > 0 {
 			// The delivered messages are leased already: a failure here
 			// is reported beside them, and a later pop dead-letters again.
-			out.DeadLettered, _, _, out.DeadLetterErr = s.deadLetter(ctx, r.Group, out.Partition, dead)
+			var moved []int64
+			moved, _, _, out.DeadLetterErr = s.deadLetter(ctx, r.Group, out.Partition, dead)
+			out.DeadLettered = len(moved)
+			for _, off := range moved {
+				if slices.Contains(tooLarge, off) {
+					out.TooLarge++
+				}
+			}
+			s.undeliverable.WithLabelValues(r.Group.Queue, r.Group.Name).Add(float64(out.TooLarge))
 		}
 		return nil
 	}()
@@ -221,7 +239,9 @@ func (s *Store) Ack(ctx context.Context, g model.Group, partitionID int64, lease
 				return err
 			}
 			var ended bool
-			out.DeadLettered, out.NextOffset, ended, err = s.deadLetter(ctx, g, partition, dead)
+			var moved []int64
+			moved, out.NextOffset, ended, err = s.deadLetter(ctx, g, partition, dead)
+			out.DeadLettered = len(moved)
 			out.LeaseEnded = out.LeaseEnded || ended
 			if err != nil {
 				return err
@@ -287,13 +307,13 @@ func deadLetterID(g model.Group, partitionID, offset int64) string {
 // ack dead-lettered meanwhile: once per message and group. A failure
 // leaves them below the cursor, for the next pop to find again. The
 // dead-letter message's transactionId is "<group>:<messageId>", its data
-// the original's with its ids and the last error. It returns how many it
-// moved, the group's cursor after, and whether that ended a lease.
-func (s *Store) deadLetter(ctx context.Context, g model.Group, partition string, dead []model.Delivery) (moved int, next int64, ended bool, err error) {
+// deadLetterData's. It returns the offsets it moved, the group's cursor
+// after, and whether that ended a lease.
+func (s *Store) deadLetter(ctx context.Context, g model.Group, partition string, dead []model.Delivery) (moved []int64, next int64, ended bool, err error) {
 	var dlq int64
 	if err := s.pool.QueryRow(ctx, "SELECT partition_id FROM queen.ensure_partition($1, $2)",
 		model.DeadLetterQueue(g.Queue), partition).Scan(&dlq); err != nil {
-		return 0, 0, false, fmt.Errorf("dead-letter queue: %w", err)
+		return nil, 0, false, fmt.Errorf("dead-letter queue: %w", err)
 	}
 	pid := dead[0].PartitionID
 	offsets := make([]int64, len(dead))
@@ -310,38 +330,35 @@ func (s *Store) deadLetter(ctx context.Context, g model.Group, partition string,
 			return err
 		}
 		if len(pending) > 0 {
-			if err := pushDeadLetters(ctx, tx, g, partition, dlq, dead, pending); err != nil {
+			if err := pushDeadLetters(ctx, tx, g, partition, dlq, dead, pending, s.maxData()); err != nil {
 				return err
 			}
 		}
-		moved = len(pending)
+		moved = pending
 		return tx.QueryRow(ctx, "SELECT next_offset, lease_ended FROM queen.consumer_dead_lettered($1, $2, $3)",
 			g.ID, pid, pending).Scan(&next, &ended)
 	})
 	if err != nil {
-		return 0, 0, false, err
+		return nil, 0, false, err
 	}
 	return moved, next, ended, nil
 }
 
 // pushDeadLetters writes the pending ones of dead to the dead-letter
-// partition dlq, in tx.
-func pushDeadLetters(ctx context.Context, tx pgx.Tx, g model.Group, partition string, dlq int64, dead []model.Delivery, pending []int64) error {
+// partition dlq, in tx, each within maxData bytes.
+func pushDeadLetters(ctx context.Context, tx pgx.Tx, g model.Group, partition string, dlq int64, dead []model.Delivery, pending []int64, maxData int) error {
 	fr := model.Frame{PartitionID: dlq, Verified: -1}
 	for _, d := range dead {
 		if !slices.Contains(pending, d.Offset) {
 			continue
 		}
 		id := deadLetterID(g, d.PartitionID, d.Offset)
-		body, err := json.Marshal(deadLetterBody{Queue: g.Queue, Partition: partition, Group: g.Name,
+		body, err := deadLetterData(deadLetterBody{Queue: g.Queue, Partition: partition, Group: g.Name,
 			MessageID: model.MessageID(d.PartitionID, d.Offset), Offset: d.Offset, TransactionID: d.TxnID,
-			CreatedAt: d.CreatedAt.UTC(), Attempts: d.Attempts, Error: d.LastError})
+			CreatedAt: d.CreatedAt.UTC(), Attempts: d.Attempts, Error: d.LastError}, d.Data, maxData)
 		if err != nil {
 			return err
 		}
-		// The data goes in as stored, byte for byte: json.Marshal would
-		// compact it and escape <, > and &.
-		body = append(append(append(body[:len(body)-1], `,"data":`...), d.Data...), '}')
 		fr.TxnIDs, fr.Hashes, fr.Data = append(fr.TxnIDs, id), append(fr.Hashes, model.HashTxnID(id)), append(fr.Data, body)
 	}
 	args, err := bundleArgs([]model.Frame{fr})
@@ -369,7 +386,77 @@ type deadLetterBody struct {
 	CreatedAt     time.Time `json:"createdAt"`
 	Attempts      int       `json:"attempts"`
 	Error         string    `json:"error"`
+	// DataOmitted stands for data too large to fit in the dead letter.
+	DataOmitted *omittedData `json:"dataOmitted,omitempty"`
 	// data follows, appended as stored
+}
+
+type omittedData struct {
+	Bytes int `json:"bytes"`
+}
+
+// cutMark ends an error cut to fit in its dead letter.
+const cutMark = "…"
+
+// deadLetterData is a dead letter's data, at most maxData bytes (what a
+// push may carry, so that it can be delivered as any message): body's
+// fields, then the original data byte for byte. When they do not fit,
+// the error is cut, on a character boundary, ending in cutMark; when the
+// data alone leaves too little room, it is left out, and dataOmitted
+// says how large it was (the original stays readable by its messageId
+// while retention keeps it).
+func deadLetterData(body deadLetterBody, data []byte, maxData int) ([]byte, error) {
+	whole := body.Error
+	tail := append(append([]byte(`,"data":`), data...), '}')
+	if b, ok := fitError(body, whole, maxData-len(tail)); ok {
+		return append(b, tail...), nil
+	}
+	body.DataOmitted = &omittedData{Bytes: len(data)}
+	if b, ok := fitError(body, whole, maxData-1); ok {
+		return append(b, '}'), nil
+	}
+	return nil, fmt.Errorf("a dead letter's fields alone take more than %d bytes", maxData)
+}
+
+// fitError encodes body's fields, without the closing brace, in at most
+// room bytes, with the error whole or cut to fit; false when nothing of
+// it fits.
+func fitError(body deadLetterBody, whole string, room int) ([]byte, bool) {
+	if b := encodeFields(body); len(b) <= room {
+		return b, true
+	}
+	var starts []int // where each character of the error starts
+	for i := range whole {
+		starts = append(starts, i)
+	}
+	cut := func(n int) []byte {
+		body.Error = whole[:n] + cutMark
+		return encodeFields(body)
+	}
+	n := sort.Search(len(starts), func(i int) bool { return len(cut(starts[i])) > room })
+	if n == 0 {
+		return nil, false
+	}
+	return cut(starts[n-1]), true
+}
+
+// encodeFields encodes body without its closing brace, escaping only
+// what JSON requires: an error's <, > and & stay as they are, not six
+// bytes each.
+func encodeFields(body deadLetterBody) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(body) // strings, numbers and a time: always encodes
+	b := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	return b[:len(b)-1]
+}
+
+// tooLargeError is the error of a message dead-lettered because it takes
+// more than maxDelivery bytes in a pop's answer.
+func tooLargeError(d model.Delivery, maxDelivery int64) string {
+	return fmt.Sprintf("too large to deliver: it takes up to %d bytes in a pop's answer, more than the %d the gateway's NATS max payload leaves for one message",
+		model.DeliverySize(d), maxDelivery)
 }
 
 // Lease renews (d > 0) or releases (d = 0) a lease; false when it is not

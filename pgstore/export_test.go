@@ -30,3 +30,6 @@ func RoutinesChecksum() string {
 // SetSettleTimeout shortens the settling of unknown outcomes for tests
 // that make it fail.
 func (s *Store) SetSettleTimeout(d time.Duration) { s.settleTimeout = d }
+
+// DefaultMaxData is the data limit of a store not given one.
+const DefaultMaxData = defaultMaxData

@@ -48,6 +48,7 @@ func (c *poolCollector) Describe(ch chan<- *prometheus.Desc) {
 		c.canceled, c.waitSec, c.opened, c.lifetimeClosed, c.idleClosed, c.unconfirmed, c.deletedUnconsumed} {
 		ch <- d
 	}
+	c.s.undeliverable.Describe(ch)
 }
 
 func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
@@ -68,6 +69,15 @@ func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.lifetimeClosed, float64(st.MaxLifetimeDestroyCount()))
 	counter(c.idleClosed, float64(st.MaxIdleDestroyCount()))
 	c.collectConsumers(ch)
+	c.s.undeliverable.Collect(ch)
+}
+
+// newUndeliverableCounter counts, in this process, messages its pops
+// dead-lettered because no pop could deliver them.
+func newUndeliverableCounter() *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: "queengate_consumer_undeliverable_total",
+		Help: "Messages dead-lettered by this gateway's pops because they were too large to deliver, per queue and group."},
+		[]string{"queue", "group"})
 }
 
 // collectConsumers reads the consumer groups' counts from their cursors

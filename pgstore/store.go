@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // sqlstatePartitionNotFound is raised by queen.log_push_bundle for an
@@ -23,6 +24,11 @@ type Store struct {
 	pool          *pgxpool.Pool
 	settleTimeout time.Duration
 	hb            heartbeat
+	// dataLimit is the most data a message may carry; see SetMaxData.
+	dataLimit func() int64
+	// undeliverable counts messages dead-lettered by pops because they
+	// were too large to deliver, per queue and group.
+	undeliverable *prometheus.CounterVec
 }
 
 // Open connects a pool to connString (a PostgreSQL URL or DSN, with pgx's
@@ -67,7 +73,29 @@ func OpenConfig(ctx context.Context, cfg *pgxpool.Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: connect: %w", err)
 	}
-	return &Store{pool: pool, settleTimeout: defaultSettleTimeout}, nil
+	return &Store{pool: pool, settleTimeout: defaultSettleTimeout, undeliverable: newUndeliverableCounter()}, nil
+}
+
+// SetMaxData gives the store the most data a message may carry: the
+// limit pushes are held to (queengate.MaxDataBytes of the NATS max
+// payload; a func, as the max payload may change with the server). Dead
+// letters are held to it too, so that they can be delivered. Until set,
+// or while it is not above 0 (NATS not connected yet), the limit is
+// defaultMaxData. Call it before use.
+func (s *Store) SetMaxData(limit func() int64) { s.dataLimit = limit }
+
+// defaultMaxData is queengate.MaxDataBytes of NATS's default max payload
+// (1 MiB), which pgstore, speaking model only, does not import.
+const defaultMaxData = 1<<20 - 32<<10
+
+// maxData is the most data a dead letter may carry.
+func (s *Store) maxData() int {
+	if s.dataLimit != nil {
+		if n := s.dataLimit(); n > 0 {
+			return int(n)
+		}
+	}
+	return defaultMaxData
 }
 
 // Close closes the pool.

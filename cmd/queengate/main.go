@@ -26,6 +26,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/rs/zerolog"
 
+	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/dedup"
 	"github.com/queengate/queengate/gateway"
 	"github.com/queengate/queengate/ingest"
@@ -79,6 +80,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer closeNATS()
+	store.SetMaxData(func() int64 { return queengate.MaxDataBytes(nc.MaxPayload()) }) // dead letters as deliverable as pushes
 	d, err := assemble(cfg, store, nc, log)
 	if err != nil {
 		return err

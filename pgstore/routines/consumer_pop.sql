@@ -6,7 +6,10 @@
 -- last error (each escaped at worst as \u00XX), and p_envelope in the
 -- answer; the messages delivered take at most p_max_bytes, or one message
 -- alone more, and never more than p_room (so none when the first does not
--- fit in p_room). A partition is leased to one
+-- fit in p_room). A message that takes more than p_max_delivery (when
+-- above 0: what a pop's answer can carry for one message) can never be
+-- delivered: it comes back dead, too_large, for the caller to move to
+-- the dead-letter queue as below. A partition is leased to one
 -- consumer of a group at a time: pops skip a partition whose lease is
 -- running, and take the least recently leased of the others, skipping
 -- a cursor row another pop or ack holds (SKIP LOCKED).
@@ -31,9 +34,9 @@
 -- never locked.
 CREATE OR REPLACE FUNCTION queen.consumer_pop(p_group_id bigint, p_queue_id bigint, p_partition_id bigint,
     p_max integer, p_lease_seconds double precision, p_consumer text, p_max_bytes bigint, p_room bigint,
-    p_envelope integer)
+    p_envelope integer, p_max_delivery bigint)
 RETURNS TABLE (partition_id bigint, partition text, lease_id uuid, lease_until timestamptz, off bigint, txn_id text, data json,
-               created_at timestamptz, attempts integer, last_error text, dead boolean)
+               created_at timestamptz, attempts integer, last_error text, dead boolean, too_large boolean)
 LANGUAGE plpgsql
 -- Planned once per session: re-planning each statement on every call
 -- (what the default chooses for them) cost more than running them.
@@ -60,6 +63,7 @@ DECLARE
     a_att      integer[];
     a_err      text[];
     a_dead     boolean[];
+    a_large    boolean[];
 BEGIN
     -- A cursor for every partition the group has not seen yet.
     INSERT INTO queen.consumer_cursors AS cc (group_id, partition_id)
@@ -154,18 +158,20 @@ BEGIN
            array_agg(x.created_at ORDER BY x.off),
            -- deliveries counting this one; for a dead letter, those it had
            array_agg(CASE WHEN x.dead THEN x.before ELSE x.before + 1 END ORDER BY x.off),
-           array_agg(x.last_error ORDER BY x.off), array_agg(x.dead ORDER BY x.off),
+           array_agg(x.last_error ORDER BY x.off), array_agg(x.dead ORDER BY x.off), array_agg(x.too_large ORDER BY x.off),
            -- the lease's span, and the highest offset handed out, dead ones included
            min(x.off) FILTER (WHERE NOT x.dead), max(x.off) FILTER (WHERE NOT x.dead), max(x.off)
-      INTO a_off, a_txn, a_data, a_created, a_att, a_err, a_dead, v_lo, v_hi, v_top
+      INTO a_off, a_txn, a_data, a_created, a_att, a_err, a_dead, a_large, v_lo, v_hi, v_top
       FROM (SELECT y.* FROM (
               -- what the messages so far take in the answer (dead ones none)
               SELECT d.*, sum(CASE WHEN d.dead THEN 0 ELSE d.size END) OVER w AS taken,
                      count(*) FILTER (WHERE NOT d.dead) OVER w AS nth
-                FROM (SELECT counted.*, v_max_att > 0 AND counted.before >= v_max_att AS dead,
-                             octet_length(counted.data::text) + p_envelope
-                               + 6 * (octet_length(counted.txn_id) + coalesce(octet_length(counted.last_error), 0)) AS size
-                        FROM counted) AS d
+                FROM (SELECT z.*, z.out_of_attempts OR z.too_large AS dead
+                        FROM (SELECT s.*, v_max_att > 0 AND s.before >= v_max_att AS out_of_attempts,
+                                     p_max_delivery > 0 AND s.size > p_max_delivery AS too_large
+                                FROM (SELECT counted.*, octet_length(counted.data::text) + p_envelope
+                                               + 6 * (octet_length(counted.txn_id) + coalesce(octet_length(counted.last_error), 0)) AS size
+                                        FROM counted) AS s) AS z) AS d
               WINDOW w AS (ORDER BY d.off)) AS y
              WHERE y.taken <= p_room AND (y.taken <= p_max_bytes OR y.nth <= 1)) AS x;
 
@@ -190,7 +196,7 @@ BEGIN
 
     RETURN QUERY
         SELECT c.partition_id, v_pname, CASE WHEN x.dead THEN NULL ELSE v_lease END, CASE WHEN x.dead THEN NULL ELSE v_until END,
-               x.off, x.txn_id, x.data, x.created_at, x.att, x.err, x.dead
-          FROM unnest(a_off, a_txn, a_data, a_created, a_att, a_err, a_dead) AS x(off, txn_id, data, created_at, att, err, dead);
+               x.off, x.txn_id, x.data, x.created_at, x.att, x.err, x.dead, x.too_large
+          FROM unnest(a_off, a_txn, a_data, a_created, a_att, a_err, a_dead, a_large) AS x(off, txn_id, data, created_at, att, err, dead, too_large);
 END
 $$;
