@@ -118,7 +118,9 @@ const recheck = time.Second
 // announced by every gateway.
 func (c *Consumers) addEndpoints(g *Gateway) error {
 	c.log = g.log
-	c.maxPayload = g.nc.MaxPayload
+	if c.maxPayload == nil { // Admin.MountGroups may have set it (same connection)
+		c.maxPayload = g.nc.MaxPayload
+	}
 	p := g.cfg.Prefix + ".consume."
 	place := []string{"<queue>", "<partition>"}
 	err := g.addRequestEndpoints([]requestEndpoint{
