@@ -149,10 +149,10 @@ func storedView(m model.StoredMessage) queengate.StoredMessage {
 
 func validPlace(queue, partition string) *queengate.Error {
 	if !queengate.ValidName(queue) {
-		return badInput("bad queue name %q: %s", queue, queengate.NameRule)
+		return badInput("bad queue name %q: %s", clip(queue), queengate.NameRule)
 	}
 	if !queengate.ValidName(partition) {
-		return badInput("bad partition name %q: %s", partition, queengate.NameRule)
+		return badInput("bad partition name %q: %s", clip(partition), queengate.NameRule)
 	}
 	return nil
 }
@@ -224,19 +224,31 @@ func (o *Ops) MessageByTxn(ctx context.Context, queue, partition, txnID string) 
 	if werr := validPlace(queue, partition); werr != nil {
 		return nil, werr
 	}
+	if werr := checkTxnID(txnID); werr != nil {
+		return nil, werr
+	}
 	l, err := o.reads.FindTxn(ctx, queue, partition, txnID)
 	if err != nil {
 		return nil, readError(err)
 	}
 	if !l.Found {
 		return nil, &queengate.Error{Code: queengate.CodeNotFound, Message: fmt.Sprintf(
-			"transactionId %q is not stored in %s/%s within the queue's window (%ds)", txnID, queue, partition, l.WindowSeconds)}
+			"transactionId %q is not stored in %s/%s within the queue's window (%ds)", clip(txnID), queue, partition, l.WindowSeconds)}
 	}
 	if !l.Retained {
 		return nil, &queengate.Error{Code: queengate.CodeNotFound, Message: fmt.Sprintf(
-			"transactionId %q was stored at offset %d of %s/%s, and retention has deleted the message since (the id still counts for deduplication)", txnID, l.Offset, queue, partition)}
+			"transactionId %q was stored at offset %d of %s/%s, and retention has deleted the message since (the id still counts for deduplication)", clip(txnID), l.Offset, queue, partition)}
 	}
 	return o.MessageByID(ctx, model.MessageID(l.PartitionID, l.Offset))
+}
+
+// checkTxnID checks a transactionId exactly as a push checks it (the
+// push decoder, on the message {"transactionId": id}): a get by an id no
+// push could carry is the push's 400, not a 404.
+func checkTxnID(id string) *queengate.Error {
+	body := append(appendJSONString([]byte(`{"transactionId":`), id), '}')
+	_, werr := decodeOneMessage(body, "a transactionId")
+	return werr
 }
 
 // explainRequest is what explain asks about: a transactionId and,
