@@ -121,9 +121,9 @@ func (a *Admin) readyz(w http.ResponseWriter, r *http.Request) {
 	checks := map[string]string{}
 	ready := true
 	if err := a.store.Ping(ctx); err != nil {
-		checks["postgres"], ready = "unreachable: "+err.Error(), false
+		checks["postgres"], ready = postgresProblem(&a.log, "unreachable", err), false
 	} else if v, err := a.store.SchemaVersion(ctx); err != nil {
-		checks["postgres"], ready = "schema version unreadable: "+err.Error(), false
+		checks["postgres"], ready = postgresProblem(&a.log, "schema version unreadable", err), false
 	} else if v != a.schemaVersion {
 		checks["postgres"], ready = "schema not migrated", false
 	} else {
