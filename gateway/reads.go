@@ -103,8 +103,8 @@ func (o *Ops) read(ctx context.Context, queue, partition string, req queengate.R
 		return nil, badInput("from is %d: offsets start at 0", req.From)
 	case req.Max < 0 || req.Max > queengate.MaxReadMax:
 		return nil, badInput("max is %d: 1 to %d (0 or absent: %d)", req.Max, queengate.MaxReadMax, queengate.DefaultReadMax)
-	case req.MaxBytes < 0:
-		return nil, badInput("maxBytes is %d: at least 1 (0 or absent: %d)", req.MaxBytes, queengate.DefaultReadMaxBytes)
+	case req.MaxBytes < 0 || req.MaxBytes > maxPopBytes: // a pop's bound: one range for both
+		return nil, badInput("maxBytes is %d: 1 to %d (0 or absent: %d)", req.MaxBytes, maxPopBytes, queengate.DefaultReadMaxBytes)
 	}
 	if req.Max == 0 {
 		req.Max = queengate.DefaultReadMax
