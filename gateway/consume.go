@@ -757,8 +757,10 @@ func groupViews(gps []model.GroupPartition) []queengate.GroupView {
 func consumeError(err error) *queengate.Error {
 	switch {
 	case errors.Is(err, model.ErrQueueNotFound):
-		return &queengate.Error{Code: queengate.CodeNotFound, Message: "unknown queue: " + err.Error()}
-	case errors.Is(err, model.ErrGroupNotFound), errors.Is(err, model.ErrNotFound):
+		return notFound(err, model.ErrQueueNotFound, "unknown queue ")
+	case errors.Is(err, model.ErrNotFound):
+		return notFound(err, model.ErrNotFound, "unknown ")
+	case errors.Is(err, model.ErrGroupNotFound):
 		return &queengate.Error{Code: queengate.CodeNotFound, Message: err.Error()}
 	}
 	return storeError(err)

@@ -64,10 +64,16 @@ func decodeTimer(body []byte, now time.Time) (timerRequest, *queengate.Error) {
 // extra fields named) with the push decoder and its checks. what names
 // it ("a timer") where it is refused as an array.
 func decodeOneMessage(body []byte, what string, extra ...string) (*rawMessage, *queengate.Error) {
-	if bytes.HasPrefix(bytes.TrimSpace(body), []byte("[")) {
+	switch {
+	case jsonBlank(body):
+		return nil, badInput("empty body: %s is one JSON message object", what)
+	case bytes.HasPrefix(bytes.TrimSpace(body), []byte("[")):
 		return nil, badInput("%s is one message object, not an array", what)
 	}
 	raw, werr := scanMessages(body, 1, extra...)
+	if werr != nil && werr.Message == notMessages {
+		werr.Message = what + " must be one JSON message object"
+	}
 	if werr == nil {
 		werr = raw[0].check(0)
 	}
