@@ -1,13 +1,12 @@
 package gateway_test
 
 import (
-	"bytes"
 	"context"
+	"fmt"
 	"net"
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -47,7 +46,7 @@ func TestPostgresProblemsCarryNoConnectionDetails(t *testing.T) {
 		{"no such database", noDB.String(), "unreachable: no such database", "nosuchdb_pgproblem"},
 	} {
 		store := pgtest.Store(t, c.url)
-		logged := &lockedLog{}
+		logged := &gateway.LogBuffer{}
 		admin := gateway.NewAdmin("127.0.0.1:0", store, pgstore.LatestVersion(), e.client, prometheus.NewRegistry(), zerolog.New(logged))
 		if err := admin.Start(context.Background()); err != nil {
 			t.Fatal(err)
@@ -57,8 +56,8 @@ func TestPostgresProblemsCarryNoConnectionDetails(t *testing.T) {
 		if code != 503 || body["postgres"] != c.want {
 			t.Errorf("%s: /readyz = %d %v, want 503 with postgres %q", c.name, code, body, c.want)
 		}
-		if !strings.Contains(logged.String(), c.detail) {
-			t.Errorf("%s: the log lacks the detail %q: %s", c.name, c.detail, logged.String())
+		if logs := logged.Lines(t, "PostgreSQL: unreachable"); len(logs) == 0 || !strings.Contains(fmt.Sprint(logs[0]["error"]), c.detail) {
+			t.Errorf("%s: the log lacks the detail %q: %v", c.name, c.detail, logs)
 		}
 		ops := gateway.NewOps(gateway.OpsConfig{WantSchema: pgstore.LatestVersion()}, store, ing, e.client)
 		st, werr := ops.Status(context.Background())
@@ -66,22 +65,4 @@ func TestPostgresProblemsCarryNoConnectionDetails(t *testing.T) {
 			t.Errorf("%s: status = %+v %v, want postgres %q", c.name, st, werr, c.want)
 		}
 	}
-}
-
-// lockedLog is a log the test reads while the server may write it.
-type lockedLog struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
