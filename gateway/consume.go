@@ -642,8 +642,8 @@ func decodeLease(body []byte, renew bool) (queengate.LeaseRequest, *queengate.Er
 }
 
 func (c *Consumers) groups(ctx context.Context, queue string, body []byte) (any, *queengate.Error) {
-	if !queengate.ValidName(queue) {
-		return nil, badInput("bad queue name %q: %s", queue, queengate.NameRule)
+	if werr := validQueue(queue); werr != nil {
+		return nil, werr
 	}
 	page, werr := decodeGroups(body)
 	if werr != nil {

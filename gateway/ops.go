@@ -206,8 +206,8 @@ func (o *Ops) ListQueues(ctx context.Context, from string) (any, *queengate.Erro
 // GetQueue gives a queue's configuration and per-partition figures, in
 // name order from the partition named from on ("": the first).
 func (o *Ops) GetQueue(ctx context.Context, queue, from string) (any, *queengate.Error) {
-	if !queengate.ValidName(queue) {
-		return nil, badInput("bad queue name %q: 1-128 bytes of [A-Za-z0-9_-]", queue)
+	if werr := validQueue(queue); werr != nil {
+		return nil, werr
 	}
 	c, err := o.store.QueueConfig(ctx, queue)
 	if errors.Is(err, model.ErrQueueNotFound) {

@@ -150,11 +150,19 @@ func storedView(m model.StoredMessage) queengate.StoredMessage {
 }
 
 func validPlace(queue, partition string) *queengate.Error {
-	if !queengate.ValidName(queue) {
-		return badInput("bad queue name %q: %s", clip(queue), queengate.NameRule)
+	if werr := validQueue(queue); werr != nil {
+		return werr
 	}
 	if !queengate.ValidName(partition) {
 		return badInput("bad partition name %q: %s", clip(partition), queengate.NameRule)
+	}
+	return nil
+}
+
+// validQueue refuses a bad queue name, quoting at most 128 bytes of it.
+func validQueue(queue string) *queengate.Error {
+	if !queengate.ValidName(queue) {
+		return badInput("bad queue name %q: %s", clip(queue), queengate.NameRule)
 	}
 	return nil
 }

@@ -114,13 +114,7 @@ func parsePushSubject(prefix, subject string) (queue, partition string, probe bo
 	if queue == probeQueue {
 		return "", "", true, nil
 	}
-	if !queengate.ValidName(queue) {
-		return "", "", false, badInput("bad queue name %q: 1-128 bytes of [A-Za-z0-9_-]", queue)
-	}
-	if !queengate.ValidName(partition) {
-		return "", "", false, badInput("bad partition name %q: 1-128 bytes of [A-Za-z0-9_-]", partition)
-	}
-	return queue, partition, false, nil
+	return queue, partition, false, validPlace(queue, partition)
 }
 
 // decodePush decodes a push body: one message object or an array of 1 to
