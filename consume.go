@@ -125,7 +125,7 @@ type LeaseRequest struct {
 type LeaseAnswer struct {
 	LeaseID    string     `json:"leaseId"`
 	LeaseUntil *time.Time `json:"leaseUntil,omitempty"`
-	Released   bool       `json:"released"`
+	Released   bool       `json:"released,omitempty"` // a renewal: absent
 }
 
 // GroupsAnswer lists a queue's consumer groups.

@@ -43,6 +43,8 @@ type Admin struct {
 	guard func(*http.Request) *queengate.Error
 	// readiness are further checks /readyz runs, by name.
 	readiness map[string]func() error
+	// ops is the operator API Mount serves: its token guards every route.
+	ops *Ops
 
 	ln net.Listener
 }
@@ -119,9 +121,9 @@ func (a *Admin) readyz(w http.ResponseWriter, r *http.Request) {
 	checks := map[string]string{}
 	ready := true
 	if err := a.store.Ping(ctx); err != nil {
-		checks["postgres"], ready = "unreachable: "+err.Error(), false
+		checks["postgres"], ready = postgresProblem(&a.log, "unreachable", err), false
 	} else if v, err := a.store.SchemaVersion(ctx); err != nil {
-		checks["postgres"], ready = "schema version unreadable: "+err.Error(), false
+		checks["postgres"], ready = postgresProblem(&a.log, "schema version unreadable", err), false
 	} else if v != a.schemaVersion {
 		checks["postgres"], ready = "schema not migrated", false
 	} else {
@@ -177,6 +179,7 @@ func (a *Admin) guarded(h http.HandlerFunc) http.HandlerFunc {
 // Mount serves the operator API (docs/admin-api.md) on the admin HTTP
 // address. Call it before Start.
 func (a *Admin) Mount(o *Ops) {
+	a.ops = o
 	a.guard = func(r *http.Request) *queengate.Error { return o.authorize(r.Header.Get("Authorization")) }
 	a.mux.HandleFunc("POST /configure", a.opsHandler(o, func(r *http.Request, body []byte) (any, *queengate.Error) {
 		return o.Configure(r.Context(), body)
@@ -223,6 +226,32 @@ func (a *Admin) Mount(o *Ops) {
 		w.Header().Set("Content-Security-Policy", "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'")
 		_, _ = w.Write(statusPage)
 	})
+}
+
+// MountGroups serves GET /queues/<queue>/groups: the consumer groups
+// answer of <prefix>.consume.groups.<queue>, paged the same way, its
+// body's fields taken from the parameters. Call it after Mount (the
+// route is guarded by the same token) and before Start.
+func (a *Admin) MountGroups(c *Consumers) {
+	if c.maxPayload == nil {
+		// Before the gateway starts, the answers fit the same connection.
+		c.maxPayload = a.nc.MaxPayload
+	}
+	a.mux.HandleFunc("GET /queues/{queue}/groups", a.opsHandler(a.ops, func(r *http.Request, _ []byte) (any, *queengate.Error) {
+		q := r.URL.Query()
+		if werr := onlyParameters(q, "/queues/<queue>/groups", "group", "from"); werr != nil {
+			return nil, werr
+		}
+		var body []byte
+		if len(q) > 0 {
+			fields := map[string]string{}
+			for name := range q {
+				fields[name] = q.Get(name)
+			}
+			body, _ = json.Marshal(fields) // strings: cannot fail
+		}
+		return c.groups(r.Context(), r.PathValue("queue"), body)
+	}))
 }
 
 // noParameters refuses a request with URL parameters: a path that takes

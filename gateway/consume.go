@@ -118,7 +118,9 @@ const recheck = time.Second
 // announced by every gateway.
 func (c *Consumers) addEndpoints(g *Gateway) error {
 	c.log = g.log
-	c.maxPayload = g.nc.MaxPayload
+	if c.maxPayload == nil { // Admin.MountGroups may have set it (same connection)
+		c.maxPayload = g.nc.MaxPayload
+	}
 	p := g.cfg.Prefix + ".consume."
 	place := []string{"<queue>", "<partition>"}
 	err := g.addRequestEndpoints([]requestEndpoint{
@@ -652,8 +654,8 @@ func decodeLease(body []byte, renew bool) (queengate.LeaseRequest, *queengate.Er
 }
 
 func (c *Consumers) groups(ctx context.Context, queue string, body []byte) (any, *queengate.Error) {
-	if !queengate.ValidName(queue) {
-		return nil, badInput("bad queue name %q: %s", queue, queengate.NameRule)
+	if werr := validQueue(queue); werr != nil {
+		return nil, werr
 	}
 	page, werr := decodeGroups(body)
 	if werr != nil {
@@ -767,8 +769,10 @@ func groupViews(gps []model.GroupPartition) []queengate.GroupView {
 func consumeError(err error) *queengate.Error {
 	switch {
 	case errors.Is(err, model.ErrQueueNotFound):
-		return &queengate.Error{Code: queengate.CodeNotFound, Message: "unknown queue: " + err.Error()}
-	case errors.Is(err, model.ErrGroupNotFound), errors.Is(err, model.ErrNotFound):
+		return notFound(err, model.ErrQueueNotFound, "unknown queue ")
+	case errors.Is(err, model.ErrNotFound):
+		return notFound(err, model.ErrNotFound, "unknown ")
+	case errors.Is(err, model.ErrGroupNotFound):
 		return &queengate.Error{Code: queengate.CodeNotFound, Message: err.Error()}
 	}
 	return storeError(err)

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"bytes"
-	"math"
 	"regexp"
 	"slices"
 	"strconv"
@@ -111,10 +110,13 @@ func nameInto(name string, dst *string) func([]byte) *queengate.Error {
 func wholeNumberInto[T int | int64](name string, lo, hi int64, dst *T) func([]byte) *queengate.Error {
 	return func(raw []byte) *queengate.Error {
 		n, werr := wholeNumber(name, raw)
-		if werr != nil {
+		switch {
+		case werr != nil && integerLiteral.Match(raw):
+			// Beyond 64 bits: the field's own range says what to send.
+			return badInput("%q is %s: from %d to %d", name, excerpt(raw), lo, hi)
+		case werr != nil:
 			return werr
-		}
-		if n < lo || n > hi {
+		case n < lo || n > hi:
 			return badInput("%q is %d: from %d to %d", name, n, lo, hi)
 		}
 		*dst = T(n)
@@ -133,7 +135,11 @@ func wholeNumber(name string, raw []byte) (int64, *queengate.Error) {
 	}
 	n, err := strconv.ParseInt(string(raw), 10, 64)
 	if err != nil {
-		return 0, badInput("%q is %s: out of range (%d to %d)", name, raw, int64(math.MinInt64), int64(math.MaxInt64))
+		side := "too large"
+		if raw[0] == '-' {
+			side = "too small"
+		}
+		return 0, badInput("%q is %s: %s", name, excerpt(raw), side)
 	}
 	return n, nil
 }

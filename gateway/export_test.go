@@ -1,6 +1,9 @@
 package gateway
 
-import "time"
+import (
+	"testing"
+	"time"
+)
 
 // DecodeServing reads a heartbeat's serving set, for tests that watch the
 // fleet from outside.
@@ -29,3 +32,9 @@ func (c *Consumers) Waiting(queue string) bool {
 // MetricValue is a counter's value, or a histogram's sample count, as a
 // registry has it.
 var MetricValue = metricValue
+
+// LogBuffer collects a logger's output across goroutines.
+type LogBuffer = logBuffer
+
+// Lines are the JSON log lines whose message is msg.
+func (l *logBuffer) Lines(t *testing.T, msg string) []map[string]any { return l.lines(t, msg) }

@@ -5,8 +5,11 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -203,8 +206,8 @@ func (o *Ops) ListQueues(ctx context.Context, from string) (any, *queengate.Erro
 // GetQueue gives a queue's configuration and per-partition figures, in
 // name order from the partition named from on ("": the first).
 func (o *Ops) GetQueue(ctx context.Context, queue, from string) (any, *queengate.Error) {
-	if !queengate.ValidName(queue) {
-		return nil, badInput("bad queue name %q: 1-128 bytes of [A-Za-z0-9_-]", queue)
+	if werr := validQueue(queue); werr != nil {
+		return nil, werr
 	}
 	c, err := o.store.QueueConfig(ctx, queue)
 	if errors.Is(err, model.ErrQueueNotFound) {
@@ -261,10 +264,11 @@ func (o *Ops) Status(ctx context.Context) (any, *queengate.Error) {
 	st := queengate.StatusAnswer{Version: o.version, StartedAt: o.started.UTC(), UptimeSeconds: time.Since(o.started).Seconds(),
 		Postgres: "ok", NATS: "connected", Ingest: queengate.IngestStat{BufferedMessages: o.ing.Buffered()}}
 	// Error texts are cut: the answer fits whatever max payload.
+	log := storeLog.Load()
 	if err := o.store.Ping(ctx); err != nil {
-		st.Postgres = cutText("unreachable: "+err.Error(), maxErrorText)
+		st.Postgres = postgresProblem(log, "unreachable", err)
 	} else if v, err := o.store.SchemaVersion(ctx); err != nil {
-		st.Postgres = cutText("schema version unreadable: "+err.Error(), maxErrorText)
+		st.Postgres = postgresProblem(log, "schema version unreadable", err)
 	} else {
 		st.SchemaVersion = v
 		if v != o.wantSchema {
@@ -281,6 +285,46 @@ func (o *Ops) Status(ctx context.Context) (any, *queengate.Error) {
 			Rebuilds: cs.Rebuilds, Evictions: cs.Evictions}
 	}
 	return st, nil
+}
+
+// postgresProblem says what is wrong with PostgreSQL in an answer: what
+// failed and the class of the reason, never the driver's text (it names
+// the server's address, port, user and database); that goes to the log.
+func postgresProblem(log *zerolog.Logger, what string, err error) string {
+	log.Warn().Err(err).Msg("PostgreSQL: " + what)
+	return what + ": " + reasonClass(err)
+}
+
+// reasonClass names why a connection or query failed, in a few words.
+func reasonClass(err error) string {
+	var (
+		netErr net.Error
+		dnsErr *net.DNSError
+		state  interface{ SQLState() string }
+	)
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
+		return "no answer in time"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.As(err, &dnsErr):
+		return "host not found"
+	case errors.As(err, &state):
+		switch code := state.SQLState(); {
+		case strings.HasPrefix(code, "28"):
+			return "authentication refused"
+		case code == "3D000":
+			return "no such database"
+		case strings.HasPrefix(code, "57P"):
+			return "the server is shutting down or starting"
+		case strings.HasPrefix(code, "53"):
+			return "the server is out of resources (connections, memory, disk)"
+		}
+		return "the server refused (SQLSTATE " + state.SQLState() + ")"
+	case errors.As(err, &netErr), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "connection lost"
+	}
+	return "see the gateway's log"
 }
 
 // storeError maps a store failure: PostgreSQL out of reach is a 503

@@ -58,7 +58,8 @@ func (e *testEnv) startOpsGateway(token string, icfg ingest.Config) *opsGateway 
 		e.t.Fatal(err)
 	}
 	timerOps := gateway.NewTimerOps(tsvc, ops)
-	gw, err := gateway.New(gateway.Config{Prefix: e.prefix, Ops: ops, Timers: timerOps, Consumers: gateway.NewConsumers(store)}, nc, ing, log, nil)
+	consumers := gateway.NewConsumers(store)
+	gw, err := gateway.New(gateway.Config{Prefix: e.prefix, Ops: ops, Timers: timerOps, Consumers: consumers}, nc, ing, log, nil)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -70,6 +71,7 @@ func (e *testEnv) startOpsGateway(token string, icfg ingest.Config) *opsGateway 
 	admin := gateway.NewAdmin("127.0.0.1:0", store, pgstore.LatestVersion(), nc, prometheus.NewRegistry(), log)
 	admin.Mount(ops)
 	admin.MountTimers(timerOps)
+	admin.MountGroups(consumers)
 	if err := admin.Start(context.Background()); err != nil {
 		e.t.Fatal(err)
 	}

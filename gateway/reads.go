@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	queengate "github.com/queengate/queengate"
@@ -103,8 +105,8 @@ func (o *Ops) read(ctx context.Context, queue, partition string, req queengate.R
 		return nil, badInput("from is %d: offsets start at 0", req.From)
 	case req.Max < 0 || req.Max > queengate.MaxReadMax:
 		return nil, badInput("max is %d: 1 to %d (0 or absent: %d)", req.Max, queengate.MaxReadMax, queengate.DefaultReadMax)
-	case req.MaxBytes < 0:
-		return nil, badInput("maxBytes is %d: at least 1 (0 or absent: %d)", req.MaxBytes, queengate.DefaultReadMaxBytes)
+	case req.MaxBytes < 0 || req.MaxBytes > maxPopBytes: // a pop's bound: one range for both
+		return nil, badInput("maxBytes is %d: 1 to %d (0 or absent: %d)", req.MaxBytes, maxPopBytes, queengate.DefaultReadMaxBytes)
 	}
 	if req.Max == 0 {
 		req.Max = queengate.DefaultReadMax
@@ -148,11 +150,19 @@ func storedView(m model.StoredMessage) queengate.StoredMessage {
 }
 
 func validPlace(queue, partition string) *queengate.Error {
-	if !queengate.ValidName(queue) {
-		return badInput("bad queue name %q: %s", queue, queengate.NameRule)
+	if werr := validQueue(queue); werr != nil {
+		return werr
 	}
 	if !queengate.ValidName(partition) {
-		return badInput("bad partition name %q: %s", partition, queengate.NameRule)
+		return badInput("bad partition name %q: %s", clip(partition), queengate.NameRule)
+	}
+	return nil
+}
+
+// validQueue refuses a bad queue name, quoting at most 128 bytes of it.
+func validQueue(queue string) *queengate.Error {
+	if !queengate.ValidName(queue) {
+		return badInput("bad queue name %q: %s", clip(queue), queengate.NameRule)
 	}
 	return nil
 }
@@ -160,9 +170,17 @@ func validPlace(queue, partition string) *queengate.Error {
 // readError maps a store failure of a read: not found is a 404.
 func readError(err error) *queengate.Error {
 	if errors.Is(err, model.ErrNotFound) {
-		return &queengate.Error{Code: queengate.CodeNotFound, Message: err.Error()}
+		return notFound(err, model.ErrNotFound, "")
 	}
 	return storeError(err)
+}
+
+// notFound is a 404 saying a store's not-found error once: lead, then
+// what the store wrapped around the sentinel (whose own words before it
+// would repeat what follows: "not found: partition x does not exist").
+func notFound(err, sentinel error, lead string) *queengate.Error {
+	detail, _ := strings.CutPrefix(err.Error(), sentinel.Error()+": ")
+	return &queengate.Error{Code: queengate.CodeNotFound, Message: lead + detail}
 }
 
 var getShape = objectShape{"a message get", `{"messageId": "..."} or {"queue": "...", "partition": "...", "transactionId": "..."}`}
@@ -224,19 +242,31 @@ func (o *Ops) MessageByTxn(ctx context.Context, queue, partition, txnID string) 
 	if werr := validPlace(queue, partition); werr != nil {
 		return nil, werr
 	}
+	if werr := checkTxnID(txnID); werr != nil {
+		return nil, werr
+	}
 	l, err := o.reads.FindTxn(ctx, queue, partition, txnID)
 	if err != nil {
 		return nil, readError(err)
 	}
 	if !l.Found {
 		return nil, &queengate.Error{Code: queengate.CodeNotFound, Message: fmt.Sprintf(
-			"transactionId %q is not stored in %s/%s within the queue's window (%ds)", txnID, queue, partition, l.WindowSeconds)}
+			"transactionId %q is not stored in %s/%s within the queue's window (%ds)", clip(txnID), queue, partition, l.WindowSeconds)}
 	}
 	if !l.Retained {
 		return nil, &queengate.Error{Code: queengate.CodeNotFound, Message: fmt.Sprintf(
-			"transactionId %q was stored at offset %d of %s/%s, and retention has deleted the message since (the id still counts for deduplication)", txnID, l.Offset, queue, partition)}
+			"transactionId %q was stored at offset %d of %s/%s, and retention has deleted the message since (the id still counts for deduplication)", clip(txnID), l.Offset, queue, partition)}
 	}
 	return o.MessageByID(ctx, model.MessageID(l.PartitionID, l.Offset))
+}
+
+// checkTxnID checks a transactionId exactly as a push checks it (the
+// push decoder, on the message {"transactionId": id}): a get by an id no
+// push could carry is the push's 400, not a 404.
+func checkTxnID(id string) *queengate.Error {
+	body := append(appendJSONString([]byte(`{"transactionId":`), id), '}')
+	_, werr := decodeOneMessage(body, "a transactionId")
+	return werr
 }
 
 // explainRequest is what explain asks about: a transactionId and,
@@ -274,13 +304,42 @@ func (o *Ops) ExplainQuery(ctx context.Context, queue, partition string, q url.V
 	}
 	body := appendJSONString([]byte(`{"transactionId":`), q.Get("transactionId"))
 	if q.Has("data") {
+		if werr := checkDataParameter(q.Get("data")); werr != nil {
+			return nil, werr
+		}
 		body = append(append(body, `,"data":`...), q.Get("data")...)
 	}
 	req, werr := decodeExplain(append(body, '}'))
 	if werr != nil {
+		// A byte position would be one of the body built here, which
+		// the user never sent.
+		werr.Message = atByte.ReplaceAllString(werr.Message, "")
 		return nil, werr
 	}
 	return o.explain(ctx, queue, partition, req)
+}
+
+// atByte is where a decoder's message says the fault is.
+var atByte = regexp.MustCompile(` at byte [0-9]+`)
+
+// checkDataParameter checks that explain's data parameter is one JSON
+// value, saying where it is not in the parameter's own bytes (and so that
+// it cannot add fields to the message it is checked in).
+func checkDataParameter(data string) *queengate.Error {
+	s := &scanner{b: []byte(data)}
+	s.ws()
+	s.value()
+	s.ws()
+	if s.err == nil && s.i != len(s.b) {
+		s.fail("unexpected data after the JSON value")
+	}
+	switch {
+	case errors.Is(s.err, errUnstorable):
+		return badInput("the data parameter: %v", s.err)
+	case s.err != nil:
+		return badInput("the data parameter is malformed JSON: %v", s.err)
+	}
+	return nil
 }
 
 // decodeExplain reads an explain body with the push decoder, so the
@@ -389,8 +448,8 @@ func explanation(a queengate.ExplainAnswer, now time.Time) string {
 		verdict = fmt.Sprintf("Not stored in this partition within the last %ds: a push now is stored (queued).", a.WindowSeconds)
 	default:
 		o := a.Original
-		verdict = fmt.Sprintf("Stored at offset %d (%s) at %s: a push now answers duplicate naming it, until %s (%s from now), when the %ds window stops covering it.",
-			o.Offset, o.MessageID, o.CreatedAt.UTC().Format(time.RFC3339), o.CoveredUntil.UTC().Format(time.RFC3339),
+		verdict = fmt.Sprintf("Stored at offset %d (%s) at %s: %s, until %s (%s from now), when the %ds window stops covering it.",
+			o.Offset, o.MessageID, o.CreatedAt.UTC().Format(time.RFC3339), duplicatePush(a), o.CoveredUntil.UTC().Format(time.RFC3339),
 			o.CoveredUntil.Sub(now).Round(time.Second), a.WindowSeconds)
 		if !o.Retained {
 			verdict += " Retention has deleted the message itself; its transactionId still counts."
@@ -408,6 +467,19 @@ func explanation(a queengate.ExplainAnswer, now time.Time) string {
 
 // conflictSentence says how a duplicate's data changes its answer on a
 // queue that compares payloads.
+// duplicatePush says what a push of a stored transactionId is answered
+// while the window covers it.
+func duplicatePush(a queengate.ExplainAnswer) string {
+	rejects := a.OnConflict == string(model.ConflictReject) && !a.OriginalDataGone
+	switch {
+	case rejects && a.Conflict:
+		return `a push of this data now fails with "conflict": true and writes nothing (it differs from the original's, and the queue rejects payload conflicts)`
+	case rejects && a.DependsOnData:
+		return "a push of the original's data now answers duplicate naming it"
+	}
+	return "a push now answers duplicate naming it"
+}
+
 func conflictSentence(a queengate.ExplainAnswer) string {
 	fails := a.OnConflict == string(model.ConflictReject)
 	switch {
@@ -416,11 +488,11 @@ func conflictSentence(a queengate.ExplainAnswer) string {
 	case a.OriginalDataGone:
 		return " The original's data is gone, so a payload conflict cannot be told: any data is answered duplicate."
 	case a.DependsOnData && fails:
-		return " The queue rejects payload conflicts: the same data is answered duplicate, other data failed with \"conflict\": true (give data to know which)."
+		return " The queue rejects payload conflicts: the same data is answered duplicate, other data fails with \"conflict\": true (give data to know which)."
 	case a.DependsOnData:
 		return " The queue flags payload conflicts: other data than the original's is answered duplicate with \"conflict\": true (give data to know which)."
 	case a.Conflict && fails:
-		return " This data differs from the original's and the queue rejects payload conflicts: the push fails with \"conflict\": true, and nothing is written."
+		return "" // duplicatePush said it
 	case a.Conflict:
 		return " This data differs from the original's: the duplicate answer carries \"conflict\": true."
 	}

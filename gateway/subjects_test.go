@@ -41,7 +41,7 @@ func TestMisshapenSubjectsAnswer400(t *testing.T) {
 		{q + ".consume.pop.orders.p.x", "<prefix>.consume.pop.<queue>[.<partition>]"},
 		{q + ".timer", q + ".timer.<queue>.<partition>"},
 		{q + ".timer.orders.p.x", q + ".timer.<queue>.<partition>"},
-		{q + ".push", "is not under " + q + ".push"},
+		{q + ".push", q + ".push.<queue> or " + q + ".push.<queue>.<partition>"},
 		{q + ".push.orders.p.x", q + ".push.<queue>.<partition>"},
 	}
 	for _, c := range cases {

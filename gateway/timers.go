@@ -64,10 +64,16 @@ func decodeTimer(body []byte, now time.Time) (timerRequest, *queengate.Error) {
 // extra fields named) with the push decoder and its checks. what names
 // it ("a timer") where it is refused as an array.
 func decodeOneMessage(body []byte, what string, extra ...string) (*rawMessage, *queengate.Error) {
-	if bytes.HasPrefix(bytes.TrimSpace(body), []byte("[")) {
+	switch {
+	case jsonBlank(body):
+		return nil, badInput("empty body: %s is one JSON message object", what)
+	case bytes.HasPrefix(bytes.TrimSpace(body), []byte("[")):
 		return nil, badInput("%s is one message object, not an array", what)
 	}
 	raw, werr := scanMessages(body, 1, extra...)
+	if werr != nil && werr.Message == notMessages {
+		werr.Message = what + " must be one JSON message object"
+	}
 	if werr == nil {
 		werr = raw[0].check(0)
 	}
@@ -121,13 +127,7 @@ func parseTimerSubject(prefix, subject string) (queue, partition string, werr *q
 	if !ok || len(parts) != 2 {
 		return "", "", badInput("timer subject %q: want %s.timer.<queue>.<partition>", subject, prefix)
 	}
-	if !queengate.ValidName(parts[0]) {
-		return "", "", badInput("bad queue name %q: 1-128 bytes of [A-Za-z0-9_-]", parts[0])
-	}
-	if !queengate.ValidName(parts[1]) {
-		return "", "", badInput("bad partition name %q: 1-128 bytes of [A-Za-z0-9_-]", parts[1])
-	}
-	return parts[0], parts[1], nil
+	return parts[0], parts[1], validPlace(parts[0], parts[1])
 }
 
 // TimerOps serves timers over NATS and lists them over HTTP.
@@ -210,8 +210,10 @@ type timerList struct {
 // list lists pending timers in the store's order (fire time, then id);
 // an answer with more pending after it names the next page's position.
 func (t *TimerOps) list(ctx context.Context, req timerList) (any, *queengate.Error) {
-	if req.queue != "" && !queengate.ValidName(req.queue) {
-		return nil, badInput("bad queue name %q: 1-128 bytes of [A-Za-z0-9_-]", req.queue)
+	if req.queue != "" {
+		if werr := validQueue(req.queue); werr != nil {
+			return nil, werr
+		}
 	}
 	limit := 100
 	if req.limit != nil {

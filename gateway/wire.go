@@ -102,28 +102,19 @@ func parsePushSubject(prefix, subject string) (queue, partition string, probe bo
 			rest, ok = r, true
 		}
 	}
-	if !ok {
-		return "", "", false, badInput("subject %q is not under %s.push", subject, prefix)
-	}
 	tokens := strings.Split(rest, ".")
-	switch len(tokens) {
-	case 1:
-		queue, partition = tokens[0], queengate.DefaultPartition
-	case 2:
-		queue, partition = tokens[0], tokens[1]
-	default:
+	switch {
+	case !ok || len(tokens) > 2: // e.g. the bare <prefix>.push, which names no queue
 		return "", "", false, badInput("subject %q must be %s.push.<queue> or %s.push.<queue>.<partition>", subject, prefix, prefix)
+	case len(tokens) == 1:
+		queue, partition = tokens[0], queengate.DefaultPartition
+	default:
+		queue, partition = tokens[0], tokens[1]
 	}
 	if queue == probeQueue {
 		return "", "", true, nil
 	}
-	if !queengate.ValidName(queue) {
-		return "", "", false, badInput("bad queue name %q: 1-128 bytes of [A-Za-z0-9_-]", queue)
-	}
-	if !queengate.ValidName(partition) {
-		return "", "", false, badInput("bad partition name %q: 1-128 bytes of [A-Za-z0-9_-]", partition)
-	}
-	return queue, partition, false, nil
+	return queue, partition, false, validPlace(queue, partition)
 }
 
 // decodePush decodes a push body: one message object or an array of 1 to
@@ -146,6 +137,10 @@ func decodePush(body []byte, maxBatch int) ([]ingest.Message, *queengate.Error) 
 	return msgs, nil
 }
 
+// notMessages is the answer to a push body that is neither a message
+// object nor an array of them.
+const notMessages = "body must be a JSON message object or an array of them"
+
 // scanMessages runs scanPush and words its failures for the wire.
 func scanMessages(body []byte, maxBatch int, extra ...string) ([]rawMessage, *queengate.Error) {
 	raw, count, err := scanPush(body, maxBatch, extra...)
@@ -153,7 +148,7 @@ func scanMessages(body []byte, maxBatch int, extra ...string) ([]rawMessage, *qu
 	case count > maxBatch:
 		return nil, &queengate.Error{Code: queengate.CodeTooLarge, Message: fmt.Sprintf("more than %d messages in one request; at most %d", maxBatch, maxBatch)}
 	case errors.Is(err, errNotMessages):
-		return nil, badInput("body must be a JSON message object or an array of them")
+		return nil, badInput(notMessages)
 	case errors.Is(err, errUnstorable):
 		return nil, badInput("%v", err)
 	case err != nil && len(bytes.TrimSpace(body)) == 0:

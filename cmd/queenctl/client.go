@@ -58,6 +58,24 @@ func page(from string) (query string, body []byte) {
 	return "?" + url.Values{"from": {from}}.Encode(), body
 }
 
+// opGroups lists a queue's consumer groups (group ""), or pages one group's
+// partitions from the one named from on: the consumer-facing request, so
+// that a consumer allowed only its own queue's subjects can run it.
+func opGroups(queue, group, from string) operation {
+	path := "/queues/" + url.PathEscape(queue) + "/groups"
+	var body []byte
+	if group != "" {
+		q := url.Values{"group": {group}}
+		if from != "" {
+			q.Set("from", from)
+		}
+		path += "?" + q.Encode()
+		body, _ = json.Marshal(queengate.GroupsRequest{Group: group, From: from}) // strings: cannot fail
+	}
+	return operation{method: http.MethodGet, path: path,
+		subject: func(s queengate.Subjects) string { return s.Groups(queue) }, body: body}
+}
+
 func opStatus() operation {
 	return operation{method: http.MethodGet, path: "/status", subject: queengate.Subjects.Status}
 }
@@ -207,8 +225,9 @@ type natsClient struct {
 	timeout  time.Duration
 }
 
-// dialNATS connects with the same credential options as the daemon.
-func dialNATS(ctx context.Context, g *globals) (*natsClient, error) {
+// dialNATS connects with the same credential options as the daemon; a
+// permissions violation on the connection is given to refuse.
+func dialNATS(ctx context.Context, g *globals, refuse context.CancelCauseFunc) (*natsClient, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -226,6 +245,11 @@ func dialNATS(ctx context.Context, g *globals) (*natsClient, error) {
 		nats.Timeout(g.timeout),
 		// One short command: a broken connection is reported, not retried.
 		nats.NoReconnect(),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			if errors.Is(err, nats.ErrPermissionViolation) && refuse != nil {
+				refuse(refusal(err))
+			}
+		}),
 	}
 	if g.natsUser != "" {
 		opts = append(opts, nats.UserInfo(g.natsUser, g.natsPassword))

@@ -27,9 +27,11 @@ const getUsage = `Usage:
                                 answered, or by transactionId (the copy a
                                 duplicate would name, within the window)
 
-get queues and get queue print every queue and every partition: an
-answer holds what fits one NATS message and names where the next starts,
-and queenctl asks page after page.
+get queues, get queue and get groups print every queue and every
+partition: an answer holds what fits one NATS message and names where the
+next starts, and queenctl asks page after page. get groups asks the
+consumer-facing groups request (NATS: <prefix>.consume.groups.QUEUE, which
+a consumer of the queue may send; HTTP: GET /queues/QUEUE/groups).
 
 For each partition: lastOffset (-1: nothing stored yet), txnsStart (the
 purge watermark), messages and duplicates counted by the answering gateway
@@ -269,29 +271,61 @@ func getMessage(ctx context.Context, s *session, op operation) error {
 	return tw.Flush()
 }
 
-// getGroups prints a queue's consumer groups (from GET /queues/<queue>,
-// or its NATS face).
+// getGroups prints a queue's consumer groups, each with every partition:
+// the groups answer lists the partitions that fit one NATS message, and
+// queenctl asks for the rest group by group, page after page.
 func getGroups(ctx context.Context, s *session, name string) error {
 	c, err := s.admin(ctx)
 	if err != nil {
 		return err
 	}
-	raw, err := c.do(ctx, opGetQueue(name, ""))
+	groups, err := allGroups(ctx, c, name)
 	if err != nil {
 		return err
 	}
-	var q queengate.QueueAnswer
-	if err := decodeAnswer(raw, &q); err != nil {
-		return err
-	}
 	if s.g.output == "json" {
-		b, _ := json.Marshal(struct {
-			Queue  string                `json:"queue"`
-			Groups []queengate.GroupView `json:"groups"`
-		}{name, q.Groups})
+		b, _ := json.Marshal(queengate.GroupsAnswer{Queue: name, Groups: groups})
 		return printJSON(s.stdout, b)
 	}
-	return printGroups(s.stdout, q.Groups)
+	return printGroups(s.stdout, groups)
+}
+
+// allGroups asks for a queue's groups, then for the partitions each group
+// was cut short of, from the one its answer names next.
+func allGroups(ctx context.Context, c adminClient, queue string) ([]queengate.GroupView, error) {
+	var first queengate.GroupsAnswer
+	if err := askInto(ctx, c, opGroups(queue, "", ""), &first); err != nil {
+		return nil, err
+	}
+	for i := range first.Groups {
+		g := &first.Groups[i]
+		for from := g.NextPartition; from != ""; {
+			var page queengate.GroupsAnswer
+			if err := askInto(ctx, c, opGroups(queue, g.Group, from), &page); err != nil {
+				return nil, err
+			}
+			if len(page.Groups) != 1 {
+				return nil, fmt.Errorf("unexpected answer from the gateway: a page of group %q lists %d groups", g.Group, len(page.Groups))
+			}
+			next := page.Groups[0]
+			if err := pageAdvances(next.NextPartition, from, len(next.Partitions)); err != nil {
+				return nil, err
+			}
+			g.Partitions = append(g.Partitions, next.Partitions...)
+			from = next.NextPartition
+		}
+		g.NextPartition = ""
+	}
+	return first.Groups, nil
+}
+
+// askInto sends op and decodes its answer into v.
+func askInto(ctx context.Context, c adminClient, op operation, v any) error {
+	raw, err := c.do(ctx, op)
+	if err != nil {
+		return err
+	}
+	return decodeAnswer(raw, v)
 }
 
 // printGroups writes consumer groups as a table: each group's position,
@@ -321,6 +355,6 @@ func printGroups(w io.Writer, groups []queengate.GroupView) error {
 	if err := tw.Flush(); err != nil || !cut {
 		return err
 	}
-	_, err := fmt.Fprintln(w, "(all N): the queue has more partitions than one answer carries with its groups; the NATS request <prefix>.consume.groups.<queue> pages each group's partitions")
+	_, err := fmt.Fprintln(w, "(all N): the queue has more partitions than one answer carries with its groups; queenctl get groups QUEUE lists every one")
 	return err
 }

@@ -191,6 +191,8 @@ type session struct {
 
 	httpc *httpClient
 	natsc *natsClient
+	// refuse ends the run with NATS's refusal of a subject.
+	refuse context.CancelCauseFunc
 }
 
 // admin picks the transport for admin operations: HTTP when --http is
@@ -217,7 +219,7 @@ func (s *session) nats(ctx context.Context) (*natsClient, error) {
 	if s.g.natsURL == "" {
 		return nil, usagef("this needs NATS: set --nats or QUEENCTL_NATS_URL (e.g. --nats nats://127.0.0.1:4222)")
 	}
-	c, err := dialNATS(ctx, s.g)
+	c, err := dialNATS(ctx, s.g, s.refuse)
 	if err != nil {
 		return nil, err
 	}

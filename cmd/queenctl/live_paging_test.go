@@ -19,7 +19,8 @@ import (
 // message, with more queues, partitions and timers than one answer
 // lists: get queues, get queue and timer list print every one of them,
 // once and in order, over HTTP and over NATS; a timer list short of all
-// says more are pending.
+// says more are pending. get groups lists every group with every
+// partition, although four groups' partitions take more than one answer.
 func TestLivePaging(t *testing.T) {
 	t.Parallel()
 	conf := filepath.Join(t.TempDir(), "nats.conf")
@@ -68,8 +69,38 @@ func TestLivePaging(t *testing.T) {
 		timerIDs = append(timerIDs, s.TimerID)
 	}
 
+	groupNames := []string{"g1", "g2", "g3", "g4"}
+	for _, group := range groupNames {
+		if _, err := client.Pop(ctx, queueNames[0], "p0", queengate.PopRequest{Group: group, Consumer: "c", Max: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
 	for _, tr := range transports(g) {
-		r := ctl(t, "", flags(tr.admin, "get", "queues", "-o", "json")...)
+		r := ctl(t, "", flags(tr.admin, "get", "groups", queueNames[0], "-o", "json")...)
+		r.expect(t, exitOK)
+		var listedGroups []string
+		for _, gv := range jsonOf[queengate.GroupsAnswer](t, r).Groups {
+			listedGroups = append(listedGroups, gv.Group)
+			var listed []string
+			for _, p := range gv.Partitions {
+				listed = append(listed, p.Partition)
+			}
+			if !slices.Equal(listed, partitionNames) || gv.NextPartition != "" {
+				t.Errorf("%s: get groups listed %d partitions of group %s (next %q), want the %d, each once, in order",
+					tr.name, len(listed), gv.Group, gv.NextPartition, partitions)
+			}
+		}
+		if !slices.Equal(listedGroups, groupNames) {
+			t.Errorf("%s: get groups listed groups %v, want %v", tr.name, listedGroups, groupNames)
+		}
+		r = ctl(t, "", flags(tr.admin, "get", "groups", queueNames[0])...)
+		r.expect(t, exitOK, "g4 ", partitionNames[partitions-1]+" ")
+		if strings.Contains(r.stdout, "(all") {
+			t.Errorf("%s: get groups printed a group's totals only:\n%s", tr.name, r.stdout)
+		}
+
+		r = ctl(t, "", flags(tr.admin, "get", "queues", "-o", "json")...)
 		r.expect(t, exitOK)
 		var listed []string
 		for _, q := range jsonOf[queengate.QueuesAnswer](t, r).Queues {

@@ -24,6 +24,7 @@ const (
 	exitGateway     = 1 // the gateway answered an error, or a pushed message failed
 	exitUsage       = 2 // bad flags or arguments, invalid manifest: nothing was sent
 	exitUnreachable = 3 // no gateway answered: connection refused, timeout, no responders
+	exitRefused     = 4 // NATS refused a subject: the user lacks the permission
 )
 
 func main() {
@@ -106,10 +107,29 @@ func (e *failedError) Error() string {
 	return s
 }
 
+// refusedError is a permissions violation NATS reported for this
+// connection: the request it refused is never answered.
+type refusedError struct{ violation string }
+
+func (e *refusedError) Error() string {
+	return "NATS refused: " + e.violation + "; the NATS user lacks this permission (see docs/security.md)"
+}
+
+// refusal turns nats.go's permissions violation error into what the user
+// is told: `permissions violation for publish to "<subject>"`.
+func refusal(err error) *refusedError {
+	msg := err.Error()
+	if i := strings.Index(strings.ToLower(msg), "permissions violation for "); i >= 0 {
+		msg = "permissions violation for " + strings.ToLower(msg[i+26:i+27]) + msg[i+27:]
+	}
+	return &refusedError{violation: msg}
+}
+
 func exitCode(err error) int {
 	var (
 		ue *usageError
 		ur *unreachableError
+		re *refusedError
 	)
 	switch {
 	case err == nil:
@@ -118,6 +138,8 @@ func exitCode(err error) int {
 		return exitUsage
 	case errors.As(err, &ur):
 		return exitUnreachable
+	case errors.As(err, &re):
+		return exitRefused
 	default:
 		return exitGateway
 	}
@@ -166,6 +188,8 @@ Exit codes:
      message answered "failed"
   2  usage error: bad flags or arguments, invalid manifest (nothing was sent)
   3  could not reach the gateway: connection refused, timeout, no responders
+  4  NATS refused a subject: the NATS user lacks the permission to publish
+     (or subscribe) there ("NATS refused: permissions violation for ...")
 
 `
 
@@ -242,9 +266,18 @@ func dispatch(ctx context.Context, args []string, env func(string) (string, bool
 	if err := g.validate(); err != nil {
 		return err
 	}
-	s := &session{g: g, stdin: stdin, stdout: stdout, stderr: stderr}
+	// NATS reports a permissions violation to the connection, not to the
+	// request it refused: it ends the run at once, with that cause.
+	ctx, refuse := context.WithCancelCause(ctx)
+	defer refuse(nil)
+	s := &session{g: g, stdin: stdin, stdout: stdout, stderr: stderr, refuse: refuse}
 	defer s.close()
-	return runCmd(ctx, s, pos)
+	err = runCmd(ctx, s, pos)
+	var re *refusedError
+	if errors.As(context.Cause(ctx), &re) {
+		return re
+	}
+	return err
 }
 
 // command is one subcommand. setup registers its flags on a fresh flag

@@ -267,8 +267,9 @@ func assemble(cfg config, store *pgstore.Store, nc *nats.Conn, log zerolog.Logge
 	ops := gateway.NewOps(gateway.OpsConfig{Token: cfg.AdminToken, Version: version, WantSchema: pgstore.LatestVersion()},
 		store, ing, nc)
 	timerOps := gateway.NewTimerOps(tsvc, ops)
+	consumers := gateway.NewConsumers(store)
 	gcfg := gateway.Config{Prefix: cfg.Prefix, MaxBatch: cfg.MaxBatch, Version: version, Ops: ops, Timers: timerOps,
-		Consumers: gateway.NewConsumers(store)}
+		Consumers: consumers}
 	if cfg.RoutingShards > 0 {
 		gcfg.Routing = &gateway.RoutingConfig{Shards: cfg.RoutingShards, Ready: pgWatch.Up}
 	}
@@ -289,6 +290,7 @@ func assemble(cfg config, store *pgstore.Store, nc *nats.Conn, log zerolog.Logge
 	d.admin = gateway.NewAdmin(cfg.HTTPAddr, store, pgstore.LatestVersion(), nc, reg, component("admin"))
 	d.admin.Mount(ops)
 	d.admin.MountTimers(timerOps)
+	d.admin.MountGroups(consumers)
 	d.admin.AddReadiness("gateway", gw.Serving)
 	// The gateway last: it takes requests once everything behind it runs.
 	d.services = append(d.services, gw)
