@@ -188,3 +188,59 @@ func BenchmarkCandidates(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*100), "ns/hash")
 }
+
+// BenchmarkMemoryPerPartition is the whole cache's heap (map, slots,
+// entries) per partition and per hash, for n partitions of k hashes each,
+// every entry born of an empty hydration and grown by pushes (frames of 10
+// hashes, 100 for large entries), as a partition's entry is on first
+// contact. The budget is large enough that nothing is evicted.
+func BenchmarkMemoryPerPartition(b *testing.B) {
+	for _, k := range []int{1, 4, 16, 256, 4096, 5000} {
+		for _, n := range []int{10_000, 100_000, 1_000_000} {
+			if n*k > 50_000_000 {
+				continue
+			}
+			b.Run(fmt.Sprintf("hashes=%d/partitions=%d", k, n), func(b *testing.B) {
+				for b.Loop() {
+					benchPartitions(b, n, k)
+				}
+			})
+		}
+	}
+}
+
+func benchPartitions(b *testing.B, n, k int) {
+	clock := &fakeClock{now: time.UnixMilli(t0)}
+	frame := min(k, 10)
+	if k > 256 {
+		frame = 100
+	}
+	push := hashes(0, uint64(frame))
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	c := New(Config{BudgetBytes: 1 << 40, Now: clock.Now})
+	for pid := int64(1); pid <= int64(n); pid++ {
+		if d := c.Decide(pid, minute, nil); !d.Hydrate {
+			b.Fatalf("first contact: %+v", d)
+		}
+		c.Install(pid, Hydration{LastOffset: -1, WindowMs: minute})
+		for off := 0; off < k; off += frame {
+			m := min(frame, k-off)
+			push[0][0], push[0][1] = byte(pid), byte(pid>>8) // distinct hashes per partition
+			push[0][2] = byte(off)
+			c.Learn(pid, int64(off), int64(off+m-1), push[:m])
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	heap := float64(after.HeapAlloc - before.HeapAlloc)
+	st := c.Stats()
+	if st.ResidentHashes != int64(n*k) {
+		b.Fatalf("%d resident hashes, want %d", st.ResidentHashes, n*k)
+	}
+	b.ReportMetric(heap/float64(n), "heap-B/partition")
+	b.ReportMetric(heap/float64(n*k), "heap-B/hash")
+	b.ReportMetric(float64(st.ResidentBytes)/float64(n), "accounted-B/partition")
+	runtime.KeepAlive(c)
+}
