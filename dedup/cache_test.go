@@ -154,7 +154,7 @@ func TestAdmissionGateCooldownAndGuard(t *testing.T) {
 		t.Fatalf("after the cooldown: %+v, want admitted", d)
 	}
 	c.mu.RLock()
-	evicted, kept := c.slots[1].entry == nil, c.slots[2].entry != nil
+	evicted, kept := c.slots[1] == nil, c.slots[2] != nil && c.slots[2].entry != nil
 	c.mu.RUnlock()
 	if !evicted || !kept || c.Stats().Evictions != 1 {
 		t.Errorf("evicted 1: %v, kept 2: %v, %d evictions; want the least recently used one out", evicted, kept, c.Stats().Evictions)

@@ -93,7 +93,7 @@ func BenchmarkAbsentLookup(b *testing.B) {
 	})
 	maybe := 0
 	for i := range absent {
-		for _, g := range e.gens {
+		for _, g := range e.generations() {
 			if g.mayContain(split(&absent[i])) {
 				maybe++
 				break
@@ -101,7 +101,7 @@ func BenchmarkAbsentLookup(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(maybe)/float64(len(absent))*100, "bloom-false-positive-%")
-	b.ReportMetric(float64(len(e.gens)), "generations")
+	b.ReportMetric(float64(len(e.generations())), "generations")
 }
 
 func BenchmarkPresentLookup(b *testing.B) {

@@ -142,16 +142,16 @@ func TestFillHealsAGapWithExactlyTheMissedRows(t *testing.T) {
 func TestHotBufferGrowsByChunksAndSealsAtBlockCapacity(t *testing.T) {
 	e := NewEntry(Hydration{LastOffset: -1, WindowMs: minute})
 	e.Learn(0, BlockCapacity-2, hashes(0, BlockCapacity-1), t0)
-	if e.hot.len() != BlockCapacity-1 || len(e.sealed) != 0 || len(e.hot.chunks)*hotStep-e.hot.len() >= hotStep {
+	if e.hotLen() != BlockCapacity-1 || len(e.sealedBlocks()) != 0 || cap(e.hot.open)-len(e.hot.open) >= hotStep {
 		t.Fatalf("hot buffer holds %d in %d chunks with %d sealed: want %d, headroom under one chunk, none sealed",
-			e.hot.len(), len(e.hot.chunks), len(e.sealed), BlockCapacity-1)
+			e.hotLen(), len(e.ring.full), len(e.sealedBlocks()), BlockCapacity-1)
 	}
 	e.Learn(BlockCapacity-1, BlockCapacity-1, hashes(BlockCapacity-1, 1), t0)
-	if len(e.sealed) != 1 || len(e.sealed[0].hashes) != BlockCapacity || cap(e.sealed[0].hashes) != BlockCapacity || e.hot.len() != 0 {
-		t.Fatalf("%d sealed blocks, hot %d", len(e.sealed), e.hot.len())
+	if len(e.sealedBlocks()) != 1 || len(e.sealedBlocks()[0].hashes) != BlockCapacity || cap(e.sealedBlocks()[0].hashes) != BlockCapacity || e.hotLen() != 0 {
+		t.Fatalf("%d sealed blocks, hot %d", len(e.sealedBlocks()), e.hotLen())
 	}
 	for i := 1; i < BlockCapacity; i++ {
-		a, b := e.sealed[0].hashes[i-1].h, e.sealed[0].hashes[i].h
+		a, b := e.sealedBlocks()[0].hashes[i-1].h, e.sealedBlocks()[0].hashes[i].h
 		if string(a[:]) >= string(b[:]) {
 			t.Fatalf("sealed block not sorted at %d", i)
 		}
@@ -173,15 +173,15 @@ func TestExpiryDropsWholeBlocksAndRaisesHydratedFrom(t *testing.T) {
 
 	// At t0 + 1 min + slack nothing is wholly pre-window yet.
 	e.Expire(t0 + minute + SkewSlackMs)
-	if from, _ := e.Watermarks(); from != -1 || len(e.sealed) != 2 {
-		t.Fatalf("expired too early: hydratedFrom %d, %d blocks", from, len(e.sealed))
+	if from, _ := e.Watermarks(); from != -1 || len(e.sealedBlocks()) != 2 {
+		t.Fatalf("expired too early: hydratedFrom %d, %d blocks", from, len(e.sealedBlocks()))
 	}
 	// Later, block 1 is wholly pre-window; block 2 holds old and new hashes
 	// and stays, keeping its old ones known (a superset is safe).
 	e.Expire(t0 + minute + SkewSlackMs + 1)
 	from, _ := e.Watermarks()
-	if from != BlockCapacity-1 || len(e.sealed) != 1 {
-		t.Fatalf("hydratedFrom %d with %d blocks, want %d and 1", from, len(e.sealed), BlockCapacity-1)
+	if from != BlockCapacity-1 || len(e.sealedBlocks()) != 1 {
+		t.Fatalf("hydratedFrom %d with %d blocks, want %d and 1", from, len(e.sealedBlocks()), BlockCapacity-1)
 	}
 	old := h(BlockCapacity + 1)
 	if !e.contains(&old) {
@@ -201,8 +201,8 @@ func TestCrossBlockDuplicateStaysKnownUntilItsLastBlockDrops(t *testing.T) {
 	e.Learn(0, BlockCapacity-1, first, t0)
 	e.Learn(BlockCapacity, 2*BlockCapacity-1, second, t0+2*minute)
 	e.Expire(t0 + 2*minute) // drops the first block only
-	if len(e.sealed) != 1 || !e.contains(&dup) {
-		t.Fatalf("the duplicate must stay known through its second block (%d blocks)", len(e.sealed))
+	if len(e.sealedBlocks()) != 1 || !e.contains(&dup) {
+		t.Fatalf("the duplicate must stay known through its second block (%d blocks)", len(e.sealedBlocks()))
 	}
 	e.Expire(t0 + 4*minute)
 	if e.contains(&dup) {
@@ -219,7 +219,7 @@ func TestBloomGenerationsTierUpAndDrop(t *testing.T) {
 		e.Learn(off, off+int64(size)-1, hashes(uint64(off), uint64(size)), created)
 		off += int64(size)
 	}
-	for _, g := range e.gens {
+	for _, g := range e.generations() {
 		caps = append(caps, g.capacity)
 	}
 	if len(caps) != 3 || caps[0] != 4096 || caps[1] != 32768 || caps[2] != 262144 {
@@ -230,8 +230,8 @@ func TestBloomGenerationsTierUpAndDrop(t *testing.T) {
 	}
 	// The first generation's newest hash is pre-window at t0 + 10 min + slack + 1.
 	e.Expire(t0 + 10*minute + SkewSlackMs + 1)
-	if len(e.gens) != 2 || e.gens[0].capacity != 32768 {
-		t.Fatalf("after expiry: %d generations", len(e.gens))
+	if len(e.generations()) != 2 || e.generations()[0].capacity != 32768 {
+		t.Fatalf("after expiry: %d generations", len(e.generations()))
 	}
 }
 
@@ -301,7 +301,7 @@ func TestBloomFalsePositiveRateAtOneMillion(t *testing.T) {
 	maybe := 0
 	const probes = 100_000
 	for _, x := range hashes(1<<40, probes) {
-		for _, g := range e.gens {
+		for _, g := range e.generations() {
 			if g.mayContain(split(&x)) {
 				maybe++
 				break
@@ -309,9 +309,9 @@ func TestBloomFalsePositiveRateAtOneMillion(t *testing.T) {
 		}
 	}
 	rate := float64(maybe) / probes
-	t.Logf("%d generations, false positive rate over all of them %.4f%%", len(e.gens), rate*100)
-	if len(e.gens) != 4 || rate > 0.01 {
-		t.Errorf("%d generations, false positive rate %.4f", len(e.gens), rate)
+	t.Logf("%d generations, false positive rate over all of them %.4f%%", len(e.generations()), rate*100)
+	if len(e.generations()) != 4 || rate > 0.01 {
+		t.Errorf("%d generations, false positive rate %.4f", len(e.generations()), rate)
 	}
 }
 
@@ -350,7 +350,7 @@ func TestSortBlockMatchesAComparisonSort(t *testing.T) {
 // ringScan is the reference for occurrences: every resident slot of every
 // block, sealed and hot, compared one by one.
 func ringScan(e *Entry, x Hash) (offsets []int64, wide bool) {
-	for _, b := range e.sealed {
+	for _, b := range e.sealedBlocks() {
 		for i := range b.hashes {
 			if b.hashes[i].h == x {
 				if b.wide {
@@ -360,9 +360,9 @@ func ringScan(e *Entry, x Hash) (offsets []int64, wide bool) {
 			}
 		}
 	}
-	e.hot.each(func(s *hashAt, off int64) {
+	e.eachHot(func(s *hashAt, off int64) {
 		if s.h == x {
-			wide = wide || e.hot.wide
+			wide = wide || e.hotWide
 			offsets = append(offsets, off)
 		}
 	})
