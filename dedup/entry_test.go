@@ -491,3 +491,154 @@ func TestMemoryPerHashAtEveryEntrySize(t *testing.T) {
 		}
 	}
 }
+
+// TestEntryAnswersLikeAMapAcrossSizes drives entries through every change
+// of representation (small, growing a bloom front past smallMax, chunked
+// hot buffer, sealed blocks past BlockCapacity, expiry emptying the entry
+// back to small and regrowing), born of hydrations of sizes around each
+// threshold, with repeats of stored hashes. After every step each lookup
+// is compared with a plain map of hash -> stored offsets: the candidates
+// name only offsets the hash was stored at, every one of them still in the
+// window, and the entry vouches for the allocator.
+func TestEntryAnswersLikeAMapAcrossSizes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	type stored struct {
+		off       int64
+		createdMs int64
+	}
+	sizes := []int{0, 1, 16, smallMax - 1, smallMax, smallMax + 1, hotStep, hotStep + 1, BlockCapacity - 1, BlockCapacity, BlockCapacity + 1}
+	var sawSmall, sawFront, sawSealed, sawShrunk bool
+	for round, size := range sizes {
+		now := t0
+		ref := map[Hash][]stored{}
+		var all []Hash
+		fresh := uint64(round) << 40
+		newHash := func() Hash { fresh++; return h(fresh) }
+		var ranges []Range
+		off := int64(0)
+		for off < int64(size) {
+			n := min(int64(1+rng.IntN(50)), int64(size)-off)
+			r := Range{Base: off, CreatedMs: now, Hashes: make([]Hash, n)}
+			for i := range r.Hashes {
+				r.Hashes[i] = newHash()
+				ref[r.Hashes[i]] = append(ref[r.Hashes[i]], stored{off + int64(i), now})
+				all = append(all, r.Hashes[i])
+			}
+			ranges = append(ranges, r)
+			off += n
+		}
+		e := NewEntry(Hydration{LastOffset: off - 1, WindowMs: minute, Ranges: ranges})
+		for step := range 120 {
+			// A push: mostly new hashes, some repeats (stored again, as with
+			// the window off or from another writer).
+			n := 1 + rng.IntN(20)
+			if rng.IntN(15) == 0 {
+				n = 1 + rng.IntN(3*BlockCapacity/2)
+			}
+			frame := make([]Hash, n)
+			for i := range frame {
+				if len(all) > 0 && rng.IntN(8) == 0 {
+					frame[i] = all[rng.IntN(len(all))]
+				} else {
+					frame[i] = newHash()
+					all = append(all, frame[i])
+				}
+				ref[frame[i]] = append(ref[frame[i]], stored{off + int64(i), now})
+			}
+			e.Learn(off, off+int64(n)-1, frame, now)
+			off += int64(n)
+			if rng.IntN(10) == 0 {
+				now += minute + SkewSlackMs + 1 // everything so far leaves the window
+			} else {
+				now += int64(rng.IntN(2000))
+			}
+			e.Expire(now)
+			sawSmall = sawSmall || e.small() && e.Len() > 0
+			sawFront = sawFront || !e.small() && len(e.sealedBlocks()) == 0
+			sawSealed = sawSealed || len(e.sealedBlocks()) > 0
+			sawShrunk = sawShrunk || e.small() && off > smallMax
+
+			queries := []Hash{newHash(), newHash()}
+			for range 14 {
+				if len(all) > 0 {
+					queries = append(queries, all[rng.IntN(len(all))])
+				}
+			}
+			verified, cands, hit := e.Verified(queries, now)
+			if verified != off-1 {
+				t.Fatalf("size %d step %d: verified %d, want the allocator %d", size, step, verified, off-1)
+			}
+			named := map[int32][]int64{}
+			for _, c := range cands {
+				named[c.Index] = append(named[c.Index], c.Offset)
+			}
+			anyHit := false
+			for i, q := range queries {
+				at := map[int64]bool{}
+				for _, s := range ref[q] {
+					at[s.off] = true
+					if s.createdMs >= now-minute && !slices.Contains(named[int32(i)], s.off) {
+						t.Fatalf("size %d step %d: %x stored in the window at %d, not named (named %v)", size, step, q, s.off, named[int32(i)])
+					}
+				}
+				for _, o := range named[int32(i)] {
+					if !at[o] {
+						t.Fatalf("size %d step %d: %x named at %d, where it was never stored", size, step, q, o)
+					}
+				}
+				anyHit = anyHit || len(named[int32(i)]) > 0
+			}
+			if hit != anyHit {
+				t.Fatalf("size %d step %d: hit %v, candidates say %v", size, step, hit, anyHit)
+			}
+			if scanned := e.hotLen() + countSealed(e); e.Len() != scanned {
+				t.Fatalf("size %d step %d: Len %d, the ring holds %d", size, step, e.Len(), scanned)
+			}
+		}
+	}
+	if !sawSmall || !sawFront || !sawSealed || !sawShrunk {
+		t.Errorf("representations met: small %v, bloom front without sealed blocks %v, sealed %v, small again after expiry %v; want all",
+			sawSmall, sawFront, sawSealed, sawShrunk)
+	}
+}
+
+func countSealed(e *Entry) int {
+	n := 0
+	for _, b := range e.sealedBlocks() {
+		n += len(b.hashes)
+	}
+	return n
+}
+
+// TestSmallEntryHasNoBloomFrontAndGrowsOne: up to smallMax hashes an
+// entry is one array with no generation; the next hash builds the first
+// generation holding them all, and a wide small entry (a hydration that
+// skipped offsets) sends a resident hash to the full probe either way.
+func TestSmallEntryHasNoBloomFrontAndGrowsOne(t *testing.T) {
+	e := NewEntry(Hydration{LastOffset: -1, WindowMs: minute})
+	e.Learn(0, smallMax-1, hashes(0, smallMax), t0)
+	if !e.small() || len(e.generations()) != 0 || cap(e.hot.open) != smallMax {
+		t.Fatalf("%d hashes: small %v, %d generations, %d slots; want one array of %d and no generation",
+			smallMax, e.small(), len(e.generations()), cap(e.hot.open), smallMax)
+	}
+	e.Learn(smallMax, smallMax, hashes(smallMax, 1), t0)
+	if e.small() || len(e.generations()) != 1 || e.generations()[0].count != smallMax+1 {
+		t.Fatalf("past smallMax: small %v, generations %d", e.small(), len(e.generations()))
+	}
+	for _, x := range hashes(0, smallMax+1) {
+		hi, lo := split(&x)
+		if !e.generations()[0].mayContain(hi, lo) {
+			t.Fatalf("%x missing from the first generation", x)
+		}
+	}
+	w := NewEntry(Hydration{LastOffset: 100_000, WindowMs: minute, Ranges: []Range{
+		{Base: 0, CreatedMs: t0, Hashes: hashes(0, 3)},
+		{Base: 100_000, CreatedMs: t0, Hashes: hashes(100_000, 1)},
+	}})
+	if v, _, hit := w.Verified([]Hash{h(1)}, t0); !w.small() || v != -1 || !hit {
+		t.Errorf("a wide small entry: verified %d hit %v, want -1 (full probe)", v, hit)
+	}
+	if v, _, _ := w.Verified(hashes(1<<40, 2), t0); v != 100_000 {
+		t.Errorf("a wide small entry, absent hashes: verified %d, want 100000", v)
+	}
+}
