@@ -428,6 +428,13 @@ func (c *Cache) reaccount(s *slot, now time.Time) {
 	}
 	c.footprint[s.pid] = b
 	pruneLocked(c.footprint, c.cfg.SoftCap)
+	if c.resident > c.cfg.BudgetBytes {
+		// Entries grown by learning took the cache past its budget: the
+		// least recently used idle ones go, down to the admission limit,
+		// so that a million resident entries growing at once stay within
+		// it too. Never this one, nor any used within the guard.
+		c.evictLocked(s, c.cfg.Now(), c.resident-c.cfg.BudgetBytes*9/10)
+	}
 	c.acct.Unlock()
 }
 

@@ -244,3 +244,28 @@ func benchPartitions(b *testing.B, n, k int) {
 	b.ReportMetric(float64(st.ResidentBytes)/float64(n), "accounted-B/partition")
 	runtime.KeepAlive(c)
 }
+
+// BenchmarkMillionPartitions runs a million partitions of 16 hashes
+// through the default budget (runManyPartitions): two rounds faster than
+// the guard (suppression), then two slower (eviction), reporting what
+// the gate did and the heap.
+func BenchmarkMillionPartitions(b *testing.B) {
+	for b.Loop() {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		c, clock, _ := newTestCache(0)
+		fast := runManyPartitions(b, c, clock, 1_000_000, 0, 2, time.Microsecond)
+		clock.Add(time.Minute)
+		slow := runManyPartitions(b, c, clock, 1_000_000, 2, 2, 10*time.Microsecond)
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(fast.entries), "entries-after-fast")
+		b.ReportMetric(float64(fast.suppressedDecisions), "suppressed-decisions")
+		b.ReportMetric(float64(slow.evictions), "evictions")
+		b.ReportMetric(float64(slow.hydrations), "hydrations")
+		b.ReportMetric(float64(slow.peakResident)/(1<<20), "peak-resident-MiB")
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/(1<<20), "heap-MiB")
+		runtime.KeepAlive(c)
+	}
+}
