@@ -339,7 +339,7 @@ func TestManyPartitionsAdmitEvictAndSuppressWithoutThrash(t *testing.T) {
 	if fast.suppressedDecisions == 0 || fast.evictions != 0 {
 		t.Errorf("within the guard: %d suppressed decisions, %d evictions; want suppression and no eviction", fast.suppressedDecisions, fast.evictions)
 	}
-	clock.Add(time.Minute) // past the cooldowns
+	clock.Add(time.Minute)                                                // past the cooldowns
 	slow := runManyPartitions(t, c, clock, n, 2, 2, 200*time.Microsecond) // a round takes 10 s: twice the guard
 	if slow.evictions == 0 || slow.hydrations <= fast.hydrations {
 		t.Errorf("past the guard: %d evictions, %d hydrations (%d before); want the LRU evicted and re-admitted", slow.evictions, slow.hydrations, fast.hydrations)
