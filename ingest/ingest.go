@@ -441,9 +441,8 @@ func (s *shard) accept(req *Request) {
 	// A request is never split: if it would take the open buffer past the
 	// flush size, it starts the next one.
 	if b == nil || (b.size > 0 && b.size+len(req.Messages) > s.ing.cfg.FlushSize) {
-		// Sized for two requests like this one (most buffers hold one or
-		// two before their flush); it grows if more come.
-		b = newBuffer(now, min(s.ing.cfg.FlushSize, 2*len(req.Messages)))
+		// Sized for this request: it grows if more come.
+		b = newBuffer(now, min(s.ing.cfg.FlushSize, len(req.Messages)))
 		p.buffers = append(p.buffers, b)
 	}
 	b.add(req)
@@ -526,9 +525,14 @@ func (s *shard) landed(f *bundle) {
 	s.inflight--
 	for _, p := range f.parts {
 		p.inflight = false
+		// The sent buffer must not stay reachable from the slice's array:
+		// an idle partition would keep its last requests alive.
+		p.buffers[0] = nil
 		p.buffers = p.buffers[1:]
 		if len(p.buffers) > 0 {
 			s.pending[p] = struct{}{}
+		} else {
+			p.buffers = nil
 		}
 	}
 }
