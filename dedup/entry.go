@@ -308,7 +308,7 @@ func (e *Entry) append(base int64, hashes []Hash, createdMs int64, coming int) {
 		if e.small() && e.hotLen() == smallMax {
 			e.growFront(coming - i)
 		}
-		e.appendHot(&hashes[i], off, createdMs, coming-i)
+		e.appendHot(&hashes[i], off, createdMs, max(coming, len(hashes))-i)
 		if e.small() {
 			continue
 		}
@@ -371,9 +371,10 @@ func (e *Entry) eachHot(f func(s *hashAt, off int64)) {
 	visit(e.hot.open)
 }
 
-// appendHot puts one hash in the hot buffer, sealing it when full. The
-// open chunk starts at the size needed (coming, when known) and doubles
-// up to hotStep.
+// appendHot puts one hash in the hot buffer, sealing it when full; this
+// one and coming-1 more are about to be appended. The open chunk is sized
+// for them, and grows by half at least, up to hotStep: a partition
+// pushing a few hashes at a time carries little headroom.
 func (e *Entry) appendHot(h *Hash, off, createdMs int64, coming int) {
 	hot := &e.hot
 	if e.hotLen() == 0 {
@@ -384,8 +385,8 @@ func (e *Entry) appendHot(h *Hash, off, createdMs int64, coming int) {
 		e.ring.full = append(e.ring.full, hot.open)
 		hot.open = nil
 	}
-	if len(hot.open) == cap(hot.open) {
-		grown := make([]hashAt, len(hot.open), min(hotStep, max(2*cap(hot.open), coming, 1)))
+	if n := len(hot.open); n == cap(hot.open) {
+		grown := make([]hashAt, n, chunkSlots(min(hotStep, max(n+coming, n+n/2, 1))))
 		copy(grown, hot.open)
 		hot.open = grown
 	}
@@ -399,6 +400,24 @@ func (e *Entry) appendHot(h *Hash, off, createdMs int64, coming int) {
 	if e.hotLen() == BlockCapacity {
 		e.seal()
 	}
+}
+
+// allocSizes are the Go allocator's size classes up to a full chunk
+// (hotStep slots, 2304 bytes): an allocation takes the smallest class
+// that holds it.
+var allocSizes = [...]int{24, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240, 256, 288, 320,
+	352, 384, 416, 448, 480, 512, 576, 640, 704, 768, 896, 1024, 1152, 1280, 1408, 1536, 1792, 2048, 2304}
+
+// chunkSlots is the capacity to allocate for at least n slots (n <=
+// hotStep): as many as the allocation's size class holds, so none of it
+// is lost and all of it is accounted.
+func chunkSlots(n int) int {
+	for _, size := range allocSizes {
+		if size >= n*hashAtBytes {
+			return size / hashAtBytes
+		}
+	}
+	return n
 }
 
 // openGen is the generation that takes the next hash, opening a new one
