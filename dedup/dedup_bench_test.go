@@ -269,3 +269,24 @@ func BenchmarkMillionPartitions(b *testing.B) {
 		runtime.KeepAlive(c)
 	}
 }
+
+// BenchmarkSmallEntryVerified is a decision for a 10-hash push of new
+// hashes on an entry of k hashes grown by 10-hash pushes: below smallMax
+// a scan of one array, above it the bloom front.
+func BenchmarkSmallEntryVerified(b *testing.B) {
+	for _, k := range []int{4, 16, 64, 128} {
+		b.Run(fmt.Sprintf("hashes=%d", k), func(b *testing.B) {
+			e := NewEntry(Hydration{LastOffset: -1, WindowMs: 3600_000})
+			for off := 0; off < k; off += 10 {
+				n := min(10, k-off)
+				e.Learn(int64(off), int64(off+n-1), hashes(uint64(off), uint64(n)), t0)
+			}
+			push := hashes(1<<40, 10)
+			for b.Loop() {
+				if v, _, _ := e.Verified(push, t0); v != int64(k-1) {
+					b.Fatalf("verified %d", v)
+				}
+			}
+		})
+	}
+}

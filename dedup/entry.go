@@ -559,17 +559,28 @@ func (e *Entry) find(h *Hash, hi, lo uint64, from, to int64) (offsets []int64, o
 			return offsets, true
 		}
 	}
-	wide := false
-	e.eachHot(func(s *hashAt, off int64) {
-		if s.h == *h {
-			wide = wide || e.hotWide
-			offsets = append(offsets, off)
+	inSealed := len(offsets)
+	if e.ring != nil {
+		for _, c := range e.ring.full {
+			offsets = e.hot.scan(c, h, offsets)
 		}
-	})
-	if wide {
+	}
+	offsets = e.hot.scan(e.hot.open, h, offsets)
+	if len(offsets) > inSealed && e.hotWide {
 		return nil, false
 	}
 	return offsets, true
+}
+
+// scan appends the offsets of h's slots in c, a chunk of the hot buffer:
+// a plain loop, as a small entry's every lookup runs it.
+func (hb *hotBuffer) scan(c []hashAt, h *Hash, offsets []int64) []int64 {
+	for i := range c {
+		if c[i].h == *h {
+			offsets = append(offsets, hb.base+int64(c[i].delta))
+		}
+	}
+	return offsets
 }
 
 // contains reports whether h is resident (bloom front, then exact).
