@@ -414,10 +414,7 @@ func TestCandidatesMatchABruteForceScan(t *testing.T) {
 			if verified != off-1 {
 				t.Fatalf("round %d step %d: verified %d, want %d", round, step, verified, off-1)
 			}
-			got := map[int32][]int64{}
-			for _, c := range cands {
-				got[c.Index] = append(got[c.Index], c.Offset)
-			}
+			got := byIndex(cands)
 			anyHit := false
 			for i, q := range queries {
 				want, _ := ringScan(e, q)
@@ -568,10 +565,7 @@ func TestEntryAnswersLikeAMapAcrossSizes(t *testing.T) {
 			if verified != off-1 {
 				t.Fatalf("size %d step %d: verified %d, want the allocator %d", size, step, verified, off-1)
 			}
-			named := map[int32][]int64{}
-			for _, c := range cands {
-				named[c.Index] = append(named[c.Index], c.Offset)
-			}
+			named := byIndex(cands)
 			anyHit := false
 			for i, q := range queries {
 				at := map[int64]bool{}
@@ -600,6 +594,15 @@ func TestEntryAnswersLikeAMapAcrossSizes(t *testing.T) {
 		t.Errorf("representations met: small %v, bloom front without sealed blocks %v, sealed %v, small again after expiry %v; want all",
 			sawSmall, sawFront, sawSealed, sawShrunk)
 	}
+}
+
+// byIndex groups candidates' offsets by the message they name.
+func byIndex(cands []Candidate) map[int32][]int64 {
+	named := map[int32][]int64{}
+	for _, c := range cands {
+		named[c.Index] = append(named[c.Index], c.Offset)
+	}
+	return named
 }
 
 func countSealed(e *Entry) int {
