@@ -537,11 +537,15 @@ func (s *shard) landed(f *bundle) {
 	}
 }
 
-// sweepIdle forgets partitions idle for ten minutes, so that a workload
-// churning through partition names does not grow the map without bound.
+// sweepIdle forgets partitions idle for longer than their memo lives (at
+// least a minute), so that a workload churning through partition names
+// does not grow the map without bound: such a partition's memo must be
+// read again anyway, and a million idle partitions would otherwise keep
+// ~330 bytes each.
 func (s *shard) sweepIdle(now time.Time) {
+	idle := max(s.ing.cfg.PartitionTTL, time.Minute)
 	for key, p := range s.parts {
-		if !p.inflight && len(p.buffers) == 0 && now.Sub(p.lastUsed) > 10*time.Minute {
+		if !p.inflight && len(p.buffers) == 0 && now.Sub(p.lastUsed) > idle {
 			delete(s.parts, key)
 		}
 	}
