@@ -279,7 +279,9 @@ func (c *Cache) evictLocked(self *slot, now time.Time, need int64) {
 	if len(gone) > 0 {
 		c.mu.Lock()
 		for _, k := range gone {
-			delete(c.slots, k.pid)
+			if c.slots[k.pid] == k {
+				delete(c.slots, k.pid)
+			}
 		}
 		c.mu.Unlock()
 	}
