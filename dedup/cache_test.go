@@ -233,6 +233,18 @@ func TestConcurrentPartitionsUnderEviction(t *testing.T) {
 	if st.ResidentBytes != sum {
 		t.Errorf("accounted %d bytes, entries hold %d", st.ResidentBytes, sum)
 	}
+	c.acct.Lock()
+	listed := 0
+	for s := c.lruHead; s != nil; s = s.next {
+		listed++
+	}
+	c.acct.Unlock()
+	c.mu.RLock()
+	slots := len(c.slots)
+	c.mu.RUnlock()
+	if st.Evictions == 0 || listed != st.Entries || slots != st.Entries {
+		t.Errorf("%d evictions; %d entries, %d on the LRU list, %d slots: want evictions, and every entry once on the list and in the map", st.Evictions, st.Entries, listed, slots)
+	}
 }
 
 func TestLearnAboutAnUnknownPartitionKeepsNothing(t *testing.T) {
