@@ -1,7 +1,6 @@
 package dedup
 
 import (
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -86,6 +85,10 @@ type Decision struct {
 // map is read-locked only to find a partition's slot; all work is under
 // the slot's own mutex, so partitions do not contend (flushes of one
 // partition are single-flight already).
+//
+// A partition has a slot only while it has an entry: an evicted one's
+// slot leaves the map, and a partition the gate refuses never gets one,
+// so partitions that come and go cost nothing once gone.
 type Cache struct {
 	cfg Config
 
@@ -93,13 +96,16 @@ type Cache struct {
 	slots map[int64]*slot
 
 	// Accounting and the admission gate's bookkeeping.
-	acct      sync.Mutex
-	resident  int64 // bytes of resident entries
-	hashes    int64 // their hashes
-	entries   int
-	cooldown  map[int64]time.Time // suppressed until
-	footprint map[int64]int64     // last measured bytes per partition
-	lastWarn  time.Time
+	acct     sync.Mutex
+	resident int64 // bytes of resident entries
+	hashes   int64 // their hashes
+	entries  int
+	// The slots with an entry, most recently used first: eviction walks
+	// from the tail and stops at the guard, whatever the number of entries.
+	lruHead, lruTail *slot
+	cooldown         map[int64]time.Time // suppressed until
+	footprint        map[int64]int64     // last measured bytes per partition
+	lastWarn         time.Time
 
 	// Event counters, for metrics.
 	misses, maybes, falsePositives atomic.Int64
@@ -111,14 +117,20 @@ type Cache struct {
 // DefaultBudgetBytes is the cache's budget unless configured.
 const DefaultBudgetBytes = 512 << 20
 
-// Lock order: a slot's mu, then Cache.acct, then Cache.mu (read); other
-// slots only with TryLock. Nothing holds Cache.mu while waiting on a slot.
+// Lock order: a slot's mu, then Cache.acct, then Cache.mu; other slots
+// only with TryLock. Nothing holds Cache.mu while waiting on a slot.
 type slot struct {
-	mu       sync.Mutex
-	entry    *Entry
-	bytes    int64 // accounted for entry
-	hashes   int64 // accounted for entry
-	lastUsed time.Time
+	mu    sync.Mutex
+	entry *Entry
+	bytes int64 // accounted for entry
+	pid   int64
+	// Under Cache.acct: when last used (Unix ns, the cache's clock) and
+	// the LRU links, while the slot has an entry.
+	used       int64
+	prev, next *slot
+	hashes     int32 // accounted for entry
+	// dead: evicted and out of the map; whoever locks it looks again.
+	dead bool
 }
 
 // New builds an empty cache.
@@ -127,37 +139,57 @@ func New(cfg Config) *Cache {
 		cooldown: map[int64]time.Time{}, footprint: map[int64]int64{}}
 }
 
-func (c *Cache) slot(pid int64) *slot {
-	c.mu.RLock()
-	s := c.slots[pid]
-	c.mu.RUnlock()
-	if s != nil {
-		return s
+// lockSlot returns pid's slot, locked and in the map, making one when
+// create is set; else nil for a partition without one.
+func (c *Cache) lockSlot(pid int64, create bool) *slot {
+	for {
+		c.mu.RLock()
+		s := c.slots[pid]
+		c.mu.RUnlock()
+		if s == nil {
+			if !create {
+				return nil
+			}
+			c.mu.Lock()
+			if s = c.slots[pid]; s == nil {
+				// Locked before anyone can find it: nobody else sees a
+				// slot without its entry.
+				s = &slot{pid: pid}
+				s.mu.Lock()
+				c.slots[pid] = s
+				c.mu.Unlock()
+				return s
+			}
+			c.mu.Unlock()
+		}
+		s.mu.Lock()
+		if !s.dead {
+			return s
+		}
+		s.mu.Unlock()
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if s = c.slots[pid]; s == nil {
-		s = &slot{}
-		c.slots[pid] = s
-	}
-	return s
 }
 
 // Decide answers for one segment of partition pid whose queue has the
 // given window. A window of 0 needs no cache: the probe does not run.
 func (c *Cache) Decide(pid int64, windowMs int64, hashes []Hash) Decision {
 	now := c.cfg.Now()
-	s := c.slot(pid)
-	s.mu.Lock()
+	s := c.lockSlot(pid, false)
+	if s == nil {
+		// No entry: a first contact or an evicted partition.
+		if !c.admit(pid, nil, now) {
+			return Decision{Verified: -1, Suppressed: true}
+		}
+		return Decision{Verified: -1, Hydrate: true}
+	}
 	defer s.mu.Unlock()
-	s.lastUsed = now
-	if s.entry != nil && s.entry.windowMs != windowMs && !s.entry.NeedsRebuild() {
+	if s.entry.windowMs != windowMs && !s.entry.NeedsRebuild() {
 		// The expiry bookkeeping was computed under the old window: only a
 		// full rehydration (sticky until it succeeds) can vouch again.
 		s.entry.WindowChanged()
 		c.rebuilds.Add(1)
 	}
-	if s.entry != nil && !s.entry.NeedsRebuild() {
+	if !s.entry.NeedsRebuild() {
 		// Cheap admissions (vouching, or with an interleave gap) are never
 		// gated; a gap also asks for a rebuild.
 		v, cands, hit := s.entry.Verified(hashes, now.UnixMilli())
@@ -165,7 +197,7 @@ func (c *Cache) Decide(pid int64, windowMs int64, hashes []Hash) Decision {
 		c.misses.Add(m)
 		c.maybes.Add(y)
 		c.falsePositives.Add(f)
-		c.reaccount(pid, s)
+		c.reaccount(s, now)
 		d := Decision{Verified: v, Candidates: cands, Hit: hit, WindowHashes: s.entry.WindowHashes(now.UnixMilli())}
 		if s.entry.Gap() {
 			d.Fill = true
@@ -180,12 +212,18 @@ func (c *Cache) Decide(pid int64, windowMs int64, hashes []Hash) Decision {
 }
 
 // admit is the gate for a full rehydration: everything except this
-// partition's own resident bytes, plus its estimated footprint, must stay
-// under 90 % of the budget, evicting partitions idle for longer than the
-// guard if that makes room. A partition that fails serves a cooldown.
+// partition's own resident bytes (s, locked, when it has an entry to
+// rebuild), plus its estimated footprint, must stay under 90 % of the
+// budget, evicting partitions idle for longer than the guard if that
+// makes room. A partition that fails serves a cooldown.
 func (c *Cache) admit(pid int64, s *slot, now time.Time) bool {
 	c.acct.Lock()
 	defer c.acct.Unlock()
+	own := int64(0)
+	if s != nil {
+		own = s.bytes
+		c.touchLocked(s, now)
+	}
 	if until, ok := c.cooldown[pid]; ok {
 		if now.Before(until) {
 			return false
@@ -196,11 +234,11 @@ func (c *Cache) admit(pid int64, s *slot, now time.Time) bool {
 	// first contact.
 	estimate := c.footprint[pid]
 	limit := c.cfg.BudgetBytes * 9 / 10
-	if c.resident-s.bytes+estimate <= limit {
+	if c.resident-own+estimate <= limit {
 		return true
 	}
-	c.evictLocked(pid, now, c.resident-s.bytes+estimate-limit)
-	if c.resident-s.bytes+estimate <= limit {
+	c.evictLocked(s, now, c.resident-own+estimate-limit)
+	if c.resident-own+estimate <= limit {
 		return true
 	}
 	c.cooldown[pid] = now.Add(c.cfg.Cooldown)
@@ -213,49 +251,77 @@ func (c *Cache) admit(pid int64, s *slot, now time.Time) bool {
 }
 
 // evictLocked drops least recently used entries, never one used within
-// the guard and never pid itself, until need bytes are freed or none is
-// left to drop. Called with acct held; takes slot locks with TryLock so
-// it never waits on a partition in use (that one is recent anyway).
-func (c *Cache) evictLocked(pid int64, now time.Time, need int64) {
-	type cand struct {
-		pid  int64
-		s    *slot
-		used time.Time
-	}
-	var cands []cand
-	c.mu.RLock()
-	for id, s := range c.slots {
-		if id == pid {
-			continue
-		}
-		if s.mu.TryLock() {
-			if s.entry != nil && now.Sub(s.lastUsed) > c.cfg.Guard {
-				cands = append(cands, cand{id, s, s.lastUsed})
-			}
-			s.mu.Unlock()
-		}
-	}
-	c.mu.RUnlock()
-	sort.Slice(cands, func(i, j int) bool { return cands[i].used.Before(cands[j].used) })
-	for _, k := range cands {
-		if need <= 0 {
-			return
-		}
-		if !k.s.mu.TryLock() {
-			continue
-		}
-		if k.s.entry != nil && now.Sub(k.s.lastUsed) > c.cfg.Guard {
-			need -= k.s.bytes
-			c.resident -= k.s.bytes
-			c.hashes -= k.s.hashes
+// the guard and never self's (the slot asking, locked by the caller, or
+// nil), until need bytes are freed or none is left to drop. It walks the
+// LRU list from its tail, so its cost is what it evicts, not the number
+// of entries. Called with acct held; takes slot locks with TryLock so it
+// never waits on a partition in use (that one is recent anyway). Evicted
+// slots leave the map.
+func (c *Cache) evictLocked(self *slot, now time.Time, need int64) {
+	guarded := now.UnixNano() - c.cfg.Guard.Nanoseconds()
+	var gone []*slot
+	for k := c.lruTail; k != nil && need > 0 && k.used < guarded; {
+		prev := k.prev
+		if k != self && k.mu.TryLock() {
+			need -= k.bytes
+			c.resident -= k.bytes
+			c.hashes -= int64(k.hashes)
 			c.entries--
-			c.footprint[k.pid] = k.s.bytes
-			k.s.entry, k.s.bytes, k.s.hashes = nil, 0, 0
+			c.footprint[k.pid] = k.bytes
+			c.unlinkLocked(k)
+			k.entry, k.bytes, k.hashes, k.dead = nil, 0, 0, true
 			c.evictions.Add(1)
+			k.mu.Unlock()
+			gone = append(gone, k)
 		}
-		k.s.mu.Unlock()
+		k = prev
+	}
+	if len(gone) > 0 {
+		c.mu.Lock()
+		for _, k := range gone {
+			if c.slots[k.pid] == k {
+				delete(c.slots, k.pid)
+			}
+		}
+		c.mu.Unlock()
 	}
 	pruneLocked(c.footprint, c.cfg.SoftCap)
+}
+
+// touchLocked marks s used now, moving it to the head of the LRU list
+// when it is on it. Called with acct held.
+func (c *Cache) touchLocked(s *slot, now time.Time) {
+	s.used = now.UnixNano()
+	if s.bytes == 0 || c.lruHead == s {
+		return
+	}
+	c.unlinkLocked(s)
+	c.pushFrontLocked(s)
+}
+
+func (c *Cache) pushFrontLocked(s *slot) {
+	s.prev, s.next = nil, c.lruHead
+	if c.lruHead != nil {
+		c.lruHead.prev = s
+	}
+	c.lruHead = s
+	if c.lruTail == nil {
+		c.lruTail = s
+	}
+}
+
+func (c *Cache) unlinkLocked(s *slot) {
+	if s.prev != nil {
+		s.prev.next = s.next
+	} else if c.lruHead == s {
+		c.lruHead = s.next
+	}
+	if s.next != nil {
+		s.next.prev = s.prev
+	} else if c.lruTail == s {
+		c.lruTail = s.prev
+	}
+	s.prev, s.next = nil, nil
 }
 
 // pruneLocked keeps an auxiliary map under the soft cap; the only cost
@@ -287,14 +353,13 @@ func (c *Cache) NowMs() int64 { return c.cfg.Now().UnixMilli() }
 // Install puts a fresh hydration in place of whatever the partition had:
 // a rebuild (after a gap, an overlap or a window change) succeeds here.
 func (c *Cache) Install(pid int64, h Hydration) {
-	s := c.slot(pid)
-	s.mu.Lock()
+	e := NewEntry(h)
+	s := c.lockSlot(pid, true)
 	defer s.mu.Unlock()
-	s.entry = NewEntry(h)
-	s.lastUsed = c.cfg.Now()
+	s.entry = e
 	c.hydrations.Add(1)
-	c.hydratedBytes.Add(int64(s.entry.Len()) * 16)
-	c.reaccount(pid, s)
+	c.hydratedBytes.Add(int64(e.Len()) * 16)
+	c.reaccount(s, c.cfg.Now())
 }
 
 // Fill heals partition pid's gap above from with the rows read above it
@@ -303,15 +368,12 @@ func (c *Cache) Install(pid int64, h Hydration) {
 // when not (the window changed, rows were purged, or another fill got
 // there first), a full hydration is the way back.
 func (c *Cache) Fill(pid, from int64, windowMs int64, ranges []Range, last int64) bool {
-	c.mu.RLock()
-	s := c.slots[pid]
-	c.mu.RUnlock()
+	s := c.lockSlot(pid, false)
 	if s == nil {
 		return false
 	}
-	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.entry == nil || s.entry.windowMs != windowMs {
+	if s.entry.windowMs != windowMs {
 		return false
 	}
 	if _, upto := s.entry.Watermarks(); upto != from || !s.entry.Fill(ranges, last) {
@@ -323,26 +385,20 @@ func (c *Cache) Fill(pid, from int64, windowMs int64, ranges []Range, last int64
 		n += len(r.Hashes)
 	}
 	c.filledBytes.Add(int64(n) * 16)
-	c.reaccount(pid, s)
+	c.reaccount(s, c.cfg.Now())
 	return true
 }
 
 // Learn records a committed push (see Entry.Learn).
 func (c *Cache) Learn(pid, base, last int64, written []Hash) {
-	// Only partitions with a slot can have an entry to learn into; not
+	// Only partitions with a slot have an entry to learn into; not
 	// creating one keeps reports about other partitions (timer fires) from
 	// growing the map.
-	c.mu.RLock()
-	s := c.slots[pid]
-	c.mu.RUnlock()
+	s := c.lockSlot(pid, false)
 	if s == nil {
 		return
 	}
-	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.entry == nil {
-		return
-	}
 	gap, rebuild := s.entry.Gap(), s.entry.NeedsRebuild()
 	s.entry.Learn(base, last, written, c.cfg.Now().UnixMilli())
 	if !gap && s.entry.Gap() {
@@ -351,31 +407,37 @@ func (c *Cache) Learn(pid, base, last int64, written []Hash) {
 	if !rebuild && s.entry.NeedsRebuild() {
 		c.rebuilds.Add(1)
 	}
-	c.reaccount(pid, s)
+	c.reaccount(s, time.Time{})
 }
 
-// reaccount updates the budget with the slot's current footprint. Called
-// with the slot locked.
-func (c *Cache) reaccount(pid int64, s *slot) {
-	var b, n int64
-	if s.entry != nil {
-		b, n = s.entry.Bytes(), int64(s.entry.Len())
-	}
+// reaccount updates the budget with the slot's current footprint (an
+// entry is never 0 bytes), and marks it used at now unless that is zero
+// (learning a push is not a use: its decision was). Called with the slot
+// locked and holding an entry.
+func (c *Cache) reaccount(s *slot, now time.Time) {
+	b, n := s.entry.Bytes(), int64(s.entry.Len())
 	c.acct.Lock()
 	c.resident += b - s.bytes
-	c.hashes += n - s.hashes
-	switch {
-	case s.bytes == 0 && b > 0:
+	c.hashes += n - int64(s.hashes)
+	if s.bytes == 0 {
 		c.entries++
-	case s.bytes > 0 && b == 0:
-		c.entries--
+		s.used = now.UnixNano()
+		c.pushFrontLocked(s)
 	}
-	if b > 0 {
-		c.footprint[pid] = b
-		pruneLocked(c.footprint, c.cfg.SoftCap)
+	s.bytes, s.hashes = b, int32(n)
+	if !now.IsZero() {
+		c.touchLocked(s, now)
+	}
+	c.footprint[s.pid] = b
+	pruneLocked(c.footprint, c.cfg.SoftCap)
+	if c.resident > c.cfg.BudgetBytes {
+		// Entries grown by learning took the cache past its budget: the
+		// least recently used idle ones go, down to the admission limit,
+		// so that a million resident entries growing at once stay within
+		// it too. Never this one, nor any used within the guard.
+		c.evictLocked(s, c.cfg.Now(), c.resident-c.cfg.BudgetBytes*9/10)
 	}
 	c.acct.Unlock()
-	s.bytes, s.hashes = b, n
 }
 
 // Stats are the cache's figures for metrics. The counters only grow.
@@ -420,12 +482,8 @@ type PartitionState struct {
 // Partition reports pid's entry. It waits for the slot's lock, so it is
 // for operators, not for the push path.
 func (c *Cache) Partition(pid int64) PartitionState {
-	c.mu.RLock()
-	s := c.slots[pid]
-	c.mu.RUnlock()
 	st := PartitionState{State: "absent", HydratedFrom: -1, VerifiedUpto: -1}
-	if s != nil {
-		s.mu.Lock()
+	if s := c.lockSlot(pid, false); s != nil {
 		if e := s.entry; e != nil {
 			st.ResidentHashes, st.Bytes = e.Len(), e.Bytes()
 			st.HydratedFrom, st.VerifiedUpto = e.Watermarks()
@@ -469,13 +527,10 @@ type Lookup struct {
 func (c *Cache) Look(pid int64, h Hash) Lookup {
 	st := c.Partition(pid)
 	l := Lookup{State: st.State, VerifiedUpto: st.VerifiedUpto}
-	c.mu.RLock()
-	s := c.slots[pid]
-	c.mu.RUnlock()
+	s := c.lockSlot(pid, false)
 	if s == nil {
 		return l
 	}
-	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e := s.entry; e != nil {
 		m, y, f := e.misses, e.maybes, e.falsePositives

@@ -154,7 +154,7 @@ func TestAdmissionGateCooldownAndGuard(t *testing.T) {
 		t.Fatalf("after the cooldown: %+v, want admitted", d)
 	}
 	c.mu.RLock()
-	evicted, kept := c.slots[1].entry == nil, c.slots[2].entry != nil
+	evicted, kept := c.slots[1] == nil, c.slots[2] != nil && c.slots[2].entry != nil
 	c.mu.RUnlock()
 	if !evicted || !kept || c.Stats().Evictions != 1 {
 		t.Errorf("evicted 1: %v, kept 2: %v, %d evictions; want the least recently used one out", evicted, kept, c.Stats().Evictions)
@@ -233,6 +233,18 @@ func TestConcurrentPartitionsUnderEviction(t *testing.T) {
 	if st.ResidentBytes != sum {
 		t.Errorf("accounted %d bytes, entries hold %d", st.ResidentBytes, sum)
 	}
+	c.acct.Lock()
+	listed := 0
+	for s := c.lruHead; s != nil; s = s.next {
+		listed++
+	}
+	c.acct.Unlock()
+	c.mu.RLock()
+	slots := len(c.slots)
+	c.mu.RUnlock()
+	if st.Evictions == 0 || listed != st.Entries || slots != st.Entries {
+		t.Errorf("%d evictions; %d entries, %d on the LRU list, %d slots: want evictions, and every entry once on the list and in the map", st.Evictions, st.Entries, listed, slots)
+	}
 }
 
 func TestLearnAboutAnUnknownPartitionKeepsNothing(t *testing.T) {
@@ -246,4 +258,107 @@ func TestLearnAboutAnUnknownPartitionKeepsNothing(t *testing.T) {
 	if n != 0 || c.Stats().Entries != 0 {
 		t.Errorf("%d slots, %d entries after reports about partitions never decided; want none", n, c.Stats().Entries)
 	}
+}
+
+// manyPartitions is what a run over many partitions did.
+type manyPartitions struct {
+	touched, hydrations, evictions, suppressedDecisions int64
+	peakResident                                        int64
+	slots, entries                                      int
+}
+
+// runManyPartitions touches partitions 1..n in order, rounds times from
+// round fromRound, each
+// touch a decision for a push of 10 new hashes, a hydration when asked
+// (the 6 newest stored hashes: a partition's round r writes offsets 10r
+// to 10r+9), and the push's learning. The window is an hour: nothing
+// expires. The clock moves tick per touch: a round faster than the guard
+// finds every resident entry guarded (new partitions are suppressed once
+// the budget is full), a slower one lets the least recently used go.
+func runManyPartitions(t testing.TB, c *Cache, clock *fakeClock, n, fromRound, rounds int, tick time.Duration) manyPartitions {
+	const window = 60 * minute
+	var run manyPartitions
+	push := hashes(1<<50, 10)
+	seen := map[int64]bool{}
+	for round := fromRound; round < fromRound+rounds; round++ {
+		base := int64(10 * round)
+		for pid := int64(1); pid <= int64(n); pid++ {
+			clock.Add(tick)
+			run.touched++
+			seen[pid] = true
+			push[0][0], push[0][1], push[0][2], push[0][3] = byte(pid), byte(pid>>8), byte(pid>>16), byte(round)
+			d := c.Decide(pid, window, push)
+			if d.Suppressed {
+				run.suppressedDecisions++
+				continue
+			}
+			if d.Hydrate {
+				h := Hydration{LastOffset: base - 1, WindowMs: window}
+				if round > 0 {
+					h.Ranges = []Range{{Base: base - 6, CreatedMs: clock.Now().UnixMilli(), Hashes: hashes(uint64(pid)<<32, 6)}}
+				}
+				c.Install(pid, h)
+				// The gate admitted it under 90 % of the budget: only this
+				// entry may take the cache past that.
+				c.acct.Lock()
+				over := c.resident - c.cfg.BudgetBytes*9/10 - c.slots[pid].bytes
+				c.acct.Unlock()
+				if over > 0 {
+					t.Fatalf("partition %d admitted %d bytes past 90 %% of the budget", pid, over)
+				}
+				d = c.Decide(pid, window, push)
+			}
+			if d.Verified != base-1 {
+				t.Fatalf("partition %d, round %d: %+v, want to vouch for %d", pid, round, d, base-1)
+			}
+			c.Learn(pid, base, base+9, push)
+			c.acct.Lock()
+			run.peakResident = max(run.peakResident, c.resident)
+			c.acct.Unlock()
+		}
+	}
+	st := c.Stats()
+	run.hydrations, run.evictions = st.Hydrations, st.Evictions
+	c.mu.RLock()
+	run.slots = len(c.slots)
+	c.mu.RUnlock()
+	run.entries = st.Entries
+	if run.hydrations > int64(len(seen))+run.evictions {
+		t.Errorf("%d hydrations for %d partitions touched and %d evictions: a thrash loop", run.hydrations, len(seen), run.evictions)
+	}
+	if run.slots != run.entries {
+		t.Errorf("%d slots for %d entries: evicted or refused partitions left slots behind", run.slots, run.entries)
+	}
+	return run
+}
+
+// TestManyPartitionsAdmitEvictAndSuppressWithoutThrash: 50,000 partitions
+// under a budget that holds about two thirds of them (the ratio of a
+// million 16-hash partitions to the default budget). Touched faster than
+// the guard, the ones that do not fit are suppressed, not cycled; touched
+// slower, the least recently used are evicted and come back with one
+// hydration each, and entries grown by learning evict the idle ones
+// rather than take the cache past its budget. Never more hydrations than
+// partitions touched plus evictions, every admission within 90 % of the
+// budget, no slot left without an entry.
+func TestManyPartitionsAdmitEvictAndSuppressWithoutThrash(t *testing.T) {
+	const n = 50_000
+	// A budget for about three quarters of them (entries of 10 hashes
+	// take 480 bytes by the accounting).
+	budget := int64(n) * 400
+	c, clock, _ := newTestCache(budget)
+	fast := runManyPartitions(t, c, clock, n, 0, 2, time.Microsecond) // two rounds within the guard
+	if fast.suppressedDecisions == 0 || fast.evictions != 0 {
+		t.Errorf("within the guard: %d suppressed decisions, %d evictions; want suppression and no eviction", fast.suppressedDecisions, fast.evictions)
+	}
+	clock.Add(time.Minute)                                                // past the cooldowns
+	slow := runManyPartitions(t, c, clock, n, 2, 2, 200*time.Microsecond) // a round takes 10 s: twice the guard
+	if slow.evictions == 0 || slow.hydrations <= fast.hydrations {
+		t.Errorf("past the guard: %d evictions, %d hydrations (%d before); want the LRU evicted and re-admitted", slow.evictions, slow.hydrations, fast.hydrations)
+	}
+	if slow.peakResident > budget {
+		t.Errorf("past the guard, entries grown by learning kept %d bytes resident, over the budget %d", slow.peakResident, budget)
+	}
+	t.Logf("fast: %+v", fast)
+	t.Logf("slow: %+v", slow)
 }

@@ -93,7 +93,7 @@ func BenchmarkAbsentLookup(b *testing.B) {
 	})
 	maybe := 0
 	for i := range absent {
-		for _, g := range e.gens {
+		for _, g := range e.generations() {
 			if g.mayContain(split(&absent[i])) {
 				maybe++
 				break
@@ -101,7 +101,7 @@ func BenchmarkAbsentLookup(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(maybe)/float64(len(absent))*100, "bloom-false-positive-%")
-	b.ReportMetric(float64(len(e.gens)), "generations")
+	b.ReportMetric(float64(len(e.generations())), "generations")
 }
 
 func BenchmarkPresentLookup(b *testing.B) {
@@ -187,4 +187,106 @@ func BenchmarkCandidates(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*100), "ns/hash")
+}
+
+// BenchmarkMemoryPerPartition is the whole cache's heap (map, slots,
+// entries) per partition and per hash, for n partitions of k hashes each,
+// every entry born of an empty hydration and grown by pushes (frames of 10
+// hashes, 100 for large entries), as a partition's entry is on first
+// contact. The budget is large enough that nothing is evicted.
+func BenchmarkMemoryPerPartition(b *testing.B) {
+	for _, k := range []int{1, 4, 16, 256, 4096, 5000} {
+		for _, n := range []int{10_000, 100_000, 1_000_000} {
+			if n*k > 50_000_000 {
+				continue
+			}
+			b.Run(fmt.Sprintf("hashes=%d/partitions=%d", k, n), func(b *testing.B) {
+				for b.Loop() {
+					benchPartitions(b, n, k)
+				}
+			})
+		}
+	}
+}
+
+func benchPartitions(b *testing.B, n, k int) {
+	clock := &fakeClock{now: time.UnixMilli(t0)}
+	frame := min(k, 10)
+	if k > 256 {
+		frame = 100
+	}
+	push := hashes(0, uint64(frame))
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	c := New(Config{BudgetBytes: 1 << 40, Now: clock.Now})
+	for pid := int64(1); pid <= int64(n); pid++ {
+		if d := c.Decide(pid, minute, nil); !d.Hydrate {
+			b.Fatalf("first contact: %+v", d)
+		}
+		c.Install(pid, Hydration{LastOffset: -1, WindowMs: minute})
+		for off := 0; off < k; off += frame {
+			m := min(frame, k-off)
+			push[0][0], push[0][1] = byte(pid), byte(pid>>8) // distinct hashes per partition
+			push[0][2] = byte(off)
+			c.Learn(pid, int64(off), int64(off+m-1), push[:m])
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	heap := float64(after.HeapAlloc - before.HeapAlloc)
+	st := c.Stats()
+	if st.ResidentHashes != int64(n*k) {
+		b.Fatalf("%d resident hashes, want %d", st.ResidentHashes, n*k)
+	}
+	b.ReportMetric(heap/float64(n), "heap-B/partition")
+	b.ReportMetric(heap/float64(n*k), "heap-B/hash")
+	b.ReportMetric(float64(st.ResidentBytes)/float64(n), "accounted-B/partition")
+	runtime.KeepAlive(c)
+}
+
+// BenchmarkMillionPartitions runs a million partitions of 16 hashes
+// through the default budget (runManyPartitions): two rounds faster than
+// the guard (suppression), then two slower (eviction), reporting what
+// the gate did and the heap.
+func BenchmarkMillionPartitions(b *testing.B) {
+	for b.Loop() {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		c, clock, _ := newTestCache(0)
+		fast := runManyPartitions(b, c, clock, 1_000_000, 0, 2, time.Microsecond)
+		clock.Add(time.Minute)
+		slow := runManyPartitions(b, c, clock, 1_000_000, 2, 2, 10*time.Microsecond)
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(fast.entries), "entries-after-fast")
+		b.ReportMetric(float64(fast.suppressedDecisions), "suppressed-decisions")
+		b.ReportMetric(float64(slow.evictions), "evictions")
+		b.ReportMetric(float64(slow.hydrations), "hydrations")
+		b.ReportMetric(float64(slow.peakResident)/(1<<20), "peak-resident-MiB")
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/(1<<20), "heap-MiB")
+		runtime.KeepAlive(c)
+	}
+}
+
+// BenchmarkSmallEntryVerified is a decision for a 10-hash push of new
+// hashes on an entry of k hashes grown by 10-hash pushes: below smallMax
+// a scan of one array, above it the bloom front.
+func BenchmarkSmallEntryVerified(b *testing.B) {
+	for _, k := range []int{4, 16, 64, 128} {
+		b.Run(fmt.Sprintf("hashes=%d", k), func(b *testing.B) {
+			e := NewEntry(Hydration{LastOffset: -1, WindowMs: 3600_000})
+			for off := 0; off < k; off += 10 {
+				n := min(10, k-off)
+				e.Learn(int64(off), int64(off+n-1), hashes(uint64(off), uint64(n)), t0)
+			}
+			push := hashes(1<<40, 10)
+			for b.Loop() {
+				if v, _, _ := e.Verified(push, t0); v != int64(k-1) {
+					b.Fatalf("verified %d", v)
+				}
+			}
+		})
+	}
 }

@@ -20,8 +20,17 @@ const BlockCapacity = 4096
 // hotStep is the size of the hot buffer's chunks: it grows a chunk at a
 // time, so an entry's unused headroom stays under 128 slots (~2.3 KB),
 // where doubling left up to half a block empty, and nothing is copied
-// until the seal copies each slot once.
+// until the seal copies each slot once. Only the first chunk of an entry
+// starts smaller, at the size needed, and doubles up to hotStep: a
+// partition holding a handful of hashes carries a handful of slots.
 const hotStep = 128
+
+// smallMax is the most hashes an entry holds without a bloom front: up to
+// it, a lookup scans the hot buffer (exact, at most 64 slots of one array)
+// rather than paying a generation's filter (512 bytes at least) and
+// struct. The entry's first generation is built from the hot buffer when
+// it outgrows this, and dropped again when expiry empties the entry.
+const smallMax = 64
 
 // SkewSlackMs widens the window on the safe side wherever the broker's
 // clock is compared with created_at from PostgreSQL's: hydration reads 5 s
@@ -77,22 +86,51 @@ type Candidate struct {
 // hash in (hydratedFrom, verifiedUpto] and hydratedFrom is at or below the
 // window start. Not safe for concurrent use: the cache holds a mutex per
 // entry.
+//
+// A small entry (at most smallMax hashes, none sealed) is its header and
+// one array: its ring is nil. Everything else an entry may grow (sealed
+// blocks, the hot buffer's full chunks, the bloom front) is in the ring,
+// so the header stays at 96 bytes.
 type Entry struct {
 	windowMs     int64
 	hydratedFrom int64
 	verifiedUpto int64
+	hot          hotBuffer
+	ring         *ring // nil while the entry is small
+
+	// Lookup counters since the cache last collected them (at every
+	// decision, so 32 bits are plenty).
+	misses, maybes, falsePositives int32
+
 	// gap: another writer interleaved (a push returned a base above
 	// verifiedUpto+1); rebuild: an impossible overlap, or the window
 	// changed. Either way the entry answers -1 until rebuilt.
 	gap, rebuild bool
+	hotWide      bool // as block.wide, for the hot buffer
+}
 
-	sealed []block // oldest first
-	hot    hotBuffer
-	gens   []*bloomGen // oldest first; the last takes new hashes
-	count  int         // resident hashes
+// ring is what a large entry holds beyond the hot buffer's open chunk.
+type ring struct {
+	sealed      []block     // oldest first
+	full        [][]hashAt  // the hot buffer's full chunks, oldest first
+	gens        []*bloomGen // oldest first; the last takes new hashes
+	sealedCount int         // hashes in sealed blocks
+}
 
-	// Lookup counters since the cache last collected them.
-	misses, maybes, falsePositives int64
+// sealedBlocks are the entry's sorted blocks, oldest first.
+func (e *Entry) sealedBlocks() []block {
+	if e.ring == nil {
+		return nil
+	}
+	return e.ring.sealed
+}
+
+// generations is the entry's bloom front, oldest first; none while small.
+func (e *Entry) generations() []*bloomGen {
+	if e.ring == nil {
+		return nil
+	}
+	return e.ring.gens
 }
 
 // NewEntry builds an entry from a full-window hydration: entries are only
@@ -116,6 +154,10 @@ func NewEntry(h Hydration) *Entry {
 	}
 	return e
 }
+
+// small reports an entry without a bloom front: its hot buffer is all it
+// holds, and a lookup scans it.
+func (e *Entry) small() bool { return e.ring == nil }
 
 // Verified is the watermark a push of hashes may send as p_verified, at
 // broker time nowMs, and the resident occurrences of those hashes that SQL
@@ -155,11 +197,18 @@ func (e *Entry) Verified(hashes []Hash, nowMs int64) (verified int64, candidates
 // says generation g may hold hashes[i]. Generation by generation, so the
 // lookups of one generation are independent loads the CPU overlaps (one
 // cache miss each in a large filter). More than 32 generations (never,
-// at the tiers' sizes) all count as maybes.
+// at the tiers' sizes) all count as maybes. A small entry has no front:
+// every hash is looked up in its array.
 func (e *Entry) bloomMaybes(hashes []Hash, maybe []uint32) []uint32 {
 	maybe = slices.Grow(maybe[:0], len(hashes))[:len(hashes)]
+	if e.small() {
+		for i := range maybe {
+			maybe[i] = 1
+		}
+		return maybe
+	}
 	clear(maybe)
-	for g, gen := range e.gens {
+	for g, gen := range e.ring.gens {
 		bit := uint32(1) << min(g, 31)
 		for i := range hashes {
 			hi, lo := split(&hashes[i])
@@ -256,118 +305,195 @@ func (e *Entry) Fill(ranges []Range, last int64) bool {
 func (e *Entry) append(base int64, hashes []Hash, createdMs int64, coming int) {
 	for i := range hashes {
 		off := base + int64(i)
-		e.appendHot(&hashes[i], off, createdMs)
+		if e.small() && e.hotLen() == smallMax {
+			e.growFront(coming - i)
+		}
+		e.appendHot(&hashes[i], off, createdMs, max(coming, len(hashes))-i)
+		if e.small() {
+			continue
+		}
 		g := e.openGen(coming - i)
 		g.add(&hashes[i], off, createdMs)
 		if g.count > g.sized {
 			g.grow(e)
 		}
-		e.count++
 	}
 	e.verifiedUpto = max(e.verifiedUpto, base+int64(len(hashes))-1)
 }
 
-// hotBuffer holds the newest hashes in arrival (offset) order, in chunks
-// of hotStep slots: all full but the last.
+// growFront makes a small entry large: a ring, and a first generation
+// holding the hot buffer's hashes (sized for them and the coming ones,
+// when known). Their created times are not kept per hash: the buffer's
+// newest stands for all, which only keeps the generation longer.
+func (e *Entry) growFront(coming int) {
+	e.ring = &ring{}
+	expected := 0 // unknown: the generation starts at bloomInitial
+	if coming > 0 {
+		expected = e.hotLen() + coming
+	}
+	g := e.openGen(expected)
+	e.eachHot(func(s *hashAt, off int64) { g.add(&s.h, off, e.hot.maxCreatedMs) })
+	// A wide buffer's deltas understate its offsets: its newest is known.
+	g.maxOffset = max(g.maxOffset, e.hot.maxOffset)
+}
+
+// hotBuffer holds the newest hashes in arrival (offset) order: the open
+// chunk here, the full ones (hotStep slots each) in the entry's ring.
 type hotBuffer struct {
-	chunks       [][]hashAt
-	n            int
+	open         []hashAt
 	base         int64 // offset of the first slot
 	maxOffset    int64
 	maxCreatedMs int64
-	wide         bool // as block.wide
 }
 
-func (hb *hotBuffer) len() int { return hb.n }
+// hotLen is the number of hashes in the hot buffer.
+func (e *Entry) hotLen() int {
+	n := len(e.hot.open)
+	if e.ring != nil {
+		n += len(e.ring.full) * hotStep
+	}
+	return n
+}
 
-// each calls f with every slot, in arrival order, and its offset.
-func (hb *hotBuffer) each(f func(s *hashAt, off int64)) {
-	for _, c := range hb.chunks {
+// eachHot calls f with every slot of the hot buffer, in arrival order,
+// and its offset.
+func (e *Entry) eachHot(f func(s *hashAt, off int64)) {
+	visit := func(c []hashAt) {
 		for i := range c {
-			f(&c[i], hb.base+int64(c[i].delta))
+			f(&c[i], e.hot.base+int64(c[i].delta))
 		}
 	}
+	if e.ring != nil {
+		for _, c := range e.ring.full {
+			visit(c)
+		}
+	}
+	visit(e.hot.open)
 }
 
-// appendHot puts one hash in the hot buffer, sealing it when full.
-func (e *Entry) appendHot(h *Hash, off, createdMs int64) {
+// appendHot puts one hash in the hot buffer, sealing it when full; this
+// one and coming-1 more are about to be appended. The open chunk is sized
+// for them, and grows by half at least, up to hotStep: a partition
+// pushing a few hashes at a time carries little headroom.
+func (e *Entry) appendHot(h *Hash, off, createdMs int64, coming int) {
 	hot := &e.hot
-	if hot.n == 0 {
-		hot.base, hot.wide = off, false
+	if e.hotLen() == 0 {
+		hot.base, e.hotWide = off, false
 	}
-	if hot.n%hotStep == 0 {
-		hot.chunks = append(hot.chunks, make([]hashAt, 0, hotStep))
+	if len(hot.open) == hotStep {
+		// Only a large entry gets here (smallMax < hotStep).
+		e.ring.full = append(e.ring.full, hot.open)
+		hot.open = nil
+	}
+	if n := len(hot.open); n == cap(hot.open) {
+		grown := make([]hashAt, n, chunkSlots(min(hotStep, max(n+coming, n+n/2, 1))))
+		copy(grown, hot.open)
+		hot.open = grown
 	}
 	d := off - hot.base
 	if d > math.MaxUint16 {
-		hot.wide, d = true, 0
+		e.hotWide, d = true, 0
 	}
-	last := &hot.chunks[len(hot.chunks)-1]
-	*last = append(*last, hashAt{h: *h, delta: uint16(d)})
-	hot.n++
+	hot.open = append(hot.open, hashAt{h: *h, delta: uint16(d)})
 	hot.maxOffset = off
 	hot.maxCreatedMs = max(hot.maxCreatedMs, createdMs)
-	if hot.n == BlockCapacity {
+	if e.hotLen() == BlockCapacity {
 		e.seal()
 	}
+}
+
+// allocSizes are the Go allocator's size classes up to a full chunk
+// (hotStep slots, 2304 bytes): an allocation takes the smallest class
+// that holds it.
+var allocSizes = [...]int{24, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240, 256, 288, 320,
+	352, 384, 416, 448, 480, 512, 576, 640, 704, 768, 896, 1024, 1152, 1280, 1408, 1536, 1792, 2048, 2304}
+
+// chunkSlots is the capacity to allocate for at least n slots (n <=
+// hotStep): as many as the allocation's size class holds, so none of it
+// is lost and all of it is accounted.
+func chunkSlots(n int) int {
+	for _, size := range allocSizes {
+		if size >= n*hashAtBytes {
+			return size / hashAtBytes
+		}
+	}
+	return n
 }
 
 // openGen is the generation that takes the next hash, opening a new one
 // (sized for coming hashes when that is known) when the last is full.
 func (e *Entry) openGen(coming int) *bloomGen {
-	if n := len(e.gens); n > 0 && !e.gens[n-1].full() {
-		return e.gens[n-1]
+	r := e.ring
+	if n := len(r.gens); n > 0 && !r.gens[n-1].full() {
+		return r.gens[n-1]
 	}
 	prev := 0
-	if n := len(e.gens); n > 0 {
-		prev = e.gens[n-1].capacity
+	if n := len(r.gens); n > 0 {
+		prev = r.gens[n-1].capacity
 	}
 	g := newBloomGen(nextCapacity(prev), coming)
-	e.gens = append(e.gens, g)
+	r.gens = append(r.gens, g)
 	return g
 }
 
 // seal makes the full hot buffer a sorted block: its chunks copied into
-// one array, sorted in place.
+// one array, sorted in place. Only a large entry fills one.
 func (e *Entry) seal() {
-	hot := &e.hot
+	hot, r := &e.hot, e.ring
 	b := block{hashes: make([]hashAt, 0, BlockCapacity), base: hot.base, maxOffset: hot.maxOffset,
-		maxCreatedMs: hot.maxCreatedMs, wide: hot.wide}
-	for _, c := range hot.chunks {
+		maxCreatedMs: hot.maxCreatedMs, wide: e.hotWide}
+	for _, c := range r.full {
 		b.hashes = append(b.hashes, c...)
 	}
+	b.hashes = append(b.hashes, hot.open...)
 	sortBlock(b.hashes)
-	e.sealed = append(e.sealed, b)
-	e.hot = hotBuffer{}
+	r.sealed = append(r.sealed, b)
+	r.sealedCount += len(b.hashes)
+	r.full = nil
+	e.hot, e.hotWide = hotBuffer{}, false
 }
 
 // Expire drops what is wholly older than the window (plus the skew slack)
 // at broker time nowMs. A block goes only when its newest hash is pre-window,
 // so the resident set stays a superset of the in-window hashes, and
 // hydratedFrom rises only past pre-window offsets.
+//
+// An entry emptied this way is small again: with no hash resident, its
+// bloom front has nothing to answer for.
 func (e *Entry) Expire(nowMs int64) {
 	start := nowMs - e.windowMs - SkewSlackMs
-	n := 0
-	for n < len(e.sealed) && e.sealed[n].maxCreatedMs < start {
-		e.hydratedFrom = max(e.hydratedFrom, e.sealed[n].maxOffset)
-		e.count -= len(e.sealed[n].hashes)
-		n++
+	if r := e.ring; r != nil {
+		n := 0
+		for n < len(r.sealed) && r.sealed[n].maxCreatedMs < start {
+			e.hydratedFrom = max(e.hydratedFrom, r.sealed[n].maxOffset)
+			r.sealedCount -= len(r.sealed[n].hashes)
+			n++
+		}
+		if n > 0 {
+			r.sealed = slices.Delete(r.sealed, 0, n)
+		}
 	}
-	if n > 0 {
-		e.sealed = slices.Delete(e.sealed, 0, n)
-	}
-	if len(e.sealed) == 0 && e.hot.n > 0 && e.hot.maxCreatedMs < start {
+	if len(e.sealedBlocks()) == 0 && e.hotLen() > 0 && e.hot.maxCreatedMs < start {
 		e.hydratedFrom = max(e.hydratedFrom, e.hot.maxOffset)
-		e.count -= e.hot.n
-		e.hot = hotBuffer{}
+		e.hot, e.hotWide = hotBuffer{}, false
+		if e.ring != nil {
+			e.ring.full = nil
+		}
+	}
+	if e.ring == nil {
+		return
+	}
+	if e.Len() == 0 {
+		e.ring = nil
+		return
 	}
 	g := 0
 	// The newest generation stays: it takes the next hashes.
-	for g < len(e.gens)-1 && e.gens[g].maxCreatedMs < start {
+	for g < len(e.ring.gens)-1 && e.ring.gens[g].maxCreatedMs < start {
 		g++
 	}
 	if g > 0 {
-		e.gens = slices.Delete(e.gens, 0, g)
+		e.ring.gens = slices.Delete(e.ring.gens, 0, g)
 	}
 }
 
@@ -387,15 +513,27 @@ func (e *Entry) occurrences(h *Hash) (offsets []int64, ok bool) {
 
 // occurrencesIn finds h in the blocks holding the offsets of the
 // generations that may hold it (bit g of maybe for generation g).
+//
+// A small entry's lookup is exact: a hash found counts as a maybe, one
+// not found as a miss (never a false positive).
 func (e *Entry) occurrencesIn(h *Hash, maybe uint32) (offsets []int64, ok bool) {
+	hi, lo := split(h)
+	if e.small() {
+		offsets, ok = e.find(h, hi, lo, 0, 0)
+		if len(offsets) == 0 && ok {
+			e.misses++
+		} else {
+			e.maybes++
+		}
+		return offsets, ok
+	}
 	from, to := int64(math.MaxInt64), int64(math.MinInt64)
-	for g, gen := range e.gens {
+	for g, gen := range e.ring.gens {
 		if maybe&(uint32(1)<<min(g, 31)) != 0 {
 			from, to = min(from, gen.minOffset), max(to, gen.maxOffset)
 		}
 	}
 	e.maybes++
-	hi, lo := split(h)
 	offsets, ok = e.find(h, hi, lo, from, to)
 	if len(offsets) == 0 && ok {
 		e.falsePositives++
@@ -407,9 +545,10 @@ func (e *Entry) occurrencesIn(h *Hash, maybe uint32) (offsets []int64, ok bool) 
 // [from, to]. Blocks are in offset order, each covering (previous
 // maxOffset, maxOffset]; within a sealed block equal hashes are adjacent.
 func (e *Entry) find(h *Hash, hi, lo uint64, from, to int64) (offsets []int64, ok bool) {
-	i, _ := slices.BinarySearchFunc(e.sealed, from, func(b block, off int64) int { return cmp.Compare(b.maxOffset, off) })
-	for ; i < len(e.sealed); i++ {
-		b := &e.sealed[i]
+	sealed := e.sealedBlocks()
+	i, _ := slices.BinarySearchFunc(sealed, from, func(b block, off int64) int { return cmp.Compare(b.maxOffset, off) })
+	for ; i < len(sealed); i++ {
+		b := &sealed[i]
 		for j := searchSorted(b.hashes, hi, lo); j < len(b.hashes) && b.hashes[j].h == *h; j++ {
 			if b.wide {
 				return nil, false
@@ -420,17 +559,28 @@ func (e *Entry) find(h *Hash, hi, lo uint64, from, to int64) (offsets []int64, o
 			return offsets, true
 		}
 	}
-	wide := false
-	e.hot.each(func(s *hashAt, off int64) {
-		if s.h == *h {
-			wide = wide || e.hot.wide
-			offsets = append(offsets, off)
+	inSealed := len(offsets)
+	if e.ring != nil {
+		for _, c := range e.ring.full {
+			offsets = e.hot.scan(c, h, offsets)
 		}
-	})
-	if wide {
+	}
+	offsets = e.hot.scan(e.hot.open, h, offsets)
+	if len(offsets) > inSealed && e.hotWide {
 		return nil, false
 	}
 	return offsets, true
+}
+
+// scan appends the offsets of h's slots in c, a chunk of the hot buffer:
+// a plain loop, as a small entry's every lookup runs it.
+func (hb *hotBuffer) scan(c []hashAt, h *Hash, offsets []int64) []int64 {
+	for i := range c {
+		if c[i].h == *h {
+			offsets = append(offsets, hb.base+int64(c[i].delta))
+		}
+	}
+	return offsets
 }
 
 // contains reports whether h is resident (bloom front, then exact).
@@ -441,7 +591,7 @@ func (e *Entry) contains(h *Hash) bool {
 
 // takeCounters returns and resets the bloom front's lookup counters.
 func (e *Entry) takeCounters() (misses, maybes, falsePositives int64) {
-	misses, maybes, falsePositives = e.misses, e.maybes, e.falsePositives
+	misses, maybes, falsePositives = int64(e.misses), int64(e.maybes), int64(e.falsePositives)
 	e.misses, e.maybes, e.falsePositives = 0, 0, 0
 	return
 }
@@ -450,13 +600,14 @@ func (e *Entry) takeCounters() (misses, maybes, falsePositives int64) {
 // hot buffer and a binary search of every sealed block.
 func (e *Entry) containsExact(h *Hash) bool {
 	found := false
-	e.hot.each(func(s *hashAt, _ int64) { found = found || s.h == *h })
+	e.eachHot(func(s *hashAt, _ int64) { found = found || s.h == *h })
 	if found {
 		return true
 	}
 	hi, lo := split(h)
-	for i := range e.sealed {
-		s := e.sealed[i].hashes
+	sealed := e.sealedBlocks()
+	for i := range sealed {
+		s := sealed[i].hashes
 		if j := searchSorted(s, hi, lo); j < len(s) && s[j].h == *h {
 			return true
 		}
@@ -498,18 +649,35 @@ func lessHash(x *Hash, hi, lo uint64) bool {
 }
 
 // Len is the number of resident hashes.
-func (e *Entry) Len() int { return e.count }
+func (e *Entry) Len() int {
+	n := e.hotLen()
+	if e.ring != nil {
+		n += e.ring.sealedCount
+	}
+	return n
+}
 
 // hashAtBytes is a resident hash's footprint in the exact ring.
 const hashAtBytes = 18
 
+// Fixed costs an entry is charged beyond its slots and filters: its
+// header with its cache slot and share of the cache's map (96 + 64 +
+// ~30 bytes), and a large entry's ring with its generations' headers.
+const (
+	entryOverheadBytes = 192
+	ringOverheadBytes  = 128
+)
+
 // Bytes is the entry's footprint: 18 bytes per slot of the exact ring
-// (the hash and its offset), about 2 per hash of bloom, and the hot
-// buffer's headroom.
+// (the hash and its offset, the hot buffer's headroom included), about 2
+// per hash of bloom, and the fixed costs above.
 func (e *Entry) Bytes() int64 {
-	n := int64(len(e.sealed))*BlockCapacity*hashAtBytes + int64(len(e.hot.chunks))*hotStep*hashAtBytes + 256
-	for _, g := range e.gens {
-		n += g.bytes()
+	n := int64(cap(e.hot.open))*hashAtBytes + entryOverheadBytes
+	if r := e.ring; r != nil {
+		n += int64(len(r.sealed))*BlockCapacity*hashAtBytes + int64(len(r.full))*hotStep*hashAtBytes + ringOverheadBytes
+		for _, g := range r.gens {
+			n += g.bytes()
+		}
 	}
 	return n
 }
@@ -524,10 +692,10 @@ func (e *Entry) Watermarks() (hydratedFrom, verifiedUpto int64) {
 // set is a block-granular superset of the window).
 func (e *Entry) WindowHashes(nowMs int64) int {
 	start := nowMs - e.windowMs
-	n := e.hot.len()
-	for i := range e.sealed {
-		if e.sealed[i].maxCreatedMs >= start {
-			n += len(e.sealed[i].hashes)
+	n := e.hotLen()
+	for _, b := range e.sealedBlocks() {
+		if b.maxCreatedMs >= start {
+			n += len(b.hashes)
 		}
 	}
 	return n
@@ -536,7 +704,8 @@ func (e *Entry) WindowHashes(nowMs int64) int {
 // eachSince calls f with every resident hash stored at or after offset
 // from (a wide block's all: a superset does not matter to a bloom).
 func (e *Entry) eachSince(from int64, f func(h *Hash)) {
-	i, _ := slices.BinarySearchFunc(e.sealed, from, func(b block, off int64) int { return cmp.Compare(b.maxOffset, off) })
+	sealed := e.sealedBlocks()
+	i, _ := slices.BinarySearchFunc(sealed, from, func(b block, off int64) int { return cmp.Compare(b.maxOffset, off) })
 	visit := func(b *block) {
 		for j := range b.hashes {
 			if b.wide || b.offset(&b.hashes[j]) >= from {
@@ -544,11 +713,11 @@ func (e *Entry) eachSince(from int64, f func(h *Hash)) {
 			}
 		}
 	}
-	for ; i < len(e.sealed); i++ {
-		visit(&e.sealed[i])
+	for ; i < len(sealed); i++ {
+		visit(&sealed[i])
 	}
-	e.hot.each(func(s *hashAt, off int64) {
-		if e.hot.wide || off >= from {
+	e.eachHot(func(s *hashAt, off int64) {
+		if e.hotWide || off >= from {
 			f(&s.h)
 		}
 	})

@@ -142,16 +142,16 @@ func TestFillHealsAGapWithExactlyTheMissedRows(t *testing.T) {
 func TestHotBufferGrowsByChunksAndSealsAtBlockCapacity(t *testing.T) {
 	e := NewEntry(Hydration{LastOffset: -1, WindowMs: minute})
 	e.Learn(0, BlockCapacity-2, hashes(0, BlockCapacity-1), t0)
-	if e.hot.len() != BlockCapacity-1 || len(e.sealed) != 0 || len(e.hot.chunks)*hotStep-e.hot.len() >= hotStep {
+	if e.hotLen() != BlockCapacity-1 || len(e.sealedBlocks()) != 0 || cap(e.hot.open)-len(e.hot.open) >= hotStep {
 		t.Fatalf("hot buffer holds %d in %d chunks with %d sealed: want %d, headroom under one chunk, none sealed",
-			e.hot.len(), len(e.hot.chunks), len(e.sealed), BlockCapacity-1)
+			e.hotLen(), len(e.ring.full), len(e.sealedBlocks()), BlockCapacity-1)
 	}
 	e.Learn(BlockCapacity-1, BlockCapacity-1, hashes(BlockCapacity-1, 1), t0)
-	if len(e.sealed) != 1 || len(e.sealed[0].hashes) != BlockCapacity || cap(e.sealed[0].hashes) != BlockCapacity || e.hot.len() != 0 {
-		t.Fatalf("%d sealed blocks, hot %d", len(e.sealed), e.hot.len())
+	if len(e.sealedBlocks()) != 1 || len(e.sealedBlocks()[0].hashes) != BlockCapacity || cap(e.sealedBlocks()[0].hashes) != BlockCapacity || e.hotLen() != 0 {
+		t.Fatalf("%d sealed blocks, hot %d", len(e.sealedBlocks()), e.hotLen())
 	}
 	for i := 1; i < BlockCapacity; i++ {
-		a, b := e.sealed[0].hashes[i-1].h, e.sealed[0].hashes[i].h
+		a, b := e.sealedBlocks()[0].hashes[i-1].h, e.sealedBlocks()[0].hashes[i].h
 		if string(a[:]) >= string(b[:]) {
 			t.Fatalf("sealed block not sorted at %d", i)
 		}
@@ -173,15 +173,15 @@ func TestExpiryDropsWholeBlocksAndRaisesHydratedFrom(t *testing.T) {
 
 	// At t0 + 1 min + slack nothing is wholly pre-window yet.
 	e.Expire(t0 + minute + SkewSlackMs)
-	if from, _ := e.Watermarks(); from != -1 || len(e.sealed) != 2 {
-		t.Fatalf("expired too early: hydratedFrom %d, %d blocks", from, len(e.sealed))
+	if from, _ := e.Watermarks(); from != -1 || len(e.sealedBlocks()) != 2 {
+		t.Fatalf("expired too early: hydratedFrom %d, %d blocks", from, len(e.sealedBlocks()))
 	}
 	// Later, block 1 is wholly pre-window; block 2 holds old and new hashes
 	// and stays, keeping its old ones known (a superset is safe).
 	e.Expire(t0 + minute + SkewSlackMs + 1)
 	from, _ := e.Watermarks()
-	if from != BlockCapacity-1 || len(e.sealed) != 1 {
-		t.Fatalf("hydratedFrom %d with %d blocks, want %d and 1", from, len(e.sealed), BlockCapacity-1)
+	if from != BlockCapacity-1 || len(e.sealedBlocks()) != 1 {
+		t.Fatalf("hydratedFrom %d with %d blocks, want %d and 1", from, len(e.sealedBlocks()), BlockCapacity-1)
 	}
 	old := h(BlockCapacity + 1)
 	if !e.contains(&old) {
@@ -201,8 +201,8 @@ func TestCrossBlockDuplicateStaysKnownUntilItsLastBlockDrops(t *testing.T) {
 	e.Learn(0, BlockCapacity-1, first, t0)
 	e.Learn(BlockCapacity, 2*BlockCapacity-1, second, t0+2*minute)
 	e.Expire(t0 + 2*minute) // drops the first block only
-	if len(e.sealed) != 1 || !e.contains(&dup) {
-		t.Fatalf("the duplicate must stay known through its second block (%d blocks)", len(e.sealed))
+	if len(e.sealedBlocks()) != 1 || !e.contains(&dup) {
+		t.Fatalf("the duplicate must stay known through its second block (%d blocks)", len(e.sealedBlocks()))
 	}
 	e.Expire(t0 + 4*minute)
 	if e.contains(&dup) {
@@ -219,7 +219,7 @@ func TestBloomGenerationsTierUpAndDrop(t *testing.T) {
 		e.Learn(off, off+int64(size)-1, hashes(uint64(off), uint64(size)), created)
 		off += int64(size)
 	}
-	for _, g := range e.gens {
+	for _, g := range e.generations() {
 		caps = append(caps, g.capacity)
 	}
 	if len(caps) != 3 || caps[0] != 4096 || caps[1] != 32768 || caps[2] != 262144 {
@@ -230,8 +230,8 @@ func TestBloomGenerationsTierUpAndDrop(t *testing.T) {
 	}
 	// The first generation's newest hash is pre-window at t0 + 10 min + slack + 1.
 	e.Expire(t0 + 10*minute + SkewSlackMs + 1)
-	if len(e.gens) != 2 || e.gens[0].capacity != 32768 {
-		t.Fatalf("after expiry: %d generations", len(e.gens))
+	if len(e.generations()) != 2 || e.generations()[0].capacity != 32768 {
+		t.Fatalf("after expiry: %d generations", len(e.generations()))
 	}
 }
 
@@ -301,7 +301,7 @@ func TestBloomFalsePositiveRateAtOneMillion(t *testing.T) {
 	maybe := 0
 	const probes = 100_000
 	for _, x := range hashes(1<<40, probes) {
-		for _, g := range e.gens {
+		for _, g := range e.generations() {
 			if g.mayContain(split(&x)) {
 				maybe++
 				break
@@ -309,9 +309,9 @@ func TestBloomFalsePositiveRateAtOneMillion(t *testing.T) {
 		}
 	}
 	rate := float64(maybe) / probes
-	t.Logf("%d generations, false positive rate over all of them %.4f%%", len(e.gens), rate*100)
-	if len(e.gens) != 4 || rate > 0.01 {
-		t.Errorf("%d generations, false positive rate %.4f", len(e.gens), rate)
+	t.Logf("%d generations, false positive rate over all of them %.4f%%", len(e.generations()), rate*100)
+	if len(e.generations()) != 4 || rate > 0.01 {
+		t.Errorf("%d generations, false positive rate %.4f", len(e.generations()), rate)
 	}
 }
 
@@ -350,7 +350,7 @@ func TestSortBlockMatchesAComparisonSort(t *testing.T) {
 // ringScan is the reference for occurrences: every resident slot of every
 // block, sealed and hot, compared one by one.
 func ringScan(e *Entry, x Hash) (offsets []int64, wide bool) {
-	for _, b := range e.sealed {
+	for _, b := range e.sealedBlocks() {
 		for i := range b.hashes {
 			if b.hashes[i].h == x {
 				if b.wide {
@@ -360,9 +360,9 @@ func ringScan(e *Entry, x Hash) (offsets []int64, wide bool) {
 			}
 		}
 	}
-	e.hot.each(func(s *hashAt, off int64) {
+	e.eachHot(func(s *hashAt, off int64) {
 		if s.h == x {
-			wide = wide || e.hot.wide
+			wide = wide || e.hotWide
 			offsets = append(offsets, off)
 		}
 	})
@@ -414,10 +414,7 @@ func TestCandidatesMatchABruteForceScan(t *testing.T) {
 			if verified != off-1 {
 				t.Fatalf("round %d step %d: verified %d, want %d", round, step, verified, off-1)
 			}
-			got := map[int32][]int64{}
-			for _, c := range cands {
-				got[c.Index] = append(got[c.Index], c.Offset)
-			}
+			got := byIndex(cands)
 			anyHit := false
 			for i, q := range queries {
 				want, _ := ringScan(e, q)
@@ -489,5 +486,162 @@ func TestMemoryPerHashAtEveryEntrySize(t *testing.T) {
 		if perHash := float64(e.Bytes()) / float64(n); e.Len() != n || perHash > 21 {
 			t.Errorf("hydrated entry of %d hashes (%d resident): %.2f B/hash, want at most 21", n, e.Len(), perHash)
 		}
+	}
+}
+
+// TestEntryAnswersLikeAMapAcrossSizes drives entries through every change
+// of representation (small, growing a bloom front past smallMax, chunked
+// hot buffer, sealed blocks past BlockCapacity, expiry emptying the entry
+// back to small and regrowing), born of hydrations of sizes around each
+// threshold, with repeats of stored hashes. After every step each lookup
+// is compared with a plain map of hash -> stored offsets: the candidates
+// name only offsets the hash was stored at, every one of them still in the
+// window, and the entry vouches for the allocator.
+func TestEntryAnswersLikeAMapAcrossSizes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	type stored struct {
+		off       int64
+		createdMs int64
+	}
+	sizes := []int{0, 1, 16, smallMax - 1, smallMax, smallMax + 1, hotStep, hotStep + 1, BlockCapacity - 1, BlockCapacity, BlockCapacity + 1}
+	var sawSmall, sawFront, sawSealed, sawShrunk bool
+	for round, size := range sizes {
+		now := t0
+		ref := map[Hash][]stored{}
+		var all []Hash
+		fresh := uint64(round) << 40
+		newHash := func() Hash { fresh++; return h(fresh) }
+		var ranges []Range
+		off := int64(0)
+		for off < int64(size) {
+			n := min(int64(1+rng.IntN(50)), int64(size)-off)
+			r := Range{Base: off, CreatedMs: now, Hashes: make([]Hash, n)}
+			for i := range r.Hashes {
+				r.Hashes[i] = newHash()
+				ref[r.Hashes[i]] = append(ref[r.Hashes[i]], stored{off + int64(i), now})
+				all = append(all, r.Hashes[i])
+			}
+			ranges = append(ranges, r)
+			off += n
+		}
+		e := NewEntry(Hydration{LastOffset: off - 1, WindowMs: minute, Ranges: ranges})
+		for step := range 120 {
+			// A push: mostly new hashes, some repeats (stored again, as with
+			// the window off or from another writer).
+			n := 1 + rng.IntN(20)
+			if rng.IntN(15) == 0 {
+				n = 1 + rng.IntN(3*BlockCapacity/2)
+			}
+			frame := make([]Hash, n)
+			for i := range frame {
+				if len(all) > 0 && rng.IntN(8) == 0 {
+					frame[i] = all[rng.IntN(len(all))]
+				} else {
+					frame[i] = newHash()
+					all = append(all, frame[i])
+				}
+				ref[frame[i]] = append(ref[frame[i]], stored{off + int64(i), now})
+			}
+			e.Learn(off, off+int64(n)-1, frame, now)
+			off += int64(n)
+			if rng.IntN(10) == 0 {
+				now += minute + SkewSlackMs + 1 // everything so far leaves the window
+			} else {
+				now += int64(rng.IntN(2000))
+			}
+			e.Expire(now)
+			sawSmall = sawSmall || e.small() && e.Len() > 0
+			sawFront = sawFront || !e.small() && len(e.sealedBlocks()) == 0
+			sawSealed = sawSealed || len(e.sealedBlocks()) > 0
+			sawShrunk = sawShrunk || e.small() && off > smallMax
+
+			queries := []Hash{newHash(), newHash()}
+			for range 14 {
+				if len(all) > 0 {
+					queries = append(queries, all[rng.IntN(len(all))])
+				}
+			}
+			verified, cands, hit := e.Verified(queries, now)
+			if verified != off-1 {
+				t.Fatalf("size %d step %d: verified %d, want the allocator %d", size, step, verified, off-1)
+			}
+			named := byIndex(cands)
+			anyHit := false
+			for i, q := range queries {
+				at := map[int64]bool{}
+				for _, s := range ref[q] {
+					at[s.off] = true
+					if s.createdMs >= now-minute && !slices.Contains(named[int32(i)], s.off) {
+						t.Fatalf("size %d step %d: %x stored in the window at %d, not named (named %v)", size, step, q, s.off, named[int32(i)])
+					}
+				}
+				for _, o := range named[int32(i)] {
+					if !at[o] {
+						t.Fatalf("size %d step %d: %x named at %d, where it was never stored", size, step, q, o)
+					}
+				}
+				anyHit = anyHit || len(named[int32(i)]) > 0
+			}
+			if hit != anyHit {
+				t.Fatalf("size %d step %d: hit %v, candidates say %v", size, step, hit, anyHit)
+			}
+			if scanned := e.hotLen() + countSealed(e); e.Len() != scanned {
+				t.Fatalf("size %d step %d: Len %d, the ring holds %d", size, step, e.Len(), scanned)
+			}
+		}
+	}
+	if !sawSmall || !sawFront || !sawSealed || !sawShrunk {
+		t.Errorf("representations met: small %v, bloom front without sealed blocks %v, sealed %v, small again after expiry %v; want all",
+			sawSmall, sawFront, sawSealed, sawShrunk)
+	}
+}
+
+// byIndex groups candidates' offsets by the message they name.
+func byIndex(cands []Candidate) map[int32][]int64 {
+	named := map[int32][]int64{}
+	for _, c := range cands {
+		named[c.Index] = append(named[c.Index], c.Offset)
+	}
+	return named
+}
+
+func countSealed(e *Entry) int {
+	n := 0
+	for _, b := range e.sealedBlocks() {
+		n += len(b.hashes)
+	}
+	return n
+}
+
+// TestSmallEntryHasNoBloomFrontAndGrowsOne: up to smallMax hashes an
+// entry is one array with no generation; the next hash builds the first
+// generation holding them all, and a wide small entry (a hydration that
+// skipped offsets) sends a resident hash to the full probe either way.
+func TestSmallEntryHasNoBloomFrontAndGrowsOne(t *testing.T) {
+	e := NewEntry(Hydration{LastOffset: -1, WindowMs: minute})
+	e.Learn(0, smallMax-1, hashes(0, smallMax), t0)
+	if !e.small() || len(e.generations()) != 0 || cap(e.hot.open) != smallMax {
+		t.Fatalf("%d hashes: small %v, %d generations, %d slots; want one array of %d and no generation",
+			smallMax, e.small(), len(e.generations()), cap(e.hot.open), smallMax)
+	}
+	e.Learn(smallMax, smallMax, hashes(smallMax, 1), t0)
+	if e.small() || len(e.generations()) != 1 || e.generations()[0].count != smallMax+1 {
+		t.Fatalf("past smallMax: small %v, generations %d", e.small(), len(e.generations()))
+	}
+	for _, x := range hashes(0, smallMax+1) {
+		hi, lo := split(&x)
+		if !e.generations()[0].mayContain(hi, lo) {
+			t.Fatalf("%x missing from the first generation", x)
+		}
+	}
+	w := NewEntry(Hydration{LastOffset: 100_000, WindowMs: minute, Ranges: []Range{
+		{Base: 0, CreatedMs: t0, Hashes: hashes(0, 3)},
+		{Base: 100_000, CreatedMs: t0, Hashes: hashes(100_000, 1)},
+	}})
+	if v, _, hit := w.Verified([]Hash{h(1)}, t0); !w.small() || v != -1 || !hit {
+		t.Errorf("a wide small entry: verified %d hit %v, want -1 (full probe)", v, hit)
+	}
+	if v, _, _ := w.Verified(hashes(1<<40, 2), t0); v != 100_000 {
+		t.Errorf("a wide small entry, absent hashes: verified %d, want 100000", v)
 	}
 }

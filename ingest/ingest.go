@@ -441,9 +441,8 @@ func (s *shard) accept(req *Request) {
 	// A request is never split: if it would take the open buffer past the
 	// flush size, it starts the next one.
 	if b == nil || (b.size > 0 && b.size+len(req.Messages) > s.ing.cfg.FlushSize) {
-		// Sized for two requests like this one (most buffers hold one or
-		// two before their flush); it grows if more come.
-		b = newBuffer(now, min(s.ing.cfg.FlushSize, 2*len(req.Messages)))
+		// Sized for this request: it grows if more come.
+		b = newBuffer(now, min(s.ing.cfg.FlushSize, len(req.Messages)))
 		p.buffers = append(p.buffers, b)
 	}
 	b.add(req)
@@ -526,18 +525,27 @@ func (s *shard) landed(f *bundle) {
 	s.inflight--
 	for _, p := range f.parts {
 		p.inflight = false
+		// The sent buffer must not stay reachable from the slice's array:
+		// an idle partition would keep its last requests alive.
+		p.buffers[0] = nil
 		p.buffers = p.buffers[1:]
 		if len(p.buffers) > 0 {
 			s.pending[p] = struct{}{}
+		} else {
+			p.buffers = nil
 		}
 	}
 }
 
-// sweepIdle forgets partitions idle for ten minutes, so that a workload
-// churning through partition names does not grow the map without bound.
+// sweepIdle forgets partitions idle for longer than their memo lives (at
+// least a minute), so that a workload churning through partition names
+// does not grow the map without bound: such a partition's memo must be
+// read again anyway, and a million idle partitions would otherwise keep
+// ~330 bytes each.
 func (s *shard) sweepIdle(now time.Time) {
+	idle := max(s.ing.cfg.PartitionTTL, time.Minute)
 	for key, p := range s.parts {
-		if !p.inflight && len(p.buffers) == 0 && now.Sub(p.lastUsed) > 10*time.Minute {
+		if !p.inflight && len(p.buffers) == 0 && now.Sub(p.lastUsed) > idle {
 			delete(s.parts, key)
 		}
 	}
