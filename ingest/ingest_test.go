@@ -26,12 +26,20 @@ type countingStore struct {
 	segments atomic.Int64
 	probes   atomic.Int64 // segments whose SQL probe ran
 	verified atomic.Int64 // segments sent with p_verified >= 0
-	hydrates atomic.Int64
+	hydrates atomic.Int64 // partitions hydrated
+	// round trips resolving partitions and hydrating them
+	ensureCalls, hydrateCalls atomic.Int64
 }
 
-func (s *countingStore) Hydrate(ctx context.Context, pid int64) (model.Hydration, error) {
-	s.hydrates.Add(1)
-	return s.Store.Hydrate(ctx, pid)
+func (s *countingStore) HydrateMany(ctx context.Context, pids []int64) (map[int64]model.Hydration, error) {
+	s.hydrates.Add(int64(len(pids)))
+	s.hydrateCalls.Add(1)
+	return s.Store.HydrateMany(ctx, pids)
+}
+
+func (s *countingStore) EnsurePartitions(ctx context.Context, queues, partitions []string) ([]model.Partition, []bool, error) {
+	s.ensureCalls.Add(1)
+	return s.Store.EnsurePartitions(ctx, queues, partitions)
 }
 
 func (s *countingStore) Push(ctx context.Context, segs []model.Frame) ([]model.FrameResult, error) {
