@@ -8,7 +8,9 @@
 -- whatever its age (a fill: what an entry missed since it last knew
 -- everything). A partition that does not exist has no row. The window
 -- arithmetic is in double precision: in integer, windows near the maximum
--- overflowed.
+-- overflowed. The rows are read partition by partition through the
+-- (partition_id, …) indexes, in a lateral subquery kept apart (OFFSET 0),
+-- whatever the planner estimates of the array.
 CREATE OR REPLACE FUNCTION queen.log_hydrate(p_pids bigint[], p_above bigint, p_slack_seconds double precision)
 RETURNS TABLE (partition_id bigint, last_offset bigint, txns_start bigint, dedup_window_seconds integer,
                db_now timestamptz, base_offset bigint, end_offset bigint, created_at timestamptz, hashes uuid[])
@@ -23,7 +25,8 @@ LANGUAGE sql STABLE AS $$
            WHERE t.partition_id = lp.id
              AND CASE WHEN p_above IS NULL
                       THEN t.created_at >= now() - make_interval(secs => q.dedup_window_seconds::double precision + p_slack_seconds)
-                      ELSE t.end_offset > p_above END) AS t ON true
+                      ELSE t.end_offset > p_above END
+          OFFSET 0) AS t ON true
      WHERE lp.id = ANY (p_pids)
      ORDER BY lp.id, t.end_offset
 $$;
