@@ -190,6 +190,24 @@ func TestModelTwoGatewaysShareAndHandOverPartitions(t *testing.T) {
 	}
 }
 
+// startIngesters starts n ingesters (n gateways' caches) over store,
+// stopped when the test ends.
+func startIngesters(t *testing.T, store ingest.Store, n int, cfg ingest.Config) []*ingest.Ingester {
+	ings := make([]*ingest.Ingester, n)
+	for i := range ings {
+		ing, err := ingest.New(store, cfg, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ing.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(ing.Stop)
+		ings[i] = ing
+	}
+	return ings
+}
+
 // modelRun is what a model run counted.
 type modelRun struct {
 	fills, hydrations int64
@@ -203,23 +221,12 @@ func runModel(t *testing.T, gateways int) modelRun {
 	url := pgtest.NewDB(t)
 	store := &soundStore{Store: pgtest.Store(t, url), t: t}
 	clock := &modelClock{now: time.Now()}
-	ings := make([]*ingest.Ingester, gateways)
-	for i := range ings {
-		ing, err := ingest.New(store, ingest.Config{
-			Shards: 1, Linger: time.Millisecond, PartitionTTL: time.Nanosecond,
-			// Room for two or three partitions' entries: the others are
-			// evicted or suppressed as their windows grow.
-			Cache: dedup.Config{BudgetBytes: 200 << 10, Now: clock.Now, Guard: time.Nanosecond, Cooldown: time.Second},
-		}, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := ing.Start(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(ing.Stop)
-		ings[i] = ing
-	}
+	ings := startIngesters(t, store, gateways, ingest.Config{
+		Shards: 1, Linger: time.Millisecond, PartitionTTL: time.Nanosecond,
+		// Room for two or three partitions' entries: the others are
+		// evicted or suppressed as their windows grow.
+		Cache: dedup.Config{BudgetBytes: 200 << 10, Now: clock.Now, Guard: time.Nanosecond, Cooldown: time.Second},
+	})
 
 	ctx := context.Background()
 	queue := "model"
@@ -482,21 +489,10 @@ func TestModelFirstContactAcrossManyPartitions(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 5))
 	store := &firstContactStore{soundStore: &soundStore{Store: pgtest.Store(t, url), t: t}, r: rand.New(rand.NewPCG(13, 17))}
 	clock := &modelClock{now: time.Now()}
-	ings := make([]*ingest.Ingester, 2)
-	for i := range ings {
-		ing, err := ingest.New(store, ingest.Config{
-			Shards: 1, Linger: 5 * time.Millisecond, PartitionTTL: 50 * time.Millisecond,
-			Cache: dedup.Config{BudgetBytes: 400 << 10, Now: clock.Now, Guard: time.Nanosecond, Cooldown: time.Second},
-		}, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := ing.Start(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(ing.Stop)
-		ings[i] = ing
-	}
+	ings := startIngesters(t, store, 2, ingest.Config{
+		Shards: 1, Linger: 5 * time.Millisecond, PartitionTTL: 50 * time.Millisecond,
+		Cache: dedup.Config{BudgetBytes: 400 << 10, Now: clock.Now, Guard: time.Nanosecond, Cooldown: time.Second},
+	})
 	ctx := context.Background()
 	queue := "first"
 	window := 60
