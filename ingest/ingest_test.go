@@ -547,3 +547,23 @@ func TestFirstContactIsOneRoundTripPerBundle(t *testing.T) {
 			n, e, h, hs, v, n, n)
 	}
 }
+
+// TestUnresolvablePartitionFailsAlone: in a bundle resolved in one call,
+// a partition the store cannot create (a name the schema refuses) fails
+// its own messages only; the others are stored.
+func TestUnresolvablePartitionFailsAlone(t *testing.T) {
+	t.Parallel()
+	b := setup(t, ingest.Config{Shards: 1, Linger: time.Hour})
+	good := b.submit(t, "good", "g1")
+	bad := b.submit(t, "bad name", "b1")
+	b.ing.Stop() // one bundle
+	if s := statuses(wait(t, good)); s != "queued" {
+		t.Errorf("the valid partition: %s, want queued", s)
+	}
+	if r := wait(t, bad); r[0].Status != model.StatusFailed || r[0].Err == nil {
+		t.Errorf("the refused name: %v (%v), want failed with an error", r[0].Status, r[0].Err)
+	}
+	if n := b.store.ensureCalls.Load(); n != 1 {
+		t.Errorf("%d resolutions for one bundle, want 1", n)
+	}
+}
