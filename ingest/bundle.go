@@ -47,26 +47,50 @@ func (b *bundle) fly() {
 	b.answer(ctx, s)
 }
 
-// resolve refreshes partition p's memo (id and window) when it is older
-// than the TTL; it fails only for a partition never resolved.
-func (in *Ingester) resolve(ctx context.Context, p *partState) error {
-	if !p.resolvedAt.IsZero() && time.Since(p.resolvedAt) <= in.cfg.PartitionTTL {
-		return nil
+// resolve refreshes, in one round trip, the memo (id and window) of every
+// partition of parts never resolved or resolved longer than the TTL ago;
+// created[i] says this very call created parts[i]. A failure fails only
+// the partitions never resolved (failed[i]); a failed refresh keeps the
+// id (it never changes) and the last window read, and the push will tell
+// if the database is really away.
+func (in *Ingester) resolve(ctx context.Context, parts []*partState, failed []error) (created []bool) {
+	created = make([]bool, len(parts))
+	var due []int
+	var queues, names []string
+	for i, p := range parts {
+		if p.resolvedAt.IsZero() || time.Since(p.resolvedAt) > in.cfg.PartitionTTL {
+			due = append(due, i)
+			queues, names = append(queues, p.queue), append(names, p.partition)
+		}
 	}
-	meta, err := in.store.EnsurePartition(ctx, p.queue, p.partition)
-	switch {
-	case err == nil:
-		p.meta, p.resolvedAt = meta, time.Now()
-	case p.resolvedAt.IsZero():
-		in.log.Warn().Err(err).Str("queue", p.queue).Str("partition", p.partition).Msg("resolve partition failed")
-		return errors.Join(errNoPartition, err)
-	default:
-		// A failed refresh keeps the id (it never changes) and the last
-		// window read; the push will tell if the database is really away.
-		in.log.Warn().Err(err).Str("queue", p.queue).Str("partition", p.partition).Msg("refresh partition failed")
+	if len(due) == 0 {
+		return created
 	}
-	return nil
+	metas, made, err := in.store.EnsurePartitions(ctx, queues, names)
+	if err != nil {
+		in.log.Warn().Err(err).Int("partitions", len(due)).Msg("resolve partitions failed")
+	}
+	now := time.Now()
+	for k, i := range due {
+		p := parts[i]
+		switch {
+		case err == nil && metas[k].ID != 0:
+			p.meta, p.resolvedAt, created[i] = metas[k], now, made[k]
+		case p.resolvedAt.IsZero():
+			failure := err
+			if failure == nil {
+				failure = errNotEnsured
+				in.log.Warn().Str("queue", p.queue).Str("partition", p.partition).Msg("resolve partition failed")
+			}
+			failed[i] = errors.Join(errNoPartition, failure)
+		}
+	}
+	return created
 }
+
+// errNotEnsured is a partition the store left out of its answer (a name
+// the schema refuses).
+var errNotEnsured = errors.New("ingest: the store did not create or read the partition")
 
 // build makes a frame of each resolved partition's buffer, vouched for by
 // the cache where it can.
@@ -74,21 +98,18 @@ func (b *bundle) build(ctx context.Context) *sent {
 	in := b.shard.ing
 	n := len(b.parts)
 	s := &sent{frameOf: make([]int, n), windows: make([]int, n), failed: make([]error, n)}
+	created := in.resolve(ctx, b.parts, s.failed)
 	for i, p := range b.parts {
 		s.frameOf[i] = -1
-		if s.failed[i] = in.resolve(ctx, p); s.failed[i] != nil {
+		if s.failed[i] != nil {
 			continue
 		}
 		fr := b.buffers[i].frame(p.meta)
 		fr.DataHashes = dataHashes(p.meta, fr.Data)
-		fr.Verified, fr.Candidates, s.windows[i] = in.vouch(ctx, &p.meta, fr.Hashes)
-		// The cache vouches only under the window it was asked with (it
-		// rebuilds on a change); SQL ignores the vouch if the window has
-		// grown since this partition's memo was read.
-		fr.VerifiedWindow = p.meta.WindowSeconds
 		s.frameOf[i] = len(s.frames)
 		s.frames = append(s.frames, fr)
 	}
+	in.vouchAll(ctx, b.parts, s, created)
 	return s
 }
 
@@ -169,54 +190,125 @@ func (b *bundle) answer(ctx context.Context, s *sent) {
 	in.answering.Done()
 }
 
-// vouch asks the cache for the watermark a frame may send as
-// p_verified and the stored slots SQL must check below it (the resident
-// occurrences of its hashes), hydrating the partition's entry first when
-// the cache asks for it; window estimates what a full probe would unroll.
-// Any failure only costs the full probe (-1), never a verdict. A
-// hydration reads the window too: when it differs from the memo's, the
-// memo is stale (a /configure since it was read) and takes the fresher
-// value, or the cache would see a window change on every flush until the
-// memo's TTL and rehydrate each time.
-func (in *Ingester) vouch(ctx context.Context, meta *model.Partition, hashes []model.Hash) (verified int64, candidates []model.Candidate, window int) {
-	if in.cache == nil || meta.WindowSeconds == 0 {
-		return -1, nil, 0 // window 0: the probe does not run anyway
+// vouchAll asks the cache, for each frame of s, for the watermark it may
+// send as p_verified and the stored slots SQL must check below it (the
+// resident occurrences of its hashes); windows estimate what a full probe
+// would unroll. The entries that need a hydration are hydrated together,
+// in one round trip, before their frames are decided. Any failure only
+// costs the full probe (-1), never a verdict.
+func (in *Ingester) vouchAll(ctx context.Context, parts []*partState, s *sent, created []bool) {
+	var hydrate []int // parts waiting for a hydration
+	for i, p := range parts {
+		j := s.frameOf[i]
+		if j < 0 {
+			continue
+		}
+		fr := &s.frames[j]
+		if in.cache == nil || p.meta.WindowSeconds == 0 {
+			s.windows[i] = 0 // window 0: the probe does not run anyway
+		} else if d := in.decide(ctx, &p.meta, fr.Hashes, created[i]); d.Hydrate {
+			hydrate = append(hydrate, i)
+			continue
+		} else {
+			s.windows[i] = in.apply(d, fr)
+		}
+		// The cache vouches only under the window it was asked with (it
+		// rebuilds on a change); SQL ignores the vouch if the window has
+		// grown since this partition's memo was read.
+		fr.VerifiedWindow = p.meta.WindowSeconds
 	}
-	d := in.cache.Decide(meta.ID, int64(meta.WindowSeconds)*1000, hashes)
+	if len(hydrate) > 0 {
+		in.hydrate(ctx, parts, s, hydrate)
+	}
+}
+
+// decide is the cache's answer for a frame of partition meta before any
+// hydration: a fill heals a gap where it can, and a partition this flush
+// created is born an entry without a read.
+//
+// A created partition held no message when created, so its entry is what
+// a hydration then would have read: nothing, at allocator -1. That stays
+// exact even if another gateway pushes to the partition right after its
+// creation, before this push: the entry vouches for (-1, -1], which holds
+// no offset, so its first push goes with p_verified -1 and SQL probes
+// whatever is stored (log_push_bundle probes above the purge watermark
+// without a vouch). The entry then only grows by Learn and Fill, which
+// extend it only when the push's offsets follow its watermark exactly
+// (another writer's rows first make a gap, healed by a fill or a
+// hydration). Births pass the cache's admission gate like hydrations:
+// only an entry the gate admits is installed.
+func (in *Ingester) decide(ctx context.Context, meta *model.Partition, hashes []model.Hash, created bool) dedup.Decision {
+	windowMs := int64(meta.WindowSeconds) * 1000
+	d := in.cache.Decide(meta.ID, windowMs, hashes)
 	if d.Fill && in.fill(ctx, meta, d.FillFrom) {
-		d = in.cache.Decide(meta.ID, int64(meta.WindowSeconds)*1000, hashes)
+		d = in.cache.Decide(meta.ID, windowMs, hashes)
 	}
 	if d.Fill {
 		// The fill could not heal the entry: only a hydration can.
 		d.Hydrate = true
 	}
-	if d.Hydrate {
-		h, err := in.store.Hydrate(ctx, meta.ID)
-		if err != nil {
-			in.log.Warn().Err(err).Int64("partition", meta.ID).Msg("dedup cache hydration failed")
-			return -1, nil, 0
+	if d.Hydrate && created {
+		in.cache.Install(meta.ID, dedup.Hydration{LastOffset: -1, WindowMs: windowMs})
+		d = in.cache.Decide(meta.ID, windowMs, hashes)
+	}
+	return d
+}
+
+// hydrate reads the windows of the partitions waiting (indexes into parts)
+// in one round trip, installs them, and decides their frames. A
+// hydration reads the window too: when it differs from the memo's, the
+// memo is stale (a /configure since it was read) and takes the fresher
+// value, or the cache would see a window change on every flush until the
+// memo's TTL and rehydrate each time.
+func (in *Ingester) hydrate(ctx context.Context, parts []*partState, s *sent, waiting []int) {
+	pids := make([]int64, len(waiting))
+	for k, i := range waiting {
+		pids[k] = parts[i].meta.ID
+	}
+	hs, err := in.store.HydrateMany(ctx, pids)
+	if err != nil {
+		in.log.Warn().Err(err).Int("partitions", len(pids)).Msg("dedup cache hydration failed")
+	}
+	nowMs := in.cache.NowMs()
+	for _, i := range waiting {
+		meta, fr := &parts[i].meta, &s.frames[s.frameOf[i]]
+		fr.VerifiedWindow = meta.WindowSeconds
+		h, found := hs[meta.ID]
+		if !found {
+			if err == nil {
+				in.log.Warn().Int64("partition", meta.ID).Msg("dedup cache hydration found no partition")
+			}
+			continue // the full probe
 		}
-		in.cache.Install(meta.ID, toDedupHydration(h, in.cache.NowMs()))
+		in.cache.Install(meta.ID, toDedupHydration(h, nowMs))
 		if h.WindowSeconds == 0 {
 			// Deduplication was turned off. The memo keeps its window until
 			// its TTL: this frame was built (leaders only) for a window on,
 			// and its answers must be resolved the same way.
-			return -1, nil, 0
+			continue
 		}
 		meta.WindowSeconds = h.WindowSeconds
-		d = in.cache.Decide(meta.ID, int64(meta.WindowSeconds)*1000, hashes)
+		fr.VerifiedWindow = meta.WindowSeconds
+		s.windows[i] = in.apply(in.cache.Decide(meta.ID, int64(meta.WindowSeconds)*1000, fr.Hashes), fr)
 	}
+}
+
+// apply puts the cache's decision d on frame fr and returns the window
+// estimate.
+func (in *Ingester) apply(d dedup.Decision, fr *model.Frame) (window int) {
 	if d.Hit {
 		in.metrics.cacheHits.Inc()
 	}
 	if d.Verified < 0 {
-		return -1, nil, d.WindowHashes
+		fr.Verified, fr.Candidates = -1, nil
+		return d.WindowHashes
 	}
-	candidates = make([]model.Candidate, len(d.Candidates))
+	fr.Verified = d.Verified
+	fr.Candidates = make([]model.Candidate, len(d.Candidates))
 	for i, c := range d.Candidates {
-		candidates[i] = model.Candidate{Index: c.Index, Offset: c.Offset}
+		fr.Candidates[i] = model.Candidate{Index: c.Index, Offset: c.Offset}
 	}
-	return d.Verified, candidates, d.WindowHashes
+	return d.WindowHashes
 }
 
 // fill reads what partition meta's entry missed above from and hands it

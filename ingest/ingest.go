@@ -43,9 +43,15 @@ var (
 
 // Store is what ingest needs from the log. *pgstore.Store implements it.
 type Store interface {
-	EnsurePartition(ctx context.Context, queue, partition string) (model.Partition, error)
+	// EnsurePartitions resolves many partitions in one round trip,
+	// creating the missing ones: parts[i] is (queues[i], partitions[i]),
+	// ID 0 when it could not be ensured, and created[i] says this call
+	// created it (it holds no message yet).
+	EnsurePartitions(ctx context.Context, queues, partitions []string) (parts []model.Partition, created []bool, err error)
 	Push(ctx context.Context, segs []model.Frame) ([]model.FrameResult, error)
-	Hydrate(ctx context.Context, partitionID int64) (model.Hydration, error)
+	// HydrateMany reads many partitions' windows in one round trip; a
+	// partition that does not exist is absent.
+	HydrateMany(ctx context.Context, partitionIDs []int64) (map[int64]model.Hydration, error)
 	HydrateAbove(ctx context.Context, partitionID, above int64) (model.Hydration, error)
 	// Originals reads the data hashes of stored messages, by offset, for
 	// a payload-conflict check; a purged message is absent.

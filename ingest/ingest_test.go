@@ -26,12 +26,20 @@ type countingStore struct {
 	segments atomic.Int64
 	probes   atomic.Int64 // segments whose SQL probe ran
 	verified atomic.Int64 // segments sent with p_verified >= 0
-	hydrates atomic.Int64
+	hydrates atomic.Int64 // partitions hydrated
+	// round trips resolving partitions and hydrating them
+	ensureCalls, hydrateCalls atomic.Int64
 }
 
-func (s *countingStore) Hydrate(ctx context.Context, pid int64) (model.Hydration, error) {
-	s.hydrates.Add(1)
-	return s.Store.Hydrate(ctx, pid)
+func (s *countingStore) HydrateMany(ctx context.Context, pids []int64) (map[int64]model.Hydration, error) {
+	s.hydrates.Add(int64(len(pids)))
+	s.hydrateCalls.Add(1)
+	return s.Store.HydrateMany(ctx, pids)
+}
+
+func (s *countingStore) EnsurePartitions(ctx context.Context, queues, partitions []string) ([]model.Partition, []bool, error) {
+	s.ensureCalls.Add(1)
+	return s.Store.EnsurePartitions(ctx, queues, partitions)
 }
 
 func (s *countingStore) Push(ctx context.Context, segs []model.Frame) ([]model.FrameResult, error) {
@@ -493,3 +501,69 @@ func TestLearnFiredKeepsTheEntryVouching(t *testing.T) {
 }
 
 func ptr(n int) *int { return &n }
+
+// TestFirstContactIsOneRoundTripPerBundle: a flush over partitions never
+// seen resolves them all in one round trip; the ones it created are born
+// in the cache with no hydration, and a later gateway meeting them
+// (existing, with messages) hydrates them all in one round trip, and its
+// entries then vouch and find the stored duplicates.
+func TestFirstContactIsOneRoundTripPerBundle(t *testing.T) {
+	t.Parallel()
+	const n = 20
+	flushAll := func(b *testBundle, ids func(i int) []string) [][]ingest.Result {
+		var chans []<-chan []ingest.Result
+		for i := range n {
+			chans = append(chans, b.submit(t, fmt.Sprint("p", i), ids(i)...))
+		}
+		b.ing.Stop() // one bundle: the linger never ran out, the drain takes everything
+		var out [][]ingest.Result
+		for _, ch := range chans {
+			out = append(out, wait(t, ch))
+		}
+		return out
+	}
+	cfg := ingest.Config{Shards: 1, Linger: time.Hour}
+	b := setup(t, cfg)
+	for i, res := range flushAll(b, func(i int) []string { return []string{fmt.Sprint("a", i), fmt.Sprint("b", i)} }) {
+		if s := statuses(res); s != "queued,queued" || res[1].Offset != 1 {
+			t.Errorf("new partition %d: %s up to %d", i, s, res[1].Offset)
+		}
+	}
+	if p, e, h := b.store.pushes.Load(), b.store.ensureCalls.Load(), b.store.hydrateCalls.Load(); p != 1 || e != 1 || h != 0 {
+		t.Errorf("creating %d partitions: %d pushes, %d resolutions, %d hydrations; want 1, 1, 0", n, p, e, h)
+	}
+
+	later := setup(t, cfg)
+	later.queue = b.queue
+	got := flushAll(later, func(i int) []string { return []string{fmt.Sprint("b", i), fmt.Sprint("c", i)} })
+	for i, res := range got {
+		if s := statuses(res); s != "duplicate,queued" || res[0].Offset != 1 || res[1].Offset != 2 {
+			t.Errorf("existing partition %d: %s at %d, %d; want duplicate of 1, queued at 2", i, s, res[0].Offset, res[1].Offset)
+		}
+	}
+	st := later.store
+	if e, h, hs, v := st.ensureCalls.Load(), st.hydrateCalls.Load(), st.hydrates.Load(), st.verified.Load(); e != 1 || h != 1 || hs != n || v != n {
+		t.Errorf("meeting %d existing partitions: %d resolutions, %d hydration round trips for %d partitions, %d frames vouched; want 1, 1, %d, %d",
+			n, e, h, hs, v, n, n)
+	}
+}
+
+// TestUnresolvablePartitionFailsAlone: in a bundle resolved in one call,
+// a partition the store cannot create (a name the schema refuses) fails
+// its own messages only; the others are stored.
+func TestUnresolvablePartitionFailsAlone(t *testing.T) {
+	t.Parallel()
+	b := setup(t, ingest.Config{Shards: 1, Linger: time.Hour})
+	good := b.submit(t, "good", "g1")
+	bad := b.submit(t, "bad name", "b1")
+	b.ing.Stop() // one bundle
+	if s := statuses(wait(t, good)); s != "queued" {
+		t.Errorf("the valid partition: %s, want queued", s)
+	}
+	if r := wait(t, bad); r[0].Status != model.StatusFailed || r[0].Err == nil {
+		t.Errorf("the refused name: %v (%v), want failed with an error", r[0].Status, r[0].Err)
+	}
+	if n := b.store.ensureCalls.Load(); n != 1 {
+		t.Errorf("%d resolutions for one bundle, want 1", n)
+	}
+}

@@ -199,49 +199,67 @@ func collectResults(rows pgx.Rows, segs []model.Frame) ([]model.FrameResult, err
 // Hydrate reads a partition's in-window hashes (plus model.ClockSkewSlack
 // slack) together with its allocator, in one snapshot.
 func (s *Store) Hydrate(ctx context.Context, partitionID int64) (model.Hydration, error) {
-	return s.hydrate(ctx, partitionID, nil)
+	return s.hydrateOne(ctx, partitionID, nil)
 }
 
 // HydrateAbove reads the hashes of every row stored above offset above,
 // whatever their age, together with the allocator, in one snapshot: what
 // a cache entry missed since it last knew everything (a fill).
 func (s *Store) HydrateAbove(ctx context.Context, partitionID, above int64) (model.Hydration, error) {
-	return s.hydrate(ctx, partitionID, &above)
+	return s.hydrateOne(ctx, partitionID, &above)
 }
 
-func (s *Store) hydrate(ctx context.Context, partitionID int64, above *int64) (model.Hydration, error) {
-	rows, err := s.pool.Query(ctx,
-		`SELECT last_offset, txns_start, dedup_window_seconds, db_now, base_offset, end_offset, created_at, hashes
-		   FROM queen.log_hydrate($1, $2, $3)`, partitionID, above, model.ClockSkewSlack.Seconds())
+// HydrateMany is Hydrate for many partitions in one round trip and one
+// snapshot. A partition that does not exist is absent from the map.
+func (s *Store) HydrateMany(ctx context.Context, partitionIDs []int64) (map[int64]model.Hydration, error) {
+	hs, err := s.hydrate(ctx, partitionIDs, nil)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: hydrate %d partitions: %w", len(partitionIDs), err)
+	}
+	return hs, nil
+}
+
+func (s *Store) hydrateOne(ctx context.Context, partitionID int64, above *int64) (model.Hydration, error) {
+	hs, err := s.hydrate(ctx, []int64{partitionID}, above)
 	if err != nil {
 		return model.Hydration{}, fmt.Errorf("pgstore: hydrate %d: %w", partitionID, err)
 	}
-	defer rows.Close()
-	h := model.Hydration{PartitionID: partitionID}
-	found := false
-	for rows.Next() {
-		var (
-			base, end *int64
-			created   *time.Time
-			hashes    []model.Hash
-		)
-		if err := rows.Scan(&h.LastOffset, &h.TxnsStart, &h.WindowSeconds, &h.DBNow,
-			&base, &end, &created, &hashes); err != nil {
-			return model.Hydration{}, fmt.Errorf("pgstore: hydrate %d: %w", partitionID, err)
-		}
-		found = true
-		if base == nil {
-			continue // the partition has no row in the window
-		}
-		h.Txns = append(h.Txns, model.TxnRange{BaseOffset: *base, EndOffset: *end, CreatedAt: *created, Hashes: hashes})
-	}
-	if err := rows.Err(); err != nil {
-		return model.Hydration{}, fmt.Errorf("pgstore: hydrate %d: %w", partitionID, err)
-	}
+	h, found := hs[partitionID]
 	if !found {
 		return model.Hydration{}, fmt.Errorf("%w: %d", model.ErrPartitionNotFound, partitionID)
 	}
 	return h, nil
+}
+
+func (s *Store) hydrate(ctx context.Context, partitionIDs []int64, above *int64) (map[int64]model.Hydration, error) {
+	rows, err := s.pool.Query(ctx,
+		`SELECT partition_id, last_offset, txns_start, dedup_window_seconds, db_now, base_offset, end_offset, created_at, hashes
+		   FROM queen.log_hydrate($1, $2, $3)`, partitionIDs, above, model.ClockSkewSlack.Seconds())
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := make(map[int64]model.Hydration, len(partitionIDs))
+	for rows.Next() {
+		var (
+			h         model.Hydration
+			base, end *int64
+			created   *time.Time
+			hashes    []model.Hash
+		)
+		if err := rows.Scan(&h.PartitionID, &h.LastOffset, &h.TxnsStart, &h.WindowSeconds, &h.DBNow,
+			&base, &end, &created, &hashes); err != nil {
+			return nil, err
+		}
+		if prev, seen := out[h.PartitionID]; seen {
+			h.Txns = prev.Txns // rows come in offset order, partition by partition
+		}
+		if base != nil { // nil: the partition has no row in the window
+			h.Txns = append(h.Txns, model.TxnRange{BaseOffset: *base, EndOffset: *end, CreatedAt: *created, Hashes: hashes})
+		}
+		out[h.PartitionID] = h
+	}
+	return out, rows.Err()
 }
 
 // Originals reads what a payload-conflict check needs of the messages at

@@ -495,6 +495,56 @@ func TestHydrateReadsWindowAndAllocatorTogether(t *testing.T) {
 	}
 }
 
+// TestHydrateManyEqualsHydrateEach: one call reads, for each partition,
+// what Hydrate reads of it alone (the window's rows in offset order, the
+// allocator, the window), and leaves out a partition that does not exist.
+func TestHydrateManyEqualsHydrateEach(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	var pids []int64
+	for i := range 5 {
+		p, err := b.store.EnsurePartition(ctx, b.queue, fmt.Sprintf("h%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pids = append(pids, p.ID)
+		for k := range i { // partition i gets i frames, the first aged out of the window
+			if _, err := b.store.Push(ctx, []model.Frame{segment(p.ID, -1, fmt.Sprintf("h%d-%d-a", i, k), fmt.Sprintf("h%d-%d-b", i, k))}); err != nil {
+				t.Fatal(err)
+			}
+			if k == 0 {
+				if _, err := b.store.Pool().Exec(ctx, `UPDATE queen.log_txns SET created_at = created_at - interval '2 hours'
+					WHERE partition_id = $1`, p.ID); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	missing := int64(1 << 60)
+	got, err := b.store.HydrateMany(ctx, append([]int64{missing}, pids...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := got[missing]; ok || len(got) != len(pids) {
+		t.Fatalf("%d hydrations for %d partitions (and one unknown)", len(got), len(pids))
+	}
+	for i, pid := range pids {
+		one, err := b.store.Hydrate(ctx, pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		many := got[pid]
+		if many.PartitionID != pid || many.LastOffset != one.LastOffset || many.WindowSeconds != one.WindowSeconds ||
+			many.TxnsStart != one.TxnsStart || fmt.Sprint(many.Txns) != fmt.Sprint(one.Txns) {
+			t.Errorf("partition %d: HydrateMany %+v, Hydrate %+v", i, many, one)
+		}
+		if want := max(i-1, 0); len(many.Txns) != want || many.LastOffset != int64(2*i-1) {
+			t.Errorf("partition %d: %d ranges up to %d, want %d up to %d", i, len(many.Txns), many.LastOffset, want, 2*i-1)
+		}
+	}
+}
+
 func TestWideBundleMixesCleanAndDirtyFrames(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

@@ -139,6 +139,43 @@ func (s *Store) EnsurePartition(ctx context.Context, queue, partition string) (m
 	return p, nil
 }
 
+// EnsurePartitions is EnsurePartition for many partitions in one round
+// trip: partition (queues[i], partitions[i]) is parts[i], and created[i]
+// says this very call created it (it then holds no message yet: of racing
+// callers exactly one sees it created). A name the schema refuses leaves
+// parts[i] zero (ID 0) without failing the others.
+func (s *Store) EnsurePartitions(ctx context.Context, queues, partitions []string) (parts []model.Partition, created []bool, err error) {
+	if len(queues) != len(partitions) {
+		return nil, nil, fmt.Errorf("pgstore: ensure partitions: %d queues for %d partitions", len(queues), len(partitions))
+	}
+	rows, err := s.pool.Query(ctx,
+		"SELECT idx, partition_id, queue_id, dedup_window_seconds, last_offset, on_conflict, created FROM queen.ensure_partitions($1, $2)",
+		queues, partitions)
+	if err != nil {
+		return nil, nil, fmt.Errorf("pgstore: ensure %d partitions: %w", len(queues), err)
+	}
+	defer rows.Close()
+	parts, created = make([]model.Partition, len(queues)), make([]bool, len(queues))
+	for rows.Next() {
+		var (
+			i     int32
+			p     model.Partition
+			isNew bool
+		)
+		if err := rows.Scan(&i, &p.ID, &p.QueueID, &p.WindowSeconds, &p.LastOffset, &p.OnConflict, &isNew); err != nil {
+			return nil, nil, fmt.Errorf("pgstore: ensure %d partitions: %w", len(queues), err)
+		}
+		if i < 1 || int(i) > len(queues) {
+			return nil, nil, fmt.Errorf("pgstore: ensure %d partitions: row for index %d", len(queues), i)
+		}
+		parts[i-1], created[i-1] = p, isNew
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("pgstore: ensure %d partitions: %w", len(queues), err)
+	}
+	return parts, created, nil
+}
+
 // classify turns SQLSTATEs this package raises into its sentinels.
 func classify(err error) error {
 	var pgErr *pgconn.PgError

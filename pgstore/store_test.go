@@ -116,6 +116,117 @@ func TestEnsurePartitionRacesCreateOneRow(t *testing.T) {
 	}
 }
 
+// TestEnsurePartitionsRacesCreateEachOnce has callers ensure overlapping
+// sets of partitions (some existing, some new, over two queues, listed in
+// different orders) at once: every caller gets the same id for a
+// partition, each new partition is reported created to exactly one of
+// them, never one that existed, and nobody deadlocks.
+func TestEnsurePartitionsRacesCreateEachOnce(t *testing.T) {
+	t.Parallel()
+	st := pgtest.Store(t, pgtest.SharedURL(t))
+	ctx := context.Background()
+	qa, qb := pgtest.UniqueName(t), pgtest.UniqueName(t)+"-b"
+	old, err := st.EnsurePartition(ctx, qa, "old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type key struct{ queue, name string }
+	var keys []key
+	for i := range 40 {
+		keys = append(keys, key{[]string{qa, qb}[i%2], fmt.Sprintf("p%d", i)})
+	}
+	keys = append(keys, key{qa, "old"})
+	const callers = 8
+	ids := make([]map[key]int64, callers)
+	created := make([]map[key]bool, callers)
+	var wg sync.WaitGroup
+	for c := range callers {
+		wg.Go(func() {
+			// Each caller lists its own overlapping share in its own order.
+			var queues, names []string
+			var mine []key
+			for k := range keys {
+				i := (k*7 + c*13) % len(keys)
+				if (i+c)%3 != 0 || keys[i].name == "old" {
+					queues, names = append(queues, keys[i].queue), append(names, keys[i].name)
+					mine = append(mine, keys[i])
+				}
+			}
+			parts, made, err := st.EnsurePartitions(ctx, queues, names)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			ids[c], created[c] = map[key]int64{}, map[key]bool{}
+			for i, k := range mine {
+				if parts[i].ID == 0 || parts[i].WindowSeconds != 3600 || parts[i].LastOffset != -1 || parts[i].OnConflict == "" {
+					t.Errorf("caller %d, %v: %+v", c, k, parts[i])
+				}
+				ids[c][k], created[c][k] = parts[i].ID, made[i]
+			}
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	for _, k := range keys {
+		var id int64
+		creators := 0
+		for c := range callers {
+			got, listed := ids[c][k]
+			if !listed {
+				continue
+			}
+			if id != 0 && got != id {
+				t.Errorf("%v: ids %d and %d", k, id, got)
+			}
+			id = got
+			if created[c][k] {
+				creators++
+			}
+		}
+		switch {
+		case k.name == "old" && (id != old.ID || creators != 0):
+			t.Errorf("the existing partition: id %d (want %d), reported created %d times", id, old.ID, creators)
+		case k.name != "old" && id != 0 && creators != 1:
+			t.Errorf("%v reported created %d times, want exactly once", k, creators)
+		}
+	}
+	var parts int
+	if err := st.Pool().QueryRow(ctx, `
+		SELECT count(*) FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
+		 WHERE q.name IN ($1, $2)`, qa, qb).Scan(&parts); err != nil {
+		t.Fatal(err)
+	}
+	if parts != len(keys) {
+		t.Errorf("%d partition rows, want %d", parts, len(keys))
+	}
+}
+
+// TestEnsurePartitionsLeavesOutOnlyRefusedNames: a name the schema
+// refuses fails alone; the others of the same call are ensured.
+func TestEnsurePartitionsLeavesOutOnlyRefusedNames(t *testing.T) {
+	t.Parallel()
+	st := pgtest.Store(t, pgtest.SharedURL(t))
+	q := pgtest.UniqueName(t)
+	parts, created, err := st.EnsurePartitions(context.Background(),
+		[]string{q, q, "bad queue", q}, []string{"a", "has space", "b", "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if parts[0].ID == 0 || parts[3].ID != parts[0].ID || parts[1].ID != 0 || parts[2].ID != 0 {
+		t.Fatalf("ids %d %d %d %d: want a twice (the same) and the refused names 0", parts[0].ID, parts[1].ID, parts[2].ID, parts[3].ID)
+	}
+	if !created[0] || !created[3] || created[1] || created[2] {
+		t.Errorf("created = %v, want a (listed twice) only", created)
+	}
+	again, created, err := st.EnsurePartitions(context.Background(), []string{q}, []string{"a"})
+	if err != nil || again[0] != parts[0] || created[0] {
+		t.Errorf("ensuring a again: %+v created %v, %v; want %+v, not created", again[0], created[0], err, parts[0])
+	}
+}
+
 func TestSchemaRejectsBadNames(t *testing.T) {
 	t.Parallel()
 	st := pgtest.Store(t, pgtest.SharedURL(t))

@@ -1,0 +1,76 @@
+-- ensure_partitions is ensure_partition for many partitions in one round
+-- trip: partition (p_queues[i], p_partitions[i]) comes back as row idx = i,
+-- creating its queue (with the defaults) and itself when missing; created
+-- says this very call inserted the partition (so it holds no message yet).
+-- A name the schema refuses (see the CHECKs on queues.name and
+-- log_partitions.name) is left out rather than failing the others: that
+-- index has no row.
+--
+-- Each step is its own statement, so each sees what racing callers
+-- committed before it (ON CONFLICT waits for a racing insert; a later
+-- statement's snapshot then reads its row). Existing partitions are read
+-- first and only the missing ones inserted: a conflicting insert still
+-- burns an identity value. Inserts go in (name) and (queue_id, name)
+-- order, so two calls creating overlapping sets wait for each other in
+-- one order and never deadlock (LOCKS.md). Every lookup is a lateral
+-- subquery kept apart (OFFSET 0): one index probe per name, whatever the
+-- planner estimates of the arrays or the tables (a generic plan joined a
+-- whole scan of log_partitions to 1,000 names: 0.5 s at 1,400 partitions).
+CREATE OR REPLACE FUNCTION queen.ensure_partitions(p_queues text[], p_partitions text[])
+RETURNS TABLE (idx integer, partition_id bigint, queue_id bigint, dedup_window_seconds integer, last_offset bigint,
+               on_conflict text, created boolean)
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_missing integer[];
+    v_created bigint[];
+    f_idx     integer[];
+    f_pid     bigint[];
+    f_qid     bigint[];
+    f_win     integer[];
+    f_last    bigint[];
+    f_mode    text[];
+BEGIN
+    -- The existing ones, and which are missing, in one snapshot: one
+    -- index lookup each when all exist (a memo's refresh).
+    SELECT array_agg(x.i::integer) FILTER (WHERE p.id IS NULL), array_agg(x.i::integer) FILTER (WHERE p.id IS NOT NULL),
+           array_agg(p.id) FILTER (WHERE p.id IS NOT NULL), array_agg(q.id) FILTER (WHERE p.id IS NOT NULL),
+           array_agg(q.dedup_window_seconds) FILTER (WHERE p.id IS NOT NULL),
+           array_agg(p.last_offset) FILTER (WHERE p.id IS NOT NULL), array_agg(q.on_conflict) FILTER (WHERE p.id IS NOT NULL)
+      INTO v_missing, f_idx, f_pid, f_qid, f_win, f_last, f_mode
+      FROM unnest(p_queues, p_partitions) WITH ORDINALITY AS x(qn, pn, i)
+      LEFT JOIN LATERAL (SELECT q.id, q.dedup_window_seconds, q.on_conflict FROM queen.queues q
+                          WHERE q.name = x.qn OFFSET 0) AS q ON true
+      LEFT JOIN LATERAL (SELECT p.id, p.last_offset FROM queen.log_partitions p
+                          WHERE p.queue_id = q.id AND p.name = x.pn OFFSET 0) AS p ON true;
+    RETURN QUERY SELECT f.*, false FROM unnest(f_idx, f_pid, f_qid, f_win, f_last, f_mode) AS f;
+    IF v_missing IS NULL THEN
+        RETURN;
+    END IF;
+
+    INSERT INTO queen.queues (name)
+    SELECT DISTINCT p_queues[i] FROM unnest(v_missing) AS i
+     WHERE p_queues[i] ~ '^[A-Za-z0-9_-]{1,128}$'
+       AND NOT EXISTS (SELECT 1 FROM queen.queues q WHERE q.name = p_queues[i])
+     ORDER BY 1
+    ON CONFLICT (name) DO NOTHING;
+    WITH ins AS (
+        INSERT INTO queen.log_partitions (queue_id, name)
+        SELECT DISTINCT q.id, p_partitions[i]
+          FROM unnest(v_missing) AS i
+          JOIN LATERAL (SELECT q.id FROM queen.queues q WHERE q.name = p_queues[i] OFFSET 0) AS q ON true
+         WHERE p_partitions[i] ~ '^[A-Za-z0-9_-]{1,128}$'
+         ORDER BY 1, 2
+        ON CONFLICT ON CONSTRAINT log_partitions_queue_id_name_key DO NOTHING
+        RETURNING id
+    )
+    SELECT array_agg(ins.id) INTO v_created FROM ins;
+    RETURN QUERY
+        SELECT i, p.id, q.id, q.dedup_window_seconds, p.last_offset, q.on_conflict, c.id IS NOT NULL
+          FROM unnest(v_missing) AS i
+          JOIN LATERAL (SELECT q.id, q.dedup_window_seconds, q.on_conflict FROM queen.queues q
+                         WHERE q.name = p_queues[i] OFFSET 0) AS q ON true
+          JOIN LATERAL (SELECT p.id, p.last_offset FROM queen.log_partitions p
+                         WHERE p.queue_id = q.id AND p.name = p_partitions[i] OFFSET 0) AS p ON true
+          LEFT JOIN unnest(v_created) AS c(id) ON c.id = p.id;
+END
+$$;
