@@ -32,11 +32,15 @@ func newMemStore(queue string, partitions int) *memStore {
 	return s
 }
 
-func (s *memStore) EnsurePartition(_ context.Context, queue, partition string) (model.Partition, error) {
+func (s *memStore) EnsurePartitions(_ context.Context, queues, partitions []string) ([]model.Partition, []bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	id := s.ids[queue+"\x1f"+partition]
-	return model.Partition{ID: id, WindowSeconds: 3600, LastOffset: s.last[id]}, nil
+	parts := make([]model.Partition, len(queues))
+	for i := range queues {
+		id := s.ids[queues[i]+"\x1f"+partitions[i]]
+		parts[i] = model.Partition{ID: id, WindowSeconds: 3600, LastOffset: s.last[id]}
+	}
+	return parts, make([]bool, len(queues)), nil // they exist beforehand
 }
 
 func (s *memStore) Push(_ context.Context, frames []model.Frame) ([]model.FrameResult, error) {
@@ -56,10 +60,14 @@ func (s *memStore) Push(_ context.Context, frames []model.Frame) ([]model.FrameR
 	return out, nil
 }
 
-func (s *memStore) Hydrate(_ context.Context, id int64) (model.Hydration, error) {
+func (s *memStore) HydrateMany(_ context.Context, ids []int64) (map[int64]model.Hydration, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return model.Hydration{LastOffset: s.last[id], WindowSeconds: 3600}, nil
+	out := make(map[int64]model.Hydration, len(ids))
+	for _, id := range ids {
+		out[id] = model.Hydration{LastOffset: s.last[id], WindowSeconds: 3600}
+	}
+	return out, nil
 }
 
 // BenchmarkIdlePartitions is what partitions cost once idle: one

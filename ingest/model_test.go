@@ -495,7 +495,8 @@ func TestModelFirstContactAcrossManyPartitions(t *testing.T) {
 	clock := &modelClock{now: time.Now()}
 	ings := startIngesters(t, store, 2, ingest.Config{
 		Shards: 1, Linger: 5 * time.Millisecond, PartitionTTL: 50 * time.Millisecond,
-		Cache: dedup.Config{BudgetBytes: 400 << 10, Now: clock.Now, Guard: time.Nanosecond, Cooldown: time.Second},
+		// A budget small enough for evictions among ~850 small entries.
+		Cache: dedup.Config{BudgetBytes: 128 << 10, Now: clock.Now, Guard: time.Nanosecond, Cooldown: time.Second},
 	})
 	ctx := context.Background()
 	queue := "first"
