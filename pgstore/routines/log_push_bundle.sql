@@ -217,6 +217,7 @@ BEGIN
                                FROM scanned AS sc GROUP BY sc.s) AS n ON n.s = g.s)
           INTO d_s, d_idx, d_off, v_unrolled;
     END IF;
+
     -- The candidates of vouched frames: each stored slot the cache named,
     -- checked in the log_txns row that holds it (one index probe each).
     IF coalesce(cardinality(p_cand_idx), 0) > 0 THEN
