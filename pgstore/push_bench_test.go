@@ -378,3 +378,109 @@ func BenchmarkOriginals(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPushPartitions is the many-partitions shape: bundles of 100
+// frames of 1, 10 or 100 messages, and single 10-message frames (a small
+// request that fusion cannot help), each frame to a partition of its own
+// drawn from 1k–100k, every one of which already holds a 10-message frame
+// (a warm database, vacuumed since). "skip" is vouched (nothing to
+// probe), "full" probes each partition's stored hashes. It reports the
+// cost per frame and per message: what SQL pays per partition written.
+func BenchmarkPushPartitions(b *testing.B) {
+	for _, parts := range []int{1_000, 10_000, 100_000} {
+		for _, shape := range benchPartitionShapes {
+			for _, probe := range []string{"skip", "full"} {
+				b.Run(fmt.Sprintf("partitions=%d/bundle=%dx%d/%s", parts, shape.frames, shape.messages, probe),
+					func(b *testing.B) {
+						benchPushPartitions(b, parts, shape.frames, shape.messages, probe == "full", (*pgstore.Store).Push)
+					})
+			}
+		}
+	}
+}
+
+// benchPartitionShapes are the bundles of BenchmarkPushPartitions: frames
+// of so many messages each.
+var benchPartitionShapes = []struct{ frames, messages int }{{100, 1}, {100, 10}, {100, 100}, {1, 10}}
+
+func benchPushPartitions(b *testing.B, parts, frames, n int, full bool,
+	push func(*pgstore.Store, context.Context, []model.Frame) ([]model.FrameResult, error)) {
+	st, pids := benchPartitions(b, parts)
+	ctx := context.Background()
+	rows := benchRows{prefix: "parts-"}
+	verified := int64(1 << 62)
+	if full {
+		verified = -1
+	}
+	// One bundle first: the session plans the routine's statements once,
+	// and the loop measures running them.
+	warm := make([]model.Frame, frames)
+	for i := range warm {
+		warm[i] = rows.segment(pids[len(pids)-1-i], verified, n)
+	}
+	if _, err := push(st, ctx, warm); err != nil {
+		b.Fatal(err)
+	}
+	// Each iteration writes 100 frames, in one bundle or in several.
+	pushes := max(1, 100/frames)
+	next := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		for range pushes {
+			bundle := make([]model.Frame, frames)
+			for i := range bundle {
+				bundle[i] = rows.segment(pids[next%len(pids)], verified, n)
+				next++
+			}
+			res, err := push(st, ctx, bundle)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if res[0].Probed() != full || res[0].BaseOffset < 0 {
+				b.Fatalf("probe ran %v, base %d", res[0].Probed(), res[0].BaseOffset)
+			}
+		}
+	}
+	perFrame := float64(b.Elapsed().Nanoseconds()) / 1e3 / float64(b.N*pushes*frames)
+	b.ReportMetric(perFrame, "µs/frame")
+	b.ReportMetric(perFrame/float64(n), "µs/msg")
+	reportRows(b, n*frames*pushes)
+}
+
+// benchPartitions makes n partitions of one queue, each holding one
+// 10-message frame, and returns their ids in a random order.
+func benchPartitions(b *testing.B, n int) (*pgstore.Store, []int64) {
+	b.Helper()
+	st, first := benchSetup(b)
+	ctx := context.Background()
+	for _, q := range []string{
+		`INSERT INTO queen.log_partitions (queue_id, name)
+		 SELECT $1, 'p' || g FROM generate_series(2, $2::integer) AS g`,
+		`INSERT INTO queen.log_segments (partition_id, base_offset, end_offset, created_at, txn_ids, data, data_bytes)
+		 SELECT p.id, 0, 9, now(), array_fill('prefilled'::text, ARRAY[10]), array_fill('{}'::json, ARRAY[10]), 20
+		   FROM queen.log_partitions p WHERE p.queue_id = $1 AND $2 > 0`,
+		`INSERT INTO queen.log_txns (partition_id, base_offset, end_offset, created_at, hashes)
+		 SELECT p.id, 0, 9, now(), ARRAY(SELECT gen_random_uuid() FROM generate_series(1, 10 + 0 * p.id))
+		   FROM queen.log_partitions p WHERE p.queue_id = $1 AND $2 > 0`,
+		`UPDATE queen.log_partitions SET last_offset = 9, stored_bytes = 20 WHERE queue_id = $1 AND $2 > 0`,
+	} {
+		if _, err := st.Pool().Exec(ctx, q, first.QueueID, n); err != nil {
+			b.Fatal(err)
+		}
+	}
+	// Vacuumed: the partition rows' dead versions would otherwise decide
+	// the figures (every lookup by id visits them), as autovacuum's timing
+	// does on a real database.
+	if _, err := st.Pool().Exec(ctx, "VACUUM ANALYZE"); err != nil {
+		b.Fatal(err)
+	}
+	rows, err := st.Pool().Query(ctx, "SELECT id FROM queen.log_partitions ORDER BY random()")
+	if err != nil {
+		b.Fatal(err)
+	}
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		b.Fatal(err)
+	}
+	return st, pids
+}
