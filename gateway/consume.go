@@ -205,7 +205,13 @@ func (c *Consumers) pop(ctx context.Context, place string, body []byte) (any, *q
 	// Beside a large ack answer the next message may not fit: waiting
 	// could not deliver it either, and the next pop, carrying none, will.
 	wait := pr.Room >= largestDelivery(c.maxPayload())
-	deadline := time.Now().Add(time.Duration(req.WaitMs) * time.Millisecond)
+	return c.longPoll(ctx, queue, pr, time.Duration(req.WaitMs)*time.Millisecond, wait, acked)
+}
+
+// longPoll pops until messages come, or for up to waitFor when wait
+// (woken by commits to queue, rechecking every c.recheck), and answers.
+func (c *Consumers) longPoll(ctx context.Context, queue string, pr model.PopRequest, waitFor time.Duration, wait bool, acked []byte) (any, *queengate.Error) {
+	deadline := time.Now().Add(waitFor)
 	deadLettered := 0
 	for {
 		wake := c.wakeup(queue) // before the pop: a commit after it is not missed
@@ -213,13 +219,7 @@ func (c *Consumers) pop(ctx context.Context, place string, body []byte) (any, *q
 		if err != nil {
 			return nil, storeError(err)
 		}
-		if res.DeadLetterErr != nil {
-			c.log.Warn().Err(res.DeadLetterErr).Str("queue", queue).Str("group", req.Group).Msg("dead-lettering failed; a later pop retries")
-		}
-		if res.TooLarge > 0 {
-			c.log.Warn().Str("queue", queue).Str("group", req.Group).Str("partition", res.Partition).Int("messages", res.TooLarge).
-				Int64("max_delivery_bytes", pr.MaxDelivery).Msg("dead-lettered messages too large for any pop's answer")
-		}
+		c.logDeadLettering(queue, pr, &res)
 		moved := res.DeadLettered
 		deadLettered += moved
 		res.DeadLettered = deadLettered
@@ -228,7 +228,7 @@ func (c *Consumers) pop(ctx context.Context, place string, body []byte) (any, *q
 		}
 		left := time.Until(deadline)
 		if len(res.Messages) > 0 || left <= 0 || !wait {
-			return c.popAnswer(queue, g, &res, acked), nil
+			return c.popAnswer(queue, pr.Group, &res, acked), nil
 		}
 		t := time.NewTimer(min(left, c.recheck))
 		select {
@@ -238,8 +238,19 @@ func (c *Consumers) pop(ctx context.Context, place string, body []byte) (any, *q
 		}
 		t.Stop()
 		if ctx.Err() != nil {
-			return c.popAnswer(queue, g, &model.PopResult{DeadLettered: deadLettered}, acked), nil
+			return c.popAnswer(queue, pr.Group, &model.PopResult{DeadLettered: deadLettered}, acked), nil
 		}
+	}
+}
+
+// logDeadLettering says what a pop could not deliver and why.
+func (c *Consumers) logDeadLettering(queue string, pr model.PopRequest, res *model.PopResult) {
+	if res.DeadLetterErr != nil {
+		c.log.Warn().Err(res.DeadLetterErr).Str("queue", queue).Str("group", pr.Group.Name).Msg("dead-lettering failed; a later pop retries")
+	}
+	if res.TooLarge > 0 {
+		c.log.Warn().Str("queue", queue).Str("group", pr.Group.Name).Str("partition", res.Partition).Int("messages", res.TooLarge).
+			Int64("max_delivery_bytes", pr.MaxDelivery).Msg("dead-lettered messages too large for any pop's answer")
 	}
 }
 
