@@ -1,10 +1,9 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
-	"regexp"
 	"testing"
+
+	"github.com/queengate/queengate/internal/securitydoc"
 )
 
 // TestLiveNATSRefusal runs a gateway whose embedded NATS has the users of
@@ -14,18 +13,7 @@ import (
 // its own queue's groups.
 func TestLiveNATSRefusal(t *testing.T) {
 	t.Parallel()
-	doc, err := os.ReadFile("../../docs/security.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := regexp.MustCompile("(?s)```conf\n(.*?)```").FindSubmatch(doc)
-	if m == nil {
-		t.Fatal("docs/security.md has no ```conf block")
-	}
-	conf := filepath.Join(t.TempDir(), "nats.conf")
-	if err := os.WriteFile(conf, m[1], 0o600); err != nil {
-		t.Fatal(err)
-	}
+	conf := securitydoc.File(t, "../..")
 	g := startGateway(t, "QUEEN_NATS_CONFIG="+conf, "QUEEN_NATS_USER=queengate", "QUEEN_NATS_PASSWORD=gateway-secret")
 	producer := []string{"--nats", g.natsURL, "--nats-user", "orders-producer", "--nats-password", "producer-secret"}
 	consumer := []string{"--nats", g.natsURL, "--nats-user", "orders-consumer", "--nats-password", "consumer-secret"}

@@ -3,9 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -16,22 +13,8 @@ import (
 
 	"github.com/queengate/queengate/internal/checkfor"
 	"github.com/queengate/queengate/internal/pgtest"
+	"github.com/queengate/queengate/internal/securitydoc"
 )
-
-// securityDocBlock is the NATS authorization block of docs/security.md:
-// its first ```conf fence.
-func securityDocBlock(t *testing.T) string {
-	t.Helper()
-	doc, err := os.ReadFile("../../docs/security.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := regexp.MustCompile("(?s)```conf\n(.*?)```").FindSubmatch(doc)
-	if m == nil {
-		t.Fatal("docs/security.md has no ```conf block")
-	}
-	return string(m[1])
-}
 
 // subjectMatches says whether subject (no wildcards) matches pattern.
 func subjectMatches(pattern, subject string) bool {
@@ -96,10 +79,7 @@ func (v *violations) count() int {
 // need none.
 func TestSecurityDocBlock(t *testing.T) {
 	t.Parallel()
-	confFile := filepath.Join(t.TempDir(), "nats-auth.conf")
-	if err := os.WriteFile(confFile, []byte(securityDocBlock(t)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	confFile := securitydoc.File(t, "../..")
 	opts, err := server.ProcessConfigFile(confFile)
 	if err != nil {
 		t.Fatalf("the block of docs/security.md: %v", err)
