@@ -274,6 +274,7 @@ type CacheStat struct {
 	Entries        int   `json:"entries"`
 	Suppressed     int   `json:"suppressed"`
 	Hydrations     int64 `json:"hydrations"`
+	Births         int64 `json:"births"`
 	Fills          int64 `json:"fills"`
 	Gaps           int64 `json:"gaps"`
 	Rebuilds       int64 `json:"rebuilds"`

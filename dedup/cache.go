@@ -111,6 +111,7 @@ type Cache struct {
 	misses, maybes, falsePositives atomic.Int64
 	gaps, rebuilds, evictions      atomic.Int64
 	hydrations, hydratedBytes      atomic.Int64
+	births                         atomic.Int64
 	fills, filledBytes             atomic.Int64
 }
 
@@ -353,11 +354,22 @@ func (c *Cache) NowMs() int64 { return c.cfg.Now().UnixMilli() }
 // Install puts a fresh hydration in place of whatever the partition had:
 // a rebuild (after a gap, an overlap or a window change) succeeds here.
 func (c *Cache) Install(pid int64, h Hydration) {
-	e := NewEntry(h)
+	c.install(pid, NewEntry(h))
+	c.hydrations.Add(1)
+}
+
+// Birth installs the entry of a partition known to hold no message (its
+// creator's first push is on its way): what a hydration would read, read
+// from nobody. Counted apart from hydrations, which read PostgreSQL.
+func (c *Cache) Birth(pid int64, windowMs int64) {
+	c.install(pid, NewEntry(Hydration{LastOffset: -1, WindowMs: windowMs}))
+	c.births.Add(1)
+}
+
+func (c *Cache) install(pid int64, e *Entry) {
 	s := c.lockSlot(pid, true)
 	defer s.mu.Unlock()
 	s.entry = e
-	c.hydrations.Add(1)
 	c.hydratedBytes.Add(int64(e.Len()) * 16)
 	c.reaccount(s, c.cfg.Now())
 }
@@ -449,8 +461,10 @@ type Stats struct {
 	BloomMisses, BloomMaybes, BloomFalsePositives int64
 	// Interleave gaps seen, full rebuilds marked (overlap, window change),
 	// entries evicted, hydrations installed and their bytes (16 per hash),
-	// gaps healed by a fill and the bytes it read.
+	// entries born empty for partitions just created (no read), gaps
+	// healed by a fill and the bytes it read.
 	Gaps, Rebuilds, Evictions, Hydrations, HydratedBytes int64
+	Births                                               int64
 	Fills, FilledBytes                                   int64
 }
 
@@ -462,7 +476,7 @@ func (c *Cache) Stats() Stats {
 	c.acct.Unlock()
 	st.BloomMisses, st.BloomMaybes, st.BloomFalsePositives = c.misses.Load(), c.maybes.Load(), c.falsePositives.Load()
 	st.Gaps, st.Rebuilds, st.Evictions = c.gaps.Load(), c.rebuilds.Load(), c.evictions.Load()
-	st.Hydrations, st.HydratedBytes = c.hydrations.Load(), c.hydratedBytes.Load()
+	st.Hydrations, st.HydratedBytes, st.Births = c.hydrations.Load(), c.hydratedBytes.Load(), c.births.Load()
 	st.Fills, st.FilledBytes = c.fills.Load(), c.filledBytes.Load()
 	return st
 }

@@ -281,7 +281,7 @@ func (o *Ops) Status(ctx context.Context) (any, *queengate.Error) {
 	st.Ready = st.Postgres == "ok" && st.NATS == "connected"
 	if cs, ok := o.ing.CacheSummary(); ok {
 		st.Cache = &queengate.CacheStat{BudgetBytes: cs.BudgetBytes, ResidentBytes: cs.ResidentBytes, ResidentHashes: cs.ResidentHashes,
-			Entries: cs.Entries, Suppressed: cs.Suppressed, Hydrations: cs.Hydrations, Fills: cs.Fills, Gaps: cs.Gaps,
+			Entries: cs.Entries, Suppressed: cs.Suppressed, Hydrations: cs.Hydrations, Births: cs.Births, Fills: cs.Fills, Gaps: cs.Gaps,
 			Rebuilds: cs.Rebuilds, Evictions: cs.Evictions}
 	}
 	return st, nil

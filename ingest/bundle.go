@@ -248,7 +248,7 @@ func (in *Ingester) decide(ctx context.Context, meta *model.Partition, hashes []
 		d.Hydrate = true
 	}
 	if d.Hydrate && created {
-		in.cache.Install(meta.ID, dedup.Hydration{LastOffset: -1, WindowMs: windowMs})
+		in.cache.Birth(meta.ID, windowMs)
 		d = in.cache.Decide(meta.ID, windowMs, hashes)
 	}
 	return d

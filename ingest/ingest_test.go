@@ -532,6 +532,9 @@ func TestFirstContactIsOneRoundTripPerBundle(t *testing.T) {
 	if p, e, h := b.store.pushes.Load(), b.store.ensureCalls.Load(), b.store.hydrateCalls.Load(); p != 1 || e != 1 || h != 0 {
 		t.Errorf("creating %d partitions: %d pushes, %d resolutions, %d hydrations; want 1, 1, 0", n, p, e, h)
 	}
+	if st, _ := b.ing.CacheSummary(); st.Births != n || st.Hydrations != 0 {
+		t.Errorf("creating %d partitions: the cache counts %d births and %d hydrations; want %d and 0", n, st.Births, st.Hydrations, n)
+	}
 
 	later := setup(t, cfg)
 	later.queue = b.queue

@@ -582,17 +582,18 @@ func TestModelFirstContactAcrossManyPartitions(t *testing.T) {
 			}
 		}
 	}
-	var hydrations, evictions int64
+	var hydrations, births, evictions int64
 	for _, ing := range ings {
 		st, _ := ing.CacheSummary()
 		hydrations += st.Hydrations
+		births += st.Births
 		evictions += st.Evictions
 	}
-	t.Logf("%d messages over %d partitions: %d created by a flush (%d pushed to by another writer first), %d hydrated in %d round trips (at most %d at once), %d installs, %d evictions, %d segments vouched for, %d narrowed, %d unsound, %d SQL verdicts unlike the full probe, %d failed",
+	t.Logf("%d messages over %d partitions: %d created by a flush (%d pushed to by another writer first), %d hydrated in %d round trips (at most %d at once), %d installs and %d births, %d evictions, %d segments vouched for, %d narrowed, %d unsound, %d SQL verdicts unlike the full probe, %d failed",
 		sent, len(names), store.created, store.interloped, store.hydrated, store.hydrateCalls, store.maxBatched,
-		hydrations, evictions, store.vouched, store.narrowed, store.violations, store.mismatches, failed)
+		hydrations, births, evictions, store.vouched, store.narrowed, store.violations, store.mismatches, failed)
 	switch {
-	case store.created == 0 || store.interloped == 0:
+	case store.created == 0 || store.interloped == 0 || births == 0:
 		t.Error("no partition was created by a flush, or none was pushed to by another writer first: the model exercised no birth")
 	case store.maxBatched < 2:
 		t.Error("no bundle hydrated two partitions at once: the model exercised no batched hydration")

@@ -119,9 +119,10 @@ func (in *Ingester) CacheState(pid int64) PartitionCache {
 type CacheSummary struct {
 	BudgetBytes, ResidentBytes, ResidentHashes int64
 	Entries, Suppressed                        int
-	// Hydrations read a partition's whole window; fills only the rows
-	// above an entry's watermark, after a gap.
-	Hydrations, Fills, Gaps, Rebuilds, Evictions int64
+	// Hydrations read a partition's whole window; births install the
+	// entry of a partition a flush created, reading nothing; fills read
+	// only the rows above an entry's watermark, after a gap.
+	Hydrations, Births, Fills, Gaps, Rebuilds, Evictions int64
 }
 
 // CacheSummary reports the dedup cache; ok is false with the cache off.
@@ -131,7 +132,7 @@ func (in *Ingester) CacheSummary() (sum CacheSummary, ok bool) {
 	}
 	st := in.cache.Stats()
 	return CacheSummary{BudgetBytes: in.cache.Budget(), ResidentBytes: st.ResidentBytes, ResidentHashes: st.ResidentHashes,
-		Entries: st.Entries, Suppressed: st.Suppressed, Hydrations: st.Hydrations, Fills: st.Fills, Gaps: st.Gaps,
+		Entries: st.Entries, Suppressed: st.Suppressed, Hydrations: st.Hydrations, Births: st.Births, Fills: st.Fills, Gaps: st.Gaps,
 		Rebuilds: st.Rebuilds, Evictions: st.Evictions}, true
 }
 

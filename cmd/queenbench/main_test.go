@@ -308,8 +308,9 @@ func TestFleetComparison(t *testing.T) {
 		if res.Messages != 6000 || res.Failed != 0 || res.Violations != 0 || res.Queued != 6000 {
 			t.Errorf("%s: %d answered, %d queued, %d failed, %d violations", res.Target, res.Messages, res.Queued, res.Failed, res.Violations)
 		}
-		if res.MeanFrame <= 0 || res.Hydrations < 20 {
-			t.Errorf("%s: mean frame %v, %d hydrations; want frames and at least one hydration per partition", res.Target, res.MeanFrame, res.Hydrations)
+		if res.MeanFrame <= 0 || res.Hydrations+res.Births < 20 {
+			t.Errorf("%s: mean frame %v, %d hydrations and %d births; want frames and an entry read or born per partition",
+				res.Target, res.MeanFrame, res.Hydrations, res.Births)
 		}
 	}
 	if len(r.Ratios) != 1 || r.Ratios[0].Label != "queengate@2 ÷ queengate" {
@@ -488,8 +489,8 @@ func TestSessionsScenarioShort(t *testing.T) {
 	}
 	qg := r.Results[0]
 	if qg.Target != "queengate" || qg.CPUSecondsPerMillion <= 0 || qg.CacheBytesPerHash <= 0 || qg.CacheBytesPerEntry <= 0 ||
-		qg.GatewayPeakRSSBytes <= 0 || qg.Hydrations < 0 || qg.Evictions < 0 || qg.Suppressed < 0 {
-		t.Errorf("queengate's figures %+v: want CPU, cache bytes per hash and per entry, gateway RSS, hydrations, evictions and suppressed partitions", qg)
+		qg.GatewayPeakRSSBytes <= 0 || qg.Hydrations < 0 || qg.Births <= 0 || qg.Evictions < 0 || qg.Suppressed < 0 {
+		t.Errorf("queengate's figures %+v: want CPU, cache bytes per hash and per entry, gateway RSS, hydrations, births (every partition is new), evictions and suppressed partitions", qg)
 	}
 	if len(r.Checks) != 2 {
 		t.Fatalf("checks %+v, want the hydration and the memory check", r.Checks)
@@ -499,7 +500,7 @@ func TestSessionsScenarioShort(t *testing.T) {
 			t.Errorf("check %+v", c)
 		}
 	}
-	for _, want := range []string{partitionRoundsTitle, "jetstream msg/s", "ratio", "gateway peak RSS MiB", "hydrations", "evictions", "suppressed",
+	for _, want := range []string{partitionRoundsTitle, "jetstream msg/s", "ratio", "gateway peak RSS MiB", "hydrations", "births", "evictions", "suppressed",
 		"jetstream p99 ms", "check, queengate round 1: hydrations ≤ partitions touched + evictions",
 		"check, queengate round 1: gateway peak RSS ≤ cache budget + 150 MiB", "1–10 msgs/request"} {
 		if !strings.Contains(table, want) {

@@ -189,7 +189,7 @@ func partitionRounds(r *Report) (header []string, rows [][]string) {
 		header = append(header, peer+" msg/s", "ratio")
 	}
 	header = append(header, "CPU s/M", "cache B/hash", "cache B/entry", "gateway peak RSS MiB",
-		"partitions touched", "hydrations", "evictions", "suppressed", "queengate p99 ms")
+		"partitions touched", "hydrations", "births", "evictions", "suppressed", "queengate p99 ms")
 	if peer != "" {
 		header = append(header, peer+" p99 ms")
 	}
@@ -212,6 +212,7 @@ func partitionRounds(r *Report) (header []string, rows [][]string) {
 			formatMiB(q.GatewayPeakRSSBytes),
 			formatCount(q.PartitionsTouched),
 			formatOptionalCount(q.Hydrations),
+			formatOptionalCount(q.Births),
 			formatOptionalCount(q.Evictions),
 			formatOptionalCount(q.Suppressed),
 			formatMs(q.P99))

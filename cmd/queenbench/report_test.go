@@ -62,6 +62,7 @@ func testResult(target string, round int, rate float64, p50 time.Duration) Resul
 		CacheBytesPerHash:       -1,
 		MeanFrame:               -1,
 		Hydrations:              -1,
+		Births:                  -1,
 		Fills:                   -1,
 		MaxGap:                  20 * p50,
 	}

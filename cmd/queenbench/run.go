@@ -563,7 +563,7 @@ func runOnce(ctx context.Context, t Target, w Workload, round int, progress io.W
 	res.UnrolledShare, res.CacheBytesPerHash = after.UnrolledShare, after.CacheBytesPerHash
 	res.CacheBytesPerEntry = after.CacheBytesPerEntry
 	res.MeanFrame, res.Hydrations, res.Fills = after.MeanFrame, after.Hydrations, after.Fills
-	res.Evictions, res.Suppressed = after.Evictions, after.Suppressed
+	res.Evictions, res.Suppressed, res.Births = after.Evictions, after.Suppressed, after.Births
 	return res, nil
 }
 
@@ -651,6 +651,7 @@ func summarise(r *Report, targets []string) {
 		med.Suppressed = int64(pick(func(x Result) float64 { return float64(x.Suppressed) }))
 		med.MeanFrame = pick(func(x Result) float64 { return x.MeanFrame })
 		med.Hydrations = int64(pick(func(x Result) float64 { return float64(x.Hydrations) }))
+		med.Births = int64(pick(func(x Result) float64 { return float64(x.Births) }))
 		med.Fills = int64(pick(func(x Result) float64 { return float64(x.Fills) }))
 		med.MaxGap = time.Duration(pick(func(x Result) float64 { return float64(x.MaxGap) }))
 		med.FleetGap = time.Duration(pick(func(x Result) float64 { return float64(x.FleetGap) }))

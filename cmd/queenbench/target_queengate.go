@@ -58,13 +58,14 @@ type queengateTarget struct {
 type gatewayCounters struct {
 	skipped, narrowed, full, off, unrolled, window      float64
 	hydrations, fills, flushedMessages, flushedSegments float64
-	evictions                                           float64
+	evictions, births                                   float64
 }
 
 func (c gatewayCounters) minus(o gatewayCounters) gatewayCounters {
 	return gatewayCounters{c.skipped - o.skipped, c.narrowed - o.narrowed, c.full - o.full, c.off - o.off,
 		c.unrolled - o.unrolled, c.window - o.window, c.hydrations - o.hydrations, c.fills - o.fills,
-		c.flushedMessages - o.flushedMessages, c.flushedSegments - o.flushedSegments, c.evictions - o.evictions}
+		c.flushedMessages - o.flushedMessages, c.flushedSegments - o.flushedSegments, c.evictions - o.evictions,
+		c.births - o.births}
 }
 
 func (c *gatewayCounters) add(m map[string]float64) {
@@ -77,6 +78,7 @@ func (c *gatewayCounters) add(m map[string]float64) {
 	c.hydrations += m["queengate_dedup_hydrations_total"]
 	c.fills += m["queengate_dedup_fills_total"]
 	c.evictions += m["queengate_dedup_evictions_total"]
+	c.births += m["queengate_dedup_births_total"]
 	c.flushedMessages += m["queengate_flush_messages_sum"]
 	c.flushedSegments += m["queengate_flush_segments_sum"]
 }
@@ -426,6 +428,7 @@ func (t *queengateTarget) Figures(ctx context.Context) (Figures, error) {
 		f.MeanFrame = d.flushedMessages / d.flushedSegments
 	}
 	f.Hydrations, f.Fills, f.Evictions = int64(d.hydrations), int64(d.fills), int64(d.evictions)
+	f.Births = int64(d.births)
 	if len(t.adminAddrs) > 0 {
 		f.Suppressed = int64(suppressed)
 	}

@@ -145,6 +145,9 @@ type Figures struct {
 	// hydrations, gap fills and entries evicted for the budget during the
 	// run (queengate), -1 when unknown.
 	Hydrations, Fills, Evictions int64
+	// Births are the cache entries installed without a read, for
+	// partitions a flush created (queengate), -1 when unknown.
+	Births int64
 	// Suppressed is the partitions the cache's admission gate keeps out
 	// at the run's end (queengate), -1 when unknown.
 	Suppressed int64
@@ -153,7 +156,7 @@ type Figures struct {
 // unknownFigures are Figures with every optional figure unknown.
 func unknownFigures() Figures {
 	return Figures{ProbeSkippedShare: -1, ProbeNarrowedShare: -1, UnrolledShare: -1, CacheBytesPerHash: -1,
-		CacheBytesPerEntry: -1, MeanFrame: -1, Hydrations: -1, Fills: -1, Evictions: -1, Suppressed: -1}
+		CacheBytesPerEntry: -1, MeanFrame: -1, Hydrations: -1, Fills: -1, Evictions: -1, Births: -1, Suppressed: -1}
 }
 
 // Result is one run of one target.
@@ -197,6 +200,7 @@ type Result struct {
 	CacheBytesPerEntry      float64 `json:"cache_bytes_per_entry"`
 	MeanFrame               float64 `json:"mean_frame_messages"`
 	Hydrations              int64   `json:"hydrations"`
+	Births                  int64   `json:"births"`
 	Fills                   int64   `json:"fills"`
 	Evictions               int64   `json:"evictions"`
 	Suppressed              int64   `json:"suppressed_partitions"`
