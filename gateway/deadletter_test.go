@@ -56,19 +56,9 @@ func (e *testEnv) setMaxAttempts(t *testing.T, queue string, n int) {
 	}
 }
 
-// deadLetter is a dead letter's data.
-type deadLetter struct {
-	MessageID   string          `json:"messageId"`
-	Error       string          `json:"error"`
-	Data        json.RawMessage `json:"data"`
-	DataOmitted *struct {
-		Bytes int `json:"bytes"`
-	} `json:"dataOmitted"`
-}
-
-func decodeDeadLetter(t *testing.T, data []byte) deadLetter {
+func decodeDeadLetter(t *testing.T, data []byte) model.DeadLetter {
 	t.Helper()
-	var d deadLetter
+	var d model.DeadLetter
 	if err := json.Unmarshal(data, &d); err != nil {
 		t.Fatalf("dead letter %.300s: %v", data, err)
 	}

@@ -3,6 +3,7 @@ package model
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"time"
 )
@@ -167,3 +168,28 @@ func DeadLetterQueue(queue string) string {
 
 // maxNameBytes is the longest queue name (queengate.MaxNameBytes).
 const maxNameBytes = 128
+
+// DeadLetter is the data of a message moved to a dead-letter queue: where
+// it came from, why, and its data as pushed, or DataOmitted when that
+// could not fit in one message (docs/protocol.md, "Dead letters").
+type DeadLetter struct {
+	Queue         string    `json:"queue"`
+	Partition     string    `json:"partition"`
+	Group         string    `json:"group"`
+	MessageID     string    `json:"messageId"`
+	Offset        int64     `json:"offset"`
+	TransactionID string    `json:"transactionId"`
+	CreatedAt     time.Time `json:"createdAt"`
+	Attempts      int       `json:"attempts"`
+	Error         string    `json:"error"`
+	// DataOmitted stands for data too large to fit in the dead letter.
+	DataOmitted *OmittedData `json:"dataOmitted,omitempty"`
+	// Data is the original data byte for byte; the store writes it after
+	// the other fields, as it was stored.
+	Data json.RawMessage `json:"data,omitempty"`
+}
+
+// OmittedData says how large the data a dead letter left out was.
+type OmittedData struct {
+	Bytes int `json:"bytes"`
+}

@@ -353,7 +353,7 @@ func pushDeadLetters(ctx context.Context, tx pgx.Tx, g model.Group, partition st
 			continue
 		}
 		id := deadLetterID(g, d.PartitionID, d.Offset)
-		body, err := deadLetterData(deadLetterBody{Queue: g.Queue, Partition: partition, Group: g.Name,
+		body, err := deadLetterData(model.DeadLetter{Queue: g.Queue, Partition: partition, Group: g.Name,
 			MessageID: model.MessageID(d.PartitionID, d.Offset), Offset: d.Offset, TransactionID: d.TxnID,
 			CreatedAt: d.CreatedAt.UTC(), Attempts: d.Attempts, Error: d.LastError}, d.Data, maxData)
 		if err != nil {
@@ -375,26 +375,7 @@ func pushDeadLetters(ctx context.Context, tx pgx.Tx, g model.Group, partition st
 	return nil
 }
 
-// deadLetterBody is a dead-letter message's data.
-type deadLetterBody struct {
-	Queue         string    `json:"queue"`
-	Partition     string    `json:"partition"`
-	Group         string    `json:"group"`
-	MessageID     string    `json:"messageId"`
-	Offset        int64     `json:"offset"`
-	TransactionID string    `json:"transactionId"`
-	CreatedAt     time.Time `json:"createdAt"`
-	Attempts      int       `json:"attempts"`
-	Error         string    `json:"error"`
-	// DataOmitted stands for data too large to fit in the dead letter.
-	DataOmitted *omittedData `json:"dataOmitted,omitempty"`
-	// data follows, appended as stored
-}
-
-type omittedData struct {
-	Bytes int `json:"bytes"`
-}
-
+// model.DeadLetter is a dead-letter message's data.
 // cutMark ends an error cut to fit in its dead letter.
 const cutMark = "…"
 
@@ -405,13 +386,13 @@ const cutMark = "…"
 // data alone leaves too little room, it is left out, and dataOmitted
 // says how large it was (the original stays readable by its messageId
 // while retention keeps it).
-func deadLetterData(body deadLetterBody, data []byte, maxData int) ([]byte, error) {
+func deadLetterData(body model.DeadLetter, data []byte, maxData int) ([]byte, error) {
 	whole := body.Error
 	tail := append(append([]byte(`,"data":`), data...), '}')
 	if b, ok := fitError(body, whole, maxData-len(tail)); ok {
 		return append(b, tail...), nil
 	}
-	body.DataOmitted = &omittedData{Bytes: len(data)}
+	body.DataOmitted = &model.OmittedData{Bytes: len(data)}
 	if b, ok := fitError(body, whole, maxData-1); ok {
 		return append(b, '}'), nil
 	}
@@ -421,7 +402,7 @@ func deadLetterData(body deadLetterBody, data []byte, maxData int) ([]byte, erro
 // fitError encodes body's fields, without the closing brace, in at most
 // room bytes, with the error whole or cut to fit; false when nothing of
 // it fits.
-func fitError(body deadLetterBody, whole string, room int) ([]byte, bool) {
+func fitError(body model.DeadLetter, whole string, room int) ([]byte, bool) {
 	if b := encodeFields(body); len(b) <= room {
 		return b, true
 	}
@@ -443,7 +424,7 @@ func fitError(body deadLetterBody, whole string, room int) ([]byte, bool) {
 // encodeFields encodes body without its closing brace, escaping only
 // what JSON requires: an error's <, > and & stay as they are, not six
 // bytes each.
-func encodeFields(body deadLetterBody) []byte {
+func encodeFields(body model.DeadLetter) []byte {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)

@@ -42,17 +42,9 @@ func (b *consumerBundle) deadLetterOf(t *testing.T, why string) []byte {
 	return dl[0].Data
 }
 
-type deadLetterFields struct {
-	Error       string          `json:"error"`
-	Data        json.RawMessage `json:"data"`
-	DataOmitted *struct {
-		Bytes int `json:"bytes"`
-	} `json:"dataOmitted"`
-}
-
-func decodeDeadLetter(t *testing.T, data []byte) deadLetterFields {
+func decodeDeadLetter(t *testing.T, data []byte) model.DeadLetter {
 	t.Helper()
-	var d deadLetterFields
+	var d model.DeadLetter
 	if err := json.Unmarshal(data, &d); err != nil {
 		t.Fatalf("dead letter %.300s: %v", data, err)
 	}
