@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
@@ -533,29 +532,7 @@ func ackAnswerBound(items []queengate.AckItem) int64 {
 	const envelope, perItem = 128, 112
 	n := int64(envelope)
 	for _, it := range items {
-		n += perItem + jsonStringBound(it.TransactionID)
-	}
-	return n
-}
-
-// jsonStringBound bounds the length of s written as a JSON string by
-// encoding/json, which escapes <, > and & as \u00XX, as it does control
-// bytes. s is valid UTF-8 (the decoder refuses anything else); a byte of
-// a multi-byte character counts twice, for U+2028 and U+2029, which take
-// six bytes for their three.
-func jsonStringBound(s string) int64 {
-	n := int64(2)
-	for i := 0; i < len(s); i++ {
-		switch b := s[i]; {
-		case b == '"' || b == '\\' || b == '\n' || b == '\r' || b == '\t':
-			n += 2
-		case b < 0x20 || b == '<' || b == '>' || b == '&':
-			n += 6
-		case b >= utf8.RuneSelf:
-			n += 2
-		default:
-			n++
-		}
+		n += perItem + marshalledStringBound(it.TransactionID)
 	}
 	return n
 }

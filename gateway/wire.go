@@ -301,6 +301,23 @@ func jsonStringLen(s string) int {
 	return n
 }
 
+// marshalledStringBound bounds the length of s as encoding/json writes
+// it: as appendJSONString does, but with <, > and & as \u00XX, and
+// U+2028 and U+2029 as six bytes for their three (counted at their lead
+// byte, which a few other characters share: a bound, not a length).
+func marshalledStringBound(s string) int64 {
+	n := int64(jsonStringLen(s))
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '<', '>', '&':
+			n += 5
+		case 0xe2:
+			n += 3
+		}
+	}
+	return n
+}
+
 // escapedLen is how many bytes appendJSONString writes for byte c.
 func escapedLen(c byte) int {
 	switch {
