@@ -713,17 +713,14 @@ const groupTotalsSize = 512
 // partition it leaves out.
 func fitPartitions(views []queengate.GroupView, room int64) {
 	room -= int64(len(views)) * groupTotalsSize
-	full := false
 	for i := range views {
 		v := &views[i]
-		for j, p := range v.Partitions {
-			b, _ := json.Marshal(p) // plain fields: always encodes
-			room -= int64(len(b)) + 1
-			if full = full || room < 0; full {
-				v.NextPartition = p.Partition
-				v.Partitions = v.Partitions[:j]
-				break
-			}
+		n, used := fitting(v.Partitions, int(max(room, 0)))
+		room -= int64(used)
+		if n < len(v.Partitions) {
+			v.NextPartition = v.Partitions[n].Partition
+			v.Partitions = v.Partitions[:n]
+			room = 0 // the groups after it list none: a page continues one group
 		}
 	}
 }
