@@ -364,22 +364,30 @@ func TestAGatewayWithoutMetricsDoesNotEndTheRun(t *testing.T) {
 	}
 }
 
-// TestReadScenarioShort runs the read scenario small: every message
-// stored is read back from queengate and from JetStream, each round.
-func TestReadScenarioShort(t *testing.T) {
-	t.Parallel()
-	out := filepath.Join(t.TempDir(), "read.json")
+// runSideBySide runs a side-by-side scenario (read, consume) with --self
+// on a database of its own, and gives its JSON report and what it printed.
+func runSideBySide[R any](t *testing.T, args ...string) (R, string) {
+	t.Helper()
+	var rep R
+	out := filepath.Join(t.TempDir(), "report.json")
 	var stdout, stderr bytes.Buffer
-	err := run([]string{"--self", "--pg-url", pgtest.NewDB(t), "--scenario", "read", "--messages", "12000", "--partitions", "3",
-		"--rounds", "2", "--read-push-time", "500ms", "--quiet", "--json", out}, &stdout, &stderr)
+	err := run(append([]string{"--self", "--pg-url", pgtest.NewDB(t), "--quiet", "--json", out}, args...), &stdout, &stderr)
 	if err != nil {
 		t.Fatalf("queenbench: %v\n%s", err, stderr.String())
 	}
-	var rep readBenchReport
 	b, err := os.ReadFile(out)
 	if err != nil || json.Unmarshal(b, &rep) != nil {
 		t.Fatalf("report: %v %s", err, b)
 	}
+	return rep, stdout.String()
+}
+
+// TestReadScenarioShort runs the read scenario small: every message
+// stored is read back from queengate and from JetStream, each round.
+func TestReadScenarioShort(t *testing.T) {
+	t.Parallel()
+	rep, stdout := runSideBySide[readBenchReport](t, "--scenario", "read", "--messages", "12000", "--partitions", "3",
+		"--rounds", "2", "--read-push-time", "500ms")
 	if len(rep.Results) != 4 || rep.RatioMedian <= 0 || rep.PushP99Alone <= 0 || rep.PushP99WithReader <= 0 {
 		t.Errorf("report %+v: want two rounds of both sides, a ratio and both latencies", rep)
 	}
@@ -388,8 +396,8 @@ func TestReadScenarioShort(t *testing.T) {
 			t.Errorf("%s round %d read %d messages, want 12000", r.Target, r.Round, r.Messages)
 		}
 	}
-	if !strings.Contains(stdout.String(), "queengate ÷ JetStream") {
-		t.Errorf("no summary:\n%s", stdout.String())
+	if !strings.Contains(stdout, "queengate ÷ JetStream") {
+		t.Errorf("no summary:\n%s", stdout)
 	}
 }
 
@@ -398,18 +406,8 @@ func TestReadScenarioShort(t *testing.T) {
 // fails otherwise), and the latency and push figures are taken.
 func TestConsumeScenarioShort(t *testing.T) {
 	t.Parallel()
-	out := filepath.Join(t.TempDir(), "consume.json")
-	var stdout, stderr bytes.Buffer
-	err := run([]string{"--self", "--pg-url", pgtest.NewDB(t), "--scenario", "consume", "--messages", "6000", "--partitions", "3",
-		"--rounds", "2", "--read-push-time", "500ms", "--quiet", "--json", out}, &stdout, &stderr)
-	if err != nil {
-		t.Fatalf("queenbench: %v\n%s", err, stderr.String())
-	}
-	var rep consumeBenchReport
-	b, err := os.ReadFile(out)
-	if err != nil || json.Unmarshal(b, &rep) != nil {
-		t.Fatalf("report: %v %s", err, b)
-	}
+	rep, _ := runSideBySide[consumeBenchReport](t, "--scenario", "consume", "--messages", "6000", "--partitions", "3",
+		"--rounds", "2", "--read-push-time", "500ms")
 	if len(rep.Results) != 4 || rep.RatioMedian <= 0 || rep.LatencyP99 <= 0 || rep.JetStreamLatencyP99 <= 0 ||
 		rep.PushAlone <= 0 || rep.PushWithConsumers <= 0 {
 		t.Errorf("report %+v: want two rounds of both sides, a ratio, latencies and push rates", rep)
@@ -430,20 +428,9 @@ func TestConsumeScenarioShort(t *testing.T) {
 // delivery and reports PostgreSQL's statements and the gateway's CPU.
 func TestConsumeShapesShort(t *testing.T) {
 	t.Parallel()
-	out := filepath.Join(t.TempDir(), "consume.json")
-	var stdout, stderr bytes.Buffer
-	err := run([]string{"--self", "--pg-url", pgtest.NewDB(t), "--scenario", "consume", "--messages", "3000", "--partitions", "2",
+	rep, stdout := runSideBySide[consumeBenchReport](t, "--scenario", "consume", "--messages", "3000", "--partitions", "2",
 		"--rounds", "1", "--consume-batch", "10,100", "--consume-partitions", "40", "--consume-fanout", "2",
-		"--idle-pollers", "20", "--idle-time", "500ms", "--idle-settle", "200ms", "--read-push-time", "300ms",
-		"--quiet", "--json", out}, &stdout, &stderr)
-	if err != nil {
-		t.Fatalf("queenbench: %v\n%s", err, stderr.String())
-	}
-	var rep consumeBenchReport
-	b, err := os.ReadFile(out)
-	if err != nil || json.Unmarshal(b, &rep) != nil {
-		t.Fatalf("report: %v %s", err, b)
-	}
+		"--idle-pollers", "20", "--idle-time", "500ms", "--idle-settle", "200ms", "--read-push-time", "300ms")
 	want := []consumeShapeSummary{
 		{Shape: "batch 100", Partitions: 2, Batch: 100, Groups: 1, Consumers: 2},
 		{Shape: "batch 10", Partitions: 2, Batch: 10, Groups: 1, Consumers: 2},
@@ -477,8 +464,8 @@ func TestConsumeShapesShort(t *testing.T) {
 		i.StatementsPerSecond < 0 || i.GatewayCPUPercent < 0 || (rep.PostgresCPUCounted && i.PostgresCPUPercent < 0) {
 		t.Errorf("idle: %+v; want 20 pollers waiting through 0.5 s (none answered, none failed, nothing delivered), and the rates", i)
 	}
-	if !strings.Contains(stdout.String(), "Idle, 20 long polls") || !strings.Contains(stdout.String(), "| fan-out 2 |") {
-		t.Errorf("no idle or shape summary:\n%s", stdout.String())
+	if !strings.Contains(stdout, "Idle, 20 long polls") || !strings.Contains(stdout, "| fan-out 2 |") {
+		t.Errorf("no idle or shape summary:\n%s", stdout)
 	}
 }
 
