@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,28 +20,47 @@ import (
 )
 
 // The consume scenario stores the same messages in queengate and in a
-// JetStream stream, then consumes them with acknowledgements, one
-// consumer per partition on each side (queengate: a consumer group
-// popping batches from any partition and acknowledging them by
-// transactionId; JetStream: a durable pull consumer fetching batches and
-// acknowledging each message explicitly), a new group or consumer per
-// round, alternating rounds. Every message must be delivered and
-// acknowledged exactly once (no consumer fails). It then measures
-// end-to-end latency (push to delivery) with a consumer waiting while
-// producers push, and push throughput with and without consumers beside.
+// JetStream stream, then consumes them with acknowledgements in several
+// shapes, each a few alternating rounds, a new group or consumer per
+// round: the same number of consumers on each side (queengate: consumers
+// of a group, each popping batches from any partition and acknowledging
+// them by transactionId; JetStream: fetchers of a durable pull consumer
+// over all the stream's subjects, fetching batches and acknowledging each
+// message explicitly). The shapes: each batch size of --consume-batch
+// over the workload's partitions; the same messages over
+// --consume-partitions partitions (JetStream: a stream of that many
+// subjects); --consume-fanout groups (JetStream: durable consumers) each
+// reading everything. Every message must be delivered and acknowledged
+// exactly once per group (no consumer fails). Each round's CPU, across
+// every process that serves it, is compared with the fill's (the pushes).
+// It then measures end-to-end latency (push to delivery) with consumers
+// waiting while producers push, push throughput with and without a
+// consumer beside, and, with --idle-pollers, what long polls cost while
+// nothing arrives (consumeidle.go).
 
-// consumeBenchResult is one round of one side.
+// consumeBenchResult is one round of one side in one shape.
 type consumeBenchResult struct {
 	Target       string        `json:"target"`
 	Round        int           `json:"round"`
-	Messages     int64         `json:"messages"`
+	Shape        string        `json:"shape"`
+	Partitions   int           `json:"partitions"`
+	Batch        int           `json:"batch"`
+	Groups       int           `json:"groups"`
+	Messages     int64         `json:"messages"` // deliveries counted once per group
 	Redeliveries int64         `json:"redeliveries"`
-	Duplicates   int64         `json:"duplicates"` // delivered more than once
+	Duplicates   int64         `json:"duplicates"` // delivered more than once to a group
 	Elapsed      time.Duration `json:"elapsedNs"`
 	Throughput   float64       `json:"throughput"`
+	// Cut: the round stopped at --consume-round-time, Messages short of
+	// all; its throughput is what it delivered until then.
+	Cut bool `json:"cut,omitempty"`
+	// CPUMicrosPerMessage is the serving processes' CPU over the round
+	// per message delivered (cpuMeter), -1 if unknown.
+	CPUMicrosPerMessage float64 `json:"cpuMicrosPerMessage"`
 }
 
-// consumeBenchReport is the consume scenario's outcome.
+// consumeBenchReport is the consume scenario's outcome. Batch and
+// RatioMedian are the first shape's (batches of 100 if measured).
 type consumeBenchReport struct {
 	Messages, Partitions, PayloadBytes, Batch int
 	Results                                   []consumeBenchResult
@@ -47,36 +69,123 @@ type consumeBenchReport struct {
 	JetStreamLatencyP50, JetStreamLatencyP99  time.Duration // JetStream, publish to delivery
 	PushAlone, PushWithConsumers              float64       // msg/s
 	PushP99Alone, PushP99WithConsumers        time.Duration
+	Shapes                                    []consumeShapeSummary
+	// PushCPUMicros and JetStreamPushCPUMicros are the CPU per message
+	// stored by the fill (queengate: requests of fillRequest messages;
+	// JetStream: asynchronous publishes).
+	PushCPUMicros, JetStreamPushCPUMicros float64
+	// PostgresCPUCounted: queengate's CPU includes PostgreSQL's processes
+	// (false when its server's processes cannot be read here).
+	PostgresCPUCounted bool
+	Idle               *consumeIdleReport `json:",omitempty"`
 }
 
-const consumeBatch = 100
+// consumeShapeSummary is a shape's medians over its rounds.
+type consumeShapeSummary struct {
+	Shape      string `json:"shape"`
+	Partitions int    `json:"partitions"`
+	Batch      int    `json:"batch"`
+	Groups     int    `json:"groups"`
+	Consumers  int    `json:"consumers"` // per group
+	// Queengate and JetStream are median msg/s, RatioMedian the median
+	// of the rounds' ratios.
+	Queengate, JetStream float64
+	RatioMedian          float64 `json:"ratioMedian"`
+	// CPU per consumed message, medians, in µs.
+	QueengateCPUMicros, JetStreamCPUMicros float64
+}
+
+// consumeOptions shape the consume scenario beyond the workload.
+type consumeOptions struct {
+	batches     []int // pop and fetch sizes, a shape each
+	partitions  int   // > 0: also a shape over this many partitions
+	fanout      int   // > 0: also a shape of this many groups
+	idlePollers int   // > 0: the idle phase with this many long polls
+	idleTime    time.Duration
+	idleSettle  time.Duration
+	roundTime   time.Duration // longest a round may take
+}
+
+// consumeShape is one way of consuming the stored messages.
+type consumeShape struct {
+	name                                 string
+	set                                  storedSet
+	partitions, batch, groups, consumers int
+	roundTime                            time.Duration
+}
+
+// group names a group (JetStream: a durable consumer) of a round.
+func (sh consumeShape) group(round, g int) string {
+	return fmt.Sprintf("%s-%d-g%d", strings.ReplaceAll(sh.name, " ", "-"), round, g)
+}
+
+// mainBatch is the batch size of the first shape: 100 if measured.
+func mainBatch(batches []int) int {
+	if slices.Contains(batches, 100) {
+		return 100
+	}
+	return batches[0]
+}
+
+// consumeShapes are the shapes to measure, the main one (mainBatch over
+// the workload's partitions) first. Every shape runs as many consumers
+// per group as the workload has partitions, each popping any partition.
+func consumeShapes(co consumeOptions, w Workload, main, wide storedSet) []consumeShape {
+	b := mainBatch(co.batches)
+	one := func(name string, set storedSet, partitions, batch, groups int) consumeShape {
+		return consumeShape{name: name, set: set, partitions: partitions, batch: batch, groups: groups, consumers: w.Partitions,
+			roundTime: co.roundTime}
+	}
+	shapes := []consumeShape{one(fmt.Sprint("batch ", b), main, w.Partitions, b, 1)}
+	for _, other := range co.batches {
+		if other != b {
+			shapes = append(shapes, one(fmt.Sprint("batch ", other), main, w.Partitions, other, 1))
+		}
+	}
+	if co.partitions > 0 {
+		shapes = append(shapes, one(fmt.Sprint(co.partitions, " partitions"), wide, co.partitions, b, 1))
+	}
+	if co.fanout > 0 {
+		shapes = append(shapes, one(fmt.Sprint("fan-out ", co.fanout), main, w.Partitions, b, co.fanout))
+	}
+	return shapes
+}
 
 func runConsumeBench(ctx context.Context, o options, stdout io.Writer, logf func(string, ...any)) error {
-	w := o.w
+	w, co := o.w, o.consume
 	s, err := startSideBySide(ctx, o, "consume", logf)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
 	client, js := s.client, s.js
-	rep := &consumeBenchReport{Messages: int(w.Total), Partitions: w.Partitions, PayloadBytes: w.PayloadBytes, Batch: consumeBatch}
-	queue := fmt.Sprintf("consume-%x", time.Now().UnixNano()&0xffffff)
-	if err := s.fill(ctx, queue, w, logf); err != nil {
-		return err
-	}
-	err = alternate(o.rounds,
-		func(round int) (consumeBenchResult, error) { return consumeQueengate(ctx, client, queue, round, w) },
-		func(round int) (consumeBenchResult, error) { return consumeJetStream(ctx, js, round, w) },
-		func(round int, r consumeBenchResult) {
-			r.Round = round
-			logf("round %d: %s consumed %d messages in %v: %.0f msg/s, %d redelivered, %d twice",
-				round, r.Target, r.Messages, r.Elapsed.Round(time.Millisecond), r.Throughput, r.Redeliveries, r.Duplicates)
-			rep.Results = append(rep.Results, r)
-		})
+	qgMeter, err := newQueengateMeter(ctx, s.env)
 	if err != nil {
+		logf("PostgreSQL's CPU is left out: %v", err)
+	}
+	jsMeter := cpuMeter{pids: []int{js.server.PID()}}
+	rep := &consumeBenchReport{Messages: int(w.Total), Partitions: w.Partitions, PayloadBytes: w.PayloadBytes, Batch: mainBatch(co.batches),
+		PostgresCPUCounted: qgMeter.postmaster > 0}
+	queue := fmt.Sprintf("consume-%x", time.Now().UnixNano()&0xffffff)
+	main := storedSet{queue: queue, stream: jetstreamStream, streamSubjects: "bench.>", subjects: "bench.read"} // bench.live: latency
+	wide := storedSet{queue: queue + "-wide", stream: jetstreamStream + "WIDE", streamSubjects: "wide.>", subjects: "wide"}
+	if err := fillMeasured(ctx, s, main, w, qgMeter, jsMeter, rep, logf); err != nil {
 		return err
 	}
-	rep.RatioMedian = medianRatio(rep.Results, func(r consumeBenchResult) (int, string, float64) { return r.Round, r.Target, r.Throughput })
+	if co.partitions > 0 {
+		ww := w
+		ww.Partitions = co.partitions
+		if err := s.fill(ctx, wide, ww, logf); err != nil {
+			return err
+		}
+	}
+	shapes := consumeShapes(co, w, main, wide)
+	for _, sh := range shapes {
+		if err := runConsumeShape(ctx, s, sh, o.rounds, w, qgMeter, jsMeter, rep, logf); err != nil {
+			return fmt.Errorf("%s: %w", sh.name, err)
+		}
+	}
+	rep.RatioMedian = rep.Shapes[0].RatioMedian
 	if err := consumeLatency(ctx, client, queue+"-live", w, o.readPushTime, rep); err != nil {
 		return err
 	}
@@ -88,6 +197,12 @@ func runConsumeBench(ctx context.Context, o options, stdout io.Writer, logf func
 	}
 	logf("end to end p50 %v p99 %v (JetStream %v, %v); push %.0f msg/s alone, %.0f with a consumer beside", rep.LatencyP50, rep.LatencyP99,
 		rep.JetStreamLatencyP50, rep.JetStreamLatencyP99, rep.PushAlone, rep.PushWithConsumers)
+	if co.idlePollers > 0 {
+		// Last: the gateway holds the long polls until they time out.
+		if rep.Idle, err = consumeIdle(ctx, s, queue, shapes[0].group(1, 0), co, qgMeter, logf); err != nil {
+			return fmt.Errorf("idle: %w", err)
+		}
+	}
 	writeConsumeBenchReport(stdout, o, rep)
 	if o.jsonOut != "" {
 		b, _ := json.MarshalIndent(rep, "", "  ")
@@ -96,14 +211,100 @@ func runConsumeBench(ctx context.Context, o options, stdout io.Writer, logf func
 	return nil
 }
 
-// exactly counts deliveries per transactionId: every stored message once.
+// fillMeasured is sideBySide.fill taking each side's CPU per message
+// stored.
+func fillMeasured(ctx context.Context, s *sideBySide, set storedSet, w Workload, qg, js cpuMeter, rep *consumeBenchReport, logf func(string, ...any)) error {
+	logf("storing %d messages of %d bytes in %d partitions, in queengate and in JetStream", w.Total, w.PayloadBytes, w.Partitions)
+	var err error
+	rep.PushCPUMicros, err = qg.perMessage(w.Total, func() error { return fillQueengate(ctx, s.client, set.queue, w) })
+	if err != nil {
+		return fmt.Errorf("fill queengate: %w", err)
+	}
+	rep.JetStreamPushCPUMicros, err = js.perMessage(w.Total, func() error { return fillJetStream(ctx, s.js, set, w) })
+	if err != nil {
+		return fmt.Errorf("fill jetstream: %w", err)
+	}
+	return nil
+}
+
+// runConsumeShape runs a shape's rounds, both sides alternating, and adds
+// their results and summary to rep.
+func runConsumeShape(ctx context.Context, s *sideBySide, sh consumeShape, rounds int, w Workload, qg, js cpuMeter, rep *consumeBenchReport, logf func(string, ...any)) error {
+	logf("consuming: %s (%d partitions, batches of %d, %d group(s) of %d consumers)", sh.name, sh.partitions, sh.batch, sh.groups, sh.consumers)
+	side := func(m cpuMeter, consume func(round int) (consumeBenchResult, error)) func(int) (consumeBenchResult, error) {
+		return func(round int) (r consumeBenchResult, err error) {
+			cpu, err := m.seconds()
+			if err == nil {
+				r, err = consume(round)
+			}
+			if err == nil {
+				r.CPUMicrosPerMessage, err = m.perMessageSince(cpu, r.Messages)
+			}
+			return r, err
+		}
+	}
+	var results []consumeBenchResult
+	err := alternate(rounds,
+		side(qg, func(round int) (consumeBenchResult, error) { return consumeQueengate(ctx, s.client, sh, round, w) }),
+		side(js, func(round int) (consumeBenchResult, error) { return consumeJetStream(ctx, s.js, sh, round, w) }),
+		func(round int, r consumeBenchResult) {
+			r.Round, r.Shape, r.Partitions, r.Batch, r.Groups = round, sh.name, sh.partitions, sh.batch, sh.groups
+			logf("round %d: %s consumed %d messages%s in %v: %.0f msg/s, %.1f µs CPU each, %d redelivered, %d twice",
+				round, r.Target, r.Messages, cutNote(r.Cut), r.Elapsed.Round(time.Millisecond), r.Throughput, r.CPUMicrosPerMessage, r.Redeliveries, r.Duplicates)
+			results = append(results, r)
+		})
+	if err != nil {
+		return err
+	}
+	rep.Results = append(rep.Results, results...)
+	rep.Shapes = append(rep.Shapes, summariseShape(sh, results))
+	return nil
+}
+
+// cutNote marks a round cut short by --consume-round-time.
+func cutNote(cut bool) string {
+	if cut {
+		return " (cut at --consume-round-time)"
+	}
+	return ""
+}
+
+// summariseShape takes the medians of a shape's rounds.
+func summariseShape(sh consumeShape, results []consumeBenchResult) consumeShapeSummary {
+	median := func(target string, f func(consumeBenchResult) float64) float64 {
+		var xs []float64
+		for _, r := range results {
+			if r.Target == target {
+				xs = append(xs, f(r))
+			}
+		}
+		return medianFloat(xs)
+	}
+	throughput := func(r consumeBenchResult) float64 { return r.Throughput }
+	cpu := func(r consumeBenchResult) float64 { return r.CPUMicrosPerMessage }
+	return consumeShapeSummary{Shape: sh.name, Partitions: sh.partitions, Batch: sh.batch, Groups: sh.groups, Consumers: sh.consumers,
+		Queengate: median("queengate", throughput), JetStream: median("jetstream", throughput),
+		RatioMedian:        medianRatio(results, func(r consumeBenchResult) (int, string, float64) { return r.Round, r.Target, r.Throughput }),
+		QueengateCPUMicros: median("queengate", cpu), JetStreamCPUMicros: median("jetstream", cpu)}
+}
+
+// exactly counts deliveries per group and transactionId: every stored
+// message once to each group.
 type exactly struct {
 	mu   sync.Mutex
 	seen map[string]int32
 	dups int64
 }
 
-func (e *exactly) add(id string) {
+func newExactly(w Workload, groups int) *exactly {
+	return &exactly{seen: make(map[string]int32, w.Total*int64(groups))}
+}
+
+// add counts a delivery of id to group g.
+func (e *exactly) add(g int, id string) {
+	if g > 0 {
+		id = strconv.Itoa(g) + "/" + id
+	}
 	e.mu.Lock()
 	if e.seen[id]++; e.seen[id] == 2 {
 		e.dups++
@@ -111,33 +312,40 @@ func (e *exactly) add(id string) {
 	e.mu.Unlock()
 }
 
-func (e *exactly) check(target string, w Workload, took time.Duration, redelivered int64) (consumeBenchResult, error) {
+// check says what a round delivered, and fails it unless every message
+// reached every group once; cut, the round ran out of time: fewer
+// messages are expected, and still none twice.
+func (e *exactly) check(target string, w Workload, groups int, took time.Duration, redelivered int64, cut bool) (consumeBenchResult, error) {
 	r := consumeBenchResult{Target: target, Messages: int64(len(e.seen)), Redeliveries: redelivered, Duplicates: e.dups,
 		Elapsed: took, Throughput: float64(len(e.seen)) / took.Seconds()}
-	if r.Messages != w.Total || e.dups > 0 || redelivered > 0 {
-		return r, fmt.Errorf("%s: %d of %d messages consumed, %d twice, %d redelivered", target, r.Messages, w.Total, e.dups, redelivered)
+	want := w.Total * int64(groups)
+	r.Cut = cut && r.Messages < want
+	if (r.Messages != want && !r.Cut) || e.dups > 0 || redelivered > 0 {
+		return r, fmt.Errorf("%s: %d of %d deliveries, %d twice, %d redelivered", target, r.Messages, want, e.dups, redelivered)
 	}
 	return r, nil
 }
 
-// consumeQueengate drains the queue with a new group, one consumer per
-// partition popping from any partition; each batch is acknowledged by
-// transactionId with the consumer's next pop, as the client's Consume
-// does (one request per batch).
-func consumeQueengate(ctx context.Context, c *queengate.Client, queue string, round int, w Workload) (consumeBenchResult, error) {
-	group := fmt.Sprint("bench-", round)
-	ex := &exactly{seen: make(map[string]int32, w.Total)}
-	var acked, redelivered atomic.Int64
+// consumeQueengate drains the shape's queue with new groups, each of
+// sh.consumers consumers popping from any partition; each batch is
+// acknowledged by transactionId with the consumer's next pop, as the
+// client's Consume does (one request per batch).
+func consumeQueengate(ctx context.Context, c *queengate.Client, sh consumeShape, round int, w Workload) (consumeBenchResult, error) {
+	ex := newExactly(w, sh.groups)
+	acked := make([]atomic.Int64, sh.groups)
+	var redelivered atomic.Int64
 	start := time.Now()
-	err := perPartition(w.Partitions, func(p int) error {
+	deadline := start.Add(sh.roundTime)
+	err := perPartition(sh.groups*sh.consumers, func(i int) error {
+		g := i / sh.consumers
 		var pending *queengate.PopAck
-		for acked.Load() < w.Total {
-			a, err := c.Pop(ctx, queue, "", queengate.PopRequest{Group: group, Consumer: fmt.Sprint("c", p), Max: consumeBatch,
-				WaitMs: 100, Ack: pending})
+		for acked[g].Load() < w.Total && time.Now().Before(deadline) {
+			a, err := c.Pop(ctx, sh.set.queue, "", queengate.PopRequest{Group: sh.group(round, g), Consumer: fmt.Sprint("c", i%sh.consumers),
+				Max: sh.batch, WaitMs: 100, Ack: pending})
 			if err != nil {
 				return err
 			}
-			if err := countAcked(a.Ack, &acked); err != nil {
+			if err := countAcked(a.Ack, &acked[g]); err != nil {
 				return err
 			}
 			pending = nil
@@ -145,12 +353,12 @@ func consumeQueengate(ctx context.Context, c *queengate.Client, queue string, ro
 				continue
 			}
 			pending = &queengate.PopAck{Partition: a.Partition, LeaseID: a.LeaseID, Items: make([]queengate.AckItem, len(a.Messages))}
-			for i, m := range a.Messages {
-				ex.add(m.TransactionID)
+			for k, m := range a.Messages {
+				ex.add(g, m.TransactionID)
 				if m.Attempts > 1 {
 					redelivered.Add(1)
 				}
-				pending.Items[i] = queengate.AckItem{TransactionID: m.TransactionID, Status: queengate.AckCompleted}
+				pending.Items[k] = queengate.AckItem{TransactionID: m.TransactionID, Status: queengate.AckCompleted}
 			}
 		}
 		return nil
@@ -159,7 +367,7 @@ func consumeQueengate(ctx context.Context, c *queengate.Client, queue string, ro
 	if err != nil {
 		return consumeBenchResult{}, err
 	}
-	return ex.check("queengate", w, took, redelivered.Load())
+	return ex.check("queengate", w, sh.groups, took, redelivered.Load(), !time.Now().Before(deadline))
 }
 
 // countAcked adds an ack's settled items, refusing any other result.
@@ -176,33 +384,41 @@ func countAcked(a *queengate.AckAnswer, acked *atomic.Int64) error {
 	return nil
 }
 
-// consumeJetStream drains the stream with a new durable pull consumer,
-// one fetcher per partition, acknowledging each message explicitly.
-func consumeJetStream(ctx context.Context, t *jetstreamTarget, round int, w Workload) (consumeBenchResult, error) {
-	cons, err := t.adminJS.CreateOrUpdateConsumer(ctx, jetstreamStream, jetstream.ConsumerConfig{
-		Durable: fmt.Sprint("bench-", round), AckPolicy: jetstream.AckExplicitPolicy, FilterSubject: "bench.read.>",
-		MaxAckPending: 100 * consumeBatch * w.Partitions, AckWait: time.Minute})
-	if err != nil {
-		return consumeBenchResult{}, err
+// consumeJetStream drains the shape's stream with new durable pull
+// consumers over all its subjects, one per group, each fetched by
+// sh.consumers fetchers acknowledging each message explicitly.
+func consumeJetStream(ctx context.Context, t *jetstreamTarget, sh consumeShape, round int, w Workload) (consumeBenchResult, error) {
+	conss := make([]jetstream.Consumer, sh.groups)
+	for g := range conss {
+		var err error
+		conss[g], err = t.adminJS.CreateOrUpdateConsumer(ctx, sh.set.stream, jetstream.ConsumerConfig{
+			Durable: sh.group(round, g), AckPolicy: jetstream.AckExplicitPolicy, FilterSubject: sh.set.subjects + ".>",
+			MaxAckPending: 100 * sh.batch * sh.consumers, AckWait: time.Minute})
+		if err != nil {
+			return consumeBenchResult{}, err
+		}
 	}
-	ex := &exactly{seen: make(map[string]int32, w.Total)}
-	var consumed, redelivered atomic.Int64
+	ex := newExactly(w, sh.groups)
+	consumed := make([]atomic.Int64, sh.groups)
+	var redelivered atomic.Int64
 	start := time.Now()
-	err = perPartition(w.Partitions, func(int) error {
-		for consumed.Load() < w.Total {
-			batch, err := cons.Fetch(consumeBatch, jetstream.FetchMaxWait(100*time.Millisecond))
+	deadline := start.Add(sh.roundTime)
+	err := perPartition(sh.groups*sh.consumers, func(i int) error {
+		g := i / sh.consumers
+		for consumed[g].Load() < w.Total && time.Now().Before(deadline) {
+			batch, err := conss[g].Fetch(sh.batch, jetstream.FetchMaxWait(100*time.Millisecond))
 			if err != nil {
 				return err
 			}
 			for m := range batch.Messages() {
-				ex.add(m.Headers().Get(nats.MsgIdHdr))
+				ex.add(g, m.Headers().Get(nats.MsgIdHdr))
 				if md, err := m.Metadata(); err == nil && md.NumDelivered > 1 {
 					redelivered.Add(1)
 				}
 				if err := m.Ack(); err != nil {
 					return err
 				}
-				consumed.Add(1)
+				consumed[g].Add(1)
 			}
 			if err := batch.Error(); err != nil {
 				return err
@@ -214,7 +430,7 @@ func consumeJetStream(ctx context.Context, t *jetstreamTarget, round int, w Work
 	if err != nil {
 		return consumeBenchResult{}, err
 	}
-	return ex.check("jetstream", w, took, redelivered.Load())
+	return ex.check("jetstream", w, sh.groups, took, redelivered.Load(), !time.Now().Before(deadline))
 }
 
 // consumeLatency pushes 100-message requests at a pace consumers keep up
@@ -231,7 +447,7 @@ func consumeLatency(ctx context.Context, c *queengate.Client, queue string, w Wo
 	var wg sync.WaitGroup
 	for p := range w.Partitions {
 		wg.Go(func() {
-			_ = c.Consume(cctx, queue, "latency", queengate.ConsumeOptions{Consumer: fmt.Sprint("c", p), Max: consumeBatch, Wait: time.Second},
+			_ = c.Consume(cctx, queue, "latency", queengate.ConsumeOptions{Consumer: fmt.Sprint("c", p), Max: rep.Batch, Wait: time.Second},
 				func(_ context.Context, m queengate.Delivery) error {
 					lat.add(time.Since(m.CreatedAt))
 					return nil
@@ -263,7 +479,7 @@ func consumeLatencyJetStream(ctx context.Context, t *jetstreamTarget, w Workload
 	for range w.Partitions {
 		wg.Go(func() {
 			for cctx.Err() == nil {
-				batch, err := cons.Fetch(consumeBatch, jetstream.FetchMaxWait(time.Second))
+				batch, err := cons.Fetch(rep.Batch, jetstream.FetchMaxWait(time.Second))
 				if err != nil {
 					return
 				}
@@ -338,7 +554,7 @@ func pushBesideConsumers(ctx context.Context, c *queengate.Client, queue string,
 	cctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		_ = c.Consume(cctx, queue+"-beside", "drain", queengate.ConsumeOptions{Consumer: "beside", Max: consumeBatch, Wait: time.Second},
+		_ = c.Consume(cctx, queue+"-beside", "drain", queengate.ConsumeOptions{Consumer: "beside", Max: rep.Batch, Wait: time.Second},
 			func(context.Context, queengate.Delivery) error { return nil })
 	})
 	rate, lat, err = pushFor(ctx, c, queue+"-beside", "beside", w, d)
@@ -350,17 +566,35 @@ func pushBesideConsumers(ctx context.Context, c *queengate.Client, queue string,
 }
 
 func writeConsumeBenchReport(out io.Writer, o options, rep *consumeBenchReport) {
-	fmt.Fprintf(out, "## consume: %d messages of %d bytes in %d partitions, batches of %d, one consumer per partition\n\n",
-		rep.Messages, rep.PayloadBytes, rep.Partitions, rep.Batch)
-	fmt.Fprintln(out, "| round | target | msg/s | elapsed | redelivered | twice |\n|---:|---|---:|---:|---:|---:|")
+	fmt.Fprintf(out, "## consume: %d messages of %d bytes, the same number of consumers per group on each side\n\n", rep.Messages, rep.PayloadBytes)
+	fmt.Fprintln(out, "| shape | round | target | msg/s | elapsed | CPU µs/msg | redelivered | twice |\n|---|---:|---|---:|---:|---:|---:|---:|")
 	for _, r := range rep.Results {
-		fmt.Fprintf(out, "| %d | %s | %.0f | %v | %d | %d |\n", r.Round, r.Target, r.Throughput, r.Elapsed.Round(time.Millisecond), r.Redeliveries, r.Duplicates)
+		fmt.Fprintf(out, "| %s | %d | %s | %.0f%s | %v | %.1f | %d | %d |\n", r.Shape, r.Round, r.Target, r.Throughput, cutNote(r.Cut), r.Elapsed.Round(time.Millisecond),
+			r.CPUMicrosPerMessage, r.Redeliveries, r.Duplicates)
 	}
-	fmt.Fprintf(out, "\nqueengate ÷ JetStream pull consumer with explicit acks, median of %d rounds: %.2f\n", o.rounds, rep.RatioMedian)
+	pg := "PostgreSQL included"
+	if !rep.PostgresCPUCounted {
+		pg = "PostgreSQL not counted"
+	}
+	fmt.Fprintf(out, "\nMedians of %d rounds (queengate ÷ JetStream pull consumer with explicit acks: the median of the rounds' ratios; CPU: every serving process, %s):\n\n", o.rounds, pg)
+	fmt.Fprintln(out, "| shape | partitions | batch | groups × consumers | queengate msg/s | JetStream msg/s | ratio | queengate CPU µs/msg | JetStream CPU µs/msg |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+	for _, sh := range rep.Shapes {
+		fmt.Fprintf(out, "| %s | %d | %d | %d × %d | %.0f | %.0f | %.2f | %.1f | %.1f |\n", sh.Shape, sh.Partitions, sh.Batch, sh.Groups, sh.Consumers,
+			sh.Queengate, sh.JetStream, sh.RatioMedian, sh.QueengateCPUMicros, sh.JetStreamCPUMicros)
+	}
+	fmt.Fprintf(out, "\nqueengate ÷ JetStream pull consumer with explicit acks, %s, median of %d rounds: %.2f\n", rep.Shapes[0].Shape, o.rounds, rep.RatioMedian)
+	fmt.Fprintf(out, "CPU per pushed message (the fill): queengate %.1f µs, JetStream %.1f µs; per consumed message (%s): queengate %.1f µs (%.2f× its push), JetStream %.1f µs\n",
+		rep.PushCPUMicros, rep.JetStreamPushCPUMicros, rep.Shapes[0].Shape, rep.Shapes[0].QueengateCPUMicros,
+		rep.Shapes[0].QueengateCPUMicros/rep.PushCPUMicros, rep.Shapes[0].JetStreamCPUMicros)
 	fmt.Fprintf(out, "End to end (stored to delivered, consumers waiting while 10k msg/s arrive): queengate p50 %v, p99 %v; JetStream p50 %v, p99 %v\n",
 		rep.LatencyP50.Round(time.Microsecond), rep.LatencyP99.Round(time.Microsecond),
 		rep.JetStreamLatencyP50.Round(time.Microsecond), rep.JetStreamLatencyP99.Round(time.Microsecond))
 	fmt.Fprintf(out, "Push throughput (8 producers, 100 per request): alone %.0f msg/s (p99 %v), with a consumer beside %.0f msg/s (p99 %v): %.2f×\n",
 		rep.PushAlone, rep.PushP99Alone.Round(time.Microsecond), rep.PushWithConsumers, rep.PushP99WithConsumers.Round(time.Microsecond),
 		rep.PushWithConsumers/rep.PushAlone)
+	if i := rep.Idle; i != nil {
+		fmt.Fprintf(out, "Idle, %d long polls waiting while nothing arrives (%.0f s): PostgreSQL %.1f statements/s (%.1f without pollers), gateway CPU %.1f%% of a core (%.1f%% without), PostgreSQL CPU %.1f%%; %d polls answered, %d failed, %d messages delivered\n",
+			i.Pollers, i.Seconds, i.StatementsPerSecond, i.BaselineStatementsPerSecond, i.GatewayCPUPercent, i.BaselineGatewayCPUPercent,
+			i.PostgresCPUPercent, i.PollsAnswered, i.PollErrors, i.Delivered)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -363,22 +364,30 @@ func TestAGatewayWithoutMetricsDoesNotEndTheRun(t *testing.T) {
 	}
 }
 
-// TestReadScenarioShort runs the read scenario small: every message
-// stored is read back from queengate and from JetStream, each round.
-func TestReadScenarioShort(t *testing.T) {
-	t.Parallel()
-	out := filepath.Join(t.TempDir(), "read.json")
+// runSideBySide runs a side-by-side scenario (read, consume) with --self
+// on a database of its own, and gives its JSON report and what it printed.
+func runSideBySide[R any](t *testing.T, args ...string) (R, string) {
+	t.Helper()
+	var rep R
+	out := filepath.Join(t.TempDir(), "report.json")
 	var stdout, stderr bytes.Buffer
-	err := run([]string{"--self", "--pg-url", pgtest.NewDB(t), "--scenario", "read", "--messages", "12000", "--partitions", "3",
-		"--rounds", "2", "--read-push-time", "500ms", "--quiet", "--json", out}, &stdout, &stderr)
+	err := run(append([]string{"--self", "--pg-url", pgtest.NewDB(t), "--quiet", "--json", out}, args...), &stdout, &stderr)
 	if err != nil {
 		t.Fatalf("queenbench: %v\n%s", err, stderr.String())
 	}
-	var rep readBenchReport
 	b, err := os.ReadFile(out)
 	if err != nil || json.Unmarshal(b, &rep) != nil {
 		t.Fatalf("report: %v %s", err, b)
 	}
+	return rep, stdout.String()
+}
+
+// TestReadScenarioShort runs the read scenario small: every message
+// stored is read back from queengate and from JetStream, each round.
+func TestReadScenarioShort(t *testing.T) {
+	t.Parallel()
+	rep, stdout := runSideBySide[readBenchReport](t, "--scenario", "read", "--messages", "12000", "--partitions", "3",
+		"--rounds", "2", "--read-push-time", "500ms")
 	if len(rep.Results) != 4 || rep.RatioMedian <= 0 || rep.PushP99Alone <= 0 || rep.PushP99WithReader <= 0 {
 		t.Errorf("report %+v: want two rounds of both sides, a ratio and both latencies", rep)
 	}
@@ -387,8 +396,8 @@ func TestReadScenarioShort(t *testing.T) {
 			t.Errorf("%s round %d read %d messages, want 12000", r.Target, r.Round, r.Messages)
 		}
 	}
-	if !strings.Contains(stdout.String(), "queengate ÷ JetStream") {
-		t.Errorf("no summary:\n%s", stdout.String())
+	if !strings.Contains(stdout, "queengate ÷ JetStream") {
+		t.Errorf("no summary:\n%s", stdout)
 	}
 }
 
@@ -397,18 +406,8 @@ func TestReadScenarioShort(t *testing.T) {
 // fails otherwise), and the latency and push figures are taken.
 func TestConsumeScenarioShort(t *testing.T) {
 	t.Parallel()
-	out := filepath.Join(t.TempDir(), "consume.json")
-	var stdout, stderr bytes.Buffer
-	err := run([]string{"--self", "--pg-url", pgtest.NewDB(t), "--scenario", "consume", "--messages", "6000", "--partitions", "3",
-		"--rounds", "2", "--read-push-time", "500ms", "--quiet", "--json", out}, &stdout, &stderr)
-	if err != nil {
-		t.Fatalf("queenbench: %v\n%s", err, stderr.String())
-	}
-	var rep consumeBenchReport
-	b, err := os.ReadFile(out)
-	if err != nil || json.Unmarshal(b, &rep) != nil {
-		t.Fatalf("report: %v %s", err, b)
-	}
+	rep, _ := runSideBySide[consumeBenchReport](t, "--scenario", "consume", "--messages", "6000", "--partitions", "3",
+		"--rounds", "2", "--read-push-time", "500ms")
 	if len(rep.Results) != 4 || rep.RatioMedian <= 0 || rep.LatencyP99 <= 0 || rep.JetStreamLatencyP99 <= 0 ||
 		rep.PushAlone <= 0 || rep.PushWithConsumers <= 0 {
 		t.Errorf("report %+v: want two rounds of both sides, a ratio, latencies and push rates", rep)
@@ -417,6 +416,80 @@ func TestConsumeScenarioShort(t *testing.T) {
 		if r.Messages != 6000 || r.Duplicates != 0 || r.Redeliveries != 0 {
 			t.Errorf("%s round %d: %+v, want 6000 consumed once each", r.Target, r.Round, r)
 		}
+	}
+}
+
+// TestConsumeShapesShort runs every shape of the consume scenario small:
+// each batch size, many partitions and fan-out are consumed exactly once
+// per group on both sides and summarised with a ratio and the CPU per
+// message (PostgreSQL's included when its processes are on this machine,
+// as pgtest's own cluster is), beside the fill's CPU per pushed message;
+// the idle phase keeps its pollers waiting without an error or a
+// delivery and reports PostgreSQL's statements and the gateway's CPU.
+func TestConsumeShapesShort(t *testing.T) {
+	t.Parallel()
+	rep, stdout := runSideBySide[consumeBenchReport](t, "--scenario", "consume", "--messages", "3000", "--partitions", "2",
+		"--rounds", "1", "--consume-batch", "10,100", "--consume-partitions", "40", "--consume-fanout", "2",
+		"--idle-pollers", "20", "--idle-time", "500ms", "--idle-settle", "200ms", "--read-push-time", "300ms")
+	want := []consumeShapeSummary{
+		{Shape: "batch 100", Partitions: 2, Batch: 100, Groups: 1, Consumers: 2},
+		{Shape: "batch 10", Partitions: 2, Batch: 10, Groups: 1, Consumers: 2},
+		{Shape: "40 partitions", Partitions: 40, Batch: 100, Groups: 1, Consumers: 2},
+		{Shape: "fan-out 2", Partitions: 2, Batch: 100, Groups: 2, Consumers: 2},
+	}
+	if len(rep.Shapes) != len(want) || len(rep.Results) != 2*len(want) {
+		t.Fatalf("%d shapes, %d results; want %d shapes of one round of each side", len(rep.Shapes), len(rep.Results), len(want))
+	}
+	for i, sh := range rep.Shapes {
+		figures := []float64{sh.Queengate, sh.JetStream, sh.RatioMedian, sh.QueengateCPUMicros, sh.JetStreamCPUMicros}
+		sh.Queengate, sh.JetStream, sh.RatioMedian, sh.QueengateCPUMicros, sh.JetStreamCPUMicros = 0, 0, 0, 0, 0
+		if sh != want[i] || slices.Min(figures) <= 0 {
+			t.Errorf("shape %d: %+v, figures %v; want %+v with every figure positive", i, sh, figures, want[i])
+		}
+	}
+	for _, r := range rep.Results {
+		if r.Messages != 3000*int64(r.Groups) || r.Duplicates != 0 || r.Redeliveries != 0 || r.CPUMicrosPerMessage <= 0 {
+			t.Errorf("%s %s round %d: %+v, want 3000 consumed once per group and its CPU", r.Shape, r.Target, r.Round, r)
+		}
+	}
+	if rep.Batch != 100 || rep.RatioMedian != rep.Shapes[0].RatioMedian || rep.PushCPUMicros <= 0 || rep.JetStreamPushCPUMicros <= 0 {
+		t.Errorf("batch %d, ratio %v, push CPU %v and %v µs/msg: want the first shape's and the fill's CPU", rep.Batch, rep.RatioMedian,
+			rep.PushCPUMicros, rep.JetStreamPushCPUMicros)
+	}
+	if os.Getenv(pgtest.EnvURL) == "" && !rep.PostgresCPUCounted {
+		t.Errorf("PostgreSQL runs here (pgtest's cluster) but its CPU was not counted")
+	}
+	i := rep.Idle
+	if i == nil || i.Pollers != 20 || i.Seconds != 0.5 || i.PollsAnswered != 0 || i.PollErrors != 0 || i.Delivered != 0 ||
+		i.StatementsPerSecond < 0 || i.GatewayCPUPercent < 0 || (rep.PostgresCPUCounted && i.PostgresCPUPercent < 0) {
+		t.Errorf("idle: %+v; want 20 pollers waiting through 0.5 s (none answered, none failed, nothing delivered), and the rates", i)
+	}
+	if !strings.Contains(stdout, "Idle, 20 long polls") || !strings.Contains(stdout, "| fan-out 2 |") {
+		t.Errorf("no idle or shape summary:\n%s", stdout)
+	}
+}
+
+// TestACutRoundIsExactSoFar: a round cut short by --consume-round-time
+// passes with fewer messages than stored, marked cut, but never with a
+// message delivered twice; a round not cut must deliver every message to
+// every group.
+func TestACutRoundIsExactSoFar(t *testing.T) {
+	t.Parallel()
+	w := Workload{Total: 3}
+	ex := newExactly(w, 2)
+	for _, id := range []string{"a", "b", "c"} {
+		ex.add(0, id)
+	}
+	ex.add(1, "a")
+	if r, err := ex.check("queengate", w, 2, time.Second, 0, true); err != nil || !r.Cut || r.Messages != 4 {
+		t.Errorf("cut after 4 of 6 deliveries: %+v, %v; want it cut, counted and passed", r, err)
+	}
+	if _, err := ex.check("queengate", w, 2, time.Second, 0, false); err == nil {
+		t.Errorf("4 of 6 deliveries, not cut: passed, want it failed")
+	}
+	ex.add(1, "a")
+	if _, err := ex.check("queengate", w, 2, time.Second, 0, true); err == nil {
+		t.Errorf("a message delivered twice to a group in a cut round: passed, want it failed")
 	}
 }
 

@@ -13,27 +13,72 @@ const clockTicks = 100
 
 // procCPUSeconds is the user+system CPU time of a process so far.
 func procCPUSeconds(pid int) (float64, error) {
+	st, err := readProcStat(pid)
+	return st.cpu, err
+}
+
+// procStat is what queenbench reads of /proc/<pid>/stat.
+type procStat struct {
+	ppid int
+	// cpu is the process's own user+system seconds; reapedCPU its
+	// children's that have exited and been waited for.
+	cpu, reapedCPU float64
+}
+
+func readProcStat(pid int) (procStat, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0, err
+		return procStat{}, err
 	}
 	// The command name may contain spaces; fields start after its ')'.
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
 	if i < 0 {
-		return 0, fmt.Errorf("unexpected /proc/%d/stat", pid)
+		return procStat{}, fmt.Errorf("unexpected /proc/%d/stat", pid)
 	}
 	fields := strings.Fields(s[i+1:])
-	if len(fields) < 13 {
-		return 0, fmt.Errorf("unexpected /proc/%d/stat", pid)
+	if len(fields) < 15 {
+		return procStat{}, fmt.Errorf("unexpected /proc/%d/stat", pid)
 	}
-	// Fields 14 and 15 of stat (utime, stime) are 11 and 12 after ')'.
-	utime, err1 := strconv.ParseFloat(fields[11], 64)
-	stime, err2 := strconv.ParseFloat(fields[12], 64)
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("unexpected /proc/%d/stat", pid)
+	// Fields 4 (ppid) and 14-17 of stat (utime, stime, cutime, cstime)
+	// are 1 and 11-14 after ')'.
+	var ticks [4]float64
+	for k := range ticks {
+		if ticks[k], err = strconv.ParseFloat(fields[11+k], 64); err != nil {
+			return procStat{}, fmt.Errorf("unexpected /proc/%d/stat", pid)
+		}
 	}
-	return (utime + stime) / clockTicks, nil
+	ppid, err := strconv.Atoi(fields[1])
+	if err != nil {
+		return procStat{}, fmt.Errorf("unexpected /proc/%d/stat", pid)
+	}
+	return procStat{ppid: ppid, cpu: (ticks[0] + ticks[1]) / clockTicks, reapedCPU: (ticks[2] + ticks[3]) / clockTicks}, nil
+}
+
+// processTreeCPUSeconds is the CPU time of a process and of all its
+// children so far, those running and those gone: a PostgreSQL server's
+// postmaster, its backends (one per connection, however short-lived)
+// and its background workers.
+func processTreeCPUSeconds(root int) (float64, error) {
+	st, err := readProcStat(root)
+	if err != nil {
+		return 0, err
+	}
+	total := st.cpu + st.reapedCPU
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, err
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == root {
+			continue
+		}
+		if child, err := readProcStat(pid); err == nil && child.ppid == root {
+			total += child.cpu // a child gone meanwhile is in reapedCPU next time
+		}
+	}
+	return total, nil
 }
 
 // procPeakRSS is the process's peak resident set (VmHWM) in bytes.

@@ -51,7 +51,7 @@ func runReadBench(ctx context.Context, o options, stdout io.Writer, logf func(st
 	client, js := s.client, s.js
 	rep := &readBenchReport{Messages: int(w.Total), Partitions: w.Partitions, PayloadBytes: w.PayloadBytes}
 	queue := fmt.Sprintf("read-%x", time.Now().UnixNano()&0xffffff)
-	if err := s.fill(ctx, queue, w, logf); err != nil {
+	if err := s.fill(ctx, storedSet{queue: queue, stream: jetstreamStream, streamSubjects: "bench.>", subjects: "bench.read"}, w, logf); err != nil {
 		return err
 	}
 	err = alternate(o.rounds,
@@ -82,24 +82,32 @@ func payload(n, size int) json.RawMessage {
 	return json.RawMessage(s + strings.Repeat("x", max(size-len(s)-2, 0)) + `"}`)
 }
 
-// fillQueengate pushes w.Total messages, 1000 per request, spread over
-// the partitions, from 8 producers.
+// fillRequest is how many messages the fill sends per request, and puts
+// in a partition at a time: 1000, or fewer when there are too many
+// partitions for every one to get 1000.
+func fillRequest(w Workload) int64 {
+	return min(1000, max(1, (w.Total+int64(w.Partitions)-1)/int64(w.Partitions)))
+}
+
+// fillQueengate pushes w.Total messages, fillRequest per request, spread
+// over the partitions in turn, from 8 producers.
 func fillQueengate(ctx context.Context, c *queengate.Client, queue string, w Workload) error {
+	n := fillRequest(w)
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
 	for range 8 {
 		wg.Go(func() {
 			for {
-				start := next.Add(1000) - 1000
+				start := next.Add(n) - n
 				if start >= w.Total {
 					return
 				}
-				msgs := make([]queengate.Message, 0, 1000)
-				for k := start; k < min(start+1000, w.Total); k++ {
+				msgs := make([]queengate.Message, 0, n)
+				for k := start; k < min(start+n, w.Total); k++ {
 					msgs = append(msgs, queengate.Message{TransactionID: fmt.Sprint("r-", k), Data: payload(int(k), w.PayloadBytes)})
 				}
-				partition := fmt.Sprint("p", (start/1000)%int64(w.Partitions))
+				partition := fmt.Sprint("p", (start/n)%int64(w.Partitions))
 				if _, err := c.Push(ctx, queue, partition, msgs...); err != nil {
 					errs <- err
 					return
@@ -112,15 +120,19 @@ func fillQueengate(ctx context.Context, c *queengate.Client, queue string, w Wor
 	return <-errs
 }
 
-func fillJetStream(ctx context.Context, t *jetstreamTarget, w Workload) error {
-	if err := t.Setup(ctx, w); err != nil {
+// fillJetStream (re)creates the set's stream and publishes w.Total
+// messages to it as fillQueengate pushes them: the same partitions, in
+// the same order.
+func fillJetStream(ctx context.Context, t *jetstreamTarget, set storedSet, w Workload) error {
+	if err := t.recreateStream(ctx, set.stream, set.streamSubjects, w); err != nil {
 		return err
 	}
 	js := t.adminJS
+	n := fillRequest(w)
 	for start := int64(0); start < w.Total; start += 1000 {
 		var acks []jetstream.PubAckFuture
 		for k := start; k < min(start+1000, w.Total); k++ {
-			subject := fmt.Sprintf("bench.read.p%d", (start/1000)%int64(w.Partitions))
+			subject := fmt.Sprintf("%s.p%d", set.subjects, (k/n)%int64(w.Partitions))
 			f, err := js.PublishAsync(subject, payload(int(k), w.PayloadBytes), jetstream.WithMsgID(fmt.Sprint("r-", k)))
 			if err != nil {
 				return err
@@ -192,13 +204,14 @@ func readJetStream(ctx context.Context, t *jetstreamTarget, w Workload) (readBen
 
 // partitionShare is how many messages the fill put in partition p.
 func partitionShare(w Workload, p int) int64 {
-	var n int64
-	for start := int64(0); start < w.Total; start += 1000 {
-		if int((start/1000)%int64(w.Partitions)) == p {
-			n += min(1000, w.Total-start)
+	n := fillRequest(w)
+	var share int64
+	for start := int64(0); start < w.Total; start += n {
+		if int((start/n)%int64(w.Partitions)) == p {
+			share += min(n, w.Total-start)
 		}
 	}
-	return n
+	return share
 }
 
 func perPartition(n int, f func(p int) error) error {

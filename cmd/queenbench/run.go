@@ -16,6 +16,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	queengate "github.com/queengate/queengate"
 )
 
 // scenarios are the named presets; flags given explicitly override them.
@@ -108,6 +110,7 @@ type options struct {
 	chartOut   string
 	quiet      bool
 	cpuProfile string
+	consume    consumeOptions
 	// readPushTime is how long the read scenario measures push latency,
 	// alone and then beside a reader.
 	readPushTime time.Duration
@@ -171,6 +174,13 @@ Scenarios: %s. Targets: %s, and %s (queengate with the window at 0).
 	fs.StringVar(&o.chartOut, "chart", "", "write an SVG chart of throughput and latency to this file")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress output")
 	fs.DurationVar(&o.readPushTime, "read-push-time", 10*time.Second, "read and consume scenarios: how long pushes are measured alone, then beside readers or consumers")
+	consumeBatches := fs.String("consume-batch", "100", "consume scenario: comma-separated batch sizes (pop max, fetch size), each measured")
+	fs.IntVar(&o.consume.partitions, "consume-partitions", 0, "consume scenario: also consume the same messages stored over this many partitions (JetStream: subjects)")
+	fs.IntVar(&o.consume.fanout, "consume-fanout", 0, "consume scenario: also this many groups (JetStream: durable consumers) each reading everything")
+	fs.DurationVar(&o.consume.roundTime, "consume-round-time", time.Minute, "consume scenario: longest a round may take; one cut short reports what it delivered until then")
+	fs.IntVar(&o.consume.idlePollers, "idle-pollers", 0, "consume scenario: long-polling consumers waiting while nothing arrives, for the idle figures (0: none)")
+	fs.DurationVar(&o.consume.idleTime, "idle-time", 10*time.Second, "consume scenario: each idle window measured, without pollers then with them")
+	fs.DurationVar(&o.consume.idleSettle, "idle-settle", 5*time.Second, "consume scenario: from starting the idle pollers to measuring (their first pops served)")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write queenbench's own CPU profile (the load generator's) to this file")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -189,6 +199,13 @@ Scenarios: %s. Targets: %s, and %s (queengate with the window at 0).
 	preset.CacheMB = w.CacheMB
 	preset.Gateways = max(preset.Gateways, 1)
 	o.w = preset
+	for _, b := range strings.Split(*consumeBatches, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(b))
+		if err != nil || n < 1 || n > queengate.MaxPopMax {
+			return o, usageError{fmt.Errorf("--consume-batch %q: comma-separated sizes of 1 to %d", *consumeBatches, queengate.MaxPopMax)}
+		}
+		o.consume.batches = append(o.consume.batches, n)
+	}
 
 	switch {
 	case *compare == "all":
@@ -297,6 +314,10 @@ func (o options) validate(comparing bool) error {
 	}
 	if w.WindowSeconds < 0 {
 		bad("--window %d: 0 (off) or more seconds", w.WindowSeconds)
+	}
+	if c := o.consume; c.partitions < 0 || c.fanout < 0 || c.idlePollers < 0 || c.idleTime <= 0 || c.idleSettle < 0 || c.roundTime <= 0 {
+		bad("--consume-partitions %d, --consume-fanout %d, --idle-pollers %d: 0 (none) or more; --idle-time %v, --consume-round-time %v: positive; --idle-settle %v: 0 or more",
+			c.partitions, c.fanout, c.idlePollers, c.idleTime, c.roundTime, c.idleSettle)
 	}
 	if w.Prefill < 0 {
 		bad("--prefill %d: 0 or more", w.Prefill)

@@ -68,13 +68,20 @@ func (s *sideBySide) Close() {
 	}
 }
 
+// storedSet is where a side-by-side scenario stores the same messages: a
+// queengate queue, and a JetStream stream taking streamSubjects, in which
+// the set's subjects are <subjects>.p<partition>.
+type storedSet struct {
+	queue, stream, streamSubjects, subjects string
+}
+
 // fill stores the workload's messages on both sides.
-func (s *sideBySide) fill(ctx context.Context, queue string, w Workload, logf func(string, ...any)) error {
+func (s *sideBySide) fill(ctx context.Context, set storedSet, w Workload, logf func(string, ...any)) error {
 	logf("storing %d messages of %d bytes in %d partitions, in queengate and in JetStream", w.Total, w.PayloadBytes, w.Partitions)
-	if err := fillQueengate(ctx, s.client, queue, w); err != nil {
+	if err := fillQueengate(ctx, s.client, set.queue, w); err != nil {
 		return fmt.Errorf("fill queengate: %w", err)
 	}
-	if err := fillJetStream(ctx, s.js, w); err != nil {
+	if err := fillJetStream(ctx, s.js, set, w); err != nil {
 		return fmt.Errorf("fill jetstream: %w", err)
 	}
 	return nil

@@ -67,23 +67,11 @@ func newJetStreamTarget(ctx context.Context, dir string) (*jetstreamTarget, erro
 // Name implements Target.
 func (t *jetstreamTarget) Name() string { return "jetstream" }
 
-// Setup implements Target: it recreates the stream, with the workload's
-// window as its duplicate window, and connects the producers. JetStream
-// cannot turn deduplication off, so a window of 0 becomes the shortest it
-// takes, 1 second.
+// Setup implements Target: it recreates the stream (recreateStream) and
+// connects the producers.
 func (t *jetstreamTarget) Setup(ctx context.Context, w Workload) error {
-	window := time.Duration(max(w.WindowSeconds, 1)) * time.Second
-	if err := t.adminJS.DeleteStream(ctx, jetstreamStream); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
-		return fmt.Errorf("jetstream: delete stream: %w", err)
-	}
-	_, err := t.adminJS.CreateStream(ctx, jetstream.StreamConfig{
-		Name:       jetstreamStream,
-		Subjects:   []string{"bench.>"},
-		Storage:    jetstream.FileStorage,
-		Duplicates: window,
-	})
-	if err != nil {
-		return fmt.Errorf("jetstream: create stream: %w", err)
+	if err := t.recreateStream(ctx, jetstreamStream, "bench.>", w); err != nil {
+		return err
 	}
 
 	t.closeProducerConns()
@@ -112,6 +100,26 @@ func (t *jetstreamTarget) Setup(ctx context.Context, w Workload) error {
 		return fmt.Errorf("jetstream: server cpu: %w", err)
 	}
 	t.cpuAtSetup = cpu
+	return nil
+}
+
+// recreateStream deletes the named stream if it exists and creates it
+// afresh, file-backed, taking subjects, with the workload's window as its
+// duplicate window. JetStream cannot turn deduplication off, so a window
+// of 0 becomes the shortest it takes, 1 second.
+func (t *jetstreamTarget) recreateStream(ctx context.Context, name, subjects string, w Workload) error {
+	if err := t.adminJS.DeleteStream(ctx, name); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return fmt.Errorf("jetstream: delete stream: %w", err)
+	}
+	_, err := t.adminJS.CreateStream(ctx, jetstream.StreamConfig{
+		Name:       name,
+		Subjects:   []string{subjects},
+		Storage:    jetstream.FileStorage,
+		Duplicates: time.Duration(max(w.WindowSeconds, 1)) * time.Second,
+	})
+	if err != nil {
+		return fmt.Errorf("jetstream: create stream: %w", err)
+	}
 	return nil
 }
 
