@@ -49,18 +49,20 @@ type waitList struct {
 type waiter struct {
 	signal    chan struct{} // holds at most one signal: pop now
 	signalled bool          // a signal sent and not yet taken
+	popping   bool          // its pop runs
 	elem      *list.Element
 }
 
 // waits holds a gateway's wait lists; all fields under mu.
 type waits struct {
-	mu      sync.Mutex
-	lists   map[waitKey]*waitList
-	byQueue map[string]map[waitKey]*waitList
+	mu         sync.Mutex
+	lists      map[waitKey]*waitList
+	byQueue    map[string]map[waitKey]*waitList
+	revalidate time.Duration
 }
 
 func newWaits() *waits {
-	return &waits{lists: map[waitKey]*waitList{}, byQueue: map[string]map[waitKey]*waitList{}}
+	return &waits{lists: map[waitKey]*waitList{}, byQueue: map[string]map[waitKey]*waitList{}, revalidate: revalidate}
 }
 
 // join adds a waiter to key's list; popFirst unless trusted and the list
@@ -79,25 +81,27 @@ func (ws *waits) join(queue string, key waitKey, trusted bool) (l *waitList, w *
 	}
 	w = &waiter{signal: make(chan struct{}, 1)}
 	w.elem = l.waiters.PushBack(w)
-	return l, w, !trusted || !l.knownEmpty(time.Now())
+	return l, w, !trusted || !ws.knownEmpty(l, time.Now())
 }
 
-func (l *waitList) knownEmpty(now time.Time) bool {
-	return !l.emptyAt.IsZero() && now.Sub(l.emptyAt) < revalidate
+func (ws *waits) knownEmpty(l *waitList, now time.Time) bool {
+	return !l.emptyAt.IsZero() && now.Sub(l.emptyAt) < ws.revalidate
 }
 
-// popping notes a pop beginning: what foundNothing needs.
-func (ws *waits) popping(l *waitList) (wakes uint64, at time.Time) {
+// popping notes w's pop beginning: what foundNothing needs.
+func (ws *waits) popping(l *waitList, w *waiter) (wakes uint64, at time.Time) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
+	w.popping = true
 	return l.wakes, time.Now()
 }
 
-// foundNothing marks the list known empty when no wake came since the
-// pop that found nothing began.
-func (ws *waits) foundNothing(l *waitList, wakes uint64, at time.Time) {
+// foundNothing marks the list known empty when no wake came since w's
+// pop, which found nothing, began.
+func (ws *waits) foundNothing(l *waitList, w *waiter, wakes uint64, at time.Time) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
+	w.popping = false
 	if l.wakes == wakes {
 		l.emptyAt = at
 	}
@@ -206,7 +210,7 @@ func (ws *waits) sweep(now time.Time) []int64 {
 	var groups []int64
 	seen := map[int64]bool{}
 	for _, l := range ws.lists {
-		if !l.emptyAt.IsZero() && !l.knownEmpty(now) {
+		if !l.emptyAt.IsZero() && !ws.knownEmpty(l, now) {
 			ws.wake(l)
 		}
 		if ws.lists[l.key] != nil && !seen[l.key.group] {
@@ -224,6 +228,22 @@ func (ws *waits) waiters(queue string) int {
 	n := 0
 	for _, l := range ws.byQueue[queue] {
 		n += l.waiters.Len()
+	}
+	return n
+}
+
+// sleeping counts the pops waiting on queue that neither pop nor are
+// about to.
+func (ws *waits) sleeping(queue string) int {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	n := 0
+	for _, l := range ws.byQueue[queue] {
+		for e := l.waiters.Front(); e != nil; e = e.Next() {
+			if w := e.Value.(*waiter); !w.popping && !w.signalled {
+				n++
+			}
+		}
 	}
 	return n
 }
@@ -310,7 +330,7 @@ func (c *Consumers) longPoll(ctx context.Context, queue string, pr model.PopRequ
 	deadLettered := 0
 	for {
 		if popNow {
-			wakes, at := c.waits.popping(l)
+			wakes, at := c.waits.popping(l, w)
 			res, err := c.popSettled(ctx, queue, pr)
 			if err != nil {
 				return nil, storeError(err)
@@ -321,7 +341,7 @@ func (c *Consumers) longPoll(ctx context.Context, queue string, pr model.PopRequ
 				delivered = true
 				return c.popAnswer(queue, pr.Group, &res, acked), nil
 			}
-			c.waits.foundNothing(l, wakes, at)
+			c.waits.foundNothing(l, w, wakes, at)
 		}
 		select {
 		case <-w.signal:
