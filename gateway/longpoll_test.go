@@ -2,6 +2,8 @@ package gateway_test
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -153,6 +155,7 @@ func TestOneCommitWakesAFewOfManyWaitingPops(t *testing.T) {
 func TestARunOutLeaseWakesAWaitingPop(t *testing.T) {
 	t.Parallel()
 	p := newPollEnv(t, 10*time.Millisecond)
+	p.consumers.SetRevalidate(time.Hour) // only the check may wake it
 	p.fill(t, 2, "p")
 	held, err := p.client.Pop(t.Context(), p.queue, "", queengate.PopRequest{Group: "g", Max: 10, LeaseMs: queengate.MaxLeaseMs})
 	if err != nil || len(held.Messages) != 2 {
@@ -232,5 +235,97 @@ func TestAListKnownEmptyIsWokenByWhatMakesWork(t *testing.T) {
 				t.Fatalf("after the %s a pop got nothing", tc.name)
 			}
 		})
+	}
+}
+
+// Waiting pops that skip PostgreSQL agree with popping: after each of a
+// random run of pushes, acks, failures, releases and leases run out, once
+// the gateway is quiet, pops sleep only while a pop would find nothing
+// (asked of PostgreSQL directly). Neither the revalidation nor per-pop
+// rechecks stand in for a wake: only announcements and the run-out check.
+func TestWaitingPopsSleepOnlyWhileAPopWouldFindNothing(t *testing.T) {
+	t.Parallel()
+	p := newPollEnv(t, 10*time.Millisecond)
+	p.consumers.SetRevalidate(time.Hour)
+	rng := rand.New(rand.NewPCG(23, 5))
+	t.Logf("seed 23/5")
+	const pollers = 3
+	var started, returned atomic.Int64
+	answers := make(chan queengate.PopAnswer, 100)
+	poll := func() {
+		started.Add(1)
+		go func() {
+			a, err := p.client.Pop(t.Context(), p.queue, "", queengate.PopRequest{Group: "g", Max: 2, WaitMs: queengate.MaxWaitMs, LeaseMs: queengate.MaxLeaseMs})
+			switch {
+			case t.Context().Err() != nil:
+			case err != nil:
+				t.Error(err)
+			case len(a.Messages) == 0:
+				// Each step is over long before a wait: it ran out
+				// while something was there to pop.
+				t.Errorf("a pop waited %d ms for nothing", queengate.MaxWaitMs)
+			}
+			returned.Add(1)
+			answers <- a
+		}()
+	}
+	poppable := func() bool {
+		var ok bool
+		if err := p.store.Pool().QueryRow(t.Context(), `
+			SELECT EXISTS (SELECT 1 FROM queen.log_partitions lp JOIN queen.queues q ON q.id = lp.queue_id
+			  LEFT JOIN queen.consumer_groups g ON g.queue_id = q.id AND g.name = 'g'
+			  LEFT JOIN queen.consumer_cursors cc ON cc.group_id = g.id AND cc.partition_id = lp.id
+			 WHERE q.name = $1 AND coalesce(cc.next_offset, 0) <= lp.last_offset
+			   AND (cc.lease_id IS NULL OR cc.lease_until <= now()))`, p.queue).Scan(&ok); err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	var held []queengate.PopAnswer
+	p.fill(t, 1, "first") // the queue exists
+	pushed := 0
+	for step := range 40 {
+		for started.Load()-returned.Load() < pollers {
+			poll()
+		}
+		switch k := rng.IntN(6); {
+		case k == 0 || len(held) == 0:
+			p.fill(t, 1+rng.IntN(2), fmt.Sprintf("p%d-%d", rng.IntN(3), pushed))
+			pushed++
+		default:
+			a := held[0]
+			held = held[1:]
+			items := completeAll(a)
+			switch k {
+			case 1, 2:
+			case 3:
+				items[0].Status = queengate.AckFailed
+			case 4:
+				if _, err := p.client.Release(t.Context(), p.queue, a.Partition, queengate.LeaseRequest{Group: "g", LeaseID: a.LeaseID}); err != nil {
+					t.Fatal(err)
+				}
+				items = nil
+			case 5:
+				if _, err := p.store.Pool().Exec(t.Context(),
+					"UPDATE queen.consumer_cursors SET lease_until = now() - interval '1 second' WHERE lease_id = $1", a.LeaseID); err != nil {
+					t.Fatal(err)
+				}
+				items = nil
+			}
+			if items != nil {
+				if _, err := p.client.Ack(t.Context(), p.queue, a.Partition, queengate.AckRequest{Group: "g", LeaseID: a.LeaseID, Items: items}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		checkfor.Check(t, 60*time.Second, checkfor.Cond(fmt.Sprintf("step %d: the gateway quiet, pops asleep only with nothing to pop", step), func() bool {
+			sleeping := int64(p.consumers.Sleeping(p.queue))
+			return sleeping+returned.Load() == started.Load() && (sleeping == 0 || !poppable())
+		}))
+		for len(answers) > 0 {
+			if a := <-answers; len(a.Messages) > 0 {
+				held = append(held, a)
+			}
+		}
 	}
 }
