@@ -362,6 +362,9 @@ func (c *Consumers) popSettled(ctx context.Context, queue string, pr model.PopRe
 	for {
 		res, err := c.store.Pop(ctx, pr)
 		if err != nil {
+			// Its lease choice rolled back: another pop may have skipped
+			// that partition meanwhile, and found nothing.
+			c.announce(queue)
 			return res, err
 		}
 		c.logDeadLettering(queue, pr, &res)
