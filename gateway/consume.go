@@ -137,7 +137,7 @@ func (c *Consumers) addEndpoints(g *Gateway) error {
 // it to the ingester's OnCommit.
 func (g *Gateway) PublishCommitted(queues []string) {
 	for _, q := range queues {
-		_ = g.nc.Publish(queengate.Subjects{Prefix: g.cfg.Prefix}.Committed(q), nil) // best effort: pollers recheck
+		_ = g.nc.Publish(queengate.Subjects{Prefix: g.cfg.Prefix}.Committed(q), nil) // best effort: a list known empty is popped again within revalidate
 	}
 }
 

@@ -19,9 +19,9 @@ var DecodeServing = func(s string, n int) ([]bool, error) {
 	return out, nil
 }
 
-// SetRecheck sets how often run-out leases are looked for while pops
+// SetCheckEvery sets how often run-out leases are looked for while pops
 // wait (before the gateway starts).
-func (c *Consumers) SetRecheck(d time.Duration) { c.checkEvery = d }
+func (c *Consumers) SetCheckEvery(d time.Duration) { c.checkEvery = d }
 
 // Waiting reports whether a pop waits on queue.
 func (c *Consumers) Waiting(queue string) bool { return c.Waiters(queue) > 0 }

@@ -28,7 +28,7 @@ func newPollEnv(t *testing.T, checkEvery time.Duration) *pollEnv {
 	e := newEnv(t)
 	store := pgtest.Store(t, e.pgURL)
 	consumers := gateway.NewConsumers(store)
-	consumers.SetRecheck(checkEvery)
+	consumers.SetCheckEvery(checkEvery)
 	// Pops still waiting when the test ends are not waited for.
 	e.startGateway(gatewayOpts{gateway: gateway.Config{Consumers: consumers, DrainTimeout: 100 * time.Millisecond}})
 	return &pollEnv{testEnv: e, consumers: consumers, store: store, client: e.queenClient(t)}
