@@ -223,24 +223,22 @@ func (ws *waits) sweep(now time.Time) []int64 {
 
 // waiters counts the pops waiting on queue.
 func (ws *waits) waiters(queue string) int {
-	ws.mu.Lock()
-	defer ws.mu.Unlock()
-	n := 0
-	for _, l := range ws.byQueue[queue] {
-		n += l.waiters.Len()
-	}
-	return n
+	return ws.count(queue, func(*waiter) bool { return true })
 }
 
 // sleeping counts the pops waiting on queue that neither pop nor are
 // about to.
 func (ws *waits) sleeping(queue string) int {
+	return ws.count(queue, func(w *waiter) bool { return !w.popping && !w.signalled })
+}
+
+func (ws *waits) count(queue string, counts func(*waiter) bool) int {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	n := 0
 	for _, l := range ws.byQueue[queue] {
 		for e := l.waiters.Front(); e != nil; e = e.Next() {
-			if w := e.Value.(*waiter); !w.popping && !w.signalled {
+			if counts(e.Value.(*waiter)) {
 				n++
 			}
 		}
