@@ -52,6 +52,16 @@ func (p *pollEnv) caughtUp(t *testing.T, groups ...string) {
 	}
 }
 
+// hold pops n messages of group g under the longest lease.
+func (p *pollEnv) hold(t *testing.T, n int) queengate.PopAnswer {
+	t.Helper()
+	a, err := p.client.Pop(t.Context(), p.queue, "", queengate.PopRequest{Group: "g", Max: n, LeaseMs: queengate.MaxLeaseMs})
+	if err != nil || len(a.Messages) != n {
+		t.Fatalf("pop of %d: %+v, %v", n, a, err)
+	}
+	return a
+}
+
 // longPolls starts n pops of group waiting as long as a pop may; each
 // answer goes to got.
 func (p *pollEnv) longPolls(t *testing.T, n int, group string, got chan<- queengate.PopAnswer) {
@@ -161,10 +171,7 @@ func TestARunOutLeaseWakesAWaitingPop(t *testing.T) {
 	p := newPollEnv(t, 10*time.Millisecond)
 	p.consumers.SetRevalidate(time.Hour) // only the check may wake it
 	p.fill(t, 2, "p")
-	held, err := p.client.Pop(t.Context(), p.queue, "", queengate.PopRequest{Group: "g", Max: 10, LeaseMs: queengate.MaxLeaseMs})
-	if err != nil || len(held.Messages) != 2 {
-		t.Fatalf("first pop: %+v, %v", held, err)
-	}
+	held := p.hold(t, 2)
 	got := make(chan queengate.PopAnswer, 1)
 	p.longPolls(t, 1, "g", got)
 	p.asleep(t, 1)
@@ -221,10 +228,7 @@ func TestAListKnownEmptyIsWokenByWhatMakesWork(t *testing.T) {
 			p.consumers.SetRevalidate(time.Hour)
 			p.fill(t, 3, "p")
 			// One message leased, so that "acked with more behind" leaves two.
-			held, err := p.client.Pop(t.Context(), p.queue, "", queengate.PopRequest{Group: "g", Max: 1, LeaseMs: queengate.MaxLeaseMs})
-			if err != nil || len(held.Messages) != 1 {
-				t.Fatalf("first pop: %+v, %v", held, err)
-			}
+			held := p.hold(t, 1)
 			got := make(chan queengate.PopAnswer, 2)
 			p.longPolls(t, 1, "g", got)
 			p.asleep(t, 1)
