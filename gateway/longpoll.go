@@ -10,7 +10,7 @@ import (
 	"github.com/queengate/queengate/model"
 )
 
-// Long polls (docs/design.md, "Long polling"). A pop that may wait joins
+// Long polls (docs/design.md, "Consuming"). A pop that may wait joins
 // a wait list: one per group and partition asked for (0: any). Waiters
 // sleep without asking PostgreSQL anything until their list is woken: by
 // a commit to the queue or a lease ended early (announced on
