@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -29,6 +30,7 @@ type ConsumeStore interface {
 	Ack(ctx context.Context, g model.Group, partitionID int64, leaseID string, items []model.AckItem) (model.AckResult, error)
 	Lease(ctx context.Context, g model.Group, partitionID int64, leaseID string, d time.Duration) (time.Time, bool, error)
 	GroupPartitions(ctx context.Context, queueID int64) ([]model.GroupPartition, error)
+	RunOutLeases(ctx context.Context, groupIDs []int64) ([]model.GroupPartitionID, error)
 	QueueConfig(ctx context.Context, queue string) (model.QueueConfig, error)
 }
 
@@ -36,14 +38,17 @@ type ConsumeStore interface {
 // with long polling, acks, lease renewal and release, and group lists.
 // Every gateway serves every request: the store's row locks decide.
 type Consumers struct {
-	store   ConsumeStore
-	log     zerolog.Logger
-	recheck time.Duration // a long poll's longest sleep between pops
+	store ConsumeStore
+	log   zerolog.Logger
 	// maxPayload is the NATS connection's: every answer fits in it.
 	maxPayload func() int64
+	// publish announces commits (and leases ended early) to every
+	// gateway; nil until the endpoints are served.
+	publish func(queues []string)
 
-	mu      sync.Mutex
-	waiting map[string]chan struct{} // per queue: closed when a push to it commits
+	waits      *waits        // the long polls waiting (longpoll.go)
+	checkEvery time.Duration // how often run-out leases are looked for while pops wait
+	checks     atomic.Int64  // looks for run-out leases so far
 
 	// Groups and partitions are never deleted: once found, their ids are
 	// remembered, saving a round trip to PostgreSQL per request.
@@ -83,35 +88,8 @@ func (c *Consumers) partition(ctx context.Context, queueID int64, name string) (
 
 // NewConsumers builds the consuming endpoints over store.
 func NewConsumers(store ConsumeStore) *Consumers {
-	return &Consumers{store: store, recheck: recheck, waiting: map[string]chan struct{}{}}
+	return &Consumers{store: store, waits: newWaits(), checkEvery: checkEvery}
 }
-
-// committed wakes the pops waiting for queue.
-func (c *Consumers) committed(queue string) {
-	c.mu.Lock()
-	ch := c.waiting[queue]
-	delete(c.waiting, queue)
-	c.mu.Unlock()
-	if ch != nil {
-		close(ch)
-	}
-}
-
-// wakeup is closed at the next commit to queue.
-func (c *Consumers) wakeup(queue string) <-chan struct{} {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ch := c.waiting[queue]
-	if ch == nil {
-		ch = make(chan struct{})
-		c.waiting[queue] = ch
-	}
-	return ch
-}
-
-// recheck bounds a long poll's sleep between commits: a lease that runs
-// out wakes nobody.
-const recheck = time.Second
 
 // addEndpoints serves the consuming subjects, and listens for commits
 // announced by every gateway.
@@ -146,15 +124,20 @@ func (c *Consumers) addEndpoints(g *Gateway) error {
 		return err
 	}
 	committed := g.cfg.Prefix + ".committed."
-	_, err = g.nc.Subscribe(committed+"*", func(m *nats.Msg) { c.committed(strings.TrimPrefix(m.Subject, committed)) })
-	return err
+	if _, err = g.nc.Subscribe(committed+"*", func(m *nats.Msg) { c.committed(strings.TrimPrefix(m.Subject, committed)) }); err != nil {
+		return err
+	}
+	c.publish = g.PublishCommitted
+	go c.watch(g.stopped, func() uint64 { return g.nc.Stats().Reconnects })
+	return nil
 }
 
 // PublishCommitted announces to every gateway that queues have new
-// messages; give it to the ingester's OnCommit.
+// messages (or a lease ended early: a pop may find something now); give
+// it to the ingester's OnCommit.
 func (g *Gateway) PublishCommitted(queues []string) {
 	for _, q := range queues {
-		_ = g.nc.Publish(queengate.Subjects{Prefix: g.cfg.Prefix}.Committed(q), nil) // best effort: pollers recheck
+		_ = g.nc.Publish(queengate.Subjects{Prefix: g.cfg.Prefix}.Committed(q), nil) // best effort: a list known empty is popped again within revalidate
 	}
 }
 
@@ -188,6 +171,7 @@ func (c *Consumers) pop(ctx context.Context, place string, body []byte) (any, *q
 			return nil, werr
 		}
 		acked, _ = json.Marshal(ans) // plain fields: always encodes
+		c.settled(queue, ans)
 	}
 	if newGroup {
 		if g, err = c.group(ctx, queue, req.Group, true); err != nil {
@@ -204,42 +188,10 @@ func (c *Consumers) pop(ctx context.Context, place string, body []byte) (any, *q
 	// Beside a large ack answer the next message may not fit: waiting
 	// could not deliver it either, and the next pop, carrying none, will.
 	wait := pr.Room >= largestDelivery(c.maxPayload())
-	return c.longPoll(ctx, queue, pr, time.Duration(req.WaitMs)*time.Millisecond, wait, acked)
-}
-
-// longPoll pops until messages come, or for up to waitFor when wait
-// (woken by commits to queue, rechecking every c.recheck), and answers.
-func (c *Consumers) longPoll(ctx context.Context, queue string, pr model.PopRequest, waitFor time.Duration, wait bool, acked []byte) (any, *queengate.Error) {
-	deadline := time.Now().Add(waitFor)
-	deadLettered := 0
-	for {
-		wake := c.wakeup(queue) // before the pop: a commit after it is not missed
-		res, err := c.store.Pop(ctx, pr)
-		if err != nil {
-			return nil, storeError(err)
-		}
-		c.logDeadLettering(queue, pr, &res)
-		moved := res.DeadLettered
-		deadLettered += moved
-		res.DeadLettered = deadLettered
-		if len(res.Messages) == 0 && moved > 0 && ctx.Err() == nil {
-			continue // what it moved may have stood before messages ready now
-		}
-		left := time.Until(deadline)
-		if len(res.Messages) > 0 || left <= 0 || !wait {
-			return c.popAnswer(queue, pr.Group, &res, acked), nil
-		}
-		t := time.NewTimer(min(left, c.recheck))
-		select {
-		case <-wake:
-		case <-t.C:
-		case <-ctx.Done():
-		}
-		t.Stop()
-		if ctx.Err() != nil {
-			return c.popAnswer(queue, pr.Group, &model.PopResult{DeadLettered: deadLettered}, acked), nil
-		}
-	}
+	// A pop that settled an ack or made its group may have changed what
+	// its wait list knows: it pops first whatever the list says.
+	trusted := acked == nil && !newGroup
+	return c.longPoll(ctx, queue, pr, time.Duration(req.WaitMs)*time.Millisecond, wait, trusted, acked)
 }
 
 // logDeadLettering says what a pop could not deliver and why.
@@ -321,6 +273,9 @@ func (a *popAnswer) undo() {
 	}
 	a.c.log.Warn().Str("queue", a.group.Queue).Str("group", a.group.Name).Bool("undone", undone).
 		Msg("a pop's answer was not sent: its lease and attempts are taken back")
+	if undone {
+		a.c.announce(a.group.Queue)
+	}
 }
 
 // decodePop reads a pop body strictly, the ack it carries included: every
@@ -488,6 +443,7 @@ func (c *Consumers) ack(ctx context.Context, queue, partition string, body []byt
 	if werr != nil {
 		return nil, werr
 	}
+	c.settled(queue, ans)
 	return ans, nil
 }
 
@@ -610,6 +566,8 @@ func (c *Consumers) lease(ctx context.Context, queue, partition string, body []b
 	ans := queengate.LeaseAnswer{LeaseID: req.LeaseID, Released: !renew}
 	if renew {
 		ans.LeaseUntil = &until
+	} else {
+		c.announce(queue) // what the lease left is poppable now
 	}
 	return ans, nil
 }

@@ -93,7 +93,10 @@ func TestAPopNeverAnsweredCountsNoAttemptAndKeepsNoLease(t *testing.T) {
 	e := newEnv(t)
 	reg := prometheus.NewRegistry()
 	waiter := gateway.NewConsumers(pgtest.Store(t, e.pgURL))
-	waiter.SetRecheck(20 * time.Millisecond)
+	// Cut off from NATS, it hears no commit: it pops again once its list
+	// has been known empty that long.
+	waiter.SetCheckEvery(20 * time.Millisecond)
+	waiter.SetRevalidate(20 * time.Millisecond)
 	first, _ := e.startGateway(gatewayOpts{reg: reg, gateway: gateway.Config{Consumers: waiter}})
 	e.fill(t, 1, "p")
 	c := e.queenClient(t)

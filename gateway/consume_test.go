@@ -116,7 +116,7 @@ func TestALongPollingPopIsWokenByAPush(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	consumers := gateway.NewConsumers(pgtest.Store(t, e.pgURL))
-	consumers.SetRecheck(time.Hour) // only a commit can wake the pop
+	consumers.SetCheckEvery(time.Hour) // only a commit can wake the pop
 	e.startGateway(gatewayOpts{gateway: gateway.Config{Consumers: consumers}})
 	e.fill(t, 1, "p")
 	c := e.queenClient(t)

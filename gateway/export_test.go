@@ -19,15 +19,25 @@ var DecodeServing = func(s string, n int) ([]bool, error) {
 	return out, nil
 }
 
-// SetRecheck sets how long a long poll sleeps at most between pops.
-func (c *Consumers) SetRecheck(d time.Duration) { c.recheck = d }
+// SetCheckEvery sets how often run-out leases are looked for while pops
+// wait (before the gateway starts).
+func (c *Consumers) SetCheckEvery(d time.Duration) { c.checkEvery = d }
 
-// Waiting reports whether a pop waits for a commit to queue.
-func (c *Consumers) Waiting(queue string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.waiting[queue] != nil
-}
+// Waiting reports whether a pop waits on queue.
+func (c *Consumers) Waiting(queue string) bool { return c.Waiters(queue) > 0 }
+
+// Waiters counts the pops waiting on queue.
+func (c *Consumers) Waiters(queue string) int { return c.waits.waiters(queue) }
+
+// Sleeping counts the pops waiting on queue that neither pop nor are
+// about to.
+func (c *Consumers) Sleeping(queue string) int { return c.waits.sleeping(queue) }
+
+// SetRevalidate sets how long a wait list stays known empty.
+func (c *Consumers) SetRevalidate(d time.Duration) { c.waits.revalidate = d }
+
+// Checks counts the looks for run-out leases so far.
+func (c *Consumers) Checks() int64 { return c.checks.Load() }
 
 // MetricValue is a counter's value, or a histogram's sample count, as a
 // registry has it.

@@ -148,6 +148,11 @@ type GroupPartition struct {
 // Lag is how many messages the group has yet to consume there.
 func (g GroupPartition) Lag() int64 { return max(0, g.LastOffset-g.NextOffset+1) }
 
+// GroupPartitionID names one group's cursor on one partition.
+type GroupPartitionID struct {
+	GroupID, PartitionID int64
+}
+
 // DeadLetterQueue is the name of queue's dead-letter queue: queue+"-dlq"
 // when that fits a name's 128 bytes; a longer queue's is its first 91
 // bytes, "-dlq-" and 32 hex digits of the SHA-256 of its whole name (128

@@ -492,3 +492,24 @@ func (s *Store) GroupPartitions(ctx context.Context, queueID int64) ([]model.Gro
 		return gp, err
 	})
 }
+
+// RunOutLeases lists, among groupIDs, the partitions whose lease has run
+// out with messages still behind the cursor: a pop would take them now,
+// and nothing announces it (docs/design.md, "Consuming"). One statement
+// for every group a gateway's pops wait on; it reads the groups' cursors
+// by their primary key and locks nothing.
+func (s *Store) RunOutLeases(ctx context.Context, groupIDs []int64) ([]model.GroupPartitionID, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT cc.group_id, cc.partition_id
+		  FROM queen.consumer_cursors cc JOIN queen.log_partitions p ON p.id = cc.partition_id
+		 WHERE cc.group_id = ANY($1) AND cc.lease_id IS NOT NULL AND cc.lease_until <= now()
+		   AND cc.next_offset <= p.last_offset`, groupIDs)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: run-out leases: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[model.GroupPartitionID])
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: run-out leases: %w", err)
+	}
+	return out, nil
+}

@@ -403,3 +403,40 @@ func TestADeadLetterFromAPopCountsItsDeliveries(t *testing.T) {
 		t.Fatalf("dead letter: %+v, %v", dlq, err)
 	}
 }
+
+// Only a lease that ran out with messages behind it is listed, and only
+// for the groups asked about: a running lease, a group without one and a
+// lease taken over by the next pop are not.
+func TestRunOutLeasesListsOnlyLeasesThatRanOut(t *testing.T) {
+	t.Parallel()
+	b := setupConsumer(t, 3)
+	other := b.testBundle.group(t, "other")
+	ctx := context.Background()
+	runOut := func() []model.GroupPartitionID {
+		t.Helper()
+		got, err := b.store.RunOutLeases(ctx, []int64{b.group.ID, other.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	first := b.pop(t, b.group, 10)
+	if got := runOut(); len(got) != 0 {
+		t.Fatalf("while the lease runs: %v, want none", got)
+	}
+	b.backdateLease(t)
+	want := []model.GroupPartitionID{{GroupID: b.group.ID, PartitionID: first.PartitionID}}
+	if got := runOut(); !slices.Equal(got, want) {
+		t.Fatalf("after the lease ran out: %v, want %v", got, want)
+	}
+	if got, err := b.store.RunOutLeases(ctx, []int64{other.ID}); err != nil || len(got) != 0 {
+		t.Fatalf("asked about the other group only: %v, %v", got, err)
+	}
+	again := b.pop(t, b.group, 10)
+	if len(again.Messages) != 3 {
+		t.Fatalf("the next pop took %d messages, want the 3 of the run-out lease", len(again.Messages))
+	}
+	if got := runOut(); len(got) != 0 {
+		t.Fatalf("once the next pop leased the partition again: %v, want none", got)
+	}
+}
