@@ -228,6 +228,15 @@ func markdown(o options, out *outcome) string {
 		"%d never answered as stored when the drain ended; %d retries.\n",
 		v.Sent, v.Answered, v.Stored, v.Rows, v.Lost, v.Doubled, v.WrongOffset, v.DuplicateNotFirst, v.DataMismatch, v.Phantom, v.Holes,
 		out.Unanswered, out.Retries)
+	if c := v.Consume; c != nil {
+		fmt.Fprintf(&b, "\nConsumers: %v; %d pops failed.\n\n", o.profile.Consume, out.PopFailures)
+		b.WriteString("| group | leases | deliveries | messages | redeliveries | dead letters | unsettled at the end |\n|---|---:|---:|---:|---:|---:|---:|\n")
+		for _, g := range c.Groups {
+			fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d | %d |\n", g.Group, g.Leases, g.Deliveries, g.Messages, g.Redeliveries, g.DeadLetters, g.Unsettled)
+		}
+		fmt.Fprintf(&b, "\nConsumer verifier: unconsumed %d, undone %d, double-leased %d, dead-lettered twice %d, skipped %d, misdelivered %d.\n",
+			c.Unconsumed, c.Undone, c.DoubleLeased, c.DeadLetteredTwice, c.Skipped, c.Misdelivered)
+	}
 	if len(out.Minutes) > 1 {
 		b.WriteString("\n| minute | msg/s answered | gateways' RSS (MiB) |\n|---:|---:|---|\n")
 		for i, m := range out.Minutes {

@@ -26,20 +26,30 @@ type profile struct {
 	Every     time.Duration // between faults (a fault's own time included)
 	Faults    []faultKind   // done in turn, round robin
 	Drain     time.Duration // most time given to finish after producing stops
+	Consume   consumeLoad   // no groups: no consumers
 	Seed      uint64
 }
+
+// chaosConsumers are the short and long profiles' consumers: two groups
+// of three, batches of up to 100 handled in 20 ms (at most 150 pops a
+// second in all, ample for 1500 msg/s offered), leases of 2 s so that
+// every fault but the shortest outlasts some, and 3 attempts so that the
+// failing group's chosen messages are dead-lettered soon.
+var chaosConsumers = consumeLoad{Groups: []string{"audit", "billing"}, PerGroup: 3, Max: 100,
+	Lease: 2 * time.Second, Wait: time.Second, Handling: 20 * time.Millisecond, FailEvery: 200, MaxAttempts: 3,
+	Drain: 30 * time.Second}
 
 var profiles = map[string]profile{
 	// short runs each fault kind once, in the test suite.
 	"short": {Name: "short", Gateways: 3, NATSNodes: 3, Window: 3600,
 		Load:     load{Producers: 8, Partitions: 16, Batch: 10, Rate: 1500, RetryShare: 0.2, Timeout: 2 * time.Second},
 		Duration: 100 * time.Second, Warmup: 5 * time.Second, Every: 11 * time.Second, Faults: allFaults,
-		Drain: time.Minute, Seed: 1},
+		Drain: time.Minute, Consume: chaosConsumers, Seed: 1},
 	// long repeats every fault kind, in a random order, for 10 minutes.
 	"long": {Name: "long", Gateways: 3, NATSNodes: 3, Window: 3600,
 		Load:     load{Producers: 16, Partitions: 32, Batch: 20, Rate: 3000, RetryShare: 0.2, Timeout: 2 * time.Second},
 		Duration: 10 * time.Minute, Warmup: 10 * time.Second, Every: 12 * time.Second, Faults: allFaults,
-		Drain: 2 * time.Minute, Seed: 1},
+		Drain: 2 * time.Minute, Consume: chaosConsumers, Seed: 1},
 	// soak runs no faults: a fixed offered load, high (on the 2-core
 	// machine it was written on, about what three gateways serve), for
 	// throughput and memory over time. The window is two
@@ -60,9 +70,11 @@ type outcome struct {
 	Verifier Findings       `json:"verifier"`
 	// Unanswered are messages still without a stored answer when the
 	// drain ended (the verifier cannot say they were lost: never acked).
-	Unanswered int64    `json:"unanswered"`
-	Retries    int64    `json:"retries"`
-	Minutes    []minute `json:"minutes"`
+	Unanswered int64 `json:"unanswered"`
+	Retries    int64 `json:"retries"`
+	// PopFailures are consumers' pops that got no answer or an error.
+	PopFailures int64    `json:"popFailures"`
+	Minutes     []minute `json:"minutes"`
 }
 
 // minute is one minute of the run: messages answered as stored, and the
@@ -80,7 +92,7 @@ func runProfile(ctx context.Context, p profile, dir, bin string, log func(string
 	}
 	defer w.stop()
 	queue := "chaos-" + p.Name
-	if err := w.createQueue(ctx, queue, p.Window); err != nil {
+	if err := w.createQueue(ctx, queue, p.Window, p.Consume.MaxAttempts); err != nil {
 		return nil, err
 	}
 	p.Load.RepeatWithin = time.Duration(p.Window) * time.Second / 2
@@ -95,6 +107,18 @@ func runProfile(ctx context.Context, p profile, dir, bin string, log func(string
 			pr.nc.Close()
 		}
 	}()
+	cled := &consumeLedger{con: Consumed{Groups: p.Consume.Groups}}
+	consumers, closeConsumers, err := startConsumers(w, p.Consume, queue, cled, p.Load.Timeout)
+	if err != nil {
+		return nil, err
+	}
+	defer closeConsumers()
+	consumeCtx, stopConsumers := context.WithCancel(ctx)
+	defer stopConsumers()
+	var consuming sync.WaitGroup
+	for _, c := range consumers {
+		consuming.Go(func() { c.run(consumeCtx) })
+	}
 	drainCtx, cancelDrain := context.WithCancel(ctx)
 	defer cancelDrain()
 	stop := make(chan struct{})
@@ -103,6 +127,9 @@ func runProfile(ctx context.Context, p profile, dir, bin string, log func(string
 		wg.Go(func() { pr.run(drainCtx, stop) })
 	}
 	log("%s: %d producers offering %d msg/s to %d gateways for %v", p.Name, p.Load.Producers, p.Load.Rate, p.Gateways, p.Duration)
+	if len(consumers) > 0 {
+		log("%s: %v", p.Name, p.Consume)
+	}
 	faults, rss := schedule(ctx, w, p, log)
 	close(stop)
 	done := make(chan struct{})
@@ -114,15 +141,25 @@ func runProfile(ctx context.Context, p profile, dir, bin string, log func(string
 		cancelDrain()
 		<-done
 	}
+	if len(consumers) > 0 {
+		awaitConsumed(ctx, w, p.Consume, queue, log)
+	}
+	stopConsumers()
+	consuming.Wait()
 	out.Elapsed = time.Since(out.Started)
 	slices.SortFunc(led.events, func(a, b event) int { return a.at.Compare(b.at) })
 	out.Faults = figuresByKind(faults, led.events, p.Load.Producers)
 	out.Minutes = perMinute(led.events, out.Started, rss)
 	out.Retries = led.retries
 	out.Unanswered = led.unanswered()
+	out.PopFailures = cled.popFailures.Load()
+	var consumed *Consumed
+	if len(consumers) > 0 {
+		consumed = &cled.con
+	}
 	vctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Hour) // a soak's log holds tens of millions of messages
 	defer cancel()
-	if out.Verifier, err = Verify(vctx, w.pgURL, queue, led.expected()); err != nil {
+	if out.Verifier, err = Verify(vctx, w.pgURL, queue, led.expected(), consumed); err != nil {
 		return nil, fmt.Errorf("verify: %w", err)
 	}
 	return out, nil
@@ -130,13 +167,8 @@ func runProfile(ctx context.Context, p profile, dir, bin string, log func(string
 
 func startProducers(w *world, p profile, queue string, led *ledger) ([]*producer, error) {
 	var out []*producer
-	urls := strings.Split(w.natsURLs(), ",")
 	for i := range p.Load.Producers {
-		// Each producer starts on its own server of the cluster and
-		// moves to another when that one restarts.
-		servers := append([]string{urls[i%len(urls)]}, urls...)
-		nc, err := nats.Connect(strings.Join(servers, ","), nats.DontRandomize(), nats.MaxReconnects(-1),
-			nats.ReconnectWait(100*time.Millisecond), nats.Name("queenchaos producer "+strconv.Itoa(i)))
+		nc, err := w.connect(i, "queenchaos producer "+strconv.Itoa(i))
 		if err != nil {
 			return nil, err
 		}
@@ -144,6 +176,15 @@ func startProducers(w *world, p profile, queue string, led *ledger) ([]*producer
 			rng: rand.New(rand.NewPCG(p.Seed, uint64(i))), answered: make([][]answeredAt, p.Load.Partitions)})
 	}
 	return out, nil
+}
+
+// connect is the i-th client's NATS connection: it starts on its own
+// server of the cluster and moves to another when that one restarts.
+func (w *world) connect(i int, name string) (*nats.Conn, error) {
+	urls := strings.Split(w.natsURLs(), ",")
+	servers := append([]string{urls[i%len(urls)]}, urls...)
+	return nats.Connect(strings.Join(servers, ","), nats.DontRandomize(), nats.MaxReconnects(-1),
+		nats.ReconnectWait(100*time.Millisecond), nats.Name(name))
 }
 
 // schedule runs the faults for the profile's duration, taking the

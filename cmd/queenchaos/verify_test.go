@@ -123,7 +123,7 @@ func TestVerifierCatchesEachPlantedFault(t *testing.T) {
 			t.Parallel()
 			f := newLogFixture(t)
 			c.plant(t, f)
-			got, err := Verify(context.Background(), f.url, fixtureQueue, Recorded{f.sent, f.answers})
+			got, err := Verify(context.Background(), f.url, fixtureQueue, Recorded{f.sent, f.answers}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

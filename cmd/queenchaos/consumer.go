@@ -1,0 +1,257 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/queengate/queengate"
+)
+
+// consumeLoad is what the consumers do while producers push and faults
+// strike: consumers of each group pop from any partition, confirm each
+// batch with a renewal (as the client's Consume does, so that their
+// deliveries count as attempts), handle it, and carry its ack in their
+// next pop.
+type consumeLoad struct {
+	Groups   []string
+	PerGroup int           // consumers per group
+	Max      int           // messages per pop
+	Lease    time.Duration // short, so that faults outlast leases
+	Wait     time.Duration // a pop's long poll
+	Handling time.Duration // per batch, before its ack
+	// FailEvery: the last group fails each message whose sequence number
+	// is a multiple of it at every attempt (it ends dead-lettered), and
+	// each one just after a multiple at its first attempt only (it is
+	// delivered again, then completed). The other groups complete all.
+	FailEvery   uint32
+	MaxAttempts int           // the queue's maxAttempts
+	Drain       time.Duration // most time to consume the rest once producing has stopped
+}
+
+// consumeLedger records what the consumers saw, for the verifier.
+type consumeLedger struct {
+	mu          sync.Mutex
+	con         Consumed
+	requests    atomic.Int64 // numbers pops, from 1
+	popFailures atomic.Int64
+}
+
+// now is a wall-clock reading: it is compared with the server's lease
+// ends.
+func now() time.Time { return time.Now().Round(0) }
+
+// leased records a lease and its deliveries; it returns the lease's
+// index.
+func (l *consumeLedger) leased(lease Lease, msgs []queengate.Delivery) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	i := len(l.con.Leases)
+	l.con.Leases = append(l.con.Leases, lease)
+	for _, m := range msgs {
+		l.con.Deliveries = append(l.con.Deliveries, Delivery{Lease: i, Offset: m.Offset, ID: m.TransactionID})
+	}
+	return i
+}
+
+// extend records a renewal's answer.
+func (l *consumeLedger) extend(lease int, until time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if until.After(l.con.Leases[lease].Until) {
+		l.con.Leases[lease].Until = until
+	}
+}
+
+// settling records that an ack or a release of the lease is being sent.
+func (l *consumeLedger) settling(lease int, at time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.con.Leases[lease].Settling.IsZero() {
+		l.con.Leases[lease].Settling = at
+	}
+}
+
+// acked records an ack's items with their results (a nil answer: none
+// came).
+func (l *consumeLedger) acked(group string, ack *queengate.PopAck, answer *queengate.AckAnswer, at time.Time, request int64) {
+	results := make([]string, len(ack.Items))
+	if answer != nil {
+		for _, r := range answer.Items {
+			if r.Index >= 0 && r.Index < len(results) {
+				results[r.Index] = r.Result
+			}
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, it := range ack.Items {
+		l.con.Acks = append(l.con.Acks, AckSent{Group: group, Partition: ack.Partition, Offset: *it.Offset,
+			Completed: it.Status == queengate.AckCompleted, Result: results[i], Answered: at, Request: request})
+	}
+}
+
+// consumer is one consumer of a group.
+type consumer struct {
+	group, name, queue string
+	failing            bool // the group that fails some messages
+	load               consumeLoad
+	client             *queengate.Client
+	led                *consumeLedger
+}
+
+// run pops, confirms, handles and acknowledges until ctx ends, then
+// delivers its last ack and releases its lease.
+func (c *consumer) run(ctx context.Context) {
+	var pending *queengate.PopAck
+	pendingLease := -1
+	for ctx.Err() == nil {
+		request, asked := c.led.requests.Add(1), now()
+		if pending != nil {
+			c.led.settling(pendingLease, asked)
+		}
+		ans, err := c.client.Pop(ctx, c.queue, "", queengate.PopRequest{Group: c.group, Consumer: c.name, Max: c.load.Max,
+			LeaseMs: c.load.Lease.Milliseconds(), WaitMs: c.load.Wait.Milliseconds(), Ack: pending})
+		answered := now()
+		if pending != nil {
+			c.led.acked(c.group, pending, ackOf(ans, err), answered, request)
+		}
+		var werr *queengate.Error
+		switch {
+		case ctx.Err() != nil:
+		case errors.As(err, &werr) && werr.Code < 500:
+			// Not worth sending again: the lease runs out instead.
+			c.led.popFailures.Add(1)
+			pending, pendingLease = nil, -1
+			sleep(ctx, 200*time.Millisecond)
+		case err != nil:
+			// Unknown whether the ack was settled: sending it again is safe.
+			c.led.popFailures.Add(1)
+			sleep(ctx, 200*time.Millisecond)
+		case ans.LeaseID == "" || ans.LeaseUntil == nil:
+			pending, pendingLease = nil, -1
+		default:
+			pendingLease = c.led.leased(Lease{Group: c.group, Consumer: c.name, Partition: ans.Partition, ID: ans.LeaseID,
+				Request: request, Asked: asked, Granted: answered, Until: ans.LeaseUntil.Round(0)}, ans.Messages)
+			c.confirm(ctx, ans, pendingLease)
+			sleep(ctx, c.load.Handling)
+			pending = c.handle(ans)
+		}
+	}
+	c.finish(pending, pendingLease)
+}
+
+func ackOf(ans queengate.PopAnswer, err error) *queengate.AckAnswer {
+	if err != nil {
+		return nil
+	}
+	return ans.Ack
+}
+
+// confirm renews the lease at once: the gateway then counts the batch's
+// deliveries as attempts, and the lease's new end is recorded.
+func (c *consumer) confirm(ctx context.Context, ans queengate.PopAnswer, lease int) {
+	r, err := c.client.Renew(ctx, c.queue, ans.Partition, queengate.LeaseRequest{Group: c.group, LeaseID: ans.LeaseID,
+		LeaseMs: c.load.Lease.Milliseconds()})
+	if err == nil && r.LeaseUntil != nil {
+		c.led.extend(lease, r.LeaseUntil.Round(0))
+	}
+}
+
+// handle is the batch's ack: every message completed, but for the
+// failing group's chosen ones.
+func (c *consumer) handle(ans queengate.PopAnswer) *queengate.PopAck {
+	ack := &queengate.PopAck{Partition: ans.Partition, LeaseID: ans.LeaseID, Items: make([]queengate.AckItem, len(ans.Messages))}
+	for i, m := range ans.Messages {
+		ack.Items[i] = queengate.AckItem{Offset: &m.Offset, Status: queengate.AckCompleted}
+		if c.failing && c.fails(m) {
+			ack.Items[i].Status, ack.Items[i].Error = queengate.AckFailed, fmt.Sprintf("queenchaos fails %s", m.TransactionID)
+		}
+	}
+	return ack
+}
+
+// fails reports whether the failing group fails this delivery (see
+// consumeLoad.FailEvery).
+func (c *consumer) fails(m queengate.Delivery) bool {
+	var producer, seq uint32
+	if _, err := fmt.Sscanf(m.TransactionID, "c%d-%d", &producer, &seq); err != nil || c.load.FailEvery == 0 {
+		return false
+	}
+	return seq%c.load.FailEvery == 0 || seq%c.load.FailEvery == 1 && m.Attempts <= 1
+}
+
+// finish delivers the last batch's ack and releases its lease, as the
+// client's Consume does when it stops.
+func (c *consumer) finish(pending *queengate.PopAck, lease int) {
+	if pending == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.load.Lease)
+	defer cancel()
+	c.led.settling(lease, now())
+	a, err := c.client.Ack(ctx, c.queue, pending.Partition, queengate.AckRequest{Group: c.group, LeaseID: pending.LeaseID, Items: pending.Items})
+	var answer *queengate.AckAnswer
+	if err == nil {
+		answer = &a
+	}
+	c.led.acked(c.group, pending, answer, now(), 0)
+	_, _ = c.client.Release(ctx, c.queue, pending.Partition, queengate.LeaseRequest{Group: c.group, LeaseID: pending.LeaseID})
+}
+
+// startConsumers connects each group's consumers, each to its own NATS
+// server first, as producers are.
+func startConsumers(w *world, cl consumeLoad, queue string, led *consumeLedger, timeout time.Duration) ([]*consumer, func(), error) {
+	var out []*consumer
+	var closers []func()
+	closeAll := func() {
+		for _, c := range closers {
+			c()
+		}
+	}
+	for gi, group := range cl.Groups {
+		for i := range cl.PerGroup {
+			name := fmt.Sprintf("%s-%d", group, i)
+			nc, err := w.connect(gi*cl.PerGroup+i, "queenchaos consumer "+name)
+			if err != nil {
+				closeAll()
+				return nil, nil, err
+			}
+			closers = append(closers, nc.Close)
+			client, err := queengate.NewClient(nc, queengate.WithTimeout(timeout))
+			if err != nil {
+				closeAll()
+				return nil, nil, err
+			}
+			out = append(out, &consumer{group: group, name: name, queue: queue, failing: gi == len(cl.Groups)-1,
+				load: cl, client: client, led: led})
+		}
+	}
+	return out, closeAll, nil
+}
+
+// awaitConsumed waits until the groups have consumed everything stored,
+// or cl.Drain has passed.
+func awaitConsumed(ctx context.Context, w *world, cl consumeLoad, queue string, log func(string, ...any)) {
+	deadline := time.Now().Add(cl.Drain)
+	for {
+		n, err := backlog(ctx, w.pgURL, queue, cl.Groups)
+		switch {
+		case err == nil && n == 0:
+			return
+		case time.Now().After(deadline):
+			log("drain: %d messages not consumed after %v (%v); stopping the consumers", n, cl.Drain, err)
+			return
+		}
+		sleep(ctx, 250*time.Millisecond)
+	}
+}
+
+func (cl consumeLoad) String() string {
+	return fmt.Sprintf("%d consumers in each of the groups %s (pops of up to %d, %v leases)",
+		cl.PerGroup, strings.Join(cl.Groups, ", "), cl.Max, cl.Lease)
+}
