@@ -197,13 +197,17 @@ func write(o options, out *outcome, stdout io.Writer) error {
 		}
 	}
 	if o.jsonOut != "" {
-		b, err := json.MarshalIndent(out, "", "  ")
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(o.jsonOut, append(b, '\n'), 0o644)
+		return writeJSON(o.jsonOut, out)
 	}
 	return nil
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
 
 func markdown(o options, out *outcome) string {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -161,6 +162,12 @@ func runProfile(ctx context.Context, p profile, dir, bin string, log func(string
 	defer cancel()
 	if out.Verifier, err = Verify(vctx, w.pgURL, queue, led.expected(), consumed); err != nil {
 		return nil, fmt.Errorf("verify: %w", err)
+	}
+	if c := out.Verifier.Consume; c != nil && c.Violations() > 0 {
+		// What the consumers saw, to look into what the verifier found.
+		if err := writeJSON(filepath.Join(dir, "consumed.json"), consumed); err != nil {
+			log("consumed.json: %v", err)
+		}
 	}
 	return out, nil
 }

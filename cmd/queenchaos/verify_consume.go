@@ -68,9 +68,11 @@ type AckSent struct {
 }
 
 // final reports whether the answer says the message is settled for good
-// for the group: completed, or moved to the dead-letter queue.
+// for the group: completed, or moved to the dead-letter queue. A failed
+// item's alreadyAcked is not: a retried batch's failure, settled as
+// failed under the same lease, answers it too.
 func (a AckSent) final() bool {
-	return a.Result == "alreadyAcked" || a.Result == "deadLettered" || a.Result == "acked" && a.Completed
+	return a.Result == "deadLettered" || a.Completed && (a.Result == "acked" || a.Result == "alreadyAcked")
 }
 
 // GroupFigures are one group's consumption figures.

@@ -224,6 +224,12 @@ func TestVerifierCatchesEachConsumerViolation(t *testing.T) {
 			}
 			c.Acks[4].Result = "deadLettered"
 		}, violations, 0},
+		{"a failed item's retry answered alreadyAcked, then delivered again", func(_ *testing.T, _ *logFixture, c *Consumed) {
+			// The ack failing e is sent again under the same lease and
+			// answered before c2's pop is sent: e is settled as failed,
+			// not completed.
+			c.Acks = append(c.Acks, AckSent{Group: "g", Partition: "p", Offset: 4, Result: "alreadyAcked", Answered: at(50), Request: 7})
+		}, violations, 0},
 		{"unconsumed", func(_ *testing.T, _ *logFixture, c *Consumed) {
 			c.Deliveries = slices.Delete(c.Deliveries, 1, 2) // b
 		}, func(x ConsumeFindings) int64 { return x.Unconsumed }, 1},
