@@ -203,51 +203,79 @@ func (c *consumer) finish(pending *queengate.PopAck, lease int) {
 	_, _ = c.client.Release(ctx, c.queue, pending.Partition, queengate.LeaseRequest{Group: c.group, LeaseID: pending.LeaseID})
 }
 
+// consumerFleet is the consumers at work.
+type consumerFleet struct {
+	load      consumeLoad
+	queue     string
+	consumers []*consumer
+	led       *consumeLedger
+	stop      context.CancelFunc
+	running   sync.WaitGroup
+	closers   []func()
+}
+
 // startConsumers connects each group's consumers, each to its own NATS
-// server first, as producers are.
-func startConsumers(w *world, cl consumeLoad, queue string, led *consumeLedger, timeout time.Duration) ([]*consumer, func(), error) {
-	var out []*consumer
-	var closers []func()
-	closeAll := func() {
-		for _, c := range closers {
-			c()
-		}
-	}
+// server first as producers are, and starts them.
+func startConsumers(ctx context.Context, w *world, cl consumeLoad, queue string, timeout time.Duration) (*consumerFleet, error) {
+	f := &consumerFleet{load: cl, queue: queue, led: &consumeLedger{con: Consumed{Groups: cl.Groups}}}
 	for gi, group := range cl.Groups {
 		for i := range cl.PerGroup {
 			name := fmt.Sprintf("%s-%d", group, i)
 			nc, err := w.connect(gi*cl.PerGroup+i, "queenchaos consumer "+name)
 			if err != nil {
-				closeAll()
-				return nil, nil, err
+				f.close()
+				return nil, err
 			}
-			closers = append(closers, nc.Close)
+			f.closers = append(f.closers, nc.Close)
 			client, err := queengate.NewClient(nc, queengate.WithTimeout(timeout))
 			if err != nil {
-				closeAll()
-				return nil, nil, err
+				f.close()
+				return nil, err
 			}
-			out = append(out, &consumer{group: group, name: name, queue: queue, failing: gi == len(cl.Groups)-1,
-				load: cl, client: client, led: led})
+			f.consumers = append(f.consumers, &consumer{group: group, name: name, queue: queue, failing: gi == len(cl.Groups)-1,
+				load: cl, client: client, led: f.led})
 		}
 	}
-	return out, closeAll, nil
+	ctx, f.stop = context.WithCancel(ctx)
+	for _, c := range f.consumers {
+		f.running.Go(func() { c.run(ctx) })
+	}
+	return f, nil
 }
 
-// awaitConsumed waits until the groups have consumed everything stored,
-// or cl.Drain has passed.
-func awaitConsumed(ctx context.Context, w *world, cl consumeLoad, queue string, log func(string, ...any)) {
-	deadline := time.Now().Add(cl.Drain)
+// finish waits until the groups have consumed everything stored (at most
+// the load's Drain), stops the consumers, and returns what they saw: nil
+// when none ran. Producing stopped at stopped.
+func (f *consumerFleet) finish(ctx context.Context, w *world, stopped time.Time, log func(string, ...any)) *Consumed {
+	defer f.running.Wait()
+	defer f.stop()
+	if len(f.consumers) == 0 {
+		return nil
+	}
+	deadline := time.Now().Add(f.load.Drain)
 	for {
-		n, err := backlog(ctx, w.pgURL, queue, cl.Groups)
-		switch {
-		case err == nil && n == 0:
-			return
-		case time.Now().After(deadline):
-			log("drain: %d messages not consumed after %v (%v); stopping the consumers", n, cl.Drain, err)
-			return
+		n, err := backlog(ctx, w.pgURL, f.queue, f.load.Groups)
+		if err == nil && n == 0 {
+			log("drain: consumers done %v after producing stopped", time.Since(stopped).Round(10*time.Millisecond))
+			break
+		}
+		if time.Now().After(deadline) {
+			log("drain: %d messages not consumed after %v (%v); stopping the consumers", n, f.load.Drain, err)
+			break
 		}
 		sleep(ctx, 250*time.Millisecond)
+	}
+	return &f.led.con
+}
+
+// close closes the consumers' connections.
+func (f *consumerFleet) close() {
+	if f.stop != nil {
+		f.stop()
+	}
+	f.running.Wait()
+	for _, c := range f.closers {
+		c()
 	}
 }
 

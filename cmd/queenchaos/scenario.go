@@ -108,18 +108,11 @@ func runProfile(ctx context.Context, p profile, dir, bin string, log func(string
 			pr.nc.Close()
 		}
 	}()
-	cled := &consumeLedger{con: Consumed{Groups: p.Consume.Groups}}
-	consumers, closeConsumers, err := startConsumers(w, p.Consume, queue, cled, p.Load.Timeout)
+	fleet, err := startConsumers(ctx, w, p.Consume, queue, p.Load.Timeout)
 	if err != nil {
 		return nil, err
 	}
-	defer closeConsumers()
-	consumeCtx, stopConsumers := context.WithCancel(ctx)
-	defer stopConsumers()
-	var consuming sync.WaitGroup
-	for _, c := range consumers {
-		consuming.Go(func() { c.run(consumeCtx) })
-	}
+	defer fleet.close()
 	drainCtx, cancelDrain := context.WithCancel(ctx)
 	defer cancelDrain()
 	stop := make(chan struct{})
@@ -128,11 +121,12 @@ func runProfile(ctx context.Context, p profile, dir, bin string, log func(string
 		wg.Go(func() { pr.run(drainCtx, stop) })
 	}
 	log("%s: %d producers offering %d msg/s to %d gateways for %v", p.Name, p.Load.Producers, p.Load.Rate, p.Gateways, p.Duration)
-	if len(consumers) > 0 {
+	if len(fleet.consumers) > 0 {
 		log("%s: %v", p.Name, p.Consume)
 	}
 	faults, rss := schedule(ctx, w, p, log)
 	close(stop)
+	stopped := time.Now()
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 	select {
@@ -142,27 +136,22 @@ func runProfile(ctx context.Context, p profile, dir, bin string, log func(string
 		cancelDrain()
 		<-done
 	}
-	if len(consumers) > 0 {
-		awaitConsumed(ctx, w, p.Consume, queue, log)
-	}
-	stopConsumers()
-	consuming.Wait()
+	log("drain: producers done %v after producing stopped", time.Since(stopped).Round(10*time.Millisecond))
+	consumed := fleet.finish(ctx, w, stopped, log)
 	out.Elapsed = time.Since(out.Started)
 	slices.SortFunc(led.events, func(a, b event) int { return a.at.Compare(b.at) })
 	out.Faults = figuresByKind(faults, led.events, p.Load.Producers)
 	out.Minutes = perMinute(led.events, out.Started, rss)
 	out.Retries = led.retries
 	out.Unanswered = led.unanswered()
-	out.PopFailures = cled.popFailures.Load()
-	var consumed *Consumed
-	if len(consumers) > 0 {
-		consumed = &cled.con
-	}
+	out.PopFailures = fleet.led.popFailures.Load()
 	vctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Hour) // a soak's log holds tens of millions of messages
 	defer cancel()
+	verifying := time.Now()
 	if out.Verifier, err = Verify(vctx, w.pgURL, queue, led.expected(), consumed); err != nil {
 		return nil, fmt.Errorf("verify: %w", err)
 	}
+	log("verified in %v", time.Since(verifying).Round(10*time.Millisecond))
 	if c := out.Verifier.Consume; c != nil && c.Violations() > 0 {
 		// What the consumers saw, to look into what the verifier found.
 		if err := writeJSON(filepath.Join(dir, "consumed.json"), consumed); err != nil {
