@@ -86,6 +86,7 @@ func (l *consumeLedger) acked(group string, ack *queengate.PopAck, answer *queen
 				results[r.Index] = r.Result
 			}
 		}
+		l.moved(group, answer.DeadLettered)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -93,6 +94,19 @@ func (l *consumeLedger) acked(group string, ack *queengate.PopAck, answer *queen
 		l.con.Acks = append(l.con.Acks, AckSent{Group: group, Partition: ack.Partition, Offset: *it.Offset,
 			Completed: it.Status == queengate.AckCompleted, Result: results[i], Answered: at, Request: request})
 	}
+}
+
+// moved records dead letters an answer said it moved.
+func (l *consumeLedger) moved(group string, n int) {
+	if n == 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.con.Moved == nil {
+		l.con.Moved = map[string]int64{}
+	}
+	l.con.Moved[group] += int64(n)
 }
 
 // consumer is one consumer of a group.
@@ -107,42 +121,57 @@ type consumer struct {
 // run pops, confirms, handles and acknowledges until ctx ends, then
 // delivers its last ack and releases its lease.
 func (c *consumer) run(ctx context.Context) {
-	var pending *queengate.PopAck
-	pendingLease := -1
+	var pending *queengate.PopAck // the handled batch's ack, carried by the next pop
+	lease := -1                   // pending's lease
 	for ctx.Err() == nil {
-		request, asked := c.led.requests.Add(1), now()
-		if pending != nil {
-			c.led.settling(pendingLease, asked)
-		}
-		ans, err := c.client.Pop(ctx, c.queue, "", queengate.PopRequest{Group: c.group, Consumer: c.name, Max: c.load.Max,
-			LeaseMs: c.load.Lease.Milliseconds(), WaitMs: c.load.Wait.Milliseconds(), Ack: pending})
-		answered := now()
-		if pending != nil {
-			c.led.acked(c.group, pending, ackOf(ans, err), answered, request)
-		}
+		ans, granted, err := c.pop(ctx, pending, lease)
 		var werr *queengate.Error
 		switch {
 		case ctx.Err() != nil:
+			// finish delivers pending.
 		case errors.As(err, &werr) && werr.Code < 500:
 			// Not worth sending again: the lease runs out instead.
 			c.led.popFailures.Add(1)
-			pending, pendingLease = nil, -1
+			pending, lease = nil, -1
 			sleep(ctx, 200*time.Millisecond)
 		case err != nil:
 			// Unknown whether the ack was settled: sending it again is safe.
 			c.led.popFailures.Add(1)
 			sleep(ctx, 200*time.Millisecond)
-		case ans.LeaseID == "" || ans.LeaseUntil == nil:
-			pending, pendingLease = nil, -1
+		case granted < 0:
+			pending, lease = nil, -1
 		default:
-			pendingLease = c.led.leased(Lease{Group: c.group, Consumer: c.name, Partition: ans.Partition, ID: ans.LeaseID,
-				Request: request, Asked: asked, Granted: answered, Until: ans.LeaseUntil.Round(0)}, ans.Messages)
-			c.confirm(ctx, ans, pendingLease)
+			c.confirm(ctx, ans, granted)
 			sleep(ctx, c.load.Handling)
-			pending = c.handle(ans)
+			pending, lease = c.handle(ans), granted
 		}
 	}
-	c.finish(pending, pendingLease)
+	c.finish(pending, lease)
+}
+
+// pop sends a pop carrying pending (the ack of lease pendingLease) and
+// records what it saw: the ack's results, the dead letters moved, and the
+// lease it granted, whose index it returns (-1: none).
+func (c *consumer) pop(ctx context.Context, pending *queengate.PopAck, pendingLease int) (queengate.PopAnswer, int, error) {
+	request, asked := c.led.requests.Add(1), now()
+	if pending != nil {
+		c.led.settling(pendingLease, asked)
+	}
+	ans, err := c.client.Pop(ctx, c.queue, "", queengate.PopRequest{Group: c.group, Consumer: c.name, Max: c.load.Max,
+		LeaseMs: c.load.Lease.Milliseconds(), WaitMs: c.load.Wait.Milliseconds(), Ack: pending})
+	answered := now()
+	if pending != nil {
+		c.led.acked(c.group, pending, ackOf(ans, err), answered, request)
+	}
+	if err != nil {
+		return ans, -1, err
+	}
+	c.led.moved(c.group, ans.DeadLettered)
+	if ans.LeaseID == "" || ans.LeaseUntil == nil {
+		return ans, -1, nil
+	}
+	return ans, c.led.leased(Lease{Group: c.group, Consumer: c.name, Partition: ans.Partition, ID: ans.LeaseID,
+		Request: request, Asked: asked, Granted: answered, Until: ans.LeaseUntil.Round(0)}, ans.Messages), nil
 }
 
 func ackOf(ans queengate.PopAnswer, err error) *queengate.AckAnswer {

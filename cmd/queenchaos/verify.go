@@ -158,6 +158,9 @@ func Verify(ctx context.Context, pgURL, queue string, exp Expected, con *Consume
 			}
 		}
 	}
+	if ix != nil {
+		ix.checkMoves(f.Consume, example)
+	}
 	var elsewhere int64
 	err = conn.QueryRow(ctx, `
 		SELECT coalesce(sum(s.end_offset - s.base_offset + 1), 0)

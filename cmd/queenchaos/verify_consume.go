@@ -25,6 +25,9 @@ type Consumed struct {
 	Leases     []Lease
 	Deliveries []Delivery
 	Acks       []AckSent
+	// Moved is, by group, how many dead letters the pops' and acks'
+	// answers said they moved (answers lost are not counted).
+	Moved map[string]int64
 }
 
 // Lease is one lease a pop granted, as the consumer's answers reported
@@ -93,7 +96,7 @@ type ConsumeFindings struct {
 	Unconsumed        int64 `json:"unconsumed"`        // (message answered as stored, group): never delivered to the group
 	Undone            int64 `json:"undone"`            // deliveries of a message its group had settled for good before the pop was sent
 	DoubleLeased      int64 `json:"doubleLeased"`      // (message, group) delivered under two leases surely held at once
-	DeadLetteredTwice int64 `json:"deadLetteredTwice"` // (message, group) dead-lettered twice, or dead-lettered and completed
+	DeadLetteredTwice int64 `json:"deadLetteredTwice"` // (message, group) dead-lettered twice, or dead-lettered and completed; or moves reported beyond the dead letters stored
 	Skipped           int64 `json:"skipped"`           // (message, group) behind the cursor, never completed nor dead-lettered
 	Misdelivered      int64 `json:"misdelivered"`      // a delivery or dead letter naming a message unlike the log's at its offset
 }
@@ -301,6 +304,18 @@ func (ix *consumeIndex) checkSettled(f *ConsumeFindings, g *GroupFigures, group 
 		if !completedSent[off] && !deadLettered[off] {
 			f.Skipped++
 			example("group %s: %s offset %d behind the cursor (%d), never completed nor dead-lettered", group, p.name, off, next)
+		}
+	}
+}
+
+// checkMoves compares the dead letters the answers said they moved with
+// those stored: more moved than stored is a message moved twice (the
+// dead-letter queue's window would hide the second copy).
+func (ix *consumeIndex) checkMoves(f *ConsumeFindings, example func(string, ...any)) {
+	for i, group := range ix.con.Groups {
+		if moved, stored := ix.con.Moved[group], f.Groups[i].DeadLetters; moved > stored {
+			f.DeadLetteredTwice += moved - stored
+			example("group %s: answers said %d dead letters were moved, %d are stored", group, moved, stored)
 		}
 	}
 }

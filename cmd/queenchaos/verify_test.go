@@ -153,10 +153,10 @@ func at(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) 
 // breaks no rule: consumer c1's lease delivers a–e; its ack, carried by
 // c2's next pop, completes a–d and fails e; that pop's lease delivers e
 // again, and c2's next ack fails it again: out of attempts, it is
-// dead-lettered. setConsumed puts the matching cursor and dead letter in
+// dead-lettered (the answer says it moved one). setConsumed puts the matching cursor and dead letter in
 // the database.
 func cleanConsumed() *Consumed {
-	c := &Consumed{Groups: []string{"g"}, Leases: []Lease{
+	c := &Consumed{Groups: []string{"g"}, Moved: map[string]int64{"g": 1}, Leases: []Lease{
 		{Group: "g", Consumer: "c1", Partition: "p", ID: "lease-1", Request: 1, Asked: at(0), Granted: at(10), Until: at(2010), Settling: at(100)},
 		{Group: "g", Consumer: "c2", Partition: "p", ID: "lease-2", Request: 2, Asked: at(100), Granted: at(110), Until: at(2110), Settling: at(200)},
 	}}
@@ -266,7 +266,12 @@ func TestVerifierCatchesEachConsumerViolation(t *testing.T) {
 		{"dead-lettered once completed", func(t *testing.T, f *logFixture, _ *Consumed) {
 			f.deadLetter(t, 0, "a")
 		}, func(x ConsumeFindings) int64 { return x.DeadLetteredTwice }, 1},
-		{"skipped: behind the cursor, never completed nor dead-lettered", func(t *testing.T, f *logFixture, _ *Consumed) {
+		{"dead-lettered twice, the second copy deduplicated", func(_ *testing.T, _ *logFixture, c *Consumed) {
+			c.Moved["g"]++
+		}, func(x ConsumeFindings) int64 { return x.DeadLetteredTwice }, 1},
+		{"skipped: behind the cursor, never completed nor dead-lettered", func(t *testing.T, f *logFixture, c *Consumed) {
+			c.Moved = nil
+			c.Acks[5].Result = "acked"
 			f.exec(t, "DELETE FROM queen.log_segments WHERE partition_id = (SELECT p.id FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id WHERE q.name = $1)",
 				deadLetterQueue(fixtureQueue))
 		}, func(x ConsumeFindings) int64 { return x.Skipped }, 1},
