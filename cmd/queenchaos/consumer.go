@@ -24,6 +24,12 @@ type consumeLoad struct {
 	Lease    time.Duration // short, so that faults outlast leases
 	Wait     time.Duration // a pop's long poll
 	Handling time.Duration // per batch, before its ack
+	// Every SlowEvery-th batch of a consumer is handled for SlowHandling,
+	// its lease renewed every third of the lease meanwhile (as the
+	// client's Consume does): the leases the verifier can check for
+	// overlap are those held long.
+	SlowEvery    int
+	SlowHandling time.Duration
 	// FailEvery: the last group fails each message whose sequence number
 	// is a multiple of it at every attempt (it ends dead-lettered), and
 	// each one just after a multiple at its first attempt only (it is
@@ -116,6 +122,7 @@ type consumer struct {
 	load               consumeLoad
 	client             *queengate.Client
 	led                *consumeLedger
+	batches            int
 }
 
 // run pops, confirms, handles and acknowledges until ctx ends, then
@@ -141,8 +148,7 @@ func (c *consumer) run(ctx context.Context) {
 		case granted < 0:
 			pending, lease = nil, -1
 		default:
-			c.confirm(ctx, ans, granted)
-			sleep(ctx, c.load.Handling)
+			c.hold(ctx, ans, granted)
 			pending, lease = c.handle(ans), granted
 		}
 	}
@@ -181,9 +187,25 @@ func ackOf(ans queengate.PopAnswer, err error) *queengate.AckAnswer {
 	return ans.Ack
 }
 
-// confirm renews the lease at once: the gateway then counts the batch's
-// deliveries as attempts, and the lease's new end is recorded.
-func (c *consumer) confirm(ctx context.Context, ans queengate.PopAnswer, lease int) {
+// hold keeps the batch for its handling time: it renews the lease at
+// once (the gateway then counts the batch's deliveries as attempts) and
+// every third of the lease while handling lasts, recording each new end.
+func (c *consumer) hold(ctx context.Context, ans queengate.PopAnswer, lease int) {
+	c.batches++
+	d := c.load.Handling
+	if c.load.SlowEvery > 0 && c.batches%c.load.SlowEvery == 0 {
+		d = c.load.SlowHandling
+	}
+	end := time.Now().Add(d)
+	c.renew(ctx, ans, lease)
+	for time.Until(end) > c.load.Lease/3 && ctx.Err() == nil {
+		sleep(ctx, c.load.Lease/3)
+		c.renew(ctx, ans, lease)
+	}
+	sleep(ctx, time.Until(end))
+}
+
+func (c *consumer) renew(ctx context.Context, ans queengate.PopAnswer, lease int) {
 	r, err := c.client.Renew(ctx, c.queue, ans.Partition, queengate.LeaseRequest{Group: c.group, LeaseID: ans.LeaseID,
 		LeaseMs: c.load.Lease.Milliseconds()})
 	if err == nil && r.LeaseUntil != nil {

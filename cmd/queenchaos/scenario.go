@@ -32,13 +32,13 @@ type profile struct {
 }
 
 // chaosConsumers are the short and long profiles' consumers: two groups
-// of three, batches of up to 100 handled in 20 ms (at most 150 pops a
-// second in all, ample for 1500 msg/s offered), leases of 2 s so that
-// every fault but the shortest outlasts some, and 3 attempts so that the
-// failing group's chosen messages are dead-lettered soon.
+// of three, batches of up to 100 handled in 20 ms, one in 25 in 1.5 s
+// (ample for 1500 msg/s offered), leases of 2 s so that every fault but
+// the shortest outlasts some, and 3 attempts so that the failing group's
+// chosen messages are dead-lettered soon.
 var chaosConsumers = consumeLoad{Groups: []string{"audit", "billing"}, PerGroup: 3, Max: 100,
-	Lease: 2 * time.Second, Wait: time.Second, Handling: 20 * time.Millisecond, FailEvery: 200, MaxAttempts: 3,
-	Drain: 30 * time.Second}
+	Lease: 2 * time.Second, Wait: time.Second, Handling: 20 * time.Millisecond, SlowEvery: 25, SlowHandling: 1500 * time.Millisecond,
+	FailEvery: 200, MaxAttempts: 3, Drain: 30 * time.Second}
 
 var profiles = map[string]profile{
 	// short runs each fault kind once, in the test suite.
