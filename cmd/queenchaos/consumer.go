@@ -27,7 +27,8 @@ type consumeLoad struct {
 	// Every SlowEvery-th batch of a consumer is handled for SlowHandling,
 	// its lease renewed every third of the lease meanwhile (as the
 	// client's Consume does): the leases the verifier can check for
-	// overlap are those held long.
+	// overlap are those held long. None once producing has stopped: the
+	// rest is consumed at once.
 	SlowEvery    int
 	SlowHandling time.Duration
 	// FailEvery: the last group fails each message whose sequence number
@@ -123,6 +124,7 @@ type consumer struct {
 	client             *queengate.Client
 	led                *consumeLedger
 	batches            int
+	draining           *atomic.Bool // producing has stopped
 }
 
 // run pops, confirms, handles and acknowledges until ctx ends, then
@@ -193,7 +195,7 @@ func ackOf(ans queengate.PopAnswer, err error) *queengate.AckAnswer {
 func (c *consumer) hold(ctx context.Context, ans queengate.PopAnswer, lease int) {
 	c.batches++
 	d := c.load.Handling
-	if c.load.SlowEvery > 0 && c.batches%c.load.SlowEvery == 0 {
+	if c.load.SlowEvery > 0 && c.batches%c.load.SlowEvery == 0 && !c.draining.Load() {
 		d = c.load.SlowHandling
 	}
 	end := time.Now().Add(d)
@@ -262,6 +264,7 @@ type consumerFleet struct {
 	led       *consumeLedger
 	stop      context.CancelFunc
 	running   sync.WaitGroup
+	draining  atomic.Bool
 	closers   []func()
 }
 
@@ -284,7 +287,7 @@ func startConsumers(ctx context.Context, w *world, cl consumeLoad, queue string,
 				return nil, err
 			}
 			f.consumers = append(f.consumers, &consumer{group: group, name: name, queue: queue, failing: gi == len(cl.Groups)-1,
-				load: cl, client: client, led: f.led})
+				load: cl, client: client, led: f.led, draining: &f.draining})
 		}
 	}
 	ctx, f.stop = context.WithCancel(ctx)
@@ -303,6 +306,7 @@ func (f *consumerFleet) finish(ctx context.Context, w *world, stopped time.Time,
 	if len(f.consumers) == 0 {
 		return nil
 	}
+	f.draining.Store(true)
 	deadline := time.Now().Add(f.load.Drain)
 	for {
 		n, err := backlog(ctx, w.pgURL, f.queue, f.load.Groups)
