@@ -44,7 +44,7 @@ var profiles = map[string]profile{
 	// short runs each fault kind once, in the test suite.
 	"short": {Name: "short", Gateways: 3, NATSNodes: 3, Window: 3600,
 		Load:     load{Producers: 8, Partitions: 16, Batch: 10, Rate: 1500, RetryShare: 0.2, Timeout: 2 * time.Second},
-		Duration: 100 * time.Second, Warmup: 5 * time.Second, Every: 11 * time.Second, Faults: allFaults,
+		Duration: 96 * time.Second, Warmup: 5 * time.Second, Every: 11 * time.Second, Faults: allFaults,
 		Drain: time.Minute, Consume: chaosConsumers, Seed: 1},
 	// long repeats every fault kind, in a random order, for 10 minutes.
 	"long": {Name: "long", Gateways: 3, NATSNodes: 3, Window: 3600,

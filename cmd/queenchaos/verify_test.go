@@ -169,6 +169,14 @@ func cleanConsumed() *Consumed {
 	return c
 }
 
+// deliverLater delivers the message at off again, under a third lease
+// whose pop was sent once every ack of the clean history was answered.
+func deliverLater(c *Consumed, off int64, id string) {
+	c.Leases = append(c.Leases, Lease{Group: "g", Consumer: "c1", Partition: "p", ID: "lease-3", Request: 4,
+		Asked: at(300), Granted: at(310), Until: at(2310), Settling: at(400)})
+	c.Deliveries = append(c.Deliveries, Delivery{Lease: len(c.Leases) - 1, Offset: off, ID: id})
+}
+
 // setConsumed gives group g its cursor at next and dead-letters e.
 func (f *logFixture) setConsumed(t *testing.T, next int64) {
 	t.Helper()
@@ -234,17 +242,13 @@ func TestVerifierCatchesEachConsumerViolation(t *testing.T) {
 			c.Deliveries = slices.Delete(c.Deliveries, 1, 2) // b
 		}, func(x ConsumeFindings) int64 { return x.Unconsumed }, 1},
 		{"undone: delivered after the ack completing it was answered", func(_ *testing.T, _ *logFixture, c *Consumed) {
-			c.Leases = append(c.Leases, Lease{Group: "g", Consumer: "c1", Partition: "p", ID: "lease-3", Request: 4,
-				Asked: at(300), Granted: at(310), Until: at(2310), Settling: at(400)})
-			c.Deliveries = append(c.Deliveries, Delivery{Lease: 2, Offset: 0, ID: "a"})
+			deliverLater(c, 0, "a")
 		}, func(x ConsumeFindings) int64 { return x.Undone }, 1},
 		{"undone: delivered by the pop that carried the ack completing it", func(_ *testing.T, _ *logFixture, c *Consumed) {
 			c.Deliveries = append(c.Deliveries, Delivery{Lease: 1, Offset: 1, ID: "b"})
 		}, func(x ConsumeFindings) int64 { return x.Undone }, 1},
 		{"undone: delivered after it was dead-lettered", func(_ *testing.T, _ *logFixture, c *Consumed) {
-			c.Leases = append(c.Leases, Lease{Group: "g", Consumer: "c1", Partition: "p", ID: "lease-3", Request: 4,
-				Asked: at(300), Granted: at(310), Until: at(2310), Settling: at(400)})
-			c.Deliveries = append(c.Deliveries, Delivery{Lease: 2, Offset: 4, ID: "e"})
+			deliverLater(c, 4, "e")
 		}, func(x ConsumeFindings) int64 { return x.Undone }, 1},
 		{"double leased: granted before the other's ack was sent", func(_ *testing.T, _ *logFixture, c *Consumed) {
 			c.Leases[1].Asked, c.Leases[1].Granted = at(40), at(50)
