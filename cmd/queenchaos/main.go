@@ -2,7 +2,8 @@
 // acknowledged is lost, doubled or misplaced: three gateways built from
 // this tree, a cluster of three NATS servers, PostgreSQL behind a TCP
 // proxy that can freeze and cut, producers that retry like careful
-// clients, and a verifier that reads the log back with its own SQL.
+// clients, consumers of two groups, and a verifier that reads the log,
+// the groups' cursors and the dead letters back with its own SQL.
 //
 // Profiles: short (every fault kind once, ~2 minutes; in the test suite),
 // long (10 minutes of faults), soak (10 minutes, no faults, throughput
