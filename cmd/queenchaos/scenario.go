@@ -32,25 +32,28 @@ type profile struct {
 }
 
 // chaosConsumers are the short and long profiles' consumers: two groups
-// of three, batches of up to 100 handled in 20 ms, one in 25 in 1.5 s
-// (ample for 1500 msg/s offered), leases of 2 s so that every fault but
-// the shortest outlasts some, and 3 attempts so that the failing group's
+// of three, batches of up to batch messages handled in 20 ms, one in 25 in 1.5 s (a
+// consumer then handles about eight batches a second: batches of 100 serve
+// 2,400 msg/s per group), leases of 2 s so that every fault but the
+// shortest outlasts some, and 3 attempts so that the failing group's
 // chosen messages are dead-lettered soon.
-var chaosConsumers = consumeLoad{Groups: []string{"audit", "billing"}, PerGroup: 3, Max: 100,
-	Lease: 2 * time.Second, Wait: time.Second, Handling: 20 * time.Millisecond, SlowEvery: 25, SlowHandling: 1500 * time.Millisecond,
-	FailEvery: 200, MaxAttempts: 3, Drain: 30 * time.Second}
+func chaosConsumers(batch int) consumeLoad {
+	return consumeLoad{Groups: []string{"audit", "billing"}, PerGroup: 3, Max: batch,
+		Lease: 2 * time.Second, Wait: time.Second, Handling: 20 * time.Millisecond, SlowEvery: 25, SlowHandling: 1500 * time.Millisecond,
+		FailEvery: 200, MaxAttempts: 3, Drain: 30 * time.Second}
+}
 
 var profiles = map[string]profile{
 	// short runs each fault kind once, in the test suite.
 	"short": {Name: "short", Gateways: 3, NATSNodes: 3, Window: 3600,
 		Load:     load{Producers: 8, Partitions: 16, Batch: 10, Rate: 1500, RetryShare: 0.2, Timeout: 2 * time.Second},
 		Duration: 96 * time.Second, Warmup: 5 * time.Second, Every: 11 * time.Second, Faults: allFaults,
-		Drain: time.Minute, Consume: chaosConsumers, Seed: 1},
+		Drain: time.Minute, Consume: chaosConsumers(100), Seed: 1},
 	// long repeats every fault kind, in a random order, for 10 minutes.
 	"long": {Name: "long", Gateways: 3, NATSNodes: 3, Window: 3600,
 		Load:     load{Producers: 16, Partitions: 32, Batch: 20, Rate: 3000, RetryShare: 0.2, Timeout: 2 * time.Second},
 		Duration: 10 * time.Minute, Warmup: 10 * time.Second, Every: 12 * time.Second, Faults: allFaults,
-		Drain: 2 * time.Minute, Consume: chaosConsumers, Seed: 1},
+		Drain: 2 * time.Minute, Consume: chaosConsumers(300), Seed: 1},
 	// soak runs no faults: a fixed offered load, high (on the 2-core
 	// machine it was written on, about what three gateways serve), for
 	// throughput and memory over time. The window is two
