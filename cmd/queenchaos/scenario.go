@@ -32,11 +32,11 @@ type profile struct {
 }
 
 // chaosConsumers are the short and long profiles' consumers: two groups
-// of three, batches of up to batch messages handled in 20 ms, one in 25 in 1.5 s (a
-// consumer then handles about eight batches a second: batches of 100 serve
-// 2,400 msg/s per group), leases of 2 s so that every fault but the
-// shortest outlasts some, and 3 attempts so that the failing group's
-// chosen messages are dead-lettered soon.
+// of three, pops of up to batch messages handled in 20 ms, one batch in
+// 25 in 1.5 s (a consumer then handles about eight batches a second:
+// batches of 100 serve 2,400 msg/s per group), leases of 2 s so that
+// every fault but the shortest outlasts some, and 3 attempts so that the
+// failing group's chosen messages are dead-lettered soon.
 func chaosConsumers(batch int) consumeLoad {
 	return consumeLoad{Groups: []string{"audit", "billing"}, PerGroup: 3, Max: batch,
 		Lease: 2 * time.Second, Wait: time.Second, Handling: 20 * time.Millisecond, SlowEvery: 25, SlowHandling: 1500 * time.Millisecond,
