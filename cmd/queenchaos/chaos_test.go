@@ -45,6 +45,17 @@ func TestShortProfile(t *testing.T) {
 	if v.Sent == 0 || v.Answered != v.Sent || out.Unanswered != 0 {
 		t.Errorf("%d ids sent, %d answered as stored, %d never: every message must end answered", v.Sent, v.Answered, out.Unanswered)
 	}
+	if v.Consume == nil {
+		t.Fatal("no consumer findings: the short profile runs consumers")
+	}
+	if n := v.Consume.Unsettled(); n != 0 {
+		t.Errorf("%d messages past some group's cursor at the end: every group must end having consumed everything", n)
+	}
+	for _, g := range v.Consume.Groups {
+		if g.Messages == 0 {
+			t.Errorf("group %s consumed nothing", g.Group)
+		}
+	}
 }
 
 // TestGapsAndFigures: the per-fault figures come from the events in the

@@ -2,7 +2,8 @@
 // acknowledged is lost, doubled or misplaced: three gateways built from
 // this tree, a cluster of three NATS servers, PostgreSQL behind a TCP
 // proxy that can freeze and cut, producers that retry like careful
-// clients, and a verifier that reads the log back with its own SQL.
+// clients, consumers of two groups, and a verifier that reads the log,
+// the groups' cursors and the dead letters back with its own SQL.
 //
 // Profiles: short (every fault kind once, ~2 minutes; in the test suite),
 // long (10 minutes of faults), soak (10 minutes, no faults, throughput
@@ -197,13 +198,17 @@ func write(o options, out *outcome, stdout io.Writer) error {
 		}
 	}
 	if o.jsonOut != "" {
-		b, err := json.MarshalIndent(out, "", "  ")
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(o.jsonOut, append(b, '\n'), 0o644)
+		return writeJSON(o.jsonOut, out)
 	}
 	return nil
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
 
 func markdown(o options, out *outcome) string {
@@ -228,6 +233,15 @@ func markdown(o options, out *outcome) string {
 		"%d never answered as stored when the drain ended; %d retries.\n",
 		v.Sent, v.Answered, v.Stored, v.Rows, v.Lost, v.Doubled, v.WrongOffset, v.DuplicateNotFirst, v.DataMismatch, v.Phantom, v.Holes,
 		out.Unanswered, out.Retries)
+	if c := v.Consume; c != nil {
+		fmt.Fprintf(&b, "\nConsumers: %v; %d pops failed.\n\n", o.profile.Consume, out.PopFailures)
+		b.WriteString("| group | leases | deliveries | messages | redeliveries | dead letters | unsettled at the end |\n|---|---:|---:|---:|---:|---:|---:|\n")
+		for _, g := range c.Groups {
+			fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d | %d |\n", g.Group, g.Leases, g.Deliveries, g.Messages, g.Redeliveries, g.DeadLetters, g.Unsettled)
+		}
+		fmt.Fprintf(&b, "\nConsumer verifier: unconsumed %d, undone %d, double-leased %d, dead-lettered twice %d, skipped %d, misdelivered %d.\n",
+			c.Unconsumed, c.Undone, c.DoubleLeased, c.DeadLetteredTwice, c.Skipped, c.Misdelivered)
+	}
 	if len(out.Minutes) > 1 {
 		b.WriteString("\n| minute | msg/s answered | gateways' RSS (MiB) |\n|---:|---:|---|\n")
 		for i, m := range out.Minutes {

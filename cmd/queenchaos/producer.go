@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -334,14 +333,9 @@ func ready(ctx context.Context, admin string) bool {
 // messagePID is the partition id a messageId names, or -1 when it is not
 // a messageId of offset.
 func messagePID(id string, offset int64) int64 {
-	hex := strings.ReplaceAll(id, "-", "")
-	if len(hex) != 32 {
+	pid, off, ok := parseMessageID(id)
+	if !ok || off != offset {
 		return -1
 	}
-	pid, err1 := strconv.ParseUint(hex[:16], 16, 63)
-	off, err2 := strconv.ParseUint(hex[16:], 16, 63)
-	if err1 != nil || err2 != nil || int64(off) != offset {
-		return -1
-	}
-	return int64(pid)
+	return pid
 }

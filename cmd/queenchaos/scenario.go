@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,20 +27,33 @@ type profile struct {
 	Every     time.Duration // between faults (a fault's own time included)
 	Faults    []faultKind   // done in turn, round robin
 	Drain     time.Duration // most time given to finish after producing stops
+	Consume   consumeLoad   // no groups: no consumers
 	Seed      uint64
+}
+
+// chaosConsumers are the short and long profiles' consumers: two groups
+// of three, pops of up to batch messages handled in 20 ms, one batch in
+// 25 in 1.5 s (a consumer then handles about eight batches a second:
+// batches of 100 serve 2,400 msg/s per group), leases of 2 s so that
+// every fault but the shortest outlasts some, and 3 attempts so that the
+// failing group's chosen messages are dead-lettered soon.
+func chaosConsumers(batch int) consumeLoad {
+	return consumeLoad{Groups: []string{"audit", "billing"}, PerGroup: 3, Max: batch,
+		Lease: 2 * time.Second, Wait: time.Second, Handling: 20 * time.Millisecond, SlowEvery: 25, SlowHandling: 1500 * time.Millisecond,
+		FailEvery: 200, MaxAttempts: 3, Drain: 30 * time.Second}
 }
 
 var profiles = map[string]profile{
 	// short runs each fault kind once, in the test suite.
 	"short": {Name: "short", Gateways: 3, NATSNodes: 3, Window: 3600,
 		Load:     load{Producers: 8, Partitions: 16, Batch: 10, Rate: 1500, RetryShare: 0.2, Timeout: 2 * time.Second},
-		Duration: 100 * time.Second, Warmup: 5 * time.Second, Every: 11 * time.Second, Faults: allFaults,
-		Drain: time.Minute, Seed: 1},
+		Duration: 96 * time.Second, Warmup: 5 * time.Second, Every: 11 * time.Second, Faults: allFaults,
+		Drain: time.Minute, Consume: chaosConsumers(100), Seed: 1},
 	// long repeats every fault kind, in a random order, for 10 minutes.
 	"long": {Name: "long", Gateways: 3, NATSNodes: 3, Window: 3600,
 		Load:     load{Producers: 16, Partitions: 32, Batch: 20, Rate: 3000, RetryShare: 0.2, Timeout: 2 * time.Second},
 		Duration: 10 * time.Minute, Warmup: 10 * time.Second, Every: 12 * time.Second, Faults: allFaults,
-		Drain: 2 * time.Minute, Seed: 1},
+		Drain: 2 * time.Minute, Consume: chaosConsumers(300), Seed: 1},
 	// soak runs no faults: a fixed offered load, high (on the 2-core
 	// machine it was written on, about what three gateways serve), for
 	// throughput and memory over time. The window is two
@@ -60,9 +74,11 @@ type outcome struct {
 	Verifier Findings       `json:"verifier"`
 	// Unanswered are messages still without a stored answer when the
 	// drain ended (the verifier cannot say they were lost: never acked).
-	Unanswered int64    `json:"unanswered"`
-	Retries    int64    `json:"retries"`
-	Minutes    []minute `json:"minutes"`
+	Unanswered int64 `json:"unanswered"`
+	Retries    int64 `json:"retries"`
+	// PopFailures are consumers' pops that got no answer or an error.
+	PopFailures int64    `json:"popFailures"`
+	Minutes     []minute `json:"minutes"`
 }
 
 // minute is one minute of the run: messages answered as stored, and the
@@ -80,7 +96,7 @@ func runProfile(ctx context.Context, p profile, dir, bin string, log func(string
 	}
 	defer w.stop()
 	queue := "chaos-" + p.Name
-	if err := w.createQueue(ctx, queue, p.Window); err != nil {
+	if err := w.createQueue(ctx, queue, p.Window, p.Consume.MaxAttempts); err != nil {
 		return nil, err
 	}
 	p.Load.RepeatWithin = time.Duration(p.Window) * time.Second / 2
@@ -95,6 +111,11 @@ func runProfile(ctx context.Context, p profile, dir, bin string, log func(string
 			pr.nc.Close()
 		}
 	}()
+	fleet, err := startConsumers(ctx, w, p.Consume, queue, p.Load.Timeout)
+	if err != nil {
+		return nil, err
+	}
+	defer fleet.close()
 	drainCtx, cancelDrain := context.WithCancel(ctx)
 	defer cancelDrain()
 	stop := make(chan struct{})
@@ -103,8 +124,12 @@ func runProfile(ctx context.Context, p profile, dir, bin string, log func(string
 		wg.Go(func() { pr.run(drainCtx, stop) })
 	}
 	log("%s: %d producers offering %d msg/s to %d gateways for %v", p.Name, p.Load.Producers, p.Load.Rate, p.Gateways, p.Duration)
+	if len(fleet.consumers) > 0 {
+		log("%s: %v", p.Name, p.Consume)
+	}
 	faults, rss := schedule(ctx, w, p, log)
 	close(stop)
+	stopped := time.Now()
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 	select {
@@ -114,29 +139,35 @@ func runProfile(ctx context.Context, p profile, dir, bin string, log func(string
 		cancelDrain()
 		<-done
 	}
+	log("drain: producers done %v after producing stopped", time.Since(stopped).Round(10*time.Millisecond))
+	consumed := fleet.finish(ctx, w, stopped, log)
 	out.Elapsed = time.Since(out.Started)
 	slices.SortFunc(led.events, func(a, b event) int { return a.at.Compare(b.at) })
 	out.Faults = figuresByKind(faults, led.events, p.Load.Producers)
 	out.Minutes = perMinute(led.events, out.Started, rss)
 	out.Retries = led.retries
 	out.Unanswered = led.unanswered()
+	out.PopFailures = fleet.led.popFailures.Load()
 	vctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Hour) // a soak's log holds tens of millions of messages
 	defer cancel()
-	if out.Verifier, err = Verify(vctx, w.pgURL, queue, led.expected()); err != nil {
+	verifying := time.Now()
+	if out.Verifier, err = Verify(vctx, w.pgURL, queue, led.expected(), consumed); err != nil {
 		return nil, fmt.Errorf("verify: %w", err)
+	}
+	log("verified in %v", time.Since(verifying).Round(10*time.Millisecond))
+	if c := out.Verifier.Consume; c != nil && c.Violations() > 0 {
+		// What the consumers saw, to look into what the verifier found.
+		if err := writeJSON(filepath.Join(dir, "consumed.json"), consumed); err != nil {
+			log("consumed.json: %v", err)
+		}
 	}
 	return out, nil
 }
 
 func startProducers(w *world, p profile, queue string, led *ledger) ([]*producer, error) {
 	var out []*producer
-	urls := strings.Split(w.natsURLs(), ",")
 	for i := range p.Load.Producers {
-		// Each producer starts on its own server of the cluster and
-		// moves to another when that one restarts.
-		servers := append([]string{urls[i%len(urls)]}, urls...)
-		nc, err := nats.Connect(strings.Join(servers, ","), nats.DontRandomize(), nats.MaxReconnects(-1),
-			nats.ReconnectWait(100*time.Millisecond), nats.Name("queenchaos producer "+strconv.Itoa(i)))
+		nc, err := w.connect(i, "queenchaos producer "+strconv.Itoa(i))
 		if err != nil {
 			return nil, err
 		}
@@ -144,6 +175,15 @@ func startProducers(w *world, p profile, queue string, led *ledger) ([]*producer
 			rng: rand.New(rand.NewPCG(p.Seed, uint64(i))), answered: make([][]answeredAt, p.Load.Partitions)})
 	}
 	return out, nil
+}
+
+// connect is the i-th client's NATS connection: it starts on its own
+// server of the cluster and moves to another when that one restarts.
+func (w *world) connect(i int, name string) (*nats.Conn, error) {
+	urls := strings.Split(w.natsURLs(), ",")
+	servers := append([]string{urls[i%len(urls)]}, urls...)
+	return nats.Connect(strings.Join(servers, ","), nats.DontRandomize(), nats.MaxReconnects(-1),
+		nats.ReconnectWait(100*time.Millisecond), nats.Name(name))
 }
 
 // schedule runs the faults for the profile's duration, taking the

@@ -45,12 +45,19 @@ type Findings struct {
 	Phantom           int64 `json:"phantom"`           // stored, never sent
 	Holes             int64 `json:"holes"`             // partitions whose offsets are not 0..n-1
 
+	// Consume is the consumers' checks, when consumers ran.
+	Consume *ConsumeFindings `json:"consume,omitempty"`
+
 	Examples []string `json:"examples,omitempty"`
 }
 
 // Violations is the number of violations found.
 func (f Findings) Violations() int64 {
-	return f.Lost + f.Doubled + f.WrongOffset + f.DuplicateNotFirst + f.DataMismatch + f.Phantom + f.Holes
+	n := f.Lost + f.Doubled + f.WrongOffset + f.DuplicateNotFirst + f.DataMismatch + f.Phantom + f.Holes
+	if f.Consume != nil {
+		n += f.Consume.Violations()
+	}
+	return n
 }
 
 type key struct{ partition, id string }
@@ -106,8 +113,10 @@ func (r Recorded) Partition(i int) (sent []Sent, answers []Answer) {
 }
 
 // Verify checks queue's log in the database at pgURL, partition by
-// partition; messages in partitions nobody sent to are phantoms.
-func Verify(ctx context.Context, pgURL, queue string, exp Expected) (Findings, error) {
+// partition; messages in partitions nobody sent to are phantoms. With
+// con (what consumers saw; nil when none ran) it checks the consumer
+// groups too: see verify_consume.go.
+func Verify(ctx context.Context, pgURL, queue string, exp Expected, con *Consumed) (Findings, error) {
 	conn, err := pgx.Connect(ctx, pgURL)
 	if err != nil {
 		return Findings{}, err
@@ -119,6 +128,10 @@ func Verify(ctx context.Context, pgURL, queue string, exp Expected) (Findings, e
 			f.Examples = append(f.Examples, fmt.Sprintf(format, args...))
 		}
 	}
+	ix, err := startConsumeCheck(ctx, conn, queue, con, &f)
+	if err != nil {
+		return Findings{}, err
+	}
 	names := exp.Partitions()
 	for i, name := range names {
 		sent, answers := exp.Partition(i)
@@ -128,6 +141,13 @@ func Verify(ctx context.Context, pgURL, queue string, exp Expected) (Findings, e
 		}
 		checkStored(&f, stored, sent, example)
 		checkAnswers(&f, stored, answers, example)
+		if ix != nil {
+			dead, _, err := readPartition(ctx, conn, deadLetterQueue(queue), name)
+			if err != nil {
+				return Findings{}, err
+			}
+			ix.checkConsumed(f.Consume, newPartitionLog(name, stored, answers), dead, example)
+		}
 		f.Rows += int64(len(offsets))
 		slices.Sort(offsets)
 		for k, o := range offsets {
@@ -137,6 +157,9 @@ func Verify(ctx context.Context, pgURL, queue string, exp Expected) (Findings, e
 				break
 			}
 		}
+	}
+	if ix != nil {
+		ix.checkMoves(f.Consume, example)
 	}
 	var elsewhere int64
 	err = conn.QueryRow(ctx, `

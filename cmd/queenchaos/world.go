@@ -140,15 +140,17 @@ func (w *world) pgFreeze(ctx context.Context, d time.Duration, cut bool) {
 	w.proxy.Thaw()
 }
 
-// createQueue makes the scenario's queue with its window.
-func (w *world) createQueue(ctx context.Context, queue string, windowSeconds int) error {
+// createQueue makes the scenario's queue with its window and its
+// maxAttempts (0 never dead-letters).
+func (w *world) createQueue(ctx context.Context, queue string, windowSeconds, maxAttempts int) error {
 	conn, err := pgx.Connect(ctx, w.pgURL)
 	if err != nil {
 		return err
 	}
 	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, `INSERT INTO queen.queues (name, dedup_window_seconds) VALUES ($1, $2)
-		ON CONFLICT (name) DO UPDATE SET dedup_window_seconds = excluded.dedup_window_seconds`, queue, windowSeconds)
+	_, err = conn.Exec(ctx, `INSERT INTO queen.queues (name, dedup_window_seconds, max_attempts) VALUES ($1, $2, $3)
+		ON CONFLICT (name) DO UPDATE SET dedup_window_seconds = excluded.dedup_window_seconds, max_attempts = excluded.max_attempts`,
+		queue, windowSeconds, maxAttempts)
 	return err
 }
 

@@ -1,0 +1,340 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/queengate/queengate"
+)
+
+// consumeLoad is what the consumers do while producers push and faults
+// strike: consumers of each group pop from any partition, confirm each
+// batch with a renewal (as the client's Consume does, so that their
+// deliveries count as attempts), handle it, and carry its ack in their
+// next pop.
+type consumeLoad struct {
+	Groups   []string
+	PerGroup int           // consumers per group
+	Max      int           // messages per pop
+	Lease    time.Duration // short, so that faults outlast leases
+	Wait     time.Duration // a pop's long poll
+	Handling time.Duration // per batch, before its ack
+	// Every SlowEvery-th batch of a consumer is handled for SlowHandling,
+	// its lease renewed every third of the lease meanwhile (as the
+	// client's Consume does): the leases the verifier can check for
+	// overlap are those held long. None once producing has stopped: the
+	// rest is consumed at once.
+	SlowEvery    int
+	SlowHandling time.Duration
+	// FailEvery: the last group fails each message whose sequence number
+	// is a multiple of it at every attempt (it ends dead-lettered), and
+	// each one just after a multiple at its first attempt only (it is
+	// delivered again, then completed). The other groups complete all.
+	FailEvery   uint32
+	MaxAttempts int           // the queue's maxAttempts
+	Drain       time.Duration // most time to consume the rest once producing has stopped
+}
+
+// consumeLedger records what the consumers saw, for the verifier.
+type consumeLedger struct {
+	mu          sync.Mutex
+	con         Consumed
+	requests    atomic.Int64 // numbers pops, from 1
+	popFailures atomic.Int64
+}
+
+// now is a wall-clock reading: it is compared with the server's lease
+// ends.
+func now() time.Time { return time.Now().Round(0) }
+
+// leased records a lease and its deliveries; it returns the lease's
+// index.
+func (l *consumeLedger) leased(lease Lease, msgs []queengate.Delivery) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	i := len(l.con.Leases)
+	l.con.Leases = append(l.con.Leases, lease)
+	for _, m := range msgs {
+		l.con.Deliveries = append(l.con.Deliveries, Delivery{Lease: i, Offset: m.Offset, ID: m.TransactionID})
+	}
+	return i
+}
+
+// extend records a renewal's answer.
+func (l *consumeLedger) extend(lease int, until time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if until.After(l.con.Leases[lease].Until) {
+		l.con.Leases[lease].Until = until
+	}
+}
+
+// settling records that an ack or a release of the lease is being sent.
+func (l *consumeLedger) settling(lease int, at time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.con.Leases[lease].Settling.IsZero() {
+		l.con.Leases[lease].Settling = at
+	}
+}
+
+// acked records an ack's items with their results (a nil answer: none
+// came).
+func (l *consumeLedger) acked(group string, ack *queengate.PopAck, answer *queengate.AckAnswer, at time.Time, request int64) {
+	results := make([]string, len(ack.Items))
+	if answer != nil {
+		for _, r := range answer.Items {
+			if r.Index >= 0 && r.Index < len(results) {
+				results[r.Index] = r.Result
+			}
+		}
+		l.moved(group, answer.DeadLettered)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, it := range ack.Items {
+		l.con.Acks = append(l.con.Acks, AckSent{Group: group, Partition: ack.Partition, Offset: *it.Offset,
+			Completed: it.Status == queengate.AckCompleted, Result: results[i], Answered: at, Request: request})
+	}
+}
+
+// moved records dead letters an answer said it moved.
+func (l *consumeLedger) moved(group string, n int) {
+	if n == 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.con.Moved == nil {
+		l.con.Moved = map[string]int64{}
+	}
+	l.con.Moved[group] += int64(n)
+}
+
+// consumer is one consumer of a group.
+type consumer struct {
+	group, name, queue string
+	failing            bool // the group that fails some messages
+	load               consumeLoad
+	client             *queengate.Client
+	led                *consumeLedger
+	batches            int
+	draining           *atomic.Bool // producing has stopped
+}
+
+// run pops, confirms, handles and acknowledges until ctx ends, then
+// delivers its last ack and releases its lease.
+func (c *consumer) run(ctx context.Context) {
+	var pending *queengate.PopAck // the handled batch's ack, carried by the next pop
+	lease := -1                   // pending's lease
+	for ctx.Err() == nil {
+		ans, granted, err := c.pop(ctx, pending, lease)
+		var werr *queengate.Error
+		switch {
+		case ctx.Err() != nil:
+			// finish delivers pending.
+		case errors.As(err, &werr) && werr.Code < 500:
+			// Not worth sending again: the lease runs out instead.
+			c.led.popFailures.Add(1)
+			pending, lease = nil, -1
+			sleep(ctx, 200*time.Millisecond)
+		case err != nil:
+			// Unknown whether the ack was settled: sending it again is safe.
+			c.led.popFailures.Add(1)
+			sleep(ctx, 200*time.Millisecond)
+		case granted < 0:
+			pending, lease = nil, -1
+		default:
+			c.hold(ctx, ans, granted)
+			pending, lease = c.handle(ans), granted
+		}
+	}
+	c.finish(pending, lease)
+}
+
+// pop sends a pop carrying pending (the ack of lease pendingLease) and
+// records what it saw: the ack's results, the dead letters moved, and the
+// lease it granted, whose index it returns (-1: none).
+func (c *consumer) pop(ctx context.Context, pending *queengate.PopAck, pendingLease int) (queengate.PopAnswer, int, error) {
+	request, asked := c.led.requests.Add(1), now()
+	if pending != nil {
+		c.led.settling(pendingLease, asked)
+	}
+	ans, err := c.client.Pop(ctx, c.queue, "", queengate.PopRequest{Group: c.group, Consumer: c.name, Max: c.load.Max,
+		LeaseMs: c.load.Lease.Milliseconds(), WaitMs: c.load.Wait.Milliseconds(), Ack: pending})
+	answered := now()
+	if pending != nil {
+		c.led.acked(c.group, pending, ackOf(ans, err), answered, request)
+	}
+	if err != nil {
+		return ans, -1, err
+	}
+	c.led.moved(c.group, ans.DeadLettered)
+	if ans.LeaseID == "" || ans.LeaseUntil == nil {
+		return ans, -1, nil
+	}
+	return ans, c.led.leased(Lease{Group: c.group, Consumer: c.name, Partition: ans.Partition, ID: ans.LeaseID,
+		Request: request, Asked: asked, Granted: answered, Until: ans.LeaseUntil.Round(0)}, ans.Messages), nil
+}
+
+func ackOf(ans queengate.PopAnswer, err error) *queengate.AckAnswer {
+	if err != nil {
+		return nil
+	}
+	return ans.Ack
+}
+
+// hold keeps the batch for its handling time: it renews the lease at
+// once (the gateway then counts the batch's deliveries as attempts) and
+// every third of the lease while handling lasts, recording each new end.
+func (c *consumer) hold(ctx context.Context, ans queengate.PopAnswer, lease int) {
+	c.batches++
+	d := c.load.Handling
+	if c.load.SlowEvery > 0 && c.batches%c.load.SlowEvery == 0 && !c.draining.Load() {
+		d = c.load.SlowHandling
+	}
+	end := time.Now().Add(d)
+	c.renew(ctx, ans, lease)
+	for time.Until(end) > c.load.Lease/3 && ctx.Err() == nil {
+		sleep(ctx, c.load.Lease/3)
+		c.renew(ctx, ans, lease)
+	}
+	sleep(ctx, time.Until(end))
+}
+
+func (c *consumer) renew(ctx context.Context, ans queengate.PopAnswer, lease int) {
+	r, err := c.client.Renew(ctx, c.queue, ans.Partition, queengate.LeaseRequest{Group: c.group, LeaseID: ans.LeaseID,
+		LeaseMs: c.load.Lease.Milliseconds()})
+	if err == nil && r.LeaseUntil != nil {
+		c.led.extend(lease, r.LeaseUntil.Round(0))
+	}
+}
+
+// handle is the batch's ack: every message completed, but for the
+// failing group's chosen ones.
+func (c *consumer) handle(ans queengate.PopAnswer) *queengate.PopAck {
+	ack := &queengate.PopAck{Partition: ans.Partition, LeaseID: ans.LeaseID, Items: make([]queengate.AckItem, len(ans.Messages))}
+	for i, m := range ans.Messages {
+		ack.Items[i] = queengate.AckItem{Offset: &m.Offset, Status: queengate.AckCompleted}
+		if c.failing && c.fails(m) {
+			ack.Items[i].Status, ack.Items[i].Error = queengate.AckFailed, fmt.Sprintf("queenchaos fails %s", m.TransactionID)
+		}
+	}
+	return ack
+}
+
+// fails reports whether the failing group fails this delivery (see
+// consumeLoad.FailEvery).
+func (c *consumer) fails(m queengate.Delivery) bool {
+	var producer, seq uint32
+	if _, err := fmt.Sscanf(m.TransactionID, "c%d-%d", &producer, &seq); err != nil || c.load.FailEvery == 0 {
+		return false
+	}
+	return seq%c.load.FailEvery == 0 || seq%c.load.FailEvery == 1 && m.Attempts <= 1
+}
+
+// finish delivers the last batch's ack and releases its lease, as the
+// client's Consume does when it stops.
+func (c *consumer) finish(pending *queengate.PopAck, lease int) {
+	if pending == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.load.Lease)
+	defer cancel()
+	c.led.settling(lease, now())
+	a, err := c.client.Ack(ctx, c.queue, pending.Partition, queengate.AckRequest{Group: c.group, LeaseID: pending.LeaseID, Items: pending.Items})
+	var answer *queengate.AckAnswer
+	if err == nil {
+		answer = &a
+	}
+	c.led.acked(c.group, pending, answer, now(), 0)
+	_, _ = c.client.Release(ctx, c.queue, pending.Partition, queengate.LeaseRequest{Group: c.group, LeaseID: pending.LeaseID})
+}
+
+// consumerFleet is the consumers at work.
+type consumerFleet struct {
+	load      consumeLoad
+	queue     string
+	consumers []*consumer
+	led       *consumeLedger
+	stop      context.CancelFunc
+	running   sync.WaitGroup
+	draining  atomic.Bool
+	closers   []func()
+}
+
+// startConsumers connects each group's consumers, each to its own NATS
+// server first as producers are, and starts them.
+func startConsumers(ctx context.Context, w *world, cl consumeLoad, queue string, timeout time.Duration) (*consumerFleet, error) {
+	f := &consumerFleet{load: cl, queue: queue, led: &consumeLedger{con: Consumed{Groups: cl.Groups}}}
+	for gi, group := range cl.Groups {
+		for i := range cl.PerGroup {
+			name := fmt.Sprintf("%s-%d", group, i)
+			nc, err := w.connect(gi*cl.PerGroup+i, "queenchaos consumer "+name)
+			if err != nil {
+				f.close()
+				return nil, err
+			}
+			f.closers = append(f.closers, nc.Close)
+			client, err := queengate.NewClient(nc, queengate.WithTimeout(timeout))
+			if err != nil {
+				f.close()
+				return nil, err
+			}
+			f.consumers = append(f.consumers, &consumer{group: group, name: name, queue: queue, failing: gi == len(cl.Groups)-1,
+				load: cl, client: client, led: f.led, draining: &f.draining})
+		}
+	}
+	ctx, f.stop = context.WithCancel(ctx)
+	for _, c := range f.consumers {
+		f.running.Go(func() { c.run(ctx) })
+	}
+	return f, nil
+}
+
+// finish waits until the groups have consumed everything stored (at most
+// the load's Drain), stops the consumers, and returns what they saw: nil
+// when none ran. Producing stopped at stopped.
+func (f *consumerFleet) finish(ctx context.Context, w *world, stopped time.Time, log func(string, ...any)) *Consumed {
+	defer f.running.Wait()
+	defer f.stop()
+	if len(f.consumers) == 0 {
+		return nil
+	}
+	f.draining.Store(true)
+	deadline := time.Now().Add(f.load.Drain)
+	for {
+		n, err := backlog(ctx, w.pgURL, f.queue, f.load.Groups)
+		if err == nil && n == 0 {
+			log("drain: consumers done %v after producing stopped", time.Since(stopped).Round(10*time.Millisecond))
+			break
+		}
+		if time.Now().After(deadline) {
+			log("drain: %d messages not consumed after %v (%v); stopping the consumers", n, f.load.Drain, err)
+			break
+		}
+		sleep(ctx, 250*time.Millisecond)
+	}
+	return &f.led.con
+}
+
+// close closes the consumers' connections.
+func (f *consumerFleet) close() {
+	if f.stop != nil {
+		f.stop()
+	}
+	f.running.Wait()
+	for _, c := range f.closers {
+		c()
+	}
+}
+
+func (cl consumeLoad) String() string {
+	return fmt.Sprintf("%d consumers in each of the groups %s (pops of up to %d, %v leases)",
+		cl.PerGroup, strings.Join(cl.Groups, ", "), cl.Max, cl.Lease)
+}
