@@ -23,6 +23,8 @@
 -- every row: the cursor after the batch, and whether the lease ended.
 -- An ack naming the cursor's lease, running or run out, is word from its
 -- consumer: the lease is heard from (consumer_pop counts its attempts).
+-- An ack completing its whole running lease in order, from the cursor,
+-- takes a shortcut with the same answer (consumer_ack_is_whole_lease).
 --
 -- Lock order (LOCKS.md): the cursor row only.
 CREATE OR REPLACE FUNCTION queen.consumer_ack(p_group_id bigint, p_partition_id bigint, p_lease_id uuid,
@@ -62,6 +64,23 @@ BEGIN
            EXISTS (SELECT 1 FROM queen.consumer_marks m WHERE m.group_id = p_group_id AND m.partition_id = p_partition_id)
       INTO v_last, v_max, v_marks
       FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id WHERE p.id = p_partition_id;
+
+    -- The usual ack completes its whole lease in order, the cursor at
+    -- the lease's start and no marks: the cursor moves past the lease in
+    -- one write, without resolving item by item what
+    -- consumer_ack_is_whole_lease proves each resolves to.
+    IF v_held AND NOT v_marks AND c.next_offset = c.lease_from
+       AND queen.consumer_ack_is_whole_lease(p_partition_id, c.lease_from, c.lease_to, p_offsets, p_hashes, p_completed) THEN
+        v_next := c.lease_to + 1;
+        UPDATE queen.consumer_cursors cc
+           SET next_offset = v_next, lease_heard = false, lease_id = NULL, lease_until = NULL, lease_from = NULL, lease_to = NULL
+         WHERE cc.group_id = p_group_id AND cc.partition_id = p_partition_id;
+        RETURN QUERY
+            SELECT x.i::integer, c.lease_from + x.i - 1, 'acked', false, NULL::text, NULL::json, NULL::timestamptz,
+                   NULL::integer, NULL::text, v_next, true
+              FROM generate_series(1, cardinality(p_completed)) AS x(i);
+        RETURN;
+    END IF;
 
     a_off := p_offsets;
     v_unresolved := 0;
