@@ -14,10 +14,13 @@
 -- running, and take the least recently leased of the others, skipping
 -- a cursor row another pop or ack holds (SKIP LOCKED).
 --
--- Each row is a message: partition, lease, offset, its transactionId,
--- data and created_at, and attempts, its deliveries counting this one.
--- A message delivered maxAttempts times already is not delivered again:
--- it comes back with dead = true and no lease, and the caller moves it to
+-- The answer is one row (none when no partition has work): the
+-- partition, the lease, and the messages as arrays in offset order (one
+-- row per message cost more to return and to read than the rest of the
+-- pop): each one's offset, transactionId, data and created_at, and
+-- attempts, its deliveries counting this one. A message delivered
+-- maxAttempts times already is not delivered again: it comes back with
+-- dead = true, not under the lease, and the caller moves it to
 -- the dead-letter queue (consumer_dead_letter_pending, then
 -- consumer_dead_lettered, in one transaction). Until that commits the
 -- cursor stays below it, so a caller that dies before only leaves it to
@@ -35,8 +38,8 @@
 CREATE OR REPLACE FUNCTION queen.consumer_pop(p_group_id bigint, p_queue_id bigint, p_partition_id bigint,
     p_max integer, p_lease_seconds double precision, p_consumer text, p_max_bytes bigint, p_room bigint,
     p_envelope integer, p_max_delivery bigint)
-RETURNS TABLE (partition_id bigint, partition text, lease_id uuid, lease_until timestamptz, off bigint, txn_id text, data json,
-               created_at timestamptz, attempts integer, last_error text, dead boolean, too_large boolean)
+RETURNS TABLE (partition_id bigint, partition text, lease_id uuid, lease_until timestamptz, offs bigint[], txn_ids text[],
+               data json[], created_at timestamptz[], attempts integer[], last_errors text[], dead boolean[], too_large boolean[])
 LANGUAGE plpgsql
 -- Planned once per session: re-planning each statement on every call
 -- (what the default chooses for them) cost more than running them.
@@ -195,8 +198,6 @@ BEGIN
      WHERE cc.group_id = p_group_id AND cc.partition_id = c.partition_id;
 
     RETURN QUERY
-        SELECT c.partition_id, v_pname, CASE WHEN x.dead THEN NULL ELSE v_lease END, CASE WHEN x.dead THEN NULL ELSE v_until END,
-               x.off, x.txn_id, x.data, x.created_at, x.att, x.err, x.dead, x.too_large
-          FROM unnest(a_off, a_txn, a_data, a_created, a_att, a_err, a_dead, a_large) AS x(off, txn_id, data, created_at, att, err, dead, too_large);
+        SELECT c.partition_id, v_pname, v_lease, v_until, a_off, a_txn, a_data, a_created, a_att, a_err, a_dead, a_large;
 END
 $$;
