@@ -12,17 +12,40 @@ import (
 	"github.com/queengate/queengate/model"
 )
 
-// declineFastPaths replaces the routines that let consumer_ack take its
-// shortcut by ones that always decline: the database then answers
-// everything by the full path.
+// declineFastPaths replaces the routines that let consumer_pop and
+// consumer_ack take their shortcuts by ones that always decline: the
+// database then answers everything by the full paths.
 func declineFastPaths(t *testing.T, b *consumerBundle) {
 	t.Helper()
 	if _, err := b.store.Pool().Exec(context.Background(), `
 		CREATE OR REPLACE FUNCTION queen.consumer_ack_is_whole_lease(p_partition_id bigint, p_from bigint, p_to bigint,
 			p_offsets bigint[], p_hashes uuid[], p_completed boolean[])
-		RETURNS boolean LANGUAGE sql AS 'SELECT false'`); err != nil {
+		RETURNS boolean LANGUAGE sql AS 'SELECT false';
+		CREATE OR REPLACE FUNCTION queen.consumer_pop_slice(p_partition_id bigint, p_lo bigint, p_hi bigint, p_envelope integer,
+			p_budget bigint)
+		RETURNS TABLE (offs bigint[], txn_ids text[], data json[], created_at timestamptz[])
+		LANGUAGE sql AS 'SELECT NULL::bigint[], NULL::text[], NULL::json[], NULL::timestamptz[] WHERE false'`); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// popSliceTaken says whether a pop of up to k by the test's consumer
+// would now deliver frames' slices (consumer_pop's shortcut), leases
+// and retention aside.
+func popSliceTaken(t *testing.T, b *consumerBundle, k int) bool {
+	t.Helper()
+	var taken bool
+	if err := b.store.Pool().QueryRow(context.Background(), `
+		SELECT EXISTS (SELECT 1 FROM queen.consumer_cursors c JOIN queen.log_partitions p ON p.id = c.partition_id
+		 CROSS JOIN LATERAL queen.consumer_pop_slice(c.partition_id, c.next_offset, least(p.last_offset, c.next_offset + $3 - 1),
+		                                             $4, 1 << 20) AS x
+		 WHERE c.group_id = $1 AND c.partition_id = $2 AND (c.lease_id IS NULL OR c.lease_until <= clock_timestamp())
+		   AND c.delivered_to < c.next_offset AND c.next_offset <= p.last_offset
+		   AND NOT EXISTS (SELECT 1 FROM queen.consumer_marks m WHERE m.group_id = $1 AND m.partition_id = $2))`,
+		b.group.ID, b.part.ID, k, model.DeliveryEnvelope).Scan(&taken); err != nil {
+		t.Fatal(err)
+	}
+	return taken
 }
 
 // fastPathTaken says whether consumer_ack takes its shortcut for items
@@ -55,8 +78,8 @@ func fastPathTaken(t *testing.T, b *consumerBundle, lease string, items []model.
 
 // TestAckFastPathAgreesWithTheFullPath drives two databases through the
 // same random history, one with consumer_ack's whole-lease shortcut and
-// one without, and requires the same answer to every pop and ack, and
-// the same cursor after each. The partition holds transactionIds stored
+// consumer_pop's frame slices and one without, and requires the same
+// answer to every pop and ack, and the same cursor after each. The partition holds transactionIds stored
 // twice (deduplication off) in frames of several sizes, so leases span
 // frames and an ack by transactionId may name a message stored twice;
 // acks are mostly whole leases in order (by transactionId or by offset),
@@ -91,6 +114,9 @@ func runFastPathDifferential(t *testing.T, seed uint64, steps int) {
 		switch r := rng.IntN(10); {
 		case r < 3 || delivered == nil:
 			k := 1 + rng.IntN(30)
+			if popSliceTaken(t, fast, k) {
+				seen["fast pop"]++
+			}
 			a, b := fast.pop(t, fast.group, k), full.pop(t, full.group, k)
 			if !reflect.DeepEqual(popView(a), popView(b)) {
 				t.Fatalf("%s: pop %d: %+v, the full path %+v", where, k, popView(a), popView(b))
@@ -123,8 +149,8 @@ func runFastPathDifferential(t *testing.T, seed uint64, steps int) {
 		}
 	}
 	t.Logf("seed %d: %v", seed, seen)
-	if seen["fast whole by transactionId"] == 0 || seen["fast whole by offset"] == 0 {
-		t.Errorf("the shortcut never ran for both kinds of whole-lease acks: %v", seen)
+	if seen["fast whole by transactionId"] == 0 || seen["fast whole by offset"] == 0 || seen["fast pop"] == 0 {
+		t.Errorf("a shortcut never ran (pops, whole-lease acks of both kinds): %v", seen)
 	}
 }
 
