@@ -20,7 +20,7 @@ func declineFastPaths(t *testing.T, b *consumerBundle) {
 	if _, err := b.store.Pool().Exec(context.Background(), `
 		CREATE OR REPLACE FUNCTION queen.consumer_ack_is_whole_lease(p_partition_id bigint, p_from bigint, p_to bigint,
 			p_offsets bigint[], p_hashes uuid[], p_completed boolean[])
-		RETURNS boolean LANGUAGE sql AS 'SELECT false';
+		RETURNS boolean LANGUAGE plpgsql AS 'BEGIN RETURN false; END';
 		CREATE OR REPLACE FUNCTION queen.consumer_pop_slice(p_partition_id bigint, p_lo bigint, p_hi bigint, p_envelope integer,
 			p_budget bigint)
 		RETURNS TABLE (offs bigint[], txn_ids text[], data json[], created_at timestamptz[])

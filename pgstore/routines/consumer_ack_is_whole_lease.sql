@@ -14,8 +14,11 @@
 CREATE OR REPLACE FUNCTION queen.consumer_ack_is_whole_lease(p_partition_id bigint, p_from bigint, p_to bigint,
     p_offsets bigint[], p_hashes uuid[], p_completed boolean[])
 RETURNS boolean
-LANGUAGE sql STABLE AS $$
-    SELECT cardinality(p_completed) = p_to - p_from + 1
+-- PL/pgSQL, not SQL: its plans are kept for the session, where a SQL
+-- function called from an expression is planned again on every call.
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN cardinality(p_completed) = p_to - p_from + 1
        AND array_position(p_completed, false) IS NULL
        AND CASE
            WHEN array_position(p_hashes, NULL) IS NULL THEN
@@ -27,5 +30,6 @@ LANGUAGE sql STABLE AS $$
                 AND (SELECT count(DISTINCT h) FROM unnest(p_hashes) AS h) = cardinality(p_hashes)
            WHEN array_position(p_offsets, NULL) IS NULL THEN
                 p_offsets = ARRAY(SELECT generate_series(p_from, p_to))
-           ELSE false END
+           ELSE false END;
+END
 $$;

@@ -131,8 +131,8 @@ BEGIN
     END IF;
 
     -- The usual pop delivers messages none of which was delivered before,
-    -- from one frame, with room to spare: that frame's slices, unrolled
-    -- nowhere, each message at its first attempt.
+    -- from one frame or two, with room to spare: the frames' slices,
+    -- unrolled nowhere, each message at its first attempt.
     IF NOT v_marks AND c.delivered_to < c.next_offset AND c.next_offset <= v_hi THEN
         SELECT x.offs, x.txn_ids, x.data, x.created_at INTO a_off, a_txn, a_data, a_created
           FROM queen.consumer_pop_slice(c.partition_id, c.next_offset, v_hi, p_envelope,
