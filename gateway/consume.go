@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -170,7 +169,7 @@ func (c *Consumers) pop(ctx context.Context, place string, body []byte) (any, *q
 		if werr != nil {
 			return nil, werr
 		}
-		acked, _ = json.Marshal(ans) // plain fields: always encodes
+		acked = appendAckAnswer(nil, &ans)
 		c.settled(queue, ans)
 	}
 	if newGroup {
@@ -388,7 +387,12 @@ func decodeAckItem(raw []byte, i int, it *queengate.AckItem) *queengate.Error {
 // encodePop writes a pop's answer by hand: data comes back as pushed;
 // acked is the carried ack's answer, encoded.
 func encodePop(queue, group string, r *model.PopResult, acked []byte) rawAnswer {
-	b := []byte(`{"queue":`)
+	size := 512 + len(acked)
+	for i := range r.Messages {
+		m := &r.Messages[i]
+		size += 192 + len(m.TxnID) + len(m.Data) + len(m.LastError)
+	}
+	b := append(make([]byte, 0, size), `{"queue":`...)
 	b = appendString(b, queue)
 	b = append(b, `,"group":`...)
 	b = appendString(b, group)
@@ -444,7 +448,48 @@ func (c *Consumers) ack(ctx context.Context, queue, partition string, body []byt
 		return nil, werr
 	}
 	c.settled(queue, ans)
-	return ans, nil
+	return rawAnswer(appendAckAnswer(nil, &ans)), nil
+}
+
+// appendAckAnswer appends an ack's answer as encoding/json writes it,
+// without reflection: a batch's answer repeats each of its items.
+func appendAckAnswer(b []byte, a *queengate.AckAnswer) []byte {
+	if b == nil {
+		size := 96
+		for i := range a.Items {
+			size += 64 + len(a.Items[i].TransactionID)
+		}
+		b = make([]byte, 0, size)
+	}
+	b = append(b, `{"items":[`...)
+	for i := range a.Items {
+		it := &a.Items[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"index":`...)
+		b = strconv.AppendInt(b, int64(it.Index), 10)
+		if it.TransactionID != "" {
+			b = append(b, `,"transactionId":`...)
+			b = appendString(b, it.TransactionID)
+		}
+		if it.Offset != nil {
+			b = append(b, `,"offset":`...)
+			b = strconv.AppendInt(b, *it.Offset, 10)
+		}
+		b = append(b, `,"result":`...)
+		b = appendString(b, it.Result)
+		b = append(b, '}')
+	}
+	b = append(b, `],"nextOffset":`...)
+	b = strconv.AppendInt(b, a.NextOffset, 10)
+	b = append(b, `,"leaseEnded":`...)
+	b = strconv.AppendBool(b, a.LeaseEnded)
+	if a.DeadLettered != 0 {
+		b = append(b, `,"deadLettered":`...)
+		b = strconv.AppendInt(b, int64(a.DeadLettered), 10)
+	}
+	return append(b, '}')
 }
 
 // settle carries out an ack, alone or carried by a pop.

@@ -55,22 +55,27 @@ func decodeObject(raw []byte, where string, shape objectShape, fields ...objectF
 // decodeMembers checks every field's name before decoding any value, so
 // a misnamed field is reported as such whatever comes before it.
 func decodeMembers(members []field, shape objectShape, fields []objectField) *queengate.Error {
-	var accepted []string
-	for _, f := range fields {
-		if f.refusal == "" {
-			accepted = append(accepted, f.name)
+	// The fields accepted are listed only in refusals: not built for the
+	// objects that pass (an ack's every item).
+	accepted := func() []string {
+		var names []string
+		for _, f := range fields {
+			if f.refusal == "" {
+				names = append(names, f.name)
+			}
 		}
+		return names
 	}
 	index := make([]int, len(members))
 	for i, m := range members {
 		j := slices.IndexFunc(fields, func(f objectField) bool { return f.name == m.key })
 		switch {
 		case j < 0:
-			return badInput("%s", unknownField(excerpt([]byte(m.key)), shape.name, accepted))
+			return badInput("%s", unknownField(excerpt([]byte(m.key)), shape.name, accepted()))
 		case fields[j].refusal != "":
-			return badInput("%q: %s; %s has only %s", m.key, fields[j].refusal, shape.name, joinAnd(quoteAll(accepted)))
+			return badInput("%q: %s; %s has only %s", m.key, fields[j].refusal, shape.name, joinAnd(quoteAll(accepted())))
 		case slices.ContainsFunc(members[:i], func(p field) bool { return p.key == m.key }):
-			return badInput("field %q is given twice: send it once (%s has %s)", m.key, shape.name, joinAnd(quoteAll(accepted)))
+			return badInput("field %q is given twice: send it once (%s has %s)", m.key, shape.name, joinAnd(quoteAll(accepted())))
 		}
 		index[i] = j
 	}

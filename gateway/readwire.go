@@ -29,8 +29,25 @@ func encodeAnswer(v any) ([]byte, error) {
 }
 
 func appendString(b []byte, s string) []byte {
+	if plainJSON(s) { // what json.Marshal writes too, without its cost
+		b = append(b, '"')
+		b = append(b, s...)
+		return append(b, '"')
+	}
 	q, _ := json.Marshal(s) // a string always encodes
 	return append(b, q...)
+}
+
+// plainJSON: json.Marshal writes s between quotes as it is (printable
+// ASCII, nothing it escapes).
+func plainJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20 || c > 0x7e, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			return false
+		}
+	}
+	return true
 }
 
 // appendStoredFields appends a StoredMessage's fields, without braces.

@@ -86,50 +86,19 @@ func (s *Store) Pop(ctx context.Context, r model.PopRequest) (model.PopResult, e
 		if r.PartitionID > 0 {
 			pid = &r.PartitionID
 		}
-		rows, err := s.pool.Query(ctx, `SELECT partition_id, partition, lease_id, lease_until, off, txn_id, data::text,
-			created_at, attempts, last_error, dead, too_large FROM queen.consumer_pop($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		var row popRow
+		err := s.pool.QueryRow(ctx, `SELECT partition_id, partition, lease_id, lease_until, offs, txn_ids, data::text[],
+			created_at, attempts, last_errors, dead, too_large FROM queen.consumer_pop($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
 			r.Group.ID, r.Group.QueueID, pid, r.Max, r.Lease.Seconds(), r.Consumer, r.MaxBytes, r.Room, model.DeliveryEnvelope,
-			r.MaxDelivery)
+			r.MaxDelivery).Scan(&row.partitionID, &row.partition, &row.lease, &row.until, &row.offsets, &row.txnIDs, &row.data,
+			&row.created, &row.attempts, &row.lastErrors, &row.dead, &row.tooLarge)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil // no partition with work
+		}
 		if err != nil {
 			return err
 		}
-		var dead []model.Delivery
-		var tooLarge []int64 // offsets of the dead ones no pop could deliver
-		for rows.Next() {
-			var (
-				d       model.Delivery
-				lease   pgtype.UUID
-				until   *time.Time
-				data    string
-				lastErr *string
-				isDead  bool
-				isLarge bool
-			)
-			if err := rows.Scan(&d.PartitionID, &out.Partition, &lease, &until, &d.Offset, &d.TxnID, &data,
-				&d.CreatedAt, &d.Attempts, &lastErr, &isDead, &isLarge); err != nil {
-				rows.Close()
-				return err
-			}
-			d.Data = []byte(data)
-			if lastErr != nil {
-				d.LastError = *lastErr
-			}
-			out.PartitionID = d.PartitionID
-			if isLarge {
-				d.LastError = tooLargeError(d, r.MaxDelivery)
-				tooLarge = append(tooLarge, d.Offset)
-			}
-			if isDead {
-				dead = append(dead, d)
-				continue
-			}
-			out.LeaseID, out.LeaseUntil = lease.String(), *until
-			out.Messages = append(out.Messages, d)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
+		dead, tooLarge := row.deliveries(&out, r.MaxDelivery)
 		if len(dead) > 0 {
 			// The delivered messages are leased already: a failure here
 			// is reported beside them, and a later pop dead-letters again.
@@ -149,6 +118,52 @@ func (s *Store) Pop(ctx context.Context, r model.PopRequest) (model.PopResult, e
 		return model.PopResult{}, fmt.Errorf("pgstore: pop %s/%s: %w", r.Group.Queue, r.Group.Name, err)
 	}
 	return out, nil
+}
+
+// popRow is consumer_pop's answer: a partition, a lease, and its
+// messages as arrays, one element per message.
+type popRow struct {
+	partitionID *int64
+	partition   *string
+	lease       pgtype.UUID
+	until       *time.Time
+	offsets     []int64
+	txnIDs      []string
+	data        [][]byte
+	created     []time.Time
+	attempts    []int
+	lastErrors  []*string
+	dead        []bool
+	tooLarge    []bool
+}
+
+// deliveries fills out with the row's partition, lease and messages,
+// and returns the dead ones (to dead-letter) and the offsets of those no
+// pop could deliver.
+func (row *popRow) deliveries(out *model.PopResult, maxDelivery int64) (dead []model.Delivery, tooLarge []int64) {
+	if len(row.offsets) == 0 {
+		return nil, nil
+	}
+	out.PartitionID, out.Partition = *row.partitionID, *row.partition
+	out.Messages = make([]model.Delivery, 0, len(row.offsets))
+	for i, off := range row.offsets {
+		d := model.Delivery{StoredMessage: model.StoredMessage{PartitionID: out.PartitionID, Offset: off, TxnID: row.txnIDs[i],
+			Data: row.data[i], CreatedAt: row.created[i]}, Attempts: row.attempts[i]}
+		if row.lastErrors[i] != nil {
+			d.LastError = *row.lastErrors[i]
+		}
+		if row.tooLarge[i] {
+			d.LastError = tooLargeError(d, maxDelivery)
+			tooLarge = append(tooLarge, d.Offset)
+		}
+		if row.dead[i] {
+			dead = append(dead, d)
+			continue
+		}
+		out.LeaseID, out.LeaseUntil = row.lease.String(), *row.until
+		out.Messages = append(out.Messages, d)
+	}
+	return dead, tooLarge
 }
 
 // Undo takes back a pop whose answer was never sent: the lease ends and
@@ -193,54 +208,21 @@ func (s *Store) Ack(ctx context.Context, g model.Group, partitionID int64, lease
 	}
 	out := model.AckResult{Items: make([]model.AckOutcome, len(items))}
 	err := func() error {
-		rows, err := s.pool.Query(ctx, `SELECT item, off, result, dead, txn_id, data::text, created_at, attempts, last_error,
+		var row ackRow
+		if err := s.pool.QueryRow(ctx, `SELECT offs, results, dead, txn_ids, data::text[], created_at, attempts, last_errors,
 			next_offset, lease_ended FROM queen.consumer_ack($1, $2, $3, $4, $5, $6, $7)`,
-			g.ID, partitionID, lease, offsets, hashes, completed, errs)
-		if err != nil {
+			g.ID, partitionID, lease, offsets, hashes, completed, errs).Scan(&row.offsets, &row.results, &row.dead, &row.txnIDs,
+			&row.data, &row.created, &row.attempts, &row.lastErrors, &out.NextOffset, &out.LeaseEnded); err != nil {
 			return err
 		}
-		var dead []model.Delivery
-		for rows.Next() {
-			var (
-				item              int
-				off               *int64
-				result            string
-				isDead            bool
-				txnID, data, last *string
-				created           *time.Time
-				attempts          *int
-			)
-			if err := rows.Scan(&item, &off, &result, &isDead, &txnID, &data, &created, &attempts, &last,
-				&out.NextOffset, &out.LeaseEnded); err != nil {
-				rows.Close()
-				return err
-			}
-			o := model.AckOutcome{Offset: -1, Result: result}
-			if off != nil {
-				o.Offset = *off
-			}
-			out.Items[item-1] = o
-			if isDead && txnID != nil {
-				d := model.Delivery{StoredMessage: model.StoredMessage{PartitionID: partitionID, Offset: *off,
-					TxnID: *txnID, Data: []byte(*data), CreatedAt: *created}, Attempts: *attempts}
-				if last != nil {
-					d.LastError = *last
-				}
-				dead = append(dead, d)
-			}
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
+		dead := row.outcomes(out.Items, partitionID)
 		if len(dead) > 0 {
 			var partition string
 			if err := s.pool.QueryRow(ctx, "SELECT name FROM queen.log_partitions WHERE id = $1", partitionID).Scan(&partition); err != nil {
 				return err
 			}
-			var ended bool
-			var moved []int64
-			moved, out.NextOffset, ended, err = s.deadLetter(ctx, g, partition, dead)
+			moved, next, ended, err := s.deadLetter(ctx, g, partition, dead)
+			out.NextOffset = next
 			out.DeadLettered = len(moved)
 			out.LeaseEnded = out.LeaseEnded || ended
 			if err != nil {
@@ -253,6 +235,40 @@ func (s *Store) Ack(ctx context.Context, g model.Group, partitionID int64, lease
 		return model.AckResult{}, fmt.Errorf("pgstore: ack %s/%s: %w", g.Queue, g.Name, err)
 	}
 	return out, nil
+}
+
+// ackRow is consumer_ack's answer: arrays of one element per item (those
+// saying what a dead letter needs only when an item failed).
+type ackRow struct {
+	offsets    []*int64
+	results    []string
+	dead       []bool
+	txnIDs     []*string
+	data       [][]byte
+	created    []*time.Time
+	attempts   []*int
+	lastErrors []*string
+}
+
+// outcomes fills each item's outcome and returns the messages out of
+// attempts, to dead-letter.
+func (row *ackRow) outcomes(items []model.AckOutcome, partitionID int64) (dead []model.Delivery) {
+	for i, off := range row.offsets {
+		items[i] = model.AckOutcome{Offset: -1, Result: row.results[i]}
+		if off != nil {
+			items[i].Offset = *off
+		}
+		if i >= len(row.dead) || !row.dead[i] || row.txnIDs[i] == nil {
+			continue
+		}
+		d := model.Delivery{StoredMessage: model.StoredMessage{PartitionID: partitionID, Offset: *off,
+			TxnID: *row.txnIDs[i], Data: row.data[i], CreatedAt: *row.created[i]}, Attempts: *row.attempts[i]}
+		if row.lastErrors[i] != nil {
+			d.LastError = *row.lastErrors[i]
+		}
+		dead = append(dead, d)
+	}
+	return dead
 }
 
 // markDeadLettered answers deadLettered, not alreadyAcked, for items

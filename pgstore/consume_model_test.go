@@ -172,7 +172,7 @@ func TestConsumerGroupAgreesWithItsModel(t *testing.T) {
 	for seed := range uint64(4) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			t.Parallel()
-			runConsumerModel(t, seed, 120, 3, 300)
+			runConsumerModel(t, seed, 120, 3, 400)
 		})
 	}
 }
@@ -223,6 +223,9 @@ func runConsumerModel(t *testing.T, seed uint64, n, maxAttempts, steps int) {
 			offsets, completed, items := randomAck(rng, m)
 			lease := m.lease.id
 			wantRes, wantEnded := m.settle(offsets, completed)
+			if fastPathTaken(t, b, lease, items) {
+				seen["ack by the shortcut"]++
+			}
 			a := b.ack(t, lease, items...)
 			if !slices.Equal(results(a), wantRes) || a.LeaseEnded != wantEnded {
 				t.Fatalf("%s: ack %v %v got %v ended %v; model %v ended %v", where, offsets, completed, results(a), a.LeaseEnded, wantRes, wantEnded)
@@ -294,7 +297,7 @@ func runConsumerModel(t *testing.T, seed uint64, n, maxAttempts, steps int) {
 	seen["unconfirmed"] = m.unconfirmed
 	t.Logf("seed %d: %v; cursor at %d of %d", seed, seen, m.cursor(), n)
 	for _, kind := range []string{"pop", "redelivery", "expiry", "release", "dead letter", "ack acked", "ack alreadyAcked",
-		"ack notInLease", "answer deadLettered", "renewal", "expiry heard true", "expiry heard false", "undo true", "undo false", "unconfirmed"} {
+		"ack notInLease", "answer deadLettered", "renewal", "ack by the shortcut", "expiry heard true", "expiry heard false", "undo true", "undo false", "unconfirmed"} {
 		if seen[kind] == 0 {
 			t.Errorf("the history never had a %s: make it longer", kind)
 		}
@@ -305,6 +308,9 @@ func runConsumerModel(t *testing.T, seed uint64, n, maxAttempts, steps int) {
 // did not deliver, or one twice), each completed or failed, named by
 // offset or by transactionId.
 func randomAck(rng *rand.Rand, m *consumerModel) ([]int64, []bool, []model.AckItem) {
+	if rng.IntN(4) == 0 {
+		return wholeLeaseAck(rng.IntN(2) == 0, m)
+	}
 	var offsets []int64
 	for _, o := range m.lease.delivered {
 		if rng.IntN(3) > 0 {
@@ -322,6 +328,22 @@ func randomAck(rng *rand.Rand, m *consumerModel) ([]int64, []bool, []model.AckIt
 		items[i] = model.AckItem{Offset: o, Completed: completed[i], Error: "e"}
 		if rng.IntN(2) == 0 {
 			items[i] = model.AckItem{Offset: -1, TxnID: fmt.Sprintf("t%d", o), Completed: completed[i], Error: "e"}
+		}
+	}
+	return offsets, completed, items
+}
+
+// wholeLeaseAck completes everything the lease delivered, in order, by
+// transactionId or by offset: the ack consumer_ack answers by its
+// shortcut when nothing before it is left unsettled.
+func wholeLeaseAck(byTxnID bool, m *consumerModel) ([]int64, []bool, []model.AckItem) {
+	offsets := slices.Clone(m.lease.delivered)
+	completed := make([]bool, len(offsets))
+	items := make([]model.AckItem, len(offsets))
+	for i, o := range offsets {
+		completed[i], items[i] = true, doneAt(o)
+		if byTxnID {
+			items[i] = done(fmt.Sprintf("t%d", o))
 		}
 	}
 	return offsets, completed, items

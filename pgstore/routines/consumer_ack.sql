@@ -5,7 +5,9 @@
 -- delivered to the group from its cursor on; p_completed[i] is completed
 -- or failed (with p_errors[i]).
 --
--- One row per item: its offset (NULL when unresolved) and result:
+-- One row, with arrays of one element per item (one row per item cost
+-- more to return and to read than the ack): its offset (NULL when
+-- unresolved) and result:
 --   acked         completed or failed, as asked
 --   alreadyAcked  completed before (a retried batch answers this)
 --   unknownTransactionId / unknownOffset
@@ -16,19 +18,21 @@
 -- others are marked and kept until the prefix closes. A failed message
 -- is redelivered by a later pop with its attempt count; one failed for
 -- the maxAttempts-th time comes back with dead = true (and its
--- transactionId, data and error), to be moved to the dead-letter queue
+-- transactionId, data, created_at, attempts and error), to be moved to the dead-letter queue
 -- by the caller (consumer_dead_letter_pending, then
 -- consumer_dead_lettered, in one transaction). The
 -- lease ends once every message delivered under it is settled. Also in
--- every row: the cursor after the batch, and whether the lease ended.
+-- the row: the cursor after the batch, and whether the lease ended.
 -- An ack naming the cursor's lease, running or run out, is word from its
 -- consumer: the lease is heard from (consumer_pop counts its attempts).
+-- An ack completing its whole running lease in order, from the cursor,
+-- takes a shortcut with the same answer (consumer_ack_is_whole_lease).
 --
 -- Lock order (LOCKS.md): the cursor row only.
 CREATE OR REPLACE FUNCTION queen.consumer_ack(p_group_id bigint, p_partition_id bigint, p_lease_id uuid,
     p_offsets bigint[], p_hashes uuid[], p_completed boolean[], p_errors text[])
-RETURNS TABLE (item integer, off bigint, result text, dead boolean, txn_id text, data json, created_at timestamptz,
-               attempts integer, last_error text, next_offset bigint, lease_ended boolean)
+RETURNS TABLE (offs bigint[], results text[], dead boolean[], txn_ids text[], data json[], created_at timestamptz[],
+               attempts integer[], last_errors text[], next_offset bigint, lease_ended boolean)
 LANGUAGE plpgsql
 -- Planned once per session: re-planning each statement on every call
 -- (what the default chooses for them) cost more than running them.
@@ -62,6 +66,22 @@ BEGIN
            EXISTS (SELECT 1 FROM queen.consumer_marks m WHERE m.group_id = p_group_id AND m.partition_id = p_partition_id)
       INTO v_last, v_max, v_marks
       FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id WHERE p.id = p_partition_id;
+
+    -- The usual ack completes its whole lease in order, the cursor at
+    -- the lease's start and no marks: the cursor moves past the lease in
+    -- one write, without resolving item by item what
+    -- consumer_ack_is_whole_lease proves each resolves to.
+    IF v_held AND NOT v_marks AND c.next_offset = c.lease_from
+       AND queen.consumer_ack_is_whole_lease(p_partition_id, c.lease_from, c.lease_to, p_offsets, p_hashes, p_completed) THEN
+        v_next := c.lease_to + 1;
+        UPDATE queen.consumer_cursors cc
+           SET next_offset = v_next, lease_heard = false, lease_id = NULL, lease_until = NULL, lease_from = NULL, lease_to = NULL
+         WHERE cc.group_id = p_group_id AND cc.partition_id = p_partition_id;
+        RETURN QUERY
+            SELECT ARRAY(SELECT generate_series(c.lease_from, c.lease_to)), array_fill('acked'::text, ARRAY[cardinality(p_completed)]),
+                   NULL::boolean[], NULL::text[], NULL::json[], NULL::timestamptz[], NULL::integer[], NULL::text[], v_next, true;
+        RETURN;
+    END IF;
 
     a_off := p_offsets;
     v_unresolved := 0;
@@ -167,15 +187,15 @@ BEGIN
 
     IF NOT coalesce(v_failed, false) THEN
         RETURN QUERY
-            SELECT x.i::integer, x.off, x.res, false, NULL::text, NULL::json, NULL::timestamptz, NULL::integer,
-                   NULL::text, v_next, v_ended
-              FROM unnest(a_off, a_res) WITH ORDINALITY AS x(off, res, i) ORDER BY x.i;
+            SELECT a_off, a_res, NULL::boolean[], NULL::text[], NULL::json[], NULL::timestamptz[], NULL::integer[], NULL::text[],
+                   v_next, v_ended;
         RETURN;
     END IF;
     -- Failed ones out of attempts come back with what the dead letter needs.
     RETURN QUERY
-        SELECT x.i::integer, x.off, x.res, coalesce(v_max > 0 AND m.attempts >= v_max, false),
-               s.txn_id, s.data, s.created_at, m.attempts, m.last_error, v_next, v_ended
+        SELECT a_off, a_res, array_agg(coalesce(v_max > 0 AND m.attempts >= v_max, false) ORDER BY x.i),
+               array_agg(s.txn_id ORDER BY x.i), array_agg(s.data ORDER BY x.i), array_agg(s.created_at ORDER BY x.i),
+               array_agg(m.attempts ORDER BY x.i), array_agg(m.last_error ORDER BY x.i), v_next, v_ended
           FROM unnest(a_off, a_res) WITH ORDINALITY AS x(off, res, i)
           LEFT JOIN queen.consumer_marks m
             ON x.res = 'acked' AND NOT p_completed[x.i]
@@ -185,7 +205,6 @@ BEGIN
                        sg.created_at
                   FROM queen.log_segments sg
                  WHERE sg.partition_id = p_partition_id AND sg.base_offset <= x.off
-                 ORDER BY sg.base_offset DESC LIMIT 1) AS s ON v_max > 0 AND m.attempts >= v_max
-         ORDER BY x.i;
+                 ORDER BY sg.base_offset DESC LIMIT 1) AS s ON v_max > 0 AND m.attempts >= v_max;
 END
 $$;

@@ -14,10 +14,13 @@
 -- running, and take the least recently leased of the others, skipping
 -- a cursor row another pop or ack holds (SKIP LOCKED).
 --
--- Each row is a message: partition, lease, offset, its transactionId,
--- data and created_at, and attempts, its deliveries counting this one.
--- A message delivered maxAttempts times already is not delivered again:
--- it comes back with dead = true and no lease, and the caller moves it to
+-- The answer is one row (none when no partition has work): the
+-- partition, the lease, and the messages as arrays in offset order (one
+-- row per message cost more to return and to read than the rest of the
+-- pop): each one's offset, transactionId, data and created_at, and
+-- attempts, its deliveries counting this one. A message delivered
+-- maxAttempts times already is not delivered again: it comes back with
+-- dead = true, not under the lease, and the caller moves it to
 -- the dead-letter queue (consumer_dead_letter_pending, then
 -- consumer_dead_lettered, in one transaction). Until that commits the
 -- cursor stays below it, so a caller that dies before only leaves it to
@@ -35,8 +38,8 @@
 CREATE OR REPLACE FUNCTION queen.consumer_pop(p_group_id bigint, p_queue_id bigint, p_partition_id bigint,
     p_max integer, p_lease_seconds double precision, p_consumer text, p_max_bytes bigint, p_room bigint,
     p_envelope integer, p_max_delivery bigint)
-RETURNS TABLE (partition_id bigint, partition text, lease_id uuid, lease_until timestamptz, off bigint, txn_id text, data json,
-               created_at timestamptz, attempts integer, last_error text, dead boolean, too_large boolean)
+RETURNS TABLE (partition_id bigint, partition text, lease_id uuid, lease_until timestamptz, offs bigint[], txn_ids text[],
+               data json[], created_at timestamptz[], attempts integer[], last_errors text[], dead boolean[], too_large boolean[])
 LANGUAGE plpgsql
 -- Planned once per session: re-planning each statement on every call
 -- (what the default chooses for them) cost more than running them.
@@ -127,53 +130,71 @@ BEGIN
                                        WHERE m.group_id = p_group_id AND m.partition_id = c.partition_id AND m.done));
     END IF;
 
-    WITH picked AS (
-        SELECT o.off, m.attempts AS marked, m.last_error
-          FROM generate_series(c.next_offset, v_hi) AS o(off)
-          LEFT JOIN queen.consumer_marks m -- usually there are none to look at
-            ON v_marks AND m.group_id = p_group_id AND m.partition_id = c.partition_id AND m.off = o.off
-         WHERE m.done IS NOT TRUE
-         ORDER BY o.off
-         LIMIT p_max
-    ), span AS (
-        SELECT min(picked.off) AS lo, max(picked.off) AS hi FROM picked
-    ), msgs AS ( -- only the slices of the frames that hold them, each
-                 -- detoasted once (a subscript per element would
-                 -- decompress the whole frame every time)
-        SELECT greatest(span.lo, s.base_offset) + u.k - 1 AS off, u.txn_id, u.data, s.created_at
-          FROM span, queen.log_segments s
-         CROSS JOIN LATERAL unnest(s.txn_ids[greatest(span.lo - s.base_offset + 1, 1) : least(span.hi, s.end_offset) - s.base_offset + 1],
-                                   s.data[greatest(span.lo - s.base_offset + 1, 1) : least(span.hi, s.end_offset) - s.base_offset + 1])
-                        WITH ORDINALITY AS u(txn_id, data, k)
-         WHERE s.partition_id = c.partition_id
-           AND s.base_offset >= coalesce((SELECT max(b.base_offset) FROM queen.log_segments b
-                                           WHERE b.partition_id = c.partition_id AND b.base_offset <= span.lo), span.lo)
-           AND s.base_offset <= span.hi
-    ), counted AS (
-        SELECT picked.off, msgs.txn_id, msgs.data, msgs.created_at, picked.last_error,
-               coalesce(picked.marked, CASE WHEN picked.off <= c.delivered_to THEN 1 ELSE 0 END) AS before
-          FROM picked JOIN msgs ON msgs.off = picked.off
-    )
-    SELECT array_agg(x.off ORDER BY x.off), array_agg(x.txn_id ORDER BY x.off), array_agg(x.data ORDER BY x.off),
-           array_agg(x.created_at ORDER BY x.off),
-           -- deliveries counting this one; for a dead letter, those it had
-           array_agg(CASE WHEN x.dead THEN x.before ELSE x.before + 1 END ORDER BY x.off),
-           array_agg(x.last_error ORDER BY x.off), array_agg(x.dead ORDER BY x.off), array_agg(x.too_large ORDER BY x.off),
-           -- the lease's span, and the highest offset handed out, dead ones included
-           min(x.off) FILTER (WHERE NOT x.dead), max(x.off) FILTER (WHERE NOT x.dead), max(x.off)
-      INTO a_off, a_txn, a_data, a_created, a_att, a_err, a_dead, a_large, v_lo, v_hi, v_top
-      FROM (SELECT y.* FROM (
-              -- what the messages so far take in the answer (dead ones none)
-              SELECT d.*, sum(CASE WHEN d.dead THEN 0 ELSE d.size END) OVER w AS taken,
-                     count(*) FILTER (WHERE NOT d.dead) OVER w AS nth
-                FROM (SELECT z.*, z.out_of_attempts OR z.too_large AS dead
-                        FROM (SELECT s.*, v_max_att > 0 AND s.before >= v_max_att AS out_of_attempts,
-                                     p_max_delivery > 0 AND s.size > p_max_delivery AS too_large
-                                FROM (SELECT counted.*, octet_length(counted.data::text) + p_envelope
-                                               + 6 * (octet_length(counted.txn_id) + coalesce(octet_length(counted.last_error), 0)) AS size
-                                        FROM counted) AS s) AS z) AS d
-              WINDOW w AS (ORDER BY d.off)) AS y
-             WHERE y.taken <= p_room AND (y.taken <= p_max_bytes OR y.nth <= 1)) AS x;
+    -- The usual pop delivers messages none of which was delivered before,
+    -- from one frame or two, with room to spare: the frames' slices,
+    -- unrolled nowhere, each message at its first attempt.
+    IF NOT v_marks AND c.delivered_to < c.next_offset AND c.next_offset <= v_hi THEN
+        SELECT x.offs, x.txn_ids, x.data, x.created_at INTO a_off, a_txn, a_data, a_created
+          FROM queen.consumer_pop_slice(c.partition_id, c.next_offset, v_hi, p_envelope,
+                   least(coalesce(p_room, 0), coalesce(p_max_bytes, 0),
+                         CASE WHEN p_max_delivery > 0 THEN p_max_delivery ELSE p_room END)) AS x;
+    END IF;
+    IF a_off IS NOT NULL THEN
+        a_att := array_fill(1, ARRAY[cardinality(a_off)]);
+        a_err := array_fill(NULL::text, ARRAY[cardinality(a_off)]);
+        a_dead := array_fill(false, ARRAY[cardinality(a_off)]);
+        a_large := a_dead;
+        v_lo := c.next_offset;
+        v_top := v_hi;
+    ELSE
+        WITH picked AS (
+            SELECT o.off, m.attempts AS marked, m.last_error
+              FROM generate_series(c.next_offset, v_hi) AS o(off)
+              LEFT JOIN queen.consumer_marks m -- usually there are none to look at
+                ON v_marks AND m.group_id = p_group_id AND m.partition_id = c.partition_id AND m.off = o.off
+             WHERE m.done IS NOT TRUE
+             ORDER BY o.off
+             LIMIT p_max
+        ), span AS (
+            SELECT min(picked.off) AS lo, max(picked.off) AS hi FROM picked
+        ), msgs AS ( -- only the slices of the frames that hold them, each
+                     -- detoasted once (a subscript per element would
+                     -- decompress the whole frame every time)
+            SELECT greatest(span.lo, s.base_offset) + u.k - 1 AS off, u.txn_id, u.data, s.created_at
+              FROM span, queen.log_segments s
+             CROSS JOIN LATERAL unnest(s.txn_ids[greatest(span.lo - s.base_offset + 1, 1) : least(span.hi, s.end_offset) - s.base_offset + 1],
+                                       s.data[greatest(span.lo - s.base_offset + 1, 1) : least(span.hi, s.end_offset) - s.base_offset + 1])
+                            WITH ORDINALITY AS u(txn_id, data, k)
+             WHERE s.partition_id = c.partition_id
+               AND s.base_offset >= coalesce((SELECT max(b.base_offset) FROM queen.log_segments b
+                                               WHERE b.partition_id = c.partition_id AND b.base_offset <= span.lo), span.lo)
+               AND s.base_offset <= span.hi
+        ), counted AS (
+            SELECT picked.off, msgs.txn_id, msgs.data, msgs.created_at, picked.last_error,
+                   coalesce(picked.marked, CASE WHEN picked.off <= c.delivered_to THEN 1 ELSE 0 END) AS before
+              FROM picked JOIN msgs ON msgs.off = picked.off
+        )
+        SELECT array_agg(x.off ORDER BY x.off), array_agg(x.txn_id ORDER BY x.off), array_agg(x.data ORDER BY x.off),
+               array_agg(x.created_at ORDER BY x.off),
+               -- deliveries counting this one; for a dead letter, those it had
+               array_agg(CASE WHEN x.dead THEN x.before ELSE x.before + 1 END ORDER BY x.off),
+               array_agg(x.last_error ORDER BY x.off), array_agg(x.dead ORDER BY x.off), array_agg(x.too_large ORDER BY x.off),
+               -- the lease's span, and the highest offset handed out, dead ones included
+               min(x.off) FILTER (WHERE NOT x.dead), max(x.off) FILTER (WHERE NOT x.dead), max(x.off)
+          INTO a_off, a_txn, a_data, a_created, a_att, a_err, a_dead, a_large, v_lo, v_hi, v_top
+          FROM (SELECT y.* FROM (
+                  -- what the messages so far take in the answer (dead ones none)
+                  SELECT d.*, sum(CASE WHEN d.dead THEN 0 ELSE d.size END) OVER w AS taken,
+                         count(*) FILTER (WHERE NOT d.dead) OVER w AS nth
+                    FROM (SELECT z.*, z.out_of_attempts OR z.too_large AS dead
+                            FROM (SELECT s.*, v_max_att > 0 AND s.before >= v_max_att AS out_of_attempts,
+                                         p_max_delivery > 0 AND s.size > p_max_delivery AS too_large
+                                    FROM (SELECT counted.*, octet_length(counted.data::text) + p_envelope
+                                                   + 6 * (octet_length(counted.txn_id) + coalesce(octet_length(counted.last_error), 0)) AS size
+                                            FROM counted) AS s) AS z) AS d
+                  WINDOW w AS (ORDER BY d.off)) AS y
+                 WHERE y.taken <= p_room AND (y.taken <= p_max_bytes OR y.nth <= 1)) AS x;
+    END IF;
 
     -- A delivery after the first is counted where the next one can see it.
     IF c.delivered_to >= c.next_offset THEN -- only then can anything be redelivered
@@ -195,8 +216,6 @@ BEGIN
      WHERE cc.group_id = p_group_id AND cc.partition_id = c.partition_id;
 
     RETURN QUERY
-        SELECT c.partition_id, v_pname, CASE WHEN x.dead THEN NULL ELSE v_lease END, CASE WHEN x.dead THEN NULL ELSE v_until END,
-               x.off, x.txn_id, x.data, x.created_at, x.att, x.err, x.dead, x.too_large
-          FROM unnest(a_off, a_txn, a_data, a_created, a_att, a_err, a_dead, a_large) AS x(off, txn_id, data, created_at, att, err, dead, too_large);
+        SELECT c.partition_id, v_pname, v_lease, v_until, a_off, a_txn, a_data, a_created, a_att, a_err, a_dead, a_large;
 END
 $$;
