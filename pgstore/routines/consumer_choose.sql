@@ -1,0 +1,65 @@
+-- consumer_choose takes, for a pop of any partition of group p_group_id,
+-- the cursor row to lease: the least recently leased with work and no
+-- running lease, FOR UPDATE SKIP LOCKED (one another pop or an ack holds
+-- is passed over). None found: a row of NULLs.
+--
+-- It walks the group's unparked cursors in order (consumer_cursors_ready)
+-- and stops at the first it can take, so it reads a few rows while
+-- partitions have work. Cursors without work it passes are parked, when
+-- this pop holds the group row (consumer_wake), so that the next pops do
+-- not walk them again; pushes to their partitions wake them. A pop that
+-- finds nothing while another holds the group row waits for that pop to
+-- commit, wakes, and walks once more: nothing with work is left unseen.
+--
+-- Lock order (LOCKS.md): the group row (SKIP LOCKED, or waited for when
+-- nothing was found and no cursor row is held), then cursor rows.
+CREATE OR REPLACE FUNCTION queen.consumer_choose(p_group_id bigint, p_now timestamptz)
+RETURNS queen.consumer_cursors
+LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan
+SET enable_seqscan = off
+SET enable_sort = off
+AS $$
+DECLARE
+    c         queen.consumer_cursors%ROWTYPE;
+    r         record;
+    v_woke    boolean := queen.consumer_wake(p_group_id, false);
+    v_drained bigint[] := '{}';
+BEGIN
+    FOR attempt IN 1..2 LOOP
+        FOR r IN SELECT cc.partition_id, cc.lease_id IS NULL OR cc.lease_until <= p_now AS free,
+                        cc.next_offset <= p.last_offset AS work
+                   FROM queen.consumer_cursors cc JOIN queen.log_partitions p ON p.id = cc.partition_id
+                  WHERE cc.group_id = p_group_id AND NOT cc.parked
+                  ORDER BY cc.leased_at NULLS FIRST, cc.partition_id
+        LOOP
+            IF r.work AND r.free THEN
+                SELECT cc.* INTO c FROM queen.consumer_cursors cc
+                 WHERE cc.group_id = p_group_id AND cc.partition_id = r.partition_id AND NOT cc.parked
+                   AND (cc.lease_id IS NULL OR cc.lease_until <= p_now)
+                   AND cc.next_offset <= (SELECT p.last_offset FROM queen.log_partitions p WHERE p.id = cc.partition_id)
+                   FOR UPDATE SKIP LOCKED;
+                EXIT WHEN FOUND;
+            ELSIF r.free AND NOT r.work THEN
+                v_drained := v_drained || r.partition_id;
+            END IF;
+        END LOOP;
+        EXIT WHEN c.partition_id IS NOT NULL OR v_woke;
+        v_woke := queen.consumer_wake(p_group_id, true);
+    END LOOP;
+
+    IF v_woke AND cardinality(v_drained) > 0 THEN
+        -- Parked under the group row, checked again in this statement's
+        -- snapshot (a later one than the wake's): a frame it does not see
+        -- was written by a transaction at or above woken_to.
+        UPDATE queen.consumer_cursors cc SET parked = true
+          FROM (SELECT x.partition_id FROM queen.consumer_cursors x
+                 WHERE x.group_id = p_group_id AND x.partition_id = ANY (v_drained) AND NOT x.parked
+                   AND x.lease_id IS NULL
+                   AND x.next_offset > (SELECT p.last_offset FROM queen.log_partitions p WHERE p.id = x.partition_id)
+                   FOR UPDATE SKIP LOCKED) AS d
+         WHERE cc.group_id = p_group_id AND cc.partition_id = d.partition_id;
+    END IF;
+    RETURN c;
+END
+$$;
