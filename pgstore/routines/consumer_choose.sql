@@ -3,22 +3,31 @@
 -- running lease, FOR UPDATE SKIP LOCKED (one another pop or an ack holds
 -- is passed over). None found: a row of NULLs.
 --
--- It walks the group's unparked cursors in order (consumer_cursors_ready)
--- and stops at the first it can take, so it reads a few rows while
--- partitions have work. Cursors without work it passes are parked, when
--- this pop holds the group row (consumer_wake), so that the next pops do
--- not walk them again; pushes to their partitions wake them. A pop that
--- finds nothing while another holds the group row waits for that pop to
--- commit, wakes, and walks once more: nothing with work is left unseen.
+-- It walks the group's unparked cursors in that order
+-- (consumer_cursors_ready) and stops at the first it can take, so it
+-- reads a few rows while partitions have work. The cursors without work
+-- it walks past are parked, when this pop holds the group row
+-- (consumer_wake), so that later pops do not walk them again: each
+-- drained cursor is walked about once, and a push to its partition
+-- wakes it. A pop that finds nothing while another holds the group row
+-- waits for that pop to commit, wakes, and walks once more: nothing with
+-- work is left unseen.
 --
 -- Lock order (LOCKS.md): the group row (SKIP LOCKED, or waited for when
--- nothing was found and no cursor row is held), then cursor rows.
+-- nothing was found, holding no cursor row), then cursor rows (SKIP
+-- LOCKED).
 CREATE OR REPLACE FUNCTION queen.consumer_choose(p_group_id bigint, p_now timestamptz)
 RETURNS queen.consumer_cursors
 LANGUAGE plpgsql
+-- Every statement follows an index by key, whatever the statistics were
+-- when the session planned it (plans made at 8 partitions are reused at
+-- 100,000): a sort or a scan of every cursor is what this replaces.
 SET plan_cache_mode = force_generic_plan
 SET enable_seqscan = off
 SET enable_sort = off
+SET enable_bitmapscan = off
+SET enable_hashjoin = off
+SET enable_mergejoin = off
 AS $$
 DECLARE
     c         queen.consumer_cursors%ROWTYPE;
@@ -40,7 +49,7 @@ BEGIN
                    AND cc.next_offset <= (SELECT p.last_offset FROM queen.log_partitions p WHERE p.id = cc.partition_id)
                    FOR UPDATE SKIP LOCKED;
                 EXIT WHEN FOUND;
-            ELSIF r.free AND NOT r.work THEN
+            ELSIF r.free AND v_woke THEN
                 v_drained := v_drained || r.partition_id;
             END IF;
         END LOOP;
@@ -48,17 +57,22 @@ BEGIN
         v_woke := queen.consumer_wake(p_group_id, true);
     END LOOP;
 
-    IF v_woke AND cardinality(v_drained) > 0 THEN
-        -- Parked under the group row, checked again in this statement's
-        -- snapshot (a later one than the wake's): a frame it does not see
-        -- was written by a transaction at or above woken_to.
+    IF cardinality(v_drained) > 0 THEN
+        -- Under the group row, each checked again in this statement's
+        -- snapshot, a later one than the wake's: a frame it does not see
+        -- was written by a transaction at or above woken_to, and the next
+        -- wake finds it. One probe by key each (the row addresses), and a
+        -- row another holds stays unparked.
         UPDATE queen.consumer_cursors cc SET parked = true
-          FROM (SELECT x.partition_id FROM queen.consumer_cursors x
-                 WHERE x.group_id = p_group_id AND x.partition_id = ANY (v_drained) AND NOT x.parked
-                   AND x.lease_id IS NULL
-                   AND x.next_offset > (SELECT p.last_offset FROM queen.log_partitions p WHERE p.id = x.partition_id)
-                   FOR UPDATE SKIP LOCKED) AS d
-         WHERE cc.group_id = p_group_id AND cc.partition_id = d.partition_id;
+         WHERE cc.ctid = ANY (ARRAY(
+                 SELECT x.ctid FROM unnest(v_drained) AS d(partition_id)
+                  CROSS JOIN LATERAL (
+                        SELECT y.ctid FROM queen.consumer_cursors y
+                         WHERE y.group_id = p_group_id AND y.partition_id = d.partition_id AND NOT y.parked
+                           AND y.lease_id IS NULL
+                           AND y.next_offset > (SELECT p.last_offset FROM queen.log_partitions p WHERE p.id = y.partition_id)
+                         OFFSET 0
+                           FOR UPDATE SKIP LOCKED) AS x));
     END IF;
     RETURN c;
 END

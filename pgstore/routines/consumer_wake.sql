@@ -22,9 +22,14 @@ RETURNS boolean
 LANGUAGE plpgsql
 SET plan_cache_mode = force_generic_plan
 SET enable_seqscan = off
+SET enable_bitmapscan = off
+SET enable_hashjoin = off
+SET enable_mergejoin = off
 AS $$
 DECLARE
-    v_from xid8;
+    v_from    xid8;
+    v_written bigint[];
+    v_horizon xid8;
 BEGIN
     IF p_wait THEN
         SELECT g.woken_to INTO v_from FROM queen.consumer_groups g WHERE g.id = p_group_id FOR NO KEY UPDATE;
@@ -34,16 +39,22 @@ BEGIN
     IF NOT FOUND THEN
         RETURN false;
     END IF;
-    -- One statement, one snapshot: what it woke and the horizon it records.
-    WITH written AS (
-        SELECT DISTINCT s.partition_id FROM queen.log_segments s WHERE s.pushed_by >= v_from
-    ), woken AS (
+    -- One snapshot for the frames read and the horizon recorded.
+    SELECT array_agg(DISTINCT s.partition_id), pg_snapshot_xmin(pg_current_snapshot())
+      INTO v_written, v_horizon
+      FROM queen.log_segments s WHERE s.pushed_by >= v_from;
+    IF v_written IS NOT NULL THEN -- one probe by key per partition written
         UPDATE queen.consumer_cursors cc SET parked = false
-          FROM written w
-         WHERE cc.group_id = p_group_id AND cc.partition_id = w.partition_id AND cc.parked
-           AND cc.next_offset <= (SELECT p.last_offset FROM queen.log_partitions p WHERE p.id = cc.partition_id)
-    )
-    UPDATE queen.consumer_groups g SET woken_to = pg_snapshot_xmin(pg_current_snapshot()) WHERE g.id = p_group_id;
+         WHERE cc.ctid = ANY (ARRAY(
+                 SELECT x.ctid FROM unnest(v_written) AS w(partition_id)
+                  CROSS JOIN LATERAL (
+                        SELECT y.ctid FROM queen.consumer_cursors y
+                         WHERE y.group_id = p_group_id AND y.partition_id = w.partition_id AND y.parked
+                           AND y.next_offset <= (SELECT p.last_offset FROM queen.log_partitions p WHERE p.id = y.partition_id)
+                         OFFSET 0) AS x))
+           AND cc.parked;
+    END IF;
+    UPDATE queen.consumer_groups g SET woken_to = v_horizon WHERE g.id = p_group_id;
     RETURN true;
 END
 $$;
