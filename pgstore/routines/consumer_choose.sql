@@ -6,12 +6,15 @@
 -- It walks the group's unparked cursors in that order
 -- (consumer_cursors_ready) and stops at the first it can take, so it
 -- reads a few rows while partitions have work. The cursors without work
--- it walks past are parked, when this pop holds the group row
+-- it walks past are parked, when this pop gets the group row
 -- (consumer_wake), so that later pops do not walk them again: each
 -- drained cursor is walked about once, and a push to its partition
--- wakes it. A pop that finds nothing while another holds the group row
--- waits for that pop to commit, wakes, and walks once more: nothing with
--- work is left unseen.
+-- wakes it. A pop takes the group row only when frames were written
+-- since the group last looked, or to park. A pop that finds nothing
+-- while such frames exist and another pop holds the group row waits for
+-- that pop to commit, wakes, and walks once more: nothing with work is
+-- left unseen. An idle pop (nothing written, nothing to park) writes
+-- nothing.
 --
 -- Lock order (LOCKS.md): the group row (SKIP LOCKED, or waited for when
 -- nothing was found, holding no cursor row), then cursor rows (SKIP
@@ -32,9 +35,12 @@ AS $$
 DECLARE
     c         queen.consumer_cursors%ROWTYPE;
     r         record;
-    v_woke    boolean := queen.consumer_wake(p_group_id, false);
+    v_woke    boolean := false;
     v_drained bigint[] := '{}';
 BEGIN
+    IF queen.consumer_written_since(p_group_id) THEN
+        v_woke := queen.consumer_wake(p_group_id, false);
+    END IF;
     FOR attempt IN 1..2 LOOP
         FOR r IN SELECT cc.partition_id, cc.lease_id IS NULL OR cc.lease_until <= p_now AS free,
                         cc.next_offset <= p.last_offset AS work
@@ -49,15 +55,21 @@ BEGIN
                    AND cc.next_offset <= (SELECT p.last_offset FROM queen.log_partitions p WHERE p.id = cc.partition_id)
                    FOR UPDATE SKIP LOCKED;
                 EXIT WHEN FOUND;
-            ELSIF r.free AND v_woke THEN
+            ELSIF r.free AND attempt = 1 THEN
                 v_drained := v_drained || r.partition_id;
             END IF;
         END LOOP;
-        EXIT WHEN c.partition_id IS NOT NULL OR v_woke;
+        -- Nothing found: a frame not looked at yet may have woken a
+        -- cursor, unless none was written since (an idle pop stops here,
+        -- having written nothing).
+        EXIT WHEN c.partition_id IS NOT NULL OR v_woke OR NOT queen.consumer_written_since(p_group_id);
         v_woke := queen.consumer_wake(p_group_id, true);
     END LOOP;
+    IF cardinality(v_drained) > 0 AND NOT v_woke THEN
+        v_woke := queen.consumer_wake(p_group_id, false);
+    END IF;
 
-    IF cardinality(v_drained) > 0 THEN
+    IF cardinality(v_drained) > 0 AND v_woke THEN
         -- Under the group row, each checked again in this statement's
         -- snapshot, a later one than the wake's: a frame it does not see
         -- was written by a transaction at or above woken_to, and the next

@@ -54,7 +54,9 @@ BEGIN
                          OFFSET 0) AS x))
            AND cc.parked;
     END IF;
-    UPDATE queen.consumer_groups g SET woken_to = v_horizon WHERE g.id = p_group_id;
+    IF v_horizon > v_from THEN
+        UPDATE queen.consumer_groups g SET woken_to = v_horizon WHERE g.id = p_group_id;
+    END IF;
     RETURN true;
 END
 $$;
