@@ -28,6 +28,16 @@ func newManyPartitions(t testing.TB, st *pgstore.Store, queue string) *manyParti
 	return &manyPartitions{store: st, queue: queue, rows: benchRows{prefix: queue + "-"}}
 }
 
+// sharedManyPartitions is a queue of the test's own with n partitions in
+// the shared database.
+func sharedManyPartitions(t *testing.T, n int) (*manyPartitions, *pgstore.Store) {
+	t.Helper()
+	st := pgtest.Store(t, pgtest.SharedURL(t))
+	q := newManyPartitions(t, st, pgtest.UniqueName(t))
+	q.grow(t, n)
+	return q, st
+}
+
 // grow creates partitions p<len>.. up to n in all, through
 // queen.ensure_partitions as pushes create them.
 func (q *manyPartitions) grow(t testing.TB, n int) {
@@ -131,9 +141,7 @@ func (q *manyPartitions) cursors(t testing.TB, g model.Group) int {
 func TestAGroupHasACursorOnEveryPartitionWheneverEitherWasCreated(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	st := pgtest.Store(t, pgtest.SharedURL(t))
-	q := newManyPartitions(t, st, pgtest.UniqueName(t))
-	q.grow(t, 5)
+	q, st := sharedManyPartitions(t, 5)
 	before := q.group(t, "before")
 	q.grow(t, 10)
 	if _, err := st.EnsurePartition(ctx, q.queue, "one"); err != nil { // the single-partition path
@@ -233,9 +241,7 @@ func TestAnyPartitionPopsChooseAsAScanOfEveryCursor(t *testing.T) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			st := pgtest.Store(t, pgtest.SharedURL(t))
-			q := newManyPartitions(t, st, pgtest.UniqueName(t))
-			q.grow(t, 12)
+			q, st := sharedManyPartitions(t, 12)
 			g := q.group(t, "g")
 			if _, err := st.Pool().Exec(ctx, "UPDATE queen.queues SET max_attempts = 0 WHERE id = $1", g.QueueID); err != nil {
 				t.Fatal(err)
@@ -299,9 +305,7 @@ func TestAnyPartitionPopsChooseAsAScanOfEveryCursor(t *testing.T) {
 func TestPopsRacingPushesLeaveNoPartitionBehind(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	st := pgtest.Store(t, pgtest.SharedURL(t))
-	q := newManyPartitions(t, st, pgtest.UniqueName(t))
-	q.grow(t, 40)
+	q, st := sharedManyPartitions(t, 40)
 	g := q.group(t, "g")
 	const pushers, pushesEach = 3, 150
 	var (
