@@ -32,6 +32,10 @@ CREATE INDEX log_segments_pushed_by ON queen.log_segments (pushed_by) INCLUDE (p
 CREATE INDEX consumer_cursors_ready ON queen.consumer_cursors (group_id, leased_at NULLS FIRST, partition_id)
     WHERE NOT parked;
 
+-- Whether the group has parked cursors at all (consumer_wake_due): while
+-- every partition has work, pops skip the wake.
+CREATE INDEX consumer_cursors_parked ON queen.consumer_cursors (group_id) WHERE parked;
+
 -- Cursors the first pops would have made, for groups and partitions that
 -- exist already.
 INSERT INTO queen.consumer_cursors (group_id, partition_id)

@@ -9,8 +9,9 @@
 -- it walks past are parked, when this pop gets the group row
 -- (consumer_wake), so that later pops do not walk them again: each
 -- drained cursor is walked about once, and a push to its partition
--- wakes it. A pop takes the group row only when frames were written
--- since the group last looked, or to park. A pop that finds nothing
+-- wakes it. A pop takes the group row only when the group has parked
+-- cursors and frames were written since it last looked
+-- (consumer_wake_due), or to park. A pop that finds nothing
 -- while such frames exist and another pop holds the group row waits for
 -- that pop to commit, wakes, and walks once more: nothing with work is
 -- left unseen. An idle pop (nothing written, nothing to park) writes
@@ -38,7 +39,7 @@ DECLARE
     v_woke    boolean := false;
     v_drained bigint[] := '{}';
 BEGIN
-    IF queen.consumer_written_since(p_group_id) THEN
+    IF queen.consumer_wake_due(p_group_id) THEN
         v_woke := queen.consumer_wake(p_group_id, false);
     END IF;
     FOR attempt IN 1..2 LOOP
@@ -59,10 +60,10 @@ BEGIN
                 v_drained := v_drained || r.partition_id;
             END IF;
         END LOOP;
-        -- Nothing found: a frame not looked at yet may have woken a
+        -- Nothing found: a frame not looked at yet may wake a parked
         -- cursor, unless none was written since (an idle pop stops here,
         -- having written nothing).
-        EXIT WHEN c.partition_id IS NOT NULL OR v_woke OR NOT queen.consumer_written_since(p_group_id);
+        EXIT WHEN c.partition_id IS NOT NULL OR v_woke OR NOT queen.consumer_wake_due(p_group_id);
         v_woke := queen.consumer_wake(p_group_id, true);
     END LOOP;
     IF cardinality(v_drained) > 0 AND NOT v_woke THEN
