@@ -18,26 +18,18 @@ import (
 
 // EnsureGroup returns queue's consumer group name, creating it (the
 // group, not the queue) if it does not exist: a pop names its group into
-// being. ErrQueueNotFound for a queue that does not exist. Concurrent
-// first pops of a group may race to create it: the loser reads the
-// winner's row.
+// being. ErrQueueNotFound for a queue that does not exist. The group is
+// created with a cursor on every partition of the queue
+// (queen.ensure_group); concurrent first pops of a group create it once.
 func (s *Store) EnsureGroup(ctx context.Context, queue, name string) (model.Group, error) {
-	for range 2 {
-		g, err := s.FindGroup(ctx, queue, name)
-		if !errors.Is(err, model.ErrGroupNotFound) {
-			return g, err
-		}
-		err = s.pool.QueryRow(ctx, `INSERT INTO queen.consumer_groups (queue_id, name) VALUES ($1, $2)
-			ON CONFLICT (queue_id, name) DO NOTHING RETURNING id`, g.QueueID, name).Scan(&g.ID)
-		switch {
-		case err == nil:
-			return g, nil
-		case !errors.Is(err, pgx.ErrNoRows):
-			return g, fmt.Errorf("pgstore: consumer group %s/%s: %w", queue, name, err)
-		}
-		// Another pop created it between the read and the insert.
+	g, err := s.FindGroup(ctx, queue, name)
+	if !errors.Is(err, model.ErrGroupNotFound) {
+		return g, err
 	}
-	return s.FindGroup(ctx, queue, name)
+	if err := s.pool.QueryRow(ctx, "SELECT queen.ensure_group($1, $2)", g.QueueID, name).Scan(&g.ID); err != nil {
+		return g, fmt.Errorf("pgstore: consumer group %s/%s: %w", queue, name, err)
+	}
+	return g, nil
 }
 
 // FindGroup returns queue's consumer group name; ErrQueueNotFound or

@@ -27,6 +27,17 @@ type planLog struct {
 
 func openPlanLog(t *testing.T, url string) *planLog {
 	t.Helper()
+	return openPlanLogWith(t, url, "")
+}
+
+// openPlanLogWith is openPlanLog with more auto_explain settings (e.g.
+// "SET auto_explain.log_analyze = on;"), and nested statements logged
+// only when those settings say so.
+func openPlanLogWith(t *testing.T, url, settings string) *planLog {
+	t.Helper()
+	if settings == "" {
+		settings = "SET auto_explain.log_nested_statements = on;"
+	}
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +53,7 @@ func openPlanLog(t *testing.T, url string) *planLog {
 	}
 	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
 		_, err := conn.Exec(ctx, `LOAD 'auto_explain';
-			SET auto_explain.log_min_duration = 0; SET auto_explain.log_nested_statements = on;
+			SET auto_explain.log_min_duration = 0; `+settings+`
 			SET auto_explain.log_level = notice; SET client_min_messages = notice`)
 		return err
 	}

@@ -11,8 +11,9 @@
 -- delivered: it comes back dead, too_large, for the caller to move to
 -- the dead-letter queue as below. A partition is leased to one
 -- consumer of a group at a time: pops skip a partition whose lease is
--- running, and take the least recently leased of the others, skipping
--- a cursor row another pop or ack holds (SKIP LOCKED).
+-- running, and take the least recently leased of the others with work
+-- (consumer_choose), skipping a cursor row another pop or ack holds
+-- (SKIP LOCKED).
 --
 -- The answer is one row (none when no partition has work): the
 -- partition, the lease, and the messages as arrays in offset order (one
@@ -33,7 +34,8 @@
 -- (consumer_lease_ran_out). Messages retention deleted from under the
 -- cursor are counted on it.
 --
--- Lock order (LOCKS.md): the cursor row only; partition rows are read,
+-- Lock order (LOCKS.md): for a pop of any partition, the group row when
+-- free (consumer_choose); then the cursor row; partition rows are read,
 -- never locked.
 CREATE OR REPLACE FUNCTION queen.consumer_pop(p_group_id bigint, p_queue_id bigint, p_partition_id bigint,
     p_max integer, p_lease_seconds double precision, p_consumer text, p_max_bytes bigint, p_room bigint,
@@ -68,26 +70,24 @@ DECLARE
     a_dead     boolean[];
     a_large    boolean[];
 BEGIN
-    -- A cursor for every partition the group has not seen yet.
-    INSERT INTO queen.consumer_cursors AS cc (group_id, partition_id)
-    SELECT p_group_id, p.id FROM queen.log_partitions p
-     WHERE p.queue_id = p_queue_id AND (p_partition_id IS NULL OR p.id = p_partition_id)
-       AND NOT EXISTS (SELECT 1 FROM queen.consumer_cursors x WHERE x.group_id = p_group_id AND x.partition_id = p.id)
-     ORDER BY p.id -- racing first pops insert in one order: a wait, never a deadlock
-    ON CONFLICT DO NOTHING;
-
-    SELECT cc.* INTO c
-      FROM queen.consumer_cursors cc
-      JOIN queen.log_partitions p ON p.id = cc.partition_id
-     WHERE cc.group_id = p_group_id AND p.queue_id = p_queue_id
-       AND (p_partition_id IS NULL OR cc.partition_id = p_partition_id)
-       AND (cc.lease_id IS NULL OR cc.lease_until <= v_now)
-       AND cc.next_offset <= p.last_offset
-     ORDER BY cc.leased_at NULLS FIRST, cc.partition_id
-     LIMIT 1
-       FOR UPDATE OF cc SKIP LOCKED;
-    IF NOT FOUND THEN
+    -- Every partition has the group's cursor (ensure_group,
+    -- ensure_partitions): one row by key, or the first of an index.
+    IF p_partition_id IS NOT NULL THEN
+        SELECT cc.* INTO c FROM queen.consumer_cursors cc
+         WHERE cc.group_id = p_group_id AND cc.partition_id = p_partition_id
+           AND (cc.lease_id IS NULL OR cc.lease_until <= v_now)
+           AND cc.next_offset <= (SELECT p.last_offset FROM queen.log_partitions p
+                                   WHERE p.id = cc.partition_id AND p.queue_id = p_queue_id)
+           FOR UPDATE SKIP LOCKED;
+    ELSE
+        c := queen.consumer_choose(p_group_id, v_now);
+    END IF;
+    IF c.partition_id IS NULL THEN
         RETURN;
+    END IF;
+    IF c.parked THEN -- leased by name while parked: it has work again
+        UPDATE queen.consumer_cursors cc SET parked = false
+         WHERE cc.group_id = p_group_id AND cc.partition_id = c.partition_id;
     END IF;
     IF c.lease_id IS NOT NULL THEN -- it ran out: the usual lease ends by its acks
         IF c.lease_heard OR c.lease_delivered_before IS NULL THEN
