@@ -45,9 +45,10 @@ type Consumers struct {
 	// gateway; nil until the endpoints are served.
 	publish func(queues []string)
 
-	waits      *waits        // the long polls waiting (longpoll.go)
-	checkEvery time.Duration // how often run-out leases are looked for while pops wait
-	checks     atomic.Int64  // looks for run-out leases so far
+	waits      *waits          // the long polls waiting (longpoll.go)
+	draining   <-chan struct{} // closed when the gateway stops: waiting pops answer at once
+	checkEvery time.Duration   // how often run-out leases are looked for while pops wait
+	checks     atomic.Int64    // looks for run-out leases so far
 
 	// Groups and partitions are never deleted: once found, their ids are
 	// remembered, saving a round trip to PostgreSQL per request.
@@ -127,6 +128,7 @@ func (c *Consumers) addEndpoints(g *Gateway) error {
 		return err
 	}
 	c.publish = g.PublishCommitted
+	c.draining = g.draining
 	go c.watch(g.stopped, func() uint64 { return g.nc.Stats().Reconnects })
 	return nil
 }

@@ -103,6 +103,9 @@ type Gateway struct {
 	stopping bool           // under mu: no more requests join inflight
 	stopOnce sync.Once
 	stopped  chan struct{}
+	// draining is closed when Stop begins waiting for requests in
+	// flight: long polls answer what they have instead of waiting on.
+	draining chan struct{}
 }
 
 // New builds a gateway. reg may be nil: then no metrics are registered.
@@ -115,7 +118,7 @@ func New(cfg Config, nc *nats.Conn, ing Ingester, log zerolog.Logger, reg promet
 	if err != nil {
 		return nil, err
 	}
-	g := &Gateway{cfg: cfg, nc: nc, ing: ing, log: log, metrics: m, stopped: make(chan struct{})}
+	g := &Gateway{cfg: cfg, nc: nc, ing: ing, log: log, metrics: m, stopped: make(chan struct{}), draining: make(chan struct{})}
 	storeLog.Store(&g.log)
 	if cfg.Routing != nil {
 		rcfg := cfg.Routing.withDefaults()
@@ -237,6 +240,7 @@ func (g *Gateway) Stop() {
 		g.mu.Lock()
 		g.stopping = true
 		g.mu.Unlock()
+		close(g.draining)
 		answered := make(chan struct{})
 		go func() { g.inflight.Wait(); close(answered) }()
 		select {

@@ -349,6 +349,8 @@ func (c *Consumers) longPoll(ctx context.Context, queue string, pr model.PopRequ
 			return c.popAnswer(queue, pr.Group, &model.PopResult{DeadLettered: deadLettered}, acked), nil
 		case <-ctx.Done():
 			return c.popAnswer(queue, pr.Group, &model.PopResult{DeadLettered: deadLettered}, acked), nil
+		case <-c.draining: // the gateway stops: answer now rather than after its drain timeout
+			return c.popAnswer(queue, pr.Group, &model.PopResult{DeadLettered: deadLettered}, acked), nil
 		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 // statements are counted (one connection acquired per statement).
 type pollEnv struct {
 	*testEnv
+	gw        *gateway.Gateway
 	consumers *gateway.Consumers
 	store     *pgstore.Store
 	client    *queengate.Client
@@ -29,9 +30,10 @@ func newPollEnv(t *testing.T, checkEvery time.Duration) *pollEnv {
 	store := pgtest.Store(t, e.pgURL)
 	consumers := gateway.NewConsumers(store)
 	consumers.SetCheckEvery(checkEvery)
-	// Pops still waiting when the test ends are not waited for.
-	e.startGateway(gatewayOpts{gateway: gateway.Config{Consumers: consumers, DrainTimeout: 100 * time.Millisecond}})
-	return &pollEnv{testEnv: e, consumers: consumers, store: store, client: e.queenClient(t)}
+	// Pops still waiting when the test ends are answered as the gateway
+	// stops: it never needs its drain timeout for them.
+	gw, _ := e.startGateway(gatewayOpts{gateway: gateway.Config{Consumers: consumers, DrainTimeout: time.Hour}})
+	return &pollEnv{testEnv: e, gw: gw, consumers: consumers, store: store, client: e.queenClient(t)}
 }
 
 func (p *pollEnv) statements() int64 { return p.store.Pool().Stat().AcquireCount() }
