@@ -257,8 +257,8 @@ func ackArrays(items []model.AckItem) (offsets, hashes, completed, errs encodedA
 // ackRow is consumer_ack's answer: arrays of one element per item (those
 // saying what a dead letter needs only when an item failed).
 type ackRow struct {
-	offsets    []*int64
-	results    []string
+	offsets    ackOffsets
+	results    ackResults
 	dead       []bool
 	txnIDs     []*string
 	data       [][]byte

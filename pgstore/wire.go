@@ -118,8 +118,110 @@ func decodeHashArray(src []byte, dst []model.Hash) ([]model.Hash, error) {
 	return dst, nil
 }
 
+// arrayElements splits a binary one-dimensional array of elemOID into its
+// elements, nil for a NULL one; an array of no dimensions has none.
+func arrayElements(src []byte, elemOID uint32) ([][]byte, error) {
+	if len(src) < 12 {
+		return nil, errors.New("pgstore: short array")
+	}
+	if ndim := binary.BigEndian.Uint32(src); ndim == 0 {
+		return nil, nil
+	} else if ndim != 1 || len(src) < 20 || binary.BigEndian.Uint32(src[8:]) != elemOID {
+		return nil, fmt.Errorf("pgstore: expected a one-dimensional array of type %d", elemOID)
+	}
+	n := int(binary.BigEndian.Uint32(src[12:]))
+	body := src[20:]
+	elems := make([][]byte, n)
+	for i := range elems {
+		if len(body) < 4 {
+			return nil, errors.New("pgstore: array shorter than its length")
+		}
+		size := int32(binary.BigEndian.Uint32(body))
+		body = body[4:]
+		if size < 0 {
+			continue // NULL
+		}
+		if int(size) > len(body) {
+			return nil, errors.New("pgstore: array element past its end")
+		}
+		elems[i], body = body[:size:size], body[size:]
+	}
+	if len(body) != 0 {
+		return nil, errors.New("pgstore: array longer than its length")
+	}
+	return elems, nil
+}
+
+// ackOffsets and ackResults are consumer_ack's offs (bigint[], NULL for
+// an unresolved item) and results (text[]), read without pgx's
+// reflection: they have an element per item of every ack.
+type (
+	ackOffsets []*int64
+	ackResults []string
+)
+
+type ackOffsetsScanPlan struct{}
+
+func (ackOffsetsScanPlan) Scan(src []byte, target any) error {
+	dst := target.(*ackOffsets)
+	*dst = nil
+	if src == nil {
+		return nil
+	}
+	elems, err := arrayElements(src, oidInt8)
+	if err != nil {
+		return err
+	}
+	offsets := make([]int64, len(elems))
+	*dst = make(ackOffsets, len(elems))
+	for i, el := range elems {
+		switch {
+		case el == nil:
+		case len(el) != 8:
+			return errors.New("pgstore: a bigint[] element not of 8 bytes")
+		default:
+			offsets[i] = int64(binary.BigEndian.Uint64(el))
+			(*dst)[i] = &offsets[i]
+		}
+	}
+	return nil
+}
+
+type ackResultsScanPlan struct{}
+
+func (ackResultsScanPlan) Scan(src []byte, target any) error {
+	dst := target.(*ackResults)
+	*dst = nil
+	if src == nil {
+		return nil
+	}
+	elems, err := arrayElements(src, oidText)
+	if err != nil {
+		return err
+	}
+	*dst = make(ackResults, len(elems))
+	for i, el := range elems {
+		if el == nil {
+			return errors.New("pgstore: a NULL result")
+		}
+		(*dst)[i] = internedResult(el)
+	}
+	return nil
+}
+
+// internedResult is a result's name, the usual ones not copied per item.
+func internedResult(b []byte) string {
+	for _, known := range []string{model.AckAcked, model.AckAlready} {
+		if string(b) == known {
+			return known
+		}
+	}
+	return string(b)
+}
+
 // arrayCodec wraps pgx's codec for an array type: encodedArray values are
-// sent as they are, and (for uuid[]) *[]Hash targets are parsed directly.
+// sent as they are, and *[]Hash (uuid[]), *ackOffsets and *ackResults
+// targets are parsed directly.
 // Everything else goes to the wrapped codec.
 type arrayCodec struct{ pgtype.Codec }
 
@@ -153,8 +255,21 @@ func (c arrayCodec) PlanEncode(m *pgtype.Map, oid uint32, format int16, value an
 }
 
 func (c arrayCodec) PlanScan(m *pgtype.Map, oid uint32, format int16, target any) pgtype.ScanPlan {
-	if _, ok := target.(*[]model.Hash); ok && oid == oidUUIDArray && format == pgtype.BinaryFormatCode {
-		return hashArrayScanPlan{}
+	if format == pgtype.BinaryFormatCode {
+		switch target.(type) {
+		case *[]model.Hash:
+			if oid == oidUUIDArray {
+				return hashArrayScanPlan{}
+			}
+		case *ackOffsets:
+			if oid == oidInt8Array {
+				return ackOffsetsScanPlan{}
+			}
+		case *ackResults:
+			if oid == oidTextArray {
+				return ackResultsScanPlan{}
+			}
+		}
 	}
 	return c.Codec.PlanScan(m, oid, format, target)
 }

@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"bytes"
+	"reflect"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgtype"
@@ -55,6 +56,53 @@ func TestAckArraysAreWhatPgxSends(t *testing.T) {
 		}
 		if !bytes.Equal(tc.ours.b, want) {
 			t.Errorf("%s: built\n%x\npgx sends\n%x", tc.name, tc.ours.b, want)
+		}
+	}
+}
+
+// TestAckAnswerArraysReadAsPgxReadsThem: consumer_ack's offs and results,
+// parsed by hand, are what pgx's own codecs make of them, NULLs and
+// empty arrays included.
+func TestAckAnswerArraysReadAsPgxReadsThem(t *testing.T) {
+	m := pgtype.NewMap()
+	seven, big := int64(7), int64(1)<<50
+	for _, offsets := range [][]*int64{nil, {}, {&seven}, {&seven, nil, &big}, {nil}} {
+		src, err := m.Encode(oidInt8Array, pgtype.BinaryFormatCode, offsets, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []*int64
+		var got ackOffsets
+		if err := m.Scan(oidInt8Array, pgtype.BinaryFormatCode, src, &want); err != nil {
+			t.Fatal(err)
+		}
+		if err := (ackOffsetsScanPlan{}).Scan(src, &got); err != nil {
+			t.Fatal(err)
+		}
+		if (want == nil) != (got == nil) || len(want) != len(got) {
+			t.Fatalf("%x: read %v, pgx reads %v", src, got, want)
+		}
+		for i := range want {
+			if (want[i] == nil) != (got[i] == nil) || want[i] != nil && *want[i] != *got[i] {
+				t.Fatalf("%x: element %d read %v, pgx reads %v", src, i, got[i], want[i])
+			}
+		}
+	}
+	for _, results := range [][]string{nil, {}, {"acked"}, {"acked", "alreadyAcked", "notInLease", ""}} {
+		src, err := m.Encode(oidTextArray, pgtype.BinaryFormatCode, results, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		var got ackResults
+		if err := m.Scan(oidTextArray, pgtype.BinaryFormatCode, src, &want); err != nil {
+			t.Fatal(err)
+		}
+		if err := (ackResultsScanPlan{}).Scan(src, &got); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual([]string(got), want) {
+			t.Fatalf("%x: read %q, pgx reads %q", src, got, want)
 		}
 	}
 }
