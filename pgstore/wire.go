@@ -160,53 +160,50 @@ type (
 	ackResults []string
 )
 
-type ackOffsetsScanPlan struct{}
-
-func (ackOffsetsScanPlan) Scan(src []byte, target any) error {
-	dst := target.(*ackOffsets)
+// scanElements reads src, a binary array of elemOID or NULL, into *dst,
+// each element through read (given nil for a NULL element).
+func scanElements[T any](src []byte, elemOID uint32, dst *[]T, read func(el []byte) (T, error)) error {
 	*dst = nil
 	if src == nil {
 		return nil
 	}
-	elems, err := arrayElements(src, oidInt8)
+	elems, err := arrayElements(src, elemOID)
 	if err != nil {
 		return err
 	}
-	offsets := make([]int64, len(elems))
-	*dst = make(ackOffsets, len(elems))
+	*dst = make([]T, len(elems))
 	for i, el := range elems {
-		switch {
-		case el == nil:
-		case len(el) != 8:
-			return errors.New("pgstore: a bigint[] element not of 8 bytes")
-		default:
-			offsets[i] = int64(binary.BigEndian.Uint64(el))
-			(*dst)[i] = &offsets[i]
+		if (*dst)[i], err = read(el); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
+type ackOffsetsScanPlan struct{}
+
+func (ackOffsetsScanPlan) Scan(src []byte, target any) error {
+	return scanElements(src, oidInt8, (*[]*int64)(target.(*ackOffsets)), func(el []byte) (*int64, error) {
+		switch {
+		case el == nil:
+			return nil, nil
+		case len(el) != 8:
+			return nil, errors.New("pgstore: a bigint[] element not of 8 bytes")
+		}
+		n := int64(binary.BigEndian.Uint64(el))
+		return &n, nil
+	})
+}
+
 type ackResultsScanPlan struct{}
 
 func (ackResultsScanPlan) Scan(src []byte, target any) error {
-	dst := target.(*ackResults)
-	*dst = nil
-	if src == nil {
-		return nil
-	}
-	elems, err := arrayElements(src, oidText)
-	if err != nil {
-		return err
-	}
-	*dst = make(ackResults, len(elems))
-	for i, el := range elems {
+	return scanElements(src, oidText, (*[]string)(target.(*ackResults)), func(el []byte) (string, error) {
 		if el == nil {
-			return errors.New("pgstore: a NULL result")
+			return "", errors.New("pgstore: a NULL result")
 		}
-		(*dst)[i] = internedResult(el)
-	}
-	return nil
+		return internedResult(el), nil
+	})
 }
 
 // internedResult is a result's name, the usual ones not copied per item.
