@@ -180,6 +180,9 @@ func (c *Client) request(ctx context.Context, subject string, body []byte, opera
 	if werr := replyError(reply); werr != nil {
 		return werr
 	}
+	if decodeByHand(reply.Data, v) {
+		return nil
+	}
 	if err := json.Unmarshal(reply.Data, v); err != nil {
 		return fmt.Errorf("queengate: %s: unreadable answer %q: %w", subject, reply.Data, err)
 	}

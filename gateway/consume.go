@@ -356,8 +356,14 @@ func ackItemsInto(dst *[]queengate.AckItem) func([]byte) *queengate.Error {
 			return badInput(`"items" must be an array of items such as %s, not %s`, ackItemShape.example, describe(raw))
 		}
 		items := make([]queengate.AckItem, len(elems))
+		// One set of fields for all items, decoding into the current one:
+		// not four closures per item.
+		var it *queengate.AckItem
+		fields := ackItemFields(&it)
 		for i, e := range elems {
-			if werr := decodeAckItem(e, i, &items[i]); werr != nil {
+			it = &items[i]
+			where := func() string { return "item " + strconv.Itoa(i) }
+			if werr := decodeObjectAt(e, where, ackItemShape, fields...); werr != nil {
 				return werr
 			}
 		}
@@ -366,24 +372,25 @@ func ackItemsInto(dst *[]queengate.AckItem) func([]byte) *queengate.Error {
 	}
 }
 
-func decodeAckItem(raw []byte, i int, it *queengate.AckItem) *queengate.Error {
-	return decodeObject(raw, "item "+strconv.Itoa(i), ackItemShape,
-		objectField{name: "transactionId", decode: func(raw []byte) *queengate.Error {
-			if err := stringInto("transactionId", &it.TransactionID)(raw); err != nil {
+// ackItemFields are an ack item's fields, decoded into *it.
+func ackItemFields(it **queengate.AckItem) []objectField {
+	return []objectField{
+		{name: "transactionId", decode: func(raw []byte) *queengate.Error {
+			if err := stringInto("transactionId", &(*it).TransactionID)(raw); err != nil {
 				return err
 			}
-			if it.TransactionID == "" {
+			if (*it).TransactionID == "" {
 				return badInput(`"transactionId" is empty: 1-%d bytes`, queengate.MaxTxnIDBytes)
 			}
 			return nil
 		}},
-		objectField{name: "offset", decode: func(raw []byte) *queengate.Error {
-			it.Offset = new(int64)
-			return wholeNumberInto("offset", 0, math.MaxInt64, it.Offset)(raw)
+		{name: "offset", decode: func(raw []byte) *queengate.Error {
+			(*it).Offset = new(int64)
+			return wholeNumberInto("offset", 0, math.MaxInt64, (*it).Offset)(raw)
 		}},
-		objectField{name: "status", decode: stringInto("status", &it.Status)},
-		objectField{name: "error", decode: stringInto("error", &it.Error)},
-	)
+		{name: "status", decode: func(raw []byte) *queengate.Error { return stringInto("status", &(*it).Status)(raw) }},
+		{name: "error", decode: func(raw []byte) *queengate.Error { return stringInto("error", &(*it).Error)(raw) }},
+	}
 }
 
 // encodePop writes a pop's answer by hand: data comes back as pushed;

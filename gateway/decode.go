@@ -202,6 +202,22 @@ func (s *scanner) str(out *[]byte) (escaped bool) {
 	return escaped
 }
 
+// stringValue scans the string at s.i and returns its value: a
+// sub-slice of the body when it holds no escape, else a decoded copy.
+func (s *scanner) stringValue() []byte {
+	start := s.i
+	if !s.str(nil) {
+		return s.b[start+1 : max(start+1, s.i-1)]
+	}
+	if s.err != nil {
+		return nil
+	}
+	out := make([]byte, 0, s.i-start)
+	s.i = start
+	s.str(&out)
+	return out
+}
+
 func (s *scanner) escape(out *[]byte) {
 	s.i++ // backslash
 	if s.i >= len(s.b) {
@@ -331,7 +347,9 @@ func (s *scanner) array(elem func()) {
 
 // object scans {"key": value, …}. For each key, member (if non-nil) is
 // called with the scanner positioned at the value and must consume it;
-// it returns false to let the value be skipped instead.
+// it returns false to let the value be skipped instead. The key is never
+// overwritten later: a key without escapes is a sub-slice of the body
+// (no copy: an ack's every item has keys), one with escapes a copy.
 func (s *scanner) object(member func(key []byte) bool) {
 	if !s.nest() {
 		return
@@ -343,15 +361,13 @@ func (s *scanner) object(member func(key []byte) bool) {
 		s.i++
 		return
 	}
-	var key []byte
 	for s.err == nil {
 		s.ws()
 		if s.peek() != '"' {
 			s.fail("expected a string key in object")
 			return
 		}
-		key = key[:0]
-		s.str(&key)
+		key := s.stringValue()
 		s.ws()
 		if s.peek() != ':' {
 			s.fail("expected : after object key")
@@ -648,28 +664,28 @@ func editDistance(a, b string) int {
 
 // field is one member of a JSON object: its key and raw value.
 type field struct {
-	key string
+	key []byte // a sub-slice of the body unless it held escapes
 	raw []byte
 }
 
 // scanObject validates body as one JSON object (the scanner's rules, so
 // no \u0000 or unpaired surrogate anywhere) and returns its members in
 // order, repeated keys included (decodeObject refuses them). what names
-// the object in messages.
-func scanObject(body []byte, what string) ([]field, error) {
+// the object in messages (built only for one).
+func scanObject(body []byte, what func() string) ([]field, error) {
 	s := &scanner{b: body}
 	s.ws()
 	if s.peek() != '{' {
 		if s.i == len(body) {
-			return nil, fmt.Errorf("%s is empty: send a JSON object", what)
+			return nil, fmt.Errorf("%s is empty: send a JSON object", what())
 		}
-		return nil, fmt.Errorf("%s must be a JSON object", what)
+		return nil, fmt.Errorf("%s must be a JSON object", what())
 	}
-	var fields []field
+	fields := make([]field, 0, 4) // one allocation for an ack item
 	s.object(func(key []byte) bool {
 		start := s.i
 		s.value()
-		fields = append(fields, field{key: string(key), raw: body[start:s.i]})
+		fields = append(fields, field{key: key, raw: body[start:s.i]})
 		return true
 	})
 	if s.err == nil {
@@ -680,9 +696,9 @@ func scanObject(body []byte, what string) ([]field, error) {
 	}
 	switch {
 	case errors.Is(s.err, errUnstorable):
-		return nil, fmt.Errorf("%s: %v", what, s.err)
+		return nil, fmt.Errorf("%s: %v", what(), s.err)
 	case s.err != nil:
-		return nil, fmt.Errorf("%s is not valid JSON: %v", what, s.err)
+		return nil, fmt.Errorf("%s is not valid JSON: %v", what(), s.err)
 	}
 	return fields, nil
 }
@@ -694,7 +710,6 @@ func decodeString(raw []byte) (string, bool) {
 	if s.peek() != '"' {
 		return "", false
 	}
-	out := []byte{}
-	s.str(&out)
+	out := s.stringValue()
 	return string(out), s.err == nil && s.i == len(raw)
 }

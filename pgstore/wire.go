@@ -11,7 +11,8 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-// The push path sends thousands of array elements per statement. pgx's
+// The push path sends thousands of array elements per statement (an
+// ack, one per item). pgx's
 // generic array codec boxes every element into an interface and grows its
 // buffer as it goes; for a 1000-message frame that was ~0.7 ms of client CPU
 // per push. So the push arrays are built directly in PostgreSQL's binary
@@ -22,6 +23,10 @@ const (
 	oidText      = 25
 	oidJSON      = 114
 	oidUUID      = 2950
+	oidInt8      = 20
+	oidBool      = 16
+	oidInt8Array = pgtype.Int8ArrayOID
+	oidBoolArray = pgtype.BoolArrayOID
 	oidTextArray = pgtype.TextArrayOID
 	oidJSONArray = pgtype.JSONArrayOID
 	oidUUIDArray = pgtype.UUIDArrayOID
@@ -60,6 +65,26 @@ func (b *arrayBuilder) appendBytes(p []byte) {
 	b.buf = append(b.buf, p...)
 }
 
+// appendNull appends a NULL element, marking the array as holding one.
+func (b *arrayBuilder) appendNull() {
+	binary.BigEndian.PutUint32(b.buf[4:], 1) // has nulls
+	b.buf = binary.BigEndian.AppendUint32(b.buf, 0xFFFFFFFF)
+}
+
+func (b *arrayBuilder) appendInt64(n int64) {
+	b.buf = binary.BigEndian.AppendUint32(b.buf, 8)
+	b.buf = binary.BigEndian.AppendUint64(b.buf, uint64(n))
+}
+
+func (b *arrayBuilder) appendBool(v bool) {
+	b.buf = binary.BigEndian.AppendUint32(b.buf, 1)
+	if v {
+		b.buf = append(b.buf, 1)
+	} else {
+		b.buf = append(b.buf, 0)
+	}
+}
+
 func (b *arrayBuilder) encoded() encodedArray { return encodedArray{b.buf} }
 
 // decodeHashArray parses a binary uuid[] (one dimension, no NULLs).
@@ -93,8 +118,107 @@ func decodeHashArray(src []byte, dst []model.Hash) ([]model.Hash, error) {
 	return dst, nil
 }
 
+// arrayElements splits a binary one-dimensional array of elemOID into its
+// elements, nil for a NULL one; an array of no dimensions has none.
+func arrayElements(src []byte, elemOID uint32) ([][]byte, error) {
+	if len(src) < 12 {
+		return nil, errors.New("pgstore: short array")
+	}
+	if ndim := binary.BigEndian.Uint32(src); ndim == 0 {
+		return nil, nil
+	} else if ndim != 1 || len(src) < 20 || binary.BigEndian.Uint32(src[8:]) != elemOID {
+		return nil, fmt.Errorf("pgstore: expected a one-dimensional array of type %d", elemOID)
+	}
+	n := int(binary.BigEndian.Uint32(src[12:]))
+	body := src[20:]
+	elems := make([][]byte, n)
+	for i := range elems {
+		if len(body) < 4 {
+			return nil, errors.New("pgstore: array shorter than its length")
+		}
+		size := int32(binary.BigEndian.Uint32(body))
+		body = body[4:]
+		if size < 0 {
+			continue // NULL
+		}
+		if int(size) > len(body) {
+			return nil, errors.New("pgstore: array element past its end")
+		}
+		elems[i], body = body[:size:size], body[size:]
+	}
+	if len(body) != 0 {
+		return nil, errors.New("pgstore: array longer than its length")
+	}
+	return elems, nil
+}
+
+// ackOffsets and ackResults are consumer_ack's offs (bigint[], NULL for
+// an unresolved item) and results (text[]), read without pgx's
+// reflection: they have an element per item of every ack.
+type (
+	ackOffsets []*int64
+	ackResults []string
+)
+
+// scanElements reads src, a binary array of elemOID or NULL, into *dst,
+// each element through read (given nil for a NULL element).
+func scanElements[T any](src []byte, elemOID uint32, dst *[]T, read func(el []byte) (T, error)) error {
+	*dst = nil
+	if src == nil {
+		return nil
+	}
+	elems, err := arrayElements(src, elemOID)
+	if err != nil {
+		return err
+	}
+	*dst = make([]T, len(elems))
+	for i, el := range elems {
+		if (*dst)[i], err = read(el); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type ackOffsetsScanPlan struct{}
+
+func (ackOffsetsScanPlan) Scan(src []byte, target any) error {
+	return scanElements(src, oidInt8, (*[]*int64)(target.(*ackOffsets)), func(el []byte) (*int64, error) {
+		switch {
+		case el == nil:
+			return nil, nil
+		case len(el) != 8:
+			return nil, errors.New("pgstore: a bigint[] element not of 8 bytes")
+		}
+		n := int64(binary.BigEndian.Uint64(el))
+		return &n, nil
+	})
+}
+
+type ackResultsScanPlan struct{}
+
+func (ackResultsScanPlan) Scan(src []byte, target any) error {
+	return scanElements(src, oidText, (*[]string)(target.(*ackResults)), func(el []byte) (string, error) {
+		if el == nil {
+			return "", errors.New("pgstore: a NULL result")
+		}
+		return internedResult(el), nil
+	})
+}
+
+// internedResult is a result's name, the usual ones not copied per item.
+func internedResult(b []byte) string {
+	for _, known := range []string{model.AckAcked, model.AckAlready} {
+		if string(b) == known {
+			return known
+		}
+	}
+	return string(b)
+}
+
 // arrayCodec wraps pgx's codec for an array type: encodedArray values are
-// sent as they are, and (for uuid[]) *[]Hash targets are parsed directly.
+// sent as they are, and *[]Hash (uuid[]), *ackOffsets and *ackResults
+// targets are parsed directly.
 // Everything else goes to the wrapped codec.
 type arrayCodec struct{ pgtype.Codec }
 
@@ -128,8 +252,21 @@ func (c arrayCodec) PlanEncode(m *pgtype.Map, oid uint32, format int16, value an
 }
 
 func (c arrayCodec) PlanScan(m *pgtype.Map, oid uint32, format int16, target any) pgtype.ScanPlan {
-	if _, ok := target.(*[]model.Hash); ok && oid == oidUUIDArray && format == pgtype.BinaryFormatCode {
-		return hashArrayScanPlan{}
+	if format == pgtype.BinaryFormatCode {
+		switch target.(type) {
+		case *[]model.Hash:
+			if oid == oidUUIDArray {
+				return hashArrayScanPlan{}
+			}
+		case *ackOffsets:
+			if oid == oidInt8Array {
+				return ackOffsetsScanPlan{}
+			}
+		case *ackResults:
+			if oid == oidTextArray {
+				return ackResultsScanPlan{}
+			}
+		}
 	}
 	return c.Codec.PlanScan(m, oid, format, target)
 }
@@ -138,7 +275,7 @@ func (c arrayCodec) PlanScan(m *pgtype.Map, oid uint32, format int16, target any
 // this for every pooled connection.
 func registerCodecs(_ context.Context, conn *pgx.Conn) error {
 	m := conn.TypeMap()
-	for _, oid := range []uint32{oidTextArray, oidJSONArray, oidUUIDArray} {
+	for _, oid := range []uint32{oidTextArray, oidJSONArray, oidUUIDArray, oidInt8Array, oidBoolArray} {
 		t, ok := m.TypeForOID(oid)
 		if !ok {
 			return fmt.Errorf("pgstore: type %d unknown to pgx", oid)
