@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -84,7 +85,8 @@ var tableRead = regexp.MustCompile(`[A-Za-z ]*Scan[^\n]* on (log_partitions|log_
 // statistics say: at 1k, 10k and 100k partitions with the statistics of
 // 1k, and after the partition rows were updated many times with no
 // vacuum; in a session whose plans were made at 1k and in one that
-// plans at each size.
+// plans at each size. Partitions are created on the way, as flushes
+// create them.
 func TestPushPlansReadByKey(t *testing.T) {
 	url := pgtest.NewDB(t)
 	ctx := context.Background()
@@ -106,6 +108,9 @@ func TestPushPlansReadByKey(t *testing.T) {
 			first.QueueID, n)
 	}
 	grow(1000)
+	if _, err := st.EnsureGroup(ctx, "plans", "g"); err != nil {
+		t.Fatal(err)
+	}
 	exec("ANALYZE queen.log_partitions")
 	early := openPlanLog(t, url) // plans made at 1k, reused as the table grows
 	rows := benchRows{prefix: "plans-"}
@@ -144,12 +149,25 @@ func TestPushPlansReadByKey(t *testing.T) {
 	}
 }
 
+var freshPartitions atomic.Int64
+
 // pushPlanShapes pushes bundles that take every path of the routine: a
 // full probe and a narrowed one with a candidate beside frames with
 // nothing to probe, then a bundle with a repeat and a stored duplicate.
 func pushPlanShapes(t *testing.T, st *pgstore.Store, rows *benchRows, partitions int) {
 	t.Helper()
 	ctx := context.Background()
+	// Partitions created, as a flush creates them (with a cursor for
+	// each of the queue's groups): ensure_partitions reads by key too.
+	// Six calls: PostgreSQL plans a routine's statement anew for its
+	// first five, then may keep a generic plan.
+	for range 6 {
+		n := freshPartitions.Add(2)
+		fresh := []string{fmt.Sprintf("new-%d", n-1), fmt.Sprintf("new-%d", n)}
+		if _, created, err := st.EnsurePartitions(ctx, []string{"plans", "plans"}, fresh); err != nil || !created[0] || !created[1] {
+			t.Fatalf("ensure partitions %v: created %v, %v", fresh, created, err)
+		}
+	}
 	var pids []int64
 	for i := range 8 {
 		p, err := st.EnsurePartition(ctx, "plans", fmt.Sprintf("p%d", 1+(i*7919)%partitions))

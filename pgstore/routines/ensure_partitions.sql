@@ -28,6 +28,7 @@ LANGUAGE plpgsql AS $$
 DECLARE
     v_missing integer[];
     v_created bigint[];
+    v_created_q bigint[];
     f_idx     integer[];
     f_pid     bigint[];
     f_qid     bigint[];
@@ -66,22 +67,23 @@ BEGIN
      ORDER BY q.id
        FOR KEY SHARE;
     WITH ins AS (
-        INSERT INTO queen.log_partitions (queue_id, name)
+        INSERT INTO queen.log_partitions AS lp (queue_id, name)
         SELECT DISTINCT q.id, p_partitions[i]
           FROM unnest(v_missing) AS i
           JOIN LATERAL (SELECT q.id FROM queen.queues q WHERE q.name = p_queues[i] OFFSET 0) AS q ON true
          WHERE p_partitions[i] ~ '^[A-Za-z0-9_-]{1,128}$'
          ORDER BY 1, 2
         ON CONFLICT ON CONSTRAINT log_partitions_queue_id_name_key DO NOTHING
-        RETURNING id
+        RETURNING lp.id, lp.queue_id AS qid
     )
-    SELECT array_agg(ins.id) INTO v_created FROM ins;
-    -- Each group's cursor, parked: the partition has no message yet.
+    SELECT array_agg(ins.id), array_agg(ins.qid) INTO v_created, v_created_q FROM ins;
+    -- Each group's cursor, parked: the partition has no message yet. By
+    -- key, from what the insert returned: joining log_partitions here,
+    -- the session's generic plan scanned the whole table on every call.
     INSERT INTO queen.consumer_cursors (group_id, partition_id, parked)
-    SELECT g.id, p.id, true
-      FROM unnest(v_created) AS c(id)
-      JOIN queen.log_partitions p ON p.id = c.id
-      JOIN queen.consumer_groups g ON g.queue_id = p.queue_id
+    SELECT g.id, c.pid, true
+      FROM unnest(v_created, v_created_q) AS c(pid, qid)
+      JOIN LATERAL (SELECT g.id FROM queen.consumer_groups g WHERE g.queue_id = c.qid OFFSET 0) AS g ON true
      ORDER BY 1, 2;
     RETURN QUERY
         SELECT i, p.id, q.id, q.dedup_window_seconds, p.last_offset, q.on_conflict, c.id IS NOT NULL
