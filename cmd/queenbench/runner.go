@@ -339,7 +339,9 @@ func drive(ctx context.Context, t Target, g *generator, deadline time.Time, prog
 	out.FleetGap = longestGap(start, answeredAt)
 	out.Messages = out.Queued + out.Duplicate + out.Failed
 	if elapsed > 0 {
-		out.Throughput = float64(out.Messages) / elapsed.Seconds()
+		// Answered failed is not throughput: a gateway refusing every
+		// message at once would otherwise look fastest.
+		out.Throughput = float64(out.Queued+out.Duplicate) / elapsed.Seconds()
 	}
 	out.P50, out.P90, out.P99 = percentile(all, 0.50), percentile(all, 0.90), percentile(all, 0.99)
 	if len(all) > 0 {
