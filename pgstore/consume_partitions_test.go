@@ -377,3 +377,26 @@ func TestPopsRacingPushesLeaveNoPartitionBehind(t *testing.T) {
 		t.Fatalf("%d partitions still have work for the group (%v)", left, err)
 	}
 }
+
+// A group inserted as the release before cursors-ahead inserted groups
+// (a plain INSERT, as a gateway still running that release does during an
+// upgrade) gets its cursors too, and its pops deliver every partition.
+func TestAGroupInsertedByAnOlderGatewayGetsItsCursors(t *testing.T) {
+	t.Parallel()
+	q, st := sharedManyPartitions(t, 50)
+	q.push(t, 2, q.parts[:20]...)
+	var g model.Group
+	g.Name, g.QueueID = "older", q.parts[0].QueueID
+	if err := st.Pool().QueryRow(context.Background(), `INSERT INTO queen.consumer_groups (queue_id, name) VALUES ($1, $2)
+		ON CONFLICT (queue_id, name) DO NOTHING RETURNING id`, g.QueueID, g.Name).Scan(&g.ID); err != nil {
+		t.Fatal(err)
+	}
+	if n := q.cursors(t, g); n != 50 {
+		t.Fatalf("a group inserted by plain SQL has %d cursors on 50 partitions", n)
+	}
+	q.push(t, 1, q.parts[40:45]...) // to partitions whose cursors were born parked
+	got := q.drain(t, g)
+	if len(got) != 25 {
+		t.Fatalf("the group's pops delivered %d partitions, want 25: %v", len(got), got)
+	}
+}

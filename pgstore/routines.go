@@ -96,13 +96,17 @@ func applyRoutines(ctx context.Context, conn *pgx.Conn) error {
 	return nil
 }
 
-// dropRoutinesSQL drops every function and procedure of schema queen.
+// dropRoutinesSQL drops every function and procedure of schema queen but
+// trigger functions, which their files replace in place.
 const dropRoutinesSQL = `
 DO $$
 DECLARE r record;
 BEGIN
     FOR r IN SELECT p.oid::regprocedure AS sig, p.prokind FROM pg_proc p
               WHERE p.pronamespace = 'queen'::regnamespace
+                -- a trigger's function stays: its trigger depends on it,
+                -- and its file replaces it in place
+                AND p.prorettype <> 'trigger'::regtype
     LOOP
         EXECUTE format('DROP %s %s', CASE r.prokind WHEN 'p' THEN 'PROCEDURE' ELSE 'FUNCTION' END, r.sig);
     END LOOP;

@@ -1,7 +1,7 @@
 -- ensure_group returns the id of queue p_queue_id's consumer group p_name,
--- creating it, with a cursor on every partition of the queue, when it
--- does not exist. A partition without messages gets its cursor parked
--- (consumer_choose): nothing to walk until a push wakes it.
+-- creating it, with a cursor on every partition of the queue (its
+-- insert's trigger, consumer_group_cursors, makes them), when it does not
+-- exist.
 --
 -- Lock order (LOCKS.md): the queue row FOR UPDATE first. Creating a
 -- partition holds the same row FOR KEY SHARE until it commits, so one of
@@ -21,13 +21,9 @@ BEGIN
     RETURNING id INTO v_id;
     IF v_id IS NULL THEN
         SELECT g.id INTO STRICT v_id FROM queen.consumer_groups g WHERE g.queue_id = p_queue_id AND g.name = p_name;
-        RETURN v_id;
     END IF;
-    -- A statement after the lock: it sees every partition committed before.
-    INSERT INTO queen.consumer_cursors (group_id, partition_id, parked)
-    SELECT v_id, p.id, p.last_offset < 0 FROM queen.log_partitions p
-     WHERE p.queue_id = p_queue_id
-     ORDER BY p.id;
+    -- The group's cursors were made by its insert's trigger
+    -- (consumer_group_cursors), under the queue row held here.
     RETURN v_id;
 END
 $$;
