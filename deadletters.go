@@ -1,6 +1,11 @@
 package queengate
 
-import "time"
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+)
 
 // DeadLettersRequest selects dead letters of a queue, for a list or a
 // redrive (docs/protocol.md, "Redrive"); every field is optional.
@@ -69,4 +74,51 @@ type RedriveAnswer struct {
 	Skipped    int                 `json:"skipped,omitempty"`
 	Partitions []RedrivenPartition `json:"partitions"`
 	More       bool                `json:"more,omitempty"`
+}
+
+// DLQList is the subject listing queue's dead letters not yet redriven.
+func (s Subjects) DLQList(queue string) string { return s.Prefix + ".dlq.list." + queue }
+
+// DLQRedrive is the subject redriving queue's dead letters.
+func (s Subjects) DLQRedrive(queue string) string { return s.Prefix + ".dlq.redrive." + queue }
+
+// DeadLetters lists queue's dead letters not yet redriven that req
+// selects: what Redrive with the same req would move (an operator
+// request: it needs the admin token when the gateway has one).
+func (c *Client) DeadLetters(ctx context.Context, queue string, req DeadLettersRequest) (DeadLettersAnswer, error) {
+	var out DeadLettersAnswer
+	return out, c.deadLetterRequest(ctx, c.subjects.DLQList(queue), queue, req, &out)
+}
+
+// Redrive moves queue's dead letters that req selects back to their
+// partitions, up to req.Limit (MaxRedrive when 0) in one request; when
+// the answer says More, send it again. Each dead letter moves once,
+// however often a redrive is retried.
+func (c *Client) Redrive(ctx context.Context, queue string, req DeadLettersRequest) (RedriveAnswer, error) {
+	var out RedriveAnswer
+	return out, c.deadLetterRequest(ctx, c.subjects.DLQRedrive(queue), queue, req, &out)
+}
+
+// RedriveAll redrives until nothing req selects is left, and returns how
+// many dead letters it moved.
+func (c *Client) RedriveAll(ctx context.Context, queue string, req DeadLettersRequest) (int, error) {
+	moved := 0
+	for {
+		a, err := c.Redrive(ctx, queue, req)
+		moved += a.Moved
+		if err != nil || !a.More || a.Moved == 0 {
+			return moved, err
+		}
+	}
+}
+
+func (c *Client) deadLetterRequest(ctx context.Context, subject, queue string, req DeadLettersRequest, out any) error {
+	if !ValidName(queue) {
+		return fmt.Errorf("queengate: bad queue name %q: %s", queue, NameRule)
+	}
+	b, err := json.Marshal(req)
+	if err != nil {
+		return fmt.Errorf("queengate: encode the dead-letter selection: %w", err)
+	}
+	return c.request(ctx, subject, b, true, out)
 }
