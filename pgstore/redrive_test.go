@@ -3,6 +3,7 @@ package pgstore_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/queengate/queengate/model"
@@ -136,5 +137,51 @@ func TestARedriveMovesWhatItsFilterSelects(t *testing.T) {
 	}
 	if fmt.Sprint(ids) != "[t1 t2 t0 t3]" {
 		t.Fatalf("redriven in order %v, want [t1 t2 t0 t3]", ids)
+	}
+}
+
+// Redrives racing on one partition move each dead letter once between
+// them: each takes the redrive cursor's row and moves what no committed
+// redrive consumed.
+func TestRacingRedrivesMoveEachDeadLetterOnce(t *testing.T) {
+	t.Parallel()
+	const n = 20
+	b := setupConsumer(t, n)
+	b.deadLetterAll(t, n)
+	var wg sync.WaitGroup
+	moved := make([]int, 4)
+	errs := make([]error, 4)
+	for i := range moved {
+		wg.Go(func() {
+			r, err := b.store.Redrive(context.Background(), b.queue, "Default", model.DeadLetterFilter{}, 7)
+			moved[i], errs[i] = r.Moved, err
+		})
+	}
+	wg.Wait()
+	total := 0
+	for i := range moved {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+		total += moved[i]
+	}
+	for total < n {
+		r := b.redrive(t, model.DeadLetterFilter{}, 7)
+		if r.Moved == 0 {
+			t.Fatalf("%d moved, then nothing more", total)
+		}
+		total += r.Moved
+	}
+	if last := b.lastOffsetOf(t, b.queue); total != n || last != 2*n-1 {
+		t.Fatalf("%d moved, partition at offset %d: want %d moved, at %d", total, last, n, 2*n-1)
+	}
+	seen := map[string]int{}
+	for _, m := range b.readFrom(t, n) {
+		seen[m.TxnID]++
+	}
+	for i := range n {
+		if id := fmt.Sprintf("t%d", i); seen[id] != 1 {
+			t.Errorf("%s redriven %d times", id, seen[id])
+		}
 	}
 }
