@@ -50,12 +50,22 @@ func decodeDeadLetters(body []byte) (queengate.DeadLettersRequest, *queengate.Er
 	return req, werr
 }
 
-// deadLetterPartitions are the partitions of queue's dead-letter queue a
-// request selects, in name order; none when it has none.
-func (o *Ops) deadLetterPartitions(ctx context.Context, queue string, req queengate.DeadLettersRequest) ([]string, *queengate.Error) {
-	if werr := validQueue(queue); werr != nil {
-		return nil, werr
+// deadLetterPartitions decodes a list's or redrive's body, and finds the
+// partitions of queue's dead-letter queue it selects, in name order; none
+// when it has none.
+func (o *Ops) deadLetterPartitions(ctx context.Context, queue string, body []byte) (queengate.DeadLettersRequest, []string, *queengate.Error) {
+	req, werr := decodeDeadLetters(body)
+	if werr == nil {
+		werr = validQueue(queue)
 	}
+	if werr != nil {
+		return req, nil, werr
+	}
+	parts, werr := o.dlqPartitionNames(ctx, queue, req)
+	return req, parts, werr
+}
+
+func (o *Ops) dlqPartitionNames(ctx context.Context, queue string, req queengate.DeadLettersRequest) ([]string, *queengate.Error) {
 	if _, err := o.store.QueueConfig(ctx, queue); err != nil {
 		if errors.Is(err, model.ErrQueueNotFound) {
 			return nil, &queengate.Error{Code: queengate.CodeNotFound, Message: fmt.Sprintf("queue %q does not exist", queue)}
@@ -98,11 +108,7 @@ func limitOf(req queengate.DeadLettersRequest) int {
 // ListDeadLetters lists queue's dead letters not yet redriven that the
 // body selects: what a redrive with the same body would move.
 func (o *Ops) ListDeadLetters(ctx context.Context, queue string, body []byte) (any, *queengate.Error) {
-	req, werr := decodeDeadLetters(body)
-	if werr != nil {
-		return nil, werr
-	}
-	parts, werr := o.deadLetterPartitions(ctx, queue, req)
+	req, parts, werr := o.deadLetterPartitions(ctx, queue, body)
 	if werr != nil {
 		return nil, werr
 	}
@@ -169,11 +175,7 @@ const redriveEntry = 128
 // partitions, one partition at a time (each in one transaction), while
 // the limit and the answer's room last.
 func (o *Ops) Redrive(ctx context.Context, queue string, body []byte) (any, *queengate.Error) {
-	req, werr := decodeDeadLetters(body)
-	if werr != nil {
-		return nil, werr
-	}
-	parts, werr := o.deadLetterPartitions(ctx, queue, req)
+	req, parts, werr := o.deadLetterPartitions(ctx, queue, body)
 	if werr != nil {
 		return nil, werr
 	}

@@ -60,11 +60,7 @@ func (s *Store) Redrive(ctx context.Context, queue, partition string, f model.De
 		offsets[i] = p.Offset
 	}
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, "SELECT o FROM queen.consumer_dead_letter_pending($1, $2, $3) AS o", g.ID, dlq, offsets)
-		if err != nil {
-			return err
-		}
-		still, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		still, err := stillPending(ctx, tx, g.ID, dlq, offsets)
 		if err != nil || len(still) == 0 {
 			return err // another redrive moved them meanwhile
 		}
@@ -82,6 +78,17 @@ func (s *Store) Redrive(ctx context.Context, queue, partition string, f model.De
 		return model.Redriven{}, fmt.Errorf("pgstore: redrive of %s/%s: %w", queue, partition, err)
 	}
 	return out, nil
+}
+
+// stillPending locks group groupID's cursor row on partition pid and
+// returns which of offsets are not done for the group
+// (queen.consumer_dead_letter_pending).
+func stillPending(ctx context.Context, tx pgx.Tx, groupID, pid int64, offsets []int64) ([]int64, error) {
+	rows, err := tx.Query(ctx, "SELECT o FROM queen.consumer_dead_letter_pending($1, $2, $3) AS o", groupID, pid, offsets)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[int64])
 }
 
 // redriveCursor finds the redrive group of queue's dead-letter queue,

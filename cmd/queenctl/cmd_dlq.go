@@ -130,18 +130,26 @@ func listDeadLetters(ctx context.Context, c adminClient, queue string, req queen
 	return a, raw, decodeAnswer(raw, &a)
 }
 
+// dlqCommand is a dlq command's arguments checked: its queue, the
+// selection its flags make, and the gateway to send it to.
+func dlqCommand(ctx context.Context, s *session, name string, args []string,
+	selection func(string) (queengate.DeadLettersRequest, error)) (string, queengate.DeadLettersRequest, adminClient, error) {
+	queue, err := dlqQueue(name, args)
+	if err != nil {
+		return "", queengate.DeadLettersRequest{}, nil, err
+	}
+	req, err := selection(name)
+	if err != nil {
+		return "", req, nil, err
+	}
+	c, err := s.admin(ctx)
+	return queue, req, c, err
+}
+
 func setupDLQList(fs *flag.FlagSet) runFunc {
 	selection := dlqSelection(fs)
 	return func(ctx context.Context, s *session, args []string) error {
-		queue, err := dlqQueue("dlq list", args)
-		if err != nil {
-			return err
-		}
-		req, err := selection("dlq list")
-		if err != nil {
-			return err
-		}
-		c, err := s.admin(ctx)
+		queue, req, c, err := dlqCommand(ctx, s, "dlq list", args, selection)
 		if err != nil {
 			return err
 		}
@@ -175,15 +183,7 @@ func setupDLQRedrive(fs *flag.FlagSet) runFunc {
 	selection := dlqSelection(fs)
 	yes := fs.Bool("yes", false, "redrive without asking for confirmation")
 	return func(ctx context.Context, s *session, args []string) error {
-		queue, err := dlqQueue("dlq redrive", args)
-		if err != nil {
-			return err
-		}
-		req, err := selection("dlq redrive")
-		if err != nil {
-			return err
-		}
-		c, err := s.admin(ctx)
+		queue, req, c, err := dlqCommand(ctx, s, "dlq redrive", args, selection)
 		if err != nil {
 			return err
 		}
