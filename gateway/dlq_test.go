@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -44,11 +45,7 @@ func (g *opsGateway) redrive(t *testing.T, overHTTP bool, req string) queengate.
 	} else {
 		status, body = g.viaNATS(t, "dlq.redrive."+g.e.queue, g.token, req)
 	}
-	var a queengate.RedriveAnswer
-	if err := json.Unmarshal(body, &a); status != 200 || err != nil {
-		t.Fatalf("redrive: %d %.300s", status, body)
-	}
-	return a
+	return decodeRedriveBody(t, status, body)
 }
 
 // Bad input to a list or a redrive, over either face, is a 4xx naming
@@ -144,4 +141,58 @@ func (g *opsGateway) completeOne(t *testing.T, queue, group string, a queengate.
 	if status, body := g.viaNATS(t, "consume.ack."+queue+".p", "", string(req)); status != 200 {
 		t.Fatalf("ack: %d %.300s", status, body)
 	}
+}
+
+// A redrive over more partitions than one answer can list moves what its
+// answer lists, says more, and the next request goes on: every answer
+// fits the max payload, and every dead letter moves once.
+func TestARedriveAnswerFitsTheMaxPayload(t *testing.T) {
+	t.Parallel()
+	e := newSmallPayloadEnv(t)
+	g := e.startOpsGateway("", ingest.Config{})
+	e.setMaxAttempts(t, e.queue, 1)
+	const n = 80
+	for i := range n {
+		wantStatus(t, e.push(t, e.subject(fmt.Sprintf("%03d", i)+strings.Repeat("x", 125)), msgs("m")), "queued")
+	}
+	for range n {
+		status, body := g.viaNATS(t, "consume.pop."+e.queue, "", `{"group":"g","max":1}`)
+		var a queengate.PopAnswer
+		if err := json.Unmarshal(body, &a); status != 200 || err != nil || len(a.Messages) != 1 {
+			t.Fatalf("pop: %d %.300s", status, body)
+		}
+		req, _ := json.Marshal(queengate.AckRequest{Group: "g", LeaseID: a.LeaseID,
+			Items: []queengate.AckItem{{Offset: &a.Messages[0].Offset, Status: queengate.AckFailed, Error: "boom"}}})
+		if status, body := g.viaNATS(t, "consume.ack."+e.queue+"."+a.Partition, "", string(req)); status != 200 {
+			t.Fatalf("ack: %d %.300s", status, body)
+		}
+	}
+	moved, requests := 0, 0
+	for more := true; more; requests++ {
+		status, body := g.viaNATS(t, "dlq.redrive."+e.queue, "", "")
+		if len(body) > smallPayload {
+			t.Fatalf("an answer of %d bytes, over the max payload %d", len(body), smallPayload)
+		}
+		a := decodeRedriveBody(t, status, body)
+		if a.More && a.Moved == 0 {
+			t.Fatalf("more, but nothing moved: %.300s", body)
+		}
+		moved += a.Moved
+		more = a.More
+	}
+	if moved != n || requests < 2 {
+		t.Fatalf("%d moved in %d requests, want %d in more than one", moved, requests, n)
+	}
+	if n := len(g.listDeadLetters(t).DeadLetters); n != 0 {
+		t.Fatalf("%d dead letters left", n)
+	}
+}
+
+func decodeRedriveBody(t *testing.T, status int, body []byte) queengate.RedriveAnswer {
+	t.Helper()
+	var a queengate.RedriveAnswer
+	if err := json.Unmarshal(body, &a); status != 200 || err != nil {
+		t.Fatalf("redrive: %d %.300s", status, body)
+	}
+	return a
 }
