@@ -21,7 +21,7 @@ import (
 // queue that does not exist.
 func (s *Store) DeadLetters(ctx context.Context, queue, partition string, f model.DeadLetterFilter, limit int) (
 	pending []model.PendingDeadLetter, skipped int, more bool, err error) {
-	g, dlq, err := s.redriveCursor(ctx, queue, partition)
+	g, dlq, err := s.redriveCursor(ctx, queue, partition, false)
 	if err != nil || dlq == 0 {
 		return nil, 0, false, err
 	}
@@ -38,7 +38,7 @@ func (s *Store) DeadLetters(ctx context.Context, queue, partition string, f mode
 // original transactionId, which the partition already holds.
 func (s *Store) Redrive(ctx context.Context, queue, partition string, f model.DeadLetterFilter, limit int) (model.Redriven, error) {
 	var out model.Redriven
-	g, dlq, err := s.redriveCursor(ctx, queue, partition)
+	g, dlq, err := s.redriveCursor(ctx, queue, partition, true)
 	if err != nil || dlq == 0 {
 		return out, err
 	}
@@ -91,18 +91,26 @@ func stillPending(ctx context.Context, tx pgx.Tx, groupID, pid int64, offsets []
 	return pgx.CollectRows(rows, pgx.RowTo[int64])
 }
 
-// redriveCursor finds the redrive group of queue's dead-letter queue,
-// creating it, and the id of the dead-letter partition named partition;
-// 0 when the queue has no dead letters there.
-func (s *Store) redriveCursor(ctx context.Context, queue, partition string) (model.Group, int64, error) {
+// redriveCursor finds the redrive group of queue's dead-letter queue
+// (create: creating it; otherwise ID 0 when there is none yet), and the
+// id of the dead-letter partition named partition; 0 when the queue has
+// no dead letters there. A list creates no group: the group holds the
+// dead-letter queue's retention when it waits for consumption.
+func (s *Store) redriveCursor(ctx context.Context, queue, partition string, create bool) (model.Group, int64, error) {
 	if _, err := s.QueueConfig(ctx, queue); err != nil {
 		return model.Group{}, 0, err
 	}
-	g, err := s.EnsureGroup(ctx, model.DeadLetterQueue(queue), model.RedriveGroup)
-	if errors.Is(err, model.ErrQueueNotFound) {
-		return g, 0, nil
+	find := s.FindGroup
+	if create {
+		find = s.EnsureGroup
 	}
-	if err != nil {
+	g, err := find(ctx, model.DeadLetterQueue(queue), model.RedriveGroup)
+	switch {
+	case errors.Is(err, model.ErrQueueNotFound):
+		return g, 0, nil
+	case errors.Is(err, model.ErrGroupNotFound):
+		g.ID = 0 // nothing redriven yet
+	case err != nil:
 		return g, 0, err
 	}
 	dlq, err := s.PartitionID(ctx, g.QueueID, partition)
@@ -123,10 +131,12 @@ func (s *Store) pendingDeadLetters(ctx context.Context, g model.Group, dlq int64
 	f model.DeadLetterFilter, limit int) (pending []model.PendingDeadLetter, skipped int, more bool, err error) {
 	var from int64
 	var done []int64
+	// No cursor (no redrive yet): every dead letter waits, from offset 0.
 	if err := s.pool.QueryRow(ctx, `
 		SELECT c.next_offset, coalesce((SELECT array_agg(m.off) FROM queen.consumer_marks m
 		                                 WHERE m.group_id = c.group_id AND m.partition_id = c.partition_id AND m.done), '{}')
-		  FROM queen.consumer_cursors c WHERE c.group_id = $1 AND c.partition_id = $2`, g.ID, dlq).Scan(&from, &done); err != nil {
+		  FROM queen.consumer_cursors c WHERE c.group_id = $1 AND c.partition_id = $2`, g.ID, dlq).Scan(&from, &done); err != nil &&
+		!errors.Is(err, pgx.ErrNoRows) {
 		return nil, 0, false, fmt.Errorf("pgstore: redrive cursor of %s: %w", g.Queue, err)
 	}
 	isDone := make(map[int64]bool, len(done))

@@ -2,6 +2,7 @@ package pgstore_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -58,7 +59,8 @@ func TestARedriveMovesEachDeadLetterOnceThroughFailuresAndRetries(t *testing.T) 
 	if p, _, _, err := b.store.DeadLetters(ctx, b.queue, "Default", model.DeadLetterFilter{}, 10); err != nil || len(p) != 3 {
 		t.Fatalf("%d pending dead letters (%v), want 3", len(p), err)
 	}
-	g, err := b.store.FindGroup(ctx, model.DeadLetterQueue(b.queue), model.RedriveGroup)
+	// The group the redrive would make, made first to aim the fault at it.
+	g, err := b.store.EnsureGroup(ctx, model.DeadLetterQueue(b.queue), model.RedriveGroup)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,5 +185,20 @@ func TestRacingRedrivesMoveEachDeadLetterOnce(t *testing.T) {
 		if id := fmt.Sprintf("t%d", i); seen[id] != 1 {
 			t.Errorf("%s redriven %d times", id, seen[id])
 		}
+	}
+}
+
+// A list before any redrive shows every dead letter and makes no group
+// on the dead-letter queue (which would hold its retention).
+func TestAListMakesNoRedriveGroup(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupConsumer(t, 2)
+	b.deadLetterAll(t, 2)
+	if p, _, _, err := b.store.DeadLetters(ctx, b.queue, "Default", model.DeadLetterFilter{}, 10); err != nil || len(p) != 2 || p[1].Letter.TransactionID != "t1" {
+		t.Fatalf("list: %+v, %v", p, err)
+	}
+	if _, err := b.store.FindGroup(ctx, model.DeadLetterQueue(b.queue), model.RedriveGroup); !errors.Is(err, model.ErrGroupNotFound) {
+		t.Fatalf("after a list, the redrive group: %v, want none", err)
 	}
 }
