@@ -64,14 +64,14 @@ func (s *Store) Redrive(ctx context.Context, queue, partition string, f model.De
 		if err != nil || len(still) == 0 {
 			return err // another redrive moved them meanwhile
 		}
-		first, err := pushBack(ctx, tx, orig.ID, pending, still)
+		first, last, err := pushBack(ctx, tx, orig.ID, pending, still)
 		if err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, "SELECT queen.consumer_redriven($1, $2, $3)", g.ID, dlq, still); err != nil {
 			return err
 		}
-		out.Moved, out.FirstOffset, out.LastOffset = len(still), first, first+int64(len(still))-1
+		out.Moved, out.FirstOffset, out.LastOffset = len(still), first, last
 		return nil
 	})
 	if err != nil {
@@ -212,10 +212,12 @@ func (s *Store) withData(ctx context.Context, pending []model.PendingDeadLetter,
 
 // pushBack writes the dead letters of pending at offsets still to
 // partition pid, in tx, under their original transactionIds and data,
-// and returns the first offset written. Vouched to the highest offset
+// and returns the first and last offsets written (fewer than the dead
+// letters when two carry one transactionId: in a queue with a window the
+// bundle writes a repeat within it once). Vouched to the highest offset
 // (as a timer's fire is), log_push_bundle does not probe: the guarantee
 // is the redrive's transaction, not the window.
-func pushBack(ctx context.Context, tx pgx.Tx, pid int64, pending []model.PendingDeadLetter, still []int64) (int64, error) {
+func pushBack(ctx context.Context, tx pgx.Tx, pid int64, pending []model.PendingDeadLetter, still []int64) (first, last int64, err error) {
 	fr := model.Frame{PartitionID: pid, Verified: math.MaxInt64, VerifiedWindow: math.MaxInt32}
 	for _, p := range pending {
 		if !slices.Contains(still, p.Offset) {
@@ -231,15 +233,15 @@ func pushBack(ctx context.Context, tx pgx.Tx, pid int64, pending []model.Pending
 	}
 	args, err := bundleArgs([]model.Frame{fr})
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	rows, err := tx.Query(ctx, pushBundleSQL, args...)
 	if err != nil {
-		return 0, fmt.Errorf("push back: %w", err)
+		return 0, 0, fmt.Errorf("push back: %w", err)
 	}
 	res, err := collectResults(rows, []model.Frame{fr})
 	if err != nil {
-		return 0, fmt.Errorf("push back: %w", err)
+		return 0, 0, fmt.Errorf("push back: %w", err)
 	}
-	return res[0].BaseOffset, nil
+	return res[0].BaseOffset, res[0].LastOffset, nil
 }

@@ -202,3 +202,27 @@ func TestAListMakesNoRedriveGroup(t *testing.T) {
 		t.Fatalf("after a list, the redrive group: %v, want none", err)
 	}
 }
+
+// A message two groups dead-lettered, redriven in one request: both dead
+// letters are consumed, and the message is back once (the queue has a
+// window: a repeat within one push is written once).
+func TestTwoGroupsDeadLettersOfOneMessageRedriveItOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupConsumer(t, 1)
+	h, err := b.store.EnsureGroup(ctx, b.queue, "h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.deadLetterAll(t, 1)
+	r := b.pop(t, h, 1)
+	if a, err := b.store.Ack(ctx, h, b.part.ID, r.LeaseID, []model.AckItem{{Offset: 0, Error: "boom"}}); err != nil || a.DeadLettered != 1 {
+		t.Fatalf("h's ack: %+v, %v", a, err)
+	}
+	if got := b.redrive(t, model.DeadLetterFilter{}, 10); got.Moved != 2 || got.FirstOffset != 1 || got.LastOffset != 1 {
+		t.Fatalf("redrive: %+v, want 2 dead letters moved as one message at offset 1", got)
+	}
+	if back := b.readFrom(t, 1); len(back) != 1 || back[0].TxnID != "t0" {
+		t.Fatalf("back: %+v", back)
+	}
+}
