@@ -219,6 +219,12 @@ func (a *Admin) Mount(o *Ops) {
 		}
 		return o.MessageByID(r.Context(), r.PathValue("messageId"))
 	}))
+	a.mux.HandleFunc("POST /queues/{queue}/dlq/list", a.opsHandler(o, func(r *http.Request, body []byte) (any, *queengate.Error) {
+		return o.ListDeadLetters(r.Context(), r.PathValue("queue"), body)
+	}))
+	a.mux.HandleFunc("POST /queues/{queue}/dlq/redrive", a.opsHandler(o, func(r *http.Request, body []byte) (any, *queengate.Error) {
+		return o.Redrive(r.Context(), r.PathValue("queue"), body)
+	}))
 	// The status page: static (no data in it), so it needs no token; its
 	// requests to the API above carry the one typed into it.
 	a.mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {

@@ -475,6 +475,7 @@ func (m *metrics) rejected(code int) { m.rejects.WithLabelValues(strconv.Itoa(co
 // same), not with the token (docs/security.md).
 func (g *Gateway) addOpsEndpoints() error {
 	o := g.cfg.Ops
+	o.publish = g.PublishCommitted
 	p := g.cfg.Prefix
 	return g.addRequestEndpoints([]requestEndpoint{
 		{name: "configure", verb: p + ".configure", operator: true, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
@@ -508,6 +509,12 @@ func (g *Gateway) addOpsEndpoints() error {
 		{name: "explain", verb: p + ".explain", names: []string{"<queue>", "<partition>"}, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
 			queue, partition := lastTwoTokens(req.Subject)
 			return o.Explain(ctx, queue, partition, req.Data)
+		}},
+		{name: "dlq-list", verb: p + ".dlq.list", names: []string{"<queue>"}, operator: true, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
+			return o.ListDeadLetters(ctx, req.Subject[strings.LastIndexByte(req.Subject, '.')+1:], req.Data)
+		}},
+		{name: "dlq-redrive", verb: p + ".dlq.redrive", names: []string{"<queue>"}, operator: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
+			return o.Redrive(ctx, req.Subject[strings.LastIndexByte(req.Subject, '.')+1:], req.Data)
 		}},
 	})
 }

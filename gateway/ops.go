@@ -32,6 +32,7 @@ type ConfigStore interface {
 	Partitions(ctx context.Context, queueID int64) ([]model.PartitionInfo, error)
 	GroupPartitions(ctx context.Context, queueID int64) ([]model.GroupPartition, error)
 	LogReader
+	DeadLetterStore
 }
 
 // IngestStats is what the operator API reads from ingest.
@@ -55,6 +56,8 @@ type Ops struct {
 	version    string
 	wantSchema int
 	started    time.Time
+	// publish announces commits (a redrive's); set when the gateway serves.
+	publish func(queues []string)
 }
 
 // OpsConfig configures the operator API.

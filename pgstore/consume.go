@@ -346,11 +346,7 @@ func (s *Store) deadLetter(ctx context.Context, g model.Group, partition string,
 		offsets[i] = d.Offset
 	}
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, "SELECT o FROM queen.consumer_dead_letter_pending($1, $2, $3) AS o", g.ID, pid, offsets)
-		if err != nil {
-			return err
-		}
-		pending, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		pending, err := stillPending(ctx, tx, g.ID, pid, offsets)
 		if err != nil {
 			return err
 		}

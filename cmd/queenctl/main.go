@@ -167,6 +167,8 @@ Commands:
   consume QUEUE [PARTITION] --group GROUP
                                 print a consumer group's messages as JSON lines, and
                                 acknowledge them; needs --nats
+  dlq list QUEUE                the queue's dead letters not yet redriven
+  dlq redrive QUEUE [--yes]     push dead letters back to their partition, exactly once
   status                        the gateway's health and cache figures
   timer schedule QUEUE PARTITION [DATA] (--at TIME | --in DURATION)
                                 schedule a message, exactly once; needs --nats

@@ -105,14 +105,16 @@ func TestSecurityDocBlock(t *testing.T) {
 		subjects = append(subjects, "queen.push."+q, "queen.push."+q+".p", "queen.timer."+q+".p",
 			"queen.consume.pop."+q, "queen.consume.pop."+q+".p", "queen.consume.ack."+q+".p",
 			"queen.consume.renew."+q+".p", "queen.consume.release."+q+".p", "queen.consume.groups."+q,
-			"queen.read."+q+".p", "queen.explain."+q+".p", "queen.queues.get."+q)
+			"queen.read."+q+".p", "queen.explain."+q+".p", "queen.queues.get."+q,
+			"queen.dlq.list."+q, "queen.dlq.redrive."+q)
 	}
 	subjects = append(subjects, "queen.timer.cancel", "queen.configure", "queen.queues.list",
 		"queen.status", "queen.message.get", "queen.timer.list", "$SRV.PING",
 		// Between gateways: no client may publish these.
 		"queen.committed.orders", "queen.gateways.heartbeat")
 	operatorSubjects := map[string]bool{"queen.configure": true, "queen.queues.list": true, "queen.queues.get.orders": true,
-		"queen.queues.get.payments": true, "queen.status": true, "queen.message.get": true, "queen.timer.list": true}
+		"queen.queues.get.payments": true, "queen.status": true, "queen.message.get": true, "queen.timer.list": true,
+		"queen.dlq.list.orders": true, "queen.dlq.list.payments": true, "queen.dlq.redrive.orders": true, "queen.dlq.redrive.payments": true}
 
 	for name, u := range users {
 		if name == "queengate" {
