@@ -25,18 +25,27 @@ func (b *testBundle) groupRows(t *testing.T, id int64) (groups, cursors, marks i
 	return
 }
 
+// setupRetainUntilConsumed is a queue in a database of its own (a
+// retention pass sweeps every partition) that keeps messages 10 s and
+// until every group consumed them, with a window of 60 s.
+func setupRetainUntilConsumed(t *testing.T) *testBundle {
+	t.Helper()
+	b := setupIn(t, pgtest.NewDB(t))
+	until := model.RetainUntilConsumed
+	if _, _, err := b.store.Configure(context.Background(), b.queue, model.OptionsPatch{RetentionSeconds: ptr(10),
+		RetainUntil: &until, DedupWindowSeconds: ptr(60)}, false); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // Deleting a group releases what it held from retention: with
 // retainUntil consumed, the segments and log_txns rows only it had not
 // consumed go at the next pass; its answer says what it released.
 func TestDeletingAGroupReleasesItsRetentionHold(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	b := setupIn(t, pgtest.NewDB(t))
-	until := model.RetainUntilConsumed
-	if _, _, err := b.store.Configure(ctx, b.queue, model.OptionsPatch{RetentionSeconds: ptr(10), RetainUntil: &until,
-		DedupWindowSeconds: ptr(60)}, false); err != nil {
-		t.Fatal(err)
-	}
+	b := setupRetainUntilConsumed(t)
 	for i := range 5 {
 		b.push(t, -1, fmt.Sprintf("t%d", i))
 	}
