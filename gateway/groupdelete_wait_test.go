@@ -26,13 +26,7 @@ func TestAWaitingPopOfADeletedGroupStartsItAfresh(t *testing.T) {
 	client := e.queenClient(t)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	a, err := client.Pop(ctx, e.queue, "p1", queengate.PopRequest{Group: "g", Consumer: "c", Max: 2, LeaseMs: 60000})
-	if err != nil || len(a.Messages) != 2 {
-		t.Fatalf("pop: %+v, %v", a, err)
-	}
-	if _, err := client.Ack(ctx, e.queue, "p1", queengate.AckRequest{Group: "g", LeaseID: a.LeaseID, Items: completeAll(a)}); err != nil {
-		t.Fatal(err)
-	}
+	popAndAck(t, client, e.queue, "p1", 2)
 	waited := make(chan queengate.PopAnswer, 1)
 	go func() {
 		a, err := client.Pop(ctx, e.queue, "p1", queengate.PopRequest{Group: "g", Consumer: "c", Max: 1, LeaseMs: 60000, WaitMs: 20000})
@@ -48,4 +42,17 @@ func TestAWaitingPopOfADeletedGroupStartsItAfresh(t *testing.T) {
 	if a := <-waited; len(a.Messages) != 1 || a.Messages[0].TransactionID != "p1-0" {
 		t.Fatalf("the waiting pop answered %+v; want p1-0, from the group made afresh", a)
 	}
+}
+
+// popAndAck pops n messages of partition for group g and completes them.
+func popAndAck(t *testing.T, c *queengate.Client, queue, partition string, n int) queengate.PopAnswer {
+	t.Helper()
+	a, err := c.Pop(t.Context(), queue, partition, queengate.PopRequest{Group: "g", Max: 10})
+	if err != nil || len(a.Messages) != n {
+		t.Fatalf("pop: %+v, %v; want %d messages", a, err, n)
+	}
+	if _, err := c.Ack(t.Context(), queue, partition, queengate.AckRequest{Group: "g", LeaseID: a.LeaseID, Items: completeAll(a)}); err != nil {
+		t.Fatal(err)
+	}
+	return a
 }
