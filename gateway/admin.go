@@ -236,7 +236,8 @@ func (a *Admin) Mount(o *Ops) {
 
 // MountGroups serves GET /queues/<queue>/groups: the consumer groups
 // answer of <prefix>.consume.groups.<queue>, paged the same way, its
-// body's fields taken from the parameters. Call it after Mount (the
+// body's fields taken from the parameters; and DELETE
+// /queues/<queue>/groups/<group>, as <prefix>.consume.delete.<queue>.<group>. Call it after Mount (the
 // route is guarded by the same token) and before Start.
 func (a *Admin) MountGroups(c *Consumers) {
 	if c.maxPayload == nil {
@@ -257,6 +258,12 @@ func (a *Admin) MountGroups(c *Consumers) {
 			body, _ = json.Marshal(fields) // strings: cannot fail
 		}
 		return c.groups(r.Context(), r.PathValue("queue"), body)
+	}))
+	a.mux.HandleFunc("DELETE /queues/{queue}/groups/{group}", a.opsHandler(a.ops, func(r *http.Request, body []byte) (any, *queengate.Error) {
+		if werr := noParameters(r); werr != nil {
+			return nil, werr
+		}
+		return c.deleteGroup(r.Context(), r.PathValue("queue"), r.PathValue("group"), body)
 	}))
 }
 

@@ -31,6 +31,7 @@ type ConsumeStore interface {
 	GroupPartitions(ctx context.Context, queueID int64) ([]model.GroupPartition, error)
 	RunOutLeases(ctx context.Context, groupIDs []int64) ([]model.GroupPartitionID, error)
 	QueueConfig(ctx context.Context, queue string) (model.QueueConfig, error)
+	DeleteGroup(ctx context.Context, queue, name string) (model.GroupDeleted, error)
 }
 
 // Consumers serves consumer groups (docs/protocol.md, "Consuming"): pops
@@ -44,14 +45,19 @@ type Consumers struct {
 	// publish announces commits (and leases ended early) to every
 	// gateway; nil until the endpoints are served.
 	publish func(queues []string)
+	// publishDeleted announces a deleted group to every gateway
+	// (groupdelete.go); nil until the endpoints are served.
+	publishDeleted func(queue, group string)
 
 	waits      *waits          // the long polls waiting (longpoll.go)
 	draining   <-chan struct{} // closed when the gateway stops: waiting pops answer at once
 	checkEvery time.Duration   // how often run-out leases are looked for while pops wait
 	checks     atomic.Int64    // looks for run-out leases so far
 
-	// Groups and partitions are never deleted: once found, their ids are
-	// remembered, saving a round trip to PostgreSQL per request.
+	// Once found, ids are remembered, saving a round trip to PostgreSQL
+	// per request. Partitions are never deleted; a deleted group's id is
+	// forgotten when its delete is announced or the store finds it gone
+	// (groupdelete.go).
 	knownGroups     sync.Map // queue + "/" + group -> model.Group
 	knownPartitions sync.Map // queue id + "/" + partition -> int64
 }
@@ -119,12 +125,19 @@ func (c *Consumers) addEndpoints(g *Gateway) error {
 		{name: "consume-groups", verb: p + "groups", names: []string{"<queue>"}, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
 			return c.groups(ctx, req.Subject[strings.LastIndexByte(req.Subject, '.')+1:], req.Data)
 		}},
+		{name: "consume-delete", verb: p + "delete", names: []string{"<queue>", "<group>"}, operator: true, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
+			queue, group := lastTwoTokens(req.Subject)
+			return c.deleteGroup(ctx, queue, group, req.Data)
+		}},
 	})
 	if err != nil {
 		return err
 	}
 	committed := g.cfg.Prefix + ".committed."
 	if _, err = g.nc.Subscribe(committed+"*", func(m *nats.Msg) { c.committed(strings.TrimPrefix(m.Subject, committed)) }); err != nil {
+		return err
+	}
+	if err = c.listenDeletes(g); err != nil {
 		return err
 	}
 	c.publish = g.PublishCommitted
@@ -518,7 +531,7 @@ func (c *Consumers) settle(ctx context.Context, queue, partition string, req que
 	}
 	res, err := c.store.Ack(ctx, g, pid, req.LeaseID, items)
 	if err != nil {
-		return queengate.AckAnswer{}, storeError(err)
+		return queengate.AckAnswer{}, c.groupFailed(g, err)
 	}
 	ans := queengate.AckAnswer{Items: make([]queengate.AckResult, len(items)), NextOffset: res.NextOffset,
 		LeaseEnded: res.LeaseEnded, DeadLettered: res.DeadLettered}
@@ -612,7 +625,7 @@ func (c *Consumers) lease(ctx context.Context, queue, partition string, body []b
 	until, ok, err := c.store.Lease(ctx, g, pid, req.LeaseID, time.Duration(req.LeaseMs)*time.Millisecond)
 	switch {
 	case err != nil:
-		return nil, storeError(err)
+		return nil, c.groupFailed(g, err)
 	case !ok:
 		return nil, &queengate.Error{Code: queengate.CodeConflict, Message: "lease " + req.LeaseID +
 			" is not held: it ran out, was released, or another consumer's lease replaced it"}

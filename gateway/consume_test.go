@@ -121,13 +121,7 @@ func TestALongPollingPopIsWokenByAPush(t *testing.T) {
 	e.fill(t, 1, "p")
 	c := e.queenClient(t)
 	ctx := t.Context()
-	first, err := c.Pop(ctx, e.queue, "p", queengate.PopRequest{Group: "g", Max: 10})
-	if err != nil || len(first.Messages) != 1 {
-		t.Fatalf("first pop: %+v, %v", first, err)
-	}
-	if _, err := c.Ack(ctx, e.queue, "p", queengate.AckRequest{Group: "g", LeaseID: first.LeaseID, Items: completeAll(first)}); err != nil {
-		t.Fatal(err)
-	}
+	popAndAck(t, c, e.queue, "p", 1)
 	got := make(chan queengate.PopAnswer, 1)
 	go func() {
 		a, err := c.Pop(ctx, e.queue, "p", queengate.PopRequest{Group: "g", Max: 10, WaitMs: queengate.MaxWaitMs})

@@ -3,6 +3,7 @@ package gateway
 import (
 	"container/list"
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -314,9 +315,9 @@ func (c *Consumers) settled(queue string, ans queengate.AckAnswer) {
 // known empty (it settled nothing that could have changed that).
 func (c *Consumers) longPoll(ctx context.Context, queue string, pr model.PopRequest, waitFor time.Duration, wait, trusted bool, acked []byte) (any, *queengate.Error) {
 	if !wait || waitFor <= 0 {
-		res, err := c.popSettled(ctx, queue, pr)
+		res, err := c.popSettled(ctx, queue, &pr)
 		if err != nil {
-			return nil, storeError(err)
+			return nil, c.groupFailed(pr.Group, err)
 		}
 		return c.popAnswer(queue, pr.Group, &res, acked), nil
 	}
@@ -329,9 +330,9 @@ func (c *Consumers) longPoll(ctx context.Context, queue string, pr model.PopRequ
 	for {
 		if popNow {
 			wakes, at := c.waits.popping(l, w)
-			res, err := c.popSettled(ctx, queue, pr)
+			res, err := c.popSettled(ctx, queue, &pr)
 			if err != nil {
-				return nil, storeError(err)
+				return nil, c.groupFailed(pr.Group, err)
 			}
 			deadLettered += res.DeadLettered
 			res.DeadLettered = deadLettered
@@ -357,17 +358,27 @@ func (c *Consumers) longPoll(ctx context.Context, queue string, pr model.PopRequ
 
 // popSettled pops again while a pop delivers nothing but dead-letters
 // something: what it moved may have stood before messages ready now.
-func (c *Consumers) popSettled(ctx context.Context, queue string, pr model.PopRequest) (model.PopResult, error) {
+// A group found deleted is looked up by name again, once: a pop names its
+// group into being, so it pops a new one (pr's group changes).
+func (c *Consumers) popSettled(ctx context.Context, queue string, pr *model.PopRequest) (model.PopResult, error) {
 	deadLettered := 0
+	regrouped := false
 	for {
-		res, err := c.store.Pop(ctx, pr)
+		res, err := c.store.Pop(ctx, *pr)
+		if errors.Is(err, model.ErrGroupNotFound) && !regrouped {
+			regrouped = true
+			c.knownGroups.CompareAndDelete(queue+"/"+pr.Group.Name, pr.Group)
+			if pr.Group, err = c.group(ctx, queue, pr.Group.Name, true); err == nil {
+				continue
+			}
+		}
 		if err != nil {
 			// Its lease choice rolled back: another pop may have skipped
 			// that partition meanwhile, and found nothing.
 			c.announce(queue)
 			return res, err
 		}
-		c.logDeadLettering(queue, pr, &res)
+		c.logDeadLettering(queue, *pr, &res)
 		if res.DeadLettered > 0 {
 			c.announce(model.DeadLetterQueue(queue))
 		}

@@ -79,16 +79,24 @@ func (s *Store) Pop(ctx context.Context, r model.PopRequest) (model.PopResult, e
 			pid = &r.PartitionID
 		}
 		var row popRow
-		err := s.pool.QueryRow(ctx, `SELECT partition_id, partition, lease_id, lease_until, offs, txn_ids, data::text[],
-			created_at, attempts, last_errors, dead, too_large FROM queen.consumer_pop($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		var exists bool
+		// One row always: whether the group exists (a deleted group has
+		// no cursors, so its pops would find nothing, forever) beside the
+		// pop's row, NULLs when no partition has work.
+		err := s.pool.QueryRow(ctx, `SELECT x.partition_id, x.partition, x.lease_id, x.lease_until, x.offs, x.txn_ids, x.data::text[],
+			x.created_at, x.attempts, x.last_errors, x.dead, x.too_large, g.id IS NOT NULL
+			  FROM (SELECT $1::bigint AS id) a LEFT JOIN queen.consumer_groups g ON g.id = a.id
+			  LEFT JOIN LATERAL queen.consumer_pop(a.id, $2, $3, $4, $5, $6, $7, $8, $9, $10) x ON true`,
 			r.Group.ID, r.Group.QueueID, pid, r.Max, r.Lease.Seconds(), r.Consumer, r.MaxBytes, r.Room, model.DeliveryEnvelope,
 			r.MaxDelivery).Scan(&row.partitionID, &row.partition, &row.lease, &row.until, &row.offsets, &row.txnIDs, &row.data,
-			&row.created, &row.attempts, &row.lastErrors, &row.dead, &row.tooLarge)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil // no partition with work
-		}
-		if err != nil {
+			&row.created, &row.attempts, &row.lastErrors, &row.dead, &row.tooLarge, &exists)
+		switch {
+		case err != nil:
 			return err
+		case !exists:
+			return groupNotFound(r.Group.Queue, r.Group.Name)
+		case row.partitionID == nil:
+			return nil // no partition with work
 		}
 		dead, tooLarge := row.deliveries(&out, r.MaxDelivery)
 		if len(dead) > 0 {
@@ -192,6 +200,9 @@ func (s *Store) Ack(ctx context.Context, g model.Group, partitionID int64, lease
 			return err
 		}
 		dead := row.outcomes(out.Items, partitionID)
+		if err := s.notHeldInGroup(ctx, g, out.Items); err != nil {
+			return err
+		}
 		if len(dead) > 0 {
 			var partition string
 			if err := s.pool.QueryRow(ctx, "SELECT name FROM queen.log_partitions WHERE id = $1", partitionID).Scan(&partition); err != nil {
@@ -473,7 +484,11 @@ func (s *Store) Lease(ctx context.Context, g model.Group, partitionID int64, lea
 		g.ID, partitionID, lease, d.Seconds()).Scan(&u)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return time.Time{}, false, nil
+		gone, err := s.groupGone(ctx, g) // not held: perhaps no group
+		if err == nil && gone {
+			err = groupNotFound(g.Queue, g.Name)
+		}
+		return time.Time{}, false, err
 	case err != nil:
 		return time.Time{}, false, fmt.Errorf("pgstore: lease: %w", err)
 	case u == nil:

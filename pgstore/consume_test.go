@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/queengate/queengate/internal/pgtest"
 	"github.com/queengate/queengate/model"
 )
 
@@ -295,12 +294,7 @@ func contains(s string, subs ...string) bool {
 func TestRetentionWaitsForConsumers(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	b := setupIn(t, pgtest.NewDB(t))
-	until := model.RetainUntilConsumed
-	if _, _, err := b.store.Configure(ctx, b.queue, model.OptionsPatch{RetentionSeconds: ptr(10), RetainUntil: &until,
-		DedupWindowSeconds: ptr(60)}, false); err != nil {
-		t.Fatal(err)
-	}
+	b := setupRetainUntilConsumed(t)
 	b.push(t, -1, "t0")
 	b.push(t, -1, "t1")
 	b.push(t, -1, "t2")

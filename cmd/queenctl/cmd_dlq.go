@@ -1,15 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
-	"strings"
 
 	queengate "github.com/queengate/queengate"
 )
@@ -200,8 +197,9 @@ func setupDLQRedrive(fs *flag.FlagSet) runFunc {
 			if a.More && req.Limit == 0 {
 				count = "more than " + count
 			}
-			if !confirm(s.stdin, s.stderr, fmt.Sprintf("redrive %s dead letters of queue %s back to their partitions?", count, queue)) {
-				return usagef("dlq redrive: not confirmed; nothing was moved (--yes skips the question)")
+			if err := confirm(s, fmt.Sprintf("redrive %s dead letters of queue %s back to their partitions? [y/N] ", count, queue),
+				"nothing was moved", "yes", "y", "Y", "Yes", "YES"); err != nil {
+				return err
 			}
 		}
 		moved, total := map[string]int{}, 0
@@ -241,13 +239,4 @@ func setupDLQRedrive(fs *flag.FlagSet) runFunc {
 		_, err = fmt.Fprintf(s.stdout, "%d dead letters redriven\n", total)
 		return err
 	}
-}
-
-// confirm asks question on w and reads the answer from r: true only for
-// y or yes.
-func confirm(r io.Reader, w io.Writer, question string) bool {
-	fmt.Fprint(w, question+" [y/N] ")
-	line, _ := bufio.NewReader(r).ReadString('\n')
-	answer := strings.ToLower(strings.TrimSpace(line))
-	return answer == "y" || answer == "yes"
 }

@@ -212,6 +212,7 @@ func TestLive(t *testing.T) {
 			testPushAndGet(t, tr)
 			testReadBack(t, tr)
 			testConsume(t, tr)
+			testDeleteGroup(t, tr)
 			testExactDataAndEscapes(t, tr, g.natsURL)
 			testPrintedBeforeAcknowledged(t, tr, g.natsURL)
 			testStatus(t, tr)

@@ -156,6 +156,9 @@ Commands:
   get queues                    list queues and their options
   get queue QUEUE               one queue, with its partitions' figures and groups
   get groups QUEUE              the queue's consumer groups: position, lag, lease
+  delete group QUEUE GROUP [--yes]
+                                delete a consumer group, releasing what it held;
+                                asks for confirmation unless --yes
   get message ID | QUEUE PARTITION TRANSACTION_ID
                                 one stored message
   read QUEUE PARTITION [--from N] [--follow]

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	queengate "github.com/queengate/queengate"
+)
+
+func init() {
+	commands["delete"] = &command{usage: deleteUsage, setup: setupDelete}
+}
+
+const deleteUsage = `Usage:
+  queenctl delete group QUEUE GROUP [--yes]
+
+Deletes a consumer group of a queue: its position on every partition, its
+leases (their consumers' acks then answer 404) and what it holds back from
+retention. It prints what the delete released: the partitions the group
+had a position on, the messages it had not consumed, the leases it ended.
+A pop naming the group afterwards makes it afresh, from each partition's
+earliest message: stop the group's consumers first.
+
+queenctl asks for confirmation on its standard input (type the group's
+name) unless --yes is given.
+
+`
+
+func setupDelete(fs *flag.FlagSet) runFunc {
+	yes := fs.Bool("yes", false, "delete without asking for confirmation")
+	return func(ctx context.Context, s *session, args []string) error {
+		if len(args) != 3 || args[0] != "group" {
+			return usagef("delete: use queenctl delete group QUEUE GROUP [--yes]")
+		}
+		queue, group := args[1], args[2]
+		if err := checkName("queue", queue); err != nil {
+			return err
+		}
+		if err := checkName("group", group); err != nil {
+			return err
+		}
+		if !*yes {
+			if err := confirm(s, fmt.Sprintf("Delete consumer group %s of queue %s, with its positions and leases? Type the group's name to confirm: ", group, queue), "nothing was deleted", group); err != nil {
+				return err
+			}
+		}
+		c, err := s.admin(ctx)
+		if err != nil {
+			return err
+		}
+		var ans queengate.GroupDeleteAnswer
+		if err := askInto(ctx, c, opDeleteGroup(queue, group), &ans); err != nil {
+			return err
+		}
+		if s.g.output == "json" {
+			b, _ := json.Marshal(ans)
+			return printJSON(s.stdout, b)
+		}
+		_, err = fmt.Fprintf(s.stdout, "deleted consumer group %s of queue %s: it had a position on %d partitions, %d messages not consumed, %d leases running (ended)\n",
+			ans.Group, ans.Queue, ans.Partitions, ans.Unconsumed, ans.LeasesEnded)
+		return err
+	}
+}
+
+// confirm asks on stderr and reads one line of stdin: nothing is sent
+// unless it is one of want. untouched says what is then left as it was.
+func confirm(s *session, question, untouched string, want ...string) error {
+	fmt.Fprint(s.stderr, question)
+	line, _ := bufio.NewReader(s.stdin).ReadString('\n')
+	if got := strings.TrimSpace(line); !slices.Contains(want, got) {
+		return usagef("not confirmed (read %q, want %q): %s; --yes skips the question", clipped(got), want[0], untouched)
+	}
+	return nil
+}
+
+// clipped bounds what of a typed answer an error repeats.
+func clipped(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
+}
+
+func opDeleteGroup(queue, group string) operation {
+	return operation{method: http.MethodDelete, path: "/queues/" + url.PathEscape(queue) + "/groups/" + url.PathEscape(group),
+		subject: func(s queengate.Subjects) string { return s.GroupDelete(queue, group) }}
+}

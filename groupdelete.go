@@ -1,0 +1,42 @@
+package queengate
+
+import (
+	"context"
+	"fmt"
+)
+
+// GroupDeleteAnswer says what deleting a consumer group released: the
+// partitions it had cursors on, the messages it had not consumed, and
+// the leases that were running (their consumers' acks now answer 404).
+type GroupDeleteAnswer struct {
+	Queue       string `json:"queue"`
+	Group       string `json:"group"`
+	Deleted     bool   `json:"deleted"`
+	Partitions  int    `json:"partitions"`
+	Unconsumed  int64  `json:"unconsumed"`
+	LeasesEnded int    `json:"leasesEnded"`
+}
+
+// GroupDelete is where an operator deletes a queue's consumer group
+// (admin token).
+func (s Subjects) GroupDelete(queue, group string) string {
+	return s.Prefix + ".consume.delete." + queue + "." + group
+}
+
+// GroupDeleted is where gateways announce a deleted group, so that each
+// forgets the group's id.
+func (s Subjects) GroupDeleted(queue, group string) string {
+	return s.Prefix + ".groupdeleted." + queue + "." + group
+}
+
+// DeleteGroup deletes queue's consumer group with its positions, ending
+// its leases and releasing what it held from retention (an operator
+// request: the client's admin token). A later pop naming the group makes
+// it afresh, from each partition's earliest message.
+func (c *Client) DeleteGroup(ctx context.Context, queue, group string) (GroupDeleteAnswer, error) {
+	var out GroupDeleteAnswer
+	if !ValidName(queue) || !ValidName(group) {
+		return out, fmt.Errorf("queengate: bad queue or group name %q/%q: %s", queue, group, NameRule)
+	}
+	return out, c.request(ctx, c.subjects.GroupDelete(queue, group), nil, true, &out)
+}
