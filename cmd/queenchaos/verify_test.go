@@ -185,7 +185,8 @@ func (f *logFixture) setConsumed(t *testing.T, next int64) {
 		SELECT id, 'g' FROM queen.queues WHERE name = $1 RETURNING id`, fixtureQueue).Scan(&gid); err != nil {
 		t.Fatal(err)
 	}
-	f.exec(t, "INSERT INTO queen.consumer_cursors (group_id, partition_id, next_offset) VALUES ($1, $2, $3)", gid, f.pid, next)
+	// The group's insert made its cursors (at 0); this one is moved to next.
+	f.exec(t, "UPDATE queen.consumer_cursors SET next_offset = $3, parked = false WHERE group_id = $1 AND partition_id = $2", gid, f.pid, next)
 	f.deadLetter(t, 4, "e")
 }
 
