@@ -16,6 +16,7 @@ import (
 	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/gateway"
 	"github.com/queengate/queengate/ingest"
+	"github.com/queengate/queengate/internal/checkfor"
 	"github.com/queengate/queengate/internal/pgtest"
 )
 
@@ -56,7 +57,8 @@ func BenchmarkIdleLongPolls(b *testing.B) {
 		b.Fatal(err)
 	}
 	consumerStore := pgtest.Store(b, url)
-	gw, err := gateway.New(gateway.Config{Consumers: gateway.NewConsumers(consumerStore), DrainTimeout: 100 * time.Millisecond},
+	consumers := gateway.NewConsumers(consumerStore)
+	gw, err := gateway.New(gateway.Config{Consumers: consumers, DrainTimeout: 100 * time.Millisecond},
 		connect(), ing, zerolog.Nop(), nil)
 	if err != nil {
 		b.Fatal(err)
@@ -93,7 +95,8 @@ func BenchmarkIdleLongPolls(b *testing.B) {
 	}
 	defer wg.Wait()
 	defer cancel()
-	time.Sleep(10 * time.Second) // warm-up: every poller's first pop done
+	// Warm-up: every poller's first pop done and the poller asleep.
+	checkfor.Check(b, 5*time.Minute, checkfor.Cond(fmt.Sprint(pollers, " pops asleep"), func() bool { return consumers.Sleeping("idle") == pollers }))
 	commits := func() int64 {
 		var n int64
 		if err := consumerStore.Pool().QueryRow(ctx, "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()").Scan(&n); err != nil {
@@ -103,7 +106,7 @@ func BenchmarkIdleLongPolls(b *testing.B) {
 	}
 	b.ResetTimer()
 	s0, x0, cpu0, t0 := consumerStore.Pool().Stat().AcquireCount(), commits(), processCPU(), time.Now()
-	time.Sleep(time.Duration(seconds) * time.Second)
+	time.Sleep(time.Duration(seconds) * time.Second) // the measured window: what idle costs over it
 	s1, x1, cpu1, wall := consumerStore.Pool().Stat().AcquireCount(), commits(), processCPU(), time.Since(t0)
 	b.ReportMetric(float64(s1-s0-1)/wall.Seconds(), "statements/s") // less the commits read
 	b.ReportMetric(float64(x1-x0)/wall.Seconds(), "xact/s")
