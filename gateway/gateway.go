@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
@@ -537,15 +536,12 @@ const (
 // what to fix, never a whole large input.
 func clip(s string) string { return clipTo(s, maxEcho) }
 
-// clipTo cuts s to n bytes on a character boundary.
+// clipTo cuts s to n bytes on a character boundary, saying how long it was.
 func clipTo(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "… (" + strconv.Itoa(len(s)) + " bytes)"
+	return clipBytes(s, n) + "… (" + strconv.Itoa(len(s)) + " bytes)"
 }
 
 // requestEndpoint is a request-reply operation served by the gateway on
