@@ -224,7 +224,7 @@ var (
 	// popAckShape is the ack a pop carries.
 	popAckShape  = objectShape{"a pop's ack", `{"partition": "...", "leaseId": "...", "items": [...]}`}
 	ackShape     = objectShape{"an ack", `{"group": "...", "leaseId": "...", "items": [{"transactionId": "...", "status": "completed"}]}`}
-	ackItemShape = objectShape{"an ack item", `{"transactionId": "...", "status": "completed"} or {"offset": 7, "status": "failed", "error": "..."}`}
+	ackItemShape = objectShape{"an ack item", `{"transactionId": "...", "status": "completed"} or {"offset": 7, "status": "failed", "error": "...", "delayMs": 5000}`}
 	renewShape   = objectShape{"a renewal", `{"group": "...", "leaseId": "...", "leaseMs": 30000}`}
 	releaseShape = objectShape{"a release", `{"group": "...", "leaseId": "..."}`}
 	groupsShape  = objectShape{"a groups request", `{"group": "...", "from": "<partition>"}, or no body`}
@@ -403,6 +403,9 @@ func ackItemFields(it **queengate.AckItem) []objectField {
 		}},
 		{name: "status", decode: func(raw []byte) *queengate.Error { return stringInto("status", &(*it).Status)(raw) }},
 		{name: "error", decode: func(raw []byte) *queengate.Error { return stringInto("error", &(*it).Error)(raw) }},
+		{name: "delayMs", decode: func(raw []byte) *queengate.Error {
+			return wholeNumberInto("delayMs", 0, queengate.MaxDelayMs, &(*it).DelayMs)(raw)
+		}},
 	}
 }
 
@@ -588,8 +591,13 @@ func ackItems(req queengate.AckRequest) ([]model.AckItem, *queengate.Error) {
 			return nil, badInput(`item %d: status %q: "completed" or "failed"`, i, excerpt([]byte(it.Status)))
 		case len(it.Error) > queengate.MaxAckErrorSize:
 			return nil, badInput("item %d: error over %d bytes", i, queengate.MaxAckErrorSize)
+		case it.DelayMs != 0 && it.Status != queengate.AckFailed:
+			return nil, badInput(`item %d: "delayMs" is for a failed item: it says how long the message waits before it is delivered again`, i)
+		case it.DelayMs < 0 || it.DelayMs > queengate.MaxDelayMs:
+			return nil, badInput(`item %d: "delayMs" is %d: from 0 to %d`, i, it.DelayMs, queengate.MaxDelayMs)
 		}
-		items[i] = model.AckItem{Offset: -1, TxnID: it.TransactionID, Completed: it.Status == queengate.AckCompleted, Error: it.Error}
+		items[i] = model.AckItem{Offset: -1, TxnID: it.TransactionID, Completed: it.Status == queengate.AckCompleted, Error: it.Error,
+			DelayMs: it.DelayMs}
 		if it.Offset != nil {
 			items[i].Offset = *it.Offset
 		}

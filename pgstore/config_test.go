@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"github.com/queengate/queengate/model"
+	"reflect"
 	"testing"
 
 	"github.com/queengate/queengate/internal/pgtest"
@@ -45,7 +46,7 @@ func TestConfigureMergeReplaceAndCreate(t *testing.T) {
 		t.Errorf("after replace %+v, %v; want window back to 3600, retention 120", c.QueueOptions, err)
 	}
 	read, err := st.QueueConfig(ctx, queue)
-	if err != nil || read.QueueOptions != c.QueueOptions || !read.UpdatedAt.Equal(c.UpdatedAt) {
+	if err != nil || !reflect.DeepEqual(read.QueueOptions, c.QueueOptions) || !read.UpdatedAt.Equal(c.UpdatedAt) {
 		t.Errorf("read back %+v, %v; configure answered %+v", read, err, c)
 	}
 
