@@ -224,7 +224,7 @@ var (
 	// popAckShape is the ack a pop carries.
 	popAckShape  = objectShape{"a pop's ack", `{"partition": "...", "leaseId": "...", "items": [...]}`}
 	ackShape     = objectShape{"an ack", `{"group": "...", "leaseId": "...", "items": [{"transactionId": "...", "status": "completed"}]}`}
-	ackItemShape = objectShape{"an ack item", `{"transactionId": "...", "status": "completed"} or {"offset": 7, "status": "failed", "error": "...", "delayMs": 5000}`}
+	ackItemShape = objectShape{"an ack item", `{"transactionId": "...", "status": "completed"} or {"offset": 7, "status": "failed", "error": "..."}`}
 	renewShape   = objectShape{"a renewal", `{"group": "...", "leaseId": "...", "leaseMs": 30000}`}
 	releaseShape = objectShape{"a release", `{"group": "...", "leaseId": "..."}`}
 	groupsShape  = objectShape{"a groups request", `{"group": "...", "from": "<partition>"}, or no body`}
