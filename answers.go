@@ -139,7 +139,9 @@ type ConfigureRequest struct {
 	// or consumed).
 	OnConflict  string `json:"-"`
 	RetainUntil string `json:"-"`
-	Mode        string `json:"mode,omitempty"`
+	// RetryBackoffMs, when not nil, sets retryBackoffMs (empty: none).
+	RetryBackoffMs []int  `json:"-"`
+	Mode           string `json:"mode,omitempty"`
 }
 
 // MarshalJSON writes the options, numbers and OnConflict, as one object.
@@ -153,6 +155,9 @@ func (r ConfigureRequest) MarshalJSON() ([]byte, error) {
 	}
 	if r.RetainUntil != "" {
 		options["retainUntil"] = r.RetainUntil
+	}
+	if r.RetryBackoffMs != nil {
+		options["retryBackoffMs"] = r.RetryBackoffMs
 	}
 	wire := struct {
 		Queue   string         `json:"queue"`
