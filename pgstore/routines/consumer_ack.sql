@@ -163,13 +163,16 @@ BEGIN
              WHERE x.res = 'acked' AND NOT x.ok
             ON CONFLICT (group_id, partition_id, off) DO UPDATE SET last_error = excluded.last_error, failed_in = p_lease_id;
             -- Each waits as asked, or as the queue says for its attempt;
-            -- one out of attempts is dead-lettered instead.
-            SELECT max(CASE WHEN p_delays[x.i] IS NOT NULL THEN make_interval(secs => p_delays[x.i] / 1000.0)
-                            ELSE queen.consumer_retry_delay(v_retry_ms, v_backoff, m.attempts) END)
-              INTO v_delay
-              FROM unnest(a_off, a_res) WITH ORDINALITY AS x(off, res, i)
-              JOIN queen.consumer_marks m ON m.group_id = p_group_id AND m.partition_id = p_partition_id AND m.off = x.off
-             WHERE x.res = 'acked' AND NOT p_completed[x.i] AND NOT (v_max > 0 AND m.attempts >= v_max);
+            -- one out of attempts is dead-lettered instead. Nothing to
+            -- ask when neither says to wait (the usual queue).
+            IF p_delays IS NOT NULL OR v_retry_ms > 0 OR cardinality(v_backoff) > 0 THEN
+                SELECT max(CASE WHEN p_delays[x.i] IS NOT NULL THEN make_interval(secs => p_delays[x.i] / 1000.0)
+                                ELSE queen.consumer_retry_delay(v_retry_ms, v_backoff, m.attempts) END)
+                  INTO v_delay
+                  FROM unnest(a_off, a_res) WITH ORDINALITY AS x(off, res, i)
+                  JOIN queen.consumer_marks m ON m.group_id = p_group_id AND m.partition_id = p_partition_id AND m.off = x.off
+                 WHERE x.res = 'acked' AND NOT p_completed[x.i] AND NOT (v_max > 0 AND m.attempts >= v_max);
+            END IF;
         END IF;
         IF v_marks OR v_failed THEN
             v_next := queen.consumer_advance(p_group_id, p_partition_id, a_done);
