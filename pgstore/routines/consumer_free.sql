@@ -4,11 +4,12 @@
 -- the expiry counts as a failure), and no failure's delay running
 -- (p_delayed_until). A lease never heard from is taken back at its end,
 -- as if never delivered: nothing failed, so nothing waits. Inlined where
--- it is used; locks nothing.
+-- it is used (STABLE, as timestamptz + interval is: IMMUTABLE would not
+-- be inlined); locks nothing.
 CREATE OR REPLACE FUNCTION queen.consumer_free(p_lease_id uuid, p_lease_until timestamptz, p_lease_heard boolean,
     p_lease_delay interval, p_delayed_until timestamptz, p_now timestamptz)
 RETURNS boolean
-LANGUAGE sql IMMUTABLE AS $$
+LANGUAGE sql STABLE AS $$
     SELECT (p_lease_id IS NULL
             OR p_lease_until + CASE WHEN p_lease_heard THEN coalesce(p_lease_delay, interval '0') ELSE interval '0' END <= p_now)
        AND (p_delayed_until IS NULL OR p_delayed_until <= p_now)
