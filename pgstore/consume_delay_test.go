@@ -99,6 +99,14 @@ func TestADelayedPartitionLeavesTheGroupsOtherPartitionsServed(t *testing.T) {
 	if got := b.pop(t, b.group, 10); len(got.Messages) != 0 {
 		t.Fatalf("with one partition drained and the other waiting: %+v", got)
 	}
+	var parked []int64
+	if err := b.store.Pool().QueryRow(context.Background(),
+		"SELECT array_agg(partition_id) FILTER (WHERE parked) FROM queen.consumer_cursors WHERE group_id = $1", b.group.ID).Scan(&parked); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(parked, []int64{second.ID}) {
+		t.Fatalf("parked: %v; want the drained partition %d alone, not the waiting one %d", parked, second.ID, b.part.ID)
+	}
 	b.elapse(t, b.group, 61*time.Second)
 	if got := b.pop(t, b.group, 10); got.PartitionID != b.part.ID || !slices.Equal(offsetsOf(got), []int64{0}) {
 		t.Fatalf("after the delay: %+v", got)
