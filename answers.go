@@ -120,6 +120,9 @@ type Options struct {
 	// RetainUntil: "age", or "consumed" (retention also waits for every
 	// consumer group).
 	RetainUntil string `json:"retainUntil"`
+	// MaxAckPending: the most messages each consumer group holds
+	// delivered and not yet settled; 0: no bound.
+	MaxAckPending int `json:"maxAckPending"`
 }
 
 // ConfigureRequest is the body of a configure: the options it sets

@@ -39,6 +39,11 @@ type PopRequest struct {
 	LeaseMs  int64  `json:"leaseMs,omitempty"`
 	WaitMs   int64  `json:"waitMs,omitempty"`
 	MaxBytes int64  `json:"maxBytes,omitempty"`
+	// MaxAckPending, when set (with Consumer), bounds what Consumer holds
+	// delivered and not yet settled: the pop delivers no more than
+	// MaxAckPending less that, and at the limit nothing (it waits, up to
+	// WaitMs, for acks, releases or expiries to make room).
+	MaxAckPending int `json:"maxAckPending,omitempty"`
 	// Ack, when set, settles the previous batch first, as an ack would:
 	// one request instead of two per batch.
 	Ack *PopAck `json:"ack,omitempty"`
@@ -84,6 +89,7 @@ type AckItem struct {
 	Offset        *int64 `json:"offset,omitempty"`
 	Status        string `json:"status"` // "completed" or "failed"
 	Error         string `json:"error,omitempty"`
+	DelayMs       int64  `json:"delayMs,omitempty"`
 }
 
 // AckRequest settles messages delivered under a lease.

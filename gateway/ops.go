@@ -91,7 +91,8 @@ func (o *Ops) authorize(header string) *queengate.Error {
 func queueView(c model.QueueConfig) queengate.QueueView {
 	return queengate.QueueView{Queue: c.Name, CreatedAt: c.CreatedAt.UTC(), UpdatedAt: c.UpdatedAt.UTC(),
 		Options: queengate.Options{DedupWindowSeconds: c.DedupWindowSeconds, RetentionSeconds: c.RetentionSeconds,
-			OnConflict: string(c.OnConflict), MaxAttempts: c.MaxAttempts, RetainUntil: string(c.RetainUntil)}}
+			OnConflict: string(c.OnConflict), MaxAttempts: c.MaxAttempts, RetainUntil: string(c.RetainUntil),
+			MaxAckPending: c.MaxAckPending}}
 }
 
 // Configure applies a configure request body.
@@ -112,7 +113,7 @@ func (o *Ops) Configure(ctx context.Context, body []byte) (any, *queengate.Error
 }
 
 // options are the configurable options and their JSON names.
-var options = []string{"dedupWindowSeconds", "retentionSeconds", "onConflict", "maxAttempts", "retainUntil"}
+var options = []string{"dedupWindowSeconds", "retentionSeconds", "onConflict", "maxAttempts", "retainUntil", "maxAckPending"}
 
 var (
 	configureShape = objectShape{"a configure request", `{"queue": "...", "options": {...}, "mode": "merge"|"replace"}`}
@@ -168,6 +169,7 @@ func decodeOptions(raw []byte) (patch model.OptionsPatch, werr *queengate.Error)
 			}
 			return badInput(`"retainUntil" must be one of "age", "consumed", not %s`, describe(raw))
 		}},
+		objectField{name: "maxAckPending", decode: boundedOptionInto("maxAckPending", model.MaxAckPendingLimit, &patch.MaxAckPending)},
 	)
 	return patch, werr
 }
@@ -175,9 +177,15 @@ func decodeOptions(raw []byte) (patch model.OptionsPatch, werr *queengate.Error)
 // optionInto decodes a numeric option: a whole number from 0 to
 // model.MaxOptionSeconds.
 func optionInto(name string, dst **int) func([]byte) *queengate.Error {
+	return boundedOptionInto(name, model.MaxOptionSeconds, dst)
+}
+
+// boundedOptionInto decodes a numeric option: a whole number from 0 to
+// most.
+func boundedOptionInto(name string, most int64, dst **int) func([]byte) *queengate.Error {
 	return func(raw []byte) *queengate.Error {
 		var n int
-		if werr := wholeNumberInto(name, 0, model.MaxOptionSeconds, &n)(raw); werr != nil {
+		if werr := wholeNumberInto(name, 0, most, &n)(raw); werr != nil {
 			return werr
 		}
 		*dst = &n

@@ -14,6 +14,8 @@ const (
 	// MaxOptionSeconds is the largest value an option takes (the column
 	// is an integer).
 	MaxOptionSeconds = math.MaxInt32
+	// MaxAckPendingLimit bounds maxAckPending, a queue's and a pop's.
+	MaxAckPendingLimit = 1000000
 )
 
 // QueueOptions is a queue's whole configuration.
@@ -32,6 +34,9 @@ type QueueOptions struct {
 	// RetainUntil says whether retention also waits for every consumer
 	// group.
 	RetainUntil RetainUntil
+	// MaxAckPending bounds what each consumer group holds delivered and
+	// not yet settled; 0: no bound.
+	MaxAckPending int
 }
 
 // DefaultQueueOptions is what a created queue starts from, and what an
@@ -49,6 +54,7 @@ type OptionsPatch struct {
 	OnConflict         *ConflictMode
 	MaxAttempts        *int
 	RetainUntil        *RetainUntil
+	MaxAckPending      *int
 }
 
 // Apply returns o with the patch applied: merge keeps what the patch
@@ -72,6 +78,9 @@ func (p OptionsPatch) Apply(o QueueOptions, replace bool) QueueOptions {
 	if p.RetainUntil != nil {
 		o.RetainUntil = *p.RetainUntil
 	}
+	if p.MaxAckPending != nil {
+		o.MaxAckPending = *p.MaxAckPending
+	}
 	return o
 }
 
@@ -87,6 +96,9 @@ func (p OptionsPatch) Validate() error {
 	check("dedupWindowSeconds", p.DedupWindowSeconds)
 	check("retentionSeconds", p.RetentionSeconds)
 	check("maxAttempts", p.MaxAttempts)
+	if v := p.MaxAckPending; v != nil && (*v < 0 || *v > MaxAckPendingLimit) {
+		errs = append(errs, &OptionError{Option: "maxAckPending", Value: *v, Max: MaxAckPendingLimit})
+	}
 	if p.RetainUntil != nil && !p.RetainUntil.Valid() {
 		errs = append(errs, fmt.Errorf("%w: retainUntil %q: age or consumed", ErrInvalidOption, string(*p.RetainUntil)))
 	}
