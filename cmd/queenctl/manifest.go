@@ -43,6 +43,7 @@ type manifestQueue struct {
 	OnConflict         yaml.Node `yaml:"onConflict"`
 	MaxAttempts        yaml.Node `yaml:"maxAttempts"`
 	RetainUntil        yaml.Node `yaml:"retainUntil"`
+	MaxAckPending      yaml.Node `yaml:"maxAckPending"`
 }
 
 func (q *manifestQueue) options() map[string]*yaml.Node {
@@ -52,6 +53,7 @@ func (q *manifestQueue) options() map[string]*yaml.Node {
 		"onConflict":         &q.OnConflict,
 		"maxAttempts":        &q.MaxAttempts,
 		"retainUntil":        &q.RetainUntil,
+		"maxAckPending":      &q.MaxAckPending,
 	}
 }
 
