@@ -189,7 +189,9 @@ func offsetText(o *int64) string {
 
 // Handler processes one message. A nil error completes it; an error
 // fails it (redelivered later with one more attempt, dead-lettered after
-// the queue's maxAttempts), not before a delay when made by Retry. For an exactly-once effect, commit the
+// the queue's maxAttempts), not before a delay when made by Retry. An
+// error that is ctx's once it ended (Consume stopping, a drain cut short)
+// leaves the message unhandled: released, not failed. For an exactly-once effect, commit the
 // message's transactionId with your own writes in one transaction and
 // skip a transactionId you already hold: a redelivery is then harmless.
 type Handler func(ctx context.Context, m Delivery) error
@@ -434,7 +436,7 @@ func (o ConsumeOptions) acked(partition string, a AckAnswer) {
 // renews the lease, and returns the batch's ack: by offset, since a
 // transactionId may be stored twice in a partition. When ctx ends
 // midway, the rest is not handled (nor failed): the ack covers what was;
-// a message whose handler failed once ctx ended counts as not handled.
+// a message whose handler returned ctx's error counts as not handled.
 func (c *Client) handleBatch(ctx context.Context, queue, group string, opts ConsumeOptions, batch PopAnswer, handle Handler) *PopAck {
 	renewCtx, stopRenew := context.WithCancel(ctx)
 	var renewing sync.WaitGroup
@@ -450,7 +452,7 @@ func (c *Client) handleBatch(ctx context.Context, queue, group string, opts Cons
 		}
 		item := AckItem{Offset: &m.Offset, Status: AckCompleted}
 		err := handle(ctx, m)
-		if err != nil && ctx.Err() != nil {
+		if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			break // stopped, not failed: released with the rest
 		}
 		if err != nil {

@@ -6,13 +6,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	queengate "github.com/queengate/queengate"
-	"github.com/queengate/queengate/gateway"
 	"github.com/queengate/queengate/ingest"
-	"github.com/queengate/queengate/internal/checkfor"
-	"github.com/queengate/queengate/internal/pgtest"
 	"github.com/queengate/queengate/model"
 )
 
@@ -100,10 +96,7 @@ func TestMaxAckPendingFreesOnAckReleaseAndExpiry(t *testing.T) {
 // the ack freed.
 func TestALongPollHeldAtMaxAckPendingIsWokenByAnAck(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	consumers := gateway.NewConsumers(pgtest.Store(t, e.pgURL))
-	consumers.SetCheckEvery(time.Hour) // only an announcement can wake the pop
-	e.startGateway(gatewayOpts{gateway: gateway.Config{Consumers: consumers}})
+	e, consumers := wakeableOnlyByAnnouncements(t)
 	e.fill(t, 2, "p1", "p2")
 	c := e.queenClient(t)
 	ctx := t.Context()
@@ -112,28 +105,13 @@ func TestALongPollHeldAtMaxAckPendingIsWokenByAnAck(t *testing.T) {
 	if err != nil || len(first.Messages) != 2 {
 		t.Fatalf("pop: %+v, %v", first, err)
 	}
-	got := make(chan queengate.PopAnswer, 1)
-	go func() {
-		wait := req
-		wait.WaitMs = queengate.MaxWaitMs
-		a, err := c.Pop(ctx, e.queue, "", wait)
-		if err != nil {
-			t.Error(err)
-		}
-		got <- a
-	}()
-	checkfor.Check(t, 10*time.Second, checkfor.Cond("the pop to wait", func() bool { return consumers.Waiting(e.queue) }))
+	got := waitingPop(t, c, consumers, e.queue, "", req)
 	if _, err := c.Ack(ctx, e.queue, first.Partition, queengate.AckRequest{Group: "g", LeaseID: first.LeaseID,
 		Items: completeAll(first)[:1]}); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case a := <-got:
-		if len(a.Messages) != 1 {
-			t.Fatalf("the woken pop got %v, want the one message the ack made room for", txnIDs(a))
-		}
-	case <-time.After(queengate.MaxWaitMs * time.Millisecond):
-		t.Fatal("the pop was not woken by the ack before its wait ran out")
+	if a := woken(t, got); len(a.Messages) != 1 {
+		t.Fatalf("the woken pop got %v, want the one message the ack made room for", txnIDs(a))
 	}
 }
 
