@@ -191,9 +191,10 @@ func offsetText(o *int64) string {
 // fails it (redelivered later with one more attempt, dead-lettered after
 // the queue's maxAttempts), not before a delay when made by Retry. An
 // error that is ctx's once it ended (Consume stopping, a drain cut short)
-// leaves the message unhandled: released, not failed. For an exactly-once effect, commit the
-// message's transactionId with your own writes in one transaction and
-// skip a transactionId you already hold: a redelivery is then harmless.
+// leaves the message unhandled: released, not failed. For an exactly-once
+// effect, commit the message's transactionId with your own writes in one
+// transaction and skip a transactionId you already hold: a redelivery is
+// then harmless.
 type Handler func(ctx context.Context, m Delivery) error
 
 // Consume pops, handles and acknowledges messages of queue for group
