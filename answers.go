@@ -126,6 +126,9 @@ type Options struct {
 	// RetryBackoffMs: that wait by attempt instead, when not empty (the
 	// n-th entry after the n-th attempt, the last after every later one).
 	RetryBackoffMs []int `json:"retryBackoffMs"`
+	// MaxAckPending: the most messages each consumer group holds
+	// delivered and not yet settled; 0: no bound.
+	MaxAckPending int `json:"maxAckPending"`
 }
 
 // ConfigureRequest is the body of a configure: the options it sets

@@ -43,6 +43,11 @@ type PopRequest struct {
 	LeaseMs  int64  `json:"leaseMs,omitempty"`
 	WaitMs   int64  `json:"waitMs,omitempty"`
 	MaxBytes int64  `json:"maxBytes,omitempty"`
+	// MaxAckPending, when set (with Consumer), bounds what Consumer holds
+	// delivered and not yet settled: the pop delivers no more than
+	// MaxAckPending less that, and at the limit nothing (it waits, up to
+	// WaitMs, for acks, releases or expiries to make room).
+	MaxAckPending int `json:"maxAckPending,omitempty"`
 	// Ack, when set, settles the previous batch first, as an ack would:
 	// one request instead of two per batch.
 	Ack *PopAck `json:"ack,omitempty"`

@@ -116,6 +116,19 @@ type ConsumeOptions struct {
 	// ctx ends. Negative: never return; every failure still goes to
 	// OnError.
 	MaxPopFailures int
+
+	// Concurrency is how many partitions are handled at once (default 1):
+	// as many batches, each of one partition, each handled in offset
+	// order by one goroutine; a partition's next batch comes only after
+	// its ack. The handler is then called from several goroutines at
+	// once, never two at once for one partition.
+	Concurrency int
+	// MaxBytes bounds what each pop's messages take (PopRequest.MaxBytes;
+	// 0: as much as fits in an answer).
+	MaxBytes int64
+	// MaxAckPending bounds what this consumer holds delivered and not yet
+	// acknowledged (PopRequest.MaxAckPending; needs Consumer).
+	MaxAckPending int
 }
 
 // MinConsumeLease is the shortest lease Consume takes. It renews a lease
@@ -146,6 +159,27 @@ func (e *UnsettledError) Error() string {
 		len(e.Items), e.Partition, offsetText(e.Items[0].Offset), e.Items[0].Result)
 }
 
+// Retry is what a Handler returns to fail a message and have it
+// redelivered no sooner than delay from now (a nak with delay: delayMs on
+// its failed ack item), instead of the queue's default.
+func Retry(err error, delay time.Duration) error { return &RetryError{Err: err, Delay: delay} }
+
+// RetryError is a handler's failure with the delay before redelivery
+// (Retry).
+type RetryError struct {
+	Err   error
+	Delay time.Duration
+}
+
+func (e *RetryError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("retry in %v", e.Delay)
+	}
+	return e.Err.Error()
+}
+
+func (e *RetryError) Unwrap() error { return e.Err }
+
 func offsetText(o *int64) string {
 	if o == nil {
 		return "?"
@@ -155,55 +189,171 @@ func offsetText(o *int64) string {
 
 // Handler processes one message. A nil error completes it; an error
 // fails it (redelivered later with one more attempt, dead-lettered after
-// the queue's maxAttempts). For an exactly-once effect, commit the
-// message's transactionId with your own writes in one transaction and
-// skip a transactionId you already hold: a redelivery is then harmless.
+// the queue's maxAttempts), not before a delay when made by Retry. An
+// error that is ctx's once it ended (Consume stopping, a drain cut short)
+// leaves the message unhandled: released, not failed. For an exactly-once
+// effect, commit the message's transactionId with your own writes in one
+// transaction and skip a transactionId you already hold: a redelivery is
+// then harmless.
 type Handler func(ctx context.Context, m Delivery) error
 
 // Consume pops, handles and acknowledges messages of queue for group
-// until ctx ends. Each popped batch's lease is renewed at once (which
-// tells the gateway the batch arrived) and then every third of the lease
-// while the batch is handled. Each batch's ack travels with the next pop
-// (one request per batch); when ctx ends, the last handled batch is still
-// acknowledged. The acks' answers go to opts.OnAck, what Consume retries
-// past to opts.OnError. It returns ctx's error, ErrLeaseTooShort, the
-// first error of the gateway that is not worth retrying (a 4xx), or the
-// last failure once opts.MaxPopFailures pops in a row failed.
-func (c *Client) Consume(ctx context.Context, queue, group string, opts ConsumeOptions, handle Handler) (err error) {
+// until ctx ends: NewConsumer(queue, group, opts, handle).Run(ctx). Each
+// popped batch's lease is renewed at once (which tells the gateway the
+// batch arrived) and then every third of the lease while the batch is
+// handled. Each batch's ack travels with the next pop (one request per
+// batch); when ctx ends, the handlers' context ends too, the batches in
+// hand stop after the message being handled, what was handled is still
+// acknowledged, and the rest is released at once. The acks' answers go
+// to opts.OnAck, what Consume retries past to opts.OnError. It returns
+// ctx's error, ErrLeaseTooShort, the first error of the gateway that is
+// not worth retrying (a 4xx), or the last failure once
+// opts.MaxPopFailures pops in a row failed.
+func (c *Client) Consume(ctx context.Context, queue, group string, opts ConsumeOptions, handle Handler) error {
+	return c.NewConsumer(queue, group, opts, handle).Run(ctx)
+}
+
+// Consumer is a Consume that can be drained: Run consumes, Drain stops
+// it gracefully.
+type Consumer struct {
+	c            *Client
+	queue, group string
+	opts         ConsumeOptions
+	handle       Handler
+
+	draining  chan struct{} // closed by Drain: no more pops
+	drainOnce sync.Once
+	done      chan struct{} // closed when Run returns
+	mu        sync.Mutex
+	started   bool
+	stopWork  context.CancelFunc // ends the handlers' context (Run's)
+}
+
+// NewConsumer prepares a consumer of queue for group; Run starts it.
+func (c *Client) NewConsumer(queue, group string, opts ConsumeOptions, handle Handler) *Consumer {
 	opts = opts.withDefaults()
-	if opts.Lease < MinConsumeLease {
+	opts.serializeCallbacks()
+	return &Consumer{c: c, queue: queue, group: group, opts: opts, handle: handle,
+		draining: make(chan struct{}), done: make(chan struct{})}
+}
+
+// Run consumes as Consume does, with opts.Concurrency partitions handled
+// at once, until ctx ends (it returns ctx's error) or Drain stops it (it
+// returns nil). Call it once.
+func (cs *Consumer) Run(ctx context.Context) error {
+	if cs.opts.Lease < MinConsumeLease {
 		return ErrLeaseTooShort
 	}
+	work, stopWork := context.WithCancel(ctx)
+	defer stopWork()
+	cs.mu.Lock()
+	cs.started, cs.stopWork = true, stopWork
+	cs.mu.Unlock()
+	defer close(cs.done)
+	// Pops end at a drain or with the handlers' context.
+	pops, stopPops := context.WithCancel(work)
+	defer stopPops()
+	select {
+	case <-cs.draining: // drained before it ran
+		return nil
+	default:
+	}
+	go func() {
+		select {
+		case <-cs.draining:
+			stopPops()
+		case <-pops.Done():
+		}
+	}()
+	var (
+		workers  sync.WaitGroup
+		failOnce sync.Once
+		failure  error
+	)
+	for range cs.opts.Concurrency {
+		workers.Go(func() {
+			if err := cs.work(ctx, work, pops); err != nil {
+				failOnce.Do(func() { failure = err })
+				if pops.Err() == nil { // not draining: the others stop too, acknowledging what they handled
+					stopWork()
+				}
+			}
+		})
+	}
+	workers.Wait()
+	switch {
+	case failure != nil:
+		return failure
+	case ctx.Err() != nil:
+		return ctx.Err()
+	}
+	return nil
+}
+
+// Drain stops Run gracefully: no more pops (a pop waiting ends; a batch it
+// brings anyway is released), while the batches in hand are handled to
+// their end and acknowledged. When ctx ends first, the handlers' context
+// ends: the batches stop after the message being handled, what was
+// handled is acknowledged and the rest released at once. Drain returns
+// once Run has returned: nil, or ctx's error when it ended first. Before
+// Run, it makes Run return at once.
+func (cs *Consumer) Drain(ctx context.Context) error {
+	cs.drainOnce.Do(func() { close(cs.draining) })
+	cs.mu.Lock()
+	started := cs.started
+	cs.mu.Unlock()
+	if !started {
+		return nil
+	}
+	select {
+	case <-cs.done:
+		return nil
+	case <-ctx.Done():
+	}
+	cs.stopWork()
+	<-cs.done
+	return ctx.Err()
+}
+
+// work is one of Run's workers: it pops one batch at a time, handles it
+// in order, and acknowledges it with its next pop. A partition is leased
+// to one worker at a time, until its batch's ack: its messages are
+// handled one at a time, in order. It returns the error that ends Run
+// (nil at a drain or when ctx ends).
+func (cs *Consumer) work(ctx, work, pops context.Context) (err error) {
+	c, opts := cs.c, cs.opts
 	var pending *PopAck // the handled batch's ack, not yet delivered
 	defer func() {
 		if pending != nil {
-			if ackErr := c.finalAck(ctx, queue, group, opts, pending); ackErr != nil && errors.Is(err, ctx.Err()) {
+			if ackErr := c.finalAck(ctx, cs.queue, cs.group, opts, pending); ackErr != nil && err == nil {
 				err = ackErr
 			}
 		}
 	}()
 	failures := 0
-	for ctx.Err() == nil {
+	for pops.Err() == nil {
 		// Each pop is bounded even when ctx has a distant deadline: one
 		// lost answer must not stall the consumer until then.
-		popCtx, cancel := context.WithTimeout(ctx, c.timeout+opts.Wait)
-		batch, err := c.Pop(popCtx, queue, opts.Partition, PopRequest{Group: group, Consumer: opts.Consumer, Max: opts.Max,
-			LeaseMs: opts.Lease.Milliseconds(), WaitMs: opts.Wait.Milliseconds(), Ack: pending})
+		popCtx, cancel := context.WithTimeout(pops, c.timeout+opts.Wait)
+		batch, err := c.Pop(popCtx, cs.queue, opts.Partition, PopRequest{Group: cs.group, Consumer: opts.Consumer, Max: opts.Max,
+			LeaseMs: opts.Lease.Milliseconds(), WaitMs: opts.Wait.Milliseconds(), MaxBytes: opts.MaxBytes,
+			MaxAckPending: opts.MaxAckPending, Ack: pending})
 		cancel()
 		var werr *Error
 		switch {
-		case ctx.Err() != nil:
-			return ctx.Err()
+		case err == nil:
+		case pops.Err() != nil:
+			return nil // unknown whether the ack was applied: finalAck sends it again
 		case errors.As(err, &werr) && werr.Code < 500:
 			return err
-		case err != nil:
+		default:
 			if failures++; opts.MaxPopFailures >= 0 && failures >= opts.MaxPopFailures {
 				return fmt.Errorf("queengate: %d pops in a row failed: %w", failures, err)
 			}
 			// Unknown whether the ack was applied: sending it again is safe.
 			opts.report(fmt.Errorf("queengate: pop failed (%d in a row), retrying in a second: %w", failures, err))
-			if sleep(ctx, time.Second) != nil {
-				return ctx.Err()
+			if sleep(pops, time.Second) != nil {
+				return nil
 			}
 			continue
 		}
@@ -212,11 +362,15 @@ func (c *Client) Consume(ctx context.Context, queue, group string, opts ConsumeO
 			opts.acked(pending.Partition, *batch.Ack)
 		}
 		pending = nil
-		if len(batch.Messages) > 0 {
-			pending = c.handleBatch(ctx, queue, group, opts, batch, handle)
+		switch {
+		case len(batch.Messages) == 0:
+		case pops.Err() != nil: // it came as the drain began: not handled
+			pending = &PopAck{Partition: batch.Partition, LeaseID: batch.LeaseID}
+		default:
+			pending = c.handleBatch(work, cs.queue, cs.group, opts, batch, cs.handle)
 		}
 	}
-	return ctx.Err()
+	return nil
 }
 
 func (o ConsumeOptions) withDefaults() ConsumeOptions {
@@ -232,7 +386,28 @@ func (o ConsumeOptions) withDefaults() ConsumeOptions {
 	if o.MaxPopFailures == 0 {
 		o.MaxPopFailures = DefaultMaxPopFailures
 	}
+	o.Concurrency = max(o.Concurrency, 1)
 	return o
+}
+
+// serializeCallbacks makes OnAck and OnError never run two at once, from
+// however many goroutines Consume calls them.
+func (o *ConsumeOptions) serializeCallbacks() {
+	var mu sync.Mutex
+	if onAck := o.OnAck; onAck != nil {
+		o.OnAck = func(partition string, a AckAnswer) {
+			mu.Lock()
+			defer mu.Unlock()
+			onAck(partition, a)
+		}
+	}
+	if onError := o.OnError; onError != nil {
+		o.OnError = func(err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			onError(err)
+		}
+	}
 }
 
 func (o ConsumeOptions) report(err error) {
@@ -261,7 +436,8 @@ func (o ConsumeOptions) acked(partition string, a AckAnswer) {
 // handleBatch runs the handler over a popped batch while a goroutine
 // renews the lease, and returns the batch's ack: by offset, since a
 // transactionId may be stored twice in a partition. When ctx ends
-// midway, the rest is not handled (nor failed): the ack covers what was.
+// midway, the rest is not handled (nor failed): the ack covers what was;
+// a message whose handler returned ctx's error counts as not handled.
 func (c *Client) handleBatch(ctx context.Context, queue, group string, opts ConsumeOptions, batch PopAnswer, handle Handler) *PopAck {
 	renewCtx, stopRenew := context.WithCancel(ctx)
 	var renewing sync.WaitGroup
@@ -276,8 +452,15 @@ func (c *Client) handleBatch(ctx context.Context, queue, group string, opts Cons
 			break
 		}
 		item := AckItem{Offset: &m.Offset, Status: AckCompleted}
-		if err := handle(ctx, m); err != nil {
+		err := handle(ctx, m)
+		if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			break // stopped, not failed: released with the rest
+		}
+		if err != nil {
 			item.Status, item.Error = AckFailed, truncate(err.Error(), MaxAckErrorSize)
+			if r, ok := errors.AsType[*RetryError](err); ok {
+				item.DelayMs = r.Delay.Milliseconds()
+			}
 		}
 		ack.Items = append(ack.Items, item)
 	}

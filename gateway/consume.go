@@ -193,7 +193,7 @@ func (c *Consumers) pop(ctx context.Context, place string, body []byte) (any, *q
 		}
 	}
 	pr := model.PopRequest{Group: g, PartitionID: pid, Max: req.Max, Lease: time.Duration(req.LeaseMs) * time.Millisecond,
-		Consumer: req.Consumer}
+		Consumer: req.Consumer, MaxAckPending: req.MaxAckPending}
 	pr.Room, pr.MaxBytes = c.popRoom(len(acked), req.MaxBytes)
 	// What a pop carrying no ack has room for: a message taking more
 	// could never be delivered, and is dead-lettered instead of stalling
@@ -303,6 +303,7 @@ func decodePop(body []byte) (queengate.PopRequest, *queengate.Error) {
 		objectField{name: "leaseMs", decode: wholeNumberInto("leaseMs", 1, queengate.MaxLeaseMs, &req.LeaseMs)},
 		objectField{name: "waitMs", decode: wholeNumberInto("waitMs", 0, queengate.MaxWaitMs, &req.WaitMs)},
 		objectField{name: "maxBytes", decode: wholeNumberInto("maxBytes", 1, maxPopBytes, &req.MaxBytes)},
+		objectField{name: "maxAckPending", decode: wholeNumberInto("maxAckPending", 1, model.MaxAckPendingLimit, &req.MaxAckPending)},
 		objectField{name: "ack", decode: func(raw []byte) *queengate.Error {
 			req.Ack = &queengate.PopAck{}
 			return decodePopAck(raw, req.Ack)
@@ -313,6 +314,8 @@ func decodePop(body []byte) (queengate.PopRequest, *queengate.Error) {
 		return req, werr
 	case req.Group == "":
 		return req, badInput(`"group" is missing: want %s`, popShape.example)
+	case req.MaxAckPending > 0 && req.Consumer == "":
+		return req, badInput(`"maxAckPending" bounds what one consumer holds: name it in "consumer"`)
 	case req.Ack != nil:
 		if _, werr := ackItems(queengate.AckRequest{Group: req.Group, LeaseID: req.Ack.LeaseID, Items: req.Ack.Items}); werr != nil {
 			werr.Message = `"ack": ` + werr.Message
@@ -538,6 +541,9 @@ func (c *Consumers) settle(ctx context.Context, queue, partition string, req que
 	}
 	ans := queengate.AckAnswer{Items: make([]queengate.AckResult, len(items)), NextOffset: res.NextOffset,
 		LeaseEnded: res.LeaseEnded, DeadLettered: res.DeadLettered}
+	if res.LeaseCounted && !res.LeaseEnded {
+		c.announce(queue) // room for a pop held at its maxAckPending
+	}
 	for i, o := range res.Items {
 		r := queengate.AckResult{Index: i, TransactionID: req.Items[i].TransactionID, Result: o.Result}
 		if o.Offset >= 0 {

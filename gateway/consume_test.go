@@ -114,31 +114,55 @@ func TestConsumersOfAGroupShareAndGroupsEachGetEverything(t *testing.T) {
 // the pushed message well before the wait is over.
 func TestALongPollingPopIsWokenByAPush(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	consumers := gateway.NewConsumers(pgtest.Store(t, e.pgURL))
-	consumers.SetCheckEvery(time.Hour) // only a commit can wake the pop
-	e.startGateway(gatewayOpts{gateway: gateway.Config{Consumers: consumers}})
+	e, consumers := wakeableOnlyByAnnouncements(t)
 	e.fill(t, 1, "p")
 	c := e.queenClient(t)
-	ctx := t.Context()
 	popAndAck(t, c, e.queue, "p", 1)
+	got := waitingPop(t, c, consumers, e.queue, "p", queengate.PopRequest{Group: "g", Max: 10})
+	e.push(t, e.subject("p"), msgs("late"))
+	if a := woken(t, got); !slices.Equal(txnIDs(a), []string{"late"}) {
+		t.Fatalf("the woken pop got %v", txnIDs(a))
+	}
+}
+
+// wakeableOnlyByAnnouncements starts a gateway whose waiting pops only an
+// announcement wakes (its check for run-out leases is an hour away).
+func wakeableOnlyByAnnouncements(t *testing.T) (*testEnv, *gateway.Consumers) {
+	t.Helper()
+	e := newEnv(t)
+	consumers := gateway.NewConsumers(pgtest.Store(t, e.pgURL))
+	consumers.SetCheckEvery(time.Hour)
+	e.startGateway(gatewayOpts{gateway: gateway.Config{Consumers: consumers}})
+	return e, consumers
+}
+
+// waitingPop sends req as a long poll of the longest wait, and returns
+// once it waits; its answer comes on the channel.
+func waitingPop(t *testing.T, c *queengate.Client, consumers *gateway.Consumers, queue, partition string, req queengate.PopRequest) <-chan queengate.PopAnswer {
+	t.Helper()
 	got := make(chan queengate.PopAnswer, 1)
+	req.WaitMs = queengate.MaxWaitMs
 	go func() {
-		a, err := c.Pop(ctx, e.queue, "p", queengate.PopRequest{Group: "g", Max: 10, WaitMs: queengate.MaxWaitMs})
+		a, err := c.Pop(t.Context(), queue, partition, req)
 		if err != nil {
 			t.Error(err)
 		}
 		got <- a
 	}()
-	checkfor.Check(t, 10*time.Second, checkfor.Cond("the pop to wait for a commit", func() bool { return consumers.Waiting(e.queue) }))
-	e.push(t, e.subject("p"), msgs("late"))
+	checkfor.Check(t, 10*time.Second, checkfor.Cond("the pop to wait", func() bool { return consumers.Waiting(queue) }))
+	return got
+}
+
+// woken is a waiting pop's answer, which must come before its wait runs
+// out.
+func woken(t *testing.T, got <-chan queengate.PopAnswer) queengate.PopAnswer {
+	t.Helper()
 	select {
 	case a := <-got:
-		if !slices.Equal(txnIDs(a), []string{"late"}) {
-			t.Fatalf("the woken pop got %v", txnIDs(a))
-		}
+		return a
 	case <-time.After(queengate.MaxWaitMs * time.Millisecond):
-		t.Fatal("the pop was not woken by the push before its wait ran out")
+		t.Fatal("the pop was not woken before its wait ran out")
+		return queengate.PopAnswer{}
 	}
 }
 

@@ -187,9 +187,16 @@ var (
 	refPop = refObject{
 		fields: map[string]refRule{"group": matching(refName), "consumer": stringOfBytes(0, 128), "max": wholeFrom(1, 10000),
 			"leaseMs": wholeFrom(1, 3600000), "waitMs": wholeFrom(0, 20000), "maxBytes": wholeFrom(1, 1<<30),
+			"maxAckPending": wholeFrom(1, 1000000),
 			"ack": objectOf(refObject{fields: map[string]refRule{"partition": matching(refName), "leaseId": matching(refUUID), "items": refAckItems},
 				required: []string{"partition", "leaseId", "items"}})},
 		required: []string{"group"},
+		// maxAckPending bounds a named consumer
+		across: func(m map[string]json.RawMessage) bool {
+			consumer, _ := refString(m["consumer"])
+			_, limited := refWhole(m["maxAckPending"])
+			return !limited || consumer != ""
+		},
 	}
 	refRenew = refObject{fields: map[string]refRule{"group": matching(refName), "leaseId": matching(refUUID), "leaseMs": wholeFrom(1, 3600000)},
 		required: []string{"group", "leaseId", "leaseMs"}}
@@ -209,7 +216,8 @@ var (
 	}
 	refOptions = refObject{fields: map[string]refRule{"dedupWindowSeconds": wholeFrom(0, 1<<31-1), "retentionSeconds": wholeFrom(0, 1<<31-1),
 		"maxAttempts": wholeFrom(0, 1<<31-1), "onConflict": oneOf("ignore", "flag", "reject"), "retainUntil": oneOf("age", "consumed"),
-		"retryDelayMs": wholeFrom(0, 86400000), "retryBackoffMs": arrayOf(0, 64, wholeFrom(0, 86400000))}}
+		"retryDelayMs": wholeFrom(0, 86400000), "retryBackoffMs": arrayOf(0, 64, wholeFrom(0, 86400000)),
+		"maxAckPending": wholeFrom(0, 1000000)}}
 	refConfigure = refObject{fields: map[string]refRule{"queue": matching(refName), "options": objectOf(refOptions), "mode": oneOf("merge", "replace")},
 		required: []string{"queue"}}
 	refCancel    = refObject{fields: map[string]refRule{"timerId": matching(refUUID)}, required: []string{"timerId"}}
@@ -268,7 +276,7 @@ var seeds = []string{
 	`{"group":"g","leaseId":"` + testLease + `","leaseMs":0}`,
 	`{"group":"g","leaseId":"` + testLease + `","leaseMs":1000}`,
 	`{"group":"g","consumer":"c","max":5,"leaseMs":1000,"waitMs":0,"maxBytes":1024,"ack":{"partition":"p","leaseId":"` + testLease + `","items":[{"offset":0,"status":"completed","error":"e"}]}}`,
-	`{"group":"g","maxBytes":1073741825}`, `{"group":"g","max":1e2}`, `{"group":"g","max":-0}`,
+	`{"group":"g","maxBytes":1073741825}`, `{"group":"g","consumer":"c","maxAckPending":10}`, `{"group":"g","maxAckPending":10}`, `{"group":"g","max":1e2}`, `{"group":"g","max":-0}`,
 	`{"from":1,"max":2,"maxBytes":3}`, `{"from":1.0}`, `{"from":99999999999999999999}`,
 	`{"messageId":"x"}`, `{"queue":"q","partition":"p","transactionId":"t"}`,
 	`{"transactionId":"t","data":{"a": 1}}`, `{"transactionId":"\u0000"}`, `{"transactionId":"` + strings.Repeat("x", 300) + `"}`,
@@ -328,6 +336,9 @@ func FuzzDecodePop(f *testing.F) {
 	fuzzDecoder(f, refPop, false, decodePop, func(req queengate.PopRequest, vals map[string]json.RawMessage) string {
 		if n, ok := refWhole(vals["maxBytes"]); req.MaxBytes != n || !ok && req.MaxBytes != 0 {
 			return fmt.Sprintf("maxBytes %d, the reference %s", req.MaxBytes, vals["maxBytes"])
+		}
+		if n, ok := refWhole(vals["maxAckPending"]); int64(req.MaxAckPending) != n || !ok && req.MaxAckPending != 0 {
+			return fmt.Sprintf("maxAckPending %d, the reference %s", req.MaxAckPending, vals["maxAckPending"])
 		}
 		if _, ok := vals["ack"]; ok != (req.Ack != nil) {
 			return fmt.Sprintf("ack %+v, the reference %s", req.Ack, vals["ack"])
@@ -418,6 +429,9 @@ func FuzzDecodeConfigure(f *testing.F) {
 		if json.Unmarshal(opts["retryBackoffMs"], &backoff) == nil != (c.patch.RetryBackoffMs != nil) ||
 			backoff != nil && fmt.Sprint(backoff) != fmt.Sprint(*c.patch.RetryBackoffMs) {
 			return fmt.Sprintf("retryBackoffMs %v, the reference %s", c.patch.RetryBackoffMs, opts["retryBackoffMs"])
+		}
+		if n, ok := refWhole(opts["maxAckPending"]); ok != (c.patch.MaxAckPending != nil) || ok && int64(*c.patch.MaxAckPending) != n {
+			return fmt.Sprintf("maxAckPending %v, the reference %s", c.patch.MaxAckPending, opts["maxAckPending"])
 		}
 		return sameString("queue", c.queue, vals)
 	})

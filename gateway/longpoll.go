@@ -98,12 +98,13 @@ func (ws *waits) popping(l *waitList, w *waiter) (wakes uint64, at time.Time) {
 }
 
 // foundNothing marks the list known empty when no wake came since w's
-// pop, which found nothing, began.
-func (ws *waits) foundNothing(l *waitList, w *waiter, wakes uint64, at time.Time) {
+// pop, which found nothing, began, unless it was held at its
+// maxAckPending: other pops of the list may find work.
+func (ws *waits) foundNothing(l *waitList, w *waiter, wakes uint64, at time.Time, held bool) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	w.popping = false
-	if l.wakes == wakes {
+	if l.wakes == wakes && !held {
 		l.emptyAt = at
 	}
 }
@@ -340,7 +341,7 @@ func (c *Consumers) longPoll(ctx context.Context, queue string, pr model.PopRequ
 				delivered = true
 				return c.popAnswer(queue, pr.Group, &res, acked), nil
 			}
-			c.waits.foundNothing(l, w, wakes, at)
+			c.waits.foundNothing(l, w, wakes, at, res.Held)
 		}
 		select {
 		case <-w.signal:

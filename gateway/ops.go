@@ -93,7 +93,7 @@ func queueView(c model.QueueConfig) queengate.QueueView {
 	return queengate.QueueView{Queue: c.Name, CreatedAt: c.CreatedAt.UTC(), UpdatedAt: c.UpdatedAt.UTC(),
 		Options: queengate.Options{DedupWindowSeconds: c.DedupWindowSeconds, RetentionSeconds: c.RetentionSeconds,
 			OnConflict: string(c.OnConflict), MaxAttempts: c.MaxAttempts, RetainUntil: string(c.RetainUntil),
-			RetryDelayMs: c.RetryDelayMs, RetryBackoffMs: c.RetryBackoffMs}}
+			RetryDelayMs: c.RetryDelayMs, RetryBackoffMs: c.RetryBackoffMs, MaxAckPending: c.MaxAckPending}}
 }
 
 // Configure applies a configure request body.
@@ -115,7 +115,7 @@ func (o *Ops) Configure(ctx context.Context, body []byte) (any, *queengate.Error
 
 // options are the configurable options and their JSON names.
 var options = []string{"dedupWindowSeconds", "retentionSeconds", "onConflict", "maxAttempts", "retainUntil",
-	"retryDelayMs", "retryBackoffMs"}
+	"retryDelayMs", "retryBackoffMs", "maxAckPending"}
 
 var (
 	configureShape = objectShape{"a configure request", `{"queue": "...", "options": {...}, "mode": "merge"|"replace"}`}
@@ -171,15 +171,9 @@ func decodeOptions(raw []byte) (patch model.OptionsPatch, werr *queengate.Error)
 			}
 			return badInput(`"retainUntil" must be one of "age", "consumed", not %s`, describe(raw))
 		}},
-		objectField{name: "retryDelayMs", decode: func(raw []byte) *queengate.Error {
-			var n int
-			if werr := wholeNumberInto("retryDelayMs", 0, model.MaxRetryDelayMs, &n)(raw); werr != nil {
-				return werr
-			}
-			patch.RetryDelayMs = &n
-			return nil
-		}},
+		objectField{name: "retryDelayMs", decode: boundedOptionInto("retryDelayMs", model.MaxRetryDelayMs, &patch.RetryDelayMs)},
 		objectField{name: "retryBackoffMs", decode: backoffInto(&patch.RetryBackoffMs)},
+		objectField{name: "maxAckPending", decode: boundedOptionInto("maxAckPending", model.MaxAckPendingLimit, &patch.MaxAckPending)},
 	)
 	return patch, werr
 }
@@ -210,9 +204,15 @@ func backoffInto(dst **[]int) func([]byte) *queengate.Error {
 // optionInto decodes a numeric option: a whole number from 0 to
 // model.MaxOptionSeconds.
 func optionInto(name string, dst **int) func([]byte) *queengate.Error {
+	return boundedOptionInto(name, model.MaxOptionSeconds, dst)
+}
+
+// boundedOptionInto decodes a numeric option: a whole number from 0 to
+// most.
+func boundedOptionInto(name string, most int64, dst **int) func([]byte) *queengate.Error {
 	return func(raw []byte) *queengate.Error {
 		var n int
-		if werr := wholeNumberInto(name, 0, model.MaxOptionSeconds, &n)(raw); werr != nil {
+		if werr := wholeNumberInto(name, 0, most, &n)(raw); werr != nil {
 			return werr
 		}
 		*dst = &n

@@ -51,6 +51,10 @@ type PopRequest struct {
 	// (Room with no ack answer beside it): a message that takes more can
 	// never be delivered, and is dead-lettered instead. 0: no bound.
 	MaxDelivery int64
+	// MaxAckPending bounds what Consumer holds delivered and not yet
+	// settled, this pop's delivery included (0: no bound); the queue's
+	// maxAckPending bounds the group's likewise.
+	MaxAckPending int
 }
 
 // DeliveryEnvelope bounds what a delivered message takes in a pop's
@@ -89,6 +93,9 @@ type PopResult struct {
 	// DeadLetterErr is why messages out of attempts could not be moved
 	// (they stay for a later pop); the delivered ones are leased anyway.
 	DeadLetterErr error
+	// Held: nothing was delivered because the consumer or its group holds
+	// maxAckPending messages unsettled (whatever work there is).
+	Held bool
 }
 
 // AckItem settles one message, named by Offset (>= 0) or TxnID.
@@ -129,6 +136,9 @@ type AckResult struct {
 	NextOffset   int64
 	LeaseEnded   bool
 	DeadLettered int
+	// LeaseCounted: the lease is counted by pops under maxAckPending, so
+	// what the ack settled may let one of them deliver.
+	LeaseCounted bool
 }
 
 // GroupPartition is a group's position on one partition.

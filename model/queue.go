@@ -19,6 +19,8 @@ const (
 	MaxRetryDelayMs = 86400000
 	// MaxRetryBackoff is how many entries retryBackoffMs may have.
 	MaxRetryBackoff = 64
+	// MaxAckPendingLimit bounds maxAckPending, a queue's and a pop's.
+	MaxAckPendingLimit = 1000000
 )
 
 // QueueOptions is a queue's whole configuration.
@@ -43,6 +45,9 @@ type QueueOptions struct {
 	// RetryBackoffMs, when not empty, is that wait by attempt instead:
 	// the n-th entry after the n-th attempt, the last after every later.
 	RetryBackoffMs []int
+	// MaxAckPending bounds what each consumer group holds delivered and
+	// not yet settled; 0: no bound.
+	MaxAckPending int
 }
 
 // DefaultQueueOptions is what a created queue starts from, and what an
@@ -62,6 +67,7 @@ type OptionsPatch struct {
 	RetainUntil        *RetainUntil
 	RetryDelayMs       *int
 	RetryBackoffMs     *[]int
+	MaxAckPending      *int
 }
 
 // Apply returns o with the patch applied: merge keeps what the patch
@@ -91,6 +97,9 @@ func (p OptionsPatch) Apply(o QueueOptions, replace bool) QueueOptions {
 	if p.RetryBackoffMs != nil {
 		o.RetryBackoffMs = *p.RetryBackoffMs
 	}
+	if p.MaxAckPending != nil {
+		o.MaxAckPending = *p.MaxAckPending
+	}
 	return o
 }
 
@@ -115,6 +124,7 @@ func (p OptionsPatch) Validate() error {
 			check(fmt.Sprintf("retryBackoffMs[%d]", i), &(*p.RetryBackoffMs)[i], MaxRetryDelayMs)
 		}
 	}
+	check("maxAckPending", p.MaxAckPending, MaxAckPendingLimit)
 	if p.RetainUntil != nil && !p.RetainUntil.Valid() {
 		errs = append(errs, fmt.Errorf("%w: retainUntil %q: age or consumed", ErrInvalidOption, string(*p.RetainUntil)))
 	}

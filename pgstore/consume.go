@@ -84,12 +84,13 @@ func (s *Store) Pop(ctx context.Context, r model.PopRequest) (model.PopResult, e
 		// no cursors, so its pops would find nothing, forever) beside the
 		// pop's row, NULLs when no partition has work.
 		err := s.pool.QueryRow(ctx, `SELECT x.partition_id, x.partition, x.lease_id, x.lease_until, x.offs, x.txn_ids, x.data::text[],
-			x.created_at, x.attempts, x.last_errors, x.dead, x.too_large, g.id IS NOT NULL
+			x.created_at, x.attempts, x.last_errors, x.dead, x.too_large, coalesce(x.held, false), g.id IS NOT NULL
 			  FROM (SELECT $1::bigint AS id) a LEFT JOIN queen.consumer_groups g ON g.id = a.id
-			  LEFT JOIN LATERAL queen.consumer_pop(a.id, $2, $3, $4, $5, $6, $7, $8, $9, $10) x ON true`,
+			  LEFT JOIN queen.queues q ON q.id = $2
+			  LEFT JOIN LATERAL queen.consumer_pop(a.id, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, q.max_ack_pending) x ON true`,
 			r.Group.ID, r.Group.QueueID, pid, r.Max, r.Lease.Seconds(), r.Consumer, r.MaxBytes, r.Room, model.DeliveryEnvelope,
-			r.MaxDelivery).Scan(&row.partitionID, &row.partition, &row.lease, &row.until, &row.offsets, &row.txnIDs, &row.data,
-			&row.created, &row.attempts, &row.lastErrors, &row.dead, &row.tooLarge, &exists)
+			r.MaxDelivery, r.MaxAckPending).Scan(&row.partitionID, &row.partition, &row.lease, &row.until, &row.offsets, &row.txnIDs,
+			&row.data, &row.created, &row.attempts, &row.lastErrors, &row.dead, &row.tooLarge, &out.Held, &exists)
 		switch {
 		case err != nil:
 			return err
@@ -194,9 +195,9 @@ func (s *Store) Ack(ctx context.Context, g model.Group, partitionID int64, lease
 	err := func() error {
 		var row ackRow
 		if err := s.pool.QueryRow(ctx, `SELECT offs, results, dead, txn_ids, data::text[], created_at, attempts, last_errors,
-			next_offset, lease_ended FROM queen.consumer_ack($1, $2, $3, $4, $5, $6, $7, $8)`,
+			next_offset, lease_ended, lease_counted FROM queen.consumer_ack($1, $2, $3, $4, $5, $6, $7, $8)`,
 			g.ID, partitionID, lease, offsets, hashes, completed, errs, ackDelays(items)).Scan(&row.offsets, &row.results, &row.dead, &row.txnIDs,
-			&row.data, &row.created, &row.attempts, &row.lastErrors, &out.NextOffset, &out.LeaseEnded); err != nil {
+			&row.data, &row.created, &row.attempts, &row.lastErrors, &out.NextOffset, &out.LeaseEnded, &out.LeaseCounted); err != nil {
 			return err
 		}
 		dead := row.outcomes(out.Items, partitionID)

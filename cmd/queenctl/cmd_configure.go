@@ -16,7 +16,7 @@ func init() {
 
 const configureUsage = `Usage:
   queenctl configure QUEUE [--dedup-window D] [--retention D] [--on-conflict M]
-                           [--max-attempts N] [--retain-until age|consumed]
+                           [--max-attempts N] [--max-ack-pending N] [--retain-until age|consumed]
                            [--retry-delay D] [--retry-backoff D,D,...|none] [--replace]
 
 Changes one queue's options and prints its whole configuration after the
@@ -71,6 +71,7 @@ func setupConfigure(fs *flag.FlagSet) runFunc {
 	fs.Var(&window, "dedup-window", "deduplication window (dedupWindowSeconds) as a `duration`, e.g. 10m; 0 turns it off")
 	fs.Var(&retention, "retention", "how long messages are kept (retentionSeconds) as a `duration`, e.g. 7d; 0 keeps them forever")
 	maxAttempts := fs.Int64("max-attempts", -1, "deliveries to a consumer group before a message is dead-lettered (maxAttempts); 0 never")
+	maxAckPending := fs.Int64("max-ack-pending", -1, "messages each consumer group may hold delivered and not yet settled (maxAckPending); 0 no limit")
 	retainUntil := fs.String("retain-until", "", "what retention waits for (retainUntil): age, or consumed (also every consumer group)")
 	retryDelay := fs.String("retry-delay", "", "how long a failed message waits before it is delivered again (retryDelayMs) as a `duration`, e.g. 5s; 0 at once")
 	retryBackoff := fs.String("retry-backoff", "", "that wait by attempt (retryBackoffMs) as comma-separated `durations`, e.g. 1s,5s,30s (the last for every later attempt); none turns it off")
@@ -102,6 +103,9 @@ func setupConfigure(fs *flag.FlagSet) runFunc {
 				return usagef("configure: --max-attempts %d: at most %d", *maxAttempts, maxOptionSeconds)
 			}
 			options["maxAttempts"] = count(*maxAttempts)
+		}
+		if *maxAckPending >= 0 {
+			options["maxAckPending"] = count(*maxAckPending) // its range is the gateway's to say
 		}
 		if *retainUntil != "" {
 			if o, _ := findOption("retainUntil"); !slices.Contains(o.words, *retainUntil) {

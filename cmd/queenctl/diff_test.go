@@ -25,6 +25,7 @@ func live(m map[string]int64) map[string]optionValue {
 	out["retainUntil"] = word("age")
 	out["retryDelayMs"] = count(0)
 	out["retryBackoffMs"] = list()
+	out["maxAckPending"] = count(0)
 	return out
 }
 
@@ -51,6 +52,7 @@ func TestDiffQueue(t *testing.T) {
 				{Option: "retainUntil", Wanted: wordPtr("age"), Default: true},
 				{Option: "retryDelayMs", Wanted: ptr(0), Default: true},
 				{Option: "retryBackoffMs", Wanted: listPtr(), Default: true},
+				{Option: "maxAckPending", Wanted: ptr(0), Default: true},
 			}},
 		},
 		{
@@ -116,6 +118,7 @@ func TestRenderDiff(t *testing.T) {
   retainUntil: age, the default
   retryDelayMs: 0 (at once), the default
   retryBackoffMs: [] (none), the default
+  maxAckPending: 0 (no limit), the default
 audit: update
   dedupWindowSeconds: 3600 (1h) → 0 (off)
   retentionSeconds: 604800 (7d) → 0 (keep forever), the default: the manifest omits it

@@ -154,6 +154,7 @@ var knownOptions = []option{
 	{name: "retainUntil", def: word("age"), head: "RETAIN UNTIL", words: []string{"age", "consumed"}},
 	{name: "retryDelayMs", def: count(0), zero: "at once", head: "RETRY DELAY", unit: "milliseconds", max: queengate.MaxDelayMs},
 	{name: "retryBackoffMs", def: list(), zero: "none", head: "RETRY BACKOFF", unit: "milliseconds", max: queengate.MaxDelayMs, list: true},
+	{name: "maxAckPending", def: count(0), zero: "no limit", head: "MAX ACK PENDING", unit: "messages"},
 }
 
 // optionValue is an option's value: a whole number, a word, or a list

@@ -45,6 +45,7 @@ type manifestQueue struct {
 	RetainUntil        yaml.Node `yaml:"retainUntil"`
 	RetryDelayMs       yaml.Node `yaml:"retryDelayMs"`
 	RetryBackoffMs     yaml.Node `yaml:"retryBackoffMs"`
+	MaxAckPending      yaml.Node `yaml:"maxAckPending"`
 }
 
 func (q *manifestQueue) options() map[string]*yaml.Node {
@@ -56,6 +57,7 @@ func (q *manifestQueue) options() map[string]*yaml.Node {
 		"retainUntil":        &q.RetainUntil,
 		"retryDelayMs":       &q.RetryDelayMs,
 		"retryBackoffMs":     &q.RetryBackoffMs,
+		"maxAckPending":      &q.MaxAckPending,
 	}
 }
 

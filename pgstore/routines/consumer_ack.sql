@@ -32,12 +32,14 @@
 -- consumer: the lease is heard from (consumer_pop counts its attempts).
 -- An ack completing its whole running lease in order, from the cursor,
 -- takes a shortcut with the same answer (consumer_ack_is_whole_lease).
+-- lease_counted: the lease held is counted by pops under a limit
+-- (consumer_ack_pending), so what the ack settled may let one deliver.
 --
 -- Lock order (LOCKS.md): the cursor row only.
 CREATE OR REPLACE FUNCTION queen.consumer_ack(p_group_id bigint, p_partition_id bigint, p_lease_id uuid,
     p_offsets bigint[], p_hashes uuid[], p_completed boolean[], p_errors text[], p_delays bigint[])
 RETURNS TABLE (offs bigint[], results text[], dead boolean[], txn_ids text[], data json[], created_at timestamptz[],
-               attempts integer[], last_errors text[], next_offset bigint, lease_ended boolean)
+               attempts integer[], last_errors text[], next_offset bigint, lease_ended boolean, lease_counted boolean)
 LANGUAGE plpgsql
 -- Planned once per session: re-planning each statement on every call
 -- (what the default chooses for them) cost more than running them.
@@ -83,11 +85,13 @@ BEGIN
        AND queen.consumer_ack_is_whole_lease(p_partition_id, c.lease_from, c.lease_to, p_offsets, p_hashes, p_completed) THEN
         v_next := c.lease_to + 1;
         UPDATE queen.consumer_cursors cc
-           SET next_offset = v_next, lease_heard = false, lease_id = NULL, lease_until = NULL, lease_from = NULL, lease_to = NULL
+           SET next_offset = v_next, lease_heard = false, lease_id = NULL, lease_until = NULL, lease_from = NULL, lease_to = NULL,
+               lease_counted = false
          WHERE cc.group_id = p_group_id AND cc.partition_id = p_partition_id;
         RETURN QUERY
             SELECT ARRAY(SELECT generate_series(c.lease_from, c.lease_to)), array_fill('acked'::text, ARRAY[cardinality(p_completed)]),
-                   NULL::boolean[], NULL::text[], NULL::json[], NULL::timestamptz[], NULL::integer[], NULL::text[], v_next, true;
+                   NULL::boolean[], NULL::text[], NULL::json[], NULL::timestamptz[], NULL::integer[], NULL::text[], v_next, true,
+                   c.lease_counted;
         RETURN;
     END IF;
 
@@ -201,7 +205,8 @@ BEGIN
                lease_from = CASE WHEN v_ended THEN NULL ELSE cc.lease_from END,
                lease_to = CASE WHEN v_ended THEN NULL ELSE cc.lease_to END,
                delayed_until = CASE WHEN v_delay > interval '0' THEN greatest(cc.delayed_until, v_now + v_delay)
-                                    ELSE cc.delayed_until END
+                                    ELSE cc.delayed_until END,
+               lease_counted = cc.lease_counted AND NOT v_ended
          WHERE cc.group_id = p_group_id AND cc.partition_id = p_partition_id
            AND (v_ended OR cc.next_offset <> v_next OR NOT cc.lease_heard OR v_delay > interval '0');
     END IF;
@@ -209,14 +214,15 @@ BEGIN
     IF NOT coalesce(v_failed, false) THEN
         RETURN QUERY
             SELECT a_off, a_res, NULL::boolean[], NULL::text[], NULL::json[], NULL::timestamptz[], NULL::integer[], NULL::text[],
-                   v_next, v_ended;
+                   v_next, v_ended, coalesce(v_held AND c.lease_counted, false);
         RETURN;
     END IF;
     -- Failed ones out of attempts come back with what the dead letter needs.
     RETURN QUERY
         SELECT a_off, a_res, array_agg(coalesce(v_max > 0 AND m.attempts >= v_max, false) ORDER BY x.i),
                array_agg(s.txn_id ORDER BY x.i), array_agg(s.data ORDER BY x.i), array_agg(s.created_at ORDER BY x.i),
-               array_agg(m.attempts ORDER BY x.i), array_agg(m.last_error ORDER BY x.i), v_next, v_ended
+               array_agg(m.attempts ORDER BY x.i), array_agg(m.last_error ORDER BY x.i), v_next, v_ended,
+               coalesce(v_held AND c.lease_counted, false)
           FROM unnest(a_off, a_res) WITH ORDINALITY AS x(off, res, i)
           LEFT JOIN queen.consumer_marks m
             ON x.res = 'acked' AND NOT p_completed[x.i]

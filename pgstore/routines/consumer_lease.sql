@@ -14,7 +14,8 @@ LANGUAGE sql AS $$
            lease_id    = CASE WHEN p_seconds > 0 THEN cc.lease_id END,
            lease_from  = CASE WHEN p_seconds > 0 THEN cc.lease_from END,
            lease_to    = CASE WHEN p_seconds > 0 THEN cc.lease_to END,
-           lease_heard = p_seconds > 0
+           lease_heard = p_seconds > 0,
+           lease_counted = p_seconds > 0 AND cc.lease_counted
      WHERE cc.group_id = p_group_id AND cc.partition_id = p_partition_id
        AND cc.lease_id = p_lease_id AND cc.lease_until > clock_timestamp()
     RETURNING cc.lease_until

@@ -40,14 +40,23 @@
 -- (consumer_lease_ran_out). Messages retention deleted from under the
 -- cursor are counted on it.
 --
--- Lock order (LOCKS.md): for a pop of any partition, the group row when
--- free (consumer_choose); then the cursor row; partition rows are read,
--- never locked.
+-- Flow control: under a limit, p_consumer_limit for p_consumer's running
+-- leases, p_group_limit for the group's (0: none), the pop delivers no
+-- more than the limit less what is delivered and not yet settled
+-- (consumer_ack_pending), and at the limit nothing: one row, of NULLs
+-- but held = true. Its lease is then counted by later pops under a limit
+-- (lease_counted). Without a limit nothing is counted or locked for it.
+--
+-- Lock order (LOCKS.md): under a limit, the group row first, waited for
+-- (pops under a limit of one group count one at a time); for a pop of
+-- any partition, the group row when free (consumer_choose); then the
+-- cursor row; partition rows are read, never locked.
 CREATE OR REPLACE FUNCTION queen.consumer_pop(p_group_id bigint, p_queue_id bigint, p_partition_id bigint,
     p_max integer, p_lease_seconds double precision, p_consumer text, p_max_bytes bigint, p_room bigint,
-    p_envelope integer, p_max_delivery bigint)
+    p_envelope integer, p_max_delivery bigint, p_consumer_limit integer, p_group_limit integer)
 RETURNS TABLE (partition_id bigint, partition text, lease_id uuid, lease_until timestamptz, offs bigint[], txn_ids text[],
-               data json[], created_at timestamptz[], attempts integer[], last_errors text[], dead boolean[], too_large boolean[])
+               data json[], created_at timestamptz[], attempts integer[], last_errors text[], dead boolean[], too_large boolean[],
+               held boolean)
 LANGUAGE plpgsql
 -- Planned once per session: re-planning each statement on every call
 -- (what the default chooses for them) cost more than running them.
@@ -78,7 +87,20 @@ DECLARE
     a_err      text[];
     a_dead     boolean[];
     a_large    boolean[];
+    v_counted  boolean := coalesce(p_consumer_limit > 0 OR p_group_limit > 0, false);
 BEGIN
+    IF v_counted THEN
+        PERFORM 1 FROM queen.consumer_groups g WHERE g.id = p_group_id FOR NO KEY UPDATE;
+        v_now := clock_timestamp(); -- after the wait: leases that ran out meanwhile count no more
+        p_max := least(p_max,
+            CASE WHEN p_consumer_limit > 0 THEN p_consumer_limit - queen.consumer_ack_pending(p_group_id, p_consumer, v_now) END,
+            CASE WHEN p_group_limit > 0 THEN p_group_limit - queen.consumer_ack_pending(p_group_id, NULL, v_now) END);
+        IF p_max <= 0 THEN
+            RETURN QUERY SELECT NULL::bigint, NULL::text, NULL::uuid, NULL::timestamptz, NULL::bigint[], NULL::text[],
+                NULL::json[], NULL::timestamptz[], NULL::integer[], NULL::text[], NULL::boolean[], NULL::boolean[], true;
+            RETURN;
+        END IF;
+    END IF;
     -- Every partition has the group's cursor (ensure_group,
     -- ensure_partitions): one row by key, or the first of an index.
     IF p_partition_id IS NOT NULL THEN
@@ -226,10 +248,11 @@ BEGIN
        SET next_offset = c.next_offset, lease_id = v_lease, lease_consumer = p_consumer,
            lease_from = v_lo, lease_to = v_hi, lease_until = v_until,
            delivered_to = greatest(c.delivered_to, coalesce(v_top, -1)), leased_at = v_now,
-           lease_heard = false, lease_delivered_before = c.delivered_to, lease_delay = v_lease_delay, delayed_until = NULL
+           lease_heard = false, lease_delivered_before = c.delivered_to, lease_delay = v_lease_delay, delayed_until = NULL,
+           lease_counted = v_counted AND v_lease IS NOT NULL
      WHERE cc.group_id = p_group_id AND cc.partition_id = c.partition_id;
 
     RETURN QUERY
-        SELECT c.partition_id, v_pname, v_lease, v_until, a_off, a_txn, a_data, a_created, a_att, a_err, a_dead, a_large;
+        SELECT c.partition_id, v_pname, v_lease, v_until, a_off, a_txn, a_data, a_created, a_att, a_err, a_dead, a_large, false;
 END
 $$;
