@@ -274,3 +274,38 @@ func ptr[T any](v T) *T { return &v }
 func sameItem(a, b queengate.AckItem) bool {
 	return *a.Offset == *b.Offset && a.Status == b.Status && a.Error == b.Error && a.DelayMs == b.DelayMs
 }
+
+// A handler's Retry reaches the gateway: the message it failed is held
+// for its group for the delay asked, and no other group waits.
+func TestARetryDelayHoldsTheMessageForItsGroup(t *testing.T) {
+	t.Parallel()
+	r := startGateway(t, "")
+	pushN(t, r, 1)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	acked := make(chan queengate.AckAnswer, 1)
+	consumed := make(chan error, 1)
+	go func() {
+		consumed <- r.client.Consume(ctx, r.queue, "g", queengate.ConsumeOptions{Partition: "p", Wait: time.Second,
+			OnAck: func(_ string, a queengate.AckAnswer) { acked <- a }},
+			func(context.Context, queengate.Delivery) error { return queengate.Retry(errors.New("later"), time.Hour) })
+	}()
+	select {
+	case a := <-acked:
+		if len(a.Items) != 1 || a.Items[0].Result != "acked" {
+			t.Fatalf("the failure's ack: %+v", a)
+		}
+	case err := <-consumed:
+		t.Fatalf("Consume returned before its first ack: %v", err)
+	}
+	cancel()
+	<-consumed
+	held, err := r.client.Pop(t.Context(), r.queue, "p", queengate.PopRequest{Group: "g"})
+	if err != nil || len(held.Messages) != 0 {
+		t.Fatalf("a pop of the failing group within the hour: %+v, %v; want nothing", held, err)
+	}
+	other, err := r.client.Pop(t.Context(), r.queue, "p", queengate.PopRequest{Group: "other"})
+	if err != nil || len(other.Messages) != 1 {
+		t.Fatalf("a pop of another group: %+v, %v; want the message", other, err)
+	}
+}
