@@ -185,18 +185,10 @@ func (s *Store) Undo(ctx context.Context, g model.Group, partitionID int64, leas
 // Ack settles a batch of messages under a lease in one statement, then
 // dead-letters those out of attempts.
 func (s *Store) Ack(ctx context.Context, g model.Group, partitionID int64, leaseID string, items []model.AckItem) (model.AckResult, error) {
-	var lease pgtype.UUID
-	if err := lease.Scan(leaseID); err != nil {
-		lease = pgtype.UUID{} // not a uuid: no lease matches it
-	}
-	offsets, hashes, completed, errs := ackArrays(items)
 	out := model.AckResult{Items: make([]model.AckOutcome, len(items))}
 	err := func() error {
-		var row ackRow
-		if err := s.pool.QueryRow(ctx, `SELECT offs, results, dead, txn_ids, data::text[], created_at, attempts, last_errors,
-			next_offset, lease_ended FROM queen.consumer_ack($1, $2, $3, $4, $5, $6, $7)`,
-			g.ID, partitionID, lease, offsets, hashes, completed, errs).Scan(&row.offsets, &row.results, &row.dead, &row.txnIDs,
-			&row.data, &row.created, &row.attempts, &row.lastErrors, &out.NextOffset, &out.LeaseEnded); err != nil {
+		row, err := queryAck(ctx, s.pool, g, partitionID, leaseUUID(leaseID), items, &out)
+		if err != nil {
 			return err
 		}
 		dead := row.outcomes(out.Items, partitionID)
@@ -222,6 +214,30 @@ func (s *Store) Ack(ctx context.Context, g model.Group, partitionID int64, lease
 		return model.AckResult{}, fmt.Errorf("pgstore: ack %s/%s: %w", g.Queue, g.Name, err)
 	}
 	return out, nil
+}
+
+// leaseUUID is a lease id as consumer_ack takes it: not a uuid, no lease
+// matches it.
+func leaseUUID(leaseID string) pgtype.UUID {
+	var lease pgtype.UUID
+	if err := lease.Scan(leaseID); err != nil {
+		return pgtype.UUID{}
+	}
+	return lease
+}
+
+// queryAck runs consumer_ack on q (the pool, or an ack-and-push's
+// transaction), filling out's cursor and lease; out.Items are filled by
+// the row's outcomes.
+func queryAck(ctx context.Context, q queryRower, g model.Group, partitionID int64, lease pgtype.UUID, items []model.AckItem,
+	out *model.AckResult) (ackRow, error) {
+	offsets, hashes, completed, errs := ackArrays(items)
+	var row ackRow
+	err := q.QueryRow(ctx, `SELECT offs, results, dead, txn_ids, data::text[], created_at, attempts, last_errors,
+		next_offset, lease_ended FROM queen.consumer_ack($1, $2, $3, $4, $5, $6, $7)`,
+		g.ID, partitionID, lease, offsets, hashes, completed, errs).Scan(&row.offsets, &row.results, &row.dead, &row.txnIDs,
+		&row.data, &row.created, &row.attempts, &row.lastErrors, &out.NextOffset, &out.LeaseEnded)
+	return row, err
 }
 
 // ackArrays are consumer_ack's item arrays, encoded as the push's are
