@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,7 +30,8 @@ import (
 // ack-and-push it to an output queue, while the scenario kills them with
 // SIGKILL at random moments (and they kill themselves at chosen points:
 // after a pop, and right after sending an ack-and-push whose answer they
-// never read), and kills gateways too. At the end every input must be
+// never read; others send it again, as after a lost answer, or stall
+// past their lease), and kills gateways too. At the end every input must be
 // completed and every derived message be in the output queue exactly
 // once, with its data.
 
@@ -75,6 +77,9 @@ type pipelineOutcome struct {
 	WorkerKills  int // sent by the scenario
 	WorkerDeaths int // workers that died, by the scenario's kills or their own
 	GatewayKills int
+	// What workers were answered: ack-and-pushes answered duplicate (done
+	// before), refused (409: the lease ran out), retried (no answer).
+	Redone, Refused, Retried int
 	// Verifier: input messages not completed by the group; derived
 	// messages missing, stored more than once, with other data or in
 	// another partition than their input's; messages in the output that
@@ -90,10 +95,11 @@ func (o pipelineOutcome) Violations() int {
 
 func (o pipelineOutcome) markdown() string {
 	return fmt.Sprintf("## queenchaos pipeline (%v)\n\n%d input messages in %d partitions, %d workers; %d worker kills sent, %d worker deaths "+
-		"(kills and self-kills after a pop or an unanswered ack-and-push), %d gateway kills.\n\n"+
+		"(kills and self-kills after a pop or an unanswered ack-and-push), %d gateway kills. Ack-and-pushes answered duplicate (redone) %d, "+
+		"refused %d, retried after no answer %d.\n\n"+
 		"Verifier: uncompleted inputs %d, derived messages missing %d, doubled %d, wrong data %d, wrong partition %d, phantom %d.\n",
 		o.Elapsed.Round(time.Second), o.Profile.Messages, o.Profile.Partitions, o.Profile.Workers, o.WorkerKills, o.WorkerDeaths,
-		o.GatewayKills, o.Uncompleted, o.Missing, o.Doubled, o.WrongData, o.WrongPartition, o.Phantom)
+		o.GatewayKills, o.Redone, o.Refused, o.Retried, o.Uncompleted, o.Missing, o.Doubled, o.WrongData, o.WrongPartition, o.Phantom)
 }
 
 // runPipelineCommand is `queenchaos pipeline`.
@@ -198,6 +204,9 @@ func runPipeline(ctx context.Context, p pipelineProfile, dir, bin string, log fu
 	}
 	out.Elapsed = time.Since(start)
 	out.WorkerDeaths = ws.deaths()
+	ws.stop()
+	n := countWorkerLines(dir, lineRedone, lineRefused, lineRetried)
+	out.Redone, out.Refused, out.Retried = n[0], n[1], n[2]
 	log("every input completed in %v; verifying", out.Elapsed.Round(time.Second))
 	return out, verifyPipeline(ctx, w, p, &out)
 }
@@ -490,20 +499,64 @@ func (wk *worker) step(ctx context.Context) {
 			TransactionID: "out-" + m.TransactionID, Data: json.RawMessage(derivedData(i))})
 	}
 	if wk.rng.Float64() < wk.crash {
-		// Sent, and never hear the answer: committed or not, the lease's
-		// next holder redoes it, answered alreadyAcked and duplicate.
+		// A slow consumer: its lease runs out, another takes the batch
+		// over, and this one's ack-and-push is refused, or answered
+		// duplicate when the other finished first.
+		time.Sleep(pipelineLease * time.Millisecond * 3 / 2)
+	}
+	if wk.rng.Float64() < 2*wk.crash {
+		// Sent, and the answer lost: the request is sent again (below, as
+		// after a timeout), or the consumer dies (its work is done).
 		body, _ := req.AppendJSON(nil)
 		_ = wk.nc.Publish(queengate.Subjects{Prefix: queengate.DefaultPrefix}.ConsumeAckPush(pipelineIn, a.Partition), body)
 		_ = wk.nc.Flush()
-		die()
-	}
-	for attempt := 0; attempt < 5; attempt++ {
-		_, err := wk.c.AckAndPush(ctx, pipelineIn, a.Partition, req)
-		var werr *queengate.Error
-		if err == nil || errors.As(err, &werr) && werr.Code < 500 {
-			return // done, or refused (the lease ran out): the next pop redoes it
+		if wk.rng.IntN(2) == 0 {
+			die()
 		}
 	}
+	for attempt := 0; attempt < 5; attempt++ {
+		ans, err := wk.c.AckAndPush(ctx, pipelineIn, a.Partition, req)
+		var werr *queengate.Error
+		switch {
+		case err == nil:
+			if slices.ContainsFunc(ans.Pushed, func(p queengate.PushedMessage) bool { return p.Status == queengate.StatusDuplicate }) {
+				fmt.Fprintln(os.Stderr, lineRedone) // done before: a retry, or a lease taken over
+			}
+			return
+		case errors.As(err, &werr) && werr.Code < 500:
+			fmt.Fprintln(os.Stderr, lineRefused, werr.Message) // the lease ran out: the next pop redoes it
+			return
+		}
+		fmt.Fprintln(os.Stderr, lineRetried, err)
+	}
+}
+
+// What workers write to their logs, counted in the report.
+const (
+	lineRedone  = "ack-and-push answered duplicate"
+	lineRefused = "ack-and-push refused:"
+	lineRetried = "ack-and-push retried after:"
+)
+
+// countWorkerLines counts, in the workers' logs of dir, the lines that
+// start with each of prefixes.
+func countWorkerLines(dir string, prefixes ...string) []int {
+	counts := make([]int, len(prefixes))
+	logs, _ := filepath.Glob(filepath.Join(dir, "worker-*.log"))
+	for _, l := range logs {
+		b, err := os.ReadFile(l)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			for i, p := range prefixes {
+				if strings.HasPrefix(line, p) {
+					counts[i]++
+				}
+			}
+		}
+	}
+	return counts
 }
 
 // maybeDie kills the process with a share of crash.
