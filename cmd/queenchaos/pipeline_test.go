@@ -2,9 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 )
 
@@ -13,15 +10,7 @@ import (
 // the end every input is completed and every derived message is in the
 // output queue exactly once. The 100k run is `task chaos:pipeline`.
 func TestPipelineShortProfile(t *testing.T) {
-	dir, err := os.MkdirTemp("", "queenchaos-pipeline-test-") // PostgreSQL's own user must reach it
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	bin := filepath.Join(dir, "queengate")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/queengate/queengate/cmd/queengate").CombinedOutput(); err != nil {
-		t.Fatalf("build queengate: %v\n%s", err, out)
-	}
+	dir, bin := buildGateway(t)
 	p := pipelineProfiles["short"]
 	out, err := runPipeline(context.Background(), p, dir, bin, t.Logf)
 	if err != nil {
