@@ -3,10 +3,12 @@ package gateway
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/model"
 )
 
 var (
@@ -95,5 +97,31 @@ func TestDecodeAckPushNamesTheProblem(t *testing.T) {
 	many := head + `[` + strings.Repeat(`{"queue":"q","transactionId":"`+long+`"},`, 999) + `{"queue":"q","transactionId":"t"}]}`
 	if _, werr := decodeAckPush([]byte(many), 64<<10); werr == nil || werr.Code != 413 || !strings.Contains(werr.Message, "send fewer") {
 		t.Errorf("an answer that could exceed the max payload: %v", werr)
+	}
+}
+
+// The bound an ack-and-push is checked against holds for its largest
+// answer: the longest names, transactionIds that JSON escapes at every
+// byte, the largest offsets and ids, every flag set.
+func TestAckPushAnswerBoundHoldsForTheLargestAnswer(t *testing.T) {
+	t.Parallel()
+	name, id := strings.Repeat("q", 128), strings.Repeat("<", queengate.MaxTxnIDBytes)
+	const items, pushed = 500, queengate.MaxAckPushMessages
+	req := queengate.AckPushRequest{Group: name, LeaseID: testLease}
+	res := model.AckPushResult{Ack: model.AckResult{NextOffset: math.MaxInt64, LeaseEnded: true}}
+	for range items {
+		req.Items = append(req.Items, queengate.AckItem{TransactionID: id, Status: queengate.AckCompleted})
+		res.Ack.Items = append(res.Ack.Items, model.AckOutcome{Offset: math.MaxInt64, Result: model.AckUnknownTxnID})
+	}
+	for range pushed {
+		req.Push = append(req.Push, queengate.DerivedMessage{Queue: name, Partition: name, TransactionID: id})
+		res.Pushed = append(res.Pushed, model.DerivedOutcome{PartitionID: math.MaxInt64, Offset: math.MaxInt64, Duplicate: true, Conflict: true})
+	}
+	b, err := json.Marshal(ackPushAnswer(req, res))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bound := ackPushAnswerBound(req); int64(len(b)) > bound {
+		t.Errorf("the answer takes %d bytes, over its bound %d", len(b), bound)
 	}
 }
