@@ -266,6 +266,20 @@ func TestAckAndPushKeepsEveryGatewaysDedupCacheExact(t *testing.T) {
 			t.Errorf("a push through gateway %d after the ack-and-push: %+v", i+1, got)
 		}
 	}
+	// Each entry met rows it did not write above its watermark (a gap):
+	// the next push through it fills the gap, and it vouches again, now
+	// knowing the derived messages.
+	for i, ing := range []*ingest.Ingester{ing1, ing2} {
+		before, _ := ing.CacheSummary()
+		if got := submit(t, ing, out, "o", "d-p-1"); got[0].Status != model.StatusDuplicate || got[0].Offset != 5 {
+			t.Errorf("gateway %d: %+v", i+1, got)
+		}
+		after, _ := ing.CacheSummary()
+		if st := ing.CacheState(pid); st.State != "vouching" || st.VerifiedUpto != 7 || after.Fills <= before.Fills {
+			t.Errorf("gateway %d's entry after its next push: %+v, fills %d then %d; want it filled and vouching up to 7",
+				i+1, st, before.Fills, after.Fills)
+		}
+	}
 	if n := e.queueCount(t, out); n != 8 {
 		t.Errorf("the output holds %d messages, want 8", n)
 	}
