@@ -124,3 +124,34 @@ func TestConcurrentCopiesOfAnAckAndPushStoreOnce(t *testing.T) {
 		t.Errorf("the target's allocator is at %d, want 4: each derived message stored once", n)
 	}
 }
+
+// In a queue whose onConflict is flag, a derived message that repeats a
+// stored transactionId with other data is a duplicate flagged as a
+// conflict, as a push's would be; with the same data, or a repeat of an
+// earlier message of the same request with the same data, it is not.
+func TestAckAndPushFlagsPayloadConflictsAsAPush(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupConsumer(t, 3) // t0..t2, data {"i":<i>,"id":"t<i>"}
+	flag := model.ConflictFlag
+	if _, _, err := b.store.Configure(ctx, b.queue, model.OptionsPatch{OnConflict: &flag}, false); err != nil {
+		t.Fatal(err)
+	}
+	r := b.pop(t, b.group, 1)
+	to := func(id, data string) model.Derived {
+		return model.Derived{Queue: b.queue, Partition: "Default", TxnID: id, Data: []byte(data)}
+	}
+	res, err := b.store.AckAndPush(ctx, b.group, b.part.ID, r.LeaseID, completedAll(r), []model.Derived{
+		to("t1", `{"i":1,"id":"t1"}`), to("t2", `{"other":true}`), to("new", `1`), to("new", `1`), to("new", `2`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []model.DerivedOutcome{{Offset: 1, Duplicate: true}, {Offset: 2, Duplicate: true, Conflict: true}, {Offset: 3},
+		{Offset: 3, Duplicate: true}, {Offset: 3, Duplicate: true, Conflict: true}}
+	for i, w := range want {
+		w.PartitionID = b.part.ID
+		if res.Pushed[i] != w {
+			t.Errorf("derived %d: %+v, want %+v", i, res.Pushed[i], w)
+		}
+	}
+}
