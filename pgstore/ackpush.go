@@ -58,7 +58,12 @@ func (s *Store) AckAndPush(ctx context.Context, g model.Group, partitionID int64
 		return err
 	})
 	switch {
-	case errors.Is(err, model.ErrNotCommitted), errors.Is(err, model.ErrGroupNotFound):
+	case errors.Is(err, model.ErrNotCommitted):
+		// Every item leaseNotHeld may be a deleted group: asked once the
+		// transaction's connection is back (never two at once).
+		if gone := s.notHeldInGroup(ctx, g, out.Ack.Items); gone != nil {
+			return model.AckPushResult{}, gone
+		}
 		return model.AckPushResult{}, err
 	case err != nil:
 		return model.AckPushResult{}, fmt.Errorf("pgstore: ack and push %s/%s: %w", g.Queue, g.Name, err)
@@ -118,12 +123,9 @@ func (s *Store) ackAll(ctx context.Context, tx pgx.Tx, g model.Group, partitionI
 		return err
 	}
 	row.outcomes(out.Items, partitionID) // all completed: nothing to dead-letter
-	if err := s.notHeldInGroup(ctx, g, out.Items); err != nil {
-		return err
-	}
 	// An item settled by its dead letter was not processed by this
 	// pipeline: deadLettered, not alreadyAcked, refuses the request.
-	if err := s.markDeadLettered(ctx, g, partitionID, out.Items); err != nil {
+	if err := markDeadLettered(ctx, tx, g, partitionID, out.Items); err != nil {
 		return err
 	}
 	for i, o := range out.Items {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -153,5 +154,26 @@ func TestAckAndPushFlagsPayloadConflictsAsAPush(t *testing.T) {
 		if res.Pushed[i] != w {
 			t.Errorf("derived %d: %+v, want %+v", i, res.Pushed[i], w)
 		}
+	}
+}
+
+// A late ack-and-push of a message its group dead-lettered meanwhile is
+// refused (item deadLettered, as an ack answers it): nothing is pushed.
+func TestAckAndPushOfADeadLetteredMessageIsRefused(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupConsumer(t, 1)
+	b.setMaxAttempts(t, 1)
+	r := b.pop(t, b.group, 1)
+	if a := b.ack(t, r.LeaseID, model.AckItem{Offset: 0, Error: "boom"}); a.DeadLettered != 1 {
+		t.Fatalf("dead-lettered %d, want 1", a.DeadLettered)
+	}
+	out := b.queue + "-out"
+	_, err := b.store.AckAndPush(ctx, b.group, b.part.ID, r.LeaseID, completedAll(r), derivedOf(r, out))
+	if !errors.Is(err, model.ErrNotCommitted) || !strings.Contains(err.Error(), "item 0 answered deadLettered") {
+		t.Fatalf("the late ack-and-push: %v, want it refused as deadLettered", err)
+	}
+	if n := b.lastOffsetOf(t, out); n != -1 {
+		t.Errorf("the target's allocator is at %d, want -1 (nothing pushed)", n)
 	}
 }

@@ -208,7 +208,7 @@ func (s *Store) Ack(ctx context.Context, g model.Group, partitionID int64, lease
 				return err
 			}
 		}
-		return s.markDeadLettered(ctx, g, partitionID, out.Items)
+		return markDeadLettered(ctx, s.pool, g, partitionID, out.Items)
 	}()
 	if err != nil {
 		return model.AckResult{}, fmt.Errorf("pgstore: ack %s/%s: %w", g.Queue, g.Name, err)
@@ -310,8 +310,9 @@ func (row *ackRow) outcomes(items []model.AckOutcome, partitionID int64) (dead [
 // markDeadLettered answers deadLettered, not alreadyAcked, for items
 // whose message was settled by moving it to the dead-letter queue: its
 // dead letter is there, within the dead-letter queue's window. Only
-// retried or late acks pay for the look-up.
-func (s *Store) markDeadLettered(ctx context.Context, g model.Group, partitionID int64, items []model.AckOutcome) error {
+// retried or late acks pay for the look-up, read through q (the pool, or
+// an ack-and-push's transaction).
+func markDeadLettered(ctx context.Context, q querier, g model.Group, partitionID int64, items []model.AckOutcome) error {
 	var hashes []model.Hash
 	var offsets []int64 // of each hash
 	for _, o := range items {
@@ -323,7 +324,7 @@ func (s *Store) markDeadLettered(ctx context.Context, g model.Group, partitionID
 	if len(hashes) == 0 {
 		return nil
 	}
-	rows, err := s.pool.Query(ctx, `
+	rows, err := q.Query(ctx, `
 		SELECT x.i::int FROM queen.log_partitions src
 		  JOIN queen.queues dq ON dq.name = $1
 		  JOIN queen.log_partitions dp ON dp.queue_id = dq.id AND dp.name = src.name
