@@ -288,7 +288,9 @@ func TestARetryDelayHoldsTheMessageForItsGroup(t *testing.T) {
 	go func() {
 		consumed <- r.client.Consume(ctx, r.queue, "g", queengate.ConsumeOptions{Partition: "p", Wait: time.Second,
 			OnAck: func(_ string, a queengate.AckAnswer) { acked <- a }},
-			func(context.Context, queengate.Delivery) error { return queengate.Retry(errors.New("later"), time.Hour) })
+			func(context.Context, queengate.Delivery) error {
+				return queengate.Retry(errors.New("later"), time.Hour)
+			})
 	}()
 	select {
 	case a := <-acked:

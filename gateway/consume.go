@@ -27,6 +27,8 @@ type ConsumeStore interface {
 	Pop(ctx context.Context, r model.PopRequest) (model.PopResult, error)
 	Undo(ctx context.Context, g model.Group, partitionID int64, leaseID string) (bool, error)
 	Ack(ctx context.Context, g model.Group, partitionID int64, leaseID string, items []model.AckItem) (model.AckResult, error)
+	AckAndPush(ctx context.Context, g model.Group, partitionID int64, leaseID string, items []model.AckItem,
+		derived []model.Derived) (model.AckPushResult, error)
 	Lease(ctx context.Context, g model.Group, partitionID int64, leaseID string, d time.Duration) (time.Time, bool, error)
 	GroupPartitions(ctx context.Context, queueID int64) ([]model.GroupPartition, error)
 	RunOutLeases(ctx context.Context, groupIDs []int64) ([]model.GroupPartitionID, error)
@@ -113,6 +115,10 @@ func (c *Consumers) addEndpoints(g *Gateway) error {
 		{name: "consume-ack", verb: p + "ack", names: place, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
 			queue, partition := lastTwoTokens(req.Subject)
 			return c.ack(ctx, queue, partition, req.Data)
+		}},
+		{name: "consume-ackpush", verb: p + "ackpush", names: place, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
+			queue, partition := lastTwoTokens(req.Subject)
+			return c.ackPush(ctx, queue, partition, req.Data)
 		}},
 		{name: "consume-renew", verb: p + "renew", names: place, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
 			queue, partition := lastTwoTokens(req.Subject)
@@ -541,9 +547,7 @@ func (c *Consumers) settle(ctx context.Context, queue, partition string, req que
 	}
 	ans := queengate.AckAnswer{Items: make([]queengate.AckResult, len(items)), NextOffset: res.NextOffset,
 		LeaseEnded: res.LeaseEnded, DeadLettered: res.DeadLettered}
-	if res.LeaseCounted && !res.LeaseEnded {
-		c.announce(queue) // room for a pop held at its maxAckPending
-	}
+	c.freedRoom(queue, res)
 	for i, o := range res.Items {
 		r := queengate.AckResult{Index: i, TransactionID: req.Items[i].TransactionID, Result: o.Result}
 		if o.Offset >= 0 {

@@ -310,6 +310,15 @@ func (c *Consumers) settled(queue string, ans queengate.AckAnswer) {
 	}
 }
 
+// freedRoom wakes the queue's waiting pops when an ack settled part of a
+// lease counted under maxAckPending: a pop held at its limit may now have
+// room. (An ack that ended the lease wakes them through settled.)
+func (c *Consumers) freedRoom(queue string, res model.AckResult) {
+	if res.LeaseCounted && !res.LeaseEnded {
+		c.announce(queue)
+	}
+}
+
 // longPoll pops until messages come, or for up to waitFor when wait
 // (sleeping in the list of pr's group and partition until woken), and
 // answers. trusted: the pop may skip its first pop when the list is

@@ -186,18 +186,10 @@ func (s *Store) Undo(ctx context.Context, g model.Group, partitionID int64, leas
 // Ack settles a batch of messages under a lease in one statement, then
 // dead-letters those out of attempts.
 func (s *Store) Ack(ctx context.Context, g model.Group, partitionID int64, leaseID string, items []model.AckItem) (model.AckResult, error) {
-	var lease pgtype.UUID
-	if err := lease.Scan(leaseID); err != nil {
-		lease = pgtype.UUID{} // not a uuid: no lease matches it
-	}
-	offsets, hashes, completed, errs := ackArrays(items)
 	out := model.AckResult{Items: make([]model.AckOutcome, len(items))}
 	err := func() error {
-		var row ackRow
-		if err := s.pool.QueryRow(ctx, `SELECT offs, results, dead, txn_ids, data::text[], created_at, attempts, last_errors,
-			next_offset, lease_ended, lease_counted FROM queen.consumer_ack($1, $2, $3, $4, $5, $6, $7, $8)`,
-			g.ID, partitionID, lease, offsets, hashes, completed, errs, ackDelays(items)).Scan(&row.offsets, &row.results, &row.dead, &row.txnIDs,
-			&row.data, &row.created, &row.attempts, &row.lastErrors, &out.NextOffset, &out.LeaseEnded, &out.LeaseCounted); err != nil {
+		row, err := queryAck(ctx, s.pool, g, partitionID, leaseUUID(leaseID), items, &out)
+		if err != nil {
 			return err
 		}
 		dead := row.outcomes(out.Items, partitionID)
@@ -217,12 +209,36 @@ func (s *Store) Ack(ctx context.Context, g model.Group, partitionID int64, lease
 				return err
 			}
 		}
-		return s.markDeadLettered(ctx, g, partitionID, out.Items)
+		return markDeadLettered(ctx, s.pool, g, partitionID, out.Items)
 	}()
 	if err != nil {
 		return model.AckResult{}, fmt.Errorf("pgstore: ack %s/%s: %w", g.Queue, g.Name, err)
 	}
 	return out, nil
+}
+
+// leaseUUID is a lease id as consumer_ack takes it: not a uuid, no lease
+// matches it.
+func leaseUUID(leaseID string) pgtype.UUID {
+	var lease pgtype.UUID
+	if err := lease.Scan(leaseID); err != nil {
+		return pgtype.UUID{}
+	}
+	return lease
+}
+
+// queryAck runs consumer_ack on q (the pool, or an ack-and-push's
+// transaction), filling out's cursor and lease; out.Items are filled by
+// the row's outcomes.
+func queryAck(ctx context.Context, q queryRower, g model.Group, partitionID int64, lease pgtype.UUID, items []model.AckItem,
+	out *model.AckResult) (ackRow, error) {
+	offsets, hashes, completed, errs := ackArrays(items)
+	var row ackRow
+	err := q.QueryRow(ctx, `SELECT offs, results, dead, txn_ids, data::text[], created_at, attempts, last_errors,
+		next_offset, lease_ended, lease_counted FROM queen.consumer_ack($1, $2, $3, $4, $5, $6, $7, $8)`,
+		g.ID, partitionID, lease, offsets, hashes, completed, errs, ackDelays(items)).Scan(&row.offsets, &row.results, &row.dead, &row.txnIDs,
+		&row.data, &row.created, &row.attempts, &row.lastErrors, &out.NextOffset, &out.LeaseEnded, &out.LeaseCounted)
+	return row, err
 }
 
 // ackArrays are consumer_ack's item arrays, encoded as the push's are
@@ -319,8 +335,9 @@ func (row *ackRow) outcomes(items []model.AckOutcome, partitionID int64) (dead [
 // markDeadLettered answers deadLettered, not alreadyAcked, for items
 // whose message was settled by moving it to the dead-letter queue: its
 // dead letter is there, within the dead-letter queue's window. Only
-// retried or late acks pay for the look-up.
-func (s *Store) markDeadLettered(ctx context.Context, g model.Group, partitionID int64, items []model.AckOutcome) error {
+// retried or late acks pay for the look-up, read through q (the pool, or
+// an ack-and-push's transaction).
+func markDeadLettered(ctx context.Context, q querier, g model.Group, partitionID int64, items []model.AckOutcome) error {
 	var hashes []model.Hash
 	var offsets []int64 // of each hash
 	for _, o := range items {
@@ -332,7 +349,7 @@ func (s *Store) markDeadLettered(ctx context.Context, g model.Group, partitionID
 	if len(hashes) == 0 {
 		return nil
 	}
-	rows, err := s.pool.Query(ctx, `
+	rows, err := q.Query(ctx, `
 		SELECT x.i::int FROM queen.log_partitions src
 		  JOIN queen.queues dq ON dq.name = $1
 		  JOIN queen.log_partitions dp ON dp.queue_id = dq.id AND dp.name = src.name

@@ -266,7 +266,18 @@ func (s *Store) hydrate(ctx context.Context, partitionIDs []int64, above *int64)
 // offsets of a partition. An offset whose message is gone (retention) is
 // absent from the map: its conflict cannot be told.
 func (s *Store) Originals(ctx context.Context, partitionID int64, offsets []int64) (map[int64]model.Hash, error) {
-	rows, err := s.pool.Query(ctx, "SELECT off, data_hash, data::text FROM queen.log_originals($1, $2)", partitionID, offsets)
+	return originals(ctx, s.pool, partitionID, offsets)
+}
+
+// querier is what reads need of a pool or a transaction.
+type querier interface {
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+}
+
+// originals is Originals read through q (an ack-and-push reads them in
+// its transaction, under the partition's lock).
+func originals(ctx context.Context, q querier, partitionID int64, offsets []int64) (map[int64]model.Hash, error) {
+	rows, err := q.Query(ctx, "SELECT off, data_hash, data::text FROM queen.log_originals($1, $2)", partitionID, offsets)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: originals of %d: %w", partitionID, err)
 	}

@@ -17,17 +17,7 @@ import (
 // doubled or misplaced, every message in the end answered as stored. The
 // per-fault gaps are logged, not asserted (a shared machine's timing).
 func TestShortProfile(t *testing.T) {
-	// Not t.TempDir: its parent is private, and PostgreSQL runs as its
-	// own user.
-	dir, err := os.MkdirTemp("", "queenchaos-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	bin := filepath.Join(dir, "queengate")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/queengate/queengate/cmd/queengate").CombinedOutput(); err != nil {
-		t.Fatalf("build queengate: %v\n%s", err, out)
-	}
+	dir, bin := buildGateway(t)
 	p := profiles["short"]
 	out, err := runProfile(context.Background(), p, dir, bin, t.Logf)
 	if err != nil {
@@ -56,6 +46,23 @@ func TestShortProfile(t *testing.T) {
 			t.Errorf("group %s consumed nothing", g.Group)
 		}
 	}
+}
+
+// buildGateway builds queengate from this tree into a folder of its own,
+// removed when the test ends, and returns both.
+func buildGateway(t *testing.T) (dir, bin string) {
+	// Not t.TempDir: its parent is private, and PostgreSQL runs as its
+	// own user.
+	dir, err := os.MkdirTemp("", "queenchaos-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	bin = filepath.Join(dir, "queengate")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/queengate/queengate/cmd/queengate").CombinedOutput(); err != nil {
+		t.Fatalf("build queengate: %v\n%s", err, out)
+	}
+	return dir, bin
 }
 
 // TestGapsAndFigures: the per-fault figures come from the events in the

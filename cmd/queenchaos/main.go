@@ -8,7 +8,8 @@
 // Profiles: short (every fault kind once, ~2 minutes; in the test suite),
 // long (10 minutes of faults), soak (10 minutes, no faults, throughput
 // and memory over time). Exit status 1 when the verifier finds a
-// violation, or the soak decays.
+// violation, or the soak decays. `queenchaos pipeline` runs the
+// ack-and-push pipeline under kill -9 instead (pipeline.go).
 package main
 
 import (
@@ -31,6 +32,9 @@ import (
 )
 
 func main() {
+	if isPipelineWorker() {
+		os.Exit(pipelineWorkerMain())
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
@@ -97,6 +101,9 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "pipeline" {
+		return runPipelineCommand(ctx, args[1:], stdout, stderr)
+	}
 	o, err := parseOptions(args, stderr)
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"testing"
 	"time"
@@ -12,7 +13,12 @@ import (
 	"github.com/queengate/queengate/pgstore"
 )
 
-func TestMain(m *testing.M) { pgtest.Run(m) }
+func TestMain(m *testing.M) {
+	if isPipelineWorker() { // the pipeline test starts this binary again as its workers
+		os.Exit(pipelineWorkerMain())
+	}
+	pgtest.Run(m)
+}
 
 // logFixture is a queue written through the real store: partition p
 // holds a, b, c (one push) then d, e (another); every message was
