@@ -120,6 +120,9 @@ type Options struct {
 	// RetainUntil: "age", or "consumed" (retention also waits for every
 	// consumer group).
 	RetainUntil string `json:"retainUntil"`
+	// GroupIdleSeconds: a consumer group idle for longer no longer holds
+	// retention back; 0: every group holds.
+	GroupIdleSeconds int `json:"groupIdleSeconds"`
 }
 
 // ConfigureRequest is the body of a configure: the options it sets

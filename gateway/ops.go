@@ -91,7 +91,8 @@ func (o *Ops) authorize(header string) *queengate.Error {
 func queueView(c model.QueueConfig) queengate.QueueView {
 	return queengate.QueueView{Queue: c.Name, CreatedAt: c.CreatedAt.UTC(), UpdatedAt: c.UpdatedAt.UTC(),
 		Options: queengate.Options{DedupWindowSeconds: c.DedupWindowSeconds, RetentionSeconds: c.RetentionSeconds,
-			OnConflict: string(c.OnConflict), MaxAttempts: c.MaxAttempts, RetainUntil: string(c.RetainUntil)}}
+			OnConflict: string(c.OnConflict), MaxAttempts: c.MaxAttempts, RetainUntil: string(c.RetainUntil),
+			GroupIdleSeconds: c.GroupIdleSeconds}}
 }
 
 // Configure applies a configure request body.
@@ -112,7 +113,7 @@ func (o *Ops) Configure(ctx context.Context, body []byte) (any, *queengate.Error
 }
 
 // options are the configurable options and their JSON names.
-var options = []string{"dedupWindowSeconds", "retentionSeconds", "onConflict", "maxAttempts", "retainUntil"}
+var options = []string{"dedupWindowSeconds", "retentionSeconds", "onConflict", "maxAttempts", "retainUntil", "groupIdleSeconds"}
 
 var (
 	configureShape = objectShape{"a configure request", `{"queue": "...", "options": {...}, "mode": "merge"|"replace"}`}
@@ -168,6 +169,7 @@ func decodeOptions(raw []byte) (patch model.OptionsPatch, werr *queengate.Error)
 			}
 			return badInput(`"retainUntil" must be one of "age", "consumed", not %s`, describe(raw))
 		}},
+		objectField{name: "groupIdleSeconds", decode: optionInto("groupIdleSeconds", &patch.GroupIdleSeconds)},
 	)
 	return patch, werr
 }

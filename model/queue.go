@@ -32,6 +32,9 @@ type QueueOptions struct {
 	// RetainUntil says whether retention also waits for every consumer
 	// group.
 	RetainUntil RetainUntil
+	// GroupIdleSeconds: a consumer group idle for longer no longer holds
+	// retention back; 0: every group holds.
+	GroupIdleSeconds int
 }
 
 // DefaultQueueOptions is what a created queue starts from, and what an
@@ -49,6 +52,7 @@ type OptionsPatch struct {
 	OnConflict         *ConflictMode
 	MaxAttempts        *int
 	RetainUntil        *RetainUntil
+	GroupIdleSeconds   *int
 }
 
 // Apply returns o with the patch applied: merge keeps what the patch
@@ -72,6 +76,9 @@ func (p OptionsPatch) Apply(o QueueOptions, replace bool) QueueOptions {
 	if p.RetainUntil != nil {
 		o.RetainUntil = *p.RetainUntil
 	}
+	if p.GroupIdleSeconds != nil {
+		o.GroupIdleSeconds = *p.GroupIdleSeconds
+	}
 	return o
 }
 
@@ -87,6 +94,7 @@ func (p OptionsPatch) Validate() error {
 	check("dedupWindowSeconds", p.DedupWindowSeconds)
 	check("retentionSeconds", p.RetentionSeconds)
 	check("maxAttempts", p.MaxAttempts)
+	check("groupIdleSeconds", p.GroupIdleSeconds)
 	if p.RetainUntil != nil && !p.RetainUntil.Valid() {
 		errs = append(errs, fmt.Errorf("%w: retainUntil %q: age or consumed", ErrInvalidOption, string(*p.RetainUntil)))
 	}

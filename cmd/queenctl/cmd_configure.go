@@ -63,6 +63,8 @@ func setupConfigure(fs *flag.FlagSet) runFunc {
 	fs.Var(&retention, "retention", "how long messages are kept (retentionSeconds) as a `duration`, e.g. 7d; 0 keeps them forever")
 	maxAttempts := fs.Int64("max-attempts", -1, "deliveries to a consumer group before a message is dead-lettered (maxAttempts); 0 never")
 	retainUntil := fs.String("retain-until", "", "what retention waits for (retainUntil): age, or consumed (also every consumer group)")
+	var groupIdle secondsFlag
+	fs.Var(&groupIdle, "group-idle", "after how long idle a consumer group stops holding retention (groupIdleSeconds) as a `duration`, e.g. 7d; 0: groups always hold")
 	onConflict := fs.String("on-conflict", "", "what a duplicate with different data is answered (onConflict): ignore, flag (duplicate, marked conflict) or reject (failed)")
 	replace := fs.Bool("replace", false, "mode replace: options not given return to their defaults")
 	return func(ctx context.Context, s *session, args []string) error {
@@ -79,6 +81,9 @@ func setupConfigure(fs *flag.FlagSet) runFunc {
 		}
 		if retention.set {
 			options["retentionSeconds"] = seconds(retention.v)
+		}
+		if groupIdle.set {
+			options["groupIdleSeconds"] = seconds(groupIdle.v)
 		}
 		if *onConflict != "" {
 			if o, _ := findOption("onConflict"); !slices.Contains(o.words, *onConflict) {

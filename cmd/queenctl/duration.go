@@ -128,6 +128,7 @@ var knownOptions = []option{
 	{name: "onConflict", def: word("ignore"), head: "ON CONFLICT", words: []string{"ignore", "flag", "reject"}},
 	{name: "maxAttempts", def: count(5), zero: "never dead-letter", head: "MAX ATTEMPTS", unit: "deliveries"},
 	{name: "retainUntil", def: word("age"), head: "RETAIN UNTIL", words: []string{"age", "consumed"}},
+	{name: "groupIdleSeconds", def: seconds(0), zero: "groups always hold", head: "GROUP IDLE", unit: "seconds"},
 }
 
 // optionValue is an option's value: a whole number, or a word.

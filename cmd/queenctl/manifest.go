@@ -43,6 +43,7 @@ type manifestQueue struct {
 	OnConflict         yaml.Node `yaml:"onConflict"`
 	MaxAttempts        yaml.Node `yaml:"maxAttempts"`
 	RetainUntil        yaml.Node `yaml:"retainUntil"`
+	GroupIdleSeconds   yaml.Node `yaml:"groupIdleSeconds"`
 }
 
 func (q *manifestQueue) options() map[string]*yaml.Node {
@@ -52,6 +53,7 @@ func (q *manifestQueue) options() map[string]*yaml.Node {
 		"onConflict":         &q.OnConflict,
 		"maxAttempts":        &q.MaxAttempts,
 		"retainUntil":        &q.RetainUntil,
+		"groupIdleSeconds":   &q.GroupIdleSeconds,
 	}
 }
 
