@@ -31,6 +31,7 @@ type ConfigStore interface {
 	Queues(ctx context.Context) ([]model.QueueConfig, error)
 	Partitions(ctx context.Context, queueID int64) ([]model.PartitionInfo, error)
 	GroupPartitions(ctx context.Context, queueID int64) ([]model.GroupPartition, error)
+	GroupActivity(ctx context.Context, queueID int64) ([]model.GroupActivity, error)
 	LogReader
 	DeadLetterStore
 }
@@ -254,7 +255,11 @@ func (o *Ops) GetQueue(ctx context.Context, queue, from string) (any, *queengate
 	if err != nil {
 		return nil, storeError(err)
 	}
-	out.Groups = groupViews(gps)
+	activity, err := o.store.GroupActivity(ctx, c.ID)
+	if err != nil {
+		return nil, storeError(err)
+	}
+	out.Groups = groupViews(gps, activity)
 	if from != "" {
 		dropGroupPartitions(out.Groups)
 	}
