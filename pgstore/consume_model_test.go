@@ -22,6 +22,7 @@ type consumerModel struct {
 	dead           []bool
 	failedIn       map[int64]string // the lease that last failed an offset
 	deadLetters    int
+	dlq            map[int64]bool // offsets with a dead letter, which a seek or a group delete leaves there
 	unconfirmed    int
 	lease          *modelLease
 }
@@ -72,7 +73,7 @@ func (m *consumerModel) pop(k int) (delivered []int64, attempts []int, deadLette
 	}
 	for _, o := range picked {
 		if m.maxAttempts > 0 && m.attempts[o] >= m.maxAttempts {
-			m.dead[o] = true
+			m.dead[o], m.dlq[o] = true, true
 			m.deadLetters++
 			deadLettered++
 			continue
@@ -118,7 +119,7 @@ func (m *consumerModel) undo(id string) bool {
 
 // already is how an ack answers for a message settled before.
 func (m *consumerModel) already(o int64) string {
-	if m.dead[o] {
+	if m.dlq[o] {
 		return model.AckDeadLettered
 	}
 	return model.AckAlready
@@ -143,7 +144,7 @@ func (m *consumerModel) settle(offsets []int64, completed []bool) (results []str
 			m.failedIn[o] = m.lease.id
 			m.lastError[o] = "e"
 			if m.maxAttempts > 0 && m.attempts[o] >= m.maxAttempts {
-				m.dead[o] = true
+				m.dead[o], m.dlq[o] = true, true
 				m.deadLetters++
 			}
 			results = append(results, model.AckAcked)
@@ -172,23 +173,41 @@ func TestConsumerGroupAgreesWithItsModel(t *testing.T) {
 	for seed := range uint64(4) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			t.Parallel()
-			runConsumerModel(t, seed, 120, 3, 400)
+			runConsumerModel(t, seed, 120, 3, 400, false)
 		})
 	}
 }
 
-func runConsumerModel(t *testing.T, seed uint64, n, maxAttempts, steps int) {
+// TestConsumerGroupWithSeeksAndDeletesAgreesWithItsModel is the same
+// history with seeks of the group (back and forward, of the group or of
+// its partition, leases running or not) and deletes of the group (made
+// again by name by the next step) among the steps.
+func TestConsumerGroupWithSeeksAndDeletesAgreesWithItsModel(t *testing.T) {
+	t.Parallel()
+	for seed := range uint64(4) {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			t.Parallel()
+			runConsumerModel(t, seed, 120, 3, 400, true)
+		})
+	}
+}
+
+func runConsumerModel(t *testing.T, seed uint64, n, maxAttempts, steps int, seeks bool) {
 	b := setupConsumer(t, n)
 	ctx := context.Background()
 	b.setMaxAttempts(t, maxAttempts)
 	m := &consumerModel{n: n, maxAttempts: maxAttempts, attempts: make([]int, n), lastError: make([]string, n),
-		completed: make([]bool, n), dead: make([]bool, n), failedIn: map[int64]string{}}
+		completed: make([]bool, n), dead: make([]bool, n), failedIn: map[int64]string{}, dlq: map[int64]bool{}}
 	rng := rand.New(rand.NewPCG(seed, 99))
 	var stale string // a lease that is no longer the partition's
 	seen := map[string]int{}
 	for step := range steps {
 		where := fmt.Sprintf("step %d", step)
-		switch r := rng.IntN(12); {
+		kinds := 12
+		if seeks {
+			kinds = 14
+		}
+		switch r := rng.IntN(kinds); {
 		case r < 3:
 			k := 1 + rng.IntN(8)
 			old := m.lease
@@ -264,6 +283,16 @@ func runConsumerModel(t *testing.T, seed uint64, n, maxAttempts, steps int) {
 				stale = lease
 			}
 			seen[fmt.Sprint("undo ", want)]++
+		case r == 12:
+			if old := b.seekAgainstModel(t, rng, m, where, seen); old != "" {
+				stale = old
+			}
+		case r == 13 && rng.IntN(3) == 0:
+			seen["unconfirmed"] += m.unconfirmed // the delete's new group starts at 0
+			if old := b.deleteAgainstModel(t, m, where); old != "" {
+				stale = old
+			}
+			seen["group delete"]++
 		case stale != "":
 			// A stale lease settles nothing: every item leaseNotHeld or
 			// alreadyAcked, and the cursor does not move.
@@ -287,17 +316,22 @@ func runConsumerModel(t *testing.T, seed uint64, n, maxAttempts, steps int) {
 		JOIN queen.queues q ON q.id = p.queue_id WHERE q.name = $1`, model.DeadLetterQueue(b.queue)).Scan(&dlq); err != nil {
 		t.Fatal(err)
 	}
-	if dlq != int64(m.deadLetters) {
-		t.Fatalf("the dead-letter queue holds %d messages, the model %d", dlq, m.deadLetters)
+	if dlq != int64(len(m.dlq)) { // one dead letter per message and group name: a second is a duplicate
+		t.Fatalf("the dead-letter queue holds %d messages, the model %d", dlq, len(m.dlq))
 	}
 	seen["dead letter"] = m.deadLetters
 	if gp := b.groupPartition(t); gp.Unconfirmed != int64(m.unconfirmed) {
 		t.Fatalf("unconfirmed %d, the model %d", gp.Unconfirmed, m.unconfirmed)
 	}
-	seen["unconfirmed"] = m.unconfirmed
+	seen["unconfirmed"] += m.unconfirmed
 	t.Logf("seed %d: %v; cursor at %d of %d", seed, seen, m.cursor(), n)
-	for _, kind := range []string{"pop", "redelivery", "expiry", "release", "dead letter", "ack acked", "ack alreadyAcked",
-		"ack notInLease", "answer deadLettered", "renewal", "ack by the shortcut", "expiry heard true", "expiry heard false", "undo true", "undo false", "unconfirmed"} {
+	kinds := []string{"pop", "redelivery", "expiry", "release", "dead letter", "ack acked", "ack alreadyAcked",
+		"ack notInLease", "answer deadLettered", "renewal", "ack by the shortcut", "expiry heard true", "expiry heard false", "undo true", "undo false", "unconfirmed"}
+	if seeks {
+		kinds = []string{"pop", "redelivery", "dead letter", "ack acked", "stale leaseNotHeld", "stale alreadyAcked",
+			"seek back", "seek forward", "seek ending a lease", "group delete"}
+	}
+	for _, kind := range kinds {
 		if seen[kind] == 0 {
 			t.Errorf("the history never had a %s: make it longer", kind)
 		}
