@@ -205,7 +205,8 @@ var (
 		},
 	}
 	refOptions = refObject{fields: map[string]refRule{"dedupWindowSeconds": wholeFrom(0, 1<<31-1), "retentionSeconds": wholeFrom(0, 1<<31-1),
-		"maxAttempts": wholeFrom(0, 1<<31-1), "onConflict": oneOf("ignore", "flag", "reject"), "retainUntil": oneOf("age", "consumed")}}
+		"maxAttempts": wholeFrom(0, 1<<31-1), "onConflict": oneOf("ignore", "flag", "reject"), "retainUntil": oneOf("age", "consumed"),
+		"groupIdleSeconds": wholeFrom(0, 1<<31-1)}}
 	refConfigure = refObject{fields: map[string]refRule{"queue": matching(refName), "options": objectOf(refOptions), "mode": oneOf("merge", "replace")},
 		required: []string{"queue"}}
 	refCancel    = refObject{fields: map[string]refRule{"timerId": matching(refUUID)}, required: []string{"timerId"}}
