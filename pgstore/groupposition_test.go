@@ -291,4 +291,3 @@ func TestAnIdleGroupStopsHoldingRetention(t *testing.T) {
 		t.Fatalf("after its pop the group does not hold: %+v %v", act, err)
 	}
 }
-
