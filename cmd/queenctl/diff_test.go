@@ -23,6 +23,7 @@ func live(m map[string]int64) map[string]optionValue {
 	out["onConflict"] = word("ignore")
 	out["maxAttempts"] = count(5)
 	out["retainUntil"] = word("age")
+	out["groupIdleSeconds"] = seconds(0)
 	return out
 }
 
@@ -44,6 +45,7 @@ func TestDiffQueue(t *testing.T) {
 				{Option: "onConflict", Wanted: wordPtr("ignore"), Default: true},
 				{Option: "maxAttempts", Wanted: ptr(5), Default: true},
 				{Option: "retainUntil", Wanted: wordPtr("age"), Default: true},
+				{Option: "groupIdleSeconds", Wanted: ptr(0), Default: true},
 			}},
 		},
 		{
@@ -94,6 +96,7 @@ func TestRenderDiff(t *testing.T) {
   onConflict: ignore, the default
   maxAttempts: 5, the default
   retainUntil: age, the default
+  groupIdleSeconds: 0 (groups always hold), the default
 audit: update
   dedupWindowSeconds: 3600 (1h) → 0 (off)
   retentionSeconds: 604800 (7d) → 0 (keep forever), the default: the manifest omits it
