@@ -2,8 +2,10 @@ package gateway_test
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/ingest"
@@ -45,6 +47,16 @@ func TestGroupCreateOverNATSAndHTTP(t *testing.T) {
 	var popped queengate.PopAnswer
 	if err := json.Unmarshal(raw, &popped); err != nil || len(popped.Messages) != 1 || popped.Messages[0].TransactionID != "a-3" {
 		t.Fatalf("a pop of the group created at offset 2: %s; want a-3 alone", raw)
+	}
+
+	client := e.queenClient(t)
+	at := time.Now().Add(time.Hour)
+	if a, err := client.CreateGroup(t.Context(), e.queue, "byclient", queengate.GroupCreateRequest{Time: &at}); err != nil || !a.Created || a.Moved != 2 {
+		t.Fatalf("the client's create at a time after every message: %+v %v; want created, both partitions moved to their end", a, err)
+	}
+	var werr *queengate.Error
+	if _, err := client.CreateGroup(t.Context(), e.queue, "byclient", queengate.GroupCreateRequest{Start: "latest"}); !errors.As(err, &werr) || werr.Code != 409 {
+		t.Fatalf("the client's create at another start: %v; want a 409", err)
 	}
 
 	for _, c := range []struct {
@@ -177,5 +189,37 @@ func TestGroupSeekOverNATSAndHTTP(t *testing.T) {
 	}
 	if got := positions(); got != "p1:0 p2:1" {
 		t.Fatalf("after the seeks: %s; want p1:0 p2:1", got)
+	}
+}
+
+// TestTheGroupsListSaysWhichGroupsAreIdle: with groupIdleSeconds set, a
+// group idle past it is listed as not holding retention, with its idle
+// time; one whose lease runs is idle 0 and holds.
+func TestTheGroupsListSaysWhichGroupsAreIdle(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	g := e.startOpsGateway("tok-1", ingest.Config{})
+	e.push(t, e.subject("p1"), msgs("a-1"))
+	if code, raw := g.viaHTTP(t, "POST", "/configure", "tok-1", `{"queue":"`+e.queue+`","options":{"groupIdleSeconds":60}}`); code != 200 ||
+		!strings.Contains(string(raw), `"groupIdleSeconds":60`) {
+		t.Fatalf("configure: %d %s", code, raw)
+	}
+	g.viaNATS(t, "consume.create."+e.queue+".asleep", "", "")
+	g.viaNATS(t, "consume.pop."+e.queue+".p1", "", `{"group":"busy","consumer":"c","leaseMs":60000,"max":1}`)
+	if _, err := e.store.Pool().Exec(t.Context(), `UPDATE queen.consumer_groups SET created_at = now() - interval '2 minutes'
+		WHERE name IN ('asleep', 'busy') AND queue_id = (SELECT id FROM queen.queues WHERE name = $1)`, e.queue); err != nil {
+		t.Fatal(err)
+	}
+	_, raw := g.viaHTTP(t, "GET", "/queues/"+e.queue+"/groups", "tok-1", "")
+	var a queengate.GroupsAnswer
+	if err := json.Unmarshal(raw, &a); err != nil || len(a.Groups) != 2 {
+		t.Fatalf("groups: %s", raw)
+	}
+	asleep, busy := a.Groups[0], a.Groups[1]
+	if asleep.HoldsRetention || asleep.IdleMs < 120_000 {
+		t.Errorf("the group idle 2 minutes of 1 allowed: %s; want holdsRetention false, idleMs 120000 at least", raw)
+	}
+	if !busy.HoldsRetention || busy.IdleMs != 0 {
+		t.Errorf("the group holding a lease: %s; want holdsRetention true, idleMs 0", raw)
 	}
 }
