@@ -88,14 +88,7 @@ func (s Subjects) GroupSeek(queue, group string) string {
 // another start, a 409 (*Error, CodeConflict).
 func (c *Client) CreateGroup(ctx context.Context, queue, group string, req GroupCreateRequest) (GroupCreateAnswer, error) {
 	var out GroupCreateAnswer
-	if !ValidName(queue) || !ValidName(group) {
-		return out, fmt.Errorf("queengate: bad queue or group name %q/%q: %s", queue, group, NameRule)
-	}
-	body, err := json.Marshal(req)
-	if err != nil {
-		return out, err
-	}
-	return out, c.request(ctx, c.subjects.GroupCreate(queue, group), body, false, &out)
+	return out, c.groupRequest(ctx, queue, group, c.subjects.GroupCreate(queue, group), req, false, &out)
 }
 
 // SeekGroup moves queue's consumer group, on every partition or the one
@@ -104,12 +97,22 @@ func (c *Client) CreateGroup(ctx context.Context, queue, group string, req Group
 // on are delivered afresh.
 func (c *Client) SeekGroup(ctx context.Context, queue, group string, req GroupSeekRequest) (GroupSeekAnswer, error) {
 	var out GroupSeekAnswer
+	return out, c.groupRequest(ctx, queue, group, c.subjects.GroupSeek(queue, group), req, true, &out)
+}
+
+// groupRequest sends req (nil: no body) to subject, a request about
+// queue's group, once both names are valid, and decodes the answer into
+// out.
+func (c *Client) groupRequest(ctx context.Context, queue, group, subject string, req any, operator bool, out any) error {
 	if !ValidName(queue) || !ValidName(group) {
-		return out, fmt.Errorf("queengate: bad queue or group name %q/%q: %s", queue, group, NameRule)
+		return fmt.Errorf("queengate: bad queue or group name %q/%q: %s", queue, group, NameRule)
 	}
-	body, err := json.Marshal(req)
-	if err != nil {
-		return out, err
+	var body []byte
+	if req != nil {
+		var err error
+		if body, err = json.Marshal(req); err != nil {
+			return err
+		}
 	}
-	return out, c.request(ctx, c.subjects.GroupSeek(queue, group), body, true, &out)
+	return c.request(ctx, subject, body, operator, out)
 }
