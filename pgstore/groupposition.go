@@ -64,7 +64,10 @@ func startMoves(ctx context.Context, tx pgx.Tx, g model.Group, start model.Group
 			names = append(names, p)
 		}
 		sort.Strings(names) // cursors locked in one order whatever the map's
-		var moves []model.GroupMove
+		moves, err := unmoved(ctx, tx, g.ID) // the partitions not named start at 0
+		if err != nil {
+			return nil, err
+		}
 		for _, p := range names {
 			var pid int64
 			err := tx.QueryRow(ctx, "SELECT id FROM queen.log_partitions WHERE queue_id = $1 AND name = $2", g.QueueID, p).Scan(&pid)
@@ -79,11 +82,28 @@ func startMoves(ctx context.Context, tx pgx.Tx, g model.Group, start model.Group
 			if err != nil {
 				return nil, err
 			}
-			moves = append(moves, m...)
+			for i := range moves {
+				if moves[i].Partition == p && len(m) == 1 {
+					moves[i] = m[0]
+				}
+			}
 		}
 		return moves, nil
 	}
-	return nil, nil // earliest: where the cursors are made
+	return unmoved(ctx, tx, g.ID) // earliest: where the cursors are made
+}
+
+// unmoved lists a new group's cursors where they were made, at 0 (a pop
+// starts from the first message stored): a create at the earliest moves
+// nothing, and says on how many partitions it starts.
+func unmoved(ctx context.Context, tx pgx.Tx, groupID int64) ([]model.GroupMove, error) {
+	rows, err := tx.Query(ctx, `SELECT p.name, c.next_offset, c.next_offset, false, false
+		FROM queen.consumer_cursors c JOIN queen.log_partitions p ON p.id = c.partition_id
+		WHERE c.group_id = $1 ORDER BY p.name`, groupID)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowToStructByPos[model.GroupMove])
 }
 
 // startJSON is the canonical form of a start position, stored with the
@@ -155,11 +175,7 @@ func seekIn(ctx context.Context, tx pgx.Tx, groupID int64, partitionID, offset *
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (model.GroupMove, error) {
-		var m model.GroupMove
-		err := row.Scan(&m.Partition, &m.From, &m.To, &m.Clamped, &m.LeaseEnded)
-		return m, err
-	})
+	return pgx.CollectRows(rows, pgx.RowToStructByPos[model.GroupMove])
 }
 
 // GroupActivity says, for every group of the queue, how long it has been
@@ -168,9 +184,10 @@ func seekIn(ctx context.Context, tx pgx.Tx, groupID int64, partitionID, offset *
 // holds).
 func (s *Store) GroupActivity(ctx context.Context, queueID int64) ([]model.GroupActivity, error) {
 	rows, err := s.pool.Query(ctx, `
-		SELECT g.name, greatest(extract(epoch FROM now() - queen.consumer_group_active_at(g.id, now())), 0)::float8,
-		       q.group_idle_seconds > 0 AND queen.consumer_group_active_at(g.id, now()) < now() - make_interval(secs => q.group_idle_seconds)
+		SELECT g.name, greatest(extract(epoch FROM now() - a.at), 0)::float8,
+		       q.group_idle_seconds > 0 AND a.at < now() - make_interval(secs => q.group_idle_seconds)
 		  FROM queen.consumer_groups g JOIN queen.queues q ON q.id = g.queue_id
+		 CROSS JOIN LATERAL queen.consumer_group_active_at(g.id, now()) AS a(at)
 		 WHERE g.queue_id = $1
 		 ORDER BY g.name`, queueID)
 	if err != nil {

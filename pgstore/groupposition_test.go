@@ -76,8 +76,8 @@ func TestAGroupStartsWhereItsCreateSays(t *testing.T) {
 		{"t", model.GroupStart{From: model.StartTime, Time: time.Now().Add(-time.Minute)}, []int64{2, 3}, []int64{0, 1}},
 	} {
 		c := b.create(t, tc.name, tc.start)
-		if !c.Created {
-			t.Fatalf("%s: not created", tc.name)
+		if !c.Created || len(c.Moves) != 2 {
+			t.Fatalf("%s: created %v on %d partitions; want created on 2", tc.name, c.Created, len(c.Moves))
 		}
 		if got := pops(c.Group, b.part.ID); !slices.Equal(got, tc.onDefault) {
 			t.Errorf("%s: pops %v on Default; want %v", tc.name, got, tc.onDefault)
