@@ -63,7 +63,7 @@ func startMoves(ctx context.Context, tx pgx.Tx, g model.Group, start model.Group
 		for p := range start.Offsets {
 			names = append(names, p)
 		}
-		sort.Strings(names) // cursors locked in one order whatever the map's
+		sort.Strings(names)                  // cursors locked in one order whatever the map's
 		moves, err := unmoved(ctx, tx, g.ID) // the partitions not named start at 0
 		if err != nil {
 			return nil, err
