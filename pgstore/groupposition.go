@@ -63,8 +63,10 @@ func startMoves(ctx context.Context, tx pgx.Tx, g model.Group, start model.Group
 		for p := range start.Offsets {
 			names = append(names, p)
 		}
-		sort.Strings(names)                  // cursors locked in one order whatever the map's
-		moves, err := unmoved(ctx, tx, g.ID) // the partitions not named start at 0
+		// Cursors locked in one order, whatever the map's; the partitions
+		// not named stay at 0.
+		sort.Strings(names)
+		moves, err := unmoved(ctx, tx, g.ID)
 		if err != nil {
 			return nil, err
 		}
