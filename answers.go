@@ -129,6 +129,9 @@ type Options struct {
 	// MaxAckPending: the most messages each consumer group holds
 	// delivered and not yet settled; 0: no bound.
 	MaxAckPending int `json:"maxAckPending"`
+	// GroupIdleSeconds: a consumer group idle for longer no longer holds
+	// retention back; 0: every group holds.
+	GroupIdleSeconds int `json:"groupIdleSeconds"`
 }
 
 // ConfigureRequest is the body of a configure: the options it sets

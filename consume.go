@@ -158,13 +158,20 @@ type GroupsRequest struct {
 // where it is on each, as many as fit in the answer from the first (or
 // from the one asked for); NextPartition names the first left out.
 type GroupView struct {
-	Group             string               `json:"group"`
-	Lag               int64                `json:"lag"`
-	PartitionCount    int                  `json:"partitionCount"`
-	Unconfirmed       int64                `json:"unconfirmed"`
-	DeletedUnconsumed int64                `json:"deletedUnconsumed"`
-	Partitions        []GroupPartitionView `json:"partitions"`
-	NextPartition     string               `json:"nextPartition,omitempty"`
+	Group             string `json:"group"`
+	Lag               int64  `json:"lag"`
+	PartitionCount    int    `json:"partitionCount"`
+	Unconfirmed       int64  `json:"unconfirmed"`
+	DeletedUnconsumed int64  `json:"deletedUnconsumed"`
+	// IdleMs is the time since the group last popped on any partition, was
+	// created or was sought; 0 while a lease of it runs (acks, renewals
+	// and releases come under a running lease).
+	IdleMs int64 `json:"idleMs"`
+	// HoldsRetention is false once the group is idle past its queue's
+	// groupIdleSeconds: retention no longer waits for it.
+	HoldsRetention bool                 `json:"holdsRetention"`
+	Partitions     []GroupPartitionView `json:"partitions"`
+	NextPartition  string               `json:"nextPartition,omitempty"`
 }
 
 // GroupPartitionView is a group's position on one partition: every

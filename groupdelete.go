@@ -1,9 +1,6 @@
 package queengate
 
-import (
-	"context"
-	"fmt"
-)
+import "context"
 
 // GroupDeleteAnswer says what deleting a consumer group released: the
 // partitions it had cursors on, the messages it had not consumed, and
@@ -35,8 +32,5 @@ func (s Subjects) GroupDeleted(queue, group string) string {
 // it afresh, from each partition's earliest message.
 func (c *Client) DeleteGroup(ctx context.Context, queue, group string) (GroupDeleteAnswer, error) {
 	var out GroupDeleteAnswer
-	if !ValidName(queue) || !ValidName(group) {
-		return out, fmt.Errorf("queengate: bad queue or group name %q/%q: %s", queue, group, NameRule)
-	}
-	return out, c.request(ctx, c.subjects.GroupDelete(queue, group), nil, true, &out)
+	return out, c.groupRequest(ctx, queue, group, c.subjects.GroupDelete(queue, group), nil, true, &out)
 }

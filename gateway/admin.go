@@ -237,7 +237,10 @@ func (a *Admin) Mount(o *Ops) {
 // MountGroups serves GET /queues/<queue>/groups: the consumer groups
 // answer of <prefix>.consume.groups.<queue>, paged the same way, its
 // body's fields taken from the parameters; and DELETE
-// /queues/<queue>/groups/<group>, as <prefix>.consume.delete.<queue>.<group>. Call it after Mount (the
+// /queues/<queue>/groups/<group>, as <prefix>.consume.delete.<queue>.<group>;
+// PUT /queues/<queue>/groups/<group> (a create, as
+// <prefix>.consume.create.<queue>.<group>) and POST
+// /queues/<queue>/groups/<group>/seek (as <prefix>.consume.seek.<queue>.<group>). Call it after Mount (the
 // route is guarded by the same token) and before Start.
 func (a *Admin) MountGroups(c *Consumers) {
 	if c.maxPayload == nil {
@@ -264,6 +267,18 @@ func (a *Admin) MountGroups(c *Consumers) {
 			return nil, werr
 		}
 		return c.deleteGroup(r.Context(), r.PathValue("queue"), r.PathValue("group"), body)
+	}))
+	a.mux.HandleFunc("PUT /queues/{queue}/groups/{group}", a.opsHandler(a.ops, func(r *http.Request, body []byte) (any, *queengate.Error) {
+		if werr := noParameters(r); werr != nil {
+			return nil, werr
+		}
+		return c.createGroup(r.Context(), r.PathValue("queue"), r.PathValue("group"), body)
+	}))
+	a.mux.HandleFunc("POST /queues/{queue}/groups/{group}/seek", a.opsHandler(a.ops, func(r *http.Request, body []byte) (any, *queengate.Error) {
+		if werr := noParameters(r); werr != nil {
+			return nil, werr
+		}
+		return c.seekGroup(r.Context(), r.PathValue("queue"), r.PathValue("group"), body)
 	}))
 }
 

@@ -34,6 +34,9 @@ type ConsumeStore interface {
 	RunOutLeases(ctx context.Context, groupIDs []int64) ([]model.GroupPartitionID, error)
 	QueueConfig(ctx context.Context, queue string) (model.QueueConfig, error)
 	DeleteGroup(ctx context.Context, queue, name string) (model.GroupDeleted, error)
+	CreateGroup(ctx context.Context, queue, name string, start model.GroupStart) (model.GroupCreated, error)
+	SeekGroup(ctx context.Context, queue, name string, seek model.Seek) (model.Group, []model.GroupMove, error)
+	GroupActivity(ctx context.Context, queueID int64) ([]model.GroupActivity, error)
 }
 
 // Consumers serves consumer groups (docs/protocol.md, "Consuming"): pops
@@ -134,6 +137,14 @@ func (c *Consumers) addEndpoints(g *Gateway) error {
 		{name: "consume-delete", verb: p + "delete", names: []string{"<queue>", "<group>"}, operator: true, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
 			queue, group := lastTwoTokens(req.Subject)
 			return c.deleteGroup(ctx, queue, group, req.Data)
+		}},
+		{name: "consume-create", verb: p + "create", names: []string{"<queue>", "<group>"}, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
+			queue, group := lastTwoTokens(req.Subject)
+			return c.createGroup(ctx, queue, group, req.Data)
+		}},
+		{name: "consume-seek", verb: p + "seek", names: []string{"<queue>", "<group>"}, operator: true, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
+			queue, group := lastTwoTokens(req.Subject)
+			return c.seekGroup(ctx, queue, group, req.Data)
 		}},
 	})
 	if err != nil {
@@ -700,7 +711,11 @@ func (c *Consumers) groups(ctx context.Context, queue string, body []byte) (any,
 	if err != nil {
 		return nil, storeError(err)
 	}
-	views := groupViews(gps)
+	activity, err := c.store.GroupActivity(ctx, q.ID)
+	if err != nil {
+		return nil, storeError(err)
+	}
+	views := groupViews(gps, activity)
 	if page.Group != "" {
 		if views, werr = groupPage(views, queue, page); werr != nil {
 			return nil, werr
@@ -769,12 +784,17 @@ func fitPartitions(views []queengate.GroupView, room int64) {
 }
 
 // groupViews groups per-partition positions by group (they come sorted
-// by group).
-func groupViews(gps []model.GroupPartition) []queengate.GroupView {
+// by group), each with its activity.
+func groupViews(gps []model.GroupPartition, activity []model.GroupActivity) []queengate.GroupView {
+	byName := make(map[string]model.GroupActivity, len(activity))
+	for _, a := range activity {
+		byName[a.Group] = a
+	}
 	out := []queengate.GroupView{}
 	for _, gp := range gps {
 		if len(out) == 0 || out[len(out)-1].Group != gp.Group {
-			out = append(out, queengate.GroupView{Group: gp.Group})
+			a := byName[gp.Group]
+			out = append(out, queengate.GroupView{Group: gp.Group, IdleMs: a.IdleFor.Milliseconds(), HoldsRetention: !a.NotHolds})
 		}
 		v := &out[len(out)-1]
 		p := queengate.GroupPartitionView{Partition: gp.Partition, PartitionID: gp.PartitionID, NextOffset: gp.NextOffset,

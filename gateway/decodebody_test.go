@@ -201,12 +201,13 @@ func TestDecodeExplainBody(t *testing.T) {
 func TestDecodeConfigureBody(t *testing.T) {
 	t.Parallel()
 	runDecodeCases(t, func(b []byte) *queengate.Error { _, _, _, werr := decodeConfigure(b); return werr }, []decodeCase{
-		{"all", `{"queue":"q","mode":"replace","options":{"dedupWindowSeconds":1,"retentionSeconds":2,"onConflict":"flag","maxAttempts":3,"retainUntil":"age"}}`, ""},
+		{"all", `{"queue":"q","mode":"replace","options":{"dedupWindowSeconds":1,"retentionSeconds":2,"onConflict":"flag","maxAttempts":3,"retainUntil":"age","groupIdleSeconds":4}}`, ""},
+		{"groupIdleSeconds negative", `{"queue":"q","options":{"groupIdleSeconds":-1}}`, `"options": "groupIdleSeconds" is -1: from 0 to 2147483647`},
 		{"Queue", `{"Queue":"q"}`, `unknown field "Queue": a configure request has only "queue", "options" and "mode"; did you mean "queue"?`},
 		{"an option misnamed", `{"queue":"q","options":{"MaxAttempts":1}}`,
-			`"options": unknown field "MaxAttempts": the options object has only "dedupWindowSeconds", "retentionSeconds", "onConflict", "maxAttempts", "retainUntil", "retryDelayMs", "retryBackoffMs" and "maxAckPending"; did you mean "maxAttempts"?`},
+			`"options": unknown field "MaxAttempts": the options object has only "dedupWindowSeconds", "retentionSeconds", "onConflict", "maxAttempts", "retainUntil", "retryDelayMs", "retryBackoffMs", "maxAckPending" and "groupIdleSeconds"; did you mean "maxAttempts"?`},
 		{"an option twice", `{"queue":"q","options":{"maxAttempts":1,"maxAttempts":2}}`,
-			`"options": field "maxAttempts" is given twice: send it once (the options object has "dedupWindowSeconds", "retentionSeconds", "onConflict", "maxAttempts", "retainUntil", "retryDelayMs", "retryBackoffMs" and "maxAckPending")`},
+			`"options": field "maxAttempts" is given twice: send it once (the options object has "dedupWindowSeconds", "retentionSeconds", "onConflict", "maxAttempts", "retainUntil", "retryDelayMs", "retryBackoffMs", "maxAckPending" and "groupIdleSeconds")`},
 		{"retainUntil a number", `{"queue":"q","options":{"retainUntil":1}}`, `"options": "retainUntil" must be one of "age", "consumed", not the JSON number 1`},
 		{"retry delays", `{"queue":"q","options":{"retryDelayMs":1000,"retryBackoffMs":[1000,5000,30000]}}`, ""},
 		{"retryDelayMs over a day", `{"queue":"q","options":{"retryDelayMs":86400001}}`, `"options": "retryDelayMs" is 86400001: from 0 to 86400000`},

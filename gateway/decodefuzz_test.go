@@ -217,7 +217,7 @@ var (
 	refOptions = refObject{fields: map[string]refRule{"dedupWindowSeconds": wholeFrom(0, 1<<31-1), "retentionSeconds": wholeFrom(0, 1<<31-1),
 		"maxAttempts": wholeFrom(0, 1<<31-1), "onConflict": oneOf("ignore", "flag", "reject"), "retainUntil": oneOf("age", "consumed"),
 		"retryDelayMs": wholeFrom(0, 86400000), "retryBackoffMs": arrayOf(0, 64, wholeFrom(0, 86400000)),
-		"maxAckPending": wholeFrom(0, 1000000)}}
+		"maxAckPending": wholeFrom(0, 1000000), "groupIdleSeconds": wholeFrom(0, 1<<31-1)}}
 	refConfigure = refObject{fields: map[string]refRule{"queue": matching(refName), "options": objectOf(refOptions), "mode": oneOf("merge", "replace")},
 		required: []string{"queue"}}
 	refCancel    = refObject{fields: map[string]refRule{"timerId": matching(refUUID)}, required: []string{"timerId"}}

@@ -194,7 +194,7 @@ func TestARunOutLeaseWakesAWaitingPop(t *testing.T) {
 
 // A list known empty is woken by whatever makes a pop find something:
 // a push, a release, an ack that fails a message, an ack ending a lease
-// with messages behind it (each announced on NATS, as any gateway's
+// with messages behind it, a seek of the group (each announced on NATS, as any gateway's
 // would be). Each case: the group's only partition is leased, pops wait
 // (the second one joins without popping), the event happens, and a
 // waiting pop gets the messages.
@@ -214,6 +214,12 @@ func TestAListKnownEmptyIsWokenByWhatMakesWork(t *testing.T) {
 			items := completeAll(held)
 			items[0].Status = queengate.AckFailed
 			if _, err := p.client.Ack(t.Context(), p.queue, held.Partition, queengate.AckRequest{Group: "g", LeaseID: held.LeaseID, Items: items}); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"seek", func(t *testing.T, p *pollEnv, _ queengate.PopAnswer) {
+			back := int64(0) // ends the lease, and makes its message work again
+			if _, err := p.client.SeekGroup(t.Context(), p.queue, "g", queengate.GroupSeekRequest{Offset: &back}); err != nil {
 				t.Fatal(err)
 			}
 		}},

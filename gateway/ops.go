@@ -32,6 +32,7 @@ type ConfigStore interface {
 	Queues(ctx context.Context) ([]model.QueueConfig, error)
 	Partitions(ctx context.Context, queueID int64) ([]model.PartitionInfo, error)
 	GroupPartitions(ctx context.Context, queueID int64) ([]model.GroupPartition, error)
+	GroupActivity(ctx context.Context, queueID int64) ([]model.GroupActivity, error)
 	LogReader
 	DeadLetterStore
 }
@@ -93,7 +94,8 @@ func queueView(c model.QueueConfig) queengate.QueueView {
 	return queengate.QueueView{Queue: c.Name, CreatedAt: c.CreatedAt.UTC(), UpdatedAt: c.UpdatedAt.UTC(),
 		Options: queengate.Options{DedupWindowSeconds: c.DedupWindowSeconds, RetentionSeconds: c.RetentionSeconds,
 			OnConflict: string(c.OnConflict), MaxAttempts: c.MaxAttempts, RetainUntil: string(c.RetainUntil),
-			RetryDelayMs: c.RetryDelayMs, RetryBackoffMs: c.RetryBackoffMs, MaxAckPending: c.MaxAckPending}}
+			RetryDelayMs: c.RetryDelayMs, RetryBackoffMs: c.RetryBackoffMs, MaxAckPending: c.MaxAckPending,
+			GroupIdleSeconds: c.GroupIdleSeconds}}
 }
 
 // Configure applies a configure request body.
@@ -115,7 +117,7 @@ func (o *Ops) Configure(ctx context.Context, body []byte) (any, *queengate.Error
 
 // options are the configurable options and their JSON names.
 var options = []string{"dedupWindowSeconds", "retentionSeconds", "onConflict", "maxAttempts", "retainUntil",
-	"retryDelayMs", "retryBackoffMs", "maxAckPending"}
+	"retryDelayMs", "retryBackoffMs", "maxAckPending", "groupIdleSeconds"}
 
 var (
 	configureShape = objectShape{"a configure request", `{"queue": "...", "options": {...}, "mode": "merge"|"replace"}`}
@@ -174,6 +176,7 @@ func decodeOptions(raw []byte) (patch model.OptionsPatch, werr *queengate.Error)
 		objectField{name: "retryDelayMs", decode: boundedOptionInto("retryDelayMs", model.MaxRetryDelayMs, &patch.RetryDelayMs)},
 		objectField{name: "retryBackoffMs", decode: backoffInto(&patch.RetryBackoffMs)},
 		objectField{name: "maxAckPending", decode: boundedOptionInto("maxAckPending", model.MaxAckPendingLimit, &patch.MaxAckPending)},
+		objectField{name: "groupIdleSeconds", decode: optionInto("groupIdleSeconds", &patch.GroupIdleSeconds)},
 	)
 	return patch, werr
 }
@@ -287,7 +290,11 @@ func (o *Ops) GetQueue(ctx context.Context, queue, from string) (any, *queengate
 	if err != nil {
 		return nil, storeError(err)
 	}
-	out.Groups = groupViews(gps)
+	activity, err := o.store.GroupActivity(ctx, c.ID)
+	if err != nil {
+		return nil, storeError(err)
+	}
+	out.Groups = groupViews(gps, activity)
 	if from != "" {
 		dropGroupPartitions(out.Groups)
 	}

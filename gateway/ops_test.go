@@ -246,7 +246,7 @@ func TestConfigureBadInputIsA400AndChangesNothing(t *testing.T) {
 		t.Fatalf("setup: %d %s", status, body)
 	}
 	cases := []struct{ body, want string }{
-		{fmt.Sprintf(`{"queue":%q,"options":{"dedupWindowSecs":5}}`, q), `"options": unknown field "dedupWindowSecs": the options object has only "dedupWindowSeconds", "retentionSeconds", "onConflict", "maxAttempts", "retainUntil", "retryDelayMs", "retryBackoffMs" and "maxAckPending"`},
+		{fmt.Sprintf(`{"queue":%q,"options":{"dedupWindowSecs":5}}`, q), `"options": unknown field "dedupWindowSecs": the options object has only "dedupWindowSeconds", "retentionSeconds", "onConflict", "maxAttempts", "retainUntil", "retryDelayMs", "retryBackoffMs", "maxAckPending" and "groupIdleSeconds"`},
 		{fmt.Sprintf(`{"queue":%q,"options":{"dedupWindowSeconds":"600"}}`, q), `"options": "dedupWindowSeconds" must be a whole number, not a string "600"`},
 		{fmt.Sprintf(`{"queue":%q,"options":{"dedupWindowSeconds":1.5}}`, q), "must be a whole number, not the JSON number 1.5"},
 		{fmt.Sprintf(`{"queue":%q,"options":{"dedupWindowSeconds":-1}}`, q), `"dedupWindowSeconds" is -1: from 0 to 2147483647`},

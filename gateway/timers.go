@@ -97,14 +97,17 @@ func decodeFireAt(raw []byte, now time.Time) (time.Time, *queengate.Error) {
 }
 
 // parseFireAt reads a fireAt: an RFC 3339 string with a zone.
-func parseFireAt(raw []byte) (time.Time, *queengate.Error) {
+func parseFireAt(raw []byte) (time.Time, *queengate.Error) { return parseTime("fireAt", raw) }
+
+// parseTime reads field name's time: an RFC 3339 string with a zone.
+func parseTime(name string, raw []byte) (time.Time, *queengate.Error) {
 	s, ok := decodeString(raw)
 	if !ok {
-		return time.Time{}, badInput(`"fireAt" must be an RFC 3339 string such as "2026-12-01T09:00:00Z", not %s`, describe(raw))
+		return time.Time{}, badInput(`%q must be an RFC 3339 string such as "2026-12-01T09:00:00Z", not %s`, name, describe(raw))
 	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
-		return time.Time{}, badInput(`"fireAt" %q is not RFC 3339 with a zone, such as "2026-12-01T09:00:00Z"`, s)
+		return time.Time{}, badInput(`%q %q is not RFC 3339 with a zone, such as "2026-12-01T09:00:00Z"`, name, clip(s))
 	}
 	return t, nil
 }

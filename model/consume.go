@@ -12,6 +12,10 @@ import (
 // created by their first pop).
 var ErrGroupNotFound = errors.New("consumer group not found")
 
+// ErrGroupExists is a create of a consumer group that exists with
+// another start position.
+var ErrGroupExists = errors.New("consumer group exists")
+
 // DefaultMaxAttempts is how many deliveries a queue allows a message
 // before dead-lettering it, unless configured (0: never).
 const DefaultMaxAttempts = 5

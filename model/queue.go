@@ -48,6 +48,9 @@ type QueueOptions struct {
 	// MaxAckPending bounds what each consumer group holds delivered and
 	// not yet settled; 0: no bound.
 	MaxAckPending int
+	// GroupIdleSeconds: a consumer group idle for longer no longer holds
+	// retention back; 0: every group holds.
+	GroupIdleSeconds int
 }
 
 // DefaultQueueOptions is what a created queue starts from, and what an
@@ -68,6 +71,7 @@ type OptionsPatch struct {
 	RetryDelayMs       *int
 	RetryBackoffMs     *[]int
 	MaxAckPending      *int
+	GroupIdleSeconds   *int
 }
 
 // Apply returns o with the patch applied: merge keeps what the patch
@@ -100,6 +104,9 @@ func (p OptionsPatch) Apply(o QueueOptions, replace bool) QueueOptions {
 	if p.MaxAckPending != nil {
 		o.MaxAckPending = *p.MaxAckPending
 	}
+	if p.GroupIdleSeconds != nil {
+		o.GroupIdleSeconds = *p.GroupIdleSeconds
+	}
 	return o
 }
 
@@ -125,6 +132,7 @@ func (p OptionsPatch) Validate() error {
 		}
 	}
 	check("maxAckPending", p.MaxAckPending, MaxAckPendingLimit)
+	check("groupIdleSeconds", p.GroupIdleSeconds, MaxOptionSeconds)
 	if p.RetainUntil != nil && !p.RetainUntil.Valid() {
 		errs = append(errs, fmt.Errorf("%w: retainUntil %q: age or consumed", ErrInvalidOption, string(*p.RetainUntil)))
 	}

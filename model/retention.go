@@ -27,4 +27,7 @@ type RetainStats struct {
 	Skipped         int   // partitions with work held by another transaction: next pass
 	TxnsDeleted     int64 // log_txns rows
 	SegmentsDeleted int64 // log_segments rows
+	// IdleGroups are the groups idle past their queue's groupIdleSeconds,
+	// whose holds the pass ignored.
+	IdleGroups []IdleGroup
 }

@@ -47,7 +47,7 @@ func (s *Store) FindGroup(ctx context.Context, queue, name string) (model.Group,
 	case err != nil:
 		return g, fmt.Errorf("pgstore: consumer group %s/%s: %w", queue, name, err)
 	case gid == nil:
-		return g, fmt.Errorf("%w: %q of queue %s (a group is created by its first pop)", model.ErrGroupNotFound, name, queue)
+		return g, fmt.Errorf("%w: %q of queue %s (a group is created by its first pop, or by a create)", model.ErrGroupNotFound, name, queue)
 	}
 	g.ID = *gid
 	return g, nil

@@ -26,6 +26,7 @@ type consumerModel struct {
 	dead           []bool
 	failedIn       map[int64]string // the lease that last failed an offset
 	deadLetters    int
+	dlq            map[int64]bool // offsets with a dead letter, which a seek or a group delete leaves there
 	unconfirmed    int
 	lease          *modelLease
 	delays         modelDelays
@@ -116,7 +117,7 @@ func (m *consumerModel) pop(k int) (delivered []int64, attempts []int, deadLette
 	}
 	for _, o := range picked {
 		if m.maxAttempts > 0 && m.attempts[o] >= m.maxAttempts {
-			m.dead[o] = true
+			m.dead[o], m.dlq[o] = true, true
 			m.deadLetters++
 			deadLettered++
 			continue
@@ -162,7 +163,7 @@ func (m *consumerModel) undo(id string) bool {
 
 // already is how an ack answers for a message settled before.
 func (m *consumerModel) already(o int64) string {
-	if m.dead[o] {
+	if m.dlq[o] {
 		return model.AckDeadLettered
 	}
 	return model.AckAlready
@@ -187,7 +188,7 @@ func (m *consumerModel) settle(offsets []int64, completed []bool, delays []int) 
 			m.failedIn[o] = m.lease.id
 			m.lastError[o] = "e"
 			if m.maxAttempts > 0 && m.attempts[o] >= m.maxAttempts {
-				m.dead[o] = true
+				m.dead[o], m.dlq[o] = true, true
 				m.deadLetters++
 			} else if wait := cmp.Or(delays[i], m.delays.after(m.attempts[o])); m.clock+wait > m.heldUntil {
 				m.heldUntil = m.clock + wait
@@ -218,7 +219,7 @@ func TestConsumerGroupAgreesWithItsModel(t *testing.T) {
 	for seed := range uint64(4) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			t.Parallel()
-			runConsumerModel(t, seed, 120, 3, 400, modelDelays{})
+			runConsumerModel(t, seed, 120, 3, 400, modelDelays{}, false)
 		})
 	}
 }
@@ -236,12 +237,26 @@ func TestConsumerGroupWithDelaysAgreesWithItsModel(t *testing.T) {
 		}
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			t.Parallel()
-			runConsumerModel(t, seed, 120, 3, 800, delays)
+			runConsumerModel(t, seed, 120, 3, 800, delays, false)
 		})
 	}
 }
 
-func runConsumerModel(t *testing.T, seed uint64, n, maxAttempts, steps int, delays modelDelays) {
+// TestConsumerGroupWithSeeksAndDeletesAgreesWithItsModel is the same
+// history with seeks of the group (back and forward, of the group or of
+// its partition, leases running or not) and deletes of the group (made
+// again by name by the next step) among the steps.
+func TestConsumerGroupWithSeeksAndDeletesAgreesWithItsModel(t *testing.T) {
+	t.Parallel()
+	for seed := range uint64(4) {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			t.Parallel()
+			runConsumerModel(t, seed, 120, 3, 400, modelDelays{}, true)
+		})
+	}
+}
+
+func runConsumerModel(t *testing.T, seed uint64, n, maxAttempts, steps int, delays modelDelays, seeks bool) {
 	b := setupConsumer(t, n)
 	ctx := context.Background()
 	b.setMaxAttempts(t, maxAttempts)
@@ -254,7 +269,8 @@ func runConsumerModel(t *testing.T, seed uint64, n, maxAttempts, steps int, dela
 	}
 	b.configure(t, model.OptionsPatch{RetryDelayMs: &(*hours([]int{delays.retry}))[0], RetryBackoffMs: hours(delays.backoff)})
 	m := &consumerModel{n: n, maxAttempts: maxAttempts, attempts: make([]int, n), lastError: make([]string, n),
-		completed: make([]bool, n), dead: make([]bool, n), failedIn: map[int64]string{}, delays: delays}
+		completed: make([]bool, n), dead: make([]bool, n), failedIn: map[int64]string{}, delays: delays,
+		dlq: map[int64]bool{}}
 	rng := rand.New(rand.NewPCG(seed, 99))
 	var stale string // a lease that is no longer the partition's
 	seen := map[string]int{}
@@ -264,9 +280,13 @@ func runConsumerModel(t *testing.T, seed uint64, n, maxAttempts, steps int, dela
 	}
 	for step := range steps {
 		where := fmt.Sprintf("step %d", step)
-		// The histories without delays are the ones they were before
-		// delays: no clock moves.
-		switch r := rng.IntN(12 + clockMoves); {
+		// The histories without delays or seeks are the ones they were
+		// before either: no clock moves, no seeks.
+		kinds := 12
+		if seeks {
+			kinds = 14
+		}
+		switch r := rng.IntN(kinds + clockMoves); {
 		case r < 3:
 			k := 1 + rng.IntN(8)
 			old := m.lease
@@ -339,7 +359,17 @@ func runConsumerModel(t *testing.T, seed uint64, n, maxAttempts, steps int, dela
 			b.renew(t, m.lease.id)
 			m.lease.heard, m.lease.set = true, m.clock
 			seen["renewal"]++
-		case r == 12:
+		case r == 12 && seeks:
+			if old := b.seekAgainstModel(t, rng, m, where, seen); old != "" {
+				stale = old
+			}
+		case r == 13 && seeks && rng.IntN(3) == 0:
+			seen["unconfirmed"] += m.unconfirmed // the delete's new group starts at 0
+			if old := b.deleteAgainstModel(t, m, where); old != "" {
+				stale = old
+			}
+			seen["group delete"]++
+		case r == kinds:
 			b.elapse(t, b.group, time.Hour)
 			m.tick()
 			seen["an hour"]++
@@ -379,18 +409,23 @@ func runConsumerModel(t *testing.T, seed uint64, n, maxAttempts, steps int, dela
 		JOIN queen.queues q ON q.id = p.queue_id WHERE q.name = $1`, model.DeadLetterQueue(b.queue)).Scan(&dlq); err != nil {
 		t.Fatal(err)
 	}
-	if dlq != int64(m.deadLetters) {
-		t.Fatalf("the dead-letter queue holds %d messages, the model %d", dlq, m.deadLetters)
+	if dlq != int64(len(m.dlq)) { // one dead letter per message and group name: a second is a duplicate
+		t.Fatalf("the dead-letter queue holds %d messages, the model %d", dlq, len(m.dlq))
 	}
 	seen["dead letter"] = m.deadLetters
 	if gp := b.groupPartition(t); gp.Unconfirmed != int64(m.unconfirmed) {
 		t.Fatalf("unconfirmed %d, the model %d", gp.Unconfirmed, m.unconfirmed)
 	}
-	seen["unconfirmed"] = m.unconfirmed
+	seen["unconfirmed"] += m.unconfirmed
 	t.Logf("seed %d: %v; cursor at %d of %d", seed, seen, m.cursor(), n)
-	for _, kind := range []string{"pop", "redelivery", "expiry", "release", "dead letter", "ack acked", "ack alreadyAcked",
+	kinds := []string{"pop", "redelivery", "expiry", "release", "dead letter", "ack acked", "ack alreadyAcked",
 		"ack notInLease", "answer deadLettered", "renewal", "ack by the shortcut", "expiry heard true", "expiry heard false", "undo true", "undo false", "unconfirmed",
-		"an hour", "held by a failure true", "held by a failure false"} {
+		"an hour", "held by a failure true", "held by a failure false"}
+	if seeks {
+		kinds = []string{"pop", "redelivery", "dead letter", "ack acked", "stale leaseNotHeld", "stale alreadyAcked",
+			"seek back", "seek forward", "seek ending a lease", "group delete"}
+	}
+	for _, kind := range kinds {
 		// Histories with delays hold back the whole-lease acks the
 		// shortcut answers; the others cover it.
 		withDelays := delays.asked != nil

@@ -12,9 +12,19 @@ import (
 // rises past them; segments older than a queue's retentionSeconds go.
 // Several gateways may run it at once: partitions are locked in ascending
 // id order with SKIP LOCKED, so it never waits for a push or for another
-// pass, and a skipped partition is visited by the next pass.
+// pass, and a skipped partition is visited by the next pass. Groups idle
+// past their queue's groupIdleSeconds hold nothing; the pass lists them.
 func (s *Store) Retain(ctx context.Context, o model.RetainOptions) (model.RetainStats, error) {
 	var total model.RetainStats
+	idle, err := s.IdleGroups(ctx)
+	if err != nil {
+		return total, err
+	}
+	total.IdleGroups = idle
+	idleIDs := make([]int64, len(idle))
+	for i, g := range idle {
+		idleIDs[i] = g.ID
+	}
 	after := int64(0)
 	for {
 		var (
@@ -25,8 +35,8 @@ func (s *Store) Retain(ctx context.Context, o model.RetainOptions) (model.Retain
 			skipped        int32
 		)
 		err := s.pool.QueryRow(ctx,
-			`CALL queen.log_retain($1, $2, $3, $4)`,
-			after, o.PartitionsPerStep, o.Slack.Seconds(), o.MaxRowsPerPartition,
+			`CALL queen.log_retain($1, $2, $3, $4, $5)`,
+			after, o.PartitionsPerStep, o.Slack.Seconds(), o.MaxRowsPerPartition, idleIDs,
 		).Scan(&lastID, &visited, &lockd, &skipped, &st.TxnsDeleted, &st.SegmentsDeleted, &more)
 		if err != nil {
 			return total, fmt.Errorf("pgstore: retention: %w", err)

@@ -31,6 +31,9 @@ type Runner struct {
 	interval time.Duration
 	opts     model.RetainOptions
 	log      zerolog.Logger
+	// idle are the groups the last pass found idle past their queue's
+	// groupIdleSeconds: each is logged when it joins, once.
+	idle map[int64]bool
 
 	passes   *prometheus.CounterVec
 	deleted  *prometheus.CounterVec
@@ -40,7 +43,7 @@ type Runner struct {
 
 // NewRunner builds the runner; reg may be nil.
 func NewRunner(store Store, interval time.Duration, opts model.RetainOptions, log zerolog.Logger, reg prometheus.Registerer) (*Runner, error) {
-	r := &Runner{store: store, interval: interval, opts: opts, log: log,
+	r := &Runner{store: store, interval: interval, opts: opts, log: log, idle: map[int64]bool{},
 		passes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "queengate_retention_passes_total",
 			Help: "Retention passes, by result (ok, error).",
@@ -113,8 +116,24 @@ func (r *Runner) Pass(ctx context.Context) {
 		return
 	}
 	r.passes.WithLabelValues("ok").Inc()
+	r.logIdle(st.IdleGroups)
 	if st.TxnsDeleted+st.SegmentsDeleted > 0 || st.Skipped > 0 {
 		r.log.Info().Int64("log_txns_deleted", st.TxnsDeleted).Int64("segments_deleted", st.SegmentsDeleted).
 			Int("partitions_skipped", st.Skipped).Dur("took_ms", time.Since(start)).Msg("retention pass")
 	}
+}
+
+// logIdle logs each group that became idle past its queue's
+// groupIdleSeconds since the last pass: retention stops waiting for it,
+// never silently. A group active again and idle later is logged again.
+func (r *Runner) logIdle(groups []model.IdleGroup) {
+	now := make(map[int64]bool, len(groups))
+	for _, g := range groups {
+		now[g.ID] = true
+		if !r.idle[g.ID] {
+			r.log.Warn().Str("queue", g.Queue).Str("group", g.Group).Time("active_at", g.ActiveAt).
+				Msg("consumer group idle past its queue's groupIdleSeconds: retention no longer waits for it")
+		}
+	}
+	r.idle = now
 }

@@ -75,6 +75,8 @@ func setupConfigure(fs *flag.FlagSet) runFunc {
 	retainUntil := fs.String("retain-until", "", "what retention waits for (retainUntil): age, or consumed (also every consumer group)")
 	retryDelay := fs.String("retry-delay", "", "how long a failed message waits before it is delivered again (retryDelayMs) as a `duration`, e.g. 5s; 0 at once")
 	retryBackoff := fs.String("retry-backoff", "", "that wait by attempt (retryBackoffMs) as comma-separated `durations`, e.g. 1s,5s,30s (the last for every later attempt); none turns it off")
+	var groupIdle secondsFlag
+	fs.Var(&groupIdle, "group-idle", "after how long idle a consumer group stops holding retention (groupIdleSeconds) as a `duration`, e.g. 7d; 0: groups always hold")
 	onConflict := fs.String("on-conflict", "", "what a duplicate with different data is answered (onConflict): ignore, flag (duplicate, marked conflict) or reject (failed)")
 	replace := fs.Bool("replace", false, "mode replace: options not given return to their defaults")
 	return func(ctx context.Context, s *session, args []string) error {
@@ -91,6 +93,9 @@ func setupConfigure(fs *flag.FlagSet) runFunc {
 		}
 		if retention.set {
 			options["retentionSeconds"] = seconds(retention.v)
+		}
+		if groupIdle.set {
+			options["groupIdleSeconds"] = seconds(groupIdle.v)
 		}
 		if *onConflict != "" {
 			if o, _ := findOption("onConflict"); !slices.Contains(o.words, *onConflict) {

@@ -352,9 +352,27 @@ func printGroups(w io.Writer, groups []queengate.GroupView) error {
 			row(tw, g.Group, p.Partition, p.NextOffset, p.LastOffset, p.Lag, leased, until)
 		}
 	}
-	if err := tw.Flush(); err != nil || !cut {
+	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintln(w, "(all N): the queue has more partitions than one answer carries with its groups; queenctl get groups QUEUE lists every one")
-	return err
+	if cut {
+		fmt.Fprintln(w, "(all N): the queue has more partitions than one answer carries with its groups; queenctl get groups QUEUE lists every one")
+	}
+	return printActivity(w, groups)
+}
+
+// printActivity writes how long each group has been idle and whether it
+// still holds retention back (groupIdleSeconds).
+func printActivity(w io.Writer, groups []queengate.GroupView) error {
+	fmt.Fprintln(w)
+	tw := newTable(w)
+	fmt.Fprintln(tw, "GROUP\tIDLE\tHOLDS RETENTION")
+	for _, g := range groups {
+		holds := "yes"
+		if !g.HoldsRetention {
+			holds = "no: idle past groupIdleSeconds"
+		}
+		row(tw, g.Group, humanSeconds(g.IdleMs/1000), holds)
+	}
+	return tw.Flush()
 }

@@ -26,6 +26,7 @@ func live(m map[string]int64) map[string]optionValue {
 	out["retryDelayMs"] = count(0)
 	out["retryBackoffMs"] = list()
 	out["maxAckPending"] = count(0)
+	out["groupIdleSeconds"] = seconds(0)
 	return out
 }
 
@@ -53,6 +54,7 @@ func TestDiffQueue(t *testing.T) {
 				{Option: "retryDelayMs", Wanted: ptr(0), Default: true},
 				{Option: "retryBackoffMs", Wanted: listPtr(), Default: true},
 				{Option: "maxAckPending", Wanted: ptr(0), Default: true},
+				{Option: "groupIdleSeconds", Wanted: ptr(0), Default: true},
 			}},
 		},
 		{
@@ -119,6 +121,7 @@ func TestRenderDiff(t *testing.T) {
   retryDelayMs: 0 (at once), the default
   retryBackoffMs: [] (none), the default
   maxAckPending: 0 (no limit), the default
+  groupIdleSeconds: 0 (groups always hold), the default
 audit: update
   dedupWindowSeconds: 3600 (1h) → 0 (off)
   retentionSeconds: 604800 (7d) → 0 (keep forever), the default: the manifest omits it

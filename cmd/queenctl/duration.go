@@ -155,6 +155,7 @@ var knownOptions = []option{
 	{name: "retryDelayMs", def: count(0), zero: "at once", head: "RETRY DELAY", unit: "milliseconds", max: queengate.MaxDelayMs},
 	{name: "retryBackoffMs", def: list(), zero: "none", head: "RETRY BACKOFF", unit: "milliseconds", max: queengate.MaxDelayMs, list: true},
 	{name: "maxAckPending", def: count(0), zero: "no limit", head: "MAX ACK PENDING", unit: "messages"},
+	{name: "groupIdleSeconds", def: seconds(0), zero: "groups always hold", head: "GROUP IDLE", unit: "seconds"},
 }
 
 // optionValue is an option's value: a whole number, a word, or a list

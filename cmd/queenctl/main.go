@@ -159,6 +159,11 @@ Commands:
   delete group QUEUE GROUP [--yes]
                                 delete a consumer group, releasing what it held;
                                 asks for confirmation unless --yes
+  create group QUEUE GROUP [--start earliest|latest | --offset P=N ... | --at TIME]
+                                create a consumer group starting where it says
+  seek group QUEUE GROUP (--offset N | --at TIME) [--partition P] [--yes]
+                                move a consumer group back or forward; asks for
+                                confirmation unless --yes
   get message ID | QUEUE PARTITION TRANSACTION_ID
                                 one stored message
   read QUEUE PARTITION [--from N] [--follow]

@@ -46,6 +46,7 @@ type manifestQueue struct {
 	RetryDelayMs       yaml.Node `yaml:"retryDelayMs"`
 	RetryBackoffMs     yaml.Node `yaml:"retryBackoffMs"`
 	MaxAckPending      yaml.Node `yaml:"maxAckPending"`
+	GroupIdleSeconds   yaml.Node `yaml:"groupIdleSeconds"`
 }
 
 func (q *manifestQueue) options() map[string]*yaml.Node {
@@ -58,6 +59,7 @@ func (q *manifestQueue) options() map[string]*yaml.Node {
 		"retryDelayMs":       &q.RetryDelayMs,
 		"retryBackoffMs":     &q.RetryBackoffMs,
 		"maxAckPending":      &q.MaxAckPending,
+		"groupIdleSeconds":   &q.GroupIdleSeconds,
 	}
 }
 

@@ -15,11 +15,13 @@
 -- the queue's groups on the partition up (acknowledgements resolve
 -- transactionIds through them; a group that has not read the partition
 -- yet starts at its first stored message, so counts as a cursor there),
--- and, with retain_until 'consumed', the segments too.
+-- and, with retain_until 'consumed', the segments too. The groups in
+-- p_idle_groups hold nothing: idle for longer than their queue's
+-- group_idle_seconds (the caller finds them, consumer_group_active_at).
 -- At most p_max_rows rows of each kind per partition per call; "more" says
 -- a partition was left with work, so the caller calls again.
 CREATE OR REPLACE PROCEDURE queen.log_retain(p_after bigint, p_limit integer, p_slack_seconds double precision,
-    p_max_rows integer,
+    p_max_rows integer, p_idle_groups bigint[],
     INOUT last_id bigint DEFAULT NULL, INOUT visited integer DEFAULT NULL, INOUT locked integer DEFAULT NULL,
     INOUT skipped integer DEFAULT NULL, INOUT txns_deleted bigint DEFAULT NULL,
     INOUT segments_deleted bigint DEFAULT NULL, INOUT more boolean DEFAULT NULL)
@@ -54,7 +56,7 @@ BEGIN
           INTO v_hold
           FROM queen.consumer_groups g
           LEFT JOIN queen.consumer_cursors c ON c.group_id = g.id AND c.partition_id = r.id
-         WHERE g.queue_id = r.queue_id;
+         WHERE g.queue_id = r.queue_id AND g.id <> ALL (coalesce(p_idle_groups, '{}'));
         -- Cheap checks without the lock: the oldest row of each kind
         -- (first in offset order, through the primary keys), below what
         -- consumers hold.

@@ -1,0 +1,35 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// testCreateAndSeekGroup creates groups of "jobs" (pushed by testConsume,
+// its three messages consumed by group workers) at a start position, and
+// seeks workers back (only once its name is typed back or with --yes) so
+// that it consumes again.
+func testCreateAndSeekGroup(t *testing.T, tr transport) {
+	ctl(t, "", flags(tr.admin, "create", "group", "jobs", "late", "--start", "latest")...).expect(t, exitOK,
+		"created consumer group late of queue jobs on 1 partitions", "PARTITION  FROM  TO  NOTE", "p          0     3   -")
+	ctl(t, "", flags(tr.admin, "create", "group", "jobs", "late", "--start", "latest")...).expect(t, exitOK, "exists with the same start: nothing changed")
+	ctl(t, "", flags(tr.admin, "create", "group", "jobs", "late")...).expect(t, exitGateway, "gateway answered 409", `start "latest", not "earliest"`)
+	ctl(t, "", flags(tr.admin, "create", "group", "jobs", "at1", "--offset", "p=1")...).expect(t, exitOK, "p          0     1   -")
+	ctl(t, "", flags(tr.admin, "create", "group", "jobs", "x", "--offset", "nope=1")...).expect(t, exitGateway, "gateway answered 404", `partition "nope"`)
+	ctl(t, "", flags(tr.admin, "create", "group", "jobs", "x", "--start", "latest", "--at", "2026-12-01T09:00:00Z")...).expect(t, exitUsage, "give one of")
+	ctl(t, "", flags(tr.admin, "create", "group", "jobs", "x", "--offset", "p")...).expect(t, exitUsage, "PARTITION=OFFSET")
+
+	ctl(t, "no\n", flags(tr.admin, "seek", "group", "jobs", "workers", "--offset", "1")...).expect(t, exitUsage, "not confirmed", "nothing was moved")
+	ctl(t, "", flags(tr.admin, "seek", "group", "jobs", "workers")...).expect(t, exitUsage, "give --offset N or --at TIME")
+	ctl(t, "workers\n", flags(tr.admin, "seek", "group", "jobs", "workers", "--offset", "1")...).expect(t, exitOK,
+		"moved consumer group workers of queue jobs on 1 of 1 partitions (0 clamped, 0 leases ended)", "p          3     1   -")
+	r := ctl(t, "", flags(tr.push, "consume", "jobs", "--group", "workers", "--count", "2")...)
+	r.expect(t, exitOK, `"job":2`, `"job":3`)
+	if strings.Contains(r.stdout, `"job":1`) {
+		t.Fatalf("after a seek to offset 1 the group consumed offset 0 again:\n%s", r.stdout)
+	}
+	ctl(t, "", flags(tr.admin, "seek", "group", "jobs", "workers", "--offset", "99", "--partition", "p", "--yes")...).expect(t, exitOK,
+		"(1 clamped", "clamped to what is stored")
+	ctl(t, "", flags(tr.admin, "seek", "group", "jobs", "nosuch", "--offset", "0", "--yes")...).expect(t, exitGateway, "gateway answered 404", `"nosuch"`)
+	ctl(t, "", flags(tr.admin, "get", "groups", "jobs")...).expect(t, exitOK, "GROUP    IDLE", "HOLDS RETENTION", "yes")
+}
