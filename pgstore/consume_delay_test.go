@@ -246,3 +246,20 @@ func TestADeadLetteringFailureDoesNotWait(t *testing.T) {
 		t.Fatalf("after a dead-lettering failure: %v", offsetsOf(got))
 	}
 }
+
+// A seek delivers from its position at attempt 1: a failure's delay
+// waiting there no longer holds the group.
+func TestASeekEndsTheDelayItMovesPast(t *testing.T) {
+	t.Parallel()
+	b := setupConsumer(t, 2)
+	r := b.pop(t, b.group, 2)
+	b.ack(t, r.LeaseID, failedFor("t0", time.Hour), done("t1"))
+	if got := b.pop(t, b.group, 10); len(got.Messages) != 0 {
+		t.Fatalf("a pop within the delay got %v", offsetsOf(got))
+	}
+	b.seek(t, b.group.Name, model.Seek{Offset: 0})
+	got := b.pop(t, b.group, 10)
+	if !slices.Equal(offsetsOf(got), []int64{0, 1}) || got.Messages[0].Attempts != 1 {
+		t.Fatalf("after a seek to 0: %+v, want offsets 0 and 1 at attempt 1", got)
+	}
+}

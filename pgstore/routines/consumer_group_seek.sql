@@ -70,7 +70,9 @@ BEGIN
         UPDATE queen.consumer_cursors cc
            SET next_offset = v.moved_to, delivered_to = v.moved_to - 1,
                lease_id = NULL, lease_until = NULL, lease_from = NULL, lease_to = NULL,
-               lease_heard = false, lease_delivered_before = NULL,
+               lease_heard = false, lease_delivered_before = NULL, lease_counted = false,
+               -- Delivered again from attempt 1: no failure's delay holds it.
+               lease_delay = NULL, delayed_until = NULL,
                parked = v.moved_to > v.last_offset
           FROM moves v
          WHERE cc.group_id = p_group_id AND cc.partition_id = v.partition_id
