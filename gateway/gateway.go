@@ -119,6 +119,11 @@ func New(cfg Config, nc *nats.Conn, ing Ingester, log zerolog.Logger, reg promet
 	}
 	g := &Gateway{cfg: cfg, nc: nc, ing: ing, log: log, metrics: m, stopped: make(chan struct{}), draining: make(chan struct{})}
 	storeLog.Store(&g.log)
+	if cfg.Consumers != nil {
+		if cfg.Consumers.metrics, err = newConsumeMetrics(reg); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.Routing != nil {
 		rcfg := cfg.Routing.withDefaults()
 		if err := rcfg.validate(); err != nil {

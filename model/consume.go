@@ -83,6 +83,12 @@ type PopResult struct {
 	LeaseUntil   time.Time
 	Messages     []Delivery
 	DeadLettered int // moved to the dead-letter queue instead of delivered
+	// DeadLetters are those moved, without their data (for the log line
+	// and the metrics each dead letter gets).
+	DeadLetters []DeadLetter
+	// RanOutLease: the partition's previous lease had run out, and this
+	// pop ended it.
+	RanOutLease bool
 	// TooLarge counts those of DeadLettered moved because they take more
 	// than MaxDelivery: no pop could ever deliver them.
 	TooLarge int
@@ -126,6 +132,8 @@ type AckResult struct {
 	NextOffset   int64
 	LeaseEnded   bool
 	DeadLettered int
+	// DeadLetters are those moved, without their data.
+	DeadLetters []DeadLetter
 }
 
 // GroupPartition is a group's position on one partition.
