@@ -502,6 +502,13 @@ func (g *Gateway) addOpsEndpoints() error {
 		{name: "status", verb: p + ".status", operator: true, answerOnly: true, op: func(ctx context.Context, _ *request) (any, *queengate.Error) {
 			return o.Status(ctx)
 		}},
+		{name: "overview", verb: p + ".overview", operator: true, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
+			from, werr := decodeFrom(req.Data, overviewShape)
+			if werr != nil {
+				return nil, werr
+			}
+			return o.Overview(ctx, from)
+		}},
 		{name: "read", verb: p + ".read", names: []string{"<queue>", "<partition>"}, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
 			queue, partition := lastTwoTokens(req.Subject)
 			return o.Read(ctx, queue, partition, req.Data)

@@ -57,7 +57,8 @@ func (e *testEnv) startOpsGateway(token string, icfg ingest.Config) *opsGateway 
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(store.Collector())
-	ops := gateway.NewOps(gateway.OpsConfig{Token: token, Version: "1.2.3", WantSchema: pgstore.LatestVersion()}, store, ing, nc)
+	ops := gateway.NewOps(gateway.OpsConfig{Token: token, Version: "1.2.3", WantSchema: pgstore.LatestVersion(),
+		SampleEvery: 100 * time.Millisecond}, store, ing, nc)
 	// NoFire: the shared database holds other tests' timers; the fire loop
 	// is tested in package timers and in the daemon's tests.
 	tsvc, err := timers.New(store, timers.Config{NoFire: true}, log, nil)

@@ -81,3 +81,25 @@ func fillDLQDepths(figures []model.QueueFigures) {
 		}
 	}
 }
+
+// PartitionQueues names the queue of each partition of ids that exists.
+func (s *Store) PartitionQueues(ctx context.Context, ids []int64) (map[int64]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT p.id, q.name FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
+		 WHERE p.id = ANY($1)`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: partitions' queues: %w", err)
+	}
+	out := map[int64]string{}
+	var (
+		id    int64
+		queue string
+	)
+	_, err = pgx.ForEachRow(rows, []any{&id, &queue}, func() error {
+		out[id] = queue
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: partitions' queues: %w", err)
+	}
+	return out, nil
+}
