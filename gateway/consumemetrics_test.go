@@ -103,6 +103,17 @@ func TestConsumerMetricsCountWhatConsumersDid(t *testing.T) {
 		}
 	}
 
+	// A deleted group's series go with it.
+	if status, body := g.viaHTTP(t, "DELETE", "/queues/"+q+"/groups/other", g.token, ""); status != 200 {
+		t.Fatalf("delete: %d %s", status, body)
+	}
+	if got := g.metric(t, "queengate_consumer_pops_total", "other"); got != 0 {
+		t.Errorf("pops of the deleted group: %v, want no series", got)
+	}
+	if got := g.metric(t, "queengate_consumer_pops_total", "g"); got != 6 {
+		t.Errorf("pops of g after another's delete: %v", got)
+	}
+
 	lines := g.logs.Lines(t, "dead-lettered a message")
 	if len(lines) != 1 {
 		t.Fatalf("dead-letter log lines: %v, want one", lines)
