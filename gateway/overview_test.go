@@ -46,6 +46,19 @@ func historyTotals(h []queengate.RateView) (queued, duplicates int64) {
 	return queued, duplicates
 }
 
+// fillQueue gives the env's queue three messages on partition p, a
+// duplicate, a dead letter of group billing and a lease of group audit.
+func (g *opsGateway) fillQueue(t *testing.T) {
+	t.Helper()
+	e, q := g.e, g.e.queue
+	e.setMaxAttempts(t, q, 1)
+	wantStatus(t, e.push(t, e.subject("p"), msgs("a", "b", "c")), "queued", "queued", "queued")
+	wantStatus(t, e.push(t, e.subject("p"), msgs("a")), "duplicate")
+	a, _ := g.popFrom(t, q, "billing")
+	g.failOne(t, q, "billing", a, "boom") // a dead letter
+	g.popFrom(t, q, "audit")
+}
+
 // The overview says, per queue, what PostgreSQL stores, its groups' lag,
 // its dead letters not redriven, and this gateway's push answers with
 // their history; NATS answers the same; bad input is a 4xx naming it.
@@ -54,13 +67,8 @@ func TestOverviewSaysWhatAQueueHolds(t *testing.T) {
 	e := newEnv(t)
 	g := e.startOpsGateway("secret", ingest.Config{})
 	q := e.queue
-	e.setMaxAttempts(t, q, 1)
-	wantStatus(t, e.push(t, e.subject("p"), msgs("a", "b", "c")), "queued", "queued", "queued")
+	g.fillQueue(t)
 	wantStatus(t, e.push(t, e.subject("p2"), msgs("a", "b")), "queued", "queued")
-	wantStatus(t, e.push(t, e.subject("p"), msgs("a")), "duplicate")
-	a, _ := g.popFrom(t, q, "billing")
-	g.failOne(t, q, "billing", a, "boom") // a dead letter
-	g.popFrom(t, q, "audit")
 
 	var got queengate.QueueOverview
 	checkfor.Check(t, 10*time.Second, func() error {
