@@ -3,6 +3,7 @@ package gateway
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -151,17 +152,19 @@ func (r *pushRates) history(queue string) []queengate.RateView {
 // Overview answers every queue at a glance, in name order from the one
 // named from on ("": the first), cut to fit one answer.
 func (o *Ops) Overview(ctx context.Context, from string) (any, *queengate.Error) {
-	configs, err := o.store.Queues(ctx)
+	// Figures first: a queue created between the two reads has its
+	// options all the same.
+	figures, err := o.store.QueueFigures(ctx)
 	if err != nil {
 		return nil, storeError(err)
 	}
-	figures, err := o.store.QueueFigures(ctx)
+	configs, err := o.store.Queues(ctx)
 	if err != nil {
 		return nil, storeError(err)
 	}
 	queueName := func(f model.QueueFigures) string { return f.Queue }
 	byName(figures, queueName)
-	first, werr := fromName(figures, queueName, from, "no queue \""+from+"\"")
+	first, werr := fromName(figures, queueName, from, fmt.Sprintf("no queue %q", from))
 	if werr != nil {
 		return nil, werr
 	}
