@@ -83,14 +83,15 @@ func (s *Store) Pop(ctx context.Context, r model.PopRequest) (model.PopResult, e
 		// One row always: whether the group exists (a deleted group has
 		// no cursors, so its pops would find nothing, forever) beside the
 		// pop's row, NULLs when no partition has work. The cursor as the
-		// statement found it (its snapshot predates the pop's update)
-		// says whether the pop ended a lease that had run out: pops take
-		// only partitions without a running lease.
+		// statement found it (its snapshot predates the pop's update; one
+		// look-up by key) says whether the pop ended a lease that had run
+		// out: pops take only partitions without a running lease.
 		err := s.pool.QueryRow(ctx, `SELECT x.partition_id, x.partition, x.lease_id, x.lease_until, x.offs, x.txn_ids, x.data::text[],
-			x.created_at, x.attempts, x.last_errors, x.dead, x.too_large, g.id IS NOT NULL, coalesce(before.lease_id IS NOT NULL, false)
+			x.created_at, x.attempts, x.last_errors, x.dead, x.too_large, g.id IS NOT NULL,
+			coalesce((SELECT before.lease_id IS NOT NULL FROM queen.consumer_cursors before
+			           WHERE before.group_id = a.id AND before.partition_id = x.partition_id), false)
 			  FROM (SELECT $1::bigint AS id) a LEFT JOIN queen.consumer_groups g ON g.id = a.id
-			  LEFT JOIN LATERAL queen.consumer_pop(a.id, $2, $3, $4, $5, $6, $7, $8, $9, $10) x ON true
-			  LEFT JOIN queen.consumer_cursors before ON before.group_id = a.id AND before.partition_id = x.partition_id`,
+			  LEFT JOIN LATERAL queen.consumer_pop(a.id, $2, $3, $4, $5, $6, $7, $8, $9, $10) x ON true`,
 			r.Group.ID, r.Group.QueueID, pid, r.Max, r.Lease.Seconds(), r.Consumer, r.MaxBytes, r.Room, model.DeliveryEnvelope,
 			r.MaxDelivery).Scan(&row.partitionID, &row.partition, &row.lease, &row.until, &row.offsets, &row.txnIDs, &row.data,
 			&row.created, &row.attempts, &row.lastErrors, &row.dead, &row.tooLarge, &exists, &out.RanOutLease)
