@@ -120,6 +120,12 @@ type Options struct {
 	// RetainUntil: "age", or "consumed" (retention also waits for every
 	// consumer group).
 	RetainUntil string `json:"retainUntil"`
+	// RetryDelayMs: how long a failed message waits before it is
+	// delivered again, when its failure does not say; 0 not at all.
+	RetryDelayMs int `json:"retryDelayMs"`
+	// RetryBackoffMs: that wait by attempt instead, when not empty (the
+	// n-th entry after the n-th attempt, the last after every later one).
+	RetryBackoffMs []int `json:"retryBackoffMs"`
 }
 
 // ConfigureRequest is the body of a configure: the options it sets
@@ -133,7 +139,9 @@ type ConfigureRequest struct {
 	// or consumed).
 	OnConflict  string `json:"-"`
 	RetainUntil string `json:"-"`
-	Mode        string `json:"mode,omitempty"`
+	// RetryBackoffMs, when not nil, sets retryBackoffMs (empty: none).
+	RetryBackoffMs []int  `json:"-"`
+	Mode           string `json:"mode,omitempty"`
 }
 
 // MarshalJSON writes the options, numbers and OnConflict, as one object.
@@ -147,6 +155,9 @@ func (r ConfigureRequest) MarshalJSON() ([]byte, error) {
 	}
 	if r.RetainUntil != "" {
 		options["retainUntil"] = r.RetainUntil
+	}
+	if r.RetryBackoffMs != nil {
+		options["retryBackoffMs"] = r.RetryBackoffMs
 	}
 	wire := struct {
 		Queue   string         `json:"queue"`

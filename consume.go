@@ -13,6 +13,10 @@ const (
 	AckCompleted    = "completed"
 	AckFailed       = "failed"
 	MaxAckErrorSize = 4096
+	// MaxDelayMs is the longest a failed message can be made to wait
+	// before it is delivered again (a day): an ack item's delayMs, a
+	// queue's retryDelayMs and each entry of its retryBackoffMs.
+	MaxDelayMs = 86400000
 )
 
 // DeliveryReserve is the room an answer keeps, beside a message's data,
@@ -78,12 +82,15 @@ type PopAnswer struct {
 	Ack *AckAnswer `json:"ack,omitempty"`
 }
 
-// AckItem settles one message, named by TransactionID or by Offset.
+// AckItem settles one message, named by TransactionID or by Offset. A
+// failed one is delivered again no sooner than DelayMs after the ack
+// (0: the queue's retryDelayMs or retryBackoffMs).
 type AckItem struct {
 	TransactionID string `json:"transactionId,omitempty"`
 	Offset        *int64 `json:"offset,omitempty"`
 	Status        string `json:"status"` // "completed" or "failed"
 	Error         string `json:"error,omitempty"`
+	DelayMs       int64  `json:"delayMs,omitempty"`
 }
 
 // AckRequest settles messages delivered under a lease.

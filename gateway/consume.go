@@ -406,6 +406,9 @@ func ackItemFields(it **queengate.AckItem) []objectField {
 		}},
 		{name: "status", decode: func(raw []byte) *queengate.Error { return stringInto("status", &(*it).Status)(raw) }},
 		{name: "error", decode: func(raw []byte) *queengate.Error { return stringInto("error", &(*it).Error)(raw) }},
+		{name: "delayMs", decode: func(raw []byte) *queengate.Error {
+			return wholeNumberInto("delayMs", 0, queengate.MaxDelayMs, &(*it).DelayMs)(raw)
+		}},
 	}
 }
 
@@ -593,8 +596,13 @@ func ackItems(req queengate.AckRequest) ([]model.AckItem, *queengate.Error) {
 			return nil, badInput(`item %d: status %q: "completed" or "failed"`, i, excerpt([]byte(it.Status)))
 		case len(it.Error) > queengate.MaxAckErrorSize:
 			return nil, badInput("item %d: error over %d bytes", i, queengate.MaxAckErrorSize)
+		case it.DelayMs != 0 && it.Status != queengate.AckFailed:
+			return nil, badInput(`item %d: "delayMs" is for a failed item: it says how long the message waits before it is delivered again`, i)
+		case it.DelayMs < 0 || it.DelayMs > queengate.MaxDelayMs:
+			return nil, badInput(`item %d: "delayMs" is %d: from 0 to %d`, i, it.DelayMs, queengate.MaxDelayMs)
 		}
-		items[i] = model.AckItem{Offset: -1, TxnID: it.TransactionID, Completed: it.Status == queengate.AckCompleted, Error: it.Error}
+		items[i] = model.AckItem{Offset: -1, TxnID: it.TransactionID, Completed: it.Status == queengate.AckCompleted, Error: it.Error,
+			DelayMs: it.DelayMs}
 		if it.Offset != nil {
 			items[i].Offset = *it.Offset
 		}

@@ -56,15 +56,21 @@ func TestDecodeAckBody(t *testing.T) {
 	ack := func(items string) string {
 		return `{"group":"g","leaseId":"` + testLease + `","items":[` + items + `]}`
 	}
-	itemFields := `(an ack item has "transactionId", "offset", "status" and "error")`
+	itemFields := `(an ack item has "transactionId", "offset", "status", "error" and "delayMs")`
 	runDecodeCases(t, func(b []byte) *queengate.Error { _, werr := decodeAck(b); return werr }, []decodeCase{
 		{"by id and by offset", ack(item + `,{"offset":7,"status":"failed","error":"boom"}`), ""},
+		{"a failure with a delay", ack(`{"offset":7,"status":"failed","delayMs":5000}`), ""},
+		{"a delay on a completed item", ack(`{"offset":7,"status":"completed","delayMs":5000}`),
+			`item 0: "delayMs" is for a failed item: it says how long the message waits before it is delivered again`},
+		{"a delay too long", ack(`{"offset":7,"status":"failed","delayMs":86400001}`), `item 0: "delayMs" is 86400001: from 0 to 86400000`},
+		{"a negative delay", ack(`{"offset":7,"status":"failed","delayMs":-1}`), `item 0: "delayMs" is -1: from 0 to 86400000`},
+		{"a delay as a string", ack(`{"offset":7,"status":"failed","delayMs":"5s"}`), `item 0: "delayMs" must be a whole number, not a string "5s"`},
 		{"STATUS", ack(`{"transactionId":"t","STATUS":"completed"}`),
-			`item 0: unknown field "STATUS": an ack item has only "transactionId", "offset", "status" and "error"; did you mean "status"?`},
+			`item 0: unknown field "STATUS": an ack item has only "transactionId", "offset", "status", "error" and "delayMs"; did you mean "status"?`},
 		{"OFFSET", ack(`{"OFFSET":1,"status":"completed"}`),
-			`item 0: unknown field "OFFSET": an ack item has only "transactionId", "offset", "status" and "error"; did you mean "offset"?`},
+			`item 0: unknown field "OFFSET": an ack item has only "transactionId", "offset", "status", "error" and "delayMs"; did you mean "offset"?`},
 		{"transactionID", ack(item + `,{"transactionID":"t","status":"completed"}`),
-			`item 1: unknown field "transactionID": an ack item has only "transactionId", "offset", "status" and "error"; did you mean "transactionId"?`},
+			`item 1: unknown field "transactionID": an ack item has only "transactionId", "offset", "status", "error" and "delayMs"; did you mean "transactionId"?`},
 		{"LeaseID", `{"group":"g","LeaseID":"` + testLease + `","items":[` + item + `]}`,
 			`unknown field "LeaseID": an ack has only "group", "leaseId" and "items"; did you mean "leaseId"?`},
 		{"a status given twice", ack(`{"offset":2,"status":"completed","status":"failed"}`),
@@ -109,7 +115,7 @@ func TestDecodePopBody(t *testing.T) {
 		{"max twice", `{"group":"g","max":1,"max":2}`, `field "max" is given twice: send it once (a pop has "group", "consumer", "max", "leaseMs", "waitMs", "maxBytes" and "ack")`},
 		{"max with an exponent", `{"group":"g","max":1e2}`, `"max" must be a whole number, not the JSON number 1e2`},
 		{"the ack's item misnamed", `{"group":"g","ack":{"partition":"p","leaseId":"` + testLease + `","items":[{"offset":0,"Status":"completed"}]}}`,
-			`"ack": item 0: unknown field "Status": an ack item has only "transactionId", "offset", "status" and "error"; did you mean "status"?`},
+			`"ack": item 0: unknown field "Status": an ack item has only "transactionId", "offset", "status", "error" and "delayMs"; did you mean "status"?`},
 		{"the ack's lease malformed", `{"group":"g","ack":{"partition":"p","leaseId":"nope","items":[{"offset":0,"status":"completed"}]}}`,
 			`"ack": "leaseId" must be the UUID a pop answered (such as "5f0c2a9e-3b1d-4c6e-9a8f-0123456789ab"), not a string "nope"`},
 		{"the ack without partition", `{"group":"g","ack":{"leaseId":"` + testLease + `","items":[{"offset":0,"status":"completed"}]}}`,
@@ -198,10 +204,19 @@ func TestDecodeConfigureBody(t *testing.T) {
 		{"all", `{"queue":"q","mode":"replace","options":{"dedupWindowSeconds":1,"retentionSeconds":2,"onConflict":"flag","maxAttempts":3,"retainUntil":"age"}}`, ""},
 		{"Queue", `{"Queue":"q"}`, `unknown field "Queue": a configure request has only "queue", "options" and "mode"; did you mean "queue"?`},
 		{"an option misnamed", `{"queue":"q","options":{"MaxAttempts":1}}`,
-			`"options": unknown field "MaxAttempts": the options object has only "dedupWindowSeconds", "retentionSeconds", "onConflict", "maxAttempts" and "retainUntil"; did you mean "maxAttempts"?`},
+			`"options": unknown field "MaxAttempts": the options object has only "dedupWindowSeconds", "retentionSeconds", "onConflict", "maxAttempts", "retainUntil", "retryDelayMs" and "retryBackoffMs"; did you mean "maxAttempts"?`},
 		{"an option twice", `{"queue":"q","options":{"maxAttempts":1,"maxAttempts":2}}`,
-			`"options": field "maxAttempts" is given twice: send it once (the options object has "dedupWindowSeconds", "retentionSeconds", "onConflict", "maxAttempts" and "retainUntil")`},
+			`"options": field "maxAttempts" is given twice: send it once (the options object has "dedupWindowSeconds", "retentionSeconds", "onConflict", "maxAttempts", "retainUntil", "retryDelayMs" and "retryBackoffMs")`},
 		{"retainUntil a number", `{"queue":"q","options":{"retainUntil":1}}`, `"options": "retainUntil" must be one of "age", "consumed", not the JSON number 1`},
+		{"retry delays", `{"queue":"q","options":{"retryDelayMs":1000,"retryBackoffMs":[1000,5000,30000]}}`, ""},
+		{"retryDelayMs over a day", `{"queue":"q","options":{"retryDelayMs":86400001}}`, `"options": "retryDelayMs" is 86400001: from 0 to 86400000`},
+		{"retryBackoffMs a number", `{"queue":"q","options":{"retryBackoffMs":1000}}`,
+			`"options": "retryBackoffMs" must be an array of delays in milliseconds such as [1000, 5000, 30000], not the JSON number 1000`},
+		{"retryBackoffMs with a negative entry", `{"queue":"q","options":{"retryBackoffMs":[1000,-1]}}`,
+			`"options": "retryBackoffMs[1]" is -1: from 0 to 86400000`},
+		{"retryBackoffMs with a string", `{"queue":"q","options":{"retryBackoffMs":["1s"]}}`, `"options": "retryBackoffMs[0]" must be a whole number, not a string "1s"`},
+		{"retryBackoffMs too long", `{"queue":"q","options":{"retryBackoffMs":[` + strings.Repeat("1,", 64) + `1]}}`,
+			`"options": "retryBackoffMs" has 65 entries: at most 64`},
 		{"mode an object", `{"queue":"q","mode":{}}`, `"mode" must be "merge" (the default) or "replace", not an object`},
 	})
 }

@@ -167,12 +167,15 @@ func arrayOf(lo, hi int, elem refRule) refRule {
 
 var refAckItem = refObject{
 	fields: map[string]refRule{"transactionId": stringOfBytes(1, 256), "offset": wholeFrom(0, 1<<63-1),
-		"status": oneOf("completed", "failed"), "error": stringOfBytes(0, 4096)},
+		"status": oneOf("completed", "failed"), "error": stringOfBytes(0, 4096), "delayMs": wholeFrom(0, 86400000)},
 	required: []string{"status"},
 	across: func(m map[string]json.RawMessage) bool {
 		_, id := m["transactionId"]
 		_, off := m["offset"]
-		return id != off
+		// a delay is for a failed item only (0 asks for none)
+		delay, _ := refWhole(m["delayMs"])
+		status, _ := refString(m["status"])
+		return id != off && (delay == 0 || status == "failed")
 	},
 }
 
@@ -205,7 +208,8 @@ var (
 		},
 	}
 	refOptions = refObject{fields: map[string]refRule{"dedupWindowSeconds": wholeFrom(0, 1<<31-1), "retentionSeconds": wholeFrom(0, 1<<31-1),
-		"maxAttempts": wholeFrom(0, 1<<31-1), "onConflict": oneOf("ignore", "flag", "reject"), "retainUntil": oneOf("age", "consumed")}}
+		"maxAttempts": wholeFrom(0, 1<<31-1), "onConflict": oneOf("ignore", "flag", "reject"), "retainUntil": oneOf("age", "consumed"),
+		"retryDelayMs": wholeFrom(0, 86400000), "retryBackoffMs": arrayOf(0, 64, wholeFrom(0, 86400000))}}
 	refConfigure = refObject{fields: map[string]refRule{"queue": matching(refName), "options": objectOf(refOptions), "mode": oneOf("merge", "replace")},
 		required: []string{"queue"}}
 	refCancel    = refObject{fields: map[string]refRule{"timerId": matching(refUUID)}, required: []string{"timerId"}}
@@ -270,6 +274,11 @@ var seeds = []string{
 	`{"transactionId":"t","data":{"a": 1}}`, `{"transactionId":"\u0000"}`, `{"transactionId":"` + strings.Repeat("x", 300) + `"}`,
 	`{"queue":"q","mode":"merge","options":{"dedupWindowSeconds":1,"onConflict":"reject","retainUntil":"consumed"}}`,
 	`{"queue":"q","options":{"maxAttempts":1,"maxAttempts":2}}`,
+	`{"queue":"q","options":{"retryDelayMs":1000,"retryBackoffMs":[1000,5000,30000]}}`, `{"queue":"q","options":{"retryBackoffMs":[]}}`,
+	`{"queue":"q","options":{"retryBackoffMs":[1000,-1]}}`, `{"queue":"q","options":{"retryBackoffMs":5}}`,
+	`{"group":"g","leaseId":"` + testLease + `","items":[{"offset":2,"status":"failed","delayMs":5000}]}`,
+	`{"group":"g","leaseId":"` + testLease + `","items":[{"offset":2,"status":"completed","delayMs":5000}]}`,
+	`{"group":"g","leaseId":"` + testLease + `","items":[{"offset":2,"status":"failed","delayMs":86400001}]}`,
 	`{"transactionId":"t","data":1,"delayMs":5}`, `{"data":1,"fireAt":"2026-12-01T10:00:00Z"}`, `{"data":1,"fireAt":null,"delayMs":0}`,
 	`{"timerId":"` + testLease + `"}`, `{"queue":"q","limit":5}`,
 }
@@ -335,7 +344,9 @@ func FuzzDecodeAck(f *testing.F) {
 			return fmt.Sprintf("%d items, the reference %d", len(req.Items), len(items))
 		}
 		for i, it := range items {
-			if it["status"] != req.Items[i].Status || (it["offset"] != nil) != (req.Items[i].Offset != nil) {
+			delay, _ := it["delayMs"].(float64)
+			if it["status"] != req.Items[i].Status || (it["offset"] != nil) != (req.Items[i].Offset != nil) ||
+				int64(delay) != req.Items[i].DelayMs {
 				return fmt.Sprintf("item %d: %+v, the reference %v", i, req.Items[i], it)
 			}
 		}
@@ -402,6 +413,11 @@ func FuzzDecodeConfigure(f *testing.F) {
 		_ = json.Unmarshal(vals["options"], &opts)
 		if n, ok := refWhole(opts["maxAttempts"]); ok != (c.patch.MaxAttempts != nil) || ok && int64(*c.patch.MaxAttempts) != n {
 			return fmt.Sprintf("maxAttempts %v, the reference %s", c.patch.MaxAttempts, opts["maxAttempts"])
+		}
+		var backoff []int
+		if json.Unmarshal(opts["retryBackoffMs"], &backoff) == nil != (c.patch.RetryBackoffMs != nil) ||
+			backoff != nil && fmt.Sprint(backoff) != fmt.Sprint(*c.patch.RetryBackoffMs) {
+			return fmt.Sprintf("retryBackoffMs %v, the reference %s", c.patch.RetryBackoffMs, opts["retryBackoffMs"])
 		}
 		return sameString("queue", c.queue, vals)
 	})

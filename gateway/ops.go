@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -99,7 +100,8 @@ func (o *Ops) authorize(header string) *queengate.Error {
 func queueView(c model.QueueConfig) queengate.QueueView {
 	return queengate.QueueView{Queue: c.Name, CreatedAt: c.CreatedAt.UTC(), UpdatedAt: c.UpdatedAt.UTC(),
 		Options: queengate.Options{DedupWindowSeconds: c.DedupWindowSeconds, RetentionSeconds: c.RetentionSeconds,
-			OnConflict: string(c.OnConflict), MaxAttempts: c.MaxAttempts, RetainUntil: string(c.RetainUntil)}}
+			OnConflict: string(c.OnConflict), MaxAttempts: c.MaxAttempts, RetainUntil: string(c.RetainUntil),
+			RetryDelayMs: c.RetryDelayMs, RetryBackoffMs: c.RetryBackoffMs}}
 }
 
 // Configure applies a configure request body.
@@ -120,7 +122,8 @@ func (o *Ops) Configure(ctx context.Context, body []byte) (any, *queengate.Error
 }
 
 // options are the configurable options and their JSON names.
-var options = []string{"dedupWindowSeconds", "retentionSeconds", "onConflict", "maxAttempts", "retainUntil"}
+var options = []string{"dedupWindowSeconds", "retentionSeconds", "onConflict", "maxAttempts", "retainUntil",
+	"retryDelayMs", "retryBackoffMs"}
 
 var (
 	configureShape = objectShape{"a configure request", `{"queue": "...", "options": {...}, "mode": "merge"|"replace"}`}
@@ -176,8 +179,40 @@ func decodeOptions(raw []byte) (patch model.OptionsPatch, werr *queengate.Error)
 			}
 			return badInput(`"retainUntil" must be one of "age", "consumed", not %s`, describe(raw))
 		}},
+		objectField{name: "retryDelayMs", decode: func(raw []byte) *queengate.Error {
+			var n int
+			if werr := wholeNumberInto("retryDelayMs", 0, model.MaxRetryDelayMs, &n)(raw); werr != nil {
+				return werr
+			}
+			patch.RetryDelayMs = &n
+			return nil
+		}},
+		objectField{name: "retryBackoffMs", decode: backoffInto(&patch.RetryBackoffMs)},
 	)
 	return patch, werr
+}
+
+// backoffInto decodes retryBackoffMs: an array of up to
+// model.MaxRetryBackoff delays, each a whole number of milliseconds.
+func backoffInto(dst **[]int) func([]byte) *queengate.Error {
+	return func(raw []byte) *queengate.Error {
+		elems, ok := scanArray(raw)
+		if !ok {
+			return badInput(`"retryBackoffMs" must be an array of delays in milliseconds such as [1000, 5000, 30000], not %s`, describe(raw))
+		}
+		if len(elems) > model.MaxRetryBackoff {
+			return badInput(`"retryBackoffMs" has %d entries: at most %d`, len(elems), model.MaxRetryBackoff)
+		}
+		delays := make([]int, len(elems))
+		for i, e := range elems {
+			name := "retryBackoffMs[" + strconv.Itoa(i) + "]"
+			if werr := wholeNumberInto(name, 0, model.MaxRetryDelayMs, &delays[i])(e); werr != nil {
+				return werr
+			}
+		}
+		*dst = &delays
+		return nil
+	}
 }
 
 // optionInto decodes a numeric option: a whole number from 0 to

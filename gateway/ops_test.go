@@ -254,7 +254,7 @@ func TestConfigureBadInputIsA400AndChangesNothing(t *testing.T) {
 		t.Fatalf("setup: %d %s", status, body)
 	}
 	cases := []struct{ body, want string }{
-		{fmt.Sprintf(`{"queue":%q,"options":{"dedupWindowSecs":5}}`, q), `"options": unknown field "dedupWindowSecs": the options object has only "dedupWindowSeconds", "retentionSeconds", "onConflict", "maxAttempts" and "retainUntil"`},
+		{fmt.Sprintf(`{"queue":%q,"options":{"dedupWindowSecs":5}}`, q), `"options": unknown field "dedupWindowSecs": the options object has only "dedupWindowSeconds", "retentionSeconds", "onConflict", "maxAttempts", "retainUntil", "retryDelayMs" and "retryBackoffMs"`},
 		{fmt.Sprintf(`{"queue":%q,"options":{"dedupWindowSeconds":"600"}}`, q), `"options": "dedupWindowSeconds" must be a whole number, not a string "600"`},
 		{fmt.Sprintf(`{"queue":%q,"options":{"dedupWindowSeconds":1.5}}`, q), "must be a whole number, not the JSON number 1.5"},
 		{fmt.Sprintf(`{"queue":%q,"options":{"dedupWindowSeconds":-1}}`, q), `"dedupWindowSeconds" is -1: from 0 to 2147483647`},
@@ -275,6 +275,10 @@ func TestConfigureBadInputIsA400AndChangesNothing(t *testing.T) {
 		{fmt.Sprintf(`{"queue":%q,"options":{"onConflict":"flag","onConflict":"reject"}}`, q), `field "onConflict" is given twice`},
 		{`not json`, "the body must be a JSON object"},
 		{``, "the body is empty: send a JSON object"},
+		{fmt.Sprintf(`{"queue":%q,"options":{"retryDelayMs":86400001}}`, q), `"retryDelayMs" is 86400001: from 0 to 86400000`},
+		{fmt.Sprintf(`{"queue":%q,"options":{"retryBackoffMs":1000}}`, q), `"retryBackoffMs" must be an array of delays in milliseconds`},
+		{fmt.Sprintf(`{"queue":%q,"options":{"retryBackoffMs":[1000,-5]}}`, q), `"retryBackoffMs[1]" is -5: from 0 to 86400000`},
+		{fmt.Sprintf(`{"queue":%q,"options":{"retryDelayMs":5,"retryBackoffMs":[null]}}`, q), `"retryBackoffMs[0]" must be a whole number, not null`},
 	}
 	for _, c := range cases {
 		for _, via := range []string{"http", "nats"} {
@@ -297,8 +301,9 @@ func TestConfigureBadInputIsA400AndChangesNothing(t *testing.T) {
 		}
 	}
 	c, err := e.store.QueueConfig(context.Background(), q)
-	if err != nil || c.DedupWindowSeconds != 600 || c.RetentionSeconds != 0 || c.OnConflict != model.ConflictIgnore {
-		t.Errorf("after bad requests: %+v, %v; want unchanged (600, 0, ignore)", c.QueueOptions, err)
+	if err != nil || c.DedupWindowSeconds != 600 || c.RetentionSeconds != 0 || c.OnConflict != model.ConflictIgnore ||
+		c.RetryDelayMs != 0 || len(c.RetryBackoffMs) != 0 {
+		t.Errorf("after bad requests: %+v, %v; want unchanged (600, 0, ignore, no retry delays)", c.QueueOptions, err)
 	}
 	if status, _ := g.viaHTTP(t, "GET", "/queues/"+q+"-missing", "", ""); status != 404 {
 		t.Errorf("GET of an unknown queue: %d, want 404", status)

@@ -103,6 +103,9 @@ type AckItem struct {
 	TxnID     string
 	Completed bool // false: failed, redelivered later
 	Error     string
+	// DelayMs, when above 0, is how long a failed message waits before it
+	// is delivered again; otherwise the queue's retry options decide.
+	DelayMs int64
 }
 
 // AckOutcome is what became of one AckItem.

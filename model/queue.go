@@ -14,6 +14,11 @@ const (
 	// MaxOptionSeconds is the largest value an option takes (the column
 	// is an integer).
 	MaxOptionSeconds = math.MaxInt32
+	// MaxRetryDelayMs is the longest a failed message may be made to wait
+	// (a day), by retryDelayMs or an entry of retryBackoffMs.
+	MaxRetryDelayMs = 86400000
+	// MaxRetryBackoff is how many entries retryBackoffMs may have.
+	MaxRetryBackoff = 64
 )
 
 // QueueOptions is a queue's whole configuration.
@@ -32,13 +37,19 @@ type QueueOptions struct {
 	// RetainUntil says whether retention also waits for every consumer
 	// group.
 	RetainUntil RetainUntil
+	// RetryDelayMs is how long a failed message waits before it is
+	// delivered again, when its failure does not say; 0 not at all.
+	RetryDelayMs int
+	// RetryBackoffMs, when not empty, is that wait by attempt instead:
+	// the n-th entry after the n-th attempt, the last after every later.
+	RetryBackoffMs []int
 }
 
 // DefaultQueueOptions is what a created queue starts from, and what an
 // omitted option returns to under replace.
 func DefaultQueueOptions() QueueOptions {
 	return QueueOptions{DedupWindowSeconds: DefaultDedupWindowSeconds, RetentionSeconds: DefaultRetentionSeconds,
-		OnConflict: ConflictIgnore, MaxAttempts: DefaultMaxAttempts, RetainUntil: RetainByAge}
+		OnConflict: ConflictIgnore, MaxAttempts: DefaultMaxAttempts, RetainUntil: RetainByAge, RetryBackoffMs: []int{}}
 }
 
 // OptionsPatch names the options a configure request sets; nil is an
@@ -49,6 +60,8 @@ type OptionsPatch struct {
 	OnConflict         *ConflictMode
 	MaxAttempts        *int
 	RetainUntil        *RetainUntil
+	RetryDelayMs       *int
+	RetryBackoffMs     *[]int
 }
 
 // Apply returns o with the patch applied: merge keeps what the patch
@@ -72,6 +85,12 @@ func (p OptionsPatch) Apply(o QueueOptions, replace bool) QueueOptions {
 	if p.RetainUntil != nil {
 		o.RetainUntil = *p.RetainUntil
 	}
+	if p.RetryDelayMs != nil {
+		o.RetryDelayMs = *p.RetryDelayMs
+	}
+	if p.RetryBackoffMs != nil {
+		o.RetryBackoffMs = *p.RetryBackoffMs
+	}
 	return o
 }
 
@@ -79,14 +98,23 @@ func (p OptionsPatch) Apply(o QueueOptions, replace bool) QueueOptions {
 // *OptionError.
 func (p OptionsPatch) Validate() error {
 	var errs []error
-	check := func(name string, v *int) {
-		if v != nil && (*v < 0 || *v > MaxOptionSeconds) {
-			errs = append(errs, &OptionError{Option: name, Value: *v, Max: MaxOptionSeconds})
+	check := func(name string, v *int, max int) {
+		if v != nil && (*v < 0 || *v > max) {
+			errs = append(errs, &OptionError{Option: name, Value: *v, Max: max})
 		}
 	}
-	check("dedupWindowSeconds", p.DedupWindowSeconds)
-	check("retentionSeconds", p.RetentionSeconds)
-	check("maxAttempts", p.MaxAttempts)
+	check("dedupWindowSeconds", p.DedupWindowSeconds, MaxOptionSeconds)
+	check("retentionSeconds", p.RetentionSeconds, MaxOptionSeconds)
+	check("maxAttempts", p.MaxAttempts, MaxOptionSeconds)
+	check("retryDelayMs", p.RetryDelayMs, MaxRetryDelayMs)
+	if p.RetryBackoffMs != nil {
+		if n := len(*p.RetryBackoffMs); n > MaxRetryBackoff {
+			errs = append(errs, fmt.Errorf("%w: retryBackoffMs has %d entries: at most %d", ErrInvalidOption, n, MaxRetryBackoff))
+		}
+		for i := range *p.RetryBackoffMs {
+			check(fmt.Sprintf("retryBackoffMs[%d]", i), &(*p.RetryBackoffMs)[i], MaxRetryDelayMs)
+		}
+	}
 	if p.RetainUntil != nil && !p.RetainUntil.Valid() {
 		errs = append(errs, fmt.Errorf("%w: retainUntil %q: age or consumed", ErrInvalidOption, string(*p.RetainUntil)))
 	}

@@ -10,11 +10,12 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-const queueColumns = "id, name, dedup_window_seconds, retention_seconds, on_conflict, max_attempts, retain_until, created_at, updated_at"
+const queueColumns = "id, name, dedup_window_seconds, retention_seconds, on_conflict, max_attempts, retain_until, created_at, updated_at, " +
+	"retry_delay_ms, retry_backoff_ms"
 
 func scanQueue(row pgx.Row, c *model.QueueConfig, extra ...any) error {
 	return row.Scan(append([]any{&c.ID, &c.Name, &c.DedupWindowSeconds, &c.RetentionSeconds, &c.OnConflict,
-		&c.MaxAttempts, &c.RetainUntil, &c.CreatedAt, &c.UpdatedAt}, extra...)...)
+		&c.MaxAttempts, &c.RetainUntil, &c.CreatedAt, &c.UpdatedAt, &c.RetryDelayMs, &c.RetryBackoffMs}, extra...)...)
 }
 
 // configureSQL creates or updates a queue in one statement, so concurrent
@@ -23,22 +24,29 @@ func scanQueue(row pgx.Row, c *model.QueueConfig, extra ...any) error {
 // NULL) and its default. updated_at moves only when something changed.
 // xmax = 0 tells an inserted row from an updated one.
 const configureSQL = `
-INSERT INTO queen.queues AS q (name, dedup_window_seconds, retention_seconds, on_conflict, max_attempts, retain_until)
+INSERT INTO queen.queues AS q (name, dedup_window_seconds, retention_seconds, on_conflict, max_attempts, retain_until,
+                               retry_delay_ms, retry_backoff_ms)
 VALUES ($1, coalesce($2::integer, $5::integer), coalesce($3::integer, $6::integer), coalesce($7::text, $8::text),
-        coalesce($9::integer, $10::integer), coalesce($11::text, $12::text))
+        coalesce($9::integer, $10::integer), coalesce($11::text, $12::text),
+        coalesce($13::bigint, $14::bigint), coalesce($15::bigint[], $16::bigint[]))
 ON CONFLICT (name) DO UPDATE SET
     dedup_window_seconds = coalesce($2, CASE WHEN $4::boolean THEN $5 ELSE q.dedup_window_seconds END),
     retention_seconds    = coalesce($3, CASE WHEN $4 THEN $6 ELSE q.retention_seconds END),
     on_conflict          = coalesce($7, CASE WHEN $4 THEN $8 ELSE q.on_conflict END),
     max_attempts         = coalesce($9, CASE WHEN $4 THEN $10 ELSE q.max_attempts END),
     retain_until         = coalesce($11, CASE WHEN $4 THEN $12 ELSE q.retain_until END),
+    retry_delay_ms       = coalesce($13, CASE WHEN $4 THEN $14 ELSE q.retry_delay_ms END),
+    retry_backoff_ms     = coalesce($15, CASE WHEN $4 THEN $16 ELSE q.retry_backoff_ms END),
     updated_at = CASE
         WHEN (coalesce($2, CASE WHEN $4 THEN $5 ELSE q.dedup_window_seconds END),
               coalesce($3, CASE WHEN $4 THEN $6 ELSE q.retention_seconds END),
               coalesce($7, CASE WHEN $4 THEN $8 ELSE q.on_conflict END),
               coalesce($9, CASE WHEN $4 THEN $10 ELSE q.max_attempts END),
-              coalesce($11, CASE WHEN $4 THEN $12 ELSE q.retain_until END))
-             IS DISTINCT FROM (q.dedup_window_seconds, q.retention_seconds, q.on_conflict, q.max_attempts, q.retain_until)
+              coalesce($11, CASE WHEN $4 THEN $12 ELSE q.retain_until END),
+              coalesce($13, CASE WHEN $4 THEN $14 ELSE q.retry_delay_ms END),
+              coalesce($15, CASE WHEN $4 THEN $16 ELSE q.retry_backoff_ms END))
+             IS DISTINCT FROM (q.dedup_window_seconds, q.retention_seconds, q.on_conflict, q.max_attempts, q.retain_until,
+                               q.retry_delay_ms, q.retry_backoff_ms)
         THEN now() ELSE q.updated_at END
 RETURNING ` + queueColumns + `, (xmax = 0) AS created`
 
@@ -57,7 +65,8 @@ func (s *Store) Configure(ctx context.Context, queue string, patch model.Options
 	)
 	err := scanQueue(s.pool.QueryRow(ctx, configureSQL, queue, patch.DedupWindowSeconds, patch.RetentionSeconds,
 		replace, model.DefaultDedupWindowSeconds, model.DefaultRetentionSeconds, patch.OnConflict,
-		model.ConflictIgnore, patch.MaxAttempts, model.DefaultMaxAttempts, patch.RetainUntil, model.RetainByAge), &c, &created)
+		model.ConflictIgnore, patch.MaxAttempts, model.DefaultMaxAttempts, patch.RetainUntil, model.RetainByAge,
+		patch.RetryDelayMs, 0, patch.RetryBackoffMs, []int{}), &c, &created)
 	if err != nil {
 		return model.QueueConfig{}, false, fmt.Errorf("pgstore: configure queue %s: %w", queue, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"github.com/queengate/queengate/model"
+	"reflect"
 	"testing"
 
 	"github.com/queengate/queengate/internal/pgtest"
@@ -45,7 +46,7 @@ func TestConfigureMergeReplaceAndCreate(t *testing.T) {
 		t.Errorf("after replace %+v, %v; want window back to 3600, retention 120", c.QueueOptions, err)
 	}
 	read, err := st.QueueConfig(ctx, queue)
-	if err != nil || read.QueueOptions != c.QueueOptions || !read.UpdatedAt.Equal(c.UpdatedAt) {
+	if err != nil || !reflect.DeepEqual(read.QueueOptions, c.QueueOptions) || !read.UpdatedAt.Equal(c.UpdatedAt) {
 		t.Errorf("read back %+v, %v; configure answered %+v", read, err, c)
 	}
 
@@ -147,5 +148,40 @@ func TestVouchUnderSmallerWindowIsNotTrusted(t *testing.T) {
 	}
 	if res[0].Probed() {
 		t.Error("probe ran on a watermark vouched under the current window")
+	}
+}
+
+// The retry options are stored, kept by a merge that omits them, reset
+// by a replace, and refused out of range with nothing changed.
+func TestConfigureRetryOptions(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := pgtest.Store(t, pgtest.SharedURL(t))
+	queue := pgtest.UniqueName(t)
+	backoff := []int{1000, 5000, 30000}
+	c, _, err := st.Configure(ctx, queue, model.OptionsPatch{RetryDelayMs: ptr(250), RetryBackoffMs: &backoff}, false)
+	if err != nil || c.RetryDelayMs != 250 || !reflect.DeepEqual(c.RetryBackoffMs, backoff) {
+		t.Fatalf("set: %+v, %v", c.QueueOptions, err)
+	}
+	if c, _, err = st.Configure(ctx, queue, model.OptionsPatch{MaxAttempts: ptr(2)}, false); err != nil ||
+		c.RetryDelayMs != 250 || !reflect.DeepEqual(c.RetryBackoffMs, backoff) {
+		t.Fatalf("a merge naming neither: %+v, %v", c.QueueOptions, err)
+	}
+	tooMany := make([]int, model.MaxRetryBackoff+1)
+	for _, p := range []model.OptionsPatch{
+		{RetryDelayMs: ptr(model.MaxRetryDelayMs + 1)},
+		{RetryBackoffMs: &[]int{1000, -1}},
+		{RetryBackoffMs: &[]int{model.MaxRetryDelayMs + 1}},
+		{RetryBackoffMs: &tooMany},
+	} {
+		if _, _, err := st.Configure(ctx, queue, p, false); !errors.Is(err, model.ErrInvalidOption) {
+			t.Errorf("patch %+v: err = %v, want ErrInvalidOption", p, err)
+		}
+	}
+	if read, err := st.QueueConfig(ctx, queue); err != nil || read.RetryDelayMs != 250 || !reflect.DeepEqual(read.RetryBackoffMs, backoff) {
+		t.Errorf("after refused patches: %+v, %v; want unchanged", read.QueueOptions, err)
+	}
+	if c, _, err = st.Configure(ctx, queue, model.OptionsPatch{}, true); err != nil || c.RetryDelayMs != 0 || c.RetryBackoffMs == nil || len(c.RetryBackoffMs) != 0 {
+		t.Errorf("a replace naming neither: %+v, %v; want both back to their defaults", c.QueueOptions, err)
 	}
 }

@@ -200,8 +200,8 @@ func (s *Store) Ack(ctx context.Context, g model.Group, partitionID int64, lease
 	err := func() error {
 		var row ackRow
 		if err := s.pool.QueryRow(ctx, `SELECT offs, results, dead, txn_ids, data::text[], created_at, attempts, last_errors,
-			next_offset, lease_ended FROM queen.consumer_ack($1, $2, $3, $4, $5, $6, $7)`,
-			g.ID, partitionID, lease, offsets, hashes, completed, errs).Scan(&row.offsets, &row.results, &row.dead, &row.txnIDs,
+			next_offset, lease_ended FROM queen.consumer_ack($1, $2, $3, $4, $5, $6, $7, $8)`,
+			g.ID, partitionID, lease, offsets, hashes, completed, errs, ackDelays(items)).Scan(&row.offsets, &row.results, &row.dead, &row.txnIDs,
 			&row.data, &row.created, &row.attempts, &row.lastErrors, &out.NextOffset, &out.LeaseEnded); err != nil {
 			return err
 		}
@@ -262,6 +262,30 @@ func ackArrays(items []model.AckItem) (offsets, hashes, completed, errs encodedA
 		}
 	}
 	return o.encoded(), h.encoded(), c.encoded(), e.encoded()
+}
+
+// ackDelays is consumer_ack's p_delays: each failed item's delay when it
+// asks for one (NULL for the others: the queue's), or nil (NULL) when
+// none does, the usual ack.
+func ackDelays(items []model.AckItem) any {
+	var d *arrayBuilder
+	for i := range items {
+		if items[i].DelayMs > 0 && !items[i].Completed {
+			d = newArrayBuilder(oidInt8, len(items), 8*len(items))
+			break
+		}
+	}
+	if d == nil {
+		return nil
+	}
+	for i := range items {
+		if it := &items[i]; it.DelayMs > 0 && !it.Completed {
+			d.appendInt64(it.DelayMs)
+		} else {
+			d.appendNull()
+		}
+	}
+	return d.encoded()
 }
 
 // ackRow is consumer_ack's answer: arrays of one element per item (those
@@ -553,16 +577,18 @@ func (s *Store) GroupPartitions(ctx context.Context, queueID int64) ([]model.Gro
 	})
 }
 
-// RunOutLeases lists, among groupIDs, the partitions whose lease has run
-// out with messages still behind the cursor: a pop would take them now,
-// and nothing announces it (docs/design.md, "Consuming"). One statement
-// for every group a gateway's pops wait on; it reads the groups' cursors
-// by their primary key and locks nothing.
+// RunOutLeases lists, among groupIDs, the partitions whose lease, or
+// delay after a failure, has run out with messages still behind the
+// cursor: a pop would take them now, and nothing announces it
+// (docs/design.md, "Consuming"). One statement for every group a
+// gateway's pops wait on; it reads the groups' cursors by their primary
+// key and locks nothing.
 func (s *Store) RunOutLeases(ctx context.Context, groupIDs []int64) ([]model.GroupPartitionID, error) {
 	rows, err := s.pool.Query(ctx, `
 		SELECT cc.group_id, cc.partition_id
 		  FROM queen.consumer_cursors cc JOIN queen.log_partitions p ON p.id = cc.partition_id
-		 WHERE cc.group_id = ANY($1) AND cc.lease_id IS NOT NULL AND cc.lease_until <= now()
+		 WHERE cc.group_id = ANY($1) AND (cc.lease_id IS NOT NULL OR cc.delayed_until IS NOT NULL)
+		   AND queen.consumer_free(cc.lease_id, cc.lease_until, cc.lease_heard, cc.lease_delay, cc.delayed_until, now())
 		   AND cc.next_offset <= p.last_offset`, groupIDs)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: run-out leases: %w", err)

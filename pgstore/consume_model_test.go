@@ -1,11 +1,14 @@
 package pgstore_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/queengate/queengate/model"
 )
@@ -13,7 +16,8 @@ import (
 // consumerModel is what a group's state on one partition must be, kept
 // apart from SQL: attempts per offset, each one's last error, what is
 // completed or dead-lettered, the current lease, and the deliveries
-// taken back unconfirmed.
+// taken back unconfirmed; and time, in whole hours (clock), with the
+// delays the queue and failures ask for.
 type consumerModel struct {
 	n, maxAttempts int
 	attempts       []int
@@ -24,6 +28,25 @@ type consumerModel struct {
 	deadLetters    int
 	unconfirmed    int
 	lease          *modelLease
+	delays         modelDelays
+	clock          int // hours moved
+	heldUntil      int // no pop before: the failures' delays
+}
+
+// modelDelays are a queue's retry options and whether failures ask for
+// their own delays, in hours.
+type modelDelays struct {
+	retry   int
+	backoff []int
+	asked   []int // the delays a failure picks from (0: the queue's)
+}
+
+// after is how long a failure at attempt n waits, by the queue's options.
+func (d modelDelays) after(n int) int {
+	if len(d.backoff) > 0 {
+		return d.backoff[min(n, len(d.backoff))-1]
+	}
+	return d.retry
 }
 
 type modelLease struct {
@@ -33,6 +56,27 @@ type modelLease struct {
 	// heard: an ack, renewal or release named the lease, so its
 	// deliveries are attempts: its answer arrived.
 	heard bool
+	// set: the clock when the lease's end was last set (pop, renewal);
+	// once expired, free is the first hour at which its end lies behind,
+	// and delay how long after that a heard lease holds the partition
+	// (by the highest attempt it delivered).
+	set, free, delay int
+}
+
+// held says whether a delay keeps the group off the partition: a
+// failure's, or a heard lease's that ran out.
+func (m *consumerModel) held() bool {
+	l := m.lease
+	return m.clock < m.heldUntil || l != nil && l.expired && l.heard && m.clock < l.free+l.delay
+}
+
+// tick moves the clock an hour: a running lease (a minute long) runs
+// out within it.
+func (m *consumerModel) tick() {
+	m.clock++
+	if m.running() {
+		m.lease.expired, m.lease.free = true, m.lease.set+1
+	}
 }
 
 func (m *consumerModel) done(o int64) bool { return m.completed[o] || m.dead[o] }
@@ -57,7 +101,7 @@ func (l *modelLease) running(m *consumerModel) bool { return m.lease == l && !l.
 // pop says what a pop of up to k must deliver (offsets and attempts) and
 // dead-letter, and applies it.
 func (m *consumerModel) pop(k int) (delivered []int64, attempts []int, deadLettered int) {
-	if m.running() || m.cursor() >= int64(m.n) {
+	if m.running() || m.cursor() >= int64(m.n) || m.held() {
 		return nil, nil, 0
 	}
 	if m.lease != nil {
@@ -126,7 +170,7 @@ func (m *consumerModel) already(o int64) string {
 
 // settle applies an ack of offsets under the current lease and says each
 // result; the lease ends once everything delivered under it is settled.
-func (m *consumerModel) settle(offsets []int64, completed []bool) (results []string, ended bool) {
+func (m *consumerModel) settle(offsets []int64, completed []bool, delays []int) (results []string, ended bool) {
 	m.lease.heard = true
 	for i, o := range offsets {
 		switch {
@@ -145,6 +189,8 @@ func (m *consumerModel) settle(offsets []int64, completed []bool) (results []str
 			if m.maxAttempts > 0 && m.attempts[o] >= m.maxAttempts {
 				m.dead[o] = true
 				m.deadLetters++
+			} else if wait := cmp.Or(delays[i], m.delays.after(m.attempts[o])); m.clock+wait > m.heldUntil {
+				m.heldUntil = m.clock + wait
 			}
 			results = append(results, model.AckAcked)
 		}
@@ -172,28 +218,63 @@ func TestConsumerGroupAgreesWithItsModel(t *testing.T) {
 	for seed := range uint64(4) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			t.Parallel()
-			runConsumerModel(t, seed, 120, 3, 400)
+			runConsumerModel(t, seed, 120, 3, 400, modelDelays{})
 		})
 	}
 }
 
-func runConsumerModel(t *testing.T, seed uint64, n, maxAttempts, steps int) {
+// TestConsumerGroupWithDelaysAgreesWithItsModel is the same history with
+// delayed redelivery: the queue's delay (a backoff list by attempt, or
+// one delay), failures asking for their own, and the clock moving by
+// hours.
+func TestConsumerGroupWithDelaysAgreesWithItsModel(t *testing.T) {
+	t.Parallel()
+	for seed := range uint64(4) {
+		delays := modelDelays{retry: 1, asked: []int{0, 0, 1, 3}}
+		if seed%2 == 0 {
+			delays.backoff = []int{1, 0, 2}
+		}
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			t.Parallel()
+			runConsumerModel(t, seed, 120, 3, 800, delays)
+		})
+	}
+}
+
+func runConsumerModel(t *testing.T, seed uint64, n, maxAttempts, steps int, delays modelDelays) {
 	b := setupConsumer(t, n)
 	ctx := context.Background()
 	b.setMaxAttempts(t, maxAttempts)
+	hours := func(h []int) *[]int {
+		ms := make([]int, len(h))
+		for i, v := range h {
+			ms[i] = v * int(time.Hour/time.Millisecond)
+		}
+		return &ms
+	}
+	b.configure(t, model.OptionsPatch{RetryDelayMs: &(*hours([]int{delays.retry}))[0], RetryBackoffMs: hours(delays.backoff)})
 	m := &consumerModel{n: n, maxAttempts: maxAttempts, attempts: make([]int, n), lastError: make([]string, n),
-		completed: make([]bool, n), dead: make([]bool, n), failedIn: map[int64]string{}}
+		completed: make([]bool, n), dead: make([]bool, n), failedIn: map[int64]string{}, delays: delays}
 	rng := rand.New(rand.NewPCG(seed, 99))
 	var stale string // a lease that is no longer the partition's
 	seen := map[string]int{}
+	clockMoves := 0
+	if delays.asked != nil {
+		clockMoves = 1
+	}
 	for step := range steps {
 		where := fmt.Sprintf("step %d", step)
-		switch r := rng.IntN(12); {
+		// The histories without delays are the ones they were before
+		// delays: no clock moves.
+		switch r := rng.IntN(12 + clockMoves); {
 		case r < 3:
 			k := 1 + rng.IntN(8)
 			old := m.lease
-			if old != nil && old.expired {
+			if old != nil && old.expired && !m.held() {
 				seen[fmt.Sprint("expiry heard ", old.heard)]++
+			}
+			if m.held() && !m.running() && m.cursor() < int64(m.n) {
+				seen[fmt.Sprint("held by a failure ", m.clock < m.heldUntil)]++
 			}
 			wantOff, wantAtt, wantDead := m.pop(k)
 			got := b.pop(t, b.group, k)
@@ -207,11 +288,11 @@ func runConsumerModel(t *testing.T, seed uint64, n, maxAttempts, steps int) {
 				t.Fatalf("%s: pop %d got %v attempts %v errors %q dead %d; model %v %v %q %d", where, k, offsetsOf(got), attemptsOf(got),
 					gotErr, got.DeadLettered, wantOff, wantAtt, wantErr, wantDead)
 			}
-			if old != nil && !old.running(m) {
+			if old != nil && m.lease != old {
 				stale = old.id // replaced, or gone with the pop that found it run out
 			}
 			if len(wantOff) > 0 {
-				m.lease = &modelLease{id: got.LeaseID, delivered: wantOff}
+				m.lease = &modelLease{id: got.LeaseID, delivered: wantOff, set: m.clock, delay: m.delays.after(slices.Max(wantAtt))}
 				seen["pop"]++
 			}
 			for _, a := range wantAtt {
@@ -222,7 +303,14 @@ func runConsumerModel(t *testing.T, seed uint64, n, maxAttempts, steps int) {
 		case r < 7 && m.lease != nil:
 			offsets, completed, items := randomAck(rng, m)
 			lease := m.lease.id
-			wantRes, wantEnded := m.settle(offsets, completed)
+			asked := make([]int, len(items))
+			for i := range items {
+				if !completed[i] && delays.asked != nil {
+					asked[i] = delays.asked[rng.IntN(len(delays.asked))]
+					items[i].DelayMs = (time.Duration(asked[i]) * time.Hour).Milliseconds()
+				}
+			}
+			wantRes, wantEnded := m.settle(offsets, completed, asked)
 			if fastPathTaken(t, b, lease, items) {
 				seen["ack by the shortcut"]++
 			}
@@ -239,7 +327,7 @@ func runConsumerModel(t *testing.T, seed uint64, n, maxAttempts, steps int) {
 			}
 		case r < 8 && m.lease != nil && !m.expired():
 			b.backdateLease(t)
-			m.lease.expired = true
+			m.lease.expired, m.lease.free = true, m.clock
 			seen["expiry"]++
 		case r < 9 && m.running():
 			if _, ok, err := b.store.Lease(ctx, b.group, b.part.ID, m.lease.id, 0); !ok || err != nil {
@@ -249,8 +337,12 @@ func runConsumerModel(t *testing.T, seed uint64, n, maxAttempts, steps int) {
 			seen["release"]++
 		case r == 9 && m.running():
 			b.renew(t, m.lease.id)
-			m.lease.heard = true
+			m.lease.heard, m.lease.set = true, m.clock
 			seen["renewal"]++
+		case r == 12:
+			b.elapse(t, b.group, time.Hour)
+			m.tick()
+			seen["an hour"]++
 		case r == 10 && m.lease != nil:
 			// The pop's answer was never sent: an undo, as the gateway
 			// makes (only a pop's own gateway does, at once; any lease
@@ -297,8 +389,13 @@ func runConsumerModel(t *testing.T, seed uint64, n, maxAttempts, steps int) {
 	seen["unconfirmed"] = m.unconfirmed
 	t.Logf("seed %d: %v; cursor at %d of %d", seed, seen, m.cursor(), n)
 	for _, kind := range []string{"pop", "redelivery", "expiry", "release", "dead letter", "ack acked", "ack alreadyAcked",
-		"ack notInLease", "answer deadLettered", "renewal", "ack by the shortcut", "expiry heard true", "expiry heard false", "undo true", "undo false", "unconfirmed"} {
-		if seen[kind] == 0 {
+		"ack notInLease", "answer deadLettered", "renewal", "ack by the shortcut", "expiry heard true", "expiry heard false", "undo true", "undo false", "unconfirmed",
+		"an hour", "held by a failure true", "held by a failure false"} {
+		// Histories with delays hold back the whole-lease acks the
+		// shortcut answers; the others cover it.
+		withDelays := delays.asked != nil
+		if seen[kind] == 0 && (withDelays || !strings.HasPrefix(kind, "held") && kind != "an hour") &&
+			!(withDelays && kind == "ack by the shortcut") {
 			t.Errorf("the history never had a %s: make it longer", kind)
 		}
 	}

@@ -160,7 +160,7 @@ func diffQueue(spec queueSpec, current *queueConfig) queueDiff {
 		ch := optionChange{Option: o.name, Wanted: &wanted, Default: !given}
 		if current != nil {
 			cur, ok := current.Options[o.name]
-			if ok && cur == wanted {
+			if ok && cur.equal(wanted) {
 				continue
 			}
 			if ok {

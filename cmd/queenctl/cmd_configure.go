@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -15,7 +16,8 @@ func init() {
 
 const configureUsage = `Usage:
   queenctl configure QUEUE [--dedup-window D] [--retention D] [--on-conflict M]
-                           [--max-attempts N] [--retain-until age|consumed] [--replace]
+                           [--max-attempts N] [--retain-until age|consumed]
+                           [--retry-delay D] [--retry-backoff D,D,...|none] [--replace]
 
 Changes one queue's options and prints its whole configuration after the
 change. Only the options given are sent (mode merge): the others keep their
@@ -31,6 +33,13 @@ an optional number of days in front (7d, 1d12h), or 0:
 is answered: ignore (the default: duplicate), flag (duplicate, marked
 "conflict") or reject (failed, with a conflict error). Nothing is written
 in any case.
+
+--retry-delay is how long a failed message waits before it is delivered
+again to its group (up to 1d, in milliseconds on the wire: retryDelayMs);
+--retry-backoff the same wait by attempt, replacing it (retryBackoffMs):
+  --retry-backoff 1s,5s,30s   1s after the first attempt, 5s after the
+                              second, 30s after every later one
+  --retry-backoff none        no list: --retry-delay decides
 
 `
 
@@ -63,6 +72,8 @@ func setupConfigure(fs *flag.FlagSet) runFunc {
 	fs.Var(&retention, "retention", "how long messages are kept (retentionSeconds) as a `duration`, e.g. 7d; 0 keeps them forever")
 	maxAttempts := fs.Int64("max-attempts", -1, "deliveries to a consumer group before a message is dead-lettered (maxAttempts); 0 never")
 	retainUntil := fs.String("retain-until", "", "what retention waits for (retainUntil): age, or consumed (also every consumer group)")
+	retryDelay := fs.String("retry-delay", "", "how long a failed message waits before it is delivered again (retryDelayMs) as a `duration`, e.g. 5s; 0 at once")
+	retryBackoff := fs.String("retry-backoff", "", "that wait by attempt (retryBackoffMs) as comma-separated `durations`, e.g. 1s,5s,30s (the last for every later attempt); none turns it off")
 	onConflict := fs.String("on-conflict", "", "what a duplicate with different data is answered (onConflict): ignore, flag (duplicate, marked conflict) or reject (failed)")
 	replace := fs.Bool("replace", false, "mode replace: options not given return to their defaults")
 	return func(ctx context.Context, s *session, args []string) error {
@@ -98,6 +109,9 @@ func setupConfigure(fs *flag.FlagSet) runFunc {
 			}
 			options["retainUntil"] = word(*retainUntil)
 		}
+		if err := retryOptions(options, *retryDelay, *retryBackoff); err != nil {
+			return err
+		}
 		mode := "merge"
 		if *replace {
 			mode = "replace"
@@ -123,6 +137,45 @@ func setupConfigure(fs *flag.FlagSet) runFunc {
 	}
 }
 
+// retryOptions reads --retry-delay and --retry-backoff ("" when not
+// given) into options.
+func retryOptions(options map[string]optionValue, delay, backoff string) error {
+	if delay != "" {
+		ms, err := retryDelayMs(delay)
+		if err != nil {
+			return usagef("configure: --retry-delay %q: %v", delay, err)
+		}
+		options["retryDelayMs"] = count(ms)
+	}
+	if backoff == "" {
+		return nil
+	}
+	v := list()
+	if backoff != "none" {
+		for _, d := range strings.Split(backoff, ",") {
+			ms, err := retryDelayMs(strings.TrimSpace(d))
+			if err != nil {
+				return usagef("configure: --retry-backoff %q: %q: %v", backoff, d, err)
+			}
+			v.List = append(v.List, ms)
+		}
+	}
+	if len(v.List) > maxRetryBackoff {
+		return usagef("configure: --retry-backoff: %d delays, at most %d", len(v.List), maxRetryBackoff)
+	}
+	options["retryBackoffMs"] = v
+	return nil
+}
+
+// retryDelayMs reads a retry delay as whole milliseconds, at most a day.
+func retryDelayMs(s string) (int64, error) {
+	ms, err := parseDelayMs(s)
+	if err == nil && ms > queengate.MaxDelayMs {
+		err = fmt.Errorf("too long, at most 1d (%d ms)", int64(queengate.MaxDelayMs))
+	}
+	return ms, err
+}
+
 // configureRequest is the wire request setting options.
 func configureRequest(queue string, options map[string]optionValue, mode string) queengate.ConfigureRequest {
 	req := queengate.ConfigureRequest{Queue: queue, Options: map[string]int64{}, Mode: mode}
@@ -132,6 +185,11 @@ func configureRequest(queue string, options map[string]optionValue, mode string)
 			req.OnConflict = v.Word
 		case "retainUntil":
 			req.RetainUntil = v.Word
+		case "retryBackoffMs":
+			req.RetryBackoffMs = make([]int, len(v.List))
+			for i, ms := range v.List {
+				req.RetryBackoffMs[i] = int(ms)
+			}
 		default:
 			req.Options[name] = v.Number
 		}

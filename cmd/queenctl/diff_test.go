@@ -23,16 +23,21 @@ func live(m map[string]int64) map[string]optionValue {
 	out["onConflict"] = word("ignore")
 	out["maxAttempts"] = count(5)
 	out["retainUntil"] = word("age")
+	out["retryDelayMs"] = count(0)
+	out["retryBackoffMs"] = list()
 	return out
 }
 
 func wordPtr(w string) *optionValue { o := word(w); return &o }
+
+func listPtr(ms ...int64) *optionValue { o := list(ms...); return &o }
 
 func TestDiffQueue(t *testing.T) {
 	t.Parallel()
 	spec := queueSpec{Name: "payments", Options: opts(map[string]int64{"dedupWindowSeconds": 600})}
 	cases := []struct {
 		name    string
+		spec    *queueSpec // nil: spec
 		current *queueConfig
 		want    queueDiff
 	}{
@@ -44,6 +49,8 @@ func TestDiffQueue(t *testing.T) {
 				{Option: "onConflict", Wanted: wordPtr("ignore"), Default: true},
 				{Option: "maxAttempts", Wanted: ptr(5), Default: true},
 				{Option: "retainUntil", Wanted: wordPtr("age"), Default: true},
+				{Option: "retryDelayMs", Wanted: ptr(0), Default: true},
+				{Option: "retryBackoffMs", Wanted: listPtr(), Default: true},
 			}},
 		},
 		{
@@ -60,6 +67,15 @@ func TestDiffQueue(t *testing.T) {
 			}},
 		},
 		{
+			name: "a backoff list changed",
+			spec: &queueSpec{Name: "payments", Options: map[string]optionValue{"dedupWindowSeconds": seconds(600),
+				"retryBackoffMs": list(1000, 5000)}},
+			current: &queueConfig{Options: live(map[string]int64{"dedupWindowSeconds": 600, "retentionSeconds": 0})},
+			want: queueDiff{Queue: "payments", Action: "update", Changes: []optionChange{
+				{Option: "retryBackoffMs", Current: listPtr(), Wanted: listPtr(1000, 5000)},
+			}},
+		},
+		{
 			name:    "an option the gateway lacks, and one queenctl does not know",
 			current: &queueConfig{Options: live(map[string]int64{"dedupWindowSeconds": 600, "futureSeconds": 5})},
 			want: queueDiff{Queue: "payments", Action: "update", Changes: []optionChange{
@@ -69,7 +85,11 @@ func TestDiffQueue(t *testing.T) {
 		},
 	}
 	for _, c := range cases {
-		if got := diffQueue(spec, c.current); !reflect.DeepEqual(got, c.want) {
+		s := spec
+		if c.spec != nil {
+			s = *c.spec
+		}
+		if got := diffQueue(s, c.current); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%s:\ngot  %+v\nwant %+v", c.name, got, c.want)
 		}
 	}
@@ -94,6 +114,8 @@ func TestRenderDiff(t *testing.T) {
   onConflict: ignore, the default
   maxAttempts: 5, the default
   retainUntil: age, the default
+  retryDelayMs: 0 (at once), the default
+  retryBackoffMs: [] (none), the default
 audit: update
   dedupWindowSeconds: 3600 (1h) → 0 (off)
   retentionSeconds: 604800 (7d) → 0 (keep forever), the default: the manifest omits it

@@ -182,7 +182,7 @@ func options(t *testing.T, tr transport, queue string) map[string]optionValue {
 
 func wantOptions(t *testing.T, got map[string]optionValue, window, retention int64) {
 	t.Helper()
-	if got["dedupWindowSeconds"] != seconds(window) || got["retentionSeconds"] != seconds(retention) {
+	if !got["dedupWindowSeconds"].equal(seconds(window)) || !got["retentionSeconds"].equal(seconds(retention)) {
 		t.Errorf("options %v, want dedupWindowSeconds %d, retentionSeconds %d", got, window, retention)
 	}
 }
@@ -310,10 +310,24 @@ func testConfigure(t *testing.T, tr transport) {
 	wantOptions(t, options(t, tr, "fresh"), 0, 0)
 	// A word option: sent as a string, kept by merge, shown as is.
 	ctl(t, "", flags(tr.admin, "configure", "fresh", "--on-conflict", "reject")...).expect(t, exitOK, "onConflict:", "reject")
-	if got := options(t, tr, "fresh"); got["onConflict"] != word("reject") || got["dedupWindowSeconds"] != seconds(0) {
+	if got := options(t, tr, "fresh"); !got["onConflict"].equal(word("reject")) || !got["dedupWindowSeconds"].equal(seconds(0)) {
 		t.Errorf("after --on-conflict reject: %v", got)
 	}
 	ctl(t, "", flags(tr.admin, "get", "queues")...).expect(t, exitOK, "ON CONFLICT", "reject")
+	// Retry delays: milliseconds on the wire, durations on the command
+	// line; a list, shown with its meaning, emptied by none.
+	ctl(t, "", flags(tr.admin, "configure", "fresh", "--retry-delay", "5s", "--retry-backoff", "1s,1m,1500ms")...).expect(t, exitOK,
+		"retryDelayMs:", "5000 (5s)", "retryBackoffMs:", "[1000, 60000, 1500] (1s, 1m, 1.5s)")
+	got := options(t, tr, "fresh")
+	if !got["retryDelayMs"].equal(count(5000)) || !got["retryBackoffMs"].equal(list(1000, 60000, 1500)) || !got["onConflict"].equal(word("reject")) {
+		t.Errorf("after --retry-delay and --retry-backoff: %v", got)
+	}
+	ctl(t, "", flags(tr.admin, "configure", "fresh", "--retry-backoff", "none")...).expect(t, exitOK, "retryBackoffMs:", "[] (none)")
+	ctl(t, "", flags(tr.admin, "configure", "fresh", "--retry-delay", "2d")...).expect(t, exitUsage, "--retry-delay", "at most 1d")
+	ctl(t, "", flags(tr.admin, "configure", "fresh", "--retry-backoff", "1s,x")...).expect(t, exitUsage, "--retry-backoff", `"x"`)
+	if got := options(t, tr, "fresh"); !got["retryDelayMs"].equal(count(5000)) || !got["retryBackoffMs"].equal(list()) {
+		t.Errorf("after refused flags: %v, want retryDelayMs 5000 and no list", got)
+	}
 }
 
 func testPushAndGet(t *testing.T, tr transport) {

@@ -43,6 +43,8 @@ type manifestQueue struct {
 	OnConflict         yaml.Node `yaml:"onConflict"`
 	MaxAttempts        yaml.Node `yaml:"maxAttempts"`
 	RetainUntil        yaml.Node `yaml:"retainUntil"`
+	RetryDelayMs       yaml.Node `yaml:"retryDelayMs"`
+	RetryBackoffMs     yaml.Node `yaml:"retryBackoffMs"`
 }
 
 func (q *manifestQueue) options() map[string]*yaml.Node {
@@ -52,6 +54,8 @@ func (q *manifestQueue) options() map[string]*yaml.Node {
 		"onConflict":         &q.OnConflict,
 		"maxAttempts":        &q.MaxAttempts,
 		"retainUntil":        &q.RetainUntil,
+		"retryDelayMs":       &q.RetryDelayMs,
+		"retryBackoffMs":     &q.RetryBackoffMs,
 	}
 }
 
@@ -216,12 +220,12 @@ func validateQueue(me *manifestError, q *manifestQueue, line int) (spec queueSpe
 
 // manifestValue reads option o's value; msg says what is wrong.
 func manifestValue(o option, n *yaml.Node) (optionValue, string) {
+	if o.list {
+		return listValue(o, n)
+	}
 	if o.words == nil {
-		v, msg := secondsValue(n)
-		if o.unit != "seconds" {
-			msg = strings.ReplaceAll(msg, "seconds", o.unit)
-		}
-		return seconds(v), msg
+		v, msg := secondsValue(n, o.most())
+		return seconds(v), inUnit(msg, o.unit)
 	}
 	if n.Kind != yaml.ScalarNode || n.Tag != "!!str" || !slices.Contains(o.words, n.Value) {
 		return optionValue{}, fmt.Sprintf("is %s: one of %s", n.Value, strings.Join(o.words, ", "))
@@ -229,9 +233,38 @@ func manifestValue(o option, n *yaml.Node) (optionValue, string) {
 	return word(n.Value), ""
 }
 
-// secondsValue reads an option as whole seconds; msg says what is wrong.
-// The tag is checked because the YAML decoder would truncate 1.5 to 1.
-func secondsValue(n *yaml.Node) (v int64, msg string) {
+// listValue reads a list option: a YAML list of whole numbers of its
+// unit, each at most o.most(); msg says what is wrong.
+func listValue(o option, n *yaml.Node) (optionValue, string) {
+	if n.Kind != yaml.SequenceNode {
+		return optionValue{}, fmt.Sprintf("must be a list of whole numbers of %s, e.g. [1000, 5000, 30000]; [] for none", o.unit)
+	}
+	if len(n.Content) > maxRetryBackoff {
+		return optionValue{}, fmt.Sprintf("has %d entries: at most %d", len(n.Content), maxRetryBackoff)
+	}
+	v := list()
+	for i, e := range n.Content {
+		ms, msg := secondsValue(e, o.most())
+		if msg != "" {
+			return optionValue{}, fmt.Sprintf("entry %d %s", i, inUnit(msg, o.unit))
+		}
+		v.List = append(v.List, ms)
+	}
+	return v, ""
+}
+
+// inUnit says secondsValue's msg in unit instead of seconds.
+func inUnit(msg, unit string) string {
+	if unit == "milliseconds" {
+		msg = strings.ReplaceAll(msg, "600 for 10 minutes", "600000 for 10 minutes")
+	}
+	return strings.ReplaceAll(msg, "seconds", unit)
+}
+
+// secondsValue reads an option as whole seconds, at most max; msg says
+// what is wrong. The tag is checked because the YAML decoder would
+// truncate 1.5 to 1.
+func secondsValue(n *yaml.Node, max int64) (v int64, msg string) {
 	if n.Kind != yaml.ScalarNode {
 		return 0, "must be a whole number of seconds, not a list or mapping"
 	}
@@ -242,7 +275,7 @@ func secondsValue(n *yaml.Node) (v int64, msg string) {
 	case "!!float":
 		if strings.Trim(n.Value, "0123456789") == "" {
 			// An integer too large for int64 resolves as a float.
-			return 0, fmt.Sprintf("is %s: at most %d", n.Value, maxOptionSeconds)
+			return 0, fmt.Sprintf("is %s: at most %d", n.Value, max)
 		}
 		return 0, fmt.Sprintf("is %s: must be a whole number of seconds", n.Value)
 	case "!!str":
@@ -251,13 +284,13 @@ func secondsValue(n *yaml.Node) (v int64, msg string) {
 		return 0, fmt.Sprintf("is %s: must be a whole number of seconds", n.Value)
 	}
 	if err := n.Decode(&v); err != nil {
-		return 0, fmt.Sprintf("is %s: too large, at most %d", n.Value, maxOptionSeconds)
+		return 0, fmt.Sprintf("is %s: too large, at most %d", n.Value, max)
 	}
 	switch {
 	case v < 0:
 		return 0, fmt.Sprintf("is %d: must be 0 or more", v)
-	case v > maxOptionSeconds:
-		return 0, fmt.Sprintf("is %d: at most %d", v, maxOptionSeconds)
+	case v > max:
+		return 0, fmt.Sprintf("is %d: at most %d", v, max)
 	}
 	return v, ""
 }

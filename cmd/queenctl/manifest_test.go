@@ -38,6 +38,15 @@ func TestParseManifestValid(t *testing.T) {
 			want: []queueSpec{{Name: "ledger", Options: map[string]optionValue{"onConflict": word("reject")}, Line: 2}},
 		},
 		{
+			name: "retry delays, a list in either style",
+			yaml: "queues:\n  - name: r\n    retryDelayMs: 5000\n    retryBackoffMs: [1000, 60000]\n  - name: s\n    retryBackoffMs:\n      - 0\n      - 86400000\n  - name: t\n    retryBackoffMs: []\n",
+			want: []queueSpec{
+				{Name: "r", Options: map[string]optionValue{"retryDelayMs": count(5000), "retryBackoffMs": list(1000, 60000)}, Line: 2},
+				{Name: "s", Options: map[string]optionValue{"retryBackoffMs": list(0, 86400000)}, Line: 5},
+				{Name: "t", Options: map[string]optionValue{"retryBackoffMs": list()}, Line: 9},
+			},
+		},
+		{
 			name: "flow style",
 			yaml: `{queues: [{name: x, dedupWindowSeconds: 1}]}`,
 			want: []queueSpec{{Name: "x", Options: opts(map[string]int64{"dedupWindowSeconds": 1}), Line: 1}},
@@ -106,6 +115,17 @@ func TestParseManifestErrors(t *testing.T) {
 				`line 12: queue "d": retentionSeconds is 99999999999999999999: at most 2147483647`,
 				`line 14: queue "e": onConflict is warn: one of ignore, flag, reject`,
 				`line 16: queue "f": onConflict is 1: one of ignore, flag, reject`,
+			},
+		},
+		{
+			name: "retry delays",
+			yaml: "queues:\n  - name: a\n    retryDelayMs: 86400001\n    retryBackoffMs: 1000\n  - name: b\n    retryBackoffMs: [1000, -1]\n  - name: c\n    retryBackoffMs: [1s]\n  - name: d\n    retryBackoffMs: [" + strings.Repeat("1, ", 64) + "1]\n",
+			want: []string{
+				`line 3: queue "a": retryDelayMs is 86400001: at most 86400000`,
+				`line 4: queue "a": retryBackoffMs must be a list of whole numbers of milliseconds, e.g. [1000, 5000, 30000]; [] for none`,
+				`line 6: queue "b": retryBackoffMs entry 1 is -1: must be 0 or more`,
+				`line 8: queue "c": retryBackoffMs entry 0 is "1s": the manifest takes whole milliseconds as on the wire, e.g. 600000 for 10 minutes`,
+				`line 10: queue "d": retryBackoffMs has 65 entries: at most 64`,
 			},
 		},
 		{

@@ -3,7 +3,9 @@
 -- by offset (p_offsets[i]) or by its transactionId's hash (p_hashes[i]),
 -- resolved through log_txns as a push resolves it, among the offsets
 -- delivered to the group from its cursor on; p_completed[i] is completed
--- or failed (with p_errors[i]).
+-- or failed (with p_errors[i]; a failed one waits p_delays[i]
+-- milliseconds before it is delivered again, or, NULL, the queue's
+-- delay for its attempt: consumer_retry_delay).
 --
 -- One row, with arrays of one element per item (one row per item cost
 -- more to return and to read than the ack): its offset (NULL when
@@ -21,7 +23,10 @@
 -- transactionId, data, created_at, attempts and error), to be moved to the dead-letter queue
 -- by the caller (consumer_dead_letter_pending, then
 -- consumer_dead_lettered, in one transaction). The
--- lease ends once every message delivered under it is settled. Also in
+-- lease ends once every message delivered under it is settled. A
+-- failed message's delay holds the group's cursor on the partition
+-- (delayed_until, the latest of its failures' ends): no pop leases the
+-- partition to the group before (consumer_free). Also in
 -- the row: the cursor after the batch, and whether the lease ended.
 -- An ack naming the cursor's lease, running or run out, is word from its
 -- consumer: the lease is heard from (consumer_pop counts its attempts).
@@ -30,7 +35,7 @@
 --
 -- Lock order (LOCKS.md): the cursor row only.
 CREATE OR REPLACE FUNCTION queen.consumer_ack(p_group_id bigint, p_partition_id bigint, p_lease_id uuid,
-    p_offsets bigint[], p_hashes uuid[], p_completed boolean[], p_errors text[])
+    p_offsets bigint[], p_hashes uuid[], p_completed boolean[], p_errors text[], p_delays bigint[])
 RETURNS TABLE (offs bigint[], results text[], dead boolean[], txn_ids text[], data json[], created_at timestamptz[],
                attempts integer[], last_errors text[], next_offset bigint, lease_ended boolean)
 LANGUAGE plpgsql
@@ -46,6 +51,9 @@ DECLARE
     v_marks  boolean;    -- the group has marks on the partition (usually not)
     v_failed boolean;    -- some item failed a message
     v_max    integer;
+    v_retry_ms bigint;   -- the queue's delay after a failure, and by attempt
+    v_backoff  bigint[];
+    v_delay  interval;   -- the longest delay a failure now asks for
     v_last   bigint;
     v_next   bigint;
     v_ended  boolean := false;
@@ -62,9 +70,9 @@ BEGIN
     -- none running, is never held).
     v_held := coalesce(c.lease_id = p_lease_id AND c.lease_until > v_now, false);
     -- Few statements: each has a fixed cost that a batch of 100 notices.
-    SELECT p.last_offset, q.max_attempts,
+    SELECT p.last_offset, q.max_attempts, q.retry_delay_ms, q.retry_backoff_ms,
            EXISTS (SELECT 1 FROM queen.consumer_marks m WHERE m.group_id = p_group_id AND m.partition_id = p_partition_id)
-      INTO v_last, v_max, v_marks
+      INTO v_last, v_max, v_retry_ms, v_backoff, v_marks
       FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id WHERE p.id = p_partition_id;
 
     -- The usual ack completes its whole lease in order, the cursor at
@@ -154,6 +162,17 @@ BEGIN
               FROM unnest(a_off, a_res, p_completed, p_errors) AS x(off, res, ok, err)
              WHERE x.res = 'acked' AND NOT x.ok
             ON CONFLICT (group_id, partition_id, off) DO UPDATE SET last_error = excluded.last_error, failed_in = p_lease_id;
+            -- Each waits as asked, or as the queue says for its attempt;
+            -- one out of attempts is dead-lettered instead. Nothing to
+            -- ask when neither says to wait (the usual queue).
+            IF p_delays IS NOT NULL OR v_retry_ms > 0 OR cardinality(v_backoff) > 0 THEN
+                SELECT max(CASE WHEN p_delays[x.i] IS NOT NULL THEN make_interval(secs => p_delays[x.i] / 1000.0)
+                                ELSE queen.consumer_retry_delay(v_retry_ms, v_backoff, m.attempts) END)
+                  INTO v_delay
+                  FROM unnest(a_off, a_res) WITH ORDINALITY AS x(off, res, i)
+                  JOIN queen.consumer_marks m ON m.group_id = p_group_id AND m.partition_id = p_partition_id AND m.off = x.off
+                 WHERE x.res = 'acked' AND NOT p_completed[x.i] AND NOT (v_max > 0 AND m.attempts >= v_max);
+            END IF;
         END IF;
         IF v_marks OR v_failed THEN
             v_next := queen.consumer_advance(p_group_id, p_partition_id, a_done);
@@ -180,9 +199,11 @@ BEGIN
                lease_id = CASE WHEN v_ended THEN NULL ELSE cc.lease_id END,
                lease_until = CASE WHEN v_ended THEN NULL ELSE cc.lease_until END,
                lease_from = CASE WHEN v_ended THEN NULL ELSE cc.lease_from END,
-               lease_to = CASE WHEN v_ended THEN NULL ELSE cc.lease_to END
+               lease_to = CASE WHEN v_ended THEN NULL ELSE cc.lease_to END,
+               delayed_until = CASE WHEN v_delay > interval '0' THEN greatest(cc.delayed_until, v_now + v_delay)
+                                    ELSE cc.delayed_until END
          WHERE cc.group_id = p_group_id AND cc.partition_id = p_partition_id
-           AND (v_ended OR cc.next_offset <> v_next OR NOT cc.lease_heard);
+           AND (v_ended OR cc.next_offset <> v_next OR NOT cc.lease_heard OR v_delay > interval '0');
     END IF;
 
     IF NOT coalesce(v_failed, false) THEN

@@ -1,7 +1,9 @@
 -- consumer_choose takes, for a pop of any partition of group p_group_id,
--- the cursor row to lease: the least recently leased with work and no
--- running lease, FOR UPDATE SKIP LOCKED (one another pop or an ack holds
--- is passed over). None found: a row of NULLs.
+-- the cursor row to lease: the least recently leased with work that is
+-- free (consumer_free: no running lease, no delay running), FOR UPDATE
+-- SKIP LOCKED (one another pop or an ack holds is passed over). None
+-- found: a row of NULLs. A cursor held by a delay has work, so it is
+-- never parked: walked past until its delay runs out.
 --
 -- It walks the group's unparked cursors in that order
 -- (consumer_cursors_ready) and stops at the first it can take, so it
@@ -43,7 +45,8 @@ BEGIN
         v_woke := queen.consumer_wake(p_group_id, false);
     END IF;
     FOR attempt IN 1..2 LOOP
-        FOR r IN SELECT cc.partition_id, cc.lease_id IS NULL OR cc.lease_until <= p_now AS free,
+        FOR r IN SELECT cc.partition_id,
+                        queen.consumer_free(cc.lease_id, cc.lease_until, cc.lease_heard, cc.lease_delay, cc.delayed_until, p_now) AS free,
                         cc.next_offset <= p.last_offset AS work
                    FROM queen.consumer_cursors cc JOIN queen.log_partitions p ON p.id = cc.partition_id
                   WHERE cc.group_id = p_group_id AND NOT cc.parked
@@ -52,7 +55,7 @@ BEGIN
             IF r.work AND r.free THEN
                 SELECT cc.* INTO c FROM queen.consumer_cursors cc
                  WHERE cc.group_id = p_group_id AND cc.partition_id = r.partition_id AND NOT cc.parked
-                   AND (cc.lease_id IS NULL OR cc.lease_until <= p_now)
+                   AND queen.consumer_free(cc.lease_id, cc.lease_until, cc.lease_heard, cc.lease_delay, cc.delayed_until, p_now)
                    AND cc.next_offset <= (SELECT p.last_offset FROM queen.log_partitions p WHERE p.id = cc.partition_id)
                    FOR UPDATE SKIP LOCKED;
                 EXIT WHEN FOUND;

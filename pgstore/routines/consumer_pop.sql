@@ -27,6 +27,12 @@
 -- cursor stays below it, so a caller that dies before only leaves it to
 -- the next pop.
 --
+-- A partition whose group's cursor a delay holds (consumer_free) is
+-- not leased: a failure's delay (consumer_ack), or the delay after a
+-- lease, heard from, ran out, which the lease records when the queue has
+-- retry delays (p_lease_delay, by the highest attempt it delivers). The
+-- pop that takes the cursor afterwards clears the failure's delay.
+--
 -- A lease found run out ends here: taken back as if never delivered
 -- when nobody was heard from under it (consumer_take_back: its answer
 -- was lost, so it costs no attempt and counts as unconfirmed), else its
@@ -55,6 +61,9 @@ DECLARE
     v_pname    text;
     v_first    bigint;
     v_max_att  integer;
+    v_retry_ms bigint;    -- the queue's delay after a failure, and by attempt
+    v_backoff  bigint[];
+    v_lease_delay interval; -- how long the lease's expiry holds the cursor
     v_hi       bigint;
     v_marks    boolean;   -- the group has marks on the partition (usually not)
     v_lease    uuid;
@@ -75,7 +84,7 @@ BEGIN
     IF p_partition_id IS NOT NULL THEN
         SELECT cc.* INTO c FROM queen.consumer_cursors cc
          WHERE cc.group_id = p_group_id AND cc.partition_id = p_partition_id
-           AND (cc.lease_id IS NULL OR cc.lease_until <= v_now)
+           AND queen.consumer_free(cc.lease_id, cc.lease_until, cc.lease_heard, cc.lease_delay, cc.delayed_until, v_now)
            AND cc.next_offset <= (SELECT p.last_offset FROM queen.log_partitions p
                                    WHERE p.id = cc.partition_id AND p.queue_id = p_queue_id)
            FOR UPDATE SKIP LOCKED;
@@ -100,11 +109,11 @@ BEGIN
 
     -- One statement for what the pop reads about the partition: each
     -- statement has a fixed cost that a batch of 100 notices.
-    SELECT p.last_offset, p.name, q.max_attempts,
+    SELECT p.last_offset, p.name, q.max_attempts, q.retry_delay_ms, q.retry_backoff_ms,
            coalesce((SELECT s.base_offset FROM queen.log_segments s WHERE s.partition_id = c.partition_id
                       ORDER BY s.base_offset LIMIT 1), p.last_offset + 1),
            EXISTS (SELECT 1 FROM queen.consumer_marks m WHERE m.group_id = p_group_id AND m.partition_id = c.partition_id)
-      INTO v_last, v_pname, v_max_att, v_first, v_marks
+      INTO v_last, v_pname, v_max_att, v_retry_ms, v_backoff, v_first, v_marks
       FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
      WHERE p.id = c.partition_id;
     -- Retention may have deleted messages below the cursor: they are gone
@@ -207,12 +216,17 @@ BEGIN
     IF v_lo IS NOT NULL THEN
         v_lease := gen_random_uuid();
         v_until := v_now + make_interval(secs => p_lease_seconds);
+        -- Its expiry counts as a failure at the highest attempt it delivers.
+        IF v_retry_ms > 0 OR cardinality(v_backoff) > 0 THEN
+            v_lease_delay := queen.consumer_retry_delay(v_retry_ms, v_backoff,
+                                 (SELECT max(x.att) FROM unnest(a_att, a_dead) AS x(att, dead) WHERE NOT x.dead));
+        END IF;
     END IF;
     UPDATE queen.consumer_cursors cc
        SET next_offset = c.next_offset, lease_id = v_lease, lease_consumer = p_consumer,
            lease_from = v_lo, lease_to = v_hi, lease_until = v_until,
            delivered_to = greatest(c.delivered_to, coalesce(v_top, -1)), leased_at = v_now,
-           lease_heard = false, lease_delivered_before = c.delivered_to
+           lease_heard = false, lease_delivered_before = c.delivered_to, lease_delay = v_lease_delay, delayed_until = NULL
      WHERE cc.group_id = p_group_id AND cc.partition_id = c.partition_id;
 
     RETURN QUERY
