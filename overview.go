@@ -24,6 +24,9 @@ type QueueOverview struct {
 	StoredMessages int64   `json:"storedMessages"`
 	// DLQDepth counts the dead letters of the queue not yet redriven.
 	DLQDepth int64 `json:"dlqDepth"`
+	// Delayed counts the messages a delay holds back from its groups
+	// (summed over them).
+	Delayed int64 `json:"delayed"`
 	// Groups are the consumer groups with the most lag (at most
 	// MaxOverviewGroups), most first; GroupCount is how many it has.
 	Groups     []GroupLagView `json:"groups"`
@@ -44,6 +47,8 @@ const MaxOverviewGroups = 10
 type GroupLagView struct {
 	Group string `json:"group"`
 	Lag   int64  `json:"lag"`
+	// Delayed is the part of Lag a failure's delay holds back.
+	Delayed int64 `json:"delayed,omitempty"`
 }
 
 // RateView counts push answers of one interval, ending At.

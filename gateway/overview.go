@@ -185,11 +185,11 @@ func (o *Ops) Overview(ctx context.Context, from string) (any, *queengate.Error)
 // most lag, and this gateway's push answers.
 func (o *Ops) queueOverview(f model.QueueFigures, opts queengate.Options) queengate.QueueOverview {
 	q := queengate.QueueOverview{Queue: f.Queue, Options: opts, Partitions: f.Partitions, StoredMessages: f.StoredMessages,
-		DLQDepth: f.DLQDepth, GroupCount: len(f.Groups), Groups: []queengate.GroupLagView{}, History: o.rates.history(f.Queue)}
+		DLQDepth: f.DLQDepth, Delayed: f.Delayed, GroupCount: len(f.Groups), Groups: []queengate.GroupLagView{}, History: o.rates.history(f.Queue)}
 	groups := slices.Clone(f.Groups)
 	slices.SortStableFunc(groups, func(a, b model.GroupLag) int { return cmp.Compare(b.Lag, a.Lag) })
 	for _, g := range groups[:min(len(groups), queengate.MaxOverviewGroups)] {
-		q.Groups = append(q.Groups, queengate.GroupLagView{Group: g.Group, Lag: g.Lag})
+		q.Groups = append(q.Groups, queengate.GroupLagView{Group: g.Group, Lag: g.Lag, Delayed: g.Delayed})
 	}
 	var t pushTotals
 	for _, pid := range f.PartitionIDs {

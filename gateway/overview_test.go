@@ -47,7 +47,8 @@ func historyTotals(h []queengate.RateView) (queued, duplicates int64) {
 }
 
 // fillQueue gives the env's queue three messages on partition p, a
-// duplicate, a dead letter of group billing and a lease of group audit.
+// duplicate, a dead letter of group billing, a lease of group audit, and
+// group slow's failure delayed by a minute (holding b and c from it).
 func (g *opsGateway) fillQueue(t *testing.T) {
 	t.Helper()
 	e, q := g.e, g.e.queue
@@ -57,6 +58,15 @@ func (g *opsGateway) fillQueue(t *testing.T) {
 	a, _ := g.popFrom(t, q, "billing")
 	g.failOne(t, q, "billing", a, "boom") // a dead letter
 	g.popFrom(t, q, "audit")
+	e.setMaxAttempts(t, q, 2) // slow's failure is retried
+	a, _ = g.popFrom(t, q, "slow")
+	g.completeOne(t, q, "slow", a)
+	b, _ := g.popFrom(t, q, "slow")
+	req := fmt.Sprintf(`{"group":"slow","leaseId":%q,"items":[{"offset":%d,"status":"failed","delayMs":60000}]}`,
+		b.LeaseID, b.Messages[0].Offset)
+	if status, body := g.viaNATS(t, "consume.ack."+q+".p", "", req); status != 200 {
+		t.Fatalf("a delayed failure: %d %s", status, body)
+	}
 }
 
 // The overview says, per queue, what PostgreSQL stores, its groups' lag,
@@ -79,13 +89,17 @@ func TestOverviewSaysWhatAQueueHolds(t *testing.T) {
 		return nil
 	})
 	if got.Partitions != 2 || got.StoredMessages != 5 || got.Queued != 5 || got.Duplicates != 1 || got.Failed != 0 ||
-		got.DLQDepth != 1 || got.GroupCount != 2 || got.Options.MaxAttempts != 1 {
+		got.DLQDepth != 1 || got.Delayed != 2 || got.GroupCount != 3 || got.Options.MaxAttempts != 2 {
 		t.Errorf("overview of %s: %+v", q, got)
 	}
-	// billing consumed a (dead-lettered); audit has a under a lease.
-	want := []queengate.GroupLagView{{Group: "audit", Lag: 5}, {Group: "billing", Lag: 4}}
+	// billing consumed a (dead-lettered); audit has a under a lease; slow
+	// completed a, and a delay holds b and c of p from it.
+	want := []queengate.GroupLagView{{Group: "audit", Lag: 5}, {Group: "billing", Lag: 4}, {Group: "slow", Lag: 4, Delayed: 2}}
 	if fmt.Sprint(got.Groups) != fmt.Sprint(want) {
 		t.Errorf("groups %+v, want %+v", got.Groups, want)
+	}
+	if delayed := g.metric(t, "queengate_consumer_delayed_messages", "slow"); delayed != 2 {
+		t.Errorf("queengate_consumer_delayed_messages of slow: %v, want 2", delayed)
 	}
 	if dlq := g.overview(t, model.DeadLetterQueue(q)).Queues[0]; dlq.Queue != model.DeadLetterQueue(q) || dlq.StoredMessages != 1 {
 		t.Errorf("the dead-letter queue's entry: %+v", dlq)

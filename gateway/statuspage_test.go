@@ -65,7 +65,7 @@ func rowFigures(q queengate.QueueOverview, sampleSeconds float64) map[string]str
 	}
 	return map[string]string{"partitions": fmt.Sprint(q.Partitions), "storedMessages": fmt.Sprint(q.StoredMessages),
 		"pushRate": rate(pushes), "duplicateRate": rate(dups), "groups": strings.Join(groups, ", "),
-		"dlqDepth": fmt.Sprint(q.DLQDepth), "chartPoints": fmt.Sprint(len(q.History))}
+		"dlqDepth": fmt.Sprint(q.DLQDepth), "delayed": fmt.Sprint(q.Delayed), "chartPoints": fmt.Sprint(len(q.History))}
 }
 
 // sameAsAPI says how the page's row and selected figures of queue differ
@@ -82,9 +82,10 @@ func (g *opsGateway) sameAsAPI(t *testing.T, v pageView, queue string) string {
 	if len(q.Groups) > 0 {
 		lag = fmt.Sprintf("%d (%s)", q.Groups[0].Lag, q.Groups[0].Group)
 	}
-	if v.Title != "Queue "+queue || v.Stored != fmt.Sprint(q.StoredMessages) || v.DLQ != fmt.Sprint(q.DLQDepth) || v.Lag != lag {
-		return fmt.Sprintf("selected: %q stored %s, dead letters %s, lag %s; the API says %s, %d, %d, %s",
-			v.Title, v.Stored, v.DLQ, v.Lag, queue, q.StoredMessages, q.DLQDepth, lag)
+	if v.Title != "Queue "+queue || v.Stored != fmt.Sprint(q.StoredMessages) || v.DLQ != fmt.Sprint(q.DLQDepth) || v.Lag != lag ||
+		v.Delayed != fmt.Sprint(q.Delayed) {
+		return fmt.Sprintf("selected: %q stored %s, dead letters %s, lag %s, delayed %s; the API says %s, %d, %d, %s, %d",
+			v.Title, v.Stored, v.DLQ, v.Lag, v.Delayed, queue, q.StoredMessages, q.DLQDepth, lag, q.Delayed)
 	}
 	return ""
 }
@@ -125,8 +126,8 @@ func TestStatusPageShowsTheOverviewAndRefreshes(t *testing.T) {
 
 	b.navigate(g.http + "/#queue=" + url.QueryEscape(q1))
 	v := b.waitForPage(t, "the figures of "+q1, func(v pageView) string { return g.sameAsAPI(t, v, q1) })
-	if v.Hash != "#queue="+q1 || v.Delayed != "—" {
-		t.Errorf("address %q, delayed %q", v.Hash, v.Delayed)
+	if v.Hash != "#queue="+q1 || v.Delayed != "2" {
+		t.Errorf("address %q, delayed %q (want the 2 messages a delay holds from group slow)", v.Hash, v.Delayed)
 	}
 	b.waitForPage(t, "the figures of "+q2, func(v pageView) string {
 		o := g.overview(t, q2)

@@ -12,6 +12,8 @@ type QueueFigures struct {
 	// DLQDepth counts the messages of the queue's dead-letter queue not
 	// yet redriven.
 	DLQDepth int64
+	// Delayed sums its groups' Delayed.
+	Delayed int64
 	// Groups are the queue's consumer groups by name, with their lag.
 	Groups []GroupLag
 }
@@ -21,4 +23,7 @@ type QueueFigures struct {
 type GroupLag struct {
 	Group string
 	Lag   int64
+	// Delayed is the part of Lag a delay holds back: the lag on the
+	// partitions where the group's cursor waits for a failure's delay.
+	Delayed int64
 }

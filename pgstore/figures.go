@@ -12,10 +12,12 @@ import (
 // queueFiguresSQL reads every queue's figures in one statement: its
 // partitions, the messages they store (two index probes per partition, as
 // partitionsSQL), and each group's lag (lastOffset − nextOffset + 1 per
-// partition, as the groups answer). It locks nothing.
+// partition, as the groups answer) and the part of it a delay holds back
+// (on partitions whose cursor waits for a failure's delay). It locks
+// nothing.
 const queueFiguresSQL = `
 SELECT q.name, coalesce(pp.n, 0), coalesce(pp.ids, '{}'), coalesce(pp.stored, 0),
-       coalesce(gg.names, '{}'), coalesce(gg.lags, '{}')
+       coalesce(gg.names, '{}'), coalesce(gg.lags, '{}'), coalesce(gg.delays, '{}')
   FROM queen.queues q
   LEFT JOIN LATERAL (
         SELECT count(*)::int AS n, array_agg(p.id ORDER BY p.id) AS ids,
@@ -25,8 +27,10 @@ SELECT q.name, coalesce(pp.n, 0), coalesce(pp.ids, '{}'), coalesce(pp.stored, 0)
                               WHERE s.partition_id = p.id ORDER BY s.base_offset LIMIT 1) f ON true
          WHERE p.queue_id = q.id) pp ON true
   LEFT JOIN LATERAL (
-        SELECT array_agg(x.name ORDER BY x.name) AS names, array_agg(x.lag ORDER BY x.name) AS lags
-          FROM (SELECT g.name, coalesce(sum(greatest(p.last_offset - coalesce(c.next_offset, 0) + 1, 0)), 0)::bigint AS lag
+        SELECT array_agg(x.name ORDER BY x.name) AS names, array_agg(x.lag ORDER BY x.name) AS lags,
+               array_agg(x.delayed ORDER BY x.name) AS delays
+          FROM (SELECT g.name, coalesce(sum(greatest(p.last_offset - coalesce(c.next_offset, 0) + 1, 0)), 0)::bigint AS lag,
+                       coalesce(sum(greatest(p.last_offset - c.next_offset + 1, 0)) FILTER (WHERE c.delayed_until > now()), 0)::bigint AS delayed
                   FROM queen.consumer_groups g
                   LEFT JOIN queen.log_partitions p ON p.queue_id = g.queue_id
                   LEFT JOIN queen.consumer_cursors c ON c.group_id = g.id AND c.partition_id = p.id
@@ -43,13 +47,14 @@ func (s *Store) QueueFigures(ctx context.Context) ([]model.QueueFigures, error) 
 	}
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (model.QueueFigures, error) {
 		var (
-			f     model.QueueFigures
-			names []string
-			lags  []int64
+			f             model.QueueFigures
+			names         []string
+			lags, delayed []int64
 		)
-		err := row.Scan(&f.Queue, &f.Partitions, &f.PartitionIDs, &f.StoredMessages, &names, &lags)
+		err := row.Scan(&f.Queue, &f.Partitions, &f.PartitionIDs, &f.StoredMessages, &names, &lags, &delayed)
 		for i, name := range names {
-			f.Groups = append(f.Groups, model.GroupLag{Group: name, Lag: lags[i]})
+			f.Groups = append(f.Groups, model.GroupLag{Group: name, Lag: lags[i], Delayed: delayed[i]})
+			f.Delayed += delayed[i]
 		}
 		return f, err
 	})
