@@ -42,6 +42,7 @@ func (c *Consumers) ackPush(ctx context.Context, queue, partition string, body [
 	case err != nil:
 		return nil, c.groupFailed(g, err)
 	}
+	c.metrics.acked(queue, g.Name, items, &res.Ack)
 	ans := ackPushAnswer(req, res)
 	c.settled(queue, ans.AckAnswer)
 	c.freedRoom(queue, res.Ack)

@@ -93,6 +93,9 @@ func (a *Admin) Start(ctx context.Context) error {
 		return fmt.Errorf("admin http on %s: %w", a.addr, err)
 	}
 	a.ln = ln
+	if a.ops != nil {
+		go a.ops.rates.run(run) // the overview's history, while the status page may ask
+	}
 	srv := &http.Server{Handler: a, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan struct{})
 	go func() {
@@ -200,6 +203,13 @@ func (a *Admin) Mount(o *Ops) {
 	}))
 	a.mux.HandleFunc("GET /status", a.opsHandler(o, func(r *http.Request, _ []byte) (any, *queengate.Error) {
 		return o.Status(r.Context())
+	}))
+	a.mux.HandleFunc("GET /overview", a.opsHandler(o, func(r *http.Request, _ []byte) (any, *queengate.Error) {
+		from, werr := fromQuery(r.URL.Query(), "/overview")
+		if werr != nil {
+			return nil, werr
+		}
+		return o.Overview(r.Context(), from)
 	}))
 	a.mux.HandleFunc("GET /queues/{queue}/partitions/{partition}/messages", a.opsHandler(o, func(r *http.Request, _ []byte) (any, *queengate.Error) {
 		return o.ReadQuery(r.Context(), r.PathValue("queue"), r.PathValue("partition"), r.URL.Query())

@@ -45,6 +45,8 @@ type ConsumeStore interface {
 type Consumers struct {
 	store ConsumeStore
 	log   zerolog.Logger
+	// metrics count what consumers do; nil until the gateway serves them.
+	metrics *consumeMetrics
 	// maxPayload is the NATS connection's: every answer fits in it.
 	maxPayload func() int64
 	// publish announces commits (and leases ended early) to every
@@ -283,6 +285,7 @@ type popAnswer struct {
 }
 
 func (c *Consumers) popAnswer(queue string, g model.Group, r *model.PopResult, acked []byte) *popAnswer {
+	c.metrics.popped(queue, g.Name, r)
 	return &popAnswer{body: encodePop(queue, g.Name, r, acked), c: c, group: g, pid: r.PartitionID, lease: r.LeaseID}
 }
 
@@ -556,6 +559,8 @@ func (c *Consumers) settle(ctx context.Context, queue, partition string, req que
 	if err != nil {
 		return queengate.AckAnswer{}, c.groupFailed(g, err)
 	}
+	c.metrics.acked(queue, g.Name, items, &res)
+	c.metrics.deadLettered(&c.log, res.DeadLetters)
 	ans := queengate.AckAnswer{Items: make([]queengate.AckResult, len(items)), NextOffset: res.NextOffset,
 		LeaseEnded: res.LeaseEnded, DeadLettered: res.DeadLettered}
 	c.freedRoom(queue, res)
@@ -652,6 +657,9 @@ func (c *Consumers) lease(ctx context.Context, queue, partition string, body []b
 		return nil, werr
 	}
 	until, ok, err := c.store.Lease(ctx, g, pid, req.LeaseID, time.Duration(req.LeaseMs)*time.Millisecond)
+	if err == nil {
+		c.metrics.leased(queue, g.Name, renew, ok)
+	}
 	switch {
 	case err != nil:
 		return nil, c.groupFailed(g, err)

@@ -509,8 +509,9 @@ func samePosition(got *model.TimerPosition, raw json.RawMessage) string {
 	return ""
 }
 
-// FuzzDecodeQueuesPage: the optional body of a queue list or a get queue
-// is {"from": "<name>"}.
+// FuzzDecodeQueuesPage: the optional body of a queue list, a get queue
+// or an overview is {"from": "<name>"} (one decoder, decodeFrom; the
+// shape only names the request in errors).
 func FuzzDecodeQueuesPage(f *testing.F) {
 	f.Add([]byte(`{"from":"orders"}`))
 	f.Add([]byte(`{"from":"a.b"}`))

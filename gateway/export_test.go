@@ -39,7 +39,7 @@ func (c *Consumers) SetRevalidate(d time.Duration) { c.waits.revalidate = d }
 // Checks counts the looks for run-out leases so far.
 func (c *Consumers) Checks() int64 { return c.checks.Load() }
 
-// MetricValue is a counter's value, or a histogram's sample count, as a
+// MetricValue is a counter's or a gauge's value, or a histogram's sample count, as a
 // registry has it.
 var MetricValue = metricValue
 

@@ -119,6 +119,11 @@ func New(cfg Config, nc *nats.Conn, ing Ingester, log zerolog.Logger, reg promet
 	}
 	g := &Gateway{cfg: cfg, nc: nc, ing: ing, log: log, metrics: m, stopped: make(chan struct{}), draining: make(chan struct{})}
 	storeLog.Store(&g.log)
+	if cfg.Consumers != nil {
+		if cfg.Consumers.metrics, err = newConsumeMetrics(reg); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.Routing != nil {
 		rcfg := cfg.Routing.withDefaults()
 		if err := rcfg.validate(); err != nil {
@@ -496,6 +501,13 @@ func (g *Gateway) addOpsEndpoints() error {
 		}},
 		{name: "status", verb: p + ".status", operator: true, answerOnly: true, op: func(ctx context.Context, _ *request) (any, *queengate.Error) {
 			return o.Status(ctx)
+		}},
+		{name: "overview", verb: p + ".overview", operator: true, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
+			from, werr := decodeFrom(req.Data, overviewShape)
+			if werr != nil {
+				return nil, werr
+			}
+			return o.Overview(ctx, from)
 		}},
 		{name: "read", verb: p + ".read", names: []string{"<queue>", "<partition>"}, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
 			queue, partition := lastTwoTokens(req.Subject)

@@ -48,6 +48,7 @@ func (c *Consumers) deleteGroup(ctx context.Context, queue, group string, body [
 // forgetGroup drops queue's group name from the cache of ids, and wakes
 // its waiting pops: they pop again and find the group gone.
 func (c *Consumers) forgetGroup(queue, name string) {
+	c.metrics.forget(queue, name)
 	if g, ok := c.knownGroups.LoadAndDelete(queue + "/" + name); ok {
 		c.waits.wakeGroup(g.(model.Group).ID)
 	}

@@ -389,6 +389,10 @@ func (c *Consumers) popSettled(ctx context.Context, queue string, pr *model.PopR
 			return res, err
 		}
 		c.logDeadLettering(queue, *pr, &res)
+		c.metrics.deadLettered(&c.log, res.DeadLetters)
+		if res.RanOutLease {
+			c.metrics.ranOut(queue, pr.Group.Name)
+		}
 		if res.DeadLettered > 0 {
 			c.announce(model.DeadLetterQueue(queue))
 		}

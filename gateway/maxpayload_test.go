@@ -233,12 +233,22 @@ func TestQueueListAndTimerListFit(t *testing.T) {
 			t.Fatalf("configure: %d %s", status, answer)
 		}
 	}
-	for _, face := range []string{"nats", "http"} {
+	// The queue list and the overview page alike.
+	for _, c := range []struct{ face, subject, path string }{
+		{"nats", "queues.list", "/queues"}, {"http", "queues.list", "/queues"},
+		{"nats", "overview", "/overview"}, {"http", "overview", "/overview"},
+	} {
+		face := c.face + " " + c.path
 		listed, pages := pageNames(t, func(from string) ([]string, string) {
-			status, body := g.viaFace(t, face, "queues.list", fromBody(from), "/queues"+fromParameter(from))
-			var list queengate.QueuesAnswer
+			status, body := g.viaFace(t, c.face, c.subject, fromBody(from), c.path+fromParameter(from))
+			var list struct {
+				Queues    []struct{ Queue string }
+				Count     int
+				Truncated bool
+				NextQueue string
+			}
 			if status != 200 || json.Unmarshal(body, &list) != nil {
-				t.Fatalf("%s: queues list from %q: %d %.300s", face, from, status, body)
+				t.Fatalf("%s: list from %q: %d %.300s", face, from, status, body)
 			}
 			if len(body) > smallPayload || list.Count < queues || len(list.Queues) == 0 || list.Truncated != (list.NextQueue != "") {
 				t.Fatalf("%s: page from %q: %d bytes, count %d, %d listed, truncated %v, nextQueue %q",

@@ -35,6 +35,8 @@ type ConfigStore interface {
 	GroupActivity(ctx context.Context, queueID int64) ([]model.GroupActivity, error)
 	LogReader
 	DeadLetterStore
+	QueueFigures(ctx context.Context) ([]model.QueueFigures, error)
+	PartitionQueues(ctx context.Context, ids []int64) (map[int64]string, error)
 }
 
 // IngestStats is what the operator API reads from ingest.
@@ -44,6 +46,7 @@ type IngestStats interface {
 	CacheSummary() (ingest.CacheSummary, bool)
 	Buffered() int
 	CacheLookup(pid int64, h model.Hash) ingest.HashLookup
+	EachCounts(f func(pid int64, c ingest.PartitionCounts))
 }
 
 // Ops is the operator API: configure, queues, status. One implementation
@@ -60,6 +63,9 @@ type Ops struct {
 	started    time.Time
 	// publish announces commits (a redrive's); set when the gateway serves.
 	publish func(queues []string)
+	// rates samples push answers for the overview, while the admin
+	// server runs.
+	rates *pushRates
 }
 
 // OpsConfig configures the operator API.
@@ -69,12 +75,14 @@ type OpsConfig struct {
 	Token      string
 	Version    string
 	WantSchema int // the migration version readiness requires
+	// SampleEvery is how often the overview samples push answers (0: 5 s).
+	SampleEvery time.Duration
 }
 
 // NewOps builds the operator API.
 func NewOps(cfg OpsConfig, store ConfigStore, ing IngestStats, nc *nats.Conn) *Ops {
 	return &Ops{store: store, reads: store, ing: ing, nc: nc, token: []byte(cfg.Token), version: cfg.Version,
-		wantSchema: cfg.WantSchema, started: time.Now()}
+		wantSchema: cfg.WantSchema, started: time.Now(), rates: newPushRates(cfg.SampleEvery, ing, store)}
 }
 
 // authorize checks an Authorization header value against the token.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/internal/checkfor"
+	"io"
 	"strings"
 	"sync"
 	"testing"
@@ -31,6 +32,9 @@ type opsGateway struct {
 	http  string // base URL of the admin HTTP
 	token string
 	ing   *ingest.Ingester
+	// reg has the gateway's and the store's metrics; logs its log.
+	reg  *prometheus.Registry
+	logs *gateway.LogBuffer
 }
 
 func (e *testEnv) startOpsGateway(token string, icfg ingest.Config) *opsGateway {
@@ -42,7 +46,8 @@ func (e *testEnv) startOpsGateway(token string, icfg ingest.Config) *opsGateway 
 	e.t.Cleanup(nc.Close)
 	store := pgtest.Store(e.t, e.pgURL)
 	store.SetMaxData(func() int64 { return queengate.MaxDataBytes(nc.MaxPayload()) }) // as the daemon does
-	log := zerolog.New(zerolog.NewTestWriter(e.t)).Level(zerolog.WarnLevel)
+	logs := &gateway.LogBuffer{}
+	log := zerolog.New(io.MultiWriter(zerolog.NewTestWriter(e.t), logs)).Level(zerolog.WarnLevel)
 	ing, err := ingest.New(store, icfg, log, nil)
 	if err != nil {
 		e.t.Fatal(err)
@@ -50,7 +55,10 @@ func (e *testEnv) startOpsGateway(token string, icfg ingest.Config) *opsGateway 
 	if err := ing.Start(context.Background()); err != nil {
 		e.t.Fatal(err)
 	}
-	ops := gateway.NewOps(gateway.OpsConfig{Token: token, Version: "1.2.3", WantSchema: pgstore.LatestVersion()}, store, ing, nc)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(store.Collector())
+	ops := gateway.NewOps(gateway.OpsConfig{Token: token, Version: "1.2.3", WantSchema: pgstore.LatestVersion(),
+		SampleEvery: 100 * time.Millisecond}, store, ing, nc)
 	// NoFire: the shared database holds other tests' timers; the fire loop
 	// is tested in package timers and in the daemon's tests.
 	tsvc, err := timers.New(store, timers.Config{NoFire: true}, log, nil)
@@ -59,7 +67,7 @@ func (e *testEnv) startOpsGateway(token string, icfg ingest.Config) *opsGateway 
 	}
 	timerOps := gateway.NewTimerOps(tsvc, ops)
 	consumers := gateway.NewConsumers(store)
-	gw, err := gateway.New(gateway.Config{Prefix: e.prefix, Ops: ops, Timers: timerOps, Consumers: consumers}, nc, ing, log, nil)
+	gw, err := gateway.New(gateway.Config{Prefix: e.prefix, Ops: ops, Timers: timerOps, Consumers: consumers}, nc, ing, log, reg)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -68,7 +76,7 @@ func (e *testEnv) startOpsGateway(token string, icfg ingest.Config) *opsGateway 
 		e.t.Fatal(err)
 	}
 	e.t.Cleanup(gw.Stop)
-	admin := gateway.NewAdmin("127.0.0.1:0", store, pgstore.LatestVersion(), nc, prometheus.NewRegistry(), log)
+	admin := gateway.NewAdmin("127.0.0.1:0", store, pgstore.LatestVersion(), nc, reg, log)
 	admin.Mount(ops)
 	admin.MountTimers(timerOps)
 	admin.MountGroups(consumers)
@@ -76,7 +84,7 @@ func (e *testEnv) startOpsGateway(token string, icfg ingest.Config) *opsGateway 
 		e.t.Fatal(err)
 	}
 	e.t.Cleanup(admin.Stop)
-	return &opsGateway{e: e, http: "http://" + admin.Addr(), token: token, ing: ing}
+	return &opsGateway{e: e, http: "http://" + admin.Addr(), token: token, ing: ing, reg: reg, logs: logs}
 }
 
 // viaHTTP sends an operator request over HTTP; token "" sends none.

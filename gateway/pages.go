@@ -17,6 +17,7 @@ import (
 var (
 	queuesPageShape = objectShape{"a queue list", `{"from": "<queue>"} (optional; or an empty body)`}
 	queuePageShape  = objectShape{"a get queue", `{"from": "<partition>"} (optional; or an empty body)`}
+	overviewShape   = objectShape{"an overview", `{"from": "<queue>"} (optional; or an empty body)`}
 )
 
 // decodeFrom reads a paged list's optional body, {"from": "<name>"}.

@@ -58,7 +58,7 @@ func (l *logBuffer) lines(t *testing.T, msg string) []map[string]any {
 	return out
 }
 
-// metricValue is a counter's value, or a histogram's sample count, of the
+// metricValue is a counter's or a gauge's value, or a histogram's sample count, of the
 // series of name with labels as reg has it; 0 when absent.
 func metricValue(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
 	t.Helper()
@@ -79,6 +79,9 @@ func metricValue(t *testing.T, reg *prometheus.Registry, name string, labels map
 			}
 			if h := m.GetHistogram(); h != nil {
 				return float64(h.GetSampleCount())
+			}
+			if g := m.GetGauge(); g != nil {
+				return g.GetValue()
 			}
 			return m.GetCounter().GetValue()
 		}

@@ -180,3 +180,17 @@ func (in *Ingester) CacheLookup(pid int64, h model.Hash) HashLookup {
 	l := in.cache.Look(pid, h)
 	return HashLookup{State: l.State, Offsets: l.Offsets, Wide: l.Wide, VerifiedUpto: l.VerifiedUpto}
 }
+
+// EachCounts calls f with the answers since start of every partition
+// this process answered.
+func (in *Ingester) EachCounts(f func(pid int64, c PartitionCounts)) {
+	in.tallies.mu.RLock()
+	pids := make([]int64, 0, len(in.tallies.m))
+	for pid := range in.tallies.m {
+		pids = append(pids, pid)
+	}
+	in.tallies.mu.RUnlock()
+	for _, pid := range pids {
+		f(pid, in.Counts(pid))
+	}
+}

@@ -91,6 +91,12 @@ type PopResult struct {
 	LeaseUntil   time.Time
 	Messages     []Delivery
 	DeadLettered int // moved to the dead-letter queue instead of delivered
+	// DeadLetters are those moved, without their data (for the log line
+	// and the metrics each dead letter gets).
+	DeadLetters []DeadLetter
+	// RanOutLease: the partition's previous lease had run out, and this
+	// pop ended it.
+	RanOutLease bool
 	// TooLarge counts those of DeadLettered moved because they take more
 	// than MaxDelivery: no pop could ever deliver them.
 	TooLarge int
@@ -143,6 +149,8 @@ type AckResult struct {
 	// LeaseCounted: the lease is counted by pops under maxAckPending, so
 	// what the ack settled may let one of them deliver.
 	LeaseCounted bool
+	// DeadLetters are those moved, without their data.
+	DeadLetters []DeadLetter
 }
 
 // GroupPartition is a group's position on one partition.

@@ -82,15 +82,20 @@ func (s *Store) Pop(ctx context.Context, r model.PopRequest) (model.PopResult, e
 		var exists bool
 		// One row always: whether the group exists (a deleted group has
 		// no cursors, so its pops would find nothing, forever) beside the
-		// pop's row, NULLs when no partition has work.
+		// pop's row, NULLs when no partition has work. The cursor as the
+		// statement found it (its snapshot predates the pop's update; one
+		// look-up by key) says whether the pop ended a lease that had run
+		// out: pops take only partitions without a running lease.
 		err := s.pool.QueryRow(ctx, `SELECT x.partition_id, x.partition, x.lease_id, x.lease_until, x.offs, x.txn_ids, x.data::text[],
-			x.created_at, x.attempts, x.last_errors, x.dead, x.too_large, coalesce(x.held, false), g.id IS NOT NULL
+			x.created_at, x.attempts, x.last_errors, x.dead, x.too_large, coalesce(x.held, false), g.id IS NOT NULL,
+			coalesce((SELECT before.lease_id IS NOT NULL FROM queen.consumer_cursors before
+			           WHERE before.group_id = a.id AND before.partition_id = x.partition_id), false)
 			  FROM (SELECT $1::bigint AS id) a LEFT JOIN queen.consumer_groups g ON g.id = a.id
 			  LEFT JOIN queen.queues q ON q.id = $2
 			  LEFT JOIN LATERAL queen.consumer_pop(a.id, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, q.max_ack_pending) x ON true`,
 			r.Group.ID, r.Group.QueueID, pid, r.Max, r.Lease.Seconds(), r.Consumer, r.MaxBytes, r.Room, model.DeliveryEnvelope,
 			r.MaxDelivery, r.MaxAckPending).Scan(&row.partitionID, &row.partition, &row.lease, &row.until, &row.offsets, &row.txnIDs,
-			&row.data, &row.created, &row.attempts, &row.lastErrors, &row.dead, &row.tooLarge, &out.Held, &exists)
+			&row.data, &row.created, &row.attempts, &row.lastErrors, &row.dead, &row.tooLarge, &out.Held, &exists, &out.RanOutLease)
 		switch {
 		case err != nil:
 			return err
@@ -106,6 +111,7 @@ func (s *Store) Pop(ctx context.Context, r model.PopRequest) (model.PopResult, e
 			var moved []int64
 			moved, _, _, out.DeadLetterErr = s.deadLetter(ctx, r.Group, out.Partition, dead)
 			out.DeadLettered = len(moved)
+			out.DeadLetters = movedLetters(r.Group, out.Partition, dead, moved)
 			for _, off := range moved {
 				if slices.Contains(tooLarge, off) {
 					out.TooLarge++
@@ -204,6 +210,7 @@ func (s *Store) Ack(ctx context.Context, g model.Group, partitionID int64, lease
 			moved, next, ended, err := s.deadLetter(ctx, g, partition, dead)
 			out.NextOffset = next
 			out.DeadLettered = len(moved)
+			out.DeadLetters = movedLetters(g, partition, dead, moved)
 			out.LeaseEnded = out.LeaseEnded || ended
 			if err != nil {
 				return err
@@ -427,9 +434,7 @@ func pushDeadLetters(ctx context.Context, tx pgx.Tx, g model.Group, partition st
 			continue
 		}
 		id := deadLetterID(g, d.PartitionID, d.Offset)
-		body, err := deadLetterData(model.DeadLetter{Queue: g.Queue, Partition: partition, Group: g.Name,
-			MessageID: model.MessageID(d.PartitionID, d.Offset), Offset: d.Offset, TransactionID: d.TxnID,
-			CreatedAt: d.CreatedAt.UTC(), Attempts: d.Attempts, Error: d.LastError}, d.Data, maxData)
+		body, err := deadLetterData(letterOf(g, partition, d), d.Data, maxData)
 		if err != nil {
 			return err
 		}
@@ -447,6 +452,25 @@ func pushDeadLetters(ctx context.Context, tx pgx.Tx, g model.Group, partition st
 		return fmt.Errorf("dead-letter push: %w", err)
 	}
 	return nil
+}
+
+// letterOf is the dead letter of group g's message d of partition, but
+// its data.
+func letterOf(g model.Group, partition string, d model.Delivery) model.DeadLetter {
+	return model.DeadLetter{Queue: g.Queue, Partition: partition, Group: g.Name,
+		MessageID: model.MessageID(d.PartitionID, d.Offset), Offset: d.Offset, TransactionID: d.TxnID,
+		CreatedAt: d.CreatedAt.UTC(), Attempts: d.Attempts, Error: d.LastError}
+}
+
+// movedLetters are the dead letters of those of dead at the offsets moved.
+func movedLetters(g model.Group, partition string, dead []model.Delivery, moved []int64) []model.DeadLetter {
+	var out []model.DeadLetter
+	for _, d := range dead {
+		if slices.Contains(moved, d.Offset) {
+			out = append(out, letterOf(g, partition, d))
+		}
+	}
+	return out
 }
 
 // model.DeadLetter is a dead-letter message's data.

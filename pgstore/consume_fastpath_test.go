@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/queengate/queengate/internal/pgtest"
 	"github.com/queengate/queengate/model"
@@ -137,7 +138,7 @@ func runFastPathDifferential(t *testing.T, seed uint64, steps int) {
 			}
 			seen[kind]++
 			a, b := fast.ack(t, lease[0], items...), full.ack(t, lease[1], items...)
-			if !reflect.DeepEqual(a, b) {
+			if !reflect.DeepEqual(ackView(a), ackView(b)) {
 				t.Fatalf("%s: ack %s %+v: %+v, the full path %+v", where, kind, items, a, b)
 			}
 			if rng.IntN(3) > 0 {
@@ -180,6 +181,16 @@ func popView(r model.PopResult) any {
 		ms = append(ms, message{int(m.Offset), m.Attempts, m.TxnID, string(m.Data), m.LastError})
 	}
 	return fmt.Sprint(r.Partition, ms, r.DeadLettered, r.TooLarge, r.LeaseID != "")
+}
+
+// ackView is what two databases' acks must agree on: all but the queue
+// names and the times the dead letters' messages were stored.
+func ackView(r model.AckResult) model.AckResult {
+	r.DeadLetters = slices.Clone(r.DeadLetters)
+	for i := range r.DeadLetters {
+		r.DeadLetters[i].Queue, r.DeadLetters[i].CreatedAt = "", time.Time{}
+	}
+	return r
 }
 
 // randomLeaseAck is an ack of a lease's delivered messages: mostly all of

@@ -1,7 +1,9 @@
 package pgstore
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,6 +17,7 @@ type poolCollector struct {
 	acquires, emptyAcquires, canceled, waitSec *prometheus.Desc
 	opened, lifetimeClosed, idleClosed         *prometheus.Desc
 	unconfirmed, deletedUnconsumed             *prometheus.Desc
+	groupLag, dlqDepth, delayed                *prometheus.Desc
 }
 
 // Collector exports the pool's statistics under queengate_pg_pool_*.
@@ -40,12 +43,21 @@ func (s *Store) Collector() prometheus.Collector {
 		deletedUnconsumed: prometheus.NewDesc("queengate_consumer_deleted_unconsumed_total",
 			"Messages retention deleted before the group consumed them, per queue and group.",
 			[]string{"queue", "group"}, nil),
+		groupLag: prometheus.NewDesc("queengate_consumer_group_lag",
+			"Messages a consumer group has not consumed yet, over every partition of its queue; read when scraped, for the groups with the most lag (at most 1000 series).",
+			[]string{"queue", "group"}, nil),
+		delayed: prometheus.NewDesc("queengate_consumer_delayed_messages",
+			"Messages a delay holds back from a consumer group (its lag on the partitions where it waits for a failure's delay); read when scraped, for the groups with the most (at most 1000 series).",
+			[]string{"queue", "group"}, nil),
+		dlqDepth: prometheus.NewDesc("queengate_dlq_depth",
+			"Dead letters of a queue not yet redriven; read when scraped, for the queues with the deepest dead-letter queues (at most 1000 series).",
+			[]string{"queue"}, nil),
 	}
 }
 
 func (c *poolCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.acquired, c.idle, c.total, c.max, c.acquires, c.emptyAcquires,
-		c.canceled, c.waitSec, c.opened, c.lifetimeClosed, c.idleClosed, c.unconfirmed, c.deletedUnconsumed} {
+		c.canceled, c.waitSec, c.opened, c.lifetimeClosed, c.idleClosed, c.unconfirmed, c.deletedUnconsumed, c.groupLag, c.dlqDepth, c.delayed} {
 		ch <- d
 	}
 	c.s.undeliverable.Describe(ch)
@@ -69,7 +81,58 @@ func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.lifetimeClosed, float64(st.MaxLifetimeDestroyCount()))
 	counter(c.idleClosed, float64(st.MaxIdleDestroyCount()))
 	c.collectConsumers(ch)
+	c.collectFigures(ch)
 	c.s.undeliverable.Collect(ch)
+}
+
+// maxFigureSeries bounds the series of each of the gauges read from the
+// queues' figures: a database with more groups or dead-letter queues
+// exports the largest, which are the ones to look at.
+const maxFigureSeries = 1000
+
+// collectFigures exports each group's lag and what a delay holds of it
+// (when not 0), and each queue's dead-letter depth (when not 0), from one
+// statement (QueueFigures), the largest first. With PostgreSQL away they are left out.
+func (c *poolCollector) collectFigures(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	figures, err := c.s.QueueFigures(ctx)
+	if err != nil {
+		return
+	}
+	var lags, delays, depths []labelled
+	for _, f := range figures {
+		for _, g := range f.Groups {
+			lags = append(lags, labelled{float64(g.Lag), []string{f.Queue, g.Group}})
+			if g.Delayed > 0 {
+				delays = append(delays, labelled{float64(g.Delayed), []string{f.Queue, g.Group}})
+			}
+		}
+		if f.DLQDepth > 0 {
+			depths = append(depths, labelled{float64(f.DLQDepth), []string{f.Queue}})
+		}
+	}
+	for _, l := range largest(lags, maxFigureSeries) {
+		ch <- prometheus.MustNewConstMetric(c.groupLag, prometheus.GaugeValue, l.value, l.labels...)
+	}
+	for _, l := range largest(delays, maxFigureSeries) {
+		ch <- prometheus.MustNewConstMetric(c.delayed, prometheus.GaugeValue, l.value, l.labels...)
+	}
+	for _, l := range largest(depths, maxFigureSeries) {
+		ch <- prometheus.MustNewConstMetric(c.dlqDepth, prometheus.GaugeValue, l.value, l.labels...)
+	}
+}
+
+// labelled is one series' value and label values.
+type labelled struct {
+	value  float64
+	labels []string
+}
+
+// largest is the n largest of series.
+func largest(series []labelled, n int) []labelled {
+	slices.SortStableFunc(series, func(a, b labelled) int { return cmp.Compare(b.value, a.value) })
+	return series[:min(n, len(series))]
 }
 
 // newUndeliverableCounter counts, in this process, messages its pops

@@ -109,11 +109,11 @@ func TestSecurityDocBlock(t *testing.T) {
 			"queen.dlq.list."+q, "queen.dlq.redrive."+q)
 	}
 	subjects = append(subjects, "queen.timer.cancel", "queen.configure", "queen.queues.list",
-		"queen.status", "queen.message.get", "queen.timer.list", "$SRV.PING",
+		"queen.status", "queen.overview", "queen.message.get", "queen.timer.list", "$SRV.PING",
 		// Between gateways: no client may publish these.
 		"queen.committed.orders", "queen.gateways.heartbeat")
 	operatorSubjects := map[string]bool{"queen.configure": true, "queen.queues.list": true, "queen.queues.get.orders": true,
-		"queen.queues.get.payments": true, "queen.status": true, "queen.message.get": true, "queen.timer.list": true,
+		"queen.queues.get.payments": true, "queen.status": true, "queen.overview": true, "queen.message.get": true, "queen.timer.list": true,
 		"queen.dlq.list.orders": true, "queen.dlq.list.payments": true, "queen.dlq.redrive.orders": true, "queen.dlq.redrive.payments": true}
 
 	for name, u := range users {

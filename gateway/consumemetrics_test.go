@@ -1,0 +1,143 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/gateway"
+	"github.com/queengate/queengate/ingest"
+	"github.com/queengate/queengate/model"
+)
+
+// leaseOp renews (renew) or releases a pop's lease on partition p, and
+// answers the status.
+func (g *opsGateway) leaseOp(t *testing.T, queue, group string, a queengate.PopAnswer, renew bool) int {
+	t.Helper()
+	verb, body := "release", fmt.Sprintf(`{"group":%q,"leaseId":%q}`, group, a.LeaseID)
+	if renew {
+		verb, body = "renew", fmt.Sprintf(`{"group":%q,"leaseId":%q,"leaseMs":30000}`, group, a.LeaseID)
+	}
+	status, _ := g.viaNATS(t, "consume."+verb+"."+queue+".p", "", body)
+	return status
+}
+
+// metric is a series of the gateway's registry, of queue and group.
+func (g *opsGateway) metric(t *testing.T, name, group string, more ...string) float64 {
+	t.Helper()
+	labels := map[string]string{"queue": g.e.queue}
+	if group != "" {
+		labels["group"] = group
+	}
+	for i := 0; i+1 < len(more); i += 2 {
+		labels[more[i]] = more[i+1]
+	}
+	return gateway.MetricValue(t, g.reg, name, labels)
+}
+
+// The consumer metrics count what pops, acks and leases did, per queue
+// and group; lag and the dead-letter depth are what the API says; each
+// dead letter is logged once, with its queue, group, partition,
+// messageId, attempts and reason.
+func TestConsumerMetricsCountWhatConsumersDid(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	g := e.startOpsGateway("", ingest.Config{})
+	q := e.queue
+	e.setMaxAttempts(t, q, 2)
+	wantStatus(t, e.push(t, e.subject("p"), msgs("a", "b", "c", "d")), "queued", "queued", "queued", "queued")
+
+	a, _ := g.popFrom(t, q, "g")
+	g.failOne(t, q, "g", a, "boom once")
+	a2, _ := g.popFrom(t, q, "g") // a again: its second attempt
+	if status := g.leaseOp(t, q, "g", a2, true); status != 200 {
+		t.Fatalf("renew: %d", status)
+	}
+	if ans := g.failOne(t, q, "g", a2, "boom twice"); ans.DeadLettered != 1 {
+		t.Fatalf("the second failure: %+v, want a dead letter", ans)
+	}
+	if status := g.leaseOp(t, q, "g", a2, true); status != 409 {
+		t.Fatalf("renewing an ended lease: %d, want 409", status)
+	}
+	b, _ := g.popFrom(t, q, "g")
+	g.completeOne(t, q, "g", b)
+	c, _ := g.popFrom(t, q, "g")
+	if status := g.leaseOp(t, q, "g", c, false); status != 200 {
+		t.Fatalf("release: %d", status)
+	}
+	c2, _ := g.popFrom(t, q, "g") // c again, after its release
+	if _, err := e.store.Pool().Exec(context.Background(),
+		"UPDATE queen.consumer_cursors SET lease_until = now() - interval '1 second' WHERE lease_id = $1", c2.LeaseID); err != nil {
+		t.Fatal(err)
+	}
+	g.popFrom(t, q, "g") // ends c2's lease, run out
+	g.popFrom(t, q, "other")
+
+	for _, w := range []struct {
+		name, group string
+		labels      []string
+		want        float64
+	}{
+		{"queengate_consumer_pops_total", "g", nil, 6},
+		{"queengate_consumer_pops_total", "other", nil, 1},
+		{"queengate_consumer_delivered_messages_total", "g", nil, 6},
+		{"queengate_consumer_redelivered_messages_total", "g", nil, 3}, // a; c after its release, and after its lease ran out
+		{"queengate_consumer_acks_total", "g", []string{"result", "failed"}, 2},
+		{"queengate_consumer_acks_total", "g", []string{"result", "completed"}, 1},
+		{"queengate_consumer_lease_renewals_total", "g", []string{"result", "renewed"}, 1},
+		{"queengate_consumer_lease_renewals_total", "g", []string{"result", "notHeld"}, 1},
+		{"queengate_consumer_lease_releases_total", "g", nil, 1},
+		{"queengate_consumer_lease_expiries_total", "g", nil, 1},
+		{"queengate_consumer_dead_letters_total", "g", nil, 1},
+		{"queengate_dlq_depth", "", nil, 1},
+	} {
+		if got := g.metric(t, w.name, w.group, w.labels...); got != w.want {
+			t.Errorf("%s{group=%q %v} = %v, want %v", w.name, w.group, w.labels, got, w.want)
+		}
+	}
+	for group, want := range g.groupLags(t) {
+		if got := g.metric(t, "queengate_consumer_group_lag", group); got != float64(want) {
+			t.Errorf("group lag of %s: metric %v, groups answer %d", group, got, want)
+		}
+	}
+
+	// A deleted group's series go with it.
+	if status, body := g.viaHTTP(t, "DELETE", "/queues/"+q+"/groups/other", g.token, ""); status != 200 {
+		t.Fatalf("delete: %d %s", status, body)
+	}
+	if got := g.metric(t, "queengate_consumer_pops_total", "other"); got != 0 {
+		t.Errorf("pops of the deleted group: %v, want no series", got)
+	}
+	if got := g.metric(t, "queengate_consumer_pops_total", "g"); got != 6 {
+		t.Errorf("pops of g after another's delete: %v", got)
+	}
+
+	lines := g.logs.Lines(t, "dead-lettered a message")
+	if len(lines) != 1 {
+		t.Fatalf("dead-letter log lines: %v, want one", lines)
+	}
+	want := map[string]any{"level": "warn", "queue": q, "group": "g", "partition": "p",
+		"messageId": model.MessageID(a.PartitionID, a.Messages[0].Offset), "attempts": 2.0, "reason": "boom twice"}
+	for k, v := range want {
+		if lines[0][k] != v {
+			t.Errorf("dead-letter log line %s = %v, want %v (line %v)", k, lines[0][k], v, lines[0])
+		}
+	}
+}
+
+// groupLags are the queue's groups' lags as the groups answer says.
+func (g *opsGateway) groupLags(t *testing.T) map[string]int64 {
+	t.Helper()
+	status, body := g.viaHTTP(t, "GET", "/queues/"+g.e.queue+"/groups", g.token, "")
+	var ans queengate.GroupsAnswer
+	if err := json.Unmarshal(body, &ans); status != 200 || err != nil || len(ans.Groups) != 2 {
+		t.Fatalf("groups: %d %.300s", status, body)
+	}
+	out := map[string]int64{}
+	for _, v := range ans.Groups {
+		out[v.Group] = v.Lag
+	}
+	return out
+}
