@@ -1,0 +1,194 @@
+package pgstore_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/queengate/queengate/internal/pgtest"
+	"github.com/queengate/queengate/model"
+)
+
+// rowsOf counts what is left of partition pid and group gid in every
+// table a queue has rows in.
+func rowsOf(t *testing.T, b *testBundle, pid, gid int64) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	for table, where := range map[string]string{
+		"log_partitions": "id = $1", "log_segments": "partition_id = $1", "log_txns": "partition_id = $1",
+		"timers": "partition_id = $1", "dropped_partitions": "partition_id = $1",
+		"consumer_groups": "id = $2", "consumer_cursors": "group_id = $2", "consumer_marks": "group_id = $2",
+	} {
+		var n int
+		if err := b.store.Pool().QueryRow(context.Background(),
+			"SELECT count(*) FROM queen."+table+" WHERE "+where+" AND $1::bigint IS NOT NULL AND $2::bigint IS NOT NULL", pid, gid).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			out[table] = n
+		}
+	}
+	return out
+}
+
+func (b *testBundle) schedule(t *testing.T, txnID string) {
+	t.Helper()
+	if _, err := b.store.ScheduleTimer(context.Background(), b.part.ID, txnID, []byte(`{}`), time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A purge deletes the stored messages and the consumers' state about
+// them (leases, marks; cursors past them) and cancels pending timers,
+// but keeps the transactionIds: a retry within the window answers
+// duplicate, and a new message takes the next offset.
+func TestPurgeDeletesMessagesKeepsTransactionIds(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := setupConsumer(t, 3)
+	c.push(t, -1, "t3", "t4")
+	c.schedule(t, "later")
+	r := c.pop(t, c.group, 3)
+	c.ack(t, r.LeaseID, doneAt(1))
+	txns := c.count(t, "log_txns")
+
+	p, err := c.store.PurgeQueue(ctx, c.queue, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := model.QueuePurged{Partitions: 1, Messages: 5, Bytes: p.Bytes, Groups: 1, LeasesEnded: 1, Unconsumed: 4, Timers: 1}
+	if p != want || p.Bytes == 0 {
+		t.Fatalf("purge answered %+v; want %+v with bytes", p, want)
+	}
+	if s, x, tm := c.count(t, "log_segments"), c.count(t, "log_txns"), c.count(t, "timers"); s != 0 || x != txns || tm != 0 {
+		t.Fatalf("after the purge: %d segments, %d log_txns rows (want %d), %d timers", s, x, txns, tm)
+	}
+	// The group's position is past the purged messages: nothing to settle.
+	if got := c.ack(t, r.LeaseID, doneAt(0)); results(got)[0] != model.AckAlready {
+		t.Fatalf("an ack of a purged message answered %v; want %s", results(got), model.AckAlready)
+	}
+	wantOutcomes(t, c.push(t, -1, "t1", "t5"), model.Outcome{Offset: 1, Duplicate: true}, model.Outcome{Offset: 5})
+	if got := offsetsOf(c.pop(t, c.group, 10)); len(got) != 1 || got[0] != 5 {
+		t.Fatalf("the group popped offsets %v after the purge; want [5], the message pushed since", got)
+	}
+	parts, err := c.store.Partitions(ctx, c.part.QueueID)
+	if err != nil || len(parts) != 1 || parts[0].StoredBytes == 0 || parts[0].FirstOffset != 5 {
+		t.Fatalf("partitions after the purge: %+v, %v; want t5's bytes alone, from offset 5", parts, err)
+	}
+}
+
+// Purging one partition leaves the others as they were.
+func TestPurgeOnePartition(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	b.push(t, -1, "a0", "a1")
+	other, err := b.store.EnsurePartition(ctx, b.queue, "other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.store.Push(ctx, []model.Frame{segment(other.ID, -1, "b0")}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := b.store.PurgeQueue(ctx, b.queue, "other")
+	if err != nil || p.Partitions != 1 || p.Messages != 1 {
+		t.Fatalf("purge of partition other answered %+v, %v; want 1 partition, 1 message", p, err)
+	}
+	if n := b.count(t, "log_segments"); n != 1 {
+		t.Fatalf("partition Default has %d segments after purging other; want its 1", n)
+	}
+}
+
+// Deleting a queue removes every row of it and answers what it removed;
+// the name then makes a new queue with nothing of the old one: the same
+// transactionIds are queued again, from offset 0.
+func TestDeleteQueueRemovesEverythingAndTheNameStartsAfresh(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := setupConsumer(t, 3)
+	c.schedule(t, "later")
+	r := c.pop(t, c.group, 3)
+	c.ack(t, r.LeaseID, doneAt(1))
+
+	d, err := c.store.DeleteQueue(ctx, c.queue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.QueueID != c.part.QueueID || len(d.PartitionIDs) != 1 || d.PartitionIDs[0] != c.part.ID || d.Messages != 3 ||
+		d.Bytes == 0 || d.Groups != 1 || d.LeasesEnded != 1 || d.Timers != 1 {
+		t.Fatalf("delete answered %+v; want queue %d, partition %d, 3 messages with bytes, 1 group, 1 lease, 1 timer",
+			d, c.part.QueueID, c.part.ID)
+	}
+	if left := rowsOf(t, c.testBundle, c.part.ID, c.group.ID); len(left) > 0 {
+		t.Fatalf("left of the deleted queue: %v", left)
+	}
+	if _, err := c.store.QueueConfig(ctx, c.queue); !errors.Is(err, model.ErrQueueNotFound) {
+		t.Fatalf("the deleted queue's configuration: %v; want ErrQueueNotFound", err)
+	}
+	if _, err := c.store.Push(ctx, []model.Frame{segment(c.part.ID, -1, "t0")}); !errors.Is(err, model.ErrPartitionNotFound) {
+		t.Fatalf("a push to the deleted partition's id: %v; want ErrPartitionNotFound", err)
+	}
+	if _, err := c.store.FindGroup(ctx, c.queue, "g"); !errors.Is(err, model.ErrGroupNotFound) && !errors.Is(err, model.ErrQueueNotFound) {
+		t.Fatalf("the deleted queue's group: %v; want not found", err)
+	}
+
+	fresh := &testBundle{store: c.store, queue: c.queue}
+	if fresh.part, err = c.store.EnsurePartition(ctx, c.queue, "Default"); err != nil {
+		t.Fatal(err)
+	}
+	if fresh.part.ID == c.part.ID || fresh.part.QueueID == c.part.QueueID {
+		t.Fatalf("the queue made afresh has ids %+v; want new ones", fresh.part)
+	}
+	wantOutcomes(t, fresh.push(t, -1, "t0", "t1"), model.Outcome{Offset: 0}, model.Outcome{Offset: 1})
+}
+
+func TestDeleteAndPurgeOfWhatDoesNotExist(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	b.push(t, -1, "a0")
+	if _, err := b.store.DeleteQueue(ctx, b.queue+"-missing"); !errors.Is(err, model.ErrQueueNotFound) {
+		t.Fatalf("delete of a missing queue: %v; want ErrQueueNotFound", err)
+	}
+	if _, err := b.store.PurgeQueue(ctx, b.queue+"-missing", ""); !errors.Is(err, model.ErrQueueNotFound) {
+		t.Fatalf("purge of a missing queue: %v; want ErrQueueNotFound", err)
+	}
+	if _, err := b.store.PurgeQueue(ctx, b.queue, "missing"); !errors.Is(err, model.ErrNotFound) {
+		t.Fatalf("purge of a missing partition: %v; want ErrNotFound", err)
+	}
+	if n := b.count(t, "log_segments"); n != 1 {
+		t.Fatalf("%d segments after refused requests; want 1", n)
+	}
+}
+
+// A delete whose gateway stopped before deleting the queue's frames
+// leaves them listed; a retention pass deletes them once the delete is
+// old enough to be abandoned.
+func TestRetentionFinishesAnAbandonedDelete(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupIn(t, pgtest.NewDB(t))
+	b.push(t, -1, "a0", "a1")
+	if _, err := b.store.Pool().Exec(ctx, "SELECT * FROM queen.queue_delete($1)", b.queue); err != nil {
+		t.Fatal(err)
+	}
+	if s := b.count(t, "log_segments"); s != 1 {
+		t.Fatalf("%d segments before the drop; want 1", s)
+	}
+	if _, err := b.store.Retain(ctx, retainOpts(0)); err != nil {
+		t.Fatal(err)
+	}
+	if s := b.count(t, "log_segments"); s != 1 {
+		t.Fatalf("a pass deleted the frames of a delete still running: %d segments left; want 1", s)
+	}
+	if _, err := b.store.Pool().Exec(ctx, "UPDATE queen.dropped_partitions SET dropped_at = now() - interval '1 hour'"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.store.Retain(ctx, retainOpts(0)); err != nil {
+		t.Fatal(err)
+	}
+	if left := rowsOf(t, b, b.part.ID, 0); len(left) > 0 {
+		t.Fatalf("left after the pass: %v", left)
+	}
+}
