@@ -1,0 +1,42 @@
+package ingest_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/queengate/queengate/ingest"
+)
+
+// A push to a queue deleted since the ingester resolved its partition is
+// refused by the store (the partition is gone) before anything is
+// written: the ingester resolves the name again, to the queue made
+// afresh, and the same transactionIds are queued there, not answered
+// duplicate. The bundle's other queue is not failed for it.
+func TestPushAfterItsQueueWasDeletedGoesToTheQueueMadeAfresh(t *testing.T) {
+	t.Parallel()
+	b := setup(t, ingest.Config{Shards: 1, FlushSize: 2, Linger: time.Hour})
+	first := wait(t, b.submit(t, "p", "a", "b"))
+	if s := statuses(first); s != "queued,queued" {
+		t.Fatalf("before the delete: %s", s)
+	}
+	if _, err := b.store.DeleteQueue(context.Background(), b.queue); err != nil {
+		t.Fatal(err)
+	}
+
+	other := make(chan []ingest.Result, 1)
+	if err := b.ing.Submit(&ingest.Request{Queue: b.queue + "-other", Partition: "p",
+		Messages: []ingest.Message{{TxnID: "x", Data: []byte(`{}`)}}, Done: func(r []ingest.Result) { other <- r }}); err != nil {
+		t.Fatal(err)
+	}
+	again := wait(t, b.submit(t, "p", "a", "c")) // fills the buffer: one bundle with the other queue
+	if s := statuses(again); s != "queued,queued" || again[0].Offset != 0 || again[0].PartitionID == first[0].PartitionID {
+		t.Fatalf("after the delete: %s %+v; want both queued from offset 0 of a new partition (was %d)", s, again, first[0].PartitionID)
+	}
+	if s := statuses(wait(t, other)); s != "queued" {
+		t.Fatalf("the other queue's message in the same bundle: %s; want queued", s)
+	}
+	if n := b.store.pushes.Load(); n != 3 {
+		t.Fatalf("%d pushes; want 3 (the first, the refused bundle, its retry)", n)
+	}
+}
