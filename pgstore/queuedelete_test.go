@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queengate/queengate/internal/checkfor"
 	"github.com/queengate/queengate/internal/pgtest"
 	"github.com/queengate/queengate/model"
 )
@@ -190,5 +191,51 @@ func TestRetentionFinishesAnAbandonedDelete(t *testing.T) {
 	}
 	if left := rowsOf(t, b, b.part.ID, 0); len(left) > 0 {
 		t.Fatalf("left after the pass: %v", left)
+	}
+}
+
+// waitingOnLock waits until a statement of the database is waiting for a
+// row lock held by another transaction.
+func waitingOnLock(t *testing.T, b *testBundle, like string) {
+	t.Helper()
+	checkfor.Check(t, 30*time.Second, checkfor.Cond("a statement waiting for a lock", func() bool {
+		var n int
+		err := b.store.Pool().QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
+			WHERE wait_event_type = 'Lock' AND query LIKE $1`, like).Scan(&n)
+		return err == nil && n > 0
+	}))
+}
+
+// A partition created while its queue is being deleted waits for the
+// delete, then makes the queue afresh: the push that needed it goes to
+// the new queue instead of failing.
+func TestAPartitionMadeDuringItsQueuesDeleteMakesTheQueueAfresh(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	tx, err := b.store.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, "SELECT * FROM queen.queue_delete($1)", b.queue); err != nil {
+		t.Fatal(err)
+	}
+	type ensured struct {
+		parts []model.Partition
+		err   error
+	}
+	got := make(chan ensured, 1)
+	go func() {
+		parts, _, err := b.store.EnsurePartitions(ctx, []string{b.queue}, []string{"made-meanwhile"})
+		got <- ensured{parts, err}
+	}()
+	waitingOnLock(t, b, "%ensure_partitions%")
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e := <-got
+	if e.err != nil || len(e.parts) != 1 || e.parts[0].ID == 0 || e.parts[0].QueueID == b.part.QueueID {
+		t.Fatalf("ensure during the delete: %+v, %v; want a partition of a new queue (the old was %d)", e.parts, e.err, b.part.QueueID)
 	}
 }

@@ -66,6 +66,15 @@ BEGIN
      WHERE q.name IN (SELECT p_queues[i] FROM unnest(v_missing) AS i)
      ORDER BY q.id
        FOR KEY SHARE;
+    -- A queue deleted while this waited for its row (queue_delete holds
+    -- it FOR UPDATE) is made afresh: the pushes resolving it land in the
+    -- new queue. The row inserted is this transaction's until it commits.
+    INSERT INTO queen.queues (name)
+    SELECT DISTINCT p_queues[i] FROM unnest(v_missing) AS i
+     WHERE p_queues[i] ~ '^[A-Za-z0-9_-]{1,128}$'
+       AND NOT EXISTS (SELECT 1 FROM queen.queues q WHERE q.name = p_queues[i])
+     ORDER BY 1
+    ON CONFLICT (name) DO NOTHING;
     WITH ins AS (
         INSERT INTO queen.log_partitions AS lp (queue_id, name)
         SELECT DISTINCT q.id, p_partitions[i]
