@@ -283,4 +283,6 @@ func TestPushesRacingADeleteLandBeforeOrAfter(t *testing.T) {
 	}
 }
 
-func errorsIsNotFound(err error) bool { return err != nil && strings.Contains(err.Error(), model.ErrNotFound.Error()) }
+func errorsIsNotFound(err error) bool {
+	return err != nil && strings.Contains(err.Error(), model.ErrNotFound.Error())
+}
