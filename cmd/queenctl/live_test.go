@@ -213,6 +213,7 @@ func TestLive(t *testing.T) {
 			testReadBack(t, tr)
 			testConsume(t, tr)
 			testDeleteGroup(t, tr)
+			testPurgeAndDeleteQueue(t, tr)
 			testExactDataAndEscapes(t, tr, g.natsURL)
 			testPrintedBeforeAcknowledged(t, tr, g.natsURL)
 			testStatus(t, tr)

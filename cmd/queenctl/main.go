@@ -159,6 +159,10 @@ Commands:
   delete group QUEUE GROUP [--yes]
                                 delete a consumer group, releasing what it held;
                                 asks for confirmation unless --yes
+  delete queue QUEUE [--yes]    delete a queue with everything of it; asks first
+  purge queue QUEUE [--partition P] [--yes]
+                                delete a queue's messages and timers, keeping its
+                                transactionIds and groups; asks first
   get message ID | QUEUE PARTITION TRANSACTION_ID
                                 one stored message
   read QUEUE PARTITION [--from N] [--follow]
