@@ -239,3 +239,31 @@ func TestAPartitionMadeDuringItsQueuesDeleteMakesTheQueueAfresh(t *testing.T) {
 		t.Fatalf("ensure during the delete: %+v, %v; want a partition of a new queue (the old was %d)", e.parts, e.err, b.part.QueueID)
 	}
 }
+
+// Timers of a deleted queue never fire, even when they are due: a fire
+// after the delete finds none, and the queue made afresh by its name gets
+// nothing from them.
+func TestTimersOfADeletedQueueNeverFire(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupIn(t, pgtest.NewDB(t)) // a fire takes every due timer of the database
+	b.schedule(t, "due-1")
+	b.schedule(t, "due-2")
+	if _, err := b.store.Pool().Exec(ctx, "UPDATE queen.timers SET fire_at = now() - interval '1 minute'"); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := b.store.DeleteQueue(ctx, b.queue); err != nil || d.Timers != 2 {
+		t.Fatalf("delete: %+v, %v; want 2 timers", d, err)
+	}
+	fired, err := b.store.FireDue(ctx, 100, nil)
+	if err != nil || len(fired) != 0 {
+		t.Fatalf("a fire after the delete: %+v, %v; want none", fired, err)
+	}
+	fresh, err := b.store.EnsurePartition(ctx, b.queue, "Default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err := b.store.Partitions(ctx, fresh.QueueID); err != nil || len(p) != 1 || p[0].LastOffset != -1 {
+		t.Fatalf("the queue made afresh: %+v, %v; want one empty partition", p, err)
+	}
+}
