@@ -54,21 +54,10 @@ func setupPurge(fs *flag.FlagSet) runFunc {
 				return err
 			}
 		}
-		c, err := s.admin(ctx)
-		if err != nil {
-			return err
-		}
-		var ans queengate.QueuePurgeAnswer
-		if err := askInto(ctx, c, opPurgeQueue(queue, *partition), &ans); err != nil {
-			return err
-		}
-		if s.g.output == "json" {
-			b, _ := json.Marshal(ans)
-			return printJSON(s.stdout, b)
-		}
-		_, err = fmt.Fprintf(s.stdout, "purged queue %s (%s): %d partitions, %d messages (%d bytes), %d timers; %d groups moved past them, %d messages they had not consumed, %d leases ended\n",
-			ans.Queue, what, ans.Partitions, ans.Messages, ans.Bytes, ans.Timers, ans.Groups, ans.Unconsumed, ans.LeasesEnded)
-		return err
+		return askAndPrint(ctx, s, opPurgeQueue(queue, *partition), func(ans queengate.QueuePurgeAnswer) string {
+			return fmt.Sprintf("purged queue %s (%s): %d partitions, %d messages (%d bytes), %d timers; %d groups moved past them, %d messages they had not consumed, %d leases ended",
+				ans.Queue, what, ans.Partitions, ans.Messages, ans.Bytes, ans.Timers, ans.Groups, ans.Unconsumed, ans.LeasesEnded)
+		})
 	}
 }
 
@@ -83,24 +72,32 @@ func deleteQueue(ctx context.Context, s *session, queue string, yes bool) error 
 			return err
 		}
 	}
+	return askAndPrint(ctx, s, opDeleteQueue(queue), func(ans queengate.QueueDeleteAnswer) string {
+		dlq := "no dead-letter queue"
+		if ans.DeadLetterQueue != "" {
+			dlq = fmt.Sprintf("dead-letter queue %s with %d dead letters", ans.DeadLetterQueue, ans.DeadLetters)
+		}
+		return fmt.Sprintf("deleted queue %s: %d partitions, %d messages (%d bytes), %d groups (%d leases ended), %d timers, %s",
+			ans.Queue, ans.Partitions, ans.Messages, ans.Bytes, ans.Groups, ans.LeasesEnded, ans.Timers, dlq)
+	})
+}
+
+// askAndPrint sends op and prints its answer: as the gateway's JSON with
+// -o json, else as the line line makes of it.
+func askAndPrint[T any](ctx context.Context, s *session, op operation, line func(T) string) error {
 	c, err := s.admin(ctx)
 	if err != nil {
 		return err
 	}
-	var ans queengate.QueueDeleteAnswer
-	if err := askInto(ctx, c, opDeleteQueue(queue), &ans); err != nil {
+	var ans T
+	if err := askInto(ctx, c, op, &ans); err != nil {
 		return err
 	}
 	if s.g.output == "json" {
 		b, _ := json.Marshal(ans)
 		return printJSON(s.stdout, b)
 	}
-	dlq := "no dead-letter queue"
-	if ans.DeadLetterQueue != "" {
-		dlq = fmt.Sprintf("dead-letter queue %s with %d dead letters", ans.DeadLetterQueue, ans.DeadLetters)
-	}
-	_, err = fmt.Fprintf(s.stdout, "deleted queue %s: %d partitions, %d messages (%d bytes), %d groups (%d leases ended), %d timers, %s\n",
-		ans.Queue, ans.Partitions, ans.Messages, ans.Bytes, ans.Groups, ans.LeasesEnded, ans.Timers, dlq)
+	_, err = fmt.Fprintln(s.stdout, line(ans))
 	return err
 }
 
