@@ -9,6 +9,7 @@ import (
 	"github.com/queengate/queengate/internal/checkfor"
 	"github.com/queengate/queengate/internal/pgtest"
 	"github.com/queengate/queengate/model"
+	"github.com/queengate/queengate/pgstore"
 )
 
 // rowsOf counts what is left of partition pid and group gid in every
@@ -265,5 +266,55 @@ func TestTimersOfADeletedQueueNeverFire(t *testing.T) {
 	}
 	if p, err := b.store.Partitions(ctx, fresh.QueueID); err != nil || len(p) != 1 || p[0].LastOffset != -1 {
 		t.Fatalf("the queue made afresh: %+v, %v; want one empty partition", p, err)
+	}
+}
+
+// frames writes n one-message frames to b's partition straight in SQL
+// (faster than n pushes), as pushes would have: offsets 0..n-1.
+func (b *testBundle) frames(t *testing.T, n int) {
+	t.Helper()
+	ctx := context.Background()
+	for _, q := range []string{
+		`INSERT INTO queen.log_segments (partition_id, base_offset, end_offset, created_at, txn_ids, data, data_bytes)
+		 SELECT $1, g, g, now(), ARRAY['f' || g], ARRAY['{}'::json], 2 FROM generate_series(0, $2 - 1) AS g`,
+		`INSERT INTO queen.log_txns (partition_id, base_offset, end_offset, created_at, hashes)
+		 SELECT $1, g, g, now(), ARRAY[gen_random_uuid()] FROM generate_series(0, $2 - 1) AS g`,
+		`UPDATE queen.log_partitions SET last_offset = $2 - 1, stored_bytes = 2 * $2 WHERE id = $1`,
+	} {
+		if _, err := b.store.Pool().Exec(ctx, q, b.part.ID, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A purge and a delete of more frames than one step deletes take several
+// steps, and answer for all of them.
+func TestPurgeAndDeleteOfMoreFramesThanOneStep(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	b.frames(t, pgstore.DropStep+5)
+	p, err := b.store.PurgeQueue(ctx, b.queue, "")
+	if err != nil || p.Messages != int64(pgstore.DropStep+5) || p.Bytes != int64(2*(pgstore.DropStep+5)) {
+		t.Fatalf("purge: %+v, %v; want %d messages", p, err, pgstore.DropStep+5)
+	}
+	if s := b.count(t, "log_segments"); s != 0 {
+		t.Fatalf("%d segments left by the purge", s)
+	}
+	d, err := b.store.DeleteQueue(ctx, b.queue)
+	if err != nil || d.Messages != 0 {
+		t.Fatalf("delete: %+v, %v; want nothing stored", d, err)
+	}
+	if left := rowsOf(t, b, b.part.ID, 0); len(left) > 0 {
+		t.Fatalf("left of the deleted queue: %v (its log_txns rows are more than one step)", left)
+	}
+
+	b = setup(t)
+	b.frames(t, pgstore.DropStep+5)
+	if d, err := b.store.DeleteQueue(ctx, b.queue); err != nil || d.Messages != int64(pgstore.DropStep+5) {
+		t.Fatalf("delete: %+v, %v; want %d messages", d, err, pgstore.DropStep+5)
+	}
+	if left := rowsOf(t, b, b.part.ID, 0); len(left) > 0 {
+		t.Fatalf("left of the deleted queue: %v", left)
 	}
 }
