@@ -218,45 +218,13 @@ func TestPushesRacingADeleteLandBeforeOrAfter(t *testing.T) {
 	defer cancel()
 	e.fill(t, 1, "p0", "p1", "p2")
 
-	var (
-		mu      sync.Mutex
-		answers = map[string]queengate.Answer{}
-		wg      sync.WaitGroup
-		stop    = make(chan struct{})
-	)
-	for w := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				id := fmt.Sprintf("w%d-%d", w, i)
-				got, err := client.Push(ctx, e.queue, fmt.Sprintf("p%d", i%3), queengate.Message{TransactionID: id, Data: []byte(`{}`)})
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				mu.Lock()
-				answers[id] = got[0]
-				mu.Unlock()
-			}
-		}()
-	}
-	checkfor.Check(t, time.Minute, checkfor.Cond("pushes before the delete", func() bool { mu.Lock(); defer mu.Unlock(); return len(answers) > 20 }))
-	d, err := e.store.DeleteQueue(ctx, e.queue)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mu.Lock()
-	before := len(answers)
-	mu.Unlock()
-	checkfor.Check(t, time.Minute, checkfor.Cond("pushes after the delete", func() bool { mu.Lock(); defer mu.Unlock(); return len(answers) > before+20 }))
-	close(stop)
-	wg.Wait()
+	var d model.QueueDeleted
+	answers := pushesDuring(t, ctx, e, client, func() {
+		var err error
+		if d, err = e.store.DeleteQueue(ctx, e.queue); err != nil {
+			t.Fatal(err)
+		}
+	})
 
 	old := map[int64]bool{}
 	for _, id := range d.PartitionIDs {
@@ -280,6 +248,94 @@ func TestPushesRacingADeleteLandBeforeOrAfter(t *testing.T) {
 	}
 	if n := e.storedCount(t); n != landedAfter {
 		t.Errorf("the queue made afresh holds %d messages; %d pushes landed in it", n, landedAfter)
+	}
+}
+
+// pushesDuring pushes to e's queue (partitions p0 to p2, a new
+// transactionId each time) from 4 goroutines while act runs, with pushes
+// answered before and after it, and returns every answer by
+// transactionId.
+func pushesDuring(t *testing.T, ctx context.Context, e *testEnv, client *queengate.Client, act func()) map[string]queengate.Answer {
+	var (
+		mu      sync.Mutex
+		answers = map[string]queengate.Answer{}
+		wg      sync.WaitGroup
+		stop    = make(chan struct{})
+	)
+	answered := func() int { mu.Lock(); defer mu.Unlock(); return len(answers) }
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				id := fmt.Sprintf("w%d-%d", w, i)
+				got, err := client.Push(ctx, e.queue, fmt.Sprintf("p%d", i%3), queengate.Message{TransactionID: id, Data: []byte(`{}`)})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				answers[id] = got[0]
+				mu.Unlock()
+			}
+		}()
+	}
+	checkfor.Check(t, time.Minute, checkfor.Cond("pushes before", func() bool { return answered() > 20 }))
+	act()
+	before := answered()
+	checkfor.Check(t, time.Minute, checkfor.Cond("pushes after", func() bool { return answered() > before+20 }))
+	close(stop)
+	wg.Wait()
+	return answers
+}
+
+// TestPushesRacingAPurgeLandBeforeOrAfter: pushes run while the queue is
+// purged. Each is answered queued; in each partition the messages gone
+// are the ones before a point and those kept the ones after it, and the
+// queue keeps exactly the ones kept.
+func TestPushesRacingAPurgeLandBeforeOrAfter(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.startGateway(gatewayOpts{consume: true})
+	client := e.queenClient(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	answers := pushesDuring(t, ctx, e, client, func() {
+		if _, err := client.PurgeQueue(ctx, e.queue, queengate.QueuePurgeRequest{}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	lowestKept, highestGone := map[int64]int64{}, map[int64]int64{}
+	kept := 0
+	for id, a := range answers {
+		if a.Status != queengate.StatusQueued {
+			t.Fatalf("%s answered %+v; want queued", id, a)
+		}
+		m, _, _, err := e.store.MessageAt(ctx, a.PartitionID, a.Offset)
+		switch {
+		case errorsIsNotFound(err):
+			highestGone[a.PartitionID] = max(highestGone[a.PartitionID], a.Offset)
+		case err != nil || m.TxnID != id:
+			t.Fatalf("%s at %d/%d: %q, %v", id, a.PartitionID, a.Offset, m.TxnID, err)
+		default:
+			kept++
+			if low, ok := lowestKept[a.PartitionID]; !ok || a.Offset < low {
+				lowestKept[a.PartitionID] = a.Offset
+			}
+		}
+	}
+	for pid, gone := range highestGone {
+		if low, ok := lowestKept[pid]; ok && low < gone {
+			t.Errorf("partition %d kept offset %d but lost %d, pushed after it", pid, low, gone)
+		}
+	}
+	if n := e.storedCount(t); n != kept || len(highestGone) == 0 {
+		t.Errorf("the queue holds %d messages; %d pushes were kept, purged in %d partitions", n, kept, len(highestGone))
 	}
 }
 
