@@ -66,6 +66,9 @@ func TestPurgeDeletesMessagesKeepsTransactionIds(t *testing.T) {
 	if s, x, tm := c.count(t, "log_segments"), c.count(t, "log_txns"), c.count(t, "timers"); s != 0 || x != txns || tm != 0 {
 		t.Fatalf("after the purge: %d segments, %d log_txns rows (want %d), %d timers", s, x, txns, tm)
 	}
+	if gps, err := c.store.GroupPartitions(ctx, c.part.QueueID); err != nil || len(gps) != 1 || gps[0].DeletedUnconsumed != 4 {
+		t.Fatalf("the group after the purge: %+v, %v; want 4 deleted unconsumed", gps, err)
+	}
 	// The group's position is past the purged messages: nothing to settle.
 	if got := c.ack(t, r.LeaseID, doneAt(0)); results(got)[0] != model.AckAlready {
 		t.Fatalf("an ack of a purged message answered %v; want %s", results(got), model.AckAlready)
