@@ -53,6 +53,8 @@ type Consumers struct {
 	// publishQueueDeleted announces a deleted queue to every gateway
 	// (queuedelete.go); nil until the endpoints are served.
 	publishQueueDeleted func(queue string, id int64)
+	// forgetIngested drops a deleted queue from the gateway's ingester.
+	forgetIngested func(queue string)
 
 	waits      *waits          // the long polls waiting (longpoll.go)
 	draining   <-chan struct{} // closed when the gateway stops: waiting pops answer at once

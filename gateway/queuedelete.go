@@ -94,8 +94,8 @@ func decodePurge(body []byte) (queengate.QueuePurgeRequest, *queengate.Error) {
 }
 
 // forgetQueue drops the cached ids of queue (id) and of its groups and
-// partitions, and wakes its waiting pops: they pop again and find the
-// queue gone.
+// partitions, here and in the gateway's ingester, and wakes its waiting
+// pops: they pop again and find the queue gone.
 func (c *Consumers) forgetQueue(queue string, id int64) {
 	c.knownGroups.Range(func(key, g any) bool {
 		if strings.HasPrefix(key.(string), queue+"/") {
@@ -111,6 +111,9 @@ func (c *Consumers) forgetQueue(queue string, id int64) {
 		return true
 	})
 	c.waits.committed(queue)
+	if c.forgetIngested != nil {
+		c.forgetIngested(queue)
+	}
 }
 
 // listenQueueDeletes forgets the queues other gateways delete.
@@ -121,6 +124,9 @@ func (c *Consumers) listenQueueDeletes(g *Gateway) error {
 		id, _ := strconv.ParseInt(string(m.Data), 10, 64) // 0 (matching no partition) if unreadable: groups are still forgotten
 		c.forgetQueue(strings.TrimPrefix(m.Subject, deleted), id)
 	})
+	if ing, ok := g.ing.(interface{ ForgetQueue(string) }); ok {
+		c.forgetIngested = ing.ForgetQueue // memos and dedup cache entries of the queue's partitions
+	}
 	c.publishQueueDeleted = func(queue string, id int64) {
 		_ = g.nc.Publish(subjects.QueueDeleted(queue), []byte(strconv.FormatInt(id, 10))) // best effort: the store says too
 	}

@@ -124,7 +124,8 @@ func TestQueuePurgeAndDeleteOverNATSAndHTTP(t *testing.T) {
 
 // TestADeletedQueueIsForgottenByEveryGateway: two gateways have cached
 // the queue's group and partitions, and a pop waits on one of them. The
-// delete, through either, is announced: both forget the group, the
+// delete, through either, is announced: both forget the group and their
+// dedup cache entries, the
 // waiting pop answers that the queue does not exist, the old lease's ack
 // answers 404, and pushes through either gateway (whose ingest memo
 // names the deleted partition) go to the queue made afresh, their same
@@ -133,10 +134,13 @@ func TestADeletedQueueIsForgottenByEveryGateway(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	consumers := []*gateway.Consumers{gateway.NewConsumers(pgtest.Store(t, e.pgURL)), gateway.NewConsumers(pgtest.Store(t, e.pgURL))}
+	var ingesters []*ingest.Ingester
 	for _, c := range consumers {
 		c.SetRevalidate(time.Hour) // the delete wakes the pop, nothing else
-		e.startGateway(gatewayOpts{gateway: gateway.Config{Consumers: c}})
+		_, ing := e.startGateway(gatewayOpts{gateway: gateway.Config{Consumers: c}})
+		ingesters = append(ingesters, ing)
 	}
+	var p1 int64 // the partition's id before the delete
 	client := e.queenClient(t)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
@@ -144,7 +148,14 @@ func TestADeletedQueueIsForgottenByEveryGateway(t *testing.T) {
 	warm := 0
 	checkfor.Check(t, 30*time.Second, func() error {
 		warm++ // through either gateway: both resolve the partition
-		wantStatus(t, e.push(t, e.subject("p1"), msgs(fmt.Sprintf("warm-%d", warm))), "queued")
+		pushed := e.push(t, e.subject("p1"), msgs(fmt.Sprintf("warm-%d", warm)))
+		wantStatus(t, pushed, "queued")
+		p1 = pushed[0].PartitionID
+		for i, ing := range ingesters {
+			if ing.CacheState(p1).State == "absent" {
+				return fmt.Errorf("gateway %d's dedup cache has no entry for the partition", i+1)
+			}
+		}
 		a, err := client.Pop(ctx, e.queue, "p1", queengate.PopRequest{Group: "g", Consumer: "c", Max: 1, LeaseMs: 60000})
 		if err != nil {
 			return err
@@ -181,10 +192,10 @@ func TestADeletedQueueIsForgottenByEveryGateway(t *testing.T) {
 	if err != nil || !ans.Deleted || ans.Partitions != 2 || ans.Groups != 1 || ans.LeasesEnded != 2 {
 		t.Fatalf("delete: %+v, %v; want 2 partitions, 1 group, 2 leases", ans, err)
 	}
-	checkfor.Check(t, 30*time.Second, checkfor.Cond("both gateways forget the queue's group", func() bool {
+	checkfor.Check(t, 30*time.Second, checkfor.Cond("both gateways forget the queue's group and cache entry", func() bool {
 		_, known1 := consumers[0].KnownGroupID(e.queue, "g")
 		_, known2 := consumers[1].KnownGroupID(e.queue, "g")
-		return !known1 && !known2
+		return !known1 && !known2 && ingesters[0].CacheState(p1).State == "absent" && ingesters[1].CacheState(p1).State == "absent"
 	}))
 	if err := <-waited; !isCode(err, 404) || !strings.Contains(err.Error(), e.queue) {
 		t.Fatalf("the waiting pop of the deleted queue answered %v; want 404 naming the queue", err)

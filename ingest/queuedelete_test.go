@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/queengate/queengate/ingest"
+	"github.com/queengate/queengate/internal/checkfor"
 )
 
 // A push to a queue deleted since the ingester resolved its partition is
@@ -38,5 +39,33 @@ func TestPushAfterItsQueueWasDeletedGoesToTheQueueMadeAfresh(t *testing.T) {
 	}
 	if n := b.store.pushes.Load(); n != 3 {
 		t.Fatalf("%d pushes; want 3 (the first, the refused bundle, its retry)", n)
+	}
+}
+
+// A queue's delete announced to the ingester: its memos and cache
+// entries go, and the next push resolves the name at once, with no
+// refused bundle first.
+func TestForgetQueueDropsMemosAndCacheEntries(t *testing.T) {
+	t.Parallel()
+	b := setup(t, ingest.Config{Shards: 2})
+	first := wait(t, b.submit(t, "p", "a", "b"))
+	if s := statuses(first); s != "queued,queued" {
+		t.Fatalf("before the delete: %s", s)
+	}
+	pid := first[0].PartitionID
+	if st := b.ing.CacheState(pid); st.State != "vouching" {
+		t.Fatalf("the partition's cache entry before: %+v", st)
+	}
+	if _, err := b.store.DeleteQueue(context.Background(), b.queue); err != nil {
+		t.Fatal(err)
+	}
+	b.ing.ForgetQueue(b.queue)
+	checkfor.Check(t, 30*time.Second, checkfor.Cond("the entry is forgotten", func() bool { return b.ing.CacheState(pid).State == "absent" }))
+	again := wait(t, b.submit(t, "p", "a"))
+	if s := statuses(again); s != "queued" || again[0].PartitionID == pid || again[0].Offset != 0 {
+		t.Fatalf("after the delete: %s %+v; want queued at offset 0 of a new partition", s, again)
+	}
+	if n := b.store.pushes.Load(); n != 2 {
+		t.Fatalf("%d pushes; want 2 (no bundle refused for the deleted partition)", n)
 	}
 }
