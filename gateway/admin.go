@@ -246,11 +246,13 @@ func (a *Admin) Mount(o *Ops) {
 
 // MountGroups serves GET /queues/<queue>/groups: the consumer groups
 // answer of <prefix>.consume.groups.<queue>, paged the same way, its
-// body's fields taken from the parameters; and DELETE
+// body's fields taken from the parameters; DELETE
 // /queues/<queue>/groups/<group>, as <prefix>.consume.delete.<queue>.<group>;
 // PUT /queues/<queue>/groups/<group> (a create, as
-// <prefix>.consume.create.<queue>.<group>) and POST
-// /queues/<queue>/groups/<group>/seek (as <prefix>.consume.seek.<queue>.<group>). Call it after Mount (the
+// <prefix>.consume.create.<queue>.<group>); POST
+// /queues/<queue>/groups/<group>/seek (as <prefix>.consume.seek.<queue>.<group>);
+// DELETE /queues/<queue> and POST /queues/<queue>/purge, as
+// <prefix>.queues.delete.<queue> and <prefix>.queues.purge.<queue>. Call it after Mount (the
 // route is guarded by the same token) and before Start.
 func (a *Admin) MountGroups(c *Consumers) {
 	if c.maxPayload == nil {
@@ -289,6 +291,18 @@ func (a *Admin) MountGroups(c *Consumers) {
 			return nil, werr
 		}
 		return c.seekGroup(r.Context(), r.PathValue("queue"), r.PathValue("group"), body)
+	}))
+	a.mux.HandleFunc("DELETE /queues/{queue}", a.opsHandler(a.ops, func(r *http.Request, body []byte) (any, *queengate.Error) {
+		if werr := noParameters(r); werr != nil {
+			return nil, werr
+		}
+		return c.deleteQueue(r.Context(), r.PathValue("queue"), body)
+	}))
+	a.mux.HandleFunc("POST /queues/{queue}/purge", a.opsHandler(a.ops, func(r *http.Request, body []byte) (any, *queengate.Error) {
+		if werr := noParameters(r); werr != nil {
+			return nil, werr
+		}
+		return c.purgeQueue(r.Context(), r.PathValue("queue"), body)
 	}))
 }
 

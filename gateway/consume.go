@@ -37,6 +37,8 @@ type ConsumeStore interface {
 	CreateGroup(ctx context.Context, queue, name string, start model.GroupStart) (model.GroupCreated, error)
 	SeekGroup(ctx context.Context, queue, name string, seek model.Seek) (model.Group, []model.GroupMove, error)
 	GroupActivity(ctx context.Context, queueID int64) ([]model.GroupActivity, error)
+	DeleteQueue(ctx context.Context, queue string) (model.QueueDeleted, error)
+	PurgeQueue(ctx context.Context, queue, partition string) (model.QueuePurged, error)
 }
 
 // Consumers serves consumer groups (docs/protocol.md, "Consuming"): pops
@@ -55,6 +57,11 @@ type Consumers struct {
 	// publishDeleted announces a deleted group to every gateway
 	// (groupdelete.go); nil until the endpoints are served.
 	publishDeleted func(queue, group string)
+	// publishQueueDeleted announces a deleted queue to every gateway
+	// (queuedelete.go); nil until the endpoints are served.
+	publishQueueDeleted func(queue string, id int64)
+	// forgetIngested drops a deleted queue from the gateway's ingester.
+	forgetIngested func(queue string)
 
 	waits      *waits          // the long polls waiting (longpoll.go)
 	draining   <-chan struct{} // closed when the gateway stops: waiting pops answer at once
@@ -62,9 +69,10 @@ type Consumers struct {
 	checks     atomic.Int64    // looks for run-out leases so far
 
 	// Once found, ids are remembered, saving a round trip to PostgreSQL
-	// per request. Partitions are never deleted; a deleted group's id is
-	// forgotten when its delete is announced or the store finds it gone
-	// (groupdelete.go).
+	// per request. A deleted group's id is forgotten when its delete is
+	// announced or the store finds it gone (groupdelete.go); a deleted
+	// queue's groups and partitions when its delete is announced
+	// (queuedelete.go).
 	knownGroups     sync.Map // queue + "/" + group -> model.Group
 	knownPartitions sync.Map // queue id + "/" + partition -> int64
 }
@@ -148,6 +156,12 @@ func (c *Consumers) addEndpoints(g *Gateway) error {
 			queue, group := lastTwoTokens(req.Subject)
 			return c.seekGroup(ctx, queue, group, req.Data)
 		}},
+		{name: "queues-delete", verb: g.cfg.Prefix + ".queues.delete", names: []string{"<queue>"}, operator: true, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
+			return c.deleteQueue(ctx, req.Subject[strings.LastIndexByte(req.Subject, '.')+1:], req.Data)
+		}},
+		{name: "queues-purge", verb: g.cfg.Prefix + ".queues.purge", names: []string{"<queue>"}, operator: true, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
+			return c.purgeQueue(ctx, req.Subject[strings.LastIndexByte(req.Subject, '.')+1:], req.Data)
+		}},
 	})
 	if err != nil {
 		return err
@@ -157,6 +171,9 @@ func (c *Consumers) addEndpoints(g *Gateway) error {
 		return err
 	}
 	if err = c.listenDeletes(g); err != nil {
+		return err
+	}
+	if err = c.listenQueueDeletes(g); err != nil {
 		return err
 	}
 	c.publish = g.PublishCommitted

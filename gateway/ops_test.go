@@ -314,7 +314,7 @@ func TestConfigureBadInputIsA400AndChangesNothing(t *testing.T) {
 	for _, c := range []struct {
 		method, path string
 		code         int
-	}{{"GET", "/configure", 405}, {"DELETE", "/queues/" + q, 405}, {"POST", "/status", 405}, {"GET", "/queues/", 404}} {
+	}{{"GET", "/configure", 405}, {"PUT", "/queues/" + q, 405}, {"POST", "/status", 405}, {"GET", "/queues/", 404}} {
 		status, body := g.viaHTTP(t, c.method, c.path, "", "")
 		var werr wireErr
 		if status != c.code || json.Unmarshal(body, &werr) != nil || werr.Error.Code != c.code {

@@ -44,6 +44,17 @@ func (b *bundle) fly() {
 	defer cancel()
 	s := b.build(ctx)
 	b.push(ctx, s, start)
+	if errors.Is(s.pushErr, model.ErrPartitionNotFound) {
+		// A queue was deleted since its partitions were resolved. The
+		// bundle was refused whole, before it wrote anything: resolve
+		// every name again (a deleted queue's is made afresh, with new
+		// ids) and push once more.
+		for _, p := range b.parts {
+			p.resolvedAt = time.Time{}
+		}
+		s = b.build(ctx)
+		b.push(ctx, s, start)
+	}
 	b.answer(ctx, s)
 }
 

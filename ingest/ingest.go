@@ -339,6 +339,7 @@ func (in *Ingester) Buffered() int {
 type shard struct {
 	in            chan *Request
 	quit          chan struct{}
+	forget        chan string // queues deleted (ForgetQueue)
 	done          chan *bundle
 	buffered      atomic.Int64 // messages accepted and not yet answered
 	bufferedBytes atomic.Int64 // their bytes
@@ -357,6 +358,7 @@ func newShard(in *Ingester, i int) *shard {
 	return &shard{
 		in:      make(chan *Request, min(in.cfg.MaxBuffered, 65536)),
 		quit:    make(chan struct{}),
+		forget:  make(chan string, 64),
 		done:    make(chan *bundle, in.cfg.MaxInflight),
 		ing:     in,
 		parts:   map[string]*partState{},
@@ -403,6 +405,8 @@ func (s *shard) run() {
 			s.timerAt = time.Time{}
 		case now := <-sweep.C:
 			s.sweepIdle(now)
+		case queue := <-s.forget:
+			s.forgetQueue(queue)
 		case <-s.quit:
 			s.drain()
 			return

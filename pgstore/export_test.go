@@ -33,3 +33,6 @@ func (s *Store) SetSettleTimeout(d time.Duration) { s.settleTimeout = d }
 
 // DefaultMaxData is the data limit of a store not given one.
 const DefaultMaxData = defaultMaxData
+
+// DropStep is how many frames one step of a delete or a purge deletes.
+const DropStep = dropStep

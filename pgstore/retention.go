@@ -12,10 +12,15 @@ import (
 // rises past them; segments older than a queue's retentionSeconds go.
 // Several gateways may run it at once: partitions are locked in ascending
 // id order with SKIP LOCKED, so it never waits for a push or for another
-// pass, and a skipped partition is visited by the next pass. Groups idle
-// past their queue's groupIdleSeconds hold nothing; the pass lists them.
+// pass, and a skipped partition is visited by the next pass. A pass first
+// deletes the frames of deleted queues whose delete stopped midway
+// (DeleteQueue). Groups idle past their queue's groupIdleSeconds hold
+// nothing; the pass lists them.
 func (s *Store) Retain(ctx context.Context, o model.RetainOptions) (model.RetainStats, error) {
 	var total model.RetainStats
+	if _, err := s.drop(ctx, nil, abandonedDrop); err != nil {
+		return total, fmt.Errorf("pgstore: retention: frames of deleted queues: %w", err)
+	}
 	idle, err := s.IdleGroups(ctx)
 	if err != nil {
 		return total, err

@@ -20,6 +20,7 @@ func init() {
 
 const deleteUsage = `Usage:
   queenctl delete group QUEUE GROUP [--yes]
+  queenctl delete queue QUEUE [--yes]
 
 Deletes a consumer group of a queue: its position on every partition, its
 leases (their consumers' acks then answer 404) and what it holds back from
@@ -28,16 +29,25 @@ had a position on, the messages it had not consumed, the leases it ended.
 A pop naming the group afterwards makes it afresh, from each partition's
 earliest message: stop the group's consumers first.
 
-queenctl asks for confirmation on its standard input (type the group's
-name) unless --yes is given.
+delete queue deletes a queue with everything of it: its messages and
+transactionIds, configuration, partitions, consumer groups, pending
+timers and dead-letter queue. It prints what it removed. A push naming
+the queue afterwards makes a new queue that remembers nothing of the old
+one (the same transactionIds are queued again).
+
+queenctl asks for confirmation on its standard input (type the group's,
+or the queue's, name) unless --yes is given.
 
 `
 
 func setupDelete(fs *flag.FlagSet) runFunc {
 	yes := fs.Bool("yes", false, "delete without asking for confirmation")
 	return func(ctx context.Context, s *session, args []string) error {
+		if len(args) == 2 && args[0] == "queue" {
+			return deleteQueue(ctx, s, args[1], *yes)
+		}
 		if len(args) != 3 || args[0] != "group" {
-			return usagef("delete: use queenctl delete group QUEUE GROUP [--yes]")
+			return usagef("delete: use queenctl delete group QUEUE GROUP [--yes], or queenctl delete queue QUEUE [--yes]")
 		}
 		queue, group := args[1], args[2]
 		if err := checkName("queue", queue); err != nil {

@@ -164,6 +164,10 @@ Commands:
   seek group QUEUE GROUP (--offset N | --at TIME) [--partition P] [--yes]
                                 move a consumer group back or forward; asks for
                                 confirmation unless --yes
+  delete queue QUEUE [--yes]    delete a queue with everything of it; asks first
+  purge queue QUEUE [--partition P] [--yes]
+                                delete a queue's messages and timers, keeping its
+                                transactionIds and groups; asks first
   get message ID | QUEUE PARTITION TRANSACTION_ID
                                 one stored message
   read QUEUE PARTITION [--from N] [--follow]

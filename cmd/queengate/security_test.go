@@ -106,15 +106,16 @@ func TestSecurityDocBlock(t *testing.T) {
 			"queen.consume.pop."+q, "queen.consume.pop."+q+".p", "queen.consume.ack."+q+".p",
 			"queen.consume.renew."+q+".p", "queen.consume.release."+q+".p", "queen.consume.groups."+q,
 			"queen.read."+q+".p", "queen.explain."+q+".p", "queen.queues.get."+q,
-			"queen.dlq.list."+q, "queen.dlq.redrive."+q)
+			"queen.dlq.list."+q, "queen.dlq.redrive."+q, "queen.queues.delete."+q, "queen.queues.purge."+q)
 	}
 	subjects = append(subjects, "queen.timer.cancel", "queen.configure", "queen.queues.list",
 		"queen.status", "queen.overview", "queen.message.get", "queen.timer.list", "$SRV.PING",
 		// Between gateways: no client may publish these.
-		"queen.committed.orders", "queen.gateways.heartbeat")
+		"queen.committed.orders", "queen.gateways.heartbeat", "queen.queuedeleted.orders")
 	operatorSubjects := map[string]bool{"queen.configure": true, "queen.queues.list": true, "queen.queues.get.orders": true,
 		"queen.queues.get.payments": true, "queen.status": true, "queen.overview": true, "queen.message.get": true, "queen.timer.list": true,
-		"queen.dlq.list.orders": true, "queen.dlq.list.payments": true, "queen.dlq.redrive.orders": true, "queen.dlq.redrive.payments": true}
+		"queen.dlq.list.orders": true, "queen.dlq.list.payments": true, "queen.dlq.redrive.orders": true, "queen.dlq.redrive.payments": true,
+		"queen.queues.delete.orders": true, "queen.queues.delete.payments": true, "queen.queues.purge.orders": true, "queen.queues.purge.payments": true}
 
 	for name, u := range users {
 		if name == "queengate" {

@@ -27,6 +27,7 @@ RETURNS TABLE (idx integer, partition_id bigint, queue_id bigint, dedup_window_s
 LANGUAGE plpgsql AS $$
 DECLARE
     v_missing integer[];
+    v_turn    integer;
     v_created bigint[];
     v_created_q bigint[];
     f_idx     integer[];
@@ -53,19 +54,28 @@ BEGIN
         RETURN;
     END IF;
 
-    INSERT INTO queen.queues (name)
-    SELECT DISTINCT p_queues[i] FROM unnest(v_missing) AS i
-     WHERE p_queues[i] ~ '^[A-Za-z0-9_-]{1,128}$'
-       AND NOT EXISTS (SELECT 1 FROM queen.queues q WHERE q.name = p_queues[i])
-     ORDER BY 1
-    ON CONFLICT (name) DO NOTHING;
-    -- Held until commit: a group made meanwhile (ensure_group, which
-    -- takes the row FOR UPDATE) waits for these partitions, or these
-    -- wait for it and see it below.
-    PERFORM 1 FROM queen.queues q
-     WHERE q.name IN (SELECT p_queues[i] FROM unnest(v_missing) AS i)
-     ORDER BY q.id
-       FOR KEY SHARE;
+    -- A queue deleted while this waited for its row (queue_delete holds
+    -- it FOR UPDATE) is made afresh on a second turn: the pushes resolving
+    -- it land in the new queue. A row this transaction inserts is its own
+    -- until it commits.
+    FOR v_turn IN 1..2 LOOP
+        INSERT INTO queen.queues (name)
+        SELECT DISTINCT p_queues[i] FROM unnest(v_missing) AS i
+         WHERE p_queues[i] ~ '^[A-Za-z0-9_-]{1,128}$'
+           AND NOT EXISTS (SELECT 1 FROM queen.queues q WHERE q.name = p_queues[i])
+         ORDER BY 1
+        ON CONFLICT (name) DO NOTHING;
+        -- Held until commit: a group made meanwhile (ensure_group, which
+        -- takes the row FOR UPDATE) waits for these partitions, or these
+        -- wait for it and see it below.
+        PERFORM 1 FROM queen.queues q
+         WHERE q.name IN (SELECT p_queues[i] FROM unnest(v_missing) AS i)
+         ORDER BY q.id
+           FOR KEY SHARE;
+        EXIT WHEN NOT EXISTS (SELECT 1 FROM unnest(v_missing) AS i
+                               WHERE p_queues[i] ~ '^[A-Za-z0-9_-]{1,128}$'
+                                 AND NOT EXISTS (SELECT 1 FROM queen.queues q WHERE q.name = p_queues[i]));
+    END LOOP;
     WITH ins AS (
         INSERT INTO queen.log_partitions AS lp (queue_id, name)
         SELECT DISTINCT q.id, p_partitions[i]
