@@ -263,3 +263,19 @@ func TestASeekEndsTheDelayItMovesPast(t *testing.T) {
 		t.Fatalf("after a seek to 0: %+v, want offsets 0 and 1 at attempt 1", got)
 	}
 }
+
+// A purge deletes the failure a delay waits for: a message pushed after
+// it is delivered at once.
+func TestAPurgeEndsTheDelaysOfWhatItDeletes(t *testing.T) {
+	t.Parallel()
+	b := setupConsumer(t, 1)
+	r := b.pop(t, b.group, 1)
+	b.ack(t, r.LeaseID, failedFor("t0", time.Hour))
+	if _, err := b.store.PurgeQueue(context.Background(), b.queue, ""); err != nil {
+		t.Fatal(err)
+	}
+	b.push(t, -1, "t1")
+	if got := b.pop(t, b.group, 10); !slices.Equal(offsetsOf(got), []int64{1}) {
+		t.Fatalf("after the purge the group popped %v, want the message pushed since", offsetsOf(got))
+	}
+}

@@ -54,7 +54,9 @@ BEGIN
                delivered_to = greatest(cc.delivered_to, p_upto),
                deleted_unconsumed = cc.deleted_unconsumed + u.unc,
                lease_id = NULL, lease_consumer = NULL, lease_from = NULL, lease_to = NULL, lease_until = NULL,
-               lease_heard = false, lease_delivered_before = NULL
+               lease_heard = false, lease_delivered_before = NULL, lease_counted = false,
+               -- The failures that delays wait for are purged.
+               lease_delay = NULL, delayed_until = NULL
           FROM (SELECT c.group_id,
                        greatest(p_upto - c.next_offset + 1, 0)
                        - (SELECT count(*) FROM queen.consumer_marks m
