@@ -129,15 +129,17 @@ func (m *consumerModel) resolve(id string) int64 {
 // the one it settles. The docs leave one case that the implementation
 // answers otherwise (the first copy at or above the cursor when the group
 // was never handed it: the implementation looks only among what it was
-// handed, then at the original); an item that would name it names its
-// offset instead, as the docs advise for redriven messages.
+// handed, then at the original); an item that would name it names its offset instead, as the
+// docs advise for redriven messages. A transactionId held once resolves
+// to its one offset.
 func (m *consumerModel) resolveTxnIDs(offsets []int64, items []model.AckItem) {
 	for i, it := range items {
 		if it.Offset >= 0 {
 			continue
 		}
 		o := m.resolve(it.TxnID)
-		if o >= m.cursor() && !m.done(o) && m.attempts[o] == 0 && !slices.Contains(m.lease.delivered, o) {
+		copied := slices.Index(m.txn[o+1:], it.TxnID) >= 0 || slices.Index(m.txn, it.TxnID) < int(o)
+		if copied && o >= m.cursor() && !m.done(o) && m.attempts[o] == 0 && !slices.Contains(m.lease.delivered, o) {
 			items[i].Offset, items[i].TxnID = offsets[i], ""
 			continue
 		}
