@@ -19,19 +19,23 @@ import (
 // taken back unconfirmed; and time, in whole hours (clock), with the
 // delays the queue and failures ask for.
 type consumerModel struct {
-	n, maxAttempts int
-	attempts       []int
-	lastError      []string
-	completed      []bool
-	dead           []bool
-	failedIn       map[int64]string // the lease that last failed an offset
-	deadLetters    int
-	dlq            map[int64]bool // offsets with a dead letter, which a seek or a group delete leaves there
-	unconfirmed    int
-	lease          *modelLease
-	delays         modelDelays
-	clock          int // hours moved
-	heldUntil      int // no pop before: the failures' delays
+	n, maxAttempts      int
+	attempts            []int
+	lastError           []string
+	completed           []bool
+	dead                []bool
+	failedIn            map[int64]string // the lease that last failed an offset
+	deadLetters         int
+	dlq                 map[int64]bool // offsets with a dead letter, which a seek or a group delete leaves there
+	letters             []modelLetter  // the dead-letter queue, in the order the dead letters came
+	txn, data           []string       // each offset's transactionId and data: a redrive appends copies
+	pushed              int            // offsets pushed before the history: from it on, copies
+	redrivenDeadLetters int
+	unconfirmed         int
+	lease               *modelLease
+	delays              modelDelays
+	clock               int // hours moved
+	heldUntil           int // no pop before: the failures' delays
 }
 
 // modelDelays are a queue's retry options and whether failures ask for
@@ -117,8 +121,7 @@ func (m *consumerModel) pop(k int) (delivered []int64, attempts []int, deadLette
 	}
 	for _, o := range picked {
 		if m.maxAttempts > 0 && m.attempts[o] >= m.maxAttempts {
-			m.dead[o], m.dlq[o] = true, true
-			m.deadLetters++
+			m.deadLetter(o)
 			deadLettered++
 			continue
 		}
@@ -126,6 +129,20 @@ func (m *consumerModel) pop(k int) (delivered []int64, attempts []int, deadLette
 		delivered, attempts = append(delivered, o), append(attempts, m.attempts[o])
 	}
 	return delivered, attempts, deadLettered
+}
+
+// deadLetter settles offset o by a dead letter: one in the dead-letter
+// queue per message and group name, so a second of o (after a seek or a
+// group delete) adds none.
+func (m *consumerModel) deadLetter(o int64) {
+	if !m.dlq[o] {
+		m.letters = append(m.letters, modelLetter{offset: o})
+	}
+	m.dead[o], m.dlq[o] = true, true
+	m.deadLetters++
+	if o >= int64(m.pushed) {
+		m.redrivenDeadLetters++
+	}
 }
 
 // leaseRanOut ends a lease that ran out: unheard, it is taken back as if
@@ -188,8 +205,7 @@ func (m *consumerModel) settle(offsets []int64, completed []bool, delays []int) 
 			m.failedIn[o] = m.lease.id
 			m.lastError[o] = "e"
 			if m.maxAttempts > 0 && m.attempts[o] >= m.maxAttempts {
-				m.dead[o], m.dlq[o] = true, true
-				m.deadLetters++
+				m.deadLetter(o)
 			} else if wait := cmp.Or(delays[i], m.delays.after(m.attempts[o])); m.clock+wait > m.heldUntil {
 				m.heldUntil = m.clock + wait
 			}
@@ -219,7 +235,7 @@ func TestConsumerGroupAgreesWithItsModel(t *testing.T) {
 	for seed := range uint64(4) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			t.Parallel()
-			runConsumerModel(t, seed, 120, 3, 400, modelDelays{}, false)
+			runConsumerModel(t, seed, 120, 3, 400, modelDelays{}, modelSteps{})
 		})
 	}
 }
@@ -237,7 +253,7 @@ func TestConsumerGroupWithDelaysAgreesWithItsModel(t *testing.T) {
 		}
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			t.Parallel()
-			runConsumerModel(t, seed, 120, 3, 800, delays, false)
+			runConsumerModel(t, seed, 120, 3, 800, delays, modelSteps{})
 		})
 	}
 }
@@ -251,12 +267,19 @@ func TestConsumerGroupWithSeeksAndDeletesAgreesWithItsModel(t *testing.T) {
 	for seed := range uint64(4) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			t.Parallel()
-			runConsumerModel(t, seed, 120, 3, 400, modelDelays{}, true)
+			runConsumerModel(t, seed, 120, 3, 400, modelDelays{}, modelSteps{seeks: true})
 		})
 	}
 }
 
-func runConsumerModel(t *testing.T, seed uint64, n, maxAttempts, steps int, delays modelDelays, seeks bool) {
+// modelSteps are the kinds of step a history has beyond pops, acks,
+// renewals, expiries, releases and undos.
+type modelSteps struct {
+	seeks    bool // seeks and deletes of the group
+	redrives bool // redrives of the dead letters (with seeks and deletes)
+}
+
+func runConsumerModel(t *testing.T, seed uint64, n, maxAttempts, steps int, delays modelDelays, extra modelSteps) {
 	b := setupConsumer(t, n)
 	ctx := context.Background()
 	b.setMaxAttempts(t, maxAttempts)
@@ -268,9 +291,17 @@ func runConsumerModel(t *testing.T, seed uint64, n, maxAttempts, steps int, dela
 		return &ms
 	}
 	b.configure(t, model.OptionsPatch{RetryDelayMs: &(*hours([]int{delays.retry}))[0], RetryBackoffMs: hours(delays.backoff)})
-	m := &consumerModel{n: n, maxAttempts: maxAttempts, attempts: make([]int, n), lastError: make([]string, n),
+	m := &consumerModel{n: n, pushed: n, maxAttempts: maxAttempts, attempts: make([]int, n), lastError: make([]string, n),
 		completed: make([]bool, n), dead: make([]bool, n), failedIn: map[int64]string{}, delays: delays,
 		dlq: map[int64]bool{}}
+	for i := range n {
+		id := fmt.Sprintf("t%d", i)
+		m.txn, m.data = append(m.txn, id), append(m.data, segmentData(i, id))
+	}
+	var other model.Group // a group that consumed what was pushed, to see what redrives bring back
+	if extra.redrives {
+		other = b.consumeAll(t, "other")
+	}
 	rng := rand.New(rand.NewPCG(seed, 99))
 	var stale string // a lease that is no longer the partition's
 	seen := map[string]int{}
@@ -283,8 +314,11 @@ func runConsumerModel(t *testing.T, seed uint64, n, maxAttempts, steps int, dela
 		// The histories without delays or seeks are the ones they were
 		// before either: no clock moves, no seeks.
 		kinds := 12
-		if seeks {
+		if extra.seeks {
 			kinds = 14
+		}
+		if extra.redrives {
+			kinds = 15
 		}
 		switch r := rng.IntN(kinds + clockMoves); {
 		case r < 3:
@@ -300,8 +334,12 @@ func runConsumerModel(t *testing.T, seed uint64, n, maxAttempts, steps int, dela
 			got := b.pop(t, b.group, k)
 			var gotErr, wantErr []string
 			for i, d := range got.Messages {
+				o := wantOff[min(i, len(wantOff)-1)]
 				gotErr = append(gotErr, d.LastError)
-				wantErr = append(wantErr, m.lastError[wantOff[min(i, len(wantOff)-1)]])
+				wantErr = append(wantErr, m.lastError[o])
+				if d.TxnID != m.txn[o] || string(d.Data) != m.data[o] {
+					t.Fatalf("%s: pop delivered %d as %q %s; model %q %s", where, d.Offset, d.TxnID, d.Data, m.txn[o], m.data[o])
+				}
 			}
 			if !slices.Equal(offsetsOf(got), wantOff) || !slices.Equal(attemptsOf(got), wantAtt) || got.DeadLettered != wantDead ||
 				!slices.Equal(gotErr, wantErr) {
@@ -315,13 +353,17 @@ func runConsumerModel(t *testing.T, seed uint64, n, maxAttempts, steps int, dela
 				m.lease = &modelLease{id: got.LeaseID, delivered: wantOff, set: m.clock, delay: m.delays.after(slices.Max(wantAtt))}
 				seen["pop"]++
 			}
-			for _, a := range wantAtt {
+			for i, a := range wantAtt {
 				if a > 1 {
 					seen["redelivery"]++
+				}
+				if wantOff[i] >= int64(n) {
+					seen["redriven message delivered"]++
 				}
 			}
 		case r < 7 && m.lease != nil:
 			offsets, completed, items := randomAck(rng, m)
+			m.resolveTxnIDs(offsets, items)
 			lease := m.lease.id
 			asked := make([]int, len(items))
 			for i := range items {
@@ -359,16 +401,18 @@ func runConsumerModel(t *testing.T, seed uint64, n, maxAttempts, steps int, dela
 			b.renew(t, m.lease.id)
 			m.lease.heard, m.lease.set = true, m.clock
 			seen["renewal"]++
-		case r == 12 && seeks:
+		case r == 12 && extra.seeks:
 			if old := b.seekAgainstModel(t, rng, m, where, seen); old != "" {
 				stale = old
 			}
-		case r == 13 && seeks && rng.IntN(3) == 0:
+		case r == 13 && extra.seeks && rng.IntN(3) == 0:
 			seen["unconfirmed"] += m.unconfirmed // the delete's new group starts at 0
 			if old := b.deleteAgainstModel(t, m, where); old != "" {
 				stale = old
 			}
 			seen["group delete"]++
+		case r >= 14 && r < kinds:
+			b.redriveAgainstModel(t, rng, m, where, seen)
 		case r == kinds:
 			b.elapse(t, b.group, time.Hour)
 			m.tick()
@@ -413,17 +457,29 @@ func runConsumerModel(t *testing.T, seed uint64, n, maxAttempts, steps int, dela
 		t.Fatalf("the dead-letter queue holds %d messages, the model %d", dlq, len(m.dlq))
 	}
 	seen["dead letter"] = m.deadLetters
+	if extra.redrives {
+		seen["dead letter of a redriven message"] = m.redrivenDeadLetters
+	}
 	if gp := b.groupPartition(t); gp.Unconfirmed != int64(m.unconfirmed) {
 		t.Fatalf("unconfirmed %d, the model %d", gp.Unconfirmed, m.unconfirmed)
 	}
 	seen["unconfirmed"] += m.unconfirmed
-	t.Logf("seed %d: %v; cursor at %d of %d", seed, seen, m.cursor(), n)
+	t.Logf("seed %d: %v; cursor at %d of %d", seed, seen, m.cursor(), m.n)
 	kinds := []string{"pop", "redelivery", "expiry", "release", "dead letter", "ack acked", "ack alreadyAcked",
 		"ack notInLease", "answer deadLettered", "renewal", "ack by the shortcut", "expiry heard true", "expiry heard false", "undo true", "undo false", "unconfirmed",
 		"an hour", "held by a failure true", "held by a failure false"}
-	if seeks {
+	if extra.seeks {
 		kinds = []string{"pop", "redelivery", "dead letter", "ack acked", "stale leaseNotHeld", "stale alreadyAcked",
 			"seek back", "seek forward", "seek ending a lease", "group delete"}
+	}
+	if extra.redrives {
+		b.checkOtherGroupAgainstModel(t, other, m, n)
+		kinds = []string{"pop", "dead letter", "ack acked", "stale leaseNotHeld", "stale alreadyAcked", "seek back", "seek forward",
+			"group delete", "redrive", "redrive of some", "redrive moving nothing", "redrive retried moving nothing",
+			"redriven message delivered", "dead letter of a redriven message"}
+		if maxAttempts > 1 {
+			kinds = append(kinds, "redelivery")
+		}
 	}
 	for _, kind := range kinds {
 		// Histories with delays hold back the whole-lease acks the
@@ -459,7 +515,7 @@ func randomAck(rng *rand.Rand, m *consumerModel) ([]int64, []bool, []model.AckIt
 		completed[i] = rng.IntN(4) > 0
 		items[i] = model.AckItem{Offset: o, Completed: completed[i], Error: "e"}
 		if rng.IntN(2) == 0 {
-			items[i] = model.AckItem{Offset: -1, TxnID: fmt.Sprintf("t%d", o), Completed: completed[i], Error: "e"}
+			items[i] = model.AckItem{Offset: -1, TxnID: m.txn[o], Completed: completed[i], Error: "e"}
 		}
 	}
 	return offsets, completed, items
@@ -475,7 +531,7 @@ func wholeLeaseAck(byTxnID bool, m *consumerModel) ([]int64, []bool, []model.Ack
 	for i, o := range offsets {
 		completed[i], items[i] = true, doneAt(o)
 		if byTxnID {
-			items[i] = done(fmt.Sprintf("t%d", o))
+			items[i] = done(m.txn[o])
 		}
 	}
 	return offsets, completed, items

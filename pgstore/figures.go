@@ -14,7 +14,9 @@ import (
 // partitionsSQL), and each group's lag (lastOffset − nextOffset + 1 per
 // partition, as the groups answer) and the part of it a delay holds back
 // (on partitions whose cursor waits for a failure's delay). It locks
-// nothing.
+// nothing. A dead-letter queue's redrive group ($1) leaves out of its lag
+// the dead letters a redrive moved beyond its cursor (a redrive by
+// filter moves them out of order): its lag is what is left to redrive.
 const queueFiguresSQL = `
 SELECT q.name, coalesce(pp.n, 0), coalesce(pp.ids, '{}'), coalesce(pp.stored, 0),
        coalesce(gg.names, '{}'), coalesce(gg.lags, '{}'), coalesce(gg.delays, '{}')
@@ -29,7 +31,10 @@ SELECT q.name, coalesce(pp.n, 0), coalesce(pp.ids, '{}'), coalesce(pp.stored, 0)
   LEFT JOIN LATERAL (
         SELECT array_agg(x.name ORDER BY x.name) AS names, array_agg(x.lag ORDER BY x.name) AS lags,
                array_agg(x.delayed ORDER BY x.name) AS delays
-          FROM (SELECT g.name, coalesce(sum(greatest(p.last_offset - coalesce(c.next_offset, 0) + 1, 0)), 0)::bigint AS lag,
+          FROM (SELECT g.name, (coalesce(sum(greatest(p.last_offset - coalesce(c.next_offset, 0) + 1, 0)), 0) -
+                       coalesce(sum((SELECT count(*) FROM queen.consumer_marks m
+                                      WHERE m.group_id = g.id AND m.partition_id = p.id AND m.done AND m.off >= c.next_offset))
+                                FILTER (WHERE g.name = $1), 0))::bigint AS lag,
                        coalesce(sum(greatest(p.last_offset - c.next_offset + 1, 0)) FILTER (WHERE c.delayed_until > now()), 0)::bigint AS delayed
                   FROM queen.consumer_groups g
                   LEFT JOIN queen.log_partitions p ON p.queue_id = g.queue_id
@@ -41,7 +46,7 @@ SELECT q.name, coalesce(pp.n, 0), coalesce(pp.ids, '{}'), coalesce(pp.stored, 0)
 // QueueFigures reads every queue's figures, by name (the database's
 // order), each with the depth of its dead-letter queue.
 func (s *Store) QueueFigures(ctx context.Context) ([]model.QueueFigures, error) {
-	rows, err := s.pool.Query(ctx, queueFiguresSQL)
+	rows, err := s.pool.Query(ctx, queueFiguresSQL, model.RedriveGroup)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: queue figures: %w", err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/queengate/queengate/internal/pgtest"
 	"github.com/queengate/queengate/model"
+	"github.com/queengate/queengate/pgstore"
 )
 
 // groupRows counts what is left of group id: its row, cursors and marks.
@@ -31,12 +32,23 @@ func (b *testBundle) groupRows(t *testing.T, id int64) (groups, cursors, marks i
 func setupRetainUntilConsumed(t *testing.T) *testBundle {
 	t.Helper()
 	b := setupIn(t, pgtest.NewDB(t))
+	return setupRetainUntilConsumedOf(t, b.store, b.queue)
+}
+
+// setupRetainUntilConsumedOf configures queue as setupRetainUntilConsumed
+// does, with its partition Default.
+func setupRetainUntilConsumedOf(t *testing.T, st *pgstore.Store, queue string) *testBundle {
+	t.Helper()
 	until := model.RetainUntilConsumed
-	if _, _, err := b.store.Configure(context.Background(), b.queue, model.OptionsPatch{RetentionSeconds: ptr(10),
+	if _, _, err := st.Configure(context.Background(), queue, model.OptionsPatch{RetentionSeconds: ptr(10),
 		RetainUntil: &until, DedupWindowSeconds: ptr(60)}, false); err != nil {
 		t.Fatal(err)
 	}
-	return b
+	p, err := st.EnsurePartition(context.Background(), queue, "Default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &testBundle{store: st, queue: queue, part: p}
 }
 
 // Deleting a group releases what it held from retention: with

@@ -52,10 +52,13 @@ func segment(pid, verified int64, txnIDs ...string) model.Frame {
 	for i, id := range txnIDs {
 		seg.TxnIDs = append(seg.TxnIDs, id)
 		seg.Hashes = append(seg.Hashes, model.HashTxnID(id))
-		seg.Data = append(seg.Data, []byte(fmt.Sprintf(`{"i":%d,"id":%q}`, i, id)))
+		seg.Data = append(seg.Data, []byte(segmentData(i, id)))
 	}
 	return seg
 }
+
+// segmentData is the data segment gives its i-th message, id.
+func segmentData(i int, id string) string { return fmt.Sprintf(`{"i":%d,"id":%q}`, i, id) }
 
 func (b *testBundle) push(t *testing.T, verified int64, txnIDs ...string) model.FrameResult {
 	t.Helper()

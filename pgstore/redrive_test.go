@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/queengate/queengate/internal/pgtest"
 	"github.com/queengate/queengate/model"
 )
 
@@ -224,5 +226,42 @@ func TestTwoGroupsDeadLettersOfOneMessageRedriveItOnce(t *testing.T) {
 	}
 	if back := b.readFrom(t, 1); len(back) != 1 || back[0].TxnID != "t0" {
 		t.Fatalf("back: %+v", back)
+	}
+}
+
+// With retainUntil consumed on the dead-letter queue, the redrive group
+// holds what it has not moved: a pass after a redrive of one keeps the
+// others for the next redrive, and once that moved them all, the pass
+// deletes them.
+func TestTheRedriveGroupHoldsTheDeadLetterQueuesRetention(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := &consumerBundle{testBundle: setupIn(t, pgtest.NewDB(t))}
+	b.push(t, -1, "t0", "t1", "t2")
+	b.group = b.testBundle.group(t, "g")
+	b.deadLetterAll(t, 3)
+	dlq := setupRetainUntilConsumedOf(t, b.store, model.DeadLetterQueue(b.queue))
+	if r := b.redrive(t, model.DeadLetterFilter{}, 1); r.Moved != 1 || !r.More {
+		t.Fatalf("redrive of one: %+v", r)
+	}
+	pass := func() {
+		t.Helper()
+		for _, table := range []string{"log_segments", "log_txns"} {
+			dlq.backdate(t, table, 0, time.Hour)
+		}
+		if _, err := b.store.Retain(ctx, retainOpts(0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pass()
+	if p, _, _, err := b.store.DeadLetters(ctx, b.queue, "Default", model.DeadLetterFilter{}, 10); err != nil || len(p) != 2 {
+		t.Fatalf("after a pass, %d dead letters pending (%v), want the 2 not redriven", len(p), err)
+	}
+	if r := b.redrive(t, model.DeadLetterFilter{}, 10); r.Moved != 2 {
+		t.Fatalf("the rest after the pass: %+v, want 2 moved", r)
+	}
+	pass()
+	if s := dlq.count(t, "log_segments"); s != 0 {
+		t.Fatalf("%d dead-letter segments after every dead letter was redriven, want none", s)
 	}
 }
