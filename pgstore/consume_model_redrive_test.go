@@ -108,42 +108,32 @@ func (m *consumerModel) appendCopy(o int64) {
 	m.completed, m.dead = append(m.completed, false), append(m.dead, false)
 }
 
-// resolve is the offset an ack naming transactionId id settles: its first
-// copy at or above the cursor (docs/protocol.md, "Redrive"); when every
-// copy lies below, the first (as a push finds it), settled either way.
+// resolve is the offset an ack naming transactionId id settles
+// (docs/protocol.md, "Ack"): its first copy among the messages delivered
+// to the group from its cursor on; else, through the window, its first
+// stored copy.
 func (m *consumerModel) resolve(id string) int64 {
-	first := int64(-1)
-	for o := range int64(m.n) {
-		switch {
-		case m.txn[o] != id:
-		case o >= m.cursor():
+	for o := m.cursor(); o < int64(m.n); o++ {
+		if m.txn[o] == id && m.delivered(o) {
 			return o
-		case first < 0:
-			first = o
 		}
 	}
-	return first
+	return int64(slices.Index(m.txn, id))
+}
+
+// delivered says whether offset o was handed to the group since its
+// cursor last moved past it: under an attempt, or under the lease.
+func (m *consumerModel) delivered(o int64) bool {
+	return m.attempts[o] > 0 || m.lease != nil && slices.Contains(m.lease.delivered, o)
 }
 
 // resolveTxnIDs sets the offset of each item naming a transactionId to
-// the one it settles. The docs leave one case that the implementation
-// answers otherwise (the first copy at or above the cursor when the group
-// was never handed it: the implementation looks only among what it was
-// handed, then at the original); an item that would name it names its offset instead, as the
-// docs advise for redriven messages. A transactionId held once resolves
-// to its one offset.
+// the one it settles.
 func (m *consumerModel) resolveTxnIDs(offsets []int64, items []model.AckItem) {
 	for i, it := range items {
-		if it.Offset >= 0 {
-			continue
+		if it.TxnID != "" {
+			offsets[i] = m.resolve(it.TxnID)
 		}
-		o := m.resolve(it.TxnID)
-		copied := slices.Index(m.txn[o+1:], it.TxnID) >= 0 || slices.Index(m.txn, it.TxnID) < int(o)
-		if copied && o >= m.cursor() && !m.done(o) && m.attempts[o] == 0 && !slices.Contains(m.lease.delivered, o) {
-			items[i].Offset, items[i].TxnID = offsets[i], ""
-			continue
-		}
-		offsets[i] = o
 	}
 }
 
