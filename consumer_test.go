@@ -303,13 +303,19 @@ func TestConsumeReportsALeaseLostMidBatch(t *testing.T) {
 // under a context with a distant deadline.
 func TestConsumeReportsPopsThatKeepFailing(t *testing.T) {
 	t.Parallel()
-	r := startGateway(t, "", queengate.WithTimeout(200*time.Millisecond))
-	pushN(t, r, 1)
+	r := startGateway(t, "")
+	pushN(t, r, 1) // within the default timeout: a first push makes the queue
 	r.stopGateway()
+	// Pops that fail fast: no gateway answers them.
+	short, err := queengate.NewClient(r.clientConn(t), queengate.WithTimeout(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(short.Close)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	var reported []error
-	err := r.client.Consume(ctx, r.queue, "g", queengate.ConsumeOptions{MaxPopFailures: 3, OnError: func(err error) { reported = append(reported, err) }},
+	err = short.Consume(ctx, r.queue, "g", queengate.ConsumeOptions{MaxPopFailures: 3, OnError: func(err error) { reported = append(reported, err) }},
 		func(context.Context, queengate.Delivery) error { return nil })
 	if !errors.Is(err, nats.ErrNoResponders) || ctx.Err() != nil {
 		t.Fatalf("consume with no gateway: %v, want the third pop's failure (no responders)", err)
@@ -325,7 +331,7 @@ func TestConsumeReportsPopsThatKeepFailing(t *testing.T) {
 	if err := mute.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	err = r.client.Consume(ctx, r.queue, "g", queengate.ConsumeOptions{MaxPopFailures: 2, Wait: time.Millisecond},
+	err = short.Consume(ctx, r.queue, "g", queengate.ConsumeOptions{MaxPopFailures: 2, Wait: time.Millisecond},
 		func(context.Context, queengate.Delivery) error { return nil })
 	if !errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
 		t.Fatalf("consume with a gateway that never answers: %v, want the second pop's timeout", err)
