@@ -115,6 +115,30 @@ func TestALongPollHeldAtMaxAckPendingIsWokenByAnAck(t *testing.T) {
 	}
 }
 
+// An ack-and-push that settles part of a counted lease wakes a long poll
+// held at its limit, as an ack does, and it delivers what was freed.
+func TestALongPollHeldAtMaxAckPendingIsWokenByAnAckAndPush(t *testing.T) {
+	t.Parallel()
+	e, consumers := wakeableOnlyByAnnouncements(t)
+	e.fill(t, 2, "p1", "p2")
+	c := e.queenClient(t)
+	ctx := t.Context()
+	req := queengate.PopRequest{Group: "g", Consumer: "c", Max: 10, MaxAckPending: 2}
+	first, err := c.Pop(ctx, e.queue, "", req)
+	if err != nil || len(first.Messages) != 2 {
+		t.Fatalf("pop: %+v, %v", first, err)
+	}
+	got := waitingPop(t, c, consumers, e.queue, "", req)
+	settled := queengate.PopAnswer{Partition: first.Partition, Messages: first.Messages[:1]}
+	if _, err := c.AckAndPush(ctx, e.queue, first.Partition, queengate.AckPushRequest{Group: "g", LeaseID: first.LeaseID,
+		Items: completeAll(settled), Push: derivedOf(settled, e.queue+"-out")}); err != nil {
+		t.Fatal(err)
+	}
+	if a := woken(t, got); len(a.Messages) != 1 {
+		t.Fatalf("the woken pop got %v, want the one message the ack-and-push made room for", txnIDs(a))
+	}
+}
+
 // maxAckPending out of range, of the wrong type, or without a consumer
 // is a 400 naming the fix; the refused pops lease nothing.
 func TestMaxAckPendingBadInput(t *testing.T) {
