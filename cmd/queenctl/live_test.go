@@ -214,6 +214,7 @@ func TestLive(t *testing.T) {
 			testConsume(t, tr)
 			testDeleteGroup(t, tr)
 			testCreateAndSeekGroup(t, tr)
+			testGroupsShowDelays(t, tr)
 			testExactDataAndEscapes(t, tr, g.natsURL)
 			testPrintedBeforeAcknowledged(t, tr, g.natsURL)
 			testStatus(t, tr)
