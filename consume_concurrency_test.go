@@ -86,7 +86,7 @@ func (mt *meeting) await(ctx context.Context) {
 // With Concurrency 4, four partitions are handled at once (their first
 // handlers wait until three are inside together), a partition's handler
 // never runs twice at once, and each partition's messages come in
-// offset order, each once.
+// offset order, each once; PartitionOf names each one's partition.
 func TestConsumeHandlesPartitionsAtOnceEachInOrder(t *testing.T) {
 	t.Parallel()
 	r := startGateway(t, "")
@@ -101,6 +101,9 @@ func TestConsumeHandlesPartitionsAtOnceEachInOrder(t *testing.T) {
 	err := r.client.Consume(ctx, r.queue, "g", queengate.ConsumeOptions{Concurrency: 4, Max: 4, Wait: time.Second},
 		func(hctx context.Context, m queengate.Delivery) error {
 			p := partitionOf(m)
+			if got := queengate.PartitionOf(hctx); got != p {
+				t.Errorf("PartitionOf in the handler of %s: %q", m.TransactionID, got)
+			}
 			mt.enter(p)
 			defer mt.leave(p)
 			if m.Offset == 0 {

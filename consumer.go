@@ -433,6 +433,17 @@ func (o ConsumeOptions) acked(partition string, a AckAnswer) {
 	}
 }
 
+// partitionKey carries, in a Handler's context, the partition of the
+// message it handles.
+type partitionKey struct{}
+
+// PartitionOf is, in a Handler's context, the partition of the message
+// it was called with ("" elsewhere).
+func PartitionOf(ctx context.Context) string {
+	p, _ := ctx.Value(partitionKey{}).(string)
+	return p
+}
+
 // handleBatch runs the handler over a popped batch while a goroutine
 // renews the lease, and returns the batch's ack: by offset, since a
 // transactionId may be stored twice in a partition. When ctx ends
@@ -447,12 +458,13 @@ func (c *Client) handleBatch(ctx context.Context, queue, group string, opts Cons
 	defer renewing.Wait() // OnError is not called once the batch is handled
 	defer stopRenew()
 	ack := &PopAck{Partition: batch.Partition, LeaseID: batch.LeaseID, Items: make([]AckItem, 0, len(batch.Messages))}
+	inPartition := context.WithValue(ctx, partitionKey{}, batch.Partition)
 	for _, m := range batch.Messages {
 		if ctx.Err() != nil {
 			break
 		}
 		item := AckItem{Offset: &m.Offset, Status: AckCompleted}
-		err := handle(ctx, m)
+		err := handle(inPartition, m)
 		if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			break // stopped, not failed: released with the rest
 		}
