@@ -217,6 +217,7 @@ func TestLive(t *testing.T) {
 			testGroupsShowDelays(t, tr)
 			testExactDataAndEscapes(t, tr, g.natsURL)
 			testPrintedBeforeAcknowledged(t, tr, g.natsURL)
+			testConsumeFlowAndDrain(t, tr, g.natsURL)
 			testStatus(t, tr)
 			testErrors(t, tr, g)
 		})
