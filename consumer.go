@@ -129,6 +129,11 @@ type ConsumeOptions struct {
 	// MaxAckPending bounds what this consumer holds delivered and not yet
 	// acknowledged (PopRequest.MaxAckPending; needs Consumer).
 	MaxAckPending int
+	// MaxMessages, when set, stops Consume once that many messages are
+	// handled (Run returns nil). Each pop asks for no more than are left,
+	// so no message is delivered beyond them (one delivered and released
+	// unhandled would count an attempt).
+	MaxMessages int
 }
 
 // MinConsumeLease is the shortest lease Consume takes. It renews a lease
@@ -221,6 +226,7 @@ type Consumer struct {
 	opts         ConsumeOptions
 	handle       Handler
 
+	left      *allowance    // MaxMessages not yet popped; nil: no limit
 	draining  chan struct{} // closed by Drain: no more pops
 	drainOnce sync.Once
 	done      chan struct{} // closed when Run returns
@@ -233,13 +239,46 @@ type Consumer struct {
 func (c *Client) NewConsumer(queue, group string, opts ConsumeOptions, handle Handler) *Consumer {
 	opts = opts.withDefaults()
 	opts.serializeCallbacks()
-	return &Consumer{c: c, queue: queue, group: group, opts: opts, handle: handle,
+	cs := &Consumer{c: c, queue: queue, group: group, opts: opts, handle: handle,
 		draining: make(chan struct{}), done: make(chan struct{})}
+	if opts.MaxMessages > 0 {
+		cs.left = &allowance{n: opts.MaxMessages}
+	}
+	return cs
+}
+
+// allowance is what MaxMessages leaves to pop, shared by Run's workers.
+type allowance struct {
+	mu sync.Mutex
+	n  int
+}
+
+// take reserves up to max messages for a pop (max itself without a
+// limit); 0 when none are left.
+func (a *allowance) take(max int) int {
+	if a == nil {
+		return max
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n := min(max, a.n)
+	a.n -= n
+	return n
+}
+
+// giveBack returns what a pop reserved and did not deliver.
+func (a *allowance) giveBack(n int) {
+	if a == nil || n <= 0 {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.n += n
 }
 
 // Run consumes as Consume does, with opts.Concurrency partitions handled
-// at once, until ctx ends (it returns ctx's error) or Drain stops it (it
-// returns nil). Call it once.
+// at once, until ctx ends (it returns ctx's error), Drain stops it or
+// opts.MaxMessages are handled (it returns nil). Call it once.
 func (cs *Consumer) Run(ctx context.Context) error {
 	if cs.opts.Lease < MinConsumeLease {
 		return ErrLeaseTooShort
@@ -332,13 +371,18 @@ func (cs *Consumer) work(ctx, work, pops context.Context) (err error) {
 	}()
 	failures := 0
 	for pops.Err() == nil {
+		room := cs.left.take(opts.Max)
+		if room == 0 {
+			return nil // MaxMessages popped: the last ack goes with finalAck
+		}
 		// Each pop is bounded even when ctx has a distant deadline: one
 		// lost answer must not stall the consumer until then.
 		popCtx, cancel := context.WithTimeout(pops, c.timeout+opts.Wait)
-		batch, err := c.Pop(popCtx, cs.queue, opts.Partition, PopRequest{Group: cs.group, Consumer: opts.Consumer, Max: opts.Max,
+		batch, err := c.Pop(popCtx, cs.queue, opts.Partition, PopRequest{Group: cs.group, Consumer: opts.Consumer, Max: room,
 			LeaseMs: opts.Lease.Milliseconds(), WaitMs: opts.Wait.Milliseconds(), MaxBytes: opts.MaxBytes,
 			MaxAckPending: opts.MaxAckPending, Ack: pending})
 		cancel()
+		cs.left.giveBack(room - len(batch.Messages)) // a failed pop delivered none
 		var werr *Error
 		switch {
 		case err == nil:
