@@ -72,9 +72,9 @@ func setupConsume(fs *flag.FlagSet) runFunc {
 		if len(args) < 1 || len(args) > 2 {
 			return usagef("consume: want QUEUE [PARTITION] --group GROUP, e.g. queenctl consume payments --group billing")
 		}
-		c := consumer{s: s, queue: args[0], group: *group, count: *count, fail: *fail, named: flagGiven(fs, "consumer"),
+		c := consumer{s: s, queue: args[0], group: *group, fail: *fail, named: flagGiven(fs, "consumer"),
 			opts: queengate.ConsumeOptions{Consumer: *name, Max: *max, Lease: *lease, Wait: *wait,
-				Concurrency: *concurrency, MaxBytes: *maxBytes, MaxAckPending: *maxAckPending,
+				Concurrency: *concurrency, MaxBytes: *maxBytes, MaxAckPending: *maxAckPending, MaxMessages: *count,
 				MaxPopFailures: 1}} // a failed pop ends queenctl, as any failed request does
 		if len(args) == 2 {
 			c.opts.Partition = args[1]
@@ -105,13 +105,11 @@ type consumer struct {
 	s            *session
 	client       *queengate.Client
 	queue, group string
-	count        int
 	fail         string
 	named        bool // --consumer given
 	opts         queengate.ConsumeOptions
 	stop         context.CancelFunc
 	mu           sync.Mutex
-	printed      int
 	unacked      map[place]string // printed, not yet acknowledged: their transactionIds
 	failure      error            // what ends queenctl with an error: an ack not applied, a line not printed
 }
@@ -137,7 +135,7 @@ func (c *consumer) check() error {
 		return usagef("consume: --group is required: the consumer group to consume as")
 	case checkName("group", c.group) != nil:
 		return checkName("group", c.group)
-	case c.count < 0 || o.Max < 1 || o.Max > queengate.MaxPopMax:
+	case o.MaxMessages < 0 || o.Max < 1 || o.Max > queengate.MaxPopMax:
 		return usagef("consume: --count must be 0 or more, --max 1 to %d", queengate.MaxPopMax)
 	case o.Lease < queengate.MinConsumeLease || o.Lease.Milliseconds() > queengate.MaxLeaseMs || o.Wait < 0 || o.Wait.Milliseconds() > queengate.MaxWaitMs:
 		return usagef("consume: --lease %v to %v (it is renewed every third of it), --wait 0 to %v", queengate.MinConsumeLease,
@@ -200,32 +198,26 @@ func (c *consumer) run(ctx context.Context) error {
 	switch {
 	case c.failure != nil:
 		return c.failure
-	case err == nil || errors.Is(err, context.Canceled): // drained, or --count reached
+	case err == nil || errors.Is(err, context.Canceled): // --count reached, or drained
 		return nil
 	}
 	return gatewayErr(err)
 }
 
-// handle prints one message; past --count it stops consuming: the
-// message is released, not printed.
+// handle prints one message. Once queenctl is to end with an error, it
+// stops consuming: the message is released, not printed.
 func (c *consumer) handle(ctx context.Context, m queengate.Delivery) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.count > 0 && c.printed >= c.count || c.failure != nil {
-		c.stop()
-		<-ctx.Done()
-		return ctx.Err()
+	if c.failure == nil {
+		c.failure = c.print(ctx, m)
 	}
-	if err := c.print(ctx, m); err != nil {
-		c.failure = err
+	if c.failure != nil {
 		c.stop()
 		<-ctx.Done()
 		return ctx.Err()
 	}
 	c.unacked[place{queengate.PartitionOf(ctx), m.Offset}] = m.TransactionID
-	if c.printed++; c.count > 0 && c.printed == c.count {
-		c.stop() // this message is still acknowledged
-	}
 	if c.fail != "" {
 		return errors.New(c.fail)
 	}

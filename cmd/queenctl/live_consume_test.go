@@ -14,7 +14,8 @@ import (
 	"github.com/queengate/queengate/internal/checkfor"
 )
 
-// testConsumeFlowAndDrain: consume's --max-ack-pending (with the
+// testConsumeFlowAndDrain: consume --count delivers none beyond its
+// count; its --max-ack-pending (with the
 // consumer's own name), --max-bytes and --concurrency reach the gateway's
 // pops; with --concurrency 2 a second partition is popped while the
 // first's line is still being printed; an interrupt drains: the batch in
@@ -24,6 +25,14 @@ func testConsumeFlowAndDrain(t *testing.T, tr transport, natsURL string) {
 	ctl(t, "", flags(tr.push, "consume", "flow", "--group", "g", "--concurrency", "0")...).expect(t, exitUsage, "--concurrency 1 to")
 	ctl(t, "", flags(tr.push, "consume", "flow", "--group", "g", "--max-bytes", "-1")...).expect(t, exitUsage, "--max-bytes 0")
 	ctl(t, "", flags(tr.push, "consume", "flow", "--group", "g", "--lease", "10ms")...).expect(t, exitUsage, "--lease 1s to")
+	// --count pops no more than it prints: what it leaves comes next at
+	// its first attempt.
+	ctl(t, "", flags(tr.push, "push", "counted", "p", `{"c":1}`, `{"c":2}`, `{"c":3}`)...).expect(t, exitOK, "3 queued")
+	ctl(t, "", flags(tr.push, "consume", "counted", "--group", "g", "--count", "1")...).expect(t, exitOK, `"c":1`)
+	if r := ctl(t, "", flags(tr.push, "consume", "counted", "--group", "g", "--count", "2")...); strings.Count(r.stdout, `"attempts":1`) != 2 {
+		t.Errorf("after consume --count 1, the rest is not at its first attempt:\n%s", r.stdout)
+	}
+
 	ctl(t, "", flags(tr.push, "push", "flow", "a", `{"a":1}`, `{"a":2}`, `{"a":3}`)...).expect(t, exitOK, "3 queued")
 	ctl(t, "", flags(tr.push, "push", "flow", "b", `{"b":1}`, `{"b":2}`, `{"b":3}`)...).expect(t, exitOK, "3 queued")
 
