@@ -169,9 +169,12 @@ type GroupView struct {
 	IdleMs int64 `json:"idleMs"`
 	// HoldsRetention is false once the group is idle past its queue's
 	// groupIdleSeconds: retention no longer waits for it.
-	HoldsRetention bool                 `json:"holdsRetention"`
-	Partitions     []GroupPartitionView `json:"partitions"`
-	NextPartition  string               `json:"nextPartition,omitempty"`
+	HoldsRetention bool `json:"holdsRetention"`
+	// DelayedPartitions counts the partitions a failure's delay holds
+	// (each with its DelayedUntil), of all the group's, listed or not.
+	DelayedPartitions int                  `json:"delayedPartitions,omitempty"`
+	Partitions        []GroupPartitionView `json:"partitions"`
+	NextPartition     string               `json:"nextPartition,omitempty"`
 }
 
 // GroupPartitionView is a group's position on one partition: every
@@ -190,4 +193,8 @@ type GroupPartitionView struct {
 	// DeletedUnconsumed counts messages retention deleted before the
 	// group consumed them.
 	DeletedUnconsumed int64 `json:"deletedUnconsumed,omitempty"`
+	// DelayedUntil, while a failure's delay holds the partition for the
+	// group (one asked for, or a run-out lease's), is when it stops: no
+	// pop of the group takes the partition before.
+	DelayedUntil *time.Time `json:"delayedUntil,omitempty"`
 }

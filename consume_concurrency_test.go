@@ -86,7 +86,7 @@ func (mt *meeting) await(ctx context.Context) {
 // With Concurrency 4, four partitions are handled at once (their first
 // handlers wait until three are inside together), a partition's handler
 // never runs twice at once, and each partition's messages come in
-// offset order, each once.
+// offset order, each once; PartitionOf names each one's partition.
 func TestConsumeHandlesPartitionsAtOnceEachInOrder(t *testing.T) {
 	t.Parallel()
 	r := startGateway(t, "")
@@ -101,6 +101,9 @@ func TestConsumeHandlesPartitionsAtOnceEachInOrder(t *testing.T) {
 	err := r.client.Consume(ctx, r.queue, "g", queengate.ConsumeOptions{Concurrency: 4, Max: 4, Wait: time.Second},
 		func(hctx context.Context, m queengate.Delivery) error {
 			p := partitionOf(m)
+			if got := queengate.PartitionOf(hctx); got != p {
+				t.Errorf("PartitionOf in the handler of %s: %q", m.TransactionID, got)
+			}
 			mt.enter(p)
 			defer mt.leave(p)
 			if m.Offset == 0 {
@@ -309,5 +312,38 @@ func TestARetryDelayHoldsTheMessageForItsGroup(t *testing.T) {
 	other, err := r.client.Pop(t.Context(), r.queue, "p", queengate.PopRequest{Group: "other"})
 	if err != nil || len(other.Messages) != 1 {
 		t.Fatalf("a pop of another group: %+v, %v; want the message", other, err)
+	}
+}
+
+// With MaxMessages, Consume stops once that many are handled, over
+// several partitions and workers, and delivers none beyond them: what is
+// left comes next at its first attempt.
+func TestConsumeStopsAtMaxMessagesDeliveringNoneBeyond(t *testing.T) {
+	t.Parallel()
+	r := startGateway(t, "")
+	pushTo(t, r, 3, "p1", "p2", "p3")
+	var mu sync.Mutex
+	handled := 0
+	err := r.client.Consume(t.Context(), r.queue, "g", queengate.ConsumeOptions{MaxMessages: 5, Concurrency: 2, Max: 10, Wait: time.Second},
+		func(context.Context, queengate.Delivery) error {
+			mu.Lock()
+			defer mu.Unlock()
+			handled++
+			return nil
+		})
+	if err != nil || handled != 5 {
+		t.Fatalf("Consume with MaxMessages 5: %v, %d handled", err, handled)
+	}
+	checkLag(t, r, 4)
+	for range 4 {
+		a, err := r.client.Pop(t.Context(), r.queue, "", queengate.PopRequest{Group: "g", Max: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range a.Messages {
+			if m.Attempts != 1 {
+				t.Errorf("%s after Consume stopped: attempt %d, want 1 (delivered beyond MaxMessages)", m.TransactionID, m.Attempts)
+			}
+		}
 	}
 }

@@ -129,6 +129,11 @@ type ConsumeOptions struct {
 	// MaxAckPending bounds what this consumer holds delivered and not yet
 	// acknowledged (PopRequest.MaxAckPending; needs Consumer).
 	MaxAckPending int
+	// MaxMessages, when set, stops Consume once that many messages are
+	// handled (Run returns nil). Each pop asks for no more than are left,
+	// so no message is delivered beyond them (one delivered and released
+	// unhandled would count an attempt).
+	MaxMessages int
 }
 
 // MinConsumeLease is the shortest lease Consume takes. It renews a lease
@@ -221,6 +226,7 @@ type Consumer struct {
 	opts         ConsumeOptions
 	handle       Handler
 
+	left      *allowance    // MaxMessages not yet popped; nil: no limit
 	draining  chan struct{} // closed by Drain: no more pops
 	drainOnce sync.Once
 	done      chan struct{} // closed when Run returns
@@ -233,13 +239,46 @@ type Consumer struct {
 func (c *Client) NewConsumer(queue, group string, opts ConsumeOptions, handle Handler) *Consumer {
 	opts = opts.withDefaults()
 	opts.serializeCallbacks()
-	return &Consumer{c: c, queue: queue, group: group, opts: opts, handle: handle,
+	cs := &Consumer{c: c, queue: queue, group: group, opts: opts, handle: handle,
 		draining: make(chan struct{}), done: make(chan struct{})}
+	if opts.MaxMessages > 0 {
+		cs.left = &allowance{n: opts.MaxMessages}
+	}
+	return cs
+}
+
+// allowance is what MaxMessages leaves to pop, shared by Run's workers.
+type allowance struct {
+	mu sync.Mutex
+	n  int
+}
+
+// take reserves up to max messages for a pop (max itself without a
+// limit); 0 when none are left.
+func (a *allowance) take(max int) int {
+	if a == nil {
+		return max
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n := min(max, a.n)
+	a.n -= n
+	return n
+}
+
+// giveBack returns what a pop reserved and did not deliver.
+func (a *allowance) giveBack(n int) {
+	if a == nil || n <= 0 {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.n += n
 }
 
 // Run consumes as Consume does, with opts.Concurrency partitions handled
-// at once, until ctx ends (it returns ctx's error) or Drain stops it (it
-// returns nil). Call it once.
+// at once, until ctx ends (it returns ctx's error), Drain stops it or
+// opts.MaxMessages are handled (it returns nil). Call it once.
 func (cs *Consumer) Run(ctx context.Context) error {
 	if cs.opts.Lease < MinConsumeLease {
 		return ErrLeaseTooShort
@@ -332,13 +371,18 @@ func (cs *Consumer) work(ctx, work, pops context.Context) (err error) {
 	}()
 	failures := 0
 	for pops.Err() == nil {
+		room := cs.left.take(opts.Max)
+		if room == 0 {
+			return nil // MaxMessages popped: the last ack goes with finalAck
+		}
 		// Each pop is bounded even when ctx has a distant deadline: one
 		// lost answer must not stall the consumer until then.
 		popCtx, cancel := context.WithTimeout(pops, c.timeout+opts.Wait)
-		batch, err := c.Pop(popCtx, cs.queue, opts.Partition, PopRequest{Group: cs.group, Consumer: opts.Consumer, Max: opts.Max,
+		batch, err := c.Pop(popCtx, cs.queue, opts.Partition, PopRequest{Group: cs.group, Consumer: opts.Consumer, Max: room,
 			LeaseMs: opts.Lease.Milliseconds(), WaitMs: opts.Wait.Milliseconds(), MaxBytes: opts.MaxBytes,
 			MaxAckPending: opts.MaxAckPending, Ack: pending})
 		cancel()
+		cs.left.giveBack(room - len(batch.Messages)) // a failed pop delivered none
 		var werr *Error
 		switch {
 		case err == nil:
@@ -433,6 +477,17 @@ func (o ConsumeOptions) acked(partition string, a AckAnswer) {
 	}
 }
 
+// partitionKey carries, in a Handler's context, the partition of the
+// message it handles.
+type partitionKey struct{}
+
+// PartitionOf is, in a Handler's context, the partition of the message
+// it was called with ("" elsewhere).
+func PartitionOf(ctx context.Context) string {
+	p, _ := ctx.Value(partitionKey{}).(string)
+	return p
+}
+
 // handleBatch runs the handler over a popped batch while a goroutine
 // renews the lease, and returns the batch's ack: by offset, since a
 // transactionId may be stored twice in a partition. When ctx ends
@@ -447,12 +502,13 @@ func (c *Client) handleBatch(ctx context.Context, queue, group string, opts Cons
 	defer renewing.Wait() // OnError is not called once the batch is handled
 	defer stopRenew()
 	ack := &PopAck{Partition: batch.Partition, LeaseID: batch.LeaseID, Items: make([]AckItem, 0, len(batch.Messages))}
+	inPartition := context.WithValue(ctx, partitionKey{}, batch.Partition)
 	for _, m := range batch.Messages {
 		if ctx.Err() != nil {
 			break
 		}
 		item := AckItem{Offset: &m.Offset, Status: AckCompleted}
-		err := handle(ctx, m)
+		err := handle(inPartition, m)
 		if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			break // stopped, not failed: released with the rest
 		}

@@ -788,8 +788,9 @@ func groupPage(views []queengate.GroupView, queue string, page queengate.GroupsR
 const groupsEnvelope = 512
 
 // groupTotalsSize bounds what a group takes in a groups answer without
-// its partitions: its name, totals and next partition.
-const groupTotalsSize = 512
+// its partitions: its name, totals and next partition (2 names of up to
+// 128 bytes, 8 fields and their numbers).
+const groupTotalsSize = 576
 
 // fitPartitions keeps every group's totals, and partitions in order while
 // the answer stays within room bytes; each group cut short names the first
@@ -828,6 +829,11 @@ func groupViews(gps []model.GroupPartition, activity []model.GroupActivity) []qu
 		if gp.Leased {
 			until := gp.LeaseUntil.UTC()
 			p.LeaseUntil = &until
+		}
+		if !gp.DelayedUntil.IsZero() {
+			until := gp.DelayedUntil.UTC()
+			p.DelayedUntil = &until
+			v.DelayedPartitions++
 		}
 		v.Partitions = append(v.Partitions, p)
 		v.Lag += p.Lag

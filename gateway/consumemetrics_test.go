@@ -141,3 +141,28 @@ func (g *opsGateway) groupLags(t *testing.T) map[string]int64 {
 	}
 	return out
 }
+
+// An ack-and-push counts its items in the ack metrics as an ack does: the
+// completed ones under result="completed", a retry's alreadyAcked not
+// again.
+func TestAnAckAndPushCountsItsItemsInTheAckMetrics(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	g := e.startOpsGateway("", ingest.Config{})
+	q := e.queue
+	wantStatus(t, e.push(t, e.subject("p"), msgs("a", "b")), "queued", "queued")
+	status, body := g.viaNATS(t, "consume.pop."+q+".p", "", `{"group":"g","max":2}`)
+	var a queengate.PopAnswer
+	if err := json.Unmarshal(body, &a); status != 200 || err != nil || len(a.Messages) != 2 {
+		t.Fatalf("pop: %d %.300s", status, body)
+	}
+	req, _ := json.Marshal(queengate.AckPushRequest{Group: "g", LeaseID: a.LeaseID, Items: completeAll(a), Push: derivedOf(a, q+"-out")})
+	for range 2 { // the second: a retry
+		if status, body := g.viaNATS(t, "consume.ackpush."+q+".p", "", string(req)); status != 200 {
+			t.Fatalf("ack-and-push: %d %.300s", status, body)
+		}
+	}
+	if got := g.metric(t, "queengate_consumer_acks_total", "g", "result", "completed"); got != 2 {
+		t.Errorf(`queengate_consumer_acks_total{result="completed"} after an ack-and-push of 2 and its retry: %v, want 2`, got)
+	}
+}

@@ -176,3 +176,69 @@ func TestABadDelayIsA400AndChangesNothing(t *testing.T) {
 		t.Fatalf("the ack after the bad ones: %+v, %v", ack, err)
 	}
 }
+
+// The groups list says, per partition, until when a failure's delay holds
+// it for the group — one asked for, or a run-out lease's, whose consumer
+// was heard from — and how many partitions are held; once the delays run
+// out it says nothing of them.
+func TestTheGroupsListSaysWhenADelayHoldsAPartition(t *testing.T) {
+	t.Parallel()
+	e, c := consuming(t, 1, "p1", "p2", "p3")
+	ctx := t.Context()
+	hour := int(time.Hour / time.Millisecond)
+	if _, _, err := e.store.Configure(ctx, e.queue, model.OptionsPatch{RetryDelayMs: &hour}, false); err != nil {
+		t.Fatal(err)
+	}
+	pop := func(partition string) queengate.PopAnswer {
+		t.Helper()
+		a, err := c.Pop(ctx, e.queue, partition, queengate.PopRequest{Group: "g"})
+		if err != nil || len(a.Messages) != 1 {
+			t.Fatalf("pop of %s: %+v, %v", partition, a, err)
+		}
+		return a
+	}
+	failed := pop("p1")
+	if _, err := c.Ack(ctx, e.queue, "p1", queengate.AckRequest{Group: "g", LeaseID: failed.LeaseID, Items: []queengate.AckItem{
+		{TransactionID: "p1-0", Status: queengate.AckFailed, DelayMs: 2 * int64(hour)}}}); err != nil {
+		t.Fatal(err)
+	}
+	expired := pop("p2")
+	if _, err := c.Renew(ctx, e.queue, "p2", queengate.LeaseRequest{Group: "g", LeaseID: expired.LeaseID, LeaseMs: 1000}); err != nil {
+		t.Fatal(err) // heard from: its expiry counts as a failure, with the queue's delay
+	}
+	if _, err := e.store.Pool().Exec(ctx, `UPDATE queen.consumer_cursors SET lease_until = now() - interval '1 second'
+		WHERE lease_id = $1`, expired.LeaseID); err != nil {
+		t.Fatal(err)
+	}
+	pop("p3") // leased, not delayed
+	groups := func() (queengate.GroupView, string) {
+		t.Helper()
+		a, err := c.Groups(ctx, e.queue)
+		raw, _ := json.Marshal(a)
+		if err != nil || len(a.Groups) != 1 || len(a.Groups[0].Partitions) != 3 {
+			t.Fatalf("groups: %s, %v", raw, err)
+		}
+		return a.Groups[0], string(raw)
+	}
+	v, raw := groups()
+	now := time.Now()
+	held := func(i int, from, to time.Time) {
+		t.Helper()
+		if u := v.Partitions[i].DelayedUntil; u == nil || u.Before(from) || u.After(to) {
+			t.Errorf("%s: delayedUntil %v, want between %v and %v (%s)", v.Partitions[i].Partition, u, from, to, raw)
+		}
+	}
+	held(0, now.Add(90*time.Minute), now.Add(2*time.Hour+time.Minute))
+	held(1, now.Add(30*time.Minute), now.Add(time.Hour))
+	if v.Partitions[2].DelayedUntil != nil || v.DelayedPartitions != 2 {
+		t.Errorf("p3 under a running lease: delayedUntil %v; the group's delayedPartitions %d, want 2 (%s)",
+			v.Partitions[2].DelayedUntil, v.DelayedPartitions, raw)
+	}
+	if _, err := e.store.Pool().Exec(ctx, `UPDATE queen.consumer_cursors SET delayed_until = now() - interval '1 second',
+		lease_until = now() - interval '2 hours' WHERE delayed_until IS NOT NULL OR lease_id = $1`, expired.LeaseID); err != nil {
+		t.Fatal(err)
+	}
+	if _, raw := groups(); strings.Contains(raw, "delayed") {
+		t.Errorf("after the delays ran out the groups list still says: %s", raw)
+	}
+}

@@ -91,27 +91,53 @@ func TestMaxAckPendingFreesOnAckReleaseAndExpiry(t *testing.T) {
 	}
 }
 
+// wokenAtMaxAckPending holds a long poll at its consumer's limit (two
+// messages held of two), lets settle settle part of the held lease, and
+// answers what the woken pop got.
+func wokenAtMaxAckPending(t *testing.T, settle func(c *queengate.Client, queue string, first queengate.PopAnswer) error) queengate.PopAnswer {
+	t.Helper()
+	e, consumers := wakeableOnlyByAnnouncements(t)
+	e.fill(t, 2, "p1", "p2")
+	c := e.queenClient(t)
+	req := queengate.PopRequest{Group: "g", Consumer: "c", Max: 10, MaxAckPending: 2}
+	first, err := c.Pop(t.Context(), e.queue, "", req)
+	if err != nil || len(first.Messages) != 2 {
+		t.Fatalf("pop: %+v, %v", first, err)
+	}
+	got := waitingPop(t, c, consumers, e.queue, "", req)
+	if err := settle(c, e.queue, first); err != nil {
+		t.Fatal(err)
+	}
+	return woken(t, got)
+}
+
 // A long poll held at its limit sleeps until an ack settles part of a
 // counted lease; the ack's announcement wakes it, and it delivers what
 // the ack freed.
 func TestALongPollHeldAtMaxAckPendingIsWokenByAnAck(t *testing.T) {
 	t.Parallel()
-	e, consumers := wakeableOnlyByAnnouncements(t)
-	e.fill(t, 2, "p1", "p2")
-	c := e.queenClient(t)
-	ctx := t.Context()
-	req := queengate.PopRequest{Group: "g", Consumer: "c", Max: 10, MaxAckPending: 2}
-	first, err := c.Pop(ctx, e.queue, "", req)
-	if err != nil || len(first.Messages) != 2 {
-		t.Fatalf("pop: %+v, %v", first, err)
-	}
-	got := waitingPop(t, c, consumers, e.queue, "", req)
-	if _, err := c.Ack(ctx, e.queue, first.Partition, queengate.AckRequest{Group: "g", LeaseID: first.LeaseID,
-		Items: completeAll(first)[:1]}); err != nil {
-		t.Fatal(err)
-	}
-	if a := woken(t, got); len(a.Messages) != 1 {
+	a := wokenAtMaxAckPending(t, func(c *queengate.Client, queue string, first queengate.PopAnswer) error {
+		_, err := c.Ack(t.Context(), queue, first.Partition, queengate.AckRequest{Group: "g", LeaseID: first.LeaseID,
+			Items: completeAll(first)[:1]})
+		return err
+	})
+	if len(a.Messages) != 1 {
 		t.Fatalf("the woken pop got %v, want the one message the ack made room for", txnIDs(a))
+	}
+}
+
+// An ack-and-push that settles part of a counted lease wakes a long poll
+// held at its limit, as an ack does, and it delivers what was freed.
+func TestALongPollHeldAtMaxAckPendingIsWokenByAnAckAndPush(t *testing.T) {
+	t.Parallel()
+	a := wokenAtMaxAckPending(t, func(c *queengate.Client, queue string, first queengate.PopAnswer) error {
+		settled := queengate.PopAnswer{Partition: first.Partition, Messages: first.Messages[:1]}
+		_, err := c.AckAndPush(t.Context(), queue, first.Partition, queengate.AckPushRequest{Group: "g", LeaseID: first.LeaseID,
+			Items: completeAll(settled), Push: derivedOf(settled, queue+"-out")})
+		return err
+	})
+	if len(a.Messages) != 1 {
+		t.Fatalf("the woken pop got %v, want the one message the ack-and-push made room for", txnIDs(a))
 	}
 }
 

@@ -168,6 +168,9 @@ type GroupPartition struct {
 	// DeletedUnconsumed counts messages retention deleted before the
 	// group consumed them.
 	DeletedUnconsumed int64
+	// DelayedUntil, when not zero, is when a failure's delay (asked for,
+	// or a run-out lease's) stops holding the partition for the group.
+	DelayedUntil time.Time
 }
 
 // Lag is how many messages the group has yet to consume there.

@@ -570,7 +570,12 @@ func (s *Store) GroupPartitions(ctx context.Context, queueID int64) ([]model.Gro
 	rows, err := s.pool.Query(ctx, `
 		SELECT g.name, p.name, p.id, coalesce(c.next_offset, 0), p.last_offset,
 		       coalesce(c.lease_id IS NOT NULL AND c.lease_until > now(), false), coalesce(c.lease_consumer, ''), c.lease_until,
-		       coalesce(c.unconfirmed, 0), coalesce(c.deleted_unconsumed, 0)
+		       coalesce(c.unconfirmed, 0), coalesce(c.deleted_unconsumed, 0),
+		       -- what holds the cursor after a failure (consumer_free): its
+		       -- delay, or a run-out lease's once its consumer was heard
+		       greatest(CASE WHEN c.delayed_until > now() THEN c.delayed_until END,
+		                CASE WHEN c.lease_id IS NOT NULL AND c.lease_heard AND c.lease_until <= now()
+		                      AND c.lease_until + c.lease_delay > now() THEN c.lease_until + c.lease_delay END)
 		  FROM queen.consumer_groups g
 		  JOIN queen.log_partitions p ON p.queue_id = g.queue_id
 		  LEFT JOIN queen.consumer_cursors c ON c.group_id = g.id AND c.partition_id = p.id
@@ -581,11 +586,14 @@ func (s *Store) GroupPartitions(ctx context.Context, queueID int64) ([]model.Gro
 	}
 	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (model.GroupPartition, error) {
 		var (
-			gp    model.GroupPartition
-			until *time.Time
+			gp             model.GroupPartition
+			until, delayed *time.Time
 		)
 		err := row.Scan(&gp.Group, &gp.Partition, &gp.PartitionID, &gp.NextOffset, &gp.LastOffset, &gp.Leased,
-			&gp.LeaseConsumer, &until, &gp.Unconfirmed, &gp.DeletedUnconsumed)
+			&gp.LeaseConsumer, &until, &gp.Unconfirmed, &gp.DeletedUnconsumed, &delayed)
+		if delayed != nil {
+			gp.DelayedUntil = *delayed
+		}
 		if until != nil && gp.Leased {
 			gp.LeaseUntil = *until
 		} else {

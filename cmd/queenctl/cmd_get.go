@@ -20,7 +20,8 @@ const getUsage = `Usage:
   queenctl get queue QUEUE      one queue: its options, its partitions and
                                 its consumer groups
   queenctl get groups QUEUE     the queue's consumer groups: where each is
-                                on each partition, its lag and its lease
+                                on each partition, its lag, its lease and
+                                until when a failure's delay holds it
   queenctl get message MESSAGE_ID
   queenctl get message QUEUE PARTITION TRANSACTION_ID
                                 one stored message, by the messageId a push
@@ -336,20 +337,23 @@ func printGroups(w io.Writer, groups []queengate.GroupView) error {
 		return err
 	}
 	tw := newTable(w)
-	fmt.Fprintln(tw, "GROUP\tPARTITION\tNEXT OFFSET\tLAST OFFSET\tLAG\tLEASED BY\tLEASE UNTIL")
+	fmt.Fprintln(tw, "GROUP\tPARTITION\tNEXT OFFSET\tLAST OFFSET\tLAG\tLEASED BY\tLEASE UNTIL\tDELAYED UNTIL")
 	cut := false
 	for _, g := range groups {
 		if len(g.Partitions) < g.PartitionCount {
 			// The answer had no room for them: the group's totals only.
 			cut = true
-			row(tw, g.Group, fmt.Sprintf("(all %d)", g.PartitionCount), "-", "-", g.Lag, "-", "-")
+			row(tw, g.Group, fmt.Sprintf("(all %d)", g.PartitionCount), "-", "-", g.Lag, "-", "-", "-")
 		}
 		for _, p := range g.Partitions {
-			leased, until := "-", "-"
+			leased, until, delayed := "-", "-", "-"
 			if p.LeaseUntil != nil {
 				leased, until = p.LeaseConsumer, stamp(*p.LeaseUntil)
 			}
-			row(tw, g.Group, p.Partition, p.NextOffset, p.LastOffset, p.Lag, leased, until)
+			if p.DelayedUntil != nil {
+				delayed = stamp(*p.DelayedUntil)
+			}
+			row(tw, g.Group, p.Partition, p.NextOffset, p.LastOffset, p.Lag, leased, until, delayed)
 		}
 	}
 	if err := tw.Flush(); err != nil {
@@ -361,18 +365,19 @@ func printGroups(w io.Writer, groups []queengate.GroupView) error {
 	return printActivity(w, groups)
 }
 
-// printActivity writes how long each group has been idle and whether it
-// still holds retention back (groupIdleSeconds).
+// printActivity writes how long each group has been idle, how many of
+// its partitions a failure's delay holds, and whether it still holds
+// retention back (groupIdleSeconds).
 func printActivity(w io.Writer, groups []queengate.GroupView) error {
 	fmt.Fprintln(w)
 	tw := newTable(w)
-	fmt.Fprintln(tw, "GROUP\tIDLE\tHOLDS RETENTION")
+	fmt.Fprintln(tw, "GROUP\tIDLE\tDELAYED PARTITIONS\tHOLDS RETENTION")
 	for _, g := range groups {
 		holds := "yes"
 		if !g.HoldsRetention {
 			holds = "no: idle past groupIdleSeconds"
 		}
-		row(tw, g.Group, humanSeconds(g.IdleMs/1000), holds)
+		row(tw, g.Group, humanSeconds(g.IdleMs/1000), g.DelayedPartitions, holds)
 	}
 	return tw.Flush()
 }

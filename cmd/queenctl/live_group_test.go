@@ -33,3 +33,24 @@ func testCreateAndSeekGroup(t *testing.T, tr transport) {
 	ctl(t, "", flags(tr.admin, "seek", "group", "jobs", "nosuch", "--offset", "0", "--yes")...).expect(t, exitGateway, "gateway answered 404", `"nosuch"`)
 	ctl(t, "", flags(tr.admin, "get", "groups", "jobs")...).expect(t, exitOK, "GROUP    IDLE", "HOLDS RETENTION", "yes")
 }
+
+// testGroupsShowDelays: a message failed on a queue whose retryDelayMs
+// is an hour holds its partition for the group; get groups says until
+// when, and how many partitions of the group are held.
+func testGroupsShowDelays(t *testing.T, tr transport) {
+	ctl(t, "", flags(tr.admin, "configure", "later", "--retry-delay", "1h")...).expect(t, exitOK, "retryDelayMs:")
+	ctl(t, "", flags(tr.push, "push", "later", "p", `{"later":1}`)...).expect(t, exitOK, "1 queued")
+	ctl(t, "", flags(tr.push, "consume", "later", "--group", "g", "--count", "1", "--fail", "not yet")...).expect(t, exitOK, `"later":1`)
+	r := ctl(t, "", flags(tr.admin, "get", "groups", "later")...)
+	r.expect(t, exitOK, "DELAYED UNTIL", "DELAYED PARTITIONS")
+	var delayed, held bool
+	for _, line := range strings.Split(r.stdout, "\n") {
+		f := strings.Fields(line)
+		delayed = delayed || len(f) == 8 && f[0] == "g" && f[1] == "p" && f[7] != "-"
+		held = held || len(f) >= 3 && f[0] == "g" && f[2] == "1"
+	}
+	if !delayed || !held {
+		t.Errorf("get groups of a group held by a delay: no delayed-until time or no held partition counted:\n%s", r.stdout)
+	}
+	ctl(t, "", flags(tr.admin, "get", "groups", "later", "-o", "json")...).expect(t, exitOK, `"delayedUntil": "`, `"delayedPartitions": 1`)
+}
