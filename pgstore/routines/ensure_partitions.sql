@@ -27,7 +27,9 @@ RETURNS TABLE (idx integer, partition_id bigint, queue_id bigint, dedup_window_s
 LANGUAGE plpgsql AS $$
 DECLARE
     v_missing integer[];
+    v_queues  text[];
     v_turn    integer;
+    v_locked  bigint;
     v_created bigint[];
     v_created_q bigint[];
     f_idx     integer[];
@@ -54,27 +56,28 @@ BEGIN
         RETURN;
     END IF;
 
+    -- The missing partitions' queues, each once.
+    SELECT array_agg(DISTINCT p_queues[i]) INTO v_queues FROM unnest(v_missing) AS i
+     WHERE p_queues[i] ~ '^[A-Za-z0-9_-]{1,128}$';
     -- A queue deleted while this waited for its row (queue_delete holds
-    -- it FOR UPDATE) is made afresh on a second turn: the pushes resolving
-    -- it land in the new queue. A row this transaction inserts is its own
-    -- until it commits.
+    -- it FOR UPDATE) is not locked: it is made afresh on a second turn, so
+    -- the pushes resolving it land in the new queue. A row this
+    -- transaction inserts is its own until it commits.
     FOR v_turn IN 1..2 LOOP
         INSERT INTO queen.queues (name)
-        SELECT DISTINCT p_queues[i] FROM unnest(v_missing) AS i
-         WHERE p_queues[i] ~ '^[A-Za-z0-9_-]{1,128}$'
-           AND NOT EXISTS (SELECT 1 FROM queen.queues q WHERE q.name = p_queues[i])
+        SELECT n FROM unnest(v_queues) AS n
+         WHERE NOT EXISTS (SELECT 1 FROM queen.queues q WHERE q.name = n)
          ORDER BY 1
         ON CONFLICT (name) DO NOTHING;
         -- Held until commit: a group made meanwhile (ensure_group, which
         -- takes the row FOR UPDATE) waits for these partitions, or these
         -- wait for it and see it below.
         PERFORM 1 FROM queen.queues q
-         WHERE q.name IN (SELECT p_queues[i] FROM unnest(v_missing) AS i)
+         WHERE q.name = ANY (v_queues)
          ORDER BY q.id
            FOR KEY SHARE;
-        EXIT WHEN NOT EXISTS (SELECT 1 FROM unnest(v_missing) AS i
-                               WHERE p_queues[i] ~ '^[A-Za-z0-9_-]{1,128}$'
-                                 AND NOT EXISTS (SELECT 1 FROM queen.queues q WHERE q.name = p_queues[i]));
+        GET DIAGNOSTICS v_locked = ROW_COUNT;
+        EXIT WHEN v_locked = coalesce(cardinality(v_queues), 0);
     END LOOP;
     WITH ins AS (
         INSERT INTO queen.log_partitions AS lp (queue_id, name)
