@@ -133,12 +133,16 @@ func (m *consumeMetrics) deadLettered(log *zerolog.Logger, letters []model.DeadL
 	}
 }
 
-// forget drops a deleted group's series.
+// forget drops a deleted group's series, or with group "" those of
+// every group of a deleted queue.
 func (m *consumeMetrics) forget(queue, group string) {
 	if m == nil {
 		return
 	}
-	labels := prometheus.Labels{"queue": queue, "group": group}
+	labels := prometheus.Labels{"queue": queue}
+	if group != "" {
+		labels["group"] = group
+	}
 	for _, v := range []*prometheus.CounterVec{m.pops, m.delivered, m.redelivered, m.acks, m.renewals, m.releases, m.expiries, m.deadLetters} {
 		v.DeletePartialMatch(labels)
 	}

@@ -166,3 +166,26 @@ func TestAnAckAndPushCountsItsItemsInTheAckMetrics(t *testing.T) {
 		t.Errorf(`queengate_consumer_acks_total{result="completed"} after an ack-and-push of 2 and its retry: %v, want 2`, got)
 	}
 }
+
+// A gateway that missed a group delete's announcement drops the group's
+// series when the store tells it the group is gone.
+func TestADeletedGroupsSeriesGoWhenTheStoreSaysSo(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	g := e.startOpsGateway("", ingest.Config{})
+	q := e.queue
+	wantStatus(t, e.push(t, e.subject("p"), msgs("a")), "queued")
+	a, _ := g.popFrom(t, q, "g")
+	if got := g.metric(t, "queengate_consumer_pops_total", "g"); got != 1 {
+		t.Fatalf("pops of g: %v", got)
+	}
+	if _, err := e.store.DeleteGroup(t.Context(), q, "g"); err != nil { // no announcement
+		t.Fatal(err)
+	}
+	if status := g.leaseOp(t, q, "g", a, true); status != 404 {
+		t.Fatalf("a renewal in the deleted group: %d, want 404", status)
+	}
+	if got := g.metric(t, "queengate_consumer_pops_total", "g"); got != 0 {
+		t.Errorf("pops of the deleted group: %v, want no series", got)
+	}
+}

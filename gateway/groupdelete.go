@@ -58,8 +58,8 @@ func (c *Consumers) forgetGroup(queue, name string) {
 // when g is gone, its cached id is forgotten (only that id: a new group
 // of the name cached meanwhile stays).
 func (c *Consumers) groupFailed(g model.Group, err error) *queengate.Error {
-	if errors.Is(err, model.ErrGroupNotFound) {
-		c.knownGroups.CompareAndDelete(g.Queue+"/"+g.Name, g)
+	if errors.Is(err, model.ErrGroupNotFound) && c.knownGroups.CompareAndDelete(g.Queue+"/"+g.Name, g) {
+		c.metrics.forget(g.Queue, g.Name) // its delete's announcement missed this gateway
 	}
 	return consumeError(err)
 }

@@ -103,6 +103,7 @@ func (c *Consumers) forgetQueue(queue string, id int64) {
 		}
 		return true
 	})
+	c.metrics.forget(queue, "") // also the groups this gateway had no id of
 	prefix := strconv.FormatInt(id, 10) + "/"
 	c.knownPartitions.Range(func(key, _ any) bool {
 		if strings.HasPrefix(key.(string), prefix) {
