@@ -34,7 +34,9 @@ const smallMax = 64
 
 // SkewSlackMs widens the window on the safe side wherever the broker's
 // clock is compared with created_at from PostgreSQL's: hydration reads 5 s
-// more, expiry drops 5 s later. Extra old hashes only widen coverage.
+// more, expiry drops 5 s later. Extra old hashes only widen coverage. It
+// is model.ClockSkewSlack, which hydration reads by; dedup imports nothing
+// of ours, so ingest's tests check that the two agree.
 const SkewSlackMs = 5000
 
 // Range is one committed frame: the hashes of offsets Base, Base+1, ….
