@@ -10,7 +10,6 @@ package queengate
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 )
 
@@ -130,7 +129,3 @@ func (s Subjects) Committed(queue string) string { return s.Prefix + ".committed
 func (s Subjects) Explain(queue, partition string) string {
 	return s.Prefix + ".explain." + queue + "." + partition
 }
-
-// Shard is the subject NATS maps pushes of routing shard k onto (between
-// the server and the gateways; producers never publish here).
-func (s Subjects) Shard(k int) string { return s.Prefix + ".shard." + strconv.Itoa(k) }

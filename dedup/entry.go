@@ -34,7 +34,9 @@ const smallMax = 64
 
 // SkewSlackMs widens the window on the safe side wherever the broker's
 // clock is compared with created_at from PostgreSQL's: hydration reads 5 s
-// more, expiry drops 5 s later. Extra old hashes only widen coverage.
+// more, expiry drops 5 s later. Extra old hashes only widen coverage. It
+// is model.ClockSkewSlack, which hydration reads by; dedup imports nothing
+// of ours, so ingest's tests check that the two agree.
 const SkewSlackMs = 5000
 
 // Range is one committed frame: the hashes of offsets Base, Base+1, ….
@@ -583,36 +585,11 @@ func (hb *hotBuffer) scan(c []hashAt, h *Hash, offsets []int64) []int64 {
 	return offsets
 }
 
-// contains reports whether h is resident (bloom front, then exact).
-func (e *Entry) contains(h *Hash) bool {
-	offs, ok := e.occurrences(h)
-	return len(offs) > 0 || !ok
-}
-
 // takeCounters returns and resets the bloom front's lookup counters.
 func (e *Entry) takeCounters() (misses, maybes, falsePositives int64) {
 	misses, maybes, falsePositives = int64(e.misses), int64(e.maybes), int64(e.falsePositives)
 	e.misses, e.maybes, e.falsePositives = 0, 0, 0
 	return
-}
-
-// containsExact is the authority behind the front: a linear scan of the
-// hot buffer and a binary search of every sealed block.
-func (e *Entry) containsExact(h *Hash) bool {
-	found := false
-	e.eachHot(func(s *hashAt, _ int64) { found = found || s.h == *h })
-	if found {
-		return true
-	}
-	hi, lo := split(h)
-	sealed := e.sealedBlocks()
-	for i := range sealed {
-		s := sealed[i].hashes
-		if j := searchSorted(s, hi, lo); j < len(s) && s[j].h == *h {
-			return true
-		}
-	}
-	return false
 }
 
 // searchSorted is the index of the first slot not below (hi, lo) in slots

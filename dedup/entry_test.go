@@ -34,6 +34,12 @@ const (
 	t0     = int64(1_000_000_000_000)
 )
 
+// contains reports whether h is resident (bloom front, then exact).
+func (e *Entry) contains(h *Hash) bool {
+	offs, ok := e.occurrences(h)
+	return len(offs) > 0 || !ok
+}
+
 func TestNewEntryKnowsTheHydratedWindow(t *testing.T) {
 	e := NewEntry(Hydration{LastOffset: 9, WindowMs: 10 * minute, Ranges: []Range{
 		{Base: 5, CreatedMs: t0, Hashes: hashes(5, 3)},

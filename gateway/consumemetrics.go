@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"github.com/queengate/queengate/internal/promreg"
 	"github.com/queengate/queengate/model"
 )
 
@@ -43,12 +44,8 @@ func newConsumeMetrics(reg prometheus.Registerer) (*consumeMetrics, error) {
 		expiries:    vec("lease_expiries_total", "Leases that ran out before their consumer settled them, counted by the pop that ended them."),
 		deadLetters: vec("dead_letters_total", "Messages this gateway's pops and acks moved to the dead-letter queue (out of attempts, or too large to deliver)."),
 	}
-	if reg != nil {
-		for _, c := range []prometheus.Collector{m.pops, m.delivered, m.redelivered, m.acks, m.renewals, m.releases, m.expiries, m.deadLetters} {
-			if err := reg.Register(c); err != nil {
-				return nil, err
-			}
-		}
+	if err := promreg.RegisterAll(reg, m.pops, m.delivered, m.redelivered, m.acks, m.renewals, m.releases, m.expiries, m.deadLetters); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

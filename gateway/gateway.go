@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/queengate/queengate/ingest"
+	"github.com/queengate/queengate/internal/promreg"
 )
 
 // ServiceName is the micro service name, and QueueGroup the queue group
@@ -453,12 +454,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Buckets: prometheus.ExponentialBuckets(0.00025, 2, 19),
 		}, []string{"endpoint", "result"}),
 	}
-	if reg != nil {
-		for _, c := range []prometheus.Collector{m.requests, m.rejects, m.lostAnswers, m.duration} {
-			if err := reg.Register(c); err != nil {
-				return nil, err
-			}
-		}
+	if err := promreg.RegisterAll(reg, m.requests, m.rejects, m.lostAnswers, m.duration); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

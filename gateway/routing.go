@@ -16,6 +16,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 	"github.com/zeebo/xxh3"
+
+	"github.com/queengate/queengate/internal/promreg"
 )
 
 // Routing shards give partitions affinity to gateways. The NATS server
@@ -504,12 +506,8 @@ func newRoutingMetrics(reg prometheus.Registerer) (*routingMetrics, error) {
 			Help: "1 for what the last probe found of NATS's push subject mapping: present (pushes reach their shard's gateway), absent (pushes reach any gateway of the queue group), or unknown.",
 		}, []string{"state"}),
 	}
-	if reg != nil {
-		for _, c := range []prometheus.Collector{m.served, m.members, m.handovers, m.mismatches, m.mapping} {
-			if err := reg.Register(c); err != nil {
-				return nil, err
-			}
-		}
+	if err := promreg.RegisterAll(reg, m.served, m.members, m.handovers, m.mismatches, m.mapping); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

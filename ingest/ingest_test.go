@@ -11,6 +11,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/queengate/queengate/dedup"
 	"github.com/queengate/queengate/ingest"
 	"github.com/queengate/queengate/internal/checkfor"
 	"github.com/queengate/queengate/internal/pgtest"
@@ -369,6 +370,16 @@ func TestCacheSkipsTheProbeInSteadyStateAndSurvivesAnotherWriter(t *testing.T) {
 	}
 	if n := b.store.probes.Load() - before; n != 0 {
 		t.Errorf("%d probes after the rebuild; the entry vouches again", n)
+	}
+}
+
+// TestCacheSlackIsTheHydrationSlack: the cache drops a hash SkewSlackMs
+// after its window, and hydration reads ClockSkewSlack beyond the window;
+// dedup imports nothing of ours, so the two constants are written twice
+// and must agree.
+func TestCacheSlackIsTheHydrationSlack(t *testing.T) {
+	if got, want := int64(dedup.SkewSlackMs), model.ClockSkewSlack.Milliseconds(); got != want {
+		t.Errorf("dedup.SkewSlackMs is %d ms, model.ClockSkewSlack %d ms; want them equal", got, want)
 	}
 }
 

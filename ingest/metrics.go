@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/queengate/queengate/dedup"
+	"github.com/queengate/queengate/internal/promreg"
 	"github.com/queengate/queengate/model"
 )
 
@@ -84,12 +85,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Messages accepted and not yet answered (buffered or in flight).",
 		}),
 	}
-	if reg != nil {
-		for _, c := range []prometheus.Collector{messages, probes, conflicts, m.unrolled, m.fullWindow, m.flushSize, m.flushTime, m.segments, m.flushErrors, m.bufferDepth} {
-			if err := reg.Register(c); err != nil {
-				return nil, err
-			}
-		}
+	if err := promreg.RegisterAll(reg, messages, probes, conflicts, m.unrolled, m.fullWindow, m.flushSize, m.flushTime, m.segments, m.flushErrors, m.bufferDepth); err != nil {
+		return nil, err
 	}
 	return m, nil
 }
@@ -123,9 +120,6 @@ func (m *metrics) registerCache(reg prometheus.Registerer, c *dedup.Cache) error
 		Name: "queengate_dedup_local_hits_total",
 		Help: "Segments with a hash already in the cache, routed to the full SQL probe.",
 	})
-	if reg == nil {
-		return nil
-	}
 	gauge := func(name, help string, f func(dedup.Stats) float64) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help},
 			func() float64 { return f(c.Stats()) })
@@ -134,7 +128,7 @@ func (m *metrics) registerCache(reg prometheus.Registerer, c *dedup.Cache) error
 		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help},
 			func() float64 { return f(c.Stats()) })
 	}
-	for _, col := range []prometheus.Collector{
+	return promreg.RegisterAll(reg,
 		m.cacheHits,
 		counter("queengate_dedup_hydrations_total", "Full-window hydrations of cache entries read from PostgreSQL.",
 			func(s dedup.Stats) float64 { return float64(s.Hydrations) }),
@@ -166,10 +160,5 @@ func (m *metrics) registerCache(reg prometheus.Registerer, c *dedup.Cache) error
 			func(s dedup.Stats) float64 { return float64(s.Fills) }),
 		counter("queengate_dedup_filled_bytes_total", "Bytes of hashes read by fills (16 per hash).",
 			func(s dedup.Stats) float64 { return float64(s.FilledBytes) }),
-	} {
-		if err := reg.Register(col); err != nil {
-			return err
-		}
-	}
-	return nil
+	)
 }

@@ -53,13 +53,6 @@ type QueueOptions struct {
 	GroupIdleSeconds int
 }
 
-// DefaultQueueOptions is what a created queue starts from, and what an
-// omitted option returns to under replace.
-func DefaultQueueOptions() QueueOptions {
-	return QueueOptions{DedupWindowSeconds: DefaultDedupWindowSeconds, RetentionSeconds: DefaultRetentionSeconds,
-		OnConflict: ConflictIgnore, MaxAttempts: DefaultMaxAttempts, RetainUntil: RetainByAge, RetryBackoffMs: []int{}}
-}
-
 // OptionsPatch names the options a configure request sets; nil is an
 // omitted option.
 type OptionsPatch struct {
@@ -72,42 +65,6 @@ type OptionsPatch struct {
 	RetryBackoffMs     *[]int
 	MaxAckPending      *int
 	GroupIdleSeconds   *int
-}
-
-// Apply returns o with the patch applied: merge keeps what the patch
-// omits, replace starts from the defaults.
-func (p OptionsPatch) Apply(o QueueOptions, replace bool) QueueOptions {
-	if replace {
-		o = DefaultQueueOptions()
-	}
-	if p.DedupWindowSeconds != nil {
-		o.DedupWindowSeconds = *p.DedupWindowSeconds
-	}
-	if p.RetentionSeconds != nil {
-		o.RetentionSeconds = *p.RetentionSeconds
-	}
-	if p.OnConflict != nil {
-		o.OnConflict = *p.OnConflict
-	}
-	if p.MaxAttempts != nil {
-		o.MaxAttempts = *p.MaxAttempts
-	}
-	if p.RetainUntil != nil {
-		o.RetainUntil = *p.RetainUntil
-	}
-	if p.RetryDelayMs != nil {
-		o.RetryDelayMs = *p.RetryDelayMs
-	}
-	if p.RetryBackoffMs != nil {
-		o.RetryBackoffMs = *p.RetryBackoffMs
-	}
-	if p.MaxAckPending != nil {
-		o.MaxAckPending = *p.MaxAckPending
-	}
-	if p.GroupIdleSeconds != nil {
-		o.GroupIdleSeconds = *p.GroupIdleSeconds
-	}
-	return o
 }
 
 // Validate checks every option the patch sets; each error is an

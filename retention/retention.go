@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"github.com/queengate/queengate/internal/promreg"
 	"github.com/queengate/queengate/internal/startstop"
 	"github.com/queengate/queengate/model"
 )
@@ -62,12 +63,8 @@ func NewRunner(store Store, interval time.Duration, opts model.RetainOptions, lo
 			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10),
 		}),
 	}
-	if reg != nil {
-		for _, c := range []prometheus.Collector{r.passes, r.deleted, r.skipped, r.duration} {
-			if err := reg.Register(c); err != nil {
-				return nil, err
-			}
-		}
+	if err := promreg.RegisterAll(reg, r.passes, r.deleted, r.skipped, r.duration); err != nil {
+		return nil, err
 	}
 	return r, nil
 }

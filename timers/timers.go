@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"github.com/queengate/queengate/internal/promreg"
 	"github.com/queengate/queengate/internal/startstop"
 	"github.com/queengate/queengate/model"
 )
@@ -412,12 +413,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Cancels by answer: cancelled, or absent (no longer pending).",
 		}, []string{"answer"}),
 	}
-	if reg != nil {
-		for _, c := range []prometheus.Collector{m.pending, m.scheduled, m.existing, m.fires, m.fireErrors, m.fireDuration, m.lag, m.cancels} {
-			if err := reg.Register(c); err != nil {
-				return nil, fmt.Errorf("timers: register metrics: %w", err)
-			}
-		}
+	if err := promreg.RegisterAll(reg, m.pending, m.scheduled, m.existing, m.fires, m.fireErrors, m.fireDuration, m.lag, m.cancels); err != nil {
+		return nil, fmt.Errorf("timers: register metrics: %w", err)
 	}
 	return m, nil
 }

@@ -17,18 +17,19 @@ import (
 const module = "github.com/queengate/queengate"
 
 // arrows lists, per package, the packages of ours it may import directly:
-// docs/design.md draws the same arrows. internal/startstop is the one
-// internal package production code may use; the rest of internal/ is
-// test harnesses.
+// docs/design.md draws the same arrows. internal/startstop and
+// internal/promreg are the internal packages production code may use; the
+// rest of internal/ is test harnesses.
 var arrows = map[string][]string{
-	".":         {}, // the wire contract and client, package queengate
-	"model":     {},
-	"dedup":     {},
-	"pgstore":   {"model"},
-	"ingest":    {"dedup", "model", "internal/startstop"},
-	"timers":    {"model", "internal/startstop"},
-	"retention": {"model", "internal/startstop"},
-	"gateway":   {".", "ingest", "timers", "model", "internal/startstop"},
+	".":                {}, // the wire contract and client, package queengate
+	"model":            {},
+	"dedup":            {},
+	"internal/promreg": {},
+	"pgstore":          {"model"},
+	"ingest":           {"dedup", "model", "internal/startstop", "internal/promreg"},
+	"timers":           {"model", "internal/startstop", "internal/promreg"},
+	"retention":        {"model", "internal/startstop", "internal/promreg"},
+	"gateway":          {".", "ingest", "timers", "model", "internal/startstop", "internal/promreg"},
 }
 
 // ourPath is the import path of one of our packages ("." the module's
