@@ -431,15 +431,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if o.cpuProfile != "" {
-		f, err := os.Create(o.cpuProfile)
+		stopProfile, err := startCPUProfile(o.cpuProfile)
 		if err != nil {
 			return err
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+		defer stopProfile()
 	}
 	logf := func(format string, a ...any) {
 		if !o.quiet {
@@ -451,17 +447,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		progress = nil
 	}
 
-	if o.w.Scenario == "read" {
-		if !o.self {
-			return usageError{errors.New("--scenario read needs --self: it runs its own gateway and JetStream server")}
-		}
-		return runReadBench(ctx, o, stdout, logf)
-	}
-	if o.w.Scenario == "consume" {
-		if !o.self {
-			return usageError{errors.New("--scenario consume needs --self: it runs its own gateway and JetStream server")}
-		}
-		return runConsumeBench(ctx, o, stdout, logf)
+	if o.w.Scenario == "read" || o.w.Scenario == "consume" {
+		return runOwnScenario(ctx, o, stdout, logf)
 	}
 	targets, autovac, cleanup, err := openTargets(ctx, o, logf)
 	defer cleanup()
@@ -469,6 +456,51 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	report := &Report{Machine: machine(), Command: "queenbench " + strings.Join(args, " "), Workload: o.w}
+	if err := runRounds(ctx, o, targets, report, logf, progress, autovac); err != nil {
+		return err
+	}
+	summarise(report, o.targets)
+	if o.w.BudgetChecks {
+		report.Checks = budgetChecks(report.Results, o.w.cacheBudgetMB())
+	}
+	if err := writeOutputs(report, o, stdout); err != nil {
+		return err
+	}
+	return exactnessViolations(report.Results)
+}
+
+// startCPUProfile profiles queenbench itself into path until the returned
+// stop is called.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
+}
+
+// runOwnScenario runs the read or the consume scenario: each starts and
+// measures its own gateway and JetStream server, so it needs --self.
+func runOwnScenario(ctx context.Context, o options, stdout io.Writer, logf func(string, ...any)) error {
+	if !o.self {
+		return usageError{fmt.Errorf("--scenario %s needs --self: it runs its own gateway and JetStream server", o.w.Scenario)}
+	}
+	if o.w.Scenario == "read" {
+		return runReadBench(ctx, o, stdout, logf)
+	}
+	return runConsumeBench(ctx, o, stdout, logf)
+}
+
+// runRounds runs every target o.rounds times, adding each run's result to
+// report.
+func runRounds(ctx context.Context, o options, targets []Target, report *Report, logf func(string, ...any), progress io.Writer, autovac func() (float64, bool)) error {
 	for round := 1; round <= o.rounds; round++ {
 		// Alternate the order each round so that drift (a filling disk,
 		// a warming cache) does not always favour the same target.
@@ -485,15 +517,14 @@ func run(args []string, stdout, stderr io.Writer) error {
 			report.Results = append(report.Results, res)
 		}
 	}
-	summarise(report, o.targets)
-	if o.w.BudgetChecks {
-		report.Checks = budgetChecks(report.Results, o.w.cacheBudgetMB())
-	}
-	if err := writeOutputs(report, o, stdout); err != nil {
-		return err
-	}
+	return nil
+}
+
+// exactnessViolations is the violationError naming every run that broke
+// exactness, or nil.
+func exactnessViolations(results []Result) error {
 	var violations []string
-	for _, r := range report.Results {
+	for _, r := range results {
 		if r.Violations > 0 {
 			violations = append(violations, fmt.Sprintf("%s round %d: %d", r.Target, r.Round, r.Violations))
 		}
@@ -575,24 +606,9 @@ func runOnce(ctx context.Context, t Target, w Workload, round int, progress io.W
 	g := newGenerator(w, w.RunID, w.Total)
 	var prefillExact *exactness
 	if w.Prefill > 0 {
-		pw := w
-		pw.RetryShare = 0
-		// Its own id namespace ("-pre"), the run's queues: the measured
-		// messages must not repeat the prefill's ids by accident.
-		pg := newGenerator(pw, w.RunID+"-pre", w.Prefill)
-		pg.queues, pg.sweep = g.queues, true
-		res, exact, err := drive(ctx, t, pg, time.Time{}, progress)
-		if err != nil {
-			return Result{}, fmt.Errorf("prefill: %w", err)
-		}
-		if res.Failed > 0 {
-			return Result{}, fmt.Errorf("prefill: %d messages failed", res.Failed)
-		}
-		prefillExact = exact
-		if m, ok := t.(interface{ markCounters(context.Context) error }); ok {
-			if err := m.markCounters(ctx); err != nil {
-				return Result{}, err
-			}
+		var err error
+		if prefillExact, err = prefill(ctx, t, w, g, progress); err != nil {
+			return Result{}, err
 		}
 	}
 	before, err := t.Figures(ctx)
@@ -621,12 +637,49 @@ func runOnce(ctx context.Context, t Target, w Workload, round int, progress io.W
 	if prefillExact != nil {
 		exact.merge(prefillExact)
 	}
-	if answersIncomplete(w, res) && canSayWhatItStored(t) {
+	if err := judgeExactness(ctx, t, w, &res, exact); err != nil {
+		return Result{}, err
+	}
+	if res.Messages > 0 {
+		res.CPUSecondsPerMillion = (after.ServerCPUSeconds - before.ServerCPUSeconds) / float64(res.Messages) * 1e6
+	}
+	copyTargetFigures(&res, after)
+	return res, nil
+}
+
+// prefill pushes w.Prefill unique messages, untimed, to the queues of the
+// measured run's generator g, and returns what they were answered.
+func prefill(ctx context.Context, t Target, w Workload, g *generator, progress io.Writer) (*exactness, error) {
+	pw := w
+	pw.RetryShare = 0
+	// Its own id namespace ("-pre"), the run's queues: the measured
+	// messages must not repeat the prefill's ids by accident.
+	pg := newGenerator(pw, w.RunID+"-pre", w.Prefill)
+	pg.queues, pg.sweep = g.queues, true
+	res, exact, err := drive(ctx, t, pg, time.Time{}, progress)
+	if err != nil {
+		return nil, fmt.Errorf("prefill: %w", err)
+	}
+	if res.Failed > 0 {
+		return nil, fmt.Errorf("prefill: %d messages failed", res.Failed)
+	}
+	if m, ok := t.(interface{ markCounters(context.Context) error }); ok {
+		if err := m.markCounters(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return exact, nil
+}
+
+// judgeExactness sets res's distinct ids and exactness violations.
+func judgeExactness(ctx context.Context, t Target, w Workload, res *Result, exact *exactness) error {
+	if answersIncomplete(w, *res) && canSayWhatItStored(t) {
 		// An answer lost to a timeout or a killed gateway leaves its ids
 		// answered only as duplicates by the retry, or not at all: what
 		// PostgreSQL stores is the verdict.
+		var err error
 		if res.Violations, err = storedVerdict(ctx, t, exact); err != nil {
-			return Result{}, err
+			return err
 		}
 		res.DistinctIDs = exact.distinct()
 	} else {
@@ -635,16 +688,18 @@ func runOnce(ctx context.Context, t Target, w Workload, round int, progress io.W
 	if !exactTargets[baseName(t.Name())] {
 		res.Violations = 0 // no deduplication by definition: nothing to check
 	}
-	if res.Messages > 0 {
-		res.CPUSecondsPerMillion = (after.ServerCPUSeconds - before.ServerCPUSeconds) / float64(res.Messages) * 1e6
-	}
+	return nil
+}
+
+// copyTargetFigures copies into res what the target reported of itself
+// after the run.
+func copyTargetFigures(res *Result, after Figures) {
 	res.PeakRSSBytes, res.GatewayPeakRSSBytes = after.PeakRSSBytes, after.GatewayPeakRSSBytes
 	res.ProbeSkippedShare, res.ProbeNarrowedShare = after.ProbeSkippedShare, after.ProbeNarrowedShare
 	res.UnrolledShare, res.CacheBytesPerHash = after.UnrolledShare, after.CacheBytesPerHash
 	res.CacheBytesPerEntry = after.CacheBytesPerEntry
 	res.MeanFrame, res.Hydrations, res.Fills = after.MeanFrame, after.Hydrations, after.Fills
 	res.Evictions, res.Suppressed, res.Births = after.Evictions, after.Suppressed, after.Births
-	return res, nil
 }
 
 // baseName is a target's kind: queengate@3 is queengate.
@@ -698,55 +753,9 @@ func summarise(r *Report, targets []string) {
 	}
 	r.Medians = nil
 	for _, name := range targets {
-		rs := byTarget[name]
-		if len(rs) == 0 {
-			continue
+		if rs := byTarget[name]; len(rs) > 0 {
+			r.Medians = append(r.Medians, medianResult(rs))
 		}
-		med := rs[0]
-		med.Round = 0
-		pick := func(f func(Result) float64) float64 {
-			xs := make([]float64, len(rs))
-			for i, x := range rs {
-				xs[i] = f(x)
-			}
-			return medianFloat(xs)
-		}
-		med.Throughput = pick(func(x Result) float64 { return x.Throughput })
-		med.P50 = time.Duration(pick(func(x Result) float64 { return float64(x.P50) }))
-		med.P90 = time.Duration(pick(func(x Result) float64 { return float64(x.P90) }))
-		med.P99 = time.Duration(pick(func(x Result) float64 { return float64(x.P99) }))
-		med.Max = time.Duration(pick(func(x Result) float64 { return float64(x.Max) }))
-		med.Elapsed = time.Duration(pick(func(x Result) float64 { return float64(x.Elapsed) }))
-		med.CPUSecondsPerMillion = pick(func(x Result) float64 { return x.CPUSecondsPerMillion })
-		med.AutovacuumCPUPerMillion = pick(func(x Result) float64 { return x.AutovacuumCPUPerMillion })
-		med.PeakRSSBytes = int64(pick(func(x Result) float64 { return float64(x.PeakRSSBytes) }))
-		med.ProbeSkippedShare = pick(func(x Result) float64 { return x.ProbeSkippedShare })
-		med.ProbeNarrowedShare = pick(func(x Result) float64 { return x.ProbeNarrowedShare })
-		med.UnrolledShare = pick(func(x Result) float64 { return x.UnrolledShare })
-		med.CacheBytesPerHash = pick(func(x Result) float64 { return x.CacheBytesPerHash })
-		med.CacheBytesPerEntry = pick(func(x Result) float64 { return x.CacheBytesPerEntry })
-		med.GatewayPeakRSSBytes = int64(pick(func(x Result) float64 { return float64(x.GatewayPeakRSSBytes) }))
-		med.PartitionsTouched = int64(pick(func(x Result) float64 { return float64(x.PartitionsTouched) }))
-		med.Evictions = int64(pick(func(x Result) float64 { return float64(x.Evictions) }))
-		med.Suppressed = int64(pick(func(x Result) float64 { return float64(x.Suppressed) }))
-		med.MeanFrame = pick(func(x Result) float64 { return x.MeanFrame })
-		med.Hydrations = int64(pick(func(x Result) float64 { return float64(x.Hydrations) }))
-		med.Births = int64(pick(func(x Result) float64 { return float64(x.Births) }))
-		med.Fills = int64(pick(func(x Result) float64 { return float64(x.Fills) }))
-		med.MaxGap = time.Duration(pick(func(x Result) float64 { return float64(x.MaxGap) }))
-		med.FleetGap = time.Duration(pick(func(x Result) float64 { return float64(x.FleetGap) }))
-		med.Retries = int64(pick(func(x Result) float64 { return float64(x.Retries) }))
-		med.Queued, med.Duplicate, med.Failed, med.Violations, med.Messages, med.Requests, med.DistinctIDs = 0, 0, 0, 0, 0, 0, 0
-		for _, x := range rs {
-			med.Queued += x.Queued
-			med.Duplicate += x.Duplicate
-			med.Failed += x.Failed
-			med.Violations += x.Violations
-			med.Messages += x.Messages
-			med.Requests += x.Requests
-			med.DistinctIDs += x.DistinctIDs
-		}
-		r.Medians = append(r.Medians, med)
 	}
 	r.Ratios = nil
 	qg := byTarget["queengate"]
@@ -754,32 +763,92 @@ func summarise(r *Report, targets []string) {
 		if name == "queengate" || len(qg) == 0 {
 			continue
 		}
-		_, isFleet := fleetTarget(name)
-		var ratios []float64
-		for _, x := range byTarget[name] {
-			for _, q := range qg {
-				switch {
-				case q.Round != x.Round || x.Throughput <= 0 || q.Throughput <= 0:
-				case isFleet:
-					ratios = append(ratios, x.Throughput/q.Throughput)
-				default:
-					ratios = append(ratios, q.Throughput/x.Throughput)
-				}
+		if ratio, ok := throughputRatio(name, byTarget[name], qg); ok {
+			r.Ratios = append(r.Ratios, ratio)
+		}
+	}
+}
+
+// medianResult is one target's rounds rs in one: the median of each
+// figure, and the counts summed.
+func medianResult(rs []Result) Result {
+	med := rs[0]
+	med.Round = 0
+	pick := func(f func(Result) float64) float64 {
+		xs := make([]float64, len(rs))
+		for i, x := range rs {
+			xs[i] = f(x)
+		}
+		return medianFloat(xs)
+	}
+	med.Throughput = pick(func(x Result) float64 { return x.Throughput })
+	med.P50 = time.Duration(pick(func(x Result) float64 { return float64(x.P50) }))
+	med.P90 = time.Duration(pick(func(x Result) float64 { return float64(x.P90) }))
+	med.P99 = time.Duration(pick(func(x Result) float64 { return float64(x.P99) }))
+	med.Max = time.Duration(pick(func(x Result) float64 { return float64(x.Max) }))
+	med.Elapsed = time.Duration(pick(func(x Result) float64 { return float64(x.Elapsed) }))
+	med.CPUSecondsPerMillion = pick(func(x Result) float64 { return x.CPUSecondsPerMillion })
+	med.AutovacuumCPUPerMillion = pick(func(x Result) float64 { return x.AutovacuumCPUPerMillion })
+	med.PeakRSSBytes = int64(pick(func(x Result) float64 { return float64(x.PeakRSSBytes) }))
+	med.ProbeSkippedShare = pick(func(x Result) float64 { return x.ProbeSkippedShare })
+	med.ProbeNarrowedShare = pick(func(x Result) float64 { return x.ProbeNarrowedShare })
+	med.UnrolledShare = pick(func(x Result) float64 { return x.UnrolledShare })
+	med.CacheBytesPerHash = pick(func(x Result) float64 { return x.CacheBytesPerHash })
+	med.CacheBytesPerEntry = pick(func(x Result) float64 { return x.CacheBytesPerEntry })
+	med.GatewayPeakRSSBytes = int64(pick(func(x Result) float64 { return float64(x.GatewayPeakRSSBytes) }))
+	med.PartitionsTouched = int64(pick(func(x Result) float64 { return float64(x.PartitionsTouched) }))
+	med.Evictions = int64(pick(func(x Result) float64 { return float64(x.Evictions) }))
+	med.Suppressed = int64(pick(func(x Result) float64 { return float64(x.Suppressed) }))
+	med.MeanFrame = pick(func(x Result) float64 { return x.MeanFrame })
+	med.Hydrations = int64(pick(func(x Result) float64 { return float64(x.Hydrations) }))
+	med.Births = int64(pick(func(x Result) float64 { return float64(x.Births) }))
+	med.Fills = int64(pick(func(x Result) float64 { return float64(x.Fills) }))
+	med.MaxGap = time.Duration(pick(func(x Result) float64 { return float64(x.MaxGap) }))
+	med.FleetGap = time.Duration(pick(func(x Result) float64 { return float64(x.FleetGap) }))
+	med.Retries = int64(pick(func(x Result) float64 { return float64(x.Retries) }))
+	med.Queued, med.Duplicate, med.Failed, med.Violations, med.Messages, med.Requests, med.DistinctIDs = 0, 0, 0, 0, 0, 0, 0
+	for _, x := range rs {
+		med.Queued += x.Queued
+		med.Duplicate += x.Duplicate
+		med.Failed += x.Failed
+		med.Violations += x.Violations
+		med.Messages += x.Messages
+		med.Requests += x.Requests
+		med.DistinctIDs += x.DistinctIDs
+	}
+	return med
+}
+
+// throughputRatio compares target name's rounds rs with queengate's qg,
+// round by round: queengate ÷ the other, or for a fleet (queengate@N)
+// the fleet ÷ queengate, so that above 1 always reads "faster". ok is
+// false when no round has both throughputs.
+func throughputRatio(name string, rs, qg []Result) (ratio Ratio, ok bool) {
+	_, isFleet := fleetTarget(name)
+	var ratios []float64
+	for _, x := range rs {
+		for _, q := range qg {
+			switch {
+			case q.Round != x.Round || x.Throughput <= 0 || q.Throughput <= 0:
+			case isFleet:
+				ratios = append(ratios, x.Throughput/q.Throughput)
+			default:
+				ratios = append(ratios, q.Throughput/x.Throughput)
 			}
 		}
-		if len(ratios) == 0 {
-			continue
-		}
-		lo, hi := math.Inf(1), math.Inf(-1)
-		for _, v := range ratios {
-			lo, hi = math.Min(lo, v), math.Max(hi, v)
-		}
-		label := "queengate ÷ " + name
-		if isFleet {
-			label = name + " ÷ queengate"
-		}
-		r.Ratios = append(r.Ratios, Ratio{Target: name, Label: label, Min: lo, Median: medianFloat(ratios), Max: hi})
 	}
+	if len(ratios) == 0 {
+		return Ratio{}, false
+	}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, v := range ratios {
+		lo, hi = math.Min(lo, v), math.Max(hi, v)
+	}
+	label := "queengate ÷ " + name
+	if isFleet {
+		label = name + " ÷ queengate"
+	}
+	return Ratio{Target: name, Label: label, Min: lo, Median: medianFloat(ratios), Max: hi}, true
 }
 
 // rssAllowanceBytes is what a gateway may hold beyond its cache budget
