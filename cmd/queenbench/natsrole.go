@@ -149,38 +149,41 @@ func startNATSServerProcess(ctx context.Context, dir string, mappings map[string
 		close(p.exited)
 	}()
 
-	// Read the ready line, then keep draining stdout so that the child can
-	// never block writing to it. The read ends when the child exits.
+	url, err := awaitReadyLine(ctx, stdoutR)
+	if err != nil {
+		_ = p.Stop()
+		return nil, fmt.Errorf("start nats-server process: %w", err)
+	}
+	p.URL = url
+	return p, nil
+}
+
+// awaitReadyLine reads the child's ready line from stdout and returns the
+// URL it gives. It keeps draining stdout after that line so that the child
+// can never block writing to it; the read ends when the child exits.
+func awaitReadyLine(ctx context.Context, stdout *os.File) (string, error) {
 	ready := make(chan string, 1)
 	go func() {
-		defer stdoutR.Close()
-		r := bufio.NewReader(stdoutR)
+		defer stdout.Close()
+		r := bufio.NewReader(stdout)
 		line, _ := r.ReadString('\n')
 		ready <- line
 		_, _ = io.Copy(io.Discard, r)
 	}()
 	timer := time.NewTimer(natsReadyTimeout)
 	defer timer.Stop()
-	var line string
 	select {
-	case line = <-ready:
-	case <-timer.C:
-		err = fmt.Errorf("no ready line after %v", natsReadyTimeout)
-	case <-ctx.Done():
-		err = ctx.Err()
-	}
-	if err == nil {
+	case line := <-ready:
 		url, ok := strings.CutPrefix(strings.TrimSpace(line), "ready ")
 		if !ok {
-			err = fmt.Errorf("unexpected first line %q", line)
+			return "", fmt.Errorf("unexpected first line %q", line)
 		}
-		p.URL = url
+		return url, nil
+	case <-timer.C:
+		return "", fmt.Errorf("no ready line after %v", natsReadyTimeout)
+	case <-ctx.Done():
+		return "", ctx.Err()
 	}
-	if err != nil {
-		_ = p.Stop()
-		return nil, fmt.Errorf("start nats-server process: %w", err)
-	}
-	return p, nil
 }
 
 // PID is the server process's id, for its CPU and memory figures.

@@ -119,20 +119,7 @@ type options struct {
 func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("queenbench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, `queenbench measures queengate and its alternatives with the same messages.
-
-  queenbench --self --scenario unique                 queengate alone, started here
-  queenbench --self --scenario retries --compare all  all targets, alternating, ratios
-  queenbench --self --scenario window --compare queengate,window0
-                                     what deduplication costs: the same gateway, window 0
-  queenbench --nats-url nats://host:4222 --admin host:6632 ...   a running gateway
-
-Scenarios: %s. Targets: %s, and %s (queengate with the window at 0).
-
-`, strings.Join(scenarioNames, ", "), strings.Join(targetNames, ", "), window0)
-		fs.PrintDefaults()
-	}
+	fs.Usage = func() { printUsage(fs, stderr) }
 	var (
 		o        options
 		scenario = fs.String("scenario", "unique", "preset workload: "+strings.Join(scenarioNames, ", "))
@@ -143,45 +130,9 @@ Scenarios: %s. Targets: %s, and %s (queengate with the window at 0).
 		linger   time.Duration
 		duration time.Duration
 	)
-	fs.BoolVar(&o.self, "self", false, "start PostgreSQL (unless --pg-url) and queengate here")
-	fs.StringVar(&o.natsURL, "nats-url", "", "NATS URL of running gateways (without --self)")
-	fs.StringVar(&o.prefix, "prefix", "queen", "subject prefix of the gateways")
-	fs.StringVar(&o.pgURL, "pg-url", os.Getenv("QUEEN_PG_URL"), "PostgreSQL URL: the gateways' database, and where naive and ceiling write")
-	fs.StringVar(&o.gatewayBin, "gateway-bin", "", "queengate binary for --self (default: build it from this repository)")
-	fs.IntVar(&o.rounds, "rounds", 0, "rounds per target (default 3 with --compare, else 1)")
-	fs.IntVar(&w.Producers, "producers", 0, "concurrent producers")
-	fs.IntVar(&w.PerRequest, "batch", 0, "messages per request")
-	fs.IntVar(&w.MinPerRequest, "batch-min", 0, "fewest messages per request: requests then vary uniformly up to --batch (0: all --batch)")
-	fs.Int64Var(&w.Total, "messages", 0, "messages per run (0 with --duration: run for that long)")
-	fs.DurationVar(&duration, "duration", 0, "run length instead of --messages")
-	fs.IntVar(&w.Queues, "queues", 0, "queues")
-	fs.IntVar(&w.Partitions, "partitions", 0, "partitions per queue")
-	fs.IntVar(&w.PayloadBytes, "payload", 100, "bytes of data per message")
-	fs.Float64Var(&w.RetryShare, "retries", -1, "share of messages repeating an id already sent (0-1)")
-	fs.Float64Var(&w.CrossShare, "cross", -1, "share of retries repeating another producer's id (0-1)")
-	fs.IntVar(&w.WindowSeconds, "window", -1, "deduplication window in seconds (0 disables)")
-	fs.IntVar(&w.FlushSize, "flush-size", 1000, "gateways' flush size (--self)")
-	fs.DurationVar(&linger, "linger", time.Millisecond, "gateways' flush linger (--self)")
-	fs.IntVar(&w.Gateways, "gateways", 0, "queengate processes to start (--self)")
-	fs.IntVar(&w.CacheMB, "cache-mb", 0, "gateways' dedup cache budget in MiB (--self; default: QUEEN_DEDUP_CACHE_MB, else the gateway's default)")
-	fs.Int64Var(&w.Prefill, "prefill", -1, "unique messages pushed before the measured run")
-	fs.BoolVar(&w.FireAndForget, "fire-and-forget", false, "publish without reply subjects and read the ack subjects (queengate)")
-	fs.Int64Var(&w.Seed, "seed", 1, "seed of the generated workload")
-	fs.DurationVar(&w.RequestTimeout, "timeout", 0, "longest a producer waits for one answer (default: the scenario's, else 1m)")
-	fs.BoolVar(&w.RetryFailed, "retry-failed", false, "resend a failed or timed-out request with the same ids until it is answered, as a careful producer does")
-	fs.StringVar(&o.jsonOut, "json", "", "write the report as JSON to this file (- for stdout)")
-	fs.StringVar(&o.mdOut, "markdown", "", "write the report as Markdown to this file (- for stdout)")
-	fs.StringVar(&o.chartOut, "chart", "", "write an SVG chart of throughput and latency to this file")
-	fs.BoolVar(&o.quiet, "quiet", false, "no progress output")
-	fs.DurationVar(&o.readPushTime, "read-push-time", 10*time.Second, "read and consume scenarios: how long pushes are measured alone, then beside readers or consumers")
-	consumeBatches := fs.String("consume-batch", "100", "consume scenario: comma-separated batch sizes (pop max, fetch size), each measured")
-	fs.IntVar(&o.consume.partitions, "consume-partitions", 0, "consume scenario: also consume the same messages stored over this many partitions (JetStream: subjects)")
-	fs.IntVar(&o.consume.fanout, "consume-fanout", 0, "consume scenario: also this many groups (JetStream: durable consumers) each reading everything")
-	fs.DurationVar(&o.consume.roundTime, "consume-round-time", time.Minute, "consume scenario: longest a round may take; one cut short reports what it delivered until then")
-	fs.IntVar(&o.consume.idlePollers, "idle-pollers", 0, "consume scenario: long-polling consumers waiting while nothing arrives, for the idle figures (0: none)")
-	fs.DurationVar(&o.consume.idleTime, "idle-time", 10*time.Second, "consume scenario: each idle window measured, without pollers then with them")
-	fs.DurationVar(&o.consume.idleSettle, "idle-settle", 5*time.Second, "consume scenario: from starting the idle pollers to measuring (their first pops served)")
-	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write queenbench's own CPU profile (the load generator's) to this file")
+	defineSetupFlags(fs, &o)
+	defineWorkloadFlags(fs, &w, &linger, &duration)
+	consumeBatches := defineReadConsumeFlags(fs, &o)
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -199,32 +150,121 @@ Scenarios: %s. Targets: %s, and %s (queengate with the window at 0).
 	preset.CacheMB = w.CacheMB
 	preset.Gateways = max(preset.Gateways, 1)
 	o.w = preset
-	for _, b := range strings.Split(*consumeBatches, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(b))
-		if err != nil || n < 1 || n > queengate.MaxPopMax {
-			return o, usageError{fmt.Errorf("--consume-batch %q: comma-separated sizes of 1 to %d", *consumeBatches, queengate.MaxPopMax)}
-		}
-		o.consume.batches = append(o.consume.batches, n)
+	batches, err := parseConsumeBatches(*consumeBatches)
+	if err != nil {
+		return o, err
 	}
-
-	switch {
-	case *compare == "all":
-		o.targets = targetNames
-	case *compare != "":
-		o.targets = strings.Split(*compare, ",")
-	default:
-		o.targets = []string{*target}
-	}
-	if o.rounds == 0 {
-		o.rounds = 1
-		if *compare != "" {
-			o.rounds = 3
-		}
-	}
+	o.consume.batches = batches
+	o.targets, o.rounds = chooseTargets(*target, *compare, o.rounds)
 	if *admin != "" {
 		o.adminAddrs = strings.Split(*admin, ",")
 	}
 	return o, o.validate(*compare != "")
+}
+
+func printUsage(fs *flag.FlagSet, stderr io.Writer) {
+	fmt.Fprintf(stderr, `queenbench measures queengate and its alternatives with the same messages.
+
+  queenbench --self --scenario unique                 queengate alone, started here
+  queenbench --self --scenario retries --compare all  all targets, alternating, ratios
+  queenbench --self --scenario window --compare queengate,window0
+                                     what deduplication costs: the same gateway, window 0
+  queenbench --nats-url nats://host:4222 --admin host:6632 ...   a running gateway
+
+Scenarios: %s. Targets: %s, and %s (queengate with the window at 0).
+
+`, strings.Join(scenarioNames, ", "), strings.Join(targetNames, ", "), window0)
+	fs.PrintDefaults()
+}
+
+// defineSetupFlags defines the flags saying what runs where, how often,
+// and where the report goes.
+func defineSetupFlags(fs *flag.FlagSet, o *options) {
+	fs.BoolVar(&o.self, "self", false, "start PostgreSQL (unless --pg-url) and queengate here")
+	fs.StringVar(&o.natsURL, "nats-url", "", "NATS URL of running gateways (without --self)")
+	fs.StringVar(&o.prefix, "prefix", "queen", "subject prefix of the gateways")
+	fs.StringVar(&o.pgURL, "pg-url", os.Getenv("QUEEN_PG_URL"), "PostgreSQL URL: the gateways' database, and where naive and ceiling write")
+	fs.StringVar(&o.gatewayBin, "gateway-bin", "", "queengate binary for --self (default: build it from this repository)")
+	fs.IntVar(&o.rounds, "rounds", 0, "rounds per target (default 3 with --compare, else 1)")
+	fs.StringVar(&o.jsonOut, "json", "", "write the report as JSON to this file (- for stdout)")
+	fs.StringVar(&o.mdOut, "markdown", "", "write the report as Markdown to this file (- for stdout)")
+	fs.StringVar(&o.chartOut, "chart", "", "write an SVG chart of throughput and latency to this file")
+	fs.BoolVar(&o.quiet, "quiet", false, "no progress output")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write queenbench's own CPU profile (the load generator's) to this file")
+}
+
+// defineWorkloadFlags defines the flags shaping the messages sent. Those
+// that override a scenario's preset start at a value no one gives (0 or
+// -1); overridePreset copies only the ones given.
+func defineWorkloadFlags(fs *flag.FlagSet, w *Workload, linger, duration *time.Duration) {
+	fs.IntVar(&w.Producers, "producers", 0, "concurrent producers")
+	fs.IntVar(&w.PerRequest, "batch", 0, "messages per request")
+	fs.IntVar(&w.MinPerRequest, "batch-min", 0, "fewest messages per request: requests then vary uniformly up to --batch (0: all --batch)")
+	fs.Int64Var(&w.Total, "messages", 0, "messages per run (0 with --duration: run for that long)")
+	fs.DurationVar(duration, "duration", 0, "run length instead of --messages")
+	fs.IntVar(&w.Queues, "queues", 0, "queues")
+	fs.IntVar(&w.Partitions, "partitions", 0, "partitions per queue")
+	fs.IntVar(&w.PayloadBytes, "payload", 100, "bytes of data per message")
+	fs.Float64Var(&w.RetryShare, "retries", -1, "share of messages repeating an id already sent (0-1)")
+	fs.Float64Var(&w.CrossShare, "cross", -1, "share of retries repeating another producer's id (0-1)")
+	fs.IntVar(&w.WindowSeconds, "window", -1, "deduplication window in seconds (0 disables)")
+	fs.IntVar(&w.FlushSize, "flush-size", 1000, "gateways' flush size (--self)")
+	fs.DurationVar(linger, "linger", time.Millisecond, "gateways' flush linger (--self)")
+	fs.IntVar(&w.Gateways, "gateways", 0, "queengate processes to start (--self)")
+	fs.IntVar(&w.CacheMB, "cache-mb", 0, "gateways' dedup cache budget in MiB (--self; default: QUEEN_DEDUP_CACHE_MB, else the gateway's default)")
+	fs.Int64Var(&w.Prefill, "prefill", -1, "unique messages pushed before the measured run")
+	fs.BoolVar(&w.FireAndForget, "fire-and-forget", false, "publish without reply subjects and read the ack subjects (queengate)")
+	fs.Int64Var(&w.Seed, "seed", 1, "seed of the generated workload")
+	fs.DurationVar(&w.RequestTimeout, "timeout", 0, "longest a producer waits for one answer (default: the scenario's, else 1m)")
+	fs.BoolVar(&w.RetryFailed, "retry-failed", false, "resend a failed or timed-out request with the same ids until it is answered, as a careful producer does")
+}
+
+// defineReadConsumeFlags defines the flags of the read and consume
+// scenarios; it returns --consume-batch, parsed by parseConsumeBatches.
+func defineReadConsumeFlags(fs *flag.FlagSet, o *options) *string {
+	fs.DurationVar(&o.readPushTime, "read-push-time", 10*time.Second, "read and consume scenarios: how long pushes are measured alone, then beside readers or consumers")
+	consumeBatches := fs.String("consume-batch", "100", "consume scenario: comma-separated batch sizes (pop max, fetch size), each measured")
+	fs.IntVar(&o.consume.partitions, "consume-partitions", 0, "consume scenario: also consume the same messages stored over this many partitions (JetStream: subjects)")
+	fs.IntVar(&o.consume.fanout, "consume-fanout", 0, "consume scenario: also this many groups (JetStream: durable consumers) each reading everything")
+	fs.DurationVar(&o.consume.roundTime, "consume-round-time", time.Minute, "consume scenario: longest a round may take; one cut short reports what it delivered until then")
+	fs.IntVar(&o.consume.idlePollers, "idle-pollers", 0, "consume scenario: long-polling consumers waiting while nothing arrives, for the idle figures (0: none)")
+	fs.DurationVar(&o.consume.idleTime, "idle-time", 10*time.Second, "consume scenario: each idle window measured, without pollers then with them")
+	fs.DurationVar(&o.consume.idleSettle, "idle-settle", 5*time.Second, "consume scenario: from starting the idle pollers to measuring (their first pops served)")
+	return consumeBatches
+}
+
+// parseConsumeBatches reads --consume-batch: sizes a pop may ask for.
+func parseConsumeBatches(list string) ([]int, error) {
+	var batches []int
+	for _, b := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(b))
+		if err != nil || n < 1 || n > queengate.MaxPopMax {
+			return nil, usageError{fmt.Errorf("--consume-batch %q: comma-separated sizes of 1 to %d", list, queengate.MaxPopMax)}
+		}
+		batches = append(batches, n)
+	}
+	return batches, nil
+}
+
+// chooseTargets turns --target or --compare into the targets to run, and
+// the rounds of each: by default 3 when comparing (to see the spread), else 1.
+func chooseTargets(target, compare string, rounds int) ([]string, int) {
+	var targets []string
+	switch {
+	case compare == "all":
+		targets = targetNames
+	case compare != "":
+		targets = strings.Split(compare, ",")
+	default:
+		targets = []string{target}
+	}
+	if rounds == 0 {
+		rounds = 1
+		if compare != "" {
+			rounds = 3
+		}
+	}
+	return targets, rounds
 }
 
 // overridePreset sets on preset the workload flags given explicitly.
@@ -263,10 +303,22 @@ func overridePreset(fs *flag.FlagSet, preset *Workload, w Workload) {
 	})
 }
 
+// validate reports every problem of the command line at once, in the
+// order the checks below give them.
 func (o options) validate(comparing bool) error {
-	w := o.w
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	o.checkTargets(comparing, bad)
+	o.checkWorkload(bad)
+	o.checkDeployment(bad)
+	if len(errs) > 0 {
+		return usageError{errors.Join(errs...)}
+	}
+	return nil
+}
+
+// checkTargets checks the target names and how they combine.
+func (o options) checkTargets(comparing bool, bad func(string, ...any)) {
 	known := map[string]bool{}
 	for _, t := range append(targetNames, window0) {
 		known[t] = true
@@ -285,9 +337,14 @@ func (o options) validate(comparing bool) error {
 	if comparing && (len(o.targets) < 2 || o.targets[0] != "queengate") {
 		bad("--compare needs queengate first and at least one other target, e.g. queengate,naive or queengate,queengate@3")
 	}
-	if w.KillAt > 0 && (!o.self || len(o.targets) != 1 || !strings.HasPrefix(o.targets[0], "queengate")) {
+	if o.w.KillAt > 0 && (!o.self || len(o.targets) != 1 || !strings.HasPrefix(o.targets[0], "queengate")) {
 		bad("the failover scenario kills a gateway queenbench runs: --self, and queengate (or queengate@N) alone")
 	}
+}
+
+// checkWorkload checks the figures of the workload and of the runs.
+func (o options) checkWorkload(bad func(string, ...any)) {
+	w := o.w
 	if w.Producers < 1 {
 		bad("--producers %d: at least 1", w.Producers)
 	}
@@ -328,6 +385,12 @@ func (o options) validate(comparing bool) error {
 	if o.rounds < 1 {
 		bad("--rounds %d: at least 1", o.rounds)
 	}
+}
+
+// checkDeployment checks that what the targets need is started here
+// (--self) or given (URLs).
+func (o options) checkDeployment(bad func(string, ...any)) {
+	w := o.w
 	if contains(o.targets, window0) && !o.self && o.pgURL == "" {
 		bad("%s sets the queues' window in PostgreSQL: give --pg-url, or --self", window0)
 	}
@@ -349,10 +412,6 @@ func (o options) validate(comparing bool) error {
 	if w.FireAndForget && len(o.targets) > 1 {
 		bad("--fire-and-forget applies to queengate alone, not to --compare")
 	}
-	if len(errs) > 0 {
-		return usageError{errors.Join(errs...)}
-	}
-	return nil
 }
 
 func contains(xs []string, x string) bool {
@@ -372,15 +431,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if o.cpuProfile != "" {
-		f, err := os.Create(o.cpuProfile)
+		stopProfile, err := startCPUProfile(o.cpuProfile)
 		if err != nil {
 			return err
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+		defer stopProfile()
 	}
 	logf := func(format string, a ...any) {
 		if !o.quiet {
@@ -392,17 +447,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		progress = nil
 	}
 
-	if o.w.Scenario == "read" {
-		if !o.self {
-			return usageError{errors.New("--scenario read needs --self: it runs its own gateway and JetStream server")}
-		}
-		return runReadBench(ctx, o, stdout, logf)
-	}
-	if o.w.Scenario == "consume" {
-		if !o.self {
-			return usageError{errors.New("--scenario consume needs --self: it runs its own gateway and JetStream server")}
-		}
-		return runConsumeBench(ctx, o, stdout, logf)
+	if o.w.Scenario == "read" || o.w.Scenario == "consume" {
+		return runOwnScenario(ctx, o, stdout, logf)
 	}
 	targets, autovac, cleanup, err := openTargets(ctx, o, logf)
 	defer cleanup()
@@ -410,6 +456,51 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	report := &Report{Machine: machine(), Command: "queenbench " + strings.Join(args, " "), Workload: o.w}
+	if err := runRounds(ctx, o, targets, report, logf, progress, autovac); err != nil {
+		return err
+	}
+	summarise(report, o.targets)
+	if o.w.BudgetChecks {
+		report.Checks = budgetChecks(report.Results, o.w.cacheBudgetMB())
+	}
+	if err := writeOutputs(report, o, stdout); err != nil {
+		return err
+	}
+	return exactnessViolations(report.Results)
+}
+
+// startCPUProfile profiles queenbench itself into path until the returned
+// stop is called.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
+}
+
+// runOwnScenario runs the read or the consume scenario: each starts and
+// measures its own gateway and JetStream server, so it needs --self.
+func runOwnScenario(ctx context.Context, o options, stdout io.Writer, logf func(string, ...any)) error {
+	if !o.self {
+		return usageError{fmt.Errorf("--scenario %s needs --self: it runs its own gateway and JetStream server", o.w.Scenario)}
+	}
+	if o.w.Scenario == "read" {
+		return runReadBench(ctx, o, stdout, logf)
+	}
+	return runConsumeBench(ctx, o, stdout, logf)
+}
+
+// runRounds runs every target o.rounds times, adding each run's result to
+// report.
+func runRounds(ctx context.Context, o options, targets []Target, report *Report, logf func(string, ...any), progress io.Writer, autovac func() (float64, bool)) error {
 	for round := 1; round <= o.rounds; round++ {
 		// Alternate the order each round so that drift (a filling disk,
 		// a warming cache) does not always favour the same target.
@@ -426,15 +517,14 @@ func run(args []string, stdout, stderr io.Writer) error {
 			report.Results = append(report.Results, res)
 		}
 	}
-	summarise(report, o.targets)
-	if o.w.BudgetChecks {
-		report.Checks = budgetChecks(report.Results, o.w.cacheBudgetMB())
-	}
-	if err := writeOutputs(report, o, stdout); err != nil {
-		return err
-	}
+	return nil
+}
+
+// exactnessViolations is the violationError naming every run that broke
+// exactness, or nil.
+func exactnessViolations(results []Result) error {
 	var violations []string
-	for _, r := range report.Results {
+	for _, r := range results {
 		if r.Violations > 0 {
 			violations = append(violations, fmt.Sprintf("%s round %d: %d", r.Target, r.Round, r.Violations))
 		}
@@ -516,24 +606,9 @@ func runOnce(ctx context.Context, t Target, w Workload, round int, progress io.W
 	g := newGenerator(w, w.RunID, w.Total)
 	var prefillExact *exactness
 	if w.Prefill > 0 {
-		pw := w
-		pw.RetryShare = 0
-		// Its own id namespace ("-pre"), the run's queues: the measured
-		// messages must not repeat the prefill's ids by accident.
-		pg := newGenerator(pw, w.RunID+"-pre", w.Prefill)
-		pg.queues, pg.sweep = g.queues, true
-		res, exact, err := drive(ctx, t, pg, time.Time{}, progress)
-		if err != nil {
-			return Result{}, fmt.Errorf("prefill: %w", err)
-		}
-		if res.Failed > 0 {
-			return Result{}, fmt.Errorf("prefill: %d messages failed", res.Failed)
-		}
-		prefillExact = exact
-		if m, ok := t.(interface{ markCounters(context.Context) error }); ok {
-			if err := m.markCounters(ctx); err != nil {
-				return Result{}, err
-			}
+		var err error
+		if prefillExact, err = prefill(ctx, t, w, g, progress); err != nil {
+			return Result{}, err
 		}
 	}
 	before, err := t.Figures(ctx)
@@ -562,12 +637,49 @@ func runOnce(ctx context.Context, t Target, w Workload, round int, progress io.W
 	if prefillExact != nil {
 		exact.merge(prefillExact)
 	}
-	if answersIncomplete(w, res) && canSayWhatItStored(t) {
+	if err := judgeExactness(ctx, t, w, &res, exact); err != nil {
+		return Result{}, err
+	}
+	if res.Messages > 0 {
+		res.CPUSecondsPerMillion = (after.ServerCPUSeconds - before.ServerCPUSeconds) / float64(res.Messages) * 1e6
+	}
+	copyTargetFigures(&res, after)
+	return res, nil
+}
+
+// prefill pushes w.Prefill unique messages, untimed, to the queues of the
+// measured run's generator g, and returns what they were answered.
+func prefill(ctx context.Context, t Target, w Workload, g *generator, progress io.Writer) (*exactness, error) {
+	pw := w
+	pw.RetryShare = 0
+	// Its own id namespace ("-pre"), the run's queues: the measured
+	// messages must not repeat the prefill's ids by accident.
+	pg := newGenerator(pw, w.RunID+"-pre", w.Prefill)
+	pg.queues, pg.sweep = g.queues, true
+	res, exact, err := drive(ctx, t, pg, time.Time{}, progress)
+	if err != nil {
+		return nil, fmt.Errorf("prefill: %w", err)
+	}
+	if res.Failed > 0 {
+		return nil, fmt.Errorf("prefill: %d messages failed", res.Failed)
+	}
+	if m, ok := t.(interface{ markCounters(context.Context) error }); ok {
+		if err := m.markCounters(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return exact, nil
+}
+
+// judgeExactness sets res's distinct ids and exactness violations.
+func judgeExactness(ctx context.Context, t Target, w Workload, res *Result, exact *exactness) error {
+	if answersIncomplete(w, *res) && canSayWhatItStored(t) {
 		// An answer lost to a timeout or a killed gateway leaves its ids
 		// answered only as duplicates by the retry, or not at all: what
 		// PostgreSQL stores is the verdict.
+		var err error
 		if res.Violations, err = storedVerdict(ctx, t, exact); err != nil {
-			return Result{}, err
+			return err
 		}
 		res.DistinctIDs = exact.distinct()
 	} else {
@@ -576,16 +688,18 @@ func runOnce(ctx context.Context, t Target, w Workload, round int, progress io.W
 	if !exactTargets[baseName(t.Name())] {
 		res.Violations = 0 // no deduplication by definition: nothing to check
 	}
-	if res.Messages > 0 {
-		res.CPUSecondsPerMillion = (after.ServerCPUSeconds - before.ServerCPUSeconds) / float64(res.Messages) * 1e6
-	}
+	return nil
+}
+
+// copyTargetFigures copies into res what the target reported of itself
+// after the run.
+func copyTargetFigures(res *Result, after Figures) {
 	res.PeakRSSBytes, res.GatewayPeakRSSBytes = after.PeakRSSBytes, after.GatewayPeakRSSBytes
 	res.ProbeSkippedShare, res.ProbeNarrowedShare = after.ProbeSkippedShare, after.ProbeNarrowedShare
 	res.UnrolledShare, res.CacheBytesPerHash = after.UnrolledShare, after.CacheBytesPerHash
 	res.CacheBytesPerEntry = after.CacheBytesPerEntry
 	res.MeanFrame, res.Hydrations, res.Fills = after.MeanFrame, after.Hydrations, after.Fills
 	res.Evictions, res.Suppressed, res.Births = after.Evictions, after.Suppressed, after.Births
-	return res, nil
 }
 
 // baseName is a target's kind: queengate@3 is queengate.
@@ -639,55 +753,9 @@ func summarise(r *Report, targets []string) {
 	}
 	r.Medians = nil
 	for _, name := range targets {
-		rs := byTarget[name]
-		if len(rs) == 0 {
-			continue
+		if rs := byTarget[name]; len(rs) > 0 {
+			r.Medians = append(r.Medians, medianResult(rs))
 		}
-		med := rs[0]
-		med.Round = 0
-		pick := func(f func(Result) float64) float64 {
-			xs := make([]float64, len(rs))
-			for i, x := range rs {
-				xs[i] = f(x)
-			}
-			return medianFloat(xs)
-		}
-		med.Throughput = pick(func(x Result) float64 { return x.Throughput })
-		med.P50 = time.Duration(pick(func(x Result) float64 { return float64(x.P50) }))
-		med.P90 = time.Duration(pick(func(x Result) float64 { return float64(x.P90) }))
-		med.P99 = time.Duration(pick(func(x Result) float64 { return float64(x.P99) }))
-		med.Max = time.Duration(pick(func(x Result) float64 { return float64(x.Max) }))
-		med.Elapsed = time.Duration(pick(func(x Result) float64 { return float64(x.Elapsed) }))
-		med.CPUSecondsPerMillion = pick(func(x Result) float64 { return x.CPUSecondsPerMillion })
-		med.AutovacuumCPUPerMillion = pick(func(x Result) float64 { return x.AutovacuumCPUPerMillion })
-		med.PeakRSSBytes = int64(pick(func(x Result) float64 { return float64(x.PeakRSSBytes) }))
-		med.ProbeSkippedShare = pick(func(x Result) float64 { return x.ProbeSkippedShare })
-		med.ProbeNarrowedShare = pick(func(x Result) float64 { return x.ProbeNarrowedShare })
-		med.UnrolledShare = pick(func(x Result) float64 { return x.UnrolledShare })
-		med.CacheBytesPerHash = pick(func(x Result) float64 { return x.CacheBytesPerHash })
-		med.CacheBytesPerEntry = pick(func(x Result) float64 { return x.CacheBytesPerEntry })
-		med.GatewayPeakRSSBytes = int64(pick(func(x Result) float64 { return float64(x.GatewayPeakRSSBytes) }))
-		med.PartitionsTouched = int64(pick(func(x Result) float64 { return float64(x.PartitionsTouched) }))
-		med.Evictions = int64(pick(func(x Result) float64 { return float64(x.Evictions) }))
-		med.Suppressed = int64(pick(func(x Result) float64 { return float64(x.Suppressed) }))
-		med.MeanFrame = pick(func(x Result) float64 { return x.MeanFrame })
-		med.Hydrations = int64(pick(func(x Result) float64 { return float64(x.Hydrations) }))
-		med.Births = int64(pick(func(x Result) float64 { return float64(x.Births) }))
-		med.Fills = int64(pick(func(x Result) float64 { return float64(x.Fills) }))
-		med.MaxGap = time.Duration(pick(func(x Result) float64 { return float64(x.MaxGap) }))
-		med.FleetGap = time.Duration(pick(func(x Result) float64 { return float64(x.FleetGap) }))
-		med.Retries = int64(pick(func(x Result) float64 { return float64(x.Retries) }))
-		med.Queued, med.Duplicate, med.Failed, med.Violations, med.Messages, med.Requests, med.DistinctIDs = 0, 0, 0, 0, 0, 0, 0
-		for _, x := range rs {
-			med.Queued += x.Queued
-			med.Duplicate += x.Duplicate
-			med.Failed += x.Failed
-			med.Violations += x.Violations
-			med.Messages += x.Messages
-			med.Requests += x.Requests
-			med.DistinctIDs += x.DistinctIDs
-		}
-		r.Medians = append(r.Medians, med)
 	}
 	r.Ratios = nil
 	qg := byTarget["queengate"]
@@ -695,32 +763,92 @@ func summarise(r *Report, targets []string) {
 		if name == "queengate" || len(qg) == 0 {
 			continue
 		}
-		_, isFleet := fleetTarget(name)
-		var ratios []float64
-		for _, x := range byTarget[name] {
-			for _, q := range qg {
-				switch {
-				case q.Round != x.Round || x.Throughput <= 0 || q.Throughput <= 0:
-				case isFleet:
-					ratios = append(ratios, x.Throughput/q.Throughput)
-				default:
-					ratios = append(ratios, q.Throughput/x.Throughput)
-				}
+		if ratio, ok := throughputRatio(name, byTarget[name], qg); ok {
+			r.Ratios = append(r.Ratios, ratio)
+		}
+	}
+}
+
+// medianResult is one target's rounds rs in one: the median of each
+// figure, and the counts summed.
+func medianResult(rs []Result) Result {
+	med := rs[0]
+	med.Round = 0
+	pick := func(f func(Result) float64) float64 {
+		xs := make([]float64, len(rs))
+		for i, x := range rs {
+			xs[i] = f(x)
+		}
+		return medianFloat(xs)
+	}
+	med.Throughput = pick(func(x Result) float64 { return x.Throughput })
+	med.P50 = time.Duration(pick(func(x Result) float64 { return float64(x.P50) }))
+	med.P90 = time.Duration(pick(func(x Result) float64 { return float64(x.P90) }))
+	med.P99 = time.Duration(pick(func(x Result) float64 { return float64(x.P99) }))
+	med.Max = time.Duration(pick(func(x Result) float64 { return float64(x.Max) }))
+	med.Elapsed = time.Duration(pick(func(x Result) float64 { return float64(x.Elapsed) }))
+	med.CPUSecondsPerMillion = pick(func(x Result) float64 { return x.CPUSecondsPerMillion })
+	med.AutovacuumCPUPerMillion = pick(func(x Result) float64 { return x.AutovacuumCPUPerMillion })
+	med.PeakRSSBytes = int64(pick(func(x Result) float64 { return float64(x.PeakRSSBytes) }))
+	med.ProbeSkippedShare = pick(func(x Result) float64 { return x.ProbeSkippedShare })
+	med.ProbeNarrowedShare = pick(func(x Result) float64 { return x.ProbeNarrowedShare })
+	med.UnrolledShare = pick(func(x Result) float64 { return x.UnrolledShare })
+	med.CacheBytesPerHash = pick(func(x Result) float64 { return x.CacheBytesPerHash })
+	med.CacheBytesPerEntry = pick(func(x Result) float64 { return x.CacheBytesPerEntry })
+	med.GatewayPeakRSSBytes = int64(pick(func(x Result) float64 { return float64(x.GatewayPeakRSSBytes) }))
+	med.PartitionsTouched = int64(pick(func(x Result) float64 { return float64(x.PartitionsTouched) }))
+	med.Evictions = int64(pick(func(x Result) float64 { return float64(x.Evictions) }))
+	med.Suppressed = int64(pick(func(x Result) float64 { return float64(x.Suppressed) }))
+	med.MeanFrame = pick(func(x Result) float64 { return x.MeanFrame })
+	med.Hydrations = int64(pick(func(x Result) float64 { return float64(x.Hydrations) }))
+	med.Births = int64(pick(func(x Result) float64 { return float64(x.Births) }))
+	med.Fills = int64(pick(func(x Result) float64 { return float64(x.Fills) }))
+	med.MaxGap = time.Duration(pick(func(x Result) float64 { return float64(x.MaxGap) }))
+	med.FleetGap = time.Duration(pick(func(x Result) float64 { return float64(x.FleetGap) }))
+	med.Retries = int64(pick(func(x Result) float64 { return float64(x.Retries) }))
+	med.Queued, med.Duplicate, med.Failed, med.Violations, med.Messages, med.Requests, med.DistinctIDs = 0, 0, 0, 0, 0, 0, 0
+	for _, x := range rs {
+		med.Queued += x.Queued
+		med.Duplicate += x.Duplicate
+		med.Failed += x.Failed
+		med.Violations += x.Violations
+		med.Messages += x.Messages
+		med.Requests += x.Requests
+		med.DistinctIDs += x.DistinctIDs
+	}
+	return med
+}
+
+// throughputRatio compares target name's rounds rs with queengate's qg,
+// round by round: queengate ÷ the other, or for a fleet (queengate@N)
+// the fleet ÷ queengate, so that above 1 always reads "faster". ok is
+// false when no round has both throughputs.
+func throughputRatio(name string, rs, qg []Result) (ratio Ratio, ok bool) {
+	_, isFleet := fleetTarget(name)
+	var ratios []float64
+	for _, x := range rs {
+		for _, q := range qg {
+			switch {
+			case q.Round != x.Round || x.Throughput <= 0 || q.Throughput <= 0:
+			case isFleet:
+				ratios = append(ratios, x.Throughput/q.Throughput)
+			default:
+				ratios = append(ratios, q.Throughput/x.Throughput)
 			}
 		}
-		if len(ratios) == 0 {
-			continue
-		}
-		lo, hi := math.Inf(1), math.Inf(-1)
-		for _, v := range ratios {
-			lo, hi = math.Min(lo, v), math.Max(hi, v)
-		}
-		label := "queengate ÷ " + name
-		if isFleet {
-			label = name + " ÷ queengate"
-		}
-		r.Ratios = append(r.Ratios, Ratio{Target: name, Label: label, Min: lo, Median: medianFloat(ratios), Max: hi})
 	}
+	if len(ratios) == 0 {
+		return Ratio{}, false
+	}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, v := range ratios {
+		lo, hi = math.Min(lo, v), math.Max(hi, v)
+	}
+	label := "queengate ÷ " + name
+	if isFleet {
+		label = name + " ÷ queengate"
+	}
+	return Ratio{Target: name, Label: label, Min: lo, Median: medianFloat(ratios), Max: hi}, true
 }
 
 // rssAllowanceBytes is what a gateway may hold beyond its cache budget

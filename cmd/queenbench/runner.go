@@ -316,7 +316,19 @@ func drive(ctx context.Context, t Target, g *generator, deadline time.Time, prog
 	default:
 	}
 
-	out := Result{Target: t.Name(), Scenario: w.Scenario, Elapsed: elapsed, Killed: killed.Load()}
+	out, exact, err := combineProducers(results, start, elapsed)
+	if err != nil {
+		return Result{}, nil, err
+	}
+	out.Target, out.Scenario, out.Killed = t.Name(), w.Scenario, killed.Load()
+	return out, exact, nil
+}
+
+// combineProducers sums the producers' results of a run that started at
+// start and lasted elapsed: counts, latency percentiles, gaps, throughput
+// and exactness; the first producer's error, if any, instead.
+func combineProducers(results []producerResult, start time.Time, elapsed time.Duration) (Result, *exactness, error) {
+	out := Result{Elapsed: elapsed}
 	exact := newExactness()
 	var all []time.Duration
 	var answeredAt []time.Time

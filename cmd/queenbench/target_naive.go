@@ -97,16 +97,7 @@ SELECT txn_id, id FROM bench_naive.messages WHERE partition = $1 AND txn_id = AN
 // round trip only for originals committed concurrently, see naiveSendSQL).
 func (t *naiveTarget) Send(ctx context.Context, _ int, b *Batch) ([]model.Status, error) {
 	statuses := make([]model.Status, len(b.IDs))
-	// ON CONFLICT cannot see rows inserted by its own statement, so repeats
-	// within the batch are resolved here: the first occurrence leads.
-	first := make(map[string]int, len(b.IDs))
-	for i, id := range b.IDs {
-		if _, seen := first[id]; seen {
-			statuses[i] = model.StatusDuplicate
-			continue
-		}
-		first[id] = i
-	}
+	first := firstOccurrences(b.IDs, statuses)
 	// Insert in a fixed (sorted) order: two batches inserting the same ids in
 	// different orders would each wait on the other's uncommitted index entry
 	// and deadlock.
@@ -121,9 +112,46 @@ func (t *naiveTarget) Send(ctx context.Context, _ int, b *Batch) ([]model.Status
 	}
 	partition := b.Queue + "/" + b.Partition
 
+	answered, err := t.insert(ctx, partition, ids, data, first, statuses)
+	if err != nil {
+		return nil, err
+	}
+	if answered == len(ids) {
+		return statuses, nil
+	}
+	found, err := t.lookUpOriginals(ctx, partition, ids, first, statuses)
+	if err != nil {
+		return nil, err
+	}
+	if answered += found; answered != len(ids) {
+		// A conflict means the original exists; nothing deletes rows.
+		return nil, fmt.Errorf("naive: %d originals not found in partition %q", len(ids)-answered, partition)
+	}
+	return statuses, nil
+}
+
+// firstOccurrences maps each id to its first index in ids and marks every
+// later occurrence a duplicate in statuses: ON CONFLICT cannot see rows
+// inserted by its own statement, so repeats within the batch are resolved
+// here.
+func firstOccurrences(ids []string, statuses []model.Status) map[string]int {
+	first := make(map[string]int, len(ids))
+	for i, id := range ids {
+		if _, seen := first[id]; seen {
+			statuses[i] = model.StatusDuplicate
+			continue
+		}
+		first[id] = i
+	}
+	return first
+}
+
+// insert inserts the batch's distinct ids, setting the status of each id
+// the statement answers; it returns how many it answered.
+func (t *naiveTarget) insert(ctx context.Context, partition string, ids, data []string, first map[string]int, statuses []model.Status) (int, error) {
 	rows, err := t.pool.Query(ctx, naiveSendSQL, partition, ids, data)
 	if err != nil {
-		return nil, fmt.Errorf("naive: insert: %w", err)
+		return 0, fmt.Errorf("naive: insert: %w", err)
 	}
 	answered := 0
 	var (
@@ -134,7 +162,7 @@ func (t *naiveTarget) Send(ctx context.Context, _ int, b *Batch) ([]model.Status
 	for rows.Next() {
 		if err := rows.Scan(&txnID, &msgID, &inserted); err != nil {
 			rows.Close()
-			return nil, fmt.Errorf("naive: insert: %w", err)
+			return 0, fmt.Errorf("naive: insert: %w", err)
 		}
 		statuses[first[txnID]] = model.StatusDuplicate
 		if inserted {
@@ -143,40 +171,42 @@ func (t *naiveTarget) Send(ctx context.Context, _ int, b *Batch) ([]model.Status
 		answered++
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("naive: insert: %w", err)
+		return 0, fmt.Errorf("naive: insert: %w", err)
 	}
-	if answered == len(ids) {
-		return statuses, nil
-	}
+	return answered, nil
+}
 
-	// Originals committed by a concurrent batch after the statement's
-	// snapshot was taken.
+// lookUpOriginals finds the ids insert left unanswered: originals
+// committed by a concurrent batch after the statement's snapshot was
+// taken. It marks them duplicates and returns how many it found.
+func (t *naiveTarget) lookUpOriginals(ctx context.Context, partition string, ids []string, first map[string]int, statuses []model.Status) (int, error) {
 	var missing []string
 	for _, id := range ids {
 		if statuses[first[id]] == 0 {
 			missing = append(missing, id)
 		}
 	}
-	rows, err = t.pool.Query(ctx, naiveLookupSQL, partition, missing)
+	rows, err := t.pool.Query(ctx, naiveLookupSQL, partition, missing)
 	if err != nil {
-		return nil, fmt.Errorf("naive: look up originals: %w", err)
+		return 0, fmt.Errorf("naive: look up originals: %w", err)
 	}
+	found := 0
+	var (
+		txnID string
+		msgID int64
+	)
 	for rows.Next() {
 		if err := rows.Scan(&txnID, &msgID); err != nil {
 			rows.Close()
-			return nil, fmt.Errorf("naive: look up originals: %w", err)
+			return 0, fmt.Errorf("naive: look up originals: %w", err)
 		}
 		statuses[first[txnID]] = model.StatusDuplicate
-		answered++
+		found++
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("naive: look up originals: %w", err)
+		return 0, fmt.Errorf("naive: look up originals: %w", err)
 	}
-	if answered != len(ids) {
-		// A conflict means the original exists; nothing deletes rows.
-		return nil, fmt.Errorf("naive: %d originals not found in partition %q", len(ids)-answered, partition)
-	}
-	return statuses, nil
+	return found, nil
 }
 
 // Figures implements Target. PostgreSQL is shared with the other targets

@@ -130,15 +130,7 @@ func runProfile(ctx context.Context, p profile, dir, bin string, log func(string
 	faults, rss := schedule(ctx, w, p, log)
 	close(stop)
 	stopped := time.Now()
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(p.Drain):
-		log("drain: producers still retrying after %v; giving up on them", p.Drain)
-		cancelDrain()
-		<-done
-	}
+	drainProducers(&wg, p.Drain, cancelDrain, log)
 	log("drain: producers done %v after producing stopped", time.Since(stopped).Round(10*time.Millisecond))
 	consumed := fleet.finish(ctx, w, stopped, log)
 	out.Elapsed = time.Since(out.Started)
@@ -162,6 +154,21 @@ func runProfile(ctx context.Context, p profile, dir, bin string, log func(string
 		}
 	}
 	return out, nil
+}
+
+// drainProducers waits for the producers, which resend what was not yet
+// answered, for at most drain; then it cancels them (cancelDrain) and
+// waits for them to return.
+func drainProducers(wg *sync.WaitGroup, drain time.Duration, cancelDrain context.CancelFunc, log func(string, ...any)) {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(drain):
+		log("drain: producers still retrying after %v; giving up on them", drain)
+		cancelDrain()
+		<-done
+	}
 }
 
 func startProducers(w *world, p profile, queue string, led *ledger) ([]*producer, error) {

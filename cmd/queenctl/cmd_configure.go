@@ -67,18 +67,7 @@ func (f *secondsFlag) Set(s string) error {
 }
 
 func setupConfigure(fs *flag.FlagSet) runFunc {
-	var window, retention secondsFlag
-	fs.Var(&window, "dedup-window", "deduplication window (dedupWindowSeconds) as a `duration`, e.g. 10m; 0 turns it off")
-	fs.Var(&retention, "retention", "how long messages are kept (retentionSeconds) as a `duration`, e.g. 7d; 0 keeps them forever")
-	maxAttempts := fs.Int64("max-attempts", -1, "deliveries to a consumer group before a message is dead-lettered (maxAttempts); 0 never")
-	maxAckPending := fs.Int64("max-ack-pending", -1, "messages each consumer group may hold delivered and not yet settled (maxAckPending); 0 no limit")
-	retainUntil := fs.String("retain-until", "", "what retention waits for (retainUntil): age, or consumed (also every consumer group)")
-	retryDelay := fs.String("retry-delay", "", "how long a failed message waits before it is delivered again (retryDelayMs) as a `duration`, e.g. 5s; 0 at once")
-	retryBackoff := fs.String("retry-backoff", "", "that wait by attempt (retryBackoffMs) as comma-separated `durations`, e.g. 1s,5s,30s (the last for every later attempt); none turns it off")
-	var groupIdle secondsFlag
-	fs.Var(&groupIdle, "group-idle", "after how long idle a consumer group stops holding retention (groupIdleSeconds) as a `duration`, e.g. 7d; 0: groups always hold")
-	onConflict := fs.String("on-conflict", "", "what a duplicate with different data is answered (onConflict): ignore, flag (duplicate, marked conflict) or reject (failed)")
-	replace := fs.Bool("replace", false, "mode replace: options not given return to their defaults")
+	f := defineConfigureFlags(fs)
 	return func(ctx context.Context, s *session, args []string) error {
 		if len(args) != 1 {
 			return usagef("configure: give exactly one queue name, e.g. queenctl configure payments --dedup-window 10m")
@@ -87,42 +76,12 @@ func setupConfigure(fs *flag.FlagSet) runFunc {
 		if err := checkName("queue", queue); err != nil {
 			return err
 		}
-		options := map[string]optionValue{}
-		if window.set {
-			options["dedupWindowSeconds"] = seconds(window.v)
-		}
-		if retention.set {
-			options["retentionSeconds"] = seconds(retention.v)
-		}
-		if groupIdle.set {
-			options["groupIdleSeconds"] = seconds(groupIdle.v)
-		}
-		if *onConflict != "" {
-			if o, _ := findOption("onConflict"); !slices.Contains(o.words, *onConflict) {
-				return usagef("configure: --on-conflict %q: one of %s", *onConflict, strings.Join(o.words, ", "))
-			}
-			options["onConflict"] = word(*onConflict)
-		}
-		if *maxAttempts >= 0 {
-			if *maxAttempts > maxOptionSeconds {
-				return usagef("configure: --max-attempts %d: at most %d", *maxAttempts, maxOptionSeconds)
-			}
-			options["maxAttempts"] = count(*maxAttempts)
-		}
-		if *maxAckPending >= 0 {
-			options["maxAckPending"] = count(*maxAckPending) // its range is the gateway's to say
-		}
-		if *retainUntil != "" {
-			if o, _ := findOption("retainUntil"); !slices.Contains(o.words, *retainUntil) {
-				return usagef("configure: --retain-until %q: one of %s", *retainUntil, strings.Join(o.words, ", "))
-			}
-			options["retainUntil"] = word(*retainUntil)
-		}
-		if err := retryOptions(options, *retryDelay, *retryBackoff); err != nil {
+		options, err := f.options()
+		if err != nil {
 			return err
 		}
 		mode := "merge"
-		if *replace {
+		if *f.replace {
 			mode = "replace"
 		}
 		req := configureRequest(queue, options, mode)
@@ -144,6 +103,71 @@ func setupConfigure(fs *flag.FlagSet) runFunc {
 		printConfig(s.stdout, &cfg)
 		return nil
 	}
+}
+
+// configureFlags are configure's option flags; each left unset (not given,
+// or its "not given" value) leaves its option out of the request.
+type configureFlags struct {
+	window, retention, groupIdle          secondsFlag
+	maxAttempts, maxAckPending            *int64
+	retainUntil, retryDelay, retryBackoff *string
+	onConflict                            *string
+	replace                               *bool
+}
+
+func defineConfigureFlags(fs *flag.FlagSet) *configureFlags {
+	f := &configureFlags{}
+	fs.Var(&f.window, "dedup-window", "deduplication window (dedupWindowSeconds) as a `duration`, e.g. 10m; 0 turns it off")
+	fs.Var(&f.retention, "retention", "how long messages are kept (retentionSeconds) as a `duration`, e.g. 7d; 0 keeps them forever")
+	f.maxAttempts = fs.Int64("max-attempts", -1, "deliveries to a consumer group before a message is dead-lettered (maxAttempts); 0 never")
+	f.maxAckPending = fs.Int64("max-ack-pending", -1, "messages each consumer group may hold delivered and not yet settled (maxAckPending); 0 no limit")
+	f.retainUntil = fs.String("retain-until", "", "what retention waits for (retainUntil): age, or consumed (also every consumer group)")
+	f.retryDelay = fs.String("retry-delay", "", "how long a failed message waits before it is delivered again (retryDelayMs) as a `duration`, e.g. 5s; 0 at once")
+	f.retryBackoff = fs.String("retry-backoff", "", "that wait by attempt (retryBackoffMs) as comma-separated `durations`, e.g. 1s,5s,30s (the last for every later attempt); none turns it off")
+	fs.Var(&f.groupIdle, "group-idle", "after how long idle a consumer group stops holding retention (groupIdleSeconds) as a `duration`, e.g. 7d; 0: groups always hold")
+	f.onConflict = fs.String("on-conflict", "", "what a duplicate with different data is answered (onConflict): ignore, flag (duplicate, marked conflict) or reject (failed)")
+	f.replace = fs.Bool("replace", false, "mode replace: options not given return to their defaults")
+	return f
+}
+
+// options are the queue options the flags give, checked where queenctl
+// can say what to fix before asking the gateway.
+func (f *configureFlags) options() (map[string]optionValue, error) {
+	options := map[string]optionValue{}
+	if f.window.set {
+		options["dedupWindowSeconds"] = seconds(f.window.v)
+	}
+	if f.retention.set {
+		options["retentionSeconds"] = seconds(f.retention.v)
+	}
+	if f.groupIdle.set {
+		options["groupIdleSeconds"] = seconds(f.groupIdle.v)
+	}
+	if *f.onConflict != "" {
+		if o, _ := findOption("onConflict"); !slices.Contains(o.words, *f.onConflict) {
+			return nil, usagef("configure: --on-conflict %q: one of %s", *f.onConflict, strings.Join(o.words, ", "))
+		}
+		options["onConflict"] = word(*f.onConflict)
+	}
+	if *f.maxAttempts >= 0 {
+		if *f.maxAttempts > maxOptionSeconds {
+			return nil, usagef("configure: --max-attempts %d: at most %d", *f.maxAttempts, maxOptionSeconds)
+		}
+		options["maxAttempts"] = count(*f.maxAttempts)
+	}
+	if *f.maxAckPending >= 0 {
+		options["maxAckPending"] = count(*f.maxAckPending) // its range is the gateway's to say
+	}
+	if *f.retainUntil != "" {
+		if o, _ := findOption("retainUntil"); !slices.Contains(o.words, *f.retainUntil) {
+			return nil, usagef("configure: --retain-until %q: one of %s", *f.retainUntil, strings.Join(o.words, ", "))
+		}
+		options["retainUntil"] = word(*f.retainUntil)
+	}
+	if err := retryOptions(options, *f.retryDelay, *f.retryBackoff); err != nil {
+		return nil, err
+	}
+	return options, nil
 }
 
 // retryOptions reads --retry-delay and --retry-backoff ("" when not

@@ -241,11 +241,21 @@ func dispatch(ctx context.Context, args []string, env func(string) (string, bool
 		fmt.Fprint(stderr, mainUsage)
 		return usagef("no command given")
 	}
-	name, rest := rest[0], rest[1:]
+	c, name, rest, err := findCommand(rest[0], rest[1:], top, g, stdout)
+	if err != nil {
+		return err
+	}
+	return runCommand(ctx, c, name, rest, g, stdin, stdout, stderr)
+}
+
+// findCommand finds the command name (with its subcommand, if it has
+// subs) that rest is the arguments of; "help" names the command it asks
+// about, whose arguments become --help.
+func findCommand(name string, rest []string, top *flag.FlagSet, g *globals, stdout io.Writer) (*command, string, []string, error) {
 	if name == "help" {
 		if len(rest) == 0 {
 			printHelp(stdout, mainUsage, top, nil)
-			return errHelpShown
+			return nil, "", nil, errHelpShown
 		}
 		// "help timer schedule" is "timer schedule --help".
 		topic := rest
@@ -256,14 +266,17 @@ func dispatch(ctx context.Context, args []string, env func(string) (string, bool
 	}
 	c, ok := commands[name]
 	if !ok {
-		return usagef("unknown command %q (see queenctl --help)", name)
+		return nil, "", nil, usagef("unknown command %q (see queenctl --help)", name)
 	}
 	if c.subs != nil {
-		var err error
-		if c, name, rest, err = pickSub(c, name, rest, g, stdout); err != nil {
-			return err
-		}
+		return pickSub(c, name, rest, g, stdout)
 	}
+	return c, name, rest, nil
+}
+
+// runCommand parses command c's flags (its own and the global ones, among
+// its arguments rest) and runs it.
+func runCommand(ctx context.Context, c *command, name string, rest []string, g *globals, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlagSet("queenctl " + name)
 	runCmd := c.setup(fs)
 	var own []string

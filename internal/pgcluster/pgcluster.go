@@ -102,28 +102,12 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Parents must be traversable by the server's user; the folder itself
-	// is private to it.
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+	if err := makeServerDir(dir, cred); err != nil {
 		return nil, err
-	}
-	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-		return nil, err
-	}
-	if cred != nil {
-		if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
-			return nil, err
-		}
 	}
 	dataDir := filepath.Join(dir, "data")
-	if _, err := os.Stat(filepath.Join(dataDir, "PG_VERSION")); errors.Is(err, os.ErrNotExist) {
-		initdb := exec.CommandContext(ctx, filepath.Join(bin, "initdb"),
-			"-D", dataDir, "-U", "postgres", "--auth=trust", "--encoding=UTF8", "--no-instructions")
-		initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-		initdb.Dir = dir
-		if out, err := initdb.CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("pgcluster: initdb: %w: %s", err, out)
-		}
+	if err := initData(ctx, bin, dir, dataDir, cred); err != nil {
+		return nil, err
 	}
 
 	port := opts.Port
@@ -132,18 +116,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 			return nil, err
 		}
 	}
-	args := []string{"-D", dataDir, "-p", strconv.Itoa(port),
-		"-c", "listen_addresses=127.0.0.1",
-		"-c", "unix_socket_directories=" + dir,
-	}
-	names := make([]string, 0, len(opts.Settings))
-	for name := range opts.Settings {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		args = append(args, "-c", name+"="+opts.Settings[name])
-	}
+	args := postgresArgs(dir, dataDir, port, opts.Settings)
 	logFile, err := os.OpenFile(filepath.Join(dir, "postgres.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
@@ -167,6 +140,55 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// makeServerDir makes dir, private to the server's user (cred; nil: this
+// process's user). Its parents must be traversable by that user.
+func makeServerDir(dir string, cred *syscall.Credential) error {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return err
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	if cred != nil {
+		if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// initData runs initdb on dataDir unless it already holds a cluster.
+func initData(ctx context.Context, bin, dir, dataDir string, cred *syscall.Credential) error {
+	if _, err := os.Stat(filepath.Join(dataDir, "PG_VERSION")); errors.Is(err, os.ErrNotExist) {
+		initdb := exec.CommandContext(ctx, filepath.Join(bin, "initdb"),
+			"-D", dataDir, "-U", "postgres", "--auth=trust", "--encoding=UTF8", "--no-instructions")
+		initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+		initdb.Dir = dir
+		if out, err := initdb.CombinedOutput(); err != nil {
+			return fmt.Errorf("pgcluster: initdb: %w: %s", err, out)
+		}
+	}
+	return nil
+}
+
+// postgresArgs is the postmaster's command line: TCP on 127.0.0.1 only,
+// its socket in dir, and settings in name order (a stable command line).
+func postgresArgs(dir, dataDir string, port int, settings map[string]string) []string {
+	args := []string{"-D", dataDir, "-p", strconv.Itoa(port),
+		"-c", "listen_addresses=127.0.0.1",
+		"-c", "unix_socket_directories=" + dir,
+	}
+	names := make([]string, 0, len(settings))
+	for name := range settings {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		args = append(args, "-c", name+"="+settings[name])
+	}
+	return args
 }
 
 // URL is a connection string for the superuser on the given database.
