@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/internal/promreg"
 	"github.com/queengate/queengate/model"
 )
@@ -79,30 +80,44 @@ func (m *consumeMetrics) ranOut(queue, group string) {
 }
 
 // acked counts an ack's items by result, an acked one as completed or
-// failed: one add per result present, not per item.
+// failed: one add per result present, not per item. The results are a
+// handful of words, so they are tallied in a small array, not a map
+// allocated per ack.
 func (m *consumeMetrics) acked(queue, group string, items []model.AckItem, res *model.AckResult) {
 	if m == nil {
 		return
 	}
-	tally := map[string]int{}
+	type count struct {
+		result string
+		n      int
+	}
+	var tally [8]count
+	seen := tally[:0]
 	for i, o := range res.Items {
 		result := o.Result
 		if result == model.AckAcked {
 			result = ackStatus(items[i])
 		}
-		tally[result]++
+		j := 0
+		for j < len(seen) && seen[j].result != result {
+			j++
+		}
+		if j == len(seen) {
+			seen = append(seen, count{result: result})
+		}
+		seen[j].n++
 	}
-	for result, n := range tally {
-		m.acks.WithLabelValues(queue, group, result).Add(float64(n))
+	for _, c := range seen {
+		m.acks.WithLabelValues(queue, group, c.result).Add(float64(c.n))
 	}
 }
 
 // ackStatus is the status an item settled its message with.
 func ackStatus(it model.AckItem) string {
 	if it.Completed {
-		return "completed"
+		return queengate.AckCompleted
 	}
-	return "failed"
+	return queengate.AckFailed
 }
 
 // leased counts a renewal (renew) or a release, held or not.
