@@ -12,8 +12,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/queengate/queengate/internal/natsembed"
 	"github.com/queengate/queengate/internal/checkfor"
+	"github.com/queengate/queengate/internal/natsembed"
 	"github.com/queengate/queengate/internal/pgtest"
 )
 

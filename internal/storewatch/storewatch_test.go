@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/queengate/queengate/internal/storewatch"
 	"github.com/queengate/queengate/internal/checkfor"
+	"github.com/queengate/queengate/internal/storewatch"
 )
 
 // slowHeartbeat never answers in time, as on a saturated machine.
