@@ -15,9 +15,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/rs/zerolog"
 
+	"github.com/queengate/queengate/internal/pgadmin"
 	"github.com/queengate/queengate/internal/pgcluster"
 	"github.com/queengate/queengate/server"
 )
@@ -94,27 +94,11 @@ func startLocalPG(ctx context.Context, dir string) (*pgcluster.Cluster, string, 
 	if err != nil {
 		return nil, "", err
 	}
-	if err := ensureDatabase(startCtx, cluster.URL("postgres"), "queengate"); err != nil {
+	if err := pgadmin.EnsureDatabase(startCtx, cluster.URL("postgres"), "queengate"); err != nil {
 		cluster.Stop()
 		return nil, "", err
 	}
 	return cluster, cluster.URL("queengate"), nil
-}
-
-func ensureDatabase(ctx context.Context, adminURL, name string) error {
-	conn, err := pgx.Connect(ctx, adminURL)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(ctx)
-	var exists bool
-	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
-		return err
-	}
-	if !exists {
-		_, err = conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
-	}
-	return err
 }
 
 // newLogger logs JSON, or human-readable lines when w is a terminal.
