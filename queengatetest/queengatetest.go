@@ -11,9 +11,10 @@
 // PostgreSQL is the server named by QUEEN_TEST_PG_URL when it is set (a
 // URL of a user that may create databases; each test gets a database of
 // its own), otherwise a private cluster started from the PostgreSQL
-// server binaries on the machine (initdb and postgres on PATH, or in the
-// usual install folders): started by the first test that needs it and
-// stopped when the last one ends, or once for the whole run with [Main].
+// server binaries on the machine (QUEEN_PG_BIN, else pg_config --bindir,
+// else /usr/lib/postgresql/*/bin): started by the first test that needs
+// it and stopped when the last one ends, or once for the whole run with
+// [Main].
 package queengatetest
 
 import (
