@@ -62,8 +62,9 @@ type Config struct {
 	Version string
 	// Logger receives the gateway's logs; the zero value logs nothing.
 	Logger zerolog.Logger
-	// Registry receives the gateway's metrics, served on /metrics. Nil: a
-	// registry of its own, with the Go and process collectors.
+	// Registry receives the gateway's metrics, served on /metrics; one
+	// gateway per registry (their names would collide). Nil: a registry
+	// of its own, with the Go and process collectors.
 	Registry *prometheus.Registry
 }
 
