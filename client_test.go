@@ -19,6 +19,7 @@ import (
 	"github.com/queengate/queengate/gateway"
 	"github.com/queengate/queengate/ingest"
 	"github.com/queengate/queengate/internal/checkfor"
+	"github.com/queengate/queengate/internal/natsembed"
 	"github.com/queengate/queengate/internal/pgtest"
 	"github.com/queengate/queengate/pgstore"
 	"github.com/queengate/queengate/timers"
@@ -55,7 +56,7 @@ func (r *running) clientConn(t *testing.T) *nats.Conn {
 
 func startGateway(t *testing.T, token string, opts ...queengate.Option) *running {
 	t.Helper()
-	ns, err := gateway.StartEmbeddedNATS(gateway.EmbeddedNATS{Port: -1})
+	ns, err := natsembed.Start(natsembed.Config{Port: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -251,25 +251,13 @@ func dialNATS(ctx context.Context, g *globals, refuse context.CancelCauseFunc) (
 			}
 		}),
 	}
-	if g.natsUser != "" {
-		opts = append(opts, nats.UserInfo(g.natsUser, g.natsPassword))
+	auth := queengate.NATSAuth{User: g.natsUser, Password: g.natsPassword, Token: g.natsToken,
+		CredsFile: g.natsCreds, NKeyFile: g.natsNKey, TLSCA: g.natsTLSCA}
+	authOpts, err := auth.Options()
+	if err != nil {
+		return nil, usagef("--nats-nkey %s: %v", g.natsNKey, err)
 	}
-	if g.natsToken != "" {
-		opts = append(opts, nats.Token(g.natsToken))
-	}
-	if g.natsCreds != "" {
-		opts = append(opts, nats.UserCredentials(g.natsCreds))
-	}
-	if g.natsNKey != "" {
-		opt, err := nats.NkeyOptionFromSeed(g.natsNKey)
-		if err != nil {
-			return nil, usagef("--nats-nkey %s: %v", g.natsNKey, err)
-		}
-		opts = append(opts, opt)
-	}
-	if g.natsTLSCA != "" {
-		opts = append(opts, nats.RootCAs(g.natsTLSCA))
-	}
+	opts = append(opts, authOpts...)
 	nc, err := nats.Connect(g.natsURL, opts...)
 	if err != nil {
 		if errors.Is(err, nats.ErrAuthorization) || strings.Contains(strings.ToLower(err.Error()), "authorization") {

@@ -4,16 +4,19 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	queengate "github.com/queengate/queengate"
-	"github.com/queengate/queengate/dedup"
-	"github.com/queengate/queengate/ingest"
-	"github.com/queengate/queengate/model"
 	"io"
 	"os"
 	"strconv"
 	"time"
 
+	"github.com/rs/zerolog"
+
+	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/dedup"
 	"github.com/queengate/queengate/gateway"
+	"github.com/queengate/queengate/ingest"
+	"github.com/queengate/queengate/model"
+	"github.com/queengate/queengate/server"
 )
 
 // config is the daemon's configuration. Each field names its flag and
@@ -273,4 +276,32 @@ func (c config) validate() error {
 		errs = append(errs, fmt.Errorf("nats-port: %d is not a port", c.NATSPort))
 	}
 	return errors.Join(errs...)
+}
+
+// server is the gateway's configuration; PGURL is empty for a local
+// development cluster.
+func (c config) server(log zerolog.Logger) server.Config {
+	return server.Config{
+		PGURL:   c.PGURL,
+		NATSURL: c.NATSURL,
+		NATSAuth: queengate.NATSAuth{User: c.NATSUser, Password: c.NATSPassword, Token: c.NATSToken,
+			NKeyFile: c.NATSNKey, CredsFile: c.NATSCreds, TLSCA: c.NATSTLSCA, TLSCert: c.NATSTLSCert, TLSKey: c.NATSTLSKey},
+		EmbeddedNATS: server.EmbeddedNATS{Host: c.NATSHost, Port: c.NATSPort, ConfigFile: c.NATSConfig,
+			TLSCert: c.NATSServerTLSCert, TLSKey: c.NATSServerTLSKey, TLSClientCA: c.NATSServerTLSClientCA},
+		Prefix:     c.Prefix,
+		AdminAddr:  c.HTTPAddr,
+		AdminToken: c.AdminToken,
+		MaxBatch:   c.MaxBatch,
+		Ingest: ingest.Config{
+			Shards: c.Shards, FlushSize: c.FlushSize, Linger: c.Linger, MaxBuffered: c.MaxBuffered, PushTimeout: c.PushTimeout,
+			Cache:   dedup.Config{BudgetBytes: int64(c.DedupCacheMB) << 20},
+			NoCache: c.DedupCacheMB == 0,
+		},
+		RetentionInterval: c.RetentionInterval,
+		RetentionSlack:    c.RetentionSlack,
+		RoutingShards:     c.RoutingShards,
+		NoTimerFire:       c.NoTimerFire,
+		Version:           version,
+		Logger:            log,
+	}
 }

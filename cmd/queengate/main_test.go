@@ -22,7 +22,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 
-	"github.com/queengate/queengate/gateway"
+	"github.com/queengate/queengate/internal/natsembed"
 	"github.com/queengate/queengate/internal/pgtest"
 )
 
@@ -140,7 +140,7 @@ func (d *daemon) waitLog(t *testing.T, message string) map[string]any {
 func TestSIGTERMLosesNothingAccepted(t *testing.T) {
 	t.Parallel()
 	url := pgtest.NewDB(t)
-	ns, err := gateway.StartEmbeddedNATS(gateway.EmbeddedNATS{Port: -1})
+	ns, err := natsembed.Start(natsembed.Config{Port: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,8 +12,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/queengate/queengate/gateway"
 	"github.com/queengate/queengate/internal/checkfor"
+	"github.com/queengate/queengate/internal/natsembed"
 	"github.com/queengate/queengate/internal/pgtest"
 )
 
@@ -38,7 +38,7 @@ func TestStartsBeforePostgresAndNATS(t *testing.T) {
 
 	cluster.Start(t)
 	d.waitLog(t, "waiting for NATS")
-	ns, err := gateway.StartEmbeddedNATS(gateway.EmbeddedNATS{Port: port})
+	ns, err := natsembed.Start(natsembed.Config{Port: port})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,7 @@
-package gateway
+// Package natsembed runs the in-process nats-server a gateway uses when
+// it is given no NATS URL (and that tests use everywhere): listening,
+// authentication, TLS and the routing shards' subject mappings.
+package natsembed
 
 import (
 	"cmp"
@@ -11,9 +14,9 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 )
 
-// EmbeddedNATS configures the in-process nats-server used when no NATS URL
+// Config configures the in-process nats-server used when no NATS URL
 // is given.
-type EmbeddedNATS struct {
+type Config struct {
 	// Host to listen on; default 127.0.0.1.
 	Host string
 	// Port to listen on; default 4222. -1 picks a free port.
@@ -23,7 +26,7 @@ type EmbeddedNATS struct {
 	// Debug logs the server's own messages to stderr.
 	Debug bool
 	// Mappings are subject mappings of the server's account (source ->
-	// destination), e.g. ShardMappings.
+	// destination), e.g. gateway.ShardMappings.
 	Mappings map[string]string
 
 	// ConfigFile, when set, is a nats-server configuration file loaded
@@ -45,9 +48,9 @@ type EmbeddedNATS struct {
 	TLSCert, TLSKey, TLSClientCA string
 }
 
-// StartEmbeddedNATS starts an in-process nats-server (JetStream off) and
+// Start starts an in-process nats-server (JetStream off) and
 // waits until it accepts connections. Shut it down with Shutdown.
-func StartEmbeddedNATS(cfg EmbeddedNATS) (*server.Server, error) {
+func Start(cfg Config) (*server.Server, error) {
 	opts := &server.Options{}
 	if cfg.ConfigFile != "" {
 		var err error

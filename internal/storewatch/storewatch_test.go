@@ -1,4 +1,4 @@
-package gateway_test
+package storewatch_test
 
 import (
 	"context"
@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/queengate/queengate/gateway"
 	"github.com/queengate/queengate/internal/checkfor"
+	"github.com/queengate/queengate/internal/storewatch"
 )
 
 // slowHeartbeat never answers in time, as on a saturated machine.
@@ -27,7 +27,7 @@ func TestCommitsKeepABusyGatewayUp(t *testing.T) {
 	var lastCommit atomic.Int64
 	commit := func() { lastCommit.Store(time.Now().UnixNano()) }
 	var changes atomic.Int32
-	w := gateway.NewStoreWatch(slowHeartbeat{}, gateway.StoreWatchConfig{Every: 100 * time.Millisecond,
+	w := storewatch.New(slowHeartbeat{}, storewatch.Config{Every: 100 * time.Millisecond,
 		LastCommit: func() time.Time { return time.Unix(0, lastCommit.Load()) },
 		OnChange:   func(bool) { changes.Add(1) }})
 	commit()

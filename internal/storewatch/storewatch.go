@@ -1,4 +1,8 @@
-package gateway
+// Package storewatch watches whether PostgreSQL answers: a heartbeat on a
+// connection outside the pool, with recent commits as proof of life, so
+// that a gateway cut off from its store stops taking pushes and hands
+// its routing shards to others.
+package storewatch
 
 import (
 	"context"
@@ -14,8 +18,8 @@ type Heartbeater interface {
 	Heartbeat(ctx context.Context) error
 }
 
-// StoreWatchConfig tunes a StoreWatch.
-type StoreWatchConfig struct {
+// Config tunes a Watch.
+type Config struct {
 	// Every is the time between checks, and each check's timeout;
 	// default 500 ms.
 	Every time.Duration
@@ -31,34 +35,34 @@ type StoreWatchConfig struct {
 	LastCommit func() time.Time
 }
 
-// StoreWatch checks PostgreSQL every interval and remembers whether it
+// Watch checks PostgreSQL every interval and remembers whether it
 // answered, so that routing can tell the fleet this gateway cannot reach
-// the store (RoutingConfig.Ready), and ingest can fail fast instead of
+// the store (gateway.RoutingConfig.Ready), and ingest can fail fast instead of
 // letting producers wait out a frozen server (OnChange).
-type StoreWatch struct {
+type Watch struct {
 	startstop.Base
 	store    Heartbeater
-	cfg      StoreWatchConfig
+	cfg      Config
 	up       atomic.Bool
 	checks   atomic.Int64
 	failures int
 }
 
-// NewStoreWatch watches store; it counts as up until checks say otherwise.
-func NewStoreWatch(store Heartbeater, cfg StoreWatchConfig) *StoreWatch {
+// New watches store; it counts as up until checks say otherwise.
+func New(store Heartbeater, cfg Config) *Watch {
 	if cfg.Every <= 0 {
 		cfg.Every = 500 * time.Millisecond
 	}
 	if cfg.DownAfter <= 0 {
 		cfg.DownAfter = 2
 	}
-	w := &StoreWatch{store: store, cfg: cfg}
+	w := &Watch{store: store, cfg: cfg}
 	w.up.Store(true)
 	return w
 }
 
 // Start checks once, then keeps watching until Stop (or until ctx ends).
-func (w *StoreWatch) Start(ctx context.Context) error {
+func (w *Watch) Start(ctx context.Context) error {
 	run, done, err := w.StartInit(ctx)
 	if err != nil {
 		return err
@@ -80,7 +84,7 @@ func (w *StoreWatch) Start(ctx context.Context) error {
 	return nil
 }
 
-func (w *StoreWatch) check() {
+func (w *Watch) check() {
 	defer w.checks.Add(1)
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), w.cfg.Every)
@@ -96,14 +100,14 @@ func (w *StoreWatch) check() {
 	}
 }
 
-func (w *StoreWatch) set(up bool) {
+func (w *Watch) set(up bool) {
 	if w.up.Swap(up) != up && w.cfg.OnChange != nil {
 		w.cfg.OnChange(up)
 	}
 }
 
 // Up reports whether PostgreSQL answered lately.
-func (w *StoreWatch) Up() bool { return w.up.Load() }
+func (w *Watch) Up() bool { return w.up.Load() }
 
 // Checks is how many checks have been made.
-func (w *StoreWatch) Checks() int64 { return w.checks.Load() }
+func (w *Watch) Checks() int64 { return w.checks.Load() }

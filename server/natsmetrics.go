@@ -1,4 +1,4 @@
-package gateway
+package server
 
 import (
 	"github.com/nats-io/nats.go"
@@ -13,9 +13,9 @@ type natsCollector struct {
 	inMsgs, outMsgs, inBytes, outBytes *prometheus.Desc
 }
 
-// NewNATSCollector exports nc's state: connected (1 or 0), reconnects,
+// newNATSCollector exports nc's state: connected (1 or 0), reconnects,
 // and messages and bytes in and out.
-func NewNATSCollector(nc *nats.Conn) prometheus.Collector {
+func newNATSCollector(nc *nats.Conn) prometheus.Collector {
 	d := func(name, help string) *prometheus.Desc {
 		return prometheus.NewDesc("queengate_nats_"+name, help, nil, nil)
 	}

@@ -1,11 +1,11 @@
-package gateway_test
+package natsembed_test
 
 import (
 	"net"
 	"strings"
 	"testing"
 
-	"github.com/queengate/queengate/gateway"
+	"github.com/queengate/queengate/internal/natsembed"
 )
 
 // TestEmbeddedNATSOnABusyPortFailsAtOnce: the error names the cause
@@ -18,7 +18,7 @@ func TestEmbeddedNATSOnABusyPortFailsAtOnce(t *testing.T) {
 	}
 	defer busy.Close()
 	port := busy.Addr().(*net.TCPAddr).Port
-	ns, err := gateway.StartEmbeddedNATS(gateway.EmbeddedNATS{Port: port})
+	ns, err := natsembed.Start(natsembed.Config{Port: port})
 	if err == nil {
 		ns.Shutdown()
 		t.Fatal("the embedded server started on a busy port")

@@ -1,0 +1,103 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+
+	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/internal/pgtest"
+	"github.com/queengate/queengate/server"
+)
+
+func TestMain(m *testing.M) { pgtest.Run(m) }
+
+func start(t *testing.T, cfg server.Config) *server.Server {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	srv, err := server.Start(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv
+}
+
+// TestServesUntilStopped: a started server takes pushes on ClientURL,
+// registers its metrics in the Registry given, and after Stop (twice is
+// harmless) answers nothing.
+func TestServesUntilStopped(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	srv := start(t, server.Config{PGURL: pgtest.NewDB(t), EmbeddedNATS: server.EmbeddedNATS{Port: -1},
+		AdminAddr: "127.0.0.1:0", Prefix: "embedded", Registry: reg})
+	// A connection of the test's own: it outlives the gateway's.
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	client, err := queengate.NewClient(nc, queengate.WithPrefix("embedded"), queengate.WithTimeout(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	ctx := context.Background()
+	msg := queengate.Message{TransactionID: "t-1", Data: json.RawMessage(`{}`)}
+	if answers, err := client.Push(ctx, "q", "p", msg); err != nil || answers[0].Status != queengate.StatusQueued {
+		t.Fatalf("push answered %v, %v; want queued", answers, err)
+	}
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, f := range families {
+		names[f.GetName()] = true
+	}
+	if !names["queengate_build_info"] || !names["queengate_nats_connected"] || names["go_goroutines"] {
+		t.Errorf("the registry given has %v: want the gateway's metrics, and no Go collector it did not ask for", names)
+	}
+	for range 2 {
+		if err := srv.Stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := client.Push(ctx, "q", "p", msg); err == nil {
+		t.Error("a stopped server answered a push")
+	}
+}
+
+// TestStartRefusesASmallPool: a pool too small for the gateway's
+// connections is an error at once, not a wait.
+func TestStartRefusesASmallPool(t *testing.T) {
+	t.Parallel()
+	_, err := server.Start(context.Background(), server.Config{PGURL: pgtest.NewDB(t) + "&pool_max_conns=2",
+		EmbeddedNATS: server.EmbeddedNATS{Port: -1}, AdminAddr: "127.0.0.1:0"})
+	if err == nil || !strings.Contains(err.Error(), "pool_max_conns=2 is too few") {
+		t.Errorf("Start with pool_max_conns=2: %v, want it refused", err)
+	}
+}
+
+// TestStartEndsWithItsContext: while PostgreSQL is out of reach Start
+// waits, and returns when its context ends.
+func TestStartEndsWithItsContext(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	// Port 1 on loopback: nothing listens there.
+	_, err := server.Start(ctx, server.Config{PGURL: "postgres://nobody@127.0.0.1:1/none?sslmode=disable",
+		EmbeddedNATS: server.EmbeddedNATS{Port: -1}, AdminAddr: "127.0.0.1:0"})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Start against no PostgreSQL: %v, want the context's deadline", err)
+	}
+	if _, err := server.Start(ctx, server.Config{}); err == nil {
+		t.Error("Start without a PostgreSQL URL did not fail")
+	}
+}
