@@ -7,14 +7,16 @@ import (
 	"flag"
 	"fmt"
 	"os"
+
+	"github.com/queengate/queengate/internal/bench/proc"
 )
 
 func main() {
 	// queenbench re-executes itself to run servers it measures as separate
 	// processes, so their CPU and memory are not mixed with the load
 	// generator's.
-	if os.Getenv(roleEnv) == roleNATSServer {
-		if err := runNATSServerRole(); err != nil {
+	if os.Getenv(proc.RoleEnv) == proc.RoleNATSServer {
+		if err := proc.RunNATSServerRole(); err != nil {
 			fmt.Fprintln(os.Stderr, "queenbench nats-server:", err)
 			os.Exit(1)
 		}
@@ -27,8 +29,3 @@ func main() {
 		os.Exit(exitCode(err))
 	}
 }
-
-const (
-	roleEnv        = "QUEENBENCH_ROLE"
-	roleNATSServer = "nats-server"
-)

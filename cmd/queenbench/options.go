@@ -11,6 +11,8 @@ import (
 	"time"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/internal/bench"
+	"github.com/queengate/queengate/internal/bench/sidebyside"
 )
 
 var targetNames = []string{"queengate", "naive", "jetstream", "ceiling"}
@@ -22,17 +24,6 @@ var exactTargets = map[string]bool{"queengate": true, "naive": true, "jetstream"
 // window0 is queengate itself with every queue's window set to 0: what
 // deduplication costs, measured in the same run (not part of "all").
 const window0 = "window0"
-
-// fleetTarget parses queengate@N: queengate run as a fleet of N gateways
-// (--self), to compare with one gateway in the same run.
-func fleetTarget(name string) (n int, ok bool) {
-	rest, found := strings.CutPrefix(name, "queengate@")
-	if !found {
-		return 0, false
-	}
-	n, err := strconv.Atoi(rest)
-	return n, err == nil && n >= 1 && n <= 16
-}
 
 // usageError is a bad command line: exit status 2.
 type usageError struct{ error }
@@ -55,7 +46,7 @@ func exitCode(err error) int {
 }
 
 type options struct {
-	w          Workload
+	w          bench.Workload
 	targets    []string
 	rounds     int
 	self       bool
@@ -69,7 +60,7 @@ type options struct {
 	chartOut   string
 	quiet      bool
 	cpuProfile string
-	consume    consumeOptions
+	consume    sidebyside.ConsumeOptions
 	// readPushTime is how long the read scenario measures push latency,
 	// alone and then beside a reader.
 	readPushTime time.Duration
@@ -85,7 +76,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		target   = fs.String("target", "queengate", "target to measure: "+strings.Join(targetNames, ", "))
 		compare  = fs.String("compare", "", "comma-separated targets (or \"all\") to run back to back, alternating, and compare to queengate")
 		admin    = fs.String("admin", "", "comma-separated admin HTTP addresses of the gateways (for their /metrics), with --nats-url")
-		w        Workload
+		w        bench.Workload
 		linger   time.Duration
 		duration time.Duration
 	)
@@ -113,7 +104,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	if err != nil {
 		return o, err
 	}
-	o.consume.batches = batches
+	o.consume.Batches = batches
 	o.targets, o.rounds = chooseTargets(*target, *compare, o.rounds)
 	if *admin != "" {
 		o.adminAddrs = strings.Split(*admin, ",")
@@ -155,7 +146,7 @@ func defineSetupFlags(fs *flag.FlagSet, o *options) {
 // defineWorkloadFlags defines the flags shaping the messages sent. Those
 // that override a scenario's preset start at a value no one gives (0 or
 // -1); overridePreset copies only the ones given.
-func defineWorkloadFlags(fs *flag.FlagSet, w *Workload, linger, duration *time.Duration) {
+func defineWorkloadFlags(fs *flag.FlagSet, w *bench.Workload, linger, duration *time.Duration) {
 	fs.IntVar(&w.Producers, "producers", 0, "concurrent producers")
 	fs.IntVar(&w.PerRequest, "batch", 0, "messages per request")
 	fs.IntVar(&w.MinPerRequest, "batch-min", 0, "fewest messages per request: requests then vary uniformly up to --batch (0: all --batch)")
@@ -183,12 +174,12 @@ func defineWorkloadFlags(fs *flag.FlagSet, w *Workload, linger, duration *time.D
 func defineReadConsumeFlags(fs *flag.FlagSet, o *options) *string {
 	fs.DurationVar(&o.readPushTime, "read-push-time", 10*time.Second, "read and consume scenarios: how long pushes are measured alone, then beside readers or consumers")
 	consumeBatches := fs.String("consume-batch", "100", "consume scenario: comma-separated batch sizes (pop max, fetch size), each measured")
-	fs.IntVar(&o.consume.partitions, "consume-partitions", 0, "consume scenario: also consume the same messages stored over this many partitions (JetStream: subjects)")
-	fs.IntVar(&o.consume.fanout, "consume-fanout", 0, "consume scenario: also this many groups (JetStream: durable consumers) each reading everything")
-	fs.DurationVar(&o.consume.roundTime, "consume-round-time", time.Minute, "consume scenario: longest a round may take; one cut short reports what it delivered until then")
-	fs.IntVar(&o.consume.idlePollers, "idle-pollers", 0, "consume scenario: long-polling consumers waiting while nothing arrives, for the idle figures (0: none)")
-	fs.DurationVar(&o.consume.idleTime, "idle-time", 10*time.Second, "consume scenario: each idle window measured, without pollers then with them")
-	fs.DurationVar(&o.consume.idleSettle, "idle-settle", 5*time.Second, "consume scenario: from starting the idle pollers to measuring (their first pops served)")
+	fs.IntVar(&o.consume.Partitions, "consume-partitions", 0, "consume scenario: also consume the same messages stored over this many partitions (JetStream: subjects)")
+	fs.IntVar(&o.consume.Fanout, "consume-fanout", 0, "consume scenario: also this many groups (JetStream: durable consumers) each reading everything")
+	fs.DurationVar(&o.consume.RoundTime, "consume-round-time", time.Minute, "consume scenario: longest a round may take; one cut short reports what it delivered until then")
+	fs.IntVar(&o.consume.IdlePollers, "idle-pollers", 0, "consume scenario: long-polling consumers waiting while nothing arrives, for the idle figures (0: none)")
+	fs.DurationVar(&o.consume.IdleTime, "idle-time", 10*time.Second, "consume scenario: each idle window measured, without pollers then with them")
+	fs.DurationVar(&o.consume.IdleSettle, "idle-settle", 5*time.Second, "consume scenario: from starting the idle pollers to measuring (their first pops served)")
 	return consumeBatches
 }
 
@@ -227,7 +218,7 @@ func chooseTargets(target, compare string, rounds int) ([]string, int) {
 }
 
 // overridePreset sets on preset the workload flags given explicitly.
-func overridePreset(fs *flag.FlagSet, preset *Workload, w Workload) {
+func overridePreset(fs *flag.FlagSet, preset *bench.Workload, w bench.Workload) {
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
 		case "producers":
@@ -283,7 +274,7 @@ func (o options) checkTargets(comparing bool, bad func(string, ...any)) {
 		known[t] = true
 	}
 	for _, t := range o.targets {
-		if _, fleet := fleetTarget(t); fleet {
+		if _, fleet := bench.FleetSize(t); fleet {
 			if !o.self {
 				bad("target %s runs a fleet of gateways: only with --self", t)
 			}
@@ -331,9 +322,9 @@ func (o options) checkWorkload(bad func(string, ...any)) {
 	if w.WindowSeconds < 0 {
 		bad("--window %d: 0 (off) or more seconds", w.WindowSeconds)
 	}
-	if c := o.consume; c.partitions < 0 || c.fanout < 0 || c.idlePollers < 0 || c.idleTime <= 0 || c.idleSettle < 0 || c.roundTime <= 0 {
+	if c := o.consume; c.Partitions < 0 || c.Fanout < 0 || c.IdlePollers < 0 || c.IdleTime <= 0 || c.IdleSettle < 0 || c.RoundTime <= 0 {
 		bad("--consume-partitions %d, --consume-fanout %d, --idle-pollers %d: 0 (none) or more; --idle-time %v, --consume-round-time %v: positive; --idle-settle %v: 0 or more",
-			c.partitions, c.fanout, c.idlePollers, c.idleTime, c.roundTime, c.idleSettle)
+			c.Partitions, c.Fanout, c.IdlePollers, c.IdleTime, c.RoundTime, c.IdleSettle)
 	}
 	if w.Prefill < 0 {
 		bad("--prefill %d: 0 or more", w.Prefill)

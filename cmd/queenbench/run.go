@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -15,6 +14,12 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/queengate/queengate/internal/bench"
+	"github.com/queengate/queengate/internal/bench/proc"
+	"github.com/queengate/queengate/internal/bench/report"
+	"github.com/queengate/queengate/internal/bench/sidebyside"
+	"github.com/queengate/queengate/internal/bench/target"
 )
 
 func run(args []string, stdout, stderr io.Writer) error {
@@ -49,18 +54,18 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	report := &Report{Machine: machine(), Command: "queenbench " + strings.Join(args, " "), Workload: o.w}
-	if err := runRounds(ctx, o, targets, report, logf, progress, autovac); err != nil {
+	rep := &bench.Report{Machine: machine(), Command: "queenbench " + strings.Join(args, " "), Workload: o.w}
+	if err := runRounds(ctx, o, targets, rep, logf, progress, autovac); err != nil {
 		return err
 	}
-	summarise(report, o.targets)
+	report.Summarise(rep, o.targets)
 	if o.w.BudgetChecks {
-		report.Checks = budgetChecks(report.Results, o.w.cacheBudgetMB())
+		rep.Checks = report.BudgetChecks(rep.Results, o.w.CacheBudgetMB())
 	}
-	if err := writeOutputs(report, o, stdout); err != nil {
+	if err := writeOutputs(rep, o, stdout); err != nil {
 		return err
 	}
-	return exactnessViolations(report.Results)
+	return exactnessViolations(rep.Results)
 }
 
 // startCPUProfile profiles queenbench itself into path until the returned
@@ -86,19 +91,21 @@ func runOwnScenario(ctx context.Context, o options, stdout io.Writer, logf func(
 	if !o.self {
 		return usageError{fmt.Errorf("--scenario %s needs --self: it runs its own gateway and JetStream server", o.w.Scenario)}
 	}
+	so := sidebyside.Options{W: o.w, Rounds: o.rounds, Prefix: o.prefix, PGURL: o.pgURL, GatewayBin: o.gatewayBin,
+		JSONOut: o.jsonOut, PushTime: o.readPushTime, Consume: o.consume}
 	if o.w.Scenario == "read" {
-		return runReadBench(ctx, o, stdout, logf)
+		return sidebyside.RunRead(ctx, so, stdout, logf)
 	}
-	return runConsumeBench(ctx, o, stdout, logf)
+	return sidebyside.RunConsume(ctx, so, stdout, logf)
 }
 
 // runRounds runs every target o.rounds times, adding each run's result to
-// report.
-func runRounds(ctx context.Context, o options, targets []Target, report *Report, logf func(string, ...any), progress io.Writer, autovac func() (float64, bool)) error {
+// rep.
+func runRounds(ctx context.Context, o options, targets []bench.Target, rep *bench.Report, logf func(string, ...any), progress io.Writer, autovac func() (float64, bool)) error {
 	for round := 1; round <= o.rounds; round++ {
 		// Alternate the order each round so that drift (a filling disk,
 		// a warming cache) does not always favour the same target.
-		order := make([]Target, len(targets))
+		order := make([]bench.Target, len(targets))
 		for i := range targets {
 			order[i] = targets[(i+round-1)%len(targets)]
 		}
@@ -108,7 +115,7 @@ func runRounds(ctx context.Context, o options, targets []Target, report *Report,
 			if err != nil {
 				return fmt.Errorf("%s, round %d: %w", t.Name(), round, err)
 			}
-			report.Results = append(report.Results, res)
+			rep.Results = append(rep.Results, res)
 		}
 	}
 	return nil
@@ -116,7 +123,7 @@ func runRounds(ctx context.Context, o options, targets []Target, report *Report,
 
 // exactnessViolations is the violationError naming every run that broke
 // exactness, or nil.
-func exactnessViolations(results []Result) error {
+func exactnessViolations(results []bench.Result) error {
 	var violations []string
 	for _, r := range results {
 		if r.Violations > 0 {
@@ -132,7 +139,7 @@ func exactnessViolations(results []Result) error {
 // openTargets starts or connects what the targets need; cleanup releases
 // it (safe to call on error). autovac, when queenbench runs PostgreSQL,
 // reads the CPU its automatic vacuums and analyzes have used so far.
-func openTargets(ctx context.Context, o options, logf func(string, ...any)) (targets []Target, autovac func() (float64, bool), cleanup func(), err error) {
+func openTargets(ctx context.Context, o options, logf func(string, ...any)) (targets []bench.Target, autovac func() (float64, bool), cleanup func(), err error) {
 	var closers []func()
 	autovac = func() (float64, bool) { return 0, false }
 	cleanup = func() {
@@ -142,43 +149,43 @@ func openTargets(ctx context.Context, o options, logf func(string, ...any)) (tar
 	}
 	pgURL := o.pgURL
 	natsURL, admin := o.natsURL, o.adminAddrs
-	var fleet *selfEnv
+	var fleet *proc.Self
 	if o.self {
-		env, err := startSelf(ctx, o.w, o.pgURL, o.gatewayBin, o.prefix, logf)
+		env, err := proc.StartSelf(ctx, o.w, o.pgURL, o.gatewayBin, o.prefix, logf)
 		if err != nil {
 			return nil, autovac, cleanup, err
 		}
 		closers = append(closers, env.Stop)
-		autovac = env.autovacuumCPU
-		pgURL, natsURL, fleet = env.pgURL, env.natsURL, env
+		autovac = env.AutovacuumCPU
+		pgURL, natsURL, fleet = env.PGURL, env.NATSURL, env
 	}
 	for _, name := range o.targets {
 		var (
-			t   Target
+			t   bench.Target
 			err error
 		)
-		n, isFleet := fleetTarget(name)
+		n, isFleet := bench.FleetSize(name)
 		switch {
 		case name == "queengate" || isFleet:
 			if !isFleet {
 				n = o.w.Gateways
 			}
-			t, err = newQueengateTarget(ctx, name, n, fleet, natsURL, o.prefix, pgURL, admin)
+			t, err = target.NewQueengate(ctx, name, n, fleet, natsURL, o.prefix, pgURL, admin)
 		case name == window0:
-			var qt *queengateTarget
-			if qt, err = newQueengateTarget(ctx, window0, o.w.Gateways, fleet, natsURL, o.prefix, pgURL, admin); err == nil {
-				qt.noWindow = true
+			var qt *target.Queengate
+			if qt, err = target.NewQueengate(ctx, window0, o.w.Gateways, fleet, natsURL, o.prefix, pgURL, admin); err == nil {
+				qt.NoWindow = true
 				t = qt
 			}
 		case name == "naive":
-			t, err = newNaiveTarget(ctx, pgURL)
+			t, err = target.NewNaive(ctx, pgURL)
 		case name == "ceiling":
-			t, err = newCeilingTarget(ctx, pgURL)
+			t, err = target.NewCeiling(ctx, pgURL)
 		case name == "jetstream":
 			var dir string
 			if dir, err = os.MkdirTemp("", "queenbench-js-"); err == nil {
 				closers = append(closers, func() { _ = os.RemoveAll(dir) })
-				t, err = newJetStreamTarget(ctx, filepath.Join(dir, "store"))
+				t, err = target.NewJetStream(ctx, filepath.Join(dir, "store"))
 			}
 		}
 		if err != nil {
@@ -192,22 +199,22 @@ func openTargets(ctx context.Context, o options, logf func(string, ...any)) (tar
 
 // runOnce is one measured run of one target: set up, prefill (untimed),
 // run, and collect figures and the exactness verdict.
-func runOnce(ctx context.Context, t Target, w Workload, round int, progress io.Writer, autovac func() (float64, bool)) (Result, error) {
+func runOnce(ctx context.Context, t bench.Target, w bench.Workload, round int, progress io.Writer, autovac func() (float64, bool)) (bench.Result, error) {
 	w.RunID = fmt.Sprintf("%x-%d", time.Now().UnixNano()&0xffffffffff, round)
 	if err := t.Setup(ctx, w); err != nil {
-		return Result{}, fmt.Errorf("setup: %w", err)
+		return bench.Result{}, fmt.Errorf("setup: %w", err)
 	}
 	g := newGenerator(w, w.RunID, w.Total)
 	var prefillExact *exactness
 	if w.Prefill > 0 {
 		var err error
 		if prefillExact, err = prefill(ctx, t, w, g, progress); err != nil {
-			return Result{}, err
+			return bench.Result{}, err
 		}
 	}
 	before, err := t.Figures(ctx)
 	if err != nil {
-		return Result{}, fmt.Errorf("figures: %w", err)
+		return bench.Result{}, fmt.Errorf("figures: %w", err)
 	}
 	avBefore, _ := autovac()
 	var deadline time.Time
@@ -216,11 +223,11 @@ func runOnce(ctx context.Context, t Target, w Workload, round int, progress io.W
 	}
 	res, exact, err := drive(ctx, t, g, deadline, progress)
 	if err != nil {
-		return Result{}, err
+		return bench.Result{}, err
 	}
 	after, err := t.Figures(ctx)
 	if err != nil {
-		return Result{}, fmt.Errorf("figures: %w", err)
+		return bench.Result{}, fmt.Errorf("figures: %w", err)
 	}
 	res.Round = round
 	res.PartitionsTouched = g.partitionsTouched()
@@ -232,7 +239,7 @@ func runOnce(ctx context.Context, t Target, w Workload, round int, progress io.W
 		exact.merge(prefillExact)
 	}
 	if err := judgeExactness(ctx, t, w, &res, exact); err != nil {
-		return Result{}, err
+		return bench.Result{}, err
 	}
 	if res.Messages > 0 {
 		res.CPUSecondsPerMillion = (after.ServerCPUSeconds - before.ServerCPUSeconds) / float64(res.Messages) * 1e6
@@ -243,7 +250,7 @@ func runOnce(ctx context.Context, t Target, w Workload, round int, progress io.W
 
 // prefill pushes w.Prefill unique messages, untimed, to the queues of the
 // measured run's generator g, and returns what they were answered.
-func prefill(ctx context.Context, t Target, w Workload, g *generator, progress io.Writer) (*exactness, error) {
+func prefill(ctx context.Context, t bench.Target, w bench.Workload, g *generator, progress io.Writer) (*exactness, error) {
 	pw := w
 	pw.RetryShare = 0
 	// Its own id namespace ("-pre"), the run's queues: the measured
@@ -257,8 +264,8 @@ func prefill(ctx context.Context, t Target, w Workload, g *generator, progress i
 	if res.Failed > 0 {
 		return nil, fmt.Errorf("prefill: %d messages failed", res.Failed)
 	}
-	if m, ok := t.(interface{ markCounters(context.Context) error }); ok {
-		if err := m.markCounters(ctx); err != nil {
+	if m, ok := t.(interface{ MarkCounters(context.Context) error }); ok {
+		if err := m.MarkCounters(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -266,7 +273,7 @@ func prefill(ctx context.Context, t Target, w Workload, g *generator, progress i
 }
 
 // judgeExactness sets res's distinct ids and exactness violations.
-func judgeExactness(ctx context.Context, t Target, w Workload, res *Result, exact *exactness) error {
+func judgeExactness(ctx context.Context, t bench.Target, w bench.Workload, res *bench.Result, exact *exactness) error {
 	if answersIncomplete(w, *res) && canSayWhatItStored(t) {
 		// An answer lost to a timeout or a killed gateway leaves its ids
 		// answered only as duplicates by the retry, or not at all: what
@@ -279,7 +286,7 @@ func judgeExactness(ctx context.Context, t Target, w Workload, res *Result, exac
 	} else {
 		res.DistinctIDs, res.Violations = exact.verdict()
 	}
-	if !exactTargets[baseName(t.Name())] {
+	if !exactTargets[bench.BaseName(t.Name())] {
 		res.Violations = 0 // no deduplication by definition: nothing to check
 	}
 	return nil
@@ -287,7 +294,7 @@ func judgeExactness(ctx context.Context, t Target, w Workload, res *Result, exac
 
 // copyTargetFigures copies into res what the target reported of itself
 // after the run.
-func copyTargetFigures(res *Result, after Figures) {
+func copyTargetFigures(res *bench.Result, after bench.Figures) {
 	res.PeakRSSBytes, res.GatewayPeakRSSBytes = after.PeakRSSBytes, after.GatewayPeakRSSBytes
 	res.ProbeSkippedShare, res.ProbeNarrowedShare = after.ProbeSkippedShare, after.ProbeNarrowedShare
 	res.UnrolledShare, res.CacheBytesPerHash = after.UnrolledShare, after.CacheBytesPerHash
@@ -296,41 +303,33 @@ func copyTargetFigures(res *Result, after Figures) {
 	res.Evictions, res.Suppressed, res.Births = after.Evictions, after.Suppressed, after.Births
 }
 
-// baseName is a target's kind: queengate@3 is queengate.
-func baseName(target string) string {
-	if _, ok := fleetTarget(target); ok {
-		return "queengate"
-	}
-	return target
-}
-
 // answersIncomplete reports whether some answer may be missing: retries
 // of failed requests, failures, or a gateway killed on purpose.
-func answersIncomplete(w Workload, res Result) bool {
+func answersIncomplete(w bench.Workload, res bench.Result) bool {
 	return w.RetryFailed || w.KillAt > 0 || res.Failed > 0 || res.Retries > 0
 }
 
 type storedIDser interface {
-	storedIDs(context.Context) (distinct, doubled int64, err error)
-	canSayWhatItStored() bool
+	StoredIDs(context.Context) (distinct, doubled int64, err error)
+	CanSayWhatItStored() bool
 }
 
 // canSayWhatItStored: the target reads back its store (queengate with a
 // PostgreSQL URL).
-func canSayWhatItStored(t Target) bool {
+func canSayWhatItStored(t bench.Target) bool {
 	s, ok := t.(storedIDser)
-	return ok && s.canSayWhatItStored()
+	return ok && s.CanSayWhatItStored()
 }
 
 // storedVerdict counts exactness violations when answers may have been
 // lost: ids answered queued more than once, ids stored more than once, and
 // ids answered (each was, in the end) but not stored.
-func storedVerdict(ctx context.Context, t Target, exact *exactness) (int64, error) {
+func storedVerdict(ctx context.Context, t bench.Target, exact *exactness) (int64, error) {
 	s, ok := t.(storedIDser)
 	if !ok {
 		return 0, fmt.Errorf("%s cannot say what it stored", t.Name())
 	}
-	stored, doubled, err := s.storedIDs(ctx)
+	stored, doubled, err := s.StoredIDs(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -338,151 +337,11 @@ func storedVerdict(ctx context.Context, t Target, exact *exactness) (int64, erro
 	return queuedTwice + doubled + max(answered-stored, 0), nil
 }
 
-// summarise fills the per-target medians and, for several targets, the
-// per-round ratios of queengate's throughput to each other target's.
-func summarise(r *Report, targets []string) {
-	byTarget := map[string][]Result{}
-	for _, res := range r.Results {
-		byTarget[res.Target] = append(byTarget[res.Target], res)
-	}
-	r.Medians = nil
-	for _, name := range targets {
-		if rs := byTarget[name]; len(rs) > 0 {
-			r.Medians = append(r.Medians, medianResult(rs))
-		}
-	}
-	r.Ratios = nil
-	qg := byTarget["queengate"]
-	for _, name := range targets {
-		if name == "queengate" || len(qg) == 0 {
-			continue
-		}
-		if ratio, ok := throughputRatio(name, byTarget[name], qg); ok {
-			r.Ratios = append(r.Ratios, ratio)
-		}
-	}
-}
-
-// medianResult is one target's rounds rs in one: the median of each
-// figure, and the counts summed.
-func medianResult(rs []Result) Result {
-	med := rs[0]
-	med.Round = 0
-	pick := func(f func(Result) float64) float64 {
-		xs := make([]float64, len(rs))
-		for i, x := range rs {
-			xs[i] = f(x)
-		}
-		return medianFloat(xs)
-	}
-	med.Throughput = pick(func(x Result) float64 { return x.Throughput })
-	med.P50 = time.Duration(pick(func(x Result) float64 { return float64(x.P50) }))
-	med.P90 = time.Duration(pick(func(x Result) float64 { return float64(x.P90) }))
-	med.P99 = time.Duration(pick(func(x Result) float64 { return float64(x.P99) }))
-	med.Max = time.Duration(pick(func(x Result) float64 { return float64(x.Max) }))
-	med.Elapsed = time.Duration(pick(func(x Result) float64 { return float64(x.Elapsed) }))
-	med.CPUSecondsPerMillion = pick(func(x Result) float64 { return x.CPUSecondsPerMillion })
-	med.AutovacuumCPUPerMillion = pick(func(x Result) float64 { return x.AutovacuumCPUPerMillion })
-	med.PeakRSSBytes = int64(pick(func(x Result) float64 { return float64(x.PeakRSSBytes) }))
-	med.ProbeSkippedShare = pick(func(x Result) float64 { return x.ProbeSkippedShare })
-	med.ProbeNarrowedShare = pick(func(x Result) float64 { return x.ProbeNarrowedShare })
-	med.UnrolledShare = pick(func(x Result) float64 { return x.UnrolledShare })
-	med.CacheBytesPerHash = pick(func(x Result) float64 { return x.CacheBytesPerHash })
-	med.CacheBytesPerEntry = pick(func(x Result) float64 { return x.CacheBytesPerEntry })
-	med.GatewayPeakRSSBytes = int64(pick(func(x Result) float64 { return float64(x.GatewayPeakRSSBytes) }))
-	med.PartitionsTouched = int64(pick(func(x Result) float64 { return float64(x.PartitionsTouched) }))
-	med.Evictions = int64(pick(func(x Result) float64 { return float64(x.Evictions) }))
-	med.Suppressed = int64(pick(func(x Result) float64 { return float64(x.Suppressed) }))
-	med.MeanFrame = pick(func(x Result) float64 { return x.MeanFrame })
-	med.Hydrations = int64(pick(func(x Result) float64 { return float64(x.Hydrations) }))
-	med.Births = int64(pick(func(x Result) float64 { return float64(x.Births) }))
-	med.Fills = int64(pick(func(x Result) float64 { return float64(x.Fills) }))
-	med.MaxGap = time.Duration(pick(func(x Result) float64 { return float64(x.MaxGap) }))
-	med.FleetGap = time.Duration(pick(func(x Result) float64 { return float64(x.FleetGap) }))
-	med.Retries = int64(pick(func(x Result) float64 { return float64(x.Retries) }))
-	med.Queued, med.Duplicate, med.Failed, med.Violations, med.Messages, med.Requests, med.DistinctIDs = 0, 0, 0, 0, 0, 0, 0
-	for _, x := range rs {
-		med.Queued += x.Queued
-		med.Duplicate += x.Duplicate
-		med.Failed += x.Failed
-		med.Violations += x.Violations
-		med.Messages += x.Messages
-		med.Requests += x.Requests
-		med.DistinctIDs += x.DistinctIDs
-	}
-	return med
-}
-
-// throughputRatio compares target name's rounds rs with queengate's qg,
-// round by round: queengate ÷ the other, or for a fleet (queengate@N)
-// the fleet ÷ queengate, so that above 1 always reads "faster". ok is
-// false when no round has both throughputs.
-func throughputRatio(name string, rs, qg []Result) (ratio Ratio, ok bool) {
-	_, isFleet := fleetTarget(name)
-	var ratios []float64
-	for _, x := range rs {
-		for _, q := range qg {
-			switch {
-			case q.Round != x.Round || x.Throughput <= 0 || q.Throughput <= 0:
-			case isFleet:
-				ratios = append(ratios, x.Throughput/q.Throughput)
-			default:
-				ratios = append(ratios, q.Throughput/x.Throughput)
-			}
-		}
-	}
-	if len(ratios) == 0 {
-		return Ratio{}, false
-	}
-	lo, hi := math.Inf(1), math.Inf(-1)
-	for _, v := range ratios {
-		lo, hi = math.Min(lo, v), math.Max(hi, v)
-	}
-	label := "queengate ÷ " + name
-	if isFleet {
-		label = name + " ÷ queengate"
-	}
-	return Ratio{Target: name, Label: label, Min: lo, Median: medianFloat(ratios), Max: hi}, true
-}
-
-// rssAllowanceBytes is what a gateway may hold beyond its cache budget
-// (the runtime, buffers, connections) in the budget check.
-const rssAllowanceBytes = 150 << 20
-
-// budgetChecks holds each gateway round of a run with many partitions to
-// the cache's promises: it does not thrash (every hydration is a
-// partition's first in the run, or one evicted before) and the gateway's
-// memory stays within the budget plus rssAllowanceBytes.
-func budgetChecks(results []Result, budgetMB int) []Check {
-	var checks []Check
-	for _, r := range results {
-		if baseName(r.Target) != "queengate" {
-			continue
-		}
-		if r.Hydrations >= 0 && r.Evictions >= 0 {
-			checks = append(checks, Check{Target: r.Target, Round: r.Round,
-				Name: "hydrations ≤ partitions touched + evictions",
-				Figures: fmt.Sprintf("%s ≤ %s + %s", formatCount(r.Hydrations), formatCount(r.PartitionsTouched),
-					formatCount(r.Evictions)),
-				Met: r.Hydrations <= r.PartitionsTouched+r.Evictions})
-		}
-		if r.GatewayPeakRSSBytes > 0 {
-			limit := int64(budgetMB)<<20 + rssAllowanceBytes
-			checks = append(checks, Check{Target: r.Target, Round: r.Round,
-				Name: fmt.Sprintf("gateway peak RSS ≤ cache budget + %d MiB", rssAllowanceBytes>>20),
-				Figures: fmt.Sprintf("%s MiB ≤ %d + %d MiB", formatMiB(r.GatewayPeakRSSBytes), budgetMB,
-					rssAllowanceBytes>>20),
-				Met: r.GatewayPeakRSSBytes <= limit})
-		}
-	}
-	return checks
-}
-
-func writeOutputs(r *Report, o options, stdout io.Writer) error {
-	if err := writeTable(stdout, r); err != nil {
+func writeOutputs(r *bench.Report, o options, stdout io.Writer) error {
+	if err := report.WriteTable(stdout, r); err != nil {
 		return err
 	}
-	write := func(path string, f func(io.Writer, *Report) error) error {
+	write := func(path string, f func(io.Writer, *bench.Report) error) error {
 		if path == "" {
 			return nil
 		}
@@ -499,7 +358,7 @@ func writeOutputs(r *Report, o options, stdout io.Writer) error {
 		}
 		return file.Close()
 	}
-	return errors.Join(write(o.jsonOut, writeJSON), write(o.mdOut, writeMarkdown), write(o.chartOut, writeChartSVG))
+	return errors.Join(write(o.jsonOut, report.WriteJSON), write(o.mdOut, report.WriteMarkdown), write(o.chartOut, report.WriteChartSVG))
 }
 
 // machine describes this machine in one line.

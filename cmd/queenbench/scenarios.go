@@ -1,11 +1,15 @@
 package main
 
-import "time"
+import (
+	"time"
+
+	"github.com/queengate/queengate/internal/bench"
+)
 
 // scenario is a named preset workload.
 type scenario struct {
 	name string
-	w    Workload
+	w    bench.Workload
 }
 
 // scenarios are the named presets, in the order the help text lists them;
@@ -14,29 +18,29 @@ type scenario struct {
 // ramp-up, so it measured how fast a target starts rather than how fast it
 // runs.
 var scenarios = []scenario{
-	{"unique", Workload{Producers: 64, PerRequest: 100, Total: 1_500_000, Queues: 1, Partitions: 100, WindowSeconds: 3600}},
-	{"retries", Workload{Producers: 64, PerRequest: 100, Total: 1_500_000, Queues: 1, Partitions: 100, WindowSeconds: 3600, RetryShare: 0.2, CrossShare: 0.5}},
-	{"hot", Workload{Producers: 64, PerRequest: 100, Total: 1_500_000, Queues: 1, Partitions: 1, WindowSeconds: 3600}},
-	{"wide", Workload{Producers: 64, PerRequest: 100, Total: 300_000, Queues: 1, Partitions: 10_000, WindowSeconds: 3600}},
-	{"window", Workload{Producers: 64, PerRequest: 100, Total: 300_000, Queues: 1, Partitions: 100, WindowSeconds: 300, Prefill: 1_000_000}},
-	{"twogateways", Workload{Producers: 64, PerRequest: 100, Total: 1_500_000, Queues: 1, Partitions: 100, WindowSeconds: 3600, Gateways: 2}},
+	{"unique", bench.Workload{Producers: 64, PerRequest: 100, Total: 1_500_000, Queues: 1, Partitions: 100, WindowSeconds: 3600}},
+	{"retries", bench.Workload{Producers: 64, PerRequest: 100, Total: 1_500_000, Queues: 1, Partitions: 100, WindowSeconds: 3600, RetryShare: 0.2, CrossShare: 0.5}},
+	{"hot", bench.Workload{Producers: 64, PerRequest: 100, Total: 1_500_000, Queues: 1, Partitions: 1, WindowSeconds: 3600}},
+	{"wide", bench.Workload{Producers: 64, PerRequest: 100, Total: 300_000, Queues: 1, Partitions: 10_000, WindowSeconds: 3600}},
+	{"window", bench.Workload{Producers: 64, PerRequest: 100, Total: 300_000, Queues: 1, Partitions: 100, WindowSeconds: 300, Prefill: 1_000_000}},
+	{"twogateways", bench.Workload{Producers: 64, PerRequest: 100, Total: 1_500_000, Queues: 1, Partitions: 100, WindowSeconds: 3600, Gateways: 2}},
 	// failover kills one of three gateways (SIGKILL) halfway; producers
 	// resend what failed or timed out, with the same ids, until answered.
-	{"failover", Workload{Producers: 64, PerRequest: 100, Total: 1_500_000, Queues: 1, Partitions: 100, WindowSeconds: 3600, Gateways: 3,
+	{"failover", bench.Workload{Producers: 64, PerRequest: 100, Total: 1_500_000, Queues: 1, Partitions: 100, WindowSeconds: 3600, Gateways: 3,
 		KillAt: 0.5, RetryFailed: true, RequestTimeout: time.Second}},
 	// read stores the messages in queengate and in JetStream, then reads
-	// them back (readbench.go): a scenario of its own, with --self.
-	{"read", Workload{Producers: 8, PerRequest: 1000, Total: 1_000_000, Queues: 1, Partitions: 8, WindowSeconds: 3600}},
-	{"consume", Workload{Producers: 8, PerRequest: 1000, Total: 500_000, Queues: 1, Partitions: 8, WindowSeconds: 3600}},
+	// them back (internal/bench/sidebyside): a scenario of its own, with --self.
+	{"read", bench.Workload{Producers: 8, PerRequest: 1000, Total: 1_000_000, Queues: 1, Partitions: 8, WindowSeconds: 3600}},
+	{"consume", bench.Workload{Producers: 8, PerRequest: 1000, Total: 500_000, Queues: 1, Partitions: 8, WindowSeconds: 3600}},
 	// Many partitions: one ordered lane per entity (a session, a
 	// customer), few messages per request. sessions meets most
 	// partitions for the first time in the run; sessions-warm first
 	// sends ten messages to every partition; sessions1m touches about
 	// 420k of a million partitions with requests of 1 to 10 messages and
 	// checks the cache keeps to its budget.
-	{"sessions", Workload{Producers: 256, PerRequest: 10, Total: 500_000, Queues: 1, Partitions: 100_000, WindowSeconds: 3600}},
-	{"sessions-warm", Workload{Producers: 256, PerRequest: 10, Total: 500_000, Queues: 1, Partitions: 100_000, WindowSeconds: 3600, Prefill: 1_000_000}},
-	{"sessions1m", Workload{Producers: 256, PerRequest: 10, MinPerRequest: 1, Total: 3_000_000, Queues: 1, Partitions: 1_000_000,
+	{"sessions", bench.Workload{Producers: 256, PerRequest: 10, Total: 500_000, Queues: 1, Partitions: 100_000, WindowSeconds: 3600}},
+	{"sessions-warm", bench.Workload{Producers: 256, PerRequest: 10, Total: 500_000, Queues: 1, Partitions: 100_000, WindowSeconds: 3600, Prefill: 1_000_000}},
+	{"sessions1m", bench.Workload{Producers: 256, PerRequest: 10, MinPerRequest: 1, Total: 3_000_000, Queues: 1, Partitions: 1_000_000,
 		WindowSeconds: 3600, BudgetChecks: true}},
 }
 
@@ -50,11 +54,11 @@ func scenarioNames() []string {
 }
 
 // findScenario is the preset named name.
-func findScenario(name string) (Workload, bool) {
+func findScenario(name string) (bench.Workload, bool) {
 	for _, s := range scenarios {
 		if s.name == name {
 			return s.w, true
 		}
 	}
-	return Workload{}, false
+	return bench.Workload{}, false
 }

@@ -1,4 +1,4 @@
-package main
+package proc
 
 import (
 	"bufio"
@@ -30,7 +30,7 @@ const natsMappingsEnv = "QUEENBENCH_NATS_MAPPINGS"
 // listening (JetStream recovers its store first).
 const natsReadyTimeout = 30 * time.Second
 
-// runNATSServerRole is the nats-server role of queenbench: it runs a
+// RunNATSServerRole is the nats-server role of queenbench: it runs a
 // JetStream server in this process, so that the benchmark can measure the
 // server's CPU and memory apart from the load generator's. It prints
 // "ready <client URL>" on stdout once the server accepts connections, and
@@ -38,7 +38,7 @@ const natsReadyTimeout = 30 * time.Second
 // file: the parent holds the other end of stdin, so a parent that dies
 // without stopping it (a crash, a killed test binary) takes it along instead
 // of leaking it.
-func runNATSServerRole() error {
+func RunNATSServerRole() error {
 	dir := os.Getenv(natsDirEnv)
 	ns, err := server.NewServer(&server.Options{
 		ServerName: "queenbench-nats",
@@ -91,14 +91,14 @@ func runNATSServerRole() error {
 	return nil
 }
 
-// serverProcess is a nats-server role running as a child process.
-type serverProcess struct {
+// NATSServer is a nats-server role running as a child process.
+type NATSServer struct {
 	// URL is the server's client URL.
 	URL string
 	Cmd *exec.Cmd
 
 	// stdin is the parent's end of the child's stdin; the child stops when
-	// it is closed (see runNATSServerRole).
+	// it is closed (see RunNATSServerRole).
 	stdin    *os.File
 	exited   chan struct{} // closed once Cmd.Wait has returned
 	waitErr  error         // Cmd.Wait's result, readable once exited is closed
@@ -106,11 +106,11 @@ type serverProcess struct {
 	stopErr  error
 }
 
-// startNATSServerProcess re-executes queenbench in the nats-server role with
+// StartNATSServer re-executes queenbench in the nats-server role with
 // its JetStream store in dir (none: JetStream off) and the given subject
 // mappings, and waits for it to accept connections. ctx bounds the start
 // only; the process runs until Stop.
-func startNATSServerProcess(ctx context.Context, dir string, mappings map[string]string) (*serverProcess, error) {
+func StartNATSServer(ctx context.Context, dir string, mappings map[string]string) (*NATSServer, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("find executable: %w", err)
@@ -130,7 +130,7 @@ func startNATSServerProcess(ctx context.Context, dir string, mappings map[string
 	if err != nil {
 		return nil, err
 	}
-	cmd.Env = append(os.Environ(), roleEnv+"="+roleNATSServer, natsDirEnv+"="+dir, natsMappingsEnv+"="+string(m))
+	cmd.Env = append(os.Environ(), RoleEnv+"="+RoleNATSServer, natsDirEnv+"="+dir, natsMappingsEnv+"="+string(m))
 	cmd.Stdin = stdinR
 	cmd.Stdout = stdoutW
 	cmd.Stderr = os.Stderr
@@ -143,7 +143,7 @@ func startNATSServerProcess(ctx context.Context, dir string, mappings map[string
 		stdoutR.Close()
 		return nil, fmt.Errorf("start %s: %w", exe, err)
 	}
-	p := &serverProcess{Cmd: cmd, stdin: stdinW, exited: make(chan struct{})}
+	p := &NATSServer{Cmd: cmd, stdin: stdinW, exited: make(chan struct{})}
 	go func() {
 		p.waitErr = cmd.Wait()
 		close(p.exited)
@@ -187,12 +187,12 @@ func awaitReadyLine(ctx context.Context, stdout *os.File) (string, error) {
 }
 
 // PID is the server process's id, for its CPU and memory figures.
-func (p *serverProcess) PID() int { return p.Cmd.Process.Pid }
+func (p *NATSServer) PID() int { return p.Cmd.Process.Pid }
 
 // Stop asks the server to shut down (SIGTERM), kills it if it has not
 // exited within 10 seconds, and waits for it. It is safe to call twice; the
 // second call returns the first one's result.
-func (p *serverProcess) Stop() error {
+func (p *NATSServer) Stop() error {
 	p.stopOnce.Do(func() {
 		_ = p.Cmd.Process.Signal(syscall.SIGTERM)
 		timer := time.NewTimer(10 * time.Second)
@@ -212,3 +212,10 @@ func (p *serverProcess) Stop() error {
 	})
 	return p.stopErr
 }
+
+// RoleEnv names the role a re-executed queenbench plays; RoleNATSServer
+// is the nats-server role (RunNATSServerRole).
+const (
+	RoleEnv        = "QUEENBENCH_ROLE"
+	RoleNATSServer = "nats-server"
+)
