@@ -15,13 +15,7 @@ func main() {
 	// queenbench re-executes itself to run servers it measures as separate
 	// processes, so their CPU and memory are not mixed with the load
 	// generator's.
-	if os.Getenv(proc.RoleEnv) == proc.RoleNATSServer {
-		if err := proc.RunNATSServerRole(); err != nil {
-			fmt.Fprintln(os.Stderr, "queenbench nats-server:", err)
-			os.Exit(1)
-		}
-		return
-	}
+	proc.PlayRole()
 	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		if !errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(os.Stderr, "queenbench:", err)

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -25,13 +24,7 @@ import (
 // re-executes the running binary, which under go test is this one. init runs
 // before TestMain, so the child never starts the tests.
 func init() {
-	if os.Getenv(proc.RoleEnv) == proc.RoleNATSServer {
-		if err := proc.RunNATSServerRole(); err != nil {
-			fmt.Fprintln(os.Stderr, "queenbench nats-server:", err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
+	proc.PlayRole()
 }
 
 func TestMain(m *testing.M) { pgtest.Run(m) }

@@ -30,7 +30,7 @@ const natsMappingsEnv = "QUEENBENCH_NATS_MAPPINGS"
 // listening (JetStream recovers its store first).
 const natsReadyTimeout = 30 * time.Second
 
-// RunNATSServerRole is the nats-server role of queenbench: it runs a
+// runNATSServerRole is the nats-server role of queenbench: it runs a
 // JetStream server in this process, so that the benchmark can measure the
 // server's CPU and memory apart from the load generator's. It prints
 // "ready <client URL>" on stdout once the server accepts connections, and
@@ -38,7 +38,7 @@ const natsReadyTimeout = 30 * time.Second
 // file: the parent holds the other end of stdin, so a parent that dies
 // without stopping it (a crash, a killed test binary) takes it along instead
 // of leaking it.
-func RunNATSServerRole() error {
+func runNATSServerRole() error {
 	dir := os.Getenv(natsDirEnv)
 	ns, err := server.NewServer(&server.Options{
 		ServerName: "queenbench-nats",
@@ -98,7 +98,7 @@ type NATSServer struct {
 	Cmd *exec.Cmd
 
 	// stdin is the parent's end of the child's stdin; the child stops when
-	// it is closed (see RunNATSServerRole).
+	// it is closed (see runNATSServerRole).
 	stdin    *os.File
 	exited   chan struct{} // closed once Cmd.Wait has returned
 	waitErr  error         // Cmd.Wait's result, readable once exited is closed
@@ -130,7 +130,7 @@ func StartNATSServer(ctx context.Context, dir string, mappings map[string]string
 	if err != nil {
 		return nil, err
 	}
-	cmd.Env = append(os.Environ(), RoleEnv+"="+RoleNATSServer, natsDirEnv+"="+dir, natsMappingsEnv+"="+string(m))
+	cmd.Env = append(os.Environ(), roleEnv+"="+roleNATSServer, natsDirEnv+"="+dir, natsMappingsEnv+"="+string(m))
 	cmd.Stdin = stdinR
 	cmd.Stdout = stdoutW
 	cmd.Stderr = os.Stderr
@@ -213,9 +213,24 @@ func (p *NATSServer) Stop() error {
 	return p.stopErr
 }
 
-// RoleEnv names the role a re-executed queenbench plays; RoleNATSServer
-// is the nats-server role (RunNATSServerRole).
+// roleEnv names the role a re-executed queenbench plays; roleNATSServer
+// is the nats-server role (runNATSServerRole).
 const (
-	RoleEnv        = "QUEENBENCH_ROLE"
-	RoleNATSServer = "nats-server"
+	roleEnv        = "QUEENBENCH_ROLE"
+	roleNATSServer = "nats-server"
 )
+
+// PlayRole plays the role this process was re-executed in (StartNATSServer
+// re-executes the running binary), if any, and then exits; else it
+// returns at once. main calls it first, and so do the tests of packages
+// that start a nats-server, whose test binary is the one re-executed.
+func PlayRole() {
+	if os.Getenv(roleEnv) != roleNATSServer {
+		return
+	}
+	if err := runNATSServerRole(); err != nil {
+		fmt.Fprintln(os.Stderr, "queenbench nats-server:", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}

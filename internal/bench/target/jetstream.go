@@ -29,7 +29,7 @@ const (
 // JetStream is NATS JetStream's own deduplication: a file-backed
 // stream whose duplicate window drops a message whose Nats-Msg-Id was seen
 // within the window. The server runs as a child process (see
-// proc.RunNATSServerRole) so that its CPU and memory can be measured.
+// proc.PlayRole) so that its CPU and memory can be measured.
 type JetStream struct {
 	// Server is the JetStream server process; AdminJS manages the stream, and
 	// reads and consumes it in the side-by-side scenarios.
