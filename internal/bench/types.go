@@ -82,6 +82,8 @@ func (w Workload) CacheBudgetMB() int {
 	return dedup.DefaultBudgetBytes >> 20
 }
 
+// AttemptTimeout bounds one attempt of a request: RequestTimeout, else a
+// minute.
 func (w Workload) AttemptTimeout() time.Duration {
 	if w.RequestTimeout > 0 {
 		return w.RequestTimeout

@@ -59,6 +59,9 @@ var benchPGSettings = map[string]string{
 	"log_autovacuum_min_duration": "0",
 }
 
+// StartSelf starts what --self runs for workload w: PostgreSQL unless
+// pgURL is given, the nats-server, and the fleet of gateways (gatewayBin,
+// else built from this repository) on the subject prefix.
 func StartSelf(ctx context.Context, w bench.Workload, pgURL, gatewayBin, prefix string, log func(string, ...any)) (*Self, error) {
 	dir, err := os.MkdirTemp("", "queenbench-")
 	if err != nil {

@@ -161,6 +161,7 @@ func resultRows(r *bench.Report) [][]string {
 // add a table per round of what many partitions cost the gateway.
 const manyPartitions = 10_000
 
+// PartitionRoundsTitle heads that table.
 const PartitionRoundsTitle = "many partitions, per round"
 
 // partitionRounds is a row per round of queengate's run with many

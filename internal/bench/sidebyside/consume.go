@@ -154,6 +154,8 @@ func consumeShapes(co ConsumeOptions, w bench.Workload, main, wide storedSet) []
 	return shapes
 }
 
+// RunConsume runs the consume scenario and prints its report on stdout
+// (and as JSON where o says).
 func RunConsume(ctx context.Context, o Options, stdout io.Writer, logf func(string, ...any)) error {
 	w, co := o.W, o.Consume
 	s, err := startSideBySide(ctx, o, "consume", logf)

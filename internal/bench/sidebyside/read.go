@@ -43,6 +43,8 @@ type ReadReport struct {
 	PushP50Alone, PushP50WithReader    time.Duration
 }
 
+// RunRead runs the read scenario and prints its report on stdout (and as
+// JSON where o says).
 func RunRead(ctx context.Context, o Options, stdout io.Writer, logf func(string, ...any)) error {
 	w := o.W
 	s, err := startSideBySide(ctx, o, "read", logf)

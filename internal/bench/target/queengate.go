@@ -443,6 +443,8 @@ func (t *Queengate) Figures(ctx context.Context) (bench.Figures, error) {
 	return f, nil
 }
 
+// CanSayWhatItStored is whether StoredIDs can read the store: given a
+// PostgreSQL URL.
 func (t *Queengate) CanSayWhatItStored() bool { return t.pool != nil }
 
 // StoredIDs counts, from PostgreSQL, the transactionIds stored in the
