@@ -7,19 +7,15 @@ import (
 	"flag"
 	"fmt"
 	"os"
+
+	"github.com/queengate/queengate/internal/bench/proc"
 )
 
 func main() {
 	// queenbench re-executes itself to run servers it measures as separate
 	// processes, so their CPU and memory are not mixed with the load
 	// generator's.
-	if os.Getenv(roleEnv) == roleNATSServer {
-		if err := runNATSServerRole(); err != nil {
-			fmt.Fprintln(os.Stderr, "queenbench nats-server:", err)
-			os.Exit(1)
-		}
-		return
-	}
+	proc.PlayRole()
 	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		if !errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(os.Stderr, "queenbench:", err)
@@ -27,8 +23,3 @@ func main() {
 		os.Exit(exitCode(err))
 	}
 }
-
-const (
-	roleEnv        = "QUEENBENCH_ROLE"
-	roleNATSServer = "nats-server"
-)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"math/rand/v2"
 	"os"
@@ -14,51 +13,26 @@ import (
 
 	"github.com/queengate/queengate/model"
 
+	"github.com/queengate/queengate/internal/bench"
+	"github.com/queengate/queengate/internal/bench/proc"
+	"github.com/queengate/queengate/internal/bench/report"
+	"github.com/queengate/queengate/internal/bench/sidebyside"
 	"github.com/queengate/queengate/internal/pgtest"
 )
 
-func TestMain(m *testing.M) { pgtest.Run(m) }
-
-func TestPercentileIsNearestRank(t *testing.T) {
-	t.Parallel()
-	ms := func(xs ...int) []time.Duration {
-		out := make([]time.Duration, len(xs))
-		for i, x := range xs {
-			out[i] = time.Duration(x) * time.Millisecond
-		}
-		return out
-	}
-	cases := []struct {
-		sorted []time.Duration
-		q      float64
-		want   time.Duration
-	}{
-		{nil, 0.5, 0},
-		{ms(7), 0.99, 7 * time.Millisecond},
-		{ms(1, 2, 3, 4), 0.5, 2 * time.Millisecond},
-		{ms(1, 2, 3, 4), 0.51, 3 * time.Millisecond},
-		{ms(1, 2, 3, 4, 5, 6, 7, 8, 9, 10), 0.9, 9 * time.Millisecond},
-		{ms(1, 2, 3, 4, 5, 6, 7, 8, 9, 10), 0.99, 10 * time.Millisecond},
-		{ms(1, 2, 3), 0, 1 * time.Millisecond},
-		{ms(1, 2, 3), 1, 3 * time.Millisecond},
-	}
-	for _, c := range cases {
-		if got := percentile(c.sorted, c.q); got != c.want {
-			t.Errorf("percentile(%v, %v) = %v, want %v", c.sorted, c.q, got, c.want)
-		}
-	}
-	if m := medianFloat([]float64{3, 1, 2}); m != 2 {
-		t.Errorf("median of 3,1,2 = %v", m)
-	}
-	if m := medianFloat([]float64{4, 1, 2, 3}); m != 2.5 {
-		t.Errorf("median of 4,1,2,3 = %v", m)
-	}
+// init lets the test binary play the nats-server role: proc.StartNATSServer
+// re-executes the running binary, which under go test is this one. init runs
+// before TestMain, so the child never starts the tests.
+func init() {
+	proc.PlayRole()
 }
+
+func TestMain(m *testing.M) { pgtest.Run(m) }
 
 func TestExactnessVerdict(t *testing.T) {
 	t.Parallel()
-	b1 := &Batch{Queue: "q", Partition: "p1", IDs: []string{"a", "b", "a"}}
-	b2 := &Batch{Queue: "q", Partition: "p2", IDs: []string{"a"}}
+	b1 := &bench.Batch{Queue: "q", Partition: "p1", IDs: []string{"a", "b", "a"}}
+	b2 := &bench.Batch{Queue: "q", Partition: "p2", IDs: []string{"a"}}
 	cases := []struct {
 		name                 string
 		s1, s2               []model.Status
@@ -134,20 +108,8 @@ func TestOptionsValidation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.w.requestTimeout() != 3*time.Second || !o.w.RetryFailed {
-		t.Errorf("--timeout 3s --retry-failed: timeout %v, retry %v", o.w.requestTimeout(), o.w.RetryFailed)
-	}
-}
-
-func TestParseAnswers(t *testing.T) {
-	t.Parallel()
-	ids, s, err := parseAnswers([]byte(`[{"index":0,"transactionId":"a-1","status":"queued","partitionId":1,"messageId":"x","offset":0},` +
-		`{"index":1,"transactionId":"a-2","status":"duplicate"},{"index":2,"transactionId":"a-3","status":"failed","error":"down"}]`))
-	if err != nil || strings.Join(ids, ",") != "a-1,a-2,a-3" || len(s) != 3 || s[0] != model.StatusQueued || s[1] != model.StatusDuplicate || s[2] != model.StatusFailed {
-		t.Errorf("parseAnswers = %v %v %v", ids, s, err)
-	}
-	if _, _, err := parseAnswers([]byte(`{"error":{"code":503,"message":"overloaded"}}`)); err == nil {
-		t.Error("an error body parsed as answers")
+	if o.w.AttemptTimeout() != 3*time.Second || !o.w.RetryFailed {
+		t.Errorf("--timeout 3s --retry-failed: timeout %v, retry %v", o.w.AttemptTimeout(), o.w.RetryFailed)
 	}
 }
 
@@ -204,7 +166,7 @@ func TestWindow0TargetDisablesDeduplication(t *testing.T) {
 		t.Fatalf("queenbench: %v\nstderr:\n%s", err, stderr.String())
 	}
 	r := readReport(t, out)
-	byTarget := map[string]Result{}
+	byTarget := map[string]bench.Result{}
 	for _, res := range r.Results {
 		byTarget[res.Target] = res
 	}
@@ -259,7 +221,7 @@ func TestFireAndForgetMatchesAcksToRequests(t *testing.T) {
 
 // runSelf runs queenbench --self on a database of its own with args,
 // quietly, and returns its report and the table it printed.
-func runSelf(t *testing.T, args ...string) (Report, string) {
+func runSelf(t *testing.T, args ...string) (bench.Report, string) {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "report.json")
 	var stdout, stderr bytes.Buffer
@@ -270,29 +232,17 @@ func runSelf(t *testing.T, args ...string) (Report, string) {
 	return readReport(t, out), stdout.String()
 }
 
-func readReport(t *testing.T, path string) Report {
+func readReport(t *testing.T, path string) bench.Report {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var r Report
+	var r bench.Report
 	if err := json.Unmarshal(b, &r); err != nil {
 		t.Fatal(err)
 	}
 	return r
-}
-
-func TestSumAutovacuumCPU(t *testing.T) {
-	t.Parallel()
-	log := []byte(`2026-12-01 05:00:00 UTC [1] LOG:  automatic vacuum of table "bench.queen.log_txns": index scans: 0
-	system usage: CPU: user: 0.25 s, system: 0.05 s, elapsed: 0.40 s
-2026-12-01 05:00:01 UTC [2] LOG:  automatic analyze of table "bench.queen.log_segments"
-	system usage: CPU: user: 1.50 s, system: 0.20 s, elapsed: 1.80 s
-2026-12-01 05:00:02 UTC [3] LOG:  checkpoint complete`)
-	if got := sumAutovacuumCPU(log); got < 1.999 || got > 2.001 {
-		t.Errorf("sumAutovacuumCPU = %v, want 2.0 (0.25+0.05+1.50+0.20)", got)
-	}
 }
 
 // TestFleetComparison runs one gateway against a fleet of two in the same
@@ -347,23 +297,6 @@ func TestFailoverShortProfile(t *testing.T) {
 	}
 }
 
-// TestAGatewayWithoutMetricsDoesNotEndTheRun: a gateway whose /metrics
-// never answered (killed before its first scrape) is left out of the
-// figures; one that answered before keeps its last figures.
-func TestAGatewayWithoutMetricsDoesNotEndTheRun(t *testing.T) {
-	t.Parallel()
-	tg := &queengateTarget{lastScrape: map[string]map[string]float64{}, missingMetrics: map[string]bool{}}
-	gone := "127.0.0.1:1" // nothing listens there
-	m, err := tg.scrape(context.Background(), gone)
-	if err != nil || len(m) != 0 {
-		t.Errorf("scrape of a gateway that never answered: %v, %v; want no figures and no error", m, err)
-	}
-	tg.lastScrape[gone] = map[string]float64{"process_cpu_seconds_total": 2}
-	if m, err := tg.scrape(context.Background(), gone); err != nil || m["process_cpu_seconds_total"] != 2 {
-		t.Errorf("scrape of a gateway gone since: %v, %v; want its last figures", m, err)
-	}
-}
-
 // runSideBySide runs a side-by-side scenario (read, consume) with --self
 // on a database of its own, and gives its JSON report and what it printed.
 func runSideBySide[R any](t *testing.T, args ...string) (R, string) {
@@ -386,7 +319,7 @@ func runSideBySide[R any](t *testing.T, args ...string) (R, string) {
 // stored is read back from queengate and from JetStream, each round.
 func TestReadScenarioShort(t *testing.T) {
 	t.Parallel()
-	rep, stdout := runSideBySide[readBenchReport](t, "--scenario", "read", "--messages", "12000", "--partitions", "3",
+	rep, stdout := runSideBySide[sidebyside.ReadReport](t, "--scenario", "read", "--messages", "12000", "--partitions", "3",
 		"--rounds", "2", "--read-push-time", "500ms")
 	if len(rep.Results) != 4 || rep.RatioMedian <= 0 || rep.PushP99Alone <= 0 || rep.PushP99WithReader <= 0 {
 		t.Errorf("report %+v: want two rounds of both sides, a ratio and both latencies", rep)
@@ -406,7 +339,7 @@ func TestReadScenarioShort(t *testing.T) {
 // fails otherwise), and the latency and push figures are taken.
 func TestConsumeScenarioShort(t *testing.T) {
 	t.Parallel()
-	rep, _ := runSideBySide[consumeBenchReport](t, "--scenario", "consume", "--messages", "6000", "--partitions", "3",
+	rep, _ := runSideBySide[sidebyside.ConsumeReport](t, "--scenario", "consume", "--messages", "6000", "--partitions", "3",
 		"--rounds", "2", "--read-push-time", "500ms")
 	if len(rep.Results) != 4 || rep.RatioMedian <= 0 || rep.LatencyP99 <= 0 || rep.JetStreamLatencyP99 <= 0 ||
 		rep.PushAlone <= 0 || rep.PushWithConsumers <= 0 {
@@ -428,10 +361,10 @@ func TestConsumeScenarioShort(t *testing.T) {
 // delivery and reports PostgreSQL's statements and the gateway's CPU.
 func TestConsumeShapesShort(t *testing.T) {
 	t.Parallel()
-	rep, stdout := runSideBySide[consumeBenchReport](t, "--scenario", "consume", "--messages", "3000", "--partitions", "2",
+	rep, stdout := runSideBySide[sidebyside.ConsumeReport](t, "--scenario", "consume", "--messages", "3000", "--partitions", "2",
 		"--rounds", "1", "--consume-batch", "10,100", "--consume-partitions", "40", "--consume-fanout", "2",
 		"--idle-pollers", "20", "--idle-time", "500ms", "--idle-settle", "200ms", "--read-push-time", "300ms")
-	want := []consumeShapeSummary{
+	want := []sidebyside.ShapeSummary{
 		{Shape: "batch 100", Partitions: 2, Batch: 100, Groups: 1, Consumers: 2},
 		{Shape: "batch 10", Partitions: 2, Batch: 10, Groups: 1, Consumers: 2},
 		{Shape: "40 partitions", Partitions: 40, Batch: 100, Groups: 1, Consumers: 2},
@@ -469,37 +402,13 @@ func TestConsumeShapesShort(t *testing.T) {
 	}
 }
 
-// TestACutRoundIsExactSoFar: a round cut short by --consume-round-time
-// passes with fewer messages than stored, marked cut, but never with a
-// message delivered twice; a round not cut must deliver every message to
-// every group.
-func TestACutRoundIsExactSoFar(t *testing.T) {
-	t.Parallel()
-	w := Workload{Total: 3}
-	ex := newExactly(w, 2)
-	for _, id := range []string{"a", "b", "c"} {
-		ex.add(0, id)
-	}
-	ex.add(1, "a")
-	if r, err := ex.check("queengate", w, 2, time.Second, 0, true); err != nil || !r.Cut || r.Messages != 4 {
-		t.Errorf("cut after 4 of 6 deliveries: %+v, %v; want it cut, counted and passed", r, err)
-	}
-	if _, err := ex.check("queengate", w, 2, time.Second, 0, false); err == nil {
-		t.Errorf("4 of 6 deliveries, not cut: passed, want it failed")
-	}
-	ex.add(1, "a")
-	if _, err := ex.check("queengate", w, 2, time.Second, 0, true); err == nil {
-		t.Errorf("a message delivered twice to a group in a cut round: passed, want it failed")
-	}
-}
-
 // TestGeneratorShapes: a prefill sweeps the partitions in turn, so one
 // request per partition makes every partition exist; requests of varying
 // size stay within their bounds and the run sends exactly its messages;
 // the partitions touched are counted; no history is kept without retries.
 func TestGeneratorShapes(t *testing.T) {
 	t.Parallel()
-	w := Workload{Producers: 1, PerRequest: 10, Queues: 2, Partitions: 50, PayloadBytes: 10}
+	w := bench.Workload{Producers: 1, PerRequest: 10, Queues: 2, Partitions: 50, PayloadBytes: 10}
 	pre := newGenerator(w, "pre", 1000)
 	pre.sweep = true
 	r := rand.New(rand.NewPCG(1, 2))
@@ -523,7 +432,7 @@ func TestGeneratorShapes(t *testing.T) {
 		t.Error("history kept for a workload without retries")
 	}
 	total, sizes := 0, map[int]bool{}
-	var last *Batch
+	var last *bench.Batch
 	for b := g.next(r, 0, &seq); b != nil; b = g.next(r, 0, &seq) {
 		total += len(b.IDs)
 		sizes[len(b.IDs)] = true
@@ -573,7 +482,7 @@ func TestSessionsScenarioShort(t *testing.T) {
 			t.Errorf("check %+v", c)
 		}
 	}
-	for _, want := range []string{partitionRoundsTitle, "jetstream msg/s", "ratio", "gateway peak RSS MiB", "hydrations", "births", "evictions", "suppressed",
+	for _, want := range []string{report.PartitionRoundsTitle, "jetstream msg/s", "ratio", "gateway peak RSS MiB", "hydrations", "births", "evictions", "suppressed",
 		"jetstream p99 ms", "check, queengate round 1: hydrations ≤ partitions touched + evictions",
 		"check, queengate round 1: gateway peak RSS ≤ cache budget + 150 MiB", "1–10 msgs/request"} {
 		if !strings.Contains(table, want) {

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/queengate/queengate/internal/bench"
+	"github.com/queengate/queengate/internal/bench/report"
 	"github.com/queengate/queengate/model"
 )
 
@@ -19,7 +21,7 @@ import (
 // concurrently; each has its own random source, so a run is reproducible
 // per producer from the seed.
 type generator struct {
-	w       Workload
+	w       bench.Workload
 	runID   string
 	queues  []string
 	payload []byte // data of every message, w.PayloadBytes long
@@ -79,7 +81,7 @@ func (h *partitionHistory) pick(r *rand.Rand, producer int, own bool) string {
 	return h.ids[r.IntN(n)]
 }
 
-func newGenerator(w Workload, runID string, limit int64) *generator {
+func newGenerator(w bench.Workload, runID string, limit int64) *generator {
 	partitions := w.Queues * w.Partitions
 	g := &generator{w: w, runID: runID, limit: limit, touched: make([]atomic.Uint64, (partitions+63)/64)}
 	if w.RetryShare > 0 {
@@ -115,7 +117,7 @@ func makePayload(n int) []byte {
 
 // next makes producer p's next batch, or nil when the run's messages are
 // all handed out.
-func (g *generator) next(r *rand.Rand, p int, seq *int) *Batch {
+func (g *generator) next(r *rand.Rand, p int, seq *int) *bench.Batch {
 	n := g.requestSize(r)
 	if g.limit > 0 {
 		before := g.sent.Add(int64(n)) - int64(n)
@@ -131,7 +133,7 @@ func (g *generator) next(r *rand.Rand, p int, seq *int) *Batch {
 	if g.history != nil {
 		hist = &g.history[k]
 	}
-	b := &Batch{Queue: g.queues[qi], Partition: "p" + strconv.Itoa(pi),
+	b := &bench.Batch{Queue: g.queues[qi], Partition: "p" + strconv.Itoa(pi),
 		IDs: make([]string, n), Data: make([][]byte, n)}
 	for i := range b.IDs {
 		id := ""
@@ -189,7 +191,7 @@ const retryBackoff = 50 * time.Millisecond
 
 // send sends b until it is answered, when the workload retries failed
 // requests; otherwise once. It returns nil statuses when ctx ends.
-func send(ctx context.Context, t Target, w Workload, p int, b *Batch, res *producerResult) []model.Status {
+func send(ctx context.Context, t bench.Target, w bench.Workload, p int, b *bench.Batch, res *producerResult) []model.Status {
 	for {
 		statuses, err := t.Send(ctx, p, b)
 		if err == nil {
@@ -216,7 +218,7 @@ func send(ctx context.Context, t Target, w Workload, p int, b *Batch, res *produ
 
 // produce is producer p's loop: send the generator's batches until it is
 // exhausted, the deadline passes or ctx ends, and record what came back.
-func produce(ctx context.Context, t Target, g *generator, p int, start, deadline time.Time, res *producerResult, answered *atomic.Int64) error {
+func produce(ctx context.Context, t bench.Target, g *generator, p int, start, deadline time.Time, res *producerResult, answered *atomic.Int64) error {
 	res.exact = newExactness()
 	r := rand.New(rand.NewPCG(uint64(g.w.Seed), uint64(p)))
 	seq := 0
@@ -253,8 +255,8 @@ func produce(ctx context.Context, t Target, g *generator, p int, start, deadline
 
 // killWhen kills one gateway of t once answered reaches at messages (the
 // failover scenario).
-func killWhen(ctx context.Context, t Target, answered *atomic.Int64, at int64, killed *atomic.Int64, errs chan<- error) {
-	k, ok := t.(interface{ killOne(context.Context) error })
+func killWhen(ctx context.Context, t bench.Target, answered *atomic.Int64, at int64, killed *atomic.Int64, errs chan<- error) {
+	k, ok := t.(interface{ KillOne(context.Context) error })
 	if !ok {
 		errs <- fmt.Errorf("%s cannot kill a gateway", t.Name())
 		return
@@ -268,7 +270,7 @@ func killWhen(ctx context.Context, t Target, answered *atomic.Int64, at int64, k
 		case <-tick.C:
 		}
 	}
-	if err := k.killOne(ctx); err != nil {
+	if err := k.KillOne(ctx); err != nil {
 		errs <- fmt.Errorf("kill a gateway: %w", err)
 		return
 	}
@@ -277,7 +279,7 @@ func killWhen(ctx context.Context, t Target, answered *atomic.Int64, at int64, k
 
 // drive runs w.Producers producers against t until the generator is
 // exhausted or the deadline passes, and summarises what they saw.
-func drive(ctx context.Context, t Target, g *generator, deadline time.Time, progress io.Writer) (Result, *exactness, error) {
+func drive(ctx context.Context, t bench.Target, g *generator, deadline time.Time, progress io.Writer) (bench.Result, *exactness, error) {
 	w := g.w
 	results := make([]producerResult, w.Producers)
 	var answered atomic.Int64
@@ -312,13 +314,13 @@ func drive(ctx context.Context, t Target, g *generator, deadline time.Time, prog
 	<-killDone
 	select {
 	case err := <-killErr:
-		return Result{}, nil, err
+		return bench.Result{}, nil, err
 	default:
 	}
 
 	out, exact, err := combineProducers(results, start, elapsed)
 	if err != nil {
-		return Result{}, nil, err
+		return bench.Result{}, nil, err
 	}
 	out.Target, out.Scenario, out.Killed = t.Name(), w.Scenario, killed.Load()
 	return out, exact, nil
@@ -327,15 +329,15 @@ func drive(ctx context.Context, t Target, g *generator, deadline time.Time, prog
 // combineProducers sums the producers' results of a run that started at
 // start and lasted elapsed: counts, latency percentiles, gaps, throughput
 // and exactness; the first producer's error, if any, instead.
-func combineProducers(results []producerResult, start time.Time, elapsed time.Duration) (Result, *exactness, error) {
-	out := Result{Elapsed: elapsed}
+func combineProducers(results []producerResult, start time.Time, elapsed time.Duration) (bench.Result, *exactness, error) {
+	out := bench.Result{Elapsed: elapsed}
 	exact := newExactness()
 	var all []time.Duration
 	var answeredAt []time.Time
 	for i := range results {
 		r := &results[i]
 		if r.err != nil {
-			return Result{}, nil, r.err
+			return bench.Result{}, nil, r.err
 		}
 		all = append(all, r.latencies...)
 		answeredAt = append(answeredAt, r.answered...)
@@ -355,7 +357,7 @@ func combineProducers(results []producerResult, start time.Time, elapsed time.Du
 		// message at once would otherwise look fastest.
 		out.Throughput = float64(out.Queued+out.Duplicate) / elapsed.Seconds()
 	}
-	out.P50, out.P90, out.P99 = percentile(all, 0.50), percentile(all, 0.90), percentile(all, 0.99)
+	out.P50, out.P90, out.P99 = report.Percentile(all, 0.50), report.Percentile(all, 0.90), report.Percentile(all, 0.99)
 	if len(all) > 0 {
 		out.Max = all[len(all)-1]
 	}

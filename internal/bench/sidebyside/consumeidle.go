@@ -1,4 +1,4 @@
-package main
+package sidebyside
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/internal/bench/proc"
 )
 
 // cpuMeter reads the CPU time of the processes serving one side: given
@@ -23,9 +24,9 @@ type cpuMeter struct {
 // newQueengateMeter meters the gateways, their NATS server and, when its
 // processes can be read here, PostgreSQL (the returned error says why
 // not; the meter is usable without it).
-func newQueengateMeter(ctx context.Context, env *selfEnv) (cpuMeter, error) {
-	m := cpuMeter{pids: env.pids()}
-	conn, err := pgx.Connect(ctx, env.pgURL)
+func newQueengateMeter(ctx context.Context, env *proc.Self) (cpuMeter, error) {
+	m := cpuMeter{pids: env.PIDs()}
+	conn, err := pgx.Connect(ctx, env.PGURL)
 	if err != nil {
 		return m, err
 	}
@@ -35,11 +36,11 @@ func newQueengateMeter(ctx context.Context, env *selfEnv) (cpuMeter, error) {
 	if err := conn.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&backend); err != nil {
 		return m, err
 	}
-	st, err := readProcStat(backend)
+	st, err := proc.ReadStat(backend)
 	if err != nil {
 		return m, fmt.Errorf("PostgreSQL does not run on this machine, or cannot be read: %w", err)
 	}
-	m.postmaster = st.ppid
+	m.postmaster = st.PPID
 	return m, nil
 }
 
@@ -47,14 +48,14 @@ func newQueengateMeter(ctx context.Context, env *selfEnv) (cpuMeter, error) {
 func (m cpuMeter) seconds() (float64, error) {
 	total := 0.0
 	for _, pid := range m.pids {
-		cpu, err := procCPUSeconds(pid)
+		cpu, err := proc.CPUSeconds(pid)
 		if err != nil {
 			return 0, err
 		}
 		total += cpu
 	}
 	if m.postmaster > 0 {
-		cpu, err := processTreeCPUSeconds(m.postmaster)
+		cpu, err := proc.TreeCPUSeconds(m.postmaster)
 		if err != nil {
 			return 0, err
 		}
@@ -109,20 +110,20 @@ type consumeIdleReport struct {
 }
 
 // consumeIdle measures a window without pollers, then starts
-// co.idlePollers consumers of group, each long-polling queue (drained by
-// group) for as long as the protocol allows, waits co.idleSettle for
+// co.IdlePollers consumers of group, each long-polling queue (drained by
+// group) for as long as the protocol allows, waits co.IdleSettle for
 // their first pops to be served, and measures a window with them.
-func consumeIdle(ctx context.Context, s *sideBySide, queue, group string, co consumeOptions, qg cpuMeter, logf func(string, ...any)) (*consumeIdleReport, error) {
-	conn, err := pgx.Connect(ctx, s.env.pgURL)
+func consumeIdle(ctx context.Context, s *sideBySide, queue, group string, co ConsumeOptions, qg cpuMeter, logf func(string, ...any)) (*consumeIdleReport, error) {
+	conn, err := pgx.Connect(ctx, s.env.PGURL)
 	if err != nil {
 		return nil, err
 	}
 	defer conn.Close(ctx)
-	rep := &consumeIdleReport{Pollers: co.idlePollers, Seconds: co.idleTime.Seconds()}
-	gateways := cpuMeter{pids: s.env.gatewayPIDs()}
+	rep := &consumeIdleReport{Pollers: co.IdlePollers, Seconds: co.IdleTime.Seconds()}
+	gateways := cpuMeter{pids: s.env.GatewayPIDs()}
 	postgres := cpuMeter{postmaster: qg.postmaster}
-	logf("idle: %v without pollers", co.idleTime)
-	base, err := idleWindow(ctx, conn, gateways, postgres, co.idleTime)
+	logf("idle: %v without pollers", co.IdleTime)
+	base, err := idleWindow(ctx, conn, gateways, postgres, co.IdleTime)
 	if err != nil {
 		return nil, err
 	}
@@ -132,7 +133,7 @@ func consumeIdle(ctx context.Context, s *sideBySide, queue, group string, co con
 	defer cancel()
 	var answered, failed, delivered atomic.Int64
 	var wg sync.WaitGroup
-	for i := range co.idlePollers {
+	for i := range co.IdlePollers {
 		wg.Go(func() {
 			for pctx.Err() == nil {
 				a, err := s.client.Pop(pctx, queue, "", queengate.PopRequest{Group: group, Consumer: fmt.Sprint("idle-", i),
@@ -149,10 +150,10 @@ func consumeIdle(ctx context.Context, s *sideBySide, queue, group string, co con
 			}
 		})
 	}
-	logf("idle: %d long polls, %v to settle, then %v measured", co.idlePollers, co.idleSettle, co.idleTime)
-	time.Sleep(co.idleSettle)
+	logf("idle: %d long polls, %v to settle, then %v measured", co.IdlePollers, co.IdleSettle, co.IdleTime)
+	time.Sleep(co.IdleSettle)
 	answeredBefore := answered.Load()
-	busy, err := idleWindow(ctx, conn, gateways, postgres, co.idleTime)
+	busy, err := idleWindow(ctx, conn, gateways, postgres, co.IdleTime)
 	rep.PollsAnswered = answered.Load() - answeredBefore
 	cancel()
 	wg.Wait()

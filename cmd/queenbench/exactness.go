@@ -2,39 +2,12 @@ package main
 
 import (
 	"bytes"
-	"math"
 	"slices"
-	"time"
 
+	"github.com/queengate/queengate/internal/bench"
 	"github.com/queengate/queengate/model"
 	"github.com/zeebo/xxh3"
 )
-
-// percentile is the nearest-rank percentile (q in [0, 1]) of sorted
-// durations: the smallest value such that at least q of all values are at
-// or below it. Zero for no values.
-func percentile(sorted []time.Duration, q float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	rank := int(math.Ceil(q * float64(len(sorted))))
-	return sorted[min(max(rank, 1), len(sorted))-1]
-}
-
-// medianFloat is the median of xs (the mean of the middle two for an even
-// count); NaN for none.
-func medianFloat(xs []float64) float64 {
-	if len(xs) == 0 {
-		return math.NaN()
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
-}
 
 // exactness records answers per (partition, transactionId) to check the
 // run's exactness: every distinct id answered not-failed must be queued
@@ -55,12 +28,12 @@ type answerRec struct {
 func newExactness() *exactness { return &exactness{} }
 
 // key is the scope of deduplication: one partition of one queue.
-func (e *exactness) key(b *Batch, i int) [16]byte {
+func (e *exactness) key(b *bench.Batch, i int) [16]byte {
 	e.buf = append(append(append(append(append(e.buf[:0], b.Queue...), 0x1f), b.Partition...), 0x1f), b.IDs[i]...)
 	return xxh3.Hash128(e.buf).Bytes()
 }
 
-func (e *exactness) record(b *Batch, statuses []model.Status) {
+func (e *exactness) record(b *bench.Batch, statuses []model.Status) {
 	for i, s := range statuses {
 		if s != model.StatusFailed {
 			e.answers = append(e.answers, answerRec{key: e.key(b, i), queued: s == model.StatusQueued})

@@ -1,4 +1,4 @@
-package main
+package proc
 
 import (
 	"fmt"
@@ -11,56 +11,57 @@ import (
 // Linux architecture Go supports.
 const clockTicks = 100
 
-// procCPUSeconds is the user+system CPU time of a process so far.
-func procCPUSeconds(pid int) (float64, error) {
-	st, err := readProcStat(pid)
+// CPUSeconds is the user+system CPU time of a process so far.
+func CPUSeconds(pid int) (float64, error) {
+	st, err := ReadStat(pid)
 	return st.cpu, err
 }
 
-// procStat is what queenbench reads of /proc/<pid>/stat.
-type procStat struct {
-	ppid int
+// Stat is what queenbench reads of /proc/<pid>/stat.
+type Stat struct {
+	PPID int
 	// cpu is the process's own user+system seconds; reapedCPU its
 	// children's that have exited and been waited for.
 	cpu, reapedCPU float64
 }
 
-func readProcStat(pid int) (procStat, error) {
+// ReadStat reads /proc/<pid>/stat.
+func ReadStat(pid int) (Stat, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return procStat{}, err
+		return Stat{}, err
 	}
 	// The command name may contain spaces; fields start after its ')'.
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
 	if i < 0 {
-		return procStat{}, fmt.Errorf("unexpected /proc/%d/stat", pid)
+		return Stat{}, fmt.Errorf("unexpected /proc/%d/stat", pid)
 	}
 	fields := strings.Fields(s[i+1:])
 	if len(fields) < 15 {
-		return procStat{}, fmt.Errorf("unexpected /proc/%d/stat", pid)
+		return Stat{}, fmt.Errorf("unexpected /proc/%d/stat", pid)
 	}
 	// Fields 4 (ppid) and 14-17 of stat (utime, stime, cutime, cstime)
 	// are 1 and 11-14 after ')'.
 	var ticks [4]float64
 	for k := range ticks {
 		if ticks[k], err = strconv.ParseFloat(fields[11+k], 64); err != nil {
-			return procStat{}, fmt.Errorf("unexpected /proc/%d/stat", pid)
+			return Stat{}, fmt.Errorf("unexpected /proc/%d/stat", pid)
 		}
 	}
 	ppid, err := strconv.Atoi(fields[1])
 	if err != nil {
-		return procStat{}, fmt.Errorf("unexpected /proc/%d/stat", pid)
+		return Stat{}, fmt.Errorf("unexpected /proc/%d/stat", pid)
 	}
-	return procStat{ppid: ppid, cpu: (ticks[0] + ticks[1]) / clockTicks, reapedCPU: (ticks[2] + ticks[3]) / clockTicks}, nil
+	return Stat{PPID: ppid, cpu: (ticks[0] + ticks[1]) / clockTicks, reapedCPU: (ticks[2] + ticks[3]) / clockTicks}, nil
 }
 
-// processTreeCPUSeconds is the CPU time of a process and of all its
+// TreeCPUSeconds is the CPU time of a process and of all its
 // children so far, those running and those gone: a PostgreSQL server's
 // postmaster, its backends (one per connection, however short-lived)
 // and its background workers.
-func processTreeCPUSeconds(root int) (float64, error) {
-	st, err := readProcStat(root)
+func TreeCPUSeconds(root int) (float64, error) {
+	st, err := ReadStat(root)
 	if err != nil {
 		return 0, err
 	}
@@ -74,15 +75,15 @@ func processTreeCPUSeconds(root int) (float64, error) {
 		if err != nil || pid == root {
 			continue
 		}
-		if child, err := readProcStat(pid); err == nil && child.ppid == root {
+		if child, err := ReadStat(pid); err == nil && child.PPID == root {
 			total += child.cpu // a child gone meanwhile is in reapedCPU next time
 		}
 	}
 	return total, nil
 }
 
-// procPeakRSS is the process's peak resident set (VmHWM) in bytes.
-func procPeakRSS(pid int) (int64, error) {
+// PeakRSS is the process's peak resident set (VmHWM) in bytes.
+func PeakRSS(pid int) (int64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err

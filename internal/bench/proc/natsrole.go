@@ -1,4 +1,4 @@
-package main
+package proc
 
 import (
 	"bufio"
@@ -91,8 +91,8 @@ func runNATSServerRole() error {
 	return nil
 }
 
-// serverProcess is a nats-server role running as a child process.
-type serverProcess struct {
+// NATSServer is a nats-server role running as a child process.
+type NATSServer struct {
 	// URL is the server's client URL.
 	URL string
 	Cmd *exec.Cmd
@@ -106,11 +106,11 @@ type serverProcess struct {
 	stopErr  error
 }
 
-// startNATSServerProcess re-executes queenbench in the nats-server role with
+// StartNATSServer re-executes queenbench in the nats-server role with
 // its JetStream store in dir (none: JetStream off) and the given subject
 // mappings, and waits for it to accept connections. ctx bounds the start
 // only; the process runs until Stop.
-func startNATSServerProcess(ctx context.Context, dir string, mappings map[string]string) (*serverProcess, error) {
+func StartNATSServer(ctx context.Context, dir string, mappings map[string]string) (*NATSServer, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("find executable: %w", err)
@@ -143,7 +143,7 @@ func startNATSServerProcess(ctx context.Context, dir string, mappings map[string
 		stdoutR.Close()
 		return nil, fmt.Errorf("start %s: %w", exe, err)
 	}
-	p := &serverProcess{Cmd: cmd, stdin: stdinW, exited: make(chan struct{})}
+	p := &NATSServer{Cmd: cmd, stdin: stdinW, exited: make(chan struct{})}
 	go func() {
 		p.waitErr = cmd.Wait()
 		close(p.exited)
@@ -187,12 +187,12 @@ func awaitReadyLine(ctx context.Context, stdout *os.File) (string, error) {
 }
 
 // PID is the server process's id, for its CPU and memory figures.
-func (p *serverProcess) PID() int { return p.Cmd.Process.Pid }
+func (p *NATSServer) PID() int { return p.Cmd.Process.Pid }
 
 // Stop asks the server to shut down (SIGTERM), kills it if it has not
 // exited within 10 seconds, and waits for it. It is safe to call twice; the
 // second call returns the first one's result.
-func (p *serverProcess) Stop() error {
+func (p *NATSServer) Stop() error {
 	p.stopOnce.Do(func() {
 		_ = p.Cmd.Process.Signal(syscall.SIGTERM)
 		timer := time.NewTimer(10 * time.Second)
@@ -211,4 +211,26 @@ func (p *serverProcess) Stop() error {
 		}
 	})
 	return p.stopErr
+}
+
+// roleEnv names the role a re-executed queenbench plays; roleNATSServer
+// is the nats-server role (runNATSServerRole).
+const (
+	roleEnv        = "QUEENBENCH_ROLE"
+	roleNATSServer = "nats-server"
+)
+
+// PlayRole plays the role this process was re-executed in (StartNATSServer
+// re-executes the running binary), if any, and then exits; else it
+// returns at once. main calls it first, and so do the tests of packages
+// that start a nats-server, whose test binary is the one re-executed.
+func PlayRole() {
+	if os.Getenv(roleEnv) != roleNATSServer {
+		return
+	}
+	if err := runNATSServerRole(); err != nil {
+		fmt.Fprintln(os.Stderr, "queenbench nats-server:", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
 }

@@ -1,4 +1,4 @@
-package main
+package target
 
 import (
 	"bufio"
@@ -15,6 +15,8 @@ import (
 	"time"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/internal/bench"
+	"github.com/queengate/queengate/internal/bench/proc"
 	"github.com/queengate/queengate/model"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -22,19 +24,19 @@ import (
 	"github.com/zeebo/xxh3"
 )
 
-// queengateTarget pushes through running gateways over NATS, the way real
+// Queengate pushes through running gateways over NATS, the way real
 // producers do: request-reply, or fire-and-forget with the answers read on
 // the ack subjects.
-type queengateTarget struct {
+type Queengate struct {
 	name     string
-	noWindow bool // the window0 target: queengate with deduplication off
+	NoWindow bool // the window0 target: queengate with deduplication off
 	gateways int  // the fleet's size, when queenbench runs it (queengate@N)
-	fleet    *selfEnv
+	fleet    *proc.Self
 	natsURL  string
 	subjects queengate.Subjects
 	pool     *pgxpool.Pool // to set the queues' window; nil for a remote gateway
 	conns    []*nats.Conn
-	w        Workload
+	w        bench.Workload
 
 	mu      sync.Mutex
 	waiters map[uint64][]chan []model.Status // fire-and-forget: answers by id list
@@ -83,11 +85,11 @@ func (c *gatewayCounters) add(m map[string]float64) {
 	c.flushedSegments += m["queengate_flush_segments_sum"]
 }
 
-// newQueengateTarget connects to gateways: those of fleet, resized to
+// NewQueengate connects to gateways: those of fleet, resized to
 // gateways by each Setup, or running ones (fleet nil) at natsURL with their
 // admin addresses.
-func newQueengateTarget(ctx context.Context, name string, gateways int, fleet *selfEnv, natsURL, prefix, pgURL string, adminAddrs []string) (*queengateTarget, error) {
-	t := &queengateTarget{name: name, gateways: gateways, fleet: fleet, natsURL: natsURL, subjects: queengate.Subjects{Prefix: prefix},
+func NewQueengate(ctx context.Context, name string, gateways int, fleet *proc.Self, natsURL, prefix, pgURL string, adminAddrs []string) (*Queengate, error) {
+	t := &Queengate{name: name, gateways: gateways, fleet: fleet, natsURL: natsURL, subjects: queengate.Subjects{Prefix: prefix},
 		adminAddrs: adminAddrs, waiters: map[uint64][]chan []model.Status{}}
 	if pgURL != "" {
 		pool, err := pgxpool.New(ctx, pgURL)
@@ -110,21 +112,21 @@ func newQueengateTarget(ctx context.Context, name string, gateways int, fleet *s
 	return t, nil
 }
 
-func (t *queengateTarget) Name() string { return t.name }
+func (t *Queengate) Name() string { return t.name }
 
 // Setup creates the run's queues with the workload's window (a queue
 // created by its first push would get the default 3600 s), and for
 // fire-and-forget subscribes to their ack subjects.
-func (t *queengateTarget) Setup(ctx context.Context, w Workload) error {
-	if t.noWindow {
+func (t *Queengate) Setup(ctx context.Context, w bench.Workload) error {
+	if t.NoWindow {
 		w.WindowSeconds = 0
 	}
 	t.w = w
 	if t.fleet != nil {
-		if err := t.fleet.resize(ctx, t.gateways); err != nil {
+		if err := t.fleet.Resize(ctx, t.gateways); err != nil {
 			return fmt.Errorf("queengate target: %d gateways: %w", t.gateways, err)
 		}
-		t.adminAddrs, t.pids, t.gatewayPIDs = t.fleet.adminAddrs(), t.fleet.pids(), t.fleet.gatewayPIDs()
+		t.adminAddrs, t.pids, t.gatewayPIDs = t.fleet.AdminAddrs(), t.fleet.PIDs(), t.fleet.GatewayPIDs()
 	}
 	t.lastCPU, t.lastScrape, t.missingMetrics = map[int]float64{}, map[string]map[string]float64{}, map[string]bool{}
 	for _, s := range t.subs {
@@ -161,7 +163,7 @@ func (t *queengateTarget) Setup(ctx context.Context, w Workload) error {
 			}
 		}
 	}
-	return t.markCounters(ctx)
+	return t.MarkCounters(ctx)
 }
 
 func batchKey(ids []string) uint64 {
@@ -173,7 +175,7 @@ func batchKey(ids []string) uint64 {
 	return h.Sum64()
 }
 
-func (t *queengateTarget) Send(ctx context.Context, producer int, b *Batch) ([]model.Status, error) {
+func (t *Queengate) Send(ctx context.Context, producer int, b *bench.Batch) ([]model.Status, error) {
 	body := make([]byte, 0, len(b.IDs)*(len(b.Data[0])+48))
 	body = append(body, '[')
 	for i, id := range b.IDs {
@@ -190,7 +192,7 @@ func (t *queengateTarget) Send(ctx context.Context, producer int, b *Batch) ([]m
 	subject := t.subjects.Push(b.Queue, b.Partition)
 	nc := t.conns[producer%len(t.conns)]
 	if !t.w.FireAndForget {
-		ctx, cancel := context.WithTimeout(ctx, t.w.requestTimeout())
+		ctx, cancel := context.WithTimeout(ctx, t.w.AttemptTimeout())
 		defer cancel()
 		msg, err := nc.RequestWithContext(ctx, subject, body)
 		if err != nil {
@@ -212,15 +214,15 @@ func (t *queengateTarget) Send(ctx context.Context, producer int, b *Batch) ([]m
 	select {
 	case s := <-ch:
 		return s, nil
-	case <-time.After(t.w.requestTimeout()):
-		return nil, fmt.Errorf("no ack within %v", t.w.requestTimeout())
+	case <-time.After(t.w.AttemptTimeout()):
+		return nil, fmt.Errorf("no ack within %v", t.w.AttemptTimeout())
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
 }
 
 // onAck hands an ack to the oldest request with the same id list.
-func (t *queengateTarget) onAck(m *nats.Msg) {
+func (t *Queengate) onAck(m *nats.Msg) {
 	ids, statuses, err := parseAnswers(m.Data)
 	if err != nil {
 		return // a whole-request rejection names no ids: its sender times out
@@ -312,9 +314,9 @@ func parseAnswers(data []byte) (ids []string, statuses []model.Status, err error
 	return ids, statuses, nil
 }
 
-// markCounters notes the gateways' counters, so Figures reports what
+// MarkCounters notes the gateways' counters, so Figures reports what
 // happened from here on (after a prefill, the steady state).
-func (t *queengateTarget) markCounters(ctx context.Context) error {
+func (t *Queengate) MarkCounters(ctx context.Context) error {
 	c, err := t.counters(ctx)
 	t.mark = c
 	return err
@@ -322,7 +324,7 @@ func (t *queengateTarget) markCounters(ctx context.Context) error {
 
 // scrape reads a gateway's metrics; a gateway that is gone (killed by the
 // failover scenario) keeps its last figures.
-func (t *queengateTarget) scrape(ctx context.Context, addr string) (map[string]float64, error) {
+func (t *Queengate) scrape(ctx context.Context, addr string) (map[string]float64, error) {
 	m, err := scrapeMetrics(ctx, addr)
 	if err == nil {
 		t.lastScrape[addr] = m
@@ -340,7 +342,7 @@ func (t *queengateTarget) scrape(ctx context.Context, addr string) (map[string]f
 	return map[string]float64{}, nil
 }
 
-func (t *queengateTarget) counters(ctx context.Context) (gatewayCounters, error) {
+func (t *Queengate) counters(ctx context.Context) (gatewayCounters, error) {
 	var c gatewayCounters
 	for _, addr := range t.adminAddrs {
 		m, err := t.scrape(ctx, addr)
@@ -353,8 +355,8 @@ func (t *queengateTarget) counters(ctx context.Context) (gatewayCounters, error)
 }
 
 // cpu is a process's CPU seconds; a process that is gone keeps its last.
-func (t *queengateTarget) cpu(pid int) (float64, error) {
-	cpu, err := procCPUSeconds(pid)
+func (t *Queengate) cpu(pid int) (float64, error) {
+	cpu, err := proc.CPUSeconds(pid)
 	if err == nil {
 		t.lastCPU[pid] = cpu
 		return cpu, nil
@@ -365,35 +367,35 @@ func (t *queengateTarget) cpu(pid int) (float64, error) {
 	return 0, err
 }
 
-// killOne kills one gateway of the fleet outright (the failover scenario),
+// KillOne kills one gateway of the fleet outright (the failover scenario),
 // after reading its figures one last time.
-func (t *queengateTarget) killOne(ctx context.Context) error {
-	if t.fleet == nil || len(t.fleet.gateways) < 2 {
+func (t *Queengate) KillOne(ctx context.Context) error {
+	if t.fleet == nil || t.fleet.Size() < 2 {
 		return errors.New("the failover scenario needs --self and at least two gateways")
 	}
-	victim := len(t.fleet.gateways) / 2
-	g := t.fleet.gateways[victim]
-	if _, err := t.scrape(ctx, g.adminAddr); err != nil {
+	victim := t.fleet.Size() / 2
+	adminAddr, pid := t.fleet.Gateway(victim)
+	if _, err := t.scrape(ctx, adminAddr); err != nil {
 		return err
 	}
-	if _, err := t.cpu(g.cmd.Process.Pid); err != nil {
+	if _, err := t.cpu(pid); err != nil {
 		return err
 	}
-	return t.fleet.kill(victim)
+	return t.fleet.Kill(victim)
 }
 
 // Figures sums the gateways' CPU (and the NATS server's, when queenbench
 // runs it) and takes their largest peak RSS, from /proc when queenbench
 // started them and from /metrics otherwise.
-func (t *queengateTarget) Figures(ctx context.Context) (Figures, error) {
-	f := unknownFigures()
+func (t *Queengate) Figures(ctx context.Context) (bench.Figures, error) {
+	f := bench.UnknownFigures()
 	for _, pid := range t.pids {
 		cpu, err := t.cpu(pid)
 		if err != nil {
 			return f, err
 		}
 		f.ServerCPUSeconds += cpu
-		if rss, err := procPeakRSS(pid); err == nil {
+		if rss, err := proc.PeakRSS(pid); err == nil {
 			f.PeakRSSBytes = max(f.PeakRSSBytes, rss)
 			if slices.Contains(t.gatewayPIDs, pid) {
 				f.GatewayPeakRSSBytes = max(f.GatewayPeakRSSBytes, rss)
@@ -441,11 +443,13 @@ func (t *queengateTarget) Figures(ctx context.Context) (Figures, error) {
 	return f, nil
 }
 
-func (t *queengateTarget) canSayWhatItStored() bool { return t.pool != nil }
+// CanSayWhatItStored is whether StoredIDs can read the store: given a
+// PostgreSQL URL.
+func (t *Queengate) CanSayWhatItStored() bool { return t.pool != nil }
 
-// storedIDs counts, from PostgreSQL, the transactionIds stored in the
+// StoredIDs counts, from PostgreSQL, the transactionIds stored in the
 // run's queues, and how many of them are stored more than once.
-func (t *queengateTarget) storedIDs(ctx context.Context) (distinct, doubled int64, err error) {
+func (t *Queengate) StoredIDs(ctx context.Context) (distinct, doubled int64, err error) {
 	if t.pool == nil {
 		return 0, 0, errors.New("checking what is stored needs --pg-url (or --self)")
 	}
@@ -463,7 +467,7 @@ func (t *queengateTarget) storedIDs(ctx context.Context) (distinct, doubled int6
 	return distinct, doubled, err
 }
 
-func (t *queengateTarget) Close() error {
+func (t *Queengate) Close() error {
 	for _, nc := range t.conns {
 		nc.Close()
 	}

@@ -1,4 +1,4 @@
-package main
+package report
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 	"text/tabwriter"
 	"time"
 	"unicode/utf8"
+
+	"github.com/queengate/queengate/internal/bench"
 )
 
 // resultHeader names the columns of resultCells. The terminal table and the
@@ -33,10 +35,10 @@ const ratioTitle = "throughput ratios (msg/s, per round)"
 // ratioHeader names the columns of the ratio table.
 var ratioHeader = []string{"ratio", "min", "median", "max"}
 
-// writeTable writes r as aligned plain-text tables for a terminal: the
+// WriteTable writes r as aligned plain-text tables for a terminal: the
 // workload line, one row per target, any exactness violations, then the
 // throughput ratios of a --compare run.
-func writeTable(w io.Writer, r *Report) error {
+func WriteTable(w io.Writer, r *bench.Report) error {
 	var b bytes.Buffer
 	b.WriteString(summaryLine(r) + "\n\n")
 	writeAligned(&b, resultHeader, resultRows(r), resultTextColumns)
@@ -48,7 +50,7 @@ func writeTable(w io.Writer, r *Report) error {
 		writeAligned(&b, ratioHeader, ratioRows(r.Ratios), 1)
 	}
 	if header, rows := partitionRounds(r); len(rows) > 0 {
-		b.WriteString("\n" + partitionRoundsTitle + "\n")
+		b.WriteString("\n" + PartitionRoundsTitle + "\n")
 		writeAligned(&b, header, rows, 0)
 	}
 	for _, line := range checkLines(r) {
@@ -61,9 +63,9 @@ func writeTable(w io.Writer, r *Report) error {
 	return err
 }
 
-// writeMarkdown writes r as GitHub Markdown, ready to paste into an issue
-// or a README: what was run where, then the same tables as writeTable.
-func writeMarkdown(w io.Writer, r *Report) error {
+// WriteMarkdown writes r as GitHub Markdown, ready to paste into an issue
+// or a README: what was run where, then the same tables as WriteTable.
+func WriteMarkdown(w io.Writer, r *bench.Report) error {
 	var b bytes.Buffer
 	if r.Machine != "" {
 		fmt.Fprintf(&b, "Measured on %s", r.Machine)
@@ -91,7 +93,7 @@ func writeMarkdown(w io.Writer, r *Report) error {
 		writeMarkdownTable(&b, ratioHeader, ratioRows(r.Ratios), 1)
 	}
 	if header, rows := partitionRounds(r); len(rows) > 0 {
-		fmt.Fprintf(&b, "\n**%s**\n\n", partitionRoundsTitle)
+		fmt.Fprintf(&b, "\n**%s**\n\n", PartitionRoundsTitle)
 		writeMarkdownTable(&b, header, rows, 0)
 	}
 	if lines := checkLines(r); len(lines) > 0 {
@@ -104,9 +106,9 @@ func writeMarkdown(w io.Writer, r *Report) error {
 	return err
 }
 
-// writeJSON writes the whole of r as indented JSON, for scripts and for
+// WriteJSON writes the whole of r as indented JSON, for scripts and for
 // comparing runs later.
-func writeJSON(w io.Writer, r *Report) error {
+func WriteJSON(w io.Writer, r *bench.Report) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	// Commands hold shell operators such as && that should stay readable.
@@ -116,7 +118,7 @@ func writeJSON(w io.Writer, r *Report) error {
 
 // reportRows returns the results to show: one per target (the medians over
 // the rounds), or every round when the run computed no medians.
-func reportRows(r *Report) []Result {
+func reportRows(r *bench.Report) []bench.Result {
 	if len(r.Medians) > 0 {
 		return r.Medians
 	}
@@ -124,7 +126,7 @@ func reportRows(r *Report) []Result {
 }
 
 // resultRows formats reportRows as cells under resultHeader.
-func resultRows(r *Report) [][]string {
+func resultRows(r *bench.Report) [][]string {
 	var rows [][]string
 	for _, res := range reportRows(r) {
 		rows = append(rows, []string{
@@ -135,10 +137,10 @@ func resultRows(r *Report) [][]string {
 			formatMs(res.P90),
 			formatMs(res.P99),
 			formatMs(res.Max),
-			formatCount(res.Queued),
-			formatCount(res.Duplicate),
-			formatCount(res.Failed),
-			formatCount(res.Violations),
+			FormatCount(res.Queued),
+			FormatCount(res.Duplicate),
+			FormatCount(res.Failed),
+			FormatCount(res.Violations),
 			strconv.FormatFloat(res.CPUSecondsPerMillion, 'f', 2, 64),
 			formatOptionalSeconds(res.AutovacuumCPUPerMillion),
 			strconv.FormatFloat(float64(res.PeakRSSBytes)/(1<<20), 'f', 1, 64),
@@ -159,26 +161,27 @@ func resultRows(r *Report) [][]string {
 // add a table per round of what many partitions cost the gateway.
 const manyPartitions = 10_000
 
-const partitionRoundsTitle = "many partitions, per round"
+// PartitionRoundsTitle heads that table.
+const PartitionRoundsTitle = "many partitions, per round"
 
 // partitionRounds is a row per round of queengate's run with many
 // partitions: its throughput against the first peer's and the ratio, what
 // the partitions cost the gateway (CPU, cache, memory, hydrations,
 // evictions, partitions kept out by the admission gate) and both sides'
 // p99. No rows for fewer partitions.
-func partitionRounds(r *Report) (header []string, rows [][]string) {
+func partitionRounds(r *bench.Report) (header []string, rows [][]string) {
 	w := r.Workload
 	if w.Partitions*max(w.Queues, 1) < manyPartitions {
 		return nil, nil
 	}
 	peer := ""
 	for _, q := range r.Ratios {
-		if _, fleet := fleetTarget(q.Target); !fleet {
+		if _, fleet := bench.FleetSize(q.Target); !fleet {
 			peer = q.Target
 			break
 		}
 	}
-	peerResult := map[int]Result{}
+	peerResult := map[int]bench.Result{}
 	for _, res := range r.Results {
 		if peer != "" && res.Target == peer {
 			peerResult[res.Round] = res
@@ -209,8 +212,8 @@ func partitionRounds(r *Report) (header []string, rows [][]string) {
 			strconv.FormatFloat(q.CPUSecondsPerMillion, 'f', 2, 64),
 			formatOptional(q.CacheBytesPerHash),
 			formatOptional(q.CacheBytesPerEntry),
-			formatMiB(q.GatewayPeakRSSBytes),
-			formatCount(q.PartitionsTouched),
+			FormatMiB(q.GatewayPeakRSSBytes),
+			FormatCount(q.PartitionsTouched),
 			formatOptionalCount(q.Hydrations),
 			formatOptionalCount(q.Births),
 			formatOptionalCount(q.Evictions),
@@ -228,7 +231,7 @@ func partitionRounds(r *Report) (header []string, rows [][]string) {
 }
 
 // checkLines says each budget check of the run, met or missed.
-func checkLines(r *Report) []string {
+func checkLines(r *bench.Report) []string {
 	var lines []string
 	for _, c := range r.Checks {
 		verdict := "met"
@@ -240,8 +243,8 @@ func checkLines(r *Report) []string {
 	return lines
 }
 
-// formatMiB formats bytes as MiB with one decimal, "n/a" for unknown (0).
-func formatMiB(v int64) string {
+// FormatMiB formats bytes as MiB with one decimal, "n/a" for unknown (0).
+func FormatMiB(v int64) string {
 	if v <= 0 {
 		return "n/a"
 	}
@@ -253,7 +256,7 @@ func formatOptionalCount(v int64) string {
 	if v < 0 {
 		return "n/a"
 	}
-	return formatCount(v)
+	return FormatCount(v)
 }
 
 // formatOptionalSeconds prints CPU seconds, n/a when unknown (negative).
@@ -265,7 +268,7 @@ func formatOptionalSeconds(v float64) string {
 }
 
 // ratioRows formats ratios as cells under ratioHeader.
-func ratioRows(ratios []Ratio) [][]string {
+func ratioRows(ratios []bench.Ratio) [][]string {
 	var rows [][]string
 	for _, q := range ratios {
 		label := q.Label
@@ -285,7 +288,7 @@ func ratioRows(ratios []Ratio) [][]string {
 // violationLines returns one line per target that broke exactness. It sums
 // over every round, since a median could hide a single bad round, and
 // falls back to the medians only when the rounds are absent.
-func violationLines(r *Report) []string {
+func violationLines(r *bench.Report) []string {
 	results := r.Results
 	if len(results) == 0 {
 		results = r.Medians
@@ -310,7 +313,7 @@ func violationLines(r *Report) []string {
 
 // roundCount returns the number of rounds behind each median: the most
 // results any one target has in r.Results (0 when there are none).
-func roundCount(r *Report) int {
+func roundCount(r *bench.Report) int {
 	type key struct{ target, scenario string }
 	counts := make(map[key]int)
 	n := 0
@@ -324,7 +327,7 @@ func roundCount(r *Report) int {
 
 // figuresNote says what the figures are, so a reader does not take a
 // median for a single measurement or the other way round.
-func figuresNote(r *Report) string {
+func figuresNote(r *bench.Report) string {
 	switch n := roundCount(r); {
 	case len(r.Medians) == 0:
 		return "Figures are per round."
@@ -337,7 +340,7 @@ func figuresNote(r *Report) string {
 }
 
 // summaryLine is the first line of the terminal table: where and what.
-func summaryLine(r *Report) string {
+func summaryLine(r *bench.Report) string {
 	if r.Machine == "" {
 		return describeWorkload(r.Workload)
 	}
@@ -345,13 +348,13 @@ func summaryLine(r *Report) string {
 }
 
 // describeWorkload names the scenario and the workload's shape in one line.
-func describeWorkload(w Workload) string {
+func describeWorkload(w bench.Workload) string {
 	return "scenario " + w.Scenario + ": " + workloadDetails(w)
 }
 
 // workloadDetails describes the workload's shape without the scenario name,
 // for places that show the scenario on its own.
-func workloadDetails(w Workload) string {
+func workloadDetails(w bench.Workload) string {
 	perRequest := strconv.Itoa(w.PerRequest)
 	if w.MinPerRequest > 0 && w.MinPerRequest < w.PerRequest {
 		perRequest = fmt.Sprintf("%d–%d", w.MinPerRequest, w.PerRequest)
@@ -446,12 +449,12 @@ func formatRate(v float64) string {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return "n/a"
 	}
-	return formatCount(int64(math.Round(v)))
+	return FormatCount(int64(math.Round(v)))
 }
 
-// formatCount formats n with a comma every three digits, which makes the
+// FormatCount formats n with a comma every three digits, which makes the
 // orders of magnitude of a table readable at a glance.
-func formatCount(n int64) string {
+func FormatCount(n int64) string {
 	s := strconv.FormatInt(n, 10)
 	sign := ""
 	if n < 0 {

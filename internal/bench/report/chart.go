@@ -1,4 +1,4 @@
-package main
+package report
 
 import (
 	"bytes"
@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/queengate/queengate/internal/bench"
 )
 
 // Chart layout, in SVG user units (pixels at 100% zoom). The panels are
@@ -47,11 +49,11 @@ const (
 var percentiles = []struct {
 	name   string
 	colour string
-	of     func(Result) time.Duration
+	of     func(bench.Result) time.Duration
 }{
-	{"p50", "#9ECAE1", func(r Result) time.Duration { return r.P50 }},
-	{"p90", "#4292C6", func(r Result) time.Duration { return r.P90 }},
-	{"p99", "#08519C", func(r Result) time.Duration { return r.P99 }},
+	{"p50", "#9ECAE1", func(r bench.Result) time.Duration { return r.P50 }},
+	{"p90", "#4292C6", func(r bench.Result) time.Duration { return r.P90 }},
+	{"p99", "#08519C", func(r bench.Result) time.Duration { return r.P99 }},
 }
 
 // chartRow is one target as drawn: every value is finite and not negative.
@@ -63,10 +65,10 @@ type chartRow struct {
 	latency   [3]float64 // ms, in the order of percentiles
 }
 
-// writeChartSVG writes r as a self-contained SVG image (no fonts, scripts
+// WriteChartSVG writes r as a self-contained SVG image (no fonts, scripts
 // or style sheets to fetch) with a throughput panel above a latency panel,
 // so a run can be pasted into a README or an issue as it is.
-func writeChartSVG(w io.Writer, r *Report) error {
+func WriteChartSVG(w io.Writer, r *bench.Report) error {
 	rows := chartRows(r)
 	var c canvas
 	title := "queenbench"
@@ -105,7 +107,7 @@ func writeChartSVG(w io.Writer, r *Report) error {
 // chartRows returns the rows to draw, queengate first. They are the
 // medians with min–max whiskers over each target's rounds, or every round
 // on its own when the run computed no medians.
-func chartRows(r *Report) []chartRow {
+func chartRows(r *bench.Report) []chartRow {
 	perRound := len(r.Medians) == 0
 	var rows []chartRow
 	for _, m := range reportRows(r) {
@@ -143,7 +145,7 @@ func chartRows(r *Report) []chartRow {
 }
 
 // throughputTitle titles the throughput panel with what its bars are.
-func throughputTitle(r *Report) string {
+func throughputTitle(r *bench.Report) string {
 	switch n := roundCount(r); {
 	case len(r.Medians) == 0:
 		return "Throughput (msg/s, per round)"
@@ -375,7 +377,7 @@ func formatTick(v float64) string {
 // formatDecade formats a tick of the latency axis: 0.01, 1, 10,000.
 func formatDecade(ms float64) string {
 	if ms >= 1000 {
-		return formatCount(int64(ms))
+		return FormatCount(int64(ms))
 	}
 	return strconv.FormatFloat(ms, 'f', -1, 64)
 }
@@ -386,7 +388,7 @@ func formatDecade(ms float64) string {
 func formatLatency(ms float64) string {
 	switch {
 	case ms >= 100:
-		return formatCount(int64(math.Round(ms)))
+		return FormatCount(int64(math.Round(ms)))
 	case ms >= 10:
 		return strconv.FormatFloat(ms, 'f', 1, 64)
 	case ms >= 0.01:

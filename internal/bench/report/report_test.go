@@ -1,4 +1,4 @@
-package main
+package report
 
 import (
 	"bytes"
@@ -15,10 +15,12 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/queengate/queengate/internal/bench"
 )
 
 // testWorkload is the workload of every test report.
-var testWorkload = Workload{
+var testWorkload = bench.Workload{
 	Scenario:      "steady",
 	Producers:     8,
 	PerRequest:    100,
@@ -37,8 +39,8 @@ var testWorkload = Workload{
 
 // testResult makes up one round of a target: the latencies follow from
 // p50, and only queengate knows its probe and cache figures.
-func testResult(target string, round int, rate float64, p50 time.Duration) Result {
-	res := Result{
+func testResult(target string, round int, rate float64, p50 time.Duration) bench.Result {
+	res := bench.Result{
 		Target:                  target,
 		Scenario:                "steady",
 		Round:                   round,
@@ -96,8 +98,8 @@ var testTargets = []testTarget{
 // newTestReport builds a report of the targets over rounds rounds, whose
 // throughput is 90%, 100% and 110% of the target's rate in turn, so the
 // medians are the targets' rates. Ratios are made up.
-func newTestReport(targets []testTarget, rounds int) *Report {
-	r := &Report{
+func newTestReport(targets []testTarget, rounds int) *bench.Report {
+	r := &bench.Report{
 		Machine:  "2 cores, 23 GiB, linux/amd64",
 		Command:  "queenbench --compare naive,jetstream,ceiling --rounds 3 --scenario steady",
 		Workload: testWorkload,
@@ -110,7 +112,7 @@ func newTestReport(targets []testTarget, rounds int) *Report {
 		r.Medians = append(r.Medians, testResult(t.name, 0, t.rate, t.p50))
 	}
 	for _, t := range targets[1:] {
-		r.Ratios = append(r.Ratios, Ratio{Target: t.name, Min: 0.5, Median: 2.0 / 3, Max: 20.8})
+		r.Ratios = append(r.Ratios, bench.Ratio{Target: t.name, Min: 0.5, Median: 2.0 / 3, Max: 20.8})
 	}
 	return r
 }
@@ -139,11 +141,11 @@ func TestReportFormatNumbers(t *testing.T) {
 	for _, tc := range []struct {
 		got, want string
 	}{
-		{formatCount(0), "0"},
-		{formatCount(999), "999"},
-		{formatCount(1000), "1,000"},
-		{formatCount(1234567), "1,234,567"},
-		{formatCount(-1234), "-1,234"},
+		{FormatCount(0), "0"},
+		{FormatCount(999), "999"},
+		{FormatCount(1000), "1,000"},
+		{FormatCount(1234567), "1,234,567"},
+		{FormatCount(-1234), "-1,234"},
 		{formatRate(249_999.6), "250,000"},
 		{formatRate(math.NaN()), "n/a"},
 		{formatShare(0.875), "87.5%"},
@@ -247,11 +249,11 @@ func TestReportTable(t *testing.T) {
 	})
 }
 
-// tableLines renders r with writeTable and splits it into lines.
-func tableLines(t *testing.T, r *Report) []string {
+// tableLines renders r with WriteTable and splits it into lines.
+func tableLines(t *testing.T, r *bench.Report) []string {
 	t.Helper()
 	var b bytes.Buffer
-	if err := writeTable(&b, r); err != nil {
+	if err := WriteTable(&b, r); err != nil {
 		t.Fatal(err)
 	}
 	return strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
@@ -303,11 +305,11 @@ func TestReportViolations(t *testing.T) {
 			}
 			for _, format := range []struct {
 				name  string
-				write func(io.Writer, *Report) error
+				write func(io.Writer, *bench.Report) error
 				line  string // how a violation line is set
 			}{
-				{"Table", writeTable, "%s"},
-				{"Markdown", writeMarkdown, "**%s**"},
+				{"Table", WriteTable, "%s"},
+				{"Markdown", WriteMarkdown, "**%s**"},
 			} {
 				var b bytes.Buffer
 				if err := format.write(&b, r); err != nil {
@@ -338,13 +340,13 @@ func TestReportMarkdown(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name       string
-		report     func() *Report
+		report     func() *bench.Report
 		wantTables int
 		wantText   []string
 	}{
 		{
 			name:       "Compare",
-			report:     func() *Report { return newTestReport(testTargets, 3) },
+			report:     func() *bench.Report { return newTestReport(testTargets, 3) },
 			wantTables: 2,
 			wantText: []string{
 				"Measured on 2 cores, 23 GiB, linux/amd64 with:\n\n```\n" +
@@ -358,7 +360,7 @@ func TestReportMarkdown(t *testing.T) {
 		},
 		{
 			name: "AwkwardText",
-			report: func() *Report {
+			report: func() *bench.Report {
 				r := newTestReport([]testTarget{{"queengate", 10, time.Millisecond}, {"a|b", 5, time.Second}}, 1)
 				r.Command = "queenbench --label '```' | tee out"
 				return r
@@ -374,7 +376,7 @@ func TestReportMarkdown(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			var b bytes.Buffer
-			if err := writeMarkdown(&b, tc.report()); err != nil {
+			if err := WriteMarkdown(&b, tc.report()); err != nil {
 				t.Fatal(err)
 			}
 			out := b.String()
@@ -425,13 +427,13 @@ func TestReportJSON(t *testing.T) {
 	want := newTestReport(testTargets, 3)
 	want.Results[4].Violations = 3
 	var b bytes.Buffer
-	if err := writeJSON(&b, want); err != nil {
+	if err := WriteJSON(&b, want); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(b.String(), "\n  \"machine\": ") {
 		t.Errorf("not indented:\n%s", b.String())
 	}
-	var got Report
+	var got bench.Report
 	if err := json.Unmarshal(b.Bytes(), &got); err != nil {
 		t.Fatal(err)
 	}
@@ -452,37 +454,37 @@ func TestChartSVG(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name   string
-		report func() *Report
+		report func() *bench.Report
 	}{
-		{"Compare", func() *Report { return newTestReport(testTargets, 3) }},
-		{"OneTarget", func() *Report { return newTestReport(testTargets[:1], 3) }},
-		{"SixTargetsManyDecades", func() *Report { return newTestReport(six, 5) }},
-		{"ZeroValuesOneRound", func() *Report {
+		{"Compare", func() *bench.Report { return newTestReport(testTargets, 3) }},
+		{"OneTarget", func() *bench.Report { return newTestReport(testTargets[:1], 3) }},
+		{"SixTargetsManyDecades", func() *bench.Report { return newTestReport(six, 5) }},
+		{"ZeroValuesOneRound", func() *bench.Report {
 			return newTestReport([]testTarget{{"queengate", 0, 0}, {"naive", 0, 0}}, 1)
 		}},
-		{"PerRound", func() *Report {
+		{"PerRound", func() *bench.Report {
 			r := newTestReport(testTargets, 2)
 			r.Medians = nil
 			return r
 		}},
-		{"NotANumber", func() *Report {
+		{"NotANumber", func() *bench.Report {
 			r := newTestReport(testTargets[:2], 1)
 			r.Medians[1].Throughput = math.NaN()
 			r.Results[1].Throughput = math.Inf(1)
 			return r
 		}},
-		{"XMLText", func() *Report {
+		{"XMLText", func() *bench.Report {
 			r := newTestReport([]testTarget{{"queengate", 10, time.Millisecond}, {`<b>&"x"`, 5, time.Second}}, 2)
 			r.Machine = "a <machine> & more"
 			return r
 		}},
-		{"Empty", func() *Report { return &Report{} }},
+		{"Empty", func() *bench.Report { return &bench.Report{} }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			r := tc.report()
 			var b bytes.Buffer
-			if err := writeChartSVG(&b, r); err != nil {
+			if err := WriteChartSVG(&b, r); err != nil {
 				t.Fatal(err)
 			}
 			svg := b.String()

@@ -1,4 +1,4 @@
-package main
+package sidebyside
 
 import (
 	"context"
@@ -14,6 +14,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/internal/bench"
+	"github.com/queengate/queengate/internal/bench/target"
 )
 
 // The read scenario stores the same messages in queengate and in a
@@ -32,8 +34,8 @@ type readBenchResult struct {
 	Throughput float64       `json:"throughput"`
 }
 
-// readBenchReport is the read scenario's outcome.
-type readBenchReport struct {
+// ReadReport is the read scenario's outcome.
+type ReadReport struct {
 	Messages, Partitions, PayloadBytes int
 	Results                            []readBenchResult
 	RatioMedian                        float64
@@ -41,20 +43,22 @@ type readBenchReport struct {
 	PushP50Alone, PushP50WithReader    time.Duration
 }
 
-func runReadBench(ctx context.Context, o options, stdout io.Writer, logf func(string, ...any)) error {
-	w := o.w
+// RunRead runs the read scenario and prints its report on stdout (and as
+// JSON where o says).
+func RunRead(ctx context.Context, o Options, stdout io.Writer, logf func(string, ...any)) error {
+	w := o.W
 	s, err := startSideBySide(ctx, o, "read", logf)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
 	client, js := s.client, s.js
-	rep := &readBenchReport{Messages: int(w.Total), Partitions: w.Partitions, PayloadBytes: w.PayloadBytes}
+	rep := &ReadReport{Messages: int(w.Total), Partitions: w.Partitions, PayloadBytes: w.PayloadBytes}
 	queue := fmt.Sprintf("read-%x", time.Now().UnixNano()&0xffffff)
-	if err := s.fill(ctx, storedSet{queue: queue, stream: jetstreamStream, streamSubjects: "bench.>", subjects: "bench.read"}, w, logf); err != nil {
+	if err := s.fill(ctx, storedSet{queue: queue, stream: target.JetStreamStream, streamSubjects: "bench.>", subjects: "bench.read"}, w, logf); err != nil {
 		return err
 	}
-	err = alternate(o.rounds,
+	err = alternate(o.Rounds,
 		func(int) (readBenchResult, error) { return readQueengate(ctx, client, queue, w) },
 		func(int) (readBenchResult, error) { return readJetStream(ctx, js, w) },
 		func(round int, r readBenchResult) {
@@ -66,13 +70,13 @@ func runReadBench(ctx context.Context, o options, stdout io.Writer, logf func(st
 		return err
 	}
 	rep.RatioMedian = medianRatio(rep.Results, func(r readBenchResult) (int, string, float64) { return r.Round, r.Target, r.Throughput })
-	if err := pushBesideReader(ctx, client, queue, w, o.readPushTime, rep, logf); err != nil {
+	if err := pushBesideReader(ctx, client, queue, w, o.PushTime, rep, logf); err != nil {
 		return err
 	}
 	writeReadBenchReport(stdout, o, rep)
-	if o.jsonOut != "" {
+	if o.JSONOut != "" {
 		b, _ := json.MarshalIndent(rep, "", "  ")
-		return os.WriteFile(o.jsonOut, append(b, '\n'), 0o644)
+		return os.WriteFile(o.JSONOut, append(b, '\n'), 0o644)
 	}
 	return nil
 }
@@ -85,13 +89,13 @@ func payload(n, size int) json.RawMessage {
 // fillRequest is how many messages the fill sends per request, and puts
 // in a partition at a time: 1000, or fewer when there are too many
 // partitions for every one to get 1000.
-func fillRequest(w Workload) int64 {
+func fillRequest(w bench.Workload) int64 {
 	return min(1000, max(1, (w.Total+int64(w.Partitions)-1)/int64(w.Partitions)))
 }
 
 // fillQueengate pushes w.Total messages, fillRequest per request, spread
 // over the partitions in turn, from 8 producers.
-func fillQueengate(ctx context.Context, c *queengate.Client, queue string, w Workload) error {
+func fillQueengate(ctx context.Context, c *queengate.Client, queue string, w bench.Workload) error {
 	n := fillRequest(w)
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -123,11 +127,11 @@ func fillQueengate(ctx context.Context, c *queengate.Client, queue string, w Wor
 // fillJetStream (re)creates the set's stream and publishes w.Total
 // messages to it as fillQueengate pushes them: the same partitions, in
 // the same order.
-func fillJetStream(ctx context.Context, t *jetstreamTarget, set storedSet, w Workload) error {
-	if err := t.recreateStream(ctx, set.stream, set.streamSubjects, w); err != nil {
+func fillJetStream(ctx context.Context, t *target.JetStream, set storedSet, w bench.Workload) error {
+	if err := t.RecreateStream(ctx, set.stream, set.streamSubjects, w); err != nil {
 		return err
 	}
-	js := t.adminJS
+	js := t.AdminJS
 	n := fillRequest(w)
 	for start := int64(0); start < w.Total; start += 1000 {
 		var acks []jetstream.PubAckFuture
@@ -154,7 +158,7 @@ func fillJetStream(ctx context.Context, t *jetstreamTarget, set storedSet, w Wor
 
 // readQueengate reads every partition from offset 0 to its end, one
 // reader per partition.
-func readQueengate(ctx context.Context, c *queengate.Client, queue string, w Workload) (readBenchResult, error) {
+func readQueengate(ctx context.Context, c *queengate.Client, queue string, w bench.Workload) (readBenchResult, error) {
 	var total atomic.Int64
 	start := time.Now()
 	err := perPartition(w.Partitions, func(p int) error {
@@ -176,12 +180,12 @@ func readQueengate(ctx context.Context, c *queengate.Client, queue string, w Wor
 
 // readJetStream reads the stream with one ordered consumer per partition
 // subject.
-func readJetStream(ctx context.Context, t *jetstreamTarget, w Workload) (readBenchResult, error) {
+func readJetStream(ctx context.Context, t *target.JetStream, w bench.Workload) (readBenchResult, error) {
 	var total atomic.Int64
 	start := time.Now()
 	err := perPartition(w.Partitions, func(p int) error {
 		want := partitionShare(w, p)
-		cons, err := t.adminJS.OrderedConsumer(ctx, jetstreamStream, jetstream.OrderedConsumerConfig{
+		cons, err := t.AdminJS.OrderedConsumer(ctx, target.JetStreamStream, jetstream.OrderedConsumerConfig{
 			FilterSubjects: []string{fmt.Sprintf("bench.read.p%d", p)}})
 		if err != nil {
 			return err
@@ -203,7 +207,7 @@ func readJetStream(ctx context.Context, t *jetstreamTarget, w Workload) (readBen
 }
 
 // partitionShare is how many messages the fill put in partition p.
-func partitionShare(w Workload, p int) int64 {
+func partitionShare(w bench.Workload, p int) int64 {
 	n := fillRequest(w)
 	var share int64
 	for start := int64(0); start < w.Total; start += n {
@@ -229,7 +233,7 @@ func perPartition(n int, f func(p int) error) error {
 	return nil
 }
 
-func result(target string, n int64, took time.Duration, w Workload, err error) (readBenchResult, error) {
+func result(target string, n int64, took time.Duration, w bench.Workload, err error) (readBenchResult, error) {
 	if err == nil && n != w.Total {
 		err = fmt.Errorf("%s read %d messages, %d were stored", target, n, w.Total)
 	}
@@ -239,7 +243,7 @@ func result(target string, n int64, took time.Duration, w Workload, err error) (
 // pushBesideReader measures push latency (8 producers, 100 messages per
 // request) for d alone, then for d with a reader reading the stored
 // partitions over and over.
-func pushBesideReader(ctx context.Context, c *queengate.Client, queue string, w Workload, d time.Duration, rep *readBenchReport, logf func(string, ...any)) error {
+func pushBesideReader(ctx context.Context, c *queengate.Client, queue string, w bench.Workload, d time.Duration, rep *ReadReport, logf func(string, ...any)) error {
 	measure := func(withReader bool) ([]time.Duration, error) {
 		rctx, cancel := context.WithCancel(ctx)
 		defer cancel()
@@ -267,13 +271,13 @@ func pushBesideReader(ctx context.Context, c *queengate.Client, queue string, w 
 	return nil
 }
 
-func writeReadBenchReport(out io.Writer, o options, rep *readBenchReport) {
+func writeReadBenchReport(out io.Writer, o Options, rep *ReadReport) {
 	fmt.Fprintf(out, "## read: %d messages of %d bytes in %d partitions, one reader per partition\n\n", rep.Messages, rep.PayloadBytes, rep.Partitions)
 	fmt.Fprintln(out, "| round | target | msg/s | elapsed |\n|---:|---|---:|---:|")
 	for _, r := range rep.Results {
 		fmt.Fprintf(out, "| %d | %s | %.0f | %v |\n", r.Round, r.Target, r.Throughput, r.Elapsed.Round(time.Millisecond))
 	}
-	fmt.Fprintf(out, "\nqueengate ÷ JetStream ordered consumers, median of %d rounds: %.2f\n", o.rounds, rep.RatioMedian)
+	fmt.Fprintf(out, "\nqueengate ÷ JetStream ordered consumers, median of %d rounds: %.2f\n", o.Rounds, rep.RatioMedian)
 	fmt.Fprintf(out, "Push latency (8 producers, 100 per request): alone p50 %v, p99 %v; with a reader beside p50 %v, p99 %v\n",
 		rep.PushP50Alone.Round(time.Microsecond), rep.PushP99Alone.Round(time.Microsecond),
 		rep.PushP50WithReader.Round(time.Microsecond), rep.PushP99WithReader.Round(time.Microsecond))

@@ -1,21 +1,22 @@
-package main
+package target
 
 import (
 	"context"
 	"fmt"
 	"sync/atomic"
 
+	"github.com/queengate/queengate/internal/bench"
 	"github.com/queengate/queengate/model"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// ceilingTarget writes the same rows straight into PostgreSQL as fast as it
+// Ceiling writes the same rows straight into PostgreSQL as fast as it
 // can, with no deduplication: the physical limit that queengate's cost is
 // measured against. Each batch becomes one row in queengate's frame layout
 // (see pgstore's log_segments), so the difference to queengate is the
 // deduplication and the offset allocation, not the storage format.
-type ceilingTarget struct {
+type Ceiling struct {
 	pgURL string
 	// pool is replaced by Setup, sized for the workload's producers; Send
 	// never runs concurrently with Setup.
@@ -26,20 +27,20 @@ type ceilingTarget struct {
 	nextOffset atomic.Int64
 }
 
-var _ Target = (*ceilingTarget)(nil)
+var _ bench.Target = (*Ceiling)(nil)
 
-// newCeilingTarget connects to the PostgreSQL at pgURL. The schema is
+// NewCeiling connects to the PostgreSQL at pgURL. The schema is
 // created by Setup.
-func newCeilingTarget(ctx context.Context, pgURL string) (*ceilingTarget, error) {
+func NewCeiling(ctx context.Context, pgURL string) (*Ceiling, error) {
 	pool, err := openPeerPool(ctx, pgURL, 1)
 	if err != nil {
 		return nil, fmt.Errorf("ceiling: %w", err)
 	}
-	return &ceilingTarget{pgURL: pgURL, pool: pool}, nil
+	return &Ceiling{pgURL: pgURL, pool: pool}, nil
 }
 
 // Name implements Target.
-func (t *ceilingTarget) Name() string { return "ceiling" }
+func (t *Ceiling) Name() string { return "ceiling" }
 
 // ceilingSchemaSQL mirrors queen.log_segments without its key, foreign key
 // and end_offset: nothing is checked on write.
@@ -58,7 +59,7 @@ CREATE TABLE bench_ceiling.frames (
 // Setup implements Target: it recreates the schema, so every run starts
 // from an empty table, and opens a pool with a connection per producer.
 // The ceiling does not deduplicate, so Workload.WindowSeconds is ignored.
-func (t *ceilingTarget) Setup(ctx context.Context, w Workload) error {
+func (t *Ceiling) Setup(ctx context.Context, w bench.Workload) error {
 	pool, err := openPeerPool(ctx, t.pgURL, w.Producers)
 	if err != nil {
 		return fmt.Errorf("ceiling: %w", err)
@@ -82,7 +83,7 @@ VALUES ($1, $2, now(), $3::text[], $4::text[]::json[])
 
 // Send implements Target with one INSERT of one row; every message is
 // answered queued, repeats included.
-func (t *ceilingTarget) Send(ctx context.Context, _ int, b *Batch) ([]model.Status, error) {
+func (t *Ceiling) Send(ctx context.Context, _ int, b *bench.Batch) ([]model.Status, error) {
 	data := make([]string, len(b.Data))
 	for i, d := range b.Data {
 		data[i] = string(d)
@@ -103,12 +104,12 @@ func (t *ceilingTarget) Send(ctx context.Context, _ int, b *Batch) ([]model.Stat
 // Figures implements Target. PostgreSQL is shared with the other targets
 // and queenbench cannot tell this target's share, so CPU and memory are
 // left unknown.
-func (t *ceilingTarget) Figures(context.Context) (Figures, error) {
-	return unknownFigures(), nil
+func (t *Ceiling) Figures(context.Context) (bench.Figures, error) {
+	return bench.UnknownFigures(), nil
 }
 
 // Close implements Target; the schema is left for inspection.
-func (t *ceilingTarget) Close() error {
+func (t *Ceiling) Close() error {
 	t.pool.Close()
 	return nil
 }

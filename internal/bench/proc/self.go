@@ -1,4 +1,4 @@
-package main
+package proc
 
 import (
 	"context"
@@ -18,21 +18,22 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/queengate/queengate/gateway"
+	"github.com/queengate/queengate/internal/bench"
 	"github.com/queengate/queengate/internal/pgcluster"
 )
 
-// selfEnv is what --self starts: a PostgreSQL (unless one is given), a
+// Self is what --self starts: a PostgreSQL (unless one is given), a
 // nats-server mapping pushes onto the gateways' routing shards, and a fleet
 // of queengate processes, resized per target (queengate@3 runs three).
-type selfEnv struct {
+type Self struct {
 	dir     string
 	cluster *pgcluster.Cluster
-	pgURL   string
-	natsURL string
-	nats    *serverProcess
+	PGURL   string
+	NATSURL string
+	nats    *NATSServer
 	bin     string
 	prefix  string
-	w       Workload
+	w       bench.Workload
 	started int // gateways ever started, to name their logs
 	size    int // the fleet's size as last resized
 	// gateways is the live fleet, oldest first.
@@ -58,7 +59,10 @@ var benchPGSettings = map[string]string{
 	"log_autovacuum_min_duration": "0",
 }
 
-func startSelf(ctx context.Context, w Workload, pgURL, gatewayBin, prefix string, log func(string, ...any)) (*selfEnv, error) {
+// StartSelf starts what --self runs for workload w: PostgreSQL unless
+// pgURL is given, the nats-server, and the fleet of gateways (gatewayBin,
+// else built from this repository) on the subject prefix.
+func StartSelf(ctx context.Context, w bench.Workload, pgURL, gatewayBin, prefix string, log func(string, ...any)) (*Self, error) {
 	dir, err := os.MkdirTemp("", "queenbench-")
 	if err != nil {
 		return nil, err
@@ -68,14 +72,14 @@ func startSelf(ctx context.Context, w Workload, pgURL, gatewayBin, prefix string
 	if err := os.Chmod(dir, 0o755); err != nil {
 		return nil, err
 	}
-	env := &selfEnv{dir: dir, pgURL: pgURL, prefix: prefix, w: w, bin: gatewayBin}
+	env := &Self{dir: dir, PGURL: pgURL, prefix: prefix, w: w, bin: gatewayBin}
 	ok := false
 	defer func() {
 		if !ok {
 			env.Stop()
 		}
 	}()
-	if env.pgURL == "" {
+	if env.PGURL == "" {
 		log("starting a PostgreSQL cluster in %s", dir)
 		env.cluster, err = pgcluster.Start(ctx, pgcluster.Options{Dir: filepath.Join(dir, "pg"), Settings: benchPGSettings})
 		if err != nil {
@@ -84,7 +88,7 @@ func startSelf(ctx context.Context, w Workload, pgURL, gatewayBin, prefix string
 		if err := createDatabase(ctx, env.cluster.URL("postgres"), "bench"); err != nil {
 			return nil, err
 		}
-		env.pgURL = env.cluster.URL("bench")
+		env.PGURL = env.cluster.URL("bench")
 	}
 	if env.bin == "" {
 		env.bin = filepath.Join(dir, "queengate")
@@ -97,23 +101,23 @@ func startSelf(ctx context.Context, w Workload, pgURL, gatewayBin, prefix string
 	// The NATS server runs apart from the gateways, so that any of them
 	// can be stopped or killed; its CPU counts as the target's, as the
 	// embedded server's would.
-	env.nats, err = startNATSServerProcess(ctx, "", gateway.ShardMappings(prefix, gateway.DefaultRoutingShards))
+	env.nats, err = StartNATSServer(ctx, "", gateway.ShardMappings(prefix, gateway.DefaultRoutingShards))
 	if err != nil {
 		return nil, err
 	}
-	env.natsURL = env.nats.URL
-	if err := env.resize(ctx, max(w.Gateways, 1)); err != nil {
+	env.NATSURL = env.nats.URL
+	if err := env.Resize(ctx, max(w.Gateways, 1)); err != nil {
 		return nil, err
 	}
 	ok = true
 	return env, nil
 }
 
-// resize makes the fleet n gateways. A fleet of another size is stopped
+// Resize makes the fleet n gateways. A fleet of another size is stopped
 // (SIGTERM) and started afresh, since each gateway's ingest shards are
 // its share of the machine (fleetShards) and fixed at start. A fleet that
 // lost a gateway to a kill is topped up.
-func (e *selfEnv) resize(ctx context.Context, n int) error {
+func (e *Self) Resize(ctx context.Context, n int) error {
 	if e.size != n {
 		for i := len(e.gateways) - 1; i >= 0; i-- {
 			e.gateways[i].stop()
@@ -145,8 +149,8 @@ func fleetShare(env string, n int) string {
 	return strconv.Itoa(max(1, runtime.NumCPU()/n))
 }
 
-// kill ends gateway i at once (SIGKILL), as a crash would.
-func (e *selfEnv) kill(i int) error {
+// Kill ends gateway i at once (SIGKILL), as a crash would.
+func (e *Self) Kill(i int) error {
 	if i >= len(e.gateways) {
 		return fmt.Errorf("no gateway %d to kill: %d run", i, len(e.gateways))
 	}
@@ -182,7 +186,7 @@ func freePort() (int, error) {
 }
 
 // startGateway starts one more gateway and waits until it is ready.
-func (e *selfEnv) startGateway(ctx context.Context) (*gatewayProcess, error) {
+func (e *Self) startGateway(ctx context.Context) (*gatewayProcess, error) {
 	adminPort, err := freePort()
 	if err != nil {
 		return nil, err
@@ -191,8 +195,8 @@ func (e *selfEnv) startGateway(ctx context.Context) (*gatewayProcess, error) {
 	e.started++
 	cmd := exec.Command(e.bin)
 	cmd.Env = append(os.Environ(),
-		"QUEEN_PG_URL="+e.pgURL,
-		"QUEEN_NATS_URL="+e.natsURL,
+		"QUEEN_PG_URL="+e.PGURL,
+		"QUEEN_NATS_URL="+e.NATSURL,
 		"QUEEN_SUBJECT_PREFIX="+e.prefix,
 		"QUEEN_HTTP_ADDR=127.0.0.1:"+strconv.Itoa(adminPort),
 		"QUEEN_FLUSH_SIZE="+strconv.Itoa(e.w.FlushSize),
@@ -259,10 +263,10 @@ func (g *gatewayProcess) stop() {
 	}
 }
 
-// autovacuumCPU is the CPU seconds automatic vacuums and analyzes have
+// AutovacuumCPU is the CPU seconds automatic vacuums and analyzes have
 // reported in this cluster's log so far; ok is false when queenbench does
 // not run the cluster.
-func (e *selfEnv) autovacuumCPU() (float64, bool) {
+func (e *Self) AutovacuumCPU() (float64, bool) {
 	if e.cluster == nil {
 		return 0, false
 	}
@@ -287,7 +291,8 @@ func sumAutovacuumCPU(log []byte) float64 {
 	return total
 }
 
-func (e *selfEnv) adminAddrs() []string {
+// AdminAddrs are the gateways' admin HTTP addresses, oldest first.
+func (e *Self) AdminAddrs() []string {
 	var out []string
 	for _, g := range e.gateways {
 		out = append(out, g.adminAddr)
@@ -295,14 +300,23 @@ func (e *selfEnv) adminAddrs() []string {
 	return out
 }
 
-// pids are the processes whose CPU is the target's: the NATS server and
-// the gateways.
-func (e *selfEnv) pids() []int {
-	return append([]int{e.nats.PID()}, e.gatewayPIDs()...)
+// Size is how many gateways run.
+func (e *Self) Size() int { return len(e.gateways) }
+
+// Gateway is gateway i's admin HTTP address and process id.
+func (e *Self) Gateway(i int) (adminAddr string, pid int) {
+	g := e.gateways[i]
+	return g.adminAddr, g.cmd.Process.Pid
 }
 
-// gatewayPIDs are the gateways' processes.
-func (e *selfEnv) gatewayPIDs() []int {
+// PIDs are the processes whose CPU is the target's: the NATS server and
+// the gateways.
+func (e *Self) PIDs() []int {
+	return append([]int{e.nats.PID()}, e.GatewayPIDs()...)
+}
+
+// GatewayPIDs are the gateways' processes.
+func (e *Self) GatewayPIDs() []int {
 	var out []int
 	for _, g := range e.gateways {
 		out = append(out, g.cmd.Process.Pid)
@@ -312,7 +326,7 @@ func (e *selfEnv) gatewayPIDs() []int {
 
 // Stop stops the gateways, the NATS server, then PostgreSQL, and removes
 // the folder.
-func (e *selfEnv) Stop() {
+func (e *Self) Stop() {
 	for i := len(e.gateways) - 1; i >= 0; i-- {
 		e.gateways[i].stop()
 	}

@@ -1,4 +1,4 @@
-package main
+package sidebyside
 
 import (
 	"context"
@@ -13,39 +13,58 @@ import (
 	"github.com/nats-io/nats.go"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/internal/bench"
+	"github.com/queengate/queengate/internal/bench/proc"
+	"github.com/queengate/queengate/internal/bench/report"
+	"github.com/queengate/queengate/internal/bench/target"
 )
+
+// Options are what the read and consume scenarios take of queenbench's
+// command line.
+type Options struct {
+	W          bench.Workload
+	Rounds     int
+	Prefix     string // the gateways' subject prefix
+	PGURL      string // empty: a PostgreSQL of its own
+	GatewayBin string // empty: built from this repository
+	JSONOut    string // the report as JSON: a file, - for stdout, or empty
+	// PushTime is how long pushes are measured alone, then beside readers
+	// or consumers.
+	PushTime time.Duration
+	Consume  ConsumeOptions
+}
 
 // sideBySide is what the scenarios comparing queengate and JetStream on
 // the same messages (read, consume) run on: a queengate started here, a
 // client of it, and a JetStream server.
 type sideBySide struct {
-	env    *selfEnv
+	env    *proc.Self
 	dir    string
-	js     *jetstreamTarget
+	js     *target.JetStream
 	nc     *nats.Conn
 	client *queengate.Client
 }
 
-func startSideBySide(ctx context.Context, o options, name string, logf func(string, ...any)) (s *sideBySide, err error) {
+func startSideBySide(ctx context.Context, o Options, name string, logf func(string, ...any)) (s *sideBySide, err error) {
 	s = &sideBySide{}
 	defer func() {
 		if err != nil {
 			s.Close()
 		}
 	}()
-	if s.env, err = startSelf(ctx, o.w, o.pgURL, o.gatewayBin, o.prefix, logf); err != nil {
+	if s.env, err = proc.StartSelf(ctx, o.W, o.PGURL, o.GatewayBin, o.Prefix, logf); err != nil {
 		return nil, err
 	}
 	if s.dir, err = os.MkdirTemp("", "queenbench-js-"); err != nil {
 		return s, err
 	}
-	if s.js, err = newJetStreamTarget(ctx, filepath.Join(s.dir, "store")); err != nil {
+	if s.js, err = target.NewJetStream(ctx, filepath.Join(s.dir, "store")); err != nil {
 		return s, err
 	}
-	if s.nc, err = nats.Connect(s.env.natsURL, nats.Name("queenbench-"+name)); err != nil {
+	if s.nc, err = nats.Connect(s.env.NATSURL, nats.Name("queenbench-"+name)); err != nil {
 		return s, err
 	}
-	s.client, err = queengate.NewClient(s.nc, queengate.WithPrefix(o.prefix), queengate.WithTimeout(time.Minute))
+	s.client, err = queengate.NewClient(s.nc, queengate.WithPrefix(o.Prefix), queengate.WithTimeout(time.Minute))
 	return s, err
 }
 
@@ -76,7 +95,7 @@ type storedSet struct {
 }
 
 // fill stores the workload's messages on both sides.
-func (s *sideBySide) fill(ctx context.Context, set storedSet, w Workload, logf func(string, ...any)) error {
+func (s *sideBySide) fill(ctx context.Context, set storedSet, w bench.Workload, logf func(string, ...any)) error {
 	logf("storing %d messages of %d bytes in %d partitions, in queengate and in JetStream", w.Total, w.PayloadBytes, w.Partitions)
 	if err := fillQueengate(ctx, s.client, set.queue, w); err != nil {
 		return fmt.Errorf("fill queengate: %w", err)
@@ -124,7 +143,7 @@ func medianRatio[R any](rs []R, key func(R) (round int, target string, throughpu
 			ratios = append(ratios, m["queengate"]/m["jetstream"])
 		}
 	}
-	return medianFloat(ratios)
+	return report.MedianFloat(ratios)
 }
 
 // latencies collects durations from several goroutines.
@@ -146,14 +165,14 @@ func (l *latencies) at(qs ...float64) []time.Duration {
 	slices.Sort(l.d)
 	out := make([]time.Duration, len(qs))
 	for i, q := range qs {
-		out[i] = percentile(l.d, q)
+		out[i] = report.Percentile(l.d, q)
 	}
 	return out
 }
 
 // benchBatch is n messages of the workload's size, transactionIds
 // <prefix>-0 onwards.
-func benchBatch(prefix string, n int, w Workload) []queengate.Message {
+func benchBatch(prefix string, n int, w bench.Workload) []queengate.Message {
 	msgs := make([]queengate.Message, n)
 	for k := range msgs {
 		msgs[k] = queengate.Message{TransactionID: fmt.Sprintf("%s-%d", prefix, k), Data: payload(k, w.PayloadBytes)}
@@ -164,7 +183,7 @@ func benchBatch(prefix string, n int, w Workload) []queengate.Message {
 // pushFor pushes 100-message requests from 8 producers to queue for d,
 // transactionIds starting with prefix, and returns the messages stored
 // per second and each request's latency.
-func pushFor(ctx context.Context, c *queengate.Client, queue, prefix string, w Workload, d time.Duration) (float64, *latencies, error) {
+func pushFor(ctx context.Context, c *queengate.Client, queue, prefix string, w bench.Workload, d time.Duration) (float64, *latencies, error) {
 	var total atomic.Int64
 	lat := &latencies{}
 	deadline := time.Now().Add(d)

@@ -1,33 +1,30 @@
-package main
+package target
 
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"sync"
 	"testing"
 
 	"github.com/queengate/queengate/model"
 
+	"github.com/queengate/queengate/internal/bench"
+	"github.com/queengate/queengate/internal/bench/proc"
 	"github.com/queengate/queengate/internal/pgtest"
 )
 
-// init lets the test binary play the nats-server role: startNATSServerProcess
+// init lets the test binary play the nats-server role: proc.StartNATSServer
 // re-executes the running binary, which under go test is this one. init runs
 // before TestMain, so the child never starts the tests.
 func init() {
-	if os.Getenv(roleEnv) == roleNATSServer {
-		if err := runNATSServerRole(); err != nil {
-			fmt.Fprintln(os.Stderr, "queenbench nats-server:", err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
+	proc.PlayRole()
 }
 
+func TestMain(m *testing.M) { pgtest.Run(m) }
+
 // peerWorkload is a small workload for the peer tests.
-var peerWorkload = Workload{
+var peerWorkload = bench.Workload{
 	Scenario:      "test",
 	Producers:     8,
 	PerRequest:    10,
@@ -39,20 +36,20 @@ var peerWorkload = Workload{
 
 // peerTarget makes one target of each kind, set up for w and closed when
 // the test ends.
-func peerTarget(t *testing.T, kind string, w Workload) Target {
+func peerTarget(t *testing.T, kind string, w bench.Workload) bench.Target {
 	t.Helper()
 	ctx := context.Background()
 	var (
-		target Target
+		target bench.Target
 		err    error
 	)
 	switch kind {
 	case "naive":
-		target, err = newNaiveTarget(ctx, pgtest.NewDB(t))
+		target, err = NewNaive(ctx, pgtest.NewDB(t))
 	case "ceiling":
-		target, err = newCeilingTarget(ctx, pgtest.NewDB(t))
+		target, err = NewCeiling(ctx, pgtest.NewDB(t))
 	case "jetstream":
-		target, err = newJetStreamTarget(ctx, t.TempDir())
+		target, err = NewJetStream(ctx, t.TempDir())
 	default:
 		t.Fatalf("unknown target kind %q", kind)
 	}
@@ -71,8 +68,8 @@ func peerTarget(t *testing.T, kind string, w Workload) Target {
 }
 
 // peerBatch builds a batch of queue "q" with one small JSON payload per id.
-func peerBatch(partition string, ids ...string) *Batch {
-	b := &Batch{Queue: "q", Partition: partition, IDs: ids}
+func peerBatch(partition string, ids ...string) *bench.Batch {
+	b := &bench.Batch{Queue: "q", Partition: partition, IDs: ids}
 	for i, id := range ids {
 		b.Data = append(b.Data, fmt.Appendf(nil, `{"id":%q,"i":%d}`, id, i))
 	}
@@ -80,7 +77,7 @@ func peerBatch(partition string, ids ...string) *Batch {
 }
 
 // peerSend sends b and fails the test on an error.
-func peerSend(t *testing.T, target Target, producer int, b *Batch) []model.Status {
+func peerSend(t *testing.T, target bench.Target, producer int, b *bench.Batch) []model.Status {
 	t.Helper()
 	statuses, err := target.Send(context.Background(), producer, b)
 	if err != nil {
@@ -106,14 +103,14 @@ func TestPeerStatuses(t *testing.T) {
 		// want is the answers to [a b a] on p1, [a c] on p1, [a] on p2.
 		want [3][]model.Status
 		// stored checks what the target holds afterwards.
-		stored func(t *testing.T, target Target)
+		stored func(t *testing.T, target bench.Target)
 	}{
 		{
 			kind: "naive",
 			want: [3][]model.Status{{q, q, d}, {d, q}, {q}},
-			stored: func(t *testing.T, target Target) {
+			stored: func(t *testing.T, target bench.Target) {
 				var n int64
-				err := target.(*naiveTarget).pool.QueryRow(context.Background(),
+				err := target.(*Naive).pool.QueryRow(context.Background(),
 					"SELECT count(*) FROM bench_naive.messages").Scan(&n)
 				if err != nil {
 					t.Fatal(err)
@@ -126,9 +123,9 @@ func TestPeerStatuses(t *testing.T) {
 		{
 			kind: "ceiling",
 			want: [3][]model.Status{{q, q, q}, {q, q}, {q}},
-			stored: func(t *testing.T, target Target) {
+			stored: func(t *testing.T, target bench.Target) {
 				var frames, msgs int64
-				err := target.(*ceilingTarget).pool.QueryRow(context.Background(),
+				err := target.(*Ceiling).pool.QueryRow(context.Background(),
 					"SELECT count(*), sum(cardinality(txn_ids)) FROM bench_ceiling.frames WHERE cardinality(data) = cardinality(txn_ids)").
 					Scan(&frames, &msgs)
 				if err != nil {
@@ -142,9 +139,9 @@ func TestPeerStatuses(t *testing.T) {
 		{
 			kind: "jetstream",
 			want: [3][]model.Status{{q, q, d}, {d, q}, {q}},
-			stored: func(t *testing.T, target Target) {
+			stored: func(t *testing.T, target bench.Target) {
 				ctx := context.Background()
-				stream, err := target.(*jetstreamTarget).adminJS.Stream(ctx, jetstreamStream)
+				stream, err := target.(*JetStream).AdminJS.Stream(ctx, JetStreamStream)
 				if err != nil {
 					t.Fatal(err)
 				}

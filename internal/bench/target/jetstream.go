@@ -1,4 +1,4 @@
-package main
+package target
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/queengate/queengate/internal/bench"
+	"github.com/queengate/queengate/internal/bench/proc"
 	"github.com/queengate/queengate/model"
 
 	"github.com/nats-io/nats.go"
@@ -13,8 +15,8 @@ import (
 )
 
 const (
-	// jetstreamStream is the stream every run writes to.
-	jetstreamStream = "BENCH"
+	// JetStreamStream is the stream every run writes to.
+	JetStreamStream = "BENCH"
 	// producersPerConn is how many producers share one NATS connection. One
 	// connection for all would serialize async publishes on its single
 	// writer; one each would measure connection handling instead.
@@ -24,16 +26,18 @@ const (
 	jetstreamAckTimeout = 30 * time.Second
 )
 
-// jetstreamTarget is NATS JetStream's own deduplication: a file-backed
+// JetStream is NATS JetStream's own deduplication: a file-backed
 // stream whose duplicate window drops a message whose Nats-Msg-Id was seen
 // within the window. The server runs as a child process (see
-// runNATSServerRole) so that its CPU and memory can be measured.
-type jetstreamTarget struct {
-	server *serverProcess
+// proc.PlayRole) so that its CPU and memory can be measured.
+type JetStream struct {
+	// Server is the JetStream server process; AdminJS manages the stream, and
+	// reads and consumes it in the side-by-side scenarios.
+	Server *proc.NATSServer
 	// admin manages the stream; pubs are the producers' connections, made
 	// by Setup once the number of producers is known.
 	admin   *nats.Conn
-	adminJS jetstream.JetStream
+	AdminJS jetstream.JetStream
 	conns   []*nats.Conn
 	pubs    []jetstream.JetStream
 	// cpuAtSetup is the server's CPU seconds when Setup finished, so that
@@ -41,12 +45,12 @@ type jetstreamTarget struct {
 	cpuAtSetup float64
 }
 
-var _ Target = (*jetstreamTarget)(nil)
+var _ bench.Target = (*JetStream)(nil)
 
-// newJetStreamTarget starts a JetStream server process storing in dir and
+// NewJetStream starts a JetStream server process storing in dir and
 // connects to it. The stream is created by Setup.
-func newJetStreamTarget(ctx context.Context, dir string) (*jetstreamTarget, error) {
-	srv, err := startNATSServerProcess(ctx, dir, nil)
+func NewJetStream(ctx context.Context, dir string) (*JetStream, error) {
+	srv, err := proc.StartNATSServer(ctx, dir, nil)
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
@@ -61,16 +65,16 @@ func newJetStreamTarget(ctx context.Context, dir string) (*jetstreamTarget, erro
 		_ = srv.Stop()
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	return &jetstreamTarget{server: srv, admin: nc, adminJS: js}, nil
+	return &JetStream{Server: srv, admin: nc, AdminJS: js}, nil
 }
 
 // Name implements Target.
-func (t *jetstreamTarget) Name() string { return "jetstream" }
+func (t *JetStream) Name() string { return "jetstream" }
 
-// Setup implements Target: it recreates the stream (recreateStream) and
+// Setup implements Target: it recreates the stream (RecreateStream) and
 // connects the producers.
-func (t *jetstreamTarget) Setup(ctx context.Context, w Workload) error {
-	if err := t.recreateStream(ctx, jetstreamStream, "bench.>", w); err != nil {
+func (t *JetStream) Setup(ctx context.Context, w bench.Workload) error {
+	if err := t.RecreateStream(ctx, JetStreamStream, "bench.>", w); err != nil {
 		return err
 	}
 
@@ -81,7 +85,7 @@ func (t *jetstreamTarget) Setup(ctx context.Context, w Workload) error {
 	// beyond the limit, an async publish would stall and then fail.
 	maxPending := max(4000, 2*producersPerConn*w.PerRequest)
 	for i := range n {
-		nc, err := nats.Connect(t.server.URL, nats.Name(fmt.Sprintf("queenbench-producers-%d", i)))
+		nc, err := nats.Connect(t.Server.URL, nats.Name(fmt.Sprintf("queenbench-producers-%d", i)))
 		if err != nil {
 			return fmt.Errorf("jetstream: connect producers: %w", err)
 		}
@@ -95,7 +99,7 @@ func (t *jetstreamTarget) Setup(ctx context.Context, w Workload) error {
 		t.pubs = append(t.pubs, js)
 	}
 
-	cpu, err := procCPUSeconds(t.server.PID())
+	cpu, err := proc.CPUSeconds(t.Server.PID())
 	if err != nil {
 		return fmt.Errorf("jetstream: server cpu: %w", err)
 	}
@@ -103,15 +107,15 @@ func (t *jetstreamTarget) Setup(ctx context.Context, w Workload) error {
 	return nil
 }
 
-// recreateStream deletes the named stream if it exists and creates it
+// RecreateStream deletes the named stream if it exists and creates it
 // afresh, file-backed, taking subjects, with the workload's window as its
 // duplicate window. JetStream cannot turn deduplication off, so a window
 // of 0 becomes the shortest it takes, 1 second.
-func (t *jetstreamTarget) recreateStream(ctx context.Context, name, subjects string, w Workload) error {
-	if err := t.adminJS.DeleteStream(ctx, name); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+func (t *JetStream) RecreateStream(ctx context.Context, name, subjects string, w bench.Workload) error {
+	if err := t.AdminJS.DeleteStream(ctx, name); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
 		return fmt.Errorf("jetstream: delete stream: %w", err)
 	}
-	_, err := t.adminJS.CreateStream(ctx, jetstream.StreamConfig{
+	_, err := t.AdminJS.CreateStream(ctx, jetstream.StreamConfig{
 		Name:       name,
 		Subjects:   []string{subjects},
 		Storage:    jetstream.FileStorage,
@@ -127,7 +131,7 @@ func (t *jetstreamTarget) recreateStream(ctx context.Context, name, subjects str
 // producer's connection, then waits for every ack. The Nats-Msg-Id carries
 // queue and partition because JetStream deduplicates per stream, and
 // queengate per partition.
-func (t *jetstreamTarget) Send(ctx context.Context, producer int, b *Batch) ([]model.Status, error) {
+func (t *JetStream) Send(ctx context.Context, producer int, b *bench.Batch) ([]model.Status, error) {
 	js := t.pubs[producer%len(t.pubs)]
 	subject := "bench." + b.Queue + "." + b.Partition
 	idPrefix := b.Queue + "/" + b.Partition + "/"
@@ -166,14 +170,14 @@ func (t *jetstreamTarget) Send(ctx context.Context, producer int, b *Batch) ([]m
 // Figures implements Target with the server process's CPU since Setup and
 // its peak resident set (over the process's life, which begins with this
 // target).
-func (t *jetstreamTarget) Figures(context.Context) (Figures, error) {
-	f := unknownFigures()
-	cpu, err := procCPUSeconds(t.server.PID())
+func (t *JetStream) Figures(context.Context) (bench.Figures, error) {
+	f := bench.UnknownFigures()
+	cpu, err := proc.CPUSeconds(t.Server.PID())
 	if err != nil {
 		return f, fmt.Errorf("jetstream: server cpu: %w", err)
 	}
 	f.ServerCPUSeconds = cpu - t.cpuAtSetup
-	if f.PeakRSSBytes, err = procPeakRSS(t.server.PID()); err != nil {
+	if f.PeakRSSBytes, err = proc.PeakRSS(t.Server.PID()); err != nil {
 		return f, fmt.Errorf("jetstream: server rss: %w", err)
 	}
 	return f, nil
@@ -181,14 +185,14 @@ func (t *jetstreamTarget) Figures(context.Context) (Figures, error) {
 
 // Close implements Target: it closes the connections and stops the server
 // process. The store directory is left to its owner.
-func (t *jetstreamTarget) Close() error {
+func (t *JetStream) Close() error {
 	t.closeProducerConns()
 	t.admin.Close()
-	return t.server.Stop()
+	return t.Server.Stop()
 }
 
 // closeProducerConns closes the producers' connections, if any.
-func (t *jetstreamTarget) closeProducerConns() {
+func (t *JetStream) closeProducerConns() {
 	for _, nc := range t.conns {
 		nc.Close()
 	}

@@ -1,40 +1,41 @@
-package main
+package target
 
 import (
 	"context"
 	"fmt"
 	"slices"
 
+	"github.com/queengate/queengate/internal/bench"
 	"github.com/queengate/queengate/model"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// naiveTarget is what a user would build instead of queengate: one row per
+// Naive is what a user would build instead of queengate: one row per
 // message in a table with a unique index on (partition, txn_id), so that
 // PostgreSQL rejects a repeated transactionId. It deduplicates forever: the
 // unique index has no window, so Workload.WindowSeconds is ignored.
-type naiveTarget struct {
+type Naive struct {
 	pgURL string
 	// pool is replaced by Setup, sized for the workload's producers; Send
 	// never runs concurrently with Setup.
 	pool *pgxpool.Pool
 }
 
-var _ Target = (*naiveTarget)(nil)
+var _ bench.Target = (*Naive)(nil)
 
-// newNaiveTarget connects to the PostgreSQL at pgURL. The schema is created
+// NewNaive connects to the PostgreSQL at pgURL. The schema is created
 // by Setup.
-func newNaiveTarget(ctx context.Context, pgURL string) (*naiveTarget, error) {
+func NewNaive(ctx context.Context, pgURL string) (*Naive, error) {
 	pool, err := openPeerPool(ctx, pgURL, 1)
 	if err != nil {
 		return nil, fmt.Errorf("naive: %w", err)
 	}
-	return &naiveTarget{pgURL: pgURL, pool: pool}, nil
+	return &Naive{pgURL: pgURL, pool: pool}, nil
 }
 
 // Name implements Target.
-func (t *naiveTarget) Name() string { return "naive" }
+func (t *Naive) Name() string { return "naive" }
 
 const naiveSchemaSQL = `
 DROP SCHEMA IF EXISTS bench_naive CASCADE;
@@ -51,7 +52,7 @@ CREATE UNIQUE INDEX messages_partition_txn_id ON bench_naive.messages (partition
 
 // Setup implements Target: it recreates the schema, so every run starts
 // from an empty table, and opens a pool with a connection per producer.
-func (t *naiveTarget) Setup(ctx context.Context, w Workload) error {
+func (t *Naive) Setup(ctx context.Context, w bench.Workload) error {
 	pool, err := openPeerPool(ctx, t.pgURL, w.Producers)
 	if err != nil {
 		return fmt.Errorf("naive: %w", err)
@@ -95,7 +96,7 @@ SELECT txn_id, id FROM bench_naive.messages WHERE partition = $1 AND txn_id = AN
 
 // Send implements Target in one round trip and one statement (a second
 // round trip only for originals committed concurrently, see naiveSendSQL).
-func (t *naiveTarget) Send(ctx context.Context, _ int, b *Batch) ([]model.Status, error) {
+func (t *Naive) Send(ctx context.Context, _ int, b *bench.Batch) ([]model.Status, error) {
 	statuses := make([]model.Status, len(b.IDs))
 	first := firstOccurrences(b.IDs, statuses)
 	// Insert in a fixed (sorted) order: two batches inserting the same ids in
@@ -148,7 +149,7 @@ func firstOccurrences(ids []string, statuses []model.Status) map[string]int {
 
 // insert inserts the batch's distinct ids, setting the status of each id
 // the statement answers; it returns how many it answered.
-func (t *naiveTarget) insert(ctx context.Context, partition string, ids, data []string, first map[string]int, statuses []model.Status) (int, error) {
+func (t *Naive) insert(ctx context.Context, partition string, ids, data []string, first map[string]int, statuses []model.Status) (int, error) {
 	rows, err := t.pool.Query(ctx, naiveSendSQL, partition, ids, data)
 	if err != nil {
 		return 0, fmt.Errorf("naive: insert: %w", err)
@@ -179,7 +180,7 @@ func (t *naiveTarget) insert(ctx context.Context, partition string, ids, data []
 // lookUpOriginals finds the ids insert left unanswered: originals
 // committed by a concurrent batch after the statement's snapshot was
 // taken. It marks them duplicates and returns how many it found.
-func (t *naiveTarget) lookUpOriginals(ctx context.Context, partition string, ids []string, first map[string]int, statuses []model.Status) (int, error) {
+func (t *Naive) lookUpOriginals(ctx context.Context, partition string, ids []string, first map[string]int, statuses []model.Status) (int, error) {
 	var missing []string
 	for _, id := range ids {
 		if statuses[first[id]] == 0 {
@@ -212,12 +213,12 @@ func (t *naiveTarget) lookUpOriginals(ctx context.Context, partition string, ids
 // Figures implements Target. PostgreSQL is shared with the other targets
 // and queenbench cannot tell this target's share, so CPU and memory are
 // left unknown.
-func (t *naiveTarget) Figures(context.Context) (Figures, error) {
-	return unknownFigures(), nil
+func (t *Naive) Figures(context.Context) (bench.Figures, error) {
+	return bench.UnknownFigures(), nil
 }
 
 // Close implements Target; the schema is left for inspection.
-func (t *naiveTarget) Close() error {
+func (t *Naive) Close() error {
 	t.pool.Close()
 	return nil
 }

@@ -1,4 +1,4 @@
-package main
+package sidebyside
 
 import (
 	"context"
@@ -17,6 +17,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/internal/bench"
+	"github.com/queengate/queengate/internal/bench/report"
+	"github.com/queengate/queengate/internal/bench/target"
 )
 
 // The consume scenario stores the same messages in queengate and in a
@@ -59,9 +62,9 @@ type consumeBenchResult struct {
 	CPUMicrosPerMessage float64 `json:"cpuMicrosPerMessage"`
 }
 
-// consumeBenchReport is the consume scenario's outcome. Batch and
+// ConsumeReport is the consume scenario's outcome. Batch and
 // RatioMedian are the first shape's (batches of 100 if measured).
-type consumeBenchReport struct {
+type ConsumeReport struct {
 	Messages, Partitions, PayloadBytes, Batch int
 	Results                                   []consumeBenchResult
 	RatioMedian                               float64
@@ -69,7 +72,7 @@ type consumeBenchReport struct {
 	JetStreamLatencyP50, JetStreamLatencyP99  time.Duration // JetStream, publish to delivery
 	PushAlone, PushWithConsumers              float64       // msg/s
 	PushP99Alone, PushP99WithConsumers        time.Duration
-	Shapes                                    []consumeShapeSummary
+	Shapes                                    []ShapeSummary
 	// PushCPUMicros and JetStreamPushCPUMicros are the CPU per message
 	// stored by the fill (queengate: requests of fillRequest messages;
 	// JetStream: asynchronous publishes).
@@ -80,8 +83,8 @@ type consumeBenchReport struct {
 	Idle               *consumeIdleReport `json:",omitempty"`
 }
 
-// consumeShapeSummary is a shape's medians over its rounds.
-type consumeShapeSummary struct {
+// ShapeSummary is a shape's medians over its rounds.
+type ShapeSummary struct {
 	Shape      string `json:"shape"`
 	Partitions int    `json:"partitions"`
 	Batch      int    `json:"batch"`
@@ -95,15 +98,15 @@ type consumeShapeSummary struct {
 	QueengateCPUMicros, JetStreamCPUMicros float64
 }
 
-// consumeOptions shape the consume scenario beyond the workload.
-type consumeOptions struct {
-	batches     []int // pop and fetch sizes, a shape each
-	partitions  int   // > 0: also a shape over this many partitions
-	fanout      int   // > 0: also a shape of this many groups
-	idlePollers int   // > 0: the idle phase with this many long polls
-	idleTime    time.Duration
-	idleSettle  time.Duration
-	roundTime   time.Duration // longest a round may take
+// ConsumeOptions shape the consume scenario beyond the workload.
+type ConsumeOptions struct {
+	Batches     []int // pop and fetch sizes, a shape each
+	Partitions  int   // > 0: also a shape over this many partitions
+	Fanout      int   // > 0: also a shape of this many groups
+	IdlePollers int   // > 0: the idle phase with this many long polls
+	IdleTime    time.Duration
+	IdleSettle  time.Duration
+	RoundTime   time.Duration // longest a round may take
 }
 
 // consumeShape is one way of consuming the stored messages.
@@ -130,29 +133,31 @@ func mainBatch(batches []int) int {
 // consumeShapes are the shapes to measure, the main one (mainBatch over
 // the workload's partitions) first. Every shape runs as many consumers
 // per group as the workload has partitions, each popping any partition.
-func consumeShapes(co consumeOptions, w Workload, main, wide storedSet) []consumeShape {
-	b := mainBatch(co.batches)
+func consumeShapes(co ConsumeOptions, w bench.Workload, main, wide storedSet) []consumeShape {
+	b := mainBatch(co.Batches)
 	one := func(name string, set storedSet, partitions, batch, groups int) consumeShape {
 		return consumeShape{name: name, set: set, partitions: partitions, batch: batch, groups: groups, consumers: w.Partitions,
-			roundTime: co.roundTime}
+			roundTime: co.RoundTime}
 	}
 	shapes := []consumeShape{one(fmt.Sprint("batch ", b), main, w.Partitions, b, 1)}
-	for _, other := range co.batches {
+	for _, other := range co.Batches {
 		if other != b {
 			shapes = append(shapes, one(fmt.Sprint("batch ", other), main, w.Partitions, other, 1))
 		}
 	}
-	if co.partitions > 0 {
-		shapes = append(shapes, one(fmt.Sprint(co.partitions, " partitions"), wide, co.partitions, b, 1))
+	if co.Partitions > 0 {
+		shapes = append(shapes, one(fmt.Sprint(co.Partitions, " partitions"), wide, co.Partitions, b, 1))
 	}
-	if co.fanout > 0 {
-		shapes = append(shapes, one(fmt.Sprint("fan-out ", co.fanout), main, w.Partitions, b, co.fanout))
+	if co.Fanout > 0 {
+		shapes = append(shapes, one(fmt.Sprint("fan-out ", co.Fanout), main, w.Partitions, b, co.Fanout))
 	}
 	return shapes
 }
 
-func runConsumeBench(ctx context.Context, o options, stdout io.Writer, logf func(string, ...any)) error {
-	w, co := o.w, o.consume
+// RunConsume runs the consume scenario and prints its report on stdout
+// (and as JSON where o says).
+func RunConsume(ctx context.Context, o Options, stdout io.Writer, logf func(string, ...any)) error {
+	w, co := o.W, o.Consume
 	s, err := startSideBySide(ctx, o, "consume", logf)
 	if err != nil {
 		return err
@@ -163,57 +168,57 @@ func runConsumeBench(ctx context.Context, o options, stdout io.Writer, logf func
 	if err != nil {
 		logf("PostgreSQL's CPU is left out: %v", err)
 	}
-	jsMeter := cpuMeter{pids: []int{js.server.PID()}}
-	rep := &consumeBenchReport{Messages: int(w.Total), Partitions: w.Partitions, PayloadBytes: w.PayloadBytes, Batch: mainBatch(co.batches),
+	jsMeter := cpuMeter{pids: []int{js.Server.PID()}}
+	rep := &ConsumeReport{Messages: int(w.Total), Partitions: w.Partitions, PayloadBytes: w.PayloadBytes, Batch: mainBatch(co.Batches),
 		PostgresCPUCounted: qgMeter.postmaster > 0}
 	queue := fmt.Sprintf("consume-%x", time.Now().UnixNano()&0xffffff)
-	main := storedSet{queue: queue, stream: jetstreamStream, streamSubjects: "bench.>", subjects: "bench.read"} // bench.live: latency
-	wide := storedSet{queue: queue + "-wide", stream: jetstreamStream + "WIDE", streamSubjects: "wide.>", subjects: "wide"}
+	main := storedSet{queue: queue, stream: target.JetStreamStream, streamSubjects: "bench.>", subjects: "bench.read"} // bench.live: latency
+	wide := storedSet{queue: queue + "-wide", stream: target.JetStreamStream + "WIDE", streamSubjects: "wide.>", subjects: "wide"}
 	if err := fillMeasured(ctx, s, main, w, qgMeter, jsMeter, rep, logf); err != nil {
 		return err
 	}
-	if co.partitions > 0 {
+	if co.Partitions > 0 {
 		ww := w
-		ww.Partitions = co.partitions
+		ww.Partitions = co.Partitions
 		if err := s.fill(ctx, wide, ww, logf); err != nil {
 			return err
 		}
 	}
 	shapes := consumeShapes(co, w, main, wide)
 	for _, sh := range shapes {
-		if err := runConsumeShape(ctx, s, sh, o.rounds, w, qgMeter, jsMeter, rep, logf); err != nil {
+		if err := runConsumeShape(ctx, s, sh, o.Rounds, w, qgMeter, jsMeter, rep, logf); err != nil {
 			return fmt.Errorf("%s: %w", sh.name, err)
 		}
 	}
 	rep.RatioMedian = rep.Shapes[0].RatioMedian
-	if err := consumeLatency(ctx, client, queue+"-live", w, o.readPushTime, rep); err != nil {
+	if err := consumeLatency(ctx, client, queue+"-live", w, o.PushTime, rep); err != nil {
 		return err
 	}
-	if err := consumeLatencyJetStream(ctx, js, w, o.readPushTime, rep); err != nil {
+	if err := consumeLatencyJetStream(ctx, js, w, o.PushTime, rep); err != nil {
 		return err
 	}
-	if err := pushBesideConsumers(ctx, client, queue+"-beside", w, o.readPushTime, rep, logf); err != nil {
+	if err := pushBesideConsumers(ctx, client, queue+"-beside", w, o.PushTime, rep, logf); err != nil {
 		return err
 	}
 	logf("end to end p50 %v p99 %v (JetStream %v, %v); push %.0f msg/s alone, %.0f with a consumer beside", rep.LatencyP50, rep.LatencyP99,
 		rep.JetStreamLatencyP50, rep.JetStreamLatencyP99, rep.PushAlone, rep.PushWithConsumers)
-	if co.idlePollers > 0 {
+	if co.IdlePollers > 0 {
 		// Last: the gateway holds the long polls until they time out.
 		if rep.Idle, err = consumeIdle(ctx, s, queue, shapes[0].group(1, 0), co, qgMeter, logf); err != nil {
 			return fmt.Errorf("idle: %w", err)
 		}
 	}
 	writeConsumeBenchReport(stdout, o, rep)
-	if o.jsonOut != "" {
+	if o.JSONOut != "" {
 		b, _ := json.MarshalIndent(rep, "", "  ")
-		return os.WriteFile(o.jsonOut, append(b, '\n'), 0o644)
+		return os.WriteFile(o.JSONOut, append(b, '\n'), 0o644)
 	}
 	return nil
 }
 
 // fillMeasured is sideBySide.fill taking each side's CPU per message
 // stored.
-func fillMeasured(ctx context.Context, s *sideBySide, set storedSet, w Workload, qg, js cpuMeter, rep *consumeBenchReport, logf func(string, ...any)) error {
+func fillMeasured(ctx context.Context, s *sideBySide, set storedSet, w bench.Workload, qg, js cpuMeter, rep *ConsumeReport, logf func(string, ...any)) error {
 	logf("storing %d messages of %d bytes in %d partitions, in queengate and in JetStream", w.Total, w.PayloadBytes, w.Partitions)
 	var err error
 	rep.PushCPUMicros, err = qg.perMessage(w.Total, func() error { return fillQueengate(ctx, s.client, set.queue, w) })
@@ -229,7 +234,7 @@ func fillMeasured(ctx context.Context, s *sideBySide, set storedSet, w Workload,
 
 // runConsumeShape runs a shape's rounds, both sides alternating, and adds
 // their results and summary to rep.
-func runConsumeShape(ctx context.Context, s *sideBySide, sh consumeShape, rounds int, w Workload, qg, js cpuMeter, rep *consumeBenchReport, logf func(string, ...any)) error {
+func runConsumeShape(ctx context.Context, s *sideBySide, sh consumeShape, rounds int, w bench.Workload, qg, js cpuMeter, rep *ConsumeReport, logf func(string, ...any)) error {
 	logf("consuming: %s (%d partitions, batches of %d, %d group(s) of %d consumers)", sh.name, sh.partitions, sh.batch, sh.groups, sh.consumers)
 	side := func(m cpuMeter, consume func(round int) (consumeBenchResult, error)) func(int) (consumeBenchResult, error) {
 		return func(round int) (r consumeBenchResult, err error) {
@@ -270,7 +275,7 @@ func cutNote(cut bool) string {
 }
 
 // summariseShape takes the medians of a shape's rounds.
-func summariseShape(sh consumeShape, results []consumeBenchResult) consumeShapeSummary {
+func summariseShape(sh consumeShape, results []consumeBenchResult) ShapeSummary {
 	median := func(target string, f func(consumeBenchResult) float64) float64 {
 		var xs []float64
 		for _, r := range results {
@@ -278,11 +283,11 @@ func summariseShape(sh consumeShape, results []consumeBenchResult) consumeShapeS
 				xs = append(xs, f(r))
 			}
 		}
-		return medianFloat(xs)
+		return report.MedianFloat(xs)
 	}
 	throughput := func(r consumeBenchResult) float64 { return r.Throughput }
 	cpu := func(r consumeBenchResult) float64 { return r.CPUMicrosPerMessage }
-	return consumeShapeSummary{Shape: sh.name, Partitions: sh.partitions, Batch: sh.batch, Groups: sh.groups, Consumers: sh.consumers,
+	return ShapeSummary{Shape: sh.name, Partitions: sh.partitions, Batch: sh.batch, Groups: sh.groups, Consumers: sh.consumers,
 		Queengate: median("queengate", throughput), JetStream: median("jetstream", throughput),
 		RatioMedian:        medianRatio(results, func(r consumeBenchResult) (int, string, float64) { return r.Round, r.Target, r.Throughput }),
 		QueengateCPUMicros: median("queengate", cpu), JetStreamCPUMicros: median("jetstream", cpu)}
@@ -296,7 +301,7 @@ type exactly struct {
 	dups int64
 }
 
-func newExactly(w Workload, groups int) *exactly {
+func newExactly(w bench.Workload, groups int) *exactly {
 	return &exactly{seen: make(map[string]int32, w.Total*int64(groups))}
 }
 
@@ -315,7 +320,7 @@ func (e *exactly) add(g int, id string) {
 // check says what a round delivered, and fails it unless every message
 // reached every group once; cut, the round ran out of time: fewer
 // messages are expected, and still none twice.
-func (e *exactly) check(target string, w Workload, groups int, took time.Duration, redelivered int64, cut bool) (consumeBenchResult, error) {
+func (e *exactly) check(target string, w bench.Workload, groups int, took time.Duration, redelivered int64, cut bool) (consumeBenchResult, error) {
 	r := consumeBenchResult{Target: target, Messages: int64(len(e.seen)), Redeliveries: redelivered, Duplicates: e.dups,
 		Elapsed: took, Throughput: float64(len(e.seen)) / took.Seconds()}
 	want := w.Total * int64(groups)
@@ -330,7 +335,7 @@ func (e *exactly) check(target string, w Workload, groups int, took time.Duratio
 // sh.consumers consumers popping from any partition; each batch is
 // acknowledged by transactionId with the consumer's next pop, as the
 // client's Consume does (one request per batch).
-func consumeQueengate(ctx context.Context, c *queengate.Client, sh consumeShape, round int, w Workload) (consumeBenchResult, error) {
+func consumeQueengate(ctx context.Context, c *queengate.Client, sh consumeShape, round int, w bench.Workload) (consumeBenchResult, error) {
 	ex := newExactly(w, sh.groups)
 	acked := make([]atomic.Int64, sh.groups)
 	var redelivered atomic.Int64
@@ -387,11 +392,11 @@ func countAcked(a *queengate.AckAnswer, acked *atomic.Int64) error {
 // consumeJetStream drains the shape's stream with new durable pull
 // consumers over all its subjects, one per group, each fetched by
 // sh.consumers fetchers acknowledging each message explicitly.
-func consumeJetStream(ctx context.Context, t *jetstreamTarget, sh consumeShape, round int, w Workload) (consumeBenchResult, error) {
+func consumeJetStream(ctx context.Context, t *target.JetStream, sh consumeShape, round int, w bench.Workload) (consumeBenchResult, error) {
 	conss := make([]jetstream.Consumer, sh.groups)
 	for g := range conss {
 		var err error
-		conss[g], err = t.adminJS.CreateOrUpdateConsumer(ctx, sh.set.stream, jetstream.ConsumerConfig{
+		conss[g], err = t.AdminJS.CreateOrUpdateConsumer(ctx, sh.set.stream, jetstream.ConsumerConfig{
 			Durable: sh.group(round, g), AckPolicy: jetstream.AckExplicitPolicy, FilterSubject: sh.set.subjects + ".>",
 			MaxAckPending: 100 * sh.batch * sh.consumers, AckWait: time.Minute})
 		if err != nil {
@@ -437,7 +442,7 @@ func consumeJetStream(ctx context.Context, t *jetstreamTarget, sh consumeShape, 
 // with (one every 10 ms, 10k msg/s) for d while consumers wait on the
 // queue, and takes each message's delay from its commit (createdAt) to
 // its delivery: the long poll's wake-up, not a backlog.
-func consumeLatency(ctx context.Context, c *queengate.Client, queue string, w Workload, d time.Duration, rep *consumeBenchReport) error {
+func consumeLatency(ctx context.Context, c *queengate.Client, queue string, w bench.Workload, d time.Duration, rep *ConsumeReport) error {
 	if _, err := c.Configure(ctx, queengate.ConfigureRequest{Queue: queue}); err != nil {
 		return err
 	}
@@ -466,8 +471,8 @@ func consumeLatency(ctx context.Context, c *queengate.Client, queue string, w Wo
 // published every 10 ms for d while one pull consumer per partition
 // fetches and acknowledges, each message's delay taken from its stream
 // timestamp to its delivery.
-func consumeLatencyJetStream(ctx context.Context, t *jetstreamTarget, w Workload, d time.Duration, rep *consumeBenchReport) error {
-	cons, err := t.adminJS.CreateOrUpdateConsumer(ctx, jetstreamStream, jetstream.ConsumerConfig{
+func consumeLatencyJetStream(ctx context.Context, t *target.JetStream, w bench.Workload, d time.Duration, rep *ConsumeReport) error {
+	cons, err := t.AdminJS.CreateOrUpdateConsumer(ctx, target.JetStreamStream, jetstream.ConsumerConfig{
 		Durable: "latency", AckPolicy: jetstream.AckExplicitPolicy, FilterSubject: "bench.live.>", AckWait: time.Minute})
 	if err != nil {
 		return err
@@ -498,7 +503,7 @@ func consumeLatencyJetStream(ctx context.Context, t *jetstreamTarget, w Workload
 	for i := 0; time.Now().Before(deadline) && err == nil; i++ {
 		var acks []jetstream.PubAckFuture
 		for k := range 100 {
-			f, perr := t.adminJS.PublishAsync(fmt.Sprintf("bench.live.p%d", i%w.Partitions), payload(k, w.PayloadBytes))
+			f, perr := t.AdminJS.PublishAsync(fmt.Sprintf("bench.live.p%d", i%w.Partitions), payload(k, w.PayloadBytes))
 			if perr != nil {
 				err = perr
 				break
@@ -523,7 +528,7 @@ func consumeLatencyJetStream(ctx context.Context, t *jetstreamTarget, w Workload
 
 // pushPaced pushes a 100-message request every interval for d, the
 // partitions in turn.
-func pushPaced(ctx context.Context, c *queengate.Client, queue string, w Workload, d, interval time.Duration) error {
+func pushPaced(ctx context.Context, c *queengate.Client, queue string, w bench.Workload, d, interval time.Duration) error {
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	deadline := time.Now().Add(d)
@@ -542,7 +547,7 @@ func pushPaced(ctx context.Context, c *queengate.Client, queue string, w Workloa
 
 // pushBesideConsumers measures push throughput for d alone, then for d
 // with one consumer draining the queue as the pushes arrive.
-func pushBesideConsumers(ctx context.Context, c *queengate.Client, queue string, w Workload, d time.Duration, rep *consumeBenchReport, logf func(string, ...any)) error {
+func pushBesideConsumers(ctx context.Context, c *queengate.Client, queue string, w bench.Workload, d time.Duration, rep *ConsumeReport, logf func(string, ...any)) error {
 	rate, lat, err := pushFor(ctx, c, queue+"-alone", "alone", w, d)
 	if err != nil {
 		return err
@@ -565,7 +570,7 @@ func pushBesideConsumers(ctx context.Context, c *queengate.Client, queue string,
 	return err
 }
 
-func writeConsumeBenchReport(out io.Writer, o options, rep *consumeBenchReport) {
+func writeConsumeBenchReport(out io.Writer, o Options, rep *ConsumeReport) {
 	fmt.Fprintf(out, "## consume: %d messages of %d bytes, the same number of consumers per group on each side\n\n", rep.Messages, rep.PayloadBytes)
 	fmt.Fprintln(out, "| shape | round | target | msg/s | elapsed | CPU µs/msg | redelivered | twice |\n|---|---:|---|---:|---:|---:|---:|---:|")
 	for _, r := range rep.Results {
@@ -576,13 +581,13 @@ func writeConsumeBenchReport(out io.Writer, o options, rep *consumeBenchReport) 
 	if !rep.PostgresCPUCounted {
 		pg = "PostgreSQL not counted"
 	}
-	fmt.Fprintf(out, "\nMedians of %d rounds (queengate ÷ JetStream pull consumer with explicit acks: the median of the rounds' ratios; CPU: every serving process, %s):\n\n", o.rounds, pg)
+	fmt.Fprintf(out, "\nMedians of %d rounds (queengate ÷ JetStream pull consumer with explicit acks: the median of the rounds' ratios; CPU: every serving process, %s):\n\n", o.Rounds, pg)
 	fmt.Fprintln(out, "| shape | partitions | batch | groups × consumers | queengate msg/s | JetStream msg/s | ratio | queengate CPU µs/msg | JetStream CPU µs/msg |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, sh := range rep.Shapes {
 		fmt.Fprintf(out, "| %s | %d | %d | %d × %d | %.0f | %.0f | %.2f | %.1f | %.1f |\n", sh.Shape, sh.Partitions, sh.Batch, sh.Groups, sh.Consumers,
 			sh.Queengate, sh.JetStream, sh.RatioMedian, sh.QueengateCPUMicros, sh.JetStreamCPUMicros)
 	}
-	fmt.Fprintf(out, "\nqueengate ÷ JetStream pull consumer with explicit acks, %s, median of %d rounds: %.2f\n", rep.Shapes[0].Shape, o.rounds, rep.RatioMedian)
+	fmt.Fprintf(out, "\nqueengate ÷ JetStream pull consumer with explicit acks, %s, median of %d rounds: %.2f\n", rep.Shapes[0].Shape, o.Rounds, rep.RatioMedian)
 	fmt.Fprintf(out, "CPU per pushed message (the fill): queengate %.1f µs, JetStream %.1f µs; per consumed message (%s): queengate %.1f µs (%.2f× its push), JetStream %.1f µs\n",
 		rep.PushCPUMicros, rep.JetStreamPushCPUMicros, rep.Shapes[0].Shape, rep.Shapes[0].QueengateCPUMicros,
 		rep.Shapes[0].QueengateCPUMicros/rep.PushCPUMicros, rep.Shapes[0].JetStreamCPUMicros)

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -39,7 +39,7 @@ type Workload struct {
 	FlushSize int
 	Linger    time.Duration
 	// CacheMB is the gateways' dedup cache budget in MiB, given to the
-	// gateways queenbench starts; 0 leaves theirs (cacheBudgetMB).
+	// gateways queenbench starts; 0 leaves theirs (CacheBudgetMB).
 	CacheMB int `json:",omitempty"`
 	// BudgetChecks adds the checks of a run with many partitions to the
 	// report: no thrash (hydrations at most the partitions touched plus
@@ -70,9 +70,9 @@ type Workload struct {
 	RunID string `json:"-"`
 }
 
-// cacheBudgetMB is the dedup cache budget the gateways run with: CacheMB,
+// CacheBudgetMB is the dedup cache budget the gateways run with: CacheMB,
 // else what this environment gives them, else their default.
-func (w Workload) cacheBudgetMB() int {
+func (w Workload) CacheBudgetMB() int {
 	if w.CacheMB > 0 {
 		return w.CacheMB
 	}
@@ -82,7 +82,9 @@ func (w Workload) cacheBudgetMB() int {
 	return dedup.DefaultBudgetBytes >> 20
 }
 
-func (w Workload) requestTimeout() time.Duration {
+// AttemptTimeout bounds one attempt of a request: RequestTimeout, else a
+// minute.
+func (w Workload) AttemptTimeout() time.Duration {
 	if w.RequestTimeout > 0 {
 		return w.RequestTimeout
 	}
@@ -153,8 +155,8 @@ type Figures struct {
 	Suppressed int64
 }
 
-// unknownFigures are Figures with every optional figure unknown.
-func unknownFigures() Figures {
+// UnknownFigures are Figures with every optional figure unknown.
+func UnknownFigures() Figures {
 	return Figures{ProbeSkippedShare: -1, ProbeNarrowedShare: -1, UnrolledShare: -1, CacheBytesPerHash: -1,
 		CacheBytesPerEntry: -1, MeanFrame: -1, Hydrations: -1, Fills: -1, Evictions: -1, Births: -1, Suppressed: -1}
 }
