@@ -26,6 +26,9 @@ const (
 	// DefaultMaxBatch is how many messages one push may carry unless the
 	// gateway is configured otherwise.
 	DefaultMaxBatch = 1000
+	// ProbeQueue is the queue token of the routing probe's pushes: not a
+	// valid queue name, so no gateway ever stores one.
+	ProbeQueue = "$qgprobe"
 )
 
 // ValidName reports whether s is a valid queue or partition name: 1 to

@@ -17,6 +17,7 @@ import (
 
 	"github.com/queengate/queengate/ingest"
 	"github.com/queengate/queengate/internal/promreg"
+	"github.com/queengate/queengate/routing"
 )
 
 // ServiceName is the micro service name, and QueueGroup the queue group
@@ -56,8 +57,8 @@ type Config struct {
 	Consumers *Consumers
 	// Routing, when set, gives partitions affinity to gateways: pushes
 	// mapped by NATS onto routing shards are taken by the shard's owner
-	// (routing.go). Nil: any gateway of the queue group takes any push.
-	Routing *RoutingConfig
+	// (package routing). Nil: any gateway of the queue group takes any push.
+	Routing *routing.Config
 }
 
 func (c Config) withDefaults() Config {
@@ -93,11 +94,11 @@ type Gateway struct {
 	log     zerolog.Logger
 	metrics *metrics
 	// routingMetrics is nil without Config.Routing.
-	routingMetrics *routingMetrics
+	routingMetrics *routing.Metrics
 
 	mu       sync.Mutex
 	svc      *service
-	router   *router
+	router   *routing.Router
 	serving  bool           // between a completed Start and Stop
 	inflight sync.WaitGroup // operator and timer requests being answered
 	stopping bool           // under mu: no more requests join inflight
@@ -126,15 +127,12 @@ func New(cfg Config, nc *nats.Conn, ing Ingester, log zerolog.Logger, reg promet
 		}
 	}
 	if cfg.Routing != nil {
-		rcfg := cfg.Routing.withDefaults()
-		if err := rcfg.validate(); err != nil {
+		if err := cfg.Routing.Validate(); err != nil {
 			return nil, err
 		}
-		if g.routingMetrics, err = newRoutingMetrics(reg); err != nil {
+		if g.routingMetrics, err = routing.NewMetrics(reg); err != nil {
 			return nil, err
 		}
-		cfg.Routing = &rcfg
-		g.cfg = cfg
 	}
 	return g, nil
 }
@@ -196,8 +194,8 @@ func (g *Gateway) Start(ctx context.Context) error {
 		return fmt.Errorf("gateway: flush subscriptions: %w", err)
 	}
 	if g.cfg.Routing != nil {
-		r := newRouter(*g.cfg.Routing, g.nc, svc.id, g.cfg.Prefix, push, g.log, g.routingMetrics)
-		if err := r.start(ctx); err != nil {
+		r := routing.New(*g.cfg.Routing, g.nc, svc.id, g.cfg.Prefix, shardSubscriber{push}, g.log, g.routingMetrics)
+		if err := r.Start(ctx); err != nil {
 			svc.stop(0)
 			return err
 		}
@@ -232,8 +230,8 @@ func (g *Gateway) Stop() {
 		if r != nil {
 			// Hand the shards over before the subscriptions go, so that
 			// no shard is left without a subscriber meanwhile.
-			r.leave(min(g.cfg.DrainTimeout, r.cfg.LeaveTimeout))
-			r.close()
+			r.Leave(g.cfg.DrainTimeout)
+			r.Close()
 		}
 		if svc != nil {
 			// Draining hands the requests already delivered to their

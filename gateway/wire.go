@@ -87,9 +87,8 @@ func headerValue(s string) string {
 	return string(b)
 }
 
-// probeQueue is the queue token of the routing probe's pushes: not a
-// valid queue name, so no gateway ever stores one.
-const probeQueue = "$qgprobe"
+// probeQueue is the routing probe's queue token.
+const probeQueue = queengate.ProbeQueue
 
 // parsePushSubject splits <prefix>.push.<queue>[.<partition>], and the
 // routing form NATS maps it onto, <prefix>.shard.<k>.<queue>[.<partition>].

@@ -17,8 +17,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/queengate/queengate/gateway"
 	"github.com/queengate/queengate/internal/pgcluster"
+	"github.com/queengate/queengate/routing"
 )
 
 // selfEnv is what --self starts: a PostgreSQL (unless one is given), a
@@ -97,7 +97,7 @@ func startSelf(ctx context.Context, w Workload, pgURL, gatewayBin, prefix string
 	// The NATS server runs apart from the gateways, so that any of them
 	// can be stopped or killed; its CPU counts as the target's, as the
 	// embedded server's would.
-	env.nats, err = startNATSServerProcess(ctx, "", gateway.ShardMappings(prefix, gateway.DefaultRoutingShards))
+	env.nats, err = startNATSServerProcess(ctx, "", routing.ShardMappings(prefix, routing.DefaultShards))
 	if err != nil {
 		return nil, err
 	}

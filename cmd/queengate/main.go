@@ -35,6 +35,7 @@ import (
 	"github.com/queengate/queengate/model"
 	"github.com/queengate/queengate/pgstore"
 	"github.com/queengate/queengate/retention"
+	"github.com/queengate/queengate/routing"
 	"github.com/queengate/queengate/timers"
 )
 
@@ -206,7 +207,7 @@ func startEmbeddedNATS(cfg config) (*server.Server, string, error) {
 		User: cfg.NATSUser, Password: cfg.NATSPassword, Token: cfg.NATSToken,
 		TLSCert: cfg.NATSServerTLSCert, TLSKey: cfg.NATSServerTLSKey, TLSClientCA: cfg.NATSServerTLSClientCA}
 	if cfg.RoutingShards > 0 {
-		ecfg.Mappings = gateway.ShardMappings(cfg.Prefix, cfg.RoutingShards)
+		ecfg.Mappings = routing.ShardMappings(cfg.Prefix, cfg.RoutingShards)
 	}
 	if cfg.NATSNKey != "" {
 		var err error
@@ -271,7 +272,7 @@ func assemble(cfg config, store *pgstore.Store, nc *nats.Conn, log zerolog.Logge
 	gcfg := gateway.Config{Prefix: cfg.Prefix, MaxBatch: cfg.MaxBatch, Version: version, Ops: ops, Timers: timerOps,
 		Consumers: consumers}
 	if cfg.RoutingShards > 0 {
-		gcfg.Routing = &gateway.RoutingConfig{Shards: cfg.RoutingShards, Ready: pgWatch.Up}
+		gcfg.Routing = &routing.Config{Shards: cfg.RoutingShards, Ready: pgWatch.Up}
 	}
 	gw, err := gateway.New(gcfg, nc, ing, component("gateway"), reg)
 	if err != nil {

@@ -29,8 +29,13 @@ var arrows = map[string][]string{
 	"ingest":           {"dedup", "model", "internal/startstop", "internal/promreg"},
 	"timers":           {"model", "internal/startstop", "internal/promreg"},
 	"retention":        {"model", "internal/startstop", "internal/promreg"},
-	"gateway":          {".", "ingest", "timers", "model", "internal/startstop", "internal/promreg"},
+	"routing":          {".", "internal/promreg"},
+	"gateway":          {".", "ingest", "timers", "model", "routing", "internal/startstop", "internal/promreg"},
 }
+
+// tools are the commands that need the shard mapping but not the server:
+// they import routing, never gateway (docs/design.md).
+var tools = []string{"cmd/queenbench", "cmd/queenchaos"}
 
 // ourPath is the import path of one of our packages ("." the module's
 // root).
@@ -111,6 +116,17 @@ func TestOnlyPgstoreImportsPgx(t *testing.T) {
 		for _, imp := range fields[1:] {
 			if strings.HasPrefix(imp, "github.com/jackc/pgx") {
 				t.Errorf("%s imports %s: only pgstore may", pkg, imp)
+			}
+		}
+	}
+}
+
+func TestToolsDoNotLinkTheGateway(t *testing.T) {
+	t.Parallel()
+	for _, tool := range tools {
+		for _, dep := range goList(t, "-deps", ourPath(tool)) {
+			if dep == ourPath("gateway") {
+				t.Errorf("%s links gateway: the shard mapping is in routing", tool)
 			}
 		}
 	}

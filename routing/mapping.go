@@ -1,4 +1,4 @@
-package gateway
+package routing
 
 import (
 	"fmt"
@@ -8,6 +8,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nuid"
+
+	queengate "github.com/queengate/queengate"
 )
 
 // The NATS push mapping is checked by a probe, not assumed: the gateway
@@ -54,7 +56,7 @@ func probeMapping(nc *nats.Conn, prefix string, shards int, timeout time.Duratio
 		default:
 		}
 	}
-	for _, subject := range []string{prefix + ".push." + probeQueue + ".*", prefix + ".shard.*." + probeQueue + ".*"} {
+	for _, subject := range []string{prefix + ".push." + queengate.ProbeQueue + ".*", prefix + ".shard.*." + queengate.ProbeQueue + ".*"} {
 		sub, err := nc.Subscribe(subject, collect)
 		if err != nil {
 			return mappingUnknown, fmt.Errorf("gateway: probe the push mapping: %w", err)
@@ -66,7 +68,7 @@ func probeMapping(nc *nats.Conn, prefix string, shards int, timeout time.Duratio
 		return mappingUnknown, nil
 	}
 	for i := range probeCount {
-		if err := nc.Publish(prefix+".push."+probeQueue+"."+nonce+strconv.Itoa(i), nil); err != nil {
+		if err := nc.Publish(prefix+".push."+queengate.ProbeQueue+"."+nonce+strconv.Itoa(i), nil); err != nil {
 			return mappingUnknown, nil
 		}
 	}
@@ -108,7 +110,7 @@ func judgeProbe(prefix string, shards int, subject string) (mappingState, error)
 }
 
 // checkMapping probes the mapping, records it, and says what it means.
-func (r *router) checkMapping() error {
+func (r *Router) checkMapping() error {
 	state, err := probeMapping(r.nc, r.prefix, r.cfg.Shards, r.cfg.ProbeTimeout)
 	for _, s := range []mappingState{mappingPresent, mappingAbsent, mappingUnknown} {
 		v := 0.0
