@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/zeebo/xxh3"
 
+	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/internal/promreg"
 )
 
@@ -59,9 +60,11 @@ const MaxShards = 1024
 // shards: the two push forms (partition named, and Default), each mapped
 // by partition() over its queue and partition tokens.
 func ShardMappings(prefix string, n int) map[string]string {
+	s := queengate.Subjects{Prefix: prefix}
+	push, shard := s.Verb(queengate.APIPush), s.Verb(queengate.APIShard)
 	return map[string]string{
-		prefix + ".push.*.*": fmt.Sprintf("%s.shard.{{partition(%d,1,2)}}.{{wildcard(1)}}.{{wildcard(2)}}", prefix, n),
-		prefix + ".push.*":   fmt.Sprintf("%s.shard.{{partition(%d,1)}}.{{wildcard(1)}}", prefix, n),
+		push + ".*.*": fmt.Sprintf("%s.{{partition(%d,1,2)}}.{{wildcard(1)}}.{{wildcard(2)}}", shard, n),
+		push + ".*":   fmt.Sprintf("%s.{{partition(%d,1)}}.{{wildcard(1)}}", shard, n),
 	}
 }
 
@@ -256,9 +259,13 @@ func New(cfg Config, nc *nats.Conn, id, prefix string, push Subscriber, log zero
 		changed: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 }
 
-func (r *Router) heartbeatSubject() string { return r.prefix + ".gateways.heartbeat" }
+func (r *Router) heartbeatSubject() string {
+	return queengate.Subjects{Prefix: r.prefix}.Verb(queengate.APIHeartbeat)
+}
 
-func (r *Router) shardSubject(k int) string { return r.prefix + ".shard." + strconv.Itoa(k) + ".>" }
+func (r *Router) shardSubject(k int) string {
+	return queengate.Subjects{Prefix: r.prefix}.Verb(queengate.APIShard) + "." + strconv.Itoa(k) + ".>"
+}
 
 // Start probes the NATS mapping (a mapping onto another shard count is
 // an error: shards this fleet does not serve would go unanswered), says

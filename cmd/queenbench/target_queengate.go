@@ -148,7 +148,7 @@ func (t *queengateTarget) Setup(ctx context.Context, w Workload) error {
 	if w.FireAndForget {
 		for _, q := range queues {
 			for _, nc := range t.conns {
-				sub, err := nc.Subscribe(t.subjects.Prefix+".ack."+q+".>", t.onAck)
+				sub, err := nc.Subscribe(t.subjects.Verb(queengate.APIAck)+"."+q+".>", t.onAck)
 				if err != nil {
 					return err
 				}
