@@ -54,12 +54,6 @@ type PushedMessage struct {
 	Conflict      bool   `json:"conflict,omitempty"`
 }
 
-// ConsumeAckPush is where a lease's items are completed together with a
-// push of derived messages.
-func (s Subjects) ConsumeAckPush(queue, partition string) string {
-	return s.Prefix + ".consume.ackpush." + queue + "." + partition
-}
-
 // AckAndPush completes req.Items of a lease of queue's partition and
 // pushes req.Push in one transaction (consume-transform-produce). When an
 // item is not acked (its lease ran out, say) nothing is settled or

@@ -104,12 +104,15 @@ func (a Answer) Retryable() bool { return a.Status == StatusFailed && !a.Conflic
 // transactionId on every message (fire-and-forget answers are matched to
 // their request by them).
 func pushBody(queue, partition string, msgs []Message, named bool) ([]byte, error) {
-	switch {
-	case !ValidName(queue):
-		return nil, fmt.Errorf("queengate: bad queue name %q: %s", queue, NameRule)
-	case partition != "" && !ValidName(partition):
-		return nil, fmt.Errorf("queengate: bad partition name %q: %s", partition, NameRule)
-	case len(msgs) == 0:
+	if err := CheckName("queue", queue); err != nil {
+		return nil, err
+	}
+	if partition != "" {
+		if err := CheckName("partition", partition); err != nil {
+			return nil, err
+		}
+	}
+	if len(msgs) == 0 {
 		return nil, errors.New("queengate: a push needs at least one message")
 	}
 	for i, m := range msgs {
@@ -453,8 +456,8 @@ func (c *Client) Queue(ctx context.Context, queue string) (QueueAnswer, error) {
 // NextPartition of the page before; "": from the first).
 func (c *Client) QueuePage(ctx context.Context, queue string, req QueueRequest) (QueueAnswer, error) {
 	var out QueueAnswer
-	if !ValidName(queue) {
-		return out, fmt.Errorf("queengate: bad queue name %q: %s", queue, NameRule)
+	if err := CheckName("queue", queue); err != nil {
+		return out, err
 	}
 	return out, c.request(ctx, c.subjects.QueuesGet(queue), pageBody(req.From), true, &out)
 }

@@ -76,15 +76,6 @@ func consumeCall[T any](ctx context.Context, c *Client, subject string, req any)
 	return out, c.request(ctx, subject, body, false, &out)
 }
 
-// checkPlace refuses names a subject cannot carry: a dot would name
-// another queue or partition.
-func checkPlace(queue, partition string) error {
-	if !ValidName(queue) || !ValidName(partition) {
-		return fmt.Errorf("queengate: bad queue or partition name %q/%q: %s", queue, partition, NameRule)
-	}
-	return nil
-}
-
 // ConsumeOptions tune Consume. Zero values take the defaults.
 type ConsumeOptions struct {
 	Partition string        // one partition; "" any with work

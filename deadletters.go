@@ -76,12 +76,6 @@ type RedriveAnswer struct {
 	More       bool                `json:"more,omitempty"`
 }
 
-// DLQList is the subject listing queue's dead letters not yet redriven.
-func (s Subjects) DLQList(queue string) string { return s.Prefix + ".dlq.list." + queue }
-
-// DLQRedrive is the subject redriving queue's dead letters.
-func (s Subjects) DLQRedrive(queue string) string { return s.Prefix + ".dlq.redrive." + queue }
-
 // DeadLetters lists queue's dead letters not yet redriven that req
 // selects: what Redrive with the same req would move (an operator
 // request: it needs the admin token when the gateway has one).
@@ -113,8 +107,8 @@ func (c *Client) RedriveAll(ctx context.Context, queue string, req DeadLettersRe
 }
 
 func (c *Client) deadLetterRequest(ctx context.Context, subject, queue string, req DeadLettersRequest, out any) error {
-	if !ValidName(queue) {
-		return fmt.Errorf("queengate: bad queue name %q: %s", queue, NameRule)
+	if err := CheckName("queue", queue); err != nil {
+		return err
 	}
 	b, err := json.Marshal(req)
 	if err != nil {

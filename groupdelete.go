@@ -14,18 +14,6 @@ type GroupDeleteAnswer struct {
 	LeasesEnded int    `json:"leasesEnded"`
 }
 
-// GroupDelete is where an operator deletes a queue's consumer group
-// (admin token).
-func (s Subjects) GroupDelete(queue, group string) string {
-	return s.Prefix + ".consume.delete." + queue + "." + group
-}
-
-// GroupDeleted is where gateways announce a deleted group, so that each
-// forgets the group's id.
-func (s Subjects) GroupDeleted(queue, group string) string {
-	return s.Prefix + ".groupdeleted." + queue + "." + group
-}
-
 // DeleteGroup deletes queue's consumer group with its positions, ending
 // its leases and releasing what it held from retention (an operator
 // request: the client's admin token). A later pop naming the group makes

@@ -71,18 +71,6 @@ type GroupMoveView struct {
 	LeaseEnded bool   `json:"leaseEnded,omitempty"`
 }
 
-// GroupCreate is where a queue's consumer group is created with a start
-// position.
-func (s Subjects) GroupCreate(queue, group string) string {
-	return s.Prefix + ".consume.create." + queue + "." + group
-}
-
-// GroupSeek is where an operator moves a queue's consumer group (admin
-// token).
-func (s Subjects) GroupSeek(queue, group string) string {
-	return s.Prefix + ".consume.seek." + queue + "." + group
-}
-
 // CreateGroup creates queue's consumer group starting where req says. A
 // group that exists with the same start is answered Created false; with
 // another start, a 409 (*Error, CodeConflict).

@@ -46,16 +46,6 @@ type QueuePurgeAnswer struct {
 	Timers      int64  `json:"timers"`
 }
 
-// QueueDelete is where an operator deletes a queue (admin token).
-func (s Subjects) QueueDelete(queue string) string { return s.Prefix + ".queues.delete." + queue }
-
-// QueuePurge is where an operator purges a queue (admin token).
-func (s Subjects) QueuePurge(queue string) string { return s.Prefix + ".queues.purge." + queue }
-
-// QueueDeleted is where gateways announce a deleted queue, so that each
-// forgets what it holds of it.
-func (s Subjects) QueueDeleted(queue string) string { return s.Prefix + ".queuedeleted." + queue }
-
 // DeleteQueue deletes queue with everything of it: its messages and
 // transactionIds, configuration, partitions, consumer groups, pending
 // timers and dead-letter queue (an operator request: the client's admin
@@ -63,8 +53,8 @@ func (s Subjects) QueueDeleted(queue string) string { return s.Prefix + ".queued
 // nothing of the old one.
 func (c *Client) DeleteQueue(ctx context.Context, queue string) (QueueDeleteAnswer, error) {
 	var out QueueDeleteAnswer
-	if !ValidName(queue) {
-		return out, fmt.Errorf("queengate: bad queue name %q: %s", queue, NameRule)
+	if err := CheckName("queue", queue); err != nil {
+		return out, err
 	}
 	return out, c.request(ctx, c.subjects.QueueDelete(queue), nil, true, &out)
 }

@@ -119,54 +119,54 @@ func (c *Consumers) addEndpoints(g *Gateway) error {
 	if c.maxPayload == nil { // Admin.MountGroups may have set it (same connection)
 		c.maxPayload = g.nc.MaxPayload
 	}
-	p := g.cfg.Prefix + ".consume."
-	place := []string{"<queue>", "<partition>"}
+	s := queengate.Subjects{Prefix: g.cfg.Prefix}
+	pop := s.Verb(queengate.APIPop) + "."
 	err := g.addRequestEndpoints([]requestEndpoint{
-		{name: "consume-pop", verb: p + "pop", names: []string{"<queue>[.<partition>]"}, anyTokens: true, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
-			return c.pop(ctx, strings.TrimPrefix(req.Subject, p+"pop."), req.Data)
+		{name: "consume-pop", verb: s.Verb(queengate.APIPop), names: queengate.APIPop.Names, anyTokens: true, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
+			return c.pop(ctx, strings.TrimPrefix(req.Subject, pop), req.Data)
 		}},
-		{name: "consume-ack", verb: p + "ack", names: place, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
+		{name: "consume-ack", verb: s.Verb(queengate.APIConsumeAck), names: queengate.APIConsumeAck.Names, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
 			queue, partition := lastTwoTokens(req.Subject)
 			return c.ack(ctx, queue, partition, req.Data)
 		}},
-		{name: "consume-ackpush", verb: p + "ackpush", names: place, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
+		{name: "consume-ackpush", verb: s.Verb(queengate.APIConsumeAckPush), names: queengate.APIConsumeAckPush.Names, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
 			queue, partition := lastTwoTokens(req.Subject)
 			return c.ackPush(ctx, queue, partition, req.Data)
 		}},
-		{name: "consume-renew", verb: p + "renew", names: place, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
+		{name: "consume-renew", verb: s.Verb(queengate.APIRenew), names: queengate.APIRenew.Names, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
 			queue, partition := lastTwoTokens(req.Subject)
 			return c.lease(ctx, queue, partition, req.Data, true)
 		}},
-		{name: "consume-release", verb: p + "release", names: place, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
+		{name: "consume-release", verb: s.Verb(queengate.APIRelease), names: queengate.APIRelease.Names, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
 			queue, partition := lastTwoTokens(req.Subject)
 			return c.lease(ctx, queue, partition, req.Data, false)
 		}},
-		{name: "consume-groups", verb: p + "groups", names: []string{"<queue>"}, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
+		{name: "consume-groups", verb: s.Verb(queengate.APIGroups), names: queengate.APIGroups.Names, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
 			return c.groups(ctx, req.Subject[strings.LastIndexByte(req.Subject, '.')+1:], req.Data)
 		}},
-		{name: "consume-delete", verb: p + "delete", names: []string{"<queue>", "<group>"}, operator: true, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
+		{name: "consume-delete", verb: s.Verb(queengate.APIGroupDelete), names: queengate.APIGroupDelete.Names, operator: true, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
 			queue, group := lastTwoTokens(req.Subject)
 			return c.deleteGroup(ctx, queue, group, req.Data)
 		}},
-		{name: "consume-create", verb: p + "create", names: []string{"<queue>", "<group>"}, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
+		{name: "consume-create", verb: s.Verb(queengate.APIGroupCreate), names: queengate.APIGroupCreate.Names, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
 			queue, group := lastTwoTokens(req.Subject)
 			return c.createGroup(ctx, queue, group, req.Data)
 		}},
-		{name: "consume-seek", verb: p + "seek", names: []string{"<queue>", "<group>"}, operator: true, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
+		{name: "consume-seek", verb: s.Verb(queengate.APIGroupSeek), names: queengate.APIGroupSeek.Names, operator: true, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
 			queue, group := lastTwoTokens(req.Subject)
 			return c.seekGroup(ctx, queue, group, req.Data)
 		}},
-		{name: "queues-delete", verb: g.cfg.Prefix + ".queues.delete", names: []string{"<queue>"}, operator: true, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
+		{name: "queues-delete", verb: s.Verb(queengate.APIQueueDelete), names: queengate.APIQueueDelete.Names, operator: true, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
 			return c.deleteQueue(ctx, req.Subject[strings.LastIndexByte(req.Subject, '.')+1:], req.Data)
 		}},
-		{name: "queues-purge", verb: g.cfg.Prefix + ".queues.purge", names: []string{"<queue>"}, operator: true, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
+		{name: "queues-purge", verb: s.Verb(queengate.APIQueuePurge), names: queengate.APIQueuePurge.Names, operator: true, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
 			return c.purgeQueue(ctx, req.Subject[strings.LastIndexByte(req.Subject, '.')+1:], req.Data)
 		}},
 	})
 	if err != nil {
 		return err
 	}
-	committed := g.cfg.Prefix + ".committed."
+	committed := s.Verb(queengate.APICommitted) + "."
 	if _, err = g.nc.Subscribe(committed+"*", func(m *nats.Msg) { c.committed(strings.TrimPrefix(m.Subject, committed)) }); err != nil {
 		return err
 	}
@@ -611,7 +611,7 @@ func ackAnswerBound(items []queengate.AckItem) int64 {
 func ackItems(req queengate.AckRequest) ([]model.AckItem, *queengate.Error) {
 	switch {
 	case !queengate.ValidName(req.Group):
-		return nil, badInput(`"group" must name the consumer group: 1-128 bytes of [A-Za-z0-9_-]`)
+		return nil, badInput(`"group" must name the consumer group: %s`, queengate.NameRule)
 	case req.LeaseID == "":
 		return nil, badInput(`"leaseId" is missing: the lease the messages were popped under`)
 	case !uuidText.MatchString(req.LeaseID):

@@ -5,20 +5,6 @@ import (
 	"time"
 )
 
-// DecodeServing reads a heartbeat's serving set, for tests that watch the
-// fleet from outside.
-var DecodeServing = func(s string, n int) ([]bool, error) {
-	b, err := decodeBitset(s, n)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]bool, n)
-	for k := range out {
-		out[k] = b.has(k)
-	}
-	return out, nil
-}
-
 // SetCheckEvery sets how often run-out leases are looked for while pops
 // wait (before the gateway starts).
 func (c *Consumers) SetCheckEvery(d time.Duration) { c.checkEvery = d }

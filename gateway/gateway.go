@@ -17,6 +17,7 @@ import (
 
 	"github.com/queengate/queengate/ingest"
 	"github.com/queengate/queengate/internal/promreg"
+	"github.com/queengate/queengate/routing"
 )
 
 // ServiceName is the micro service name, and QueueGroup the queue group
@@ -56,8 +57,8 @@ type Config struct {
 	Consumers *Consumers
 	// Routing, when set, gives partitions affinity to gateways: pushes
 	// mapped by NATS onto routing shards are taken by the shard's owner
-	// (routing.go). Nil: any gateway of the queue group takes any push.
-	Routing *RoutingConfig
+	// (package routing). Nil: any gateway of the queue group takes any push.
+	Routing *routing.Config
 }
 
 func (c Config) withDefaults() Config {
@@ -93,11 +94,11 @@ type Gateway struct {
 	log     zerolog.Logger
 	metrics *metrics
 	// routingMetrics is nil without Config.Routing.
-	routingMetrics *routingMetrics
+	routingMetrics *routing.Metrics
 
 	mu       sync.Mutex
 	svc      *service
-	router   *router
+	router   *routing.Router
 	serving  bool           // between a completed Start and Stop
 	inflight sync.WaitGroup // operator and timer requests being answered
 	stopping bool           // under mu: no more requests join inflight
@@ -126,15 +127,12 @@ func New(cfg Config, nc *nats.Conn, ing Ingester, log zerolog.Logger, reg promet
 		}
 	}
 	if cfg.Routing != nil {
-		rcfg := cfg.Routing.withDefaults()
-		if err := rcfg.validate(); err != nil {
+		if err := cfg.Routing.Validate(); err != nil {
 			return nil, err
 		}
-		if g.routingMetrics, err = newRoutingMetrics(reg); err != nil {
+		if g.routingMetrics, err = routing.NewMetrics(reg); err != nil {
 			return nil, err
 		}
-		cfg.Routing = &rcfg
-		g.cfg = cfg
 	}
 	return g, nil
 }
@@ -149,13 +147,14 @@ func (g *Gateway) Start(ctx context.Context) error {
 	if mp := g.nc.MaxPayload(); mp > 0 && mp < MinMaxPayload {
 		return fmt.Errorf("gateway: the NATS server's max payload is %d bytes: at least %d are needed to deliver a message with its fields", mp, MinMaxPayload)
 	}
+	subjects := queengate.Subjects{Prefix: g.cfg.Prefix}
 	svc := newService(g.nc, ServiceName, g.cfg.Version,
-		"exactly-once ingestion gateway: push to "+g.cfg.Prefix+".push.<queue>.<partition>", g.log)
+		"exactly-once ingestion gateway: push to "+queengate.APIPush.Template(g.cfg.Prefix), g.log)
 	svc.observe = g.metrics.observeRequest
-	push := svc.addEndpoint("push", g.cfg.Prefix+".push.>", QueueGroup, g.handlePush)
+	push := svc.addEndpoint("push", subjects.Verb(queengate.APIPush)+".>", QueueGroup, g.handlePush)
 	// The bare verb too, so that it is answered 400 (parsePushSubject)
 	// rather than "no responders".
-	for _, subject := range []string{push.subject, g.cfg.Prefix + ".push"} {
+	for _, subject := range []string{push.subject, subjects.Verb(queengate.APIPush)} {
 		if err := push.subscribe(subject); err != nil {
 			return err
 		}
@@ -163,7 +162,7 @@ func (g *Gateway) Start(ctx context.Context) error {
 	if g.cfg.Routing == nil {
 		// Without routing, every shard too: pushes are served whether or
 		// not NATS maps them.
-		if err := push.subscribe(g.cfg.Prefix + ".shard.>"); err != nil {
+		if err := push.subscribe(subjects.Verb(queengate.APIShard) + ".>"); err != nil {
 			return err
 		}
 	}
@@ -196,8 +195,8 @@ func (g *Gateway) Start(ctx context.Context) error {
 		return fmt.Errorf("gateway: flush subscriptions: %w", err)
 	}
 	if g.cfg.Routing != nil {
-		r := newRouter(*g.cfg.Routing, g.nc, svc.id, g.cfg.Prefix, push, g.log, g.routingMetrics)
-		if err := r.start(ctx); err != nil {
+		r := routing.New(*g.cfg.Routing, g.nc, svc.id, g.cfg.Prefix, shardSubscriber{push}, g.log, g.routingMetrics)
+		if err := r.Start(ctx); err != nil {
 			svc.stop(0)
 			return err
 		}
@@ -232,8 +231,8 @@ func (g *Gateway) Stop() {
 		if r != nil {
 			// Hand the shards over before the subscriptions go, so that
 			// no shard is left without a subscriber meanwhile.
-			r.leave(min(g.cfg.DrainTimeout, r.cfg.LeaveTimeout))
-			r.close()
+			r.Leave(g.cfg.DrainTimeout)
+			r.Close()
 		}
 		if svc != nil {
 			// Draining hands the requests already delivered to their
@@ -281,7 +280,7 @@ func (g *Gateway) handlePush(req *request) {
 	}
 	var ackSubject string
 	if werr == nil {
-		ackSubject = g.cfg.Prefix + ".ack." + queue + "." + partition
+		ackSubject = queengate.Subjects{Prefix: g.cfg.Prefix}.Ack(queue, partition)
 	}
 	if werr != nil {
 		g.reject(req, ackSubject, werr)
@@ -477,51 +476,51 @@ func (m *metrics) rejected(code int) { m.rejects.WithLabelValues(strconv.Itoa(co
 func (g *Gateway) addOpsEndpoints() error {
 	o := g.cfg.Ops
 	o.publish = g.PublishCommitted
-	p := g.cfg.Prefix
+	s := queengate.Subjects{Prefix: g.cfg.Prefix}
 	return g.addRequestEndpoints([]requestEndpoint{
-		{name: "configure", verb: p + ".configure", operator: true, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
+		{name: "configure", verb: s.Verb(queengate.APIConfigure), operator: true, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
 			return o.Configure(ctx, req.Data)
 		}},
-		{name: "queues-list", verb: p + ".queues.list", operator: true, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
+		{name: "queues-list", verb: s.Verb(queengate.APIQueuesList), operator: true, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
 			from, werr := decodeFrom(req.Data, queuesPageShape)
 			if werr != nil {
 				return nil, werr
 			}
 			return o.ListQueues(ctx, from)
 		}},
-		{name: "queues-get", verb: p + ".queues.get", names: []string{"<queue>"}, operator: true, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
+		{name: "queues-get", verb: s.Verb(queengate.APIQueuesGet), names: queengate.APIQueuesGet.Names, operator: true, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
 			from, werr := decodeFrom(req.Data, queuePageShape)
 			if werr != nil {
 				return nil, werr
 			}
 			return o.GetQueue(ctx, req.Subject[strings.LastIndexByte(req.Subject, '.')+1:], from)
 		}},
-		{name: "status", verb: p + ".status", operator: true, answerOnly: true, op: func(ctx context.Context, _ *request) (any, *queengate.Error) {
+		{name: "status", verb: s.Verb(queengate.APIStatus), operator: true, answerOnly: true, op: func(ctx context.Context, _ *request) (any, *queengate.Error) {
 			return o.Status(ctx)
 		}},
-		{name: "overview", verb: p + ".overview", operator: true, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
+		{name: "overview", verb: s.Verb(queengate.APIOverview), operator: true, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
 			from, werr := decodeFrom(req.Data, overviewShape)
 			if werr != nil {
 				return nil, werr
 			}
 			return o.Overview(ctx, from)
 		}},
-		{name: "read", verb: p + ".read", names: []string{"<queue>", "<partition>"}, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
+		{name: "read", verb: s.Verb(queengate.APIRead), names: queengate.APIRead.Names, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
 			queue, partition := lastTwoTokens(req.Subject)
 			return o.Read(ctx, queue, partition, req.Data)
 		}},
 		// A messageId names no queue in the subject: NATS cannot scope it.
-		{name: "message-get", verb: p + ".message.get", operator: true, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
+		{name: "message-get", verb: s.Verb(queengate.APIMessageGet), operator: true, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
 			return o.GetMessage(ctx, req.Data)
 		}},
-		{name: "explain", verb: p + ".explain", names: []string{"<queue>", "<partition>"}, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
+		{name: "explain", verb: s.Verb(queengate.APIExplain), names: queengate.APIExplain.Names, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
 			queue, partition := lastTwoTokens(req.Subject)
 			return o.Explain(ctx, queue, partition, req.Data)
 		}},
-		{name: "dlq-list", verb: p + ".dlq.list", names: []string{"<queue>"}, operator: true, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
+		{name: "dlq-list", verb: s.Verb(queengate.APIDLQList), names: queengate.APIDLQList.Names, operator: true, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
 			return o.ListDeadLetters(ctx, req.Subject[strings.LastIndexByte(req.Subject, '.')+1:], req.Data)
 		}},
-		{name: "dlq-redrive", verb: p + ".dlq.redrive", names: []string{"<queue>"}, operator: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
+		{name: "dlq-redrive", verb: s.Verb(queengate.APIDLQRedrive), names: queengate.APIDLQRedrive.Names, operator: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
 			return o.Redrive(ctx, req.Subject[strings.LastIndexByte(req.Subject, '.')+1:], req.Data)
 		}},
 	})

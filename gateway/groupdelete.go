@@ -67,8 +67,7 @@ func (c *Consumers) groupFailed(g model.Group, err error) *queengate.Error {
 // listenDeletes forgets the groups other gateways delete.
 func (c *Consumers) listenDeletes(g *Gateway) error {
 	subjects := queengate.Subjects{Prefix: g.cfg.Prefix}
-	deleted := subjects.GroupDeleted("", "")
-	deleted = deleted[:len(deleted)-1] // "<prefix>.groupdeleted."
+	deleted := subjects.Verb(queengate.APIGroupDeleted) + "."
 	_, err := g.nc.Subscribe(deleted+"*.*", func(m *nats.Msg) {
 		queue, group, _ := strings.Cut(strings.TrimPrefix(m.Subject, deleted), ".")
 		c.forgetGroup(queue, group)

@@ -120,7 +120,7 @@ func (c *Consumers) forgetQueue(queue string, id int64) {
 // listenQueueDeletes forgets the queues other gateways delete.
 func (c *Consumers) listenQueueDeletes(g *Gateway) error {
 	subjects := queengate.Subjects{Prefix: g.cfg.Prefix}
-	deleted := subjects.QueueDeleted("")
+	deleted := subjects.Verb(queengate.APIQueueDeleted) + "."
 	_, err := g.nc.Subscribe(deleted+"*", func(m *nats.Msg) {
 		id, _ := strconv.ParseInt(string(m.Data), 10, 64) // 0 (matching no partition) if unreadable: groups are still forgotten
 		c.forgetQueue(strings.TrimPrefix(m.Subject, deleted), id)

@@ -20,19 +20,20 @@ import (
 	"github.com/queengate/queengate/gateway"
 	"github.com/queengate/queengate/ingest"
 	"github.com/queengate/queengate/internal/pgtest"
+	"github.com/queengate/queengate/routing"
 )
 
 const testShards = 64
 
 // fastRouting makes handovers quick enough for tests.
-func fastRouting() *gateway.RoutingConfig {
-	return &gateway.RoutingConfig{Shards: testShards, HeartbeatEvery: 50 * time.Millisecond,
+func fastRouting() *routing.Config {
+	return &routing.Config{Shards: testShards, HeartbeatEvery: 50 * time.Millisecond,
 		MemberTimeout: 250 * time.Millisecond, LeaveTimeout: 2 * time.Second}
 }
 
 func TestShardOfIsWhereTheServerMapsAPush(t *testing.T) {
 	t.Parallel()
-	e := newEnvWith(t, gateway.EmbeddedNATS{Port: -1, Mappings: gateway.ShardMappings("queen", testShards)})
+	e := newEnvWith(t, gateway.EmbeddedNATS{Port: -1, Mappings: routing.ShardMappings("queen", testShards)})
 	got := make(chan *nats.Msg, 512)
 	if _, err := e.client.ChanSubscribe("queen.shard.>", got); err != nil {
 		t.Fatal(err)
@@ -58,7 +59,7 @@ func TestShardOfIsWhereTheServerMapsAPush(t *testing.T) {
 				tokens = append(tokens, p.partition)
 				want += "." + p.partition
 			}
-			if w := fmt.Sprintf(want, gateway.ShardOf(testShards, tokens...)); m.Subject != w {
+			if w := fmt.Sprintf(want, routing.ShardOf(testShards, tokens...)); m.Subject != w {
 				t.Errorf("%s arrived on %s; ShardOf says %s", p.subject, m.Subject, w)
 			}
 		case <-time.After(10 * time.Second):
@@ -91,7 +92,7 @@ func TestMappingProbe(t *testing.T) {
 	t.Parallel()
 	t.Run("present", func(t *testing.T) {
 		t.Parallel()
-		e := newEnvWith(t, gateway.EmbeddedNATS{Port: -1, Mappings: gateway.ShardMappings("queen", testShards)})
+		e := newEnvWith(t, gateway.EmbeddedNATS{Port: -1, Mappings: routing.ShardMappings("queen", testShards)})
 		reg := prometheus.NewRegistry()
 		e.startGateway(gatewayOpts{gateway: gateway.Config{Routing: fastRouting()}, reg: reg})
 		if v := mappingGauge(t, reg, "present"); v != 1 {
@@ -112,7 +113,7 @@ func TestMappingProbe(t *testing.T) {
 	})
 	t.Run("another shard count: refuses to start", func(t *testing.T) {
 		t.Parallel()
-		e := newEnvWith(t, gateway.EmbeddedNATS{Port: -1, Mappings: gateway.ShardMappings("queen", 2*testShards)})
+		e := newEnvWith(t, gateway.EmbeddedNATS{Port: -1, Mappings: routing.ShardMappings("queen", 2*testShards)})
 		nc, err := nats.Connect(e.ns.ClientURL())
 		if err != nil {
 			t.Fatal(err)
@@ -149,7 +150,7 @@ func watchFleet(t *testing.T, nc *nats.Conn) *fleetView {
 		if json.Unmarshal(m.Data, &hb) != nil {
 			return
 		}
-		s, err := gateway.DecodeServing(hb.Serving, testShards)
+		s, err := routing.DecodeServing(hb.Serving, testShards)
 		if err != nil {
 			return
 		}
@@ -212,7 +213,7 @@ func startMappedCluster(t *testing.T, n int) []*server.Server {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for src, dest := range gateway.ShardMappings("queen", testShards) {
+		for src, dest := range routing.ShardMappings("queen", testShards) {
 			if err := ns.GlobalAccount().AddMapping(src, dest); err != nil {
 				t.Fatal(err)
 			}
@@ -308,7 +309,7 @@ func TestFleetSharesShardsAndTakesOverFromAKilledGateway(t *testing.T) {
 // so no request meets "no responders", and every answer is exact.
 func TestJoinAndGracefulLeaveLeaveNoShardUnserved(t *testing.T) {
 	t.Parallel()
-	e := newEnvWith(t, gateway.EmbeddedNATS{Port: -1, Mappings: gateway.ShardMappings("queen", testShards)})
+	e := newEnvWith(t, gateway.EmbeddedNATS{Port: -1, Mappings: routing.ShardMappings("queen", testShards)})
 	fleet := watchFleet(t, e.client)
 	opts := gatewayOpts{gateway: gateway.Config{Routing: fastRouting()}}
 	a, ingA := e.startGateway(opts)
@@ -392,7 +393,7 @@ func TestJoinAndGracefulLeaveLeaveNoShardUnserved(t *testing.T) {
 // shards; it takes its share back once ready again.
 func TestAGatewayThatCannotReachPostgresHandsItsShardsOver(t *testing.T) {
 	t.Parallel()
-	e := newEnvWith(t, gateway.EmbeddedNATS{Port: -1, Mappings: gateway.ShardMappings("queen", testShards)})
+	e := newEnvWith(t, gateway.EmbeddedNATS{Port: -1, Mappings: routing.ShardMappings("queen", testShards)})
 	fleet := watchFleet(t, e.client)
 	a, _ := e.startGateway(gatewayOpts{gateway: gateway.Config{Routing: fastRouting()}})
 	var bReady atomic.Bool

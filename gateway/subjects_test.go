@@ -7,6 +7,7 @@ import (
 
 	"github.com/nats-io/nats.go/micro"
 
+	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/ingest"
 )
 
@@ -72,6 +73,31 @@ func TestDiscoveryTableListsEveryEndpoint(t *testing.T) {
 		row := "| `" + ep.Name + "` | `" + ep.Subject + "`"
 		if !strings.Contains(string(doc), row) {
 			t.Errorf("docs/protocol.md has no row %s", row)
+		}
+	}
+}
+
+// TestEveryEndpointSubjectIsFromTheTable: each endpoint INFO reports is
+// an API of the root package's subject table under its verb (its names
+// as single-token wildcards, or the rest of the subject for a push or a
+// pop), so that the gateway and its clients cannot drift apart.
+func TestEveryEndpointSubjectIsFromTheTable(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.startOpsGateway("", ingest.Config{})
+	served := map[string]bool{}
+	s := queengate.Subjects{Prefix: e.prefix}
+	for _, a := range queengate.APIs {
+		served[s.Verb(a)+strings.Repeat(".*", len(a.Names))] = true
+	}
+	// A push names a partition or not, and so does a pop.
+	served[s.Verb(queengate.APIPush)+".>"] = true
+	served[s.Verb(queengate.APIPop)+".>"] = true
+	var info micro.Info
+	e.discover(t, micro.InfoVerb, &info)
+	for _, ep := range info.Endpoints {
+		if !served[ep.Subject] {
+			t.Errorf("endpoint %s serves %s, which no API of queengate.APIs is", ep.Name, ep.Subject)
 		}
 	}
 }

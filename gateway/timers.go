@@ -125,10 +125,10 @@ func decodeDelay(raw []byte) (time.Duration, *queengate.Error) {
 
 // parseTimerSubject splits <prefix>.timer.<queue>.<partition>.
 func parseTimerSubject(prefix, subject string) (queue, partition string, werr *queengate.Error) {
-	rest, ok := strings.CutPrefix(subject, prefix+".timer.")
+	rest, ok := strings.CutPrefix(subject, queengate.Subjects{Prefix: prefix}.Verb(queengate.APITimer)+".")
 	parts := strings.Split(rest, ".")
 	if !ok || len(parts) != 2 {
-		return "", "", badInput("timer subject %q: want %s.timer.<queue>.<partition>", subject, prefix)
+		return "", "", badInput("timer subject %q: want %s", subject, queengate.APITimer.Template(prefix))
 	}
 	return parts[0], parts[1], validPlace(parts[0], parts[1])
 }
@@ -328,6 +328,8 @@ func timerListQuery(q url.Values) (req timerList, werr *queengate.Error) {
 // addEndpoints serves schedule, cancel and list.
 func (t *TimerOps) addEndpoints(g *Gateway) error {
 	p := g.cfg.Prefix
+	s := queengate.Subjects{Prefix: p}
+	timer := s.Verb(queengate.APITimer)
 	return g.addRequestEndpoints([]requestEndpoint{
 		// A timerId names no queue, but it is a random UUID only its
 		// scheduler (or an operator's list) has: holding it is the right
@@ -336,14 +338,14 @@ func (t *TimerOps) addEndpoints(g *Gateway) error {
 		// named cancel and list), and <prefix>.timer.<one token> is
 		// cancel, list or nothing: the misshapen subjects left to answer
 		// are <prefix>.timer and four tokens or more.
-		{name: "timer-cancel", verb: p + ".timer.cancel", misshapenOnly: []string{}, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
+		{name: "timer-cancel", verb: s.Verb(queengate.APITimerCancel), misshapenOnly: []string{}, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
 			return t.cancel(ctx, req.Data)
 		}},
-		{name: "timer-list", verb: p + ".timer.list", misshapenOnly: []string{}, operator: true, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
+		{name: "timer-list", verb: s.Verb(queengate.APITimerList), misshapenOnly: []string{}, operator: true, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
 			return t.listNATS(ctx, req.Data)
 		}},
-		{name: "timer-schedule", verb: p + ".timer", names: []string{"<queue>", "<partition>"},
-			misshapenOnly: []string{p + ".timer", p + ".timer.*.*.>"}, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
+		{name: "timer-schedule", verb: timer, names: queengate.APITimer.Names,
+			misshapenOnly: []string{timer, timer + ".*.*.>"}, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
 				return t.schedule(ctx, p, req.Subject, req.Data, g.nc.MaxPayload())
 			}},
 	})

@@ -87,17 +87,17 @@ func headerValue(s string) string {
 	return string(b)
 }
 
-// probeQueue is the queue token of the routing probe's pushes: not a
-// valid queue name, so no gateway ever stores one.
-const probeQueue = "$qgprobe"
+// probeQueue is the routing probe's queue token.
+const probeQueue = queengate.ProbeQueue
 
 // parsePushSubject splits <prefix>.push.<queue>[.<partition>], and the
 // routing form NATS maps it onto, <prefix>.shard.<k>.<queue>[.<partition>].
 // probe reports the routing probe's own push, which is answered by nobody.
 func parsePushSubject(prefix, subject string) (queue, partition string, probe bool, err *queengate.Error) {
-	rest, ok := strings.CutPrefix(subject, prefix+".push.")
+	subjects := queengate.Subjects{Prefix: prefix}
+	rest, ok := strings.CutPrefix(subject, subjects.Verb(queengate.APIPush)+".")
 	if !ok {
-		shard, found := strings.CutPrefix(subject, prefix+".shard.")
+		shard, found := strings.CutPrefix(subject, subjects.Verb(queengate.APIShard)+".")
 		if _, r, cut := strings.Cut(shard, "."); found && cut {
 			rest, ok = r, true
 		}
@@ -105,7 +105,7 @@ func parsePushSubject(prefix, subject string) (queue, partition string, probe bo
 	tokens := strings.Split(rest, ".")
 	switch {
 	case !ok || len(tokens) > 2: // e.g. the bare <prefix>.push, which names no queue
-		return "", "", false, badInput("subject %q must be %s.push.<queue> or %s.push.<queue>.<partition>", subject, prefix, prefix)
+		return "", "", false, badInput("subject %q must be %s.<queue> or %s", subject, subjects.Verb(queengate.APIPush), queengate.APIPush.Template(prefix))
 	case len(tokens) == 1:
 		queue, partition = tokens[0], queengate.DefaultPartition
 	default:

@@ -16,6 +16,7 @@ import (
 	"github.com/queengate/queengate/model"
 	"github.com/queengate/queengate/pgstore"
 	"github.com/queengate/queengate/retention"
+	"github.com/queengate/queengate/routing"
 	"github.com/queengate/queengate/timers"
 )
 
@@ -51,7 +52,7 @@ func assemble(cfg Config, store *pgstore.Store, nc *nats.Conn) (*assembly, error
 	gcfg := gateway.Config{Prefix: cfg.Prefix, MaxBatch: cfg.MaxBatch, Version: cfg.Version, Ops: ops, Timers: timerOps,
 		Consumers: consumers}
 	if cfg.RoutingShards > 0 {
-		gcfg.Routing = &gateway.RoutingConfig{Shards: cfg.RoutingShards, Ready: pgWatch.Up}
+		gcfg.Routing = &routing.Config{Shards: cfg.RoutingShards, Ready: pgWatch.Up}
 	}
 	gw, err := gateway.New(gcfg, nc, ing, component("gateway"), reg)
 	if err != nil {

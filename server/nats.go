@@ -10,8 +10,8 @@ import (
 	"github.com/nats-io/nkeys"
 	"github.com/rs/zerolog"
 
-	"github.com/queengate/queengate/gateway"
 	"github.com/queengate/queengate/internal/natsembed"
+	"github.com/queengate/queengate/routing"
 )
 
 // openNATS connects to NATS, starting the embedded server (with the
@@ -42,7 +42,7 @@ func startEmbeddedNATS(cfg Config) (interface{ Shutdown() }, string, error) {
 		User: cfg.NATSAuth.User, Password: cfg.NATSAuth.Password, Token: cfg.NATSAuth.Token,
 		TLSCert: e.TLSCert, TLSKey: e.TLSKey, TLSClientCA: e.TLSClientCA}
 	if cfg.RoutingShards > 0 {
-		ecfg.Mappings = gateway.ShardMappings(cfg.Prefix, cfg.RoutingShards)
+		ecfg.Mappings = routing.ShardMappings(cfg.Prefix, cfg.RoutingShards)
 	}
 	if cfg.NATSAuth.NKeyFile != "" {
 		var err error

@@ -18,9 +18,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/nats-io/nats-server/v2/server"
 
-	"github.com/queengate/queengate/gateway"
 	"github.com/queengate/queengate/internal/pgcluster"
 	"github.com/queengate/queengate/internal/tcpproxy"
+	"github.com/queengate/queengate/routing"
 )
 
 // world is everything the scenario runs and breaks: PostgreSQL behind a
@@ -198,7 +198,7 @@ func (n *natsNode) start() error {
 	}
 	// Every server maps pushes onto the routing shards: a producer may
 	// publish through any of them.
-	for src, dest := range gateway.ShardMappings("queen", routingShards) {
+	for src, dest := range routing.ShardMappings("queen", routingShards) {
 		if err := srv.GlobalAccount().AddMapping(src, dest); err != nil {
 			return err
 		}

@@ -85,7 +85,7 @@ func (g *globals) validate() error {
 	}
 	for _, tok := range strings.Split(g.prefix, ".") {
 		if !queengate.ValidName(tok) {
-			return usagef("--prefix %q: each dot-separated token must be 1-128 bytes of [A-Za-z0-9_-] (as the gateway's QUEEN_SUBJECT_PREFIX)", g.prefix)
+			return usagef("--prefix %q: each dot-separated token must be %s (as the gateway's QUEEN_SUBJECT_PREFIX)", g.prefix, queengate.NameRule)
 		}
 	}
 	if g.httpURL != "" {
@@ -112,7 +112,7 @@ func normalizeHTTPURL(s string) (string, error) {
 
 func checkName(what, s string) error {
 	if !queengate.ValidName(s) {
-		return usagef("bad %s name %q: use 1-128 bytes of [A-Za-z0-9_-]", what, s)
+		return usagef("bad %s name %q: use %s", what, s, queengate.NameRule)
 	}
 	return nil
 }

@@ -206,7 +206,7 @@ func validateQueue(me *manifestError, q *manifestQueue, line int) (spec queueSpe
 	}
 	spec.Name, spec.Line = q.Name.Value, q.Name.Line
 	if !queengate.ValidName(spec.Name) {
-		me.add(q.Name.Line, "bad queue name %q: use 1-128 bytes of [A-Za-z0-9_-]", spec.Name)
+		me.add(q.Name.Line, "bad queue name %q: use %s", spec.Name, queengate.NameRule)
 	}
 	for _, o := range knownOptions {
 		node := q.options()[o.name]

@@ -13,9 +13,9 @@ import (
 
 	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/dedup"
-	"github.com/queengate/queengate/gateway"
 	"github.com/queengate/queengate/ingest"
 	"github.com/queengate/queengate/model"
+	"github.com/queengate/queengate/routing"
 	"github.com/queengate/queengate/server"
 )
 
@@ -199,7 +199,7 @@ flag wins. Flags:
 	e.str(&cfg.NATSServerTLSCert, "nats-server-tls-cert", "QUEEN_NATS_SERVER_TLS_CERT", "", "embedded nats-server: TLS certificate")
 	e.str(&cfg.NATSServerTLSKey, "nats-server-tls-key", "QUEEN_NATS_SERVER_TLS_KEY", "", "embedded nats-server: TLS key")
 	e.str(&cfg.NATSServerTLSClientCA, "nats-server-tls-client-ca", "QUEEN_NATS_SERVER_TLS_CLIENT_CA", "", "embedded nats-server: require client certificates signed by this CA")
-	e.int(&cfg.RoutingShards, "routing-shards", "QUEEN_ROUTING_SHARDS", gateway.DefaultRoutingShards,
+	e.int(&cfg.RoutingShards, "routing-shards", "QUEEN_ROUTING_SHARDS", routing.DefaultShards,
 		"routing shards: NATS maps pushes onto them and each gateway serves a share (the same in every gateway and in the NATS mapping); 0: off, any gateway takes any push")
 	e.bool(&cfg.NoTimerFire, "no-timer-fire", "QUEEN_NO_TIMER_FIRE", false, "do not run the timer fire loop in this gateway (others fire)")
 	fs.BoolVar(&cfg.ShowVersion, "version", false, "print the version and exit")
@@ -229,8 +229,8 @@ func (c config) validate() error {
 	if c.Shards < 0 {
 		errs = append(errs, fmt.Errorf("shards: %d, must be 0 (one per CPU) or more", c.Shards))
 	}
-	if c.RoutingShards < 0 || c.RoutingShards > gateway.MaxRoutingShards {
-		errs = append(errs, fmt.Errorf("routing-shards: %d, must be 0 (off) to %d", c.RoutingShards, gateway.MaxRoutingShards))
+	if c.RoutingShards < 0 || c.RoutingShards > routing.MaxShards {
+		errs = append(errs, fmt.Errorf("routing-shards: %d, must be 0 (off) to %d", c.RoutingShards, routing.MaxShards))
 	}
 	if c.FlushSize < 1 {
 		errs = append(errs, fmt.Errorf("flush-size: %d, must be at least 1", c.FlushSize))

@@ -31,20 +31,21 @@ var arrows = map[string][]string{
 	"ingest":           {"dedup", "model", "internal/startstop", "internal/promreg"},
 	"timers":           {"model", "internal/startstop", "internal/promreg"},
 	"retention":        {"model", "internal/startstop", "internal/promreg"},
-	"gateway":          {".", "ingest", "timers", "model", "internal/startstop", "internal/promreg"},
+	"routing":          {".", "internal/promreg"},
+	"gateway":          {".", "ingest", "timers", "model", "routing", "internal/startstop", "internal/promreg"},
 
 	// The gateway run in-process, and for users' tests.
 	"internal/natsembed":  {},
 	"internal/storewatch": {"internal/startstop"},
 	"internal/pgadmin":    {},
-	"server": {".", "gateway", "ingest", "timers", "retention", "model", "pgstore",
+	"server": {".", "gateway", "routing", "ingest", "timers", "retention", "model", "pgstore",
 		"internal/startstop", "internal/natsembed", "internal/storewatch"},
 	"queengatetest": {".", "server", "internal/pgadmin", "internal/pgcluster", "internal/pgtest"},
 
 	// cmd/queenbench's packages: below the command, one way.
 	"internal/bench":            {"dedup", "model"},
 	"internal/bench/report":     {"internal/bench"},
-	"internal/bench/proc":       {"internal/bench", "gateway", "internal/pgcluster"},
+	"internal/bench/proc":       {"internal/bench", "routing", "internal/pgcluster"},
 	"internal/bench/target":     {".", "internal/bench", "internal/bench/proc", "model"},
 	"internal/bench/sidebyside": {".", "internal/bench", "internal/bench/proc", "internal/bench/report", "internal/bench/target"},
 }
@@ -53,6 +54,10 @@ var arrows = map[string][]string{
 // implements the stores in model's terms, what wires it into a gateway
 // (server, queengatetest), and the making of throwaway databases.
 var mayLinkPgx = map[string]bool{"pgstore": true, "server": true, "queengatetest": true, "internal/pgadmin": true}
+
+// tools are the commands that need the shard mapping but not the server:
+// they import routing, never gateway (docs/design.md).
+var tools = []string{"cmd/queenbench", "cmd/queenchaos"}
 
 // ourPath is the import path of one of our packages ("." the module's
 // root).
@@ -134,6 +139,17 @@ func TestOnlyPgstoreImportsPgx(t *testing.T) {
 		for _, imp := range fields[1:] {
 			if strings.HasPrefix(imp, "github.com/jackc/pgx") {
 				t.Errorf("%s imports %s: only pgstore may", pkg, imp)
+			}
+		}
+	}
+}
+
+func TestToolsDoNotLinkTheGateway(t *testing.T) {
+	t.Parallel()
+	for _, tool := range tools {
+		for _, dep := range goList(t, "-deps", ourPath(tool)) {
+			if dep == ourPath("gateway") {
+				t.Errorf("%s links gateway: the shard mapping is in routing", tool)
 			}
 		}
 	}

@@ -26,7 +26,7 @@ type Config struct {
 	// Debug logs the server's own messages to stderr.
 	Debug bool
 	// Mappings are subject mappings of the server's account (source ->
-	// destination), e.g. gateway.ShardMappings.
+	// destination), e.g. routing.ShardMappings.
 	Mappings map[string]string
 
 	// ConfigFile, when set, is a nats-server configuration file loaded

@@ -37,7 +37,7 @@ type Config struct {
 
 // Watch checks PostgreSQL every interval and remembers whether it
 // answered, so that routing can tell the fleet this gateway cannot reach
-// the store (gateway.RoutingConfig.Ready), and ingest can fail fast instead of
+// the store (routing.Config.Ready), and ingest can fail fast instead of
 // letting producers wait out a frozen server (OnChange).
 type Watch struct {
 	startstop.Base

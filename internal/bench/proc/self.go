@@ -17,9 +17,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/queengate/queengate/gateway"
 	"github.com/queengate/queengate/internal/bench"
 	"github.com/queengate/queengate/internal/pgcluster"
+	"github.com/queengate/queengate/routing"
 )
 
 // Self is what --self starts: a PostgreSQL (unless one is given), a
@@ -101,7 +101,7 @@ func StartSelf(ctx context.Context, w bench.Workload, pgURL, gatewayBin, prefix 
 	// The NATS server runs apart from the gateways, so that any of them
 	// can be stopped or killed; its CPU counts as the target's, as the
 	// embedded server's would.
-	env.nats, err = StartNATSServer(ctx, "", gateway.ShardMappings(prefix, gateway.DefaultRoutingShards))
+	env.nats, err = StartNATSServer(ctx, "", routing.ShardMappings(prefix, routing.DefaultShards))
 	if err != nil {
 		return nil, err
 	}

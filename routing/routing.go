@@ -1,4 +1,4 @@
-package gateway
+package routing
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/zeebo/xxh3"
 
+	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/internal/promreg"
 )
 
@@ -49,19 +50,21 @@ import (
 // Correctness never depends on any of this: two gateways pushing to one
 // partition are exact, only slower.
 
-// DefaultRoutingShards is the number of routing shards of a deployment.
-const DefaultRoutingShards = 64
+// DefaultShards is the number of routing shards of a deployment.
+const DefaultShards = 64
 
-// MaxRoutingShards bounds the shard count (heartbeats carry a bitset).
-const MaxRoutingShards = 1024
+// MaxShards bounds the shard count (heartbeats carry a bitset).
+const MaxShards = 1024
 
 // ShardMappings are the NATS subject mappings that route pushes onto n
 // shards: the two push forms (partition named, and Default), each mapped
 // by partition() over its queue and partition tokens.
 func ShardMappings(prefix string, n int) map[string]string {
+	s := queengate.Subjects{Prefix: prefix}
+	push, shard := s.Verb(queengate.APIPush), s.Verb(queengate.APIShard)
 	return map[string]string{
-		prefix + ".push.*.*": fmt.Sprintf("%s.shard.{{partition(%d,1,2)}}.{{wildcard(1)}}.{{wildcard(2)}}", prefix, n),
-		prefix + ".push.*":   fmt.Sprintf("%s.shard.{{partition(%d,1)}}.{{wildcard(1)}}", prefix, n),
+		push + ".*.*": fmt.Sprintf("%s.{{partition(%d,1,2)}}.{{wildcard(1)}}.{{wildcard(2)}}", shard, n),
+		push + ".*":   fmt.Sprintf("%s.{{partition(%d,1)}}.{{wildcard(1)}}", shard, n),
 	}
 }
 
@@ -142,8 +145,22 @@ func decodeBitset(s string, n int) (bitset, error) {
 	return b, nil
 }
 
-// RoutingConfig tunes shard ownership. Zero values take the defaults.
-type RoutingConfig struct {
+// DecodeServing reads a heartbeat's serving set: which of n shards a
+// gateway says it subscribes. For tools and tests that watch the fleet.
+func DecodeServing(s string, n int) ([]bool, error) {
+	b, err := decodeBitset(s, n)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]bool, n)
+	for k := range out {
+		out[k] = b.has(k)
+	}
+	return out, nil
+}
+
+// Config tunes shard ownership. Zero values take the defaults.
+type Config struct {
 	// Shards is the deployment's routing shard count; default 64. Every
 	// gateway and the NATS mapping must agree on it.
 	Shards int
@@ -167,9 +184,9 @@ type RoutingConfig struct {
 	Ready func() bool
 }
 
-func (c RoutingConfig) withDefaults() RoutingConfig {
+func (c Config) withDefaults() Config {
 	if c.Shards == 0 {
-		c.Shards = DefaultRoutingShards
+		c.Shards = DefaultShards
 	}
 	if c.HeartbeatEvery <= 0 {
 		c.HeartbeatEvery = 100 * time.Millisecond
@@ -192,9 +209,11 @@ func (c RoutingConfig) withDefaults() RoutingConfig {
 	return c
 }
 
-func (c RoutingConfig) validate() error {
-	if c.Shards < 1 || c.Shards > MaxRoutingShards {
-		return fmt.Errorf("gateway: routing shards %d: 1 to %d", c.Shards, MaxRoutingShards)
+// Validate checks c with its defaults applied.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	if c.Shards < 1 || c.Shards > MaxShards {
+		return fmt.Errorf("gateway: routing shards %d: 1 to %d", c.Shards, MaxShards)
 	}
 	if c.MemberTimeout < 2*c.HeartbeatEvery {
 		return fmt.Errorf("gateway: routing member timeout %v must be at least two heartbeats (%v)", c.MemberTimeout, 2*c.HeartbeatEvery)
@@ -202,15 +221,15 @@ func (c RoutingConfig) validate() error {
 	return nil
 }
 
-// router owns this gateway's share of the routing shards.
-type router struct {
-	cfg    RoutingConfig
+// Router owns this gateway's share of the routing shards.
+type Router struct {
+	cfg    Config
 	nc     *nats.Conn
 	id     string
 	prefix string
-	push   *endpoint // the push endpoint: shard subscriptions go on it
+	push   Subscriber // the push endpoint: shard subscriptions go on it
 	log    zerolog.Logger
-	m      *routingMetrics
+	m      *Metrics
 
 	mu      sync.Mutex
 	members map[string]*member // others, by id
@@ -223,22 +242,36 @@ type router struct {
 	done    chan struct{}
 }
 
-func newRouter(cfg RoutingConfig, nc *nats.Conn, id, prefix string, push *endpoint, log zerolog.Logger, m *routingMetrics) *router {
+// Subscriber is the push endpoint as the router sees it: the shards it
+// takes are subscribed on it (in its queue group, with its handler and
+// figures), and the shards it hands over unsubscribed.
+type Subscriber interface {
+	Subscribe(subject string) error
+	Unsubscribe(subject string)
+}
+
+// New builds the router of the gateway named id; m is from NewMetrics.
+// Start takes its shards.
+func New(cfg Config, nc *nats.Conn, id, prefix string, push Subscriber, log zerolog.Logger, m *Metrics) *Router {
 	cfg = cfg.withDefaults()
-	return &router{cfg: cfg, nc: nc, id: id, prefix: prefix, push: push, log: log, m: m,
+	return &Router{cfg: cfg, nc: nc, id: id, prefix: prefix, push: push, log: log, m: m,
 		members: map[string]*member{}, serving: newBitset(cfg.Shards),
 		changed: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 }
 
-func (r *router) heartbeatSubject() string { return r.prefix + ".gateways.heartbeat" }
+func (r *Router) heartbeatSubject() string {
+	return queengate.Subjects{Prefix: r.prefix}.Verb(queengate.APIHeartbeat)
+}
 
-func (r *router) shardSubject(k int) string { return r.prefix + ".shard." + strconv.Itoa(k) + ".>" }
+func (r *Router) shardSubject(k int) string {
+	return queengate.Subjects{Prefix: r.prefix}.Verb(queengate.APIShard) + "." + strconv.Itoa(k) + ".>"
+}
 
-// start probes the NATS mapping (a mapping onto another shard count is
+// Start probes the NATS mapping (a mapping onto another shard count is
 // an error: shards this fleet does not serve would go unanswered), says
 // hello, listens to the fleet for a heartbeat's time, takes the shards it
-// owns, and keeps reconciling until close.
-func (r *router) start(ctx context.Context) error {
+// owns, and keeps reconciling until Close.
+func (r *Router) Start(ctx context.Context) error {
 	sub, err := r.nc.Subscribe(r.heartbeatSubject(), r.onHeartbeat)
 	if err != nil {
 		return fmt.Errorf("gateway: subscribe heartbeats: %w", err)
@@ -269,7 +302,7 @@ func (r *router) start(ctx context.Context) error {
 	return nil
 }
 
-func (r *router) loop() {
+func (r *Router) loop() {
 	defer close(r.done)
 	tick := time.NewTicker(r.cfg.HeartbeatEvery)
 	defer tick.Stop()
@@ -295,7 +328,7 @@ func (r *router) loop() {
 	}
 }
 
-func (r *router) onHeartbeat(m *nats.Msg) {
+func (r *Router) onHeartbeat(m *nats.Msg) {
 	var hb heartbeat
 	if err := json.Unmarshal(m.Data, &hb); err != nil || hb.ID == "" || hb.ID == r.id {
 		return
@@ -323,7 +356,7 @@ func (r *router) onHeartbeat(m *nats.Msg) {
 }
 
 // publish sends this gateway's heartbeat.
-func (r *router) publish(hello bool) {
+func (r *Router) publish(hello bool) {
 	r.mu.Lock()
 	hb := heartbeat{ID: r.id, Shards: r.cfg.Shards, Ready: r.cfg.Ready(), Leaving: r.leaving, Hello: hello,
 		Serving: r.serving.encode()}
@@ -349,7 +382,7 @@ func owner(k int, eligible []string) string {
 
 // reconcile subscribes the shards this gateway owns and releases, once
 // their owner serves them, those it does not.
-func (r *router) reconcile(now time.Time) {
+func (r *Router) reconcile(now time.Time) {
 	r.mu.Lock()
 	var live, ready []string
 	for id, m := range r.members {
@@ -390,7 +423,7 @@ func (r *router) reconcile(now time.Time) {
 	r.mu.Unlock()
 
 	for _, k := range take {
-		if err := r.push.subscribe(r.shardSubject(k)); err != nil {
+		if err := r.push.Subscribe(r.shardSubject(k)); err != nil {
 			r.log.Warn().Err(err).Int("shard", k).Msg("take shard")
 			continue
 		}
@@ -399,7 +432,7 @@ func (r *router) reconcile(now time.Time) {
 	}
 	for _, k := range release {
 		r.setServing(k, false)
-		r.push.unsubscribe(r.shardSubject(k))
+		r.push.Unsubscribe(r.shardSubject(k))
 		r.m.handovers.WithLabelValues("released").Inc()
 	}
 	r.mu.Lock()
@@ -408,20 +441,21 @@ func (r *router) reconcile(now time.Time) {
 	r.m.members.Set(float64(members))
 }
 
-func (r *router) setServing(k int, on bool) {
+func (r *Router) setServing(k int, on bool) {
 	r.mu.Lock()
 	r.serving.set(k, on)
 	r.mu.Unlock()
 }
 
-// leave hands this gateway's shards over before it stops: it says it is
-// leaving, and waits (up to timeout) until the others serve what it
-// serves. Its subscriptions are drained by the service's stop afterwards.
-func (r *router) leave(timeout time.Duration) {
+// Leave hands this gateway's shards over before it stops: it says it is
+// leaving, and waits (up to the smaller of limit and Config.LeaveTimeout)
+// until the others serve what it serves. Its subscriptions are drained by
+// the push endpoint's owner afterwards.
+func (r *Router) Leave(limit time.Duration) {
 	r.mu.Lock()
 	r.leaving = true
 	r.mu.Unlock()
-	deadline := time.Now().Add(timeout)
+	deadline := time.Now().Add(min(limit, r.cfg.LeaveTimeout))
 	for time.Now().Before(deadline) {
 		r.publish(false)
 		if r.othersServeMine() {
@@ -436,7 +470,7 @@ func (r *router) leave(timeout time.Duration) {
 
 // othersServeMine reports whether every shard this gateway serves is also
 // served by a live member (or no other member is live to take it).
-func (r *router) othersServeMine() bool {
+func (r *Router) othersServeMine() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := time.Now()
@@ -460,8 +494,8 @@ func (r *router) othersServeMine() bool {
 	return true
 }
 
-// close stops the heartbeats.
-func (r *router) close() {
+// Close stops the heartbeats.
+func (r *Router) Close() {
 	select {
 	case <-r.stop:
 		return
@@ -474,8 +508,8 @@ func (r *router) close() {
 	}
 }
 
-// routingMetrics describe shard ownership.
-type routingMetrics struct {
+// Metrics describe shard ownership.
+type Metrics struct {
 	served     prometheus.Gauge
 	members    prometheus.Gauge
 	handovers  *prometheus.CounterVec
@@ -483,8 +517,9 @@ type routingMetrics struct {
 	mapping    *prometheus.GaugeVec
 }
 
-func newRoutingMetrics(reg prometheus.Registerer) (*routingMetrics, error) {
-	m := &routingMetrics{
+// NewMetrics registers the routing metrics with reg (nil: none).
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	m := &Metrics{
 		served: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "queengate_routing_shards_served",
 			Help: "Routing shards this gateway subscribes.",

@@ -1,8 +1,10 @@
-package gateway
+package routing
 
 import (
 	"fmt"
 	"testing"
+
+	queengate "github.com/queengate/queengate"
 )
 
 func TestRendezvousOwnersAreFairAndMoveOnlyTheLeaversShards(t *testing.T) {
@@ -51,6 +53,10 @@ func TestServingSetRoundTrips(t *testing.T) {
 				t.Fatalf("%d shards: shard %d came back %v", n, k, got.has(k))
 			}
 		}
+		public, err := DecodeServing(b.encode(), n)
+		if err != nil || len(public) != n || !public[0] || n > 1 && public[1] {
+			t.Fatalf("%d shards: DecodeServing gave %v (%v)", n, public, err)
+		}
 		if _, err := decodeBitset(b.encode(), n+64); err == nil {
 			t.Errorf("a set of %d shards decoded as one of %d", n, n+64)
 		}
@@ -58,7 +64,7 @@ func TestServingSetRoundTrips(t *testing.T) {
 }
 
 func TestProbeSubjectsAreJudged(t *testing.T) {
-	k := ShardOf(64, probeQueue, "x1")
+	k := ShardOf(64, queengate.ProbeQueue, "x1")
 	for subject, want := range map[string]mappingState{
 		"queen.push.$qgprobe.x1":                            mappingAbsent,
 		fmt.Sprintf("queen.shard.%d.$qgprobe.x1", k):        mappingPresent,

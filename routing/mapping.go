@@ -1,4 +1,4 @@
-package gateway
+package routing
 
 import (
 	"fmt"
@@ -8,6 +8,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nuid"
+
+	queengate "github.com/queengate/queengate"
 )
 
 // The NATS push mapping is checked by a probe, not assumed: the gateway
@@ -54,7 +56,9 @@ func probeMapping(nc *nats.Conn, prefix string, shards int, timeout time.Duratio
 		default:
 		}
 	}
-	for _, subject := range []string{prefix + ".push." + probeQueue + ".*", prefix + ".shard.*." + probeQueue + ".*"} {
+	s := queengate.Subjects{Prefix: prefix}
+	probe := s.Verb(queengate.APIProbe)
+	for _, subject := range []string{probe + ".*", s.Verb(queengate.APIShard) + ".*." + queengate.ProbeQueue + ".*"} {
 		sub, err := nc.Subscribe(subject, collect)
 		if err != nil {
 			return mappingUnknown, fmt.Errorf("gateway: probe the push mapping: %w", err)
@@ -66,7 +70,7 @@ func probeMapping(nc *nats.Conn, prefix string, shards int, timeout time.Duratio
 		return mappingUnknown, nil
 	}
 	for i := range probeCount {
-		if err := nc.Publish(prefix+".push."+probeQueue+"."+nonce+strconv.Itoa(i), nil); err != nil {
+		if err := nc.Publish(probe+"."+nonce+strconv.Itoa(i), nil); err != nil {
 			return mappingUnknown, nil
 		}
 	}
@@ -91,14 +95,15 @@ func probeMapping(nc *nats.Conn, prefix string, shards int, timeout time.Duratio
 
 // judgeProbe reads where one probe push arrived.
 func judgeProbe(prefix string, shards int, subject string) (mappingState, error) {
-	rest, ok := strings.CutPrefix(subject, prefix+".shard.")
+	shard := queengate.Subjects{Prefix: prefix}.Verb(queengate.APIShard)
+	rest, ok := strings.CutPrefix(subject, shard+".")
 	if !ok {
 		return mappingAbsent, nil
 	}
 	tokens := strings.Split(rest, ".")
 	got, err := strconv.Atoi(tokens[0])
 	if err != nil || len(tokens) != 3 {
-		return mappingUnknown, fmt.Errorf("gateway: NATS maps pushes onto %q, not %s.shard.<n>.<queue>.<partition>", subject, prefix)
+		return mappingUnknown, fmt.Errorf("gateway: NATS maps pushes onto %q, not %s.<n>.<queue>.<partition>", subject, shard)
 	}
 	if want := ShardOf(shards, tokens[1], tokens[2]); got != want {
 		return mappingUnknown, fmt.Errorf("gateway: NATS maps pushes onto shards of another count (a probe landed on shard %d, not %d of %d): "+
@@ -108,7 +113,7 @@ func judgeProbe(prefix string, shards int, subject string) (mappingState, error)
 }
 
 // checkMapping probes the mapping, records it, and says what it means.
-func (r *router) checkMapping() error {
+func (r *Router) checkMapping() error {
 	state, err := probeMapping(r.nc, r.prefix, r.cfg.Shards, r.cfg.ProbeTimeout)
 	for _, s := range []mappingState{mappingPresent, mappingAbsent, mappingUnknown} {
 		v := 0.0
@@ -126,7 +131,8 @@ func (r *router) checkMapping() error {
 	r.mu.Unlock()
 	switch {
 	case state == mappingAbsent:
-		r.log.Warn().Str("want", r.prefix+".push.> mapped onto "+r.prefix+".shard.<n>.…").
+		s := queengate.Subjects{Prefix: r.prefix}
+		r.log.Warn().Str("want", s.Verb(queengate.APIPush)+".> mapped onto "+s.Verb(queengate.APIShard)+".<n>.…").
 			Msg("NATS does not map pushes onto routing shards: every gateway takes any push, so caches meet interleaves and fusion buffers split; add the mappings block (README, Several gateways)")
 	case state == mappingUnknown && changed:
 		r.log.Warn().Msg("could not tell whether NATS maps pushes onto routing shards: the probe pushes arrived nowhere (permissions?)")

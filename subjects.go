@@ -1,0 +1,205 @@
+package queengate
+
+import "strings"
+
+// API is one subject of the wire contract: the prefix, the verb, then the
+// name tokens. docs/protocol.md writes each as its Template.
+type API struct {
+	// Verb is the subject's tokens between the prefix and the names:
+	// "read", "consume.ack".
+	Verb string
+	// Names are the tokens after the verb, as documented: "<queue>",
+	// "<partition>". A pop's one name stands for one token or two.
+	Names []string
+}
+
+// Template is the subject as docs/protocol.md writes it under prefix:
+// queen.read.<queue>.<partition>.
+func (a API) Template(prefix string) string {
+	return strings.Join(append([]string{prefix, a.Verb}, a.Names...), ".")
+}
+
+var (
+	queuePartition = []string{"<queue>", "<partition>"}
+	queueGroup     = []string{"<queue>", "<group>"}
+	queueOnly      = []string{"<queue>"}
+)
+
+// The API subjects, each once (as nats-server's jetstream_api.go keeps
+// its own): clients publish to them through Subjects, the gateway
+// subscribes them and the routing shards map onto them.
+var (
+	// Pushes; a push to <prefix>.push.<queue> goes to the Default
+	// partition.
+	APIPush = API{"push", queuePartition}
+	// APIAck is where the answers of fire-and-forget pushes go.
+	APIAck = API{"ack", queuePartition}
+
+	APITimer       = API{"timer", queuePartition}
+	APITimerCancel = API{"timer.cancel", nil}
+	APITimerList   = API{"timer.list", nil}
+
+	APIRead       = API{"read", queuePartition}
+	APIMessageGet = API{"message.get", nil}
+	APIExplain    = API{"explain", queuePartition}
+
+	APIPop            = API{"consume.pop", []string{"<queue>[.<partition>]"}}
+	APIConsumeAck     = API{"consume.ack", queuePartition}
+	APIConsumeAckPush = API{"consume.ackpush", queuePartition}
+	APIRenew          = API{"consume.renew", queuePartition}
+	APIRelease        = API{"consume.release", queuePartition}
+	APIGroups         = API{"consume.groups", queueOnly}
+	APIGroupCreate    = API{"consume.create", queueGroup}
+	APIGroupSeek      = API{"consume.seek", queueGroup}
+	APIGroupDelete    = API{"consume.delete", queueGroup}
+
+	// The operator API (docs/admin-api.md).
+	APIConfigure   = API{"configure", nil}
+	APIQueuesList  = API{"queues.list", nil}
+	APIQueuesGet   = API{"queues.get", queueOnly}
+	APIStatus      = API{"status", nil}
+	APIOverview    = API{"overview", nil}
+	APIDLQList     = API{"dlq.list", queueOnly}
+	APIDLQRedrive  = API{"dlq.redrive", queueOnly}
+	APIQueueDelete = API{"queues.delete", queueOnly}
+	APIQueuePurge  = API{"queues.purge", queueOnly}
+
+	// Between the NATS server and the gateways: a push as NATS maps it
+	// onto routing shard <k>, the gateways' heartbeats, the routing
+	// probe's pushes (to ProbeQueue), and what one gateway tells the
+	// others.
+	APIShard        = API{"shard", []string{"<k>", "<queue>", "<partition>"}}
+	APIHeartbeat    = API{"gateways.heartbeat", nil}
+	APIProbe        = API{"push." + ProbeQueue, []string{"<nonce>"}}
+	APICommitted    = API{"committed", queueOnly}
+	APIQueueDeleted = API{"queuedeleted", queueOnly}
+	APIGroupDeleted = API{"groupdeleted", queueGroup}
+)
+
+// APIs are all of the above.
+var APIs = []API{
+	APIPush, APIAck, APITimer, APITimerCancel, APITimerList,
+	APIRead, APIMessageGet, APIExplain,
+	APIPop, APIConsumeAck, APIConsumeAckPush, APIRenew, APIRelease, APIGroups, APIGroupCreate, APIGroupSeek, APIGroupDelete,
+	APIConfigure, APIQueuesList, APIQueuesGet, APIStatus, APIOverview, APIDLQList, APIDLQRedrive, APIQueueDelete, APIQueuePurge,
+	APIShard, APIHeartbeat, APIProbe, APICommitted, APIQueueDeleted, APIGroupDeleted,
+}
+
+// Subjects builds the API subjects under a prefix.
+type Subjects struct{ Prefix string }
+
+// Verb is a's subject without its names, <prefix>.<verb>: what the
+// gateway subscribes under, and the start of every subject of a.
+func (s Subjects) Verb(a API) string { return s.Prefix + "." + a.Verb }
+
+func (s Subjects) with1(a API, name string) string { return s.Prefix + "." + a.Verb + "." + name }
+
+func (s Subjects) with2(a API, first, second string) string {
+	return s.Prefix + "." + a.Verb + "." + first + "." + second
+}
+
+// Push is the subject of a push to a partition; partition "" is the
+// Default partition's short form, <prefix>.push.<queue>.
+func (s Subjects) Push(queue, partition string) string {
+	if partition == "" {
+		return s.with1(APIPush, queue)
+	}
+	return s.with2(APIPush, queue, partition)
+}
+
+// Ack is where the answers of fire-and-forget pushes to a partition are
+// published.
+func (s Subjects) Ack(queue, partition string) string { return s.with2(APIAck, queue, partition) }
+
+// Timer is the subject that schedules a timer for a partition.
+func (s Subjects) Timer(queue, partition string) string { return s.with2(APITimer, queue, partition) }
+
+// TimerCancel cancels a timer; TimerList lists pending ones.
+func (s Subjects) TimerCancel() string { return s.Verb(APITimerCancel) }
+func (s Subjects) TimerList() string   { return s.Verb(APITimerList) }
+
+// Configure, QueuesList, QueuesGet and Status are the operator API.
+func (s Subjects) Configure() string             { return s.Verb(APIConfigure) }
+func (s Subjects) QueuesList() string            { return s.Verb(APIQueuesList) }
+func (s Subjects) QueuesGet(queue string) string { return s.with1(APIQueuesGet, queue) }
+func (s Subjects) Status() string                { return s.Verb(APIStatus) }
+
+// Read is where a partition's messages are read from an offset.
+func (s Subjects) Read(queue, partition string) string { return s.with2(APIRead, queue, partition) }
+
+// MessageGet is where one message is fetched by id or transactionId.
+func (s Subjects) MessageGet() string { return s.Verb(APIMessageGet) }
+
+// Explain is where a transactionId's verdict is explained.
+func (s Subjects) Explain(queue, partition string) string {
+	return s.with2(APIExplain, queue, partition)
+}
+
+// Pop is where a consumer asks for messages of a queue: of any
+// partition with work, or of one (partition not "").
+func (s Subjects) Pop(queue, partition string) string {
+	if partition == "" {
+		return s.with1(APIPop, queue)
+	}
+	return s.with2(APIPop, queue, partition)
+}
+
+// ConsumeAck, Renew and Release settle and keep a lease on a partition.
+func (s Subjects) ConsumeAck(queue, partition string) string {
+	return s.with2(APIConsumeAck, queue, partition)
+}
+func (s Subjects) Renew(queue, partition string) string { return s.with2(APIRenew, queue, partition) }
+func (s Subjects) Release(queue, partition string) string {
+	return s.with2(APIRelease, queue, partition)
+}
+
+// ConsumeAckPush is where a lease's items are completed together with a
+// push of derived messages.
+func (s Subjects) ConsumeAckPush(queue, partition string) string {
+	return s.with2(APIConsumeAckPush, queue, partition)
+}
+
+// Groups lists a queue's consumer groups with their lag.
+func (s Subjects) Groups(queue string) string { return s.with1(APIGroups, queue) }
+
+// GroupCreate is where a queue's consumer group is created with a start
+// position.
+func (s Subjects) GroupCreate(queue, group string) string {
+	return s.with2(APIGroupCreate, queue, group)
+}
+
+// GroupSeek is where an operator moves a queue's consumer group (admin
+// token).
+func (s Subjects) GroupSeek(queue, group string) string { return s.with2(APIGroupSeek, queue, group) }
+
+// GroupDelete is where an operator deletes a queue's consumer group
+// (admin token).
+func (s Subjects) GroupDelete(queue, group string) string {
+	return s.with2(APIGroupDelete, queue, group)
+}
+
+// DLQList is the subject listing queue's dead letters not yet redriven.
+func (s Subjects) DLQList(queue string) string { return s.with1(APIDLQList, queue) }
+
+// DLQRedrive is the subject redriving queue's dead letters.
+func (s Subjects) DLQRedrive(queue string) string { return s.with1(APIDLQRedrive, queue) }
+
+// QueueDelete is where an operator deletes a queue (admin token).
+func (s Subjects) QueueDelete(queue string) string { return s.with1(APIQueueDelete, queue) }
+
+// QueuePurge is where an operator purges a queue (admin token).
+func (s Subjects) QueuePurge(queue string) string { return s.with1(APIQueuePurge, queue) }
+
+// Committed is where gateways announce that a queue has new messages
+// (long-polling pops wait for it).
+func (s Subjects) Committed(queue string) string { return s.with1(APICommitted, queue) }
+
+// QueueDeleted is where gateways announce a deleted queue, so that each
+// forgets what it holds of it.
+func (s Subjects) QueueDeleted(queue string) string { return s.with1(APIQueueDeleted, queue) }
+
+// GroupDeleted is where gateways announce a deleted group, so that each
+// forgets the group's id.
+func (s Subjects) GroupDeleted(queue, group string) string {
+	return s.with2(APIGroupDeleted, queue, group)
+}
