@@ -58,6 +58,10 @@ func NewClient(nc *nats.Conn, opts ...Option) (*Client, error) {
 // Subjects are the subjects this client uses.
 func (c *Client) Subjects() Subjects { return c.subjects }
 
+// Timeout is what bounds a request whose context has no deadline
+// (WithTimeout): a consumer bounds each pop by it and the pop's wait.
+func (c *Client) Timeout() time.Duration { return c.timeout }
+
 // Close stops reading ack subjects; pending fire-and-forget pushes are
 // then answered with ErrClosed.
 func (c *Client) Close() {

@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/consumer"
 )
 
 // The consume scenario stores the same messages in queengate and in a
@@ -447,7 +448,7 @@ func consumeLatency(ctx context.Context, c *queengate.Client, queue string, w Wo
 	var wg sync.WaitGroup
 	for p := range w.Partitions {
 		wg.Go(func() {
-			_ = c.Consume(cctx, queue, "latency", queengate.ConsumeOptions{Consumer: fmt.Sprint("c", p), Max: rep.Batch, Wait: time.Second},
+			_ = consumer.Run(cctx, c, queue, "latency", consumer.Options{Consumer: fmt.Sprint("c", p), Max: rep.Batch, Wait: time.Second},
 				func(_ context.Context, m queengate.Delivery) error {
 					lat.add(time.Since(m.CreatedAt))
 					return nil
@@ -554,7 +555,7 @@ func pushBesideConsumers(ctx context.Context, c *queengate.Client, queue string,
 	cctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		_ = c.Consume(cctx, queue+"-beside", "drain", queengate.ConsumeOptions{Consumer: "beside", Max: rep.Batch, Wait: time.Second},
+		_ = consumer.Run(cctx, c, queue+"-beside", "drain", consumer.Options{Consumer: "beside", Max: rep.Batch, Wait: time.Second},
 			func(context.Context, queengate.Delivery) error { return nil })
 	})
 	rate, lat, err = pushFor(ctx, c, queue+"-beside", "beside", w, d)

@@ -22,6 +22,7 @@ const module = "github.com/queengate/queengate"
 // rest of internal/ is test harnesses.
 var arrows = map[string][]string{
 	".":                {}, // the wire contract and client, package queengate
+	"consumer":         {"."},
 	"model":            {},
 	"dedup":            {},
 	"internal/promreg": {},
