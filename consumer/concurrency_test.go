@@ -220,7 +220,7 @@ func TestDrainPastItsDeadlineReleasesWhatIsNotHandled(t *testing.T) {
 }
 
 // A handler's Retry fails its message with delayMs on the ack item;
-// Consume's pops carry its maxBytes and maxAckPending. Read off the wire
+// Run's pops carry its maxBytes and maxAckPending. Read off the wire
 // (a second subscriber to the pop subject).
 func TestConsumeSendsRetryDelayMaxBytesAndMaxAckPending(t *testing.T) {
 	t.Parallel()
@@ -303,7 +303,7 @@ func TestARetryDelayHoldsTheMessageForItsGroup(t *testing.T) {
 			t.Fatalf("the failure's ack: %+v", a)
 		}
 	case err := <-consumed:
-		t.Fatalf("Consume returned before its first ack: %v", err)
+		t.Fatalf("Run returned before its first ack: %v", err)
 	}
 	cancel()
 	<-consumed
@@ -317,7 +317,7 @@ func TestARetryDelayHoldsTheMessageForItsGroup(t *testing.T) {
 	}
 }
 
-// With MaxMessages, Consume stops once that many are handled, over
+// With MaxMessages, Run stops once that many are handled, over
 // several partitions and workers, and delivers none beyond them: what is
 // left comes next at its first attempt.
 func TestConsumeStopsAtMaxMessagesDeliveringNoneBeyond(t *testing.T) {
@@ -334,7 +334,7 @@ func TestConsumeStopsAtMaxMessagesDeliveringNoneBeyond(t *testing.T) {
 			return nil
 		})
 	if err != nil || handled != 5 {
-		t.Fatalf("Consume with MaxMessages 5: %v, %d handled", err, handled)
+		t.Fatalf("Run with MaxMessages 5: %v, %d handled", err, handled)
 	}
 	checkLag(t, r, 4)
 	for range 4 {
@@ -344,7 +344,7 @@ func TestConsumeStopsAtMaxMessagesDeliveringNoneBeyond(t *testing.T) {
 		}
 		for _, m := range a.Messages {
 			if m.Attempts != 1 {
-				t.Errorf("%s after Consume stopped: attempt %d, want 1 (delivered beyond MaxMessages)", m.TransactionID, m.Attempts)
+				t.Errorf("%s after Run stopped: attempt %d, want 1 (delivered beyond MaxMessages)", m.TransactionID, m.Attempts)
 			}
 		}
 	}

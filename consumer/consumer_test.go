@@ -101,7 +101,7 @@ func TestAKilledConsumerLosesNothing(t *testing.T) {
 			n++
 		}
 	}
-	// Consume renews a batch's lease at once on receipt: the delivery is
+	// Run renews a batch's lease at once on receipt: the delivery is
 	// confirmed, so the kill costs the batch an attempt.
 	checkfor.Check(t, 10*time.Second, func() error {
 		var heard bool
@@ -168,7 +168,7 @@ func checkLag(t *testing.T, r *gatewaytest.Running, want int64) {
 	}
 }
 
-// Consume completes what its handler returns nil for and fails the rest,
+// Run completes what its handler returns nil for and fails the rest,
 // which come back with their error and attempts, and are dead-lettered
 // at maxAttempts.
 func TestConsumeFailsWhatTheHandlerRefuses(t *testing.T) {
@@ -206,7 +206,7 @@ func TestConsumeFailsWhatTheHandlerRefuses(t *testing.T) {
 	}
 }
 
-// Stopping Consume midway fails nothing: the handled messages are
+// Stopping Run midway fails nothing: the handled messages are
 // acknowledged, the rest go back to the group at once, without an error.
 func TestStoppingConsumeFailsNothing(t *testing.T) {
 	t.Parallel()
@@ -231,7 +231,7 @@ func TestStoppingConsumeFailsNothing(t *testing.T) {
 	}
 }
 
-// A lease Consume could not renew in time is refused before anything is
+// A lease Run could not renew in time is refused before anything is
 // popped: no group is created.
 func TestConsumeRefusesALeaseTooShortToRenew(t *testing.T) {
 	t.Parallel()
@@ -313,7 +313,7 @@ func TestConsumeReportsALeaseLostMidBatch(t *testing.T) {
 }
 
 // Pops that keep failing (the gateway stopped, then one that never
-// answers) are reported to OnError each time, and Consume returns after
+// answers) are reported to OnError each time, and Run returns after
 // MaxPopFailures of them, each pop bounded by the client's timeout even
 // under a context with a distant deadline.
 func TestConsumeReportsPopsThatKeepFailing(t *testing.T) {
@@ -353,7 +353,7 @@ func TestConsumeReportsPopsThatKeepFailing(t *testing.T) {
 	}
 }
 
-// Consume renews each popped batch's lease at once, while the handler
+// Run renews each popped batch's lease at once, while the handler
 // starts: that renewal confirms the delivery. The lease is an hour, so no
 // renewal is due by the clock.
 func TestConsumeRenewsEachBatchAtOnce(t *testing.T) {

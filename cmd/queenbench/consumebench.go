@@ -330,7 +330,7 @@ func (e *exactly) check(target string, w Workload, groups int, took time.Duratio
 // consumeQueengate drains the shape's queue with new groups, each of
 // sh.consumers consumers popping from any partition; each batch is
 // acknowledged by transactionId with the consumer's next pop, as the
-// client's Consume does (one request per batch).
+// Go package consumer does (one request per batch).
 func consumeQueengate(ctx context.Context, c *queengate.Client, sh consumeShape, round int, w Workload) (consumeBenchResult, error) {
 	ex := newExactly(w, sh.groups)
 	acked := make([]atomic.Int64, sh.groups)
