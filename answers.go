@@ -233,6 +233,51 @@ type QueueAnswer struct {
 	NextPartition  string `json:"nextPartition,omitempty"`
 }
 
+// GroupView is a consumer group: its totals over all its partitions, and
+// where it is on each, as many as fit in the answer from the first (or
+// from the one asked for); NextPartition names the first left out.
+type GroupView struct {
+	Group             string `json:"group"`
+	Lag               int64  `json:"lag"`
+	PartitionCount    int    `json:"partitionCount"`
+	Unconfirmed       int64  `json:"unconfirmed"`
+	DeletedUnconsumed int64  `json:"deletedUnconsumed"`
+	// IdleMs is the time since the group last popped on any partition, was
+	// created or was sought; 0 while a lease of it runs (acks, renewals
+	// and releases come under a running lease).
+	IdleMs int64 `json:"idleMs"`
+	// HoldsRetention is false once the group is idle past its queue's
+	// groupIdleSeconds: retention no longer waits for it.
+	HoldsRetention bool `json:"holdsRetention"`
+	// DelayedPartitions counts the partitions a failure's delay holds
+	// (each with its DelayedUntil), of all the group's, listed or not.
+	DelayedPartitions int                  `json:"delayedPartitions,omitempty"`
+	Partitions        []GroupPartitionView `json:"partitions"`
+	NextPartition     string               `json:"nextPartition,omitempty"`
+}
+
+// GroupPartitionView is a group's position on one partition: every
+// offset below NextOffset is consumed; Lag messages are not yet.
+type GroupPartitionView struct {
+	Partition     string     `json:"partition"`
+	PartitionID   int64      `json:"partitionId"`
+	NextOffset    int64      `json:"nextOffset"`
+	LastOffset    int64      `json:"lastOffset"`
+	Lag           int64      `json:"lag"`
+	LeaseConsumer string     `json:"leaseConsumer,omitempty"`
+	LeaseUntil    *time.Time `json:"leaseUntil,omitempty"`
+	// Unconfirmed counts deliveries taken back because their lease ran
+	// out with nothing heard from its consumer (not counted as attempts).
+	Unconfirmed int64 `json:"unconfirmed,omitempty"`
+	// DeletedUnconsumed counts messages retention deleted before the
+	// group consumed them.
+	DeletedUnconsumed int64 `json:"deletedUnconsumed,omitempty"`
+	// DelayedUntil, while a failure's delay holds the partition for the
+	// group (one asked for, or a run-out lease's), is when it stops: no
+	// pop of the group takes the partition before.
+	DelayedUntil *time.Time `json:"delayedUntil,omitempty"`
+}
+
 // PartitionView is one partition's figures: what PostgreSQL holds, then
 // what the gateway answering the request has seen since it started.
 type PartitionView struct {

@@ -58,6 +58,10 @@ func NewClient(nc *nats.Conn, opts ...Option) (*Client, error) {
 // Subjects are the subjects this client uses.
 func (c *Client) Subjects() Subjects { return c.subjects }
 
+// Timeout is what bounds a request whose context has no deadline
+// (WithTimeout): a consumer bounds each pop by it and the pop's wait.
+func (c *Client) Timeout() time.Duration { return c.timeout }
+
 // Close stops reading ack subjects; pending fire-and-forget pushes are
 // then answered with ErrClosed.
 func (c *Client) Close() {
@@ -183,13 +187,35 @@ func (c *Client) request(ctx context.Context, subject string, body []byte, opera
 	if werr := replyError(reply); werr != nil {
 		return werr
 	}
-	if decodeByHand(reply.Data, v) {
+	if d, ok := v.(handDecoded); ok && d.decodeByHand(reply.Data) {
 		return nil
 	}
 	if err := json.Unmarshal(reply.Data, v); err != nil {
 		return fmt.Errorf("queengate: %s: unreadable answer %q: %w", subject, reply.Data, err)
 	}
 	return nil
+}
+
+// handDecoded is an answer with a decoder of its own, faster than
+// json.Unmarshal, for the shape the gateway writes (popwire.go): it
+// reports whether it took body, and declines anything else.
+type handDecoded interface{ decodeByHand(body []byte) bool }
+
+// groupRequest sends req (nil: no body) to subject, a request about
+// queue's group, once both names are valid, and decodes the answer into
+// out.
+func (c *Client) groupRequest(ctx context.Context, queue, group, subject string, req any, operator bool, out any) error {
+	if !ValidName(queue) || !ValidName(group) {
+		return fmt.Errorf("queengate: bad queue or group name %q/%q: %s", queue, group, NameRule)
+	}
+	var body []byte
+	if req != nil {
+		var err error
+		if body, err = json.Marshal(req); err != nil {
+			return err
+		}
+	}
+	return c.request(ctx, subject, body, operator, out)
 }
 
 // replyError is the *Error a reply carries, if any.

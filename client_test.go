@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -13,96 +12,44 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/rs/zerolog"
 
 	queengate "github.com/queengate/queengate"
-	"github.com/queengate/queengate/gateway"
-	"github.com/queengate/queengate/ingest"
 	"github.com/queengate/queengate/internal/checkfor"
-	"github.com/queengate/queengate/internal/natsembed"
+	"github.com/queengate/queengate/internal/gatewaytest"
 	"github.com/queengate/queengate/internal/pgtest"
-	"github.com/queengate/queengate/pgstore"
-	"github.com/queengate/queengate/timers"
 )
 
-func TestMain(m *testing.M) {
-	if os.Getenv(consumerChildEnv) != "" {
-		os.Exit(runConsumerChild())
-	}
-	pgtest.Run(m)
-}
+func TestMain(m *testing.M) { pgtest.Run(m) }
 
-// running is a real gateway (embedded NATS, PostgreSQL, ingest, timers,
-// the operator API) and a client connected to it.
+// running is a real gateway and a client connected to it
+// (internal/gatewaytest).
 type running struct {
 	client *queengate.Client
 	queue  string
-	url    string // the embedded NATS server's
-	store  *pgstore.Store
-	// stopGateway stops the gateway; NATS and PostgreSQL stay up.
-	stopGateway func()
+	g      *gatewaytest.Running
 }
 
 // clientConn is another connection to the gateway's NATS server.
-func (r *running) clientConn(t *testing.T) *nats.Conn {
-	t.Helper()
-	nc, err := nats.Connect(r.url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	return nc
-}
+func (r *running) clientConn(t *testing.T) *nats.Conn { return r.g.ClientConn(t) }
 
 func startGateway(t *testing.T, token string, opts ...queengate.Option) *running {
 	t.Helper()
-	ns, err := natsembed.Start(natsembed.Config{Port: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(ns.Shutdown)
-	gwConn, err := nats.Connect(ns.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(gwConn.Close)
-	store := pgtest.Store(t, pgtest.SharedURL(t))
-	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
-	ing, err := ingest.New(store, ingest.Config{}, log, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tsvc, err := timers.New(store, timers.Config{}, log, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ops := gateway.NewOps(gateway.OpsConfig{Token: token, Version: "1.2.3", WantSchema: pgstore.LatestVersion()}, store, ing, gwConn)
-	gw, err := gateway.New(gateway.Config{Ops: ops, Timers: gateway.NewTimerOps(tsvc, ops), Consumers: gateway.NewConsumers(store)},
-		gwConn, ing, log, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ing.OnCommit(gw.PublishCommitted)
-	for _, s := range []interface {
-		Start(context.Context) error
-		Stop()
-	}{ing, tsvc, gw} {
-		if err := s.Start(t.Context()); err != nil {
+	g := gatewaytest.Start(t, token, opts...)
+	return &running{client: g.Client, queue: g.Queue, g: g}
+}
+
+// A client's Timeout is WithTimeout's, 10 s without it.
+func TestClientTimeout(t *testing.T) {
+	t.Parallel()
+	for seconds, opts := range map[int][]queengate.Option{10: nil, 3: {queengate.WithTimeout(3 * time.Second)}} {
+		c, err := queengate.NewClient(nil, opts...) // a client does not use its connection before its first call
+		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(s.Stop)
+		if got, want := c.Timeout(), time.Duration(seconds)*time.Second; got != want {
+			t.Errorf("Timeout() = %v, want %v", got, want)
+		}
 	}
-	nc, err := nats.Connect(ns.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	c, err := queengate.NewClient(nc, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	return &running{client: c, queue: pgtest.UniqueName(t), url: ns.ClientURL(), store: store, stopGateway: gw.Stop}
 }
 
 func msg(id, data string) queengate.Message {

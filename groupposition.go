@@ -2,8 +2,6 @@ package queengate
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"time"
 )
 
@@ -86,21 +84,4 @@ func (c *Client) CreateGroup(ctx context.Context, queue, group string, req Group
 func (c *Client) SeekGroup(ctx context.Context, queue, group string, req GroupSeekRequest) (GroupSeekAnswer, error) {
 	var out GroupSeekAnswer
 	return out, c.groupRequest(ctx, queue, group, c.subjects.GroupSeek(queue, group), req, true, &out)
-}
-
-// groupRequest sends req (nil: no body) to subject, a request about
-// queue's group, once both names are valid, and decodes the answer into
-// out.
-func (c *Client) groupRequest(ctx context.Context, queue, group, subject string, req any, operator bool, out any) error {
-	if !ValidName(queue) || !ValidName(group) {
-		return fmt.Errorf("queengate: bad queue or group name %q/%q: %s", queue, group, NameRule)
-	}
-	var body []byte
-	if req != nil {
-		var err error
-		if body, err = json.Marshal(req); err != nil {
-			return err
-		}
-	}
-	return c.request(ctx, subject, body, operator, out)
 }

@@ -16,17 +16,11 @@ import (
 // declines anything else, which json.Unmarshal then decodes: the answer is
 // the same either way (FuzzPopAnswerDecodesAsEncodingJSON).
 
-// decodeByHand decodes an answer of the hand decoder's kinds into v,
-// reporting whether it did.
-func decodeByHand(body []byte, v any) bool {
-	switch a := v.(type) {
-	case *PopAnswer:
-		return decodePopAnswer(body, a)
-	case *AckAnswer:
-		return decodeAckAnswer(body, a)
-	}
-	return false
-}
+// decodeByHand makes a pop's answer a handDecoded one for the Client.
+func (a *PopAnswer) decodeByHand(body []byte) bool { return decodePopAnswer(body, a) }
+
+// decodeByHand makes an ack's answer a handDecoded one for the Client.
+func (a *AckAnswer) decodeByHand(body []byte) bool { return decodeAckAnswer(body, a) }
 
 // answerReader reads one answer; ok turns false at the first thing the
 // hand decoder declines, and stays false.

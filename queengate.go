@@ -1,11 +1,12 @@
 // Package queengate is queengate's wire contract in Go, and a client for
-// producers and operators: subjects and name rules, the answers and their
-// error codes, and a Client that pushes (request-reply, or fire-and-forget
-// with the answers read on the ack subject and matched to their requests),
-// schedules and cancels timers, and configures and reads queues over NATS.
-// docs/protocol.md and docs/admin-api.md describe the same contract in
-// words; the gateway, queenctl and queenbench speak it through this
-// package.
+// producers, consumers and operators: subjects and name rules, the answers
+// and their error codes, and a Client that pushes (request-reply, or
+// fire-and-forget with the answers read on the ack subject and matched to
+// their requests), schedules and cancels timers, configures and reads
+// queues, and pops, acknowledges, renews and releases over NATS (package
+// consumer runs a consumer on those calls). docs/protocol.md and
+// docs/admin-api.md describe the same contract in words; the gateway,
+// queenctl and queenbench speak it through this package.
 package queengate
 
 const (

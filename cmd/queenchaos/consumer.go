@@ -14,7 +14,7 @@ import (
 
 // consumeLoad is what the consumers do while producers push and faults
 // strike: consumers of each group pop from any partition, confirm each
-// batch with a renewal (as the client's Consume does, so that their
+// batch with a renewal (as the Go package consumer does, so that their
 // deliveries count as attempts), handle it, and carry its ack in their
 // next pop.
 type consumeLoad struct {
@@ -26,7 +26,7 @@ type consumeLoad struct {
 	Handling time.Duration // per batch, before its ack
 	// Every SlowEvery-th batch of a consumer is handled for SlowHandling,
 	// its lease renewed every third of the lease meanwhile (as the
-	// client's Consume does): the leases the verifier can check for
+	// Go package consumer does): the leases the verifier can check for
 	// overlap are those held long. None once producing has stopped: the
 	// rest is consumed at once.
 	SlowEvery    int
@@ -239,7 +239,7 @@ func (c *consumer) fails(m queengate.Delivery) bool {
 }
 
 // finish delivers the last batch's ack and releases its lease, as the
-// client's Consume does when it stops.
+// Go package consumer does when it stops.
 func (c *consumer) finish(pending *queengate.PopAck, lease int) {
 	if pending == nil {
 		return

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	queengate "github.com/queengate/queengate"
+	queenconsumer "github.com/queengate/queengate/consumer" // consumer is this command's type
 )
 
 func init() {
@@ -73,7 +74,7 @@ func setupConsume(fs *flag.FlagSet) runFunc {
 			return usagef("consume: want QUEUE [PARTITION] --group GROUP, e.g. queenctl consume payments --group billing")
 		}
 		c := consumer{s: s, queue: args[0], group: *group, fail: *fail, named: flagGiven(fs, "consumer"),
-			opts: queengate.ConsumeOptions{Consumer: *name, Max: *max, Lease: *lease, Wait: *wait,
+			opts: queenconsumer.Options{Consumer: *name, Max: *max, Lease: *lease, Wait: *wait,
 				Concurrency: *concurrency, MaxBytes: *maxBytes, MaxAckPending: *maxAckPending, MaxMessages: *count,
 				MaxPopFailures: 1}} // a failed pop ends queenctl, as any failed request does
 		if len(args) == 2 {
@@ -99,15 +100,15 @@ func flagGiven(fs *flag.FlagSet, name string) (given bool) {
 	return given
 }
 
-// consumer prints and acknowledges a group's messages with the client's
-// Consume.
+// consumer prints and acknowledges a group's messages with the consumer
+// package's runner.
 type consumer struct {
 	s            *session
 	client       *queengate.Client
 	queue, group string
 	fail         string
 	named        bool // --consumer given
-	opts         queengate.ConsumeOptions
+	opts         queenconsumer.Options
 	stop         context.CancelFunc
 	mu           sync.Mutex
 	unacked      map[place]string // printed, not yet acknowledged: their transactionIds
@@ -137,8 +138,8 @@ func (c *consumer) check() error {
 		return checkName("group", c.group)
 	case o.MaxMessages < 0 || o.Max < 1 || o.Max > queengate.MaxPopMax:
 		return usagef("consume: --count must be 0 or more, --max 1 to %d", queengate.MaxPopMax)
-	case o.Lease < queengate.MinConsumeLease || o.Lease.Milliseconds() > queengate.MaxLeaseMs || o.Wait < 0 || o.Wait.Milliseconds() > queengate.MaxWaitMs:
-		return usagef("consume: --lease %v to %v (it is renewed every third of it), --wait 0 to %v", queengate.MinConsumeLease,
+	case o.Lease < queenconsumer.MinLease || o.Lease.Milliseconds() > queengate.MaxLeaseMs || o.Wait < 0 || o.Wait.Milliseconds() > queengate.MaxWaitMs:
+		return usagef("consume: --lease %v to %v (it is renewed every third of it), --wait 0 to %v", queenconsumer.MinLease,
 			time.Duration(queengate.MaxLeaseMs)*time.Millisecond, time.Duration(queengate.MaxWaitMs)*time.Millisecond)
 	case o.Concurrency < 1 || o.Concurrency > maxConsumeConcurrency:
 		return usagef("consume: --concurrency 1 to %d", maxConsumeConcurrency)
@@ -170,7 +171,7 @@ func (c *consumer) run(ctx context.Context) error {
 	opts := c.opts
 	opts.OnAck, opts.OnError = c.onAck, c.onError
 	c.unacked = map[place]string{}
-	cs := c.client.NewConsumer(c.queue, c.group, opts, c.handle)
+	cs := queenconsumer.New(c.client, c.queue, c.group, opts, c.handle)
 	var watch sync.WaitGroup
 	defer watch.Wait()
 	watch.Go(func() {
@@ -217,7 +218,7 @@ func (c *consumer) handle(ctx context.Context, m queengate.Delivery) error {
 		<-ctx.Done()
 		return ctx.Err()
 	}
-	c.unacked[place{queengate.PartitionOf(ctx), m.Offset}] = m.TransactionID
+	c.unacked[place{queenconsumer.PartitionOf(ctx), m.Offset}] = m.TransactionID
 	if c.fail != "" {
 		return errors.New(c.fail)
 	}
@@ -232,7 +233,7 @@ func (c *consumer) print(ctx context.Context, m queengate.Delivery) error {
 		Partition string `json:"partition"`
 		queengate.Delivery
 		Data json.RawMessage `json:"data,omitempty"` // nil: hides the Delivery's
-	}{Partition: queengate.PartitionOf(ctx), Delivery: m})
+	}{Partition: queenconsumer.PartitionOf(ctx), Delivery: m})
 	if err != nil {
 		return err
 	}
@@ -247,7 +248,7 @@ func (c *consumer) print(ctx context.Context, m queengate.Delivery) error {
 }
 
 // onAck ends queenctl at an ack the gateway did not apply, naming the
-// message (Consume acknowledges by offset).
+// message (the runner acknowledges by offset).
 func (c *consumer) onAck(partition string, a queengate.AckAnswer) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -265,10 +266,10 @@ func (c *consumer) onAck(partition string, a queengate.AckAnswer) {
 	}
 }
 
-// onError reports on stderr what Consume carries on past; an ack not
+// onError reports on stderr what the runner carries on past; an ack not
 // applied is onAck's.
 func (c *consumer) onError(err error) {
-	if _, ok := errors.AsType[*queengate.UnsettledError](err); !ok {
+	if _, ok := errors.AsType[*queenconsumer.UnsettledError](err); !ok {
 		fmt.Fprintln(c.s.stderr, "queenctl:", printable(err.Error()))
 	}
 }

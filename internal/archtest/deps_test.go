@@ -24,6 +24,7 @@ const module = "github.com/queengate/queengate"
 // internal/ is test harnesses.
 var arrows = map[string][]string{
 	".":                {}, // the wire contract and client, package queengate
+	"consumer":         {"."},
 	"model":            {},
 	"dedup":            {},
 	"internal/promreg": {},
@@ -47,7 +48,7 @@ var arrows = map[string][]string{
 	"internal/bench/report":     {"internal/bench"},
 	"internal/bench/proc":       {"internal/bench", "routing", "internal/pgcluster"},
 	"internal/bench/target":     {".", "internal/bench", "internal/bench/proc", "model"},
-	"internal/bench/sidebyside": {".", "internal/bench", "internal/bench/proc", "internal/bench/report", "internal/bench/target"},
+	"internal/bench/sidebyside": {".", "consumer", "internal/bench", "internal/bench/proc", "internal/bench/report", "internal/bench/target"},
 }
 
 // mayLinkPgx are the packages that may link pgx: pgstore, which

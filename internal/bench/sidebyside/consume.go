@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/consumer"
 	"github.com/queengate/queengate/internal/bench"
 	"github.com/queengate/queengate/internal/bench/report"
 	"github.com/queengate/queengate/internal/bench/target"
@@ -334,7 +335,7 @@ func (e *exactly) check(target string, w bench.Workload, groups int, took time.D
 // consumeQueengate drains the shape's queue with new groups, each of
 // sh.consumers consumers popping from any partition; each batch is
 // acknowledged by transactionId with the consumer's next pop, as the
-// client's Consume does (one request per batch).
+// Go package consumer does (one request per batch).
 func consumeQueengate(ctx context.Context, c *queengate.Client, sh consumeShape, round int, w bench.Workload) (consumeBenchResult, error) {
 	ex := newExactly(w, sh.groups)
 	acked := make([]atomic.Int64, sh.groups)
@@ -452,7 +453,7 @@ func consumeLatency(ctx context.Context, c *queengate.Client, queue string, w be
 	var wg sync.WaitGroup
 	for p := range w.Partitions {
 		wg.Go(func() {
-			_ = c.Consume(cctx, queue, "latency", queengate.ConsumeOptions{Consumer: fmt.Sprint("c", p), Max: rep.Batch, Wait: time.Second},
+			_ = consumer.Run(cctx, c, queue, "latency", consumer.Options{Consumer: fmt.Sprint("c", p), Max: rep.Batch, Wait: time.Second},
 				func(_ context.Context, m queengate.Delivery) error {
 					lat.add(time.Since(m.CreatedAt))
 					return nil
@@ -559,7 +560,7 @@ func pushBesideConsumers(ctx context.Context, c *queengate.Client, queue string,
 	cctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		_ = c.Consume(cctx, queue+"-beside", "drain", queengate.ConsumeOptions{Consumer: "beside", Max: rep.Batch, Wait: time.Second},
+		_ = consumer.Run(cctx, c, queue+"-beside", "drain", consumer.Options{Consumer: "beside", Max: rep.Batch, Wait: time.Second},
 			func(context.Context, queengate.Delivery) error { return nil })
 	})
 	rate, lat, err = pushFor(ctx, c, queue+"-beside", "beside", w, d)

@@ -1,4 +1,4 @@
-package queengate
+package consumer
 
 // DrainBegun reports whether Drain was called: no pop starts after it.
 func (cs *Consumer) DrainBegun() bool {

@@ -1,4 +1,4 @@
-package queengate
+package consumer
 
 import (
 	"testing"

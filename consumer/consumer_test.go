@@ -1,8 +1,9 @@
-package queengate_test
+package consumer_test
 
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -17,12 +18,26 @@ import (
 	"github.com/nats-io/nats.go"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/consumer"
 	"github.com/queengate/queengate/internal/checkfor"
+	"github.com/queengate/queengate/internal/gatewaytest"
+	"github.com/queengate/queengate/internal/pgtest"
 )
 
 // consumerChildEnv makes the test binary a consumer process (for the
 // kill -9 test): "<nats url> <queue> <group>".
 const consumerChildEnv = "QUEENGATE_TEST_CONSUMER"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(consumerChildEnv) != "" {
+		os.Exit(runConsumerChild())
+	}
+	pgtest.Run(m)
+}
+
+func msg(id, data string) queengate.Message {
+	return queengate.Message{TransactionID: id, Data: json.RawMessage(data)}
+}
 
 // runConsumerChild consumes in batches of 10, printing "handling <id>"
 // before handling each message; it hangs on the third message of its
@@ -40,7 +55,7 @@ func runConsumerChild() int {
 		return 1
 	}
 	handled := 0
-	err = c.Consume(context.Background(), args[1], args[2], queengate.ConsumeOptions{Max: 10, Consumer: "doomed"},
+	err = consumer.Run(context.Background(), c, args[1], args[2], consumer.Options{Max: 10, Consumer: "doomed"},
 		func(_ context.Context, m queengate.Delivery) error {
 			fmt.Println("handling", m.TransactionID)
 			if handled++; handled == 3 {
@@ -52,13 +67,13 @@ func runConsumerChild() int {
 	return 1
 }
 
-func pushN(t *testing.T, r *running, n int) {
+func pushN(t *testing.T, r *gatewaytest.Running, n int) {
 	t.Helper()
 	var msgs []queengate.Message
 	for i := range n {
 		msgs = append(msgs, msg(fmt.Sprint("m", i), fmt.Sprint(i)))
 	}
-	if _, err := r.client.Push(t.Context(), r.queue, "p", msgs...); err != nil {
+	if _, err := r.Client.Push(t.Context(), r.Queue, "p", msgs...); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -69,10 +84,10 @@ func pushN(t *testing.T, r *running, n int) {
 // receipt confirmed the delivery), then the rest.
 func TestAKilledConsumerLosesNothing(t *testing.T) {
 	t.Parallel()
-	r := startGateway(t, "")
+	r := gatewaytest.Start(t, "")
 	pushN(t, r, 25)
 	child := exec.Command(os.Args[0], "-test.run=^$")
-	child.Env = append(os.Environ(), consumerChildEnv+"="+r.url+" "+r.queue+" g")
+	child.Env = append(os.Environ(), consumerChildEnv+"="+r.URL+" "+r.Queue+" g")
 	out, err := child.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -86,13 +101,13 @@ func TestAKilledConsumerLosesNothing(t *testing.T) {
 			n++
 		}
 	}
-	// Consume renews a batch's lease at once on receipt: the delivery is
+	// Run renews a batch's lease at once on receipt: the delivery is
 	// confirmed, so the kill costs the batch an attempt.
 	checkfor.Check(t, 10*time.Second, func() error {
 		var heard bool
-		err := r.store.Pool().QueryRow(t.Context(), `SELECT c.lease_heard FROM queen.consumer_cursors c
+		err := r.Store.Pool().QueryRow(t.Context(), `SELECT c.lease_heard FROM queen.consumer_cursors c
 			JOIN queen.consumer_groups g ON g.id = c.group_id JOIN queen.queues q ON q.id = g.queue_id
-			WHERE q.name = $1`, r.queue).Scan(&heard)
+			WHERE q.name = $1`, r.Queue).Scan(&heard)
 		if err == nil && !heard {
 			err = errors.New("the batch's lease is not heard from yet")
 		}
@@ -104,14 +119,14 @@ func TestAKilledConsumerLosesNothing(t *testing.T) {
 	_ = child.Wait()
 
 	// Nothing of the batch was acknowledged, and the lease holds it.
-	groups, err := r.client.Groups(t.Context(), r.queue)
+	groups, err := r.Client.Groups(t.Context(), r.Queue)
 	if err != nil || len(groups.Groups) != 1 || groups.Groups[0].Lag != 25 || groups.Groups[0].Partitions[0].LeaseConsumer != "doomed" {
 		t.Fatalf("after the kill: %+v, %v", groups, err)
 	}
 	// Its lease runs out (backdated, not waited for).
-	if _, err := r.store.Pool().Exec(t.Context(), `UPDATE queen.consumer_cursors c SET lease_until = now() - interval '1 second'
+	if _, err := r.Store.Pool().Exec(t.Context(), `UPDATE queen.consumer_cursors c SET lease_until = now() - interval '1 second'
 		FROM queen.consumer_groups g JOIN queen.queues q ON q.id = g.queue_id
-		WHERE c.group_id = g.id AND q.name = $1`, r.queue); err != nil {
+		WHERE c.group_id = g.id AND q.name = $1`, r.Queue); err != nil {
 		t.Fatal(err)
 	}
 	var (
@@ -120,7 +135,7 @@ func TestAKilledConsumerLosesNothing(t *testing.T) {
 	)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	err = r.client.Consume(ctx, r.queue, "g", queengate.ConsumeOptions{Max: 10, Wait: 200 * time.Millisecond},
+	err = consumer.Run(ctx, r.Client, r.Queue, "g", consumer.Options{Max: 10, Wait: 200 * time.Millisecond},
 		func(_ context.Context, m queengate.Delivery) error {
 			mu.Lock()
 			defer mu.Unlock()
@@ -145,29 +160,29 @@ func TestAKilledConsumerLosesNothing(t *testing.T) {
 	checkLag(t, r, 0)
 }
 
-func checkLag(t *testing.T, r *running, want int64) {
+func checkLag(t *testing.T, r *gatewaytest.Running, want int64) {
 	t.Helper()
-	groups, err := r.client.Groups(context.Background(), r.queue)
+	groups, err := r.Client.Groups(context.Background(), r.Queue)
 	if err != nil || groups.Groups[0].Lag != want {
 		t.Errorf("groups: %+v, %v; want lag %d", groups, err, want)
 	}
 }
 
-// Consume completes what its handler returns nil for and fails the rest,
+// Run completes what its handler returns nil for and fails the rest,
 // which come back with their error and attempts, and are dead-lettered
 // at maxAttempts.
 func TestConsumeFailsWhatTheHandlerRefuses(t *testing.T) {
 	t.Parallel()
-	r := startGateway(t, "")
+	r := gatewaytest.Start(t, "")
 	attempts := 2
-	if _, err := r.client.Configure(t.Context(), queengate.ConfigureRequest{Queue: r.queue, Options: map[string]int64{"maxAttempts": int64(attempts)}}); err != nil {
+	if _, err := r.Client.Configure(t.Context(), queengate.ConfigureRequest{Queue: r.Queue, Options: map[string]int64{"maxAttempts": int64(attempts)}}); err != nil {
 		t.Fatal(err)
 	}
 	pushN(t, r, 3)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	var seen []string
-	err := r.client.Consume(ctx, r.queue, "g", queengate.ConsumeOptions{Wait: 200 * time.Millisecond},
+	err := consumer.Run(ctx, r.Client, r.Queue, "g", consumer.Options{Wait: 200 * time.Millisecond},
 		func(_ context.Context, m queengate.Delivery) error {
 			seen = append(seen, fmt.Sprintf("%s#%d%s", m.TransactionID, m.Attempts, m.LastError))
 			if len(seen) == 4 {
@@ -185,21 +200,21 @@ func TestConsumeFailsWhatTheHandlerRefuses(t *testing.T) {
 		t.Fatalf("handled %v, want %v", seen, want)
 	}
 	checkLag(t, r, 0) // m1 went to the dead-letter queue at its second failure
-	dlq, err := r.client.Read(t.Context(), r.queue+"-dlq", "p", queengate.ReadRequest{})
+	dlq, err := r.Client.Read(t.Context(), r.Queue+"-dlq", "p", queengate.ReadRequest{})
 	if err != nil || len(dlq.Messages) != 1 || !strings.Contains(string(dlq.Messages[0].Data), `"transactionId":"m1"`) {
 		t.Fatalf("dead-letter queue: %+v, %v", dlq, err)
 	}
 }
 
-// Stopping Consume midway fails nothing: the handled messages are
+// Stopping Run midway fails nothing: the handled messages are
 // acknowledged, the rest go back to the group at once, without an error.
 func TestStoppingConsumeFailsNothing(t *testing.T) {
 	t.Parallel()
-	r := startGateway(t, "")
+	r := gatewaytest.Start(t, "")
 	pushN(t, r, 5)
 	ctx, cancel := context.WithCancel(t.Context())
 	handled := 0
-	err := r.client.Consume(ctx, r.queue, "g", queengate.ConsumeOptions{Max: 5, Wait: 200 * time.Millisecond},
+	err := consumer.Run(ctx, r.Client, r.Queue, "g", consumer.Options{Max: 5, Wait: 200 * time.Millisecond},
 		func(context.Context, queengate.Delivery) error {
 			if handled++; handled == 2 {
 				cancel()
@@ -210,35 +225,35 @@ func TestStoppingConsumeFailsNothing(t *testing.T) {
 		t.Fatalf("consume: %v after %d messages", err, handled)
 	}
 	checkLag(t, r, 3)
-	a, err := r.client.Pop(t.Context(), r.queue, "p", queengate.PopRequest{Group: "g", Max: 5})
+	a, err := r.Client.Pop(t.Context(), r.Queue, "p", queengate.PopRequest{Group: "g", Max: 5})
 	if err != nil || len(a.Messages) != 3 || a.Messages[0].TransactionID != "m2" || a.Messages[0].LastError != "" {
 		t.Fatalf("the rest, popped at once: %+v, %v", a, err)
 	}
 }
 
-// A lease Consume could not renew in time is refused before anything is
+// A lease Run could not renew in time is refused before anything is
 // popped: no group is created.
 func TestConsumeRefusesALeaseTooShortToRenew(t *testing.T) {
 	t.Parallel()
-	r := startGateway(t, "")
+	r := gatewaytest.Start(t, "")
 	pushN(t, r, 1)
-	err := r.client.Consume(t.Context(), r.queue, "g", queengate.ConsumeOptions{Lease: 50 * time.Millisecond},
+	err := consumer.Run(t.Context(), r.Client, r.Queue, "g", consumer.Options{Lease: 50 * time.Millisecond},
 		func(context.Context, queengate.Delivery) error { return nil })
-	if !errors.Is(err, queengate.ErrLeaseTooShort) {
+	if !errors.Is(err, consumer.ErrLeaseTooShort) {
 		t.Fatalf("consume with a 50 ms lease: %v, want ErrLeaseTooShort", err)
 	}
-	if groups, err := r.client.Groups(t.Context(), r.queue); err != nil || len(groups.Groups) != 0 {
+	if groups, err := r.Client.Groups(t.Context(), r.Queue); err != nil || len(groups.Groups) != 0 {
 		t.Errorf("groups after the refusal: %+v, %v; want none (nothing popped)", groups, err)
 	}
 }
 
 // leaseOf reads the lease a group holds on the queue's partition.
-func leaseOf(t *testing.T, r *running, group string) string {
+func leaseOf(t *testing.T, r *gatewaytest.Running, group string) string {
 	t.Helper()
 	var lease string
-	if err := r.store.Pool().QueryRow(t.Context(), `SELECT c.lease_id::text FROM queen.consumer_cursors c
+	if err := r.Store.Pool().QueryRow(t.Context(), `SELECT c.lease_id::text FROM queen.consumer_cursors c
 		JOIN queen.consumer_groups g ON g.id = c.group_id JOIN queen.queues q ON q.id = g.queue_id
-		WHERE q.name = $1 AND g.name = $2 AND c.lease_id IS NOT NULL`, r.queue, group).Scan(&lease); err != nil {
+		WHERE q.name = $1 AND g.name = $2 AND c.lease_id IS NOT NULL`, r.Queue, group).Scan(&lease); err != nil {
 		t.Fatal(err)
 	}
 	return lease
@@ -249,9 +264,9 @@ func leaseOf(t *testing.T, r *running, group string) string {
 // OnError hears of the unsettled messages.
 func TestConsumeReportsALeaseLostMidBatch(t *testing.T) {
 	t.Parallel()
-	r := startGateway(t, "")
+	r := gatewaytest.Start(t, "")
 	pushN(t, r, 3)
-	other, err := queengate.NewClient(r.clientConn(t))
+	other, err := queengate.NewClient(r.ClientConn(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,10 +275,10 @@ func TestConsumeReportsALeaseLostMidBatch(t *testing.T) {
 	var (
 		mu        sync.Mutex
 		results   []string
-		unsettled *queengate.UnsettledError
+		unsettled *consumer.UnsettledError
 		released  bool
 	)
-	opts := queengate.ConsumeOptions{Max: 3, Wait: 200 * time.Millisecond,
+	opts := consumer.Options{Max: 3, Wait: 200 * time.Millisecond,
 		OnAck: func(partition string, a queengate.AckAnswer) {
 			for _, it := range a.Items {
 				results = append(results, fmt.Sprintf("%s/%d:%s", partition, *it.Offset, it.Result))
@@ -275,10 +290,10 @@ func TestConsumeReportsALeaseLostMidBatch(t *testing.T) {
 			defer mu.Unlock()
 			errors.As(err, &unsettled)
 		}}
-	err = r.client.Consume(ctx, r.queue, "g", opts, func(context.Context, queengate.Delivery) error {
+	err = consumer.Run(ctx, r.Client, r.Queue, "g", opts, func(context.Context, queengate.Delivery) error {
 		if !released {
 			released = true
-			if _, err := other.Release(t.Context(), r.queue, "p", queengate.LeaseRequest{Group: "g", LeaseID: leaseOf(t, r, "g")}); err != nil {
+			if _, err := other.Release(t.Context(), r.Queue, "p", queengate.LeaseRequest{Group: "g", LeaseID: leaseOf(t, r, "g")}); err != nil {
 				t.Error(err)
 			}
 		}
@@ -298,16 +313,16 @@ func TestConsumeReportsALeaseLostMidBatch(t *testing.T) {
 }
 
 // Pops that keep failing (the gateway stopped, then one that never
-// answers) are reported to OnError each time, and Consume returns after
+// answers) are reported to OnError each time, and Run returns after
 // MaxPopFailures of them, each pop bounded by the client's timeout even
 // under a context with a distant deadline.
 func TestConsumeReportsPopsThatKeepFailing(t *testing.T) {
 	t.Parallel()
-	r := startGateway(t, "")
+	r := gatewaytest.Start(t, "")
 	pushN(t, r, 1) // within the default timeout: a first push makes the queue
-	r.stopGateway()
+	r.StopGateway()
 	// Pops that fail fast: no gateway answers them.
-	short, err := queengate.NewClient(r.clientConn(t), queengate.WithTimeout(200*time.Millisecond))
+	short, err := queengate.NewClient(r.ClientConn(t), queengate.WithTimeout(200*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,7 +330,7 @@ func TestConsumeReportsPopsThatKeepFailing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	var reported []error
-	err = short.Consume(ctx, r.queue, "g", queengate.ConsumeOptions{MaxPopFailures: 3, OnError: func(err error) { reported = append(reported, err) }},
+	err = consumer.Run(ctx, short, r.Queue, "g", consumer.Options{MaxPopFailures: 3, OnError: func(err error) { reported = append(reported, err) }},
 		func(context.Context, queengate.Delivery) error { return nil })
 	if !errors.Is(err, nats.ErrNoResponders) || ctx.Err() != nil {
 		t.Fatalf("consume with no gateway: %v, want the third pop's failure (no responders)", err)
@@ -324,30 +339,30 @@ func TestConsumeReportsPopsThatKeepFailing(t *testing.T) {
 		t.Errorf("OnError heard %v, want the first two failures", reported)
 	}
 
-	mute := r.clientConn(t)
-	if _, err := mute.Subscribe(r.client.Subjects().Pop(r.queue, ""), func(*nats.Msg) {}); err != nil {
+	mute := r.ClientConn(t)
+	if _, err := mute.Subscribe(r.Client.Subjects().Pop(r.Queue, ""), func(*nats.Msg) {}); err != nil {
 		t.Fatal(err)
 	}
 	if err := mute.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	err = short.Consume(ctx, r.queue, "g", queengate.ConsumeOptions{MaxPopFailures: 2, Wait: time.Millisecond},
+	err = consumer.Run(ctx, short, r.Queue, "g", consumer.Options{MaxPopFailures: 2, Wait: time.Millisecond},
 		func(context.Context, queengate.Delivery) error { return nil })
 	if !errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
 		t.Fatalf("consume with a gateway that never answers: %v, want the second pop's timeout", err)
 	}
 }
 
-// Consume renews each popped batch's lease at once, while the handler
+// Run renews each popped batch's lease at once, while the handler
 // starts: that renewal confirms the delivery. The lease is an hour, so no
 // renewal is due by the clock.
 func TestConsumeRenewsEachBatchAtOnce(t *testing.T) {
 	t.Parallel()
-	r := startGateway(t, "")
+	r := gatewaytest.Start(t, "")
 	pushN(t, r, 1)
 	var renewals atomic.Int32
-	watcher := r.clientConn(t)
-	if _, err := watcher.Subscribe(r.client.Subjects().Renew(r.queue, "p"), func(*nats.Msg) { renewals.Add(1) }); err != nil {
+	watcher := r.ClientConn(t)
+	if _, err := watcher.Subscribe(r.Client.Subjects().Renew(r.Queue, "p"), func(*nats.Msg) { renewals.Add(1) }); err != nil {
 		t.Fatal(err)
 	}
 	if err := watcher.Flush(); err != nil { // subscribed before the first pop
@@ -355,7 +370,7 @@ func TestConsumeRenewsEachBatchAtOnce(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	err := r.client.Consume(ctx, r.queue, "g", queengate.ConsumeOptions{Lease: time.Hour},
+	err := consumer.Run(ctx, r.Client, r.Queue, "g", consumer.Options{Lease: time.Hour},
 		func(context.Context, queengate.Delivery) error {
 			checkfor.Check(t, 10*time.Second, checkfor.Cond("a renewal of the batch's lease", func() bool { return renewals.Load() > 0 }))
 			cancel()

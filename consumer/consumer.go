@@ -1,87 +1,22 @@
-package queengate
+package consumer
 
 import (
-	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	queengate "github.com/queengate/queengate"
 )
 
-// Pop asks for messages of queue for a consumer of req.Group: of any
-// partition with work (partition ""), or of one. The answer holds a
-// lease on one partition and its messages, or no lease and no messages
-// when there was nothing to deliver within req.WaitMs.
-func (c *Client) Pop(ctx context.Context, queue, partition string, req PopRequest) (PopAnswer, error) {
-	if err := checkPlace(queue, cmp.Or(partition, DefaultPartition)); err != nil { // "": any partition
-		return PopAnswer{}, err
-	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.timeout+time.Duration(req.WaitMs)*time.Millisecond)
-		defer cancel()
-	}
-	return consumeCall[PopAnswer](ctx, c, c.subjects.Pop(queue, partition), req)
-}
-
-// Ack settles messages delivered under a lease on queue/partition.
-func (c *Client) Ack(ctx context.Context, queue, partition string, req AckRequest) (AckAnswer, error) {
-	if err := checkPlace(queue, partition); err != nil {
-		return AckAnswer{}, err
-	}
-	return consumeCall[AckAnswer](ctx, c, c.subjects.ConsumeAck(queue, partition), req)
-}
-
-// Renew extends a lease to run req.LeaseMs from now. A lease no longer
-// held is an *Error with CodeConflict.
-func (c *Client) Renew(ctx context.Context, queue, partition string, req LeaseRequest) (LeaseAnswer, error) {
-	if err := checkPlace(queue, partition); err != nil {
-		return LeaseAnswer{}, err
-	}
-	return consumeCall[LeaseAnswer](ctx, c, c.subjects.Renew(queue, partition), req)
-}
-
-// Release gives a lease up: what was delivered under it and not settled
-// is redelivered by the next pop.
-func (c *Client) Release(ctx context.Context, queue, partition string, req LeaseRequest) (LeaseAnswer, error) {
-	if err := checkPlace(queue, partition); err != nil {
-		return LeaseAnswer{}, err
-	}
-	return consumeCall[LeaseAnswer](ctx, c, c.subjects.Release(queue, partition), req)
-}
-
-// Groups lists queue's consumer groups with their lag per partition.
-func (c *Client) Groups(ctx context.Context, queue string) (GroupsAnswer, error) {
-	if err := checkPlace(queue, DefaultPartition); err != nil {
-		return GroupsAnswer{}, err
-	}
-	return consumeCall[GroupsAnswer](ctx, c, c.subjects.Groups(queue), nil)
-}
-
-// consumeCall sends a consuming request (no admin token) and decodes its
-// answer.
-func consumeCall[T any](ctx context.Context, c *Client, subject string, req any) (T, error) {
-	var out T
-	var body []byte
-	if req != nil {
-		b, err := json.Marshal(req)
-		if err != nil {
-			return out, fmt.Errorf("queengate: encode %s: %w", subject, err)
-		}
-		body = b
-	}
-	return out, c.request(ctx, subject, body, false, &out)
-}
-
-// ConsumeOptions tune Consume. Zero values take the defaults.
-type ConsumeOptions struct {
+// Options tune a consumer. Zero values take the defaults.
+type Options struct {
 	Partition string        // one partition; "" any with work
 	Consumer  string        // a name for the lease holder, shown in group lists
 	Max       int           // messages per pop; default 100
-	Lease     time.Duration // default 30 s, at least MinConsumeLease; renewed while the handler runs
+	Lease     time.Duration // default 30 s, at least MinLease; renewed while the handler runs
 	Wait      time.Duration // long poll per pop; default 5 s
 
 	// OnAck, when set, receives the gateway's answer to each batch's ack,
@@ -89,8 +24,8 @@ type ConsumeOptions struct {
 	// result other than acked or alreadyAcked means the message was not
 	// settled as the handler said: after leaseNotHeld or leaseExpired it
 	// is delivered again.
-	OnAck func(partition string, a AckAnswer)
-	// OnError, when set, receives what Consume carries on past: a pop or
+	OnAck func(partition string, a queengate.AckAnswer)
+	// OnError, when set, receives what the consumer carries on past: a pop or
 	// an ack that failed (retried after a second), a renewal that failed
 	// or found the lease lost, and each batch whose ack left messages
 	// unsettled (an *UnsettledError). OnAck and OnError are never called
@@ -98,7 +33,7 @@ type ConsumeOptions struct {
 	// goroutine renewing the lease).
 	OnError func(error)
 	// MaxPopFailures is how many pops in a row may fail (no answer, no
-	// gateway, a 5xx) before Consume returns the last failure: default
+	// gateway, a 5xx) before Run returns the last failure: default
 	// 10, with a second between them (nine seconds or more), long enough
 	// to ride out a gateway's restart and short enough that a consumer
 	// that cannot reach any gateway (wrong URL or prefix, missing
@@ -114,40 +49,40 @@ type ConsumeOptions struct {
 	// its ack. The handler is then called from several goroutines at
 	// once, never two at once for one partition.
 	Concurrency int
-	// MaxBytes bounds what each pop's messages take (PopRequest.MaxBytes;
-	// 0: as much as fits in an answer).
+	// MaxBytes bounds what each pop's messages take
+	// (queengate.PopRequest.MaxBytes; 0: as much as fits in an answer).
 	MaxBytes int64
 	// MaxAckPending bounds what this consumer holds delivered and not yet
-	// acknowledged (PopRequest.MaxAckPending; needs Consumer).
+	// acknowledged (queengate.PopRequest.MaxAckPending; needs Consumer).
 	MaxAckPending int
-	// MaxMessages, when set, stops Consume once that many messages are
+	// MaxMessages, when set, stops the consumer once that many messages are
 	// handled (Run returns nil). Each pop asks for no more than are left,
 	// so no message is delivered beyond them (one delivered and released
 	// unhandled would count an attempt).
 	MaxMessages int
 }
 
-// MinConsumeLease is the shortest lease Consume takes. It renews a lease
+// MinLease is the shortest lease a consumer takes. It renews a lease
 // every third of it, so a lease survives two renewals that go unanswered;
 // each renewal is a NATS round trip and a PostgreSQL write, tens of
 // milliseconds and more on a busy host. A shorter lease would run out
 // under a handler that renews in time on paper (a 50 ms lease, a 60 ms
 // handler: every message dead-lettered).
-const MinConsumeLease = time.Second
+const MinLease = time.Second
 
-// DefaultMaxPopFailures is ConsumeOptions.MaxPopFailures' default.
+// DefaultMaxPopFailures is Options.MaxPopFailures' default.
 const DefaultMaxPopFailures = 10
 
-// ErrLeaseTooShort is what Consume returns, before popping anything, for
-// a lease shorter than MinConsumeLease.
-var ErrLeaseTooShort = fmt.Errorf("queengate: a Consume lease must be at least %v: it is renewed every third of it", MinConsumeLease)
+// ErrLeaseTooShort is what Run returns, before popping anything, for
+// a lease shorter than MinLease.
+var ErrLeaseTooShort = fmt.Errorf("queengate: a Consume lease must be at least %v: it is renewed every third of it", MinLease)
 
 // UnsettledError says that an ack did not settle messages of a batch as
 // the handler said; each result says why and what becomes of it (most,
 // such as leaseNotHeld and leaseExpired, are delivered again).
 type UnsettledError struct {
 	Partition string
-	Items     []AckResult // the items whose result is neither acked nor alreadyAcked
+	Items     []queengate.AckResult // the items whose result is neither acked nor alreadyAcked
 }
 
 func (e *UnsettledError) Error() string {
@@ -186,35 +121,35 @@ func offsetText(o *int64) string {
 // Handler processes one message. A nil error completes it; an error
 // fails it (redelivered later with one more attempt, dead-lettered after
 // the queue's maxAttempts), not before a delay when made by Retry. An
-// error that is ctx's once it ended (Consume stopping, a drain cut short)
+// error that is ctx's once it ended (the consumer stopping, a drain cut short)
 // leaves the message unhandled: released, not failed. For an exactly-once
 // effect, commit the message's transactionId with your own writes in one
 // transaction and skip a transactionId you already hold: a redelivery is
 // then harmless.
-type Handler func(ctx context.Context, m Delivery) error
+type Handler func(ctx context.Context, m queengate.Delivery) error
 
-// Consume pops, handles and acknowledges messages of queue for group
-// until ctx ends: NewConsumer(queue, group, opts, handle).Run(ctx). Each
+// Run pops, handles and acknowledges messages of queue for group
+// through c until ctx ends: New(c, queue, group, opts, handle).Run(ctx). Each
 // popped batch's lease is renewed at once (which tells the gateway the
 // batch arrived) and then every third of the lease while the batch is
 // handled. Each batch's ack travels with the next pop (one request per
 // batch); when ctx ends, the handlers' context ends too, the batches in
 // hand stop after the message being handled, what was handled is still
 // acknowledged, and the rest is released at once. The acks' answers go
-// to opts.OnAck, what Consume retries past to opts.OnError. It returns
+// to opts.OnAck, what Run retries past to opts.OnError. It returns
 // ctx's error, ErrLeaseTooShort, the first error of the gateway that is
 // not worth retrying (a 4xx), or the last failure once
 // opts.MaxPopFailures pops in a row failed.
-func (c *Client) Consume(ctx context.Context, queue, group string, opts ConsumeOptions, handle Handler) error {
-	return c.NewConsumer(queue, group, opts, handle).Run(ctx)
+func Run(ctx context.Context, c *queengate.Client, queue, group string, opts Options, handle Handler) error {
+	return New(c, queue, group, opts, handle).Run(ctx)
 }
 
-// Consumer is a Consume that can be drained: Run consumes, Drain stops
+// Consumer is a Run that can be drained: its Run consumes, Drain stops
 // it gracefully.
 type Consumer struct {
-	c            *Client
+	c            *queengate.Client
 	queue, group string
-	opts         ConsumeOptions
+	opts         Options
 	handle       Handler
 
 	left      *allowance    // MaxMessages not yet popped; nil: no limit
@@ -226,8 +161,9 @@ type Consumer struct {
 	stopWork  context.CancelFunc // ends the handlers' context (Run's)
 }
 
-// NewConsumer prepares a consumer of queue for group; Run starts it.
-func (c *Client) NewConsumer(queue, group string, opts ConsumeOptions, handle Handler) *Consumer {
+// New prepares a consumer of queue for group through c; its Run starts
+// it.
+func New(c *queengate.Client, queue, group string, opts Options, handle Handler) *Consumer {
 	opts = opts.withDefaults()
 	opts.serializeCallbacks()
 	cs := &Consumer{c: c, queue: queue, group: group, opts: opts, handle: handle,
@@ -267,11 +203,11 @@ func (a *allowance) giveBack(n int) {
 	a.n += n
 }
 
-// Run consumes as Consume does, with opts.Concurrency partitions handled
+// Run consumes as the function Run does, with opts.Concurrency partitions handled
 // at once, until ctx ends (it returns ctx's error), Drain stops it or
 // opts.MaxMessages are handled (it returns nil). Call it once.
 func (cs *Consumer) Run(ctx context.Context) error {
-	if cs.opts.Lease < MinConsumeLease {
+	if cs.opts.Lease < MinLease {
 		return ErrLeaseTooShort
 	}
 	work, stopWork := context.WithCancel(ctx)
@@ -352,10 +288,10 @@ func (cs *Consumer) Drain(ctx context.Context) error {
 // (nil at a drain or when ctx ends).
 func (cs *Consumer) work(ctx, work, pops context.Context) (err error) {
 	c, opts := cs.c, cs.opts
-	var pending *PopAck // the handled batch's ack, not yet delivered
+	var pending *queengate.PopAck // the handled batch's ack, not yet delivered
 	defer func() {
 		if pending != nil {
-			if ackErr := c.finalAck(ctx, cs.queue, cs.group, opts, pending); ackErr != nil && err == nil {
+			if ackErr := cs.finalAck(ctx, pending); ackErr != nil && err == nil {
 				err = ackErr
 			}
 		}
@@ -368,13 +304,13 @@ func (cs *Consumer) work(ctx, work, pops context.Context) (err error) {
 		}
 		// Each pop is bounded even when ctx has a distant deadline: one
 		// lost answer must not stall the consumer until then.
-		popCtx, cancel := context.WithTimeout(pops, c.timeout+opts.Wait)
-		batch, err := c.Pop(popCtx, cs.queue, opts.Partition, PopRequest{Group: cs.group, Consumer: opts.Consumer, Max: room,
+		popCtx, cancel := context.WithTimeout(pops, c.Timeout()+opts.Wait)
+		batch, err := c.Pop(popCtx, cs.queue, opts.Partition, queengate.PopRequest{Group: cs.group, Consumer: opts.Consumer, Max: room,
 			LeaseMs: opts.Lease.Milliseconds(), WaitMs: opts.Wait.Milliseconds(), MaxBytes: opts.MaxBytes,
 			MaxAckPending: opts.MaxAckPending, Ack: pending})
 		cancel()
 		cs.left.giveBack(room - len(batch.Messages)) // a failed pop delivered none
-		var werr *Error
+		var werr *queengate.Error
 		switch {
 		case err == nil:
 		case pops.Err() != nil:
@@ -400,20 +336,20 @@ func (cs *Consumer) work(ctx, work, pops context.Context) (err error) {
 		switch {
 		case len(batch.Messages) == 0:
 		case pops.Err() != nil: // it came as the drain began: not handled
-			pending = &PopAck{Partition: batch.Partition, LeaseID: batch.LeaseID}
+			pending = &queengate.PopAck{Partition: batch.Partition, LeaseID: batch.LeaseID}
 		default:
-			pending = c.handleBatch(work, cs.queue, cs.group, opts, batch, cs.handle)
+			pending = cs.handleBatch(work, batch)
 		}
 	}
 	return nil
 }
 
-func (o ConsumeOptions) withDefaults() ConsumeOptions {
+func (o Options) withDefaults() Options {
 	if o.Max <= 0 {
-		o.Max = DefaultPopMax
+		o.Max = queengate.DefaultPopMax
 	}
 	if o.Lease == 0 {
-		o.Lease = DefaultLeaseMs * time.Millisecond
+		o.Lease = queengate.DefaultLeaseMs * time.Millisecond
 	}
 	if o.Wait <= 0 {
 		o.Wait = 5 * time.Second
@@ -426,11 +362,11 @@ func (o ConsumeOptions) withDefaults() ConsumeOptions {
 }
 
 // serializeCallbacks makes OnAck and OnError never run two at once, from
-// however many goroutines Consume calls them.
-func (o *ConsumeOptions) serializeCallbacks() {
+// however many goroutines the consumer calls them from.
+func (o *Options) serializeCallbacks() {
 	var mu sync.Mutex
 	if onAck := o.OnAck; onAck != nil {
-		o.OnAck = func(partition string, a AckAnswer) {
+		o.OnAck = func(partition string, a queengate.AckAnswer) {
 			mu.Lock()
 			defer mu.Unlock()
 			onAck(partition, a)
@@ -445,7 +381,7 @@ func (o *ConsumeOptions) serializeCallbacks() {
 	}
 }
 
-func (o ConsumeOptions) report(err error) {
+func (o Options) report(err error) {
 	if o.OnError != nil {
 		o.OnError(err)
 	}
@@ -453,11 +389,11 @@ func (o ConsumeOptions) report(err error) {
 
 // acked hands an ack's answer to OnAck, and what it left unsettled to
 // OnError.
-func (o ConsumeOptions) acked(partition string, a AckAnswer) {
+func (o Options) acked(partition string, a queengate.AckAnswer) {
 	if o.OnAck != nil {
 		o.OnAck(partition, a)
 	}
-	var unsettled []AckResult
+	var unsettled []queengate.AckResult
 	for _, it := range a.Items {
 		if it.Result != "acked" && it.Result != "alreadyAcked" {
 			unsettled = append(unsettled, it)
@@ -484,27 +420,27 @@ func PartitionOf(ctx context.Context) string {
 // transactionId may be stored twice in a partition. When ctx ends
 // midway, the rest is not handled (nor failed): the ack covers what was;
 // a message whose handler returned ctx's error counts as not handled.
-func (c *Client) handleBatch(ctx context.Context, queue, group string, opts ConsumeOptions, batch PopAnswer, handle Handler) *PopAck {
+func (cs *Consumer) handleBatch(ctx context.Context, batch queengate.PopAnswer) *queengate.PopAck {
 	renewCtx, stopRenew := context.WithCancel(ctx)
 	var renewing sync.WaitGroup
 	renewing.Go(func() {
-		c.keepLease(renewCtx, queue, batch.Partition, LeaseRequest{Group: group, LeaseID: batch.LeaseID, LeaseMs: opts.Lease.Milliseconds()}, opts)
+		cs.keepLease(renewCtx, batch.Partition, queengate.LeaseRequest{Group: cs.group, LeaseID: batch.LeaseID, LeaseMs: cs.opts.Lease.Milliseconds()})
 	})
 	defer renewing.Wait() // OnError is not called once the batch is handled
 	defer stopRenew()
-	ack := &PopAck{Partition: batch.Partition, LeaseID: batch.LeaseID, Items: make([]AckItem, 0, len(batch.Messages))}
+	ack := &queengate.PopAck{Partition: batch.Partition, LeaseID: batch.LeaseID, Items: make([]queengate.AckItem, 0, len(batch.Messages))}
 	inPartition := context.WithValue(ctx, partitionKey{}, batch.Partition)
 	for _, m := range batch.Messages {
 		if ctx.Err() != nil {
 			break
 		}
-		item := AckItem{Offset: &m.Offset, Status: AckCompleted}
-		err := handle(inPartition, m)
+		item := queengate.AckItem{Offset: &m.Offset, Status: queengate.AckCompleted}
+		err := cs.handle(inPartition, m)
 		if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			break // stopped, not failed: released with the rest
 		}
 		if err != nil {
-			item.Status, item.Error = AckFailed, truncate(err.Error(), MaxAckErrorSize)
+			item.Status, item.Error = queengate.AckFailed, truncate(err.Error(), queengate.MaxAckErrorSize)
 			if r, ok := errors.AsType[*RetryError](err); ok {
 				item.DelayMs = r.Delay.Milliseconds()
 			}
@@ -517,21 +453,22 @@ func (c *Client) handleBatch(ctx context.Context, queue, group string, opts Cons
 // finalAck delivers the last batch's ack after ctx ended, retrying while
 // the lease runs: what was handled is acknowledged, and a batch whose ack
 // never arrives is redelivered after its lease.
-func (c *Client) finalAck(ctx context.Context, queue, group string, opts ConsumeOptions, ack *PopAck) error {
+func (cs *Consumer) finalAck(ctx context.Context, ack *queengate.PopAck) error {
+	c, queue, group, opts := cs.c, cs.queue, cs.group, cs.opts
 	ackCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opts.Lease)
 	defer cancel()
 	// What was not handled goes back to the group now, not at the
 	// lease's end.
 	defer func() {
 		// A lease the ack ended answers 409; one left runs out anyway.
-		_, _ = c.Release(ackCtx, queue, ack.Partition, LeaseRequest{Group: group, LeaseID: ack.LeaseID})
+		_, _ = c.Release(ackCtx, queue, ack.Partition, queengate.LeaseRequest{Group: group, LeaseID: ack.LeaseID})
 	}()
 	if len(ack.Items) == 0 {
 		return nil
 	}
 	for {
-		a, err := c.Ack(ackCtx, queue, ack.Partition, AckRequest{Group: group, LeaseID: ack.LeaseID, Items: ack.Items})
-		var werr *Error
+		a, err := c.Ack(ackCtx, queue, ack.Partition, queengate.AckRequest{Group: group, LeaseID: ack.LeaseID, Items: ack.Items})
+		var werr *queengate.Error
 		switch {
 		case err == nil:
 			opts.acked(ack.Partition, a)
@@ -548,16 +485,17 @@ func (c *Client) finalAck(ctx context.Context, queue, group string, opts Consume
 // keepLease renews a lease at once, which confirms to the gateway that
 // the batch arrived (a delivery never confirmed counts no attempt), then
 // every third of the lease until ctx ends or the lease is lost.
-func (c *Client) keepLease(ctx context.Context, queue, partition string, req LeaseRequest, opts ConsumeOptions) {
+func (cs *Consumer) keepLease(ctx context.Context, partition string, req queengate.LeaseRequest) {
+	c, queue, opts := cs.c, cs.queue, cs.opts
 	t := time.NewTicker(opts.Lease / 3)
 	defer t.Stop()
 	for {
-		var werr *Error
+		var werr *queengate.Error
 		_, err := c.Renew(ctx, queue, partition, req)
 		switch {
 		case ctx.Err() != nil:
 			return
-		case errors.As(err, &werr) && werr.Code == CodeConflict:
+		case errors.As(err, &werr) && werr.Code == queengate.CodeConflict:
 			opts.report(fmt.Errorf("queengate: lease of partition %s lost: %w", partition, err))
 			return // the ack will say so per message
 		case err != nil:

@@ -1,4 +1,4 @@
-package queengate_test
+package consumer_test
 
 import (
 	"context"
@@ -14,18 +14,20 @@ import (
 	"github.com/nats-io/nats.go"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/consumer"
 	"github.com/queengate/queengate/internal/checkfor"
+	"github.com/queengate/queengate/internal/gatewaytest"
 )
 
 // pushTo pushes n messages to each partition, transactionIds <p>-<i>.
-func pushTo(t *testing.T, r *running, n int, partitions ...string) {
+func pushTo(t *testing.T, r *gatewaytest.Running, n int, partitions ...string) {
 	t.Helper()
 	for _, p := range partitions {
 		var msgs []queengate.Message
 		for i := range n {
 			msgs = append(msgs, msg(fmt.Sprintf("%s-%d", p, i), fmt.Sprint(i)))
 		}
-		if _, err := r.client.Push(t.Context(), r.queue, p, msgs...); err != nil {
+		if _, err := r.Client.Push(t.Context(), r.Queue, p, msgs...); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -89,7 +91,7 @@ func (mt *meeting) await(ctx context.Context) {
 // offset order, each once; PartitionOf names each one's partition.
 func TestConsumeHandlesPartitionsAtOnceEachInOrder(t *testing.T) {
 	t.Parallel()
-	r := startGateway(t, "")
+	r := gatewaytest.Start(t, "")
 	parts := []string{"p1", "p2", "p3", "p4"}
 	pushTo(t, r, 12, parts...)
 	mt := newMeeting(t, 3)
@@ -98,10 +100,10 @@ func TestConsumeHandlesPartitionsAtOnceEachInOrder(t *testing.T) {
 	var mu sync.Mutex
 	seen := map[string][]int64{}
 	total := 0
-	err := r.client.Consume(ctx, r.queue, "g", queengate.ConsumeOptions{Concurrency: 4, Max: 4, Wait: time.Second},
+	err := consumer.Run(ctx, r.Client, r.Queue, "g", consumer.Options{Concurrency: 4, Max: 4, Wait: time.Second},
 		func(hctx context.Context, m queengate.Delivery) error {
 			p := partitionOf(m)
-			if got := queengate.PartitionOf(hctx); got != p {
+			if got := consumer.PartitionOf(hctx); got != p {
 				t.Errorf("PartitionOf in the handler of %s: %q", m.TransactionID, got)
 			}
 			mt.enter(p)
@@ -134,13 +136,13 @@ func TestConsumeHandlesPartitionsAtOnceEachInOrder(t *testing.T) {
 // was delivered (the rest of each partition comes next, first attempt).
 func TestDrainFinishesBatchesInHand(t *testing.T) {
 	t.Parallel()
-	r := startGateway(t, "")
+	r := gatewaytest.Start(t, "")
 	pushTo(t, r, 10, "p1", "p2")
 	mt := newMeeting(t, 2)
 	release := make(chan struct{})
 	var mu sync.Mutex
 	var handled []string
-	cs := r.client.NewConsumer(r.queue, "g", queengate.ConsumeOptions{Concurrency: 2, Max: 5, Wait: time.Second},
+	cs := consumer.New(r.Client, r.Queue, "g", consumer.Options{Concurrency: 2, Max: 5, Wait: time.Second},
 		func(hctx context.Context, m queengate.Delivery) error {
 			p := partitionOf(m)
 			if m.Offset == 0 {
@@ -172,7 +174,7 @@ func TestDrainFinishesBatchesInHand(t *testing.T) {
 	}
 	checkLag(t, r, 10)
 	for _, p := range []string{"p1", "p2"} {
-		a, err := r.client.Pop(t.Context(), r.queue, p, queengate.PopRequest{Group: "g", Max: 10})
+		a, err := r.Client.Pop(t.Context(), r.Queue, p, queengate.PopRequest{Group: "g", Max: 10})
 		if err != nil || len(a.Messages) != 5 || a.Messages[0].Offset != 5 || a.Messages[0].Attempts != 1 {
 			t.Errorf("the rest of %s: %+v, %v; want offsets 5 to 9, never delivered", p, a, err)
 		}
@@ -184,10 +186,10 @@ func TestDrainFinishesBatchesInHand(t *testing.T) {
 // the rest are released at once, not failed.
 func TestDrainPastItsDeadlineReleasesWhatIsNotHandled(t *testing.T) {
 	t.Parallel()
-	r := startGateway(t, "")
+	r := gatewaytest.Start(t, "")
 	pushN(t, r, 5)
 	blocked := make(chan struct{})
-	cs := r.client.NewConsumer(r.queue, "g", queengate.ConsumeOptions{Max: 5, Wait: time.Second},
+	cs := consumer.New(r.Client, r.Queue, "g", consumer.Options{Max: 5, Wait: time.Second},
 		func(hctx context.Context, m queengate.Delivery) error {
 			if m.Offset == 2 {
 				close(blocked)
@@ -211,22 +213,22 @@ func TestDrainPastItsDeadlineReleasesWhatIsNotHandled(t *testing.T) {
 		t.Fatalf("run: %v", err)
 	}
 	checkLag(t, r, 3)
-	a, err := r.client.Pop(t.Context(), r.queue, "p", queengate.PopRequest{Group: "g", Max: 5})
+	a, err := r.Client.Pop(t.Context(), r.Queue, "p", queengate.PopRequest{Group: "g", Max: 5})
 	if err != nil || len(a.Messages) != 3 || a.Messages[0].TransactionID != "m2" || a.Messages[0].LastError != "" {
 		t.Fatalf("the rest, popped at once: %+v, %v", a, err)
 	}
 }
 
 // A handler's Retry fails its message with delayMs on the ack item;
-// Consume's pops carry its maxBytes and maxAckPending. Read off the wire
+// Run's pops carry its maxBytes and maxAckPending. Read off the wire
 // (a second subscriber to the pop subject).
 func TestConsumeSendsRetryDelayMaxBytesAndMaxAckPending(t *testing.T) {
 	t.Parallel()
-	r := startGateway(t, "")
+	r := gatewaytest.Start(t, "")
 	pushN(t, r, 2)
 	pops := make(chan *nats.Msg, 64)
-	sniffer := r.clientConn(t)
-	sub, err := sniffer.ChanSubscribe(queengate.Subjects{Prefix: "queen"}.Pop(r.queue, "p"), pops)
+	sniffer := r.ClientConn(t)
+	sub, err := sniffer.ChanSubscribe(queengate.Subjects{Prefix: "queen"}.Pop(r.Queue, "p"), pops)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,11 +240,11 @@ func TestConsumeSendsRetryDelayMaxBytesAndMaxAckPending(t *testing.T) {
 	defer cancel()
 	consumed := make(chan error, 1)
 	go func() {
-		consumed <- r.client.Consume(ctx, r.queue, "g", queengate.ConsumeOptions{Partition: "p", Consumer: "c", MaxBytes: 4096,
+		consumed <- consumer.Run(ctx, r.Client, r.Queue, "g", consumer.Options{Partition: "p", Consumer: "c", MaxBytes: 4096,
 			MaxAckPending: 50, Wait: time.Second},
 			func(_ context.Context, m queengate.Delivery) error {
 				if m.TransactionID == "m1" {
-					return queengate.Retry(errors.New("not yet"), 1500*time.Millisecond)
+					return consumer.Retry(errors.New("not yet"), 1500*time.Millisecond)
 				}
 				return nil
 			})
@@ -282,17 +284,17 @@ func sameItem(a, b queengate.AckItem) bool {
 // for its group for the delay asked, and no other group waits.
 func TestARetryDelayHoldsTheMessageForItsGroup(t *testing.T) {
 	t.Parallel()
-	r := startGateway(t, "")
+	r := gatewaytest.Start(t, "")
 	pushN(t, r, 1)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	acked := make(chan queengate.AckAnswer, 1)
 	consumed := make(chan error, 1)
 	go func() {
-		consumed <- r.client.Consume(ctx, r.queue, "g", queengate.ConsumeOptions{Partition: "p", Wait: time.Second,
+		consumed <- consumer.Run(ctx, r.Client, r.Queue, "g", consumer.Options{Partition: "p", Wait: time.Second,
 			OnAck: func(_ string, a queengate.AckAnswer) { acked <- a }},
 			func(context.Context, queengate.Delivery) error {
-				return queengate.Retry(errors.New("later"), time.Hour)
+				return consumer.Retry(errors.New("later"), time.Hour)
 			})
 	}()
 	select {
@@ -301,30 +303,30 @@ func TestARetryDelayHoldsTheMessageForItsGroup(t *testing.T) {
 			t.Fatalf("the failure's ack: %+v", a)
 		}
 	case err := <-consumed:
-		t.Fatalf("Consume returned before its first ack: %v", err)
+		t.Fatalf("Run returned before its first ack: %v", err)
 	}
 	cancel()
 	<-consumed
-	held, err := r.client.Pop(t.Context(), r.queue, "p", queengate.PopRequest{Group: "g"})
+	held, err := r.Client.Pop(t.Context(), r.Queue, "p", queengate.PopRequest{Group: "g"})
 	if err != nil || len(held.Messages) != 0 {
 		t.Fatalf("a pop of the failing group within the hour: %+v, %v; want nothing", held, err)
 	}
-	other, err := r.client.Pop(t.Context(), r.queue, "p", queengate.PopRequest{Group: "other"})
+	other, err := r.Client.Pop(t.Context(), r.Queue, "p", queengate.PopRequest{Group: "other"})
 	if err != nil || len(other.Messages) != 1 {
 		t.Fatalf("a pop of another group: %+v, %v; want the message", other, err)
 	}
 }
 
-// With MaxMessages, Consume stops once that many are handled, over
+// With MaxMessages, Run stops once that many are handled, over
 // several partitions and workers, and delivers none beyond them: what is
 // left comes next at its first attempt.
 func TestConsumeStopsAtMaxMessagesDeliveringNoneBeyond(t *testing.T) {
 	t.Parallel()
-	r := startGateway(t, "")
+	r := gatewaytest.Start(t, "")
 	pushTo(t, r, 3, "p1", "p2", "p3")
 	var mu sync.Mutex
 	handled := 0
-	err := r.client.Consume(t.Context(), r.queue, "g", queengate.ConsumeOptions{MaxMessages: 5, Concurrency: 2, Max: 10, Wait: time.Second},
+	err := consumer.Run(t.Context(), r.Client, r.Queue, "g", consumer.Options{MaxMessages: 5, Concurrency: 2, Max: 10, Wait: time.Second},
 		func(context.Context, queengate.Delivery) error {
 			mu.Lock()
 			defer mu.Unlock()
@@ -332,17 +334,17 @@ func TestConsumeStopsAtMaxMessagesDeliveringNoneBeyond(t *testing.T) {
 			return nil
 		})
 	if err != nil || handled != 5 {
-		t.Fatalf("Consume with MaxMessages 5: %v, %d handled", err, handled)
+		t.Fatalf("Run with MaxMessages 5: %v, %d handled", err, handled)
 	}
 	checkLag(t, r, 4)
 	for range 4 {
-		a, err := r.client.Pop(t.Context(), r.queue, "", queengate.PopRequest{Group: "g", Max: 10})
+		a, err := r.Client.Pop(t.Context(), r.Queue, "", queengate.PopRequest{Group: "g", Max: 10})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, m := range a.Messages {
 			if m.Attempts != 1 {
-				t.Errorf("%s after Consume stopped: attempt %d, want 1 (delivered beyond MaxMessages)", m.TransactionID, m.Attempts)
+				t.Errorf("%s after Run stopped: attempt %d, want 1 (delivered beyond MaxMessages)", m.TransactionID, m.Attempts)
 			}
 		}
 	}
