@@ -12,10 +12,6 @@ import (
 	"strings"
 )
 
-func init() {
-	commands["apply"] = &command{usage: applyUsage, setup: setupApply}
-}
-
 const applyUsage = `Usage:
   queenctl apply -f FILE [--dry-run]
 

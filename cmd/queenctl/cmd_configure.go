@@ -10,10 +10,6 @@ import (
 	queengate "github.com/queengate/queengate"
 )
 
-func init() {
-	commands["configure"] = &command{usage: configureUsage, setup: setupConfigure}
-}
-
 const configureUsage = `Usage:
   queenctl configure QUEUE [--dedup-window D] [--retention D] [--on-conflict M]
                            [--max-attempts N] [--max-ack-pending N] [--retain-until age|consumed]

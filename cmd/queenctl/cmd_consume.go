@@ -12,10 +12,6 @@ import (
 	queengate "github.com/queengate/queengate"
 )
 
-func init() {
-	commands["consume"] = &command{usage: consumeUsage, setup: setupConsume}
-}
-
 const consumeUsage = `Usage:
   queenctl consume QUEUE [PARTITION] --group GROUP [--count N] [--max N]
                    [--lease DURATION] [--wait DURATION] [--consumer NAME] [--fail REASON]

@@ -14,10 +14,6 @@ import (
 	queengate "github.com/queengate/queengate"
 )
 
-func init() {
-	commands["delete"] = &command{usage: deleteUsage, setup: setupDelete}
-}
-
 const deleteUsage = `Usage:
   queenctl delete group QUEUE GROUP [--yes]
   queenctl delete queue QUEUE [--yes]

@@ -11,17 +11,6 @@ import (
 	queengate "github.com/queengate/queengate"
 )
 
-func init() {
-	commands["dlq"] = &command{
-		usage: dlqUsage,
-		subs: map[string]*command{
-			"list":    {usage: dlqListUsage, setup: setupDLQList},
-			"redrive": {usage: dlqRedriveUsage, setup: setupDLQRedrive},
-		},
-		order: []string{"list", "redrive"},
-	}
-}
-
 const dlqUsage = `Usage:
   queenctl dlq list QUEUE [selection flags]
   queenctl dlq redrive QUEUE [selection flags] [--yes]

@@ -11,10 +11,6 @@ import (
 	queengate "github.com/queengate/queengate"
 )
 
-func init() {
-	commands["get"] = &command{usage: getUsage, setup: setupGet}
-}
-
 const getUsage = `Usage:
   queenctl get queues           every queue with its options
   queenctl get queue QUEUE      one queue: its options, its partitions and

@@ -15,11 +15,6 @@ import (
 	queengate "github.com/queengate/queengate"
 )
 
-func init() {
-	commands["create"] = &command{usage: createUsage, setup: setupCreate}
-	commands["seek"] = &command{usage: seekUsage, setup: setupSeek}
-}
-
 const createUsage = `Usage:
   queenctl create group QUEUE GROUP [--start earliest|latest | --offset PARTITION=N ... | --at TIME]
 

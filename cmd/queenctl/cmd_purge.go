@@ -11,10 +11,6 @@ import (
 	queengate "github.com/queengate/queengate"
 )
 
-func init() {
-	commands["purge"] = &command{usage: purgeUsage, setup: setupPurge}
-}
-
 const purgeUsage = `Usage:
   queenctl purge queue QUEUE [--partition PARTITION] [--yes]
 

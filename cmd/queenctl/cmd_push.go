@@ -12,10 +12,6 @@ import (
 	"io"
 )
 
-func init() {
-	commands["push"] = &command{usage: pushUsage, setup: setupPush}
-}
-
 const pushUsage = `Usage:
   queenctl push QUEUE [PARTITION] [MESSAGE ...]   messages from the arguments
   queenctl push QUEUE [PARTITION] < lines.jsonl   JSON lines on stdin

@@ -10,11 +10,6 @@ import (
 	queengate "github.com/queengate/queengate"
 )
 
-func init() {
-	commands["read"] = &command{usage: readUsage, setup: setupRead}
-	commands["explain"] = &command{usage: explainUsage, setup: setupExplain}
-}
-
 const readUsage = `Usage:
   queenctl read QUEUE PARTITION [--from OFFSET] [--max N] [--follow [--poll DURATION]]
 

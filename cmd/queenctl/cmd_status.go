@@ -5,10 +5,6 @@ import (
 	"flag"
 )
 
-func init() {
-	commands["status"] = &command{usage: statusUsage, setup: setupStatus}
-}
-
 const statusUsage = `Usage:
   queenctl status
 

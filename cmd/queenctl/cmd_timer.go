@@ -13,18 +13,6 @@ import (
 	queengate "github.com/queengate/queengate"
 )
 
-func init() {
-	commands["timer"] = &command{
-		usage: timerUsage,
-		subs: map[string]*command{
-			"schedule": {usage: timerScheduleUsage, setup: setupTimerSchedule},
-			"cancel":   {usage: timerCancelUsage, setup: setupTimerCancel},
-			"list":     {usage: timerListUsage, setup: setupTimerList},
-		},
-		order: []string{"schedule", "cancel", "list"},
-	}
-}
-
 const timerUsage = `Usage:
   queenctl timer schedule QUEUE PARTITION [DATA] (--at TIME | --in DURATION) [--txn-id ID]
   queenctl timer cancel TIMER_ID

@@ -241,7 +241,7 @@ func dispatch(ctx context.Context, args []string, env func(string) (string, bool
 		fmt.Fprint(stderr, mainUsage)
 		return usagef("no command given")
 	}
-	c, name, rest, err := findCommand(rest[0], rest[1:], top, g, stdout)
+	c, name, rest, err := findCommand(commands(), rest[0], rest[1:], top, g, stdout)
 	if err != nil {
 		return err
 	}
@@ -251,7 +251,7 @@ func dispatch(ctx context.Context, args []string, env func(string) (string, bool
 // findCommand finds the command name (with its subcommand, if it has
 // subs) that rest is the arguments of; "help" names the command it asks
 // about, whose arguments become --help.
-func findCommand(name string, rest []string, top *flag.FlagSet, g *globals, stdout io.Writer) (*command, string, []string, error) {
+func findCommand(cmds []*command, name string, rest []string, top *flag.FlagSet, g *globals, stdout io.Writer) (*command, string, []string, error) {
 	if name == "help" {
 		if len(rest) == 0 {
 			printHelp(stdout, mainUsage, top, nil)
@@ -260,12 +260,12 @@ func findCommand(name string, rest []string, top *flag.FlagSet, g *globals, stdo
 		// "help timer schedule" is "timer schedule --help".
 		topic := rest
 		name, rest = topic[0], []string{"--help"}
-		if c, ok := commands[name]; ok && c.subs != nil && len(topic) > 1 {
+		if c := findNamed(cmds, name); c != nil && c.subs != nil && len(topic) > 1 {
 			rest = []string{topic[1], "--help"}
 		}
 	}
-	c, ok := commands[name]
-	if !ok {
+	c := findNamed(cmds, name)
+	if c == nil {
 		return nil, "", nil, usagef("unknown command %q (see queenctl --help)", name)
 	}
 	if c.subs != nil {
@@ -312,10 +312,48 @@ func runCommand(ctx context.Context, c *command, name string, rest []string, g *
 // between runs (tests run many at once). A command with subs (timer) has
 // no body of its own: its first argument names one of them.
 type command struct {
+	name  string
 	usage string
 	setup func(fs *flag.FlagSet) runFunc
-	subs  map[string]*command
-	order []string // subs' names, as the usage lists them
+	subs  []*command // in the order the usage lists them
+}
+
+// commands is queenctl's command table, in the order the main help lists
+// them; built afresh for each run, so nothing of it is shared.
+func commands() []*command {
+	return []*command{
+		{name: "apply", usage: applyUsage, setup: setupApply},
+		{name: "configure", usage: configureUsage, setup: setupConfigure},
+		{name: "get", usage: getUsage, setup: setupGet},
+		{name: "delete", usage: deleteUsage, setup: setupDelete},
+		{name: "create", usage: createUsage, setup: setupCreate},
+		{name: "seek", usage: seekUsage, setup: setupSeek},
+		{name: "purge", usage: purgeUsage, setup: setupPurge},
+		{name: "read", usage: readUsage, setup: setupRead},
+		{name: "explain", usage: explainUsage, setup: setupExplain},
+		{name: "push", usage: pushUsage, setup: setupPush},
+		{name: "consume", usage: consumeUsage, setup: setupConsume},
+		{name: "dlq", usage: dlqUsage, subs: []*command{
+			{name: "list", usage: dlqListUsage, setup: setupDLQList},
+			{name: "redrive", usage: dlqRedriveUsage, setup: setupDLQRedrive},
+		}},
+		{name: "status", usage: statusUsage, setup: setupStatus},
+		{name: "timer", usage: timerUsage, subs: []*command{
+			{name: "schedule", usage: timerScheduleUsage, setup: setupTimerSchedule},
+			{name: "cancel", usage: timerCancelUsage, setup: setupTimerCancel},
+			{name: "list", usage: timerListUsage, setup: setupTimerList},
+		}},
+	}
+}
+
+// findNamed is the command of cmds called name, nil if there is none.
+func findNamed(cmds []*command, name string) *command {
+	for _, c := range cmds {
+		if c.name == name {
+			return c
+		}
+	}
+	return nil
 }
 
 // pickSub finds the subcommand of c that rest names first ("timer
@@ -333,15 +371,15 @@ func pickSub(c *command, name string, rest []string, g *globals, stdout io.Write
 	}
 	rest = fs.Args()
 	var subs []string
-	for _, n := range c.order {
-		subs = append(subs, "'"+name+" "+n+"'")
+	for _, sub := range c.subs {
+		subs = append(subs, "'"+name+" "+sub.name+"'")
 	}
 	which := strings.Join(subs[:len(subs)-1], ", ") + " or " + subs[len(subs)-1]
 	if len(rest) == 0 {
 		return nil, "", nil, usagef("%s: use %s (see queenctl %s --help)", name, which, name)
 	}
-	sub, ok := c.subs[rest[0]]
-	if !ok {
+	sub := findNamed(c.subs, rest[0])
+	if sub == nil {
 		return nil, "", nil, usagef("%s: unknown subcommand %q: use %s (see queenctl %s --help)", name, rest[0], which, name)
 	}
 	return sub, name + " " + rest[0], rest[1:], nil
@@ -349,6 +387,3 @@ func pickSub(c *command, name string, rest []string, g *globals, stdout io.Write
 
 // runFunc runs a command with its positional arguments.
 type runFunc func(ctx context.Context, s *session, args []string) error
-
-// commands is filled by the cmd_*.go files' init functions.
-var commands = map[string]*command{}

@@ -133,7 +133,8 @@ func TestHelp(t *testing.T) {
 			t.Errorf("help wrote to stderr: %s", r.stderr)
 		}
 	}
-	for name := range commands {
+	for _, c := range commands() {
+		name := c.name
 		for _, args := range [][]string{{name, "--help"}, {"help", name}, {"--nats", deadNATS, name, "-h"}} {
 			ctl(t, "", args...).expect(t, exitOK, "Usage:\n  queenctl "+name, "Global flags:")
 		}
@@ -152,7 +153,7 @@ func TestHelpListsEveryCommand(t *testing.T) {
 	t.Parallel()
 	help := ctl(t, "", "--help").stdout
 	var usages []string
-	for _, c := range commands {
+	for _, c := range commands() {
 		usages = append(usages, c.usage)
 		for _, sub := range c.subs {
 			usages = append(usages, sub.usage)
@@ -176,6 +177,19 @@ func TestHelpListsEveryCommand(t *testing.T) {
 				t.Errorf("queenctl --help does not list %q (from the usage line %q)", strings.TrimSpace(form), line)
 			}
 		}
+	}
+}
+
+// The command table is in the order the main help lists the commands.
+func TestCommandsInHelpOrder(t *testing.T) {
+	t.Parallel()
+	last := -1
+	for _, c := range commands() {
+		at := strings.Index(mainUsage, "\n  "+c.name+" ")
+		if at < last {
+			t.Errorf("the main help lists %q before the command the table has ahead of it", c.name)
+		}
+		last = at
 	}
 }
 
