@@ -10,6 +10,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/queengate/queengate/internal/ctl/output"
 )
 
 const applyUsage = `Usage:
@@ -84,26 +86,26 @@ func applyManifest(ctx context.Context, s *session, c adminClient, specs []queue
 			break
 		}
 		var cfg queueConfig
-		if err = decodeAnswer(raw, &cfg); err != nil {
+		if err = output.DecodeAnswer(raw, &cfg); err != nil {
 			break
 		}
 		raws, configs = append(raws, raw), append(configs, cfg)
 	}
 	if s.g.output == "json" {
-		if perr := printJSON(s.stdout, joinJSON(raws)); perr != nil && err == nil {
+		if perr := output.PrintJSON(s.stdout, output.JoinJSON(raws)); perr != nil && err == nil {
 			err = perr
 		}
 		return err
 	}
 	if len(configs) > 0 {
-		tw := newTable(s.stdout)
+		tw := output.NewTable(s.stdout)
 		fmt.Fprintf(tw, "QUEUE\tRESULT\t%s\n", optionHeads())
 		for i := range configs {
 			result := "configured"
 			if configs[i].Created != nil && *configs[i].Created {
 				result = "created"
 			}
-			row(tw, append([]any{configs[i].Queue, result}, optionCells(&configs[i])...)...)
+			output.Row(tw, append([]any{configs[i].Queue, result}, optionCells(&configs[i])...)...)
 		}
 		tw.Flush()
 	}
@@ -184,7 +186,7 @@ func renderDiff(w io.Writer, diffs []queueDiff) {
 	counts := map[string]int{}
 	for _, d := range diffs {
 		counts[d.Action]++
-		fmt.Fprintf(w, "%s: %s\n", printable(d.Queue), d.Action)
+		fmt.Fprintf(w, "%s: %s\n", output.Printable(d.Queue), d.Action)
 		for _, ch := range d.Changes {
 			wanted := "its default (queenctl does not know this option)"
 			if ch.Wanted != nil {
@@ -198,14 +200,14 @@ func renderDiff(w io.Writer, diffs []queueDiff) {
 				}
 			}
 			if d.Action == "create" {
-				fmt.Fprintf(w, "  %s: %s%s\n", printable(ch.Option), printable(wanted), note)
+				fmt.Fprintf(w, "  %s: %s%s\n", output.Printable(ch.Option), output.Printable(wanted), note)
 				continue
 			}
 			current := "unset"
 			if ch.Current != nil {
 				current = formatOption(ch.Option, *ch.Current)
 			}
-			fmt.Fprintf(w, "  %s: %s → %s%s\n", printable(ch.Option), printable(current), printable(wanted), note)
+			fmt.Fprintf(w, "  %s: %s → %s%s\n", output.Printable(ch.Option), output.Printable(current), output.Printable(wanted), note)
 		}
 	}
 	fmt.Fprintf(w, "dry run: %d to create, %d to update, %d unchanged; nothing was changed\n",
@@ -225,7 +227,7 @@ func applyDryRun(ctx context.Context, s *session, c adminClient, specs []queueSp
 			return fmt.Errorf("read queue %q: %w", spec.Name, err)
 		default:
 			var cur queueConfig
-			if err := decodeAnswer(raw, &cur); err != nil {
+			if err := output.DecodeAnswer(raw, &cur); err != nil {
 				return err
 			}
 			diffs = append(diffs, diffQueue(spec, &cur))
@@ -233,7 +235,7 @@ func applyDryRun(ctx context.Context, s *session, c adminClient, specs []queueSp
 	}
 	if s.g.output == "json" {
 		raw, _ := json.Marshal(diffs)
-		return printJSON(s.stdout, raw)
+		return output.PrintJSON(s.stdout, raw)
 	}
 	renderDiff(s.stdout, diffs)
 	return nil

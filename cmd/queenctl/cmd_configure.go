@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/internal/ctl/duration"
+	"github.com/queengate/queengate/internal/ctl/output"
 )
 
 const configureUsage = `Usage:
@@ -50,11 +52,11 @@ func (f *secondsFlag) String() string {
 	if f == nil || !f.set {
 		return ""
 	}
-	return humanSeconds(f.v)
+	return duration.HumanSeconds(f.v)
 }
 
 func (f *secondsFlag) Set(s string) error {
-	v, err := parseSeconds(s)
+	v, err := duration.ParseSeconds(s)
 	if err != nil {
 		return err
 	}
@@ -90,10 +92,10 @@ func setupConfigure(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		if s.g.output == "json" {
-			return printJSON(s.stdout, raw)
+			return output.PrintJSON(s.stdout, raw)
 		}
 		var cfg queueConfig
-		if err := decodeAnswer(raw, &cfg); err != nil {
+		if err := output.DecodeAnswer(raw, &cfg); err != nil {
 			return err
 		}
 		printConfig(s.stdout, &cfg)
@@ -146,8 +148,8 @@ func (f *configureFlags) options() (map[string]optionValue, error) {
 		options["onConflict"] = word(*f.onConflict)
 	}
 	if *f.maxAttempts >= 0 {
-		if *f.maxAttempts > maxOptionSeconds {
-			return nil, usagef("configure: --max-attempts %d: at most %d", *f.maxAttempts, maxOptionSeconds)
+		if *f.maxAttempts > duration.MaxSeconds {
+			return nil, usagef("configure: --max-attempts %d: at most %d", *f.maxAttempts, duration.MaxSeconds)
 		}
 		options["maxAttempts"] = count(*f.maxAttempts)
 	}
@@ -198,7 +200,7 @@ func retryOptions(options map[string]optionValue, delay, backoff string) error {
 
 // retryDelayMs reads a retry delay as whole milliseconds, at most a day.
 func retryDelayMs(s string) (int64, error) {
-	ms, err := parseDelayMs(s)
+	ms, err := duration.ParseDelayMs(s)
 	if err == nil && ms > queengate.MaxDelayMs {
 		err = fmt.Errorf("too long, at most 1d (%d ms)", int64(queengate.MaxDelayMs))
 	}

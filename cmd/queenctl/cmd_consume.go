@@ -10,6 +10,7 @@ import (
 	"time"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/internal/ctl/output"
 )
 
 const consumeUsage = `Usage:
@@ -265,7 +266,7 @@ func (c *consumer) onAck(partition string, a queengate.AckAnswer) {
 // applied is onAck's.
 func (c *consumer) onError(err error) {
 	if _, ok := errors.AsType[*queengate.UnsettledError](err); !ok {
-		fmt.Fprintln(c.s.stderr, "queenctl:", printable(err.Error()))
+		fmt.Fprintln(c.s.stderr, "queenctl:", output.Printable(err.Error()))
 	}
 }
 

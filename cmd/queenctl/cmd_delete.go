@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/internal/ctl/output"
 )
 
 const deleteUsage = `Usage:
@@ -67,7 +68,7 @@ func setupDelete(fs *flag.FlagSet) runFunc {
 		}
 		if s.g.output == "json" {
 			b, _ := json.Marshal(ans)
-			return printJSON(s.stdout, b)
+			return output.PrintJSON(s.stdout, b)
 		}
 		_, err = fmt.Fprintf(s.stdout, "deleted consumer group %s of queue %s: it had a position on %d partitions, %d messages not consumed, %d leases running (ended)\n",
 			ans.Group, ans.Queue, ans.Partitions, ans.Unconsumed, ans.LeasesEnded)

@@ -9,6 +9,7 @@ import (
 	"net/url"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/internal/ctl/output"
 )
 
 const dlqUsage = `Usage:
@@ -113,7 +114,7 @@ func listDeadLetters(ctx context.Context, c adminClient, queue string, req queen
 	if err != nil {
 		return a, nil, err
 	}
-	return a, raw, decodeAnswer(raw, &a)
+	return a, raw, output.DecodeAnswer(raw, &a)
 }
 
 // dlqCommand is a dlq command's arguments checked: its queue, the
@@ -142,7 +143,7 @@ func setupDLQList(fs *flag.FlagSet) runFunc {
 		a, raw, err := listDeadLetters(ctx, c, queue, req)
 		if err != nil || s.g.output == "json" {
 			if err == nil {
-				err = printJSON(s.stdout, raw)
+				err = output.PrintJSON(s.stdout, raw)
 			}
 			return err
 		}
@@ -150,10 +151,10 @@ func setupDLQList(fs *flag.FlagSet) runFunc {
 			fmt.Fprintf(s.stdout, "no dead letters to redrive in queue %s\n", queue)
 			return nil
 		}
-		tw := newTable(s.stdout)
+		tw := output.NewTable(s.stdout)
 		fmt.Fprintln(tw, "PARTITION\tDLQ OFFSET\tGROUP\tOFFSET\tTRANSACTION ID\tATTEMPTS\tERROR")
 		for _, d := range a.DeadLetters {
-			row(tw, d.Partition, d.DLQOffset, d.Group, d.Offset, d.TransactionID, d.Attempts, d.Error)
+			output.Row(tw, d.Partition, d.DLQOffset, d.Group, d.Offset, d.TransactionID, d.Attempts, d.Error)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -199,7 +200,7 @@ func setupDLQRedrive(fs *flag.FlagSet) runFunc {
 				return fmt.Errorf("dlq redrive: %w (%d moved before)", err, total)
 			}
 			var a queengate.RedriveAnswer
-			if err := decodeAnswer(raw, &a); err != nil {
+			if err := output.DecodeAnswer(raw, &a); err != nil {
 				return err
 			}
 			for _, p := range a.Partitions {
@@ -215,12 +216,12 @@ func setupDLQRedrive(fs *flag.FlagSet) runFunc {
 		}
 		if s.g.output == "json" {
 			b, _ := json.Marshal(map[string]any{"queue": queue, "moved": total, "partitions": moved}) // plain fields: cannot fail
-			return printJSON(s.stdout, b)
+			return output.PrintJSON(s.stdout, b)
 		}
-		tw := newTable(s.stdout)
+		tw := output.NewTable(s.stdout)
 		fmt.Fprintln(tw, "PARTITION\tMOVED")
 		for _, p := range order {
-			row(tw, p, moved[p])
+			output.Row(tw, p, moved[p])
 		}
 		if err := tw.Flush(); err != nil {
 			return err

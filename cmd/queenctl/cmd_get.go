@@ -6,9 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"time"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/internal/ctl/duration"
+	"github.com/queengate/queengate/internal/ctl/output"
 )
 
 const getUsage = `Usage:
@@ -86,20 +87,20 @@ func getQueues(ctx context.Context, s *session) error {
 			Queues []json.RawMessage `json:"queues"`
 			Count  int               `json:"count"`
 		}{queues, len(queues)})
-		return printJSON(s.stdout, b)
+		return output.PrintJSON(s.stdout, b)
 	}
 	if len(queues) == 0 {
 		fmt.Fprintln(s.stdout, "no queues")
 		return nil
 	}
-	tw := newTable(s.stdout)
+	tw := output.NewTable(s.stdout)
 	fmt.Fprintf(tw, "QUEUE\t%s\tCREATED\tUPDATED\n", optionHeads())
 	for _, raw := range queues {
 		var q queueConfig
-		if err := decodeAnswer(raw, &q); err != nil {
+		if err := output.DecodeAnswer(raw, &q); err != nil {
 			return err
 		}
-		row(tw, append(append([]any{q.Queue}, optionCells(&q)...), stamp(q.CreatedAt), stamp(q.UpdatedAt))...)
+		output.Row(tw, append(append([]any{q.Queue}, optionCells(&q)...), output.Stamp(q.CreatedAt), output.Stamp(q.UpdatedAt))...)
 	}
 	return tw.Flush()
 }
@@ -118,7 +119,7 @@ func allQueues(ctx context.Context, c adminClient) ([]json.RawMessage, error) {
 			Queues    []json.RawMessage `json:"queues"`
 			NextQueue string            `json:"nextQueue"`
 		}
-		if err := decodeAnswer(raw, &page); err != nil {
+		if err := output.DecodeAnswer(raw, &page); err != nil {
 			return nil, err
 		}
 		queues = append(queues, page.Queues...)
@@ -157,11 +158,11 @@ func wholeQueue(ctx context.Context, c adminClient, name string) ([]byte, queueC
 			Partitions    []json.RawMessage `json:"partitions"`
 			NextPartition string            `json:"nextPartition"`
 		}
-		if err := decodeAnswer(raw, &page); err != nil {
+		if err := output.DecodeAnswer(raw, &page); err != nil {
 			return nil, q, err
 		}
 		if first == nil {
-			if err := decodeAnswer(raw, &first); err != nil {
+			if err := output.DecodeAnswer(raw, &first); err != nil {
 				return nil, q, err
 			}
 		}
@@ -177,7 +178,7 @@ func wholeQueue(ctx context.Context, c adminClient, name string) ([]byte, queueC
 	first["partitions"], _ = json.Marshal(partitions) // raw JSON values: cannot fail
 	delete(first, "nextPartition")
 	raw, _ := json.Marshal(first) // raw JSON values: cannot fail
-	return raw, q, decodeAnswer(raw, &q)
+	return raw, q, output.DecodeAnswer(raw, &q)
 }
 
 func getQueue(ctx context.Context, s *session, name string) error {
@@ -190,7 +191,7 @@ func getQueue(ctx context.Context, s *session, name string) error {
 		return err
 	}
 	if s.g.output == "json" {
-		return printJSON(s.stdout, raw)
+		return output.PrintJSON(s.stdout, raw)
 	}
 	printConfig(s.stdout, &q)
 	fmt.Fprintln(s.stdout)
@@ -198,47 +199,25 @@ func getQueue(ctx context.Context, s *session, name string) error {
 		fmt.Fprintln(s.stdout, "no partitions yet (a push creates them)")
 		return nil
 	}
-	tw := newTable(s.stdout)
+	tw := output.NewTable(s.stdout)
 	fmt.Fprintln(tw, "PARTITION\tFIRST OFFSET\tLAST OFFSET\tSTORED\tBYTES\tOLDEST\tNEWEST")
 	for _, p := range q.Partitions {
-		row(tw, p.Partition, p.FirstOffset, p.LastOffset, p.StoredMessages, humanBytes(p.StoredBytes), orDash(p.OldestAt), orDash(p.NewestAt))
+		output.Row(tw, p.Partition, p.FirstOffset, p.LastOffset, p.StoredMessages, output.HumanBytes(p.StoredBytes), output.OrDash(p.OldestAt), output.OrDash(p.NewestAt))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	fmt.Fprintln(s.stdout, "\nThis gateway (the one that answered), since it started:")
-	tw = newTable(s.stdout)
+	tw = output.NewTable(s.stdout)
 	fmt.Fprintln(tw, "PARTITION\tQUEUED\tDUPLICATES\tFAILED\tCACHE\tRESIDENT HASHES")
 	for _, p := range q.Partitions {
-		row(tw, p.Partition, p.Queued, p.Duplicates, p.Failed, p.Cache.State, p.Cache.ResidentHashes)
+		output.Row(tw, p.Partition, p.Queued, p.Duplicates, p.Failed, p.Cache.State, p.Cache.ResidentHashes)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	fmt.Fprintln(s.stdout, "\nConsumer groups:")
 	return printGroups(s.stdout, q.Groups)
-}
-
-// orDash prints an optional time as the gateway writes it, or "-".
-func orDash(t *time.Time) string {
-	if t == nil {
-		return "-"
-	}
-	return stamp(*t)
-}
-
-// humanBytes prints a byte count in B, KiB, MiB or GiB.
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit && exp < 2; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMG"[exp])
 }
 
 func getMessage(ctx context.Context, s *session, op operation) error {
@@ -251,20 +230,20 @@ func getMessage(ctx context.Context, s *session, op operation) error {
 		return err
 	}
 	if s.g.output == "json" {
-		return printJSON(s.stdout, raw)
+		return output.PrintJSON(s.stdout, raw)
 	}
 	var m queengate.MessageAnswer
-	if err := decodeAnswer(raw, &m); err != nil {
+	if err := output.DecodeAnswer(raw, &m); err != nil {
 		return err
 	}
-	tw := newTable(s.stdout)
-	row(tw, "queue:", m.Queue)
-	row(tw, "partition:", m.Partition)
-	row(tw, "offset:", m.Offset)
-	row(tw, "messageId:", m.MessageID)
-	row(tw, "transactionId:", m.TransactionID)
-	row(tw, "createdAt:", stamp(m.CreatedAt))
-	row(tw, "data:", string(m.Data))
+	tw := output.NewTable(s.stdout)
+	output.Row(tw, "queue:", m.Queue)
+	output.Row(tw, "partition:", m.Partition)
+	output.Row(tw, "offset:", m.Offset)
+	output.Row(tw, "messageId:", m.MessageID)
+	output.Row(tw, "transactionId:", m.TransactionID)
+	output.Row(tw, "createdAt:", output.Stamp(m.CreatedAt))
+	output.Row(tw, "data:", string(m.Data))
 	return tw.Flush()
 }
 
@@ -282,7 +261,7 @@ func getGroups(ctx context.Context, s *session, name string) error {
 	}
 	if s.g.output == "json" {
 		b, _ := json.Marshal(queengate.GroupsAnswer{Queue: name, Groups: groups})
-		return printJSON(s.stdout, b)
+		return output.PrintJSON(s.stdout, b)
 	}
 	return printGroups(s.stdout, groups)
 }
@@ -322,7 +301,7 @@ func askInto(ctx context.Context, c adminClient, op operation, v any) error {
 	if err != nil {
 		return err
 	}
-	return decodeAnswer(raw, v)
+	return output.DecodeAnswer(raw, v)
 }
 
 // printGroups writes consumer groups as a table: each group's position,
@@ -332,24 +311,24 @@ func printGroups(w io.Writer, groups []queengate.GroupView) error {
 		_, err := fmt.Fprintln(w, "no consumer groups yet (a pop creates them)")
 		return err
 	}
-	tw := newTable(w)
+	tw := output.NewTable(w)
 	fmt.Fprintln(tw, "GROUP\tPARTITION\tNEXT OFFSET\tLAST OFFSET\tLAG\tLEASED BY\tLEASE UNTIL\tDELAYED UNTIL")
 	cut := false
 	for _, g := range groups {
 		if len(g.Partitions) < g.PartitionCount {
 			// The answer had no room for them: the group's totals only.
 			cut = true
-			row(tw, g.Group, fmt.Sprintf("(all %d)", g.PartitionCount), "-", "-", g.Lag, "-", "-", "-")
+			output.Row(tw, g.Group, fmt.Sprintf("(all %d)", g.PartitionCount), "-", "-", g.Lag, "-", "-", "-")
 		}
 		for _, p := range g.Partitions {
 			leased, until, delayed := "-", "-", "-"
 			if p.LeaseUntil != nil {
-				leased, until = p.LeaseConsumer, stamp(*p.LeaseUntil)
+				leased, until = p.LeaseConsumer, output.Stamp(*p.LeaseUntil)
 			}
 			if p.DelayedUntil != nil {
-				delayed = stamp(*p.DelayedUntil)
+				delayed = output.Stamp(*p.DelayedUntil)
 			}
-			row(tw, g.Group, p.Partition, p.NextOffset, p.LastOffset, p.Lag, leased, until, delayed)
+			output.Row(tw, g.Group, p.Partition, p.NextOffset, p.LastOffset, p.Lag, leased, until, delayed)
 		}
 	}
 	if err := tw.Flush(); err != nil {
@@ -366,14 +345,14 @@ func printGroups(w io.Writer, groups []queengate.GroupView) error {
 // retention back (groupIdleSeconds).
 func printActivity(w io.Writer, groups []queengate.GroupView) error {
 	fmt.Fprintln(w)
-	tw := newTable(w)
+	tw := output.NewTable(w)
 	fmt.Fprintln(tw, "GROUP\tIDLE\tDELAYED PARTITIONS\tHOLDS RETENTION")
 	for _, g := range groups {
 		holds := "yes"
 		if !g.HoldsRetention {
 			holds = "no: idle past groupIdleSeconds"
 		}
-		row(tw, g.Group, humanSeconds(g.IdleMs/1000), g.DelayedPartitions, holds)
+		output.Row(tw, g.Group, duration.HumanSeconds(g.IdleMs/1000), g.DelayedPartitions, holds)
 	}
 	return tw.Flush()
 }

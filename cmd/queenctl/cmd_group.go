@@ -13,6 +13,7 @@ import (
 	"time"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/internal/ctl/output"
 )
 
 const createUsage = `Usage:
@@ -169,7 +170,7 @@ func askGroup(ctx context.Context, s *session, op operation, v any) (done bool, 
 		return false, err
 	}
 	b, _ := json.Marshal(v)
-	return true, printJSON(s.stdout, b)
+	return true, output.PrintJSON(s.stdout, b)
 }
 
 func orEvery(partition string) string {
@@ -191,7 +192,7 @@ func printMoves(w io.Writer, m queengate.GroupMoves) error {
 	if len(m.Changes) == 0 {
 		return nil
 	}
-	tw := newTable(w)
+	tw := output.NewTable(w)
 	fmt.Fprintln(tw, "PARTITION\tFROM\tTO\tNOTE")
 	for _, c := range m.Changes {
 		var notes []string
@@ -205,7 +206,7 @@ func printMoves(w io.Writer, m queengate.GroupMoves) error {
 		if note == "" {
 			note = "-"
 		}
-		row(tw, c.Partition, c.From, c.To, note)
+		output.Row(tw, c.Partition, c.From, c.To, note)
 	}
 	if err := tw.Flush(); err != nil || !m.Truncated {
 		return err

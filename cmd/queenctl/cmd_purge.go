@@ -9,6 +9,7 @@ import (
 	"net/url"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/internal/ctl/output"
 )
 
 const purgeUsage = `Usage:
@@ -91,7 +92,7 @@ func askAndPrint[T any](ctx context.Context, s *session, op operation, line func
 	}
 	if s.g.output == "json" {
 		b, _ := json.Marshal(ans)
-		return printJSON(s.stdout, b)
+		return output.PrintJSON(s.stdout, b)
 	}
 	_, err = fmt.Fprintln(s.stdout, line(ans))
 	return err

@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/internal/ctl/output"
 	"io"
 )
 
@@ -183,7 +184,7 @@ func planBatches(msgs [][]byte, max, maxBytes int) ([][][]byte, error) {
 func sendBatches(ctx context.Context, s *session, nc *natsClient, subject string, batches [][][]byte) error {
 	counts := map[string]int{}
 	total, start, conflicts := 0, 0, 0
-	tw := newTable(s.stdout)
+	tw := output.NewTable(s.stdout)
 	for _, b := range batches {
 		body := append(append([]byte("["), bytes.Join(b, []byte(","))...), ']')
 		raw, err := nc.request(ctx, subject, body)
@@ -203,12 +204,12 @@ func sendBatches(ctx context.Context, s *session, nc *natsClient, subject string
 			return fmt.Errorf("push: %s: %w (the %d before were answered above)", which, err, start)
 		}
 		var answers []queengate.Answer
-		if err := decodeAnswer(raw, &answers); err != nil {
+		if err := output.DecodeAnswer(raw, &answers); err != nil {
 			tw.Flush()
 			return err
 		}
 		if s.g.output == "json" {
-			if err := printJSON(s.stdout, raw); err != nil {
+			if err := output.PrintJSON(s.stdout, raw); err != nil {
 				return err
 			}
 		}
@@ -225,9 +226,9 @@ func sendBatches(ctx context.Context, s *session, nc *natsClient, subject string
 				continue
 			}
 			if a.Status == queengate.StatusFailed {
-				row(tw, start+a.Index, a.TransactionID, a.Status, "-", "-", a.Error)
+				output.Row(tw, start+a.Index, a.TransactionID, a.Status, "-", "-", a.Error)
 			} else {
-				row(tw, start+a.Index, a.TransactionID, a.Status, a.MessageID, a.Offset)
+				output.Row(tw, start+a.Index, a.TransactionID, a.Status, a.MessageID, a.Offset)
 			}
 		}
 		start += len(b)

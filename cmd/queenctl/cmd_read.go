@@ -8,6 +8,7 @@ import (
 	"time"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/internal/ctl/output"
 )
 
 const readUsage = `Usage:
@@ -114,7 +115,7 @@ func (r *reader) batch(ctx context.Context) (int, error) {
 		FirstOffset int64             `json:"firstOffset"`
 		Purged      bool              `json:"purged"`
 	}
-	if err := decodeAnswer(raw, &ans); err != nil {
+	if err := output.DecodeAnswer(raw, &ans); err != nil {
 		return 0, err
 	}
 	if ans.Purged && !r.warned {
@@ -155,10 +156,10 @@ func setupExplain(*flag.FlagSet) runFunc {
 			return err
 		}
 		if s.g.output == "json" {
-			return printJSON(s.stdout, raw)
+			return output.PrintJSON(s.stdout, raw)
 		}
 		var ans queengate.ExplainAnswer
-		if err := decodeAnswer(raw, &ans); err != nil {
+		if err := output.DecodeAnswer(raw, &ans); err != nil {
 			return err
 		}
 		return printExplain(s, &ans)
@@ -166,18 +167,18 @@ func setupExplain(*flag.FlagSet) runFunc {
 }
 
 func printExplain(s *session, a *queengate.ExplainAnswer) error {
-	tw := newTable(s.stdout)
-	row(tw, "verdict:", a.Verdict)
+	tw := output.NewTable(s.stdout)
+	output.Row(tw, "verdict:", a.Verdict)
 	if o := a.Original; o != nil {
-		row(tw, "original:", fmt.Sprintf("offset %d, %s, stored %s", o.Offset, o.MessageID, stamp(o.CreatedAt)))
-		row(tw, "covered until:", stamp(o.CoveredUntil))
-		row(tw, "retained:", o.Retained)
+		output.Row(tw, "original:", fmt.Sprintf("offset %d, %s, stored %s", o.Offset, o.MessageID, output.Stamp(o.CreatedAt)))
+		output.Row(tw, "covered until:", output.Stamp(o.CoveredUntil))
+		output.Row(tw, "retained:", o.Retained)
 	}
-	row(tw, "window:", formatOption("dedupWindowSeconds", seconds(int64(a.WindowSeconds))))
-	row(tw, "cache:", fmt.Sprintf("%s, %s path", a.Cache.State, a.Cache.Path))
+	output.Row(tw, "window:", formatOption("dedupWindowSeconds", seconds(int64(a.WindowSeconds))))
+	output.Row(tw, "cache:", fmt.Sprintf("%s, %s path", a.Cache.State, a.Cache.Path))
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintln(s.stdout, printable(a.Explanation))
+	_, err := fmt.Fprintln(s.stdout, output.Printable(a.Explanation))
 	return err
 }

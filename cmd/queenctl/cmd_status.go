@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"flag"
+
+	"github.com/queengate/queengate/internal/ctl/output"
 )
 
 const statusUsage = `Usage:
@@ -28,17 +30,17 @@ func setupStatus(*flag.FlagSet) runFunc {
 			return err
 		}
 		if s.g.output == "json" {
-			return printJSON(s.stdout, raw)
+			return output.PrintJSON(s.stdout, raw)
 		}
 		// Whatever figures the gateway reports, in its order: a newer
 		// gateway's additions show up without a queenctl release.
-		kv, err := flatten(raw)
+		kv, err := output.Flatten(raw)
 		if err != nil {
 			return err
 		}
-		tw := newTable(s.stdout)
+		tw := output.NewTable(s.stdout)
 		for _, p := range kv {
-			row(tw, p[0]+":", p[1])
+			output.Row(tw, p[0]+":", p[1])
 		}
 		return tw.Flush()
 	}

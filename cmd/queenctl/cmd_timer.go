@@ -11,6 +11,8 @@ import (
 	"time"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/internal/ctl/duration"
+	"github.com/queengate/queengate/internal/ctl/output"
 )
 
 const timerUsage = `Usage:
@@ -108,7 +110,7 @@ func (f *atFlag) Set(s string) error {
 	return nil
 }
 
-// delayFlag is --in: a delay in parseDelayMs's syntax.
+// delayFlag is --in: a delay in duration.ParseDelayMs's syntax.
 type delayFlag struct {
 	set bool
 	ms  int64
@@ -122,7 +124,7 @@ func (f *delayFlag) String() string {
 }
 
 func (f *delayFlag) Set(s string) error {
-	ms, err := parseDelayMs(s)
+	ms, err := duration.ParseDelayMs(s)
 	if err != nil {
 		return err
 	}
@@ -186,15 +188,15 @@ func setupTimerSchedule(fs *flag.FlagSet) runFunc {
 			return fmt.Errorf("timer schedule: %w", err)
 		}
 		var a queengate.TimerScheduled
-		if err := decodeAnswer(raw, &a); err != nil {
+		if err := output.DecodeAnswer(raw, &a); err != nil {
 			return err
 		}
 		if s.g.output == "json" {
-			return printJSON(s.stdout, raw)
+			return output.PrintJSON(s.stdout, raw)
 		}
-		tw := newTable(s.stdout)
+		tw := output.NewTable(s.stdout)
 		fmt.Fprintln(tw, "TIMER ID\tSTATUS\tFIRE AT\tTRANSACTION ID")
-		row(tw, a.TimerID, a.Status, stamp(a.FireAt), a.TransactionID)
+		output.Row(tw, a.TimerID, a.Status, output.Stamp(a.FireAt), a.TransactionID)
 		return tw.Flush()
 	}
 }
@@ -221,16 +223,16 @@ func setupTimerCancel(*flag.FlagSet) runFunc {
 			return fmt.Errorf("timer cancel: %w", err)
 		}
 		var a queengate.TimerCancelled
-		if err := decodeAnswer(raw, &a); err != nil {
+		if err := output.DecodeAnswer(raw, &a); err != nil {
 			return err
 		}
 		if a.Status == "" {
 			return fmt.Errorf("unexpected answer from the gateway (no status): %.200s", raw)
 		}
 		if s.g.output == "json" {
-			return printJSON(s.stdout, raw)
+			return output.PrintJSON(s.stdout, raw)
 		}
-		_, err = fmt.Fprintln(s.stdout, printable(a.Status))
+		_, err = fmt.Fprintln(s.stdout, output.Printable(a.Status))
 		return err
 	}
 }
@@ -270,7 +272,7 @@ func setupTimerList(fs *flag.FlagSet) runFunc {
 		}
 		if s.g.output == "json" {
 			b, _ := json.Marshal(list) // plain fields: cannot fail
-			return printJSON(s.stdout, b)
+			return output.PrintJSON(s.stdout, b)
 		}
 		return printTimers(s.stdout, *queue, list)
 	}
@@ -289,7 +291,7 @@ func listTimers(ctx context.Context, c adminClient, queue string, limit, want in
 			return list, err
 		}
 		var page queengate.TimersAnswer
-		if err := decodeAnswer(raw, &page); err != nil {
+		if err := output.DecodeAnswer(raw, &page); err != nil {
 			return list, err
 		}
 		if page.Next != nil && len(page.Timers) == 0 {
@@ -314,10 +316,10 @@ func printTimers(w io.Writer, queue string, list queengate.TimersAnswer) error {
 		}
 		return nil
 	}
-	tw := newTable(w)
+	tw := output.NewTable(w)
 	fmt.Fprintln(tw, "TIMER ID\tQUEUE\tPARTITION\tTRANSACTION ID\tFIRE AT")
 	for _, t := range list.Timers {
-		row(tw, t.TimerID, t.Queue, t.Partition, t.TransactionID, stamp(t.FireAt))
+		output.Row(tw, t.TimerID, t.Queue, t.Partition, t.TransactionID, output.Stamp(t.FireAt))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

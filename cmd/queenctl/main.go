@@ -2,7 +2,8 @@
 // manifests, configures and inspects queues, pushes messages, schedules,
 // cancels and lists timers, and reads a gateway's status. It speaks only
 // the wire contract (docs/protocol.md and docs/admin-api.md), over the admin
-// HTTP address or NATS, so it imports nothing of this module.
+// HTTP address or NATS, so of this module it imports only the wire
+// contract (package queengate) and its own parts under internal/ctl.
 package main
 
 import (
@@ -16,6 +17,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"syscall"
+
+	"github.com/queengate/queengate/internal/ctl/output"
 )
 
 // Exit codes scripts can rely on; `queenctl --help` and the README list them.
@@ -50,7 +53,7 @@ func runEnv(ctx context.Context, args []string, env func(string) (string, bool),
 	// gateway said is escaped whole (gatewayError).
 	lines := strings.Split(err.Error(), "\n")
 	for i := range lines {
-		lines[i] = printable(lines[i])
+		lines[i] = output.Printable(lines[i])
 	}
 	fmt.Fprintln(stderr, "queenctl:", strings.Join(lines, "\n"))
 	return exitCode(err)
@@ -83,7 +86,7 @@ type gatewayError struct {
 }
 
 func (e *gatewayError) Error() string {
-	s := fmt.Sprintf("gateway answered %d: %s", e.Code, printable(e.Message))
+	s := fmt.Sprintf("gateway answered %d: %s", e.Code, output.Printable(e.Message))
 	if e.hint != "" {
 		s = e.hint + " (" + s + ")"
 	}
