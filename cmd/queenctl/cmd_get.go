@@ -10,6 +10,7 @@ import (
 	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/internal/ctl/duration"
 	"github.com/queengate/queengate/internal/ctl/output"
+	"github.com/queengate/queengate/internal/ctl/queueopt"
 )
 
 const getUsage = `Usage:
@@ -94,13 +95,13 @@ func getQueues(ctx context.Context, s *session) error {
 		return nil
 	}
 	tw := output.NewTable(s.stdout)
-	fmt.Fprintf(tw, "QUEUE\t%s\tCREATED\tUPDATED\n", optionHeads())
+	fmt.Fprintf(tw, "QUEUE\t%s\tCREATED\tUPDATED\n", queueopt.Heads())
 	for _, raw := range queues {
-		var q queueConfig
+		var q queueopt.Config
 		if err := output.DecodeAnswer(raw, &q); err != nil {
 			return err
 		}
-		output.Row(tw, append(append([]any{q.Queue}, optionCells(&q)...), output.Stamp(q.CreatedAt), output.Stamp(q.UpdatedAt))...)
+		output.Row(tw, append(append([]any{q.Queue}, queueopt.Cells(&q)...), output.Stamp(q.CreatedAt), output.Stamp(q.UpdatedAt))...)
 	}
 	return tw.Flush()
 }
@@ -143,10 +144,10 @@ func pageAdvances(next, from string, listed int) error {
 // wholeQueue asks for a queue page after page (each answer holds the
 // partitions that fit one NATS message and names the next one): the
 // first page's answer with every partition, as JSON and decoded.
-func wholeQueue(ctx context.Context, c adminClient, name string) ([]byte, queueConfig, error) {
+func wholeQueue(ctx context.Context, c adminClient, name string) ([]byte, queueopt.Config, error) {
 	var (
 		first      map[string]json.RawMessage
-		q          queueConfig
+		q          queueopt.Config
 		partitions []json.RawMessage
 	)
 	for from := ""; ; {
@@ -193,7 +194,7 @@ func getQueue(ctx context.Context, s *session, name string) error {
 	if s.g.output == "json" {
 		return output.PrintJSON(s.stdout, raw)
 	}
-	printConfig(s.stdout, &q)
+	queueopt.PrintConfig(s.stdout, &q)
 	fmt.Fprintln(s.stdout)
 	if len(q.Partitions) == 0 {
 		fmt.Fprintln(s.stdout, "no partitions yet (a push creates them)")

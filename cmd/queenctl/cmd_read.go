@@ -9,6 +9,7 @@ import (
 
 	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/internal/ctl/output"
+	"github.com/queengate/queengate/internal/ctl/queueopt"
 )
 
 const readUsage = `Usage:
@@ -174,7 +175,7 @@ func printExplain(s *session, a *queengate.ExplainAnswer) error {
 		output.Row(tw, "covered until:", output.Stamp(o.CoveredUntil))
 		output.Row(tw, "retained:", o.Retained)
 	}
-	output.Row(tw, "window:", formatOption("dedupWindowSeconds", seconds(int64(a.WindowSeconds))))
+	output.Row(tw, "window:", queueopt.Format("dedupWindowSeconds", queueopt.Seconds(int64(a.WindowSeconds))))
 	output.Row(tw, "cache:", fmt.Sprintf("%s, %s path", a.Cache.State, a.Cache.Path))
 	if err := tw.Flush(); err != nil {
 		return err
