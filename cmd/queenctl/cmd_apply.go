@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/queengate/queengate/internal/ctl/admin"
 	"github.com/queengate/queengate/internal/ctl/manifest"
 	"github.com/queengate/queengate/internal/ctl/output"
 	"github.com/queengate/queengate/internal/ctl/queueopt"
@@ -89,7 +90,7 @@ func readManifest(path string, stdin io.Reader) (source string, data []byte, err
 
 // applyManifest configures the queues in manifest order. It stops at the
 // first error: the queues before it are applied, which the error says.
-func applyManifest(ctx context.Context, s *session, c adminClient, specs []manifest.Queue) error {
+func applyManifest(ctx context.Context, s *session, c admin.Client, specs []manifest.Queue) error {
 	var (
 		raws    [][]byte
 		configs []queueopt.Config
@@ -97,7 +98,7 @@ func applyManifest(ctx context.Context, s *session, c adminClient, specs []manif
 	)
 	for _, spec := range specs {
 		var raw []byte
-		raw, err = c.do(ctx, opConfigure(configureRequest(spec.Name, spec.Options, "replace")))
+		raw, err = c.Do(ctx, admin.OpConfigure(configureRequest(spec.Name, spec.Options, "replace")))
 		if err != nil {
 			err = fmt.Errorf("apply queue %q: %w%s", spec.Name, err, appliedBefore(configs))
 			break
@@ -141,13 +142,13 @@ func appliedBefore(done []queueopt.Config) string {
 }
 
 // applyDryRun reads each queue's live configuration and prints the diff.
-func applyDryRun(ctx context.Context, s *session, c adminClient, specs []manifest.Queue) error {
+func applyDryRun(ctx context.Context, s *session, c admin.Client, specs []manifest.Queue) error {
 	diffs := make([]manifest.QueueDiff, 0, len(specs))
 	for _, spec := range specs {
-		raw, err := c.do(ctx, opGetQueue(spec.Name, ""))
-		var ge *gatewayError
+		raw, err := c.Do(ctx, admin.OpGetQueue(spec.Name, ""))
+		var ge *admin.GatewayError
 		switch {
-		case errors.As(err, &ge) && ge.Code == 404 && ge.hint == "":
+		case errors.As(err, &ge) && ge.Code == 404 && ge.Hint == "":
 			diffs = append(diffs, manifest.DiffQueue(spec, nil))
 		case err != nil:
 			return fmt.Errorf("read queue %q: %w", spec.Name, err)

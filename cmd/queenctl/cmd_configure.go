@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/internal/ctl/admin"
 	"github.com/queengate/queengate/internal/ctl/duration"
 	"github.com/queengate/queengate/internal/ctl/output"
 	"github.com/queengate/queengate/internal/ctl/queueopt"
@@ -88,7 +89,7 @@ func setupConfigure(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		raw, err := c.do(ctx, opConfigure(req))
+		raw, err := c.Do(ctx, admin.OpConfigure(req))
 		if err != nil {
 			return err
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/internal/ctl/admin"
 	"github.com/queengate/queengate/internal/ctl/output"
 )
 
@@ -83,7 +84,7 @@ func setupConsume(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		if c.client, err = queengate.NewClient(nc.nc, queengate.WithPrefix(s.g.prefix), queengate.WithTimeout(s.g.timeout)); err != nil {
+		if c.client, err = queengate.NewClient(nc.Conn, queengate.WithPrefix(s.g.prefix), queengate.WithTimeout(s.g.timeout)); err != nil {
 			return err
 		}
 		return c.run(ctx)
@@ -179,7 +180,7 @@ func (c *consumer) run(ctx context.Context) error {
 		if work.Err() != nil {
 			return // done already
 		}
-		if _, refused := errors.AsType[*refusedError](context.Cause(ctx)); refused {
+		if _, refused := errors.AsType[*admin.RefusedError](context.Cause(ctx)); refused {
 			stop() // NATS refused a subject: nothing to drain
 			return
 		}
@@ -254,7 +255,7 @@ func (c *consumer) onAck(partition string, a queengate.AckAnswer) {
 		}
 		at := place{partition, *it.Offset}
 		if it.Result != "acked" && it.Result != "alreadyAcked" && c.failure == nil {
-			c.failure = &gatewayError{Code: 409, Message: fmt.Sprintf("message %s was printed but not acknowledged: %s (it will be delivered again)",
+			c.failure = &admin.GatewayError{Code: 409, Message: fmt.Sprintf("message %s was printed but not acknowledged: %s (it will be delivered again)",
 				c.unacked[at], it.Result)}
 			c.stop()
 		}
@@ -274,7 +275,7 @@ func (c *consumer) onError(err error) {
 func gatewayErr(err error) error {
 	var werr *queengate.Error
 	if errors.As(err, &werr) {
-		return &gatewayError{Code: werr.Code, Message: werr.Message}
+		return &admin.GatewayError{Code: werr.Code, Message: werr.Message}
 	}
-	return &unreachableError{err.Error()}
+	return &admin.UnreachableError{Msg: err.Error()}
 }

@@ -6,12 +6,11 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/internal/ctl/admin"
 	"github.com/queengate/queengate/internal/ctl/output"
 )
 
@@ -63,7 +62,7 @@ func setupDelete(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		var ans queengate.GroupDeleteAnswer
-		if err := askInto(ctx, c, opDeleteGroup(queue, group), &ans); err != nil {
+		if err := askInto(ctx, c, admin.OpDeleteGroup(queue, group), &ans); err != nil {
 			return err
 		}
 		if s.g.output == "json" {
@@ -93,9 +92,4 @@ func clipped(s string) string {
 		return s[:64] + "…"
 	}
 	return s
-}
-
-func opDeleteGroup(queue, group string) operation {
-	return operation{method: http.MethodDelete, path: "/queues/" + url.PathEscape(queue) + "/groups/" + url.PathEscape(group),
-		subject: func(s queengate.Subjects) string { return s.GroupDelete(queue, group) }}
 }

@@ -5,10 +5,9 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"net/http"
-	"net/url"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/internal/ctl/admin"
 	"github.com/queengate/queengate/internal/ctl/output"
 )
 
@@ -90,16 +89,6 @@ func dlqSelection(fs *flag.FlagSet) func(name string) (queengate.DeadLettersRequ
 	}
 }
 
-func opDLQ(verb, queue string, req queengate.DeadLettersRequest) operation {
-	body, _ := json.Marshal(req) // strings and integers: cannot fail
-	subject := queengate.Subjects.DLQList
-	if verb == "redrive" {
-		subject = queengate.Subjects.DLQRedrive
-	}
-	return operation{method: http.MethodPost, path: "/queues/" + url.PathEscape(queue) + "/dlq/" + verb,
-		subject: func(s queengate.Subjects) string { return subject(s, queue) }, body: body}
-}
-
 // dlqQueue is the one QUEUE argument.
 func dlqQueue(name string, args []string) (string, error) {
 	if len(args) != 1 {
@@ -108,9 +97,9 @@ func dlqQueue(name string, args []string) (string, error) {
 	return args[0], checkName("queue", args[0])
 }
 
-func listDeadLetters(ctx context.Context, c adminClient, queue string, req queengate.DeadLettersRequest) (queengate.DeadLettersAnswer, []byte, error) {
+func listDeadLetters(ctx context.Context, c admin.Client, queue string, req queengate.DeadLettersRequest) (queengate.DeadLettersAnswer, []byte, error) {
 	var a queengate.DeadLettersAnswer
-	raw, err := c.do(ctx, opDLQ("list", queue, req))
+	raw, err := c.Do(ctx, admin.OpDLQ("list", queue, req))
 	if err != nil {
 		return a, nil, err
 	}
@@ -120,7 +109,7 @@ func listDeadLetters(ctx context.Context, c adminClient, queue string, req queen
 // dlqCommand is a dlq command's arguments checked: its queue, the
 // selection its flags make, and the gateway to send it to.
 func dlqCommand(ctx context.Context, s *session, name string, args []string,
-	selection func(string) (queengate.DeadLettersRequest, error)) (string, queengate.DeadLettersRequest, adminClient, error) {
+	selection func(string) (queengate.DeadLettersRequest, error)) (string, queengate.DeadLettersRequest, admin.Client, error) {
 	queue, err := dlqQueue(name, args)
 	if err != nil {
 		return "", queengate.DeadLettersRequest{}, nil, err
@@ -195,7 +184,7 @@ func setupDLQRedrive(fs *flag.FlagSet) runFunc {
 		moved, total := map[string]int{}, 0
 		var order []string
 		for {
-			raw, err := c.do(ctx, opDLQ("redrive", queue, req))
+			raw, err := c.Do(ctx, admin.OpDLQ("redrive", queue, req))
 			if err != nil {
 				return fmt.Errorf("dlq redrive: %w (%d moved before)", err, total)
 			}

@@ -8,6 +8,7 @@ import (
 	"io"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/internal/ctl/admin"
 	"github.com/queengate/queengate/internal/ctl/duration"
 	"github.com/queengate/queengate/internal/ctl/output"
 	"github.com/queengate/queengate/internal/ctl/queueopt"
@@ -55,7 +56,7 @@ func setupGet(*flag.FlagSet) runFunc {
 			}
 			return getGroups(ctx, s, args[1])
 		case len(args) == 2 && args[0] == "message":
-			return getMessage(ctx, s, opGetMessage(args[1]))
+			return getMessage(ctx, s, admin.OpGetMessage(args[1]))
 		case len(args) == 4 && args[0] == "message":
 			if err := checkName("queue", args[1]); err != nil {
 				return err
@@ -63,7 +64,7 @@ func setupGet(*flag.FlagSet) runFunc {
 			if err := checkName("partition", args[2]); err != nil {
 				return err
 			}
-			return getMessage(ctx, s, opGetTransaction(args[1], args[2], args[3]))
+			return getMessage(ctx, s, admin.OpGetTransaction(args[1], args[2], args[3]))
 		case len(args) > 0 && args[0] == "message":
 			return usagef("get message: want MESSAGE_ID, or QUEUE PARTITION TRANSACTION_ID")
 		case len(args) == 1 && args[0] == "queue":
@@ -109,10 +110,10 @@ func getQueues(ctx context.Context, s *session) error {
 // allQueues asks for the queue list page after page (each answer holds
 // what fits one NATS message and names the next queue), so that what is
 // printed is every queue.
-func allQueues(ctx context.Context, c adminClient) ([]json.RawMessage, error) {
+func allQueues(ctx context.Context, c admin.Client) ([]json.RawMessage, error) {
 	var queues []json.RawMessage
 	for from := ""; ; {
-		raw, err := c.do(ctx, opListQueues(from))
+		raw, err := c.Do(ctx, admin.OpListQueues(from))
 		if err != nil {
 			return nil, err
 		}
@@ -144,14 +145,14 @@ func pageAdvances(next, from string, listed int) error {
 // wholeQueue asks for a queue page after page (each answer holds the
 // partitions that fit one NATS message and names the next one): the
 // first page's answer with every partition, as JSON and decoded.
-func wholeQueue(ctx context.Context, c adminClient, name string) ([]byte, queueopt.Config, error) {
+func wholeQueue(ctx context.Context, c admin.Client, name string) ([]byte, queueopt.Config, error) {
 	var (
 		first      map[string]json.RawMessage
 		q          queueopt.Config
 		partitions []json.RawMessage
 	)
 	for from := ""; ; {
-		raw, err := c.do(ctx, opGetQueue(name, from))
+		raw, err := c.Do(ctx, admin.OpGetQueue(name, from))
 		if err != nil {
 			return nil, q, err
 		}
@@ -221,12 +222,12 @@ func getQueue(ctx context.Context, s *session, name string) error {
 	return printGroups(s.stdout, q.Groups)
 }
 
-func getMessage(ctx context.Context, s *session, op operation) error {
+func getMessage(ctx context.Context, s *session, op admin.Operation) error {
 	c, err := s.admin(ctx)
 	if err != nil {
 		return err
 	}
-	raw, err := c.do(ctx, op)
+	raw, err := c.Do(ctx, op)
 	if err != nil {
 		return err
 	}
@@ -269,16 +270,16 @@ func getGroups(ctx context.Context, s *session, name string) error {
 
 // allGroups asks for a queue's groups, then for the partitions each group
 // was cut short of, from the one its answer names next.
-func allGroups(ctx context.Context, c adminClient, queue string) ([]queengate.GroupView, error) {
+func allGroups(ctx context.Context, c admin.Client, queue string) ([]queengate.GroupView, error) {
 	var first queengate.GroupsAnswer
-	if err := askInto(ctx, c, opGroups(queue, "", ""), &first); err != nil {
+	if err := askInto(ctx, c, admin.OpGroups(queue, "", ""), &first); err != nil {
 		return nil, err
 	}
 	for i := range first.Groups {
 		g := &first.Groups[i]
 		for from := g.NextPartition; from != ""; {
 			var page queengate.GroupsAnswer
-			if err := askInto(ctx, c, opGroups(queue, g.Group, from), &page); err != nil {
+			if err := askInto(ctx, c, admin.OpGroups(queue, g.Group, from), &page); err != nil {
 				return nil, err
 			}
 			if len(page.Groups) != 1 {
@@ -297,8 +298,8 @@ func allGroups(ctx context.Context, c adminClient, queue string) ([]queengate.Gr
 }
 
 // askInto sends op and decodes its answer into v.
-func askInto(ctx context.Context, c adminClient, op operation, v any) error {
-	raw, err := c.do(ctx, op)
+func askInto(ctx context.Context, c admin.Client, op admin.Operation, v any) error {
+	raw, err := c.Do(ctx, op)
 	if err != nil {
 		return err
 	}

@@ -6,13 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/internal/ctl/admin"
 	"github.com/queengate/queengate/internal/ctl/output"
 )
 
@@ -94,7 +93,7 @@ func setupCreate(fs *flag.FlagSet) runFunc {
 			return usagef("create: give one of --start, --offset and --at")
 		}
 		var ans queengate.GroupCreateAnswer
-		if done, err := askGroup(ctx, s, opCreateGroup(queue, group, req), &ans); done || err != nil {
+		if done, err := askGroup(ctx, s, admin.OpCreateGroup(queue, group, req), &ans); done || err != nil {
 			return err
 		}
 		if !ans.Created {
@@ -139,7 +138,7 @@ func setupSeek(fs *flag.FlagSet) runFunc {
 			}
 		}
 		var ans queengate.GroupSeekAnswer
-		if done, err := askGroup(ctx, s, opSeekGroup(queue, group, req), &ans); done || err != nil {
+		if done, err := askGroup(ctx, s, admin.OpSeekGroup(queue, group, req), &ans); done || err != nil {
 			return err
 		}
 		fmt.Fprintf(s.stdout, "moved consumer group %s of queue %s on %d of %d partitions (%d clamped, %d leases ended)\n",
@@ -161,7 +160,7 @@ func groupArgs(verb string, args []string) (queue, group string, err error) {
 
 // askGroup sends op and decodes its answer into v; with --output json it
 // prints the answer too, and done says so.
-func askGroup(ctx context.Context, s *session, op operation, v any) (done bool, err error) {
+func askGroup(ctx context.Context, s *session, op admin.Operation, v any) (done bool, err error) {
 	c, err := s.admin(ctx)
 	if err != nil {
 		return false, err
@@ -213,16 +212,4 @@ func printMoves(w io.Writer, m queengate.GroupMoves) error {
 	}
 	_, err := fmt.Fprintln(w, "(more partitions changed than one answer lists; the totals above count them all)")
 	return err
-}
-
-func opCreateGroup(queue, group string, req queengate.GroupCreateRequest) operation {
-	body, _ := json.Marshal(req) // strings, numbers and a time: cannot fail
-	return operation{method: http.MethodPut, path: "/queues/" + url.PathEscape(queue) + "/groups/" + url.PathEscape(group), body: body,
-		subject: func(s queengate.Subjects) string { return s.GroupCreate(queue, group) }}
-}
-
-func opSeekGroup(queue, group string, req queengate.GroupSeekRequest) operation {
-	body, _ := json.Marshal(req) // strings, numbers and a time: cannot fail
-	return operation{method: http.MethodPost, path: "/queues/" + url.PathEscape(queue) + "/groups/" + url.PathEscape(group) + "/seek", body: body,
-		subject: func(s queengate.Subjects) string { return s.GroupSeek(queue, group) }}
 }

@@ -5,10 +5,9 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"net/http"
-	"net/url"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/internal/ctl/admin"
 	"github.com/queengate/queengate/internal/ctl/output"
 )
 
@@ -51,7 +50,7 @@ func setupPurge(fs *flag.FlagSet) runFunc {
 				return err
 			}
 		}
-		return askAndPrint(ctx, s, opPurgeQueue(queue, *partition), func(ans queengate.QueuePurgeAnswer) string {
+		return askAndPrint(ctx, s, admin.OpPurgeQueue(queue, *partition), func(ans queengate.QueuePurgeAnswer) string {
 			return fmt.Sprintf("purged queue %s (%s): %d partitions, %d messages (%d bytes), %d timers; %d groups moved past them, %d messages they had not consumed, %d leases ended",
 				ans.Queue, what, ans.Partitions, ans.Messages, ans.Bytes, ans.Timers, ans.Groups, ans.Unconsumed, ans.LeasesEnded)
 		})
@@ -69,7 +68,7 @@ func deleteQueue(ctx context.Context, s *session, queue string, yes bool) error 
 			return err
 		}
 	}
-	return askAndPrint(ctx, s, opDeleteQueue(queue), func(ans queengate.QueueDeleteAnswer) string {
+	return askAndPrint(ctx, s, admin.OpDeleteQueue(queue), func(ans queengate.QueueDeleteAnswer) string {
 		dlq := "no dead-letter queue"
 		if ans.DeadLetterQueue != "" {
 			dlq = fmt.Sprintf("dead-letter queue %s with %d dead letters", ans.DeadLetterQueue, ans.DeadLetters)
@@ -81,7 +80,7 @@ func deleteQueue(ctx context.Context, s *session, queue string, yes bool) error 
 
 // askAndPrint sends op and prints its answer: as the gateway's JSON with
 // -o json, else as the line line makes of it.
-func askAndPrint[T any](ctx context.Context, s *session, op operation, line func(T) string) error {
+func askAndPrint[T any](ctx context.Context, s *session, op admin.Operation, line func(T) string) error {
 	c, err := s.admin(ctx)
 	if err != nil {
 		return err
@@ -96,18 +95,4 @@ func askAndPrint[T any](ctx context.Context, s *session, op operation, line func
 	}
 	_, err = fmt.Fprintln(s.stdout, line(ans))
 	return err
-}
-
-func opDeleteQueue(queue string) operation {
-	return operation{method: http.MethodDelete, path: "/queues/" + url.PathEscape(queue),
-		subject: func(s queengate.Subjects) string { return s.QueueDelete(queue) }}
-}
-
-func opPurgeQueue(queue, partition string) operation {
-	var body []byte
-	if partition != "" {
-		body, _ = json.Marshal(queengate.QueuePurgeRequest{Partition: partition}) // a string: cannot fail
-	}
-	return operation{method: http.MethodPost, path: "/queues/" + url.PathEscape(queue) + "/purge", body: body,
-		subject: func(s queengate.Subjects) string { return s.QueuePurge(queue) }}
 }

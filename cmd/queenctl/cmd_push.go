@@ -11,6 +11,8 @@ import (
 	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/internal/ctl/output"
 	"io"
+
+	"github.com/queengate/queengate/internal/ctl/admin"
 )
 
 const pushUsage = `Usage:
@@ -84,11 +86,11 @@ func setupPush(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		batches, err := planBatches(msgs, *batch, nc.maxPayload())
+		batches, err := planBatches(msgs, *batch, nc.MaxPayload())
 		if err != nil {
 			return err
 		}
-		return sendBatches(ctx, s, nc, nc.subjects.Push(queue, partition), batches)
+		return sendBatches(ctx, s, nc, nc.Subjects.Push(queue, partition), batches)
 	}
 }
 
@@ -181,16 +183,16 @@ func planBatches(msgs [][]byte, max, maxBytes int) ([][][]byte, error) {
 // sendBatches pushes the batches in order and prints the answers. A batch
 // rejected as a whole stops the run: the batches before it are stored
 // (their answers are printed), nothing of it or after it is.
-func sendBatches(ctx context.Context, s *session, nc *natsClient, subject string, batches [][][]byte) error {
+func sendBatches(ctx context.Context, s *session, nc *admin.NATSClient, subject string, batches [][][]byte) error {
 	counts := map[string]int{}
 	total, start, conflicts := 0, 0, 0
 	tw := output.NewTable(s.stdout)
 	for _, b := range batches {
 		body := append(append([]byte("["), bytes.Join(b, []byte(","))...), ']')
-		raw, err := nc.request(ctx, subject, body)
-		var ge *gatewayError
+		raw, err := nc.Request(ctx, subject, body)
+		var ge *admin.GatewayError
 		if errors.As(err, &ge) && ge.Code == queengate.CodeTooLarge {
-			ge.hint = "lower --batch to at most the gateway's QUEEN_MAX_BATCH"
+			ge.Hint = "lower --batch to at most the gateway's QUEEN_MAX_BATCH"
 		}
 		if err != nil {
 			tw.Flush() // the answers so far

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/internal/ctl/admin"
 	"github.com/queengate/queengate/internal/ctl/output"
 	"github.com/queengate/queengate/internal/ctl/queueopt"
 )
@@ -69,7 +70,7 @@ func setupRead(fs *flag.FlagSet) runFunc {
 
 // reader prints a partition's messages as JSON lines.
 type reader struct {
-	c                adminClient
+	c                admin.Client
 	s                *session
 	queue, partition string
 	next             int64
@@ -106,7 +107,7 @@ func (r *reader) batch(ctx context.Context) (int, error) {
 	if r.left > 0 {
 		req.Max = min(r.left, queengate.MaxReadMax)
 	}
-	raw, err := r.c.do(ctx, opRead(r.queue, r.partition, req))
+	raw, err := r.c.Do(ctx, admin.OpRead(r.queue, r.partition, req))
 	if err != nil {
 		return 0, err
 	}
@@ -152,7 +153,7 @@ func setupExplain(*flag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		raw, err := c.do(ctx, opExplain(args[0], args[1], args[2]))
+		raw, err := c.Do(ctx, admin.OpExplain(args[0], args[1], args[2]))
 		if err != nil {
 			return err
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 
+	"github.com/queengate/queengate/internal/ctl/admin"
 	"github.com/queengate/queengate/internal/ctl/output"
 )
 
@@ -25,7 +26,7 @@ func setupStatus(*flag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		raw, err := c.do(ctx, opStatus())
+		raw, err := c.Do(ctx, admin.OpStatus())
 		if err != nil {
 			return err
 		}

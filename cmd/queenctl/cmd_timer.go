@@ -11,6 +11,7 @@ import (
 	"time"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/internal/ctl/admin"
 	"github.com/queengate/queengate/internal/ctl/duration"
 	"github.com/queengate/queengate/internal/ctl/output"
 )
@@ -183,7 +184,7 @@ func setupTimerSchedule(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		raw, err := nc.request(ctx, nc.subjects.Timer(queue, partition), body)
+		raw, err := nc.Request(ctx, nc.Subjects.Timer(queue, partition), body)
 		if err != nil {
 			return fmt.Errorf("timer schedule: %w", err)
 		}
@@ -218,7 +219,7 @@ func setupTimerCancel(*flag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		raw, err := nc.request(ctx, nc.subjects.TimerCancel(), body)
+		raw, err := nc.Request(ctx, nc.Subjects.TimerCancel(), body)
 		if err != nil {
 			return fmt.Errorf("timer cancel: %w", err)
 		}
@@ -283,10 +284,10 @@ func setupTimerList(fs *flag.FlagSet) runFunc {
 // to fit one NATS message does not end the list short. limit is what
 // the first page asks for (0: the gateway's default). The answer's Next
 // is set when more are pending.
-func listTimers(ctx context.Context, c adminClient, queue string, limit, want int) (queengate.TimersAnswer, error) {
+func listTimers(ctx context.Context, c admin.Client, queue string, limit, want int) (queengate.TimersAnswer, error) {
 	list := queengate.TimersAnswer{Timers: []queengate.TimerView{}}
 	for {
-		raw, err := c.do(ctx, opListTimers(queue, limit, list.Next))
+		raw, err := c.Do(ctx, admin.OpListTimers(queue, limit, list.Next))
 		if err != nil {
 			return list, err
 		}

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/queengate/queengate/internal/ctl/admin"
 	"github.com/queengate/queengate/internal/ctl/output"
 )
 
@@ -50,7 +51,7 @@ func runEnv(ctx context.Context, args []string, env func(string) (string, bool),
 		return exitOK
 	}
 	// Line by line: a manifest's errors are one per line; what the
-	// gateway said is escaped whole (gatewayError).
+	// gateway said is escaped whole (admin.GatewayError).
 	lines := strings.Split(err.Error(), "\n")
 	for i := range lines {
 		lines[i] = output.Printable(lines[i])
@@ -72,27 +73,6 @@ func usagef(format string, args ...any) error {
 	return &usageError{msg: fmt.Sprintf(format, args...)}
 }
 
-// unreachableError means no gateway answered at all.
-type unreachableError struct{ msg string }
-
-func (e *unreachableError) Error() string { return e.msg }
-
-// gatewayError is an error the gateway answered (docs/protocol.md's error
-// body).
-type gatewayError struct {
-	Code    int
-	Message string
-	hint    string // what the operator should do, when we know
-}
-
-func (e *gatewayError) Error() string {
-	s := fmt.Sprintf("gateway answered %d: %s", e.Code, output.Printable(e.Message))
-	if e.hint != "" {
-		s = e.hint + " (" + s + ")"
-	}
-	return s
-}
-
 // failedError says that some pushed messages answered "failed", and how
 // many of them are payload conflicts, which every retry meets again.
 type failedError struct{ failed, conflicts, total int }
@@ -110,34 +90,17 @@ func (e *failedError) Error() string {
 	return s
 }
 
-// refusedError is a permissions violation NATS reported for this
-// connection: the request it refused is never answered.
-type refusedError struct{ violation string }
-
-func (e *refusedError) Error() string {
-	return "NATS refused: " + e.violation + "; the NATS user lacks this permission (see docs/security.md)"
-}
-
-// refusal turns nats.go's permissions violation error into what the user
-// is told: `permissions violation for publish to "<subject>"`.
-func refusal(err error) *refusedError {
-	msg := err.Error()
-	if i := strings.Index(strings.ToLower(msg), "permissions violation for "); i >= 0 {
-		msg = "permissions violation for " + strings.ToLower(msg[i+26:i+27]) + msg[i+27:]
-	}
-	return &refusedError{violation: msg}
-}
-
 func exitCode(err error) int {
 	var (
 		ue *usageError
-		ur *unreachableError
-		re *refusedError
+		ae *admin.AddressError
+		ur *admin.UnreachableError
+		re *admin.RefusedError
 	)
 	switch {
 	case err == nil:
 		return exitOK
-	case errors.As(err, &ue):
+	case errors.As(err, &ue), errors.As(err, &ae):
 		return exitUsage
 	case errors.As(err, &ur):
 		return exitUnreachable
@@ -303,7 +266,7 @@ func runCommand(ctx context.Context, c *command, name string, rest []string, g *
 	s := &session{g: g, stdin: stdin, stdout: stdout, stderr: stderr, refuse: refuse}
 	defer s.close()
 	err = runCmd(ctx, s, pos)
-	var re *refusedError
+	var re *admin.RefusedError
 	if errors.As(context.Cause(ctx), &re) {
 		return re
 	}
