@@ -62,7 +62,7 @@ func setupDelete(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		var ans queengate.GroupDeleteAnswer
-		if err := askInto(ctx, c, admin.OpDeleteGroup(queue, group), &ans); err != nil {
+		if err := admin.AskInto(ctx, c, admin.OpDeleteGroup(queue, group), &ans); err != nil {
 			return err
 		}
 		if s.g.output == "json" {

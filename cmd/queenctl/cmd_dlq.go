@@ -97,15 +97,6 @@ func dlqQueue(name string, args []string) (string, error) {
 	return args[0], checkName("queue", args[0])
 }
 
-func listDeadLetters(ctx context.Context, c admin.Client, queue string, req queengate.DeadLettersRequest) (queengate.DeadLettersAnswer, []byte, error) {
-	var a queengate.DeadLettersAnswer
-	raw, err := c.Do(ctx, admin.OpDLQ("list", queue, req))
-	if err != nil {
-		return a, nil, err
-	}
-	return a, raw, output.DecodeAnswer(raw, &a)
-}
-
 // dlqCommand is a dlq command's arguments checked: its queue, the
 // selection its flags make, and the gateway to send it to.
 func dlqCommand(ctx context.Context, s *session, name string, args []string,
@@ -129,7 +120,7 @@ func setupDLQList(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		a, raw, err := listDeadLetters(ctx, c, queue, req)
+		a, raw, err := admin.ListDeadLetters(ctx, c, queue, req)
 		if err != nil || s.g.output == "json" {
 			if err == nil {
 				err = output.PrintJSON(s.stdout, raw)
@@ -164,7 +155,7 @@ func setupDLQRedrive(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		if !*yes {
-			a, _, err := listDeadLetters(ctx, c, queue, req)
+			a, _, err := admin.ListDeadLetters(ctx, c, queue, req)
 			if err != nil {
 				return err
 			}

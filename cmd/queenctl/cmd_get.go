@@ -80,7 +80,7 @@ func getQueues(ctx context.Context, s *session) error {
 	if err != nil {
 		return err
 	}
-	queues, err := allQueues(ctx, c)
+	queues, err := admin.AllQueues(ctx, c)
 	if err != nil {
 		return err
 	}
@@ -107,88 +107,16 @@ func getQueues(ctx context.Context, s *session) error {
 	return tw.Flush()
 }
 
-// allQueues asks for the queue list page after page (each answer holds
+// admin.AllQueues asks for the queue list page after page (each answer holds
 // what fits one NATS message and names the next queue), so that what is
 // printed is every queue.
-func allQueues(ctx context.Context, c admin.Client) ([]json.RawMessage, error) {
-	var queues []json.RawMessage
-	for from := ""; ; {
-		raw, err := c.Do(ctx, admin.OpListQueues(from))
-		if err != nil {
-			return nil, err
-		}
-		var page struct {
-			Queues    []json.RawMessage `json:"queues"`
-			NextQueue string            `json:"nextQueue"`
-		}
-		if err := output.DecodeAnswer(raw, &page); err != nil {
-			return nil, err
-		}
-		queues = append(queues, page.Queues...)
-		if err := pageAdvances(page.NextQueue, from, len(page.Queues)); err != nil || page.NextQueue == "" {
-			return queues, err
-		}
-		from = page.NextQueue
-	}
-}
-
-// pageAdvances checks that a page whose answer names a next one listed
-// something, and moved on from where it started: a gateway that does not
-// is refused rather than asked forever.
-func pageAdvances(next, from string, listed int) error {
-	if next != "" && (listed == 0 || next == from) {
-		return fmt.Errorf("unexpected answer from the gateway: a page from %q lists %d and names %q next", from, listed, next)
-	}
-	return nil
-}
-
-// wholeQueue asks for a queue page after page (each answer holds the
-// partitions that fit one NATS message and names the next one): the
-// first page's answer with every partition, as JSON and decoded.
-func wholeQueue(ctx context.Context, c admin.Client, name string) ([]byte, queueopt.Config, error) {
-	var (
-		first      map[string]json.RawMessage
-		q          queueopt.Config
-		partitions []json.RawMessage
-	)
-	for from := ""; ; {
-		raw, err := c.Do(ctx, admin.OpGetQueue(name, from))
-		if err != nil {
-			return nil, q, err
-		}
-		var page struct {
-			Partitions    []json.RawMessage `json:"partitions"`
-			NextPartition string            `json:"nextPartition"`
-		}
-		if err := output.DecodeAnswer(raw, &page); err != nil {
-			return nil, q, err
-		}
-		if first == nil {
-			if err := output.DecodeAnswer(raw, &first); err != nil {
-				return nil, q, err
-			}
-		}
-		partitions = append(partitions, page.Partitions...)
-		if err := pageAdvances(page.NextPartition, from, len(page.Partitions)); err != nil {
-			return nil, q, err
-		}
-		if page.NextPartition == "" {
-			break
-		}
-		from = page.NextPartition
-	}
-	first["partitions"], _ = json.Marshal(partitions) // raw JSON values: cannot fail
-	delete(first, "nextPartition")
-	raw, _ := json.Marshal(first) // raw JSON values: cannot fail
-	return raw, q, output.DecodeAnswer(raw, &q)
-}
 
 func getQueue(ctx context.Context, s *session, name string) error {
 	c, err := s.admin(ctx)
 	if err != nil {
 		return err
 	}
-	raw, q, err := wholeQueue(ctx, c, name)
+	raw, q, err := admin.WholeQueue(ctx, c, name)
 	if err != nil {
 		return err
 	}
@@ -257,7 +185,7 @@ func getGroups(ctx context.Context, s *session, name string) error {
 	if err != nil {
 		return err
 	}
-	groups, err := allGroups(ctx, c, name)
+	groups, err := admin.AllGroups(ctx, c, name)
 	if err != nil {
 		return err
 	}
@@ -266,44 +194,6 @@ func getGroups(ctx context.Context, s *session, name string) error {
 		return output.PrintJSON(s.stdout, b)
 	}
 	return printGroups(s.stdout, groups)
-}
-
-// allGroups asks for a queue's groups, then for the partitions each group
-// was cut short of, from the one its answer names next.
-func allGroups(ctx context.Context, c admin.Client, queue string) ([]queengate.GroupView, error) {
-	var first queengate.GroupsAnswer
-	if err := askInto(ctx, c, admin.OpGroups(queue, "", ""), &first); err != nil {
-		return nil, err
-	}
-	for i := range first.Groups {
-		g := &first.Groups[i]
-		for from := g.NextPartition; from != ""; {
-			var page queengate.GroupsAnswer
-			if err := askInto(ctx, c, admin.OpGroups(queue, g.Group, from), &page); err != nil {
-				return nil, err
-			}
-			if len(page.Groups) != 1 {
-				return nil, fmt.Errorf("unexpected answer from the gateway: a page of group %q lists %d groups", g.Group, len(page.Groups))
-			}
-			next := page.Groups[0]
-			if err := pageAdvances(next.NextPartition, from, len(next.Partitions)); err != nil {
-				return nil, err
-			}
-			g.Partitions = append(g.Partitions, next.Partitions...)
-			from = next.NextPartition
-		}
-		g.NextPartition = ""
-	}
-	return first.Groups, nil
-}
-
-// askInto sends op and decodes its answer into v.
-func askInto(ctx context.Context, c admin.Client, op admin.Operation, v any) error {
-	raw, err := c.Do(ctx, op)
-	if err != nil {
-		return err
-	}
-	return output.DecodeAnswer(raw, v)
 }
 
 // printGroups writes consumer groups as a table: each group's position,

@@ -165,7 +165,7 @@ func askGroup(ctx context.Context, s *session, op admin.Operation, v any) (done 
 	if err != nil {
 		return false, err
 	}
-	if err := askInto(ctx, c, op, v); err != nil || s.g.output != "json" {
+	if err := admin.AskInto(ctx, c, op, v); err != nil || s.g.output != "json" {
 		return false, err
 	}
 	b, _ := json.Marshal(v)

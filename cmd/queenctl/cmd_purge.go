@@ -86,7 +86,7 @@ func askAndPrint[T any](ctx context.Context, s *session, op admin.Operation, lin
 		return err
 	}
 	var ans T
-	if err := askInto(ctx, c, op, &ans); err != nil {
+	if err := admin.AskInto(ctx, c, op, &ans); err != nil {
 		return err
 	}
 	if s.g.output == "json" {

@@ -83,12 +83,6 @@ command: over --http (GET /timers) or, when only --nats is given, NATS
 
 `
 
-// maxTimerList is docs/admin-api.md's largest list limit.
-const maxTimerList = 10000
-
-// defaultTimerList is the gateway's list limit when none is sent.
-const defaultTimerList = 100
-
 // atFlag is --at: an RFC 3339 time with a zone.
 type atFlag struct {
 	set bool
@@ -240,7 +234,7 @@ func setupTimerCancel(*flag.FlagSet) runFunc {
 
 func setupTimerList(fs *flag.FlagSet) runFunc {
 	queue := fs.String("queue", "", "only this `queue`'s timers (default every queue's)")
-	limit := fs.Int("limit", 0, fmt.Sprintf("list at most `N` timers, 1-%d (default %d)", maxTimerList, defaultTimerList))
+	limit := fs.Int("limit", 0, fmt.Sprintf("list at most `N` timers, 1-%d (default %d)", admin.MaxTimerList, admin.DefaultTimerList))
 	all := fs.Bool("all", false, "list every pending timer, page after page (no --limit)")
 	return func(ctx context.Context, s *session, args []string) error {
 		if len(args) > 0 {
@@ -256,18 +250,18 @@ func setupTimerList(fs *flag.FlagSet) runFunc {
 		switch {
 		case limitSet && *all:
 			return usagef("timer list: --limit and --all: give one")
-		case limitSet && (*limit < 1 || *limit > maxTimerList):
-			return usagef("timer list: --limit %d: must be 1-%d", *limit, maxTimerList)
+		case limitSet && (*limit < 1 || *limit > admin.MaxTimerList):
+			return usagef("timer list: --limit %d: must be 1-%d", *limit, admin.MaxTimerList)
 		}
 		c, err := s.admin(ctx)
 		if err != nil {
 			return err
 		}
-		want := cmp.Or(*limit, defaultTimerList)
+		want := cmp.Or(*limit, admin.DefaultTimerList)
 		if *all {
 			want = math.MaxInt
 		}
-		list, err := listTimers(ctx, c, *queue, *limit, want)
+		list, err := admin.ListTimers(ctx, c, *queue, *limit, want)
 		if err != nil {
 			return err
 		}
@@ -276,33 +270,6 @@ func setupTimerList(fs *flag.FlagSet) runFunc {
 			return output.PrintJSON(s.stdout, b)
 		}
 		return printTimers(s.stdout, *queue, list)
-	}
-}
-
-// listTimers asks for pending timers page after page, following each
-// answer's next, until want are listed or none is left: an answer cut
-// to fit one NATS message does not end the list short. limit is what
-// the first page asks for (0: the gateway's default). The answer's Next
-// is set when more are pending.
-func listTimers(ctx context.Context, c admin.Client, queue string, limit, want int) (queengate.TimersAnswer, error) {
-	list := queengate.TimersAnswer{Timers: []queengate.TimerView{}}
-	for {
-		raw, err := c.Do(ctx, admin.OpListTimers(queue, limit, list.Next))
-		if err != nil {
-			return list, err
-		}
-		var page queengate.TimersAnswer
-		if err := output.DecodeAnswer(raw, &page); err != nil {
-			return list, err
-		}
-		if page.Next != nil && len(page.Timers) == 0 {
-			return list, fmt.Errorf("unexpected answer from the gateway: an empty page of timers names a next one")
-		}
-		list.Timers, list.Next = append(list.Timers, page.Timers...), page.Next
-		if list.Next == nil || len(list.Timers) >= want {
-			return list, nil
-		}
-		limit = min(want-len(list.Timers), maxTimerList)
 	}
 }
 
@@ -326,7 +293,7 @@ func printTimers(w io.Writer, queue string, list queengate.TimersAnswer) error {
 		return err
 	}
 	if list.Next != nil {
-		_, err := fmt.Fprintf(w, "the first %d, due first; more are pending (--limit, at most %d, or --all)\n", len(list.Timers), maxTimerList)
+		_, err := fmt.Fprintf(w, "the first %d, due first; more are pending (--limit, at most %d, or --all)\n", len(list.Timers), admin.MaxTimerList)
 		return err
 	}
 	return nil
