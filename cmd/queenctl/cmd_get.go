@@ -5,13 +5,12 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 
 	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/internal/ctl/admin"
-	"github.com/queengate/queengate/internal/ctl/duration"
 	"github.com/queengate/queengate/internal/ctl/output"
 	"github.com/queengate/queengate/internal/ctl/queueopt"
+	"github.com/queengate/queengate/internal/ctl/tables"
 )
 
 const getUsage = `Usage:
@@ -123,31 +122,7 @@ func getQueue(ctx context.Context, s *session, name string) error {
 	if s.g.output == "json" {
 		return output.PrintJSON(s.stdout, raw)
 	}
-	queueopt.PrintConfig(s.stdout, &q)
-	fmt.Fprintln(s.stdout)
-	if len(q.Partitions) == 0 {
-		fmt.Fprintln(s.stdout, "no partitions yet (a push creates them)")
-		return nil
-	}
-	tw := output.NewTable(s.stdout)
-	fmt.Fprintln(tw, "PARTITION\tFIRST OFFSET\tLAST OFFSET\tSTORED\tBYTES\tOLDEST\tNEWEST")
-	for _, p := range q.Partitions {
-		output.Row(tw, p.Partition, p.FirstOffset, p.LastOffset, p.StoredMessages, output.HumanBytes(p.StoredBytes), output.OrDash(p.OldestAt), output.OrDash(p.NewestAt))
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintln(s.stdout, "\nThis gateway (the one that answered), since it started:")
-	tw = output.NewTable(s.stdout)
-	fmt.Fprintln(tw, "PARTITION\tQUEUED\tDUPLICATES\tFAILED\tCACHE\tRESIDENT HASHES")
-	for _, p := range q.Partitions {
-		output.Row(tw, p.Partition, p.Queued, p.Duplicates, p.Failed, p.Cache.State, p.Cache.ResidentHashes)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintln(s.stdout, "\nConsumer groups:")
-	return printGroups(s.stdout, q.Groups)
+	return tables.PrintQueue(s.stdout, &q)
 }
 
 func getMessage(ctx context.Context, s *session, op admin.Operation) error {
@@ -193,58 +168,5 @@ func getGroups(ctx context.Context, s *session, name string) error {
 		b, _ := json.Marshal(queengate.GroupsAnswer{Queue: name, Groups: groups})
 		return output.PrintJSON(s.stdout, b)
 	}
-	return printGroups(s.stdout, groups)
-}
-
-// printGroups writes consumer groups as a table: each group's position,
-// lag and lease on each partition.
-func printGroups(w io.Writer, groups []queengate.GroupView) error {
-	if len(groups) == 0 {
-		_, err := fmt.Fprintln(w, "no consumer groups yet (a pop creates them)")
-		return err
-	}
-	tw := output.NewTable(w)
-	fmt.Fprintln(tw, "GROUP\tPARTITION\tNEXT OFFSET\tLAST OFFSET\tLAG\tLEASED BY\tLEASE UNTIL\tDELAYED UNTIL")
-	cut := false
-	for _, g := range groups {
-		if len(g.Partitions) < g.PartitionCount {
-			// The answer had no room for them: the group's totals only.
-			cut = true
-			output.Row(tw, g.Group, fmt.Sprintf("(all %d)", g.PartitionCount), "-", "-", g.Lag, "-", "-", "-")
-		}
-		for _, p := range g.Partitions {
-			leased, until, delayed := "-", "-", "-"
-			if p.LeaseUntil != nil {
-				leased, until = p.LeaseConsumer, output.Stamp(*p.LeaseUntil)
-			}
-			if p.DelayedUntil != nil {
-				delayed = output.Stamp(*p.DelayedUntil)
-			}
-			output.Row(tw, g.Group, p.Partition, p.NextOffset, p.LastOffset, p.Lag, leased, until, delayed)
-		}
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if cut {
-		fmt.Fprintln(w, "(all N): the queue has more partitions than one answer carries with its groups; queenctl get groups QUEUE lists every one")
-	}
-	return printActivity(w, groups)
-}
-
-// printActivity writes how long each group has been idle, how many of
-// its partitions a failure's delay holds, and whether it still holds
-// retention back (groupIdleSeconds).
-func printActivity(w io.Writer, groups []queengate.GroupView) error {
-	fmt.Fprintln(w)
-	tw := output.NewTable(w)
-	fmt.Fprintln(tw, "GROUP\tIDLE\tDELAYED PARTITIONS\tHOLDS RETENTION")
-	for _, g := range groups {
-		holds := "yes"
-		if !g.HoldsRetention {
-			holds = "no: idle past groupIdleSeconds"
-		}
-		output.Row(tw, g.Group, duration.HumanSeconds(g.IdleMs/1000), g.DelayedPartitions, holds)
-	}
-	return tw.Flush()
+	return tables.PrintGroups(s.stdout, groups)
 }

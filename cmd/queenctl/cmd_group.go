@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -13,6 +12,7 @@ import (
 	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/internal/ctl/admin"
 	"github.com/queengate/queengate/internal/ctl/output"
+	"github.com/queengate/queengate/internal/ctl/tables"
 )
 
 const createUsage = `Usage:
@@ -101,7 +101,7 @@ func setupCreate(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		fmt.Fprintf(s.stdout, "created consumer group %s of queue %s on %d partitions\n", group, queue, ans.Partitions)
-		return printMoves(s.stdout, ans.GroupMoves)
+		return tables.PrintMoves(s.stdout, ans.GroupMoves)
 	}
 }
 
@@ -143,7 +143,7 @@ func setupSeek(fs *flag.FlagSet) runFunc {
 		}
 		fmt.Fprintf(s.stdout, "moved consumer group %s of queue %s on %d of %d partitions (%d clamped, %d leases ended)\n",
 			group, queue, ans.Moved, ans.Partitions, ans.Clamped, ans.LeasesEnded)
-		return printMoves(s.stdout, ans.GroupMoves)
+		return tables.PrintMoves(s.stdout, ans.GroupMoves)
 	}
 }
 
@@ -184,32 +184,4 @@ func seekTarget(req queengate.GroupSeekRequest) string {
 		return "the first message at or after " + req.Time.Format(time.RFC3339Nano)
 	}
 	return "offset " + strconv.FormatInt(*req.Offset, 10)
-}
-
-// printMoves writes the partitions a seek or create changed as a table.
-func printMoves(w io.Writer, m queengate.GroupMoves) error {
-	if len(m.Changes) == 0 {
-		return nil
-	}
-	tw := output.NewTable(w)
-	fmt.Fprintln(tw, "PARTITION\tFROM\tTO\tNOTE")
-	for _, c := range m.Changes {
-		var notes []string
-		if c.Clamped {
-			notes = append(notes, "clamped to what is stored")
-		}
-		if c.LeaseEnded {
-			notes = append(notes, "lease ended")
-		}
-		note := strings.Join(notes, ", ")
-		if note == "" {
-			note = "-"
-		}
-		output.Row(tw, c.Partition, c.From, c.To, note)
-	}
-	if err := tw.Flush(); err != nil || !m.Truncated {
-		return err
-	}
-	_, err := fmt.Fprintln(w, "(more partitions changed than one answer lists; the totals above count them all)")
-	return err
 }

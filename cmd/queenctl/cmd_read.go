@@ -10,7 +10,7 @@ import (
 	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/internal/ctl/admin"
 	"github.com/queengate/queengate/internal/ctl/output"
-	"github.com/queengate/queengate/internal/ctl/queueopt"
+	"github.com/queengate/queengate/internal/ctl/tables"
 )
 
 const readUsage = `Usage:
@@ -164,23 +164,6 @@ func setupExplain(*flag.FlagSet) runFunc {
 		if err := output.DecodeAnswer(raw, &ans); err != nil {
 			return err
 		}
-		return printExplain(s, &ans)
+		return tables.PrintExplain(s.stdout, &ans)
 	}
-}
-
-func printExplain(s *session, a *queengate.ExplainAnswer) error {
-	tw := output.NewTable(s.stdout)
-	output.Row(tw, "verdict:", a.Verdict)
-	if o := a.Original; o != nil {
-		output.Row(tw, "original:", fmt.Sprintf("offset %d, %s, stored %s", o.Offset, o.MessageID, output.Stamp(o.CreatedAt)))
-		output.Row(tw, "covered until:", output.Stamp(o.CoveredUntil))
-		output.Row(tw, "retained:", o.Retained)
-	}
-	output.Row(tw, "window:", queueopt.Format("dedupWindowSeconds", queueopt.Seconds(int64(a.WindowSeconds))))
-	output.Row(tw, "cache:", fmt.Sprintf("%s, %s path", a.Cache.State, a.Cache.Path))
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	_, err := fmt.Fprintln(s.stdout, output.Printable(a.Explanation))
-	return err
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"math"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/queengate/queengate/internal/ctl/admin"
 	"github.com/queengate/queengate/internal/ctl/duration"
 	"github.com/queengate/queengate/internal/ctl/output"
+	"github.com/queengate/queengate/internal/ctl/tables"
 )
 
 const timerUsage = `Usage:
@@ -269,32 +269,6 @@ func setupTimerList(fs *flag.FlagSet) runFunc {
 			b, _ := json.Marshal(list) // plain fields: cannot fail
 			return output.PrintJSON(s.stdout, b)
 		}
-		return printTimers(s.stdout, *queue, list)
+		return tables.PrintTimers(s.stdout, *queue, list)
 	}
-}
-
-// printTimers writes timers as a table, and says so when more are
-// pending than were listed.
-func printTimers(w io.Writer, queue string, list queengate.TimersAnswer) error {
-	if len(list.Timers) == 0 {
-		if queue != "" {
-			fmt.Fprintf(w, "no pending timers in queue %s\n", queue)
-		} else {
-			fmt.Fprintln(w, "no pending timers")
-		}
-		return nil
-	}
-	tw := output.NewTable(w)
-	fmt.Fprintln(tw, "TIMER ID\tQUEUE\tPARTITION\tTRANSACTION ID\tFIRE AT")
-	for _, t := range list.Timers {
-		output.Row(tw, t.TimerID, t.Queue, t.Partition, t.TransactionID, output.Stamp(t.FireAt))
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if list.Next != nil {
-		_, err := fmt.Fprintf(w, "the first %d, due first; more are pending (--limit, at most %d, or --all)\n", len(list.Timers), admin.MaxTimerList)
-		return err
-	}
-	return nil
 }
