@@ -18,8 +18,9 @@ const module = "github.com/queengate/queengate"
 
 // arrows lists, per package, the packages of ours it may import directly:
 // docs/design.md draws the same arrows. internal/startstop and
-// internal/promreg are the internal packages production code may use; the
-// rest of internal/ is test harnesses.
+// internal/promreg are the internal packages production code may use;
+// internal/ctl/... are queenctl's parts, which speak only the wire; the
+// rest of internal/ is test harnesses and queenchaos's.
 var arrows = map[string][]string{
 	".":                {}, // the wire contract and client, package queengate
 	"model":            {},
@@ -30,6 +31,15 @@ var arrows = map[string][]string{
 	"timers":           {"model", "internal/startstop", "internal/promreg"},
 	"retention":        {"model", "internal/startstop", "internal/promreg"},
 	"gateway":          {".", "ingest", "timers", "model", "internal/startstop", "internal/promreg"},
+
+	// queenctl's parts.
+	"internal/ctl/output":   {},
+	"internal/ctl/duration": {},
+	"internal/ctl/queueopt": {".", "internal/ctl/duration", "internal/ctl/output"},
+	"internal/ctl/manifest": {".", "internal/ctl/output", "internal/ctl/queueopt"},
+	"internal/ctl/admin":    {".", "internal/ctl/output", "internal/ctl/queueopt"},
+	"internal/ctl/tables":   {".", "internal/ctl/admin", "internal/ctl/duration", "internal/ctl/output", "internal/ctl/queueopt"},
+	"internal/ctl/consume":  {".", "internal/ctl/admin", "internal/ctl/output"},
 }
 
 // ourPath is the import path of one of our packages ("." the module's
