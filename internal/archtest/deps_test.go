@@ -40,6 +40,7 @@ var arrows = map[string][]string{
 	"internal/ctl/admin":    {".", "internal/ctl/output", "internal/ctl/queueopt"},
 	"internal/ctl/tables":   {".", "internal/ctl/admin", "internal/ctl/duration", "internal/ctl/output", "internal/ctl/queueopt"},
 	"internal/ctl/consume":  {".", "internal/ctl/admin", "internal/ctl/output"},
+	"internal/ctl/batch":    {"."},
 }
 
 // ourPath is the import path of one of our packages ("." the module's
