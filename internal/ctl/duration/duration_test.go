@@ -29,12 +29,12 @@ func TestParseSeconds(t *testing.T) {
 		got, err := ParseSeconds(in)
 		if want < 0 {
 			if err == nil {
-				t.Errorf("parseSeconds(%q) = %d, want an error", in, got)
+				t.Errorf("ParseSeconds(%q) = %d, want an error", in, got)
 			}
 			continue
 		}
 		if err != nil || got != want {
-			t.Errorf("parseSeconds(%q) = %d, %v; want %d", in, got, err, want)
+			t.Errorf("ParseSeconds(%q) = %d, %v; want %d", in, got, err, want)
 		}
 	}
 	bad := map[string]string{
@@ -54,7 +54,7 @@ func TestParseSeconds(t *testing.T) {
 	for in, want := range bad {
 		_, err := ParseSeconds(in)
 		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("parseSeconds(%q): error %v, want one containing %q", in, err, want)
+			t.Errorf("ParseSeconds(%q): error %v, want one containing %q", in, err, want)
 		}
 	}
 }
@@ -66,11 +66,11 @@ func TestHumanSeconds(t *testing.T) {
 		3601: "1h0m1s", 86400: "1d", 604800: "7d", 90000: "25h",
 	} {
 		if got := HumanSeconds(in); got != want {
-			t.Errorf("humanSeconds(%d) = %q, want %q", in, got, want)
+			t.Errorf("HumanSeconds(%d) = %q, want %q", in, got, want)
 		}
 		// What HumanSeconds writes, ParseSeconds reads back.
 		if back, err := ParseSeconds(HumanSeconds(in)); err != nil || back != in {
-			t.Errorf("parseSeconds(HumanSeconds(%d)) = %d, %v", in, back, err)
+			t.Errorf("ParseSeconds(HumanSeconds(%d)) = %d, %v", in, back, err)
 		}
 	}
 }
@@ -82,7 +82,7 @@ func TestParseDelayMs(t *testing.T) {
 		"7d": 7 * 86400000, "1d12h": 129600000, "106751d": 106751 * 86400000,
 	} {
 		if got, err := ParseDelayMs(in); err != nil || got != want {
-			t.Errorf("parseDelayMs(%q) = %d, %v; want %d", in, got, err, want)
+			t.Errorf("ParseDelayMs(%q) = %d, %v; want %d", in, got, err, want)
 		}
 	}
 	for in, want := range map[string]string{
@@ -91,7 +91,7 @@ func TestParseDelayMs(t *testing.T) {
 		"106752d": "too long", "106751d24h": "too long", "9999999999h": "not a duration",
 	} {
 		if _, err := ParseDelayMs(in); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("parseDelayMs(%q): error %v, want one containing %q", in, err, want)
+			t.Errorf("ParseDelayMs(%q): error %v, want one containing %q", in, err, want)
 		}
 	}
 }

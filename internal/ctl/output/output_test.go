@@ -16,7 +16,7 @@ func TestPrintable(t *testing.T) {
 		"plain text, 100 %": "plain text, 100 %",
 	} {
 		if got := Printable(in); got != want {
-			t.Errorf("printable(%q) = %q, want %q", in, got, want)
+			t.Errorf("Printable(%q) = %q, want %q", in, got, want)
 		}
 	}
 }
