@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/queengate/queengate"
+	"github.com/queengate/queengate/internal/chaos/verify"
 )
 
 // consumeLoad is what the consumers do while producers push and faults
@@ -43,7 +44,7 @@ type consumeLoad struct {
 // consumeLedger records what the consumers saw, for the verifier.
 type consumeLedger struct {
 	mu          sync.Mutex
-	con         Consumed
+	con         verify.Consumed
 	requests    atomic.Int64 // numbers pops, from 1
 	popFailures atomic.Int64
 }
@@ -54,13 +55,13 @@ func now() time.Time { return time.Now().Round(0) }
 
 // leased records a lease and its deliveries; it returns the lease's
 // index.
-func (l *consumeLedger) leased(lease Lease, msgs []queengate.Delivery) int {
+func (l *consumeLedger) leased(lease verify.Lease, msgs []queengate.Delivery) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	i := len(l.con.Leases)
 	l.con.Leases = append(l.con.Leases, lease)
 	for _, m := range msgs {
-		l.con.Deliveries = append(l.con.Deliveries, Delivery{Lease: i, Offset: m.Offset, ID: m.TransactionID})
+		l.con.Deliveries = append(l.con.Deliveries, verify.Delivery{Lease: i, Offset: m.Offset, ID: m.TransactionID})
 	}
 	return i
 }
@@ -98,7 +99,7 @@ func (l *consumeLedger) acked(group string, ack *queengate.PopAck, answer *queen
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for i, it := range ack.Items {
-		l.con.Acks = append(l.con.Acks, AckSent{Group: group, Partition: ack.Partition, Offset: *it.Offset,
+		l.con.Acks = append(l.con.Acks, verify.AckSent{Group: group, Partition: ack.Partition, Offset: *it.Offset,
 			Completed: it.Status == queengate.AckCompleted, Result: results[i], Answered: at, Request: request})
 	}
 }
@@ -178,7 +179,7 @@ func (c *consumer) pop(ctx context.Context, pending *queengate.PopAck, pendingLe
 	if ans.LeaseID == "" || ans.LeaseUntil == nil {
 		return ans, -1, nil
 	}
-	return ans, c.led.leased(Lease{Group: c.group, Consumer: c.name, Partition: ans.Partition, ID: ans.LeaseID,
+	return ans, c.led.leased(verify.Lease{Group: c.group, Consumer: c.name, Partition: ans.Partition, ID: ans.LeaseID,
 		Request: request, Asked: asked, Granted: answered, Until: ans.LeaseUntil.Round(0)}, ans.Messages), nil
 }
 
@@ -271,7 +272,7 @@ type consumerFleet struct {
 // startConsumers connects each group's consumers, each to its own NATS
 // server first as producers are, and starts them.
 func startConsumers(ctx context.Context, w *world, cl consumeLoad, queue string, timeout time.Duration) (*consumerFleet, error) {
-	f := &consumerFleet{load: cl, queue: queue, led: &consumeLedger{con: Consumed{Groups: cl.Groups}}}
+	f := &consumerFleet{load: cl, queue: queue, led: &consumeLedger{con: verify.Consumed{Groups: cl.Groups}}}
 	for gi, group := range cl.Groups {
 		for i := range cl.PerGroup {
 			name := fmt.Sprintf("%s-%d", group, i)
@@ -300,7 +301,7 @@ func startConsumers(ctx context.Context, w *world, cl consumeLoad, queue string,
 // finish waits until the groups have consumed everything stored (at most
 // the load's Drain), stops the consumers, and returns what they saw: nil
 // when none ran. Producing stopped at stopped.
-func (f *consumerFleet) finish(ctx context.Context, w *world, stopped time.Time, log func(string, ...any)) *Consumed {
+func (f *consumerFleet) finish(ctx context.Context, w *world, stopped time.Time, log func(string, ...any)) *verify.Consumed {
 	defer f.running.Wait()
 	defer f.stop()
 	if len(f.consumers) == 0 {
@@ -309,7 +310,7 @@ func (f *consumerFleet) finish(ctx context.Context, w *world, stopped time.Time,
 	f.draining.Store(true)
 	deadline := time.Now().Add(f.load.Drain)
 	for {
-		n, err := backlog(ctx, w.pgURL, f.queue, f.load.Groups)
+		n, err := verify.Backlog(ctx, w.pgURL, f.queue, f.load.Groups)
 		if err == nil && n == 0 {
 			log("drain: consumers done %v after producing stopped", time.Since(stopped).Round(10*time.Millisecond))
 			break

@@ -2,8 +2,16 @@ package main
 
 import (
 	"context"
+	"os"
 	"testing"
 )
+
+func TestMain(m *testing.M) {
+	if isPipelineWorker() { // the pipeline test starts this binary again as its workers
+		os.Exit(pipelineWorkerMain())
+	}
+	os.Exit(m.Run())
+}
 
 // TestPipelineShortProfile runs the ack-and-push pipeline (3,000 inputs)
 // while its consumer processes and a gateway are killed with SIGKILL: in

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/queengate/queengate/internal/chaos/verify"
 )
 
 // load is what the producers offer.
@@ -99,7 +101,7 @@ func payloadOf(k msgKey) string {
 func partitionName(i int) string { return fmt.Sprintf("p%d", i) }
 
 // expected gives the verifier one partition at a time.
-func (l *ledger) expected() Expected {
+func (l *ledger) expected() verify.Expected {
 	return ledgerExpected{l}
 }
 
@@ -113,23 +115,23 @@ func (e ledgerExpected) Partitions() []string {
 	return names
 }
 
-func (e ledgerExpected) Partition(i int) ([]Sent, []Answer) {
+func (e ledgerExpected) Partition(i int) ([]verify.Sent, []verify.Answer) {
 	pl := &e.l.parts[i]
 	name := partitionName(i)
-	sent := make([]Sent, len(pl.sent))
+	sent := make([]verify.Sent, len(pl.sent))
 	for j, k := range pl.sent {
-		sent[j] = Sent{Partition: name, ID: messageIDOf(k), Data: payloadOf(k)}
+		sent[j] = verify.Sent{Partition: name, ID: messageIDOf(k), Data: payloadOf(k)}
 	}
-	answers := make([]Answer, len(pl.answers))
+	answers := make([]verify.Answer, len(pl.answers))
 	for j, a := range pl.answers {
 		status, mid := "queued", "(not naming its offset)"
 		if a.duplicate {
 			status = "duplicate"
 		}
 		if a.messagePID >= 0 {
-			mid = messageID(a.messagePID, a.offset)
+			mid = verify.MessageID(a.messagePID, a.offset)
 		}
-		answers[j] = Answer{Partition: name, ID: messageIDOf(a.msgKey), Status: status, Offset: a.offset, MessageID: mid}
+		answers[j] = verify.Answer{Partition: name, ID: messageIDOf(a.msgKey), Status: status, Offset: a.offset, MessageID: mid}
 	}
 	return sent, answers
 }
@@ -333,7 +335,7 @@ func ready(ctx context.Context, admin string) bool {
 // messagePID is the partition id a messageId names, or -1 when it is not
 // a messageId of offset.
 func messagePID(id string, offset int64) int64 {
-	pid, off, ok := parseMessageID(id)
+	pid, off, ok := verify.ParseMessageID(id)
 	if !ok || off != offset {
 		return -1
 	}

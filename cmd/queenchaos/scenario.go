@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/queengate/queengate/internal/chaos/verify"
 )
 
 // profile is a scenario: the world's size, the load, and the faults.
@@ -66,12 +68,12 @@ var profiles = map[string]profile{
 
 // outcome is a run's figures.
 type outcome struct {
-	Profile  string         `json:"profile"`
-	Started  time.Time      `json:"started"`
-	Elapsed  time.Duration  `json:"elapsedNs"`
-	Load     load           `json:"load"`
-	Faults   []faultFigures `json:"faults"`
-	Verifier Findings       `json:"verifier"`
+	Profile  string          `json:"profile"`
+	Started  time.Time       `json:"started"`
+	Elapsed  time.Duration   `json:"elapsedNs"`
+	Load     load            `json:"load"`
+	Faults   []faultFigures  `json:"faults"`
+	Verifier verify.Findings `json:"verifier"`
 	// Unanswered are messages still without a stored answer when the
 	// drain ended (the verifier cannot say they were lost: never acked).
 	Unanswered int64 `json:"unanswered"`
@@ -143,7 +145,7 @@ func runProfile(ctx context.Context, p profile, dir, bin string, log func(string
 	vctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Hour) // a soak's log holds tens of millions of messages
 	defer cancel()
 	verifying := time.Now()
-	if out.Verifier, err = Verify(vctx, w.pgURL, queue, led.expected(), consumed); err != nil {
+	if out.Verifier, err = verify.Verify(vctx, w.pgURL, queue, led.expected(), consumed); err != nil {
 		return nil, fmt.Errorf("verify: %w", err)
 	}
 	log("verified in %v", time.Since(verifying).Round(10*time.Millisecond))

@@ -7,14 +7,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"maps"
-	"slices"
+	"os"
 	"strings"
-)
 
-func init() {
-	commands["apply"] = &command{usage: applyUsage, setup: setupApply}
-}
+	"github.com/queengate/queengate/internal/ctl/admin"
+	"github.com/queengate/queengate/internal/ctl/manifest"
+	"github.com/queengate/queengate/internal/ctl/output"
+	"github.com/queengate/queengate/internal/ctl/queueopt"
+)
 
 const applyUsage = `Usage:
   queenctl apply -f FILE [--dry-run]
@@ -57,9 +57,9 @@ func setupApply(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		specs, err := parseManifest(source, data)
+		specs, err := manifest.Parse(source, data)
 		if err != nil {
-			return err
+			return &usageError{msg: err.Error()}
 		}
 		c, err := s.admin(ctx)
 		if err != nil {
@@ -72,49 +72,65 @@ func setupApply(fs *flag.FlagSet) runFunc {
 	}
 }
 
+// readManifest reads a manifest from a file, or from stdin for "-".
+func readManifest(path string, stdin io.Reader) (source string, data []byte, err error) {
+	if path == "-" {
+		data, err = io.ReadAll(stdin)
+		if err != nil {
+			return "", nil, usagef("reading the manifest from stdin: %v", err)
+		}
+		return "stdin", data, nil
+	}
+	data, err = os.ReadFile(path)
+	if err != nil {
+		return "", nil, usagef("reading the manifest: %v", err)
+	}
+	return path, data, nil
+}
+
 // applyManifest configures the queues in manifest order. It stops at the
 // first error: the queues before it are applied, which the error says.
-func applyManifest(ctx context.Context, s *session, c adminClient, specs []queueSpec) error {
+func applyManifest(ctx context.Context, s *session, c admin.Client, specs []manifest.Queue) error {
 	var (
 		raws    [][]byte
-		configs []queueConfig
+		configs []queueopt.Config
 		err     error
 	)
 	for _, spec := range specs {
 		var raw []byte
-		raw, err = c.do(ctx, opConfigure(configureRequest(spec.Name, spec.Options, "replace")))
+		raw, err = c.Do(ctx, admin.OpConfigure(configureRequest(spec.Name, spec.Options, "replace")))
 		if err != nil {
 			err = fmt.Errorf("apply queue %q: %w%s", spec.Name, err, appliedBefore(configs))
 			break
 		}
-		var cfg queueConfig
-		if err = decodeAnswer(raw, &cfg); err != nil {
+		var cfg queueopt.Config
+		if err = output.DecodeAnswer(raw, &cfg); err != nil {
 			break
 		}
 		raws, configs = append(raws, raw), append(configs, cfg)
 	}
 	if s.g.output == "json" {
-		if perr := printJSON(s.stdout, joinJSON(raws)); perr != nil && err == nil {
+		if perr := output.PrintJSON(s.stdout, output.JoinJSON(raws)); perr != nil && err == nil {
 			err = perr
 		}
 		return err
 	}
 	if len(configs) > 0 {
-		tw := newTable(s.stdout)
-		fmt.Fprintf(tw, "QUEUE\tRESULT\t%s\n", optionHeads())
+		tw := output.NewTable(s.stdout)
+		fmt.Fprintf(tw, "QUEUE\tRESULT\t%s\n", queueopt.Heads())
 		for i := range configs {
 			result := "configured"
 			if configs[i].Created != nil && *configs[i].Created {
 				result = "created"
 			}
-			row(tw, append([]any{configs[i].Queue, result}, optionCells(&configs[i])...)...)
+			output.Row(tw, append([]any{configs[i].Queue, result}, queueopt.Cells(&configs[i])...)...)
 		}
 		tw.Flush()
 	}
 	return err
 }
 
-func appliedBefore(done []queueConfig) string {
+func appliedBefore(done []queueopt.Config) string {
 	if len(done) == 0 {
 		return "; no queue was changed"
 	}
@@ -125,120 +141,29 @@ func appliedBefore(done []queueConfig) string {
 	return "; applied before it: " + strings.Join(names, ", ")
 }
 
-// optionChange is one option a replace would change.
-type optionChange struct {
-	Option string `json:"option"`
-	// Current is nil for a queue that does not exist yet.
-	Current *optionValue `json:"current"`
-	// Wanted is nil when the option is one queenctl does not know: replace
-	// resets it to the gateway's default.
-	Wanted *optionValue `json:"wanted"`
-	// Default says that Wanted is the default because the manifest omits
-	// the option.
-	Default bool `json:"default,omitempty"`
-}
-
-// queueDiff is what apply would do to one queue.
-type queueDiff struct {
-	Queue   string         `json:"queue"`
-	Action  string         `json:"action"` // create, update or unchanged
-	Changes []optionChange `json:"changes,omitempty"`
-}
-
-// diffQueue compares a manifest's queue with its live configuration
-// (current nil: the queue does not exist) under mode replace.
-func diffQueue(spec queueSpec, current *queueConfig) queueDiff {
-	d := queueDiff{Queue: spec.Name, Action: "update"}
-	if current == nil {
-		d.Action = "create"
-	}
-	for _, o := range knownOptions {
-		wanted, given := spec.Options[o.name]
-		if !given {
-			wanted = o.def
-		}
-		ch := optionChange{Option: o.name, Wanted: &wanted, Default: !given}
-		if current != nil {
-			cur, ok := current.Options[o.name]
-			if ok && cur.equal(wanted) {
-				continue
-			}
-			if ok {
-				ch.Current = &cur
-			}
-		}
-		d.Changes = append(d.Changes, ch)
-	}
-	if current != nil {
-		for _, k := range slices.Sorted(maps.Keys(current.Options)) {
-			if _, known := findOption(k); !known {
-				cur := current.Options[k]
-				d.Changes = append(d.Changes, optionChange{Option: k, Current: &cur, Default: true})
-			}
-		}
-	}
-	if current != nil && len(d.Changes) == 0 {
-		d.Action = "unchanged"
-	}
-	return d
-}
-
-// renderDiff prints a dry run's diffs for people.
-func renderDiff(w io.Writer, diffs []queueDiff) {
-	counts := map[string]int{}
-	for _, d := range diffs {
-		counts[d.Action]++
-		fmt.Fprintf(w, "%s: %s\n", printable(d.Queue), d.Action)
-		for _, ch := range d.Changes {
-			wanted := "its default (queenctl does not know this option)"
-			if ch.Wanted != nil {
-				wanted = formatOption(ch.Option, *ch.Wanted)
-			}
-			note := ""
-			if ch.Default && ch.Wanted != nil {
-				note = ", the default"
-				if d.Action == "update" {
-					note = ", the default: the manifest omits it"
-				}
-			}
-			if d.Action == "create" {
-				fmt.Fprintf(w, "  %s: %s%s\n", printable(ch.Option), printable(wanted), note)
-				continue
-			}
-			current := "unset"
-			if ch.Current != nil {
-				current = formatOption(ch.Option, *ch.Current)
-			}
-			fmt.Fprintf(w, "  %s: %s → %s%s\n", printable(ch.Option), printable(current), printable(wanted), note)
-		}
-	}
-	fmt.Fprintf(w, "dry run: %d to create, %d to update, %d unchanged; nothing was changed\n",
-		counts["create"], counts["update"], counts["unchanged"])
-}
-
 // applyDryRun reads each queue's live configuration and prints the diff.
-func applyDryRun(ctx context.Context, s *session, c adminClient, specs []queueSpec) error {
-	diffs := make([]queueDiff, 0, len(specs))
+func applyDryRun(ctx context.Context, s *session, c admin.Client, specs []manifest.Queue) error {
+	diffs := make([]manifest.QueueDiff, 0, len(specs))
 	for _, spec := range specs {
-		raw, err := c.do(ctx, opGetQueue(spec.Name, ""))
-		var ge *gatewayError
+		raw, err := c.Do(ctx, admin.OpGetQueue(spec.Name, ""))
+		var ge *admin.GatewayError
 		switch {
-		case errors.As(err, &ge) && ge.Code == 404 && ge.hint == "":
-			diffs = append(diffs, diffQueue(spec, nil))
+		case errors.As(err, &ge) && ge.Code == 404 && ge.Hint == "":
+			diffs = append(diffs, manifest.DiffQueue(spec, nil))
 		case err != nil:
 			return fmt.Errorf("read queue %q: %w", spec.Name, err)
 		default:
-			var cur queueConfig
-			if err := decodeAnswer(raw, &cur); err != nil {
+			var cur queueopt.Config
+			if err := output.DecodeAnswer(raw, &cur); err != nil {
 				return err
 			}
-			diffs = append(diffs, diffQueue(spec, &cur))
+			diffs = append(diffs, manifest.DiffQueue(spec, &cur))
 		}
 	}
 	if s.g.output == "json" {
 		raw, _ := json.Marshal(diffs)
-		return printJSON(s.stdout, raw)
+		return output.PrintJSON(s.stdout, raw)
 	}
-	renderDiff(s.stdout, diffs)
+	manifest.RenderDiff(s.stdout, diffs)
 	return nil
 }

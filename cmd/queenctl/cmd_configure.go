@@ -8,11 +8,11 @@ import (
 	"strings"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/internal/ctl/admin"
+	"github.com/queengate/queengate/internal/ctl/duration"
+	"github.com/queengate/queengate/internal/ctl/output"
+	"github.com/queengate/queengate/internal/ctl/queueopt"
 )
-
-func init() {
-	commands["configure"] = &command{usage: configureUsage, setup: setupConfigure}
-}
 
 const configureUsage = `Usage:
   queenctl configure QUEUE [--dedup-window D] [--retention D] [--on-conflict M]
@@ -54,11 +54,11 @@ func (f *secondsFlag) String() string {
 	if f == nil || !f.set {
 		return ""
 	}
-	return humanSeconds(f.v)
+	return duration.HumanSeconds(f.v)
 }
 
 func (f *secondsFlag) Set(s string) error {
-	v, err := parseSeconds(s)
+	v, err := duration.ParseSeconds(s)
 	if err != nil {
 		return err
 	}
@@ -89,18 +89,18 @@ func setupConfigure(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		raw, err := c.do(ctx, opConfigure(req))
+		raw, err := c.Do(ctx, admin.OpConfigure(req))
 		if err != nil {
 			return err
 		}
 		if s.g.output == "json" {
-			return printJSON(s.stdout, raw)
+			return output.PrintJSON(s.stdout, raw)
 		}
-		var cfg queueConfig
-		if err := decodeAnswer(raw, &cfg); err != nil {
+		var cfg queueopt.Config
+		if err := output.DecodeAnswer(raw, &cfg); err != nil {
 			return err
 		}
-		printConfig(s.stdout, &cfg)
+		queueopt.PrintConfig(s.stdout, &cfg)
 		return nil
 	}
 }
@@ -132,37 +132,37 @@ func defineConfigureFlags(fs *flag.FlagSet) *configureFlags {
 
 // options are the queue options the flags give, checked where queenctl
 // can say what to fix before asking the gateway.
-func (f *configureFlags) options() (map[string]optionValue, error) {
-	options := map[string]optionValue{}
+func (f *configureFlags) options() (map[string]queueopt.Value, error) {
+	options := map[string]queueopt.Value{}
 	if f.window.set {
-		options["dedupWindowSeconds"] = seconds(f.window.v)
+		options["dedupWindowSeconds"] = queueopt.Seconds(f.window.v)
 	}
 	if f.retention.set {
-		options["retentionSeconds"] = seconds(f.retention.v)
+		options["retentionSeconds"] = queueopt.Seconds(f.retention.v)
 	}
 	if f.groupIdle.set {
-		options["groupIdleSeconds"] = seconds(f.groupIdle.v)
+		options["groupIdleSeconds"] = queueopt.Seconds(f.groupIdle.v)
 	}
 	if *f.onConflict != "" {
-		if o, _ := findOption("onConflict"); !slices.Contains(o.words, *f.onConflict) {
-			return nil, usagef("configure: --on-conflict %q: one of %s", *f.onConflict, strings.Join(o.words, ", "))
+		if o, _ := queueopt.Find("onConflict"); !slices.Contains(o.Words, *f.onConflict) {
+			return nil, usagef("configure: --on-conflict %q: one of %s", *f.onConflict, strings.Join(o.Words, ", "))
 		}
-		options["onConflict"] = word(*f.onConflict)
+		options["onConflict"] = queueopt.Word(*f.onConflict)
 	}
 	if *f.maxAttempts >= 0 {
-		if *f.maxAttempts > maxOptionSeconds {
-			return nil, usagef("configure: --max-attempts %d: at most %d", *f.maxAttempts, maxOptionSeconds)
+		if *f.maxAttempts > duration.MaxSeconds {
+			return nil, usagef("configure: --max-attempts %d: at most %d", *f.maxAttempts, duration.MaxSeconds)
 		}
-		options["maxAttempts"] = count(*f.maxAttempts)
+		options["maxAttempts"] = queueopt.Count(*f.maxAttempts)
 	}
 	if *f.maxAckPending >= 0 {
-		options["maxAckPending"] = count(*f.maxAckPending) // its range is the gateway's to say
+		options["maxAckPending"] = queueopt.Count(*f.maxAckPending) // its range is the gateway's to say
 	}
 	if *f.retainUntil != "" {
-		if o, _ := findOption("retainUntil"); !slices.Contains(o.words, *f.retainUntil) {
-			return nil, usagef("configure: --retain-until %q: one of %s", *f.retainUntil, strings.Join(o.words, ", "))
+		if o, _ := queueopt.Find("retainUntil"); !slices.Contains(o.Words, *f.retainUntil) {
+			return nil, usagef("configure: --retain-until %q: one of %s", *f.retainUntil, strings.Join(o.Words, ", "))
 		}
-		options["retainUntil"] = word(*f.retainUntil)
+		options["retainUntil"] = queueopt.Word(*f.retainUntil)
 	}
 	if err := retryOptions(options, *f.retryDelay, *f.retryBackoff); err != nil {
 		return nil, err
@@ -172,18 +172,18 @@ func (f *configureFlags) options() (map[string]optionValue, error) {
 
 // retryOptions reads --retry-delay and --retry-backoff ("" when not
 // given) into options.
-func retryOptions(options map[string]optionValue, delay, backoff string) error {
+func retryOptions(options map[string]queueopt.Value, delay, backoff string) error {
 	if delay != "" {
 		ms, err := retryDelayMs(delay)
 		if err != nil {
 			return usagef("configure: --retry-delay %q: %v", delay, err)
 		}
-		options["retryDelayMs"] = count(ms)
+		options["retryDelayMs"] = queueopt.Count(ms)
 	}
 	if backoff == "" {
 		return nil
 	}
-	v := list()
+	v := queueopt.List()
 	if backoff != "none" {
 		for _, d := range strings.Split(backoff, ",") {
 			ms, err := retryDelayMs(strings.TrimSpace(d))
@@ -193,8 +193,8 @@ func retryOptions(options map[string]optionValue, delay, backoff string) error {
 			v.List = append(v.List, ms)
 		}
 	}
-	if len(v.List) > maxRetryBackoff {
-		return usagef("configure: --retry-backoff: %d delays, at most %d", len(v.List), maxRetryBackoff)
+	if len(v.List) > queueopt.MaxRetryBackoff {
+		return usagef("configure: --retry-backoff: %d delays, at most %d", len(v.List), queueopt.MaxRetryBackoff)
 	}
 	options["retryBackoffMs"] = v
 	return nil
@@ -202,7 +202,7 @@ func retryOptions(options map[string]optionValue, delay, backoff string) error {
 
 // retryDelayMs reads a retry delay as whole milliseconds, at most a day.
 func retryDelayMs(s string) (int64, error) {
-	ms, err := parseDelayMs(s)
+	ms, err := duration.ParseDelayMs(s)
 	if err == nil && ms > queengate.MaxDelayMs {
 		err = fmt.Errorf("too long, at most 1d (%d ms)", int64(queengate.MaxDelayMs))
 	}
@@ -210,7 +210,7 @@ func retryDelayMs(s string) (int64, error) {
 }
 
 // configureRequest is the wire request setting options.
-func configureRequest(queue string, options map[string]optionValue, mode string) queengate.ConfigureRequest {
+func configureRequest(queue string, options map[string]queueopt.Value, mode string) queengate.ConfigureRequest {
 	req := queengate.ConfigureRequest{Queue: queue, Options: map[string]int64{}, Mode: mode}
 	for name, v := range options {
 		switch name {

@@ -2,20 +2,13 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"flag"
-	"fmt"
-	"sync"
 	"time"
 
 	queengate "github.com/queengate/queengate"
 	queenconsumer "github.com/queengate/queengate/consumer" // consumer is this command's type
+	"github.com/queengate/queengate/internal/ctl/consume"
 )
-
-func init() {
-	commands["consume"] = &command{usage: consumeUsage, setup: setupConsume}
-}
 
 const consumeUsage = `Usage:
   queenctl consume QUEUE [PARTITION] --group GROUP [--count N] [--max N]
@@ -73,12 +66,12 @@ func setupConsume(fs *flag.FlagSet) runFunc {
 		if len(args) < 1 || len(args) > 2 {
 			return usagef("consume: want QUEUE [PARTITION] --group GROUP, e.g. queenctl consume payments --group billing")
 		}
-		c := consumer{s: s, queue: args[0], group: *group, fail: *fail, named: flagGiven(fs, "consumer"),
-			opts: queenconsumer.Options{Consumer: *name, Max: *max, Lease: *lease, Wait: *wait,
+		c := consumer{named: flagGiven(fs, "consumer"), Printer: consume.Printer{Stdout: s.stdout, Stderr: s.stderr,
+			Queue: args[0], Group: *group, Fail: *fail, Opts: queenconsumer.Options{Consumer: *name, Max: *max, Lease: *lease, Wait: *wait,
 				Concurrency: *concurrency, MaxBytes: *maxBytes, MaxAckPending: *maxAckPending, MaxMessages: *count,
-				MaxPopFailures: 1}} // a failed pop ends queenctl, as any failed request does
+				MaxPopFailures: 1}}} // a failed pop ends queenctl, as any failed request does
 		if len(args) == 2 {
-			c.opts.Partition = args[1]
+			c.Opts.Partition = args[1]
 		}
 		if err := c.check(); err != nil {
 			return err
@@ -87,10 +80,10 @@ func setupConsume(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		if c.client, err = queengate.NewClient(nc.nc, queengate.WithPrefix(s.g.prefix), queengate.WithTimeout(s.g.timeout)); err != nil {
+		if c.Client, err = queengate.NewClient(nc.Conn, queengate.WithPrefix(s.g.prefix), queengate.WithTimeout(s.g.timeout)); err != nil {
 			return err
 		}
-		return c.run(ctx)
+		return c.Run(ctx)
 	}
 }
 
@@ -100,42 +93,28 @@ func flagGiven(fs *flag.FlagSet, name string) (given bool) {
 	return given
 }
 
-// consumer prints and acknowledges a group's messages with the consumer
-// package's runner.
+// consumer is a consume command's printer with what check needs of the
+// command line.
 type consumer struct {
-	s            *session
-	client       *queengate.Client
-	queue, group string
-	fail         string
-	named        bool // --consumer given
-	opts         queenconsumer.Options
-	stop         context.CancelFunc
-	mu           sync.Mutex
-	unacked      map[place]string // printed, not yet acknowledged: their transactionIds
-	failure      error            // what ends queenctl with an error: an ack not applied, a line not printed
-}
-
-// place is a message's partition and offset.
-type place struct {
-	partition string
-	offset    int64
+	consume.Printer
+	named bool // --consumer given
 }
 
 func (c *consumer) check() error {
-	if err := checkName("queue", c.queue); err != nil {
+	if err := checkName("queue", c.Queue); err != nil {
 		return err
 	}
-	if c.opts.Partition != "" {
-		if err := checkName("partition", c.opts.Partition); err != nil {
+	if c.Opts.Partition != "" {
+		if err := checkName("partition", c.Opts.Partition); err != nil {
 			return err
 		}
 	}
-	o := c.opts
+	o := c.Opts
 	switch {
-	case c.group == "":
+	case c.Group == "":
 		return usagef("consume: --group is required: the consumer group to consume as")
-	case checkName("group", c.group) != nil:
-		return checkName("group", c.group)
+	case checkName("group", c.Group) != nil:
+		return checkName("group", c.Group)
 	case o.MaxMessages < 0 || o.Max < 1 || o.Max > queengate.MaxPopMax:
 		return usagef("consume: --count must be 0 or more, --max 1 to %d", queengate.MaxPopMax)
 	case o.Lease < queenconsumer.MinLease || o.Lease.Milliseconds() > queengate.MaxLeaseMs || o.Wait < 0 || o.Wait.Milliseconds() > queengate.MaxWaitMs:
@@ -159,126 +138,3 @@ const (
 	maxPopBytes        = 1 << 30
 	maxAckPendingLimit = 1000000
 )
-
-// run consumes until --count messages are printed, an interrupt drains
-// it, or something fails.
-func (c *consumer) run(ctx context.Context) error {
-	// An interrupt ends ctx; consuming goes on under its own context
-	// while it drains.
-	work, stop := context.WithCancel(context.WithoutCancel(ctx))
-	defer stop()
-	c.stop = stop
-	opts := c.opts
-	opts.OnAck, opts.OnError = c.onAck, c.onError
-	c.unacked = map[place]string{}
-	cs := queenconsumer.New(c.client, c.queue, c.group, opts, c.handle)
-	var watch sync.WaitGroup
-	defer watch.Wait()
-	watch.Go(func() {
-		select {
-		case <-work.Done():
-			return
-		case <-ctx.Done():
-		}
-		if work.Err() != nil {
-			return // done already
-		}
-		if _, refused := errors.AsType[*refusedError](context.Cause(ctx)); refused {
-			stop() // NATS refused a subject: nothing to drain
-			return
-		}
-		fmt.Fprintln(c.s.stderr, "queenctl: interrupted: draining (no more pops; the batches in hand are printed and acknowledged)")
-		drain, cancel := context.WithTimeout(work, c.opts.Lease)
-		defer cancel()
-		_ = cs.Drain(drain) // past the lease, what was printed is still acknowledged
-	})
-	err := cs.Run(work)
-	stop()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	switch {
-	case c.failure != nil:
-		return c.failure
-	case err == nil || errors.Is(err, context.Canceled): // --count reached, or drained
-		return nil
-	}
-	return gatewayErr(err)
-}
-
-// handle prints one message. Once queenctl is to end with an error, it
-// stops consuming: the message is released, not printed.
-func (c *consumer) handle(ctx context.Context, m queengate.Delivery) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.failure == nil {
-		c.failure = c.print(ctx, m)
-	}
-	if c.failure != nil {
-		c.stop()
-		<-ctx.Done()
-		return ctx.Err()
-	}
-	c.unacked[place{queenconsumer.PartitionOf(ctx), m.Offset}] = m.TransactionID
-	if c.fail != "" {
-		return errors.New(c.fail)
-	}
-	return nil
-}
-
-// print writes a message as a JSON line, data byte for byte as pushed:
-// it is appended last by hand, since encoding/json would compact it and
-// escape <, > and &.
-func (c *consumer) print(ctx context.Context, m queengate.Delivery) error {
-	head, err := json.Marshal(struct {
-		Partition string `json:"partition"`
-		queengate.Delivery
-		Data json.RawMessage `json:"data,omitempty"` // nil: hides the Delivery's
-	}{Partition: queenconsumer.PartitionOf(ctx), Delivery: m})
-	if err != nil {
-		return err
-	}
-	data := m.Data
-	if len(data) == 0 {
-		data = json.RawMessage("null")
-	}
-	line := append(head[:len(head)-1], `,"data":`...)
-	line = append(append(line, data...), '}')
-	_, err = fmt.Fprintf(c.s.stdout, "%s\n", line)
-	return err
-}
-
-// onAck ends queenctl at an ack the gateway did not apply, naming the
-// message (the runner acknowledges by offset).
-func (c *consumer) onAck(partition string, a queengate.AckAnswer) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, it := range a.Items {
-		if it.Offset == nil {
-			continue
-		}
-		at := place{partition, *it.Offset}
-		if it.Result != "acked" && it.Result != "alreadyAcked" && c.failure == nil {
-			c.failure = &gatewayError{Code: 409, Message: fmt.Sprintf("message %s was printed but not acknowledged: %s (it will be delivered again)",
-				c.unacked[at], it.Result)}
-			c.stop()
-		}
-		delete(c.unacked, at)
-	}
-}
-
-// onError reports on stderr what the runner carries on past; an ack not
-// applied is onAck's.
-func (c *consumer) onError(err error) {
-	if _, ok := errors.AsType[*queenconsumer.UnsettledError](err); !ok {
-		fmt.Fprintln(c.s.stderr, "queenctl:", printable(err.Error()))
-	}
-}
-
-// gatewayErr turns a client error into queenctl's.
-func gatewayErr(err error) error {
-	var werr *queengate.Error
-	if errors.As(err, &werr) {
-		return &gatewayError{Code: werr.Code, Message: werr.Message}
-	}
-	return &unreachableError{err.Error()}
-}

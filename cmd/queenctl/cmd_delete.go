@@ -6,17 +6,13 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/internal/ctl/admin"
+	"github.com/queengate/queengate/internal/ctl/output"
 )
-
-func init() {
-	commands["delete"] = &command{usage: deleteUsage, setup: setupDelete}
-}
 
 const deleteUsage = `Usage:
   queenctl delete group QUEUE GROUP [--yes]
@@ -66,12 +62,12 @@ func setupDelete(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		var ans queengate.GroupDeleteAnswer
-		if err := askInto(ctx, c, opDeleteGroup(queue, group), &ans); err != nil {
+		if err := admin.AskInto(ctx, c, admin.OpDeleteGroup(queue, group), &ans); err != nil {
 			return err
 		}
 		if s.g.output == "json" {
 			b, _ := json.Marshal(ans)
-			return printJSON(s.stdout, b)
+			return output.PrintJSON(s.stdout, b)
 		}
 		_, err = fmt.Fprintf(s.stdout, "deleted consumer group %s of queue %s: it had a position on %d partitions, %d messages not consumed, %d leases running (ended)\n",
 			ans.Group, ans.Queue, ans.Partitions, ans.Unconsumed, ans.LeasesEnded)
@@ -96,9 +92,4 @@ func clipped(s string) string {
 		return s[:64] + "…"
 	}
 	return s
-}
-
-func opDeleteGroup(queue, group string) operation {
-	return operation{method: http.MethodDelete, path: "/queues/" + url.PathEscape(queue) + "/groups/" + url.PathEscape(group),
-		subject: func(s queengate.Subjects) string { return s.GroupDelete(queue, group) }}
 }

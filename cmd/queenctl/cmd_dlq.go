@@ -5,22 +5,11 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"net/http"
-	"net/url"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/internal/ctl/admin"
+	"github.com/queengate/queengate/internal/ctl/output"
 )
-
-func init() {
-	commands["dlq"] = &command{
-		usage: dlqUsage,
-		subs: map[string]*command{
-			"list":    {usage: dlqListUsage, setup: setupDLQList},
-			"redrive": {usage: dlqRedriveUsage, setup: setupDLQRedrive},
-		},
-		order: []string{"list", "redrive"},
-	}
-}
 
 const dlqUsage = `Usage:
   queenctl dlq list QUEUE [selection flags]
@@ -100,16 +89,6 @@ func dlqSelection(fs *flag.FlagSet) func(name string) (queengate.DeadLettersRequ
 	}
 }
 
-func opDLQ(verb, queue string, req queengate.DeadLettersRequest) operation {
-	body, _ := json.Marshal(req) // strings and integers: cannot fail
-	subject := queengate.Subjects.DLQList
-	if verb == "redrive" {
-		subject = queengate.Subjects.DLQRedrive
-	}
-	return operation{method: http.MethodPost, path: "/queues/" + url.PathEscape(queue) + "/dlq/" + verb,
-		subject: func(s queengate.Subjects) string { return subject(s, queue) }, body: body}
-}
-
 // dlqQueue is the one QUEUE argument.
 func dlqQueue(name string, args []string) (string, error) {
 	if len(args) != 1 {
@@ -118,19 +97,10 @@ func dlqQueue(name string, args []string) (string, error) {
 	return args[0], checkName("queue", args[0])
 }
 
-func listDeadLetters(ctx context.Context, c adminClient, queue string, req queengate.DeadLettersRequest) (queengate.DeadLettersAnswer, []byte, error) {
-	var a queengate.DeadLettersAnswer
-	raw, err := c.do(ctx, opDLQ("list", queue, req))
-	if err != nil {
-		return a, nil, err
-	}
-	return a, raw, decodeAnswer(raw, &a)
-}
-
 // dlqCommand is a dlq command's arguments checked: its queue, the
 // selection its flags make, and the gateway to send it to.
 func dlqCommand(ctx context.Context, s *session, name string, args []string,
-	selection func(string) (queengate.DeadLettersRequest, error)) (string, queengate.DeadLettersRequest, adminClient, error) {
+	selection func(string) (queengate.DeadLettersRequest, error)) (string, queengate.DeadLettersRequest, admin.Client, error) {
 	queue, err := dlqQueue(name, args)
 	if err != nil {
 		return "", queengate.DeadLettersRequest{}, nil, err
@@ -150,10 +120,10 @@ func setupDLQList(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		a, raw, err := listDeadLetters(ctx, c, queue, req)
+		a, raw, err := admin.ListDeadLetters(ctx, c, queue, req)
 		if err != nil || s.g.output == "json" {
 			if err == nil {
-				err = printJSON(s.stdout, raw)
+				err = output.PrintJSON(s.stdout, raw)
 			}
 			return err
 		}
@@ -161,10 +131,10 @@ func setupDLQList(fs *flag.FlagSet) runFunc {
 			fmt.Fprintf(s.stdout, "no dead letters to redrive in queue %s\n", queue)
 			return nil
 		}
-		tw := newTable(s.stdout)
+		tw := output.NewTable(s.stdout)
 		fmt.Fprintln(tw, "PARTITION\tDLQ OFFSET\tGROUP\tOFFSET\tTRANSACTION ID\tATTEMPTS\tERROR")
 		for _, d := range a.DeadLetters {
-			row(tw, d.Partition, d.DLQOffset, d.Group, d.Offset, d.TransactionID, d.Attempts, d.Error)
+			output.Row(tw, d.Partition, d.DLQOffset, d.Group, d.Offset, d.TransactionID, d.Attempts, d.Error)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -185,7 +155,7 @@ func setupDLQRedrive(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		if !*yes {
-			a, _, err := listDeadLetters(ctx, c, queue, req)
+			a, _, err := admin.ListDeadLetters(ctx, c, queue, req)
 			if err != nil {
 				return err
 			}
@@ -205,12 +175,12 @@ func setupDLQRedrive(fs *flag.FlagSet) runFunc {
 		moved, total := map[string]int{}, 0
 		var order []string
 		for {
-			raw, err := c.do(ctx, opDLQ("redrive", queue, req))
+			raw, err := c.Do(ctx, admin.OpDLQ("redrive", queue, req))
 			if err != nil {
 				return fmt.Errorf("dlq redrive: %w (%d moved before)", err, total)
 			}
 			var a queengate.RedriveAnswer
-			if err := decodeAnswer(raw, &a); err != nil {
+			if err := output.DecodeAnswer(raw, &a); err != nil {
 				return err
 			}
 			for _, p := range a.Partitions {
@@ -226,12 +196,12 @@ func setupDLQRedrive(fs *flag.FlagSet) runFunc {
 		}
 		if s.g.output == "json" {
 			b, _ := json.Marshal(map[string]any{"queue": queue, "moved": total, "partitions": moved}) // plain fields: cannot fail
-			return printJSON(s.stdout, b)
+			return output.PrintJSON(s.stdout, b)
 		}
-		tw := newTable(s.stdout)
+		tw := output.NewTable(s.stdout)
 		fmt.Fprintln(tw, "PARTITION\tMOVED")
 		for _, p := range order {
-			row(tw, p, moved[p])
+			output.Row(tw, p, moved[p])
 		}
 		if err := tw.Flush(); err != nil {
 			return err

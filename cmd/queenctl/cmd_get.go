@@ -5,15 +5,13 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
-	"time"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/internal/ctl/admin"
+	"github.com/queengate/queengate/internal/ctl/output"
+	"github.com/queengate/queengate/internal/ctl/queueopt"
+	"github.com/queengate/queengate/internal/ctl/tables"
 )
-
-func init() {
-	commands["get"] = &command{usage: getUsage, setup: setupGet}
-}
 
 const getUsage = `Usage:
   queenctl get queues           every queue with its options
@@ -57,7 +55,7 @@ func setupGet(*flag.FlagSet) runFunc {
 			}
 			return getGroups(ctx, s, args[1])
 		case len(args) == 2 && args[0] == "message":
-			return getMessage(ctx, s, opGetMessage(args[1]))
+			return getMessage(ctx, s, admin.OpGetMessage(args[1]))
 		case len(args) == 4 && args[0] == "message":
 			if err := checkName("queue", args[1]); err != nil {
 				return err
@@ -65,7 +63,7 @@ func setupGet(*flag.FlagSet) runFunc {
 			if err := checkName("partition", args[2]); err != nil {
 				return err
 			}
-			return getMessage(ctx, s, opGetTransaction(args[1], args[2], args[3]))
+			return getMessage(ctx, s, admin.OpGetTransaction(args[1], args[2], args[3]))
 		case len(args) > 0 && args[0] == "message":
 			return usagef("get message: want MESSAGE_ID, or QUEUE PARTITION TRANSACTION_ID")
 		case len(args) == 1 && args[0] == "queue":
@@ -81,7 +79,7 @@ func getQueues(ctx context.Context, s *session) error {
 	if err != nil {
 		return err
 	}
-	queues, err := allQueues(ctx, c)
+	queues, err := admin.AllQueues(ctx, c)
 	if err != nil {
 		return err
 	}
@@ -90,185 +88,67 @@ func getQueues(ctx context.Context, s *session) error {
 			Queues []json.RawMessage `json:"queues"`
 			Count  int               `json:"count"`
 		}{queues, len(queues)})
-		return printJSON(s.stdout, b)
+		return output.PrintJSON(s.stdout, b)
 	}
 	if len(queues) == 0 {
 		fmt.Fprintln(s.stdout, "no queues")
 		return nil
 	}
-	tw := newTable(s.stdout)
-	fmt.Fprintf(tw, "QUEUE\t%s\tCREATED\tUPDATED\n", optionHeads())
+	tw := output.NewTable(s.stdout)
+	fmt.Fprintf(tw, "QUEUE\t%s\tCREATED\tUPDATED\n", queueopt.Heads())
 	for _, raw := range queues {
-		var q queueConfig
-		if err := decodeAnswer(raw, &q); err != nil {
+		var q queueopt.Config
+		if err := output.DecodeAnswer(raw, &q); err != nil {
 			return err
 		}
-		row(tw, append(append([]any{q.Queue}, optionCells(&q)...), stamp(q.CreatedAt), stamp(q.UpdatedAt))...)
+		output.Row(tw, append(append([]any{q.Queue}, queueopt.Cells(&q)...), output.Stamp(q.CreatedAt), output.Stamp(q.UpdatedAt))...)
 	}
 	return tw.Flush()
 }
 
-// allQueues asks for the queue list page after page (each answer holds
+// admin.AllQueues asks for the queue list page after page (each answer holds
 // what fits one NATS message and names the next queue), so that what is
 // printed is every queue.
-func allQueues(ctx context.Context, c adminClient) ([]json.RawMessage, error) {
-	var queues []json.RawMessage
-	for from := ""; ; {
-		raw, err := c.do(ctx, opListQueues(from))
-		if err != nil {
-			return nil, err
-		}
-		var page struct {
-			Queues    []json.RawMessage `json:"queues"`
-			NextQueue string            `json:"nextQueue"`
-		}
-		if err := decodeAnswer(raw, &page); err != nil {
-			return nil, err
-		}
-		queues = append(queues, page.Queues...)
-		if err := pageAdvances(page.NextQueue, from, len(page.Queues)); err != nil || page.NextQueue == "" {
-			return queues, err
-		}
-		from = page.NextQueue
-	}
-}
-
-// pageAdvances checks that a page whose answer names a next one listed
-// something, and moved on from where it started: a gateway that does not
-// is refused rather than asked forever.
-func pageAdvances(next, from string, listed int) error {
-	if next != "" && (listed == 0 || next == from) {
-		return fmt.Errorf("unexpected answer from the gateway: a page from %q lists %d and names %q next", from, listed, next)
-	}
-	return nil
-}
-
-// wholeQueue asks for a queue page after page (each answer holds the
-// partitions that fit one NATS message and names the next one): the
-// first page's answer with every partition, as JSON and decoded.
-func wholeQueue(ctx context.Context, c adminClient, name string) ([]byte, queueConfig, error) {
-	var (
-		first      map[string]json.RawMessage
-		q          queueConfig
-		partitions []json.RawMessage
-	)
-	for from := ""; ; {
-		raw, err := c.do(ctx, opGetQueue(name, from))
-		if err != nil {
-			return nil, q, err
-		}
-		var page struct {
-			Partitions    []json.RawMessage `json:"partitions"`
-			NextPartition string            `json:"nextPartition"`
-		}
-		if err := decodeAnswer(raw, &page); err != nil {
-			return nil, q, err
-		}
-		if first == nil {
-			if err := decodeAnswer(raw, &first); err != nil {
-				return nil, q, err
-			}
-		}
-		partitions = append(partitions, page.Partitions...)
-		if err := pageAdvances(page.NextPartition, from, len(page.Partitions)); err != nil {
-			return nil, q, err
-		}
-		if page.NextPartition == "" {
-			break
-		}
-		from = page.NextPartition
-	}
-	first["partitions"], _ = json.Marshal(partitions) // raw JSON values: cannot fail
-	delete(first, "nextPartition")
-	raw, _ := json.Marshal(first) // raw JSON values: cannot fail
-	return raw, q, decodeAnswer(raw, &q)
-}
 
 func getQueue(ctx context.Context, s *session, name string) error {
 	c, err := s.admin(ctx)
 	if err != nil {
 		return err
 	}
-	raw, q, err := wholeQueue(ctx, c, name)
+	raw, q, err := admin.WholeQueue(ctx, c, name)
 	if err != nil {
 		return err
 	}
 	if s.g.output == "json" {
-		return printJSON(s.stdout, raw)
+		return output.PrintJSON(s.stdout, raw)
 	}
-	printConfig(s.stdout, &q)
-	fmt.Fprintln(s.stdout)
-	if len(q.Partitions) == 0 {
-		fmt.Fprintln(s.stdout, "no partitions yet (a push creates them)")
-		return nil
-	}
-	tw := newTable(s.stdout)
-	fmt.Fprintln(tw, "PARTITION\tFIRST OFFSET\tLAST OFFSET\tSTORED\tBYTES\tOLDEST\tNEWEST")
-	for _, p := range q.Partitions {
-		row(tw, p.Partition, p.FirstOffset, p.LastOffset, p.StoredMessages, humanBytes(p.StoredBytes), orDash(p.OldestAt), orDash(p.NewestAt))
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintln(s.stdout, "\nThis gateway (the one that answered), since it started:")
-	tw = newTable(s.stdout)
-	fmt.Fprintln(tw, "PARTITION\tQUEUED\tDUPLICATES\tFAILED\tCACHE\tRESIDENT HASHES")
-	for _, p := range q.Partitions {
-		row(tw, p.Partition, p.Queued, p.Duplicates, p.Failed, p.Cache.State, p.Cache.ResidentHashes)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintln(s.stdout, "\nConsumer groups:")
-	return printGroups(s.stdout, q.Groups)
+	return tables.PrintQueue(s.stdout, &q)
 }
 
-// orDash prints an optional time as the gateway writes it, or "-".
-func orDash(t *time.Time) string {
-	if t == nil {
-		return "-"
-	}
-	return stamp(*t)
-}
-
-// humanBytes prints a byte count in B, KiB, MiB or GiB.
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit && exp < 2; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMG"[exp])
-}
-
-func getMessage(ctx context.Context, s *session, op operation) error {
+func getMessage(ctx context.Context, s *session, op admin.Operation) error {
 	c, err := s.admin(ctx)
 	if err != nil {
 		return err
 	}
-	raw, err := c.do(ctx, op)
+	raw, err := c.Do(ctx, op)
 	if err != nil {
 		return err
 	}
 	if s.g.output == "json" {
-		return printJSON(s.stdout, raw)
+		return output.PrintJSON(s.stdout, raw)
 	}
 	var m queengate.MessageAnswer
-	if err := decodeAnswer(raw, &m); err != nil {
+	if err := output.DecodeAnswer(raw, &m); err != nil {
 		return err
 	}
-	tw := newTable(s.stdout)
-	row(tw, "queue:", m.Queue)
-	row(tw, "partition:", m.Partition)
-	row(tw, "offset:", m.Offset)
-	row(tw, "messageId:", m.MessageID)
-	row(tw, "transactionId:", m.TransactionID)
-	row(tw, "createdAt:", stamp(m.CreatedAt))
-	row(tw, "data:", string(m.Data))
+	tw := output.NewTable(s.stdout)
+	output.Row(tw, "queue:", m.Queue)
+	output.Row(tw, "partition:", m.Partition)
+	output.Row(tw, "offset:", m.Offset)
+	output.Row(tw, "messageId:", m.MessageID)
+	output.Row(tw, "transactionId:", m.TransactionID)
+	output.Row(tw, "createdAt:", output.Stamp(m.CreatedAt))
+	output.Row(tw, "data:", string(m.Data))
 	return tw.Flush()
 }
 
@@ -280,104 +160,13 @@ func getGroups(ctx context.Context, s *session, name string) error {
 	if err != nil {
 		return err
 	}
-	groups, err := allGroups(ctx, c, name)
+	groups, err := admin.AllGroups(ctx, c, name)
 	if err != nil {
 		return err
 	}
 	if s.g.output == "json" {
 		b, _ := json.Marshal(queengate.GroupsAnswer{Queue: name, Groups: groups})
-		return printJSON(s.stdout, b)
+		return output.PrintJSON(s.stdout, b)
 	}
-	return printGroups(s.stdout, groups)
-}
-
-// allGroups asks for a queue's groups, then for the partitions each group
-// was cut short of, from the one its answer names next.
-func allGroups(ctx context.Context, c adminClient, queue string) ([]queengate.GroupView, error) {
-	var first queengate.GroupsAnswer
-	if err := askInto(ctx, c, opGroups(queue, "", ""), &first); err != nil {
-		return nil, err
-	}
-	for i := range first.Groups {
-		g := &first.Groups[i]
-		for from := g.NextPartition; from != ""; {
-			var page queengate.GroupsAnswer
-			if err := askInto(ctx, c, opGroups(queue, g.Group, from), &page); err != nil {
-				return nil, err
-			}
-			if len(page.Groups) != 1 {
-				return nil, fmt.Errorf("unexpected answer from the gateway: a page of group %q lists %d groups", g.Group, len(page.Groups))
-			}
-			next := page.Groups[0]
-			if err := pageAdvances(next.NextPartition, from, len(next.Partitions)); err != nil {
-				return nil, err
-			}
-			g.Partitions = append(g.Partitions, next.Partitions...)
-			from = next.NextPartition
-		}
-		g.NextPartition = ""
-	}
-	return first.Groups, nil
-}
-
-// askInto sends op and decodes its answer into v.
-func askInto(ctx context.Context, c adminClient, op operation, v any) error {
-	raw, err := c.do(ctx, op)
-	if err != nil {
-		return err
-	}
-	return decodeAnswer(raw, v)
-}
-
-// printGroups writes consumer groups as a table: each group's position,
-// lag and lease on each partition.
-func printGroups(w io.Writer, groups []queengate.GroupView) error {
-	if len(groups) == 0 {
-		_, err := fmt.Fprintln(w, "no consumer groups yet (a pop creates them)")
-		return err
-	}
-	tw := newTable(w)
-	fmt.Fprintln(tw, "GROUP\tPARTITION\tNEXT OFFSET\tLAST OFFSET\tLAG\tLEASED BY\tLEASE UNTIL\tDELAYED UNTIL")
-	cut := false
-	for _, g := range groups {
-		if len(g.Partitions) < g.PartitionCount {
-			// The answer had no room for them: the group's totals only.
-			cut = true
-			row(tw, g.Group, fmt.Sprintf("(all %d)", g.PartitionCount), "-", "-", g.Lag, "-", "-", "-")
-		}
-		for _, p := range g.Partitions {
-			leased, until, delayed := "-", "-", "-"
-			if p.LeaseUntil != nil {
-				leased, until = p.LeaseConsumer, stamp(*p.LeaseUntil)
-			}
-			if p.DelayedUntil != nil {
-				delayed = stamp(*p.DelayedUntil)
-			}
-			row(tw, g.Group, p.Partition, p.NextOffset, p.LastOffset, p.Lag, leased, until, delayed)
-		}
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if cut {
-		fmt.Fprintln(w, "(all N): the queue has more partitions than one answer carries with its groups; queenctl get groups QUEUE lists every one")
-	}
-	return printActivity(w, groups)
-}
-
-// printActivity writes how long each group has been idle, how many of
-// its partitions a failure's delay holds, and whether it still holds
-// retention back (groupIdleSeconds).
-func printActivity(w io.Writer, groups []queengate.GroupView) error {
-	fmt.Fprintln(w)
-	tw := newTable(w)
-	fmt.Fprintln(tw, "GROUP\tIDLE\tDELAYED PARTITIONS\tHOLDS RETENTION")
-	for _, g := range groups {
-		holds := "yes"
-		if !g.HoldsRetention {
-			holds = "no: idle past groupIdleSeconds"
-		}
-		row(tw, g.Group, humanSeconds(g.IdleMs/1000), g.DelayedPartitions, holds)
-	}
-	return tw.Flush()
+	return tables.PrintGroups(s.stdout, groups)
 }

@@ -5,20 +5,15 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
-	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/internal/ctl/admin"
+	"github.com/queengate/queengate/internal/ctl/output"
+	"github.com/queengate/queengate/internal/ctl/tables"
 )
-
-func init() {
-	commands["create"] = &command{usage: createUsage, setup: setupCreate}
-	commands["seek"] = &command{usage: seekUsage, setup: setupSeek}
-}
 
 const createUsage = `Usage:
   queenctl create group QUEUE GROUP [--start earliest|latest | --offset PARTITION=N ... | --at TIME]
@@ -98,7 +93,7 @@ func setupCreate(fs *flag.FlagSet) runFunc {
 			return usagef("create: give one of --start, --offset and --at")
 		}
 		var ans queengate.GroupCreateAnswer
-		if done, err := askGroup(ctx, s, opCreateGroup(queue, group, req), &ans); done || err != nil {
+		if done, err := askGroup(ctx, s, admin.OpCreateGroup(queue, group, req), &ans); done || err != nil {
 			return err
 		}
 		if !ans.Created {
@@ -106,7 +101,7 @@ func setupCreate(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		fmt.Fprintf(s.stdout, "created consumer group %s of queue %s on %d partitions\n", group, queue, ans.Partitions)
-		return printMoves(s.stdout, ans.GroupMoves)
+		return tables.PrintMoves(s.stdout, ans.GroupMoves)
 	}
 }
 
@@ -143,12 +138,12 @@ func setupSeek(fs *flag.FlagSet) runFunc {
 			}
 		}
 		var ans queengate.GroupSeekAnswer
-		if done, err := askGroup(ctx, s, opSeekGroup(queue, group, req), &ans); done || err != nil {
+		if done, err := askGroup(ctx, s, admin.OpSeekGroup(queue, group, req), &ans); done || err != nil {
 			return err
 		}
 		fmt.Fprintf(s.stdout, "moved consumer group %s of queue %s on %d of %d partitions (%d clamped, %d leases ended)\n",
 			group, queue, ans.Moved, ans.Partitions, ans.Clamped, ans.LeasesEnded)
-		return printMoves(s.stdout, ans.GroupMoves)
+		return tables.PrintMoves(s.stdout, ans.GroupMoves)
 	}
 }
 
@@ -165,16 +160,16 @@ func groupArgs(verb string, args []string) (queue, group string, err error) {
 
 // askGroup sends op and decodes its answer into v; with --output json it
 // prints the answer too, and done says so.
-func askGroup(ctx context.Context, s *session, op operation, v any) (done bool, err error) {
+func askGroup(ctx context.Context, s *session, op admin.Operation, v any) (done bool, err error) {
 	c, err := s.admin(ctx)
 	if err != nil {
 		return false, err
 	}
-	if err := askInto(ctx, c, op, v); err != nil || s.g.output != "json" {
+	if err := admin.AskInto(ctx, c, op, v); err != nil || s.g.output != "json" {
 		return false, err
 	}
 	b, _ := json.Marshal(v)
-	return true, printJSON(s.stdout, b)
+	return true, output.PrintJSON(s.stdout, b)
 }
 
 func orEvery(partition string) string {
@@ -189,44 +184,4 @@ func seekTarget(req queengate.GroupSeekRequest) string {
 		return "the first message at or after " + req.Time.Format(time.RFC3339Nano)
 	}
 	return "offset " + strconv.FormatInt(*req.Offset, 10)
-}
-
-// printMoves writes the partitions a seek or create changed as a table.
-func printMoves(w io.Writer, m queengate.GroupMoves) error {
-	if len(m.Changes) == 0 {
-		return nil
-	}
-	tw := newTable(w)
-	fmt.Fprintln(tw, "PARTITION\tFROM\tTO\tNOTE")
-	for _, c := range m.Changes {
-		var notes []string
-		if c.Clamped {
-			notes = append(notes, "clamped to what is stored")
-		}
-		if c.LeaseEnded {
-			notes = append(notes, "lease ended")
-		}
-		note := strings.Join(notes, ", ")
-		if note == "" {
-			note = "-"
-		}
-		row(tw, c.Partition, c.From, c.To, note)
-	}
-	if err := tw.Flush(); err != nil || !m.Truncated {
-		return err
-	}
-	_, err := fmt.Fprintln(w, "(more partitions changed than one answer lists; the totals above count them all)")
-	return err
-}
-
-func opCreateGroup(queue, group string, req queengate.GroupCreateRequest) operation {
-	body, _ := json.Marshal(req) // strings, numbers and a time: cannot fail
-	return operation{method: http.MethodPut, path: "/queues/" + url.PathEscape(queue) + "/groups/" + url.PathEscape(group), body: body,
-		subject: func(s queengate.Subjects) string { return s.GroupCreate(queue, group) }}
-}
-
-func opSeekGroup(queue, group string, req queengate.GroupSeekRequest) operation {
-	body, _ := json.Marshal(req) // strings, numbers and a time: cannot fail
-	return operation{method: http.MethodPost, path: "/queues/" + url.PathEscape(queue) + "/groups/" + url.PathEscape(group) + "/seek", body: body,
-		subject: func(s queengate.Subjects) string { return s.GroupSeek(queue, group) }}
 }

@@ -5,15 +5,11 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"net/http"
-	"net/url"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/internal/ctl/admin"
+	"github.com/queengate/queengate/internal/ctl/output"
 )
-
-func init() {
-	commands["purge"] = &command{usage: purgeUsage, setup: setupPurge}
-}
 
 const purgeUsage = `Usage:
   queenctl purge queue QUEUE [--partition PARTITION] [--yes]
@@ -54,7 +50,7 @@ func setupPurge(fs *flag.FlagSet) runFunc {
 				return err
 			}
 		}
-		return askAndPrint(ctx, s, opPurgeQueue(queue, *partition), func(ans queengate.QueuePurgeAnswer) string {
+		return askAndPrint(ctx, s, admin.OpPurgeQueue(queue, *partition), func(ans queengate.QueuePurgeAnswer) string {
 			return fmt.Sprintf("purged queue %s (%s): %d partitions, %d messages (%d bytes), %d timers; %d groups moved past them, %d messages they had not consumed, %d leases ended",
 				ans.Queue, what, ans.Partitions, ans.Messages, ans.Bytes, ans.Timers, ans.Groups, ans.Unconsumed, ans.LeasesEnded)
 		})
@@ -72,7 +68,7 @@ func deleteQueue(ctx context.Context, s *session, queue string, yes bool) error 
 			return err
 		}
 	}
-	return askAndPrint(ctx, s, opDeleteQueue(queue), func(ans queengate.QueueDeleteAnswer) string {
+	return askAndPrint(ctx, s, admin.OpDeleteQueue(queue), func(ans queengate.QueueDeleteAnswer) string {
 		dlq := "no dead-letter queue"
 		if ans.DeadLetterQueue != "" {
 			dlq = fmt.Sprintf("dead-letter queue %s with %d dead letters", ans.DeadLetterQueue, ans.DeadLetters)
@@ -84,33 +80,19 @@ func deleteQueue(ctx context.Context, s *session, queue string, yes bool) error 
 
 // askAndPrint sends op and prints its answer: as the gateway's JSON with
 // -o json, else as the line line makes of it.
-func askAndPrint[T any](ctx context.Context, s *session, op operation, line func(T) string) error {
+func askAndPrint[T any](ctx context.Context, s *session, op admin.Operation, line func(T) string) error {
 	c, err := s.admin(ctx)
 	if err != nil {
 		return err
 	}
 	var ans T
-	if err := askInto(ctx, c, op, &ans); err != nil {
+	if err := admin.AskInto(ctx, c, op, &ans); err != nil {
 		return err
 	}
 	if s.g.output == "json" {
 		b, _ := json.Marshal(ans)
-		return printJSON(s.stdout, b)
+		return output.PrintJSON(s.stdout, b)
 	}
 	_, err = fmt.Fprintln(s.stdout, line(ans))
 	return err
-}
-
-func opDeleteQueue(queue string) operation {
-	return operation{method: http.MethodDelete, path: "/queues/" + url.PathEscape(queue),
-		subject: func(s queengate.Subjects) string { return s.QueueDelete(queue) }}
-}
-
-func opPurgeQueue(queue, partition string) operation {
-	var body []byte
-	if partition != "" {
-		body, _ = json.Marshal(queengate.QueuePurgeRequest{Partition: partition}) // a string: cannot fail
-	}
-	return operation{method: http.MethodPost, path: "/queues/" + url.PathEscape(queue) + "/purge", body: body,
-		subject: func(s queengate.Subjects) string { return s.QueuePurge(queue) }}
 }

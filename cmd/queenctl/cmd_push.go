@@ -1,20 +1,18 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	queengate "github.com/queengate/queengate"
-	"io"
-)
+	"github.com/queengate/queengate/internal/ctl/output"
 
-func init() {
-	commands["push"] = &command{usage: pushUsage, setup: setupPush}
-}
+	"github.com/queengate/queengate/internal/ctl/admin"
+
+	"github.com/queengate/queengate/internal/ctl/batch"
+)
 
 const pushUsage = `Usage:
   queenctl push QUEUE [PARTITION] [MESSAGE ...]   messages from the arguments
@@ -46,7 +44,7 @@ as the gateway sent it. Exit code 1 if any message answered failed.
 func setupPush(fs *flag.FlagSet) runFunc {
 	txnID := fs.String("txn-id", "", "transactionId of the one message `argument`")
 	envelope := fs.Bool("envelope", false, `each stdin line is a whole message object {"transactionId"?, "data"}`)
-	batch := fs.Int("batch", 1000, "most messages per request (at most the gateway's QUEEN_MAX_BATCH)")
+	batchMax := fs.Int("batch", 1000, "most messages per request (at most the gateway's QUEEN_MAX_BATCH)")
 	return func(ctx context.Context, s *session, args []string) error {
 		if len(args) == 0 {
 			return usagef("push: which queue? e.g. queenctl push payments p1 '{\"amount\":5}'")
@@ -62,8 +60,8 @@ func setupPush(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		switch {
-		case *batch < 1:
-			return usagef("push: --batch %d: must be at least 1", *batch)
+		case *batchMax < 1:
+			return usagef("push: --batch %d: must be at least 1", *batchMax)
 		case *txnID != "" && len(msgArgs) != 1:
 			return usagef("push: --txn-id is the transactionId of one message argument; give exactly one MESSAGE")
 		case len(*txnID) > queengate.MaxTxnIDBytes:
@@ -76,9 +74,9 @@ func setupPush(fs *flag.FlagSet) runFunc {
 		var msgs [][]byte
 		var err error
 		if len(msgArgs) > 0 {
-			msgs = argMessages(msgArgs, *txnID)
-		} else if msgs, err = stdinMessages(s.stdin, *envelope); err != nil {
-			return err
+			msgs = batch.FromArgs(msgArgs, *txnID)
+		} else if msgs, err = batch.FromLines(s.stdin, *envelope); err != nil {
+			return usagef("push: %v", err)
 		}
 		if len(msgs) == 0 {
 			return usagef("push: no messages: give MESSAGE arguments or JSON lines on stdin")
@@ -87,113 +85,27 @@ func setupPush(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		batches, err := planBatches(msgs, *batch, nc.maxPayload())
+		batches, err := batch.Plan(msgs, *batchMax, nc.MaxPayload())
 		if err != nil {
-			return err
+			return usagef("push: %v", err)
 		}
-		return sendBatches(ctx, s, nc, nc.subjects.Push(queue, partition), batches)
+		return sendBatches(ctx, s, nc, nc.Subjects.Push(queue, partition), batches)
 	}
-}
-
-// argMessages turns arguments into messages: valid JSON is the data as
-// is, byte for byte, anything else is sent as a JSON string (so
-// `push q p hello` works).
-func argMessages(args []string, txnID string) [][]byte {
-	var out [][]byte
-	for _, a := range args {
-		data := []byte(a)
-		if !json.Valid(data) {
-			data, _ = json.Marshal(a)
-		}
-		m, _ := queengate.Message{TransactionID: txnID, Data: data}.AppendJSON(nil) // valid JSON: cannot fail
-		out = append(out, m)
-	}
-	return out
-}
-
-// stdinMessages reads JSON lines. All lines are checked before anything
-// is sent, so a typo on line 5000 does not leave 4999 messages pushed.
-func stdinMessages(r io.Reader, envelope bool) ([][]byte, error) {
-	br := bufio.NewReader(r)
-	var out [][]byte
-	for lineNo := 1; ; lineNo++ {
-		line, err := br.ReadBytes('\n')
-		if err != nil && !errors.Is(err, io.EOF) {
-			return nil, usagef("push: reading stdin: %v", err)
-		}
-		if t := bytes.TrimSpace(line); len(t) > 0 {
-			m, msg := lineMessage(t, envelope)
-			if msg != "" {
-				return nil, usagef("push: stdin line %d: %s; nothing was sent", lineNo, msg)
-			}
-			out = append(out, m)
-		}
-		if err != nil {
-			return out, nil
-		}
-	}
-}
-
-func lineMessage(line []byte, envelope bool) ([]byte, string) {
-	if !json.Valid(line) {
-		return nil, "not valid JSON (each line is one JSON value)"
-	}
-	if !envelope {
-		m, _ := queengate.Message{Data: line}.AppendJSON(nil) // valid JSON: cannot fail
-		return m, ""
-	}
-	var env map[string]json.RawMessage
-	if json.Unmarshal(line, &env) != nil {
-		return nil, `with --envelope each line is a message object {"transactionId"?, "data"}`
-	}
-	if raw, ok := env["transactionId"]; ok && string(raw) != "null" {
-		var id string
-		if json.Unmarshal(raw, &id) != nil || len(id) == 0 || len(id) > queengate.MaxTxnIDBytes {
-			return nil, fmt.Sprintf("transactionId must be a string of 1-%d bytes", queengate.MaxTxnIDBytes)
-		}
-	}
-	return line, "" // as written: its data byte for byte
-}
-
-// planBatches groups messages into request bodies of at most max
-// messages and maxBytes bytes (the NATS max payload).
-func planBatches(msgs [][]byte, max, maxBytes int) ([][][]byte, error) {
-	var (
-		out  [][][]byte
-		cur  [][]byte
-		size = 2 // [ and ]
-	)
-	for i, m := range msgs {
-		if len(m)+2 > maxBytes {
-			return nil, usagef("push: message %d is %d bytes, over the NATS max payload of %d bytes; nothing was sent", i, len(m), maxBytes)
-		}
-		if len(cur) == max || len(cur) > 0 && size+1+len(m) > maxBytes {
-			out, cur, size = append(out, cur), nil, 2
-		}
-		if len(cur) > 0 {
-			size++ // the comma
-		}
-		cur, size = append(cur, m), size+len(m)
-	}
-	if len(cur) > 0 {
-		out = append(out, cur)
-	}
-	return out, nil
 }
 
 // sendBatches pushes the batches in order and prints the answers. A batch
 // rejected as a whole stops the run: the batches before it are stored
 // (their answers are printed), nothing of it or after it is.
-func sendBatches(ctx context.Context, s *session, nc *natsClient, subject string, batches [][][]byte) error {
+func sendBatches(ctx context.Context, s *session, nc *admin.NATSClient, subject string, batches [][][]byte) error {
 	counts := map[string]int{}
 	total, start, conflicts := 0, 0, 0
-	tw := newTable(s.stdout)
+	tw := output.NewTable(s.stdout)
 	for _, b := range batches {
 		body := append(append([]byte("["), bytes.Join(b, []byte(","))...), ']')
-		raw, err := nc.request(ctx, subject, body)
-		var ge *gatewayError
+		raw, err := nc.Request(ctx, subject, body)
+		var ge *admin.GatewayError
 		if errors.As(err, &ge) && ge.Code == queengate.CodeTooLarge {
-			ge.hint = "lower --batch to at most the gateway's QUEEN_MAX_BATCH"
+			ge.Hint = "lower --batch to at most the gateway's QUEEN_MAX_BATCH"
 		}
 		if err != nil {
 			tw.Flush() // the answers so far
@@ -207,12 +119,12 @@ func sendBatches(ctx context.Context, s *session, nc *natsClient, subject string
 			return fmt.Errorf("push: %s: %w (the %d before were answered above)", which, err, start)
 		}
 		var answers []queengate.Answer
-		if err := decodeAnswer(raw, &answers); err != nil {
+		if err := output.DecodeAnswer(raw, &answers); err != nil {
 			tw.Flush()
 			return err
 		}
 		if s.g.output == "json" {
-			if err := printJSON(s.stdout, raw); err != nil {
+			if err := output.PrintJSON(s.stdout, raw); err != nil {
 				return err
 			}
 		}
@@ -229,9 +141,9 @@ func sendBatches(ctx context.Context, s *session, nc *natsClient, subject string
 				continue
 			}
 			if a.Status == queengate.StatusFailed {
-				row(tw, start+a.Index, a.TransactionID, a.Status, "-", "-", a.Error)
+				output.Row(tw, start+a.Index, a.TransactionID, a.Status, "-", "-", a.Error)
 			} else {
-				row(tw, start+a.Index, a.TransactionID, a.Status, a.MessageID, a.Offset)
+				output.Row(tw, start+a.Index, a.TransactionID, a.Status, a.MessageID, a.Offset)
 			}
 		}
 		start += len(b)

@@ -8,12 +8,10 @@ import (
 	"time"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/internal/ctl/admin"
+	"github.com/queengate/queengate/internal/ctl/output"
+	"github.com/queengate/queengate/internal/ctl/tables"
 )
-
-func init() {
-	commands["read"] = &command{usage: readUsage, setup: setupRead}
-	commands["explain"] = &command{usage: explainUsage, setup: setupExplain}
-}
 
 const readUsage = `Usage:
   queenctl read QUEUE PARTITION [--from OFFSET] [--max N] [--follow [--poll DURATION]]
@@ -72,7 +70,7 @@ func setupRead(fs *flag.FlagSet) runFunc {
 
 // reader prints a partition's messages as JSON lines.
 type reader struct {
-	c                adminClient
+	c                admin.Client
 	s                *session
 	queue, partition string
 	next             int64
@@ -109,7 +107,7 @@ func (r *reader) batch(ctx context.Context) (int, error) {
 	if r.left > 0 {
 		req.Max = min(r.left, queengate.MaxReadMax)
 	}
-	raw, err := r.c.do(ctx, opRead(r.queue, r.partition, req))
+	raw, err := r.c.Do(ctx, admin.OpRead(r.queue, r.partition, req))
 	if err != nil {
 		return 0, err
 	}
@@ -119,7 +117,7 @@ func (r *reader) batch(ctx context.Context) (int, error) {
 		FirstOffset int64             `json:"firstOffset"`
 		Purged      bool              `json:"purged"`
 	}
-	if err := decodeAnswer(raw, &ans); err != nil {
+	if err := output.DecodeAnswer(raw, &ans); err != nil {
 		return 0, err
 	}
 	if ans.Purged && !r.warned {
@@ -155,34 +153,17 @@ func setupExplain(*flag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		raw, err := c.do(ctx, opExplain(args[0], args[1], args[2]))
+		raw, err := c.Do(ctx, admin.OpExplain(args[0], args[1], args[2]))
 		if err != nil {
 			return err
 		}
 		if s.g.output == "json" {
-			return printJSON(s.stdout, raw)
+			return output.PrintJSON(s.stdout, raw)
 		}
 		var ans queengate.ExplainAnswer
-		if err := decodeAnswer(raw, &ans); err != nil {
+		if err := output.DecodeAnswer(raw, &ans); err != nil {
 			return err
 		}
-		return printExplain(s, &ans)
+		return tables.PrintExplain(s.stdout, &ans)
 	}
-}
-
-func printExplain(s *session, a *queengate.ExplainAnswer) error {
-	tw := newTable(s.stdout)
-	row(tw, "verdict:", a.Verdict)
-	if o := a.Original; o != nil {
-		row(tw, "original:", fmt.Sprintf("offset %d, %s, stored %s", o.Offset, o.MessageID, stamp(o.CreatedAt)))
-		row(tw, "covered until:", stamp(o.CoveredUntil))
-		row(tw, "retained:", o.Retained)
-	}
-	row(tw, "window:", formatOption("dedupWindowSeconds", seconds(int64(a.WindowSeconds))))
-	row(tw, "cache:", fmt.Sprintf("%s, %s path", a.Cache.State, a.Cache.Path))
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	_, err := fmt.Fprintln(s.stdout, printable(a.Explanation))
-	return err
 }

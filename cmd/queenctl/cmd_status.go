@@ -3,11 +3,10 @@ package main
 import (
 	"context"
 	"flag"
-)
 
-func init() {
-	commands["status"] = &command{usage: statusUsage, setup: setupStatus}
-}
+	"github.com/queengate/queengate/internal/ctl/admin"
+	"github.com/queengate/queengate/internal/ctl/output"
+)
 
 const statusUsage = `Usage:
   queenctl status
@@ -27,22 +26,22 @@ func setupStatus(*flag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		raw, err := c.do(ctx, opStatus())
+		raw, err := c.Do(ctx, admin.OpStatus())
 		if err != nil {
 			return err
 		}
 		if s.g.output == "json" {
-			return printJSON(s.stdout, raw)
+			return output.PrintJSON(s.stdout, raw)
 		}
 		// Whatever figures the gateway reports, in its order: a newer
 		// gateway's additions show up without a queenctl release.
-		kv, err := flatten(raw)
+		kv, err := output.Flatten(raw)
 		if err != nil {
 			return err
 		}
-		tw := newTable(s.stdout)
+		tw := output.NewTable(s.stdout)
 		for _, p := range kv {
-			row(tw, p[0]+":", p[1])
+			output.Row(tw, p[0]+":", p[1])
 		}
 		return tw.Flush()
 	}

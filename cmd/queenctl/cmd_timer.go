@@ -6,24 +6,15 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"math"
 	"time"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/internal/ctl/admin"
+	"github.com/queengate/queengate/internal/ctl/duration"
+	"github.com/queengate/queengate/internal/ctl/output"
+	"github.com/queengate/queengate/internal/ctl/tables"
 )
-
-func init() {
-	commands["timer"] = &command{
-		usage: timerUsage,
-		subs: map[string]*command{
-			"schedule": {usage: timerScheduleUsage, setup: setupTimerSchedule},
-			"cancel":   {usage: timerCancelUsage, setup: setupTimerCancel},
-			"list":     {usage: timerListUsage, setup: setupTimerList},
-		},
-		order: []string{"schedule", "cancel", "list"},
-	}
-}
 
 const timerUsage = `Usage:
   queenctl timer schedule QUEUE PARTITION [DATA] (--at TIME | --in DURATION) [--txn-id ID]
@@ -92,12 +83,6 @@ command: over --http (GET /timers) or, when only --nats is given, NATS
 
 `
 
-// maxTimerList is docs/admin-api.md's largest list limit.
-const maxTimerList = 10000
-
-// defaultTimerList is the gateway's list limit when none is sent.
-const defaultTimerList = 100
-
 // atFlag is --at: an RFC 3339 time with a zone.
 type atFlag struct {
 	set bool
@@ -120,7 +105,7 @@ func (f *atFlag) Set(s string) error {
 	return nil
 }
 
-// delayFlag is --in: a delay in parseDelayMs's syntax.
+// delayFlag is --in: a delay in duration.ParseDelayMs's syntax.
 type delayFlag struct {
 	set bool
 	ms  int64
@@ -134,7 +119,7 @@ func (f *delayFlag) String() string {
 }
 
 func (f *delayFlag) Set(s string) error {
-	ms, err := parseDelayMs(s)
+	ms, err := duration.ParseDelayMs(s)
 	if err != nil {
 		return err
 	}
@@ -193,20 +178,20 @@ func setupTimerSchedule(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		raw, err := nc.request(ctx, nc.subjects.Timer(queue, partition), body)
+		raw, err := nc.Request(ctx, nc.Subjects.Timer(queue, partition), body)
 		if err != nil {
 			return fmt.Errorf("timer schedule: %w", err)
 		}
 		var a queengate.TimerScheduled
-		if err := decodeAnswer(raw, &a); err != nil {
+		if err := output.DecodeAnswer(raw, &a); err != nil {
 			return err
 		}
 		if s.g.output == "json" {
-			return printJSON(s.stdout, raw)
+			return output.PrintJSON(s.stdout, raw)
 		}
-		tw := newTable(s.stdout)
+		tw := output.NewTable(s.stdout)
 		fmt.Fprintln(tw, "TIMER ID\tSTATUS\tFIRE AT\tTRANSACTION ID")
-		row(tw, a.TimerID, a.Status, stamp(a.FireAt), a.TransactionID)
+		output.Row(tw, a.TimerID, a.Status, output.Stamp(a.FireAt), a.TransactionID)
 		return tw.Flush()
 	}
 }
@@ -228,28 +213,28 @@ func setupTimerCancel(*flag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		raw, err := nc.request(ctx, nc.subjects.TimerCancel(), body)
+		raw, err := nc.Request(ctx, nc.Subjects.TimerCancel(), body)
 		if err != nil {
 			return fmt.Errorf("timer cancel: %w", err)
 		}
 		var a queengate.TimerCancelled
-		if err := decodeAnswer(raw, &a); err != nil {
+		if err := output.DecodeAnswer(raw, &a); err != nil {
 			return err
 		}
 		if a.Status == "" {
 			return fmt.Errorf("unexpected answer from the gateway (no status): %.200s", raw)
 		}
 		if s.g.output == "json" {
-			return printJSON(s.stdout, raw)
+			return output.PrintJSON(s.stdout, raw)
 		}
-		_, err = fmt.Fprintln(s.stdout, printable(a.Status))
+		_, err = fmt.Fprintln(s.stdout, output.Printable(a.Status))
 		return err
 	}
 }
 
 func setupTimerList(fs *flag.FlagSet) runFunc {
 	queue := fs.String("queue", "", "only this `queue`'s timers (default every queue's)")
-	limit := fs.Int("limit", 0, fmt.Sprintf("list at most `N` timers, 1-%d (default %d)", maxTimerList, defaultTimerList))
+	limit := fs.Int("limit", 0, fmt.Sprintf("list at most `N` timers, 1-%d (default %d)", admin.MaxTimerList, admin.DefaultTimerList))
 	all := fs.Bool("all", false, "list every pending timer, page after page (no --limit)")
 	return func(ctx context.Context, s *session, args []string) error {
 		if len(args) > 0 {
@@ -265,78 +250,25 @@ func setupTimerList(fs *flag.FlagSet) runFunc {
 		switch {
 		case limitSet && *all:
 			return usagef("timer list: --limit and --all: give one")
-		case limitSet && (*limit < 1 || *limit > maxTimerList):
-			return usagef("timer list: --limit %d: must be 1-%d", *limit, maxTimerList)
+		case limitSet && (*limit < 1 || *limit > admin.MaxTimerList):
+			return usagef("timer list: --limit %d: must be 1-%d", *limit, admin.MaxTimerList)
 		}
 		c, err := s.admin(ctx)
 		if err != nil {
 			return err
 		}
-		want := cmp.Or(*limit, defaultTimerList)
+		want := cmp.Or(*limit, admin.DefaultTimerList)
 		if *all {
 			want = math.MaxInt
 		}
-		list, err := listTimers(ctx, c, *queue, *limit, want)
+		list, err := admin.ListTimers(ctx, c, *queue, *limit, want)
 		if err != nil {
 			return err
 		}
 		if s.g.output == "json" {
 			b, _ := json.Marshal(list) // plain fields: cannot fail
-			return printJSON(s.stdout, b)
+			return output.PrintJSON(s.stdout, b)
 		}
-		return printTimers(s.stdout, *queue, list)
+		return tables.PrintTimers(s.stdout, *queue, list)
 	}
-}
-
-// listTimers asks for pending timers page after page, following each
-// answer's next, until want are listed or none is left: an answer cut
-// to fit one NATS message does not end the list short. limit is what
-// the first page asks for (0: the gateway's default). The answer's Next
-// is set when more are pending.
-func listTimers(ctx context.Context, c adminClient, queue string, limit, want int) (queengate.TimersAnswer, error) {
-	list := queengate.TimersAnswer{Timers: []queengate.TimerView{}}
-	for {
-		raw, err := c.do(ctx, opListTimers(queue, limit, list.Next))
-		if err != nil {
-			return list, err
-		}
-		var page queengate.TimersAnswer
-		if err := decodeAnswer(raw, &page); err != nil {
-			return list, err
-		}
-		if page.Next != nil && len(page.Timers) == 0 {
-			return list, fmt.Errorf("unexpected answer from the gateway: an empty page of timers names a next one")
-		}
-		list.Timers, list.Next = append(list.Timers, page.Timers...), page.Next
-		if list.Next == nil || len(list.Timers) >= want {
-			return list, nil
-		}
-		limit = min(want-len(list.Timers), maxTimerList)
-	}
-}
-
-// printTimers writes timers as a table, and says so when more are
-// pending than were listed.
-func printTimers(w io.Writer, queue string, list queengate.TimersAnswer) error {
-	if len(list.Timers) == 0 {
-		if queue != "" {
-			fmt.Fprintf(w, "no pending timers in queue %s\n", queue)
-		} else {
-			fmt.Fprintln(w, "no pending timers")
-		}
-		return nil
-	}
-	tw := newTable(w)
-	fmt.Fprintln(tw, "TIMER ID\tQUEUE\tPARTITION\tTRANSACTION ID\tFIRE AT")
-	for _, t := range list.Timers {
-		row(tw, t.TimerID, t.Queue, t.Partition, t.TransactionID, stamp(t.FireAt))
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if list.Next != nil {
-		_, err := fmt.Fprintf(w, "the first %d, due first; more are pending (--limit, at most %d, or --all)\n", len(list.Timers), maxTimerList)
-		return err
-	}
-	return nil
 }

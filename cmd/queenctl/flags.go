@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/queengate/queengate/internal/ctl/admin"
 )
 
 // defaultHTTPURL is the gateway's admin address when neither --http nor
@@ -189,15 +191,15 @@ type session struct {
 	stdout io.Writer
 	stderr io.Writer
 
-	httpc *httpClient
-	natsc *natsClient
+	httpc *admin.HTTPClient
+	natsc *admin.NATSClient
 	// refuse ends the run with NATS's refusal of a subject.
 	refuse context.CancelCauseFunc
 }
 
 // admin picks the transport for admin operations: HTTP when --http is
 // given (or neither is), else NATS.
-func (s *session) admin(ctx context.Context) (adminClient, error) {
+func (s *session) admin(ctx context.Context) (admin.Client, error) {
 	if s.g.httpURL == "" && s.g.natsURL != "" {
 		return s.nats(ctx)
 	}
@@ -206,13 +208,13 @@ func (s *session) admin(ctx context.Context) (adminClient, error) {
 		if u == "" {
 			u = defaultHTTPURL
 		}
-		s.httpc = newHTTPClient(u, s.g.token, s.g.timeout)
+		s.httpc = admin.NewHTTPClient(u, s.g.token, s.g.timeout)
 	}
 	return s.httpc, nil
 }
 
 // nats connects to NATS once per run.
-func (s *session) nats(ctx context.Context) (*natsClient, error) {
+func (s *session) nats(ctx context.Context) (*admin.NATSClient, error) {
 	if s.natsc != nil {
 		return s.natsc, nil
 	}
@@ -229,6 +231,6 @@ func (s *session) nats(ctx context.Context) (*natsClient, error) {
 
 func (s *session) close() {
 	if s.natsc != nil {
-		s.natsc.close()
+		s.natsc.Close()
 	}
 }

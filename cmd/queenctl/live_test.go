@@ -20,6 +20,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/queengate/queengate/internal/ctl/manifest"
+	"github.com/queengate/queengate/internal/ctl/queueopt"
 	"github.com/queengate/queengate/internal/pgtest"
 )
 
@@ -173,22 +175,22 @@ func jsonOf[T any](t *testing.T, r result) T {
 }
 
 // options reads one queue's options over the given transport.
-func options(t *testing.T, tr transport, queue string) map[string]optionValue {
+func options(t *testing.T, tr transport, queue string) map[string]queueopt.Value {
 	t.Helper()
 	r := ctl(t, "", flags(tr.admin, "get", "queue", queue, "-o", "json")...)
 	r.expect(t, exitOK)
-	return jsonOf[queueConfig](t, r).Options
+	return jsonOf[queueopt.Config](t, r).Options
 }
 
-func wantOptions(t *testing.T, got map[string]optionValue, window, retention int64) {
+func wantOptions(t *testing.T, got map[string]queueopt.Value, window, retention int64) {
 	t.Helper()
-	if !got["dedupWindowSeconds"].equal(seconds(window)) || !got["retentionSeconds"].equal(seconds(retention)) {
+	if !got["dedupWindowSeconds"].Equal(queueopt.Seconds(window)) || !got["retentionSeconds"].Equal(queueopt.Seconds(retention)) {
 		t.Errorf("options %v, want dedupWindowSeconds %d, retentionSeconds %d", got, window, retention)
 	}
 }
 
 const (
-	manifest       = "../../testdata/manifests/queues.yaml"
+	manifestFile   = "../../testdata/manifests/queues.yaml"
 	manifestEdited = "../../testdata/manifests/queues-edited.yaml"
 	manifestBad    = "../../testdata/manifests/invalid.yaml"
 )
@@ -228,7 +230,7 @@ func TestLive(t *testing.T) {
 func testApply(t *testing.T, tr transport) {
 	// A dry run against an empty gateway: both queues would be created,
 	// and nothing is.
-	r := ctl(t, "", flags(tr.admin, "apply", "-f", manifest, "--dry-run")...)
+	r := ctl(t, "", flags(tr.admin, "apply", "-f", manifestFile, "--dry-run")...)
 	r.expect(t, exitOK,
 		"payments: create\n  dedupWindowSeconds: 600 (10m)\n  retentionSeconds: 86400 (1d)\n",
 		"audit: create\n  dedupWindowSeconds: 0 (off)\n  retentionSeconds: 0 (keep forever), the default\n",
@@ -241,7 +243,7 @@ func testApply(t *testing.T, tr transport) {
 	ctl(t, "", flags(tr.admin, "get", "queue", "refunds")...).expect(t, exitGateway, "gateway answered 404")
 
 	// Apply creates both.
-	r = ctl(t, "", flags(tr.admin, "apply", "-f", manifest)...)
+	r = ctl(t, "", flags(tr.admin, "apply", "-f", manifestFile)...)
 	r.expect(t, exitOK, "QUEUE", "RESULT", "DEDUP WINDOW", "RETENTION")
 	for _, line := range []string{"payments  created", "audit     created"} {
 		if !strings.Contains(r.stdout, line) {
@@ -250,7 +252,7 @@ func testApply(t *testing.T, tr transport) {
 	}
 	wantOptions(t, options(t, tr, "payments"), 600, 86400)
 	wantOptions(t, options(t, tr, "audit"), 0, 0)
-	list := jsonOf[struct{ Queues []queueConfig }](t, ctl(t, "", flags(tr.admin, "get", "queues", "-o", "json")...))
+	list := jsonOf[struct{ Queues []queueopt.Config }](t, ctl(t, "", flags(tr.admin, "get", "queues", "-o", "json")...))
 	if len(list.Queues) != 2 || list.Queues[0].Queue != "audit" || list.Queues[1].Queue != "payments" {
 		t.Errorf("get queues: %+v, want audit and payments, sorted", list.Queues)
 	}
@@ -259,14 +261,14 @@ func testApply(t *testing.T, tr transport) {
 
 	// Applying the same manifest again: configured, not created; a dry
 	// run says unchanged.
-	r = ctl(t, "", flags(tr.admin, "apply", "-f", manifest, "-o", "json")...)
+	r = ctl(t, "", flags(tr.admin, "apply", "-f", manifestFile, "-o", "json")...)
 	r.expect(t, exitOK)
-	for _, c := range jsonOf[[]queueConfig](t, r) {
+	for _, c := range jsonOf[[]queueopt.Config](t, r) {
 		if c.Created == nil || *c.Created {
 			t.Errorf("second apply of %s: created %v, want false", c.Queue, c.Created)
 		}
 	}
-	ctl(t, "", flags(tr.admin, "apply", "-f", manifest, "--dry-run")...).expect(t, exitOK,
+	ctl(t, "", flags(tr.admin, "apply", "-f", manifestFile, "--dry-run")...).expect(t, exitOK,
 		"payments: unchanged\naudit: unchanged\n", "0 to create, 0 to update, 2 unchanged")
 
 	// The edited manifest omits payments' retention: the dry run shows it
@@ -277,7 +279,7 @@ func testApply(t *testing.T, tr transport) {
 		"audit: unchanged\n",
 		"0 to create, 1 to update, 1 unchanged")
 	wantOptions(t, options(t, tr, "payments"), 600, 86400)
-	diffs := jsonOf[[]queueDiff](t, ctl(t, "", flags(tr.admin, "apply", "-f", manifestEdited, "--dry-run", "-o", "json")...))
+	diffs := jsonOf[[]manifest.QueueDiff](t, ctl(t, "", flags(tr.admin, "apply", "-f", manifestEdited, "--dry-run", "-o", "json")...))
 	if len(diffs) != 2 || diffs[0].Action != "update" || len(diffs[0].Changes) != 2 || diffs[1].Action != "unchanged" {
 		t.Errorf("dry run JSON: %+v", diffs)
 	}
@@ -302,10 +304,10 @@ func testConfigure(t *testing.T, tr transport) {
 	r.expect(t, exitOK, "queue:", "payments", "dedupWindowSeconds:", "900 (15m)", "retentionSeconds:", "604800 (7d)", "createdAt:", "updatedAt:")
 	wantOptions(t, options(t, tr, "payments"), 900, 604800)
 	// Replace: the option not given returns to its default.
-	c := jsonOf[queueConfig](t, ctl(t, "", flags(tr.admin, "configure", "payments", "--dedup-window", "1m", "--replace", "-o", "json")...))
+	c := jsonOf[queueopt.Config](t, ctl(t, "", flags(tr.admin, "configure", "payments", "--dedup-window", "1m", "--replace", "-o", "json")...))
 	wantOptions(t, c.Options, 60, 0)
 	// A new queue is created from the defaults.
-	c = jsonOf[queueConfig](t, ctl(t, "", flags(tr.admin, "configure", "fresh", "-o", "json")...))
+	c = jsonOf[queueopt.Config](t, ctl(t, "", flags(tr.admin, "configure", "fresh", "-o", "json")...))
 	if c.Created == nil || !*c.Created {
 		t.Errorf("configure of a new queue: created %v, want true", c.Created)
 	}
@@ -314,7 +316,7 @@ func testConfigure(t *testing.T, tr transport) {
 	wantOptions(t, options(t, tr, "fresh"), 0, 0)
 	// A word option: sent as a string, kept by merge, shown as is.
 	ctl(t, "", flags(tr.admin, "configure", "fresh", "--on-conflict", "reject")...).expect(t, exitOK, "onConflict:", "reject")
-	if got := options(t, tr, "fresh"); !got["onConflict"].equal(word("reject")) || !got["dedupWindowSeconds"].equal(seconds(0)) {
+	if got := options(t, tr, "fresh"); !got["onConflict"].Equal(queueopt.Word("reject")) || !got["dedupWindowSeconds"].Equal(queueopt.Seconds(0)) {
 		t.Errorf("after --on-conflict reject: %v", got)
 	}
 	ctl(t, "", flags(tr.admin, "get", "queues")...).expect(t, exitOK, "ON CONFLICT", "reject")
@@ -323,13 +325,13 @@ func testConfigure(t *testing.T, tr transport) {
 	ctl(t, "", flags(tr.admin, "configure", "fresh", "--retry-delay", "5s", "--retry-backoff", "1s,1m,1500ms")...).expect(t, exitOK,
 		"retryDelayMs:", "5000 (5s)", "retryBackoffMs:", "[1000, 60000, 1500] (1s, 1m, 1.5s)")
 	got := options(t, tr, "fresh")
-	if !got["retryDelayMs"].equal(count(5000)) || !got["retryBackoffMs"].equal(list(1000, 60000, 1500)) || !got["onConflict"].equal(word("reject")) {
+	if !got["retryDelayMs"].Equal(queueopt.Count(5000)) || !got["retryBackoffMs"].Equal(queueopt.List(1000, 60000, 1500)) || !got["onConflict"].Equal(queueopt.Word("reject")) {
 		t.Errorf("after --retry-delay and --retry-backoff: %v", got)
 	}
 	ctl(t, "", flags(tr.admin, "configure", "fresh", "--retry-backoff", "none")...).expect(t, exitOK, "retryBackoffMs:", "[] (none)")
 	ctl(t, "", flags(tr.admin, "configure", "fresh", "--retry-delay", "2d")...).expect(t, exitUsage, "--retry-delay", "at most 1d")
 	ctl(t, "", flags(tr.admin, "configure", "fresh", "--retry-backoff", "1s,x")...).expect(t, exitUsage, "--retry-backoff", `"x"`)
-	if got := options(t, tr, "fresh"); !got["retryDelayMs"].equal(count(5000)) || !got["retryBackoffMs"].equal(list()) {
+	if got := options(t, tr, "fresh"); !got["retryDelayMs"].Equal(queueopt.Count(5000)) || !got["retryBackoffMs"].Equal(queueopt.List()) {
 		t.Errorf("after refused flags: %v, want retryDelayMs 5000 and no list", got)
 	}
 }
@@ -385,7 +387,7 @@ func testPushAndGet(t *testing.T, tr transport) {
 	}
 
 	// The partitions' figures.
-	q := jsonOf[queueConfig](t, ctl(t, "", flags(tr.admin, "get", "queue", "orders", "-o", "json")...))
+	q := jsonOf[queueopt.Config](t, ctl(t, "", flags(tr.admin, "get", "queue", "orders", "-o", "json")...))
 	parts := map[string]queengate.PartitionView{}
 	for _, p := range q.Partitions {
 		parts[p.Partition] = p
@@ -436,7 +438,7 @@ func testErrors(t *testing.T, tr transport, g *gateway) {
 	lines := strings.Repeat("1\n", 1001)
 	ctl(t, lines, flags(tr.push, "push", "orders", "big", "--batch", "1001")...).expect(t, exitGateway,
 		"lower --batch to at most the gateway's QUEEN_MAX_BATCH", "gateway answered 413")
-	for _, p := range jsonOf[queueConfig](t, ctl(t, "", flags(tr.admin, "get", "queue", "orders", "-o", "json")...)).Partitions {
+	for _, p := range jsonOf[queueopt.Config](t, ctl(t, "", flags(tr.admin, "get", "queue", "orders", "-o", "json")...)).Partitions {
 		if p.Partition == "big" && p.LastOffset >= 0 {
 			t.Errorf("a rejected request stored something: %+v", p)
 		}
@@ -497,8 +499,8 @@ func TestLiveAuth(t *testing.T) {
 		t.Run(tr.name, func(t *testing.T) {
 			ctl(t, "", flags(tr.admin, "status")...).expect(t, exitGateway, "unauthorized: set --token or QUEEN_ADMIN_TOKEN", "401")
 			ctl(t, "", flags(tr.admin, "status", "--token", "wrong")...).expect(t, exitGateway, "unauthorized: the gateway refused the admin token: check --token or QUEEN_ADMIN_TOKEN")
-			ctl(t, "", flags(tr.admin, "apply", "-f", manifest)...).expect(t, exitGateway, "unauthorized", `apply queue "payments"`, "no queue was changed")
-			ctl(t, "", flags(tr.admin, "apply", "-f", manifest, "--dry-run")...).expect(t, exitGateway, "unauthorized")
+			ctl(t, "", flags(tr.admin, "apply", "-f", manifestFile)...).expect(t, exitGateway, "unauthorized", `apply queue "payments"`, "no queue was changed")
+			ctl(t, "", flags(tr.admin, "apply", "-f", manifestFile, "--dry-run")...).expect(t, exitGateway, "unauthorized")
 			ctl(t, "", flags(tr.admin, "get", "queues", "--token", "wrong")...).expect(t, exitGateway, "unauthorized")
 			ok := flags(tr.admin, "--token", "s3cret")
 			ctl(t, "", flags(ok, "get", "queue", "payments")...).expect(t, exitGateway, "404")

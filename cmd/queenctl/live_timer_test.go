@@ -3,6 +3,7 @@ package main
 import (
 	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/internal/checkfor"
+	"github.com/queengate/queengate/internal/ctl/queueopt"
 	"testing"
 	"time"
 )
@@ -34,7 +35,7 @@ func TestLiveTimers(t *testing.T) {
 		if r.code != exitOK {
 			return -1 // the queue is not there yet
 		}
-		for _, p := range jsonOf[queueConfig](t, r).Partitions {
+		for _, p := range jsonOf[queueopt.Config](t, r).Partitions {
 			if p.Partition == partition {
 				return p.LastOffset
 			}

@@ -2,7 +2,8 @@
 // manifests, configures and inspects queues, pushes messages, schedules,
 // cancels and lists timers, and reads a gateway's status. It speaks only
 // the wire contract (docs/protocol.md and docs/admin-api.md), over the admin
-// HTTP address or NATS, so it imports nothing of this module.
+// HTTP address or NATS, so of this module it imports only the wire
+// contract (package queengate) and its own parts under internal/ctl.
 package main
 
 import (
@@ -16,6 +17,9 @@ import (
 	"runtime/debug"
 	"strings"
 	"syscall"
+
+	"github.com/queengate/queengate/internal/ctl/admin"
+	"github.com/queengate/queengate/internal/ctl/output"
 )
 
 // Exit codes scripts can rely on; `queenctl --help` and the README list them.
@@ -47,10 +51,10 @@ func runEnv(ctx context.Context, args []string, env func(string) (string, bool),
 		return exitOK
 	}
 	// Line by line: a manifest's errors are one per line; what the
-	// gateway said is escaped whole (gatewayError).
+	// gateway said is escaped whole (admin.GatewayError).
 	lines := strings.Split(err.Error(), "\n")
 	for i := range lines {
-		lines[i] = printable(lines[i])
+		lines[i] = output.Printable(lines[i])
 	}
 	fmt.Fprintln(stderr, "queenctl:", strings.Join(lines, "\n"))
 	return exitCode(err)
@@ -67,27 +71,6 @@ func (e *usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error {
 	return &usageError{msg: fmt.Sprintf(format, args...)}
-}
-
-// unreachableError means no gateway answered at all.
-type unreachableError struct{ msg string }
-
-func (e *unreachableError) Error() string { return e.msg }
-
-// gatewayError is an error the gateway answered (docs/protocol.md's error
-// body).
-type gatewayError struct {
-	Code    int
-	Message string
-	hint    string // what the operator should do, when we know
-}
-
-func (e *gatewayError) Error() string {
-	s := fmt.Sprintf("gateway answered %d: %s", e.Code, printable(e.Message))
-	if e.hint != "" {
-		s = e.hint + " (" + s + ")"
-	}
-	return s
 }
 
 // failedError says that some pushed messages answered "failed", and how
@@ -107,34 +90,17 @@ func (e *failedError) Error() string {
 	return s
 }
 
-// refusedError is a permissions violation NATS reported for this
-// connection: the request it refused is never answered.
-type refusedError struct{ violation string }
-
-func (e *refusedError) Error() string {
-	return "NATS refused: " + e.violation + "; the NATS user lacks this permission (see docs/security.md)"
-}
-
-// refusal turns nats.go's permissions violation error into what the user
-// is told: `permissions violation for publish to "<subject>"`.
-func refusal(err error) *refusedError {
-	msg := err.Error()
-	if i := strings.Index(strings.ToLower(msg), "permissions violation for "); i >= 0 {
-		msg = "permissions violation for " + strings.ToLower(msg[i+26:i+27]) + msg[i+27:]
-	}
-	return &refusedError{violation: msg}
-}
-
 func exitCode(err error) int {
 	var (
 		ue *usageError
-		ur *unreachableError
-		re *refusedError
+		ae *admin.AddressError
+		ur *admin.UnreachableError
+		re *admin.RefusedError
 	)
 	switch {
 	case err == nil:
 		return exitOK
-	case errors.As(err, &ue):
+	case errors.As(err, &ue), errors.As(err, &ae):
 		return exitUsage
 	case errors.As(err, &ur):
 		return exitUnreachable
@@ -241,7 +207,7 @@ func dispatch(ctx context.Context, args []string, env func(string) (string, bool
 		fmt.Fprint(stderr, mainUsage)
 		return usagef("no command given")
 	}
-	c, name, rest, err := findCommand(rest[0], rest[1:], top, g, stdout)
+	c, name, rest, err := findCommand(commands(), rest[0], rest[1:], top, g, stdout)
 	if err != nil {
 		return err
 	}
@@ -251,7 +217,7 @@ func dispatch(ctx context.Context, args []string, env func(string) (string, bool
 // findCommand finds the command name (with its subcommand, if it has
 // subs) that rest is the arguments of; "help" names the command it asks
 // about, whose arguments become --help.
-func findCommand(name string, rest []string, top *flag.FlagSet, g *globals, stdout io.Writer) (*command, string, []string, error) {
+func findCommand(cmds []*command, name string, rest []string, top *flag.FlagSet, g *globals, stdout io.Writer) (*command, string, []string, error) {
 	if name == "help" {
 		if len(rest) == 0 {
 			printHelp(stdout, mainUsage, top, nil)
@@ -260,12 +226,12 @@ func findCommand(name string, rest []string, top *flag.FlagSet, g *globals, stdo
 		// "help timer schedule" is "timer schedule --help".
 		topic := rest
 		name, rest = topic[0], []string{"--help"}
-		if c, ok := commands[name]; ok && c.subs != nil && len(topic) > 1 {
+		if c := findNamed(cmds, name); c != nil && c.subs != nil && len(topic) > 1 {
 			rest = []string{topic[1], "--help"}
 		}
 	}
-	c, ok := commands[name]
-	if !ok {
+	c := findNamed(cmds, name)
+	if c == nil {
 		return nil, "", nil, usagef("unknown command %q (see queenctl --help)", name)
 	}
 	if c.subs != nil {
@@ -300,7 +266,7 @@ func runCommand(ctx context.Context, c *command, name string, rest []string, g *
 	s := &session{g: g, stdin: stdin, stdout: stdout, stderr: stderr, refuse: refuse}
 	defer s.close()
 	err = runCmd(ctx, s, pos)
-	var re *refusedError
+	var re *admin.RefusedError
 	if errors.As(context.Cause(ctx), &re) {
 		return re
 	}
@@ -312,10 +278,48 @@ func runCommand(ctx context.Context, c *command, name string, rest []string, g *
 // between runs (tests run many at once). A command with subs (timer) has
 // no body of its own: its first argument names one of them.
 type command struct {
+	name  string
 	usage string
 	setup func(fs *flag.FlagSet) runFunc
-	subs  map[string]*command
-	order []string // subs' names, as the usage lists them
+	subs  []*command // in the order the usage lists them
+}
+
+// commands is queenctl's command table, in the order the main help lists
+// them; built afresh for each run, so nothing of it is shared.
+func commands() []*command {
+	return []*command{
+		{name: "apply", usage: applyUsage, setup: setupApply},
+		{name: "configure", usage: configureUsage, setup: setupConfigure},
+		{name: "get", usage: getUsage, setup: setupGet},
+		{name: "delete", usage: deleteUsage, setup: setupDelete},
+		{name: "create", usage: createUsage, setup: setupCreate},
+		{name: "seek", usage: seekUsage, setup: setupSeek},
+		{name: "purge", usage: purgeUsage, setup: setupPurge},
+		{name: "read", usage: readUsage, setup: setupRead},
+		{name: "explain", usage: explainUsage, setup: setupExplain},
+		{name: "push", usage: pushUsage, setup: setupPush},
+		{name: "consume", usage: consumeUsage, setup: setupConsume},
+		{name: "dlq", usage: dlqUsage, subs: []*command{
+			{name: "list", usage: dlqListUsage, setup: setupDLQList},
+			{name: "redrive", usage: dlqRedriveUsage, setup: setupDLQRedrive},
+		}},
+		{name: "status", usage: statusUsage, setup: setupStatus},
+		{name: "timer", usage: timerUsage, subs: []*command{
+			{name: "schedule", usage: timerScheduleUsage, setup: setupTimerSchedule},
+			{name: "cancel", usage: timerCancelUsage, setup: setupTimerCancel},
+			{name: "list", usage: timerListUsage, setup: setupTimerList},
+		}},
+	}
+}
+
+// findNamed is the command of cmds called name, nil if there is none.
+func findNamed(cmds []*command, name string) *command {
+	for _, c := range cmds {
+		if c.name == name {
+			return c
+		}
+	}
+	return nil
 }
 
 // pickSub finds the subcommand of c that rest names first ("timer
@@ -333,15 +337,15 @@ func pickSub(c *command, name string, rest []string, g *globals, stdout io.Write
 	}
 	rest = fs.Args()
 	var subs []string
-	for _, n := range c.order {
-		subs = append(subs, "'"+name+" "+n+"'")
+	for _, sub := range c.subs {
+		subs = append(subs, "'"+name+" "+sub.name+"'")
 	}
 	which := strings.Join(subs[:len(subs)-1], ", ") + " or " + subs[len(subs)-1]
 	if len(rest) == 0 {
 		return nil, "", nil, usagef("%s: use %s (see queenctl %s --help)", name, which, name)
 	}
-	sub, ok := c.subs[rest[0]]
-	if !ok {
+	sub := findNamed(c.subs, rest[0])
+	if sub == nil {
 		return nil, "", nil, usagef("%s: unknown subcommand %q: use %s (see queenctl %s --help)", name, rest[0], which, name)
 	}
 	return sub, name + " " + rest[0], rest[1:], nil
@@ -349,6 +353,3 @@ func pickSub(c *command, name string, rest []string, g *globals, stdout io.Write
 
 // runFunc runs a command with its positional arguments.
 type runFunc func(ctx context.Context, s *session, args []string) error
-
-// commands is filled by the cmd_*.go files' init functions.
-var commands = map[string]*command{}

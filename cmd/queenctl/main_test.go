@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"reflect"
 	"strings"
@@ -133,7 +132,8 @@ func TestHelp(t *testing.T) {
 			t.Errorf("help wrote to stderr: %s", r.stderr)
 		}
 	}
-	for name := range commands {
+	for _, c := range commands() {
+		name := c.name
 		for _, args := range [][]string{{name, "--help"}, {"help", name}, {"--nats", deadNATS, name, "-h"}} {
 			ctl(t, "", args...).expect(t, exitOK, "Usage:\n  queenctl "+name, "Global flags:")
 		}
@@ -152,7 +152,7 @@ func TestHelpListsEveryCommand(t *testing.T) {
 	t.Parallel()
 	help := ctl(t, "", "--help").stdout
 	var usages []string
-	for _, c := range commands {
+	for _, c := range commands() {
 		usages = append(usages, c.usage)
 		for _, sub := range c.subs {
 			usages = append(usages, sub.usage)
@@ -179,22 +179,16 @@ func TestHelpListsEveryCommand(t *testing.T) {
 	}
 }
 
-// printable escapes what could drive a terminal or break a table, and
-// nothing else.
-func TestPrintable(t *testing.T) {
+// The command table is in the order the main help lists the commands.
+func TestCommandsInHelpOrder(t *testing.T) {
 	t.Parallel()
-	for in, want := range map[string]string{
-		"\x1b[31mred\n":     `\x1b[31mred\n`,
-		"a\tb\rc\x7f":       `a\tb\rc\x7f`,
-		"csi\u009b2J":       `csi\u009b2J`,
-		"bidi\u202eevil":    `bidi\u202eevil`,
-		"bad\xffutf8":       `bad\xffutf8`,
-		`{"a": "é ✓ \n"}`:   `{"a": "é ✓ \n"}`, // JSON's own escapes stay as they are
-		"plain text, 100 %": "plain text, 100 %",
-	} {
-		if got := printable(in); got != want {
-			t.Errorf("printable(%q) = %q, want %q", in, got, want)
+	last := -1
+	for _, c := range commands() {
+		at := strings.Index(mainUsage, "\n  "+c.name+" ")
+		if at < last {
+			t.Errorf("the main help lists %q before the command the table has ahead of it", c.name)
 		}
+		last = at
 	}
 }
 
@@ -220,66 +214,6 @@ func TestParseInterspersed(t *testing.T) {
 	}
 	if *a != "1" || !*b || !reflect.DeepEqual(pos, []string{"x", "y", "-5", "-a"}) {
 		t.Errorf("a=%q b=%v pos=%q", *a, *b, pos)
-	}
-}
-
-func TestArgMessages(t *testing.T) {
-	t.Parallel()
-	// Data byte for byte: {"a": 1} keeps its spaces (a retry of it must
-	// not be a payload conflict), <>& are not escaped.
-	got := argMessages([]string{`{"a": 1}`, "hello", "42", `"quoted"`, "null", "[1,", `"<&>"`}, "")
-	want := []string{`{"data":{"a": 1}}`, `{"data":"hello"}`, `{"data":42}`, `{"data":"quoted"}`, `{"data":null}`, `{"data":"[1,"}`, `{"data":"<&>"}`}
-	for i := range want {
-		if string(got[i]) != want[i] {
-			t.Errorf("message %d = %s, want %s", i, got[i], want[i])
-		}
-	}
-	if got := argMessages([]string{"x"}, "t-1"); string(got[0]) != `{"transactionId":"t-1","data":"x"}` {
-		t.Errorf("with --txn-id: %s", got[0])
-	}
-}
-
-// The README's example input pushes as it is: one message per line, its
-// data byte for byte.
-func TestExampleMessages(t *testing.T) {
-	t.Parallel()
-	f, err := os.Open("../../testdata/messages.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	msgs, err := stdinMessages(f, false)
-	if err != nil || len(msgs) != 3 || string(msgs[1]) != `{"data":{"orderId": 9138, "amount": 12.50}}` {
-		t.Errorf("testdata/messages.jsonl: %q, %v", msgs, err)
-	}
-}
-
-func TestPlanBatches(t *testing.T) {
-	t.Parallel()
-	msgs := [][]byte{[]byte("aaaa"), []byte("bbbb"), []byte("cccc"), []byte("dddd"), []byte("eeee")}
-	sizes := func(bs [][][]byte) []int {
-		var n []int
-		for _, b := range bs {
-			n = append(n, len(b))
-		}
-		return n
-	}
-	// By count.
-	bs, err := planBatches(msgs, 2, 1<<20)
-	if err != nil || !reflect.DeepEqual(sizes(bs), []int{2, 2, 1}) {
-		t.Errorf("by count: %v %v", sizes(bs), err)
-	}
-	// By bytes: [aaaa,bbbb] is 11 bytes; a third would make 16.
-	bs, err = planBatches(msgs, 1000, 15)
-	if err != nil || !reflect.DeepEqual(sizes(bs), []int{2, 2, 1}) {
-		t.Errorf("by bytes: %v %v", sizes(bs), err)
-	}
-	bs, err = planBatches(msgs, 1000, 16)
-	if err != nil || !reflect.DeepEqual(sizes(bs), []int{3, 2}) {
-		t.Errorf("by bytes, exact fit: %v %v", sizes(bs), err)
-	}
-	if _, err := planBatches(msgs, 1000, 5); err == nil || exitCode(err) != exitUsage {
-		t.Errorf("a message over the max payload: %v", err)
 	}
 }
 
@@ -448,8 +382,9 @@ func TestUnreachableHTTP(t *testing.T) {
 
 // TestImportsOnlyTheWireContract keeps docs/design.md's rule: queenctl talks to
 // gateways over the wire, and of this module depends only on the wire
-// contract, the root package queengate (which imports nothing of ours), and
-// the consumer runner built on it alone.
+// contract, the root package queengate (which imports nothing of ours),
+// the consumer runner built on it alone, and its own parts under
+// internal/ctl.
 func TestImportsOnlyTheWireContract(t *testing.T) {
 	t.Parallel()
 	out, err := exec.Command("go", "list", "-deps", ".").CombinedOutput()
@@ -458,7 +393,7 @@ func TestImportsOnlyTheWireContract(t *testing.T) {
 	}
 	const module, self = "github.com/queengate/queengate", "github.com/queengate/queengate/cmd/queenctl"
 	for _, dep := range strings.Fields(string(out)) {
-		if strings.HasPrefix(dep, module+"/") && dep != self && dep != module+"/consumer" {
+		if strings.HasPrefix(dep, module+"/") && dep != self && dep != module+"/consumer" && !strings.HasPrefix(dep, module+"/internal/ctl/") {
 			t.Errorf("queenctl depends on %s; it may use the wire contract only", dep)
 		}
 	}

@@ -114,27 +114,6 @@ func TestTimerHelp(t *testing.T) {
 	}
 }
 
-func TestParseDelayMs(t *testing.T) {
-	t.Parallel()
-	for in, want := range map[string]int64{
-		"0": 0, "0s": 0, "0d": 0, "90s": 90000, "1500ms": 1500, "10m": 600000, "1h30m": 5400000,
-		"7d": 7 * 86400000, "1d12h": 129600000, "106751d": 106751 * 86400000,
-	} {
-		if got, err := parseDelayMs(in); err != nil || got != want {
-			t.Errorf("parseDelayMs(%q) = %d, %v; want %d", in, got, err, want)
-		}
-	}
-	for in, want := range map[string]string{
-		"90": "missing unit", "-1s": "must be 0 or more", "-2d": "must be 0 or more", "1d-1h": "must be 0 or more",
-		"1.5d": "days must be a whole number", "1ms500us": "must be whole milliseconds", "": "not a duration",
-		"106752d": "too long", "106751d24h": "too long", "9999999999h": "not a duration",
-	} {
-		if _, err := parseDelayMs(in); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("parseDelayMs(%q): error %v, want one containing %q", in, err, want)
-		}
-	}
-}
-
 // standIn is an in-process NATS server with a stand-in gateway on the
 // timer subjects: it records each request and answers with answer.
 type standIn struct {

@@ -20,8 +20,9 @@ const module = "github.com/queengate/queengate"
 // docs/design.md draws the same arrows. internal/startstop and
 // internal/promreg are the internal packages production code may use (and
 // server, internal/natsembed and internal/storewatch); internal/pgadmin,
-// internal/pgcluster and internal/pgtest serve queengatetest; the rest of
-// internal/ is test harnesses.
+// internal/pgcluster and internal/pgtest serve queengatetest;
+// internal/ctl/... are queenctl's parts, which speak only the wire; the
+// rest of internal/ is test harnesses and queenchaos's.
 var arrows = map[string][]string{
 	".":                {}, // the wire contract and client, package queengate
 	"consumer":         {"."},
@@ -49,6 +50,16 @@ var arrows = map[string][]string{
 	"internal/bench/proc":       {"internal/bench", "routing", "internal/pgcluster"},
 	"internal/bench/target":     {".", "internal/bench", "internal/bench/proc", "model"},
 	"internal/bench/sidebyside": {".", "consumer", "internal/bench", "internal/bench/proc", "internal/bench/report", "internal/bench/target"},
+
+	// queenctl's parts.
+	"internal/ctl/output":   {},
+	"internal/ctl/duration": {},
+	"internal/ctl/queueopt": {".", "internal/ctl/duration", "internal/ctl/output"},
+	"internal/ctl/manifest": {".", "internal/ctl/output", "internal/ctl/queueopt"},
+	"internal/ctl/admin":    {".", "internal/ctl/output", "internal/ctl/queueopt"},
+	"internal/ctl/tables":   {".", "internal/ctl/admin", "internal/ctl/duration", "internal/ctl/output", "internal/ctl/queueopt"},
+	"internal/ctl/consume":  {".", "consumer", "internal/ctl/admin", "internal/ctl/output"},
+	"internal/ctl/batch":    {"."},
 }
 
 // mayLinkPgx are the packages that may link pgx: pgstore, which

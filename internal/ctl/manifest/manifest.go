@@ -1,31 +1,21 @@
-package main
+package manifest
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
-	queengate "github.com/queengate/queengate"
 	"io"
-	"os"
 	"regexp"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
+	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/internal/ctl/queueopt"
+
 	"go.yaml.in/yaml/v3"
 )
-
-// A manifest lists queues with their options, spelled exactly as on the
-// wire (docs/admin-api.md), so that what an operator reads in
-// the manifest is what the gateway receives:
-//
-//	queues:
-//	  - name: payments
-//	    dedupWindowSeconds: 600
-//	    retentionSeconds: 86400
-//
-// Several YAML documents (separated by ---) may each list queues.
 
 // manifestDoc is one YAML document. Values are kept as nodes so that each
 // error can name its line; the decoder's KnownFields still rejects unknown
@@ -35,7 +25,7 @@ type manifestDoc struct {
 }
 
 // manifestQueue is one queue of a manifest. A field per option of
-// knownOptions; options() pairs them.
+// queueopt.Known; options() pairs them.
 type manifestQueue struct {
 	Name               yaml.Node `yaml:"name"` // Kind 0: absent
 	DedupWindowSeconds yaml.Node `yaml:"dedupWindowSeconds"`
@@ -63,17 +53,17 @@ func (q *manifestQueue) options() map[string]*yaml.Node {
 	}
 }
 
-// queueSpec is a validated queue of a manifest.
-type queueSpec struct {
+// Queue is a validated queue of a manifest.
+type Queue struct {
 	Name string
 	// Options holds only the options the manifest gives; "replace" resets
 	// the others to their defaults.
-	Options map[string]optionValue
+	Options map[string]queueopt.Value
 	Line    int
 }
 
-// manifestError lists everything wrong with a manifest, by line.
-type manifestError struct {
+// Error lists everything wrong with a manifest, by line.
+type Error struct {
 	source string
 	errs   []lineError
 }
@@ -83,11 +73,11 @@ type lineError struct {
 	msg  string
 }
 
-func (e *manifestError) add(line int, format string, args ...any) {
+func (e *Error) add(line int, format string, args ...any) {
 	e.errs = append(e.errs, lineError{line, fmt.Sprintf(format, args...)})
 }
 
-func (e *manifestError) Error() string {
+func (e *Error) Error() string {
 	sort.SliceStable(e.errs, func(i, j int) bool { return e.errs[i].line < e.errs[j].line })
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s is not a valid manifest; nothing was sent. Fix:", e.source)
@@ -101,32 +91,16 @@ func (e *manifestError) Error() string {
 	return b.String()
 }
 
-// readManifest reads a manifest from a file, or from stdin for "-".
-func readManifest(path string, stdin io.Reader) (source string, data []byte, err error) {
-	if path == "-" {
-		data, err = io.ReadAll(stdin)
-		if err != nil {
-			return "", nil, usagef("reading the manifest from stdin: %v", err)
-		}
-		return "stdin", data, nil
-	}
-	data, err = os.ReadFile(path)
-	if err != nil {
-		return "", nil, usagef("reading the manifest: %v", err)
-	}
-	return path, data, nil
-}
-
-// parseManifest decodes and validates a whole manifest. It returns every
-// problem at once (as a *usageError), so an operator fixes them in one go.
-func parseManifest(source string, data []byte) ([]queueSpec, error) {
-	me := &manifestError{source: source}
+// Parse decodes and validates a whole manifest. It returns every
+// problem at once (as an *Error), so an operator fixes them in one go.
+func Parse(source string, data []byte) ([]Queue, error) {
+	me := &Error{source: source}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	// A second pass over the same text, as plain nodes, gives each queue's
 	// line even when it has no name.
 	nodes := yaml.NewDecoder(bytes.NewReader(data))
-	var specs []queueSpec
+	var specs []Queue
 	firstLine := map[string]int{}
 	for {
 		var doc manifestDoc
@@ -168,7 +142,7 @@ func parseManifest(source string, data []byte) ([]queueSpec, error) {
 		me.add(0, "it names no queues; write e.g.\n    queues:\n      - name: payments\n        dedupWindowSeconds: 600")
 	}
 	if len(me.errs) > 0 {
-		return nil, &usageError{msg: me.Error()}
+		return nil, me
 	}
 	return specs, nil
 }
@@ -193,9 +167,9 @@ func queueLines(root *yaml.Node) []int {
 
 // validateQueue checks one queue; ok is false when it has errors (added to
 // me).
-func validateQueue(me *manifestError, q *manifestQueue, line int) (spec queueSpec, ok bool) {
+func validateQueue(me *Error, q *manifestQueue, line int) (spec Queue, ok bool) {
 	n := len(me.errs)
-	spec = queueSpec{Line: line, Options: map[string]optionValue{}}
+	spec = Queue{Line: line, Options: map[string]queueopt.Value{}}
 	switch {
 	case q.Name.Kind == 0 || q.Name.Tag == "!!null":
 		me.add(line, "a queue has no name; add name: <queue>")
@@ -208,49 +182,49 @@ func validateQueue(me *manifestError, q *manifestQueue, line int) (spec queueSpe
 	if !queengate.ValidName(spec.Name) {
 		me.add(q.Name.Line, "bad queue name %q: use %s", spec.Name, queengate.NameRule)
 	}
-	for _, o := range knownOptions {
-		node := q.options()[o.name]
+	for _, o := range queueopt.Known {
+		node := q.options()[o.Name]
 		if node.Kind == 0 {
 			continue // absent
 		}
 		if v, msg := manifestValue(o, node); msg != "" {
-			me.add(node.Line, "queue %q: %s %s", spec.Name, o.name, msg)
+			me.add(node.Line, "queue %q: %s %s", spec.Name, o.Name, msg)
 		} else {
-			spec.Options[o.name] = v
+			spec.Options[o.Name] = v
 		}
 	}
 	return spec, len(me.errs) == n
 }
 
 // manifestValue reads option o's value; msg says what is wrong.
-func manifestValue(o option, n *yaml.Node) (optionValue, string) {
-	if o.list {
+func manifestValue(o queueopt.Option, n *yaml.Node) (queueopt.Value, string) {
+	if o.List {
 		return listValue(o, n)
 	}
-	if o.words == nil {
-		v, msg := secondsValue(n, o.most())
-		return seconds(v), inUnit(msg, o.unit)
+	if o.Words == nil {
+		v, msg := secondsValue(n, o.Most())
+		return queueopt.Seconds(v), inUnit(msg, o.Unit)
 	}
-	if n.Kind != yaml.ScalarNode || n.Tag != "!!str" || !slices.Contains(o.words, n.Value) {
-		return optionValue{}, fmt.Sprintf("is %s: one of %s", n.Value, strings.Join(o.words, ", "))
+	if n.Kind != yaml.ScalarNode || n.Tag != "!!str" || !slices.Contains(o.Words, n.Value) {
+		return queueopt.Value{}, fmt.Sprintf("is %s: one of %s", n.Value, strings.Join(o.Words, ", "))
 	}
-	return word(n.Value), ""
+	return queueopt.Word(n.Value), ""
 }
 
 // listValue reads a list option: a YAML list of whole numbers of its
-// unit, each at most o.most(); msg says what is wrong.
-func listValue(o option, n *yaml.Node) (optionValue, string) {
+// unit, each at most o.Most(); msg says what is wrong.
+func listValue(o queueopt.Option, n *yaml.Node) (queueopt.Value, string) {
 	if n.Kind != yaml.SequenceNode {
-		return optionValue{}, fmt.Sprintf("must be a list of whole numbers of %s, e.g. [1000, 5000, 30000]; [] for none", o.unit)
+		return queueopt.Value{}, fmt.Sprintf("must be a list of whole numbers of %s, e.g. [1000, 5000, 30000]; [] for none", o.Unit)
 	}
-	if len(n.Content) > maxRetryBackoff {
-		return optionValue{}, fmt.Sprintf("has %d entries: at most %d", len(n.Content), maxRetryBackoff)
+	if len(n.Content) > queueopt.MaxRetryBackoff {
+		return queueopt.Value{}, fmt.Sprintf("has %d entries: at most %d", len(n.Content), queueopt.MaxRetryBackoff)
 	}
-	v := list()
+	v := queueopt.List()
 	for i, e := range n.Content {
-		ms, msg := secondsValue(e, o.most())
+		ms, msg := secondsValue(e, o.Most())
 		if msg != "" {
-			return optionValue{}, fmt.Sprintf("entry %d %s", i, inUnit(msg, o.unit))
+			return queueopt.Value{}, fmt.Sprintf("entry %d %s", i, inUnit(msg, o.Unit))
 		}
 		v.List = append(v.List, ms)
 	}
@@ -301,11 +275,11 @@ func secondsValue(n *yaml.Node, max int64) (v int64, msg string) {
 
 var (
 	reLine       = regexp.MustCompile(`^line (\d+): (.*)$`)
-	reUnknownKey = regexp.MustCompile(`^field (.+) not found in type main\.(manifestDoc|manifestQueue)$`)
+	reUnknownKey = regexp.MustCompile(`^field (.+) not found in type manifest\.(manifestDoc|manifestQueue)$`)
 )
 
 // explainTypeError turns one of the YAML decoder's messages ("line 4:
-// field dedupWindow not found in type main.manifestQueue") into the line
+// field dedupWindow not found in type manifest.manifestQueue") into the line
 // and what to fix.
 func explainTypeError(s string) (line int, msg string) {
 	msg = s
@@ -318,15 +292,15 @@ func explainTypeError(s string) (line int, msg string) {
 			return line, fmt.Sprintf("unknown key %q; a manifest has one key, queues (a list)", m[1])
 		}
 		var keys []string
-		for _, o := range knownOptions {
-			keys = append(keys, o.name)
+		for _, o := range queueopt.Known {
+			keys = append(keys, o.Name)
 		}
 		return line, fmt.Sprintf("unknown key %q in a queue; a queue takes name, %s", m[1], strings.Join(keys, ", "))
 	}
 	msg = strings.NewReplacer(
-		"[]main.manifestQueue", "a list of queues (queues: then - name: …)",
-		"main.manifestQueue", "a queue (a mapping: name: …)",
-		"main.manifestDoc", "a manifest (a mapping with queues: …)",
+		"[]manifest.manifestQueue", "a list of queues (queues: then - name: …)",
+		"manifest.manifestQueue", "a queue (a mapping: name: …)",
+		"manifest.manifestDoc", "a manifest (a mapping with queues: …)",
 	).Replace(msg)
 	return line, msg
 }

@@ -1,4 +1,4 @@
-package main
+package duration
 
 import (
 	"strings"
@@ -26,15 +26,15 @@ func TestParseSeconds(t *testing.T) {
 		"2147483647s": 2147483647,
 	}
 	for in, want := range ok {
-		got, err := parseSeconds(in)
+		got, err := ParseSeconds(in)
 		if want < 0 {
 			if err == nil {
-				t.Errorf("parseSeconds(%q) = %d, want an error", in, got)
+				t.Errorf("ParseSeconds(%q) = %d, want an error", in, got)
 			}
 			continue
 		}
 		if err != nil || got != want {
-			t.Errorf("parseSeconds(%q) = %d, %v; want %d", in, got, err, want)
+			t.Errorf("ParseSeconds(%q) = %d, %v; want %d", in, got, err, want)
 		}
 	}
 	bad := map[string]string{
@@ -52,9 +52,9 @@ func TestParseSeconds(t *testing.T) {
 		"1d-1h":       "must be 0 or more",
 	}
 	for in, want := range bad {
-		_, err := parseSeconds(in)
+		_, err := ParseSeconds(in)
 		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("parseSeconds(%q): error %v, want one containing %q", in, err, want)
+			t.Errorf("ParseSeconds(%q): error %v, want one containing %q", in, err, want)
 		}
 	}
 }
@@ -65,21 +65,33 @@ func TestHumanSeconds(t *testing.T) {
 		0: "0s", 1: "1s", 90: "1m30s", 600: "10m", 3600: "1h", 5400: "1h30m",
 		3601: "1h0m1s", 86400: "1d", 604800: "7d", 90000: "25h",
 	} {
-		if got := humanSeconds(in); got != want {
-			t.Errorf("humanSeconds(%d) = %q, want %q", in, got, want)
+		if got := HumanSeconds(in); got != want {
+			t.Errorf("HumanSeconds(%d) = %q, want %q", in, got, want)
 		}
-		// What humanSeconds writes, parseSeconds reads back.
-		if back, err := parseSeconds(humanSeconds(in)); err != nil || back != in {
-			t.Errorf("parseSeconds(humanSeconds(%d)) = %d, %v", in, back, err)
+		// What HumanSeconds writes, ParseSeconds reads back.
+		if back, err := ParseSeconds(HumanSeconds(in)); err != nil || back != in {
+			t.Errorf("ParseSeconds(HumanSeconds(%d)) = %d, %v", in, back, err)
 		}
 	}
-	if got := formatOption("dedupWindowSeconds", seconds(0)); got != "0 (off)" {
-		t.Errorf("formatOption window 0 = %q", got)
+}
+
+func TestParseDelayMs(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]int64{
+		"0": 0, "0s": 0, "0d": 0, "90s": 90000, "1500ms": 1500, "10m": 600000, "1h30m": 5400000,
+		"7d": 7 * 86400000, "1d12h": 129600000, "106751d": 106751 * 86400000,
+	} {
+		if got, err := ParseDelayMs(in); err != nil || got != want {
+			t.Errorf("ParseDelayMs(%q) = %d, %v; want %d", in, got, err, want)
+		}
 	}
-	if got := formatOption("retentionSeconds", seconds(604800)); got != "604800 (7d)" {
-		t.Errorf("formatOption retention 7d = %q", got)
-	}
-	if got := formatOption("onConflict", word("flag")); got != "flag" {
-		t.Errorf("formatOption onConflict flag = %q", got)
+	for in, want := range map[string]string{
+		"90": "missing unit", "-1s": "must be 0 or more", "-2d": "must be 0 or more", "1d-1h": "must be 0 or more",
+		"1.5d": "days must be a whole number", "1ms500us": "must be whole milliseconds", "": "not a duration",
+		"106752d": "too long", "106751d24h": "too long", "9999999999h": "not a duration",
+	} {
+		if _, err := ParseDelayMs(in); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseDelayMs(%q): error %v, want one containing %q", in, err, want)
+		}
 	}
 }

@@ -1,11 +1,14 @@
-package main
+package manifest
 
 import (
+	"errors"
 	"os"
 	"reflect"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/queengate/queengate/internal/ctl/queueopt"
 )
 
 func TestParseManifestValid(t *testing.T) {
@@ -13,12 +16,12 @@ func TestParseManifestValid(t *testing.T) {
 	cases := []struct {
 		name string
 		yaml string
-		want []queueSpec
+		want []Queue
 	}{
 		{
 			name: "two queues, options given or omitted",
 			yaml: "queues:\n  - name: payments\n    dedupWindowSeconds: 600\n    retentionSeconds: 86400\n  - name: audit\n    dedupWindowSeconds: 0\n  - name: plain\n",
-			want: []queueSpec{
+			want: []Queue{
 				{Name: "payments", Options: opts(map[string]int64{"dedupWindowSeconds": 600, "retentionSeconds": 86400}), Line: 2},
 				{Name: "audit", Options: opts(map[string]int64{"dedupWindowSeconds": 0}), Line: 5},
 				{Name: "plain", Options: opts(map[string]int64{}), Line: 7},
@@ -27,7 +30,7 @@ func TestParseManifestValid(t *testing.T) {
 		{
 			name: "several documents, an empty one, digits as a name",
 			yaml: "queues:\n  - name: a\n---\n---\nqueues:\n  - name: 007\n    retentionSeconds: 2147483647\n",
-			want: []queueSpec{
+			want: []Queue{
 				{Name: "a", Options: opts(map[string]int64{}), Line: 2},
 				{Name: "007", Options: opts(map[string]int64{"retentionSeconds": 2147483647}), Line: 6},
 			},
@@ -35,27 +38,27 @@ func TestParseManifestValid(t *testing.T) {
 		{
 			name: "a word option",
 			yaml: "queues:\n  - name: ledger\n    onConflict: reject\n",
-			want: []queueSpec{{Name: "ledger", Options: map[string]optionValue{"onConflict": word("reject")}, Line: 2}},
+			want: []Queue{{Name: "ledger", Options: map[string]queueopt.Value{"onConflict": queueopt.Word("reject")}, Line: 2}},
 		},
 		{
 			name: "retry delays, a list in either style",
 			yaml: "queues:\n  - name: r\n    retryDelayMs: 5000\n    retryBackoffMs: [1000, 60000]\n  - name: s\n    retryBackoffMs:\n      - 0\n      - 86400000\n  - name: t\n    retryBackoffMs: []\n",
-			want: []queueSpec{
-				{Name: "r", Options: map[string]optionValue{"retryDelayMs": count(5000), "retryBackoffMs": list(1000, 60000)}, Line: 2},
-				{Name: "s", Options: map[string]optionValue{"retryBackoffMs": list(0, 86400000)}, Line: 5},
-				{Name: "t", Options: map[string]optionValue{"retryBackoffMs": list()}, Line: 9},
+			want: []Queue{
+				{Name: "r", Options: map[string]queueopt.Value{"retryDelayMs": queueopt.Count(5000), "retryBackoffMs": queueopt.List(1000, 60000)}, Line: 2},
+				{Name: "s", Options: map[string]queueopt.Value{"retryBackoffMs": queueopt.List(0, 86400000)}, Line: 5},
+				{Name: "t", Options: map[string]queueopt.Value{"retryBackoffMs": queueopt.List()}, Line: 9},
 			},
 		},
 		{
 			name: "flow style",
 			yaml: `{queues: [{name: x, dedupWindowSeconds: 1}]}`,
-			want: []queueSpec{{Name: "x", Options: opts(map[string]int64{"dedupWindowSeconds": 1}), Line: 1}},
+			want: []Queue{{Name: "x", Options: opts(map[string]int64{"dedupWindowSeconds": 1}), Line: 1}},
 		},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			got, err := parseManifest("m.yaml", []byte(c.yaml))
+			got, err := Parse("m.yaml", []byte(c.yaml))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -67,7 +70,7 @@ func TestParseManifestValid(t *testing.T) {
 }
 
 // TestParseManifestErrors checks that every problem is reported at once,
-// with its line and what to fix, as a usage error.
+// with its line and what to fix, as an *Error.
 func TestParseManifestErrors(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -165,12 +168,13 @@ func TestParseManifestErrors(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			specs, err := parseManifest("m.yaml", []byte(c.yaml))
+			specs, err := Parse("m.yaml", []byte(c.yaml))
 			if err == nil {
 				t.Fatalf("no error; specs %+v", specs)
 			}
-			if exitCode(err) != exitUsage {
-				t.Errorf("exit code %d, want %d", exitCode(err), exitUsage)
+			var me *Error
+			if !errors.As(err, &me) {
+				t.Errorf("error %T, want a *manifest.Error", err)
 			}
 			msg := err.Error()
 			if !strings.HasPrefix(msg, "m.yaml is not a valid manifest; nothing was sent. Fix:") {
@@ -196,19 +200,19 @@ func TestParseManifestErrors(t *testing.T) {
 func TestExampleManifests(t *testing.T) {
 	t.Parallel()
 	for _, f := range []string{"queues.yaml", "queues-edited.yaml", "multi-document.yaml"} {
-		data, err := os.ReadFile("../../testdata/manifests/" + f)
+		data, err := os.ReadFile("../../../testdata/manifests/" + f)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := parseManifest(f, data); err != nil {
+		if _, err := Parse(f, data); err != nil {
 			t.Errorf("%s: %v", f, err)
 		}
 	}
-	data, err := os.ReadFile("../../testdata/manifests/invalid.yaml")
+	data, err := os.ReadFile("../../../testdata/manifests/invalid.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = parseManifest("invalid.yaml", data)
+	_, err = Parse("invalid.yaml", data)
 	if err == nil {
 		t.Fatal("invalid.yaml parsed")
 	}

@@ -1,4 +1,4 @@
-package main
+package verify
 
 import (
 	"context"
@@ -9,11 +9,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 )
-
-// The verifier reads the log back with its own SQL and checks it against
-// what the producers sent and were answered. It shares no code with the
-// gateway on purpose (pgx only): a bug in the gateway's reading of its
-// own log must not hide a bug in its writing.
 
 // Sent is one message a producer sent, under its first data.
 type Sent struct {
@@ -213,7 +208,7 @@ func checkAnswers(f *Findings, stored map[key][]row, answers []Answer, example f
 			continue // counted once below
 		}
 		first := rows[0]
-		if a.Offset == first.offset && a.MessageID == messageID(first.partitionID, first.offset) {
+		if a.Offset == first.offset && a.MessageID == MessageID(first.partitionID, first.offset) {
 			continue
 		}
 		if a.Status == "queued" {
@@ -266,7 +261,7 @@ func readPartition(ctx context.Context, conn *pgx.Conn, queue, partition string)
 
 // messageID is the protocol's message id: the partition id in the first
 // 16 hex digits and the offset in the last 16, shaped like a UUID.
-func messageID(partitionID, offset int64) string {
+func MessageID(partitionID, offset int64) string {
 	h := fmt.Sprintf("%016x%016x", partitionID, offset)
 	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
 }

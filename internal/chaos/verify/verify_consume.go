@@ -1,4 +1,4 @@
-package main
+package verify
 
 import (
 	"context"
@@ -281,7 +281,7 @@ func (ix *consumeIndex) checkSettled(f *ConsumeFindings, g *GroupFigures, group 
 		if dg != group {
 			continue
 		}
-		pid, off, ok := parseMessageID(mid)
+		pid, off, ok := ParseMessageID(mid)
 		if !ok || pid != p.id || !deadLetterNames(rows[0].data, p.byOffset[off]) {
 			f.Misdelivered++
 			example("group %s: dead letter %s does not name a message of %s as the log holds it: %s", group, k.id, p.name, rows[0].data)
@@ -360,7 +360,7 @@ func readCursors(ctx context.Context, conn *pgx.Conn, queue string) (map[string]
 // backlog is how many messages of queue the groups have not consumed:
 // the sum over groups and partitions of what lies past the cursor (a
 // partition a group has no cursor on yet counts whole).
-func backlog(ctx context.Context, pgURL, queue string, groups []string) (int64, error) {
+func Backlog(ctx context.Context, pgURL, queue string, groups []string) (int64, error) {
 	conn, err := pgx.Connect(ctx, pgURL)
 	if err != nil {
 		return 0, err
@@ -383,7 +383,7 @@ func backlog(ctx context.Context, pgURL, queue string, groups []string) (int64, 
 func deadLetterQueue(queue string) string { return queue + "-dlq" }
 
 // parseMessageID is the partition id and offset a messageId names.
-func parseMessageID(id string) (pid, offset int64, ok bool) {
+func ParseMessageID(id string) (pid, offset int64, ok bool) {
 	hex := strings.ReplaceAll(id, "-", "")
 	if len(hex) != 32 {
 		return 0, 0, false

@@ -1,9 +1,8 @@
-package main
+package verify
 
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"testing"
 	"time"
@@ -13,12 +12,7 @@ import (
 	"github.com/queengate/queengate/pgstore"
 )
 
-func TestMain(m *testing.M) {
-	if isPipelineWorker() { // the pipeline test starts this binary again as its workers
-		os.Exit(pipelineWorkerMain())
-	}
-	pgtest.Run(m)
-}
+func TestMain(m *testing.M) { pgtest.Run(m) }
 
 // logFixture is a queue written through the real store: partition p
 // holds a, b, c (one push) then d, e (another); every message was
