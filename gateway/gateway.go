@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	queengate "github.com/queengate/queengate"
-	"github.com/queengate/queengate/model"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/model"
 
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/queengate/queengate/ingest"
 	"github.com/queengate/queengate/internal/promreg"
+	"github.com/queengate/queengate/internal/wire"
 )
 
 // ServiceName is the micro service name, and QueueGroup the queue group
@@ -287,13 +289,13 @@ func (g *Gateway) handlePush(req *request) {
 		g.reject(req, ackSubject, werr)
 		return
 	}
-	msgs, werr := decodePush(req.Data, g.cfg.MaxBatch)
+	msgs, werr := wire.DecodePush(req.Data, g.cfg.MaxBatch)
 	if werr != nil {
 		g.reject(req, ackSubject, werr)
 		return
 	}
 	maxPayload := g.nc.MaxPayload()
-	if werr := checkPushSizes(msgs, maxPayload); werr != nil {
+	if werr := wire.CheckPushSizes(msgs, maxPayload); werr != nil {
 		g.reject(req, ackSubject, werr)
 		return
 	}
@@ -303,7 +305,7 @@ func (g *Gateway) handlePush(req *request) {
 	}
 	r := &ingest.Request{Queue: queue, Partition: partition, Messages: msgs}
 	r.Done = func(results []ingest.Result) {
-		body := encodeReply(msgs, results, int(maxPayload))
+		body := wire.EncodeReply(msgs, results, int(maxPayload))
 		// Not replaced by an error when too large, as other answers are:
 		// an error says nothing was stored. A producer that hears nothing
 		// retries, and is answered duplicate.
@@ -358,7 +360,7 @@ func (g *Gateway) reject(req *request, ackSubject string, werr *queengate.Error)
 		g.log.Warn().Str("subject", req.Subject).Str("error", werr.Message).Msg("fire-and-forget push rejected with no ack subject to answer on")
 		return
 	}
-	g.publish(errorMsg(werr, subject))
+	g.publish(wire.ErrorMsg(werr, subject))
 }
 
 // publish sends an answer, and says why not when it could not. While
@@ -394,7 +396,7 @@ func (g *Gateway) publish(m *nats.Msg) error {
 func (g *Gateway) publishAnswer(subject string, body []byte) error {
 	err := g.publish(&nats.Msg{Subject: subject, Data: body})
 	if errors.Is(err, nats.ErrMaxPayload) {
-		g.publish(errorMsg(&queengate.Error{Code: queengate.CodeInternal, Message: fmt.Sprintf(
+		g.publish(wire.ErrorMsg(&queengate.Error{Code: queengate.CodeInternal, Message: fmt.Sprintf(
 			"answer not sent: %d bytes, over the NATS max payload (%d bytes)", len(body), g.nc.MaxPayload())}, subject))
 	}
 	return err
@@ -534,24 +536,8 @@ func lastTwoTokens(subject string) (string, string) {
 	return subject[j+1 : i], subject[i+1:]
 }
 
-// maxEcho bounds what of a request's own input an error quotes back, and
-// maxErrorMessage a whole error message on the HTTP face.
-const (
-	maxEcho         = 128
-	maxErrorMessage = 1024
-)
-
-// clip is s cut to maxEcho bytes, saying how long it was: an error echoes
-// what to fix, never a whole large input.
-func clip(s string) string { return clipTo(s, maxEcho) }
-
-// clipTo cuts s to n bytes on a character boundary, saying how long it was.
-func clipTo(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return clipBytes(s, n) + "… (" + strconv.Itoa(len(s)) + " bytes)"
-}
+// maxErrorMessage bounds a whole error message on the HTTP face.
+const maxErrorMessage = 1024
 
 // requestEndpoint is a request-reply operation served by the gateway on
 // verb followed by one token per name.
@@ -648,7 +634,7 @@ func (g *Gateway) addRequestEndpoints(endpoints []requestEndpoint) error {
 func (g *Gateway) serveRequest(req *request, e requestEndpoint) {
 	defer g.inflight.Done()
 	if !e.wellShaped(req.Subject) {
-		g.answer(req, nil, badInput("subject %s: want %s", clip(req.Subject), e.form()))
+		g.answer(req, nil, wire.BadInput("subject %s: want %s", wire.Clip(req.Subject), e.form()))
 		return
 	}
 	if req.Reply == "" && e.answerOnly {
@@ -692,15 +678,15 @@ func (g *Gateway) answer(req *request, v any, werr *queengate.Error) {
 		return
 	}
 	if werr != nil {
-		g.publish(errorMsg(werr, req.Reply))
+		g.publish(wire.ErrorMsg(werr, req.Reply))
 		req.done(werr.Message)
 		return
 	}
-	body, err := encodeAnswer(v)
+	body, err := wire.EncodeAnswer(v)
 	if err != nil {
 		g.log.Error().Err(err).Msg("encode answer")
 		werr = &queengate.Error{Code: queengate.CodeInternal, Message: "encode answer: " + err.Error()}
-		g.publish(errorMsg(werr, req.Reply))
+		g.publish(wire.ErrorMsg(werr, req.Reply))
 		req.done(werr.Message)
 		return
 	}

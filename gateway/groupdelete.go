@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/internal/wire"
 	"github.com/queengate/queengate/model"
 )
 
@@ -28,10 +29,10 @@ func (c *Consumers) deleteGroup(ctx context.Context, queue, group string, body [
 		return nil, werr
 	}
 	if !queengate.ValidName(group) {
-		return nil, badInput("bad group name %q: %s", clip(group), queengate.NameRule)
+		return nil, wire.BadInput("bad group name %q: %s", wire.Clip(group), queengate.NameRule)
 	}
 	if len(bytes.TrimSpace(body)) > 0 {
-		return nil, badInput("a group delete takes no body: the subject (or path) names the queue and the group")
+		return nil, wire.BadInput("a group delete takes no body: the subject (or path) names the queue and the group")
 	}
 	d, err := c.store.DeleteGroup(ctx, queue, group)
 	if err != nil {

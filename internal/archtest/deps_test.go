@@ -17,9 +17,9 @@ import (
 const module = "github.com/queengate/queengate"
 
 // arrows lists, per package, the packages of ours it may import directly:
-// docs/design.md draws the same arrows. internal/startstop and
-// internal/promreg are the internal packages production code may use; the
-// rest of internal/ is test harnesses.
+// docs/design.md draws the same arrows. internal/startstop,
+// internal/promreg and internal/wire are the internal packages production
+// code may use; the rest of internal/ is test harnesses.
 var arrows = map[string][]string{
 	".":                {}, // the wire contract and client, package queengate
 	"model":            {},
@@ -29,7 +29,8 @@ var arrows = map[string][]string{
 	"ingest":           {"dedup", "model", "internal/startstop", "internal/promreg"},
 	"timers":           {"model", "internal/startstop", "internal/promreg"},
 	"retention":        {"model", "internal/startstop", "internal/promreg"},
-	"gateway":          {".", "ingest", "timers", "model", "internal/startstop", "internal/promreg"},
+	"internal/wire":    {".", "ingest", "model"},
+	"gateway":          {".", "ingest", "timers", "model", "internal/wire", "internal/startstop", "internal/promreg"},
 }
 
 // ourPath is the import path of one of our packages ("." the module's
