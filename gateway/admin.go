@@ -185,7 +185,7 @@ func (a *Admin) guarded(h http.HandlerFunc) http.HandlerFunc {
 // address. Call it before Start.
 func (a *Admin) Mount(o *Ops) {
 	a.ops = o
-	a.guard = func(r *http.Request) *queengate.Error { return o.authorize(r.Header.Get("Authorization")) }
+	a.guard = func(r *http.Request) *queengate.Error { return o.Authorize(r.Header.Get("Authorization")) }
 	a.mux.HandleFunc("POST /configure", a.opsHandler(o, func(r *http.Request, body []byte) (any, *queengate.Error) {
 		return o.Configure(r.Context(), body)
 	}))
@@ -349,7 +349,7 @@ func (p *statusProbe) WriteHeader(code int)        { p.code = code }
 
 func (a *Admin) opsHandler(o *Ops, op func(*http.Request, []byte) (any, *queengate.Error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if werr := o.authorize(r.Header.Get("Authorization")); werr != nil {
+		if werr := o.Authorize(r.Header.Get("Authorization")); werr != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="queengate"`)
 			writeError(w, werr)
 			return

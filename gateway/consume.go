@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
 	queengate "github.com/queengate/queengate"
@@ -113,83 +114,86 @@ func NewConsumers(store ConsumeStore) *Consumers {
 	return &Consumers{store: store, waits: newWaits(), checkEvery: checkEvery}
 }
 
-// addEndpoints serves the consuming subjects, and listens for commits
+// RegisterMetrics registers the consume metrics on reg (nil: none).
+func (c *Consumers) RegisterMetrics(reg prometheus.Registerer) (err error) {
+	c.metrics, err = newConsumeMetrics(reg)
+	return err
+}
+
+// Endpoints serves the consuming subjects, and listens for commits
 // announced by every gateway.
-func (c *Consumers) addEndpoints(g *Gateway) error {
-	c.log = g.log
+func (c *Consumers) Endpoints(g *Gateway) ([]Endpoint, error) {
+	c.log = g.Logger()
 	if c.maxPayload == nil { // Admin.MountGroups may have set it (same connection)
-		c.maxPayload = g.nc.MaxPayload
+		c.maxPayload = g.MaxPayload
 	}
-	p := g.cfg.Prefix + ".consume."
+	if err := c.listen(g); err != nil {
+		return nil, err
+	}
+	p := g.Prefix() + ".consume."
 	place := []string{"<queue>", "<partition>"}
-	err := g.addRequestEndpoints([]requestEndpoint{
-		{name: "consume-pop", verb: p + "pop", names: []string{"<queue>[.<partition>]"}, anyTokens: true, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
+	return []Endpoint{
+		{Name: "consume-pop", Verb: p + "pop", Names: []string{"<queue>[.<partition>]"}, AnyTokens: true, AnswerOnly: true, Op: func(ctx context.Context, req *Request) (any, *queengate.Error) {
 			return c.pop(ctx, strings.TrimPrefix(req.Subject, p+"pop."), req.Data)
 		}},
-		{name: "consume-ack", verb: p + "ack", names: place, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
-			queue, partition := lastTwoTokens(req.Subject)
+		{Name: "consume-ack", Verb: p + "ack", Names: place, Op: func(ctx context.Context, req *Request) (any, *queengate.Error) {
+			queue, partition := LastTwoTokens(req.Subject)
 			return c.ack(ctx, queue, partition, req.Data)
 		}},
-		{name: "consume-ackpush", verb: p + "ackpush", names: place, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
-			queue, partition := lastTwoTokens(req.Subject)
+		{Name: "consume-ackpush", Verb: p + "ackpush", Names: place, Op: func(ctx context.Context, req *Request) (any, *queengate.Error) {
+			queue, partition := LastTwoTokens(req.Subject)
 			return c.ackPush(ctx, queue, partition, req.Data)
 		}},
-		{name: "consume-renew", verb: p + "renew", names: place, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
-			queue, partition := lastTwoTokens(req.Subject)
+		{Name: "consume-renew", Verb: p + "renew", Names: place, Op: func(ctx context.Context, req *Request) (any, *queengate.Error) {
+			queue, partition := LastTwoTokens(req.Subject)
 			return c.lease(ctx, queue, partition, req.Data, true)
 		}},
-		{name: "consume-release", verb: p + "release", names: place, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
-			queue, partition := lastTwoTokens(req.Subject)
+		{Name: "consume-release", Verb: p + "release", Names: place, Op: func(ctx context.Context, req *Request) (any, *queengate.Error) {
+			queue, partition := LastTwoTokens(req.Subject)
 			return c.lease(ctx, queue, partition, req.Data, false)
 		}},
-		{name: "consume-groups", verb: p + "groups", names: []string{"<queue>"}, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
+		{Name: "consume-groups", Verb: p + "groups", Names: []string{"<queue>"}, AnswerOnly: true, Op: func(ctx context.Context, req *Request) (any, *queengate.Error) {
 			return c.groups(ctx, req.Subject[strings.LastIndexByte(req.Subject, '.')+1:], req.Data)
 		}},
-		{name: "consume-delete", verb: p + "delete", names: []string{"<queue>", "<group>"}, operator: true, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
-			queue, group := lastTwoTokens(req.Subject)
+		{Name: "consume-delete", Verb: p + "delete", Names: []string{"<queue>", "<group>"}, Operator: true, AnswerOnly: true, Op: func(ctx context.Context, req *Request) (any, *queengate.Error) {
+			queue, group := LastTwoTokens(req.Subject)
 			return c.deleteGroup(ctx, queue, group, req.Data)
 		}},
-		{name: "consume-create", verb: p + "create", names: []string{"<queue>", "<group>"}, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
-			queue, group := lastTwoTokens(req.Subject)
+		{Name: "consume-create", Verb: p + "create", Names: []string{"<queue>", "<group>"}, AnswerOnly: true, Op: func(ctx context.Context, req *Request) (any, *queengate.Error) {
+			queue, group := LastTwoTokens(req.Subject)
 			return c.createGroup(ctx, queue, group, req.Data)
 		}},
-		{name: "consume-seek", verb: p + "seek", names: []string{"<queue>", "<group>"}, operator: true, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
-			queue, group := lastTwoTokens(req.Subject)
+		{Name: "consume-seek", Verb: p + "seek", Names: []string{"<queue>", "<group>"}, Operator: true, AnswerOnly: true, Op: func(ctx context.Context, req *Request) (any, *queengate.Error) {
+			queue, group := LastTwoTokens(req.Subject)
 			return c.seekGroup(ctx, queue, group, req.Data)
 		}},
-		{name: "queues-delete", verb: g.cfg.Prefix + ".queues.delete", names: []string{"<queue>"}, operator: true, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
+		{Name: "queues-delete", Verb: g.Prefix() + ".queues.delete", Names: []string{"<queue>"}, Operator: true, AnswerOnly: true, Op: func(ctx context.Context, req *Request) (any, *queengate.Error) {
 			return c.deleteQueue(ctx, req.Subject[strings.LastIndexByte(req.Subject, '.')+1:], req.Data)
 		}},
-		{name: "queues-purge", verb: g.cfg.Prefix + ".queues.purge", names: []string{"<queue>"}, operator: true, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
+		{Name: "queues-purge", Verb: g.Prefix() + ".queues.purge", Names: []string{"<queue>"}, Operator: true, AnswerOnly: true, Op: func(ctx context.Context, req *Request) (any, *queengate.Error) {
 			return c.purgeQueue(ctx, req.Subject[strings.LastIndexByte(req.Subject, '.')+1:], req.Data)
 		}},
-	})
-	if err != nil {
+	}, nil
+}
+
+// listen subscribes to the commits and deletes every gateway announces,
+// and watches the connection's reconnects.
+func (c *Consumers) listen(g *Gateway) error {
+	committed := g.Prefix() + ".committed."
+	nc := g.Conn()
+	if _, err := nc.Subscribe(committed+"*", func(m *nats.Msg) { c.committed(strings.TrimPrefix(m.Subject, committed)) }); err != nil {
 		return err
 	}
-	committed := g.cfg.Prefix + ".committed."
-	if _, err = g.nc.Subscribe(committed+"*", func(m *nats.Msg) { c.committed(strings.TrimPrefix(m.Subject, committed)) }); err != nil {
+	if err := c.listenDeletes(g); err != nil {
 		return err
 	}
-	if err = c.listenDeletes(g); err != nil {
-		return err
-	}
-	if err = c.listenQueueDeletes(g); err != nil {
+	if err := c.listenQueueDeletes(g); err != nil {
 		return err
 	}
 	c.publish = g.PublishCommitted
-	c.draining = g.draining
-	go c.watch(g.stopped, func() uint64 { return g.nc.Stats().Reconnects })
+	c.draining = g.Draining()
+	go c.watch(g.Stopped(), func() uint64 { return nc.Stats().Reconnects })
 	return nil
-}
-
-// PublishCommitted announces to every gateway that queues have new
-// messages (or a lease ended early: a pop may find something now); give
-// it to the ingester's OnCommit.
-func (g *Gateway) PublishCommitted(queues []string) {
-	for _, q := range queues {
-		_ = g.nc.Publish(queengate.Subjects{Prefix: g.cfg.Prefix}.Committed(q), nil) // best effort: a list known empty is popped again within revalidate
-	}
 }
 
 func (c *Consumers) pop(ctx context.Context, place string, body []byte) (any, *queengate.Error) {
@@ -293,7 +297,7 @@ func largestDelivery(maxPayload int64) int64 {
 }
 
 // popAnswer is a pop's answer, encoded; when it is never sent, it takes
-// its lease and deliveries back (the gateway's undoable).
+// its lease and deliveries back (the gateway's Undoable).
 type popAnswer struct {
 	body  wire.RawAnswer
 	c     *Consumers
@@ -309,9 +313,9 @@ func (c *Consumers) popAnswer(queue string, g model.Group, r *model.PopResult, a
 
 func (a *popAnswer) wire() []byte { return a.body }
 
-// undo: nobody got the messages, so they cost no attempt and the
+// Undo: nobody got the messages, so they cost no attempt and the
 // partition is free again at once.
-func (a *popAnswer) undo() {
+func (a *popAnswer) Undo() {
 	if a.lease == "" {
 		return
 	}

@@ -67,15 +67,15 @@ func (c *Consumers) groupFailed(g model.Group, err error) *queengate.Error {
 
 // listenDeletes forgets the groups other gateways delete.
 func (c *Consumers) listenDeletes(g *Gateway) error {
-	subjects := queengate.Subjects{Prefix: g.cfg.Prefix}
+	subjects := queengate.Subjects{Prefix: g.Prefix()}
 	deleted := subjects.GroupDeleted("", "")
 	deleted = deleted[:len(deleted)-1] // "<prefix>.groupdeleted."
-	_, err := g.nc.Subscribe(deleted+"*.*", func(m *nats.Msg) {
+	_, err := g.Conn().Subscribe(deleted+"*.*", func(m *nats.Msg) {
 		queue, group, _ := strings.Cut(strings.TrimPrefix(m.Subject, deleted), ".")
 		c.forgetGroup(queue, group)
 	})
 	c.publishDeleted = func(queue, group string) {
-		_ = g.nc.Publish(subjects.GroupDeleted(queue, group), nil) // best effort: the store says too
+		_ = g.Conn().Publish(subjects.GroupDeleted(queue, group), nil) // best effort: the store says too
 	}
 	return err
 }

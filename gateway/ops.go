@@ -86,8 +86,8 @@ func NewOps(cfg OpsConfig, store ConfigStore, ing IngestStats, nc *nats.Conn) *O
 		wantSchema: cfg.WantSchema, started: time.Now(), rates: newPushRates(cfg.SampleEvery, ing, store)}
 }
 
-// authorize checks an Authorization header value against the token.
-func (o *Ops) authorize(header string) *queengate.Error {
+// Authorize checks an Authorization header value against the token.
+func (o *Ops) Authorize(header string) *queengate.Error {
 	if len(o.token) == 0 {
 		return nil
 	}
@@ -400,4 +400,60 @@ var storeLog atomic.Pointer[zerolog.Logger]
 func init() {
 	nop := zerolog.Nop()
 	storeLog.Store(&nop)
+}
+
+// Endpoints serves the operator API over NATS request-reply. Reads
+// and explain name their queue in the subject, so NATS permissions can
+// scope them to it: they go with the queue's data (pops hand out the
+// same), not with the token (docs/security.md).
+func (o *Ops) Endpoints(g *Gateway) ([]Endpoint, error) {
+	o.publish = g.PublishCommitted
+	p := g.Prefix()
+	return []Endpoint{
+		{Name: "configure", Verb: p + ".configure", Operator: true, AnswerOnly: true, Op: func(ctx context.Context, req *Request) (any, *queengate.Error) {
+			return o.Configure(ctx, req.Data)
+		}},
+		{Name: "queues-list", Verb: p + ".queues.list", Operator: true, AnswerOnly: true, Op: func(ctx context.Context, req *Request) (any, *queengate.Error) {
+			from, werr := decodeFrom(req.Data, queuesPageShape)
+			if werr != nil {
+				return nil, werr
+			}
+			return o.ListQueues(ctx, from)
+		}},
+		{Name: "queues-get", Verb: p + ".queues.get", Names: []string{"<queue>"}, Operator: true, AnswerOnly: true, Op: func(ctx context.Context, req *Request) (any, *queengate.Error) {
+			from, werr := decodeFrom(req.Data, queuePageShape)
+			if werr != nil {
+				return nil, werr
+			}
+			return o.GetQueue(ctx, req.Subject[strings.LastIndexByte(req.Subject, '.')+1:], from)
+		}},
+		{Name: "status", Verb: p + ".status", Operator: true, AnswerOnly: true, Op: func(ctx context.Context, _ *Request) (any, *queengate.Error) {
+			return o.Status(ctx)
+		}},
+		{Name: "overview", Verb: p + ".overview", Operator: true, AnswerOnly: true, Op: func(ctx context.Context, req *Request) (any, *queengate.Error) {
+			from, werr := decodeFrom(req.Data, overviewShape)
+			if werr != nil {
+				return nil, werr
+			}
+			return o.Overview(ctx, from)
+		}},
+		{Name: "read", Verb: p + ".read", Names: []string{"<queue>", "<partition>"}, AnswerOnly: true, Op: func(ctx context.Context, req *Request) (any, *queengate.Error) {
+			queue, partition := LastTwoTokens(req.Subject)
+			return o.Read(ctx, queue, partition, req.Data)
+		}},
+		// A messageId names no queue in the subject: NATS cannot scope it.
+		{Name: "message-get", Verb: p + ".message.get", Operator: true, AnswerOnly: true, Op: func(ctx context.Context, req *Request) (any, *queengate.Error) {
+			return o.GetMessage(ctx, req.Data)
+		}},
+		{Name: "explain", Verb: p + ".explain", Names: []string{"<queue>", "<partition>"}, AnswerOnly: true, Op: func(ctx context.Context, req *Request) (any, *queengate.Error) {
+			queue, partition := LastTwoTokens(req.Subject)
+			return o.Explain(ctx, queue, partition, req.Data)
+		}},
+		{Name: "dlq-list", Verb: p + ".dlq.list", Names: []string{"<queue>"}, Operator: true, AnswerOnly: true, Op: func(ctx context.Context, req *Request) (any, *queengate.Error) {
+			return o.ListDeadLetters(ctx, req.Subject[strings.LastIndexByte(req.Subject, '.')+1:], req.Data)
+		}},
+		{Name: "dlq-redrive", Verb: p + ".dlq.redrive", Names: []string{"<queue>"}, Operator: true, Op: func(ctx context.Context, req *Request) (any, *queengate.Error) {
+			return o.Redrive(ctx, req.Subject[strings.LastIndexByte(req.Subject, '.')+1:], req.Data)
+		}},
+	}, nil
 }

@@ -126,8 +126,8 @@ func TestUnsendableAnswerIsGivenUpAtOnce(t *testing.T) {
 	t.Cleanup(nc.Close) // first: a publish still waiting gives up, so Stop returns
 	// No endpoint answers more than fits: this one stands for a bug.
 	tooBig := wire.RawAnswer(bytes.Repeat([]byte("x"), 100<<10))
-	if err := g.addRequestEndpoints([]requestEndpoint{{name: "too-big", verb: "test.too-big",
-		op: func(context.Context, *request) (any, *queengate.Error) { return tooBig, nil }}}); err != nil {
+	if err := g.addRequestEndpoints([]Endpoint{{Name: "too-big", Verb: "test.too-big",
+		Op: func(context.Context, *Request) (any, *queengate.Error) { return tooBig, nil }}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := nc.Flush(); err != nil {

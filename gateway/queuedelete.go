@@ -120,17 +120,17 @@ func (c *Consumers) forgetQueue(queue string, id int64) {
 
 // listenQueueDeletes forgets the queues other gateways delete.
 func (c *Consumers) listenQueueDeletes(g *Gateway) error {
-	subjects := queengate.Subjects{Prefix: g.cfg.Prefix}
+	subjects := queengate.Subjects{Prefix: g.Prefix()}
 	deleted := subjects.QueueDeleted("")
-	_, err := g.nc.Subscribe(deleted+"*", func(m *nats.Msg) {
+	_, err := g.Conn().Subscribe(deleted+"*", func(m *nats.Msg) {
 		id, _ := strconv.ParseInt(string(m.Data), 10, 64) // 0 (matching no partition) if unreadable: groups are still forgotten
 		c.forgetQueue(strings.TrimPrefix(m.Subject, deleted), id)
 	})
-	if ing, ok := g.ing.(interface{ ForgetQueue(string) }); ok {
+	if ing, ok := g.Ingester().(interface{ ForgetQueue(string) }); ok {
 		c.forgetIngested = ing.ForgetQueue // memos and dedup cache entries of the queue's partitions
 	}
 	c.publishQueueDeleted = func(queue string, id int64) {
-		_ = g.nc.Publish(subjects.QueueDeleted(queue), []byte(strconv.FormatInt(id, 10))) // best effort: the store says too
+		_ = g.Conn().Publish(subjects.QueueDeleted(queue), []byte(strconv.FormatInt(id, 10))) // best effort: the store says too
 	}
 	return err
 }

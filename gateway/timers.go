@@ -302,10 +302,10 @@ func timerListQuery(q url.Values) (req timerList, werr *queengate.Error) {
 	return req, werr
 }
 
-// addEndpoints serves schedule, cancel and list.
-func (t *TimerOps) addEndpoints(g *Gateway) error {
-	p := g.cfg.Prefix
-	return g.addRequestEndpoints([]requestEndpoint{
+// Endpoints serves schedule, cancel and list.
+func (t *TimerOps) Endpoints(g *Gateway) ([]Endpoint, error) {
+	p := g.Prefix()
+	return []Endpoint{
 		// A timerId names no queue, but it is a random UUID only its
 		// scheduler (or an operator's list) has: holding it is the right
 		// to cancel, as a leaseId is to ack (docs/security.md).
@@ -313,17 +313,17 @@ func (t *TimerOps) addEndpoints(g *Gateway) error {
 		// named cancel and list), and <prefix>.timer.<one token> is
 		// cancel, list or nothing: the misshapen subjects left to answer
 		// are <prefix>.timer and four tokens or more.
-		{name: "timer-cancel", verb: p + ".timer.cancel", misshapenOnly: []string{}, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
+		{Name: "timer-cancel", Verb: p + ".timer.cancel", MisshapenOnly: []string{}, Op: func(ctx context.Context, req *Request) (any, *queengate.Error) {
 			return t.cancel(ctx, req.Data)
 		}},
-		{name: "timer-list", verb: p + ".timer.list", misshapenOnly: []string{}, operator: true, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
+		{Name: "timer-list", Verb: p + ".timer.list", MisshapenOnly: []string{}, Operator: true, AnswerOnly: true, Op: func(ctx context.Context, req *Request) (any, *queengate.Error) {
 			return t.listNATS(ctx, req.Data)
 		}},
-		{name: "timer-schedule", verb: p + ".timer", names: []string{"<queue>", "<partition>"},
-			misshapenOnly: []string{p + ".timer", p + ".timer.*.*.>"}, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
-				return t.schedule(ctx, p, req.Subject, req.Data, g.nc.MaxPayload())
+		{Name: "timer-schedule", Verb: p + ".timer", Names: []string{"<queue>", "<partition>"},
+			MisshapenOnly: []string{p + ".timer", p + ".timer.*.*.>"}, Op: func(ctx context.Context, req *Request) (any, *queengate.Error) {
+				return t.schedule(ctx, p, req.Subject, req.Data, g.MaxPayload())
 			}},
-	})
+	}, nil
 }
 
 // MountTimers serves GET /timers on the admin HTTP (an operator request).

@@ -268,8 +268,8 @@ func assemble(cfg config, store *pgstore.Store, nc *nats.Conn, log zerolog.Logge
 		store, ing, nc)
 	timerOps := gateway.NewTimerOps(tsvc, ops)
 	consumers := gateway.NewConsumers(store)
-	gcfg := gateway.Config{Prefix: cfg.Prefix, MaxBatch: cfg.MaxBatch, Version: version, Ops: ops, Timers: timerOps,
-		Consumers: consumers}
+	gcfg := gateway.Config{Prefix: cfg.Prefix, MaxBatch: cfg.MaxBatch, Version: version,
+		Endpoints: []gateway.EndpointSet{ops, timerOps, consumers}}
 	if cfg.RoutingShards > 0 {
 		gcfg.Routing = &gateway.RoutingConfig{Shards: cfg.RoutingShards, Ready: pgWatch.Up}
 	}
