@@ -311,7 +311,14 @@ func (c *Consumers) popAnswer(queue string, g model.Group, r *model.PopResult, a
 	return &popAnswer{body: wire.EncodePop(queue, g.Name, r, acked), c: c, group: g, pid: r.PartitionID, lease: r.LeaseID}
 }
 
-func (a *popAnswer) wire() []byte { return a.body }
+// A pop's answer is encoded by hand and undone when never published: the
+// gateway finds both by type assertion, so the compiler checks them here.
+var (
+	_ wire.Encoded = (*popAnswer)(nil)
+	_ Undoable     = (*popAnswer)(nil)
+)
+
+func (a *popAnswer) Encoded() []byte { return a.body }
 
 // Undo: nobody got the messages, so they cost no attempt and the
 // partition is free again at once.

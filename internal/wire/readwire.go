@@ -13,17 +13,18 @@ import (
 // data must come back byte for byte as it was pushed.
 type RawAnswer []byte
 
-// encodedAnswer is an answer that encodes itself (RawAnswer, a pop's).
-type encodedAnswer interface {
-	wire() []byte
+// Encoded is an answer that encodes itself (RawAnswer, a pop's).
+type Encoded interface {
+	Encoded() []byte
 }
 
-func (r RawAnswer) wire() []byte { return r }
+// Encoded is r itself.
+func (r RawAnswer) Encoded() []byte { return r }
 
 // EncodeAnswer encodes an answer for the wire.
 func EncodeAnswer(v any) ([]byte, error) {
-	if e, ok := v.(encodedAnswer); ok {
-		return e.wire(), nil
+	if e, ok := v.(Encoded); ok {
+		return e.Encoded(), nil
 	}
 	return json.Marshal(v)
 }
