@@ -7,13 +7,14 @@ import (
 	"strconv"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/internal/wire"
 	"github.com/queengate/queengate/model"
 )
 
 var (
-	ackPushShape = objectShape{"an ack-and-push", `{"group": "...", "leaseId": "...", "items": [{"offset": 7, "status": "completed"}], ` +
+	ackPushShape = wire.Shape{Name: "an ack-and-push", Example: `{"group": "...", "leaseId": "...", "items": [{"offset": 7, "status": "completed"}], ` +
 		`"push": [{"queue": "...", "partition": "...", "transactionId": "...", "data": {...}}]}`}
-	derivedShape = objectShape{"a derived message", `{"queue": "...", "partition": "...", "transactionId": "...", "data": {...}}`}
+	derivedShape = wire.Shape{Name: "a derived message", Example: `{"queue": "...", "partition": "...", "transactionId": "...", "data": {...}}`}
 )
 
 // ackPush completes a lease's items and pushes derived messages in one
@@ -87,11 +88,11 @@ func (c *Consumers) announcePushed(pushed []queengate.PushedMessage) {
 // anything is done.
 func decodeAckPush(body []byte, maxPayload int64) (queengate.AckPushRequest, *queengate.Error) {
 	var req queengate.AckPushRequest
-	werr := decodeObject(body, theBody, ackPushShape,
-		objectField{name: "group", decode: nameInto("group", &req.Group)},
-		objectField{name: "leaseId", decode: leaseIDInto(&req.LeaseID)},
-		objectField{name: "items", decode: ackItemsInto(&req.Items)},
-		objectField{name: "push", decode: derivedInto(&req.Push, maxPayload)},
+	werr := wire.DecodeObject(body, wire.TheBody, ackPushShape,
+		wire.Field{Name: "group", Decode: wire.NameInto("group", &req.Group)},
+		wire.Field{Name: "leaseId", Decode: wire.LeaseIDInto(&req.LeaseID)},
+		wire.Field{Name: "items", Decode: ackItemsInto(&req.Items)},
+		wire.Field{Name: "push", Decode: derivedInto(&req.Push, maxPayload)},
 	)
 	if werr != nil {
 		return req, werr
@@ -101,7 +102,7 @@ func decodeAckPush(body []byte, maxPayload int64) (queengate.AckPushRequest, *qu
 	}
 	for i, it := range req.Items {
 		if it.Status != queengate.AckCompleted {
-			return req, badInput(`item %d: status %q: an ack-and-push completes its items; fail a message with an ack`, i, it.Status)
+			return req, wire.BadInput(`item %d: status %q: an ack-and-push completes its items; fail a message with an ack`, i, it.Status)
 		}
 	}
 	if bound, room := ackPushAnswerBound(req), maxPayload-popEnvelope; bound > room {
@@ -117,10 +118,10 @@ func decodeAckPush(body []byte, maxPayload int64) (queengate.AckPushRequest, *qu
 // what a push accepts.
 func derivedInto(dst *[]queengate.DerivedMessage, maxPayload int64) func([]byte) *queengate.Error {
 	return func(raw []byte) *queengate.Error {
-		elems, ok := scanArray(raw)
+		elems, ok := wire.ScanArray(raw)
 		switch {
 		case !ok:
-			return badInput(`"push" must be an array of messages such as %s, not %s`, derivedShape.example, describe(raw))
+			return wire.BadInput(`"push" must be an array of messages such as %s, not %s`, derivedShape.Example, wire.Describe(raw))
 		case len(elems) > queengate.MaxAckPushMessages:
 			return &queengate.Error{Code: queengate.CodeTooLarge, Message: fmt.Sprintf(
 				`"push" has %d messages: at most %d in one ack-and-push`, len(elems), queengate.MaxAckPushMessages)}
@@ -141,12 +142,12 @@ func derivedInto(dst *[]queengate.DerivedMessage, maxPayload int64) func([]byte)
 // recognised by it) and data.
 func decodeDerived(raw []byte, i int, m *queengate.DerivedMessage, maxPayload int64) *queengate.Error {
 	where := func() string { return "push " + strconv.Itoa(i) }
-	werr := decodeObjectAt(raw, where, derivedShape,
-		objectField{name: "queue", decode: nameInto("queue", &m.Queue)},
-		objectField{name: "partition", decode: nameInto("partition", &m.Partition)},
-		objectField{name: "transactionId", decode: stringInto("transactionId", &m.TransactionID)},
-		objectField{name: "data", decode: func(raw []byte) *queengate.Error {
-			if werr := checkDataSize(raw, maxPayload); werr != nil {
+	werr := wire.DecodeObjectAt(raw, where, derivedShape,
+		wire.Field{Name: "queue", Decode: wire.NameInto("queue", &m.Queue)},
+		wire.Field{Name: "partition", Decode: wire.NameInto("partition", &m.Partition)},
+		wire.Field{Name: "transactionId", Decode: wire.StringInto("transactionId", &m.TransactionID)},
+		wire.Field{Name: "data", Decode: func(raw []byte) *queengate.Error {
+			if werr := wire.CheckDataSize(raw, maxPayload); werr != nil {
 				return werr
 			}
 			m.Data = raw
@@ -157,9 +158,9 @@ func decodeDerived(raw []byte, i int, m *queengate.DerivedMessage, maxPayload in
 	case werr != nil:
 		return werr
 	case m.Queue == "":
-		return badInput(`%s: "queue" is missing: the queue it goes to`, where())
+		return wire.BadInput(`%s: "queue" is missing: the queue it goes to`, where())
 	case m.TransactionID == "" || len(m.TransactionID) > queengate.MaxTxnIDBytes:
-		return badInput(`%s: "transactionId" must be a string of 1-%d bytes (derive it from the input's, so that a retry is recognised)`,
+		return wire.BadInput(`%s: "transactionId" must be a string of 1-%d bytes (derive it from the input's, so that a retry is recognised)`,
 			where(), queengate.MaxTxnIDBytes)
 	}
 	if m.Partition == "" {
@@ -175,7 +176,7 @@ func ackPushAnswerBound(req queengate.AckPushRequest) int64 {
 	const perMessage = 256 // index, status, partitionId, messageId, offset, conflict and the field names
 	n := ackAnswerBound(req.Items)
 	for _, m := range req.Push {
-		n += perMessage + int64(len(m.Queue)+len(m.Partition)) + marshalledStringBound(m.TransactionID)
+		n += perMessage + int64(len(m.Queue)+len(m.Partition)) + wire.MarshalledStringBound(m.TransactionID)
 	}
 	return n
 }

@@ -50,7 +50,7 @@ func TestAckAndPushRetryAnswersAlreadyAckedAndDuplicate(t *testing.T) {
 	e := newEnv(t)
 	consumers := gateway.NewConsumers(pgtest.Store(t, e.pgURL))
 	consumers.SetCheckEvery(time.Hour) // only a commit can wake the pop
-	e.startGateway(gatewayOpts{gateway: gateway.Config{Consumers: consumers}})
+	e.startGateway(gatewayOpts{gateway: gateway.Config{Endpoints: []gateway.EndpointSet{consumers}}})
 	e.fill(t, 3, "p")
 	c := e.queenClient(t)
 	ctx := t.Context()

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	queengate "github.com/queengate/queengate"
 	"io"
 	"net"
 	"net/http"
@@ -14,12 +13,15 @@ import (
 	"strings"
 	"time"
 
+	queengate "github.com/queengate/queengate"
+
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
 
 	"github.com/queengate/queengate/internal/startstop"
+	"github.com/queengate/queengate/internal/wire"
 )
 
 // StoreHealth is what readiness asks of the store.
@@ -154,7 +156,7 @@ func (a *Admin) readyz(w http.ResponseWriter, r *http.Request) {
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
-	if raw, ok := v.(rawAnswer); ok {
+	if raw, ok := v.(wire.RawAnswer); ok {
 		w.WriteHeader(status)
 		_, _ = w.Write(append(raw, '\n'))
 		return
@@ -183,7 +185,7 @@ func (a *Admin) guarded(h http.HandlerFunc) http.HandlerFunc {
 // address. Call it before Start.
 func (a *Admin) Mount(o *Ops) {
 	a.ops = o
-	a.guard = func(r *http.Request) *queengate.Error { return o.authorize(r.Header.Get("Authorization")) }
+	a.guard = func(r *http.Request) *queengate.Error { return o.Authorize(r.Header.Get("Authorization")) }
 	a.mux.HandleFunc("POST /configure", a.opsHandler(o, func(r *http.Request, body []byte) (any, *queengate.Error) {
 		return o.Configure(r.Context(), body)
 	}))
@@ -310,7 +312,7 @@ func (a *Admin) MountGroups(c *Consumers) {
 // none says so rather than ignoring a misspelt one.
 func noParameters(r *http.Request) *queengate.Error {
 	for name := range r.URL.Query() {
-		return badInput("unknown parameter %q: %s takes no parameters", clip(name), r.Pattern[strings.IndexByte(r.Pattern, ' ')+1:])
+		return wire.BadInput("unknown parameter %q: %s takes no parameters", wire.Clip(name), r.Pattern[strings.IndexByte(r.Pattern, ' ')+1:])
 	}
 	return nil
 }
@@ -328,10 +330,10 @@ func (a *Admin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.ServeHTTP(probe, r)
 	if allow := probe.header.Get("Allow"); probe.code == http.StatusMethodNotAllowed && allow != "" {
 		w.Header().Set("Allow", allow)
-		writeError(w, &queengate.Error{Code: queengate.CodeMethodNotAllowed, Message: fmt.Sprintf("%s %s: use %s", clip(r.Method), clip(r.URL.Path), allow)})
+		writeError(w, &queengate.Error{Code: queengate.CodeMethodNotAllowed, Message: fmt.Sprintf("%s %s: use %s", wire.Clip(r.Method), wire.Clip(r.URL.Path), allow)})
 		return
 	}
-	writeError(w, &queengate.Error{Code: queengate.CodeNotFound, Message: fmt.Sprintf("no such path: %s %s (docs/admin-api.md lists the paths)", clip(r.Method), clip(r.URL.Path))})
+	writeError(w, &queengate.Error{Code: queengate.CodeNotFound, Message: fmt.Sprintf("no such path: %s %s (docs/admin-api.md lists the paths)", wire.Clip(r.Method), wire.Clip(r.URL.Path))})
 }
 
 // statusProbe keeps the status and headers the mux's own not-found or
@@ -347,7 +349,7 @@ func (p *statusProbe) WriteHeader(code int)        { p.code = code }
 
 func (a *Admin) opsHandler(o *Ops, op func(*http.Request, []byte) (any, *queengate.Error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if werr := o.authorize(r.Header.Get("Authorization")); werr != nil {
+		if werr := o.Authorize(r.Header.Get("Authorization")); werr != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="queengate"`)
 			writeError(w, werr)
 			return
@@ -376,9 +378,9 @@ var statusPage []byte
 // quotes.
 func writeError(w http.ResponseWriter, werr *queengate.Error) {
 	if len(werr.Message) > maxErrorMessage {
-		werr = &queengate.Error{Code: werr.Code, Message: clipTo(werr.Message, maxErrorMessage)}
+		werr = &queengate.Error{Code: werr.Code, Message: wire.ClipTo(werr.Message, maxErrorMessage)}
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(werr.Code)
-	_, _ = w.Write(append(errorBody(werr), '\n'))
+	_, _ = w.Write(append(wire.ErrorBody(werr), '\n'))
 }

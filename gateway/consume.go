@@ -13,9 +13,11 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/internal/wire"
 	"github.com/queengate/queengate/model"
 )
 
@@ -112,89 +114,92 @@ func NewConsumers(store ConsumeStore) *Consumers {
 	return &Consumers{store: store, waits: newWaits(), checkEvery: checkEvery}
 }
 
-// addEndpoints serves the consuming subjects, and listens for commits
+// RegisterMetrics registers the consume metrics on reg (nil: none).
+func (c *Consumers) RegisterMetrics(reg prometheus.Registerer) (err error) {
+	c.metrics, err = newConsumeMetrics(reg)
+	return err
+}
+
+// Endpoints serves the consuming subjects, and listens for commits
 // announced by every gateway.
-func (c *Consumers) addEndpoints(g *Gateway) error {
-	c.log = g.log
+func (c *Consumers) Endpoints(g *Gateway) ([]Endpoint, error) {
+	c.log = g.Logger()
 	if c.maxPayload == nil { // Admin.MountGroups may have set it (same connection)
-		c.maxPayload = g.nc.MaxPayload
+		c.maxPayload = g.MaxPayload
 	}
-	s := queengate.Subjects{Prefix: g.cfg.Prefix}
+	if err := c.listen(g); err != nil {
+		return nil, err
+	}
+	s := queengate.Subjects{Prefix: g.Prefix()}
 	pop := s.Verb(queengate.APIPop) + "."
-	err := g.addRequestEndpoints([]requestEndpoint{
-		{name: "consume-pop", verb: s.Verb(queengate.APIPop), names: queengate.APIPop.Names, anyTokens: true, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
+	return []Endpoint{
+		{Name: "consume-pop", Verb: s.Verb(queengate.APIPop), Names: queengate.APIPop.Names, AnyTokens: true, AnswerOnly: true, Op: func(ctx context.Context, req *Request) (any, *queengate.Error) {
 			return c.pop(ctx, strings.TrimPrefix(req.Subject, pop), req.Data)
 		}},
-		{name: "consume-ack", verb: s.Verb(queengate.APIConsumeAck), names: queengate.APIConsumeAck.Names, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
-			queue, partition := lastTwoTokens(req.Subject)
+		{Name: "consume-ack", Verb: s.Verb(queengate.APIConsumeAck), Names: queengate.APIConsumeAck.Names, Op: func(ctx context.Context, req *Request) (any, *queengate.Error) {
+			queue, partition := LastTwoTokens(req.Subject)
 			return c.ack(ctx, queue, partition, req.Data)
 		}},
-		{name: "consume-ackpush", verb: s.Verb(queengate.APIConsumeAckPush), names: queengate.APIConsumeAckPush.Names, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
-			queue, partition := lastTwoTokens(req.Subject)
+		{Name: "consume-ackpush", Verb: s.Verb(queengate.APIConsumeAckPush), Names: queengate.APIConsumeAckPush.Names, Op: func(ctx context.Context, req *Request) (any, *queengate.Error) {
+			queue, partition := LastTwoTokens(req.Subject)
 			return c.ackPush(ctx, queue, partition, req.Data)
 		}},
-		{name: "consume-renew", verb: s.Verb(queengate.APIRenew), names: queengate.APIRenew.Names, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
-			queue, partition := lastTwoTokens(req.Subject)
+		{Name: "consume-renew", Verb: s.Verb(queengate.APIRenew), Names: queengate.APIRenew.Names, Op: func(ctx context.Context, req *Request) (any, *queengate.Error) {
+			queue, partition := LastTwoTokens(req.Subject)
 			return c.lease(ctx, queue, partition, req.Data, true)
 		}},
-		{name: "consume-release", verb: s.Verb(queengate.APIRelease), names: queengate.APIRelease.Names, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
-			queue, partition := lastTwoTokens(req.Subject)
+		{Name: "consume-release", Verb: s.Verb(queengate.APIRelease), Names: queengate.APIRelease.Names, Op: func(ctx context.Context, req *Request) (any, *queengate.Error) {
+			queue, partition := LastTwoTokens(req.Subject)
 			return c.lease(ctx, queue, partition, req.Data, false)
 		}},
-		{name: "consume-groups", verb: s.Verb(queengate.APIGroups), names: queengate.APIGroups.Names, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
+		{Name: "consume-groups", Verb: s.Verb(queengate.APIGroups), Names: queengate.APIGroups.Names, AnswerOnly: true, Op: func(ctx context.Context, req *Request) (any, *queengate.Error) {
 			return c.groups(ctx, req.Subject[strings.LastIndexByte(req.Subject, '.')+1:], req.Data)
 		}},
-		{name: "consume-delete", verb: s.Verb(queengate.APIGroupDelete), names: queengate.APIGroupDelete.Names, operator: true, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
-			queue, group := lastTwoTokens(req.Subject)
+		{Name: "consume-delete", Verb: s.Verb(queengate.APIGroupDelete), Names: queengate.APIGroupDelete.Names, Operator: true, AnswerOnly: true, Op: func(ctx context.Context, req *Request) (any, *queengate.Error) {
+			queue, group := LastTwoTokens(req.Subject)
 			return c.deleteGroup(ctx, queue, group, req.Data)
 		}},
-		{name: "consume-create", verb: s.Verb(queengate.APIGroupCreate), names: queengate.APIGroupCreate.Names, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
-			queue, group := lastTwoTokens(req.Subject)
+		{Name: "consume-create", Verb: s.Verb(queengate.APIGroupCreate), Names: queengate.APIGroupCreate.Names, AnswerOnly: true, Op: func(ctx context.Context, req *Request) (any, *queengate.Error) {
+			queue, group := LastTwoTokens(req.Subject)
 			return c.createGroup(ctx, queue, group, req.Data)
 		}},
-		{name: "consume-seek", verb: s.Verb(queengate.APIGroupSeek), names: queengate.APIGroupSeek.Names, operator: true, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
-			queue, group := lastTwoTokens(req.Subject)
+		{Name: "consume-seek", Verb: s.Verb(queengate.APIGroupSeek), Names: queengate.APIGroupSeek.Names, Operator: true, AnswerOnly: true, Op: func(ctx context.Context, req *Request) (any, *queengate.Error) {
+			queue, group := LastTwoTokens(req.Subject)
 			return c.seekGroup(ctx, queue, group, req.Data)
 		}},
-		{name: "queues-delete", verb: s.Verb(queengate.APIQueueDelete), names: queengate.APIQueueDelete.Names, operator: true, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
+		{Name: "queues-delete", Verb: s.Verb(queengate.APIQueueDelete), Names: queengate.APIQueueDelete.Names, Operator: true, AnswerOnly: true, Op: func(ctx context.Context, req *Request) (any, *queengate.Error) {
 			return c.deleteQueue(ctx, req.Subject[strings.LastIndexByte(req.Subject, '.')+1:], req.Data)
 		}},
-		{name: "queues-purge", verb: s.Verb(queengate.APIQueuePurge), names: queengate.APIQueuePurge.Names, operator: true, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
+		{Name: "queues-purge", Verb: s.Verb(queengate.APIQueuePurge), Names: queengate.APIQueuePurge.Names, Operator: true, AnswerOnly: true, Op: func(ctx context.Context, req *Request) (any, *queengate.Error) {
 			return c.purgeQueue(ctx, req.Subject[strings.LastIndexByte(req.Subject, '.')+1:], req.Data)
 		}},
-	})
-	if err != nil {
+	}, nil
+}
+
+// listen subscribes to the commits and deletes every gateway announces,
+// and watches the connection's reconnects.
+func (c *Consumers) listen(g *Gateway) error {
+	committed := queengate.Subjects{Prefix: g.Prefix()}.Verb(queengate.APICommitted) + "."
+	nc := g.Conn()
+	if _, err := nc.Subscribe(committed+"*", func(m *nats.Msg) { c.committed(strings.TrimPrefix(m.Subject, committed)) }); err != nil {
 		return err
 	}
-	committed := s.Verb(queengate.APICommitted) + "."
-	if _, err = g.nc.Subscribe(committed+"*", func(m *nats.Msg) { c.committed(strings.TrimPrefix(m.Subject, committed)) }); err != nil {
+	if err := c.listenDeletes(g); err != nil {
 		return err
 	}
-	if err = c.listenDeletes(g); err != nil {
-		return err
-	}
-	if err = c.listenQueueDeletes(g); err != nil {
+	if err := c.listenQueueDeletes(g); err != nil {
 		return err
 	}
 	c.publish = g.PublishCommitted
-	c.draining = g.draining
-	go c.watch(g.stopped, func() uint64 { return g.nc.Stats().Reconnects })
+	c.draining = g.Draining()
+	go c.watch(g.Stopped(), func() uint64 { return nc.Stats().Reconnects })
 	return nil
-}
-
-// PublishCommitted announces to every gateway that queues have new
-// messages (or a lease ended early: a pop may find something now); give
-// it to the ingester's OnCommit.
-func (g *Gateway) PublishCommitted(queues []string) {
-	for _, q := range queues {
-		_ = g.nc.Publish(queengate.Subjects{Prefix: g.cfg.Prefix}.Committed(q), nil) // best effort: a list known empty is popped again within revalidate
-	}
 }
 
 func (c *Consumers) pop(ctx context.Context, place string, body []byte) (any, *queengate.Error) {
 	queue, partition, _ := strings.Cut(place, ".")
 	if !queengate.ValidName(queue) || (partition != "" && !queengate.ValidName(partition)) {
-		return nil, badInput("pop subject %q: <prefix>.consume.pop.<queue>[.<partition>], names of %s", place, queengate.NameRule)
+		return nil, wire.BadInput("pop subject %q: <prefix>.consume.pop.<queue>[.<partition>], names of %s", place, queengate.NameRule)
 	}
 	req, werr := decodePop(body)
 	if werr != nil {
@@ -220,7 +225,7 @@ func (c *Consumers) pop(ctx context.Context, place string, body []byte) (any, *q
 		if werr != nil {
 			return nil, werr
 		}
-		acked = appendAckAnswer(nil, &ans)
+		acked = wire.AppendAckAnswer(nil, &ans)
 		c.settled(queue, ans)
 	}
 	if newGroup {
@@ -256,14 +261,14 @@ func (c *Consumers) logDeadLettering(queue string, pr model.PopRequest, res *mod
 }
 
 var (
-	popShape = objectShape{"a pop", `{"group": "...", "consumer": "...", "max": 100, "leaseMs": 30000, "waitMs": 5000, "maxBytes": 1048576, "ack": {...}}`}
+	popShape = wire.Shape{Name: "a pop", Example: `{"group": "...", "consumer": "...", "max": 100, "leaseMs": 30000, "waitMs": 5000, "maxBytes": 1048576, "ack": {...}}`}
 	// popAckShape is the ack a pop carries.
-	popAckShape  = objectShape{"a pop's ack", `{"partition": "...", "leaseId": "...", "items": [...]}`}
-	ackShape     = objectShape{"an ack", `{"group": "...", "leaseId": "...", "items": [{"transactionId": "...", "status": "completed"}]}`}
-	ackItemShape = objectShape{"an ack item", `{"transactionId": "...", "status": "completed"} or {"offset": 7, "status": "failed", "error": "..."}`}
-	renewShape   = objectShape{"a renewal", `{"group": "...", "leaseId": "...", "leaseMs": 30000}`}
-	releaseShape = objectShape{"a release", `{"group": "...", "leaseId": "..."}`}
-	groupsShape  = objectShape{"a groups request", `{"group": "...", "from": "<partition>"}, or no body`}
+	popAckShape  = wire.Shape{Name: "a pop's ack", Example: `{"partition": "...", "leaseId": "...", "items": [...]}`}
+	ackShape     = wire.Shape{Name: "an ack", Example: `{"group": "...", "leaseId": "...", "items": [{"transactionId": "...", "status": "completed"}]}`}
+	ackItemShape = wire.Shape{Name: "an ack item", Example: `{"transactionId": "...", "status": "completed"} or {"offset": 7, "status": "failed", "error": "..."}`}
+	renewShape   = wire.Shape{Name: "a renewal", Example: `{"group": "...", "leaseId": "...", "leaseMs": 30000}`}
+	releaseShape = wire.Shape{Name: "a release", Example: `{"group": "...", "leaseId": "..."}`}
+	groupsShape  = wire.Shape{Name: "a groups request", Example: `{"group": "...", "from": "<partition>"}, or no body`}
 )
 
 // maxPopBytes bounds a pop's maxBytes.
@@ -292,9 +297,9 @@ func largestDelivery(maxPayload int64) int64 {
 }
 
 // popAnswer is a pop's answer, encoded; when it is never sent, it takes
-// its lease and deliveries back (the gateway's undoable).
+// its lease and deliveries back (the gateway's Undoable).
 type popAnswer struct {
-	body  rawAnswer
+	body  wire.RawAnswer
 	c     *Consumers
 	group model.Group
 	pid   int64
@@ -303,14 +308,21 @@ type popAnswer struct {
 
 func (c *Consumers) popAnswer(queue string, g model.Group, r *model.PopResult, acked []byte) *popAnswer {
 	c.metrics.popped(queue, g.Name, r)
-	return &popAnswer{body: encodePop(queue, g.Name, r, acked), c: c, group: g, pid: r.PartitionID, lease: r.LeaseID}
+	return &popAnswer{body: wire.EncodePop(queue, g.Name, r, acked), c: c, group: g, pid: r.PartitionID, lease: r.LeaseID}
 }
 
-func (a *popAnswer) wire() []byte { return a.body }
+// A pop's answer is encoded by hand and undone when never published: the
+// gateway finds both by type assertion, so the compiler checks them here.
+var (
+	_ wire.Encoded = (*popAnswer)(nil)
+	_ Undoable     = (*popAnswer)(nil)
+)
 
-// undo: nobody got the messages, so they cost no attempt and the
+func (a *popAnswer) Encoded() []byte { return a.body }
+
+// Undo: nobody got the messages, so they cost no attempt and the
 // partition is free again at once.
-func (a *popAnswer) undo() {
+func (a *popAnswer) Undo() {
 	if a.lease == "" {
 		return
 	}
@@ -333,15 +345,15 @@ func (a *popAnswer) undo() {
 // problem is a 400 naming it, found before anything is done.
 func decodePop(body []byte) (queengate.PopRequest, *queengate.Error) {
 	req := queengate.PopRequest{Max: queengate.DefaultPopMax, LeaseMs: queengate.DefaultLeaseMs}
-	werr := decodeObject(body, theBody, popShape,
-		objectField{name: "group", decode: nameInto("group", &req.Group)},
-		objectField{name: "consumer", decode: consumerInto(&req.Consumer)},
-		objectField{name: "max", decode: wholeNumberInto("max", 1, queengate.MaxPopMax, &req.Max)},
-		objectField{name: "leaseMs", decode: wholeNumberInto("leaseMs", 1, queengate.MaxLeaseMs, &req.LeaseMs)},
-		objectField{name: "waitMs", decode: wholeNumberInto("waitMs", 0, queengate.MaxWaitMs, &req.WaitMs)},
-		objectField{name: "maxBytes", decode: wholeNumberInto("maxBytes", 1, maxPopBytes, &req.MaxBytes)},
-		objectField{name: "maxAckPending", decode: wholeNumberInto("maxAckPending", 1, model.MaxAckPendingLimit, &req.MaxAckPending)},
-		objectField{name: "ack", decode: func(raw []byte) *queengate.Error {
+	werr := wire.DecodeObject(body, wire.TheBody, popShape,
+		wire.Field{Name: "group", Decode: wire.NameInto("group", &req.Group)},
+		wire.Field{Name: "consumer", Decode: consumerInto(&req.Consumer)},
+		wire.Field{Name: "max", Decode: wire.WholeNumberInto("max", 1, queengate.MaxPopMax, &req.Max)},
+		wire.Field{Name: "leaseMs", Decode: wire.WholeNumberInto("leaseMs", 1, queengate.MaxLeaseMs, &req.LeaseMs)},
+		wire.Field{Name: "waitMs", Decode: wire.WholeNumberInto("waitMs", 0, queengate.MaxWaitMs, &req.WaitMs)},
+		wire.Field{Name: "maxBytes", Decode: wire.WholeNumberInto("maxBytes", 1, maxPopBytes, &req.MaxBytes)},
+		wire.Field{Name: "maxAckPending", Decode: wire.WholeNumberInto("maxAckPending", 1, model.MaxAckPendingLimit, &req.MaxAckPending)},
+		wire.Field{Name: "ack", Decode: func(raw []byte) *queengate.Error {
 			req.Ack = &queengate.PopAck{}
 			return decodePopAck(raw, req.Ack)
 		}},
@@ -350,9 +362,9 @@ func decodePop(body []byte) (queengate.PopRequest, *queengate.Error) {
 	case werr != nil:
 		return req, werr
 	case req.Group == "":
-		return req, badInput(`"group" is missing: want %s`, popShape.example)
+		return req, wire.BadInput(`"group" is missing: want %s`, popShape.Example)
 	case req.MaxAckPending > 0 && req.Consumer == "":
-		return req, badInput(`"maxAckPending" bounds what one consumer holds: name it in "consumer"`)
+		return req, wire.BadInput(`"maxAckPending" bounds what one consumer holds: name it in "consumer"`)
 	case req.Ack != nil:
 		if _, werr := ackItems(queengate.AckRequest{Group: req.Group, LeaseID: req.Ack.LeaseID, Items: req.Ack.Items}); werr != nil {
 			werr.Message = `"ack": ` + werr.Message
@@ -365,9 +377,9 @@ func decodePop(body []byte) (queengate.PopRequest, *queengate.Error) {
 // consumerInto decodes a pop's consumer label: any string up to 128 bytes.
 func consumerInto(dst *string) func([]byte) *queengate.Error {
 	return func(raw []byte) *queengate.Error {
-		s, ok := decodeString(raw)
+		s, ok := wire.DecodeString(raw)
 		if !ok || len(s) > 128 {
-			return badInput(`"consumer" must be a string of up to 128 bytes, not %s`, describe(raw))
+			return wire.BadInput(`"consumer" must be a string of up to 128 bytes, not %s`, wire.Describe(raw))
 		}
 		*dst = s
 		return nil
@@ -376,13 +388,13 @@ func consumerInto(dst *string) func([]byte) *queengate.Error {
 
 // decodePopAck reads the ack a pop carries.
 func decodePopAck(raw []byte, ack *queengate.PopAck) *queengate.Error {
-	werr := decodeObject(raw, `"ack"`, popAckShape,
-		objectField{name: "partition", decode: nameInto("partition", &ack.Partition)},
-		objectField{name: "leaseId", decode: leaseIDInto(&ack.LeaseID)},
-		objectField{name: "items", decode: ackItemsInto(&ack.Items)},
+	werr := wire.DecodeObject(raw, `"ack"`, popAckShape,
+		wire.Field{Name: "partition", Decode: wire.NameInto("partition", &ack.Partition)},
+		wire.Field{Name: "leaseId", Decode: wire.LeaseIDInto(&ack.LeaseID)},
+		wire.Field{Name: "items", Decode: ackItemsInto(&ack.Items)},
 	)
 	if werr == nil && ack.Partition == "" {
-		werr = badInput(`"ack": "partition" is missing: the partition of the batch it settles`)
+		werr = wire.BadInput(`"ack": "partition" is missing: the partition of the batch it settles`)
 	}
 	return werr
 }
@@ -390,10 +402,10 @@ func decodePopAck(raw []byte, ack *queengate.PopAck) *queengate.Error {
 // decodeAck reads an ack body: every problem is a 400 naming it.
 func decodeAck(body []byte) (queengate.AckRequest, *queengate.Error) {
 	var req queengate.AckRequest
-	werr := decodeObject(body, theBody, ackShape,
-		objectField{name: "group", decode: nameInto("group", &req.Group)},
-		objectField{name: "leaseId", decode: leaseIDInto(&req.LeaseID)},
-		objectField{name: "items", decode: ackItemsInto(&req.Items)},
+	werr := wire.DecodeObject(body, wire.TheBody, ackShape,
+		wire.Field{Name: "group", Decode: wire.NameInto("group", &req.Group)},
+		wire.Field{Name: "leaseId", Decode: wire.LeaseIDInto(&req.LeaseID)},
+		wire.Field{Name: "items", Decode: ackItemsInto(&req.Items)},
 	)
 	if werr == nil {
 		_, werr = ackItems(req)
@@ -404,9 +416,9 @@ func decodeAck(body []byte) (queengate.AckRequest, *queengate.Error) {
 // ackItemsInto decodes an ack's items, each an object of ackItemShape.
 func ackItemsInto(dst *[]queengate.AckItem) func([]byte) *queengate.Error {
 	return func(raw []byte) *queengate.Error {
-		elems, ok := scanArray(raw)
+		elems, ok := wire.ScanArray(raw)
 		if !ok {
-			return badInput(`"items" must be an array of items such as %s, not %s`, ackItemShape.example, describe(raw))
+			return wire.BadInput(`"items" must be an array of items such as %s, not %s`, ackItemShape.Example, wire.Describe(raw))
 		}
 		items := make([]queengate.AckItem, len(elems))
 		// One set of fields for all items, decoding into the current one:
@@ -416,7 +428,7 @@ func ackItemsInto(dst *[]queengate.AckItem) func([]byte) *queengate.Error {
 		for i, e := range elems {
 			it = &items[i]
 			where := func() string { return "item " + strconv.Itoa(i) }
-			if werr := decodeObjectAt(e, where, ackItemShape, fields...); werr != nil {
+			if werr := wire.DecodeObjectAt(e, where, ackItemShape, fields...); werr != nil {
 				return werr
 			}
 		}
@@ -426,78 +438,27 @@ func ackItemsInto(dst *[]queengate.AckItem) func([]byte) *queengate.Error {
 }
 
 // ackItemFields are an ack item's fields, decoded into *it.
-func ackItemFields(it **queengate.AckItem) []objectField {
-	return []objectField{
-		{name: "transactionId", decode: func(raw []byte) *queengate.Error {
-			if err := stringInto("transactionId", &(*it).TransactionID)(raw); err != nil {
+func ackItemFields(it **queengate.AckItem) []wire.Field {
+	return []wire.Field{
+		{Name: "transactionId", Decode: func(raw []byte) *queengate.Error {
+			if err := wire.StringInto("transactionId", &(*it).TransactionID)(raw); err != nil {
 				return err
 			}
 			if (*it).TransactionID == "" {
-				return badInput(`"transactionId" is empty: 1-%d bytes`, queengate.MaxTxnIDBytes)
+				return wire.BadInput(`"transactionId" is empty: 1-%d bytes`, queengate.MaxTxnIDBytes)
 			}
 			return nil
 		}},
-		{name: "offset", decode: func(raw []byte) *queengate.Error {
+		{Name: "offset", Decode: func(raw []byte) *queengate.Error {
 			(*it).Offset = new(int64)
-			return wholeNumberInto("offset", 0, math.MaxInt64, (*it).Offset)(raw)
+			return wire.WholeNumberInto("offset", 0, math.MaxInt64, (*it).Offset)(raw)
 		}},
-		{name: "status", decode: func(raw []byte) *queengate.Error { return stringInto("status", &(*it).Status)(raw) }},
-		{name: "error", decode: func(raw []byte) *queengate.Error { return stringInto("error", &(*it).Error)(raw) }},
-		{name: "delayMs", decode: func(raw []byte) *queengate.Error {
-			return wholeNumberInto("delayMs", 0, queengate.MaxDelayMs, &(*it).DelayMs)(raw)
+		{Name: "status", Decode: func(raw []byte) *queengate.Error { return wire.StringInto("status", &(*it).Status)(raw) }},
+		{Name: "error", Decode: func(raw []byte) *queengate.Error { return wire.StringInto("error", &(*it).Error)(raw) }},
+		{Name: "delayMs", Decode: func(raw []byte) *queengate.Error {
+			return wire.WholeNumberInto("delayMs", 0, queengate.MaxDelayMs, &(*it).DelayMs)(raw)
 		}},
 	}
-}
-
-// encodePop writes a pop's answer by hand: data comes back as pushed;
-// acked is the carried ack's answer, encoded.
-func encodePop(queue, group string, r *model.PopResult, acked []byte) rawAnswer {
-	size := 512 + len(acked)
-	for i := range r.Messages {
-		m := &r.Messages[i]
-		size += 192 + len(m.TxnID) + len(m.Data) + len(m.LastError)
-	}
-	b := append(make([]byte, 0, size), `{"queue":`...)
-	b = appendString(b, queue)
-	b = append(b, `,"group":`...)
-	b = appendString(b, group)
-	if r.LeaseID != "" {
-		b = append(b, `,"partition":`...)
-		b = appendString(b, r.Partition)
-		b = append(b, `,"partitionId":`...)
-		b = strconv.AppendInt(b, r.PartitionID, 10)
-		b = append(b, `,"leaseId":"`...)
-		b = append(b, r.LeaseID...)
-		b = append(b, `","leaseUntil":"`...)
-		b = r.LeaseUntil.UTC().AppendFormat(b, time.RFC3339Nano)
-		b = append(b, '"')
-	}
-	if r.DeadLettered > 0 {
-		b = append(b, `,"deadLettered":`...)
-		b = strconv.AppendInt(b, int64(r.DeadLettered), 10)
-	}
-	if acked != nil {
-		b = append(b, `,"ack":`...)
-		b = append(b, acked...)
-	}
-	b = append(b, `,"messages":[`...)
-	for i := range r.Messages {
-		m := &r.Messages[i]
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, '{')
-		b = appendStoredFields(b, &queengate.StoredMessage{Offset: m.Offset, MessageID: model.MessageID(m.PartitionID, m.Offset),
-			TransactionID: m.TxnID, CreatedAt: m.CreatedAt, Data: m.Data})
-		b = append(b, `,"attempts":`...)
-		b = strconv.AppendInt(b, int64(m.Attempts), 10)
-		if m.LastError != "" {
-			b = append(b, `,"lastError":`...)
-			b = appendJSONString(b, m.LastError) // <, > and & as they are
-		}
-		b = append(b, '}')
-	}
-	return append(b, "]}"...)
 }
 
 func (c *Consumers) ack(ctx context.Context, queue, partition string, body []byte) (any, *queengate.Error) {
@@ -513,48 +474,7 @@ func (c *Consumers) ack(ctx context.Context, queue, partition string, body []byt
 		return nil, werr
 	}
 	c.settled(queue, ans)
-	return rawAnswer(appendAckAnswer(nil, &ans)), nil
-}
-
-// appendAckAnswer appends an ack's answer as encoding/json writes it,
-// without reflection: a batch's answer repeats each of its items.
-func appendAckAnswer(b []byte, a *queengate.AckAnswer) []byte {
-	if b == nil {
-		size := 96
-		for i := range a.Items {
-			size += 64 + len(a.Items[i].TransactionID)
-		}
-		b = make([]byte, 0, size)
-	}
-	b = append(b, `{"items":[`...)
-	for i := range a.Items {
-		it := &a.Items[i]
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, `{"index":`...)
-		b = strconv.AppendInt(b, int64(it.Index), 10)
-		if it.TransactionID != "" {
-			b = append(b, `,"transactionId":`...)
-			b = appendString(b, it.TransactionID)
-		}
-		if it.Offset != nil {
-			b = append(b, `,"offset":`...)
-			b = strconv.AppendInt(b, *it.Offset, 10)
-		}
-		b = append(b, `,"result":`...)
-		b = appendString(b, it.Result)
-		b = append(b, '}')
-	}
-	b = append(b, `],"nextOffset":`...)
-	b = strconv.AppendInt(b, a.NextOffset, 10)
-	b = append(b, `,"leaseEnded":`...)
-	b = strconv.AppendBool(b, a.LeaseEnded)
-	if a.DeadLettered != 0 {
-		b = append(b, `,"deadLettered":`...)
-		b = strconv.AppendInt(b, int64(a.DeadLettered), 10)
-	}
-	return append(b, '}')
+	return wire.RawAnswer(wire.AppendAckAnswer(nil, &ans)), nil
 }
 
 // settle carries out an ack, alone or carried by a pop.
@@ -601,7 +521,7 @@ func ackAnswerBound(items []queengate.AckItem) int64 {
 	const envelope, perItem = 128, 112
 	n := int64(envelope)
 	for _, it := range items {
-		n += perItem + marshalledStringBound(it.TransactionID)
+		n += perItem + wire.MarshalledStringBound(it.TransactionID)
 	}
 	return n
 }
@@ -611,33 +531,33 @@ func ackAnswerBound(items []queengate.AckItem) int64 {
 func ackItems(req queengate.AckRequest) ([]model.AckItem, *queengate.Error) {
 	switch {
 	case !queengate.ValidName(req.Group):
-		return nil, badInput(`"group" must name the consumer group: %s`, queengate.NameRule)
+		return nil, wire.BadInput(`"group" must name the consumer group: %s`, queengate.NameRule)
 	case req.LeaseID == "":
-		return nil, badInput(`"leaseId" is missing: the lease the messages were popped under`)
-	case !uuidText.MatchString(req.LeaseID):
-		return nil, badInput(`"leaseId" %q is not a lease id: the UUID a pop answered`, excerpt([]byte(req.LeaseID)))
+		return nil, wire.BadInput(`"leaseId" is missing: the lease the messages were popped under`)
+	case !wire.UUIDText.MatchString(req.LeaseID):
+		return nil, wire.BadInput(`"leaseId" %q is not a lease id: the UUID a pop answered`, wire.Excerpt([]byte(req.LeaseID)))
 	case len(req.Items) == 0 || len(req.Items) > queengate.MaxAckItems:
-		return nil, badInput(`"items" has %d entries: 1 to %d`, len(req.Items), queengate.MaxAckItems)
+		return nil, wire.BadInput(`"items" has %d entries: 1 to %d`, len(req.Items), queengate.MaxAckItems)
 	}
 	items := make([]model.AckItem, len(req.Items))
 	for i, it := range req.Items {
 		switch {
 		case (it.TransactionID == "") == (it.Offset == nil):
-			return nil, badInput("item %d: give transactionId or offset, one of them", i)
+			return nil, wire.BadInput("item %d: give transactionId or offset, one of them", i)
 		case it.Offset != nil && *it.Offset < 0:
-			return nil, badInput("item %d: offset %d is negative", i, *it.Offset)
+			return nil, wire.BadInput("item %d: offset %d is negative", i, *it.Offset)
 		case len(it.TransactionID) > queengate.MaxTxnIDBytes:
-			return nil, badInput("item %d: transactionId over %d bytes", i, queengate.MaxTxnIDBytes)
+			return nil, wire.BadInput("item %d: transactionId over %d bytes", i, queengate.MaxTxnIDBytes)
 		case it.Status == "":
-			return nil, badInput(`item %d: "status" is missing: "completed" or "failed"`, i)
+			return nil, wire.BadInput(`item %d: "status" is missing: "completed" or "failed"`, i)
 		case it.Status != queengate.AckCompleted && it.Status != queengate.AckFailed:
-			return nil, badInput(`item %d: status %q: "completed" or "failed"`, i, excerpt([]byte(it.Status)))
+			return nil, wire.BadInput(`item %d: status %q: "completed" or "failed"`, i, wire.Excerpt([]byte(it.Status)))
 		case len(it.Error) > queengate.MaxAckErrorSize:
-			return nil, badInput("item %d: error over %d bytes", i, queengate.MaxAckErrorSize)
+			return nil, wire.BadInput("item %d: error over %d bytes", i, queengate.MaxAckErrorSize)
 		case it.DelayMs != 0 && it.Status != queengate.AckFailed:
-			return nil, badInput(`item %d: "delayMs" is for a failed item: it says how long the message waits before it is delivered again`, i)
+			return nil, wire.BadInput(`item %d: "delayMs" is for a failed item: it says how long the message waits before it is delivered again`, i)
 		case it.DelayMs < 0 || it.DelayMs > queengate.MaxDelayMs:
-			return nil, badInput(`item %d: "delayMs" is %d: from 0 to %d`, i, it.DelayMs, queengate.MaxDelayMs)
+			return nil, wire.BadInput(`item %d: "delayMs" is %d: from 0 to %d`, i, it.DelayMs, queengate.MaxDelayMs)
 		}
 		items[i] = model.AckItem{Offset: -1, TxnID: it.TransactionID, Completed: it.Status == queengate.AckCompleted, Error: it.Error,
 			DelayMs: it.DelayMs}
@@ -697,25 +617,25 @@ func (c *Consumers) lease(ctx context.Context, queue, partition string, body []b
 func decodeLease(body []byte, renew bool) (queengate.LeaseRequest, *queengate.Error) {
 	var req queengate.LeaseRequest
 	shape := releaseShape
-	leaseMs := objectField{name: "leaseMs", refusal: "a release takes none: it ends the lease now"}
+	leaseMs := wire.Field{Name: "leaseMs", Refusal: "a release takes none: it ends the lease now"}
 	if renew {
 		shape = renewShape
-		leaseMs = objectField{name: "leaseMs", decode: wholeNumberInto("leaseMs", 1, queengate.MaxLeaseMs, &req.LeaseMs)}
+		leaseMs = wire.Field{Name: "leaseMs", Decode: wire.WholeNumberInto("leaseMs", 1, queengate.MaxLeaseMs, &req.LeaseMs)}
 	}
-	werr := decodeObject(body, theBody, shape,
-		objectField{name: "group", decode: nameInto("group", &req.Group)},
-		objectField{name: "leaseId", decode: leaseIDInto(&req.LeaseID)},
+	werr := wire.DecodeObject(body, wire.TheBody, shape,
+		wire.Field{Name: "group", Decode: wire.NameInto("group", &req.Group)},
+		wire.Field{Name: "leaseId", Decode: wire.LeaseIDInto(&req.LeaseID)},
 		leaseMs,
 	)
 	switch {
 	case werr != nil:
 		return req, werr
 	case req.Group == "":
-		return req, badInput(`"group" is missing: want %s`, shape.example)
+		return req, wire.BadInput(`"group" is missing: want %s`, shape.Example)
 	case req.LeaseID == "":
-		return req, badInput(`"leaseId" is missing: want %s`, shape.example)
+		return req, wire.BadInput(`"leaseId" is missing: want %s`, shape.Example)
 	case renew && req.LeaseMs == 0:
-		return req, badInput(`"leaseMs" is missing: a renewal runs 1 to %d ms from now`, queengate.MaxLeaseMs)
+		return req, wire.BadInput(`"leaseMs" is missing: a renewal runs 1 to %d ms from now`, queengate.MaxLeaseMs)
 	}
 	return req, nil
 }
@@ -753,15 +673,15 @@ func (c *Consumers) groups(ctx context.Context, queue string, body []byte) (any,
 // decodeGroups reads a groups request's optional body strictly.
 func decodeGroups(body []byte) (queengate.GroupsRequest, *queengate.Error) {
 	var req queengate.GroupsRequest
-	if jsonBlank(body) {
+	if wire.Blank(body) {
 		return req, nil
 	}
-	werr := decodeObject(body, theBody, groupsShape,
-		objectField{name: "group", decode: nameInto("group", &req.Group)},
-		objectField{name: "from", decode: nameInto("from", &req.From)},
+	werr := wire.DecodeObject(body, wire.TheBody, groupsShape,
+		wire.Field{Name: "group", Decode: wire.NameInto("group", &req.Group)},
+		wire.Field{Name: "from", Decode: wire.NameInto("from", &req.From)},
 	)
 	if werr == nil && req.Group == "" {
-		werr = badInput(`"group" is missing: want %s`, groupsShape.example)
+		werr = wire.BadInput(`"group" is missing: want %s`, groupsShape.Example)
 	}
 	return req, werr
 }
@@ -799,7 +719,7 @@ func fitPartitions(views []queengate.GroupView, room int64) {
 	room -= int64(len(views)) * groupTotalsSize
 	for i := range views {
 		v := &views[i]
-		n, used := fitting(v.Partitions, int(max(room, 0)))
+		n, used := wire.Fitting(v.Partitions, int(max(room, 0)))
 		room -= int64(used)
 		if n < len(v.Partitions) {
 			v.NextPartition = v.Partitions[n].Partition

@@ -97,7 +97,7 @@ func TestAPopNeverAnsweredCountsNoAttemptAndKeepsNoLease(t *testing.T) {
 	// has been known empty that long.
 	waiter.SetCheckEvery(20 * time.Millisecond)
 	waiter.SetRevalidate(20 * time.Millisecond)
-	first, _ := e.startGateway(gatewayOpts{reg: reg, gateway: gateway.Config{Consumers: waiter}})
+	first, _ := e.startGateway(gatewayOpts{reg: reg, gateway: gateway.Config{Endpoints: []gateway.EndpointSet{waiter}}})
 	e.fill(t, 1, "p")
 	c := e.queenClient(t)
 	a, err := c.Pop(t.Context(), e.queue, "p", queengate.PopRequest{Group: "g"})
@@ -178,7 +178,7 @@ func TestConsumingWithPostgreSQLDownAnswers503Cleanly(t *testing.T) {
 	cluster := pgtest.NewCluster(t)
 	store := pgtest.Store(t, cluster.URL)
 	e.store = store
-	e.startGateway(gatewayOpts{store: store, gateway: gateway.Config{Consumers: gateway.NewConsumers(store)}})
+	e.startGateway(gatewayOpts{store: store, gateway: gateway.Config{Endpoints: []gateway.EndpointSet{gateway.NewConsumers(store)}}})
 	e.fill(t, 1, "p")
 	c := e.queenClient(t)
 	a, err := c.Pop(t.Context(), e.queue, "p", queengate.PopRequest{Group: "g"})

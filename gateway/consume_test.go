@@ -132,7 +132,7 @@ func wakeableOnlyByAnnouncements(t *testing.T) (*testEnv, *gateway.Consumers) {
 	e := newEnv(t)
 	consumers := gateway.NewConsumers(pgtest.Store(t, e.pgURL))
 	consumers.SetCheckEvery(time.Hour)
-	e.startGateway(gatewayOpts{gateway: gateway.Config{Consumers: consumers}})
+	e.startGateway(gatewayOpts{gateway: gateway.Config{Endpoints: []gateway.EndpointSet{consumers}}})
 	return e, consumers
 }
 

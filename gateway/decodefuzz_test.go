@@ -12,13 +12,15 @@ import (
 	"unicode/utf8"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/internal/wire"
+	"github.com/queengate/queengate/internal/wire/wiretest"
 	"github.com/queengate/queengate/model"
 )
 
 // The fuzz targets below check each request body's decoder against a
 // reference written again from the rules in docs/protocol.md, on top of
 // encoding/json: the body is strict JSON with no \u0000 or unpaired
-// surrogate escape (hasUnstorableEscape), an object whose field names are
+// surrogate escape (wiretest.HasUnstorableEscape), an object whose field names are
 // exactly the ones listed (case-sensitive), each once, and each value of
 // its kind and range. The reference never calls the scanner.
 
@@ -86,7 +88,7 @@ func refMembers(raw []byte) (keys []string, vals map[string]json.RawMessage, isO
 // refAccepts is the reference's verdict on a whole body, and the field
 // name a refusal must quote (empty when it need not).
 func refAccepts(body []byte, o refObject) (ok bool, badName string) {
-	if !json.Valid(body) || hasUnstorableEscape(body) {
+	if !json.Valid(body) || wiretest.HasUnstorableEscape(body) {
 		return false, ""
 	}
 	return o.judge(body)
@@ -256,7 +258,7 @@ func fuzzBody(t *testing.T, body []byte, ref refObject, decode func([]byte) *que
 	if werr.Code != 400 || speaksGo(werr.Message) {
 		t.Fatalf("%d %q", werr.Code, werr.Message)
 	}
-	if badName != "" && len(badName) <= excerptBytes && !strings.Contains(werr.Message, strconv.Quote(badName)) {
+	if badName != "" && len(badName) <= wire.ExcerptBytes && !strings.Contains(werr.Message, strconv.Quote(badName)) {
 		t.Fatalf("the refusal of field %q does not name it: %q; body %q", badName, werr.Message, body)
 	}
 	return false

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"unicode/utf8"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/internal/wire"
 	"github.com/queengate/queengate/model"
 )
 
@@ -17,35 +17,35 @@ type DeadLetterStore interface {
 	Redrive(ctx context.Context, queue, partition string, f model.DeadLetterFilter, limit int) (model.Redriven, error)
 }
 
-var deadLettersShape = objectShape{"a dead-letter selection",
-	`{"partition": "eu", "group": "billing", "fromOffset": 0, "toOffset": 99, "limit": 100}, or no body`}
+var deadLettersShape = wire.Shape{Name: "a dead-letter selection",
+	Example: `{"partition": "eu", "group": "billing", "fromOffset": 0, "toOffset": 99, "limit": 100}, or no body`}
 
 // decodeDeadLetters reads a dead-letter list or redrive body strictly;
 // every field is optional.
 func decodeDeadLetters(body []byte) (queengate.DeadLettersRequest, *queengate.Error) {
 	var req queengate.DeadLettersRequest
-	if jsonBlank(body) {
+	if wire.Blank(body) {
 		return req, nil
 	}
 	offsetInto := func(name string, dst **int64) func([]byte) *queengate.Error {
 		return func(raw []byte) *queengate.Error {
 			var n int64
-			if werr := wholeNumberInto(name, 0, math.MaxInt64, &n)(raw); werr != nil {
+			if werr := wire.WholeNumberInto(name, 0, math.MaxInt64, &n)(raw); werr != nil {
 				return werr
 			}
 			*dst = &n
 			return nil
 		}
 	}
-	werr := decodeObject(body, theBody, deadLettersShape,
-		objectField{name: "partition", decode: nameInto("partition", &req.Partition)},
-		objectField{name: "group", decode: nameInto("group", &req.Group)},
-		objectField{name: "fromOffset", decode: offsetInto("fromOffset", &req.FromOffset)},
-		objectField{name: "toOffset", decode: offsetInto("toOffset", &req.ToOffset)},
-		objectField{name: "limit", decode: wholeNumberInto("limit", 1, queengate.MaxRedrive, &req.Limit)},
+	werr := wire.DecodeObject(body, wire.TheBody, deadLettersShape,
+		wire.Field{Name: "partition", Decode: wire.NameInto("partition", &req.Partition)},
+		wire.Field{Name: "group", Decode: wire.NameInto("group", &req.Group)},
+		wire.Field{Name: "fromOffset", Decode: offsetInto("fromOffset", &req.FromOffset)},
+		wire.Field{Name: "toOffset", Decode: offsetInto("toOffset", &req.ToOffset)},
+		wire.Field{Name: "limit", Decode: wire.WholeNumberInto("limit", 1, queengate.MaxRedrive, &req.Limit)},
 	)
 	if werr == nil && req.FromOffset != nil && req.ToOffset != nil && *req.FromOffset > *req.ToOffset {
-		werr = badInput(`"fromOffset" %d is above "toOffset" %d: the range is inclusive, from the lower offset`, *req.FromOffset, *req.ToOffset)
+		werr = wire.BadInput(`"fromOffset" %d is above "toOffset" %d: the range is inclusive, from the lower offset`, *req.FromOffset, *req.ToOffset)
 	}
 	return req, werr
 }
@@ -142,28 +142,17 @@ func deadLetterView(partition string, d model.PendingDeadLetter) queengate.DeadL
 	}
 	return queengate.DeadLetterView{Partition: partition, DLQOffset: d.Offset, Group: l.Group, MessageID: l.MessageID,
 		Offset: l.Offset, TransactionID: l.TransactionID, CreatedAt: l.CreatedAt.UTC(), Attempts: l.Attempts,
-		Error: clipBytes(l.Error, queengate.MaxListedError), DataBytes: size}
-}
-
-// clipBytes cuts s to at most n bytes, on a character boundary.
-func clipBytes(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
+		Error: wire.ClipBytes(l.Error, queengate.MaxListedError), DataBytes: size}
 }
 
 // fitDeadLetters keeps the dead letters that fit budget bytes.
 func fitDeadLetters(a *queengate.DeadLettersAnswer, budget int) {
-	if encodedLen(a) <= budget {
+	if wire.EncodedLen(a) <= budget {
 		return
 	}
 	list := a.DeadLetters
 	a.DeadLetters = nil
-	n, _ := fitting(list, budget-encodedLen(a)-len(`,"more":true`))
+	n, _ := wire.Fitting(list, budget-wire.EncodedLen(a)-len(`,"more":true`))
 	a.DeadLetters, a.More = list[:n], true
 }
 
@@ -180,7 +169,7 @@ func (o *Ops) Redrive(ctx context.Context, queue string, body []byte) (any, *que
 		return nil, werr
 	}
 	out := queengate.RedriveAnswer{Queue: queue, Partitions: []queengate.RedrivenPartition{}}
-	left, room := limitOf(req), o.answerBudget()-encodedLen(out)-len(`,"skipped":`)-20-len(`,"more":true`)
+	left, room := limitOf(req), o.answerBudget()-wire.EncodedLen(out)-len(`,"skipped":`)-20-len(`,"more":true`)
 	for _, p := range parts {
 		if left == 0 || room < 6*len(p)+redriveEntry {
 			out.More = true

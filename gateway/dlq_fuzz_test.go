@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/internal/wire"
 )
 
 // refDeadLetters is a dead-letter list's or redrive's optional body: a
@@ -48,14 +49,14 @@ func TestADeadLetterListFitsItsBudget(t *testing.T) {
 	var a queengate.DeadLettersAnswer
 	for i := range 500 {
 		a.DeadLetters = append(a.DeadLetters, queengate.DeadLetterView{Partition: strings.Repeat("p", 128), Offset: int64(i),
-			TransactionID: strings.Repeat("\u0001", 256), Error: clipBytes(long, queengate.MaxListedError)})
+			TransactionID: strings.Repeat("\u0001", 256), Error: wire.ClipBytes(long, queengate.MaxListedError)})
 	}
 	if e := a.DeadLetters[0].Error; len(e) > queengate.MaxListedError || !utf8.ValidString(e) {
 		t.Fatalf("a listed error of %d bytes (valid UTF-8: %v)", len(e), utf8.ValidString(e))
 	}
 	const budget = 64 << 10
 	fitDeadLetters(&a, budget)
-	if n := encodedLen(a); n > budget || !a.More || len(a.DeadLetters) == 0 || len(a.DeadLetters) == 500 {
+	if n := wire.EncodedLen(a); n > budget || !a.More || len(a.DeadLetters) == 0 || len(a.DeadLetters) == 500 {
 		t.Fatalf("%d bytes for %d dead letters (more %v), budget %d", n, len(a.DeadLetters), a.More, budget)
 	}
 }

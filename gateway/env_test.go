@@ -99,14 +99,14 @@ func (e *testEnv) startGateway(opts gatewayOpts) (*gateway.Gateway, *ingest.Inge
 	if opts.gateway.Prefix == "" {
 		opts.gateway.Prefix = e.prefix
 	}
-	if opts.consume && opts.gateway.Consumers == nil {
-		opts.gateway.Consumers = gateway.NewConsumers(pgtest.Store(e.t, e.pgURL))
+	if opts.consume && opts.gateway.Endpoints == nil {
+		opts.gateway.Endpoints = []gateway.EndpointSet{gateway.NewConsumers(pgtest.Store(e.t, e.pgURL))}
 	}
 	gw, err := gateway.New(opts.gateway, nc, ing, log, opts.reg)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	if opts.gateway.Consumers != nil {
+	if opts.gateway.Endpoints != nil {
 		ing.OnCommit(gw.PublishCommitted)
 	}
 	if err := gw.Start(context.Background()); err != nil {

@@ -1,12 +1,11 @@
 package gateway
 
 import (
-	"encoding/json"
-	"fmt"
 	"strings"
 	"time"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/internal/wire"
 )
 
 // Every answer fits one NATS message. Answers of a known size (status,
@@ -31,37 +30,14 @@ func (o *Ops) answerBudget() int {
 	return 1<<20 - answerRoom
 }
 
-// encodedLen is the length of v's JSON encoding.
-func encodedLen(v any) int {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return 0 // the whole answer's encoding reports it
-	}
-	return len(b)
-}
-
-// fitting is how many of items, from the first, encode in a JSON array
-// within budget bytes, and the bytes they take.
-func fitting[T any](items []T, budget int) (n, used int) {
-	used = 2 // the brackets
-	for i := range items {
-		size := encodedLen(items[i]) + 1 // and a comma
-		if used+size > budget {
-			return i, used
-		}
-		used += size
-	}
-	return len(items), used
-}
-
 // fitQueues cuts a queue list to what fits budget bytes; a cut list names
 // the first queue it leaves out.
 func fitQueues(a *queengate.QueuesAnswer, budget int) {
-	if encodedLen(a) <= budget {
+	if wire.EncodedLen(a) <= budget {
 		return
 	}
 	queues := a.Queues
-	n, _ := fitting(queues, budget-encodedLen(queengate.QueuesAnswer{Count: a.Count, Truncated: true, NextQueue: maxName}))
+	n, _ := wire.Fitting(queues, budget-wire.EncodedLen(queengate.QueuesAnswer{Count: a.Count, Truncated: true, NextQueue: maxName}))
 	a.Queues = queues[:n]
 	if n < len(queues) {
 		a.Truncated, a.NextQueue = true, queues[n].Queue
@@ -74,22 +50,22 @@ func fitQueues(a *queengate.QueuesAnswer, budget int) {
 // fits in their share, and a cut partition list names the first
 // partition it leaves out.
 func fitQueue(a *queengate.QueueAnswer, budget int) {
-	if encodedLen(a) <= budget {
+	if wire.EncodedLen(a) <= budget {
 		return
 	}
 	a.Truncated = true
 	dropGroupPartitions(a.Groups)
-	if encodedLen(a) <= budget {
+	if wire.EncodedLen(a) <= budget {
 		return
 	}
 	partitions, groups := a.Partitions, a.Groups
 	a.Partitions, a.Groups = []queengate.PartitionView{}, []queengate.GroupView{}
 	a.NextPartition = maxName // bounds the name's room
-	room := budget - encodedLen(a)
+	room := budget - wire.EncodedLen(a)
 	a.NextPartition = ""
-	n, used := fitting(groups, room/2)
+	n, used := wire.Fitting(groups, room/2)
 	a.Groups = groups[:n]
-	n, _ = fitting(partitions, room-used)
+	n, _ = wire.Fitting(partitions, room-used)
 	a.Partitions = partitions[:n]
 	if n < len(partitions) {
 		a.NextPartition = partitions[n].Partition
@@ -109,11 +85,11 @@ func dropGroupPartitions(groups []queengate.GroupView) {
 // fitTimers cuts a timer list to what fits budget bytes; a cut list names
 // the position of the first timer it leaves out.
 func fitTimers(a *queengate.TimersAnswer, budget int) {
-	if encodedLen(a) <= budget {
+	if wire.EncodedLen(a) <= budget {
 		return
 	}
 	a.Truncated = true
-	n, _ := fitting(a.Timers, budget-encodedLen(queengate.TimersAnswer{Truncated: true, Next: &widestPosition}))
+	n, _ := wire.Fitting(a.Timers, budget-wire.EncodedLen(queengate.TimersAnswer{Truncated: true, Next: &widestPosition}))
 	if n < len(a.Timers) {
 		a.Next = timerPosition(a.Timers[n])
 	}
@@ -123,12 +99,3 @@ func fitTimers(a *queengate.TimersAnswer, budget int) {
 // widestPosition encodes in as many bytes as any timer position.
 var widestPosition = queengate.TimerPosition{FireAt: time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC),
 	TimerID: "00000000-0000-0000-0000-000000000000"}
-
-// tooLargeToAnswer refuses an answer of one stored message that does not
-// fit budget bytes: it was stored under a larger max payload, or before
-// its kind was held to the limit (the cause is not known here).
-func tooLargeToAnswer(what string, size, budget int) *queengate.Error {
-	return &queengate.Error{Code: queengate.CodeTooLarge, Message: fmt.Sprintf(
-		"%s takes %d bytes, more than one answer carries on this gateway's NATS connection (%d bytes)",
-		what, size, budget)}
-}

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	queengate "github.com/queengate/queengate"
-	"github.com/queengate/queengate/model"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/model"
+	"github.com/queengate/queengate/routing"
 
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,7 +19,7 @@ import (
 
 	"github.com/queengate/queengate/ingest"
 	"github.com/queengate/queengate/internal/promreg"
-	"github.com/queengate/queengate/routing"
+	"github.com/queengate/queengate/internal/wire"
 )
 
 // ServiceName is the micro service name, and QueueGroup the queue group
@@ -46,15 +48,13 @@ type Config struct {
 	// DrainTimeout bounds how long Stop waits for requests NATS already
 	// delivered to be taken in; default 10 s.
 	DrainTimeout time.Duration
-	// Ops, when set, is served on the operator subjects (configure,
-	// queues, status; docs/admin-api.md).
-	Ops *Ops
-	// Timers, when set, is served on the timer subjects.
-	Timers *TimerOps
-	// Consumers, when set, is served on the consuming subjects; give the
+	// Endpoints are the request-reply endpoints served beside the push
+	// endpoint, in this order: the operator API (*Ops), the timer
+	// subjects (*TimerOps), the consuming subjects (*Consumers; give the
 	// ingester's OnCommit the gateway's PublishCommitted so that waiting
-	// pops wake when messages arrive.
-	Consumers *Consumers
+	// pops wake when messages arrive). A set that is also an Authorizer
+	// (*Ops) decides the operator requests of every set.
+	Endpoints []EndpointSet
 	// Routing, when set, gives partitions affinity to gateways: pushes
 	// mapped by NATS onto routing shards are taken by the shard's owner
 	// (package routing). Nil: any gateway of the queue group takes any push.
@@ -107,6 +107,28 @@ type Gateway struct {
 	// draining is closed when Stop begins waiting for requests in
 	// flight: long polls answer what they have instead of waiting on.
 	draining chan struct{}
+	// auth decides operator requests; nil: they need no token.
+	auth Authorizer
+}
+
+// An EndpointSet is a group of request-reply endpoints a gateway serves
+// (Config.Endpoints). Start calls Endpoints once, before the service
+// starts: the set may subscribe there what else it listens to on the
+// gateway's connection.
+type EndpointSet interface {
+	Endpoints(g *Gateway) ([]Endpoint, error)
+}
+
+// A MetricsSet is an EndpointSet with metrics of its own: New registers
+// them on the gateway's registry (nil: none is registered).
+type MetricsSet interface {
+	RegisterMetrics(reg prometheus.Registerer) error
+}
+
+// An Authorizer decides whether an Authorization header value may make
+// operator requests: nil if so, else the error to answer.
+type Authorizer interface {
+	Authorize(header string) *queengate.Error
 }
 
 // New builds a gateway. reg may be nil: then no metrics are registered.
@@ -121,9 +143,14 @@ func New(cfg Config, nc *nats.Conn, ing Ingester, log zerolog.Logger, reg promet
 	}
 	g := &Gateway{cfg: cfg, nc: nc, ing: ing, log: log, metrics: m, stopped: make(chan struct{}), draining: make(chan struct{})}
 	storeLog.Store(&g.log)
-	if cfg.Consumers != nil {
-		if cfg.Consumers.metrics, err = newConsumeMetrics(reg); err != nil {
-			return nil, err
+	for _, set := range cfg.Endpoints {
+		if m, ok := set.(MetricsSet); ok {
+			if err := m.RegisterMetrics(reg); err != nil {
+				return nil, err
+			}
+		}
+		if a, ok := set.(Authorizer); ok && g.auth == nil {
+			g.auth = a
 		}
 	}
 	if cfg.Routing != nil {
@@ -167,20 +194,12 @@ func (g *Gateway) Start(ctx context.Context) error {
 		}
 	}
 	g.svc = svc
-	if g.cfg.Ops != nil {
-		if err := g.addOpsEndpoints(); err != nil {
-			svc.stop(0)
-			return err
+	for _, set := range g.cfg.Endpoints {
+		endpoints, err := set.Endpoints(g)
+		if err == nil {
+			err = g.addRequestEndpoints(endpoints)
 		}
-	}
-	if g.cfg.Timers != nil {
-		if err := g.cfg.Timers.addEndpoints(g); err != nil {
-			svc.stop(0)
-			return err
-		}
-	}
-	if g.cfg.Consumers != nil {
-		if err := g.cfg.Consumers.addEndpoints(g); err != nil {
+		if err != nil {
 			svc.stop(0)
 			return err
 		}
@@ -260,6 +279,30 @@ func (g *Gateway) Stop() {
 	})
 }
 
+// Prefix starts every subject the gateway serves.
+func (g *Gateway) Prefix() string { return g.cfg.Prefix }
+
+// Conn is the gateway's NATS connection, for what an endpoint set
+// listens to or announces beside its endpoints.
+func (g *Gateway) Conn() *nats.Conn { return g.nc }
+
+// MaxPayload is the NATS connection's max payload: no answer may be
+// larger.
+func (g *Gateway) MaxPayload() int64 { return g.nc.MaxPayload() }
+
+// Logger is the gateway's logger.
+func (g *Gateway) Logger() zerolog.Logger { return g.log }
+
+// Ingester is what the gateway hands pushes to.
+func (g *Gateway) Ingester() Ingester { return g.ing }
+
+// Draining is closed when Stop begins waiting for requests in flight:
+// a long poll answers what it has instead of waiting on.
+func (g *Gateway) Draining() <-chan struct{} { return g.draining }
+
+// Stopped is closed once Stop has answered everything.
+func (g *Gateway) Stopped() <-chan struct{} { return g.stopped }
+
 // ID is this gateway's instance id: its micro service id, and its name
 // among the gateways sharing routing shards. Empty before Start.
 func (g *Gateway) ID() string {
@@ -273,7 +316,7 @@ func (g *Gateway) ID() string {
 
 // handlePush runs on the subscription's goroutine: decode, validate and
 // hand over without blocking; the answer is sent when ingest is done.
-func (g *Gateway) handlePush(req *request) {
+func (g *Gateway) handlePush(req *Request) {
 	queue, partition, probe, werr := parsePushSubject(g.cfg.Prefix, req.Subject)
 	if probe {
 		return // the routing probe: it only looks where NATS delivers
@@ -286,13 +329,13 @@ func (g *Gateway) handlePush(req *request) {
 		g.reject(req, ackSubject, werr)
 		return
 	}
-	msgs, werr := decodePush(req.Data, g.cfg.MaxBatch)
+	msgs, werr := wire.DecodePush(req.Data, g.cfg.MaxBatch)
 	if werr != nil {
 		g.reject(req, ackSubject, werr)
 		return
 	}
 	maxPayload := g.nc.MaxPayload()
-	if werr := checkPushSizes(msgs, maxPayload); werr != nil {
+	if werr := wire.CheckPushSizes(msgs, maxPayload); werr != nil {
 		g.reject(req, ackSubject, werr)
 		return
 	}
@@ -302,7 +345,7 @@ func (g *Gateway) handlePush(req *request) {
 	}
 	r := &ingest.Request{Queue: queue, Partition: partition, Messages: msgs}
 	r.Done = func(results []ingest.Result) {
-		body := encodeReply(msgs, results, int(maxPayload))
+		body := wire.EncodeReply(msgs, results, int(maxPayload))
 		// Not replaced by an error when too large, as other answers are:
 		// an error says nothing was stored. A producer that hears nothing
 		// retries, and is answered duplicate.
@@ -346,7 +389,7 @@ func firstFailure(results []ingest.Result) string {
 // reject answers a request refused as a whole, with the micro error
 // headers. A fire-and-forget request gets it on its ack subject when the
 // subject named a valid partition.
-func (g *Gateway) reject(req *request, ackSubject string, werr *queengate.Error) {
+func (g *Gateway) reject(req *Request, ackSubject string, werr *queengate.Error) {
 	g.metrics.rejected(werr.Code)
 	defer req.done(werr.Message)
 	subject := req.Reply
@@ -357,7 +400,7 @@ func (g *Gateway) reject(req *request, ackSubject string, werr *queengate.Error)
 		g.log.Warn().Str("subject", req.Subject).Str("error", werr.Message).Msg("fire-and-forget push rejected with no ack subject to answer on")
 		return
 	}
-	g.publish(errorMsg(werr, subject))
+	g.publish(wire.ErrorMsg(werr, subject))
 }
 
 // publish sends an answer, and says why not when it could not. While
@@ -393,7 +436,7 @@ func (g *Gateway) publish(m *nats.Msg) error {
 func (g *Gateway) publishAnswer(subject string, body []byte) error {
 	err := g.publish(&nats.Msg{Subject: subject, Data: body})
 	if errors.Is(err, nats.ErrMaxPayload) {
-		g.publish(errorMsg(&queengate.Error{Code: queengate.CodeInternal, Message: fmt.Sprintf(
+		g.publish(wire.ErrorMsg(&queengate.Error{Code: queengate.CodeInternal, Message: fmt.Sprintf(
 			"answer not sent: %d bytes, over the NATS max payload (%d bytes)", len(body), g.nc.MaxPayload())}, subject))
 	}
 	return err
@@ -418,11 +461,11 @@ func unsentReason(err error) string {
 // recorded with.
 func notSent(err error) string { return "answer not sent: " + err.Error() }
 
-// undoable is an answer that changed something for its receiver alone (a
+// Undoable is an answer that changed something for its receiver alone (a
 // pop leases and delivers messages): when it is never published, undo
 // takes the change back, so that an answer nobody received costs nothing.
-type undoable interface {
-	undo()
+type Undoable interface {
+	Undo()
 }
 
 type metrics struct {
@@ -469,119 +512,50 @@ func (m *metrics) observeRequest(endpoint string, took time.Duration, failed boo
 
 func (m *metrics) rejected(code int) { m.rejects.WithLabelValues(strconv.Itoa(code)).Inc() }
 
-// addOpsEndpoints serves the operator API over NATS request-reply. Reads
-// and explain name their queue in the subject, so NATS permissions can
-// scope them to it: they go with the queue's data (pops hand out the
-// same), not with the token (docs/security.md).
-func (g *Gateway) addOpsEndpoints() error {
-	o := g.cfg.Ops
-	o.publish = g.PublishCommitted
-	s := queengate.Subjects{Prefix: g.cfg.Prefix}
-	return g.addRequestEndpoints([]requestEndpoint{
-		{name: "configure", verb: s.Verb(queengate.APIConfigure), operator: true, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
-			return o.Configure(ctx, req.Data)
-		}},
-		{name: "queues-list", verb: s.Verb(queengate.APIQueuesList), operator: true, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
-			from, werr := decodeFrom(req.Data, queuesPageShape)
-			if werr != nil {
-				return nil, werr
-			}
-			return o.ListQueues(ctx, from)
-		}},
-		{name: "queues-get", verb: s.Verb(queengate.APIQueuesGet), names: queengate.APIQueuesGet.Names, operator: true, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
-			from, werr := decodeFrom(req.Data, queuePageShape)
-			if werr != nil {
-				return nil, werr
-			}
-			return o.GetQueue(ctx, req.Subject[strings.LastIndexByte(req.Subject, '.')+1:], from)
-		}},
-		{name: "status", verb: s.Verb(queengate.APIStatus), operator: true, answerOnly: true, op: func(ctx context.Context, _ *request) (any, *queengate.Error) {
-			return o.Status(ctx)
-		}},
-		{name: "overview", verb: s.Verb(queengate.APIOverview), operator: true, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
-			from, werr := decodeFrom(req.Data, overviewShape)
-			if werr != nil {
-				return nil, werr
-			}
-			return o.Overview(ctx, from)
-		}},
-		{name: "read", verb: s.Verb(queengate.APIRead), names: queengate.APIRead.Names, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
-			queue, partition := lastTwoTokens(req.Subject)
-			return o.Read(ctx, queue, partition, req.Data)
-		}},
-		// A messageId names no queue in the subject: NATS cannot scope it.
-		{name: "message-get", verb: s.Verb(queengate.APIMessageGet), operator: true, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
-			return o.GetMessage(ctx, req.Data)
-		}},
-		{name: "explain", verb: s.Verb(queengate.APIExplain), names: queengate.APIExplain.Names, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
-			queue, partition := lastTwoTokens(req.Subject)
-			return o.Explain(ctx, queue, partition, req.Data)
-		}},
-		{name: "dlq-list", verb: s.Verb(queengate.APIDLQList), names: queengate.APIDLQList.Names, operator: true, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
-			return o.ListDeadLetters(ctx, req.Subject[strings.LastIndexByte(req.Subject, '.')+1:], req.Data)
-		}},
-		{name: "dlq-redrive", verb: s.Verb(queengate.APIDLQRedrive), names: queengate.APIDLQRedrive.Names, operator: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
-			return o.Redrive(ctx, req.Subject[strings.LastIndexByte(req.Subject, '.')+1:], req.Data)
-		}},
-	})
-}
-
-// lastTwoTokens are a subject's queue and partition tokens.
-func lastTwoTokens(subject string) (string, string) {
+// LastTwoTokens are a subject's queue and partition tokens.
+func LastTwoTokens(subject string) (string, string) {
 	i := strings.LastIndexByte(subject, '.')
 	j := strings.LastIndexByte(subject[:i], '.')
 	return subject[j+1 : i], subject[i+1:]
 }
 
-// maxEcho bounds what of a request's own input an error quotes back, and
-// maxErrorMessage a whole error message on the HTTP face.
-const (
-	maxEcho         = 128
-	maxErrorMessage = 1024
-)
+// maxErrorMessage bounds a whole error message on the HTTP face.
+const maxErrorMessage = 1024
 
-// clip is s cut to maxEcho bytes, saying how long it was: an error echoes
-// what to fix, never a whole large input.
-func clip(s string) string { return clipTo(s, maxEcho) }
-
-// clipTo cuts s to n bytes on a character boundary, saying how long it was.
-func clipTo(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return clipBytes(s, n) + "… (" + strconv.Itoa(len(s)) + " bytes)"
-}
-
-// requestEndpoint is a request-reply operation served by the gateway on
-// verb followed by one token per name.
-type requestEndpoint struct {
-	name string
-	verb string // e.g. "queen.read"
-	// names are the tokens after verb, as documented ("<queue>").
-	names []string
-	// anyTokens: one or more tokens after verb, which op checks (a pop
+// Endpoint is a request-reply operation served by the gateway on Verb
+// followed by one token per name; an EndpointSet gives them.
+type Endpoint struct {
+	Name string // the micro service's endpoint name, e.g. "read"
+	Verb string // e.g. "queen.read"
+	// Names are the tokens after Verb, as documented ("<queue>").
+	Names []string
+	// AnyTokens: one or more tokens after Verb, which Op checks (a pop
 	// names <queue> or <queue>.<partition>).
-	anyTokens bool
-	// operator spans queues (NATS permissions cannot scope it to one):
+	AnyTokens bool
+	// Operator spans queues (NATS permissions cannot scope it to one):
 	// with an admin token set it needs the token. The others are governed
-	// by NATS permissions on their subjects (docs/security.md).
-	operator bool
-	// answerOnly: the request is for its answer (a read, a pop), so it is
+	// by NATS permissions on their subjects (docs/security.md); the
+	// Authorizer among Config.Endpoints decides.
+	Operator bool
+	// AnswerOnly: the request is for its answer (a read, a pop), so it is
 	// not carried out without a reply subject. Others (an ack, a
 	// schedule) are, as a push is.
-	answerOnly bool
-	// misshapenOnly, when not nil, replaces the subjects misshapen would
+	AnswerOnly bool
+	// MisshapenOnly, when not nil, replaces the subjects misshapen would
 	// answer, where those would overlap another endpoint's (timers).
-	misshapenOnly []string
-	op            func(context.Context, *request) (any, *queengate.Error)
+	MisshapenOnly []string
+	// Op carries the request out, off the subscription's goroutine, within
+	// 30 s; the gateway answers what it returns (an Undoable answer not
+	// published is undone).
+	Op func(context.Context, *Request) (any, *queengate.Error)
 }
 
 // subject is the endpoint's subject, as NATS matches it.
-func (e requestEndpoint) subject() string {
-	if e.anyTokens {
-		return e.verb + ".>"
+func (e Endpoint) subject() string {
+	if e.AnyTokens {
+		return e.Verb + ".>"
 	}
-	return e.verb + strings.Repeat(".*", len(e.names))
+	return e.Verb + strings.Repeat(".*", len(e.Names))
 }
 
 // misshapen are the subjects under the endpoint's verb with too few or
@@ -589,36 +563,36 @@ func (e requestEndpoint) subject() string {
 // in one queue group, where NATS hands a request to one subscription),
 // and are answered 400 rather than left to "no responders", which a
 // client takes for a gateway out of reach.
-func (e requestEndpoint) misshapen() []string {
-	if e.misshapenOnly != nil {
-		return e.misshapenOnly
+func (e Endpoint) misshapen() []string {
+	if e.MisshapenOnly != nil {
+		return e.MisshapenOnly
 	}
-	if e.anyTokens {
-		return []string{e.verb}
+	if e.AnyTokens {
+		return []string{e.Verb}
 	}
 	var out []string
-	for n := range len(e.names) {
-		out = append(out, e.verb+strings.Repeat(".*", n))
+	for n := range len(e.Names) {
+		out = append(out, e.Verb+strings.Repeat(".*", n))
 	}
 	return append(out, e.subject()+".>")
 }
 
 // form is the endpoint's subject as documented, for a 400.
-func (e requestEndpoint) form() string {
-	return strings.Join(append([]string{e.verb}, e.names...), ".")
+func (e Endpoint) form() string {
+	return strings.Join(append([]string{e.Verb}, e.Names...), ".")
 }
 
 // wellShaped says whether subject has the endpoint's number of tokens.
-func (e requestEndpoint) wellShaped(subject string) bool {
-	if e.anyTokens {
-		return len(subject) > len(e.verb)
+func (e Endpoint) wellShaped(subject string) bool {
+	if e.AnyTokens {
+		return len(subject) > len(e.Verb)
 	}
-	return strings.Count(subject, ".") == strings.Count(e.verb, ".")+len(e.names)
+	return strings.Count(subject, ".") == strings.Count(e.Verb, ".")+len(e.Names)
 }
 
-func (g *Gateway) addRequestEndpoints(endpoints []requestEndpoint) error {
+func (g *Gateway) addRequestEndpoints(endpoints []Endpoint) error {
 	for _, e := range endpoints {
-		handler := func(req *request) {
+		handler := func(req *Request) {
 			// Counted under mu, so that Stop's wait never races an Add: a
 			// request arriving once Stop has begun waiting is refused.
 			g.mu.Lock()
@@ -632,7 +606,7 @@ func (g *Gateway) addRequestEndpoints(endpoints []requestEndpoint) error {
 			// Off the subscription's goroutine: these read PostgreSQL.
 			go g.serveRequest(req, e)
 		}
-		ep := g.svc.addEndpoint(e.name, e.subject(), QueueGroup, handler)
+		ep := g.svc.addEndpoint(e.Name, e.subject(), QueueGroup, handler)
 		for _, subject := range append([]string{e.subject()}, e.misshapen()...) {
 			if err := ep.subscribe(subject); err != nil {
 				return err
@@ -644,29 +618,29 @@ func (g *Gateway) addRequestEndpoints(endpoints []requestEndpoint) error {
 
 // serveRequest answers a request-reply operation; operator ones need the
 // admin token.
-func (g *Gateway) serveRequest(req *request, e requestEndpoint) {
+func (g *Gateway) serveRequest(req *Request, e Endpoint) {
 	defer g.inflight.Done()
 	if !e.wellShaped(req.Subject) {
-		g.answer(req, nil, badInput("subject %s: want %s", clip(req.Subject), e.form()))
+		g.answer(req, nil, wire.BadInput("subject %s: want %s", wire.Clip(req.Subject), e.form()))
 		return
 	}
-	if req.Reply == "" && e.answerOnly {
+	if req.Reply == "" && e.AnswerOnly {
 		req.done("no reply subject: nothing to answer")
 		return // a read or a pop with nobody to receive the answer
 	}
 	var werr *queengate.Error
-	if e.operator && g.cfg.Ops != nil {
-		werr = g.cfg.Ops.authorize(req.Header.Get("Authorization"))
+	if e.Operator && g.auth != nil {
+		werr = g.auth.Authorize(req.Header.Get("Authorization"))
 	}
 	var v any
 	if werr == nil {
 		// Operator bodies are small; a timer's is a push message, bounded
 		// by NATS's max payload like a push.
-		if e.operator && len(req.Data) > maxOpsBody {
+		if e.Operator && len(req.Data) > maxOpsBody {
 			werr = &queengate.Error{Code: queengate.CodeTooLarge, Message: fmt.Sprintf("body over %d bytes", maxOpsBody)}
 		} else {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			v, werr = e.op(ctx, req)
+			v, werr = e.Op(ctx, req)
 			cancel()
 		}
 	}
@@ -677,7 +651,7 @@ func (g *Gateway) serveRequest(req *request, e requestEndpoint) {
 // the micro error headers, and records it. A schedule or cancel published
 // without a reply subject is still carried out; its answer has nowhere to
 // go.
-func (g *Gateway) answer(req *request, v any, werr *queengate.Error) {
+func (g *Gateway) answer(req *Request, v any, werr *queengate.Error) {
 	if werr != nil && werr.Code >= 500 {
 		g.log.Warn().Str("subject", req.Subject).Str("error", werr.Message).Msg("request failed")
 	}
@@ -691,24 +665,33 @@ func (g *Gateway) answer(req *request, v any, werr *queengate.Error) {
 		return
 	}
 	if werr != nil {
-		g.publish(errorMsg(werr, req.Reply))
+		g.publish(wire.ErrorMsg(werr, req.Reply))
 		req.done(werr.Message)
 		return
 	}
-	body, err := encodeAnswer(v)
+	body, err := wire.EncodeAnswer(v)
 	if err != nil {
 		g.log.Error().Err(err).Msg("encode answer")
 		werr = &queengate.Error{Code: queengate.CodeInternal, Message: "encode answer: " + err.Error()}
-		g.publish(errorMsg(werr, req.Reply))
+		g.publish(wire.ErrorMsg(werr, req.Reply))
 		req.done(werr.Message)
 		return
 	}
 	if err := g.publishAnswer(req.Reply, body); err != nil {
-		if u, ok := v.(undoable); ok {
-			u.undo()
+		if u, ok := v.(Undoable); ok {
+			u.Undo()
 		}
 		req.done(notSent(err))
 		return
 	}
 	req.done("")
+}
+
+// PublishCommitted announces to every gateway that queues have new
+// messages (or a lease ended early: a pop may find something now); give
+// it to the ingester's OnCommit.
+func (g *Gateway) PublishCommitted(queues []string) {
+	for _, q := range queues {
+		_ = g.nc.Publish(queengate.Subjects{Prefix: g.cfg.Prefix}.Committed(q), nil) // best effort: a list known empty is popped again within revalidate
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/internal/wire"
 	"github.com/queengate/queengate/model"
 )
 
@@ -28,10 +29,10 @@ func (c *Consumers) deleteGroup(ctx context.Context, queue, group string, body [
 		return nil, werr
 	}
 	if !queengate.ValidName(group) {
-		return nil, badInput("bad group name %q: %s", clip(group), queengate.NameRule)
+		return nil, wire.BadInput("bad group name %q: %s", wire.Clip(group), queengate.NameRule)
 	}
 	if len(bytes.TrimSpace(body)) > 0 {
-		return nil, badInput("a group delete takes no body: the subject (or path) names the queue and the group")
+		return nil, wire.BadInput("a group delete takes no body: the subject (or path) names the queue and the group")
 	}
 	d, err := c.store.DeleteGroup(ctx, queue, group)
 	if err != nil {
@@ -66,14 +67,14 @@ func (c *Consumers) groupFailed(g model.Group, err error) *queengate.Error {
 
 // listenDeletes forgets the groups other gateways delete.
 func (c *Consumers) listenDeletes(g *Gateway) error {
-	subjects := queengate.Subjects{Prefix: g.cfg.Prefix}
+	subjects := queengate.Subjects{Prefix: g.Prefix()}
 	deleted := subjects.Verb(queengate.APIGroupDeleted) + "."
-	_, err := g.nc.Subscribe(deleted+"*.*", func(m *nats.Msg) {
+	_, err := g.Conn().Subscribe(deleted+"*.*", func(m *nats.Msg) {
 		queue, group, _ := strings.Cut(strings.TrimPrefix(m.Subject, deleted), ".")
 		c.forgetGroup(queue, group)
 	})
 	c.publishDeleted = func(queue, group string) {
-		_ = g.nc.Publish(subjects.GroupDeleted(queue, group), nil) // best effort: the store says too
+		_ = g.Conn().Publish(subjects.GroupDeleted(queue, group), nil) // best effort: the store says too
 	}
 	return err
 }

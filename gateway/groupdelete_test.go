@@ -101,7 +101,7 @@ func TestADeletedGroupIsForgottenByEveryGateway(t *testing.T) {
 	e := newEnv(t)
 	consumers := []*gateway.Consumers{gateway.NewConsumers(pgtest.Store(t, e.pgURL)), gateway.NewConsumers(pgtest.Store(t, e.pgURL))}
 	for _, c := range consumers {
-		e.startGateway(gatewayOpts{gateway: gateway.Config{Consumers: c}})
+		e.startGateway(gatewayOpts{gateway: gateway.Config{Endpoints: []gateway.EndpointSet{c}}})
 	}
 	e.fill(t, 3, "p1")
 	client := e.queenClient(t)

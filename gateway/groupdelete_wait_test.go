@@ -21,7 +21,7 @@ func TestAWaitingPopOfADeletedGroupStartsItAfresh(t *testing.T) {
 	e := newEnv(t)
 	c := gateway.NewConsumers(pgtest.Store(t, e.pgURL))
 	c.SetRevalidate(time.Hour)
-	e.startGateway(gatewayOpts{gateway: gateway.Config{Consumers: c}})
+	e.startGateway(gatewayOpts{gateway: gateway.Config{Endpoints: []gateway.EndpointSet{c}}})
 	e.fill(t, 2, "p1")
 	client := e.queenClient(t)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)

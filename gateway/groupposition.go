@@ -8,6 +8,7 @@ import (
 	"time"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/internal/wire"
 	"github.com/queengate/queengate/model"
 )
 
@@ -17,8 +18,8 @@ import (
 // that every gateway wakes them.
 
 var (
-	groupCreateShape = objectShape{"a group create", `{"start": "latest"}, {"offsets": {"p0": 42}} or {"time": "2026-12-01T09:00:00Z"}`}
-	groupSeekShape   = objectShape{"a seek", `{"offset": 0} or {"time": "2026-12-01T09:00:00Z"}, with "partition": "p0" for one partition`}
+	groupCreateShape = wire.Shape{Name: "a group create", Example: `{"start": "latest"}, {"offsets": {"p0": 42}} or {"time": "2026-12-01T09:00:00Z"}`}
+	groupSeekShape   = wire.Shape{Name: "a seek", Example: `{"offset": 0} or {"time": "2026-12-01T09:00:00Z"}, with "partition": "p0" for one partition`}
 )
 
 // createGroup creates queue's consumer group at the start position the
@@ -71,7 +72,7 @@ func validGroupPlace(queue, group string) *queengate.Error {
 		return werr
 	}
 	if !queengate.ValidName(group) {
-		return badInput("bad group name %q: %s", clip(group), queengate.NameRule)
+		return wire.BadInput("bad group name %q: %s", wire.Clip(group), queengate.NameRule)
 	}
 	return nil
 }
@@ -99,7 +100,7 @@ func groupMoves(moves []model.GroupMove, room int64) queengate.GroupMoves {
 				Clamped: m.Clamped, LeaseEnded: m.LeaseEnded})
 		}
 	}
-	n, _ := fitting(out.Changes, int(max(room, 0)))
+	n, _ := wire.Fitting(out.Changes, int(max(room, 0)))
 	if n < len(out.Changes) {
 		out.Changes, out.Truncated = out.Changes[:n], true
 	}
@@ -110,31 +111,31 @@ func groupMoves(moves []model.GroupMove, room int64) queengate.GroupMoves {
 // "start", "offsets" and "time"; none is the earliest.
 func decodeGroupCreate(body []byte) (model.GroupStart, *queengate.Error) {
 	start := model.GroupStart{From: model.StartEarliest}
-	if jsonBlank(body) {
+	if wire.Blank(body) {
 		return start, nil
 	}
 	var given []string
-	werr := decodeObject(body, theBody, groupCreateShape,
-		objectField{name: "start", decode: func(raw []byte) *queengate.Error {
-			s, _ := decodeString(raw)
+	werr := wire.DecodeObject(body, wire.TheBody, groupCreateShape,
+		wire.Field{Name: "start", Decode: func(raw []byte) *queengate.Error {
+			s, _ := wire.DecodeString(raw)
 			if s != model.StartEarliest && s != model.StartLatest {
-				return badInput(`"start" must be "earliest" or "latest", not %s (a start at offsets or at a time is "offsets" or "time")`, describe(raw))
+				return wire.BadInput(`"start" must be "earliest" or "latest", not %s (a start at offsets or at a time is "offsets" or "time")`, wire.Describe(raw))
 			}
 			start.From, given = s, append(given, "start")
 			return nil
 		}},
-		objectField{name: "offsets", decode: func(raw []byte) *queengate.Error {
+		wire.Field{Name: "offsets", Decode: func(raw []byte) *queengate.Error {
 			start.From, given = model.StartOffsets, append(given, "offsets")
 			return offsetsInto(raw, &start.Offsets)
 		}},
-		objectField{name: "time", decode: func(raw []byte) *queengate.Error {
+		wire.Field{Name: "time", Decode: func(raw []byte) *queengate.Error {
 			t, werr := parseTime("time", raw)
 			start.From, start.Time, given = model.StartTime, t, append(given, "time")
 			return werr
 		}},
 	)
 	if werr == nil && len(given) > 1 {
-		werr = badInput("give one of \"start\", \"offsets\" and \"time\", not %s: want %s", joinAnd(quoteAll(given)), groupCreateShape.example)
+		werr = wire.BadInput("give one of \"start\", \"offsets\" and \"time\", not %s: want %s", wire.JoinAnd(wire.QuoteAll(given)), groupCreateShape.Example)
 	}
 	return start, werr
 }
@@ -142,24 +143,24 @@ func decodeGroupCreate(body []byte) (model.GroupStart, *queengate.Error) {
 // offsetsInto decodes "offsets": an object of partition names to next
 // offsets, at least one.
 func offsetsInto(raw []byte, dst *map[string]int64) *queengate.Error {
-	members, err := scanObject(raw, func() string { return `"offsets"` })
+	members, err := wire.ScanObject(raw, func() string { return `"offsets"` })
 	if err != nil {
-		return badInput(`%v: want an object of partition names to offsets, such as {"p0": 42}`, err)
+		return wire.BadInput(`%v: want an object of partition names to offsets, such as {"p0": 42}`, err)
 	}
 	if len(members) == 0 {
-		return badInput(`"offsets" is empty: name at least one partition, such as {"p0": 42}`)
+		return wire.BadInput(`"offsets" is empty: name at least one partition, such as {"p0": 42}`)
 	}
 	out := make(map[string]int64, len(members))
 	for i, m := range members {
-		p := string(m.key)
+		p := string(m.Key)
 		switch {
 		case !queengate.ValidName(p):
-			return badInput(`"offsets": %q is not a partition name (%s)`, clip(p), queengate.NameRule)
-		case slices.ContainsFunc(members[:i], func(o field) bool { return string(o.key) == p }):
-			return badInput(`"offsets": partition %q is given twice: send it once`, p)
+			return wire.BadInput(`"offsets": %q is not a partition name (%s)`, wire.Clip(p), queengate.NameRule)
+		case slices.ContainsFunc(members[:i], func(o wire.Member) bool { return string(o.Key) == p }):
+			return wire.BadInput(`"offsets": partition %q is given twice: send it once`, p)
 		}
 		var off int64
-		if werr := wholeNumberInto(`offsets: `+p, 0, math.MaxInt64, &off)(m.raw); werr != nil {
+		if werr := wire.WholeNumberInto(`offsets: `+p, 0, math.MaxInt64, &off)(m.Raw); werr != nil {
 			return werr
 		}
 		out[p] = off
@@ -177,10 +178,10 @@ func decodeSeek(body []byte) (model.Seek, *queengate.Error) {
 		at     time.Time
 		timed  bool
 	)
-	werr := decodeObject(body, theBody, groupSeekShape,
-		objectField{name: "partition", decode: nameInto("partition", &seek.Partition)},
-		objectField{name: "offset", decode: wholeNumberInto("offset", 0, math.MaxInt64, &offset)},
-		objectField{name: "time", decode: func(raw []byte) (werr *queengate.Error) {
+	werr := wire.DecodeObject(body, wire.TheBody, groupSeekShape,
+		wire.Field{Name: "partition", Decode: wire.NameInto("partition", &seek.Partition)},
+		wire.Field{Name: "offset", Decode: wire.WholeNumberInto("offset", 0, math.MaxInt64, &offset)},
+		wire.Field{Name: "time", Decode: func(raw []byte) (werr *queengate.Error) {
 			at, werr = parseTime("time", raw)
 			timed = true
 			return werr
@@ -190,9 +191,9 @@ func decodeSeek(body []byte) (model.Seek, *queengate.Error) {
 	case werr != nil:
 		return seek, werr
 	case offset >= 0 && timed:
-		return seek, badInput(`give "offset" or "time", not both: want %s`, groupSeekShape.example)
+		return seek, wire.BadInput(`give "offset" or "time", not both: want %s`, groupSeekShape.Example)
 	case offset < 0 && !timed:
-		return seek, badInput(`"offset" or "time" is missing: want %s`, groupSeekShape.example)
+		return seek, wire.BadInput(`"offset" or "time" is missing: want %s`, groupSeekShape.Example)
 	case timed && at.IsZero():
 		at = time.Unix(0, 0) // year 1 (a zero Time means "by offset") is before every message, as the epoch is
 	}

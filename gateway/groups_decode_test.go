@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/internal/wire/wiretest"
 )
 
 // FuzzDecodeGroups checks the groups body decoder against encoding/json
@@ -45,7 +46,7 @@ func groupsOracle(body []byte) (queengate.GroupsRequest, bool) {
 	if len(bytes.Trim(body, " \t\r\n")) == 0 {
 		return req, true // no body, or JSON whitespace alone
 	}
-	if !json.Valid(body) || hasUnstorableEscape(body) {
+	if !json.Valid(body) || wiretest.HasUnstorableEscape(body) {
 		return req, false
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))

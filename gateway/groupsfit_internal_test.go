@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/internal/wire"
 )
 
 // The widest group a groups answer can list, without its partitions,
@@ -16,7 +17,7 @@ func TestTheWidestGroupTotalsFitTheirReserve(t *testing.T) {
 	widest := queengate.GroupView{Group: name, Lag: math.MinInt64, PartitionCount: math.MinInt, Unconfirmed: math.MinInt64,
 		DeletedUnconsumed: math.MinInt64, IdleMs: math.MinInt64, DelayedPartitions: math.MinInt,
 		Partitions: []queengate.GroupPartitionView{}, NextPartition: name}
-	if size := encodedLen(widest); size > groupTotalsSize {
+	if size := wire.EncodedLen(widest); size > groupTotalsSize {
 		t.Errorf("the widest group totals take %d bytes, over the %d reserved", size, groupTotalsSize)
 	}
 }

@@ -58,7 +58,7 @@ func BenchmarkIdleLongPolls(b *testing.B) {
 	}
 	consumerStore := pgtest.Store(b, url)
 	consumers := gateway.NewConsumers(consumerStore)
-	gw, err := gateway.New(gateway.Config{Consumers: consumers, DrainTimeout: 100 * time.Millisecond},
+	gw, err := gateway.New(gateway.Config{Endpoints: []gateway.EndpointSet{consumers}, DrainTimeout: 100 * time.Millisecond},
 		connect(), ing, zerolog.Nop(), nil)
 	if err != nil {
 		b.Fatal(err)

@@ -32,7 +32,7 @@ func newPollEnv(t *testing.T, checkEvery time.Duration) *pollEnv {
 	consumers.SetCheckEvery(checkEvery)
 	// Pops still waiting when the test ends are answered as the gateway
 	// stops: it never needs its drain timeout for them.
-	gw, _ := e.startGateway(gatewayOpts{gateway: gateway.Config{Consumers: consumers, DrainTimeout: time.Hour}})
+	gw, _ := e.startGateway(gatewayOpts{gateway: gateway.Config{Endpoints: []gateway.EndpointSet{consumers}, DrainTimeout: time.Hour}})
 	return &pollEnv{testEnv: e, gw: gw, consumers: consumers, store: store, client: e.queenClient(t)}
 }
 

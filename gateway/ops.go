@@ -18,6 +18,7 @@ import (
 
 	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/ingest"
+	"github.com/queengate/queengate/internal/wire"
 	"github.com/queengate/queengate/model"
 )
 
@@ -85,8 +86,8 @@ func NewOps(cfg OpsConfig, store ConfigStore, ing IngestStats, nc *nats.Conn) *O
 		wantSchema: cfg.WantSchema, started: time.Now(), rates: newPushRates(cfg.SampleEvery, ing, store)}
 }
 
-// authorize checks an Authorization header value against the token.
-func (o *Ops) authorize(header string) *queengate.Error {
+// Authorize checks an Authorization header value against the token.
+func (o *Ops) Authorize(header string) *queengate.Error {
 	if len(o.token) == 0 {
 		return nil
 	}
@@ -116,7 +117,7 @@ func (o *Ops) Configure(ctx context.Context, body []byte) (any, *queengate.Error
 	if err != nil {
 		var optErr *model.OptionError
 		if errors.As(err, &optErr) {
-			return nil, badInput("%s", optErr)
+			return nil, wire.BadInput("%s", optErr)
 		}
 		return nil, storeError(err)
 	}
@@ -128,23 +129,23 @@ var options = []string{"dedupWindowSeconds", "retentionSeconds", "onConflict", "
 	"retryDelayMs", "retryBackoffMs", "maxAckPending", "groupIdleSeconds"}
 
 var (
-	configureShape = objectShape{"a configure request", `{"queue": "...", "options": {...}, "mode": "merge"|"replace"}`}
-	optionsShape   = objectShape{"the options object", `{"dedupWindowSeconds": 600}`}
+	configureShape = wire.Shape{Name: "a configure request", Example: `{"queue": "...", "options": {...}, "mode": "merge"|"replace"}`}
+	optionsShape   = wire.Shape{Name: "the options object", Example: `{"dedupWindowSeconds": 600}`}
 )
 
 // decodeConfigure parses {"queue", "options", "mode"} strictly: every
 // problem is a 400 naming what to fix, and nothing is changed.
 func decodeConfigure(body []byte) (queue string, patch model.OptionsPatch, replace bool, werr *queengate.Error) {
-	werr = decodeObject(body, theBody, configureShape,
-		objectField{name: "queue", decode: nameInto("queue", &queue)},
-		objectField{name: "options", decode: func(raw []byte) *queengate.Error {
+	werr = wire.DecodeObject(body, wire.TheBody, configureShape,
+		wire.Field{Name: "queue", Decode: wire.NameInto("queue", &queue)},
+		wire.Field{Name: "options", Decode: func(raw []byte) *queengate.Error {
 			patch, werr = decodeOptions(raw)
 			return werr
 		}},
-		objectField{name: "mode", decode: func(raw []byte) *queengate.Error {
-			mode, _ := decodeString(raw)
+		wire.Field{Name: "mode", Decode: func(raw []byte) *queengate.Error {
+			mode, _ := wire.DecodeString(raw)
 			if mode != "merge" && mode != "replace" {
-				return badInput(`"mode" must be "merge" (the default) or "replace", not %s`, describe(raw))
+				return wire.BadInput(`"mode" must be "merge" (the default) or "replace", not %s`, wire.Describe(raw))
 			}
 			replace = mode == "replace"
 			return nil
@@ -154,37 +155,37 @@ func decodeConfigure(body []byte) (queue string, patch model.OptionsPatch, repla
 	case werr != nil:
 		return "", model.OptionsPatch{}, false, werr
 	case queue == "":
-		return "", patch, false, badInput(`"queue" is missing: want %s`, configureShape.example)
+		return "", patch, false, wire.BadInput(`"queue" is missing: want %s`, configureShape.Example)
 	}
 	return queue, patch, replace, nil
 }
 
 // decodeOptions parses the options object: whole numbers, each option once.
 func decodeOptions(raw []byte) (patch model.OptionsPatch, werr *queengate.Error) {
-	werr = decodeObject(raw, `"options"`, optionsShape,
-		objectField{name: "dedupWindowSeconds", decode: optionInto("dedupWindowSeconds", &patch.DedupWindowSeconds)},
-		objectField{name: "retentionSeconds", decode: optionInto("retentionSeconds", &patch.RetentionSeconds)},
-		objectField{name: "onConflict", decode: func(raw []byte) *queengate.Error {
-			mode, ok := decodeString(raw)
+	werr = wire.DecodeObject(raw, `"options"`, optionsShape,
+		wire.Field{Name: "dedupWindowSeconds", Decode: optionInto("dedupWindowSeconds", &patch.DedupWindowSeconds)},
+		wire.Field{Name: "retentionSeconds", Decode: optionInto("retentionSeconds", &patch.RetentionSeconds)},
+		wire.Field{Name: "onConflict", Decode: func(raw []byte) *queengate.Error {
+			mode, ok := wire.DecodeString(raw)
 			if m := model.ConflictMode(mode); ok && m.Valid() {
 				patch.OnConflict = &m
 				return nil
 			}
-			return badInput(`"onConflict" must be one of "ignore", "flag", "reject", not %s`, describe(raw))
+			return wire.BadInput(`"onConflict" must be one of "ignore", "flag", "reject", not %s`, wire.Describe(raw))
 		}},
-		objectField{name: "maxAttempts", decode: optionInto("maxAttempts", &patch.MaxAttempts)},
-		objectField{name: "retainUntil", decode: func(raw []byte) *queengate.Error {
-			until, ok := decodeString(raw)
+		wire.Field{Name: "maxAttempts", Decode: optionInto("maxAttempts", &patch.MaxAttempts)},
+		wire.Field{Name: "retainUntil", Decode: func(raw []byte) *queengate.Error {
+			until, ok := wire.DecodeString(raw)
 			if r := model.RetainUntil(until); ok && r.Valid() {
 				patch.RetainUntil = &r
 				return nil
 			}
-			return badInput(`"retainUntil" must be one of "age", "consumed", not %s`, describe(raw))
+			return wire.BadInput(`"retainUntil" must be one of "age", "consumed", not %s`, wire.Describe(raw))
 		}},
-		objectField{name: "retryDelayMs", decode: boundedOptionInto("retryDelayMs", model.MaxRetryDelayMs, &patch.RetryDelayMs)},
-		objectField{name: "retryBackoffMs", decode: backoffInto(&patch.RetryBackoffMs)},
-		objectField{name: "maxAckPending", decode: boundedOptionInto("maxAckPending", model.MaxAckPendingLimit, &patch.MaxAckPending)},
-		objectField{name: "groupIdleSeconds", decode: optionInto("groupIdleSeconds", &patch.GroupIdleSeconds)},
+		wire.Field{Name: "retryDelayMs", Decode: boundedOptionInto("retryDelayMs", model.MaxRetryDelayMs, &patch.RetryDelayMs)},
+		wire.Field{Name: "retryBackoffMs", Decode: backoffInto(&patch.RetryBackoffMs)},
+		wire.Field{Name: "maxAckPending", Decode: boundedOptionInto("maxAckPending", model.MaxAckPendingLimit, &patch.MaxAckPending)},
+		wire.Field{Name: "groupIdleSeconds", Decode: optionInto("groupIdleSeconds", &patch.GroupIdleSeconds)},
 	)
 	return patch, werr
 }
@@ -193,17 +194,17 @@ func decodeOptions(raw []byte) (patch model.OptionsPatch, werr *queengate.Error)
 // model.MaxRetryBackoff delays, each a whole number of milliseconds.
 func backoffInto(dst **[]int) func([]byte) *queengate.Error {
 	return func(raw []byte) *queengate.Error {
-		elems, ok := scanArray(raw)
+		elems, ok := wire.ScanArray(raw)
 		if !ok {
-			return badInput(`"retryBackoffMs" must be an array of delays in milliseconds such as [1000, 5000, 30000], not %s`, describe(raw))
+			return wire.BadInput(`"retryBackoffMs" must be an array of delays in milliseconds such as [1000, 5000, 30000], not %s`, wire.Describe(raw))
 		}
 		if len(elems) > model.MaxRetryBackoff {
-			return badInput(`"retryBackoffMs" has %d entries: at most %d`, len(elems), model.MaxRetryBackoff)
+			return wire.BadInput(`"retryBackoffMs" has %d entries: at most %d`, len(elems), model.MaxRetryBackoff)
 		}
 		delays := make([]int, len(elems))
 		for i, e := range elems {
 			name := "retryBackoffMs[" + strconv.Itoa(i) + "]"
-			if werr := wholeNumberInto(name, 0, model.MaxRetryDelayMs, &delays[i])(e); werr != nil {
+			if werr := wire.WholeNumberInto(name, 0, model.MaxRetryDelayMs, &delays[i])(e); werr != nil {
 				return werr
 			}
 		}
@@ -223,7 +224,7 @@ func optionInto(name string, dst **int) func([]byte) *queengate.Error {
 func boundedOptionInto(name string, most int64, dst **int) func([]byte) *queengate.Error {
 	return func(raw []byte) *queengate.Error {
 		var n int
-		if werr := wholeNumberInto(name, 0, most, &n)(raw); werr != nil {
+		if werr := wire.WholeNumberInto(name, 0, most, &n)(raw); werr != nil {
 			return werr
 		}
 		*dst = &n
@@ -399,4 +400,60 @@ var storeLog atomic.Pointer[zerolog.Logger]
 func init() {
 	nop := zerolog.Nop()
 	storeLog.Store(&nop)
+}
+
+// Endpoints serves the operator API over NATS request-reply. Reads
+// and explain name their queue in the subject, so NATS permissions can
+// scope them to it: they go with the queue's data (pops hand out the
+// same), not with the token (docs/security.md).
+func (o *Ops) Endpoints(g *Gateway) ([]Endpoint, error) {
+	o.publish = g.PublishCommitted
+	s := queengate.Subjects{Prefix: g.Prefix()}
+	return []Endpoint{
+		{Name: "configure", Verb: s.Verb(queengate.APIConfigure), Operator: true, AnswerOnly: true, Op: func(ctx context.Context, req *Request) (any, *queengate.Error) {
+			return o.Configure(ctx, req.Data)
+		}},
+		{Name: "queues-list", Verb: s.Verb(queengate.APIQueuesList), Operator: true, AnswerOnly: true, Op: func(ctx context.Context, req *Request) (any, *queengate.Error) {
+			from, werr := decodeFrom(req.Data, queuesPageShape)
+			if werr != nil {
+				return nil, werr
+			}
+			return o.ListQueues(ctx, from)
+		}},
+		{Name: "queues-get", Verb: s.Verb(queengate.APIQueuesGet), Names: queengate.APIQueuesGet.Names, Operator: true, AnswerOnly: true, Op: func(ctx context.Context, req *Request) (any, *queengate.Error) {
+			from, werr := decodeFrom(req.Data, queuePageShape)
+			if werr != nil {
+				return nil, werr
+			}
+			return o.GetQueue(ctx, req.Subject[strings.LastIndexByte(req.Subject, '.')+1:], from)
+		}},
+		{Name: "status", Verb: s.Verb(queengate.APIStatus), Operator: true, AnswerOnly: true, Op: func(ctx context.Context, _ *Request) (any, *queengate.Error) {
+			return o.Status(ctx)
+		}},
+		{Name: "overview", Verb: s.Verb(queengate.APIOverview), Operator: true, AnswerOnly: true, Op: func(ctx context.Context, req *Request) (any, *queengate.Error) {
+			from, werr := decodeFrom(req.Data, overviewShape)
+			if werr != nil {
+				return nil, werr
+			}
+			return o.Overview(ctx, from)
+		}},
+		{Name: "read", Verb: s.Verb(queengate.APIRead), Names: queengate.APIRead.Names, AnswerOnly: true, Op: func(ctx context.Context, req *Request) (any, *queengate.Error) {
+			queue, partition := LastTwoTokens(req.Subject)
+			return o.Read(ctx, queue, partition, req.Data)
+		}},
+		// A messageId names no queue in the subject: NATS cannot scope it.
+		{Name: "message-get", Verb: s.Verb(queengate.APIMessageGet), Operator: true, AnswerOnly: true, Op: func(ctx context.Context, req *Request) (any, *queengate.Error) {
+			return o.GetMessage(ctx, req.Data)
+		}},
+		{Name: "explain", Verb: s.Verb(queengate.APIExplain), Names: queengate.APIExplain.Names, AnswerOnly: true, Op: func(ctx context.Context, req *Request) (any, *queengate.Error) {
+			queue, partition := LastTwoTokens(req.Subject)
+			return o.Explain(ctx, queue, partition, req.Data)
+		}},
+		{Name: "dlq-list", Verb: s.Verb(queengate.APIDLQList), Names: queengate.APIDLQList.Names, Operator: true, AnswerOnly: true, Op: func(ctx context.Context, req *Request) (any, *queengate.Error) {
+			return o.ListDeadLetters(ctx, req.Subject[strings.LastIndexByte(req.Subject, '.')+1:], req.Data)
+		}},
+		{Name: "dlq-redrive", Verb: s.Verb(queengate.APIDLQRedrive), Names: queengate.APIDLQRedrive.Names, Operator: true, Op: func(ctx context.Context, req *Request) (any, *queengate.Error) {
+			return o.Redrive(ctx, req.Subject[strings.LastIndexByte(req.Subject, '.')+1:], req.Data)
+		}},
+	}, nil
 }

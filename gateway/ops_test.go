@@ -67,7 +67,7 @@ func (e *testEnv) startOpsGateway(token string, icfg ingest.Config) *opsGateway 
 	}
 	timerOps := gateway.NewTimerOps(tsvc, ops)
 	consumers := gateway.NewConsumers(store)
-	gw, err := gateway.New(gateway.Config{Prefix: e.prefix, Ops: ops, Timers: timerOps, Consumers: consumers}, nc, ing, log, reg)
+	gw, err := gateway.New(gateway.Config{Prefix: e.prefix, Endpoints: []gateway.EndpointSet{ops, timerOps, consumers}}, nc, ing, log, reg)
 	if err != nil {
 		e.t.Fatal(err)
 	}

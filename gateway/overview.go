@@ -10,6 +10,7 @@ import (
 
 	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/ingest"
+	"github.com/queengate/queengate/internal/wire"
 	"github.com/queengate/queengate/model"
 )
 
@@ -202,11 +203,11 @@ func (o *Ops) queueOverview(f model.QueueFigures, opts queengate.Options) queeng
 // fitOverview cuts an overview to what fits budget bytes, as fitQueues
 // cuts a queue list.
 func fitOverview(a *queengate.OverviewAnswer, budget int) {
-	if encodedLen(a) <= budget {
+	if wire.EncodedLen(a) <= budget {
 		return
 	}
 	queues := a.Queues
-	n, _ := fitting(queues, budget-encodedLen(queengate.OverviewAnswer{SampleSeconds: a.SampleSeconds, Count: a.Count,
+	n, _ := wire.Fitting(queues, budget-wire.EncodedLen(queengate.OverviewAnswer{SampleSeconds: a.SampleSeconds, Count: a.Count,
 		Truncated: true, NextQueue: maxName}))
 	a.Queues = queues[:n]
 	if n < len(queues) {

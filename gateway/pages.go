@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/internal/wire"
 )
 
 // A list that grows with what is stored answers what fits, in a fixed
@@ -15,17 +16,17 @@ import (
 // with "from": the NATS body {"from": ...}, the HTTP parameter from=.
 
 var (
-	queuesPageShape = objectShape{"a queue list", `{"from": "<queue>"} (optional; or an empty body)`}
-	queuePageShape  = objectShape{"a get queue", `{"from": "<partition>"} (optional; or an empty body)`}
-	overviewShape   = objectShape{"an overview", `{"from": "<queue>"} (optional; or an empty body)`}
+	queuesPageShape = wire.Shape{Name: "a queue list", Example: `{"from": "<queue>"} (optional; or an empty body)`}
+	queuePageShape  = wire.Shape{Name: "a get queue", Example: `{"from": "<partition>"} (optional; or an empty body)`}
+	overviewShape   = wire.Shape{Name: "an overview", Example: `{"from": "<queue>"} (optional; or an empty body)`}
 )
 
 // decodeFrom reads a paged list's optional body, {"from": "<name>"}.
-func decodeFrom(body []byte, shape objectShape) (from string, werr *queengate.Error) {
-	if jsonBlank(body) {
+func decodeFrom(body []byte, shape wire.Shape) (from string, werr *queengate.Error) {
+	if wire.Blank(body) {
 		return "", nil
 	}
-	werr = decodeObject(body, theBody, shape, objectField{name: "from", decode: nameInto("from", &from)})
+	werr = wire.DecodeObject(body, wire.TheBody, shape, wire.Field{Name: "from", Decode: wire.NameInto("from", &from)})
 	return from, werr
 }
 
@@ -39,7 +40,7 @@ func fromQuery(q url.Values, path string) (string, *queengate.Error) {
 		return "", nil
 	}
 	var from string
-	return from, nameInto("from", &from)(appendJSONString(nil, q.Get("from")))
+	return from, wire.NameInto("from", &from)(wire.AppendJSONString(nil, q.Get("from")))
 }
 
 // onlyParameters refuses URL parameters other than those named, and any
@@ -48,9 +49,9 @@ func onlyParameters(q url.Values, path string, names ...string) *queengate.Error
 	for name, vals := range q {
 		switch {
 		case !slices.Contains(names, name):
-			return badInput("unknown parameter %q: %s takes %s", excerpt([]byte(name)), path, joinAnd(names))
+			return wire.BadInput("unknown parameter %q: %s takes %s", wire.Excerpt([]byte(name)), path, wire.JoinAnd(names))
 		case len(vals) != 1:
-			return badInput("%s is given %d times: give it once", excerpt([]byte(name)), len(vals))
+			return wire.BadInput("%s is given %d times: give it once", wire.Excerpt([]byte(name)), len(vals))
 		}
 	}
 	return nil

@@ -17,6 +17,7 @@ import (
 	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/ingest"
 	"github.com/queengate/queengate/internal/checkfor"
+	"github.com/queengate/queengate/internal/wire"
 )
 
 // idleIngester takes no push: these tests answer other requests.
@@ -124,9 +125,9 @@ func TestUnsendableAnswerIsGivenUpAtOnce(t *testing.T) {
 	t.Cleanup(g.Stop)
 	t.Cleanup(nc.Close) // first: a publish still waiting gives up, so Stop returns
 	// No endpoint answers more than fits: this one stands for a bug.
-	tooBig := rawAnswer(bytes.Repeat([]byte("x"), 100<<10))
-	if err := g.addRequestEndpoints([]requestEndpoint{{name: "too-big", verb: "test.too-big",
-		op: func(context.Context, *request) (any, *queengate.Error) { return tooBig, nil }}}); err != nil {
+	tooBig := wire.RawAnswer(bytes.Repeat([]byte("x"), 100<<10))
+	if err := g.addRequestEndpoints([]Endpoint{{Name: "too-big", Verb: "test.too-big",
+		Op: func(context.Context, *Request) (any, *queengate.Error) { return tooBig, nil }}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := nc.Flush(); err != nil {

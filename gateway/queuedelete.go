@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/internal/wire"
 	"github.com/queengate/queengate/model"
 )
 
@@ -25,7 +26,7 @@ import (
 // afresh), and a pop or ack finds its group gone (groupdelete.go). A
 // purge changes no id: nothing to forget.
 
-var purgeShape = objectShape{"a purge", `{"partition": "eu"}, or no body (every partition)`}
+var purgeShape = wire.Shape{Name: "a purge", Example: `{"partition": "eu"}, or no body (every partition)`}
 
 // deleteQueue deletes queue and its dead-letter queue, and says what it
 // removed.
@@ -34,7 +35,7 @@ func (c *Consumers) deleteQueue(ctx context.Context, queue string, body []byte) 
 		return nil, werr
 	}
 	if len(bytes.TrimSpace(body)) > 0 {
-		return nil, badInput("a queue delete takes no body: the subject (or path) names the queue")
+		return nil, wire.BadInput("a queue delete takes no body: the subject (or path) names the queue")
 	}
 	d, err := c.store.DeleteQueue(ctx, queue)
 	if err != nil {
@@ -87,10 +88,10 @@ func (c *Consumers) purgeQueue(ctx context.Context, queue string, body []byte) (
 // decodePurge reads a purge's optional body strictly.
 func decodePurge(body []byte) (queengate.QueuePurgeRequest, *queengate.Error) {
 	var req queengate.QueuePurgeRequest
-	if jsonBlank(body) {
+	if wire.Blank(body) {
 		return req, nil
 	}
-	return req, decodeObject(body, theBody, purgeShape, objectField{name: "partition", decode: nameInto("partition", &req.Partition)})
+	return req, wire.DecodeObject(body, wire.TheBody, purgeShape, wire.Field{Name: "partition", Decode: wire.NameInto("partition", &req.Partition)})
 }
 
 // forgetQueue drops the cached ids of queue (id) and of its groups and
@@ -119,17 +120,17 @@ func (c *Consumers) forgetQueue(queue string, id int64) {
 
 // listenQueueDeletes forgets the queues other gateways delete.
 func (c *Consumers) listenQueueDeletes(g *Gateway) error {
-	subjects := queengate.Subjects{Prefix: g.cfg.Prefix}
+	subjects := queengate.Subjects{Prefix: g.Prefix()}
 	deleted := subjects.Verb(queengate.APIQueueDeleted) + "."
-	_, err := g.nc.Subscribe(deleted+"*", func(m *nats.Msg) {
+	_, err := g.Conn().Subscribe(deleted+"*", func(m *nats.Msg) {
 		id, _ := strconv.ParseInt(string(m.Data), 10, 64) // 0 (matching no partition) if unreadable: groups are still forgotten
 		c.forgetQueue(strings.TrimPrefix(m.Subject, deleted), id)
 	})
-	if ing, ok := g.ing.(interface{ ForgetQueue(string) }); ok {
+	if ing, ok := g.Ingester().(interface{ ForgetQueue(string) }); ok {
 		c.forgetIngested = ing.ForgetQueue // memos and dedup cache entries of the queue's partitions
 	}
 	c.publishQueueDeleted = func(queue string, id int64) {
-		_ = g.nc.Publish(subjects.QueueDeleted(queue), []byte(strconv.FormatInt(id, 10))) // best effort: the store says too
+		_ = g.Conn().Publish(subjects.QueueDeleted(queue), []byte(strconv.FormatInt(id, 10))) // best effort: the store says too
 	}
 	return err
 }

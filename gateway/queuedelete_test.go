@@ -137,7 +137,7 @@ func TestADeletedQueueIsForgottenByEveryGateway(t *testing.T) {
 	var ingesters []*ingest.Ingester
 	for _, c := range consumers {
 		c.SetRevalidate(time.Hour) // the delete wakes the pop, nothing else
-		_, ing := e.startGateway(gatewayOpts{gateway: gateway.Config{Consumers: c}})
+		_, ing := e.startGateway(gatewayOpts{gateway: gateway.Config{Endpoints: []gateway.EndpointSet{c}}})
 		ingesters = append(ingesters, ing)
 	}
 	var p1 int64 // the partition's id before the delete

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/internal/wire"
 	"github.com/queengate/queengate/model"
 )
 
@@ -41,15 +42,15 @@ func (o *Ops) ReadQuery(ctx context.Context, queue, partition string, q url.Valu
 	for name, vals := range q {
 		// The name is checked first, and echoes are clipped: an unknown
 		// parameter's value is not quoted back whole.
-		if werr := setReadField(&req, excerpt([]byte(name)), 0, "parameter"); werr != nil {
+		if werr := setReadField(&req, wire.Excerpt([]byte(name)), 0, "parameter"); werr != nil {
 			return nil, werr
 		}
 		if len(vals) != 1 {
-			return nil, badInput("%s is given %d times: give it once", excerpt([]byte(name)), len(vals))
+			return nil, wire.BadInput("%s is given %d times: give it once", wire.Excerpt([]byte(name)), len(vals))
 		}
 		n, err := strconv.ParseInt(vals[0], 10, 64)
 		if err != nil {
-			return nil, badInput("%s=%q: want a whole number", excerpt([]byte(name)), excerpt([]byte(vals[0])))
+			return nil, wire.BadInput("%s=%q: want a whole number", wire.Excerpt([]byte(name)), wire.Excerpt([]byte(vals[0])))
 		}
 		if werr := setReadField(&req, name, n, "parameter"); werr != nil {
 			return nil, werr
@@ -58,26 +59,26 @@ func (o *Ops) ReadQuery(ctx context.Context, queue, partition string, q url.Valu
 	return o.read(ctx, queue, partition, req)
 }
 
-var readShape = objectShape{"a read", `{"from": 0, "max": 1000, "maxBytes": 524288}`}
+var readShape = wire.Shape{Name: "a read", Example: `{"from": 0, "max": 1000, "maxBytes": 524288}`}
 
 // decodeRead reads a read body: empty, or whole numbers whose ranges
 // read checks (the HTTP parameters' too).
 func decodeRead(body []byte) (queengate.ReadRequest, *queengate.Error) {
 	var req queengate.ReadRequest
-	if jsonBlank(body) {
+	if wire.Blank(body) {
 		return req, nil
 	}
-	var fields []objectField
+	var fields []wire.Field
 	for _, name := range []string{"from", "max", "maxBytes"} {
-		fields = append(fields, objectField{name: name, decode: func(raw []byte) *queengate.Error {
-			n, werr := wholeNumber(name, raw)
+		fields = append(fields, wire.Field{Name: name, Decode: func(raw []byte) *queengate.Error {
+			n, werr := wire.WholeNumber(name, raw)
 			if werr != nil {
 				return werr
 			}
 			return setReadField(&req, name, n, "field")
 		}})
 	}
-	return req, decodeObject(body, theBody, readShape, fields...)
+	return req, wire.DecodeObject(body, wire.TheBody, readShape, fields...)
 }
 
 // setReadField sets one of a read's numbers, given as a body field or a
@@ -91,7 +92,7 @@ func setReadField(req *queengate.ReadRequest, name string, n int64, what string)
 	case "maxBytes":
 		req.MaxBytes = n
 	default:
-		return badInput("unknown %s %q: a read takes from, max and maxBytes", what, excerpt([]byte(name)))
+		return wire.BadInput("unknown %s %q: a read takes from, max and maxBytes", what, wire.Excerpt([]byte(name)))
 	}
 	return nil
 }
@@ -102,11 +103,11 @@ func (o *Ops) read(ctx context.Context, queue, partition string, req queengate.R
 	}
 	switch {
 	case req.From < 0:
-		return nil, badInput("from is %d: offsets start at 0", req.From)
+		return nil, wire.BadInput("from is %d: offsets start at 0", req.From)
 	case req.Max < 0 || req.Max > queengate.MaxReadMax:
-		return nil, badInput("max is %d: 1 to %d (0 or absent: %d)", req.Max, queengate.MaxReadMax, queengate.DefaultReadMax)
+		return nil, wire.BadInput("max is %d: 1 to %d (0 or absent: %d)", req.Max, queengate.MaxReadMax, queengate.DefaultReadMax)
 	case req.MaxBytes < 0 || req.MaxBytes > maxPopBytes: // a pop's bound: one range for both
-		return nil, badInput("maxBytes is %d: 1 to %d (0 or absent: %d)", req.MaxBytes, maxPopBytes, queengate.DefaultReadMaxBytes)
+		return nil, wire.BadInput("maxBytes is %d: 1 to %d (0 or absent: %d)", req.MaxBytes, maxPopBytes, queengate.DefaultReadMaxBytes)
 	}
 	if req.Max == 0 {
 		req.Max = queengate.DefaultReadMax
@@ -122,14 +123,14 @@ func (o *Ops) read(ctx context.Context, queue, partition string, req queengate.R
 	ans := readAnswer(queue, partition, req.From, res)
 	// The bytes bound counts data only: trim until the answer fits in one
 	// NATS message.
-	raw := encodeRead(&ans)
+	raw := wire.EncodeRead(&ans)
 	for len(ans.Messages) > 1 && len(raw) > int(budget) {
 		ans.Messages = ans.Messages[:len(ans.Messages)/2]
 		ans.Next = ans.Messages[len(ans.Messages)-1].Offset + 1
-		raw = encodeRead(&ans)
+		raw = wire.EncodeRead(&ans)
 	}
 	if len(raw) > int(budget) {
-		return nil, tooLargeToAnswer(fmt.Sprintf("the message at offset %d", ans.Messages[0].Offset), len(raw), int(budget))
+		return nil, wire.TooLargeToAnswer(fmt.Sprintf("the message at offset %d", ans.Messages[0].Offset), len(raw), int(budget))
 	}
 	return raw, nil
 }
@@ -154,7 +155,7 @@ func validPlace(queue, partition string) *queengate.Error {
 		return werr
 	}
 	if !queengate.ValidName(partition) {
-		return badInput("bad partition name %q: %s", clip(partition), queengate.NameRule)
+		return wire.BadInput("bad partition name %q: %s", wire.Clip(partition), queengate.NameRule)
 	}
 	return nil
 }
@@ -162,7 +163,7 @@ func validPlace(queue, partition string) *queengate.Error {
 // validQueue refuses a bad queue name, quoting at most 128 bytes of it.
 func validQueue(queue string) *queengate.Error {
 	if !queengate.ValidName(queue) {
-		return badInput("bad queue name %q: %s", clip(queue), queengate.NameRule)
+		return wire.BadInput("bad queue name %q: %s", wire.Clip(queue), queengate.NameRule)
 	}
 	return nil
 }
@@ -183,7 +184,7 @@ func notFound(err, sentinel error, lead string) *queengate.Error {
 	return &queengate.Error{Code: queengate.CodeNotFound, Message: lead + detail}
 }
 
-var getShape = objectShape{"a message get", `{"messageId": "..."} or {"queue": "...", "partition": "...", "transactionId": "..."}`}
+var getShape = wire.Shape{Name: "a message get", Example: `{"messageId": "..."} or {"queue": "...", "partition": "...", "transactionId": "..."}`}
 
 // GetMessage answers a message by id, or by queue, partition and
 // transactionId (the NATS face: a JSON body).
@@ -202,11 +203,11 @@ func (o *Ops) GetMessage(ctx context.Context, body []byte) (any, *queengate.Erro
 // transactionId.
 func decodeGet(body []byte) (queengate.GetRequest, *queengate.Error) {
 	var req queengate.GetRequest
-	werr := decodeObject(body, theBody, getShape,
-		objectField{name: "messageId", decode: stringInto("messageId", &req.MessageID)},
-		objectField{name: "queue", decode: stringInto("queue", &req.Queue)},
-		objectField{name: "partition", decode: stringInto("partition", &req.Partition)},
-		objectField{name: "transactionId", decode: stringInto("transactionId", &req.TransactionID)},
+	werr := wire.DecodeObject(body, wire.TheBody, getShape,
+		wire.Field{Name: "messageId", Decode: wire.StringInto("messageId", &req.MessageID)},
+		wire.Field{Name: "queue", Decode: wire.StringInto("queue", &req.Queue)},
+		wire.Field{Name: "partition", Decode: wire.StringInto("partition", &req.Partition)},
+		wire.Field{Name: "transactionId", Decode: wire.StringInto("transactionId", &req.TransactionID)},
 	)
 	switch {
 	case werr != nil:
@@ -216,22 +217,22 @@ func decodeGet(body []byte) (queengate.GetRequest, *queengate.Error) {
 	case req.MessageID == "" && req.Queue != "" && req.Partition != "" && req.TransactionID != "":
 		return req, nil
 	}
-	return req, badInput("name one message: %s", getShape.example)
+	return req, wire.BadInput("name one message: %s", getShape.Example)
 }
 
 // MessageByID answers the message a messageId names.
 func (o *Ops) MessageByID(ctx context.Context, id string) (any, *queengate.Error) {
 	pid, offset, err := model.ParseMessageID(id)
 	if err != nil {
-		return nil, badInput("bad messageId %q: %v; give one as a push answers it", clip(id), err)
+		return nil, wire.BadInput("bad messageId %q: %v; give one as a push answers it", wire.Clip(id), err)
 	}
 	m, queue, partition, err := o.reads.MessageAt(ctx, pid, offset)
 	if err != nil {
 		return nil, readError(err)
 	}
-	raw := encodeMessage(&queengate.MessageAnswer{Queue: queue, Partition: partition, PartitionID: pid, StoredMessage: storedView(m)})
+	raw := wire.EncodeMessage(&queengate.MessageAnswer{Queue: queue, Partition: partition, PartitionID: pid, StoredMessage: storedView(m)})
 	if budget := o.answerBudget(); len(raw) > budget {
-		return nil, tooLargeToAnswer("message "+id, len(raw), budget)
+		return nil, wire.TooLargeToAnswer("message "+id, len(raw), budget)
 	}
 	return raw, nil
 }
@@ -251,11 +252,11 @@ func (o *Ops) MessageByTxn(ctx context.Context, queue, partition, txnID string) 
 	}
 	if !l.Found {
 		return nil, &queengate.Error{Code: queengate.CodeNotFound, Message: fmt.Sprintf(
-			"transactionId %q is not stored in %s/%s within the queue's window (%ds)", clip(txnID), queue, partition, l.WindowSeconds)}
+			"transactionId %q is not stored in %s/%s within the queue's window (%ds)", wire.Clip(txnID), queue, partition, l.WindowSeconds)}
 	}
 	if !l.Retained {
 		return nil, &queengate.Error{Code: queengate.CodeNotFound, Message: fmt.Sprintf(
-			"transactionId %q was stored at offset %d of %s/%s, and retention has deleted the message since (the id still counts for deduplication)", clip(txnID), l.Offset, queue, partition)}
+			"transactionId %q was stored at offset %d of %s/%s, and retention has deleted the message since (the id still counts for deduplication)", wire.Clip(txnID), l.Offset, queue, partition)}
 	}
 	return o.MessageByID(ctx, model.MessageID(l.PartitionID, l.Offset))
 }
@@ -264,8 +265,8 @@ func (o *Ops) MessageByTxn(ctx context.Context, queue, partition, txnID string) 
 // push decoder, on the message {"transactionId": id}): a get by an id no
 // push could carry is the push's 400, not a 404.
 func checkTxnID(id string) *queengate.Error {
-	body := append(appendJSONString([]byte(`{"transactionId":`), id), '}')
-	_, werr := decodeOneMessage(body, "a transactionId")
+	body := append(wire.AppendJSONString([]byte(`{"transactionId":`), id), '}')
+	_, werr := wire.DecodeOne(body, "a transactionId")
 	return werr
 }
 
@@ -294,15 +295,15 @@ func (o *Ops) ExplainQuery(ctx context.Context, queue, partition string, q url.V
 	for name, vals := range q {
 		switch {
 		case name != "transactionId" && name != "data":
-			return nil, badInput("unknown parameter %q: explain takes transactionId=<id> and, optionally, data=<JSON>", excerpt([]byte(name)))
+			return nil, wire.BadInput("unknown parameter %q: explain takes transactionId=<id> and, optionally, data=<JSON>", wire.Excerpt([]byte(name)))
 		case len(vals) != 1:
-			return nil, badInput("%s is given %d times: give it once", excerpt([]byte(name)), len(vals))
+			return nil, wire.BadInput("%s is given %d times: give it once", wire.Excerpt([]byte(name)), len(vals))
 		}
 	}
 	if !q.Has("transactionId") {
-		return nil, badInput("transactionId is missing: explain takes transactionId=<id> and, optionally, data=<JSON>")
+		return nil, wire.BadInput("transactionId is missing: explain takes transactionId=<id> and, optionally, data=<JSON>")
 	}
-	body := appendJSONString([]byte(`{"transactionId":`), q.Get("transactionId"))
+	body := wire.AppendJSONString([]byte(`{"transactionId":`), q.Get("transactionId"))
 	if q.Has("data") {
 		if werr := checkDataParameter(q.Get("data")); werr != nil {
 			return nil, werr
@@ -326,18 +327,12 @@ var atByte = regexp.MustCompile(` at byte [0-9]+`)
 // value, saying where it is not in the parameter's own bytes (and so that
 // it cannot add fields to the message it is checked in).
 func checkDataParameter(data string) *queengate.Error {
-	s := &scanner{b: []byte(data)}
-	s.ws()
-	s.value()
-	s.ws()
-	if s.err == nil && s.i != len(s.b) {
-		s.fail("unexpected data after the JSON value")
-	}
+	err := wire.CheckValue([]byte(data))
 	switch {
-	case errors.Is(s.err, errUnstorable):
-		return badInput("the data parameter: %v", s.err)
-	case s.err != nil:
-		return badInput("the data parameter is malformed JSON: %v", s.err)
+	case errors.Is(err, wire.ErrUnstorable):
+		return wire.BadInput("the data parameter: %v", err)
+	case err != nil:
+		return wire.BadInput("the data parameter is malformed JSON: %v", err)
 	}
 	return nil
 }
@@ -345,14 +340,14 @@ func checkDataParameter(data string) *queengate.Error {
 // decodeExplain reads an explain body with the push decoder, so the
 // transactionId and data are checked exactly as a push checks them.
 func decodeExplain(body []byte) (explainRequest, *queengate.Error) {
-	m, werr := decodeOneMessage(body, "an explain")
+	m, werr := wire.DecodeOne(body, "an explain")
 	switch {
 	case werr != nil:
 		return explainRequest{}, werr
-	case !m.txnIDSet:
-		return explainRequest{}, badInput(`"transactionId" is missing: explain the verdict of which id?`)
+	case !m.TxnIDSet:
+		return explainRequest{}, wire.BadInput(`"transactionId" is missing: explain the verdict of which id?`)
 	}
-	return explainRequest{txnID: string(m.txnID), data: m.data}, nil
+	return explainRequest{txnID: string(m.TxnID), data: m.Data}, nil
 }
 
 // explain explains the verdict of a push of req to queue/partition.

@@ -48,7 +48,7 @@ type endpoint struct {
 	subject  string // as reported by INFO and STATS
 	queue    string
 	metadata map[string]string
-	handler  func(*request)
+	handler  func(*Request)
 
 	subs map[string]*nats.Subscription // by subject; under svc.mu
 
@@ -58,9 +58,9 @@ type endpoint struct {
 	processing       time.Duration
 }
 
-// request is one received message and when it arrived; answering it
-// through respond or fail records the endpoint's figures.
-type request struct {
+// Request is one received message (its Subject, Data, Reply and Header)
+// and when it arrived; answering it records the endpoint's figures.
+type Request struct {
 	*nats.Msg
 	ep       *endpoint
 	received time.Time
@@ -73,7 +73,7 @@ func newService(nc *nats.Conn, name, version, description string, log zerolog.Lo
 
 // addEndpoint registers an endpoint; it has no subscription until
 // subscribe is called.
-func (s *service) addEndpoint(name, subject, queue string, handler func(*request)) *endpoint {
+func (s *service) addEndpoint(name, subject, queue string, handler func(*Request)) *endpoint {
 	e := &endpoint{svc: s, name: name, subject: subject, queue: queue, handler: handler,
 		metadata: map[string]string{"format": "application/json"}, subs: map[string]*nats.Subscription{}}
 	s.mu.Lock()
@@ -93,7 +93,7 @@ func (e *endpoint) subscribe(subject string) error {
 		return nil
 	}
 	sub, err := e.svc.nc.QueueSubscribe(subject, e.queue, func(m *nats.Msg) {
-		e.handler(&request{Msg: m, ep: e, received: time.Now()})
+		e.handler(&Request{Msg: m, ep: e, received: time.Now()})
 	})
 	if err != nil {
 		return fmt.Errorf("gateway: subscribe %s: %w", subject, err)
@@ -122,7 +122,7 @@ func (e *endpoint) unsubscribe(subject string) {
 
 // done records an answered request: its time from receipt to the answer's
 // publish, and the error it was answered with, if any.
-func (r *request) done(errMsg string) {
+func (r *Request) done(errMsg string) {
 	took := time.Since(r.received)
 	s := r.ep.svc
 	s.mu.Lock()

@@ -1,15 +1,16 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
-	queengate "github.com/queengate/queengate"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
+	queengate "github.com/queengate/queengate"
+
+	"github.com/queengate/queengate/internal/wire"
 	"github.com/queengate/queengate/model"
 	"github.com/queengate/queengate/timers"
 )
@@ -34,16 +35,16 @@ var timerFields = []string{"fireAt", "delayMs"}
 // data: the push's rules, no other field) plus exactly one of fireAt
 // (RFC 3339) and delayMs (an integer >= 0, from now).
 func decodeTimer(body []byte, now time.Time) (timerRequest, *queengate.Error) {
-	m, werr := decodeOneMessage(body, "a timer", timerFields...)
+	m, werr := wire.DecodeOne(body, "a timer", timerFields...)
 	if werr != nil {
 		return timerRequest{}, werr
 	}
-	r := timerRequest{txnID: m.txnIDOrMint(), data: m.data}
-	fireAt, delayMs := m.extra[0], m.extra[1]
+	r := timerRequest{txnID: m.TxnIDOrMint(), data: m.Data}
+	fireAt, delayMs := m.Extra[0], m.Extra[1]
 	hasAt, hasDelay := fireAt != nil && string(fireAt) != "null", delayMs != nil && string(delayMs) != "null"
 	switch {
 	case hasAt == hasDelay:
-		return timerRequest{}, badInput(`give exactly one of "fireAt" (RFC 3339) and "delayMs" (milliseconds from now)`)
+		return timerRequest{}, wire.BadInput(`give exactly one of "fireAt" (RFC 3339) and "delayMs" (milliseconds from now)`)
 	case hasAt:
 		t, werr := decodeFireAt(fireAt, now)
 		if werr != nil {
@@ -60,38 +61,14 @@ func decodeTimer(body []byte, now time.Time) (timerRequest, *queengate.Error) {
 	return r, nil
 }
 
-// decodeOneMessage decodes a body holding one push message (and the
-// extra fields named) with the push decoder and its checks. what names
-// it ("a timer") where it is refused as an array.
-func decodeOneMessage(body []byte, what string, extra ...string) (*rawMessage, *queengate.Error) {
-	switch {
-	case jsonBlank(body):
-		return nil, badInput("empty body: %s is one JSON message object", what)
-	case bytes.HasPrefix(bytes.TrimSpace(body), []byte("[")):
-		return nil, badInput("%s is one message object, not an array", what)
-	}
-	raw, werr := scanMessages(body, 1, extra...)
-	if werr != nil && werr.Message == notMessages {
-		werr.Message = what + " must be one JSON message object"
-	}
-	if werr == nil {
-		werr = raw[0].check(0)
-	}
-	if werr != nil {
-		werr.Message = strings.Replace(werr.Message, "message 0: ", "", 1)
-		return nil, werr
-	}
-	return &raw[0], nil
-}
-
 func decodeFireAt(raw []byte, now time.Time) (time.Time, *queengate.Error) {
 	t, werr := parseFireAt(raw)
 	if werr != nil {
 		return time.Time{}, werr
 	}
 	if t.Sub(now) > maxTimerDelay {
-		s, _ := decodeString(raw)
-		return time.Time{}, badInput(`"fireAt" %q is more than ten years ahead`, s)
+		s, _ := wire.DecodeString(raw)
+		return time.Time{}, wire.BadInput(`"fireAt" %q is more than ten years ahead`, s)
 	}
 	return t, nil
 }
@@ -101,13 +78,13 @@ func parseFireAt(raw []byte) (time.Time, *queengate.Error) { return parseTime("f
 
 // parseTime reads field name's time: an RFC 3339 string with a zone.
 func parseTime(name string, raw []byte) (time.Time, *queengate.Error) {
-	s, ok := decodeString(raw)
+	s, ok := wire.DecodeString(raw)
 	if !ok {
-		return time.Time{}, badInput(`%q must be an RFC 3339 string such as "2026-12-01T09:00:00Z", not %s`, name, describe(raw))
+		return time.Time{}, wire.BadInput(`%q must be an RFC 3339 string such as "2026-12-01T09:00:00Z", not %s`, name, wire.Describe(raw))
 	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
-		return time.Time{}, badInput(`%q %q is not RFC 3339 with a zone, such as "2026-12-01T09:00:00Z"`, name, clip(s))
+		return time.Time{}, wire.BadInput(`%q %q is not RFC 3339 with a zone, such as "2026-12-01T09:00:00Z"`, name, wire.Clip(s))
 	}
 	return t, nil
 }
@@ -116,7 +93,7 @@ func decodeDelay(raw []byte) (time.Duration, *queengate.Error) {
 	var ms int64
 	// The bound is checked before converting: a Duration of that many ms
 	// overflows.
-	if werr := wholeNumberInto("delayMs", 0, int64(maxTimerDelay/time.Millisecond), &ms)(raw); werr != nil {
+	if werr := wire.WholeNumberInto("delayMs", 0, int64(maxTimerDelay/time.Millisecond), &ms)(raw); werr != nil {
 		werr.Message += " (milliseconds from now, up to ten years)"
 		return 0, werr
 	}
@@ -128,7 +105,7 @@ func parseTimerSubject(prefix, subject string) (queue, partition string, werr *q
 	rest, ok := strings.CutPrefix(subject, queengate.Subjects{Prefix: prefix}.Verb(queengate.APITimer)+".")
 	parts := strings.Split(rest, ".")
 	if !ok || len(parts) != 2 {
-		return "", "", badInput("timer subject %q: want %s", subject, queengate.APITimer.Template(prefix))
+		return "", "", wire.BadInput("timer subject %q: want %s", subject, queengate.APITimer.Template(prefix))
 	}
 	return parts[0], parts[1], validPlace(parts[0], parts[1])
 }
@@ -153,7 +130,7 @@ func (t *TimerOps) schedule(ctx context.Context, prefix, subject string, body []
 	if werr != nil {
 		return nil, werr
 	}
-	if werr := checkDataSize(r.data, maxPayload); werr != nil {
+	if werr := wire.CheckDataSize(r.data, maxPayload); werr != nil {
 		return nil, werr
 	}
 	s, err := t.svc.Schedule(ctx, queue, partition, r.txnID, r.data, r.fireAt)
@@ -165,9 +142,9 @@ func (t *TimerOps) schedule(ctx context.Context, prefix, subject string, body []
 }
 
 var (
-	cancelShape        = objectShape{"a cancel", `{"timerId": "<uuid>"}`}
-	timerListShape     = objectShape{"a timer list", `{"queue": "...", "limit": 100, "from": {...}} (each optional; or an empty body)`}
-	timerPositionShape = objectShape{"a timer position", `{"fireAt": "2026-12-01T09:00:00.123456Z", "timerId": "<uuid>"} (a timer list's "next")`}
+	cancelShape        = wire.Shape{Name: "a cancel", Example: `{"timerId": "<uuid>"}`}
+	timerListShape     = wire.Shape{Name: "a timer list", Example: `{"queue": "...", "limit": 100, "from": {...}} (each optional; or an empty body)`}
+	timerPositionShape = wire.Shape{Name: "a timer position", Example: `{"fireAt": "2026-12-01T09:00:00.123456Z", "timerId": "<uuid>"} (a timer list's "next")`}
 )
 
 func (t *TimerOps) cancel(ctx context.Context, body []byte) (any, *queengate.Error) {
@@ -184,9 +161,9 @@ func (t *TimerOps) cancel(ctx context.Context, body []byte) (any, *queengate.Err
 
 // decodeCancel reads a cancel body: the timerId a schedule answered.
 func decodeCancel(body []byte) (id string, werr *queengate.Error) {
-	werr = decodeObject(body, theBody, cancelShape, objectField{name: "timerId", decode: timerIDInto(&id)})
+	werr = wire.DecodeObject(body, wire.TheBody, cancelShape, wire.Field{Name: "timerId", Decode: timerIDInto(&id)})
 	if werr == nil && id == "" {
-		werr = badInput(`"timerId" is missing: want %s`, cancelShape.example)
+		werr = wire.BadInput(`"timerId" is missing: want %s`, cancelShape.Example)
 	}
 	return id, werr
 }
@@ -194,11 +171,11 @@ func decodeCancel(body []byte) (id string, werr *queengate.Error) {
 // timerIDInto decodes a timerId: the UUID a schedule answered.
 func timerIDInto(dst *string) func([]byte) *queengate.Error {
 	return func(raw []byte) *queengate.Error {
-		if s, ok := decodeString(raw); ok && uuidText.MatchString(s) {
+		if s, ok := wire.DecodeString(raw); ok && wire.UUIDText.MatchString(s) {
 			*dst = s
 			return nil
 		}
-		return badInput(`"timerId" must be the UUID a schedule answered, not %s`, describe(raw))
+		return wire.BadInput(`"timerId" must be the UUID a schedule answered, not %s`, wire.Describe(raw))
 	}
 }
 
@@ -223,7 +200,7 @@ func (t *TimerOps) list(ctx context.Context, req timerList) (any, *queengate.Err
 		limit = *req.limit
 	}
 	if limit < 1 || limit > maxTimerList {
-		return nil, badInput("limit %d: 1 to %d", limit, maxTimerList)
+		return nil, wire.BadInput("limit %d: 1 to %d", limit, maxTimerList)
 	}
 	// One more than asked: whether another page follows.
 	ts, err := t.svc.List(ctx, req.queue, limit+1, req.from)
@@ -259,16 +236,16 @@ func (t *TimerOps) listNATS(ctx context.Context, body []byte) (any, *queengate.E
 // decodeTimerList reads a list body: empty, or a queue, a limit and a
 // position to list from.
 func decodeTimerList(body []byte) (req timerList, werr *queengate.Error) {
-	if jsonBlank(body) {
+	if wire.Blank(body) {
 		return req, nil
 	}
-	werr = decodeObject(body, theBody, timerListShape,
-		objectField{name: "queue", decode: nameInto("queue", &req.queue)},
-		objectField{name: "limit", decode: func(raw []byte) *queengate.Error {
+	werr = wire.DecodeObject(body, wire.TheBody, timerListShape,
+		wire.Field{Name: "queue", Decode: wire.NameInto("queue", &req.queue)},
+		wire.Field{Name: "limit", Decode: func(raw []byte) *queengate.Error {
 			req.limit = new(int)
-			return wholeNumberInto("limit", 1, maxTimerList, req.limit)(raw)
+			return wire.WholeNumberInto("limit", 1, maxTimerList, req.limit)(raw)
 		}},
-		objectField{name: "from", decode: func(raw []byte) *queengate.Error {
+		wire.Field{Name: "from", Decode: func(raw []byte) *queengate.Error {
 			req.from, werr = decodeTimerPosition(raw)
 			return werr
 		}},
@@ -282,16 +259,16 @@ func decodeTimerPosition(raw []byte) (*model.TimerPosition, *queengate.Error) {
 		id     string
 		fireAt *time.Time
 	)
-	werr := decodeObject(raw, `"from"`, timerPositionShape,
-		objectField{name: "fireAt", decode: func(raw []byte) *queengate.Error {
+	werr := wire.DecodeObject(raw, `"from"`, timerPositionShape,
+		wire.Field{Name: "fireAt", Decode: func(raw []byte) *queengate.Error {
 			at, werr := parseFireAt(raw)
 			fireAt = &at
 			return werr
 		}},
-		objectField{name: "timerId", decode: timerIDInto(&id)},
+		wire.Field{Name: "timerId", Decode: timerIDInto(&id)},
 	)
 	if werr == nil && (fireAt == nil || id == "") {
-		werr = badInput(`"from" takes both "fireAt" and "timerId": want %s`, timerPositionShape.example)
+		werr = wire.BadInput(`"from" takes both "fireAt" and "timerId": want %s`, timerPositionShape.Example)
 	}
 	if werr != nil {
 		return nil, werr
@@ -310,27 +287,27 @@ func timerListQuery(q url.Values) (req timerList, werr *queengate.Error) {
 		s := q.Get("limit")
 		n, err := strconv.Atoi(s)
 		if err != nil {
-			return req, badInput("limit %q: an integer from 1 to %d", excerpt([]byte(s)), maxTimerList)
+			return req, wire.BadInput("limit %q: an integer from 1 to %d", wire.Excerpt([]byte(s)), maxTimerList)
 		}
 		req.limit = &n
 	}
 	if q.Has("fromFireAt") != q.Has("fromTimerId") {
-		return req, badInput("give both fromFireAt and fromTimerId (a timer list's next), or neither")
+		return req, wire.BadInput("give both fromFireAt and fromTimerId (a timer list's next), or neither")
 	}
 	if q.Has("fromFireAt") {
-		body := appendJSONString([]byte(`{"fireAt":`), q.Get("fromFireAt"))
-		body = appendJSONString(append(body, `,"timerId":`...), q.Get("fromTimerId"))
+		body := wire.AppendJSONString([]byte(`{"fireAt":`), q.Get("fromFireAt"))
+		body = wire.AppendJSONString(append(body, `,"timerId":`...), q.Get("fromTimerId"))
 		req.from, werr = decodeTimerPosition(append(body, '}'))
 	}
 	return req, werr
 }
 
-// addEndpoints serves schedule, cancel and list.
-func (t *TimerOps) addEndpoints(g *Gateway) error {
-	p := g.cfg.Prefix
+// Endpoints serves schedule, cancel and list.
+func (t *TimerOps) Endpoints(g *Gateway) ([]Endpoint, error) {
+	p := g.Prefix()
 	s := queengate.Subjects{Prefix: p}
 	timer := s.Verb(queengate.APITimer)
-	return g.addRequestEndpoints([]requestEndpoint{
+	return []Endpoint{
 		// A timerId names no queue, but it is a random UUID only its
 		// scheduler (or an operator's list) has: holding it is the right
 		// to cancel, as a leaseId is to ack (docs/security.md).
@@ -338,17 +315,17 @@ func (t *TimerOps) addEndpoints(g *Gateway) error {
 		// named cancel and list), and <prefix>.timer.<one token> is
 		// cancel, list or nothing: the misshapen subjects left to answer
 		// are <prefix>.timer and four tokens or more.
-		{name: "timer-cancel", verb: s.Verb(queengate.APITimerCancel), misshapenOnly: []string{}, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
+		{Name: "timer-cancel", Verb: s.Verb(queengate.APITimerCancel), MisshapenOnly: []string{}, Op: func(ctx context.Context, req *Request) (any, *queengate.Error) {
 			return t.cancel(ctx, req.Data)
 		}},
-		{name: "timer-list", verb: s.Verb(queengate.APITimerList), misshapenOnly: []string{}, operator: true, answerOnly: true, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
+		{Name: "timer-list", Verb: s.Verb(queengate.APITimerList), MisshapenOnly: []string{}, Operator: true, AnswerOnly: true, Op: func(ctx context.Context, req *Request) (any, *queengate.Error) {
 			return t.listNATS(ctx, req.Data)
 		}},
-		{name: "timer-schedule", verb: timer, names: queengate.APITimer.Names,
-			misshapenOnly: []string{timer, timer + ".*.*.>"}, op: func(ctx context.Context, req *request) (any, *queengate.Error) {
-				return t.schedule(ctx, p, req.Subject, req.Data, g.nc.MaxPayload())
+		{Name: "timer-schedule", Verb: s.Verb(queengate.APITimer), Names: queengate.APITimer.Names,
+			MisshapenOnly: []string{timer, timer + ".*.*.>"}, Op: func(ctx context.Context, req *Request) (any, *queengate.Error) {
+				return t.schedule(ctx, p, req.Subject, req.Data, g.MaxPayload())
 			}},
-	})
+	}, nil
 }
 
 // MountTimers serves GET /timers on the admin HTTP (an operator request).

@@ -49,8 +49,8 @@ func assemble(cfg Config, store *pgstore.Store, nc *nats.Conn) (*assembly, error
 		store, ing, nc)
 	timerOps := gateway.NewTimerOps(tsvc, ops)
 	consumers := gateway.NewConsumers(store)
-	gcfg := gateway.Config{Prefix: cfg.Prefix, MaxBatch: cfg.MaxBatch, Version: cfg.Version, Ops: ops, Timers: timerOps,
-		Consumers: consumers}
+	gcfg := gateway.Config{Prefix: cfg.Prefix, MaxBatch: cfg.MaxBatch, Version: cfg.Version,
+		Endpoints: []gateway.EndpointSet{ops, timerOps, consumers}}
 	if cfg.RoutingShards > 0 {
 		gcfg.Routing = &routing.Config{Shards: cfg.RoutingShards, Ready: pgWatch.Up}
 	}

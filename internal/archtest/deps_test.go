@@ -17,12 +17,12 @@ import (
 const module = "github.com/queengate/queengate"
 
 // arrows lists, per package, the packages of ours it may import directly:
-// docs/design.md draws the same arrows. internal/startstop and
-// internal/promreg are the internal packages production code may use (and
-// server, internal/natsembed and internal/storewatch); internal/pgadmin,
-// internal/pgcluster and internal/pgtest serve queengatetest;
-// internal/ctl/... are queenctl's parts, which speak only the wire; the
-// rest of internal/ is test harnesses and queenchaos's.
+// docs/design.md draws the same arrows. internal/startstop,
+// internal/promreg and internal/wire are the internal packages production
+// code may use (and server, internal/natsembed and internal/storewatch);
+// internal/pgadmin, internal/pgcluster and internal/pgtest serve
+// queengatetest; internal/ctl/... are queenctl's parts, which speak only
+// the wire; the rest of internal/ is test harnesses and queenchaos's.
 var arrows = map[string][]string{
 	".":                {}, // the wire contract and client, package queengate
 	"consumer":         {"."},
@@ -34,7 +34,8 @@ var arrows = map[string][]string{
 	"timers":           {"model", "internal/startstop", "internal/promreg"},
 	"retention":        {"model", "internal/startstop", "internal/promreg"},
 	"routing":          {".", "internal/promreg"},
-	"gateway":          {".", "ingest", "timers", "model", "routing", "internal/startstop", "internal/promreg"},
+	"internal/wire":    {".", "ingest", "model"},
+	"gateway":          {".", "ingest", "timers", "model", "routing", "internal/wire", "internal/startstop", "internal/promreg"},
 
 	// The gateway run in-process, and for users' tests.
 	"internal/natsembed":  {},

@@ -56,7 +56,7 @@ func Start(t *testing.T, token string, opts ...queengate.Option) *Running {
 		t.Fatal(err)
 	}
 	ops := gateway.NewOps(gateway.OpsConfig{Token: token, Version: "1.2.3", WantSchema: pgstore.LatestVersion()}, store, ing, gwConn)
-	gw, err := gateway.New(gateway.Config{Ops: ops, Timers: gateway.NewTimerOps(tsvc, ops), Consumers: gateway.NewConsumers(store)},
+	gw, err := gateway.New(gateway.Config{Endpoints: []gateway.EndpointSet{ops, gateway.NewTimerOps(tsvc, ops), gateway.NewConsumers(store)}},
 		gwConn, ing, log, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package gateway
+package wire
 
 import (
 	"errors"
@@ -44,13 +44,13 @@ func (s *scanner) fail(msg string) {
 	}
 }
 
-// errUnstorable marks valid JSON that PostgreSQL's jsonb cannot hold.
-var errUnstorable = errors.New("not storable")
+// ErrUnstorable marks valid JSON that PostgreSQL's jsonb cannot hold.
+var ErrUnstorable = errors.New("not storable")
 
 type unstorableError struct{ msg string }
 
 func (e *unstorableError) Error() string        { return e.msg }
-func (e *unstorableError) Is(target error) bool { return target == errUnstorable }
+func (e *unstorableError) Is(target error) bool { return target == ErrUnstorable }
 
 // failUnstorable is fail for text jsonb refuses (the JSON itself is fine).
 func (s *scanner) failUnstorable(msg string) {
@@ -395,15 +395,15 @@ func (s *scanner) object(member func(key []byte) bool) {
 // message has no others); a timer adds its own (timerFields).
 var messageFields = []string{"transactionId", "data"}
 
-// rawMessage is one decoded message object.
-type rawMessage struct {
-	txnID    []byte // decoded; nil when absent or null
-	txnIDSet bool   // the key was present with a string value
+// RawMessage is one decoded message object.
+type RawMessage struct {
+	TxnID    []byte // decoded; nil when absent or null
+	TxnIDSet bool   // the key was present with a string value
 	txnIDBad string // why a present transactionId is unacceptable
-	data     []byte // the raw value, a sub-slice of the body; nil when absent
-	// extra holds the raw values of the extra fields scanPush was asked
+	Data     []byte // the raw value, a sub-slice of the body; nil when absent
+	// Extra holds the raw values of the Extra fields scanPush was asked
 	// for, in that order; nil where absent.
-	extra  [2][]byte
+	Extra  [2][]byte
 	notObj bool
 	// bad is the first field problem: unknown or repeated.
 	bad string
@@ -413,11 +413,11 @@ type rawMessage struct {
 // may carry transactionId, data and the extra fields named (at most two:
 // a timer's); any other field, or one given twice, marks it bad. It stops
 // early, with count > limit, once more than limit messages are seen.
-func scanPush(body []byte, limit int, extra ...string) (msgs []rawMessage, count int, err error) {
+func scanPush(body []byte, limit int, extra ...string) (msgs []RawMessage, count int, err error) {
 	ps := &pushScan{s: &scanner{b: body}, body: body, limit: limit, extra: extra, failedIn: -1}
 	ps.s.ws()
 	// Messages usually take over 100 bytes each: one allocation, mostly.
-	ps.msgs = make([]rawMessage, 0, min(limit, len(body)/128+1))
+	ps.msgs = make([]RawMessage, 0, min(limit, len(body)/128+1))
 	if err := ps.top(); err != nil {
 		return nil, 0, err
 	}
@@ -439,7 +439,7 @@ type pushScan struct {
 	body     []byte
 	limit    int
 	extra    []string // fields allowed beyond transactionId and data
-	msgs     []rawMessage
+	msgs     []RawMessage
 	count    int
 	failedIn int // the message the scan failed in, -1 for none
 }
@@ -489,7 +489,7 @@ func (ps *pushScan) message() {
 		s.fail("too many messages")
 		return
 	}
-	var m rawMessage
+	var m RawMessage
 	if s.peek() != '{' {
 		m.notObj = true
 		s.value()
@@ -503,13 +503,13 @@ func (ps *pushScan) message() {
 
 // field scans the value of a message's field key; it returns false for a
 // field the message may not have (skipped, and noted in m.bad).
-func (ps *pushScan) field(m *rawMessage, key []byte, seen *uint8) bool {
+func (ps *pushScan) field(m *RawMessage, key []byte, seen *uint8) bool {
 	s := ps.s
 	bit, known := fieldBit(key, ps.extra)
 	switch {
 	case !known:
 		if m.bad == "" {
-			m.bad = unknownField(excerpt(key), "a message", append(messageFields[:len(messageFields):len(messageFields)], ps.extra...))
+			m.bad = unknownField(Excerpt(key), "a message", append(messageFields[:len(messageFields):len(messageFields)], ps.extra...))
 		}
 		return false
 	case *seen&bit != 0:
@@ -527,12 +527,12 @@ func (ps *pushScan) field(m *rawMessage, key []byte, seen *uint8) bool {
 		s.where = "data"
 		start := s.i
 		s.value()
-		m.data = ps.body[start:s.i]
+		m.Data = ps.body[start:s.i]
 	default:
 		s.where = string(key)
 		start := s.i
 		s.value()
-		m.extra[bits.TrailingZeros8(bit)-2] = ps.body[start:s.i]
+		m.Extra[bits.TrailingZeros8(bit)-2] = ps.body[start:s.i]
 	}
 	s.where = ""
 	return true
@@ -555,7 +555,7 @@ func fieldBit(key []byte, extra []string) (uint8, bool) {
 	return 0, false
 }
 
-func (m *rawMessage) scanTxnID(s *scanner) {
+func (m *RawMessage) scanTxnID(s *scanner) {
 	switch s.peek() {
 	case '"':
 		start := s.i
@@ -563,14 +563,14 @@ func (m *rawMessage) scanTxnID(s *scanner) {
 		switch {
 		case s.err != nil:
 		case !escaped:
-			m.txnID = s.b[start+1 : s.i-1] // the text between the quotes is the value
+			m.TxnID = s.b[start+1 : s.i-1] // the text between the quotes is the value
 		default:
 			end := s.i
 			s.i = start
-			m.txnID = make([]byte, 0, end-start)
-			s.str(&m.txnID)
+			m.TxnID = make([]byte, 0, end-start)
+			s.str(&m.TxnID)
 		}
-		m.txnIDSet = true
+		m.TxnIDSet = true
 	case 'n':
 		s.literal("null")
 	default:
@@ -595,7 +595,7 @@ var fieldAliases = map[string]string{
 // another case or with separators, a typo of one or two letters, or a
 // common alias.
 func unknownField(key, holder string, known []string) string {
-	msg := fmt.Sprintf("unknown field %q: %s has only %s", key, holder, joinAnd(quoteAll(known)))
+	msg := fmt.Sprintf("unknown field %q: %s has only %s", key, holder, JoinAnd(QuoteAll(known)))
 	norm := normalizeField(key)
 	// The same letters first: "LeaseMS" is "leaseMs", not "leaseId".
 	for _, near := range []func(k string) bool{
@@ -614,15 +614,15 @@ func unknownField(key, holder string, known []string) string {
 	return msg
 }
 
-// joinAnd joins a list as prose: "a", "a and b", "a, b and c".
-func joinAnd(xs []string) string {
+// JoinAnd joins a list as prose: "a", "a and b", "a, b and c".
+func JoinAnd(xs []string) string {
 	if len(xs) < 2 {
 		return strings.Join(xs, "")
 	}
 	return strings.Join(xs[:len(xs)-1], ", ") + " and " + xs[len(xs)-1]
 }
 
-func quoteAll(xs []string) []string {
+func QuoteAll(xs []string) []string {
 	out := make([]string, len(xs))
 	for i, x := range xs {
 		out[i] = strconv.Quote(x)
@@ -662,17 +662,17 @@ func editDistance(a, b string) int {
 	return prev[len(b)]
 }
 
-// field is one member of a JSON object: its key and raw value.
-type field struct {
-	key []byte // a sub-slice of the body unless it held escapes
-	raw []byte
+// Member is one member of a JSON object: its key and raw value.
+type Member struct {
+	Key []byte // a sub-slice of the body unless it held escapes
+	Raw []byte
 }
 
-// scanObject validates body as one JSON object (the scanner's rules, so
+// ScanObject validates body as one JSON object (the scanner's rules, so
 // no \u0000 or unpaired surrogate anywhere) and returns its members in
-// order, repeated keys included (decodeObject refuses them). what names
+// order, repeated keys included (DecodeObject refuses them). what names
 // the object in messages (built only for one).
-func scanObject(body []byte, what func() string) ([]field, error) {
+func ScanObject(body []byte, what func() string) ([]Member, error) {
 	s := &scanner{b: body}
 	s.ws()
 	if s.peek() != '{' {
@@ -681,11 +681,11 @@ func scanObject(body []byte, what func() string) ([]field, error) {
 		}
 		return nil, fmt.Errorf("%s must be a JSON object", what())
 	}
-	fields := make([]field, 0, 4) // one allocation for an ack item
+	fields := make([]Member, 0, 4) // one allocation for an ack item
 	s.object(func(key []byte) bool {
 		start := s.i
 		s.value()
-		fields = append(fields, field{key: key, raw: body[start:s.i]})
+		fields = append(fields, Member{Key: key, Raw: body[start:s.i]})
 		return true
 	})
 	if s.err == nil {
@@ -695,7 +695,7 @@ func scanObject(body []byte, what func() string) ([]field, error) {
 		}
 	}
 	switch {
-	case errors.Is(s.err, errUnstorable):
+	case errors.Is(s.err, ErrUnstorable):
 		return nil, fmt.Errorf("%s: %v", what(), s.err)
 	case s.err != nil:
 		return nil, fmt.Errorf("%s is not valid JSON: %v", what(), s.err)
@@ -703,13 +703,26 @@ func scanObject(body []byte, what func() string) ([]field, error) {
 	return fields, nil
 }
 
-// decodeString decodes raw as a JSON string; ok is false for any other
+// DecodeString decodes raw as a JSON string; ok is false for any other
 // value.
-func decodeString(raw []byte) (string, bool) {
+func DecodeString(raw []byte) (string, bool) {
 	s := &scanner{b: raw}
 	if s.peek() != '"' {
 		return "", false
 	}
 	out := s.stringValue()
 	return string(out), s.err == nil && s.i == len(raw)
+}
+
+// CheckValue checks that b is one JSON value by the scanner's rules; an
+// error that is ErrUnstorable names an escape no message may store.
+func CheckValue(b []byte) error {
+	s := &scanner{b: b}
+	s.ws()
+	s.value()
+	s.ws()
+	if s.err == nil && s.i != len(s.b) {
+		s.fail("unexpected data after the JSON value")
+	}
+	return s.err
 }

@@ -1,4 +1,4 @@
-package gateway
+package wire
 
 import (
 	"encoding/json"
@@ -6,8 +6,8 @@ import (
 	"unicode/utf8"
 )
 
-// marshalledStringBound is never below what encoding/json writes for a
-// string, and jsonStringLen is exactly what appendJSONString writes.
+// MarshalledStringBound is never below what encoding/json writes for a
+// string, and jsonStringLen is exactly what AppendJSONString writes.
 func FuzzStringLengths(f *testing.F) {
 	for _, s := range []string{"", "plain", `"q" \ back`, "\n\r\t\x00\x1f", "<a>&amp;</a>", "\u2028\u2029", "é€😀", "\u2019 ’"} {
 		f.Add(s)
@@ -17,11 +17,11 @@ func FuzzStringLengths(f *testing.F) {
 			return // transactionIds are valid UTF-8: the decoder refuses anything else
 		}
 		m, _ := json.Marshal(s)
-		if bound := marshalledStringBound(s); int64(len(m)) > bound {
+		if bound := MarshalledStringBound(s); int64(len(m)) > bound {
 			t.Fatalf("%q: encoding/json writes %d bytes, bound %d", s, len(m), bound)
 		}
-		if got, want := len(appendJSONString(nil, s)), jsonStringLen(s); got != want {
-			t.Fatalf("%q: appendJSONString writes %d bytes, jsonStringLen says %d", s, got, want)
+		if got, want := len(AppendJSONString(nil, s)), jsonStringLen(s); got != want {
+			t.Fatalf("%q: AppendJSONString writes %d bytes, jsonStringLen says %d", s, got, want)
 		}
 	})
 }

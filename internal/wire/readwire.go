@@ -1,4 +1,4 @@
-package gateway
+package wire
 
 import (
 	"encoding/json"
@@ -8,22 +8,23 @@ import (
 	queengate "github.com/queengate/queengate"
 )
 
-// rawAnswer is an answer encoded already. Answers holding stored data are
+// RawAnswer is an answer encoded already. Answers holding stored data are
 // encoded by hand, because encoding/json compacts a json.RawMessage and
 // data must come back byte for byte as it was pushed.
-type rawAnswer []byte
+type RawAnswer []byte
 
-// encodedAnswer is an answer that encodes itself (rawAnswer, a pop's).
-type encodedAnswer interface {
-	wire() []byte
+// Encoded is an answer that encodes itself (RawAnswer, a pop's).
+type Encoded interface {
+	Encoded() []byte
 }
 
-func (r rawAnswer) wire() []byte { return r }
+// Encoded is r itself.
+func (r RawAnswer) Encoded() []byte { return r }
 
-// encodeAnswer encodes an answer for the wire.
-func encodeAnswer(v any) ([]byte, error) {
-	if e, ok := v.(encodedAnswer); ok {
-		return e.wire(), nil
+// EncodeAnswer encodes an answer for the wire.
+func EncodeAnswer(v any) ([]byte, error) {
+	if e, ok := v.(Encoded); ok {
+		return e.Encoded(), nil
 	}
 	return json.Marshal(v)
 }
@@ -73,8 +74,8 @@ func appendPlace(b []byte, queue, partition string, pid int64) []byte {
 	return strconv.AppendInt(b, pid, 10)
 }
 
-// encodeRead encodes a read answer.
-func encodeRead(a *queengate.ReadAnswer) rawAnswer {
+// EncodeRead encodes a read answer.
+func EncodeRead(a *queengate.ReadAnswer) RawAnswer {
 	size := 256
 	for i := range a.Messages {
 		size += 160 + len(a.Messages[i].TransactionID) + len(a.Messages[i].Data)
@@ -103,8 +104,8 @@ func encodeRead(a *queengate.ReadAnswer) rawAnswer {
 	return append(b, '}')
 }
 
-// encodeMessage encodes a message answer.
-func encodeMessage(a *queengate.MessageAnswer) rawAnswer {
+// EncodeMessage encodes a message answer.
+func EncodeMessage(a *queengate.MessageAnswer) RawAnswer {
 	b := make([]byte, 0, 256+len(a.TransactionID)+len(a.Data))
 	b = append(b, '{')
 	b = appendPlace(b, a.Queue, a.Partition, a.PartitionID)

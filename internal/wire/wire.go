@@ -1,13 +1,14 @@
-package gateway
+package wire
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
-	queengate "github.com/queengate/queengate"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	queengate "github.com/queengate/queengate"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
@@ -17,16 +18,16 @@ import (
 	"github.com/queengate/queengate/model"
 )
 
-func badInput(format string, args ...any) *queengate.Error {
+func BadInput(format string, args ...any) *queengate.Error {
 	return &queengate.Error{Code: queengate.CodeBadRequest, Message: fmt.Sprintf(format, args...)}
 }
 
-// errorBody is the JSON body of an error reply: {"error":{"code":…,"message":…}}.
-func errorBody(e *queengate.Error) []byte {
+// ErrorBody is the JSON body of an error reply: {"error":{"code":…,"message":…}}.
+func ErrorBody(e *queengate.Error) []byte {
 	b := []byte(`{"error":{"code":`)
 	b = strconv.AppendInt(b, int64(e.Code), 10)
 	b = append(b, `,"message":`...)
-	b = appendJSONString(b, e.Message)
+	b = AppendJSONString(b, e.Message)
 	return append(b, "}}"...)
 }
 
@@ -36,13 +37,13 @@ func errorBody(e *queengate.Error) []byte {
 // gateway starts with.
 const maxErrorText = 1 << 10
 
-// errorMsg is the error answer on subject: the micro error headers and
+// ErrorMsg is the error answer on subject: the micro error headers and
 // the JSON body.
-func errorMsg(e *queengate.Error, subject string) *nats.Msg {
+func ErrorMsg(e *queengate.Error, subject string) *nats.Msg {
 	if len(e.Message) > maxErrorText {
 		e = &queengate.Error{Code: e.Code, Message: cutText(e.Message, maxErrorText)}
 	}
-	return &nats.Msg{Subject: subject, Data: errorBody(e), Header: nats.Header{
+	return &nats.Msg{Subject: subject, Data: ErrorBody(e), Header: nats.Header{
 		micro.ErrorHeader:     []string{headerValue(e.Message)},
 		micro.ErrorCodeHeader: []string{strconv.Itoa(e.Code)},
 	}}
@@ -87,52 +88,22 @@ func headerValue(s string) string {
 	return string(b)
 }
 
-// probeQueue is the routing probe's queue token.
-const probeQueue = queengate.ProbeQueue
-
-// parsePushSubject splits <prefix>.push.<queue>[.<partition>], and the
-// routing form NATS maps it onto, <prefix>.shard.<k>.<queue>[.<partition>].
-// probe reports the routing probe's own push, which is answered by nobody.
-func parsePushSubject(prefix, subject string) (queue, partition string, probe bool, err *queengate.Error) {
-	subjects := queengate.Subjects{Prefix: prefix}
-	rest, ok := strings.CutPrefix(subject, subjects.Verb(queengate.APIPush)+".")
-	if !ok {
-		shard, found := strings.CutPrefix(subject, subjects.Verb(queengate.APIShard)+".")
-		if _, r, cut := strings.Cut(shard, "."); found && cut {
-			rest, ok = r, true
-		}
-	}
-	tokens := strings.Split(rest, ".")
-	switch {
-	case !ok || len(tokens) > 2: // e.g. the bare <prefix>.push, which names no queue
-		return "", "", false, badInput("subject %q must be %s.<queue> or %s", subject, subjects.Verb(queengate.APIPush), queengate.APIPush.Template(prefix))
-	case len(tokens) == 1:
-		queue, partition = tokens[0], queengate.DefaultPartition
-	default:
-		queue, partition = tokens[0], tokens[1]
-	}
-	if queue == probeQueue {
-		return "", "", true, nil
-	}
-	return queue, partition, false, validPlace(queue, partition)
-}
-
-// decodePush decodes a push body: one message object or an array of 1 to
+// DecodePush decodes a push body: one message object or an array of 1 to
 // maxBatch of them. A message has transactionId and data only: an unknown
 // or repeated field is a 400 (a misspelt transactionId would otherwise
 // silently turn deduplication off). A missing or null transactionId is
 // minted.
-func decodePush(body []byte, maxBatch int) ([]ingest.Message, *queengate.Error) {
+func DecodePush(body []byte, maxBatch int) ([]ingest.Message, *queengate.Error) {
 	raw, werr := scanMessages(body, maxBatch)
 	if werr != nil {
 		return nil, werr
 	}
 	msgs := make([]ingest.Message, len(raw))
 	for i := range raw {
-		if werr := raw[i].check(i); werr != nil {
+		if werr := raw[i].Check(i); werr != nil {
 			return nil, werr
 		}
-		msgs[i] = ingest.Message{TxnID: raw[i].txnIDOrMint(), Data: raw[i].data}
+		msgs[i] = ingest.Message{TxnID: raw[i].TxnIDOrMint(), Data: raw[i].Data}
 	}
 	return msgs, nil
 }
@@ -142,49 +113,49 @@ func decodePush(body []byte, maxBatch int) ([]ingest.Message, *queengate.Error) 
 const notMessages = "body must be a JSON message object or an array of them"
 
 // scanMessages runs scanPush and words its failures for the wire.
-func scanMessages(body []byte, maxBatch int, extra ...string) ([]rawMessage, *queengate.Error) {
+func scanMessages(body []byte, maxBatch int, extra ...string) ([]RawMessage, *queengate.Error) {
 	raw, count, err := scanPush(body, maxBatch, extra...)
 	switch {
 	case count > maxBatch:
 		return nil, &queengate.Error{Code: queengate.CodeTooLarge, Message: fmt.Sprintf("more than %d messages in one request; at most %d", maxBatch, maxBatch)}
 	case errors.Is(err, errNotMessages):
-		return nil, badInput(notMessages)
-	case errors.Is(err, errUnstorable):
-		return nil, badInput("%v", err)
+		return nil, BadInput(notMessages)
+	case errors.Is(err, ErrUnstorable):
+		return nil, BadInput("%v", err)
 	case err != nil && len(bytes.TrimSpace(body)) == 0:
-		return nil, badInput("empty body: send a JSON message object or an array of them")
+		return nil, BadInput("empty body: send a JSON message object or an array of them")
 	case err != nil:
-		return nil, badInput("malformed JSON: %v", err)
+		return nil, BadInput("malformed JSON: %v", err)
 	case len(raw) == 0:
-		return nil, badInput("empty array: send 1 to %d messages", maxBatch)
+		return nil, BadInput("empty array: send 1 to %d messages", maxBatch)
 	}
 	return raw, nil
 }
 
-// check reports what is wrong with message i, if anything.
-func (m *rawMessage) check(i int) *queengate.Error {
+// Check reports what is wrong with message i, if anything.
+func (m *RawMessage) Check(i int) *queengate.Error {
 	switch {
 	case m.notObj:
-		return badInput("message %d is not a JSON object", i)
+		return BadInput("message %d is not a JSON object", i)
 	case m.bad != "":
-		return badInput("message %d: %s", i, m.bad)
+		return BadInput("message %d: %s", i, m.bad)
 	case m.txnIDBad != "":
-		return badInput("message %d: transactionId %s", i, m.txnIDBad)
-	case !m.txnIDSet:
+		return BadInput("message %d: transactionId %s", i, m.txnIDBad)
+	case !m.TxnIDSet:
 		return nil
-	case len(m.txnID) == 0 || len(m.txnID) > queengate.MaxTxnIDBytes:
-		return badInput("message %d: transactionId must be 1-%d bytes, got %d", i, queengate.MaxTxnIDBytes, len(m.txnID))
+	case len(m.TxnID) == 0 || len(m.TxnID) > queengate.MaxTxnIDBytes:
+		return BadInput("message %d: transactionId must be 1-%d bytes, got %d", i, queengate.MaxTxnIDBytes, len(m.TxnID))
 	}
 	return nil
 }
 
-// txnIDOrMint is the message's transactionId, or a fresh one when the
+// TxnIDOrMint is the message's transactionId, or a fresh one when the
 // producer sent none: such a message is never a duplicate of anything.
-func (m *rawMessage) txnIDOrMint() string {
-	if !m.txnIDSet {
+func (m *RawMessage) TxnIDOrMint() string {
+	if !m.TxnIDSet {
 		return "qg-" + nuid.Next()
 	}
-	return string(m.txnID)
+	return string(m.TxnID)
 }
 
 // replyEntryRoom is the most one entry of a push answer takes besides its
@@ -195,14 +166,14 @@ const (
 	replyEntryRoom = 192 + minErrorRoom
 )
 
-// checkPushSizes refuses, before anything is stored, a push that could
+// CheckPushSizes refuses, before anything is stored, a push that could
 // not be answered or delivered on a connection of maxPayload bytes: a
 // message whose data one pop or read answer could never carry, or more
 // messages than one answer can name.
-func checkPushSizes(msgs []ingest.Message, maxPayload int64) *queengate.Error {
+func CheckPushSizes(msgs []ingest.Message, maxPayload int64) *queengate.Error {
 	answer := int64(2)
 	for i := range msgs {
-		if werr := checkDataSize(msgs[i].Data, maxPayload); werr != nil {
+		if werr := CheckDataSize(msgs[i].Data, maxPayload); werr != nil {
 			werr.Message = fmt.Sprintf("message %d: %s", i, werr.Message)
 			return werr
 		}
@@ -215,9 +186,9 @@ func checkPushSizes(msgs []ingest.Message, maxPayload int64) *queengate.Error {
 	return nil
 }
 
-// checkDataSize refuses data larger than a message may carry on a
+// CheckDataSize refuses data larger than a message may carry on a
 // connection of maxPayload bytes (queengate.MaxDataBytes).
-func checkDataSize(data []byte, maxPayload int64) *queengate.Error {
+func CheckDataSize(data []byte, maxPayload int64) *queengate.Error {
 	if limit := queengate.MaxDataBytes(maxPayload); int64(len(data)) > limit {
 		return &queengate.Error{Code: queengate.CodeTooLarge, Message: fmt.Sprintf(
 			"data is %d bytes, over the %d-byte limit: one pop or read answer could never carry it (the NATS max payload, %d bytes, less %d for the rest of the answer)",
@@ -226,11 +197,11 @@ func checkDataSize(data []byte, maxPayload int64) *queengate.Error {
 	return nil
 }
 
-// encodeReply writes the per-message answer array (docs/protocol.md,
+// EncodeReply writes the per-message answer array (docs/protocol.md,
 // "Answers"), within limit bytes: when the failed messages' error texts
 // would not fit, each is cut to an equal share of the room left (push
-// requests are checked by checkPushSizes to leave enough).
-func encodeReply(msgs []ingest.Message, results []ingest.Result, limit int) []byte {
+// requests are checked by CheckPushSizes to leave enough).
+func EncodeReply(msgs []ingest.Message, results []ingest.Result, limit int) []byte {
 	b := appendReply(nil, msgs, results, -1)
 	if len(b) <= limit {
 		return b
@@ -263,7 +234,7 @@ func appendReply(b []byte, msgs []ingest.Message, results []ingest.Result, errRo
 		b = append(b, `{"index":`...)
 		b = strconv.AppendInt(b, int64(i), 10)
 		b = append(b, `,"transactionId":`...)
-		b = appendJSONString(b, msgs[i].TxnID)
+		b = AppendJSONString(b, msgs[i].TxnID)
 		b = append(b, `,"status":"`...)
 		b = append(b, r.Status.String()...)
 		b = append(b, '"')
@@ -280,7 +251,7 @@ func appendReply(b []byte, msgs []ingest.Message, results []ingest.Result, errRo
 				msg = r.Err.Error()
 			}
 			b = append(b, `,"error":`...)
-			b = appendJSONString(b, cutJSON(msg, errRoom))
+			b = AppendJSONString(b, cutJSON(msg, errRoom))
 		} else {
 			b = append(b, `,"messageId":"`...)
 			b = model.AppendMessageID(b, r.PartitionID, r.Offset)
@@ -292,7 +263,7 @@ func appendReply(b []byte, msgs []ingest.Message, results []ingest.Result, errRo
 	return append(b, ']')
 }
 
-// jsonStringLen is the length of s as appendJSONString writes it.
+// jsonStringLen is the length of s as AppendJSONString writes it.
 func jsonStringLen(s string) int {
 	n := 2
 	for i := 0; i < len(s); i++ {
@@ -301,11 +272,11 @@ func jsonStringLen(s string) int {
 	return n
 }
 
-// marshalledStringBound bounds the length of s as encoding/json writes
-// it: as appendJSONString does, but with <, > and & as \u00XX, and
+// MarshalledStringBound bounds the length of s as encoding/json writes
+// it: as AppendJSONString does, but with <, > and & as \u00XX, and
 // U+2028 and U+2029 as six bytes for their three (counted at their lead
 // byte, which a few other characters share: a bound, not a length).
-func marshalledStringBound(s string) int64 {
+func MarshalledStringBound(s string) int64 {
 	n := int64(jsonStringLen(s))
 	for i := 0; i < len(s); i++ {
 		switch s[i] {
@@ -318,7 +289,7 @@ func marshalledStringBound(s string) int64 {
 	return n
 }
 
-// escapedLen is how many bytes appendJSONString writes for byte c.
+// escapedLen is how many bytes AppendJSONString writes for byte c.
 func escapedLen(c byte) int {
 	switch {
 	case c >= 0x20 && c != '"' && c != '\\':
@@ -329,7 +300,7 @@ func escapedLen(c byte) int {
 	return 6
 }
 
-// cutJSON cuts s so that appendJSONString writes at most room bytes of
+// cutJSON cuts s so that AppendJSONString writes at most room bytes of
 // it, on a character boundary, marking a cut with "…"; room -1 keeps s.
 func cutJSON(s string, room int) string {
 	if room < 0 || jsonStringLen(s) <= room {
@@ -347,8 +318,8 @@ func cutJSON(s string, room int) string {
 	return s[:end] + mark
 }
 
-// appendJSONString appends s as a JSON string literal.
-func appendJSONString(b []byte, s string) []byte {
+// AppendJSONString appends s as a JSON string literal.
+func AppendJSONString(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
 	start := 0
@@ -374,4 +345,28 @@ func appendJSONString(b []byte, s string) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// DecodeOne decodes a body holding one push message (and the
+// extra fields named) with the push decoder and its checks. what names
+// it ("a timer") where it is refused as an array.
+func DecodeOne(body []byte, what string, extra ...string) (*RawMessage, *queengate.Error) {
+	switch {
+	case Blank(body):
+		return nil, BadInput("empty body: %s is one JSON message object", what)
+	case bytes.HasPrefix(bytes.TrimSpace(body), []byte("[")):
+		return nil, BadInput("%s is one message object, not an array", what)
+	}
+	raw, werr := scanMessages(body, 1, extra...)
+	if werr != nil && werr.Message == notMessages {
+		werr.Message = what + " must be one JSON message object"
+	}
+	if werr == nil {
+		werr = raw[0].Check(0)
+	}
+	if werr != nil {
+		werr.Message = strings.Replace(werr.Message, "message 0: ", "", 1)
+		return nil, werr
+	}
+	return &raw[0], nil
 }

@@ -1,4 +1,4 @@
-package gateway
+package wire
 
 import (
 	"bytes"
@@ -25,8 +25,8 @@ func FuzzAckAnswerEncodesAsEncodingJSON(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := appendAckAnswer(nil, &a); !bytes.Equal(got, want) {
-			t.Fatalf("appendAckAnswer wrote\n%s\nencoding/json\n%s", got, want)
+		if got := AppendAckAnswer(nil, &a); !bytes.Equal(got, want) {
+			t.Fatalf("AppendAckAnswer wrote\n%s\nencoding/json\n%s", got, want)
 		}
 		if got := appendString([]byte("x"), id1); !bytes.Equal(got[1:], mustMarshal(id1)) {
 			t.Fatalf("appendString(%q) wrote %s", id1, got[1:])

@@ -1,4 +1,4 @@
-package gateway
+package wire
 
 import (
 	"encoding/json"
@@ -28,10 +28,10 @@ func TestPushAnswerCutsErrorTextsToFit(t *testing.T) {
 		long[i] = ingest.Result{Status: model.StatusFailed, Err: errors.New(text)}
 		short[i] = ingest.Result{Status: model.StatusFailed, Err: errors.New("ingest: not stored: x")}
 	}
-	if werr := checkPushSizes(msgs, limit); werr != nil {
+	if werr := CheckPushSizes(msgs, limit); werr != nil {
 		t.Fatalf("200 short messages refused: %v", werr)
 	}
-	b := encodeReply(msgs, long, limit)
+	b := EncodeReply(msgs, long, limit)
 	if len(b) > limit {
 		t.Fatalf("answer of %d bytes, over the %d limit", len(b), limit)
 	}
@@ -45,7 +45,7 @@ func TestPushAnswerCutsErrorTextsToFit(t *testing.T) {
 			t.Fatalf("answer %d error %q: want a marked prefix of the text, cut on a character", i, a.Error)
 		}
 	}
-	if err := json.Unmarshal(encodeReply(msgs, short, limit), &answers); err != nil || answers[0].Error != "ingest: not stored: x" {
+	if err := json.Unmarshal(EncodeReply(msgs, short, limit), &answers); err != nil || answers[0].Error != "ingest: not stored: x" {
 		t.Errorf("a short error text was changed: %q (%v)", answers[0].Error, err)
 	}
 }
@@ -53,7 +53,7 @@ func TestPushAnswerCutsErrorTextsToFit(t *testing.T) {
 // TestErrorAnswerIsBounded: an error message quoting a long input is cut,
 // so that the header and body carrying it always fit.
 func TestErrorAnswerIsBounded(t *testing.T) {
-	m := errorMsg(badInput("unknown field %q", strings.Repeat("\x01", 100<<10)), "reply")
+	m := ErrorMsg(BadInput("unknown field %q", strings.Repeat("\x01", 100<<10)), "reply")
 	var body struct {
 		Error queengate.Error `json:"error"`
 	}

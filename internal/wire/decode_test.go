@@ -1,12 +1,13 @@
-package gateway
+package wire
 
 import (
 	"bytes"
 	"encoding/json"
-	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/queengate/queengate/internal/wire/wiretest"
 )
 
 func TestDecodePush(t *testing.T) {
@@ -62,7 +63,7 @@ func TestDecodePush(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			msgs, werr := decodePush([]byte(c.body), 3)
+			msgs, werr := DecodePush([]byte(c.body), 3)
 			if c.code != 0 {
 				if werr == nil || werr.Code != c.code || !strings.Contains(werr.Message, c.want) {
 					t.Fatalf("got %v, want %d mentioning %q", werr, c.code, c.want)
@@ -114,7 +115,7 @@ func FuzzDecodePush(f *testing.F) {
 		for _, m := range raw {
 			rejected = rejected || m.bad != ""
 		}
-		wantRejected := !json.Valid(body) || hasUnstorableEscape(body) || hasBadMessageField(body)
+		wantRejected := !json.Valid(body) || wiretest.HasUnstorableEscape(body) || hasBadMessageField(body)
 		if rejected != wantRejected && !strings.Contains(errString(err), "nesting") {
 			t.Fatalf("scanner err %v (rejected %v), want rejected %v, body %q", err, rejected, wantRejected, body)
 		}
@@ -140,54 +141,17 @@ func FuzzDecodePush(f *testing.F) {
 				}
 				continue
 			}
-			if data, ok := fields["data"]; ok != (raw[i].data != nil) || ok && !jsonEqual(data, raw[i].data) {
-				t.Fatalf("element %d data %s, scanner %s", i, data, raw[i].data)
+			if data, ok := fields["data"]; ok != (raw[i].Data != nil) || ok && !jsonEqual(data, raw[i].Data) {
+				t.Fatalf("element %d data %s, scanner %s", i, data, raw[i].Data)
 			}
 			id, ok := fields["transactionId"]
 			var s string
 			isString := ok && json.Unmarshal(id, &s) == nil && bytes.TrimSpace(id)[0] == '"'
-			if isString != raw[i].txnIDSet || isString && s != string(raw[i].txnID) {
-				t.Fatalf("element %d transactionId %s (%q), scanner %q set=%v", i, id, s, raw[i].txnID, raw[i].txnIDSet)
+			if isString != raw[i].TxnIDSet || isString && s != string(raw[i].TxnID) {
+				t.Fatalf("element %d transactionId %s (%q), scanner %q set=%v", i, id, s, raw[i].TxnID, raw[i].TxnIDSet)
 			}
 		}
 	})
-}
-
-// hasUnstorableEscape reports a \u0000 escape or a surrogate escape not
-// part of a high-low pair anywhere in valid JSON (backslashes occur only
-// inside strings there).
-func hasUnstorableEscape(body []byte) bool {
-	for i := 0; i < len(body); i++ {
-		if body[i] != '\\' {
-			continue
-		}
-		i++ // the escaped character
-		if i >= len(body) || body[i] != 'u' || i+4 >= len(body) {
-			continue
-		}
-		v, err := strconv.ParseUint(string(body[i+1:i+5]), 16, 16)
-		if err != nil {
-			continue
-		}
-		switch {
-		case v == 0:
-			return true
-		case v >= 0xdc00 && v <= 0xdfff:
-			return true // a low surrogate not consumed by a high one below
-		case v >= 0xd800 && v <= 0xdbff:
-			next := body[i+5:]
-			if len(next) < 6 || next[0] != '\\' || next[1] != 'u' {
-				return true
-			}
-			lo, err := strconv.ParseUint(string(next[2:6]), 16, 16)
-			if err != nil || lo < 0xdc00 || lo > 0xdfff {
-				return true
-			}
-			i += 6 // past the pair's low half, with the += 4 below
-		}
-		i += 4
-	}
-	return false
 }
 
 // hasBadMessageField reports, for valid JSON, a message object (the body,

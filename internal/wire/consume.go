@@ -1,0 +1,101 @@
+package wire
+
+import (
+	"strconv"
+	"time"
+
+	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/model"
+)
+
+// EncodePop writes a pop's answer by hand: data comes back as pushed;
+// acked is the carried ack's answer, encoded.
+func EncodePop(queue, group string, r *model.PopResult, acked []byte) RawAnswer {
+	size := 512 + len(acked)
+	for i := range r.Messages {
+		m := &r.Messages[i]
+		size += 192 + len(m.TxnID) + len(m.Data) + len(m.LastError)
+	}
+	b := append(make([]byte, 0, size), `{"queue":`...)
+	b = appendString(b, queue)
+	b = append(b, `,"group":`...)
+	b = appendString(b, group)
+	if r.LeaseID != "" {
+		b = append(b, `,"partition":`...)
+		b = appendString(b, r.Partition)
+		b = append(b, `,"partitionId":`...)
+		b = strconv.AppendInt(b, r.PartitionID, 10)
+		b = append(b, `,"leaseId":"`...)
+		b = append(b, r.LeaseID...)
+		b = append(b, `","leaseUntil":"`...)
+		b = r.LeaseUntil.UTC().AppendFormat(b, time.RFC3339Nano)
+		b = append(b, '"')
+	}
+	if r.DeadLettered > 0 {
+		b = append(b, `,"deadLettered":`...)
+		b = strconv.AppendInt(b, int64(r.DeadLettered), 10)
+	}
+	if acked != nil {
+		b = append(b, `,"ack":`...)
+		b = append(b, acked...)
+	}
+	b = append(b, `,"messages":[`...)
+	for i := range r.Messages {
+		m := &r.Messages[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '{')
+		b = appendStoredFields(b, &queengate.StoredMessage{Offset: m.Offset, MessageID: model.MessageID(m.PartitionID, m.Offset),
+			TransactionID: m.TxnID, CreatedAt: m.CreatedAt, Data: m.Data})
+		b = append(b, `,"attempts":`...)
+		b = strconv.AppendInt(b, int64(m.Attempts), 10)
+		if m.LastError != "" {
+			b = append(b, `,"lastError":`...)
+			b = AppendJSONString(b, m.LastError) // <, > and & as they are
+		}
+		b = append(b, '}')
+	}
+	return append(b, "]}"...)
+}
+
+// AppendAckAnswer appends an ack's answer as encoding/json writes it,
+// without reflection: a batch's answer repeats each of its items.
+func AppendAckAnswer(b []byte, a *queengate.AckAnswer) []byte {
+	if b == nil {
+		size := 96
+		for i := range a.Items {
+			size += 64 + len(a.Items[i].TransactionID)
+		}
+		b = make([]byte, 0, size)
+	}
+	b = append(b, `{"items":[`...)
+	for i := range a.Items {
+		it := &a.Items[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"index":`...)
+		b = strconv.AppendInt(b, int64(it.Index), 10)
+		if it.TransactionID != "" {
+			b = append(b, `,"transactionId":`...)
+			b = appendString(b, it.TransactionID)
+		}
+		if it.Offset != nil {
+			b = append(b, `,"offset":`...)
+			b = strconv.AppendInt(b, *it.Offset, 10)
+		}
+		b = append(b, `,"result":`...)
+		b = appendString(b, it.Result)
+		b = append(b, '}')
+	}
+	b = append(b, `],"nextOffset":`...)
+	b = strconv.AppendInt(b, a.NextOffset, 10)
+	b = append(b, `,"leaseEnded":`...)
+	b = strconv.AppendBool(b, a.LeaseEnded)
+	if a.DeadLettered != 0 {
+		b = append(b, `,"deadLettered":`...)
+		b = strconv.AppendInt(b, int64(a.DeadLettered), 10)
+	}
+	return append(b, '}')
+}
