@@ -146,7 +146,7 @@ func pushDerived(ctx context.Context, tx pgx.Tx, frames []model.Frame, at []deri
 	if err != nil {
 		return nil, err
 	}
-	rows, err := tx.Query(ctx, pushBundleSQL, args...)
+	rows, err := tx.Query(ctx, pushBundleSQL, args)
 	if err != nil {
 		return nil, err
 	}

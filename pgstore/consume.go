@@ -237,14 +237,19 @@ func leaseUUID(leaseID string) pgtype.UUID {
 // queryAck runs consumer_ack on q (the pool, or an ack-and-push's
 // transaction), filling out's cursor and lease; out.Items are filled by
 // the row's outcomes.
-func queryAck(ctx context.Context, q queryRower, g model.Group, partitionID int64, lease pgtype.UUID, items []model.AckItem,
+func queryAck(ctx context.Context, q querier, g model.Group, partitionID int64, lease pgtype.UUID, items []model.AckItem,
 	out *model.AckResult) (ackRow, error) {
 	offsets, hashes, completed, errs := ackArrays(items)
-	var row ackRow
-	err := q.QueryRow(ctx, `SELECT offs, results, dead, txn_ids, data::text[], created_at, attempts, last_errors,
-		next_offset, lease_ended, lease_counted FROM queen.consumer_ack($1, $2, $3, $4, $5, $6, $7, $8)`,
-		g.ID, partitionID, lease, offsets, hashes, completed, errs, ackDelays(items)).Scan(&row.offsets, &row.results, &row.dead, &row.txnIDs,
-		&row.data, &row.created, &row.attempts, &row.lastErrors, &out.NextOffset, &out.LeaseEnded, &out.LeaseCounted)
+	rows, err := q.Query(ctx, `SELECT offs, results, dead, txn_ids, data::text[] AS data, created_at, attempts, last_errors,
+		next_offset, lease_ended, lease_counted
+		FROM queen.consumer_ack(@group_id, @partition_id, @lease, @offsets, @hashes, @completed, @errors, @delays)`,
+		pgx.NamedArgs{"group_id": g.ID, "partition_id": partitionID, "lease": lease, "offsets": offsets, "hashes": hashes,
+			"completed": completed, "errors": errs, "delays": ackDelays(items)})
+	if err != nil {
+		return ackRow{}, err
+	}
+	row, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[ackRow])
+	out.NextOffset, out.LeaseEnded, out.LeaseCounted = row.NextOffset, row.LeaseEnded, row.LeaseCounted
 	return row, err
 }
 
@@ -308,31 +313,35 @@ func ackDelays(items []model.AckItem) any {
 // ackRow is consumer_ack's answer: arrays of one element per item (those
 // saying what a dead letter needs only when an item failed).
 type ackRow struct {
-	offsets    ackOffsets
-	results    ackResults
-	dead       []bool
-	txnIDs     []*string
-	data       [][]byte
-	created    []*time.Time
-	attempts   []*int
-	lastErrors []*string
+	Offsets    ackOffsets `db:"offs"`
+	Results    ackResults
+	Dead       []bool
+	TxnIDs     []*string `db:"txn_ids"`
+	Data       [][]byte
+	CreatedAt  []*time.Time
+	Attempts   []*int
+	LastErrors []*string
+	// The group's cursor and lease after the ack.
+	NextOffset   int64
+	LeaseEnded   bool
+	LeaseCounted bool
 }
 
 // outcomes fills each item's outcome and returns the messages out of
 // attempts, to dead-letter.
 func (row *ackRow) outcomes(items []model.AckOutcome, partitionID int64) (dead []model.Delivery) {
-	for i, off := range row.offsets {
-		items[i] = model.AckOutcome{Offset: -1, Result: row.results[i]}
+	for i, off := range row.Offsets {
+		items[i] = model.AckOutcome{Offset: -1, Result: row.Results[i]}
 		if off != nil {
 			items[i].Offset = *off
 		}
-		if i >= len(row.dead) || !row.dead[i] || row.txnIDs[i] == nil {
+		if i >= len(row.Dead) || !row.Dead[i] || row.TxnIDs[i] == nil {
 			continue
 		}
 		d := model.Delivery{StoredMessage: model.StoredMessage{PartitionID: partitionID, Offset: *off,
-			TxnID: *row.txnIDs[i], Data: row.data[i], CreatedAt: *row.created[i]}, Attempts: *row.attempts[i]}
-		if row.lastErrors[i] != nil {
-			d.LastError = *row.lastErrors[i]
+			TxnID: *row.TxnIDs[i], Data: row.Data[i], CreatedAt: *row.CreatedAt[i]}, Attempts: *row.Attempts[i]}
+		if row.LastErrors[i] != nil {
+			d.LastError = *row.LastErrors[i]
 		}
 		dead = append(dead, d)
 	}
@@ -444,7 +453,7 @@ func pushDeadLetters(ctx context.Context, tx pgx.Tx, g model.Group, partition st
 	if err != nil {
 		return err
 	}
-	rows, err := tx.Query(ctx, pushBundleSQL, args...)
+	rows, err := tx.Query(ctx, pushBundleSQL, args)
 	if err != nil {
 		return fmt.Errorf("dead-letter push: %w", err)
 	}

@@ -11,8 +11,13 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// pushBundleSQL calls log_push_bundle with the arrays bundleArgs makes,
+// each named after the routine's parameter.
 const pushBundleSQL = `SELECT seg, base_offset, last_offset, probe, unrolled, dup_idx, dup_off, on_conflict
-FROM queen.log_push_bundle($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
+FROM queen.log_push_bundle(p_pids => @pids, p_verified => @verified, p_verified_windows => @verified_windows,
+    p_counts => @counts, p_txn_ids => @txn_ids, p_hashes => @hashes, p_data => @data, p_bytes => @bytes,
+    p_cand_counts => @cand_counts, p_cand_idx => @cand_idx, p_cand_off => @cand_off,
+    p_dh_counts => @dh_counts, p_data_hashes => @data_hashes)`
 
 // Push writes frames in one transaction and one round trip. Partition row
 // locks are taken in ascending id order before anything is written. A
@@ -40,7 +45,7 @@ func (s *Store) Push(ctx context.Context, frames []model.Frame) ([]model.FrameRe
 		return nil, notStored(pushFailure(ctx, err))
 	}
 	b := backendOf(conn.Conn())
-	rows, err := conn.Query(ctx, pushBundleSQL, args...)
+	rows, err := conn.Query(ctx, pushBundleSQL, args)
 	var results []model.FrameResult
 	if err == nil {
 		results, err = collectResults(rows, frames)
@@ -65,7 +70,7 @@ func pushFailure(ctx context.Context, err error) error {
 	return fmt.Errorf("pgstore: push: %w", err)
 }
 
-func bundleArgs(segs []model.Frame) ([]any, error) {
+func bundleArgs(segs []model.Frame) (pgx.NamedArgs, error) {
 	total, dataHashed := 0, 0
 	for i := range segs {
 		seg := &segs[i]
@@ -123,8 +128,10 @@ func bundleArgs(segs []model.Frame) ([]any, error) {
 	if candIdx == nil {
 		candIdx, candOff = []int32{}, []int64{}
 	}
-	return []any{pids, verified, windows, counts, txnIDs.encoded(), hashes.encoded(), data.encoded(), sizes,
-		candCounts, candIdx, candOff, dhCounts, dataHashes.encoded()}, nil
+	return pgx.NamedArgs{"pids": pids, "verified": verified, "verified_windows": windows, "counts": counts,
+		"txn_ids": txnIDs.encoded(), "hashes": hashes.encoded(), "data": data.encoded(), "bytes": sizes,
+		"cand_counts": candCounts, "cand_idx": candIdx, "cand_off": candOff,
+		"dh_counts": dhCounts, "data_hashes": dataHashes.encoded()}, nil
 }
 
 var jsonNull = []byte("null")

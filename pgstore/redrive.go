@@ -235,7 +235,7 @@ func pushBack(ctx context.Context, tx pgx.Tx, pid int64, pending []model.Pending
 	if err != nil {
 		return 0, 0, err
 	}
-	rows, err := tx.Query(ctx, pushBundleSQL, args...)
+	rows, err := tx.Query(ctx, pushBundleSQL, args)
 	if err != nil {
 		return 0, 0, fmt.Errorf("push back: %w", err)
 	}

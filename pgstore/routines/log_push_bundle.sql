@@ -252,77 +252,52 @@ BEGIN
           INTO d_s, d_idx, d_off, v_unrolled;
     END IF;
 
-    -- No hash repeated within the bundle, the usual case: a frame writes
-    -- its messages minus the stored duplicates found, as sent.
-    IF v_unique THEN
-        RETURN QUERY
-        WITH dd AS ( -- each frame's stored duplicates
-            SELECT d.s, array_agg(d.idx ORDER BY d.idx) AS idx, array_agg(d.off ORDER BY d.idx) AS off
-              FROM unnest(d_s, d_idx, d_off) AS d(s, idx, off) GROUP BY d.s
-        ), fr AS (
-            SELECT g.s, p_pids[g.s] AS pid, v_last[g.s] AS last, v_pos[g.s] AS pos, p_counts[g.s] AS n,
-                   v_dpos[g.s] AS dpos, v_keepdh[g.s] AS keepdh, dd.idx AS dup_idx, dd.off AS dup_off
-              FROM generate_subscripts(p_pids, 1) AS g(s) LEFT JOIN dd ON dd.s = g.s
-        ), dirty AS MATERIALIZED ( -- frames with a duplicate: their new messages, gathered once
-            SELECT fr.s, fr.pid, fr.last + 1 AS base, x.k, x.txn_ids, x.hashes, x.data, x.bytes, x.data_hashes
-              FROM fr CROSS JOIN LATERAL (
-                       SELECT count(*) AS k, array_agg(p_txn_ids[i]) AS txn_ids, array_agg(p_hashes[i]) AS hashes,
-                              array_agg(p_data[i]) AS data, sum(octet_length(p_data[i]::text))::bigint AS bytes,
-                              CASE WHEN fr.keepdh THEN array_agg(p_data_hashes[fr.dpos + i - fr.pos]) END AS data_hashes
-                         FROM generate_series(fr.pos, fr.pos + fr.n - 1) AS i
-                        WHERE i - fr.pos + 1 <> ALL (fr.dup_idx)) AS x
-             WHERE fr.dup_idx IS NOT NULL AND x.k > 0
-        ), kept AS ( -- what each frame writes; a clean frame's slices are taken
-                     -- where they are used, not copied into a CTE first
-            SELECT fr.s, fr.pid, fr.last + 1 AS base, fr.n::bigint AS k, p_txn_ids[fr.pos : fr.pos + fr.n - 1] AS txn_ids,
-                   p_hashes[fr.pos : fr.pos + fr.n - 1] AS hashes, p_data[fr.pos : fr.pos + fr.n - 1] AS data,
-                   p_bytes[fr.s] AS bytes,
-                   CASE WHEN fr.keepdh THEN p_data_hashes[fr.dpos : fr.dpos + fr.n - 1] END AS data_hashes
-              FROM fr WHERE fr.dup_idx IS NULL
-            UNION ALL
-            SELECT dirty.s, dirty.pid, dirty.base, dirty.k, dirty.txn_ids, dirty.hashes, dirty.data, dirty.bytes,
-                   dirty.data_hashes FROM dirty
-        ), alloc AS (
-            UPDATE queen.log_partitions p
-               SET last_offset = kept.base + kept.k - 1, stored_bytes = p.stored_bytes + kept.bytes
-              FROM kept WHERE p.id = kept.pid AND p.id = ANY (p_pids)
-        ), segs AS (
-            INSERT INTO queen.log_segments (partition_id, base_offset, end_offset, created_at, txn_ids, data, data_bytes)
-            SELECT kept.pid, kept.base, kept.base + kept.k - 1, v_now, kept.txn_ids, kept.data, kept.bytes FROM kept
-        ), txns AS (
-            -- Written whatever the window: ack-by-transactionId resolves through it.
-            INSERT INTO queen.log_txns (partition_id, base_offset, end_offset, created_at, hashes, data_hashes)
-            SELECT kept.pid, kept.base, kept.base + kept.k - 1, v_now, kept.hashes, kept.data_hashes FROM kept
-        )
-        SELECT fr.s::integer, kept.base, coalesce(kept.base + kept.k - 1, fr.last), v_probe[fr.s], v_unrolled[fr.s],
-               fr.dup_idx, fr.dup_off, v_mode[fr.s]
-          FROM fr LEFT JOIN kept ON kept.s = fr.s;
-        RETURN;
-    END IF;
-
     -- Some hash is repeated: frames with a stored duplicate or a repeat
     -- within themselves (window on) are classified message by message.
-    SELECT ARRAY(SELECT DISTINCT d.s FROM unnest(d_s) AS d(s)) INTO v_dirty;
-    SELECT v_dirty || ARRAY(
-        SELECT fs.s FROM generate_subscripts(p_pids, 1) AS fs(s)
-         WHERE v_win[fs.s] > 0 AND p_counts[fs.s] > 1 AND NOT fs.s = ANY (v_dirty)
-           AND (SELECT count(DISTINCT h) FROM unnest(p_hashes[v_pos[fs.s] : v_pos[fs.s] + p_counts[fs.s] - 1]) AS h)
-               < p_counts[fs.s])
-      INTO v_dirty;
+    -- Without repeats (v_unique, the usual case) a frame is dirty when it
+    -- has a stored duplicate, and the statement below says so itself.
+    IF NOT v_unique THEN
+        SELECT ARRAY(SELECT DISTINCT d.s FROM unnest(d_s) AS d(s)) INTO v_dirty;
+        SELECT v_dirty || ARRAY(
+            SELECT fs.s FROM generate_subscripts(p_pids, 1) AS fs(s)
+             WHERE v_win[fs.s] > 0 AND p_counts[fs.s] > 1 AND NOT fs.s = ANY (v_dirty)
+               AND (SELECT count(DISTINCT h) FROM unnest(p_hashes[v_pos[fs.s] : v_pos[fs.s] + p_counts[fs.s] - 1]) AS h)
+                   < p_counts[fs.s])
+          INTO v_dirty;
+    END IF;
 
-    -- Dirty frames are classified: a stored duplicate keeps its original's
-    -- offset, a repeat follows the first occurrence of its hash, and the
-    -- new leaders take contiguous offsets in frame order; clean frames are
-    -- written as sent, all in the same statements.
+    -- Every frame is written by this one statement. A clean frame writes
+    -- its messages as sent. A dirty frame writes its new messages at
+    -- contiguous offsets after the allocator: without repeats, those
+    -- minus the stored duplicates found (gathered); with repeats, each
+    -- message is classified (msg to dups): a stored duplicate keeps its
+    -- original's offset, a repeat follows the first occurrence of its
+    -- hash, and the new leaders take the offsets in frame order. Only one
+    -- of the two ways runs: each is gated on v_unique, a parameter of
+    -- the plan made once, so the other is never executed.
     RETURN QUERY
-    WITH fr AS (
-        SELECT s, p_pids[s] AS pid, v_last[s] AS last, v_pos[s] AS pos, p_counts[s] AS n, s = ANY (v_dirty) AS dirty
-          FROM generate_subscripts(p_pids, 1) AS s
-    ), msg AS ( -- the messages of dirty frames, with their stored original if any
+    WITH dd AS ( -- each frame's stored duplicates
+        SELECT d.s, array_agg(d.idx ORDER BY d.idx) AS idx, array_agg(d.off ORDER BY d.idx) AS off
+          FROM unnest(d_s, d_idx, d_off) AS d(s, idx, off) GROUP BY d.s
+    ), fr AS (
+        SELECT g.s, p_pids[g.s] AS pid, v_last[g.s] AS last, v_pos[g.s] AS pos, p_counts[g.s] AS n,
+               v_dpos[g.s] AS dpos, v_keepdh[g.s] AS keepdh, dd.idx AS dup_idx, dd.off AS dup_off,
+               CASE WHEN v_unique THEN dd.s IS NOT NULL ELSE g.s = ANY (v_dirty) END AS dirty
+          FROM generate_subscripts(p_pids, 1) AS g(s) LEFT JOIN dd ON dd.s = g.s
+    ), gathered AS MATERIALIZED ( -- without repeats: dirty frames' new messages, gathered once
+        SELECT fr.s, fr.pid, fr.last + 1 AS base, x.k, x.txn_ids, x.hashes, x.data, x.bytes, x.data_hashes
+          FROM fr CROSS JOIN LATERAL (
+                   SELECT count(*) AS k, array_agg(p_txn_ids[i]) AS txn_ids, array_agg(p_hashes[i]) AS hashes,
+                          array_agg(p_data[i]) AS data, sum(octet_length(p_data[i]::text))::bigint AS bytes,
+                          CASE WHEN fr.keepdh THEN array_agg(p_data_hashes[fr.dpos + i - fr.pos]) END AS data_hashes
+                     FROM generate_series(fr.pos, fr.pos + fr.n - 1) AS i
+                    WHERE i - fr.pos + 1 <> ALL (fr.dup_idx)) AS x
+         WHERE v_unique AND fr.dirty AND x.k > 0
+    ), msg AS ( -- with repeats: the messages of dirty frames, with their stored original if any
         SELECT fr.s, (i - fr.pos + 1)::integer AS idx, i AS gi, p_hashes[i] AS h, fr.last, d.off AS stored
           FROM fr CROSS JOIN LATERAL generate_series(fr.pos, fr.pos + fr.n - 1) AS i
           LEFT JOIN unnest(d_s, d_idx, d_off) AS d(s, idx, off) ON d.s = fr.s AND d.idx = i - fr.pos + 1
-         WHERE fr.dirty
+         WHERE NOT v_unique AND fr.dirty
     ), cls AS ( -- a repeat follows the first occurrence of its hash in the frame
         SELECT msg.*, min(msg.idx) OVER (PARTITION BY msg.s, msg.h) AS leader FROM msg
     ), fresh AS ( -- new leaders take the next offsets, in frame order
@@ -338,9 +313,13 @@ BEGIN
          GROUP BY cls.s
     ), kept AS MATERIALIZED ( -- what each frame writes
         SELECT fr.s, fr.pid, fr.last + 1 AS base, fr.n::bigint AS k, p_txn_ids[fr.pos : fr.pos + fr.n - 1] AS txn_ids,
-               p_hashes[fr.pos : fr.pos + fr.n - 1] AS hashes, p_data[fr.pos : fr.pos + fr.n - 1] AS data, p_bytes[fr.s] AS bytes,
-               CASE WHEN v_keepdh[fr.s] THEN p_data_hashes[v_dpos[fr.s] : v_dpos[fr.s] + fr.n - 1] END AS data_hashes
+               p_hashes[fr.pos : fr.pos + fr.n - 1] AS hashes, p_data[fr.pos : fr.pos + fr.n - 1] AS data,
+               p_bytes[fr.s] AS bytes,
+               CASE WHEN fr.keepdh THEN p_data_hashes[fr.dpos : fr.dpos + fr.n - 1] END AS data_hashes
           FROM fr WHERE NOT fr.dirty
+        UNION ALL
+        SELECT gathered.s, gathered.pid, gathered.base, gathered.k, gathered.txn_ids, gathered.hashes, gathered.data,
+               gathered.bytes, gathered.data_hashes FROM gathered
         UNION ALL
         SELECT fresh.s, p_pids[fresh.s], min(fresh.off), count(*), array_agg(p_txn_ids[fresh.gi] ORDER BY fresh.idx),
                array_agg(p_hashes[fresh.gi] ORDER BY fresh.idx), array_agg(p_data[fresh.gi] ORDER BY fresh.idx),
@@ -352,7 +331,7 @@ BEGIN
         UPDATE queen.log_partitions p
            SET last_offset = kept.base + kept.k - 1, stored_bytes = p.stored_bytes + kept.bytes
           FROM kept WHERE p.id = kept.pid AND p.id = ANY (p_pids)
-    ), segs AS (
+    ), frames AS (
         INSERT INTO queen.log_segments (partition_id, base_offset, end_offset, created_at, txn_ids, data, data_bytes)
         SELECT kept.pid, kept.base, kept.base + kept.k - 1, v_now, kept.txn_ids, kept.data, kept.bytes FROM kept
     ), txns AS (
@@ -361,7 +340,8 @@ BEGIN
         SELECT kept.pid, kept.base, kept.base + kept.k - 1, v_now, kept.hashes, kept.data_hashes FROM kept
     )
     SELECT fr.s::integer, kept.base, coalesce(kept.base + kept.k - 1, fr.last), v_probe[fr.s], v_unrolled[fr.s],
-           dups.idx, dups.off, v_mode[fr.s]
+           CASE WHEN v_unique THEN fr.dup_idx ELSE dups.idx END, CASE WHEN v_unique THEN fr.dup_off ELSE dups.off END,
+           v_mode[fr.s]
       FROM fr
       LEFT JOIN kept ON kept.s = fr.s
       LEFT JOIN dups ON dups.s = fr.s;
