@@ -13,7 +13,7 @@ import (
 
 // pushBundleSQL calls log_push_bundle with the arrays bundleArgs makes,
 // each named after the routine's parameter.
-const pushBundleSQL = `SELECT seg, base_offset, last_offset, probe, unrolled, dup_idx, dup_off, on_conflict
+const pushBundleSQL = `SELECT frame, base_offset, last_offset, probe, unrolled, dup_idx, dup_off, on_conflict
 FROM queen.log_push_bundle(p_pids => @pids, p_verified => @verified, p_verified_windows => @verified_windows,
     p_counts => @counts, p_txn_ids => @txn_ids, p_hashes => @hashes, p_data => @data, p_bytes => @bytes,
     p_cand_counts => @cand_counts, p_cand_idx => @cand_idx, p_cand_off => @cand_off,
@@ -70,25 +70,25 @@ func pushFailure(ctx context.Context, err error) error {
 	return fmt.Errorf("pgstore: push: %w", err)
 }
 
-func bundleArgs(segs []model.Frame) (pgx.NamedArgs, error) {
+func bundleArgs(frames []model.Frame) (pgx.NamedArgs, error) {
 	total, dataHashed := 0, 0
-	for i := range segs {
-		seg := &segs[i]
-		n := len(seg.Hashes)
-		if n == 0 || len(seg.TxnIDs) != n || len(seg.Data) != n || (seg.DataHashes != nil && len(seg.DataHashes) != n) {
-			return nil, fmt.Errorf("%w: segment %d for partition %d has %d txn ids, %d hashes, %d data, %d data hashes",
-				model.ErrInvalidFrame, i, seg.PartitionID, len(seg.TxnIDs), n, len(seg.Data), len(seg.DataHashes))
+	for i := range frames {
+		fr := &frames[i]
+		n := len(fr.Hashes)
+		if n == 0 || len(fr.TxnIDs) != n || len(fr.Data) != n || (fr.DataHashes != nil && len(fr.DataHashes) != n) {
+			return nil, fmt.Errorf("%w: frame %d for partition %d has %d txn ids, %d hashes, %d data, %d data hashes",
+				model.ErrInvalidFrame, i, fr.PartitionID, len(fr.TxnIDs), n, len(fr.Data), len(fr.DataHashes))
 		}
 		total += n
-		dataHashed += len(seg.DataHashes)
+		dataHashed += len(fr.DataHashes)
 	}
-	pids := make([]int64, len(segs))
-	verified := make([]int64, len(segs))
-	windows := make([]int32, len(segs))
-	counts := make([]int32, len(segs))
-	sizes := make([]int64, len(segs)) // data bytes as sent, per frame
-	candCounts := make([]int32, len(segs))
-	dhCounts := make([]int32, len(segs))
+	pids := make([]int64, len(frames))
+	verified := make([]int64, len(frames))
+	windows := make([]int32, len(frames))
+	counts := make([]int32, len(frames))
+	sizes := make([]int64, len(frames)) // data bytes as sent, per frame
+	candCounts := make([]int32, len(frames))
+	dhCounts := make([]int32, len(frames))
 	dataHashes := noDataHashes
 	if dataHashed > 0 {
 		dataHashes = newArrayBuilder(oidUUID, dataHashed, 16*dataHashed)
@@ -98,29 +98,29 @@ func bundleArgs(segs []model.Frame) (pgx.NamedArgs, error) {
 	txnIDs := newArrayBuilder(oidText, total, 32*total)
 	hashes := newArrayBuilder(oidUUID, total, 16*total)
 	data := newArrayBuilder(oidJSON, total, 128*total)
-	for i := range segs {
-		seg := &segs[i]
-		pids[i], verified[i], counts[i] = seg.PartitionID, seg.Verified, int32(len(seg.Hashes))
-		windows[i] = int32(min(seg.VerifiedWindow, math.MaxInt32))
-		for _, id := range seg.TxnIDs {
+	for i := range frames {
+		fr := &frames[i]
+		pids[i], verified[i], counts[i] = fr.PartitionID, fr.Verified, int32(len(fr.Hashes))
+		windows[i] = int32(min(fr.VerifiedWindow, math.MaxInt32))
+		for _, id := range fr.TxnIDs {
 			txnIDs.appendString(id)
 		}
-		for j := range seg.Hashes {
-			hashes.appendBytes(seg.Hashes[j][:])
+		for j := range fr.Hashes {
+			hashes.appendBytes(fr.Hashes[j][:])
 		}
-		for _, d := range seg.Data {
+		for _, d := range fr.Data {
 			if d == nil {
 				d = jsonNull
 			}
 			data.appendBytes(d)
 			sizes[i] += int64(len(d))
 		}
-		dhCounts[i] = int32(len(seg.DataHashes))
-		for j := range seg.DataHashes {
-			dataHashes.appendBytes(seg.DataHashes[j][:])
+		dhCounts[i] = int32(len(fr.DataHashes))
+		for j := range fr.DataHashes {
+			dataHashes.appendBytes(fr.DataHashes[j][:])
 		}
-		candCounts[i] = int32(len(seg.Candidates))
-		for _, c := range seg.Candidates {
+		candCounts[i] = int32(len(fr.Candidates))
+		for _, c := range fr.Candidates {
 			candIdx = append(candIdx, c.Index+1) // 1-based in SQL
 			candOff = append(candOff, c.Offset)
 		}
@@ -140,13 +140,13 @@ var jsonNull = []byte("null")
 // queue in it ignores payload conflicts): shared, never appended to.
 var noDataHashes = newArrayBuilder(oidUUID, 0, 0)
 
-func collectResults(rows pgx.Rows, segs []model.Frame) ([]model.FrameResult, error) {
+func collectResults(rows pgx.Rows, frames []model.Frame) ([]model.FrameResult, error) {
 	defer rows.Close()
-	results := make([]model.FrameResult, len(segs))
+	results := make([]model.FrameResult, len(frames))
 	seen := 0
 	for rows.Next() {
 		var (
-			seg      int32
+			frame    int32
 			base     *int64
 			last     int64
 			probe    string
@@ -155,28 +155,28 @@ func collectResults(rows pgx.Rows, segs []model.Frame) ([]model.FrameResult, err
 			dupOff   []int64
 			mode     string
 		)
-		if err := rows.Scan(&seg, &base, &last, &probe, &unrolled, &dupIdx, &dupOff, &mode); err != nil {
+		if err := rows.Scan(&frame, &base, &last, &probe, &unrolled, &dupIdx, &dupOff, &mode); err != nil {
 			return nil, err
 		}
-		i := int(seg) - 1
-		if i < 0 || i >= len(segs) || len(dupIdx) != len(dupOff) || results[i].Outcomes != nil {
-			return nil, fmt.Errorf("malformed or repeated result row for segment %d", seg)
+		i := int(frame) - 1
+		if i < 0 || i >= len(frames) || len(dupIdx) != len(dupOff) || results[i].Outcomes != nil {
+			return nil, fmt.Errorf("malformed or repeated result row for frame %d", frame)
 		}
-		n := len(segs[i].Hashes)
+		n := len(frames[i].Hashes)
 		p, ok := model.ParseProbe(probe)
 		if !ok {
-			return nil, fmt.Errorf("unknown probe %q for segment %d", probe, seg)
+			return nil, fmt.Errorf("unknown probe %q for frame %d", probe, frame)
 		}
-		r := model.FrameResult{PartitionID: segs[i].PartitionID, BaseOffset: -1, LastOffset: last,
+		r := model.FrameResult{PartitionID: frames[i].PartitionID, BaseOffset: -1, LastOffset: last,
 			Probe: p, Unrolled: unrolled, Outcomes: make([]model.Outcome, n), OnConflict: model.ConflictMode(mode)}
 		for k, idx := range dupIdx {
 			if idx < 1 || int(idx) > n {
-				return nil, fmt.Errorf("duplicate index %d out of range for segment %d", idx, seg)
+				return nil, fmt.Errorf("duplicate index %d out of range for frame %d", idx, frame)
 			}
 			r.Outcomes[idx-1] = model.Outcome{Offset: dupOff[k], Duplicate: true}
 		}
 		if base == nil && len(dupIdx) != n {
-			return nil, fmt.Errorf("segment %d: nothing written but %d of %d messages are duplicates", seg, len(dupIdx), n)
+			return nil, fmt.Errorf("frame %d: nothing written but %d of %d messages are duplicates", frame, len(dupIdx), n)
 		}
 		if base != nil {
 			r.BaseOffset = *base
@@ -188,7 +188,7 @@ func collectResults(rows pgx.Rows, segs []model.Frame) ([]model.FrameResult, err
 				}
 			}
 			if next-1 != last {
-				return nil, fmt.Errorf("segment %d: %d new messages from %d do not end at %d", seg, next-*base, *base, last)
+				return nil, fmt.Errorf("frame %d: %d new messages from %d do not end at %d", frame, next-*base, *base, last)
 			}
 		}
 		results[i] = r
@@ -197,8 +197,8 @@ func collectResults(rows pgx.Rows, segs []model.Frame) ([]model.FrameResult, err
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	if seen != len(segs) {
-		return nil, fmt.Errorf("got %d result rows for %d segments", seen, len(segs))
+	if seen != len(frames) {
+		return nil, fmt.Errorf("got %d result rows for %d frames", seen, len(frames))
 	}
 	return results, nil
 }

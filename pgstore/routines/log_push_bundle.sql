@@ -49,7 +49,7 @@ CREATE OR REPLACE FUNCTION queen.log_push_bundle(
     p_cand_off         bigint[],
     p_dh_counts        integer[],
     p_data_hashes      uuid[])
-RETURNS TABLE (seg integer, base_offset bigint, last_offset bigint, probe text, unrolled bigint,
+RETURNS TABLE (frame integer, base_offset bigint, last_offset bigint, probe text, unrolled bigint,
                dup_idx integer[], dup_off bigint[], on_conflict text)
 LANGUAGE plpgsql
 -- Each statement is planned once per session, for any arrays: left to
@@ -72,7 +72,7 @@ SET enable_hashagg = off
 SET enable_seqscan = off
 AS $$
 DECLARE
-    v_segs     integer := coalesce(cardinality(p_pids), 0);
+    v_frames   integer := coalesce(cardinality(p_pids), 0);
     v_pos      integer[]; -- frame s starts at p_*[v_pos[s]]
     v_cpos     integer[]; -- its candidates start at p_cand_*[v_cpos[s]]
     v_dpos     integer[]; -- its data hashes start at p_data_hashes[v_dpos[s]]
@@ -103,22 +103,22 @@ BEGIN
                AND coalesce(cardinality(p_data), 0) = coalesce(cardinality(p_hashes), 0)
                AND coalesce(sum(c.k), 0) = coalesce(cardinality(p_cand_idx), 0)
                AND coalesce(cardinality(p_cand_idx), 0) = coalesce(cardinality(p_cand_off), 0)
-               AND bool_and(c.n >= 1) AND count(c.n) = v_segs AND count(c.k) = v_segs
-               AND cardinality(p_verified) = v_segs AND cardinality(p_verified_windows) = v_segs
-               AND cardinality(p_bytes) = v_segs
+               AND bool_and(c.n >= 1) AND count(c.n) = v_frames AND count(c.k) = v_frames
+               AND cardinality(p_verified) = v_frames AND cardinality(p_verified_windows) = v_frames
+               AND cardinality(p_bytes) = v_frames
                AND coalesce(sum(c.d), 0) = coalesce(cardinality(p_data_hashes), 0)
-               AND count(c.d) = v_segs AND bool_and(c.d = 0 OR c.d = c.n),
+               AND count(c.d) = v_frames AND bool_and(c.d = 0 OR c.d = c.n),
            array_agg(c.pos ORDER BY c.s), array_agg(c.cpos ORDER BY c.s), array_agg(c.dpos ORDER BY c.s),
-           (SELECT count(DISTINCT pid) FROM unnest(p_pids) AS pid) = v_segs,
+           (SELECT count(DISTINCT pid) FROM unnest(p_pids) AS pid) = v_frames,
            (SELECT count(DISTINCT h) FROM unnest(p_hashes) AS h) = coalesce(cardinality(p_hashes), 0)
       INTO v_shape_ok, v_pos, v_cpos, v_dpos, v_distinct, v_unique
       FROM (SELECT x.n, x.k, x.d, x.s, (sum(x.n) OVER w - x.n + 1)::integer AS pos,
                    (sum(x.k) OVER w - x.k + 1)::integer AS cpos, (sum(x.d) OVER w - x.d + 1)::integer AS dpos
               FROM unnest(p_counts, p_cand_counts, p_dh_counts) WITH ORDINALITY AS x(n, k, d, s)
             WINDOW w AS (ORDER BY x.s)) AS c;
-    IF v_segs = 0 OR NOT coalesce(v_shape_ok, false) THEN
+    IF v_frames = 0 OR NOT coalesce(v_shape_ok, false) THEN
         RAISE EXCEPTION 'queen.log_push_bundle: % frames with % verified marks, % counts summing to % for % hashes, % candidates',
-            v_segs, cardinality(p_verified), cardinality(p_counts), (SELECT sum(c) FROM unnest(p_counts) AS c),
+            v_frames, cardinality(p_verified), cardinality(p_counts), (SELECT sum(c) FROM unnest(p_counts) AS c),
             cardinality(p_hashes), cardinality(p_cand_idx)
             USING ERRCODE = '22023';
     END IF;
@@ -126,7 +126,7 @@ BEGIN
     IF NOT v_distinct THEN
         -- A partition named twice: its frames in input order, each pushed
         -- alone, so the later sees the earlier's writes.
-        FOR s IN 1 .. v_segs LOOP
+        FOR s IN 1 .. v_frames LOOP
             RETURN QUERY
                 SELECT s, r.base_offset, r.last_offset, r.probe, r.unrolled, r.dup_idx, r.dup_off, r.on_conflict
                   FROM queen.log_push_bundle(ARRAY[p_pids[s]], ARRAY[p_verified[s]], ARRAY[p_verified_windows[s]],
@@ -172,13 +172,13 @@ BEGIN
      CROSS JOIN LATERAL (SELECT p_verified[fr.s] >= 0 AND lk.win <= p_verified_windows[fr.s] AS ok) AS vouch
      CROSS JOIN LATERAL (SELECT vouch.ok, CASE WHEN vouch.ok THEN GREATEST(p_verified[fr.s], lk.txns_start - 1)
                                                ELSE lk.txns_start - 1 END AS from_off) AS b;
-    IF coalesce(cardinality(v_last), 0) <> v_segs THEN
+    IF coalesce(cardinality(v_last), 0) <> v_frames THEN
         RAISE EXCEPTION 'queen.log_push_bundle: a partition of % does not exist', p_pids USING ERRCODE = 'QG404';
     END IF;
     -- Taken after the locks: the probes and the writes see every commit
     -- that preceded them.
     v_now := clock_timestamp();
-    v_unrolled := array_fill(0::bigint, ARRAY[v_segs]);
+    v_unrolled := array_fill(0::bigint, ARRAY[v_frames]);
 
     -- The range probe: every stored hash above v_from in the window, for
     -- the frames that have such rows (all of them for a full probe, the
