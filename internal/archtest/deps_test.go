@@ -1,7 +1,8 @@
 // Package archtest keeps the dependency direction of docs/design.md
 // ("Packages") honest: cmd -> gateway -> {ingest, timers}; ingest ->
 // dedup; everything below the daemon speaks model; pgstore implements the
-// stores in model's terms; and nothing but pgstore links pgx.
+// stores in model's terms; and nothing but pgstore (with its consumer and
+// internal packages) links pgx.
 package archtest
 
 import (
@@ -21,15 +22,17 @@ const module = "github.com/queengate/queengate"
 // internal/promreg are the internal packages production code may use; the
 // rest of internal/ is test harnesses.
 var arrows = map[string][]string{
-	".":                {}, // the wire contract and client, package queengate
-	"model":            {},
-	"dedup":            {},
-	"internal/promreg": {},
-	"pgstore":          {"model"},
-	"ingest":           {"dedup", "model", "internal/startstop", "internal/promreg"},
-	"timers":           {"model", "internal/startstop", "internal/promreg"},
-	"retention":        {"model", "internal/startstop", "internal/promreg"},
-	"gateway":          {".", "ingest", "timers", "model", "internal/startstop", "internal/promreg"},
+	".":                       {}, // the wire contract and client, package queengate
+	"model":                   {},
+	"dedup":                   {},
+	"internal/promreg":        {},
+	"pgstore":                 {"model", "pgstore/consumer", "pgstore/internal/pgwire"},
+	"pgstore/consumer":        {"model", "pgstore/internal/pgwire"},
+	"pgstore/internal/pgwire": {"model"},
+	"ingest":                  {"dedup", "model", "internal/startstop", "internal/promreg"},
+	"timers":                  {"model", "internal/startstop", "internal/promreg"},
+	"retention":               {"model", "internal/startstop", "internal/promreg"},
+	"gateway":                 {".", "ingest", "timers", "model", "internal/startstop", "internal/promreg"},
 }
 
 // ourPath is the import path of one of our packages ("." the module's
@@ -89,12 +92,16 @@ func TestDependencyDirection(t *testing.T) {
 			if rest, ours := ourPackage(dep); ours && !within[rest] {
 				t.Errorf("%s depends on %s, which its arrows do not reach", pkg, rest)
 			}
-			if pkg != "pgstore" && strings.HasPrefix(dep, "github.com/jackc/pgx") {
+			if !isStore(pkg) && strings.HasPrefix(dep, "github.com/jackc/pgx") {
 				t.Errorf("%s links %s: only pgstore may (it implements the stores in model's terms)", pkg, dep)
 			}
 		}
 	}
 }
+
+// isStore says whether pkg is pgstore or one of its packages, the only
+// library packages that may link pgx.
+func isStore(pkg string) bool { return pkg == "pgstore" || strings.HasPrefix(pkg, "pgstore/") }
 
 func TestOnlyPgstoreImportsPgx(t *testing.T) {
 	t.Parallel()
@@ -105,7 +112,7 @@ func TestOnlyPgstoreImportsPgx(t *testing.T) {
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		fields := strings.Fields(line)
 		pkg := strings.TrimPrefix(fields[0], module+"/")
-		if pkg == "pgstore" || strings.HasPrefix(pkg, "internal/") || strings.HasPrefix(pkg, "cmd/") {
+		if isStore(pkg) || strings.HasPrefix(pkg, "internal/") || strings.HasPrefix(pkg, "cmd/") {
 			continue // the store, test harnesses, and tools that measure PostgreSQL directly
 		}
 		for _, imp := range fields[1:] {

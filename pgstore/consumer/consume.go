@@ -1,4 +1,4 @@
-package pgstore
+package consumer
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/queengate/queengate/model"
+	"github.com/queengate/queengate/pgstore/internal/pgwire"
 )
 
 // EnsureGroup returns queue's consumer group name, creating it (the
@@ -237,14 +238,14 @@ func leaseUUID(leaseID string) pgtype.UUID {
 // queryAck runs consumer_ack on q (the pool, or an ack-and-push's
 // transaction), filling out's cursor and lease; out.Items are filled by
 // the row's outcomes.
-func queryAck(ctx context.Context, q querier, g model.Group, partitionID int64, lease pgtype.UUID, items []model.AckItem,
+func queryAck(ctx context.Context, q pgwire.Querier, g model.Group, partitionID int64, lease pgtype.UUID, items []model.AckItem,
 	out *model.AckResult) (ackRow, error) {
-	offsets, hashes, completed, errs := ackArrays(items)
+	offsets, hashes, completed, errs := pgwire.AckArrays(items)
 	rows, err := q.Query(ctx, `SELECT offs, results, dead, txn_ids, data::text[] AS data, created_at, attempts, last_errors,
 		next_offset, lease_ended, lease_counted
 		FROM queen.consumer_ack(@group_id, @partition_id, @lease, @offsets, @hashes, @completed, @errors, @delays)`,
 		pgx.NamedArgs{"group_id": g.ID, "partition_id": partitionID, "lease": lease, "offsets": offsets, "hashes": hashes,
-			"completed": completed, "errors": errs, "delays": ackDelays(items)})
+			"completed": completed, "errors": errs, "delays": pgwire.AckDelays(items)})
 	if err != nil {
 		return ackRow{}, err
 	}
@@ -253,68 +254,11 @@ func queryAck(ctx context.Context, q querier, g model.Group, partitionID int64, 
 	return row, err
 }
 
-// ackArrays are consumer_ack's item arrays, encoded as the push's are
-// (wire.go): pgx's reflection on them was a tenth of an ack's CPU.
-// Each item has an offset or a transactionId's hash (NULL for the other)
-// and an error when it failed (NULL when completed).
-func ackArrays(items []model.AckItem) (offsets, hashes, completed, errs encodedArray) {
-	errBytes := 0
-	for i := range items {
-		errBytes += len(items[i].Error)
-	}
-	o := newArrayBuilder(oidInt8, len(items), 8*len(items))
-	h := newArrayBuilder(oidUUID, len(items), 16*len(items))
-	c := newArrayBuilder(oidBool, len(items), len(items))
-	e := newArrayBuilder(oidText, len(items), errBytes)
-	for i := range items {
-		it := &items[i]
-		if it.Offset >= 0 {
-			o.appendInt64(it.Offset)
-			h.appendNull()
-		} else {
-			hash := model.HashTxnID(it.TxnID)
-			o.appendNull()
-			h.appendBytes(hash[:])
-		}
-		c.appendBool(it.Completed)
-		if it.Completed {
-			e.appendNull()
-		} else {
-			e.appendString(it.Error)
-		}
-	}
-	return o.encoded(), h.encoded(), c.encoded(), e.encoded()
-}
-
-// ackDelays is consumer_ack's p_delays: each failed item's delay when it
-// asks for one (NULL for the others: the queue's), or nil (NULL) when
-// none does, the usual ack.
-func ackDelays(items []model.AckItem) any {
-	var d *arrayBuilder
-	for i := range items {
-		if items[i].DelayMs > 0 && !items[i].Completed {
-			d = newArrayBuilder(oidInt8, len(items), 8*len(items))
-			break
-		}
-	}
-	if d == nil {
-		return nil
-	}
-	for i := range items {
-		if it := &items[i]; it.DelayMs > 0 && !it.Completed {
-			d.appendInt64(it.DelayMs)
-		} else {
-			d.appendNull()
-		}
-	}
-	return d.encoded()
-}
-
 // ackRow is consumer_ack's answer: arrays of one element per item (those
 // saying what a dead letter needs only when an item failed).
 type ackRow struct {
-	Offsets    ackOffsets `db:"offs"`
-	Results    ackResults
+	Offsets    pgwire.AckOffsets `db:"offs"`
+	Results    pgwire.AckResults
 	Dead       []bool
 	TxnIDs     []*string `db:"txn_ids"`
 	Data       [][]byte
@@ -353,7 +297,7 @@ func (row *ackRow) outcomes(items []model.AckOutcome, partitionID int64) (dead [
 // dead letter is there, within the dead-letter queue's window. Only
 // retried or late acks pay for the look-up, read through q (the pool, or
 // an ack-and-push's transaction).
-func markDeadLettered(ctx context.Context, q querier, g model.Group, partitionID int64, items []model.AckOutcome) error {
+func markDeadLettered(ctx context.Context, q pgwire.Querier, g model.Group, partitionID int64, items []model.AckOutcome) error {
 	var hashes []model.Hash
 	var offsets []int64 // of each hash
 	for _, o := range items {
@@ -449,15 +393,15 @@ func pushDeadLetters(ctx context.Context, tx pgx.Tx, g model.Group, partition st
 		}
 		fr.TxnIDs, fr.Hashes, fr.Data = append(fr.TxnIDs, id), append(fr.Hashes, model.HashTxnID(id)), append(fr.Data, body)
 	}
-	args, err := bundleArgs([]model.Frame{fr})
+	args, err := pgwire.BundleArgs([]model.Frame{fr})
 	if err != nil {
 		return err
 	}
-	rows, err := tx.Query(ctx, pushBundleSQL, args)
+	rows, err := tx.Query(ctx, pgwire.PushBundleSQL, args)
 	if err != nil {
 		return fmt.Errorf("dead-letter push: %w", err)
 	}
-	if _, err := collectResults(rows, []model.Frame{fr}); err != nil {
+	if _, err := pgwire.CollectResults(rows, []model.Frame{fr}); err != nil {
 		return fmt.Errorf("dead-letter push: %w", err)
 	}
 	return nil
