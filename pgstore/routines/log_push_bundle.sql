@@ -89,7 +89,7 @@ DECLARE
     v_scan     boolean;   -- some frame has stored rows above v_from to probe
     v_unrolled bigint[];  -- stored hashes it compared
     v_now      timestamptz;
-    d_s        integer[]; -- stored duplicates found: frame, position, offset
+    d_s        integer[]; -- duplicates found: frame, position, offset
     d_idx      integer[];
     d_off      bigint[];
     v_dirty    integer[]; -- frames with a duplicate or a repeat: classified
@@ -253,9 +253,12 @@ BEGIN
     END IF;
 
     -- Some hash is repeated: frames with a stored duplicate or a repeat
-    -- within themselves (window on) are classified message by message.
-    -- Without repeats (v_unique, the usual case) a frame is dirty when it
-    -- has a stored duplicate, and the statement below says so itself.
+    -- within themselves (window on) are classified message by message. A
+    -- stored duplicate keeps its original's offset, a repeat follows the
+    -- first occurrence of its hash, and the new leaders take contiguous
+    -- offsets in frame order: the duplicates found become every message
+    -- that is not a new leader, with the offset it answers, and the frames
+    -- are then written as in a bundle without repeats.
     IF NOT v_unique THEN
         SELECT ARRAY(SELECT DISTINCT d.s FROM unnest(d_s) AS d(s)) INTO v_dirty;
         SELECT v_dirty || ARRAY(
@@ -264,27 +267,43 @@ BEGIN
                AND (SELECT count(DISTINCT h) FROM unnest(p_hashes[v_pos[fs.s] : v_pos[fs.s] + p_counts[fs.s] - 1]) AS h)
                    < p_counts[fs.s])
           INTO v_dirty;
+        WITH fr AS (
+            SELECT s, v_last[s] AS last, v_pos[s] AS pos, p_counts[s] AS n
+              FROM unnest(v_dirty) AS s
+        ), msg AS ( -- the messages of dirty frames, with their stored original if any
+            SELECT fr.s, (i - fr.pos + 1)::integer AS idx, p_hashes[i] AS h, fr.last, d.off AS stored
+              FROM fr CROSS JOIN LATERAL generate_series(fr.pos, fr.pos + fr.n - 1) AS i
+              LEFT JOIN unnest(d_s, d_idx, d_off) AS d(s, idx, off) ON d.s = fr.s AND d.idx = i - fr.pos + 1
+        ), cls AS ( -- a repeat follows the first occurrence of its hash in the frame
+            SELECT msg.*, min(msg.idx) OVER (PARTITION BY msg.s, msg.h) AS leader FROM msg
+        ), fresh AS ( -- new leaders take the next offsets, in frame order
+            SELECT cls.s, cls.idx, cls.last + row_number() OVER (PARTITION BY cls.s ORDER BY cls.idx) AS off
+              FROM cls WHERE cls.stored IS NULL AND cls.leader = cls.idx
+        ), dups AS ( -- everything else answers with its original's offset
+            SELECT cls.s, cls.idx, coalesce(cls.stored, fl.off) AS off
+              FROM cls
+              LEFT JOIN fresh AS fs ON fs.s = cls.s AND fs.idx = cls.idx
+              LEFT JOIN fresh AS fl ON fl.s = cls.s AND fl.idx = cls.leader
+             WHERE fs.idx IS NULL
+        )
+        SELECT array_agg(dups.s ORDER BY dups.s, dups.idx), array_agg(dups.idx ORDER BY dups.s, dups.idx),
+               array_agg(dups.off ORDER BY dups.s, dups.idx)
+          INTO d_s, d_idx, d_off
+          FROM dups;
     END IF;
 
-    -- Every frame is written by this one statement. A clean frame writes
-    -- its messages as sent. A dirty frame writes its new messages at
-    -- contiguous offsets after the allocator: without repeats, those
-    -- minus the stored duplicates found (gathered); with repeats, each
-    -- message is classified (msg to dups): a stored duplicate keeps its
-    -- original's offset, a repeat follows the first occurrence of its
-    -- hash, and the new leaders take the offsets in frame order. Only one
-    -- of the two ways runs: each is gated on v_unique, a parameter of
-    -- the plan made once, so the other is never executed.
+    -- Every frame is written by this one statement: a frame without
+    -- duplicates as sent, one with duplicates its other messages, at
+    -- contiguous offsets in frame order.
     RETURN QUERY
-    WITH dd AS ( -- each frame's stored duplicates
+    WITH dd AS ( -- each frame's duplicates
         SELECT d.s, array_agg(d.idx ORDER BY d.idx) AS idx, array_agg(d.off ORDER BY d.idx) AS off
           FROM unnest(d_s, d_idx, d_off) AS d(s, idx, off) GROUP BY d.s
     ), fr AS (
         SELECT g.s, p_pids[g.s] AS pid, v_last[g.s] AS last, v_pos[g.s] AS pos, p_counts[g.s] AS n,
-               v_dpos[g.s] AS dpos, v_keepdh[g.s] AS keepdh, dd.idx AS dup_idx, dd.off AS dup_off,
-               CASE WHEN v_unique THEN dd.s IS NOT NULL ELSE g.s = ANY (v_dirty) END AS dirty
+               v_dpos[g.s] AS dpos, v_keepdh[g.s] AS keepdh, dd.idx AS dup_idx, dd.off AS dup_off
           FROM generate_subscripts(p_pids, 1) AS g(s) LEFT JOIN dd ON dd.s = g.s
-    ), gathered AS MATERIALIZED ( -- without repeats: dirty frames' new messages, gathered once
+    ), dirty AS MATERIALIZED ( -- frames with a duplicate: their new messages, gathered once
         SELECT fr.s, fr.pid, fr.last + 1 AS base, x.k, x.txn_ids, x.hashes, x.data, x.bytes, x.data_hashes
           FROM fr CROSS JOIN LATERAL (
                    SELECT count(*) AS k, array_agg(p_txn_ids[i]) AS txn_ids, array_agg(p_hashes[i]) AS hashes,
@@ -292,41 +311,17 @@ BEGIN
                           CASE WHEN fr.keepdh THEN array_agg(p_data_hashes[fr.dpos + i - fr.pos]) END AS data_hashes
                      FROM generate_series(fr.pos, fr.pos + fr.n - 1) AS i
                     WHERE i - fr.pos + 1 <> ALL (fr.dup_idx)) AS x
-         WHERE v_unique AND fr.dirty AND x.k > 0
-    ), msg AS ( -- with repeats: the messages of dirty frames, with their stored original if any
-        SELECT fr.s, (i - fr.pos + 1)::integer AS idx, i AS gi, p_hashes[i] AS h, fr.last, d.off AS stored
-          FROM fr CROSS JOIN LATERAL generate_series(fr.pos, fr.pos + fr.n - 1) AS i
-          LEFT JOIN unnest(d_s, d_idx, d_off) AS d(s, idx, off) ON d.s = fr.s AND d.idx = i - fr.pos + 1
-         WHERE NOT v_unique AND fr.dirty
-    ), cls AS ( -- a repeat follows the first occurrence of its hash in the frame
-        SELECT msg.*, min(msg.idx) OVER (PARTITION BY msg.s, msg.h) AS leader FROM msg
-    ), fresh AS ( -- new leaders take the next offsets, in frame order
-        SELECT cls.s, cls.idx, cls.gi, cls.last + row_number() OVER (PARTITION BY cls.s ORDER BY cls.idx) AS off
-          FROM cls WHERE cls.stored IS NULL AND cls.leader = cls.idx
-    ), dups AS ( -- everything else answers with its original's offset
-        SELECT cls.s, array_agg(cls.idx ORDER BY cls.idx) AS idx,
-               array_agg(coalesce(cls.stored, fl.off) ORDER BY cls.idx) AS off
-          FROM cls
-          LEFT JOIN fresh AS fs ON fs.s = cls.s AND fs.idx = cls.idx
-          LEFT JOIN fresh AS fl ON fl.s = cls.s AND fl.idx = cls.leader
-         WHERE fs.idx IS NULL
-         GROUP BY cls.s
-    ), kept AS MATERIALIZED ( -- what each frame writes
+         WHERE fr.dup_idx IS NOT NULL AND x.k > 0
+    ), kept AS ( -- what each frame writes; a clean frame's slices are taken
+                 -- where they are used, not copied into a CTE first
         SELECT fr.s, fr.pid, fr.last + 1 AS base, fr.n::bigint AS k, p_txn_ids[fr.pos : fr.pos + fr.n - 1] AS txn_ids,
                p_hashes[fr.pos : fr.pos + fr.n - 1] AS hashes, p_data[fr.pos : fr.pos + fr.n - 1] AS data,
                p_bytes[fr.s] AS bytes,
                CASE WHEN fr.keepdh THEN p_data_hashes[fr.dpos : fr.dpos + fr.n - 1] END AS data_hashes
-          FROM fr WHERE NOT fr.dirty
+          FROM fr WHERE fr.dup_idx IS NULL
         UNION ALL
-        SELECT gathered.s, gathered.pid, gathered.base, gathered.k, gathered.txn_ids, gathered.hashes, gathered.data,
-               gathered.bytes, gathered.data_hashes FROM gathered
-        UNION ALL
-        SELECT fresh.s, p_pids[fresh.s], min(fresh.off), count(*), array_agg(p_txn_ids[fresh.gi] ORDER BY fresh.idx),
-               array_agg(p_hashes[fresh.gi] ORDER BY fresh.idx), array_agg(p_data[fresh.gi] ORDER BY fresh.idx),
-               sum(octet_length(p_data[fresh.gi]::text))::bigint,
-               CASE WHEN v_keepdh[fresh.s]
-                    THEN array_agg(p_data_hashes[v_dpos[fresh.s] + fresh.gi - v_pos[fresh.s]] ORDER BY fresh.idx) END
-          FROM fresh GROUP BY fresh.s
+        SELECT dirty.s, dirty.pid, dirty.base, dirty.k, dirty.txn_ids, dirty.hashes, dirty.data, dirty.bytes,
+               dirty.data_hashes FROM dirty
     ), alloc AS (
         UPDATE queen.log_partitions p
            SET last_offset = kept.base + kept.k - 1, stored_bytes = p.stored_bytes + kept.bytes
@@ -340,10 +335,7 @@ BEGIN
         SELECT kept.pid, kept.base, kept.base + kept.k - 1, v_now, kept.hashes, kept.data_hashes FROM kept
     )
     SELECT fr.s::integer, kept.base, coalesce(kept.base + kept.k - 1, fr.last), v_probe[fr.s], v_unrolled[fr.s],
-           CASE WHEN v_unique THEN fr.dup_idx ELSE dups.idx END, CASE WHEN v_unique THEN fr.dup_off ELSE dups.off END,
-           v_mode[fr.s]
-      FROM fr
-      LEFT JOIN kept ON kept.s = fr.s
-      LEFT JOIN dups ON dups.s = fr.s;
+           fr.dup_idx, fr.dup_off, v_mode[fr.s]
+      FROM fr LEFT JOIN kept ON kept.s = fr.s;
 END
 $$;
