@@ -79,30 +79,37 @@ func (s *Store) Pop(ctx context.Context, r model.PopRequest) (model.PopResult, e
 		if r.PartitionID > 0 {
 			pid = &r.PartitionID
 		}
-		var row popRow
-		var exists bool
 		// One row always: whether the group exists (a deleted group has
 		// no cursors, so its pops would find nothing, forever) beside the
 		// pop's row, NULLs when no partition has work. The cursor as the
 		// statement found it (its snapshot predates the pop's update; one
 		// look-up by key) says whether the pop ended a lease that had run
 		// out: pops take only partitions without a running lease.
-		err := s.pool.QueryRow(ctx, `SELECT x.partition_id, x.partition, x.lease_id, x.lease_until, x.offs, x.txn_ids, x.data::text[],
-			x.created_at, x.attempts, x.last_errors, x.dead, x.too_large, coalesce(x.held, false), g.id IS NOT NULL,
+		rows, err := s.pool.Query(ctx, `SELECT x.partition_id, x.partition, x.lease_id, x.lease_until, x.offs, x.txn_ids,
+			x.data::text[] AS data, x.created_at, x.attempts, x.last_errors, x.dead, x.too_large,
+			coalesce(x.held, false) AS held, g.id IS NOT NULL AS group_exists,
 			coalesce((SELECT before.lease_id IS NOT NULL FROM queen.consumer_cursors before
-			           WHERE before.group_id = a.id AND before.partition_id = x.partition_id), false)
-			  FROM (SELECT $1::bigint AS id) a LEFT JOIN queen.consumer_groups g ON g.id = a.id
-			  LEFT JOIN queen.queues q ON q.id = $2
-			  LEFT JOIN LATERAL queen.consumer_pop(a.id, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, q.max_ack_pending) x ON true`,
-			r.Group.ID, r.Group.QueueID, pid, r.Max, r.Lease.Seconds(), r.Consumer, r.MaxBytes, r.Room, model.DeliveryEnvelope,
-			r.MaxDelivery, r.MaxAckPending).Scan(&row.partitionID, &row.partition, &row.lease, &row.until, &row.offsets, &row.txnIDs,
-			&row.data, &row.created, &row.attempts, &row.lastErrors, &row.dead, &row.tooLarge, &out.Held, &exists, &out.RanOutLease)
+			           WHERE before.group_id = a.id AND before.partition_id = x.partition_id), false) AS ran_out_lease
+			  FROM (SELECT @group_id::bigint AS id) a LEFT JOIN queen.consumer_groups g ON g.id = a.id
+			  LEFT JOIN queen.queues q ON q.id = @queue_id
+			  LEFT JOIN LATERAL queen.consumer_pop(p_group_id => a.id, p_queue_id => @queue_id, p_partition_id => @partition_id,
+			      p_max => @max, p_lease_seconds => @lease_seconds, p_consumer => @consumer, p_max_bytes => @max_bytes,
+			      p_room => @room, p_envelope => @envelope, p_max_delivery => @max_delivery,
+			      p_consumer_limit => @consumer_limit, p_group_limit => q.max_ack_pending) x ON true`,
+			pgx.NamedArgs{"group_id": r.Group.ID, "queue_id": r.Group.QueueID, "partition_id": pid, "max": r.Max,
+				"lease_seconds": r.Lease.Seconds(), "consumer": r.Consumer, "max_bytes": r.MaxBytes, "room": r.Room,
+				"envelope": model.DeliveryEnvelope, "max_delivery": r.MaxDelivery, "consumer_limit": r.MaxAckPending})
+		var row popRow
+		if err == nil {
+			row, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[popRow])
+		}
+		out.Held, out.RanOutLease = row.Held, row.RanOutLease
 		switch {
 		case err != nil:
 			return err
-		case !exists:
+		case !row.GroupExists:
 			return groupNotFound(r.Group.Queue, r.Group.Name)
-		case row.partitionID == nil:
+		case row.PartitionID == nil:
 			return nil // no partition with work
 		}
 		dead, tooLarge := row.deliveries(&out, r.MaxDelivery)
@@ -131,44 +138,50 @@ func (s *Store) Pop(ctx context.Context, r model.PopRequest) (model.PopResult, e
 // popRow is consumer_pop's answer: a partition, a lease, and its
 // messages as arrays, one element per message.
 type popRow struct {
-	partitionID *int64
-	partition   *string
-	lease       pgtype.UUID
-	until       *time.Time
-	offsets     []int64
-	txnIDs      []string
-	data        [][]byte
-	created     []time.Time
-	attempts    []int
-	lastErrors  []*string
-	dead        []bool
-	tooLarge    []bool
+	PartitionID *int64
+	Partition   *string
+	LeaseID     pgtype.UUID
+	LeaseUntil  *time.Time
+	Offsets     []int64 `db:"offs"`
+	TxnIDs      []string
+	Data        [][]byte
+	CreatedAt   []time.Time
+	Attempts    []int
+	LastErrors  []*string
+	Dead        []bool
+	TooLarge    []bool
+	// Held: the consumer or its group holds maxAckPending messages.
+	Held bool
+	// GroupExists: a deleted group's pops find nothing, ever.
+	GroupExists bool
+	// RanOutLease: the pop ended the partition's lease that had run out.
+	RanOutLease bool
 }
 
 // deliveries fills out with the row's partition, lease and messages,
 // and returns the dead ones (to dead-letter) and the offsets of those no
 // pop could deliver.
 func (row *popRow) deliveries(out *model.PopResult, maxDelivery int64) (dead []model.Delivery, tooLarge []int64) {
-	if len(row.offsets) == 0 {
+	if len(row.Offsets) == 0 {
 		return nil, nil
 	}
-	out.PartitionID, out.Partition = *row.partitionID, *row.partition
-	out.Messages = make([]model.Delivery, 0, len(row.offsets))
-	for i, off := range row.offsets {
-		d := model.Delivery{StoredMessage: model.StoredMessage{PartitionID: out.PartitionID, Offset: off, TxnID: row.txnIDs[i],
-			Data: row.data[i], CreatedAt: row.created[i]}, Attempts: row.attempts[i]}
-		if row.lastErrors[i] != nil {
-			d.LastError = *row.lastErrors[i]
+	out.PartitionID, out.Partition = *row.PartitionID, *row.Partition
+	out.Messages = make([]model.Delivery, 0, len(row.Offsets))
+	for i, off := range row.Offsets {
+		d := model.Delivery{StoredMessage: model.StoredMessage{PartitionID: out.PartitionID, Offset: off, TxnID: row.TxnIDs[i],
+			Data: row.Data[i], CreatedAt: row.CreatedAt[i]}, Attempts: row.Attempts[i]}
+		if row.LastErrors[i] != nil {
+			d.LastError = *row.LastErrors[i]
 		}
-		if row.tooLarge[i] {
+		if row.TooLarge[i] {
 			d.LastError = tooLargeError(d, maxDelivery)
 			tooLarge = append(tooLarge, d.Offset)
 		}
-		if row.dead[i] {
+		if row.Dead[i] {
 			dead = append(dead, d)
 			continue
 		}
-		out.LeaseID, out.LeaseUntil = row.lease.String(), *row.until
+		out.LeaseID, out.LeaseUntil = row.LeaseID.String(), *row.LeaseUntil
 		out.Messages = append(out.Messages, d)
 	}
 	return dead, tooLarge
