@@ -54,12 +54,12 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Decision is what the cache says about a segment before its push.
+// Decision is what the cache says about a frame before its push.
 type Decision struct {
 	// Verified is the p_verified to send: the entry's watermark when it
 	// vouches, else -1 (probe the whole window).
 	Verified int64
-	// Candidates are the resident occurrences of the segment's hashes,
+	// Candidates are the resident occurrences of the frame's hashes,
 	// when the entry vouches: SQL checks exactly these stored slots, and
 	// everything above Verified, instead of the whole window.
 	Candidates []Candidate
@@ -171,7 +171,7 @@ func (c *Cache) lockSlot(pid int64, create bool) *slot {
 	}
 }
 
-// Decide answers for one segment of partition pid whose queue has the
+// Decide answers for one frame of partition pid whose queue has the
 // given window. A window of 0 needs no cache: the probe does not run.
 func (c *Cache) Decide(pid int64, windowMs int64, hashes []Hash) Decision {
 	now := c.cfg.Now()

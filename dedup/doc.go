@@ -5,7 +5,7 @@
 //
 // Its one load-bearing output is the watermark a push may vouch for: "none
 // of these hashes occurs at or below this offset". A local hit is only a
-// hint: the caller sends that segment with -1 for the exact verdict in SQL.
+// hint: the caller sends that frame with -1 for the exact verdict in SQL.
 //
 // The package does no I/O and imports nothing of queengate: it is handed
 // hydration results and push results.

@@ -77,7 +77,7 @@ type block struct {
 func (b *block) offset(s *hashAt) int64 { return b.base + int64(s.delta) }
 
 // Candidate is a resident occurrence of a hash a push carries: message
-// Index of the segment (0-based), stored at Offset as far as the cache
+// Index of the frame (0-based), stored at Offset as far as the cache
 // knows. SQL checks exactly these slots instead of the whole window.
 type Candidate struct {
 	Index  int32

@@ -444,7 +444,7 @@ func TestCandidatesMatchABruteForceScan(t *testing.T) {
 
 // TestAWideBlockIsNotNarrowed: a hydration whose frames skip more than a
 // block's deltas can span leaves a block whose offsets are not known; a
-// hash resident there sends the segment to the full probe.
+// hash resident there sends the frame to the full probe.
 func TestAWideBlockIsNotNarrowed(t *testing.T) {
 	e := NewEntry(Hydration{LastOffset: 100_009, WindowMs: 10 * minute, Ranges: []Range{
 		{Base: 0, CreatedMs: t0, Hashes: hashes(0, 10)},

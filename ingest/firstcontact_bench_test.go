@@ -95,7 +95,7 @@ func BenchmarkFirstContact(b *testing.B) {
 				b.Fatal(err)
 			}
 			for k := range 3 {
-				if _, err := st.Push(ctx, []model.Frame{seg(p.ID, fmt.Sprint("seed", k, "a"), fmt.Sprint("seed", k, "b"))}); err != nil {
+				if _, err := st.Push(ctx, []model.Frame{newFrame(p.ID, fmt.Sprint("seed", k, "a"), fmt.Sprint("seed", k, "b"))}); err != nil {
 					b.Fatal(err)
 				}
 			}

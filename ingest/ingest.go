@@ -48,7 +48,7 @@ type Store interface {
 	// ID 0 when it could not be ensured, and created[i] says this call
 	// created it (it holds no message yet).
 	EnsurePartitions(ctx context.Context, queues, partitions []string) (parts []model.Partition, created []bool, err error)
-	Push(ctx context.Context, segs []model.Frame) ([]model.FrameResult, error)
+	Push(ctx context.Context, frames []model.Frame) ([]model.FrameResult, error)
 	// HydrateMany reads many partitions' windows in one round trip; a
 	// partition that does not exist is absent.
 	HydrateMany(ctx context.Context, partitionIDs []int64) (map[int64]model.Hydration, error)
@@ -94,7 +94,7 @@ type Config struct {
 	// Cache configures the dedup cache that lets pushes vouch for what the
 	// broker already knows (p_verified), so SQL need not probe.
 	Cache dedup.Config
-	// NoCache sends every segment with p_verified = -1 (always correct,
+	// NoCache sends every frame with p_verified = -1 (always correct,
 	// always probing): for measuring the cache's effect.
 	NoCache bool
 }

@@ -25,9 +25,9 @@ func TestMain(m *testing.M) { pgtest.Run(m) }
 type countingStore struct {
 	*pgstore.Store
 	pushes   atomic.Int64
-	segments atomic.Int64
-	probes   atomic.Int64 // segments whose SQL probe ran
-	verified atomic.Int64 // segments sent with p_verified >= 0
+	frames   atomic.Int64
+	probes   atomic.Int64 // frames whose SQL probe ran
+	verified atomic.Int64 // frames sent with p_verified >= 0
 	hydrates atomic.Int64 // partitions hydrated
 	// round trips resolving partitions and hydrating them
 	ensureCalls, hydrateCalls atomic.Int64
@@ -44,15 +44,15 @@ func (s *countingStore) EnsurePartitions(ctx context.Context, queues, partitions
 	return s.Store.EnsurePartitions(ctx, queues, partitions)
 }
 
-func (s *countingStore) Push(ctx context.Context, segs []model.Frame) ([]model.FrameResult, error) {
+func (s *countingStore) Push(ctx context.Context, frames []model.Frame) ([]model.FrameResult, error) {
 	s.pushes.Add(1)
-	s.segments.Add(int64(len(segs)))
-	for _, seg := range segs {
-		if seg.Verified >= 0 {
+	s.frames.Add(int64(len(frames)))
+	for _, fr := range frames {
+		if fr.Verified >= 0 {
 			s.verified.Add(1)
 		}
 	}
-	res, err := s.Store.Push(ctx, segs)
+	res, err := s.Store.Push(ctx, frames)
 	for _, r := range res {
 		if r.Probed() {
 			s.probes.Add(1)
@@ -153,8 +153,8 @@ func TestFullBufferFlushesEveryReadyPartitionInOneBundle(t *testing.T) {
 			t.Errorf("status %s", s)
 		}
 	}
-	if p, s := b.store.pushes.Load(), b.store.segments.Load(); p != 1 || s != 2 {
-		t.Errorf("%d bundles with %d segments, want 1 bundle of 2", p, s)
+	if p, s := b.store.pushes.Load(), b.store.frames.Load(); p != 1 || s != 2 {
+		t.Errorf("%d bundles with %d frames, want 1 bundle of 2", p, s)
 	}
 }
 
@@ -338,7 +338,7 @@ func TestCacheSkipsTheProbeInSteadyStateAndSurvivesAnotherWriter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.store.Push(ctx, []model.Frame{seg(p.ID, "old-1", "old-2")}); err != nil {
+	if _, err := b.store.Push(ctx, []model.Frame{newFrame(p.ID, "old-1", "old-2")}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 20 {
@@ -357,7 +357,7 @@ func TestCacheSkipsTheProbeInSteadyStateAndSurvivesAnotherWriter(t *testing.T) {
 	}
 	// Another writer (a second gateway) interleaves: our next push must not
 	// vouch past what it cannot know, and stays exact.
-	if _, err := b.store.Push(ctx, []model.Frame{seg(p.ID, "theirs")}); err != nil {
+	if _, err := b.store.Push(ctx, []model.Frame{newFrame(p.ID, "theirs")}); err != nil {
 		t.Fatal(err)
 	}
 	got = wait(t, b.submit(t, "p", "theirs", "mine"))
@@ -403,7 +403,7 @@ func TestHydrationUnderAStaleMemoAdoptsTheWindow(t *testing.T) {
 	}
 	// Another writer: the push after it learns of the gap, and the one
 	// after that hydrates, under the memo still saying 3600.
-	if _, err := b.store.Push(ctx, []model.Frame{seg(p.ID, "theirs")}); err != nil {
+	if _, err := b.store.Push(ctx, []model.Frame{newFrame(p.ID, "theirs")}); err != nil {
 		t.Fatal(err)
 	}
 	hydrated := b.store.hydrates.Load()
@@ -429,7 +429,7 @@ func TestHydrationUnderAStaleMemoAdoptsTheWindow(t *testing.T) {
 	}
 }
 
-func seg(pid int64, ids ...string) model.Frame {
+func newFrame(pid int64, ids ...string) model.Frame {
 	s := model.Frame{PartitionID: pid, Verified: -1}
 	for _, id := range ids {
 		s.TxnIDs = append(s.TxnIDs, id)
@@ -453,7 +453,7 @@ func TestHydrationFindingTheWindowOffKeepsTheFrameShape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.store.Push(ctx, []model.Frame{seg(p.ID, "theirs")}); err != nil {
+	if _, err := b.store.Push(ctx, []model.Frame{newFrame(p.ID, "theirs")}); err != nil {
 		t.Fatal(err)
 	}
 	if s := statuses(wait(t, b.submit(t, "p", "b"))); s != "queued" { // learns the gap
@@ -488,7 +488,7 @@ func TestLearnFiredKeepsTheEntryVouching(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := b.store.Push(ctx, []model.Frame{seg(p.ID, "fired-1", "fired-2")})
+	res, err := b.store.Push(ctx, []model.Frame{newFrame(p.ID, "fired-1", "fired-2")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,7 +31,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}, []string{"status"})
 	probes := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "queengate_probes_total",
-		Help: "Segments pushed, by what the SQL duplicate probe did: skipped (the cache vouched for everything stored), narrowed (only the slots the cache named and the rows above its watermark), full (the whole window), off (window 0).",
+		Help: "Frames pushed, by what the SQL duplicate probe did: skipped (the cache vouched for everything stored), narrowed (only the slots the cache named and the rows above its watermark), full (the whole window), off (window 0).",
 	}, []string{"probe"})
 	conflicts := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "queengate_payload_conflicts_total",
@@ -59,7 +59,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}),
 		segments: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "queengate_flush_segments",
-			Help:    "Partition segments per bundle.",
+			Help:    "Partition frames per bundle.",
 			Buckets: prometheus.ExponentialBuckets(1, 4, 8),
 		}),
 		flushErrors: prometheus.NewCounter(prometheus.CounterOpts{
@@ -78,7 +78,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}),
 		fullWindow: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "queengate_probe_window_hashes_total",
-			Help: "Stored hashes full probes of the same segments would have compared (the cache's estimate of each window), for the unrolled share.",
+			Help: "Stored hashes full probes of the same frames would have compared (the cache's estimate of each window), for the unrolled share.",
 		}),
 		bufferDepth: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "queengate_fusion_buffered_messages",
@@ -100,7 +100,7 @@ func (m *metrics) observeFlush(segments, messages int, took time.Duration, err e
 	}
 }
 
-// observeProbe counts a segment's probe, what it unrolled, and what a
+// observeProbe counts a frame's probe, what it unrolled, and what a
 // full probe would have (its own count when it was one, else the cache's
 // estimate of the window).
 func (m *metrics) observeProbe(r *model.FrameResult, window int) {
@@ -118,7 +118,7 @@ func (m *metrics) observeProbe(r *model.FrameResult, window int) {
 func (m *metrics) registerCache(reg prometheus.Registerer, c *dedup.Cache) error {
 	m.cacheHits = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "queengate_dedup_local_hits_total",
-		Help: "Segments with a hash already in the cache, routed to the full SQL probe.",
+		Help: "Frames with a hash already in the cache, routed to the full SQL probe.",
 	})
 	gauge := func(name, help string, f func(dedup.Stats) float64) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help},

@@ -54,12 +54,12 @@ func TestModelOracleJudgesTheWindowWhereSQLProbed(t *testing.T) {
 			}
 			// Row 0..1 holds x and z; it is aged out of the window so that
 			// x can be stored again at 2, in a row that stays.
-			pushDirect(t, store, seg(p.ID, "x", "z"))
+			pushDirect(t, store, newFrame(p.ID, "x", "z"))
 			if _, err := store.Pool().Exec(ctx, "UPDATE queen.log_txns SET created_at = created_at - interval '1 hour' WHERE partition_id = $1", p.ID); err != nil {
 				t.Fatal(err)
 			}
-			pushDirect(t, store, seg(p.ID, "x"))
-			fr := seg(p.ID, tc.pushed...)
+			pushDirect(t, store, newFrame(p.ID, "x"))
+			fr := newFrame(p.ID, tc.pushed...)
 			fr.Verified, fr.VerifiedWindow, fr.Candidates = 2, window, tc.named
 			var res []model.FrameResult
 			for room := time.Second; res == nil; room *= 2 {
@@ -141,7 +141,7 @@ func TestModelOracleRefusesAVerdictNoInstantGives(t *testing.T) {
 		x: {{off: 0, created: read.Add(-29 * time.Second)}, {off: 2, created: read}},
 	}}
 	at := append([]time.Time{read}, st.leaving(read, read.Add(2*time.Second))...)
-	fr := seg(1, "x")
+	fr := newFrame(1, "x")
 	for _, tc := range []struct {
 		answer model.Outcome
 		agree  bool

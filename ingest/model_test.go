@@ -22,12 +22,12 @@ import (
 	"github.com/queengate/queengate/pgstore"
 )
 
-// soundStore is the real store, asserting on every segment it pushes the
+// soundStore is the real store, asserting on every frame it pushes the
 // two claims that let SQL skip work, against the database as it is just
 // before the push:
 //   - sound vouch: with p_verified = v >= 0 (under a window at least the
 //     queue's, as SQL requires to honour it), every in-window occurrence of
-//     a segment hash at or below v is among the segment's candidates for
+//     a frame hash at or below v is among the frame's candidates for
 //     that message (so checking them, and the rows above v, finds the
 //     earliest occurrence);
 //   - equal verdict: what SQL answers (duplicate of which offset, or new
@@ -123,7 +123,7 @@ func (st *stored) leaving(from, to time.Time) []time.Time {
 
 // fullProbe is the verdict of the whole window at instant at: a stored
 // hash is a duplicate of its earliest in-window occurrence, a repeat
-// within the segment follows its first occurrence, and the rest take the
+// within the frame follows its first occurrence, and the rest take the
 // next offsets. Window 0 stores everything.
 func (st *stored) fullProbe(hashes []model.Hash, at time.Time) []model.Outcome {
 	out := make([]model.Outcome, len(hashes))
@@ -153,16 +153,16 @@ func (st *stored) fullProbe(hashes []model.Hash, at time.Time) []model.Outcome {
 	return out
 }
 
-func (s *soundStore) Push(ctx context.Context, segs []model.Frame) ([]model.FrameResult, error) {
+func (s *soundStore) Push(ctx context.Context, frames []model.Frame) ([]model.FrameResult, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	before := make([]stored, len(segs))
-	for i := range segs {
-		st, err := readStored(ctx, s.Pool(), segs[i].PartitionID, segs[i].Hashes)
+	before := make([]stored, len(frames))
+	for i := range frames {
+		st, err := readStored(ctx, s.Pool(), frames[i].PartitionID, frames[i].Hashes)
 		if err != nil {
 			return nil, err
 		}
-		s.checkVouch(&segs[i], &st)
+		s.checkVouch(&frames[i], &st)
 		before[i] = st
 	}
 	if s.beforePush != nil {
@@ -170,11 +170,11 @@ func (s *soundStore) Push(ctx context.Context, segs []model.Frame) ([]model.Fram
 			return nil, err
 		}
 	}
-	res, err := s.Store.Push(ctx, segs)
+	res, err := s.Store.Push(ctx, frames)
 	if err != nil {
 		return nil, err
 	}
-	at, err := s.probeInstants(ctx, segs, res, before)
+	at, err := s.probeInstants(ctx, frames, res, before)
 	if err != nil {
 		return nil, err
 	}
@@ -185,13 +185,13 @@ func (s *soundStore) Push(ctx context.Context, segs []model.Frame) ([]model.Fram
 			s.narrowed++
 		}
 	}
-	if when, want, agree := judge(segs, outcomes, before, at); !agree {
-		for i := range segs {
+	if when, want, agree := judge(frames, outcomes, before, at); !agree {
+		for i := range frames {
 			for k, o := range outcomes[i] {
 				if o != want[i][k] {
 					s.mismatches++
 					s.t.Errorf("partition %d message %d (probe %v): SQL answered %+v, a full probe at %v gives %+v",
-						segs[i].PartitionID, k, res[i].Probe, o, when.Format(time.RFC3339Nano), want[i][k])
+						frames[i].PartitionID, k, res[i].Probe, o, when.Format(time.RFC3339Nano), want[i][k])
 				}
 			}
 		}
@@ -199,8 +199,8 @@ func (s *soundStore) Push(ctx context.Context, segs []model.Frame) ([]model.Fram
 	if s.probed == nil {
 		s.probed = map[int64][]time.Time{}
 	}
-	for i := range segs {
-		s.probed[segs[i].PartitionID] = at
+	for i := range frames {
+		s.probed[frames[i].PartitionID] = at
 	}
 	return res, nil
 }
@@ -211,12 +211,12 @@ func (s *soundStore) Push(ctx context.Context, segs []model.Frame) ([]model.Fram
 // Otherwise it is at or after the reads and before the push returned: the
 // latest read, and each instant in between at which an occurrence left
 // the window, cover every verdict a probe could give then.
-func (s *soundStore) probeInstants(ctx context.Context, segs []model.Frame, res []model.FrameResult, before []stored) ([]time.Time, error) {
+func (s *soundStore) probeInstants(ctx context.Context, frames []model.Frame, res []model.FrameResult, before []stored) ([]time.Time, error) {
 	for i := range res {
 		if res[i].BaseOffset >= 0 {
 			var at time.Time
 			err := s.Pool().QueryRow(ctx, "SELECT created_at FROM queen.log_txns WHERE partition_id = $1 AND base_offset = $2",
-				segs[i].PartitionID, res[i].BaseOffset).Scan(&at)
+				frames[i].PartitionID, res[i].BaseOffset).Scan(&at)
 			return []time.Time{at}, err
 		}
 	}
@@ -239,14 +239,14 @@ func (s *soundStore) probeInstants(ctx context.Context, segs []model.Frame, res 
 }
 
 // judge looks for an instant of at at which the full probe gives every
-// segment the outcomes SQL answered (one instant for all: one statement
+// frame the outcomes SQL answered (one instant for all: one statement
 // probed them). Without one, it returns the full probe at the first
 // instant.
-func judge(segs []model.Frame, outcomes [][]model.Outcome, before []stored, at []time.Time) (time.Time, [][]model.Outcome, bool) {
+func judge(frames []model.Frame, outcomes [][]model.Outcome, before []stored, at []time.Time) (time.Time, [][]model.Outcome, bool) {
 	probe := func(when time.Time) ([][]model.Outcome, bool) {
-		want, agree := make([][]model.Outcome, len(segs)), true
-		for i := range segs {
-			want[i] = before[i].fullProbe(segs[i].Hashes, when)
+		want, agree := make([][]model.Outcome, len(frames)), true
+		for i := range frames {
+			want[i] = before[i].fullProbe(frames[i].Hashes, when)
 			agree = agree && slices.Equal(want[i], outcomes[i])
 		}
 		return want, agree
@@ -263,24 +263,24 @@ func judge(segs []model.Frame, outcomes [][]model.Outcome, before []stored, at [
 // checkVouch asserts the vouch against what was stored at the read: the
 // earliest instant the probe may have run at, so the window then holds
 // every occurrence it can hold later.
-func (s *soundStore) checkVouch(seg *model.Frame, st *stored) {
+func (s *soundStore) checkVouch(fr *model.Frame, st *stored) {
 	// SQL honours a vouch only under a window no larger than the one it
 	// was made under (after the window grew it probes the whole window):
 	// a memo older than a /configure sends such vouches, harmlessly.
-	if st.window == 0 || seg.Verified < 0 || st.window > seg.VerifiedWindow {
+	if st.window == 0 || fr.Verified < 0 || st.window > fr.VerifiedWindow {
 		return
 	}
 	s.vouched++
 	named := map[model.Candidate]bool{}
-	for _, c := range seg.Candidates {
+	for _, c := range fr.Candidates {
 		named[c] = true
 	}
-	for k, h := range seg.Hashes {
+	for k, h := range fr.Hashes {
 		for _, o := range st.occ[h] {
-			if st.inWindow(o, st.read) && o.off <= seg.Verified && !named[model.Candidate{Index: int32(k), Offset: o.off}] {
+			if st.inWindow(o, st.read) && o.off <= fr.Verified && !named[model.Candidate{Index: int32(k), Offset: o.off}] {
 				s.violations++
 				s.t.Errorf("unsound: partition %d vouched %d (window %d, vouched under %d), message %d is stored in the window at %d, not named",
-					seg.PartitionID, seg.Verified, st.window, seg.VerifiedWindow, k, o.off)
+					fr.PartitionID, fr.Verified, st.window, fr.VerifiedWindow, k, o.off)
 			}
 		}
 	}
@@ -292,7 +292,7 @@ func (s *soundStore) checkVouch(seg *model.Frame, st *stored) {
 // advances past the window, and a budget small enough to evict and
 // suppress. Every answer is checked against the outcome computed from the
 // database alone before the push, and the soundness invariant is checked
-// on every segment.
+// on every frame.
 func TestModelCacheNeverChangesAVerdict(t *testing.T) {
 	t.Parallel()
 	runModel(t, 1)
@@ -429,7 +429,7 @@ func runModel(t *testing.T, gateways int) modelRun {
 				answers = append(answers, submit(ing, req))
 			}
 			for _, ch := range answers {
-				<-ch // soundStore checked every segment against the database
+				<-ch // soundStore checked every frame against the database
 			}
 		case x < 77 && gateways > 1: // a handover
 			part := parts[r.IntN(len(parts))]
@@ -438,7 +438,7 @@ func runModel(t *testing.T, gateways int) modelRun {
 		case x < 85: // a writer outside any gateway
 			part := parts[r.IntN(len(parts))]
 			ids := []string{id(part), id(part)}
-			if _, err := store.Store.Push(ctx, []model.Frame{seg(pids[part], ids...)}); err != nil {
+			if _, err := store.Store.Push(ctx, []model.Frame{newFrame(pids[part], ids...)}); err != nil {
 				t.Fatal(err)
 			}
 			sent += len(ids)
@@ -463,7 +463,7 @@ func runModel(t *testing.T, gateways int) modelRun {
 		m.fills += st.Fills
 		m.hydrations += st.Hydrations
 	}
-	t.Logf("%d gateways, %d messages, %d handovers, %d segments vouched for (p_verified >= 0), %d narrowed, %d fills, %d hydrations, %d unsound, %d SQL verdicts unlike the full probe, %d mismatching answers",
+	t.Logf("%d gateways, %d messages, %d handovers, %d frames vouched for (p_verified >= 0), %d narrowed, %d fills, %d hydrations, %d unsound, %d SQL verdicts unlike the full probe, %d mismatching answers",
 		gateways, sent, handovers, store.vouched, store.narrowed, m.fills, m.hydrations, store.violations, store.mismatches, mismatches)
 	if sent >= ops && (store.vouched == 0 || store.narrowed == 0) { // else cut short by the failures reported
 		t.Error("the cache never vouched, or never narrowed a probe: the model exercised nothing")
@@ -554,7 +554,7 @@ func (s *firstContactStore) EnsurePartitions(ctx context.Context, queues, partit
 			// The same names the gateways send: a later push may find them
 			// stored (duplicates of the interloper's offsets).
 			ids := []string{partitions[i] + "-hot-" + strconv.Itoa(s.r.IntN(20)), partitions[i] + "-" + strconv.Itoa(s.r.IntN(1_000_000))}
-			if _, err := s.soundStore.Store.Push(ctx, []model.Frame{seg(p.ID, ids...)}); err != nil {
+			if _, err := s.soundStore.Store.Push(ctx, []model.Frame{newFrame(p.ID, ids...)}); err != nil {
 				return nil, nil, err
 			}
 			s.interloped++
@@ -581,7 +581,7 @@ func (s *firstContactStore) HydrateMany(ctx context.Context, pids []int64) (map[
 // their creation, some are created by one gateway while the other pushes
 // to them too. Window changes, retention, time passing and a small
 // budget (eviction, suppression) as in the model above. soundStore checks
-// every segment's vouch and verdict against the full probe; every
+// every frame's vouch and verdict against the full probe; every
 // request must be answered stored or duplicate.
 func TestModelFirstContactAcrossManyPartitions(t *testing.T) {
 	t.Parallel()
@@ -692,7 +692,7 @@ func TestModelFirstContactAcrossManyPartitions(t *testing.T) {
 		births += st.Births
 		evictions += st.Evictions
 	}
-	t.Logf("%d messages over %d partitions: %d created by a flush (%d pushed to by another writer first), %d hydrated in %d round trips (at most %d at once), %d installs and %d births, %d evictions, %d segments vouched for, %d narrowed, %d unsound, %d SQL verdicts unlike the full probe, %d failed",
+	t.Logf("%d messages over %d partitions: %d created by a flush (%d pushed to by another writer first), %d hydrated in %d round trips (at most %d at once), %d installs and %d births, %d evictions, %d frames vouched for, %d narrowed, %d unsound, %d SQL verdicts unlike the full probe, %d failed",
 		sent, len(names), store.created, store.interloped, store.hydrated, store.hydrateCalls, store.maxBatched,
 		hydrations, births, evictions, store.vouched, store.narrowed, store.violations, store.mismatches, failed)
 	switch {

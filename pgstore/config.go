@@ -13,48 +13,53 @@ import (
 const queueColumns = "id, name, dedup_window_seconds, retention_seconds, on_conflict, max_attempts, retain_until, created_at, updated_at, " +
 	"retry_delay_ms, retry_backoff_ms, max_ack_pending, group_idle_seconds"
 
-func scanQueue(row pgx.Row, c *model.QueueConfig, extra ...any) error {
-	return row.Scan(append([]any{&c.ID, &c.Name, &c.DedupWindowSeconds, &c.RetentionSeconds, &c.OnConflict,
-		&c.MaxAttempts, &c.RetainUntil, &c.CreatedAt, &c.UpdatedAt, &c.RetryDelayMs, &c.RetryBackoffMs, &c.MaxAckPending,
-		&c.GroupIdleSeconds}, extra...)...)
-}
-
 // configureSQL creates or updates a queue in one statement, so concurrent
 // configures of one queue serialize on its row and each answers the state
-// it wrote. $4 is replace; each option is a pair, the value given (or
-// NULL) and its default. updated_at moves only when something changed.
-// xmax = 0 tells an inserted row from an updated one.
+// it wrote. Each option is a pair, the value given (or NULL) and its
+// default_; @replace returns an omitted option to its default. updated_at
+// moves only when something changed. xmax = 0 tells an inserted row from
+// an updated one.
 const configureSQL = `
 INSERT INTO queen.queues AS q (name, dedup_window_seconds, retention_seconds, on_conflict, max_attempts, retain_until,
                                retry_delay_ms, retry_backoff_ms, max_ack_pending, group_idle_seconds)
-VALUES ($1, coalesce($2::integer, $5::integer), coalesce($3::integer, $6::integer), coalesce($7::text, $8::text),
-        coalesce($9::integer, $10::integer), coalesce($11::text, $12::text),
-        coalesce($13::bigint, $14::bigint), coalesce($15::bigint[], $16::bigint[]), coalesce($17::integer, 0),
-        coalesce($18::integer, 0))
+VALUES (@name, coalesce(@dedup_window_seconds::integer, @default_dedup_window_seconds::integer),
+        coalesce(@retention_seconds::integer, @default_retention_seconds::integer),
+        coalesce(@on_conflict::text, @default_on_conflict::text),
+        coalesce(@max_attempts::integer, @default_max_attempts::integer),
+        coalesce(@retain_until::text, @default_retain_until::text),
+        coalesce(@retry_delay_ms::bigint, @default_retry_delay_ms::bigint),
+        coalesce(@retry_backoff_ms::bigint[], @default_retry_backoff_ms::bigint[]), coalesce(@max_ack_pending::integer, 0),
+        coalesce(@group_idle_seconds::integer, 0))
 ON CONFLICT (name) DO UPDATE SET
-    dedup_window_seconds = coalesce($2, CASE WHEN $4::boolean THEN $5 ELSE q.dedup_window_seconds END),
-    retention_seconds    = coalesce($3, CASE WHEN $4 THEN $6 ELSE q.retention_seconds END),
-    on_conflict          = coalesce($7, CASE WHEN $4 THEN $8 ELSE q.on_conflict END),
-    max_attempts         = coalesce($9, CASE WHEN $4 THEN $10 ELSE q.max_attempts END),
-    retain_until         = coalesce($11, CASE WHEN $4 THEN $12 ELSE q.retain_until END),
-    retry_delay_ms       = coalesce($13, CASE WHEN $4 THEN $14 ELSE q.retry_delay_ms END),
-    retry_backoff_ms     = coalesce($15, CASE WHEN $4 THEN $16 ELSE q.retry_backoff_ms END),
-    max_ack_pending      = coalesce($17, CASE WHEN $4 THEN 0 ELSE q.max_ack_pending END),
-    group_idle_seconds   = coalesce($18, CASE WHEN $4 THEN 0 ELSE q.group_idle_seconds END),
+    dedup_window_seconds = coalesce(@dedup_window_seconds, CASE WHEN @replace::boolean THEN @default_dedup_window_seconds ELSE q.dedup_window_seconds END),
+    retention_seconds    = coalesce(@retention_seconds, CASE WHEN @replace THEN @default_retention_seconds ELSE q.retention_seconds END),
+    on_conflict          = coalesce(@on_conflict, CASE WHEN @replace THEN @default_on_conflict ELSE q.on_conflict END),
+    max_attempts         = coalesce(@max_attempts, CASE WHEN @replace THEN @default_max_attempts ELSE q.max_attempts END),
+    retain_until         = coalesce(@retain_until, CASE WHEN @replace THEN @default_retain_until ELSE q.retain_until END),
+    retry_delay_ms       = coalesce(@retry_delay_ms, CASE WHEN @replace THEN @default_retry_delay_ms ELSE q.retry_delay_ms END),
+    retry_backoff_ms     = coalesce(@retry_backoff_ms, CASE WHEN @replace THEN @default_retry_backoff_ms ELSE q.retry_backoff_ms END),
+    max_ack_pending      = coalesce(@max_ack_pending, CASE WHEN @replace THEN 0 ELSE q.max_ack_pending END),
+    group_idle_seconds   = coalesce(@group_idle_seconds, CASE WHEN @replace THEN 0 ELSE q.group_idle_seconds END),
     updated_at = CASE
-        WHEN (coalesce($2, CASE WHEN $4 THEN $5 ELSE q.dedup_window_seconds END),
-              coalesce($3, CASE WHEN $4 THEN $6 ELSE q.retention_seconds END),
-              coalesce($7, CASE WHEN $4 THEN $8 ELSE q.on_conflict END),
-              coalesce($9, CASE WHEN $4 THEN $10 ELSE q.max_attempts END),
-              coalesce($11, CASE WHEN $4 THEN $12 ELSE q.retain_until END),
-              coalesce($13, CASE WHEN $4 THEN $14 ELSE q.retry_delay_ms END),
-              coalesce($15, CASE WHEN $4 THEN $16 ELSE q.retry_backoff_ms END),
-              coalesce($17, CASE WHEN $4 THEN 0 ELSE q.max_ack_pending END),
-              coalesce($18, CASE WHEN $4 THEN 0 ELSE q.group_idle_seconds END))
+        WHEN (coalesce(@dedup_window_seconds, CASE WHEN @replace THEN @default_dedup_window_seconds ELSE q.dedup_window_seconds END),
+              coalesce(@retention_seconds, CASE WHEN @replace THEN @default_retention_seconds ELSE q.retention_seconds END),
+              coalesce(@on_conflict, CASE WHEN @replace THEN @default_on_conflict ELSE q.on_conflict END),
+              coalesce(@max_attempts, CASE WHEN @replace THEN @default_max_attempts ELSE q.max_attempts END),
+              coalesce(@retain_until, CASE WHEN @replace THEN @default_retain_until ELSE q.retain_until END),
+              coalesce(@retry_delay_ms, CASE WHEN @replace THEN @default_retry_delay_ms ELSE q.retry_delay_ms END),
+              coalesce(@retry_backoff_ms, CASE WHEN @replace THEN @default_retry_backoff_ms ELSE q.retry_backoff_ms END),
+              coalesce(@max_ack_pending, CASE WHEN @replace THEN 0 ELSE q.max_ack_pending END),
+              coalesce(@group_idle_seconds, CASE WHEN @replace THEN 0 ELSE q.group_idle_seconds END))
              IS DISTINCT FROM (q.dedup_window_seconds, q.retention_seconds, q.on_conflict, q.max_attempts, q.retain_until,
                                q.retry_delay_ms, q.retry_backoff_ms, q.max_ack_pending, q.group_idle_seconds)
         THEN now() ELSE q.updated_at END
 RETURNING ` + queueColumns + `, (xmax = 0) AS created`
+
+// configured is configureSQL's row: the queue and whether it was created.
+type configured struct {
+	model.QueueConfig
+	Created bool
+}
 
 // Configure creates or changes a queue: merge (replace false) keeps what
 // the patch omits, replace returns it to its default, and a create starts
@@ -65,25 +70,33 @@ func (s *Store) Configure(ctx context.Context, queue string, patch model.Options
 	if err := patch.Validate(); err != nil {
 		return model.QueueConfig{}, false, err
 	}
-	var (
-		c       model.QueueConfig
-		created bool
-	)
-	err := scanQueue(s.pool.QueryRow(ctx, configureSQL, queue, patch.DedupWindowSeconds, patch.RetentionSeconds,
-		replace, model.DefaultDedupWindowSeconds, model.DefaultRetentionSeconds, patch.OnConflict,
-		model.ConflictIgnore, patch.MaxAttempts, model.DefaultMaxAttempts, patch.RetainUntil, model.RetainByAge,
-		patch.RetryDelayMs, 0, patch.RetryBackoffMs, []int{}, patch.MaxAckPending, patch.GroupIdleSeconds), &c, &created)
+	rows, err := s.pool.Query(ctx, configureSQL, pgx.NamedArgs{"name": queue, "replace": replace,
+		"dedup_window_seconds": patch.DedupWindowSeconds, "default_dedup_window_seconds": model.DefaultDedupWindowSeconds,
+		"retention_seconds": patch.RetentionSeconds, "default_retention_seconds": model.DefaultRetentionSeconds,
+		"on_conflict": patch.OnConflict, "default_on_conflict": model.ConflictIgnore,
+		"max_attempts": patch.MaxAttempts, "default_max_attempts": model.DefaultMaxAttempts,
+		"retain_until": patch.RetainUntil, "default_retain_until": model.RetainByAge,
+		"retry_delay_ms": patch.RetryDelayMs, "default_retry_delay_ms": 0,
+		"retry_backoff_ms": patch.RetryBackoffMs, "default_retry_backoff_ms": []int{},
+		"max_ack_pending": patch.MaxAckPending, "group_idle_seconds": patch.GroupIdleSeconds})
+	var c configured
+	if err == nil {
+		c, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[configured])
+	}
 	if err != nil {
 		return model.QueueConfig{}, false, fmt.Errorf("pgstore: configure queue %s: %w", queue, err)
 	}
-	return c, created, nil
+	return c.QueueConfig, c.Created, nil
 }
 
 // QueueConfig reads a queue's configuration; ErrQueueNotFound if there is
 // no such queue.
 func (s *Store) QueueConfig(ctx context.Context, queue string) (model.QueueConfig, error) {
+	rows, err := s.pool.Query(ctx, "SELECT "+queueColumns+" FROM queen.queues WHERE name = $1", queue)
 	var c model.QueueConfig
-	err := scanQueue(s.pool.QueryRow(ctx, "SELECT "+queueColumns+" FROM queen.queues WHERE name = $1", queue), &c)
+	if err == nil {
+		c, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[model.QueueConfig])
+	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return model.QueueConfig{}, fmt.Errorf("%w: %s", model.ErrQueueNotFound, queue)
 	}
@@ -99,16 +112,8 @@ func (s *Store) Queues(ctx context.Context) ([]model.QueueConfig, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: list queues: %w", err)
 	}
-	defer rows.Close()
-	var out []model.QueueConfig
-	for rows.Next() {
-		var c model.QueueConfig
-		if err := scanQueue(rows, &c); err != nil {
-			return nil, fmt.Errorf("pgstore: list queues: %w", err)
-		}
-		out = append(out, c)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[model.QueueConfig])
+	if err != nil {
 		return nil, fmt.Errorf("pgstore: list queues: %w", err)
 	}
 	return out, nil

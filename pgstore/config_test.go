@@ -128,9 +128,9 @@ func TestVouchUnderSmallerWindowIsNotTrusted(t *testing.T) {
 	b.push(t, -1, "old-but-in-new-window") // 0
 	b.push(t, -1, "x")                     // 1
 	b.setWindow(t, 3600)
-	seg := segment(b.part.ID, 1, "old-but-in-new-window")
-	seg.VerifiedWindow = 60
-	res, err := b.store.Push(context.Background(), []model.Frame{seg})
+	fr := newFrame(b.part.ID, 1, "old-but-in-new-window")
+	fr.VerifiedWindow = 60
+	res, err := b.store.Push(context.Background(), []model.Frame{fr})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,9 +140,9 @@ func TestVouchUnderSmallerWindowIsNotTrusted(t *testing.T) {
 	wantOutcomes(t, res[0], dup(0))
 
 	// Vouched under the current window (or a larger one): trusted.
-	seg = segment(b.part.ID, 1, "y")
-	seg.VerifiedWindow = 3600
-	res, err = b.store.Push(context.Background(), []model.Frame{seg, segment(b.part.ID, 2, "z")})
+	fr = newFrame(b.part.ID, 1, "y")
+	fr.VerifiedWindow = 3600
+	res, err = b.store.Push(context.Background(), []model.Frame{fr, newFrame(b.part.ID, 2, "z")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -81,7 +81,7 @@ func TestDataHashesAreStoredOnlyForQueuesThatCompare(t *testing.T) {
 	comparing.setOnConflict(t, model.ConflictFlag)
 	ctx := context.Background()
 
-	_, err := ignoring.store.Push(ctx, []model.Frame{withData(segment(ignoring.part.ID, -1, "a", "b"), `1`, `2`)})
+	_, err := ignoring.store.Push(ctx, []model.Frame{withData(newFrame(ignoring.part.ID, -1, "a", "b"), `1`, `2`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,11 +90,11 @@ func TestDataHashesAreStoredOnlyForQueuesThatCompare(t *testing.T) {
 	}
 
 	// A clean frame, then a dirty one: "a" is stored, "c" repeats within it.
-	if _, err := comparing.store.Push(ctx, []model.Frame{withData(segment(comparing.part.ID, -1, "a", "b"), `1`, `2`)}); err != nil {
+	if _, err := comparing.store.Push(ctx, []model.Frame{withData(newFrame(comparing.part.ID, -1, "a", "b"), `1`, `2`)}); err != nil {
 		t.Fatal(err)
 	}
 	res, err := comparing.store.Push(ctx, []model.Frame{
-		withData(segment(comparing.part.ID, -1, "c", "a", "d", "c"), `"c"`, `"A"`, `"d"`, `"c2"`)})
+		withData(newFrame(comparing.part.ID, -1, "c", "a", "d", "c"), `"c"`, `"A"`, `"d"`, `"c2"`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func TestOriginalsFallBackToTheStoredData(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	data := `{"amount": 10,  "currency":"EUR"}` // spaces kept: json is stored as sent
-	if _, err := b.store.Push(context.Background(), []model.Frame{withData(segment(b.part.ID, -1, "a"), data)}); err != nil {
+	if _, err := b.store.Push(context.Background(), []model.Frame{withData(newFrame(b.part.ID, -1, "a"), data)}); err != nil {
 		t.Fatal(err)
 	}
 	b.setOnConflict(t, model.ConflictFlag)
@@ -134,9 +134,9 @@ func TestMixedBundleKeepsEachFramesDataHashes(t *testing.T) {
 	t.Parallel()
 	ignoring, comparing := setup(t), setup(t)
 	comparing.setOnConflict(t, model.ConflictReject)
-	plain := segment(ignoring.part.ID, -1, "x", "y", "z")
+	plain := newFrame(ignoring.part.ID, -1, "x", "y", "z")
 	res, err := comparing.store.Push(context.Background(), []model.Frame{
-		plain, withData(segment(comparing.part.ID, -1, "p", "q"), `"P"`, `"Q"`)})
+		plain, withData(newFrame(comparing.part.ID, -1, "p", "q"), `"P"`, `"Q"`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,13 +154,13 @@ func TestMixedBundleKeepsEachFramesDataHashes(t *testing.T) {
 func TestFramesWithMisalignedDataHashesAreRejected(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	fr := withData(segment(b.part.ID, -1, "a", "b"), `1`, `2`)
+	fr := withData(newFrame(b.part.ID, -1, "a", "b"), `1`, `2`)
 	fr.DataHashes = fr.DataHashes[:1]
 	if _, err := b.store.Push(context.Background(), []model.Frame{fr}); err == nil {
 		t.Fatal("a frame with 2 messages and 1 data hash was pushed")
 	}
 	if n := b.count(t, "log_segments"); n != 0 {
-		t.Fatalf("%d segments stored", n)
+		t.Fatalf("%d frames stored", n)
 	}
 }
 
@@ -171,7 +171,7 @@ func TestPartitionTwiceInABundleKeepsEachFramesDataHashes(t *testing.T) {
 	b := setup(t)
 	b.setOnConflict(t, model.ConflictFlag)
 	res, err := b.store.Push(context.Background(), []model.Frame{
-		withData(segment(b.part.ID, -1, "a"), `"A"`), withData(segment(b.part.ID, -1, "b", "a"), `"B"`, `"A2"`)})
+		withData(newFrame(b.part.ID, -1, "a"), `"A"`), withData(newFrame(b.part.ID, -1, "b", "a"), `"B"`, `"A2"`)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,7 @@ func BenchmarkConsume(b *testing.B) {
 				rows := benchRows{prefix: "consume-"}
 				last := int64(-1)
 				push := func() {
-					res, err := st.Push(ctx, []model.Frame{rows.segment(p.ID, last, 1000)})
+					res, err := st.Push(ctx, []model.Frame{rows.frame(p.ID, last, 1000)})
 					if err != nil {
 						b.Fatal(err)
 					}

@@ -84,7 +84,7 @@ func TestADelayedPartitionLeavesTheGroupsOtherPartitionsServed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.store.Push(context.Background(), []model.Frame{segment(second.ID, -1, "s0", "s1")}); err != nil {
+	if _, err := b.store.Push(context.Background(), []model.Frame{newFrame(second.ID, -1, "s0", "s1")}); err != nil {
 		t.Fatal(err)
 	}
 	first := b.popPartition(t, b.group, b.part.ID)

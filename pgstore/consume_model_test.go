@@ -296,7 +296,7 @@ func runConsumerModel(t *testing.T, seed uint64, n, maxAttempts, steps int, dela
 		dlq: map[int64]bool{}}
 	for i := range n {
 		id := fmt.Sprintf("t%d", i)
-		m.txn, m.data = append(m.txn, id), append(m.data, segmentData(i, id))
+		m.txn, m.data = append(m.txn, id), append(m.data, frameData(i, id))
 	}
 	var other model.Group // a group that consumed what was pushed, to see what redrives bring back
 	if extra.redrives {

@@ -61,7 +61,7 @@ func (q *manyPartitions) push(t testing.TB, k int, parts ...model.Partition) {
 	for len(parts) > 0 {
 		var frames []model.Frame
 		for _, p := range parts[:min(len(parts), 1000)] {
-			frames = append(frames, q.rows.segment(p.ID, -1, k))
+			frames = append(frames, q.rows.frame(p.ID, -1, k))
 		}
 		parts = parts[len(frames):]
 		res, err := q.store.Push(context.Background(), frames)
@@ -320,7 +320,7 @@ func TestPopsRacingPushesLeaveNoPartitionBehind(t *testing.T) {
 			rows := benchRows{prefix: fmt.Sprint(q.queue, "-", i, "-")}
 			for range pushesEach {
 				p := q.parts[rng.IntN(len(q.parts))]
-				if _, err := st.Push(ctx, []model.Frame{rows.segment(p.ID, -1, 1)}); err != nil {
+				if _, err := st.Push(ctx, []model.Frame{rows.frame(p.ID, -1, 1)}); err != nil {
 					t.Error(err)
 					return
 				}

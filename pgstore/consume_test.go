@@ -359,7 +359,7 @@ func TestOnlyTheRunningLeaseAcknowledges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.store.Push(context.Background(), []model.Frame{segment(other.ID, -1, "o0")}); err != nil {
+	if _, err := b.store.Push(context.Background(), []model.Frame{newFrame(other.ID, -1, "o0")}); err != nil {
 		t.Fatal(err)
 	}
 	b.pop(t, b.group, 10) // gives every partition a cursor, whichever it leases

@@ -1,20 +1,24 @@
 package pgstore
 
-import "time"
+import (
+	"time"
+
+	"github.com/queengate/queengate/pgstore/internal/pgwire"
+)
 
 // EncodeFrameArrays exposes the push path's binary array encoding to the
 // benchmarks, so the write ceiling can be measured with the same client
 // cost as the push.
 func EncodeFrameArrays(txnIDs []string, data [][]byte) (any, any) {
-	t := newArrayBuilder(oidText, len(txnIDs), 32*len(txnIDs))
+	t := pgwire.NewArrayBuilder(pgwire.OIDText, len(txnIDs), 32*len(txnIDs))
 	for _, id := range txnIDs {
-		t.appendString(id)
+		t.AppendString(id)
 	}
-	d := newArrayBuilder(oidJSON, len(data), 128*len(data))
+	d := pgwire.NewArrayBuilder(pgwire.OIDJSON, len(data), 128*len(data))
 	for _, p := range data {
-		d.appendBytes(p)
+		d.AppendBytes(p)
 	}
-	return t.encoded(), d.encoded()
+	return t.Encoded(), d.Encoded()
 }
 
 // RoutinesChecksum is the checksum the database must record for its

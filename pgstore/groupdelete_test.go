@@ -153,7 +153,7 @@ func TestAGroupDeleteRacingPopsAcksAndNewPartitions(t *testing.T) {
 			t.Fatal(err)
 		}
 		for j := range 50 {
-			if _, err := b.store.Push(ctx, []model.Frame{segment(p.ID, -1, fmt.Sprintf("b%d", j))}); err != nil {
+			if _, err := b.store.Push(ctx, []model.Frame{newFrame(p.ID, -1, fmt.Sprintf("b%d", j))}); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -52,7 +52,7 @@ func TestAGroupStartsWhereItsCreateSays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.store.Push(ctx, []model.Frame{segment(other.ID, -1, "o0", "o1")}); err != nil {
+	if _, err := b.store.Push(ctx, []model.Frame{newFrame(other.ID, -1, "o0", "o1")}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -101,7 +101,7 @@ func TestAGroupStartsWhereItsCreateSays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.store.Push(ctx, []model.Frame{segment(later.ID, -1, "n0")}); err != nil {
+	if _, err := b.store.Push(ctx, []model.Frame{newFrame(later.ID, -1, "n0")}); err != nil {
 		t.Fatal(err)
 	}
 	if got := pops(l, 0); !slices.Equal(got, []int64{0}) {
@@ -190,7 +190,7 @@ func TestSeekingByTimeOneOrEveryPartition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.store.Push(ctx, []model.Frame{segment(other.ID, -1, "o0")}); err != nil {
+	if _, err := b.store.Push(ctx, []model.Frame{newFrame(other.ID, -1, "o0")}); err != nil {
 		t.Fatal(err)
 	}
 	moves := b.seek(t, "g", model.Seek{Partition: "Default", Time: time.Now().Add(-90 * time.Minute)})

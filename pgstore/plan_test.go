@@ -176,26 +176,26 @@ func pushPlanShapes(t *testing.T, st *pgstore.Store, rows *benchRows, partitions
 		}
 		pids = append(pids, p.ID)
 	}
-	stored := rows.segment(pids[0], -1, 3)
-	res, err := st.Push(ctx, []model.Frame{stored, rows.segment(pids[1], -1, 2)})
+	stored := rows.frame(pids[0], -1, 3)
+	res, err := st.Push(ctx, []model.Frame{stored, rows.frame(pids[1], -1, 2)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	full := rows.segment(pids[0], -1, 2)
-	narrowed := rows.segment(pids[1], res[1].LastOffset, 2)
+	full := rows.frame(pids[0], -1, 2)
+	narrowed := rows.frame(pids[1], res[1].LastOffset, 2)
 	narrowed.TxnIDs[1], narrowed.Hashes[1] = stored.TxnIDs[0], stored.Hashes[0]
 	narrowed.Candidates = []model.Candidate{{Index: 1, Offset: res[0].BaseOffset}}
 	bundle := []model.Frame{full, narrowed}
 	for _, pid := range pids[2:] {
-		bundle = append(bundle, rows.segment(pid, 1<<62, 2))
+		bundle = append(bundle, rows.frame(pid, 1<<62, 2))
 	}
 	if _, err := st.Push(ctx, bundle); err != nil {
 		t.Fatal(err)
 	}
-	repeats := rows.segment(pids[0], -1, 3)
+	repeats := rows.frame(pids[0], -1, 3)
 	repeats.TxnIDs[2], repeats.Hashes[2] = repeats.TxnIDs[0], repeats.Hashes[0]
 	repeats.TxnIDs[1], repeats.Hashes[1] = stored.TxnIDs[1], stored.Hashes[1]
-	if _, err := st.Push(ctx, []model.Frame{repeats, rows.segment(pids[2], -1, 1)}); err != nil {
+	if _, err := st.Push(ctx, []model.Frame{repeats, rows.frame(pids[2], -1, 1)}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -4,15 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/queengate/queengate/model"
-	"math"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/queengate/queengate/model"
+	"github.com/queengate/queengate/pgstore/internal/pgwire"
 )
-
-const pushBundleSQL = `SELECT seg, base_offset, last_offset, probe, unrolled, dup_idx, dup_off, on_conflict
-FROM queen.log_push_bundle($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
 
 // Push writes frames in one transaction and one round trip. Partition row
 // locks are taken in ascending id order before anything is written. A
@@ -31,7 +27,7 @@ func (s *Store) Push(ctx context.Context, frames []model.Frame) ([]model.FrameRe
 	if len(frames) == 0 {
 		return nil, nil
 	}
-	args, err := bundleArgs(frames)
+	args, err := pgwire.BundleArgs(frames)
 	if err != nil {
 		return nil, notStored(err)
 	}
@@ -40,10 +36,10 @@ func (s *Store) Push(ctx context.Context, frames []model.Frame) ([]model.FrameRe
 		return nil, notStored(pushFailure(ctx, err))
 	}
 	b := backendOf(conn.Conn())
-	rows, err := conn.Query(ctx, pushBundleSQL, args...)
+	rows, err := conn.Query(ctx, pgwire.PushBundleSQL, args)
 	var results []model.FrameResult
 	if err == nil {
-		results, err = collectResults(rows, frames)
+		results, err = pgwire.CollectResults(rows, frames)
 	}
 	conn.Release()
 	switch {
@@ -63,137 +59,6 @@ func pushFailure(ctx context.Context, err error) error {
 		return fmt.Errorf("pgstore: push: %w (%w)", err, cause)
 	}
 	return fmt.Errorf("pgstore: push: %w", err)
-}
-
-func bundleArgs(segs []model.Frame) ([]any, error) {
-	total, dataHashed := 0, 0
-	for i := range segs {
-		seg := &segs[i]
-		n := len(seg.Hashes)
-		if n == 0 || len(seg.TxnIDs) != n || len(seg.Data) != n || (seg.DataHashes != nil && len(seg.DataHashes) != n) {
-			return nil, fmt.Errorf("%w: segment %d for partition %d has %d txn ids, %d hashes, %d data, %d data hashes",
-				model.ErrInvalidFrame, i, seg.PartitionID, len(seg.TxnIDs), n, len(seg.Data), len(seg.DataHashes))
-		}
-		total += n
-		dataHashed += len(seg.DataHashes)
-	}
-	pids := make([]int64, len(segs))
-	verified := make([]int64, len(segs))
-	windows := make([]int32, len(segs))
-	counts := make([]int32, len(segs))
-	sizes := make([]int64, len(segs)) // data bytes as sent, per frame
-	candCounts := make([]int32, len(segs))
-	dhCounts := make([]int32, len(segs))
-	dataHashes := noDataHashes
-	if dataHashed > 0 {
-		dataHashes = newArrayBuilder(oidUUID, dataHashed, 16*dataHashed)
-	}
-	var candIdx []int32
-	var candOff []int64
-	txnIDs := newArrayBuilder(oidText, total, 32*total)
-	hashes := newArrayBuilder(oidUUID, total, 16*total)
-	data := newArrayBuilder(oidJSON, total, 128*total)
-	for i := range segs {
-		seg := &segs[i]
-		pids[i], verified[i], counts[i] = seg.PartitionID, seg.Verified, int32(len(seg.Hashes))
-		windows[i] = int32(min(seg.VerifiedWindow, math.MaxInt32))
-		for _, id := range seg.TxnIDs {
-			txnIDs.appendString(id)
-		}
-		for j := range seg.Hashes {
-			hashes.appendBytes(seg.Hashes[j][:])
-		}
-		for _, d := range seg.Data {
-			if d == nil {
-				d = jsonNull
-			}
-			data.appendBytes(d)
-			sizes[i] += int64(len(d))
-		}
-		dhCounts[i] = int32(len(seg.DataHashes))
-		for j := range seg.DataHashes {
-			dataHashes.appendBytes(seg.DataHashes[j][:])
-		}
-		candCounts[i] = int32(len(seg.Candidates))
-		for _, c := range seg.Candidates {
-			candIdx = append(candIdx, c.Index+1) // 1-based in SQL
-			candOff = append(candOff, c.Offset)
-		}
-	}
-	if candIdx == nil {
-		candIdx, candOff = []int32{}, []int64{}
-	}
-	return []any{pids, verified, windows, counts, txnIDs.encoded(), hashes.encoded(), data.encoded(), sizes,
-		candCounts, candIdx, candOff, dhCounts, dataHashes.encoded()}, nil
-}
-
-var jsonNull = []byte("null")
-
-// noDataHashes is the empty uuid[] of a bundle without data hashes (every
-// queue in it ignores payload conflicts): shared, never appended to.
-var noDataHashes = newArrayBuilder(oidUUID, 0, 0)
-
-func collectResults(rows pgx.Rows, segs []model.Frame) ([]model.FrameResult, error) {
-	defer rows.Close()
-	results := make([]model.FrameResult, len(segs))
-	seen := 0
-	for rows.Next() {
-		var (
-			seg      int32
-			base     *int64
-			last     int64
-			probe    string
-			unrolled int64
-			dupIdx   []int32
-			dupOff   []int64
-			mode     string
-		)
-		if err := rows.Scan(&seg, &base, &last, &probe, &unrolled, &dupIdx, &dupOff, &mode); err != nil {
-			return nil, err
-		}
-		i := int(seg) - 1
-		if i < 0 || i >= len(segs) || len(dupIdx) != len(dupOff) || results[i].Outcomes != nil {
-			return nil, fmt.Errorf("malformed or repeated result row for segment %d", seg)
-		}
-		n := len(segs[i].Hashes)
-		p, ok := model.ParseProbe(probe)
-		if !ok {
-			return nil, fmt.Errorf("unknown probe %q for segment %d", probe, seg)
-		}
-		r := model.FrameResult{PartitionID: segs[i].PartitionID, BaseOffset: -1, LastOffset: last,
-			Probe: p, Unrolled: unrolled, Outcomes: make([]model.Outcome, n), OnConflict: model.ConflictMode(mode)}
-		for k, idx := range dupIdx {
-			if idx < 1 || int(idx) > n {
-				return nil, fmt.Errorf("duplicate index %d out of range for segment %d", idx, seg)
-			}
-			r.Outcomes[idx-1] = model.Outcome{Offset: dupOff[k], Duplicate: true}
-		}
-		if base == nil && len(dupIdx) != n {
-			return nil, fmt.Errorf("segment %d: nothing written but %d of %d messages are duplicates", seg, len(dupIdx), n)
-		}
-		if base != nil {
-			r.BaseOffset = *base
-			next := *base
-			for j := range r.Outcomes {
-				if !r.Outcomes[j].Duplicate {
-					r.Outcomes[j].Offset = next
-					next++
-				}
-			}
-			if next-1 != last {
-				return nil, fmt.Errorf("segment %d: %d new messages from %d do not end at %d", seg, next-*base, *base, last)
-			}
-		}
-		results[i] = r
-		seen++
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	if seen != len(segs) {
-		return nil, fmt.Errorf("got %d result rows for %d segments", seen, len(segs))
-	}
-	return results, nil
 }
 
 // Hydrate reads a partition's in-window hashes (plus model.ClockSkewSlack
@@ -266,41 +131,5 @@ func (s *Store) hydrate(ctx context.Context, partitionIDs []int64, above *int64)
 // offsets of a partition. An offset whose message is gone (retention) is
 // absent from the map: its conflict cannot be told.
 func (s *Store) Originals(ctx context.Context, partitionID int64, offsets []int64) (map[int64]model.Hash, error) {
-	return originals(ctx, s.pool, partitionID, offsets)
-}
-
-// querier is what reads need of a pool or a transaction.
-type querier interface {
-	Query(context.Context, string, ...any) (pgx.Rows, error)
-}
-
-// originals is Originals read through q (an ack-and-push reads them in
-// its transaction, under the partition's lock).
-func originals(ctx context.Context, q querier, partitionID int64, offsets []int64) (map[int64]model.Hash, error) {
-	rows, err := q.Query(ctx, "SELECT off, data_hash, data::text FROM queen.log_originals($1, $2)", partitionID, offsets)
-	if err != nil {
-		return nil, fmt.Errorf("pgstore: originals of %d: %w", partitionID, err)
-	}
-	defer rows.Close()
-	out := make(map[int64]model.Hash, len(offsets))
-	for rows.Next() {
-		var (
-			off  int64
-			hash *model.Hash
-			data *string
-		)
-		if err := rows.Scan(&off, &hash, &data); err != nil {
-			return nil, fmt.Errorf("pgstore: originals of %d: %w", partitionID, err)
-		}
-		switch {
-		case hash != nil:
-			out[off] = *hash
-		case data != nil:
-			out[off] = model.HashData([]byte(*data))
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("pgstore: originals of %d: %w", partitionID, err)
-	}
-	return out, nil
+	return pgwire.Originals(ctx, s.pool, partitionID, offsets)
 }

@@ -27,17 +27,17 @@ type benchRows struct {
 	next   int
 }
 
-func (r *benchRows) segment(pid, verified int64, n int) model.Frame {
-	seg := model.Frame{PartitionID: pid, Verified: verified, VerifiedWindow: model.MaxOptionSeconds,
+func (r *benchRows) frame(pid, verified int64, n int) model.Frame {
+	fr := model.Frame{PartitionID: pid, Verified: verified, VerifiedWindow: model.MaxOptionSeconds,
 		TxnIDs: make([]string, n), Hashes: make([]model.Hash, n), Data: make([][]byte, n)}
 	for i := range n {
 		r.next++
 		id := r.prefix + strconv.Itoa(r.next)
-		seg.TxnIDs[i] = id
-		seg.Hashes[i] = model.HashTxnID(id)
-		seg.Data[i] = fmt.Appendf(nil, `{"orderId":%d,"amount":99.5,"customer":"customer-42","note":"benchmark payload of about 100 bytes"}`, r.next)
+		fr.TxnIDs[i] = id
+		fr.Hashes[i] = model.HashTxnID(id)
+		fr.Data[i] = fmt.Appendf(nil, `{"orderId":%d,"amount":99.5,"customer":"customer-42","note":"benchmark payload of about 100 bytes"}`, r.next)
 	}
-	return seg
+	return fr
 }
 
 func benchSetup(b *testing.B) (*pgstore.Store, model.Partition) {
@@ -65,7 +65,7 @@ func BenchmarkPushSkipProbe(b *testing.B) {
 			last := int64(-1)
 			b.ReportAllocs()
 			for b.Loop() {
-				res, err := st.Push(ctx, []model.Frame{rows.segment(p.ID, last, n)})
+				res, err := st.Push(ctx, []model.Frame{rows.frame(p.ID, last, n)})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -91,7 +91,7 @@ func BenchmarkPushFullProbe(b *testing.B) {
 			ctx := context.Background()
 			rows := benchRows{prefix: "probe-"}
 			for range windowHashes / 1000 {
-				if _, err := st.Push(ctx, []model.Frame{rows.segment(p.ID, 1<<62, 1000)}); err != nil {
+				if _, err := st.Push(ctx, []model.Frame{rows.frame(p.ID, 1<<62, 1000)}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -100,7 +100,7 @@ func BenchmarkPushFullProbe(b *testing.B) {
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				res, err := st.Push(ctx, []model.Frame{rows.segment(p.ID, -1, n)})
+				res, err := st.Push(ctx, []model.Frame{rows.frame(p.ID, -1, n)})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -132,11 +132,11 @@ func BenchmarkPushNarrowed(b *testing.B) {
 	rows := benchRows{prefix: "narrow-"}
 	var stored []string
 	for range windowHashes / 1000 {
-		seg := rows.segment(p.ID, 1<<62, 1000)
-		if _, err := st.Push(ctx, []model.Frame{seg}); err != nil {
+		fr := rows.frame(p.ID, 1<<62, 1000)
+		if _, err := st.Push(ctx, []model.Frame{fr}); err != nil {
 			b.Fatal(err)
 		}
-		stored = append(stored, seg.TxnIDs...)
+		stored = append(stored, fr.TxnIDs...)
 	}
 	if _, err := st.Pool().Exec(ctx, "VACUUM ANALYZE queen.log_txns"); err != nil {
 		b.Fatal(err)
@@ -145,14 +145,14 @@ func BenchmarkPushNarrowed(b *testing.B) {
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		seg := rows.segment(p.ID, last, 100)
+		fr := rows.frame(p.ID, last, 100)
 		for k := 0; k < 100; k += 5 { // 20 retries of stored ids, named where they are
 			off := int64((i*7919 + k*104729) % windowHashes)
-			seg.TxnIDs[k], seg.Hashes[k] = stored[off], model.HashTxnID(stored[off])
-			seg.Candidates = append(seg.Candidates, model.Candidate{Index: int32(k), Offset: off})
+			fr.TxnIDs[k], fr.Hashes[k] = stored[off], model.HashTxnID(stored[off])
+			fr.Candidates = append(fr.Candidates, model.Candidate{Index: int32(k), Offset: off})
 		}
 		i++
-		res, err := st.Push(ctx, []model.Frame{seg})
+		res, err := st.Push(ctx, []model.Frame{fr})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -177,12 +177,12 @@ func BenchmarkCeiling(b *testing.B) {
 			off := int64(0)
 			b.ReportAllocs()
 			for b.Loop() {
-				seg := rows.segment(p.ID, -1, n)
+				fr := rows.frame(p.ID, -1, n)
 				data := make([]string, n)
-				for i, d := range seg.Data {
+				for i, d := range fr.Data {
 					data[i] = string(d)
 				}
-				row := []any{p.ID, off, off + int64(n) - 1, time.Now(), seg.TxnIDs, data}
+				row := []any{p.ID, off, off + int64(n) - 1, time.Now(), fr.TxnIDs, data}
 				if _, err := st.Pool().CopyFrom(ctx, pgx.Identifier{"queen", "log_segments"},
 					[]string{"partition_id", "base_offset", "end_offset", "created_at", "txn_ids", "data"},
 					pgx.CopyFromRows([][]any{row})); err != nil {
@@ -199,16 +199,16 @@ func BenchmarkCeiling(b *testing.B) {
 			off := int64(0)
 			b.ReportAllocs()
 			for b.Loop() {
-				seg := rows.segment(p.ID, -1, n)
+				fr := rows.frame(p.ID, -1, n)
 				data := make([]string, n)
-				for i, d := range seg.Data {
+				for i, d := range fr.Data {
 					data[i] = string(d)
 				}
 				if _, err := st.Pool().Exec(ctx, `
 					INSERT INTO queen.log_segments (partition_id, base_offset, end_offset, created_at, txn_ids, data)
 					SELECT $1, $2, $3, clock_timestamp(), array_agg(t ORDER BY i), array_agg(d::json ORDER BY i)
 					  FROM unnest($4::text[], $5::text[]) WITH ORDINALITY AS u(t, d, i)`,
-					p.ID, off, off+int64(n)-1, seg.TxnIDs, data); err != nil {
+					p.ID, off, off+int64(n)-1, fr.TxnIDs, data); err != nil {
 					b.Fatal(err)
 				}
 				off += int64(n)
@@ -224,8 +224,8 @@ func BenchmarkCeiling(b *testing.B) {
 			off := int64(0)
 			b.ReportAllocs()
 			for b.Loop() {
-				seg := rows.segment(p.ID, -1, n)
-				txnIDs, data := pgstore.EncodeFrameArrays(seg.TxnIDs, seg.Data)
+				fr := rows.frame(p.ID, -1, n)
+				txnIDs, data := pgstore.EncodeFrameArrays(fr.TxnIDs, fr.Data)
 				if _, err := st.Pool().Exec(ctx, `
 					INSERT INTO queen.log_segments (partition_id, base_offset, end_offset, created_at, txn_ids, data)
 					VALUES ($1, $2, $3, clock_timestamp(), $4, $5)`,
@@ -248,11 +248,11 @@ func BenchmarkCeiling(b *testing.B) {
 			off := int64(0)
 			b.ReportAllocs()
 			for b.Loop() {
-				seg := rows.segment(p.ID, -1, n)
+				fr := rows.frame(p.ID, -1, n)
 				now := time.Now()
 				src := make([][]any, n)
 				for i := range n {
-					src[i] = []any{p.ID, off, now, seg.TxnIDs[i], string(seg.Data[i])}
+					src[i] = []any{p.ID, off, now, fr.TxnIDs[i], string(fr.Data[i])}
 					off++
 				}
 				if _, err := st.Pool().CopyFrom(ctx, pgx.Identifier{"bench_messages"},
@@ -288,15 +288,15 @@ func BenchmarkPushWide(b *testing.B) {
 				}
 				b.ReportAllocs()
 				for b.Loop() {
-					segs := make([]model.Frame, len(pids))
+					bundle := make([]model.Frame, len(pids))
 					for i, pid := range pids {
 						v := int64(-1)
 						if verified == "skip" {
 							v = last[i]
 						}
-						segs[i] = rows.segment(pid, v, n)
+						bundle[i] = rows.frame(pid, v, n)
 					}
-					res, err := st.Push(ctx, segs)
+					res, err := st.Push(ctx, bundle)
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -326,7 +326,7 @@ func BenchmarkPushOnConflict(b *testing.B) {
 				last := int64(-1)
 				b.ReportAllocs()
 				for b.Loop() {
-					fr := rows.segment(p.ID, last, n)
+					fr := rows.frame(p.ID, last, n)
 					if mode.Compares() {
 						fr.DataHashes = model.HashEachData(fr.Data)
 					}
@@ -354,7 +354,7 @@ func BenchmarkOriginals(b *testing.B) {
 	rows := benchRows{prefix: "orig-"}
 	last := int64(-1)
 	for range 20 {
-		fr := rows.segment(p.ID, last, 1000)
+		fr := rows.frame(p.ID, last, 1000)
 		fr.DataHashes = model.HashEachData(fr.Data)
 		res, err := st.Push(ctx, []model.Frame{fr})
 		if err != nil {
@@ -416,7 +416,7 @@ func benchPushPartitions(b *testing.B, parts, frames, n int, full bool,
 	// and the loop measures running them.
 	warm := make([]model.Frame, frames)
 	for i := range warm {
-		warm[i] = rows.segment(pids[len(pids)-1-i], verified, n)
+		warm[i] = rows.frame(pids[len(pids)-1-i], verified, n)
 	}
 	if _, err := push(st, ctx, warm); err != nil {
 		b.Fatal(err)
@@ -429,7 +429,7 @@ func benchPushPartitions(b *testing.B, parts, frames, n int, full bool,
 		for range pushes {
 			bundle := make([]model.Frame, frames)
 			for i := range bundle {
-				bundle[i] = rows.segment(pids[next%len(pids)], verified, n)
+				bundle[i] = rows.frame(pids[next%len(pids)], verified, n)
 				next++
 			}
 			res, err := push(st, ctx, bundle)

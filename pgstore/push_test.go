@@ -46,23 +46,23 @@ func (b *testBundle) setWindow(t *testing.T, seconds int) {
 	}
 }
 
-// segment builds a segment of the given transactionIds with small payloads.
-func segment(pid, verified int64, txnIDs ...string) model.Frame {
-	seg := model.Frame{PartitionID: pid, Verified: verified, VerifiedWindow: model.MaxOptionSeconds}
+// newFrame builds a newFrame of the given transactionIds with small payloads.
+func newFrame(pid, verified int64, txnIDs ...string) model.Frame {
+	fr := model.Frame{PartitionID: pid, Verified: verified, VerifiedWindow: model.MaxOptionSeconds}
 	for i, id := range txnIDs {
-		seg.TxnIDs = append(seg.TxnIDs, id)
-		seg.Hashes = append(seg.Hashes, model.HashTxnID(id))
-		seg.Data = append(seg.Data, []byte(segmentData(i, id)))
+		fr.TxnIDs = append(fr.TxnIDs, id)
+		fr.Hashes = append(fr.Hashes, model.HashTxnID(id))
+		fr.Data = append(fr.Data, []byte(frameData(i, id)))
 	}
-	return seg
+	return fr
 }
 
-// segmentData is the data segment gives its i-th message, id.
-func segmentData(i int, id string) string { return fmt.Sprintf(`{"i":%d,"id":%q}`, i, id) }
+// frameData is the data frame gives its i-th message, id.
+func frameData(i int, id string) string { return fmt.Sprintf(`{"i":%d,"id":%q}`, i, id) }
 
 func (b *testBundle) push(t *testing.T, verified int64, txnIDs ...string) model.FrameResult {
 	t.Helper()
-	res, err := b.store.Push(context.Background(), []model.Frame{segment(b.part.ID, verified, txnIDs...)})
+	res, err := b.store.Push(context.Background(), []model.Frame{newFrame(b.part.ID, verified, txnIDs...)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestRetryInWindowIsDuplicateOfOriginal(t *testing.T) {
 		t.Errorf("log_txns rows = %d, want 1: a duplicate writes no log_txns row", n)
 	}
 	if n := b.count(t, "log_segments"); n != 1 {
-		t.Errorf("log_segments rows = %d, want 1: a duplicate writes no segment", n)
+		t.Errorf("log_segments rows = %d, want 1: a duplicate writes no frame", n)
 	}
 	if last := b.lastOffset(t); last != 1 {
 		t.Errorf("allocator = %d, want 1: a duplicate does not bump it", last)
@@ -152,7 +152,7 @@ func TestOffsetsStayContiguousAfterDuplicates(t *testing.T) {
 		t.Fatal(err)
 	}
 	if fmt.Sprint(txnIDs) != "[x y z]" {
-		t.Errorf("segment at 3 holds %v, want [x y z]", txnIDs)
+		t.Errorf("frame at 3 holds %v, want [x y z]", txnIDs)
 	}
 }
 
@@ -287,11 +287,11 @@ func TestBundleDuplicateInOnePartitionCommitsOthers(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.push(t, -1, "seen")
-	// Segments deliberately in descending id order: the function must still
+	// Frames deliberately in descending id order: the function must still
 	// lock in ascending order and answer in input order.
 	res, err := b.store.Push(ctx, []model.Frame{
-		segment(other.ID, -1, "o1", "o2"),
-		segment(b.part.ID, -1, "seen"),
+		newFrame(other.ID, -1, "o1", "o2"),
+		newFrame(b.part.ID, -1, "seen"),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -315,11 +315,11 @@ func TestSamePartitionTwiceInOneBundleIsExact(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	last := b.lastOffset(t)
-	// Both segments claim the same (pre-bundle) watermark; the second must
+	// Both frames claim the same (pre-bundle) watermark; the second must
 	// still see the first's writes.
 	res, err := b.store.Push(context.Background(), []model.Frame{
-		segment(b.part.ID, last, "p", "q"),
-		segment(b.part.ID, last, "q", "r"),
+		newFrame(b.part.ID, last, "p", "q"),
+		newFrame(b.part.ID, last, "q", "r"),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -353,7 +353,7 @@ func TestRacingPushersQueueEachIDOnce(t *testing.T) {
 				for i := start; i < min(start+10+g, ids); i++ {
 					txnIDs = append(txnIDs, fmt.Sprintf("race-%d", (i+g*7)%ids))
 				}
-				res, err := b.store.Push(ctx, []model.Frame{segment(b.part.ID, -1, txnIDs...)})
+				res, err := b.store.Push(ctx, []model.Frame{newFrame(b.part.ID, -1, txnIDs...)})
 				if err != nil {
 					t.Error(err)
 					return
@@ -396,20 +396,20 @@ func TestRacingPushersQueueEachIDOnce(t *testing.T) {
 	}
 }
 
-func TestPushRejectsMalformedSegments(t *testing.T) {
+func TestPushRejectsMalformedFrames(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	bad := segment(b.part.ID, -1, "a", "b")
+	bad := newFrame(b.part.ID, -1, "a", "b")
 	bad.Data = bad.Data[:1]
 	if _, err := b.store.Push(ctx, []model.Frame{bad}); !errors.Is(err, model.ErrInvalidFrame) {
 		t.Errorf("mismatched lengths: err = %v, want ErrInvalidFrame", err)
 	}
 	if _, err := b.store.Push(ctx, []model.Frame{{PartitionID: b.part.ID, Verified: -1}}); !errors.Is(err, model.ErrInvalidFrame) {
-		t.Errorf("empty segment: err = %v, want ErrInvalidFrame", err)
+		t.Errorf("empty frame: err = %v, want ErrInvalidFrame", err)
 	}
 	// An unknown partition fails the whole bundle: nothing is written.
-	_, err := b.store.Push(ctx, []model.Frame{segment(b.part.ID, -1, "ok"), segment(1<<60, -1, "x")})
+	_, err := b.store.Push(ctx, []model.Frame{newFrame(b.part.ID, -1, "ok"), newFrame(1<<60, -1, "x")})
 	if !errors.Is(err, model.ErrPartitionNotFound) {
 		t.Errorf("unknown partition: err = %v, want ErrPartitionNotFound", err)
 	}
@@ -417,7 +417,7 @@ func TestPushRejectsMalformedSegments(t *testing.T) {
 		t.Errorf("log_txns rows = %d after failed bundles, want 0", n)
 	}
 	// Invalid JSON data is refused by SQL and stores nothing.
-	badJSON := segment(b.part.ID, -1, "j")
+	badJSON := newFrame(b.part.ID, -1, "j")
 	badJSON.Data[0] = []byte(`{"unterminated"`)
 	if _, err := b.store.Push(ctx, []model.Frame{badJSON}); err == nil {
 		t.Error("invalid JSON data was accepted")
@@ -430,10 +430,10 @@ func TestPushRejectsMalformedSegments(t *testing.T) {
 func TestDataRoundTrips(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	seg := segment(b.part.ID, -1, "d1", "d2")
-	seg.Data[0] = []byte(`{"orderId": 9137, "amount": 99.5}`)
-	seg.Data[1] = nil
-	if _, err := b.store.Push(context.Background(), []model.Frame{seg}); err != nil {
+	fr := newFrame(b.part.ID, -1, "d1", "d2")
+	fr.Data[0] = []byte(`{"orderId": 9137, "amount": 99.5}`)
+	fr.Data[1] = nil
+	if _, err := b.store.Push(context.Background(), []model.Frame{fr}); err != nil {
 		t.Fatal(err)
 	}
 	var data []string
@@ -513,7 +513,7 @@ func TestHydrateManyEqualsHydrateEach(t *testing.T) {
 		}
 		pids = append(pids, p.ID)
 		for k := range i { // partition i gets i frames, the first aged out of the window
-			if _, err := b.store.Push(ctx, []model.Frame{segment(p.ID, -1, fmt.Sprintf("h%d-%d-a", i, k), fmt.Sprintf("h%d-%d-b", i, k))}); err != nil {
+			if _, err := b.store.Push(ctx, []model.Frame{newFrame(p.ID, -1, fmt.Sprintf("h%d-%d-a", i, k), fmt.Sprintf("h%d-%d-b", i, k))}); err != nil {
 				t.Fatal(err)
 			}
 			if k == 0 {
@@ -570,15 +570,15 @@ func TestWideBundleMixesCleanAndDirtyFrames(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := b.store.Push(ctx, []model.Frame{
-		segment(a.ID, -1, "a0"), segment(c.ID, -1, "c0"), segment(d.ID, -1, "d0"),
+		newFrame(a.ID, -1, "a0"), newFrame(c.ID, -1, "c0"), newFrame(d.ID, -1, "d0"),
 	}); err != nil {
 		t.Fatal(err)
 	}
 	res, err := b.store.Push(ctx, []model.Frame{
-		segment(d.ID, -1, "d0", "d1"),  // stored duplicate: decided one by one
-		segment(a.ID, -1, "a1", "a2"),  // clean, probe runs
-		segment(bb.ID, -1, "b1", "b1"), // repeat inside the frame
-		segment(c.ID, -1, "c0", "c0"),  // window 0: everything stored
+		newFrame(d.ID, -1, "d0", "d1"),  // stored duplicate: decided one by one
+		newFrame(a.ID, -1, "a1", "a2"),  // clean, probe runs
+		newFrame(bb.ID, -1, "b1", "b1"), // repeat inside the frame
+		newFrame(c.ID, -1, "c0", "c0"),  // window 0: everything stored
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -596,7 +596,7 @@ func TestWideBundleMixesCleanAndDirtyFrames(t *testing.T) {
 		}
 	}
 	// A vouched-for frame in a wide bundle skips the probe.
-	vouched, err := b.store.Push(ctx, []model.Frame{segment(a.ID, 2, "a3"), segment(bb.ID, 0, "b2")})
+	vouched, err := b.store.Push(ctx, []model.Frame{newFrame(a.ID, 2, "a3"), newFrame(bb.ID, 0, "b2")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -643,15 +643,15 @@ func TestRacingWideBundlesAreExactAndDoNotDeadlock(t *testing.T) {
 		wg.Go(func() {
 			for r := range rounds {
 				// Every goroutine names the partitions in its own order.
-				var segs []model.Frame
+				var bundle []model.Frame
 				var idx []int
 				for k := range parts {
 					pi := (k + g) % len(parts)
 					id1, id2 := fmt.Sprintf("r%d", (r*3+g)%ids), fmt.Sprintf("r%d", (r*7+g*5)%ids)
-					segs = append(segs, segment(parts[pi].ID, -1, id1, id2))
+					bundle = append(bundle, newFrame(parts[pi].ID, -1, id1, id2))
 					idx = append(idx, pi)
 				}
-				res, err := b.store.Push(ctx, segs)
+				res, err := b.store.Push(ctx, bundle)
 				if err != nil {
 					t.Error(err)
 					return
@@ -659,7 +659,7 @@ func TestRacingWideBundlesAreExactAndDoNotDeadlock(t *testing.T) {
 				mu.Lock()
 				for j, sr := range res {
 					for m, o := range sr.Outcomes {
-						all = append(all, answer{idx[j], segs[j].TxnIDs[m], o})
+						all = append(all, answer{idx[j], bundle[j].TxnIDs[m], o})
 					}
 				}
 				mu.Unlock()
@@ -685,15 +685,15 @@ func TestRacingWideBundlesAreExactAndDoNotDeadlock(t *testing.T) {
 	}
 }
 
-// narrowed is a segment vouched at verified, with candidates.
+// narrowed is a frame vouched at verified, with candidates.
 func narrowed(pid, verified int64, cands []model.Candidate, txnIDs ...string) model.Frame {
-	seg := segment(pid, verified, txnIDs...)
-	seg.Candidates = cands
-	return seg
+	fr := newFrame(pid, verified, txnIDs...)
+	fr.Candidates = cands
+	return fr
 }
 
 // TestNarrowedProbeChecksTheNamedSlotsAndAboveTheWatermark: a vouched
-// segment's candidates are checked exactly (the hash at that offset, in
+// frame's candidates are checked exactly (the hash at that offset, in
 // the window), rows above the watermark are probed, the earliest match is
 // the original, and nothing else of the window is read.
 func TestNarrowedProbeChecksTheNamedSlotsAndAboveTheWatermark(t *testing.T) {
@@ -707,9 +707,9 @@ func TestNarrowedProbeChecksTheNamedSlotsAndAboveTheWatermark(t *testing.T) {
 	b.setWindow(t, 3600)
 	b.push(t, -1, "e", "f") // 5, 6
 
-	push := func(seg model.Frame) model.FrameResult {
+	push := func(fr model.Frame) model.FrameResult {
 		t.Helper()
-		res, err := b.store.Push(ctx, []model.Frame{seg})
+		res, err := b.store.Push(ctx, []model.Frame{fr})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -740,9 +740,9 @@ func TestNarrowedProbeChecksTheNamedSlotsAndAboveTheWatermark(t *testing.T) {
 	wantOutcomes(t, r, queued(9))
 	// After the window grew past the vouch, candidates are not trusted:
 	// the whole window is probed.
-	seg := narrowed(b.part.ID, 9, nil, "e")
-	seg.VerifiedWindow = 60
-	r = push(seg)
+	fr := narrowed(b.part.ID, 9, nil, "e")
+	fr.VerifiedWindow = 60
+	r = push(fr)
 	wantOutcomes(t, r, dup(5))
 	if r.Probe != model.ProbeFull {
 		t.Errorf("probe %v after the window grew, want full", r.Probe)
@@ -769,15 +769,15 @@ func TestWideBundleMixesNarrowedFullAndDirtyFrames(t *testing.T) {
 		}
 		pids = append(pids, p.ID)
 	}
-	first := []model.Frame{segment(pids[0], -1, "x", "y"), segment(pids[1], -1, "x", "y"), segment(pids[2], -1, "x"), segment(pids[3], -1, "x")}
+	first := []model.Frame{newFrame(pids[0], -1, "x", "y"), newFrame(pids[1], -1, "x", "y"), newFrame(pids[2], -1, "x"), newFrame(pids[3], -1, "x")}
 	if _, err := st.Push(ctx, first); err != nil {
 		t.Fatal(err)
 	}
 	res, err := st.Push(ctx, []model.Frame{
 		narrowed(pids[0], 1, []model.Candidate{{Index: 1, Offset: 1}}, "n0", "y"), // a candidate hit
-		segment(pids[1], -1, "x", "n1", "n1"),                                     // full probe hit, and a repeat
-		segment(pids[2], 0, "n2", "n3"),                                           // clean, probe skipped
-		segment(pids[3], -1, "x"),                                                 // all duplicates: writes nothing
+		newFrame(pids[1], -1, "x", "n1", "n1"),                                    // full probe hit, and a repeat
+		newFrame(pids[2], 0, "n2", "n3"),                                          // clean, probe skipped
+		newFrame(pids[3], -1, "x"),                                                // all duplicates: writes nothing
 	})
 	if err != nil {
 		t.Fatal(err)

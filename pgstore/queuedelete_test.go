@@ -93,7 +93,7 @@ func TestPurgeOnePartition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.store.Push(ctx, []model.Frame{segment(other.ID, -1, "b0")}); err != nil {
+	if _, err := b.store.Push(ctx, []model.Frame{newFrame(other.ID, -1, "b0")}); err != nil {
 		t.Fatal(err)
 	}
 	p, err := b.store.PurgeQueue(ctx, b.queue, "other")
@@ -131,7 +131,7 @@ func TestDeleteQueueRemovesEverythingAndTheNameStartsAfresh(t *testing.T) {
 	if _, err := c.store.QueueConfig(ctx, c.queue); !errors.Is(err, model.ErrQueueNotFound) {
 		t.Fatalf("the deleted queue's configuration: %v; want ErrQueueNotFound", err)
 	}
-	if _, err := c.store.Push(ctx, []model.Frame{segment(c.part.ID, -1, "t0")}); !errors.Is(err, model.ErrPartitionNotFound) {
+	if _, err := c.store.Push(ctx, []model.Frame{newFrame(c.part.ID, -1, "t0")}); !errors.Is(err, model.ErrPartitionNotFound) {
 		t.Fatalf("a push to the deleted partition's id: %v; want ErrPartitionNotFound", err)
 	}
 	if _, err := c.store.FindGroup(ctx, c.queue, "g"); !errors.Is(err, model.ErrGroupNotFound) && !errors.Is(err, model.ErrQueueNotFound) {

@@ -231,26 +231,26 @@ func TestRetentionConcurrentWithPushesIsExact(t *testing.T) {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(uint64(g), 7))
 			for range 150 {
-				var segs []model.Frame
+				var bundle []model.Frame
 				for _, i := range rng.Perm(len(pids))[:1+rng.IntN(len(pids))] {
-					seg := model.Frame{PartitionID: pids[i], Verified: -1}
+					fr := model.Frame{PartitionID: pids[i], Verified: -1}
 					for range 1 + rng.IntN(4) {
 						id := fmt.Sprint("id-", rng.IntN(60))
-						seg.TxnIDs = append(seg.TxnIDs, id)
-						seg.Hashes = append(seg.Hashes, model.HashTxnID(id))
-						seg.Data = append(seg.Data, []byte(`1`))
+						fr.TxnIDs = append(fr.TxnIDs, id)
+						fr.Hashes = append(fr.Hashes, model.HashTxnID(id))
+						fr.Data = append(fr.Data, []byte(`1`))
 					}
-					segs = append(segs, seg)
+					bundle = append(bundle, fr)
 				}
-				res, err := st.Push(ctx, segs)
+				res, err := st.Push(ctx, bundle)
 				if err != nil {
 					errs <- err
 					return
 				}
 				mu.Lock()
-				for s := range segs {
+				for s := range bundle {
 					for k, o := range res[s].Outcomes {
-						answers = append(answers, answer{segs[s].PartitionID, segs[s].TxnIDs[k], o, time.Now()})
+						answers = append(answers, answer{bundle[s].PartitionID, bundle[s].TxnIDs[k], o, time.Now()})
 					}
 				}
 				mu.Unlock()
@@ -422,7 +422,7 @@ func TestPartitionFiguresFollowPushesFiresAndRetention(t *testing.T) {
 	}
 	bytesOf := func(ids ...string) int64 {
 		var n int64
-		for _, d := range segment(0, 0, ids...).Data {
+		for _, d := range newFrame(0, 0, ids...).Data {
 			n += int64(len(d))
 		}
 		return n

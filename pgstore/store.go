@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/queengate/queengate/model"
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/queengate/queengate/model"
+	"github.com/queengate/queengate/pgstore/consumer"
+	"github.com/queengate/queengate/pgstore/internal/pgwire"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -21,6 +24,9 @@ const sqlstatePartitionNotFound = "QG404"
 
 // Store is the PostgreSQL log. It is safe for concurrent use.
 type Store struct {
+	// groupStore serves the consumer groups (package consumer): pops,
+	// acks, leases, dead letters and redrives, group positions.
+	*groupStore
 	pool          *pgxpool.Pool
 	settleTimeout time.Duration
 	hb            heartbeat
@@ -30,6 +36,10 @@ type Store struct {
 	// were too large to deliver, per queue and group.
 	undeliverable *prometheus.CounterVec
 }
+
+// groupStore names the embedded consumer.Store, so that its field is
+// unexported and its methods are Store's.
+type groupStore = consumer.Store
 
 // Open connects a pool to connString (a PostgreSQL URL or DSN, with pgx's
 // pool_* parameters). Close releases it.
@@ -58,7 +68,7 @@ func OpenConfig(ctx context.Context, cfg *pgxpool.Config) (*Store, error) {
 	}
 	after := cfg.AfterConnect
 	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
-		if err := registerCodecs(ctx, conn); err != nil {
+		if err := pgwire.RegisterCodecs(ctx, conn); err != nil {
 			return err
 		}
 		if err := rememberBackend(ctx, conn); err != nil {
@@ -73,7 +83,9 @@ func OpenConfig(ctx context.Context, cfg *pgxpool.Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: connect: %w", err)
 	}
-	return &Store{pool: pool, settleTimeout: defaultSettleTimeout, undeliverable: newUndeliverableCounter()}, nil
+	s := &Store{pool: pool, settleTimeout: defaultSettleTimeout, undeliverable: newUndeliverableCounter()}
+	s.groupStore = consumer.New(pool, s, s.maxData, s.undeliverable)
+	return s, nil
 }
 
 // SetMaxData gives the store the most data a message may carry: the

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/queengate/queengate/model"
 	"strconv"
 	"time"
+
+	"github.com/queengate/queengate/model"
+	"github.com/queengate/queengate/pgstore/internal/pgwire"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -41,7 +43,7 @@ SELECT t.id::text, t.fire_at, true, 0 FROM queen.timers t
 func (s *Store) ScheduleTimer(ctx context.Context, partitionID int64, txnID string, data []byte, fireAt time.Time) (model.ScheduledTimer, error) {
 	h := model.HashTxnID(txnID)
 	if data == nil {
-		data = jsonNull
+		data = pgwire.JSONNull
 	}
 	// The pending row a conflict names may have committed after this
 	// statement's snapshot: then neither branch returns it, and a second

@@ -129,7 +129,7 @@ func benchFireBacklog(b *testing.B, store *pgstore.Store, pid int64) {
 func benchPush(b *testing.B, store *pgstore.Store, pid int64) {
 	ctx := context.Background()
 	const frame = 1000
-	seg := model.Frame{PartitionID: pid, Verified: -1, TxnIDs: make([]string, frame),
+	fr := model.Frame{PartitionID: pid, Verified: -1, TxnIDs: make([]string, frame),
 		Hashes: make([]model.Hash, frame), Data: make([][]byte, frame)}
 	n := 0
 	for b.Loop() {
@@ -139,14 +139,14 @@ func benchPush(b *testing.B, store *pgstore.Store, pid int64) {
 		}
 		for i := range frame {
 			n++
-			seg.TxnIDs[i] = fmt.Sprint("push-", n)
-			seg.Hashes[i] = model.HashTxnID(seg.TxnIDs[i])
-			seg.Data[i] = []byte(`{"v":1}`)
+			fr.TxnIDs[i] = fmt.Sprint("push-", n)
+			fr.Hashes[i] = model.HashTxnID(fr.TxnIDs[i])
+			fr.Data[i] = []byte(`{"v":1}`)
 		}
 		// Vouched at the allocator, as a steady-state cache does: the push
 		// itself, not the probe, is what is measured.
-		seg.Verified, seg.VerifiedWindow = last.LastOffset, model.MaxOptionSeconds
-		if _, err := store.Push(ctx, []model.Frame{seg}); err != nil {
+		fr.Verified, fr.VerifiedWindow = last.LastOffset, model.MaxOptionSeconds
+		if _, err := store.Push(ctx, []model.Frame{fr}); err != nil {
 			b.Fatal(err)
 		}
 	}

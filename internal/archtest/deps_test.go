@@ -1,7 +1,8 @@
 // Package archtest keeps the dependency direction of docs/design.md
 // ("Packages") honest: cmd -> gateway -> {ingest, timers}; ingest ->
 // dedup; everything below the daemon speaks model; pgstore implements the
-// stores in model's terms; and nothing but pgstore links pgx.
+// stores in model's terms; and nothing but pgstore (with its consumer and
+// internal packages) links pgx.
 package archtest
 
 import (
@@ -24,18 +25,20 @@ const module = "github.com/queengate/queengate"
 // queengatetest; internal/ctl/... are queenctl's parts, which speak only
 // the wire; the rest of internal/ is test harnesses and queenchaos's.
 var arrows = map[string][]string{
-	".":                {}, // the wire contract and client, package queengate
-	"consumer":         {"."},
-	"model":            {},
-	"dedup":            {},
-	"internal/promreg": {},
-	"pgstore":          {"model"},
-	"ingest":           {"dedup", "model", "internal/startstop", "internal/promreg"},
-	"timers":           {"model", "internal/startstop", "internal/promreg"},
-	"retention":        {"model", "internal/startstop", "internal/promreg"},
-	"routing":          {".", "internal/promreg"},
-	"internal/wire":    {".", "ingest", "model"},
-	"gateway":          {".", "ingest", "timers", "model", "routing", "internal/wire", "internal/startstop", "internal/promreg"},
+	".":                       {}, // the wire contract and client, package queengate
+	"consumer":                {"."},
+	"model":                   {},
+	"dedup":                   {},
+	"internal/promreg":        {},
+	"pgstore":                 {"model", "pgstore/consumer", "pgstore/internal/pgwire"},
+	"pgstore/consumer":        {"model", "pgstore/internal/pgwire"},
+	"pgstore/internal/pgwire": {"model"},
+	"ingest":                  {"dedup", "model", "internal/startstop", "internal/promreg"},
+	"timers":                  {"model", "internal/startstop", "internal/promreg"},
+	"retention":               {"model", "internal/startstop", "internal/promreg"},
+	"routing":                 {".", "internal/promreg"},
+	"internal/wire":           {".", "ingest", "model"},
+	"gateway":                 {".", "ingest", "timers", "model", "routing", "internal/wire", "internal/startstop", "internal/promreg"},
 
 	// The gateway run in-process, and for users' tests.
 	"internal/natsembed":  {},
@@ -63,9 +66,10 @@ var arrows = map[string][]string{
 	"internal/ctl/batch":    {"."},
 }
 
-// mayLinkPgx are the packages that may link pgx: pgstore, which
-// implements the stores in model's terms, what wires it into a gateway
-// (server, queengatetest), and the making of throwaway databases.
+// mayLinkPgx are the packages that may link pgx besides pgstore and its
+// own (isStore), which implement the stores in model's terms: what wires
+// pgstore into a gateway (server, queengatetest), and the making of
+// throwaway databases.
 var mayLinkPgx = map[string]bool{"pgstore": true, "server": true, "queengatetest": true, "internal/pgadmin": true}
 
 // tools are the commands that need the shard mapping but not the server:
@@ -130,12 +134,16 @@ func TestDependencyDirection(t *testing.T) {
 				t.Errorf("%s depends on %s, which its arrows do not reach", pkg, rest)
 			}
 			// The benchmark's packages measure PostgreSQL directly, as cmd/ tools may.
-			if !mayLinkPgx[pkg] && !strings.HasPrefix(pkg, "internal/bench") && strings.HasPrefix(dep, "github.com/jackc/pgx") {
+			if !isStore(pkg) && !mayLinkPgx[pkg] && !strings.HasPrefix(pkg, "internal/bench") && strings.HasPrefix(dep, "github.com/jackc/pgx") {
 				t.Errorf("%s links %s: only pgstore may (it implements the stores in model's terms), and what wires it in", pkg, dep)
 			}
 		}
 	}
 }
+
+// isStore says whether pkg is pgstore or one of its packages, the only
+// library packages that may link pgx.
+func isStore(pkg string) bool { return pkg == "pgstore" || strings.HasPrefix(pkg, "pgstore/") }
 
 func TestOnlyPgstoreImportsPgx(t *testing.T) {
 	t.Parallel()
@@ -146,7 +154,7 @@ func TestOnlyPgstoreImportsPgx(t *testing.T) {
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		fields := strings.Fields(line)
 		pkg := strings.TrimPrefix(fields[0], module+"/")
-		if pkg == "pgstore" || strings.HasPrefix(pkg, "internal/") || strings.HasPrefix(pkg, "cmd/") {
+		if isStore(pkg) || strings.HasPrefix(pkg, "internal/") || strings.HasPrefix(pkg, "cmd/") {
 			continue // the store, test harnesses, and tools that measure PostgreSQL directly
 		}
 		for _, imp := range fields[1:] {

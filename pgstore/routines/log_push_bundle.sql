@@ -49,7 +49,7 @@ CREATE OR REPLACE FUNCTION queen.log_push_bundle(
     p_cand_off         bigint[],
     p_dh_counts        integer[],
     p_data_hashes      uuid[])
-RETURNS TABLE (seg integer, base_offset bigint, last_offset bigint, probe text, unrolled bigint,
+RETURNS TABLE (frame integer, base_offset bigint, last_offset bigint, probe text, unrolled bigint,
                dup_idx integer[], dup_off bigint[], on_conflict text)
 LANGUAGE plpgsql
 -- Each statement is planned once per session, for any arrays: left to
@@ -72,7 +72,7 @@ SET enable_hashagg = off
 SET enable_seqscan = off
 AS $$
 DECLARE
-    v_segs     integer := coalesce(cardinality(p_pids), 0);
+    v_frames   integer := coalesce(cardinality(p_pids), 0);
     v_pos      integer[]; -- frame s starts at p_*[v_pos[s]]
     v_cpos     integer[]; -- its candidates start at p_cand_*[v_cpos[s]]
     v_dpos     integer[]; -- its data hashes start at p_data_hashes[v_dpos[s]]
@@ -89,7 +89,7 @@ DECLARE
     v_scan     boolean;   -- some frame has stored rows above v_from to probe
     v_unrolled bigint[];  -- stored hashes it compared
     v_now      timestamptz;
-    d_s        integer[]; -- stored duplicates found: frame, position, offset
+    d_s        integer[]; -- duplicates found: frame, position, offset
     d_idx      integer[];
     d_off      bigint[];
     v_dirty    integer[]; -- frames with a duplicate or a repeat: classified
@@ -103,22 +103,22 @@ BEGIN
                AND coalesce(cardinality(p_data), 0) = coalesce(cardinality(p_hashes), 0)
                AND coalesce(sum(c.k), 0) = coalesce(cardinality(p_cand_idx), 0)
                AND coalesce(cardinality(p_cand_idx), 0) = coalesce(cardinality(p_cand_off), 0)
-               AND bool_and(c.n >= 1) AND count(c.n) = v_segs AND count(c.k) = v_segs
-               AND cardinality(p_verified) = v_segs AND cardinality(p_verified_windows) = v_segs
-               AND cardinality(p_bytes) = v_segs
+               AND bool_and(c.n >= 1) AND count(c.n) = v_frames AND count(c.k) = v_frames
+               AND cardinality(p_verified) = v_frames AND cardinality(p_verified_windows) = v_frames
+               AND cardinality(p_bytes) = v_frames
                AND coalesce(sum(c.d), 0) = coalesce(cardinality(p_data_hashes), 0)
-               AND count(c.d) = v_segs AND bool_and(c.d = 0 OR c.d = c.n),
+               AND count(c.d) = v_frames AND bool_and(c.d = 0 OR c.d = c.n),
            array_agg(c.pos ORDER BY c.s), array_agg(c.cpos ORDER BY c.s), array_agg(c.dpos ORDER BY c.s),
-           (SELECT count(DISTINCT pid) FROM unnest(p_pids) AS pid) = v_segs,
+           (SELECT count(DISTINCT pid) FROM unnest(p_pids) AS pid) = v_frames,
            (SELECT count(DISTINCT h) FROM unnest(p_hashes) AS h) = coalesce(cardinality(p_hashes), 0)
       INTO v_shape_ok, v_pos, v_cpos, v_dpos, v_distinct, v_unique
       FROM (SELECT x.n, x.k, x.d, x.s, (sum(x.n) OVER w - x.n + 1)::integer AS pos,
                    (sum(x.k) OVER w - x.k + 1)::integer AS cpos, (sum(x.d) OVER w - x.d + 1)::integer AS dpos
               FROM unnest(p_counts, p_cand_counts, p_dh_counts) WITH ORDINALITY AS x(n, k, d, s)
             WINDOW w AS (ORDER BY x.s)) AS c;
-    IF v_segs = 0 OR NOT coalesce(v_shape_ok, false) THEN
+    IF v_frames = 0 OR NOT coalesce(v_shape_ok, false) THEN
         RAISE EXCEPTION 'queen.log_push_bundle: % frames with % verified marks, % counts summing to % for % hashes, % candidates',
-            v_segs, cardinality(p_verified), cardinality(p_counts), (SELECT sum(c) FROM unnest(p_counts) AS c),
+            v_frames, cardinality(p_verified), cardinality(p_counts), (SELECT sum(c) FROM unnest(p_counts) AS c),
             cardinality(p_hashes), cardinality(p_cand_idx)
             USING ERRCODE = '22023';
     END IF;
@@ -126,7 +126,7 @@ BEGIN
     IF NOT v_distinct THEN
         -- A partition named twice: its frames in input order, each pushed
         -- alone, so the later sees the earlier's writes.
-        FOR s IN 1 .. v_segs LOOP
+        FOR s IN 1 .. v_frames LOOP
             RETURN QUERY
                 SELECT s, r.base_offset, r.last_offset, r.probe, r.unrolled, r.dup_idx, r.dup_off, r.on_conflict
                   FROM queen.log_push_bundle(ARRAY[p_pids[s]], ARRAY[p_verified[s]], ARRAY[p_verified_windows[s]],
@@ -172,13 +172,13 @@ BEGIN
      CROSS JOIN LATERAL (SELECT p_verified[fr.s] >= 0 AND lk.win <= p_verified_windows[fr.s] AS ok) AS vouch
      CROSS JOIN LATERAL (SELECT vouch.ok, CASE WHEN vouch.ok THEN GREATEST(p_verified[fr.s], lk.txns_start - 1)
                                                ELSE lk.txns_start - 1 END AS from_off) AS b;
-    IF coalesce(cardinality(v_last), 0) <> v_segs THEN
+    IF coalesce(cardinality(v_last), 0) <> v_frames THEN
         RAISE EXCEPTION 'queen.log_push_bundle: a partition of % does not exist', p_pids USING ERRCODE = 'QG404';
     END IF;
     -- Taken after the locks: the probes and the writes see every commit
     -- that preceded them.
     v_now := clock_timestamp();
-    v_unrolled := array_fill(0::bigint, ARRAY[v_segs]);
+    v_unrolled := array_fill(0::bigint, ARRAY[v_frames]);
 
     -- The range probe: every stored hash above v_from in the window, for
     -- the frames that have such rows (all of them for a full probe, the
@@ -252,107 +252,81 @@ BEGIN
           INTO d_s, d_idx, d_off, v_unrolled;
     END IF;
 
-    -- No hash repeated within the bundle, the usual case: a frame writes
-    -- its messages minus the stored duplicates found, as sent.
-    IF v_unique THEN
-        RETURN QUERY
-        WITH dd AS ( -- each frame's stored duplicates
-            SELECT d.s, array_agg(d.idx ORDER BY d.idx) AS idx, array_agg(d.off ORDER BY d.idx) AS off
-              FROM unnest(d_s, d_idx, d_off) AS d(s, idx, off) GROUP BY d.s
-        ), fr AS (
-            SELECT g.s, p_pids[g.s] AS pid, v_last[g.s] AS last, v_pos[g.s] AS pos, p_counts[g.s] AS n,
-                   v_dpos[g.s] AS dpos, v_keepdh[g.s] AS keepdh, dd.idx AS dup_idx, dd.off AS dup_off
-              FROM generate_subscripts(p_pids, 1) AS g(s) LEFT JOIN dd ON dd.s = g.s
-        ), dirty AS MATERIALIZED ( -- frames with a duplicate: their new messages, gathered once
-            SELECT fr.s, fr.pid, fr.last + 1 AS base, x.k, x.txn_ids, x.hashes, x.data, x.bytes, x.data_hashes
-              FROM fr CROSS JOIN LATERAL (
-                       SELECT count(*) AS k, array_agg(p_txn_ids[i]) AS txn_ids, array_agg(p_hashes[i]) AS hashes,
-                              array_agg(p_data[i]) AS data, sum(octet_length(p_data[i]::text))::bigint AS bytes,
-                              CASE WHEN fr.keepdh THEN array_agg(p_data_hashes[fr.dpos + i - fr.pos]) END AS data_hashes
-                         FROM generate_series(fr.pos, fr.pos + fr.n - 1) AS i
-                        WHERE i - fr.pos + 1 <> ALL (fr.dup_idx)) AS x
-             WHERE fr.dup_idx IS NOT NULL AND x.k > 0
-        ), kept AS ( -- what each frame writes; a clean frame's slices are taken
-                     -- where they are used, not copied into a CTE first
-            SELECT fr.s, fr.pid, fr.last + 1 AS base, fr.n::bigint AS k, p_txn_ids[fr.pos : fr.pos + fr.n - 1] AS txn_ids,
-                   p_hashes[fr.pos : fr.pos + fr.n - 1] AS hashes, p_data[fr.pos : fr.pos + fr.n - 1] AS data,
-                   p_bytes[fr.s] AS bytes,
-                   CASE WHEN fr.keepdh THEN p_data_hashes[fr.dpos : fr.dpos + fr.n - 1] END AS data_hashes
-              FROM fr WHERE fr.dup_idx IS NULL
-            UNION ALL
-            SELECT dirty.s, dirty.pid, dirty.base, dirty.k, dirty.txn_ids, dirty.hashes, dirty.data, dirty.bytes,
-                   dirty.data_hashes FROM dirty
-        ), alloc AS (
-            UPDATE queen.log_partitions p
-               SET last_offset = kept.base + kept.k - 1, stored_bytes = p.stored_bytes + kept.bytes
-              FROM kept WHERE p.id = kept.pid AND p.id = ANY (p_pids)
-        ), segs AS (
-            INSERT INTO queen.log_segments (partition_id, base_offset, end_offset, created_at, txn_ids, data, data_bytes)
-            SELECT kept.pid, kept.base, kept.base + kept.k - 1, v_now, kept.txn_ids, kept.data, kept.bytes FROM kept
-        ), txns AS (
-            -- Written whatever the window: ack-by-transactionId resolves through it.
-            INSERT INTO queen.log_txns (partition_id, base_offset, end_offset, created_at, hashes, data_hashes)
-            SELECT kept.pid, kept.base, kept.base + kept.k - 1, v_now, kept.hashes, kept.data_hashes FROM kept
+    -- Some hash is repeated: frames with a stored duplicate or a repeat
+    -- within themselves (window on) are classified message by message. A
+    -- stored duplicate keeps its original's offset, a repeat follows the
+    -- first occurrence of its hash, and the new leaders take contiguous
+    -- offsets in frame order: the duplicates found become every message
+    -- that is not a new leader, with the offset it answers, and the frames
+    -- are then written as in a bundle without repeats.
+    IF NOT v_unique THEN
+        SELECT ARRAY(SELECT DISTINCT d.s FROM unnest(d_s) AS d(s)) INTO v_dirty;
+        SELECT v_dirty || ARRAY(
+            SELECT fs.s FROM generate_subscripts(p_pids, 1) AS fs(s)
+             WHERE v_win[fs.s] > 0 AND p_counts[fs.s] > 1 AND NOT fs.s = ANY (v_dirty)
+               AND (SELECT count(DISTINCT h) FROM unnest(p_hashes[v_pos[fs.s] : v_pos[fs.s] + p_counts[fs.s] - 1]) AS h)
+                   < p_counts[fs.s])
+          INTO v_dirty;
+        WITH fr AS (
+            SELECT s, v_last[s] AS last, v_pos[s] AS pos, p_counts[s] AS n
+              FROM unnest(v_dirty) AS s
+        ), msg AS ( -- the messages of dirty frames, with their stored original if any
+            SELECT fr.s, (i - fr.pos + 1)::integer AS idx, p_hashes[i] AS h, fr.last, d.off AS stored
+              FROM fr CROSS JOIN LATERAL generate_series(fr.pos, fr.pos + fr.n - 1) AS i
+              LEFT JOIN unnest(d_s, d_idx, d_off) AS d(s, idx, off) ON d.s = fr.s AND d.idx = i - fr.pos + 1
+        ), cls AS ( -- a repeat follows the first occurrence of its hash in the frame
+            SELECT msg.*, min(msg.idx) OVER (PARTITION BY msg.s, msg.h) AS leader FROM msg
+        ), fresh AS ( -- new leaders take the next offsets, in frame order
+            SELECT cls.s, cls.idx, cls.last + row_number() OVER (PARTITION BY cls.s ORDER BY cls.idx) AS off
+              FROM cls WHERE cls.stored IS NULL AND cls.leader = cls.idx
+        ), dups AS ( -- everything else answers with its original's offset
+            SELECT cls.s, cls.idx, coalesce(cls.stored, fl.off) AS off
+              FROM cls
+              LEFT JOIN fresh AS fs ON fs.s = cls.s AND fs.idx = cls.idx
+              LEFT JOIN fresh AS fl ON fl.s = cls.s AND fl.idx = cls.leader
+             WHERE fs.idx IS NULL
         )
-        SELECT fr.s::integer, kept.base, coalesce(kept.base + kept.k - 1, fr.last), v_probe[fr.s], v_unrolled[fr.s],
-               fr.dup_idx, fr.dup_off, v_mode[fr.s]
-          FROM fr LEFT JOIN kept ON kept.s = fr.s;
-        RETURN;
+        SELECT array_agg(dups.s ORDER BY dups.s, dups.idx), array_agg(dups.idx ORDER BY dups.s, dups.idx),
+               array_agg(dups.off ORDER BY dups.s, dups.idx)
+          INTO d_s, d_idx, d_off
+          FROM dups;
     END IF;
 
-    -- Some hash is repeated: frames with a stored duplicate or a repeat
-    -- within themselves (window on) are classified message by message.
-    SELECT ARRAY(SELECT DISTINCT d.s FROM unnest(d_s) AS d(s)) INTO v_dirty;
-    SELECT v_dirty || ARRAY(
-        SELECT fs.s FROM generate_subscripts(p_pids, 1) AS fs(s)
-         WHERE v_win[fs.s] > 0 AND p_counts[fs.s] > 1 AND NOT fs.s = ANY (v_dirty)
-           AND (SELECT count(DISTINCT h) FROM unnest(p_hashes[v_pos[fs.s] : v_pos[fs.s] + p_counts[fs.s] - 1]) AS h)
-               < p_counts[fs.s])
-      INTO v_dirty;
-
-    -- Dirty frames are classified: a stored duplicate keeps its original's
-    -- offset, a repeat follows the first occurrence of its hash, and the
-    -- new leaders take contiguous offsets in frame order; clean frames are
-    -- written as sent, all in the same statements.
+    -- Every frame is written by this one statement: a frame without
+    -- duplicates as sent, one with duplicates its other messages, at
+    -- contiguous offsets in frame order.
     RETURN QUERY
-    WITH fr AS (
-        SELECT s, p_pids[s] AS pid, v_last[s] AS last, v_pos[s] AS pos, p_counts[s] AS n, s = ANY (v_dirty) AS dirty
-          FROM generate_subscripts(p_pids, 1) AS s
-    ), msg AS ( -- the messages of dirty frames, with their stored original if any
-        SELECT fr.s, (i - fr.pos + 1)::integer AS idx, i AS gi, p_hashes[i] AS h, fr.last, d.off AS stored
-          FROM fr CROSS JOIN LATERAL generate_series(fr.pos, fr.pos + fr.n - 1) AS i
-          LEFT JOIN unnest(d_s, d_idx, d_off) AS d(s, idx, off) ON d.s = fr.s AND d.idx = i - fr.pos + 1
-         WHERE fr.dirty
-    ), cls AS ( -- a repeat follows the first occurrence of its hash in the frame
-        SELECT msg.*, min(msg.idx) OVER (PARTITION BY msg.s, msg.h) AS leader FROM msg
-    ), fresh AS ( -- new leaders take the next offsets, in frame order
-        SELECT cls.s, cls.idx, cls.gi, cls.last + row_number() OVER (PARTITION BY cls.s ORDER BY cls.idx) AS off
-          FROM cls WHERE cls.stored IS NULL AND cls.leader = cls.idx
-    ), dups AS ( -- everything else answers with its original's offset
-        SELECT cls.s, array_agg(cls.idx ORDER BY cls.idx) AS idx,
-               array_agg(coalesce(cls.stored, fl.off) ORDER BY cls.idx) AS off
-          FROM cls
-          LEFT JOIN fresh AS fs ON fs.s = cls.s AND fs.idx = cls.idx
-          LEFT JOIN fresh AS fl ON fl.s = cls.s AND fl.idx = cls.leader
-         WHERE fs.idx IS NULL
-         GROUP BY cls.s
-    ), kept AS MATERIALIZED ( -- what each frame writes
+    WITH dd AS ( -- each frame's duplicates
+        SELECT d.s, array_agg(d.idx ORDER BY d.idx) AS idx, array_agg(d.off ORDER BY d.idx) AS off
+          FROM unnest(d_s, d_idx, d_off) AS d(s, idx, off) GROUP BY d.s
+    ), fr AS (
+        SELECT g.s, p_pids[g.s] AS pid, v_last[g.s] AS last, v_pos[g.s] AS pos, p_counts[g.s] AS n,
+               v_dpos[g.s] AS dpos, v_keepdh[g.s] AS keepdh, dd.idx AS dup_idx, dd.off AS dup_off
+          FROM generate_subscripts(p_pids, 1) AS g(s) LEFT JOIN dd ON dd.s = g.s
+    ), dirty AS MATERIALIZED ( -- frames with a duplicate: their new messages, gathered once
+        SELECT fr.s, fr.pid, fr.last + 1 AS base, x.k, x.txn_ids, x.hashes, x.data, x.bytes, x.data_hashes
+          FROM fr CROSS JOIN LATERAL (
+                   SELECT count(*) AS k, array_agg(p_txn_ids[i]) AS txn_ids, array_agg(p_hashes[i]) AS hashes,
+                          array_agg(p_data[i]) AS data, sum(octet_length(p_data[i]::text))::bigint AS bytes,
+                          CASE WHEN fr.keepdh THEN array_agg(p_data_hashes[fr.dpos + i - fr.pos]) END AS data_hashes
+                     FROM generate_series(fr.pos, fr.pos + fr.n - 1) AS i
+                    WHERE i - fr.pos + 1 <> ALL (fr.dup_idx)) AS x
+         WHERE fr.dup_idx IS NOT NULL AND x.k > 0
+    ), kept AS ( -- what each frame writes; a clean frame's slices are taken
+                 -- where they are used, not copied into a CTE first
         SELECT fr.s, fr.pid, fr.last + 1 AS base, fr.n::bigint AS k, p_txn_ids[fr.pos : fr.pos + fr.n - 1] AS txn_ids,
-               p_hashes[fr.pos : fr.pos + fr.n - 1] AS hashes, p_data[fr.pos : fr.pos + fr.n - 1] AS data, p_bytes[fr.s] AS bytes,
-               CASE WHEN v_keepdh[fr.s] THEN p_data_hashes[v_dpos[fr.s] : v_dpos[fr.s] + fr.n - 1] END AS data_hashes
-          FROM fr WHERE NOT fr.dirty
+               p_hashes[fr.pos : fr.pos + fr.n - 1] AS hashes, p_data[fr.pos : fr.pos + fr.n - 1] AS data,
+               p_bytes[fr.s] AS bytes,
+               CASE WHEN fr.keepdh THEN p_data_hashes[fr.dpos : fr.dpos + fr.n - 1] END AS data_hashes
+          FROM fr WHERE fr.dup_idx IS NULL
         UNION ALL
-        SELECT fresh.s, p_pids[fresh.s], min(fresh.off), count(*), array_agg(p_txn_ids[fresh.gi] ORDER BY fresh.idx),
-               array_agg(p_hashes[fresh.gi] ORDER BY fresh.idx), array_agg(p_data[fresh.gi] ORDER BY fresh.idx),
-               sum(octet_length(p_data[fresh.gi]::text))::bigint,
-               CASE WHEN v_keepdh[fresh.s]
-                    THEN array_agg(p_data_hashes[v_dpos[fresh.s] + fresh.gi - v_pos[fresh.s]] ORDER BY fresh.idx) END
-          FROM fresh GROUP BY fresh.s
+        SELECT dirty.s, dirty.pid, dirty.base, dirty.k, dirty.txn_ids, dirty.hashes, dirty.data, dirty.bytes,
+               dirty.data_hashes FROM dirty
     ), alloc AS (
         UPDATE queen.log_partitions p
            SET last_offset = kept.base + kept.k - 1, stored_bytes = p.stored_bytes + kept.bytes
           FROM kept WHERE p.id = kept.pid AND p.id = ANY (p_pids)
-    ), segs AS (
+    ), frames AS (
         INSERT INTO queen.log_segments (partition_id, base_offset, end_offset, created_at, txn_ids, data, data_bytes)
         SELECT kept.pid, kept.base, kept.base + kept.k - 1, v_now, kept.txn_ids, kept.data, kept.bytes FROM kept
     ), txns AS (
@@ -361,9 +335,7 @@ BEGIN
         SELECT kept.pid, kept.base, kept.base + kept.k - 1, v_now, kept.hashes, kept.data_hashes FROM kept
     )
     SELECT fr.s::integer, kept.base, coalesce(kept.base + kept.k - 1, fr.last), v_probe[fr.s], v_unrolled[fr.s],
-           dups.idx, dups.off, v_mode[fr.s]
-      FROM fr
-      LEFT JOIN kept ON kept.s = fr.s
-      LEFT JOIN dups ON dups.s = fr.s;
+           fr.dup_idx, fr.dup_off, v_mode[fr.s]
+      FROM fr LEFT JOIN kept ON kept.s = fr.s;
 END
 $$;

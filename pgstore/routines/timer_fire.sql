@@ -79,7 +79,7 @@ BEGIN
                    '{}', '{}', array_fill(0, ARRAY[cardinality(v_fpids)]), '{}') AS r
           JOIN (SELECT f.s, min(k2) AS first FROM unnest(v_pids) WITH ORDINALITY AS u(pid, k2)
                   JOIN unnest(v_fpids) WITH ORDINALITY AS f(pid, s) ON f.pid = u.pid GROUP BY f.s) AS fp
-            ON fp.s = r.seg
-         CROSS JOIN LATERAL generate_series(fp.first, fp.first + v_counts[r.seg] - 1) AS k;
+            ON fp.s = r.frame
+         CROSS JOIN LATERAL generate_series(fp.first, fp.first + v_counts[r.frame] - 1) AS k;
 END
 $$;

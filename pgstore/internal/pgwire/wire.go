@@ -1,10 +1,11 @@
-package pgstore
+package pgwire
 
 import (
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+
 	"github.com/queengate/queengate/model"
 
 	"github.com/jackc/pgx/v5"
@@ -20,11 +21,11 @@ import (
 // arrays read by hydration are parsed the same way.
 
 const (
-	oidText      = 25
-	oidJSON      = 114
-	oidUUID      = 2950
-	oidInt8      = 20
-	oidBool      = 16
+	OIDText      = 25
+	OIDJSON      = 114
+	OIDUUID      = 2950
+	OIDInt8      = 20
+	OIDBool      = 16
 	oidInt8Array = pgtype.Int8ArrayOID
 	oidBoolArray = pgtype.BoolArrayOID
 	oidTextArray = pgtype.TextArrayOID
@@ -32,10 +33,10 @@ const (
 	oidUUIDArray = pgtype.UUIDArrayOID
 )
 
-// encodedArray is a one-dimensional array already in the binary format. It
+// EncodedArray is a one-dimensional array already in the binary format. It
 // is a struct, not a []byte, so that a connection without the codecs of
-// registerCodecs fails to encode it instead of sending it as something else.
-type encodedArray struct{ b []byte }
+// RegisterCodecs fails to encode it instead of sending it as something else.
+type EncodedArray struct{ b []byte }
 
 // arrayHeader starts a one-dimensional, NULL-free binary array of n elements.
 func arrayHeader(buf []byte, elemOID uint32, n int) []byte {
@@ -46,37 +47,37 @@ func arrayHeader(buf []byte, elemOID uint32, n int) []byte {
 	return binary.BigEndian.AppendUint32(buf, 1) // lower bound
 }
 
-// arrayBuilder appends elements after an arrayHeader.
-type arrayBuilder struct{ buf []byte }
+// ArrayBuilder appends elements after an arrayHeader.
+type ArrayBuilder struct{ buf []byte }
 
-func newArrayBuilder(elemOID uint32, n, payload int) *arrayBuilder {
-	b := &arrayBuilder{buf: make([]byte, 0, 20+4*n+payload)}
+func NewArrayBuilder(elemOID uint32, n, payload int) *ArrayBuilder {
+	b := &ArrayBuilder{buf: make([]byte, 0, 20+4*n+payload)}
 	b.buf = arrayHeader(b.buf, elemOID, n)
 	return b
 }
 
-func (b *arrayBuilder) appendString(s string) {
+func (b *ArrayBuilder) AppendString(s string) {
 	b.buf = binary.BigEndian.AppendUint32(b.buf, uint32(len(s)))
 	b.buf = append(b.buf, s...)
 }
 
-func (b *arrayBuilder) appendBytes(p []byte) {
+func (b *ArrayBuilder) AppendBytes(p []byte) {
 	b.buf = binary.BigEndian.AppendUint32(b.buf, uint32(len(p)))
 	b.buf = append(b.buf, p...)
 }
 
-// appendNull appends a NULL element, marking the array as holding one.
-func (b *arrayBuilder) appendNull() {
+// AppendNull appends a NULL element, marking the array as holding one.
+func (b *ArrayBuilder) AppendNull() {
 	binary.BigEndian.PutUint32(b.buf[4:], 1) // has nulls
 	b.buf = binary.BigEndian.AppendUint32(b.buf, 0xFFFFFFFF)
 }
 
-func (b *arrayBuilder) appendInt64(n int64) {
+func (b *ArrayBuilder) AppendInt64(n int64) {
 	b.buf = binary.BigEndian.AppendUint32(b.buf, 8)
 	b.buf = binary.BigEndian.AppendUint64(b.buf, uint64(n))
 }
 
-func (b *arrayBuilder) appendBool(v bool) {
+func (b *ArrayBuilder) AppendBool(v bool) {
 	b.buf = binary.BigEndian.AppendUint32(b.buf, 1)
 	if v {
 		b.buf = append(b.buf, 1)
@@ -85,7 +86,7 @@ func (b *arrayBuilder) appendBool(v bool) {
 	}
 }
 
-func (b *arrayBuilder) encoded() encodedArray { return encodedArray{b.buf} }
+func (b *ArrayBuilder) Encoded() EncodedArray { return EncodedArray{b.buf} }
 
 // decodeHashArray parses a binary uuid[] (one dimension, no NULLs).
 func decodeHashArray(src []byte, dst []model.Hash) ([]model.Hash, error) {
@@ -96,7 +97,7 @@ func decodeHashArray(src []byte, dst []model.Hash) ([]model.Hash, error) {
 	if ndim == 0 {
 		return dst[:0], nil
 	}
-	if ndim != 1 || len(src) < 20 || binary.BigEndian.Uint32(src[8:]) != oidUUID {
+	if ndim != 1 || len(src) < 20 || binary.BigEndian.Uint32(src[8:]) != OIDUUID {
 		return nil, fmt.Errorf("pgstore: expected a one-dimensional uuid[], got %d dimensions", ndim)
 	}
 	n := int(binary.BigEndian.Uint32(src[12:]))
@@ -152,12 +153,12 @@ func arrayElements(src []byte, elemOID uint32) ([][]byte, error) {
 	return elems, nil
 }
 
-// ackOffsets and ackResults are consumer_ack's offs (bigint[], NULL for
+// AckOffsets and AckResults are consumer_ack's offs (bigint[], NULL for
 // an unresolved item) and results (text[]), read without pgx's
 // reflection: they have an element per item of every ack.
 type (
-	ackOffsets []*int64
-	ackResults []string
+	AckOffsets []*int64
+	AckResults []string
 )
 
 // scanElements reads src, a binary array of elemOID or NULL, into *dst,
@@ -183,7 +184,7 @@ func scanElements[T any](src []byte, elemOID uint32, dst *[]T, read func(el []by
 type ackOffsetsScanPlan struct{}
 
 func (ackOffsetsScanPlan) Scan(src []byte, target any) error {
-	return scanElements(src, oidInt8, (*[]*int64)(target.(*ackOffsets)), func(el []byte) (*int64, error) {
+	return scanElements(src, OIDInt8, (*[]*int64)(target.(*AckOffsets)), func(el []byte) (*int64, error) {
 		switch {
 		case el == nil:
 			return nil, nil
@@ -198,7 +199,7 @@ func (ackOffsetsScanPlan) Scan(src []byte, target any) error {
 type ackResultsScanPlan struct{}
 
 func (ackResultsScanPlan) Scan(src []byte, target any) error {
-	return scanElements(src, oidText, (*[]string)(target.(*ackResults)), func(el []byte) (string, error) {
+	return scanElements(src, OIDText, (*[]string)(target.(*AckResults)), func(el []byte) (string, error) {
 		if el == nil {
 			return "", errors.New("pgstore: a NULL result")
 		}
@@ -216,8 +217,8 @@ func internedResult(b []byte) string {
 	return string(b)
 }
 
-// arrayCodec wraps pgx's codec for an array type: encodedArray values are
-// sent as they are, and *[]Hash (uuid[]), *ackOffsets and *ackResults
+// arrayCodec wraps pgx's codec for an array type: EncodedArray values are
+// sent as they are, and *[]Hash (uuid[]), *AckOffsets and *AckResults
 // targets are parsed directly.
 // Everything else goes to the wrapped codec.
 type arrayCodec struct{ pgtype.Codec }
@@ -225,7 +226,7 @@ type arrayCodec struct{ pgtype.Codec }
 type encodedArrayPlan struct{}
 
 func (encodedArrayPlan) Encode(value any, buf []byte) ([]byte, error) {
-	return append(buf, value.(encodedArray).b...), nil
+	return append(buf, value.(EncodedArray).b...), nil
 }
 
 type hashArrayScanPlan struct{}
@@ -245,7 +246,7 @@ func (hashArrayScanPlan) Scan(src []byte, target any) error {
 }
 
 func (c arrayCodec) PlanEncode(m *pgtype.Map, oid uint32, format int16, value any) pgtype.EncodePlan {
-	if _, ok := value.(encodedArray); ok && format == pgtype.BinaryFormatCode {
+	if _, ok := value.(EncodedArray); ok && format == pgtype.BinaryFormatCode {
 		return encodedArrayPlan{}
 	}
 	return c.Codec.PlanEncode(m, oid, format, value)
@@ -258,11 +259,11 @@ func (c arrayCodec) PlanScan(m *pgtype.Map, oid uint32, format int16, target any
 			if oid == oidUUIDArray {
 				return hashArrayScanPlan{}
 			}
-		case *ackOffsets:
+		case *AckOffsets:
 			if oid == oidInt8Array {
 				return ackOffsetsScanPlan{}
 			}
-		case *ackResults:
+		case *AckResults:
 			if oid == oidTextArray {
 				return ackResultsScanPlan{}
 			}
@@ -271,9 +272,9 @@ func (c arrayCodec) PlanScan(m *pgtype.Map, oid uint32, format int16, target any
 	return c.Codec.PlanScan(m, oid, format, target)
 }
 
-// registerCodecs installs arrayCodec on a connection's type map. Open does
+// RegisterCodecs installs arrayCodec on a connection's type map. Open does
 // this for every pooled connection.
-func registerCodecs(_ context.Context, conn *pgx.Conn) error {
+func RegisterCodecs(_ context.Context, conn *pgx.Conn) error {
 	m := conn.TypeMap()
 	for _, oid := range []uint32{oidTextArray, oidJSONArray, oidUUIDArray, oidInt8Array, oidBoolArray} {
 		t, ok := m.TypeForOID(oid)

@@ -1,4 +1,4 @@
-package pgstore
+package pgwire
 
 import (
 	"bytes"
@@ -37,13 +37,13 @@ func TestAckArraysAreWhatPgxSends(t *testing.T) {
 			errs[i] = &it.Error
 		}
 	}
-	o, h, c, e := ackArrays(items)
+	o, h, c, e := AckArrays(items)
 	m := pgtype.NewMap()
 	for _, tc := range []struct {
 		name string
 		oid  uint32
 		pgx  any
-		ours encodedArray
+		ours EncodedArray
 	}{
 		{"offsets", oidInt8Array, offsets, o},
 		{"hashes", oidUUIDArray, hashes, h},
@@ -72,7 +72,7 @@ func TestAckAnswerArraysReadAsPgxReadsThem(t *testing.T) {
 			t.Fatal(err)
 		}
 		var want []*int64
-		var got ackOffsets
+		var got AckOffsets
 		if err := m.Scan(oidInt8Array, pgtype.BinaryFormatCode, src, &want); err != nil {
 			t.Fatal(err)
 		}
@@ -94,7 +94,7 @@ func TestAckAnswerArraysReadAsPgxReadsThem(t *testing.T) {
 			t.Fatal(err)
 		}
 		var want []string
-		var got ackResults
+		var got AckResults
 		if err := m.Scan(oidTextArray, pgtype.BinaryFormatCode, src, &want); err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package pgstore
+package consumer
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/queengate/queengate/model"
+	"github.com/queengate/queengate/pgstore/internal/pgwire"
 )
 
 // AckAndPush completes items of group g's lease on partitionID and
@@ -96,7 +97,7 @@ func (s *Store) derivedFrames(ctx context.Context, derived []model.Derived) ([]m
 		}
 		at[i].frame = j
 	}
-	parts, _, err := s.EnsurePartitions(ctx, queues, partitions)
+	parts, _, err := s.log.EnsurePartitions(ctx, queues, partitions)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -142,15 +143,15 @@ func (s *Store) ackAll(ctx context.Context, tx pgx.Tx, g model.Group, partitionI
 // payload conflict in a queue that rejects them, refuses the request
 // with model.ErrNotCommitted: read under the locks, like the verdicts.
 func pushDerived(ctx context.Context, tx pgx.Tx, frames []model.Frame, at []derivedAt) ([]model.DerivedOutcome, error) {
-	args, err := bundleArgs(frames)
+	args, err := pgwire.BundleArgs(frames)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := tx.Query(ctx, pushBundleSQL, args...)
+	rows, err := tx.Query(ctx, pgwire.PushBundleSQL, args)
 	if err != nil {
 		return nil, err
 	}
-	res, err := collectResults(rows, frames)
+	res, err := pgwire.CollectResults(rows, frames)
 	if err != nil {
 		return nil, err
 	}
@@ -186,7 +187,7 @@ func judgeConflicts(ctx context.Context, tx pgx.Tx, frames []model.Frame, res []
 		if len(offsets) == 0 {
 			continue
 		}
-		stored, err := originals(ctx, tx, res[j].PartitionID, offsets)
+		stored, err := pgwire.Originals(ctx, tx, res[j].PartitionID, offsets)
 		if err != nil {
 			return err
 		}

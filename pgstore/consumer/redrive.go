@@ -1,4 +1,4 @@
-package pgstore
+package consumer
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/queengate/queengate/model"
+	"github.com/queengate/queengate/pgstore/internal/pgwire"
 )
 
 // DeadLetters returns up to limit dead letters of queue's partition not
@@ -51,7 +52,7 @@ func (s *Store) Redrive(ctx context.Context, queue, partition string, f model.De
 	if len(pending) == 0 {
 		return out, nil
 	}
-	orig, err := s.EnsurePartition(ctx, queue, partition)
+	orig, err := s.log.EnsurePartition(ctx, queue, partition)
 	if err != nil {
 		return out, err
 	}
@@ -97,7 +98,7 @@ func stillPending(ctx context.Context, tx pgx.Tx, groupID, pid int64, offsets []
 // no dead letters there. A list creates no group: the group holds the
 // dead-letter queue's retention when it waits for consumption.
 func (s *Store) redriveCursor(ctx context.Context, queue, partition string, create bool) (model.Group, int64, error) {
-	if _, err := s.QueueConfig(ctx, queue); err != nil {
+	if _, err := s.log.QueueConfig(ctx, queue); err != nil {
 		return model.Group{}, 0, err
 	}
 	find := s.FindGroup
@@ -198,7 +199,7 @@ func (s *Store) withData(ctx context.Context, pending []model.PendingDeadLetter,
 	for _, p := range pending {
 		if p.Letter.DataOmitted != nil {
 			pid, off, _ := model.ParseMessageID(p.Letter.MessageID) // checked by deadLetterOf
-			m, _, _, err := s.MessageAt(ctx, pid, off)
+			m, _, _, err := s.log.MessageAt(ctx, pid, off)
 			if err != nil || m.TxnID != p.Letter.TransactionID {
 				skipped++
 				continue
@@ -231,15 +232,15 @@ func pushBack(ctx context.Context, tx pgx.Tx, pid int64, pending []model.Pending
 		fr.TxnIDs, fr.Hashes = append(fr.TxnIDs, id), append(fr.Hashes, model.HashTxnID(id))
 		fr.Data, fr.DataHashes = append(fr.Data, data), append(fr.DataHashes, model.HashData(data))
 	}
-	args, err := bundleArgs([]model.Frame{fr})
+	args, err := pgwire.BundleArgs([]model.Frame{fr})
 	if err != nil {
 		return 0, 0, err
 	}
-	rows, err := tx.Query(ctx, pushBundleSQL, args...)
+	rows, err := tx.Query(ctx, pgwire.PushBundleSQL, args)
 	if err != nil {
 		return 0, 0, fmt.Errorf("push back: %w", err)
 	}
-	res, err := collectResults(rows, []model.Frame{fr})
+	res, err := pgwire.CollectResults(rows, []model.Frame{fr})
 	if err != nil {
 		return 0, 0, fmt.Errorf("push back: %w", err)
 	}

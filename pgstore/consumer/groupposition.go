@@ -1,4 +1,4 @@
-package pgstore
+package consumer
 
 import (
 	"context"
@@ -24,7 +24,7 @@ import (
 func (s *Store) CreateGroup(ctx context.Context, queue, name string, start model.GroupStart) (model.GroupCreated, error) {
 	out := model.GroupCreated{Group: model.Group{Queue: queue, Name: name}}
 	canonical := startJSON(start)
-	q, err := s.QueueConfig(ctx, queue)
+	q, err := s.log.QueueConfig(ctx, queue)
 	if err != nil {
 		return out, err
 	}

@@ -1,4 +1,4 @@
-package pgstore
+package consumer
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/queengate/queengate/model"
+	"github.com/queengate/queengate/pgstore/internal/pgwire"
 )
 
 // EnsureGroup returns queue's consumer group name, creating it (the
@@ -78,30 +79,37 @@ func (s *Store) Pop(ctx context.Context, r model.PopRequest) (model.PopResult, e
 		if r.PartitionID > 0 {
 			pid = &r.PartitionID
 		}
-		var row popRow
-		var exists bool
 		// One row always: whether the group exists (a deleted group has
 		// no cursors, so its pops would find nothing, forever) beside the
 		// pop's row, NULLs when no partition has work. The cursor as the
 		// statement found it (its snapshot predates the pop's update; one
 		// look-up by key) says whether the pop ended a lease that had run
 		// out: pops take only partitions without a running lease.
-		err := s.pool.QueryRow(ctx, `SELECT x.partition_id, x.partition, x.lease_id, x.lease_until, x.offs, x.txn_ids, x.data::text[],
-			x.created_at, x.attempts, x.last_errors, x.dead, x.too_large, coalesce(x.held, false), g.id IS NOT NULL,
+		rows, err := s.pool.Query(ctx, `SELECT x.partition_id, x.partition, x.lease_id, x.lease_until, x.offs, x.txn_ids,
+			x.data::text[] AS data, x.created_at, x.attempts, x.last_errors, x.dead, x.too_large,
+			coalesce(x.held, false) AS held, g.id IS NOT NULL AS group_exists,
 			coalesce((SELECT before.lease_id IS NOT NULL FROM queen.consumer_cursors before
-			           WHERE before.group_id = a.id AND before.partition_id = x.partition_id), false)
-			  FROM (SELECT $1::bigint AS id) a LEFT JOIN queen.consumer_groups g ON g.id = a.id
-			  LEFT JOIN queen.queues q ON q.id = $2
-			  LEFT JOIN LATERAL queen.consumer_pop(a.id, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, q.max_ack_pending) x ON true`,
-			r.Group.ID, r.Group.QueueID, pid, r.Max, r.Lease.Seconds(), r.Consumer, r.MaxBytes, r.Room, model.DeliveryEnvelope,
-			r.MaxDelivery, r.MaxAckPending).Scan(&row.partitionID, &row.partition, &row.lease, &row.until, &row.offsets, &row.txnIDs,
-			&row.data, &row.created, &row.attempts, &row.lastErrors, &row.dead, &row.tooLarge, &out.Held, &exists, &out.RanOutLease)
+			           WHERE before.group_id = a.id AND before.partition_id = x.partition_id), false) AS ran_out_lease
+			  FROM (SELECT @group_id::bigint AS id) a LEFT JOIN queen.consumer_groups g ON g.id = a.id
+			  LEFT JOIN queen.queues q ON q.id = @queue_id
+			  LEFT JOIN LATERAL queen.consumer_pop(p_group_id => a.id, p_queue_id => @queue_id, p_partition_id => @partition_id,
+			      p_max => @max, p_lease_seconds => @lease_seconds, p_consumer => @consumer, p_max_bytes => @max_bytes,
+			      p_room => @room, p_envelope => @envelope, p_max_delivery => @max_delivery,
+			      p_consumer_limit => @consumer_limit, p_group_limit => q.max_ack_pending) x ON true`,
+			pgx.NamedArgs{"group_id": r.Group.ID, "queue_id": r.Group.QueueID, "partition_id": pid, "max": r.Max,
+				"lease_seconds": r.Lease.Seconds(), "consumer": r.Consumer, "max_bytes": r.MaxBytes, "room": r.Room,
+				"envelope": model.DeliveryEnvelope, "max_delivery": r.MaxDelivery, "consumer_limit": r.MaxAckPending})
+		var row popRow
+		if err == nil {
+			row, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[popRow])
+		}
+		out.Held, out.RanOutLease = row.Held, row.RanOutLease
 		switch {
 		case err != nil:
 			return err
-		case !exists:
+		case !row.GroupExists:
 			return groupNotFound(r.Group.Queue, r.Group.Name)
-		case row.partitionID == nil:
+		case row.PartitionID == nil:
 			return nil // no partition with work
 		}
 		dead, tooLarge := row.deliveries(&out, r.MaxDelivery)
@@ -130,44 +138,50 @@ func (s *Store) Pop(ctx context.Context, r model.PopRequest) (model.PopResult, e
 // popRow is consumer_pop's answer: a partition, a lease, and its
 // messages as arrays, one element per message.
 type popRow struct {
-	partitionID *int64
-	partition   *string
-	lease       pgtype.UUID
-	until       *time.Time
-	offsets     []int64
-	txnIDs      []string
-	data        [][]byte
-	created     []time.Time
-	attempts    []int
-	lastErrors  []*string
-	dead        []bool
-	tooLarge    []bool
+	PartitionID *int64
+	Partition   *string
+	LeaseID     pgtype.UUID
+	LeaseUntil  *time.Time
+	Offsets     []int64 `db:"offs"`
+	TxnIDs      []string
+	Data        [][]byte
+	CreatedAt   []time.Time
+	Attempts    []int
+	LastErrors  []*string
+	Dead        []bool
+	TooLarge    []bool
+	// Held: the consumer or its group holds maxAckPending messages.
+	Held bool
+	// GroupExists: a deleted group's pops find nothing, ever.
+	GroupExists bool
+	// RanOutLease: the pop ended the partition's lease that had run out.
+	RanOutLease bool
 }
 
 // deliveries fills out with the row's partition, lease and messages,
 // and returns the dead ones (to dead-letter) and the offsets of those no
 // pop could deliver.
 func (row *popRow) deliveries(out *model.PopResult, maxDelivery int64) (dead []model.Delivery, tooLarge []int64) {
-	if len(row.offsets) == 0 {
+	if len(row.Offsets) == 0 {
 		return nil, nil
 	}
-	out.PartitionID, out.Partition = *row.partitionID, *row.partition
-	out.Messages = make([]model.Delivery, 0, len(row.offsets))
-	for i, off := range row.offsets {
-		d := model.Delivery{StoredMessage: model.StoredMessage{PartitionID: out.PartitionID, Offset: off, TxnID: row.txnIDs[i],
-			Data: row.data[i], CreatedAt: row.created[i]}, Attempts: row.attempts[i]}
-		if row.lastErrors[i] != nil {
-			d.LastError = *row.lastErrors[i]
+	out.PartitionID, out.Partition = *row.PartitionID, *row.Partition
+	out.Messages = make([]model.Delivery, 0, len(row.Offsets))
+	for i, off := range row.Offsets {
+		d := model.Delivery{StoredMessage: model.StoredMessage{PartitionID: out.PartitionID, Offset: off, TxnID: row.TxnIDs[i],
+			Data: row.Data[i], CreatedAt: row.CreatedAt[i]}, Attempts: row.Attempts[i]}
+		if row.LastErrors[i] != nil {
+			d.LastError = *row.LastErrors[i]
 		}
-		if row.tooLarge[i] {
+		if row.TooLarge[i] {
 			d.LastError = tooLargeError(d, maxDelivery)
 			tooLarge = append(tooLarge, d.Offset)
 		}
-		if row.dead[i] {
+		if row.Dead[i] {
 			dead = append(dead, d)
 			continue
 		}
-		out.LeaseID, out.LeaseUntil = row.lease.String(), *row.until
+		out.LeaseID, out.LeaseUntil = row.LeaseID.String(), *row.LeaseUntil
 		out.Messages = append(out.Messages, d)
 	}
 	return dead, tooLarge
@@ -237,102 +251,54 @@ func leaseUUID(leaseID string) pgtype.UUID {
 // queryAck runs consumer_ack on q (the pool, or an ack-and-push's
 // transaction), filling out's cursor and lease; out.Items are filled by
 // the row's outcomes.
-func queryAck(ctx context.Context, q queryRower, g model.Group, partitionID int64, lease pgtype.UUID, items []model.AckItem,
+func queryAck(ctx context.Context, q pgwire.Querier, g model.Group, partitionID int64, lease pgtype.UUID, items []model.AckItem,
 	out *model.AckResult) (ackRow, error) {
-	offsets, hashes, completed, errs := ackArrays(items)
-	var row ackRow
-	err := q.QueryRow(ctx, `SELECT offs, results, dead, txn_ids, data::text[], created_at, attempts, last_errors,
-		next_offset, lease_ended, lease_counted FROM queen.consumer_ack($1, $2, $3, $4, $5, $6, $7, $8)`,
-		g.ID, partitionID, lease, offsets, hashes, completed, errs, ackDelays(items)).Scan(&row.offsets, &row.results, &row.dead, &row.txnIDs,
-		&row.data, &row.created, &row.attempts, &row.lastErrors, &out.NextOffset, &out.LeaseEnded, &out.LeaseCounted)
+	offsets, hashes, completed, errs := pgwire.AckArrays(items)
+	rows, err := q.Query(ctx, `SELECT offs, results, dead, txn_ids, data::text[] AS data, created_at, attempts, last_errors,
+		next_offset, lease_ended, lease_counted
+		FROM queen.consumer_ack(@group_id, @partition_id, @lease, @offsets, @hashes, @completed, @errors, @delays)`,
+		pgx.NamedArgs{"group_id": g.ID, "partition_id": partitionID, "lease": lease, "offsets": offsets, "hashes": hashes,
+			"completed": completed, "errors": errs, "delays": pgwire.AckDelays(items)})
+	if err != nil {
+		return ackRow{}, err
+	}
+	row, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[ackRow])
+	out.NextOffset, out.LeaseEnded, out.LeaseCounted = row.NextOffset, row.LeaseEnded, row.LeaseCounted
 	return row, err
-}
-
-// ackArrays are consumer_ack's item arrays, encoded as the push's are
-// (wire.go): pgx's reflection on them was a tenth of an ack's CPU.
-// Each item has an offset or a transactionId's hash (NULL for the other)
-// and an error when it failed (NULL when completed).
-func ackArrays(items []model.AckItem) (offsets, hashes, completed, errs encodedArray) {
-	errBytes := 0
-	for i := range items {
-		errBytes += len(items[i].Error)
-	}
-	o := newArrayBuilder(oidInt8, len(items), 8*len(items))
-	h := newArrayBuilder(oidUUID, len(items), 16*len(items))
-	c := newArrayBuilder(oidBool, len(items), len(items))
-	e := newArrayBuilder(oidText, len(items), errBytes)
-	for i := range items {
-		it := &items[i]
-		if it.Offset >= 0 {
-			o.appendInt64(it.Offset)
-			h.appendNull()
-		} else {
-			hash := model.HashTxnID(it.TxnID)
-			o.appendNull()
-			h.appendBytes(hash[:])
-		}
-		c.appendBool(it.Completed)
-		if it.Completed {
-			e.appendNull()
-		} else {
-			e.appendString(it.Error)
-		}
-	}
-	return o.encoded(), h.encoded(), c.encoded(), e.encoded()
-}
-
-// ackDelays is consumer_ack's p_delays: each failed item's delay when it
-// asks for one (NULL for the others: the queue's), or nil (NULL) when
-// none does, the usual ack.
-func ackDelays(items []model.AckItem) any {
-	var d *arrayBuilder
-	for i := range items {
-		if items[i].DelayMs > 0 && !items[i].Completed {
-			d = newArrayBuilder(oidInt8, len(items), 8*len(items))
-			break
-		}
-	}
-	if d == nil {
-		return nil
-	}
-	for i := range items {
-		if it := &items[i]; it.DelayMs > 0 && !it.Completed {
-			d.appendInt64(it.DelayMs)
-		} else {
-			d.appendNull()
-		}
-	}
-	return d.encoded()
 }
 
 // ackRow is consumer_ack's answer: arrays of one element per item (those
 // saying what a dead letter needs only when an item failed).
 type ackRow struct {
-	offsets    ackOffsets
-	results    ackResults
-	dead       []bool
-	txnIDs     []*string
-	data       [][]byte
-	created    []*time.Time
-	attempts   []*int
-	lastErrors []*string
+	Offsets    pgwire.AckOffsets `db:"offs"`
+	Results    pgwire.AckResults
+	Dead       []bool
+	TxnIDs     []*string `db:"txn_ids"`
+	Data       [][]byte
+	CreatedAt  []*time.Time
+	Attempts   []*int
+	LastErrors []*string
+	// The group's cursor and lease after the ack.
+	NextOffset   int64
+	LeaseEnded   bool
+	LeaseCounted bool
 }
 
 // outcomes fills each item's outcome and returns the messages out of
 // attempts, to dead-letter.
 func (row *ackRow) outcomes(items []model.AckOutcome, partitionID int64) (dead []model.Delivery) {
-	for i, off := range row.offsets {
-		items[i] = model.AckOutcome{Offset: -1, Result: row.results[i]}
+	for i, off := range row.Offsets {
+		items[i] = model.AckOutcome{Offset: -1, Result: row.Results[i]}
 		if off != nil {
 			items[i].Offset = *off
 		}
-		if i >= len(row.dead) || !row.dead[i] || row.txnIDs[i] == nil {
+		if i >= len(row.Dead) || !row.Dead[i] || row.TxnIDs[i] == nil {
 			continue
 		}
 		d := model.Delivery{StoredMessage: model.StoredMessage{PartitionID: partitionID, Offset: *off,
-			TxnID: *row.txnIDs[i], Data: row.data[i], CreatedAt: *row.created[i]}, Attempts: *row.attempts[i]}
-		if row.lastErrors[i] != nil {
-			d.LastError = *row.lastErrors[i]
+			TxnID: *row.TxnIDs[i], Data: row.Data[i], CreatedAt: *row.CreatedAt[i]}, Attempts: *row.Attempts[i]}
+		if row.LastErrors[i] != nil {
+			d.LastError = *row.LastErrors[i]
 		}
 		dead = append(dead, d)
 	}
@@ -344,7 +310,7 @@ func (row *ackRow) outcomes(items []model.AckOutcome, partitionID int64) (dead [
 // dead letter is there, within the dead-letter queue's window. Only
 // retried or late acks pay for the look-up, read through q (the pool, or
 // an ack-and-push's transaction).
-func markDeadLettered(ctx context.Context, q querier, g model.Group, partitionID int64, items []model.AckOutcome) error {
+func markDeadLettered(ctx context.Context, q pgwire.Querier, g model.Group, partitionID int64, items []model.AckOutcome) error {
 	var hashes []model.Hash
 	var offsets []int64 // of each hash
 	for _, o := range items {
@@ -440,15 +406,15 @@ func pushDeadLetters(ctx context.Context, tx pgx.Tx, g model.Group, partition st
 		}
 		fr.TxnIDs, fr.Hashes, fr.Data = append(fr.TxnIDs, id), append(fr.Hashes, model.HashTxnID(id)), append(fr.Data, body)
 	}
-	args, err := bundleArgs([]model.Frame{fr})
+	args, err := pgwire.BundleArgs([]model.Frame{fr})
 	if err != nil {
 		return err
 	}
-	rows, err := tx.Query(ctx, pushBundleSQL, args...)
+	rows, err := tx.Query(ctx, pgwire.PushBundleSQL, args)
 	if err != nil {
 		return fmt.Errorf("dead-letter push: %w", err)
 	}
-	if _, err := collectResults(rows, []model.Frame{fr}); err != nil {
+	if _, err := pgwire.CollectResults(rows, []model.Frame{fr}); err != nil {
 		return fmt.Errorf("dead-letter push: %w", err)
 	}
 	return nil

@@ -1,4 +1,4 @@
-package pgstore
+package consumer
 
 import (
 	"context"
