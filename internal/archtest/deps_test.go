@@ -60,6 +60,7 @@ var arrows = map[string][]string{
 	"internal/ctl/tables":   {".", "internal/ctl/admin", "internal/ctl/duration", "internal/ctl/output", "internal/ctl/queueopt"},
 	"internal/ctl/consume":  {".", "consumer", "internal/ctl/admin", "internal/ctl/output"},
 	"internal/ctl/batch":    {"."},
+	"internal/ctl/cli":      {},
 }
 
 // mayLinkPgx are the packages that may link pgx: pgstore, which
