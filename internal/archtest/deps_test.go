@@ -19,9 +19,8 @@ const module = "github.com/queengate/queengate"
 // arrows lists, per package, the packages of ours it may import directly:
 // docs/design.md draws the same arrows. internal/startstop and
 // internal/promreg are the internal packages production code may use (and
-// server, internal/natsembed and internal/storewatch); internal/pgadmin
-// (also internal/pgtest's and queenbench's --self's), internal/pgcluster
-// and internal/pgtest serve queengatetest;
+// server, internal/natsembed and internal/storewatch); internal/pgadmin,
+// internal/pgcluster and internal/pgtest serve queengatetest;
 // internal/ctl/... are queenctl's parts, which speak only the wire; the
 // rest of internal/ is test harnesses and queenchaos's.
 var arrows = map[string][]string{
