@@ -49,10 +49,11 @@ func (r *reachability) set(reachable bool) (changed bool) {
 	return true
 }
 
-// SetStoreReachable tells the ingester whether PostgreSQL answers (a
-// gateway.StoreWatch does). Going down refuses new pushes (ErrStoreDown)
-// and fails what is buffered or in flight at once: buffered messages as
-// not stored, a push already sent as settled or of unknown outcome.
+// SetStoreReachable tells the ingester whether PostgreSQL answers (an
+// internal/storewatch Watch does). Going down refuses new pushes
+// (ErrStoreDown) and fails what is buffered or in flight at once:
+// buffered messages as not stored, a push already sent as settled or of
+// unknown outcome.
 func (in *Ingester) SetStoreReachable(reachable bool) {
 	if in.reach.set(reachable) {
 		in.log.Warn().Bool("reachable", reachable).Msg("PostgreSQL reachability changed")

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/queengate/queengate/internal/ctl/admin"
+	"github.com/queengate/queengate/internal/ctl/cli"
 )
 
 // dialNATS connects with the same credential options as the daemon; a
@@ -26,7 +27,7 @@ func dialNATS(ctx context.Context, g *globals, refuse context.CancelCauseFunc) (
 			continue
 		}
 		if _, err := os.Stat(f.path); err != nil {
-			return nil, usagef("%s: %v", f.flag, err)
+			return nil, cli.Usagef("%s: %v", f.flag, err)
 		}
 	}
 	opts := []nats.Option{
@@ -44,7 +45,7 @@ func dialNATS(ctx context.Context, g *globals, refuse context.CancelCauseFunc) (
 		CredsFile: g.natsCreds, NKeyFile: g.natsNKey, TLSCA: g.natsTLSCA}
 	authOpts, err := auth.Options()
 	if err != nil {
-		return nil, usagef("--nats-nkey %s: %v", g.natsNKey, err)
+		return nil, cli.Usagef("--nats-nkey %s: %v", g.natsNKey, err)
 	}
 	opts = append(opts, authOpts...)
 	nc, err := nats.Connect(g.natsURL, opts...)

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/queengate/queengate/internal/ctl/admin"
+	"github.com/queengate/queengate/internal/ctl/cli"
 	"github.com/queengate/queengate/internal/ctl/manifest"
 	"github.com/queengate/queengate/internal/ctl/output"
 	"github.com/queengate/queengate/internal/ctl/queueopt"
@@ -48,10 +49,10 @@ func setupApply(fs *flag.FlagSet) runFunc {
 	dryRun := fs.Bool("dry-run", false, "show what would change, change nothing")
 	return func(ctx context.Context, s *session, args []string) error {
 		if len(args) > 0 {
-			return usagef("apply: unexpected arguments %q; the manifest is given with -f", args)
+			return cli.Usagef("apply: unexpected arguments %q; the manifest is given with -f", args)
 		}
 		if *file == "" {
-			return usagef("apply: give the manifest with -f FILE (or -f - for stdin)")
+			return cli.Usagef("apply: give the manifest with -f FILE (or -f - for stdin)")
 		}
 		source, data, err := readManifest(*file, s.stdin)
 		if err != nil {
@@ -59,7 +60,7 @@ func setupApply(fs *flag.FlagSet) runFunc {
 		}
 		specs, err := manifest.Parse(source, data)
 		if err != nil {
-			return &usageError{msg: err.Error()}
+			return &cli.UsageError{Msg: err.Error()}
 		}
 		c, err := s.admin(ctx)
 		if err != nil {
@@ -77,13 +78,13 @@ func readManifest(path string, stdin io.Reader) (source string, data []byte, err
 	if path == "-" {
 		data, err = io.ReadAll(stdin)
 		if err != nil {
-			return "", nil, usagef("reading the manifest from stdin: %v", err)
+			return "", nil, cli.Usagef("reading the manifest from stdin: %v", err)
 		}
 		return "stdin", data, nil
 	}
 	data, err = os.ReadFile(path)
 	if err != nil {
-		return "", nil, usagef("reading the manifest: %v", err)
+		return "", nil, cli.Usagef("reading the manifest: %v", err)
 	}
 	return path, data, nil
 }

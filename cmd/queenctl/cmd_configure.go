@@ -9,6 +9,7 @@ import (
 
 	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/internal/ctl/admin"
+	"github.com/queengate/queengate/internal/ctl/cli"
 	"github.com/queengate/queengate/internal/ctl/duration"
 	"github.com/queengate/queengate/internal/ctl/output"
 	"github.com/queengate/queengate/internal/ctl/queueopt"
@@ -70,7 +71,7 @@ func setupConfigure(fs *flag.FlagSet) runFunc {
 	f := defineConfigureFlags(fs)
 	return func(ctx context.Context, s *session, args []string) error {
 		if len(args) != 1 {
-			return usagef("configure: give exactly one queue name, e.g. queenctl configure payments --dedup-window 10m")
+			return cli.Usagef("configure: give exactly one queue name, e.g. queenctl configure payments --dedup-window 10m")
 		}
 		queue := args[0]
 		if err := checkName("queue", queue); err != nil {
@@ -145,13 +146,13 @@ func (f *configureFlags) options() (map[string]queueopt.Value, error) {
 	}
 	if *f.onConflict != "" {
 		if o, _ := queueopt.Find("onConflict"); !slices.Contains(o.Words, *f.onConflict) {
-			return nil, usagef("configure: --on-conflict %q: one of %s", *f.onConflict, strings.Join(o.Words, ", "))
+			return nil, cli.Usagef("configure: --on-conflict %q: one of %s", *f.onConflict, strings.Join(o.Words, ", "))
 		}
 		options["onConflict"] = queueopt.Word(*f.onConflict)
 	}
 	if *f.maxAttempts >= 0 {
 		if *f.maxAttempts > duration.MaxSeconds {
-			return nil, usagef("configure: --max-attempts %d: at most %d", *f.maxAttempts, duration.MaxSeconds)
+			return nil, cli.Usagef("configure: --max-attempts %d: at most %d", *f.maxAttempts, duration.MaxSeconds)
 		}
 		options["maxAttempts"] = queueopt.Count(*f.maxAttempts)
 	}
@@ -160,7 +161,7 @@ func (f *configureFlags) options() (map[string]queueopt.Value, error) {
 	}
 	if *f.retainUntil != "" {
 		if o, _ := queueopt.Find("retainUntil"); !slices.Contains(o.Words, *f.retainUntil) {
-			return nil, usagef("configure: --retain-until %q: one of %s", *f.retainUntil, strings.Join(o.Words, ", "))
+			return nil, cli.Usagef("configure: --retain-until %q: one of %s", *f.retainUntil, strings.Join(o.Words, ", "))
 		}
 		options["retainUntil"] = queueopt.Word(*f.retainUntil)
 	}
@@ -176,7 +177,7 @@ func retryOptions(options map[string]queueopt.Value, delay, backoff string) erro
 	if delay != "" {
 		ms, err := retryDelayMs(delay)
 		if err != nil {
-			return usagef("configure: --retry-delay %q: %v", delay, err)
+			return cli.Usagef("configure: --retry-delay %q: %v", delay, err)
 		}
 		options["retryDelayMs"] = queueopt.Count(ms)
 	}
@@ -188,13 +189,13 @@ func retryOptions(options map[string]queueopt.Value, delay, backoff string) erro
 		for _, d := range strings.Split(backoff, ",") {
 			ms, err := retryDelayMs(strings.TrimSpace(d))
 			if err != nil {
-				return usagef("configure: --retry-backoff %q: %q: %v", backoff, d, err)
+				return cli.Usagef("configure: --retry-backoff %q: %q: %v", backoff, d, err)
 			}
 			v.List = append(v.List, ms)
 		}
 	}
 	if len(v.List) > queueopt.MaxRetryBackoff {
-		return usagef("configure: --retry-backoff: %d delays, at most %d", len(v.List), queueopt.MaxRetryBackoff)
+		return cli.Usagef("configure: --retry-backoff: %d delays, at most %d", len(v.List), queueopt.MaxRetryBackoff)
 	}
 	options["retryBackoffMs"] = v
 	return nil

@@ -7,6 +7,7 @@ import (
 
 	queengate "github.com/queengate/queengate"
 	queenconsumer "github.com/queengate/queengate/consumer" // consumer is this command's type
+	"github.com/queengate/queengate/internal/ctl/cli"
 	"github.com/queengate/queengate/internal/ctl/consume"
 )
 
@@ -64,7 +65,7 @@ func setupConsume(fs *flag.FlagSet) runFunc {
 	maxAckPending := fs.Int("max-ack-pending", 0, "hold at most `N` messages not yet acknowledged (needs --consumer)")
 	return func(ctx context.Context, s *session, args []string) error {
 		if len(args) < 1 || len(args) > 2 {
-			return usagef("consume: want QUEUE [PARTITION] --group GROUP, e.g. queenctl consume payments --group billing")
+			return cli.Usagef("consume: want QUEUE [PARTITION] --group GROUP, e.g. queenctl consume payments --group billing")
 		}
 		c := consumer{named: flagGiven(fs, "consumer"), Printer: consume.Printer{Stdout: s.stdout, Stderr: s.stderr,
 			Queue: args[0], Group: *group, Fail: *fail, Opts: queenconsumer.Options{Consumer: *name, Max: *max, Lease: *lease, Wait: *wait,
@@ -112,22 +113,22 @@ func (c *consumer) check() error {
 	o := c.Opts
 	switch {
 	case c.Group == "":
-		return usagef("consume: --group is required: the consumer group to consume as")
+		return cli.Usagef("consume: --group is required: the consumer group to consume as")
 	case checkName("group", c.Group) != nil:
 		return checkName("group", c.Group)
 	case o.MaxMessages < 0 || o.Max < 1 || o.Max > queengate.MaxPopMax:
-		return usagef("consume: --count must be 0 or more, --max 1 to %d", queengate.MaxPopMax)
+		return cli.Usagef("consume: --count must be 0 or more, --max 1 to %d", queengate.MaxPopMax)
 	case o.Lease < queenconsumer.MinLease || o.Lease.Milliseconds() > queengate.MaxLeaseMs || o.Wait < 0 || o.Wait.Milliseconds() > queengate.MaxWaitMs:
-		return usagef("consume: --lease %v to %v (it is renewed every third of it), --wait 0 to %v", queenconsumer.MinLease,
+		return cli.Usagef("consume: --lease %v to %v (it is renewed every third of it), --wait 0 to %v", queenconsumer.MinLease,
 			time.Duration(queengate.MaxLeaseMs)*time.Millisecond, time.Duration(queengate.MaxWaitMs)*time.Millisecond)
 	case o.Concurrency < 1 || o.Concurrency > maxConsumeConcurrency:
-		return usagef("consume: --concurrency 1 to %d", maxConsumeConcurrency)
+		return cli.Usagef("consume: --concurrency 1 to %d", maxConsumeConcurrency)
 	case o.MaxBytes < 0 || o.MaxBytes > maxPopBytes:
-		return usagef("consume: --max-bytes 0 (as much as fits) to %d", maxPopBytes)
+		return cli.Usagef("consume: --max-bytes 0 (as much as fits) to %d", maxPopBytes)
 	case o.MaxAckPending < 0 || o.MaxAckPending > maxAckPendingLimit:
-		return usagef("consume: --max-ack-pending 0 (no limit) to %d", maxAckPendingLimit)
+		return cli.Usagef("consume: --max-ack-pending 0 (no limit) to %d", maxAckPendingLimit)
 	case o.MaxAckPending > 0 && !c.named:
-		return usagef("consume: --max-ack-pending counts what one consumer holds, by its name: give --consumer NAME, one of this consumer's own")
+		return cli.Usagef("consume: --max-ack-pending counts what one consumer holds, by its name: give --consumer NAME, one of this consumer's own")
 	}
 	return nil
 }

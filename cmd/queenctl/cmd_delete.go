@@ -11,6 +11,7 @@ import (
 
 	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/internal/ctl/admin"
+	"github.com/queengate/queengate/internal/ctl/cli"
 	"github.com/queengate/queengate/internal/ctl/output"
 )
 
@@ -43,7 +44,7 @@ func setupDelete(fs *flag.FlagSet) runFunc {
 			return deleteQueue(ctx, s, args[1], *yes)
 		}
 		if len(args) != 3 || args[0] != "group" {
-			return usagef("delete: use queenctl delete group QUEUE GROUP [--yes], or queenctl delete queue QUEUE [--yes]")
+			return cli.Usagef("delete: use queenctl delete group QUEUE GROUP [--yes], or queenctl delete queue QUEUE [--yes]")
 		}
 		queue, group := args[1], args[2]
 		if err := checkName("queue", queue); err != nil {
@@ -81,7 +82,7 @@ func confirm(s *session, question, untouched string, want ...string) error {
 	fmt.Fprint(s.stderr, question)
 	line, _ := bufio.NewReader(s.stdin).ReadString('\n')
 	if got := strings.TrimSpace(line); !slices.Contains(want, got) {
-		return usagef("not confirmed (read %q, want %q): %s; --yes skips the question", clipped(got), want[0], untouched)
+		return cli.Usagef("not confirmed (read %q, want %q): %s; --yes skips the question", clipped(got), want[0], untouched)
 	}
 	return nil
 }

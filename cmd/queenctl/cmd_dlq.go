@@ -8,6 +8,7 @@ import (
 
 	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/internal/ctl/admin"
+	"github.com/queengate/queengate/internal/ctl/cli"
 	"github.com/queengate/queengate/internal/ctl/output"
 )
 
@@ -73,11 +74,11 @@ func dlqSelection(fs *flag.FlagSet) func(name string) (queengate.DeadLettersRequ
 		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 		switch {
 		case set["from-offset"] && *from < 0, set["to-offset"] && *to < 0:
-			return req, usagef("%s: offsets are 0 or more", name)
+			return req, cli.Usagef("%s: offsets are 0 or more", name)
 		case set["from-offset"] && set["to-offset"] && *from > *to:
-			return req, usagef("%s: --from-offset %d is above --to-offset %d", name, *from, *to)
+			return req, cli.Usagef("%s: --from-offset %d is above --to-offset %d", name, *from, *to)
 		case set["limit"] && (*limit < 1 || *limit > queengate.MaxRedrive):
-			return req, usagef("%s: --limit %d: must be 1-%d", name, *limit, queengate.MaxRedrive)
+			return req, cli.Usagef("%s: --limit %d: must be 1-%d", name, *limit, queengate.MaxRedrive)
 		}
 		if set["from-offset"] {
 			req.FromOffset = from
@@ -92,7 +93,7 @@ func dlqSelection(fs *flag.FlagSet) func(name string) (queengate.DeadLettersRequ
 // dlqQueue is the one QUEUE argument.
 func dlqQueue(name string, args []string) (string, error) {
 	if len(args) != 1 {
-		return "", usagef("%s: give exactly one QUEUE, e.g. queenctl %s orders", name, name)
+		return "", cli.Usagef("%s: give exactly one QUEUE, e.g. queenctl %s orders", name, name)
 	}
 	return args[0], checkName("queue", args[0])
 }

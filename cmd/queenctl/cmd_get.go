@@ -8,6 +8,7 @@ import (
 
 	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/internal/ctl/admin"
+	"github.com/queengate/queengate/internal/ctl/cli"
 	"github.com/queengate/queengate/internal/ctl/output"
 	"github.com/queengate/queengate/internal/ctl/queueopt"
 	"github.com/queengate/queengate/internal/ctl/tables"
@@ -65,11 +66,11 @@ func setupGet(*flag.FlagSet) runFunc {
 			}
 			return getMessage(ctx, s, admin.OpGetTransaction(args[1], args[2], args[3]))
 		case len(args) > 0 && args[0] == "message":
-			return usagef("get message: want MESSAGE_ID, or QUEUE PARTITION TRANSACTION_ID")
+			return cli.Usagef("get message: want MESSAGE_ID, or QUEUE PARTITION TRANSACTION_ID")
 		case len(args) == 1 && args[0] == "queue":
-			return usagef("get queue: which queue? e.g. queenctl get queue payments")
+			return cli.Usagef("get queue: which queue? e.g. queenctl get queue payments")
 		default:
-			return usagef("get: use 'get queues', 'get queue QUEUE', 'get groups QUEUE' or 'get message ...'")
+			return cli.Usagef("get: use 'get queues', 'get queue QUEUE', 'get groups QUEUE' or 'get message ...'")
 		}
 	}
 }

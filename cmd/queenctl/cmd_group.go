@@ -11,6 +11,7 @@ import (
 
 	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/internal/ctl/admin"
+	"github.com/queengate/queengate/internal/ctl/cli"
 	"github.com/queengate/queengate/internal/ctl/output"
 	"github.com/queengate/queengate/internal/ctl/tables"
 )
@@ -79,7 +80,7 @@ func setupCreate(fs *flag.FlagSet) runFunc {
 		given := 0
 		if *start != "" {
 			if *start != "earliest" && *start != "latest" {
-				return usagef("create: --start %q: earliest or latest", *start)
+				return cli.Usagef("create: --start %q: earliest or latest", *start)
 			}
 			req.Start, given = *start, given+1
 		}
@@ -90,7 +91,7 @@ func setupCreate(fs *flag.FlagSet) runFunc {
 			req.Time, given = &at.t, given+1
 		}
 		if given > 1 {
-			return usagef("create: give one of --start, --offset and --at")
+			return cli.Usagef("create: give one of --start, --offset and --at")
 		}
 		var ans queengate.GroupCreateAnswer
 		if done, err := askGroup(ctx, s, admin.OpCreateGroup(queue, group, req), &ans); done || err != nil {
@@ -117,7 +118,7 @@ func setupSeek(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		if (*offset >= 0) == at.set {
-			return usagef("seek: give --offset N or --at TIME (one of them)")
+			return cli.Usagef("seek: give --offset N or --at TIME (one of them)")
 		}
 		req := queengate.GroupSeekRequest{Partition: *partition}
 		if *partition != "" {
@@ -150,7 +151,7 @@ func setupSeek(fs *flag.FlagSet) runFunc {
 // groupArgs checks "group QUEUE GROUP".
 func groupArgs(verb string, args []string) (queue, group string, err error) {
 	if len(args) != 3 || args[0] != "group" {
-		return "", "", usagef("%s: use queenctl %s group QUEUE GROUP [flags]", verb, verb)
+		return "", "", cli.Usagef("%s: use queenctl %s group QUEUE GROUP [flags]", verb, verb)
 	}
 	if err := checkName("queue", args[1]); err != nil {
 		return "", "", err

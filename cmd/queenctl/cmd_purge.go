@@ -8,6 +8,7 @@ import (
 
 	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/internal/ctl/admin"
+	"github.com/queengate/queengate/internal/ctl/cli"
 	"github.com/queengate/queengate/internal/ctl/output"
 )
 
@@ -31,7 +32,7 @@ func setupPurge(fs *flag.FlagSet) runFunc {
 	partition := fs.String("partition", "", "purge this partition only")
 	return func(ctx context.Context, s *session, args []string) error {
 		if len(args) != 2 || args[0] != "queue" {
-			return usagef("purge: use queenctl purge queue QUEUE [--partition PARTITION] [--yes]")
+			return cli.Usagef("purge: use queenctl purge queue QUEUE [--partition PARTITION] [--yes]")
 		}
 		queue := args[1]
 		if err := checkName("queue", queue); err != nil {

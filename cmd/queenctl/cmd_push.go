@@ -12,6 +12,7 @@ import (
 	"github.com/queengate/queengate/internal/ctl/admin"
 
 	"github.com/queengate/queengate/internal/ctl/batch"
+	"github.com/queengate/queengate/internal/ctl/cli"
 )
 
 const pushUsage = `Usage:
@@ -47,7 +48,7 @@ func setupPush(fs *flag.FlagSet) runFunc {
 	batchMax := fs.Int("batch", 1000, "most messages per request (at most the gateway's QUEEN_MAX_BATCH)")
 	return func(ctx context.Context, s *session, args []string) error {
 		if len(args) == 0 {
-			return usagef("push: which queue? e.g. queenctl push payments p1 '{\"amount\":5}'")
+			return cli.Usagef("push: which queue? e.g. queenctl push payments p1 '{\"amount\":5}'")
 		}
 		queue, partition, msgArgs := args[0], "Default", []string(nil)
 		if len(args) > 1 {
@@ -61,25 +62,25 @@ func setupPush(fs *flag.FlagSet) runFunc {
 		}
 		switch {
 		case *batchMax < 1:
-			return usagef("push: --batch %d: must be at least 1", *batchMax)
+			return cli.Usagef("push: --batch %d: must be at least 1", *batchMax)
 		case *txnID != "" && len(msgArgs) != 1:
-			return usagef("push: --txn-id is the transactionId of one message argument; give exactly one MESSAGE")
+			return cli.Usagef("push: --txn-id is the transactionId of one message argument; give exactly one MESSAGE")
 		case len(*txnID) > queengate.MaxTxnIDBytes:
-			return usagef("push: --txn-id is %d bytes; a transactionId is 1-%d bytes", len(*txnID), queengate.MaxTxnIDBytes)
+			return cli.Usagef("push: --txn-id is %d bytes; a transactionId is 1-%d bytes", len(*txnID), queengate.MaxTxnIDBytes)
 		case *envelope && len(msgArgs) > 0:
-			return usagef("push: --envelope is for lines on stdin; message arguments are data (use --txn-id for the transactionId)")
+			return cli.Usagef("push: --envelope is for lines on stdin; message arguments are data (use --txn-id for the transactionId)")
 		case s.g.natsURL == "":
-			return usagef("push needs NATS (the gateway takes pushes over NATS only): set --nats or QUEENCTL_NATS_URL, e.g. --nats nats://127.0.0.1:4222")
+			return cli.Usagef("push needs NATS (the gateway takes pushes over NATS only): set --nats or QUEENCTL_NATS_URL, e.g. --nats nats://127.0.0.1:4222")
 		}
 		var msgs [][]byte
 		var err error
 		if len(msgArgs) > 0 {
 			msgs = batch.FromArgs(msgArgs, *txnID)
 		} else if msgs, err = batch.FromLines(s.stdin, *envelope); err != nil {
-			return usagef("push: %v", err)
+			return cli.Usagef("push: %v", err)
 		}
 		if len(msgs) == 0 {
-			return usagef("push: no messages: give MESSAGE arguments or JSON lines on stdin")
+			return cli.Usagef("push: no messages: give MESSAGE arguments or JSON lines on stdin")
 		}
 		nc, err := s.nats(ctx)
 		if err != nil {
@@ -87,7 +88,7 @@ func setupPush(fs *flag.FlagSet) runFunc {
 		}
 		batches, err := batch.Plan(msgs, *batchMax, nc.MaxPayload())
 		if err != nil {
-			return usagef("push: %v", err)
+			return cli.Usagef("push: %v", err)
 		}
 		return sendBatches(ctx, s, nc, nc.Subjects.Push(queue, partition), batches)
 	}

@@ -9,6 +9,7 @@ import (
 
 	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/internal/ctl/admin"
+	"github.com/queengate/queengate/internal/ctl/cli"
 	"github.com/queengate/queengate/internal/ctl/output"
 	"github.com/queengate/queengate/internal/ctl/tables"
 )
@@ -48,7 +49,7 @@ func setupRead(fs *flag.FlagSet) runFunc {
 	poll := fs.Duration("poll", 500*time.Millisecond, "with --follow, how often to ask once caught up")
 	return func(ctx context.Context, s *session, args []string) error {
 		if len(args) != 2 {
-			return usagef("read: want QUEUE PARTITION, e.g. queenctl read payments eu")
+			return cli.Usagef("read: want QUEUE PARTITION, e.g. queenctl read payments eu")
 		}
 		if err := checkName("queue", args[0]); err != nil {
 			return err
@@ -57,7 +58,7 @@ func setupRead(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		if *from < 0 || *max < 0 || *poll <= 0 {
-			return usagef("read: --from and --max must be 0 or more, --poll positive")
+			return cli.Usagef("read: --from and --max must be 0 or more, --poll positive")
 		}
 		c, err := s.admin(ctx)
 		if err != nil {
@@ -141,7 +142,7 @@ func (r *reader) batch(ctx context.Context) (int, error) {
 func setupExplain(*flag.FlagSet) runFunc {
 	return func(ctx context.Context, s *session, args []string) error {
 		if len(args) != 3 {
-			return usagef("explain: want QUEUE PARTITION TRANSACTION_ID")
+			return cli.Usagef("explain: want QUEUE PARTITION TRANSACTION_ID")
 		}
 		if err := checkName("queue", args[0]); err != nil {
 			return err

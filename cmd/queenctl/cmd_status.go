@@ -5,6 +5,7 @@ import (
 	"flag"
 
 	"github.com/queengate/queengate/internal/ctl/admin"
+	"github.com/queengate/queengate/internal/ctl/cli"
 	"github.com/queengate/queengate/internal/ctl/output"
 )
 
@@ -20,7 +21,7 @@ over --nats it is whichever gateway of the queue group answers.
 func setupStatus(*flag.FlagSet) runFunc {
 	return func(ctx context.Context, s *session, args []string) error {
 		if len(args) > 0 {
-			return usagef("status: unexpected arguments %q", args)
+			return cli.Usagef("status: unexpected arguments %q", args)
 		}
 		c, err := s.admin(ctx)
 		if err != nil {

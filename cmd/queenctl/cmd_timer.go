@@ -11,6 +11,7 @@ import (
 
 	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/internal/ctl/admin"
+	"github.com/queengate/queengate/internal/ctl/cli"
 	"github.com/queengate/queengate/internal/ctl/duration"
 	"github.com/queengate/queengate/internal/ctl/output"
 	"github.com/queengate/queengate/internal/ctl/tables"
@@ -136,9 +137,9 @@ func setupTimerSchedule(fs *flag.FlagSet) runFunc {
 	return func(ctx context.Context, s *session, args []string) error {
 		switch {
 		case len(args) < 2:
-			return usagef("timer schedule: give QUEUE and PARTITION, e.g. queenctl timer schedule payments p1 '{\"remind\":42}' --in 1h")
+			return cli.Usagef("timer schedule: give QUEUE and PARTITION, e.g. queenctl timer schedule payments p1 '{\"remind\":42}' --in 1h")
 		case len(args) > 3:
-			return usagef("timer schedule: unexpected arguments %q: DATA is one JSON value (quote it)", args[3:])
+			return cli.Usagef("timer schedule: unexpected arguments %q: DATA is one JSON value (quote it)", args[3:])
 		}
 		queue, partition := args[0], args[1]
 		if err := checkName("queue", queue); err != nil {
@@ -150,16 +151,16 @@ func setupTimerSchedule(fs *flag.FlagSet) runFunc {
 		req := queengate.TimerRequest{TransactionID: *txnID}
 		switch {
 		case at.set && in.set:
-			return usagef("timer schedule: give either --at or --in, not both")
+			return cli.Usagef("timer schedule: give either --at or --in, not both")
 		case !at.set && !in.set:
-			return usagef("timer schedule: when? give --at TIME (RFC 3339, e.g. 2026-12-01T09:00:00Z) or --in DURATION (e.g. 90s, 1h, 7d)")
+			return cli.Usagef("timer schedule: when? give --at TIME (RFC 3339, e.g. 2026-12-01T09:00:00Z) or --in DURATION (e.g. 90s, 1h, 7d)")
 		case at.set:
 			req.FireAt = at.t.Format(time.RFC3339Nano)
 		default:
 			req.DelayMs = &in.ms
 		}
 		if len(*txnID) > queengate.MaxTxnIDBytes {
-			return usagef("timer schedule: --txn-id is %d bytes; a transactionId is 1-%d bytes", len(*txnID), queengate.MaxTxnIDBytes)
+			return cli.Usagef("timer schedule: --txn-id is %d bytes; a transactionId is 1-%d bytes", len(*txnID), queengate.MaxTxnIDBytes)
 		}
 		if len(args) == 3 {
 			req.Data = json.RawMessage(args[2])
@@ -168,11 +169,11 @@ func setupTimerSchedule(fs *flag.FlagSet) runFunc {
 			}
 		}
 		if s.g.natsURL == "" {
-			return usagef("timer schedule needs NATS (the gateway takes timers over NATS only): set --nats or QUEENCTL_NATS_URL, e.g. --nats nats://127.0.0.1:4222")
+			return cli.Usagef("timer schedule needs NATS (the gateway takes timers over NATS only): set --nats or QUEENCTL_NATS_URL, e.g. --nats nats://127.0.0.1:4222")
 		}
 		body, err := req.AppendJSON(nil) // its data byte for byte
 		if err != nil {
-			return usagef("timer schedule: DATA: %v", err)
+			return cli.Usagef("timer schedule: DATA: %v", err)
 		}
 		nc, err := s.nats(ctx)
 		if err != nil {
@@ -200,13 +201,13 @@ func setupTimerCancel(*flag.FlagSet) runFunc {
 	return func(ctx context.Context, s *session, args []string) error {
 		switch {
 		case len(args) == 0:
-			return usagef("timer cancel: which timer? give its id, as timer schedule printed it, e.g. queenctl timer cancel 3f0c9a6e-…")
+			return cli.Usagef("timer cancel: which timer? give its id, as timer schedule printed it, e.g. queenctl timer cancel 3f0c9a6e-…")
 		case len(args) > 1:
-			return usagef("timer cancel: give exactly one TIMER_ID; unexpected arguments %q", args[1:])
+			return cli.Usagef("timer cancel: give exactly one TIMER_ID; unexpected arguments %q", args[1:])
 		case args[0] == "":
-			return usagef("timer cancel: the TIMER_ID is empty")
+			return cli.Usagef("timer cancel: the TIMER_ID is empty")
 		case s.g.natsURL == "":
-			return usagef("timer cancel needs NATS (the gateway takes timers over NATS only): set --nats or QUEENCTL_NATS_URL, e.g. --nats nats://127.0.0.1:4222")
+			return cli.Usagef("timer cancel needs NATS (the gateway takes timers over NATS only): set --nats or QUEENCTL_NATS_URL, e.g. --nats nats://127.0.0.1:4222")
 		}
 		body, _ := json.Marshal(map[string]string{"timerId": args[0]}) // a string: cannot fail
 		nc, err := s.nats(ctx)
@@ -238,7 +239,7 @@ func setupTimerList(fs *flag.FlagSet) runFunc {
 	all := fs.Bool("all", false, "list every pending timer, page after page (no --limit)")
 	return func(ctx context.Context, s *session, args []string) error {
 		if len(args) > 0 {
-			return usagef("timer list: unexpected arguments %q (the queue is --queue QUEUE)", args)
+			return cli.Usagef("timer list: unexpected arguments %q (the queue is --queue QUEUE)", args)
 		}
 		if *queue != "" {
 			if err := checkName("queue", *queue); err != nil {
@@ -249,9 +250,9 @@ func setupTimerList(fs *flag.FlagSet) runFunc {
 		fs.Visit(func(f *flag.Flag) { limitSet = limitSet || f.Name == "limit" })
 		switch {
 		case limitSet && *all:
-			return usagef("timer list: --limit and --all: give one")
+			return cli.Usagef("timer list: --limit and --all: give one")
 		case limitSet && (*limit < 1 || *limit > admin.MaxTimerList):
-			return usagef("timer list: --limit %d: must be 1-%d", *limit, admin.MaxTimerList)
+			return cli.Usagef("timer list: --limit %d: must be 1-%d", *limit, admin.MaxTimerList)
 		}
 		c, err := s.admin(ctx)
 		if err != nil {

@@ -3,15 +3,14 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
 	queengate "github.com/queengate/queengate"
 	"io"
 	"net/url"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/queengate/queengate/internal/ctl/admin"
+	"github.com/queengate/queengate/internal/ctl/cli"
 )
 
 // defaultHTTPURL is the gateway's admin address when neither --http nor
@@ -80,14 +79,14 @@ func (g *globals) register(fs *flag.FlagSet) {
 // validate checks the global flags once they are all parsed.
 func (g *globals) validate() error {
 	if g.output != "table" && g.output != "json" {
-		return usagef("-o %q: use table or json", g.output)
+		return cli.Usagef("-o %q: use table or json", g.output)
 	}
 	if g.timeout <= 0 {
-		return usagef("--timeout %v: must be positive, e.g. 10s", g.timeout)
+		return cli.Usagef("--timeout %v: must be positive, e.g. 10s", g.timeout)
 	}
 	for _, tok := range strings.Split(g.prefix, ".") {
 		if !queengate.ValidName(tok) {
-			return usagef("--prefix %q: each dot-separated token must be %s (as the gateway's QUEEN_SUBJECT_PREFIX)", g.prefix, queengate.NameRule)
+			return cli.Usagef("--prefix %q: each dot-separated token must be %s (as the gateway's QUEEN_SUBJECT_PREFIX)", g.prefix, queengate.NameRule)
 		}
 	}
 	if g.httpURL != "" {
@@ -107,80 +106,16 @@ func normalizeHTTPURL(s string) (string, error) {
 	}
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", usagef("--http %q: want an address like %s", s, defaultHTTPURL)
+		return "", cli.Usagef("--http %q: want an address like %s", s, defaultHTTPURL)
 	}
 	return strings.TrimRight(u.String(), "/"), nil
 }
 
 func checkName(what, s string) error {
 	if !queengate.ValidName(s) {
-		return usagef("bad %s name %q: use %s", what, s, queengate.NameRule)
+		return cli.Usagef("bad %s name %q: use %s", what, s, queengate.NameRule)
 	}
 	return nil
-}
-
-// newFlagSet makes a flag set that reports instead of printing or exiting:
-// dispatch decides what goes to stdout (help) and stderr (errors).
-func newFlagSet(name string) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
-	return fs
-}
-
-// parseInterspersed parses flags anywhere among the arguments
-// (`configure payments --retention 7d`), which the flag package alone does
-// not: it stops at the first argument that is not a flag. Everything after
-// "--" is an argument, so a message such as -5 can be pushed.
-func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		rest := fs.Args()
-		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
-			return append(pos, rest...), nil
-		}
-		if len(rest) == 0 {
-			return pos, nil
-		}
-		pos = append(pos, rest[0])
-		args = rest[1:]
-	}
-}
-
-// printHelp writes a command's usage, then its own flags, then the global
-// ones.
-func printHelp(w io.Writer, usage string, fs *flag.FlagSet, own []string) {
-	fmt.Fprint(w, usage)
-	if len(own) > 0 {
-		fmt.Fprintln(w, "Flags:")
-		fs.VisitAll(func(f *flag.Flag) {
-			if slices.Contains(own, f.Name) {
-				printFlag(w, f)
-			}
-		})
-		fmt.Fprintln(w)
-	}
-	fmt.Fprintln(w, "Global flags:")
-	fs.VisitAll(func(f *flag.Flag) {
-		if !slices.Contains(own, f.Name) {
-			printFlag(w, f)
-		}
-	})
-}
-
-func printFlag(w io.Writer, f *flag.Flag) {
-	name, usage := flag.UnquoteUsage(f)
-	dash := "--"
-	if len(f.Name) == 1 {
-		dash = "-"
-	}
-	if name != "" {
-		name = " " + name
-	}
-	fmt.Fprintf(w, "  %s%s%s\n        %s\n", dash, f.Name, name, usage)
 }
 
 // session is one command's run: the parsed global flags, the I/O, and the
@@ -219,7 +154,7 @@ func (s *session) nats(ctx context.Context) (*admin.NATSClient, error) {
 		return s.natsc, nil
 	}
 	if s.g.natsURL == "" {
-		return nil, usagef("this needs NATS: set --nats or QUEENCTL_NATS_URL (e.g. --nats nats://127.0.0.1:4222)")
+		return nil, cli.Usagef("this needs NATS: set --nats or QUEENCTL_NATS_URL (e.g. --nats nats://127.0.0.1:4222)")
 	}
 	c, err := dialNATS(ctx, s.g, s.refuse)
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	"syscall"
 
 	"github.com/queengate/queengate/internal/ctl/admin"
+	"github.com/queengate/queengate/internal/ctl/cli"
 	"github.com/queengate/queengate/internal/ctl/output"
 )
 
@@ -47,7 +48,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 // (or change) the process's QUEEN_* variables.
 func runEnv(ctx context.Context, args []string, env func(string) (string, bool), stdin io.Reader, stdout, stderr io.Writer) int {
 	err := dispatch(ctx, args, env, stdin, stdout, stderr)
-	if err == nil || errors.Is(err, errHelpShown) {
+	if err == nil || errors.Is(err, cli.ErrHelpShown) {
 		return exitOK
 	}
 	// Line by line: a manifest's errors are one per line; what the
@@ -58,19 +59,6 @@ func runEnv(ctx context.Context, args []string, env func(string) (string, bool),
 	}
 	fmt.Fprintln(stderr, "queenctl:", strings.Join(lines, "\n"))
 	return exitCode(err)
-}
-
-// errHelpShown ends a run that printed the help it was asked for.
-var errHelpShown = errors.New("help shown")
-
-// usageError is a mistake in the command line or the manifest; nothing was
-// sent to the gateway.
-type usageError struct{ msg string }
-
-func (e *usageError) Error() string { return e.msg }
-
-func usagef(format string, args ...any) error {
-	return &usageError{msg: fmt.Sprintf(format, args...)}
 }
 
 // failedError says that some pushed messages answered "failed", and how
@@ -92,7 +80,7 @@ func (e *failedError) Error() string {
 
 func exitCode(err error) int {
 	var (
-		ue *usageError
+		ue *cli.UsageError
 		ae *admin.AddressError
 		ur *admin.UnreachableError
 		re *admin.RefusedError
@@ -188,15 +176,15 @@ func buildVersion() string {
 // dispatch parses the global flags and runs one command.
 func dispatch(ctx context.Context, args []string, env func(string) (string, bool), stdin io.Reader, stdout, stderr io.Writer) error {
 	g := newGlobals(env)
-	top := newFlagSet("queenctl")
+	top := cli.NewFlagSet("queenctl")
 	g.register(top)
 	showVersion := top.Bool("version", false, "print queenctl's version and exit")
 	if err := top.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			printHelp(stdout, mainUsage, top, nil)
-			return errHelpShown
+			cli.PrintHelp(stdout, mainUsage, top, nil)
+			return cli.ErrHelpShown
 		}
-		return usagef("%v (see queenctl --help)", err)
+		return cli.Usagef("%v (see queenctl --help)", err)
 	}
 	rest := top.Args()
 	if *showVersion || len(rest) == 1 && rest[0] == "version" {
@@ -205,57 +193,23 @@ func dispatch(ctx context.Context, args []string, env func(string) (string, bool
 	}
 	if len(rest) == 0 {
 		fmt.Fprint(stderr, mainUsage)
-		return usagef("no command given")
+		return cli.Usagef("no command given")
 	}
-	c, name, rest, err := findCommand(commands(), rest[0], rest[1:], top, g, stdout)
+	p := &cli.Program[runFunc]{Name: "queenctl", Usage: mainUsage, Commands: commands(), Globals: g.register}
+	c, name, rest, err := p.Find(top, rest, stdout)
 	if err != nil {
 		return err
 	}
-	return runCommand(ctx, c, name, rest, g, stdin, stdout, stderr)
-}
-
-// findCommand finds the command name (with its subcommand, if it has
-// subs) that rest is the arguments of; "help" names the command it asks
-// about, whose arguments become --help.
-func findCommand(cmds []*command, name string, rest []string, top *flag.FlagSet, g *globals, stdout io.Writer) (*command, string, []string, error) {
-	if name == "help" {
-		if len(rest) == 0 {
-			printHelp(stdout, mainUsage, top, nil)
-			return nil, "", nil, errHelpShown
-		}
-		// "help timer schedule" is "timer schedule --help".
-		topic := rest
-		name, rest = topic[0], []string{"--help"}
-		if c := findNamed(cmds, name); c != nil && c.subs != nil && len(topic) > 1 {
-			rest = []string{topic[1], "--help"}
-		}
-	}
-	c := findNamed(cmds, name)
-	if c == nil {
-		return nil, "", nil, usagef("unknown command %q (see queenctl --help)", name)
-	}
-	if c.subs != nil {
-		return pickSub(c, name, rest, g, stdout)
-	}
-	return c, name, rest, nil
-}
-
-// runCommand parses command c's flags (its own and the global ones, among
-// its arguments rest) and runs it.
-func runCommand(ctx context.Context, c *command, name string, rest []string, g *globals, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := newFlagSet("queenctl " + name)
-	runCmd := c.setup(fs)
-	var own []string
-	fs.VisitAll(func(f *flag.Flag) { own = append(own, f.Name) })
-	g.register(fs)
-	pos, err := parseInterspersed(fs, rest)
+	runCmd, pos, err := p.Parse(c, name, rest, stdout)
 	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			printHelp(stdout, c.usage, fs, own)
-			return errHelpShown
-		}
-		return usagef("%s: %v (see queenctl %s --help)", name, err, name)
+		return err
 	}
+	return runCommand(ctx, runCmd, pos, g, stdin, stdout, stderr)
+}
+
+// runCommand runs a command's body with its positional arguments pos,
+// once the global flags are checked.
+func runCommand(ctx context.Context, runCmd runFunc, pos []string, g *globals, stdin io.Reader, stdout, stderr io.Writer) error {
 	if err := g.validate(); err != nil {
 		return err
 	}
@@ -265,7 +219,7 @@ func runCommand(ctx context.Context, c *command, name string, rest []string, g *
 	defer refuse(nil)
 	s := &session{g: g, stdin: stdin, stdout: stdout, stderr: stderr, refuse: refuse}
 	defer s.close()
-	err = runCmd(ctx, s, pos)
+	err := runCmd(ctx, s, pos)
 	var re *admin.RefusedError
 	if errors.As(context.Cause(ctx), &re) {
 		return re
@@ -273,82 +227,36 @@ func runCommand(ctx context.Context, c *command, name string, rest []string, g *
 	return err
 }
 
-// command is one subcommand. setup registers its flags on a fresh flag
-// set and returns its body, which reads them: no flag state is shared
-// between runs (tests run many at once). A command with subs (timer) has
-// no body of its own: its first argument names one of them.
-type command struct {
-	name  string
-	usage string
-	setup func(fs *flag.FlagSet) runFunc
-	subs  []*command // in the order the usage lists them
-}
+// command is one of queenctl's commands: setup registers its flags and
+// returns its body.
+type command = cli.Command[runFunc]
 
 // commands is queenctl's command table, in the order the main help lists
 // them; built afresh for each run, so nothing of it is shared.
 func commands() []*command {
 	return []*command{
-		{name: "apply", usage: applyUsage, setup: setupApply},
-		{name: "configure", usage: configureUsage, setup: setupConfigure},
-		{name: "get", usage: getUsage, setup: setupGet},
-		{name: "delete", usage: deleteUsage, setup: setupDelete},
-		{name: "create", usage: createUsage, setup: setupCreate},
-		{name: "seek", usage: seekUsage, setup: setupSeek},
-		{name: "purge", usage: purgeUsage, setup: setupPurge},
-		{name: "read", usage: readUsage, setup: setupRead},
-		{name: "explain", usage: explainUsage, setup: setupExplain},
-		{name: "push", usage: pushUsage, setup: setupPush},
-		{name: "consume", usage: consumeUsage, setup: setupConsume},
-		{name: "dlq", usage: dlqUsage, subs: []*command{
-			{name: "list", usage: dlqListUsage, setup: setupDLQList},
-			{name: "redrive", usage: dlqRedriveUsage, setup: setupDLQRedrive},
+		{Name: "apply", Usage: applyUsage, Setup: setupApply},
+		{Name: "configure", Usage: configureUsage, Setup: setupConfigure},
+		{Name: "get", Usage: getUsage, Setup: setupGet},
+		{Name: "delete", Usage: deleteUsage, Setup: setupDelete},
+		{Name: "create", Usage: createUsage, Setup: setupCreate},
+		{Name: "seek", Usage: seekUsage, Setup: setupSeek},
+		{Name: "purge", Usage: purgeUsage, Setup: setupPurge},
+		{Name: "read", Usage: readUsage, Setup: setupRead},
+		{Name: "explain", Usage: explainUsage, Setup: setupExplain},
+		{Name: "push", Usage: pushUsage, Setup: setupPush},
+		{Name: "consume", Usage: consumeUsage, Setup: setupConsume},
+		{Name: "dlq", Usage: dlqUsage, Subs: []*command{
+			{Name: "list", Usage: dlqListUsage, Setup: setupDLQList},
+			{Name: "redrive", Usage: dlqRedriveUsage, Setup: setupDLQRedrive},
 		}},
-		{name: "status", usage: statusUsage, setup: setupStatus},
-		{name: "timer", usage: timerUsage, subs: []*command{
-			{name: "schedule", usage: timerScheduleUsage, setup: setupTimerSchedule},
-			{name: "cancel", usage: timerCancelUsage, setup: setupTimerCancel},
-			{name: "list", usage: timerListUsage, setup: setupTimerList},
+		{Name: "status", Usage: statusUsage, Setup: setupStatus},
+		{Name: "timer", Usage: timerUsage, Subs: []*command{
+			{Name: "schedule", Usage: timerScheduleUsage, Setup: setupTimerSchedule},
+			{Name: "cancel", Usage: timerCancelUsage, Setup: setupTimerCancel},
+			{Name: "list", Usage: timerListUsage, Setup: setupTimerList},
 		}},
 	}
-}
-
-// findNamed is the command of cmds called name, nil if there is none.
-func findNamed(cmds []*command, name string) *command {
-	for _, c := range cmds {
-		if c.name == name {
-			return c
-		}
-	}
-	return nil
-}
-
-// pickSub finds the subcommand of c that rest names first ("timer
-// schedule ..."); global flags may come before it. It returns the
-// subcommand, its full name and its arguments.
-func pickSub(c *command, name string, rest []string, g *globals, stdout io.Writer) (*command, string, []string, error) {
-	fs := newFlagSet("queenctl " + name)
-	g.register(fs)
-	if err := fs.Parse(rest); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			printHelp(stdout, c.usage, fs, nil)
-			return nil, "", nil, errHelpShown
-		}
-		return nil, "", nil, usagef("%s: %v (see queenctl %s --help)", name, err, name)
-	}
-	rest = fs.Args()
-	var subs []string
-	for _, sub := range c.subs {
-		subs = append(subs, "'"+name+" "+sub.name+"'")
-	}
-	which := strings.Join(subs[:len(subs)-1], ", ") + " or " + subs[len(subs)-1]
-	if len(rest) == 0 {
-		return nil, "", nil, usagef("%s: use %s (see queenctl %s --help)", name, which, name)
-	}
-	sub := findNamed(c.subs, rest[0])
-	if sub == nil {
-		return nil, "", nil, usagef("%s: unknown subcommand %q: use %s (see queenctl %s --help)", name, rest[0], which, name)
-	}
-	return sub, name + " " + rest[0], rest[1:], nil
 }
 
 // runFunc runs a command with its positional arguments.

@@ -133,7 +133,7 @@ func TestHelp(t *testing.T) {
 		}
 	}
 	for _, c := range commands() {
-		name := c.name
+		name := c.Name
 		for _, args := range [][]string{{name, "--help"}, {"help", name}, {"--nats", deadNATS, name, "-h"}} {
 			ctl(t, "", args...).expect(t, exitOK, "Usage:\n  queenctl "+name, "Global flags:")
 		}
@@ -153,9 +153,9 @@ func TestHelpListsEveryCommand(t *testing.T) {
 	help := ctl(t, "", "--help").stdout
 	var usages []string
 	for _, c := range commands() {
-		usages = append(usages, c.usage)
-		for _, sub := range c.subs {
-			usages = append(usages, sub.usage)
+		usages = append(usages, c.Usage)
+		for _, sub := range c.Subs {
+			usages = append(usages, sub.Usage)
 		}
 	}
 	for _, u := range usages {
@@ -184,9 +184,9 @@ func TestCommandsInHelpOrder(t *testing.T) {
 	t.Parallel()
 	last := -1
 	for _, c := range commands() {
-		at := strings.Index(mainUsage, "\n  "+c.name+" ")
+		at := strings.Index(mainUsage, "\n  "+c.Name+" ")
 		if at < last {
-			t.Errorf("the main help lists %q before the command the table has ahead of it", c.name)
+			t.Errorf("the main help lists %q before the command the table has ahead of it", c.Name)
 		}
 		last = at
 	}
@@ -200,20 +200,6 @@ func TestVersion(t *testing.T) {
 		if r.stderr != "" {
 			t.Errorf("%v wrote to stderr: %s", args, r.stderr)
 		}
-	}
-}
-
-func TestParseInterspersed(t *testing.T) {
-	t.Parallel()
-	fs := newFlagSet("t")
-	a := fs.String("a", "", "")
-	b := fs.Bool("b", false, "")
-	pos, err := parseInterspersed(fs, []string{"x", "-a", "1", "y", "-b", "--", "-5", "-a"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if *a != "1" || !*b || !reflect.DeepEqual(pos, []string{"x", "y", "-5", "-a"}) {
-		t.Errorf("a=%q b=%v pos=%q", *a, *b, pos)
 	}
 }
 

@@ -51,7 +51,7 @@ var arrows = map[string][]string{
 	// cmd/queenbench's packages: below the command, one way.
 	"internal/bench":            {"dedup", "model"},
 	"internal/bench/report":     {"internal/bench"},
-	"internal/bench/proc":       {"internal/bench", "routing", "internal/pgcluster"},
+	"internal/bench/proc":       {"internal/bench", "routing", "internal/pgadmin", "internal/pgcluster"},
 	"internal/bench/target":     {".", "internal/bench", "internal/bench/proc", "model"},
 	"internal/bench/sidebyside": {".", "consumer", "internal/bench", "internal/bench/proc", "internal/bench/report", "internal/bench/target"},
 
@@ -64,6 +64,7 @@ var arrows = map[string][]string{
 	"internal/ctl/tables":   {".", "internal/ctl/admin", "internal/ctl/duration", "internal/ctl/output", "internal/ctl/queueopt"},
 	"internal/ctl/consume":  {".", "consumer", "internal/ctl/admin", "internal/ctl/output"},
 	"internal/ctl/batch":    {"."},
+	"internal/ctl/cli":      {},
 }
 
 // mayLinkPgx are the packages that may link pgx besides pgstore and its

@@ -1,6 +1,7 @@
 // Package pgadmin creates and drops whole databases on a PostgreSQL
 // server, given a URL with the right to: the local development cluster's
-// database (cmd/queengate) and the throwaway databases of queengatetest.
+// database (cmd/queengate), the throwaway databases of queengatetest and
+// internal/pgtest, and queenbench's --self database.
 package pgadmin
 
 import (
@@ -23,9 +24,29 @@ func EnsureDatabase(ctx context.Context, adminURL, name string) error {
 		return err
 	}
 	if !exists {
-		_, err = conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
+		_, err = conn.Exec(ctx, createSQL(name, ""))
 	}
 	return err
+}
+
+// CreateDatabase creates database name, a copy of database template unless
+// template is empty; it fails if name exists.
+func CreateDatabase(ctx context.Context, adminURL, name, template string) error {
+	conn, err := pgx.Connect(ctx, adminURL)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, createSQL(name, template))
+	return err
+}
+
+func createSQL(name, template string) string {
+	sql := "CREATE DATABASE " + pgx.Identifier{name}.Sanitize()
+	if template != "" {
+		sql += " TEMPLATE " + pgx.Identifier{template}.Sanitize()
+	}
+	return sql
 }
 
 // DropDatabase drops database name, cutting its open connections.

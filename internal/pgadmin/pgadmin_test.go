@@ -64,3 +64,53 @@ func TestEnsureThenDrop(t *testing.T) {
 		t.Errorf("database %s is still there after DropDatabase", name)
 	}
 }
+
+// TestCreateFromTemplate: CreateDatabase copies its template's tables, and
+// refuses a name that exists.
+func TestCreateFromTemplate(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	admin := pgtest.SharedURL(t)
+	template, copied := "pgadmin_t_"+pgtest.UniqueName(t), "pgadmin_c_"+pgtest.UniqueName(t)
+	t.Cleanup(func() {
+		for _, name := range []string{copied, template} {
+			if err := pgadmin.DropDatabase(ctx, admin, name); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	if err := pgadmin.CreateDatabase(ctx, admin, template, ""); err != nil {
+		t.Fatal(err)
+	}
+	templateURL, err := pgadmin.DatabaseURL(admin, template)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, templateURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = conn.Exec(ctx, "CREATE TABLE marker (n int)")
+	conn.Close(ctx) // a template must have no connections to be copied
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pgadmin.CreateDatabase(ctx, admin, copied, template); err != nil {
+		t.Fatal(err)
+	}
+	copiedURL, err := pgadmin.DatabaseURL(admin, copied)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err = pgx.Connect(ctx, copiedURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "SELECT n FROM marker"); err != nil {
+		t.Errorf("the copy lacks its template's table: %v", err)
+	}
+	if err := pgadmin.CreateDatabase(ctx, admin, copied, ""); err == nil {
+		t.Errorf("CreateDatabase of an existing database %s succeeded", copied)
+	}
+}

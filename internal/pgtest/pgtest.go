@@ -23,6 +23,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/queengate/queengate/internal/pgadmin"
 	"github.com/queengate/queengate/internal/pgcluster"
 	"github.com/queengate/queengate/pgstore"
 )
@@ -77,7 +78,7 @@ func stop() {
 	}
 	names, _ := pgx.CollectRows(rows, pgx.RowTo[string])
 	for _, name := range names {
-		_, _ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
+		_ = pgadmin.DropDatabase(ctx, srv.adminURL, name)
 	}
 }
 
@@ -114,7 +115,7 @@ func start() (*server, error) {
 	if err := s.createMigratedTemplate(ctx); err != nil {
 		return nil, err
 	}
-	if err := s.createDB(ctx, s.shared); err != nil {
+	if err := pgadmin.CreateDatabase(ctx, s.adminURL, s.shared, s.template); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -133,13 +134,8 @@ func TestSettings() map[string]string {
 }
 
 func (s *server) createMigratedTemplate(ctx context.Context) error {
-	admin, err := pgx.Connect(ctx, s.adminURL)
-	if err != nil {
-		return fmt.Errorf("connect %s: %w", redact(s.adminURL), err)
-	}
-	defer admin.Close(ctx)
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{s.template}.Sanitize()); err != nil {
-		return fmt.Errorf("create template: %w", err)
+	if err := pgadmin.CreateDatabase(ctx, s.adminURL, s.template, ""); err != nil {
+		return fmt.Errorf("create template on %s: %w", redact(s.adminURL), err)
 	}
 	conn, err := pgx.Connect(ctx, s.urlFor(s.template))
 	if err != nil {
@@ -150,17 +146,6 @@ func (s *server) createMigratedTemplate(ctx context.Context) error {
 		return fmt.Errorf("migrate template: %w", err)
 	}
 	return nil
-}
-
-func (s *server) createDB(ctx context.Context, name string) error {
-	admin, err := pgx.Connect(ctx, s.adminURL)
-	if err != nil {
-		return err
-	}
-	defer admin.Close(ctx)
-	_, err = admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()+
-		" TEMPLATE "+pgx.Identifier{s.template}.Sanitize())
-	return err
 }
 
 func (s *server) urlFor(db string) string {
@@ -190,19 +175,13 @@ func NewDB(tb testing.TB) string {
 	name := fmt.Sprintf("%sdb%d", s.prefix, dbSeq.Add(1))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := s.createDB(ctx, name); err != nil {
+	if err := pgadmin.CreateDatabase(ctx, s.adminURL, name, s.template); err != nil {
 		tb.Fatalf("pgtest: create database: %v", err)
 	}
 	tb.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		admin, err := pgx.Connect(ctx, s.adminURL)
-		if err != nil {
-			tb.Errorf("pgtest: drop database: %v", err)
-			return
-		}
-		defer admin.Close(ctx)
-		if _, err := admin.Exec(ctx, "DROP DATABASE "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
+		if err := pgadmin.DropDatabase(ctx, s.adminURL, name); err != nil {
 			tb.Errorf("pgtest: drop database: %v", err)
 		}
 	})

@@ -15,9 +15,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/queengate/queengate/internal/bench"
+	"github.com/queengate/queengate/internal/pgadmin"
 	"github.com/queengate/queengate/internal/pgcluster"
 	"github.com/queengate/queengate/routing"
 )
@@ -85,7 +84,7 @@ func StartSelf(ctx context.Context, w bench.Workload, pgURL, gatewayBin, prefix 
 		if err != nil {
 			return nil, err
 		}
-		if err := createDatabase(ctx, env.cluster.URL("postgres"), "bench"); err != nil {
+		if err := pgadmin.CreateDatabase(ctx, env.cluster.URL("postgres"), "bench", ""); err != nil {
 			return nil, err
 		}
 		env.PGURL = env.cluster.URL("bench")
@@ -161,19 +160,6 @@ func (e *Self) Kill(i int) error {
 	}
 	<-g.exited
 	return nil
-}
-
-func createDatabase(ctx context.Context, adminURL, name string) error {
-	conn, err := pgx.Connect(ctx, adminURL)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize())
-	if err == nil {
-		_, err = conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
-	}
-	return err
 }
 
 func freePort() (int, error) {
