@@ -194,9 +194,9 @@ func TestAsyncStandbyCatchesUpAfterBeingDown(t *testing.T) {
 		t.Errorf("read-write URL connects to %d, want the primary's %d", port, primary.Port())
 	}
 
-	// Down while the primary writes and moves to new WAL files, the
-	// standby catches up from the WAL the primary kept.
-	standby.Stop()
+	// Crashed while the primary writes and moves to new WAL files, the
+	// standby recovers and catches up from the WAL the primary kept.
+	standby.Crash()
 	if port := serverPort(ctx, t, pgcluster.MultiHostURL("postgres", "prefer-standby", standby, primary)); port != primary.Port() {
 		t.Errorf("prefer-standby URL without a standby connects to %d, want the primary's %d", port, primary.Port())
 	}
