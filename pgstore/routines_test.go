@@ -40,6 +40,26 @@ func readRoutinesState(t *testing.T, ctx context.Context, conn *pgx.Conn) routin
 	return s
 }
 
+// connectNewDB connects to a database of its own, migrated.
+func connectNewDB(t *testing.T, ctx context.Context) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(ctx, pgtest.NewDB(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(ctx) })
+	return conn
+}
+
+// wantOwnRoutines fails t unless s is this build's routine set.
+func wantOwnRoutines(t *testing.T, s routinesState, when string) {
+	t.Helper()
+	if s.version != pgstore.RoutinesVersion || s.checksum != pgstore.RoutinesChecksum() || !s.filesSet {
+		t.Errorf("%s the database records routines %d %.12s (the files' body: %v), want this build's %d %.12s",
+			when, s.version, s.checksum, s.filesSet, pgstore.RoutinesVersion, pgstore.RoutinesChecksum())
+	}
+}
+
 // otherRoutineSet stands for another build's routines: one body edited
 // and the row it would have recorded.
 func otherRoutineSet(t *testing.T, ctx context.Context, conn *pgx.Conn, version int, checksum string) routinesState {
@@ -64,16 +84,9 @@ func otherRoutineSet(t *testing.T, ctx context.Context, conn *pgx.Conn, version 
 func TestRoutinesVersionOnlyMovesForward(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, pgtest.NewDB(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := connectNewDB(t, ctx)
 	own := readRoutinesState(t, ctx, conn)
-	if own.version != pgstore.RoutinesVersion || own.checksum != pgstore.RoutinesChecksum() || !own.filesSet {
-		t.Fatalf("a migrated database records routines %d %.12s (the files' body: %v), want this build's %d %.12s",
-			own.version, own.checksum, own.filesSet, pgstore.RoutinesVersion, pgstore.RoutinesChecksum())
-	}
+	wantOwnRoutines(t, own, "migrated,")
 	if _, err := pgstore.Migrate(ctx, conn); err != nil {
 		t.Fatal(err)
 	}
@@ -106,11 +119,7 @@ func TestRoutinesVersionOnlyMovesForward(t *testing.T) {
 	if _, err := pgstore.Migrate(ctx, conn); err != nil {
 		t.Fatalf("Migrate over an older build's set: %v", err)
 	}
-	got := readRoutinesState(t, ctx, conn)
-	if got.version != pgstore.RoutinesVersion || got.checksum != pgstore.RoutinesChecksum() || !got.filesSet {
-		t.Errorf("after Migrate over an older build's set the database records %d %.12s (the files' body: %v), want %d %.12s",
-			got.version, got.checksum, got.filesSet, pgstore.RoutinesVersion, pgstore.RoutinesChecksum())
-	}
+	wantOwnRoutines(t, readRoutinesState(t, ctx, conn), "after Migrate over an older build's set,")
 }
 
 // TestRoutinesBeforeVersionsAreReplaced: a database whose routines a
@@ -119,11 +128,7 @@ func TestRoutinesVersionOnlyMovesForward(t *testing.T) {
 func TestRoutinesBeforeVersionsAreReplaced(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, pgtest.NewDB(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := connectNewDB(t, ctx)
 	const routinesVersionMigration = 16
 	if _, err := conn.Exec(ctx, `
 		ALTER TABLE queen.routines DROP COLUMN version;
@@ -137,9 +142,5 @@ func TestRoutinesBeforeVersionsAreReplaced(t *testing.T) {
 	if err != nil || len(applied) != 1 || applied[0] != routinesVersionMigration {
 		t.Fatalf("Migrate applied %v, %v; want [%d]", applied, err, routinesVersionMigration)
 	}
-	got := readRoutinesState(t, ctx, conn)
-	if got.version != pgstore.RoutinesVersion || got.checksum != pgstore.RoutinesChecksum() {
-		t.Errorf("the database records routines %d %.12s, want this build's %d %.12s",
-			got.version, got.checksum, pgstore.RoutinesVersion, pgstore.RoutinesChecksum())
-	}
+	wantOwnRoutines(t, readRoutinesState(t, ctx, conn), "after Migrate,")
 }
