@@ -24,21 +24,18 @@ func AppendJSONString(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
 	start := 0
-	for i := 0; i < len(s); {
+	for i := 0; i < len(s); i++ {
 		c := s[i]
+		if asciiLen[c] == 1 {
+			continue
+		}
 		if c >= utf8.RuneSelf {
-			in, out := wideUnit(s[i:])
-			if in == out {
-				i += in
+			if in, out := wideUnit(s[i:]); in == out {
+				i += in - 1
 				continue
 			}
 			b = append(append(b, s[start:i]...), replacement...)
-			i++
-			start = i
-			continue
-		}
-		if escapedLen(c) == 1 {
-			i++
+			start = i + 1
 			continue
 		}
 		b = append(b, s[start:i]...)
@@ -54,23 +51,28 @@ func AppendJSONString(b []byte, s string) []byte {
 		default:
 			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
 		}
-		i++
-		start = i
+		start = i + 1
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
 }
 
-// escapedLen is how many bytes AppendJSONString writes for an ASCII byte.
-func escapedLen(c byte) int {
-	switch {
-	case c >= 0x20 && c != '"' && c != '\\':
-		return 1
-	case c == '"', c == '\\', c == '\n', c == '\r', c == '\t':
-		return 2
+// asciiLen is how many bytes AppendJSONString writes for an ASCII byte,
+// 0 for the others (a table: it is looked up for every byte of every
+// answer's strings).
+var asciiLen = func() (t [256]uint8) {
+	for c := range utf8.RuneSelf {
+		switch {
+		case c >= 0x20 && c != '"' && c != '\\':
+			t[c] = 1
+		case c == '"', c == '\\', c == '\n', c == '\r', c == '\t':
+			t[c] = 2
+		default:
+			t[c] = 6
+		}
 	}
-	return 6
-}
+	return t
+}()
 
 // wideUnit is what AppendJSONString does with s's first bytes, which
 // start at or above utf8.RuneSelf: in bytes of s (a character, or one
@@ -86,8 +88,8 @@ func wideUnit(s string) (in, out int) {
 // unit is what AppendJSONString does with the bytes of s from i on: in
 // bytes become out bytes of JSON.
 func unit(s string, i int) (in, out int) {
-	if c := s[i]; c < utf8.RuneSelf {
-		return 1, escapedLen(c)
+	if n := asciiLen[s[i]]; n != 0 {
+		return 1, int(n)
 	}
 	return wideUnit(s[i:])
 }
@@ -95,10 +97,14 @@ func unit(s string, i int) (in, out int) {
 // jsonStringLen is the length of s as AppendJSONString writes it.
 func jsonStringLen(s string) int {
 	n := 2
-	for i := 0; i < len(s); {
-		in, out := unit(s, i)
+	for i := 0; i < len(s); i++ {
+		if l := asciiLen[s[i]]; l != 0 {
+			n += int(l)
+			continue
+		}
+		in, out := wideUnit(s[i:])
 		n += out
-		i += in
+		i += in - 1
 	}
 	return n
 }
@@ -111,21 +117,33 @@ func jsonStringLen(s string) int {
 // length). It stays for the answers encoding/json writes.
 func MarshalledStringBound(s string) int64 {
 	n := int64(2)
-	for i := 0; i < len(s); {
-		in, out := unit(s, i)
-		switch c := s[i]; {
-		case c == '<', c == '>', c == '&':
-			out += 5
-		case c >= utf8.RuneSelf && in == 1:
-			out += 3 // an invalid byte: \ufffd
-		case c == 0xe2:
-			out += 3
+	for i := 0; i < len(s); i++ {
+		if l := marshalledASCIILen[s[i]]; l != 0 {
+			n += int64(l)
+			continue
 		}
-		n += int64(out)
-		i += in
+		in, _ := wideUnit(s[i:])
+		switch {
+		case in == 1:
+			n += 6 // an invalid byte: \ufffd
+		case s[i] == 0xe2:
+			n += int64(in) + 3
+		default:
+			n += int64(in)
+		}
+		i += in - 1
 	}
 	return n
 }
+
+// marshalledASCIILen is asciiLen as encoding/json writes it, at most.
+var marshalledASCIILen = func() (t [256]uint8) {
+	t = asciiLen
+	for _, c := range "<>&" {
+		t[c] = 6
+	}
+	return t
+}()
 
 // cutJSON cuts s so that AppendJSONString writes at most room bytes of
 // it, on a character boundary, marking a cut with "…"; room -1 keeps s.
