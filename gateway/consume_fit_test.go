@@ -289,7 +289,7 @@ func TestAMessageThatDoesNotFitBesideACarriedAckWaitsForTheNextPop(t *testing.T)
 	// an ack answer of over 600 KB.
 	ack := &queengate.PopAck{Partition: "small", LeaseID: small.LeaseID}
 	for i := range 500 {
-		ack.Items = append(ack.Items, queengate.AckItem{TransactionID: fmt.Sprint(i, strings.Repeat("<", 200)), Status: "completed"})
+		ack.Items = append(ack.Items, queengate.AckItem{TransactionID: fmt.Sprint(i, strings.Repeat("\x01", 200)), Status: "completed"})
 	}
 	a, size := e.popRaw(t, "big", queengate.PopRequest{Group: "g", Ack: ack})
 	if a.Ack == nil || len(a.Ack.Items) != 500 || len(a.Messages) != 0 || a.LeaseID != "" || int64(size) > e.client.MaxPayload() {
@@ -302,8 +302,9 @@ func TestAMessageThatDoesNotFitBesideACarriedAckWaitsForTheNextPop(t *testing.T)
 }
 
 // An ack whose answer could not fit in the max payload (each result
-// repeats its transactionId, which encoding/json writes with < as
-// \u003c: six bytes for one) is a 413 that settles nothing; the same
+// repeats its transactionId, whose < the answer's bound counts as six
+// bytes, \u003c, as encoding/json would write it) is a 413 that settles
+// nothing; the same
 // batch acknowledged in a size that fits is settled.
 func TestAnAckWhoseAnswerCouldNotFitIs413AndSettlesNothing(t *testing.T) {
 	t.Parallel()
