@@ -35,13 +35,15 @@ var arrows = map[string][]string{
 	"retention":        {"model", "internal/startstop", "internal/promreg"},
 	"routing":          {".", "internal/promreg"},
 	"internal/wire":    {".", "ingest", "model"},
-	"gateway":          {".", "ingest", "timers", "model", "routing", "internal/wire", "internal/startstop", "internal/promreg"},
+	"gateway":          {".", "ingest", "model", "routing", "internal/wire", "internal/promreg"},
+	"consume":          {".", "gateway", "model", "internal/wire", "internal/promreg"},
+	"operator":         {".", "gateway", "ingest", "timers", "model", "internal/wire", "internal/startstop"},
 
 	// The gateway run in-process, and for users' tests.
 	"internal/natsembed":  {},
 	"internal/storewatch": {"internal/startstop"},
 	"internal/pgadmin":    {},
-	"server": {".", "gateway", "routing", "ingest", "timers", "retention", "model", "pgstore",
+	"server": {".", "gateway", "consume", "operator", "routing", "ingest", "timers", "retention", "model", "pgstore",
 		"internal/startstop", "internal/natsembed", "internal/storewatch"},
 	"queengatetest": {".", "server", "internal/pgadmin", "internal/pgcluster", "internal/pgtest"},
 

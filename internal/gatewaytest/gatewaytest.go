@@ -13,10 +13,12 @@ import (
 	"github.com/rs/zerolog"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/consume"
 	"github.com/queengate/queengate/gateway"
 	"github.com/queengate/queengate/ingest"
 	"github.com/queengate/queengate/internal/natsembed"
 	"github.com/queengate/queengate/internal/pgtest"
+	"github.com/queengate/queengate/operator"
 	"github.com/queengate/queengate/pgstore"
 	"github.com/queengate/queengate/timers"
 )
@@ -55,8 +57,8 @@ func Start(t *testing.T, token string, opts ...queengate.Option) *Running {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ops := gateway.NewOps(gateway.OpsConfig{Token: token, Version: "1.2.3", WantSchema: pgstore.LatestVersion()}, store, ing, gwConn)
-	gw, err := gateway.New(gateway.Config{Endpoints: []gateway.EndpointSet{ops, gateway.NewTimerOps(tsvc, ops), gateway.NewConsumers(store)}},
+	ops := operator.NewOps(operator.OpsConfig{Token: token, Version: "1.2.3", WantSchema: pgstore.LatestVersion()}, store, ing, gwConn)
+	gw, err := gateway.New(gateway.Config{Endpoints: []gateway.EndpointSet{ops, operator.NewTimerOps(tsvc, ops), consume.New(store)}},
 		gwConn, ing, log, nil)
 	if err != nil {
 		t.Fatal(err)
