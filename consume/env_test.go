@@ -5,7 +5,6 @@ import (
 
 	"github.com/queengate/queengate/ingest"
 	"github.com/queengate/queengate/internal/gatewaytest"
-	"github.com/queengate/queengate/internal/natsembed"
 	"github.com/queengate/queengate/internal/pgtest"
 )
 
@@ -18,12 +17,6 @@ type testEnv struct{ *gatewaytest.Env }
 func newEnv(t *testing.T) *testEnv {
 	t.Helper()
 	return &testEnv{gatewaytest.NewEnv(t)}
-}
-
-// newEnvWith is newEnv with the embedded server configured by cfg.
-func newEnvWith(t *testing.T, cfg natsembed.Config) *testEnv {
-	t.Helper()
-	return &testEnv{gatewaytest.NewEnvWith(t, cfg)}
 }
 
 // newSmallPayloadEnv is newEnv with a small max payload
@@ -47,7 +40,6 @@ func (e *testEnv) startOpsGateway(token string, icfg ingest.Config) *opsGateway 
 
 type (
 	answer      = gatewaytest.Answer
-	wireErr     = gatewaytest.WireErr
 	msg         = gatewaytest.Msg
 	gatewayOpts = gatewaytest.GatewayOpts
 )

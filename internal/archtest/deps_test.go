@@ -1,7 +1,8 @@
 // Package archtest keeps the dependency direction of docs/design.md
-// ("Packages") honest: cmd -> gateway -> {ingest, timers}; ingest ->
-// dedup; everything below the daemon speaks model; pgstore implements the
-// stores in model's terms; and nothing but pgstore links pgx.
+// ("Packages") honest: cmd -> {operator, consume} -> gateway -> ingest;
+// operator -> timers; ingest -> dedup; everything below the daemon speaks
+// model; pgstore implements the stores in model's terms; and nothing but
+// pgstore links pgx.
 package archtest
 
 import (
