@@ -60,6 +60,7 @@ func StoreLog() *zerolog.Logger { return storeLog.Load() }
 // runs one gateway; tests' gateways all log to their test).
 var storeLog atomic.Pointer[zerolog.Logger]
 
+// init points storeLog at a logger that drops, until a gateway is built.
 func init() {
 	nop := zerolog.Nop()
 	storeLog.Store(&nop)

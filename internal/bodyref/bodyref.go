@@ -98,11 +98,13 @@ func Accepts(body []byte, o Object) (ok bool, badName string) {
 	return o.judge(body)
 }
 
+// String reads a JSON string.
 func String(raw json.RawMessage) (string, bool) {
 	var s string
 	return s, len(raw) > 0 && raw[0] == '"' && json.Unmarshal(raw, &s) == nil
 }
 
+// IsString: any JSON string.
 func IsString(raw json.RawMessage) bool { _, ok := String(raw); return ok }
 
 // RFC3339 is an RFC 3339 string with a zone.
@@ -112,6 +114,7 @@ func RFC3339(raw json.RawMessage) bool {
 	return ok && err == nil
 }
 
+// StringOfBytes: a string of lo to hi bytes.
 func StringOfBytes(lo, hi int) Rule {
 	return func(raw json.RawMessage) bool {
 		s, ok := String(raw)
@@ -124,10 +127,12 @@ var (
 	UUID = regexp.MustCompile(`^[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}$`)
 )
 
+// Matching: a string re matches.
 func Matching(re *regexp.Regexp) Rule {
 	return func(raw json.RawMessage) bool { s, ok := String(raw); return ok && re.MatchString(s) }
 }
 
+// OneOf: one of these words.
 func OneOf(words ...string) Rule {
 	return func(raw json.RawMessage) bool {
 		s, ok := String(raw)
@@ -146,16 +151,20 @@ func Whole(raw json.RawMessage) (int64, bool) {
 	return v, err == nil
 }
 
+// WholeFrom: a whole number from lo to hi.
 func WholeFrom(lo, hi int64) Rule {
 	return func(raw json.RawMessage) bool { n, ok := Whole(raw); return ok && n >= lo && n <= hi }
 }
 
+// AnyValue: any JSON value.
 func AnyValue(json.RawMessage) bool { return true }
 
+// ObjectOf: an object o accepts.
 func ObjectOf(o Object) Rule {
 	return func(raw json.RawMessage) bool { ok, _ := o.judge(raw); return ok }
 }
 
+// ArrayOf: an array of lo to hi elements, each elem.
 func ArrayOf(lo, hi int, elem Rule) Rule {
 	return func(raw json.RawMessage) bool {
 		var elems []json.RawMessage

@@ -244,6 +244,7 @@ func Off(a Answer) int64 {
 	return *a.Offset
 }
 
+// String is an answer as id:status@offset.
 func (a Answer) String() string {
 	return fmt.Sprintf("%s:%s@%d", a.TransactionID, a.Status, Off(a))
 }

@@ -1,8 +1,10 @@
 // Package gatewaytest starts, for a test, a real gateway (embedded NATS,
 // PostgreSQL from internal/pgtest, ingest, timers, the operator API and
 // the consuming endpoints) and a client connected to it: the root
-// package's tests and the consumer package's share it. Packages that use
-// it call pgtest.Run from TestMain.
+// package's tests and the consumer package's share it. Env (env.go) is
+// the finer harness of the gateway's, consume's and operator's own tests:
+// one NATS server, gateways started one by one, requests sent raw.
+// Packages that use it call pgtest.Run from TestMain.
 package gatewaytest
 
 import (

@@ -50,6 +50,7 @@ func (g *OpsGateway) FailOne(t *testing.T, queue, group string, a queengate.PopA
 	return ans
 }
 
+// SetMaxAttempts sets queue's maxAttempts in the store.
 func (e *Env) SetMaxAttempts(t *testing.T, queue string, n int) {
 	t.Helper()
 	if _, _, err := e.Store.Configure(context.Background(), queue, model.OptionsPatch{MaxAttempts: &n}, false); err != nil {
@@ -90,6 +91,7 @@ func Summary(as []ConflictAnswer) string {
 	return strings.Join(s, ",")
 }
 
+// SetOnConflict sets the env's queue's onConflict in the store.
 func (e *Env) SetOnConflict(t *testing.T, mode model.ConflictMode) {
 	t.Helper()
 	if _, _, err := e.Store.Configure(context.Background(), e.Queue, model.OptionsPatch{OnConflict: &mode}, false); err != nil {
@@ -97,6 +99,8 @@ func (e *Env) SetOnConflict(t *testing.T, mode model.ConflictMode) {
 	}
 }
 
+// PushRaw pushes body as it is and decodes the answers with their
+// conflict marks.
 func (e *Env) PushRaw(t *testing.T, subject, body string) []ConflictAnswer {
 	t.Helper()
 	msg := e.Request(t, subject, body)
@@ -127,6 +131,7 @@ func (e *Env) Discover(t *testing.T, verb micro.Verb, v any) {
 	}
 }
 
+// Readyz is the admin server's /readyz answer at addr: status and checks.
 func Readyz(t *testing.T, addr string) (int, map[string]string) {
 	t.Helper()
 	resp, err := http.Get("http://" + addr + "/readyz")
@@ -145,11 +150,13 @@ func Readyz(t *testing.T, addr string) (int, map[string]string) {
 // start: small, so that answers reach it cheaply.
 const SmallPayload = 64 << 10
 
+// NewSmallPayloadEnv is NewEnv with SmallPayload as the max payload.
 func NewSmallPayloadEnv(t *testing.T) *Env {
 	t.Helper()
 	return NewEnvWith(t, natsembed.Config{Port: -1, MaxPayload: SmallPayload})
 }
 
+// PendingTimers counts the timers of the env's queue in the store.
 func (e *Env) PendingTimers(t *testing.T) int {
 	t.Helper()
 	var n int

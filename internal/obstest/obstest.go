@@ -19,6 +19,7 @@ type LogBuffer struct {
 	b  bytes.Buffer
 }
 
+// Write appends p.
 func (l *LogBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
