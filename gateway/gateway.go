@@ -49,11 +49,12 @@ type Config struct {
 	// delivered to be taken in; default 10 s.
 	DrainTimeout time.Duration
 	// Endpoints are the request-reply endpoints served beside the push
-	// endpoint, in this order: the operator API (*Ops), the timer
-	// subjects (*TimerOps), the consuming subjects (*Consumers; give the
-	// ingester's OnCommit the gateway's PublishCommitted so that waiting
-	// pops wake when messages arrive). A set that is also an Authorizer
-	// (*Ops) decides the operator requests of every set.
+	// endpoint, in this order: the operator API (*operator.Ops), the
+	// timer subjects (*operator.TimerOps), the consuming subjects
+	// (*consume.Consumers; give the ingester's OnCommit the gateway's
+	// PublishCommitted so that waiting pops wake when messages arrive). A
+	// set that is also an Authorizer (*operator.Ops) decides the operator
+	// requests of every set.
 	Endpoints []EndpointSet
 	// Routing, when set, gives partitions affinity to gateways: pushes
 	// mapped by NATS onto routing shards are taken by the shard's owner
@@ -226,7 +227,7 @@ func (g *Gateway) Start(ctx context.Context) error {
 }
 
 // Serving is nil while the gateway takes pushes, else why not: for
-// /readyz (Admin.AddReadiness).
+// /readyz (operator.Admin.AddReadiness).
 func (g *Gateway) Serving() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -519,8 +520,8 @@ func LastTwoTokens(subject string) (string, string) {
 	return subject[j+1 : i], subject[i+1:]
 }
 
-// maxErrorMessage bounds a whole error message on the HTTP face.
-const maxErrorMessage = 1024
+// MaxOperatorBody bounds an operator request body, on NATS and HTTP.
+const MaxOperatorBody = 64 << 10
 
 // Endpoint is a request-reply operation served by the gateway on Verb
 // followed by one token per name; an EndpointSet gives them.
@@ -548,6 +549,9 @@ type Endpoint struct {
 	// 30 s; the gateway answers what it returns (an Undoable answer not
 	// published is undone).
 	Op func(context.Context, *Request) (any, *queengate.Error)
+	// HTTP are the operation's admin HTTP routes, if it has any (a
+	// message get has two: by id, and by transaction id).
+	HTTP []HTTPForm
 }
 
 // subject is the endpoint's subject, as NATS matches it.
@@ -636,8 +640,8 @@ func (g *Gateway) serveRequest(req *Request, e Endpoint) {
 	if werr == nil {
 		// Operator bodies are small; a timer's is a push message, bounded
 		// by NATS's max payload like a push.
-		if e.Operator && len(req.Data) > maxOpsBody {
-			werr = &queengate.Error{Code: queengate.CodeTooLarge, Message: fmt.Sprintf("body over %d bytes", maxOpsBody)}
+		if e.Operator && len(req.Data) > MaxOperatorBody {
+			werr = &queengate.Error{Code: queengate.CodeTooLarge, Message: fmt.Sprintf("body over %d bytes", MaxOperatorBody)}
 		} else {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			v, werr = e.Op(ctx, req)

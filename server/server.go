@@ -11,8 +11,8 @@ import (
 	"github.com/rs/zerolog"
 
 	queengate "github.com/queengate/queengate"
-	"github.com/queengate/queengate/gateway"
 	"github.com/queengate/queengate/internal/startstop"
+	"github.com/queengate/queengate/operator"
 	"github.com/queengate/queengate/pgstore"
 )
 
@@ -23,7 +23,7 @@ type Server struct {
 	store   *pgstore.Store
 	nc      *nats.Conn
 	natsURL string
-	admin   *gateway.Admin
+	admin   *operator.Admin
 	// closers release what Start opened, in reverse.
 	closers  []func()
 	stopOnce sync.Once
