@@ -41,7 +41,7 @@ func (c *Consumers) ackPush(ctx context.Context, queue, partition string, body [
 	res, err := c.store.AckAndPush(ctx, g, pid, req.LeaseID, items, derived)
 	switch {
 	case errors.Is(err, model.ErrNotCommitted):
-		return nil, &queengate.Error{Code: queengate.CodeConflict, Message: err.Error()}
+		return nil, &queengate.Error{Code: queengate.CodeConflict, Text: err.Error()}
 	case err != nil:
 		return nil, c.groupFailed(g, err)
 	}
@@ -108,7 +108,7 @@ func decodeAckPush(body []byte, maxPayload int64) (queengate.AckPushRequest, *qu
 		}
 	}
 	if bound, room := ackPushAnswerBound(req), maxPayload-popEnvelope; bound > room {
-		return req, &queengate.Error{Code: queengate.CodeTooLarge, Message: fmt.Sprintf(
+		return req, &queengate.Error{Code: queengate.CodeTooLarge, Text: fmt.Sprintf(
 			"an ack-and-push of %d items and %d messages could take up to %d bytes to answer, over the %d an answer may take here: send fewer in one request",
 			len(req.Items), len(req.Push), bound, room)}
 	}
@@ -125,7 +125,7 @@ func derivedInto(dst *[]queengate.DerivedMessage, maxPayload int64) func([]byte)
 		case !ok:
 			return wire.BadInput(`"push" must be an array of messages such as %s, not %s`, derivedShape.Example, wire.Describe(raw))
 		case len(elems) > queengate.MaxAckPushMessages:
-			return &queengate.Error{Code: queengate.CodeTooLarge, Message: fmt.Sprintf(
+			return &queengate.Error{Code: queengate.CodeTooLarge, Text: fmt.Sprintf(
 				`"push" has %d messages: at most %d in one ack-and-push`, len(elems), queengate.MaxAckPushMessages)}
 		}
 		msgs := make([]queengate.DerivedMessage, len(elems))

@@ -87,17 +87,17 @@ func TestDecodeAckPushNamesTheProblem(t *testing.T) {
 			`at most 1000`},
 	} {
 		_, werr := decodeAckPush([]byte(head+c.push+"}"), 1<<20)
-		if werr == nil || werr.Code != c.code || !strings.Contains(werr.Message, c.says) || bodyref.SpeaksGo(werr.Message) {
+		if werr == nil || werr.Code != c.code || !strings.Contains(werr.Text, c.says) || bodyref.SpeaksGo(werr.Text) {
 			t.Errorf("push %.80s: %v; want %d saying %q", c.push, werr, c.code, c.says)
 		}
 	}
 	failed := `{"group":"g","leaseId":"` + bodyref.TestLease + `","items":[{"offset":0,"status":"failed"}]}`
-	if _, werr := decodeAckPush([]byte(failed), 1<<20); werr == nil || !strings.Contains(werr.Message, "completes its items") {
+	if _, werr := decodeAckPush([]byte(failed), 1<<20); werr == nil || !strings.Contains(werr.Text, "completes its items") {
 		t.Errorf("a failed item: %v", werr)
 	}
 	long := strings.Repeat("<", 256)
 	many := head + `[` + strings.Repeat(`{"queue":"q","transactionId":"`+long+`"},`, 999) + `{"queue":"q","transactionId":"t"}]}`
-	if _, werr := decodeAckPush([]byte(many), 64<<10); werr == nil || werr.Code != 413 || !strings.Contains(werr.Message, "send fewer") {
+	if _, werr := decodeAckPush([]byte(many), 64<<10); werr == nil || werr.Code != 413 || !strings.Contains(werr.Text, "send fewer") {
 		t.Errorf("an answer that could exceed the max payload: %v", werr)
 	}
 }

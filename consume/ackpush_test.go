@@ -155,13 +155,13 @@ func TestAckAndPushIsAllOrNothing(t *testing.T) {
 		{queengate.DerivedMessage{Queue: nodedup, TransactionID: "n"}, 409, "does not deduplicate"},
 	} {
 		req := queengate.AckPushRequest{Group: "g", LeaseID: a.LeaseID, Items: completeAll(a), Push: []queengate.DerivedMessage{good, c2.bad}}
-		if werr := ackPushError(t, c, e.Queue, "p", req); werr.Code != c2.code || !strings.Contains(werr.Message, c2.says) {
+		if werr := ackPushError(t, c, e.Queue, "p", req); werr.Code != c2.code || !strings.Contains(werr.Text, c2.says) {
 			t.Errorf("derived %s: %v; want %d saying %q", c2.bad.TransactionID, werr, c2.code, c2.says)
 		}
 	}
 	if werr := ackPushError(t, c, e.Queue, "p", queengate.AckPushRequest{Group: "g", LeaseID: a.LeaseID,
 		Items: []queengate.AckItem{{TransactionID: "p-0", Status: "completed"}, {TransactionID: "nope", Status: "completed"}},
-		Push:  []queengate.DerivedMessage{good}}); werr.Code != 409 || !strings.Contains(werr.Message, "item 1 answered unknownTransactionId") {
+		Push:  []queengate.DerivedMessage{good}}); werr.Code != 409 || !strings.Contains(werr.Text, "item 1 answered unknownTransactionId") {
 		t.Errorf("an unknown item: %v", werr)
 	}
 	for q, want := range map[string]int{out: 0, strict: 1, nodedup: 0} {
@@ -191,7 +191,7 @@ func TestAckAndPushWithoutTheLeasePushesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	werr := ackPushError(t, c, e.Queue, "p", queengate.AckPushRequest{Group: "g", LeaseID: a.LeaseID, Items: completeAll(a), Push: derivedOf(a, out)})
-	if werr.Code != 409 || !strings.Contains(werr.Message, "item 0 answered leaseNotHeld") || !strings.Contains(werr.Message, "nothing was settled or pushed") {
+	if werr.Code != 409 || !strings.Contains(werr.Text, "item 0 answered leaseNotHeld") || !strings.Contains(werr.Text, "nothing was settled or pushed") {
 		t.Errorf("an ack-and-push of a released lease: %v", werr)
 	}
 	if n := e.queueCount(t, out); n != 0 {

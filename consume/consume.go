@@ -419,7 +419,7 @@ func decodePop(body []byte) (queengate.PopRequest, *queengate.Error) {
 		return req, wire.BadInput(`"maxAckPending" bounds what one consumer holds: name it in "consumer"`)
 	case req.Ack != nil:
 		if _, werr := ackItems(queengate.AckRequest{Group: req.Group, LeaseID: req.Ack.LeaseID, Items: req.Ack.Items}); werr != nil {
-			werr.Message = `"ack": ` + werr.Message
+			werr.Text = `"ack": ` + werr.Text
 			return req, werr
 		}
 	}
@@ -536,7 +536,7 @@ func (c *Consumers) settle(ctx context.Context, queue, partition string, req que
 		return queengate.AckAnswer{}, werr
 	}
 	if bound, room := ackAnswerBound(req.Items), c.maxPayload()-popEnvelope; bound > room {
-		return queengate.AckAnswer{}, &queengate.Error{Code: queengate.CodeTooLarge, Message: fmt.Sprintf(
+		return queengate.AckAnswer{}, &queengate.Error{Code: queengate.CodeTooLarge, Text: fmt.Sprintf(
 			"an ack of %d items could take up to %d bytes to answer (each result repeats its transactionId), over the %d an answer may take here: send the items in smaller acks",
 			len(req.Items), bound, room)}
 	}
@@ -653,7 +653,7 @@ func (c *Consumers) lease(ctx context.Context, queue, partition string, body []b
 	case err != nil:
 		return nil, c.groupFailed(g, err)
 	case !ok:
-		return nil, &queengate.Error{Code: queengate.CodeConflict, Message: "lease " + req.LeaseID +
+		return nil, &queengate.Error{Code: queengate.CodeConflict, Text: "lease " + req.LeaseID +
 			" is not held: it ran out, was released, or another consumer's lease replaced it"}
 	}
 	ans := queengate.LeaseAnswer{LeaseID: req.LeaseID, Released: !renew}
@@ -742,13 +742,13 @@ func decodeGroups(body []byte) (queengate.GroupsRequest, *queengate.Error) {
 func groupPage(views []queengate.GroupView, queue string, page queengate.GroupsRequest) ([]queengate.GroupView, *queengate.Error) {
 	i := slices.IndexFunc(views, func(v queengate.GroupView) bool { return v.Group == page.Group })
 	if i < 0 {
-		return nil, &queengate.Error{Code: queengate.CodeNotFound, Message: fmt.Sprintf("no consumer group %q of queue %s", page.Group, queue)}
+		return nil, &queengate.Error{Code: queengate.CodeNotFound, Text: fmt.Sprintf("no consumer group %q of queue %s", page.Group, queue)}
 	}
 	v := views[i]
 	if page.From != "" {
 		j := slices.IndexFunc(v.Partitions, func(p queengate.GroupPartitionView) bool { return p.Partition == page.From })
 		if j < 0 {
-			return nil, &queengate.Error{Code: queengate.CodeNotFound, Message: fmt.Sprintf("no partition %q of queue %s", page.From, queue)}
+			return nil, &queengate.Error{Code: queengate.CodeNotFound, Text: fmt.Sprintf("no partition %q of queue %s", page.From, queue)}
 		}
 		v.Partitions = v.Partitions[j:]
 	}
@@ -789,7 +789,7 @@ func consumeError(err error) *queengate.Error {
 	case errors.Is(err, model.ErrNotFound):
 		return gateway.NotFound(err, model.ErrNotFound, "unknown ")
 	case errors.Is(err, model.ErrGroupNotFound):
-		return &queengate.Error{Code: queengate.CodeNotFound, Message: err.Error()}
+		return &queengate.Error{Code: queengate.CodeNotFound, Text: err.Error()}
 	}
 	return gateway.StoreError(err)
 }

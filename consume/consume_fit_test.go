@@ -208,8 +208,8 @@ func TestConsumingWithPostgreSQLDownAnswers503Cleanly(t *testing.T) {
 	} {
 		err := call()
 		werr, ok := err.(*queengate.Error)
-		if !ok || werr.Code != 503 || strings.Contains(werr.Message, u.Port()) || strings.Contains(werr.Message, u.Hostname()) ||
-			strings.Contains(werr.Message, "dial") || strings.Contains(werr.Message, "connect") {
+		if !ok || werr.Code != 503 || strings.Contains(werr.Text, u.Port()) || strings.Contains(werr.Text, u.Hostname()) ||
+			strings.Contains(werr.Text, "dial") || strings.Contains(werr.Text, "connect") {
 			t.Errorf("%s with PostgreSQL down: %v; want a 503 without the driver's text", what, err)
 		}
 	}

@@ -39,7 +39,7 @@ func TestConsumeBodiesAreStrictAndChangeNothing(t *testing.T) {
 	} {
 		msg := e.Request(t, c.subject, c.body)
 		var eb queengate.ErrorBody
-		if json.Unmarshal(msg.Data, &eb) != nil || eb.Error.Code != 400 || !strings.Contains(eb.Error.Message, c.says) {
+		if json.Unmarshal(msg.Data, &eb) != nil || eb.Error.Code != 400 || !strings.Contains(eb.Error.Text, c.says) {
 			t.Errorf("%s %s: %s; want 400 saying %q", c.subject, c.body, msg.Data, c.says)
 		}
 	}

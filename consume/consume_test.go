@@ -200,7 +200,7 @@ func TestConsumeBadInputIsAClearErrorAndChangesNothing(t *testing.T) {
 		{e.Queue + ".nope", `{"group":"g"}`, 404, "partition nope"},
 	} {
 		werr := pop(c.queue, c.body)
-		if werr == nil || werr.Code != c.code || !strings.Contains(werr.Message, c.says) {
+		if werr == nil || werr.Code != c.code || !strings.Contains(werr.Text, c.says) {
 			t.Errorf("pop %s %s: %v; want %d saying %q", c.queue, c.body, werr, c.code, c.says)
 		}
 	}
@@ -220,7 +220,7 @@ func TestConsumeBadInputIsAClearErrorAndChangesNothing(t *testing.T) {
 		{queengate.AckRequest{Group: "g", Items: completeAll(a)}, 400, `"leaseId" is empty`},
 	} {
 		_, err := c.Ack(ctx, e.Queue, "p", bad.req)
-		if werr, ok := err.(*queengate.Error); !ok || werr.Code != bad.code || !strings.Contains(werr.Message, bad.says) {
+		if werr, ok := err.(*queengate.Error); !ok || werr.Code != bad.code || !strings.Contains(werr.Text, bad.says) {
 			t.Errorf("ack %+v: %v; want %d saying %q", bad.req, err, bad.code, bad.says)
 		}
 	}

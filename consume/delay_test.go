@@ -162,12 +162,12 @@ func TestABadDelayIsA400AndChangesNothing(t *testing.T) {
 		{queengate.AckItem{TransactionID: "p-0", Status: queengate.AckFailed, DelayMs: -1}, `"delayMs" is -1: from 0 to 86400000`},
 	} {
 		_, err := c.Ack(ctx, e.Queue, "p", queengate.AckRequest{Group: "g", LeaseID: a.LeaseID, Items: []queengate.AckItem{bad.item}})
-		if werr, ok := err.(*queengate.Error); !ok || werr.Code != 400 || !strings.Contains(werr.Message, bad.says) {
+		if werr, ok := err.(*queengate.Error); !ok || werr.Code != 400 || !strings.Contains(werr.Text, bad.says) {
 			t.Errorf("ack %+v: %v; want 400 saying %q", bad.item, err, bad.says)
 		}
 		_, err = c.Pop(ctx, e.Queue, "", queengate.PopRequest{Group: "g", Ack: &queengate.PopAck{Partition: "p", LeaseID: a.LeaseID,
 			Items: []queengate.AckItem{bad.item}}})
-		if werr, ok := err.(*queengate.Error); !ok || werr.Code != 400 || !strings.Contains(werr.Message, bad.says) {
+		if werr, ok := err.(*queengate.Error); !ok || werr.Code != 400 || !strings.Contains(werr.Text, bad.says) {
 			t.Errorf("a pop carrying %+v: %v; want 400 saying %q", bad.item, err, bad.says)
 		}
 	}

@@ -158,7 +158,7 @@ func TestMaxAckPendingBadInput(t *testing.T) {
 	} {
 		var eb queengate.ErrorBody
 		msg := e.Request(t, e.Prefix+".consume.pop."+e.Queue, bad.body)
-		if err := json.Unmarshal(msg.Data, &eb); err != nil || eb.Error.Code != 400 || !strings.Contains(eb.Error.Message, bad.says) {
+		if err := json.Unmarshal(msg.Data, &eb); err != nil || eb.Error.Code != 400 || !strings.Contains(eb.Error.Text, bad.says) {
 			t.Errorf("pop %s: %s; want a 400 saying %q", bad.body, msg.Data, bad.says)
 		}
 	}

@@ -128,7 +128,7 @@ func TestADeletedGroupIsForgottenByEveryGateway(t *testing.T) {
 			}
 			for i, c := range consumers {
 				if id, ok := c.KnownGroupID(e.Queue, "g"); !ok || id == old {
-					return &queengate.Error{Message: "gateway " + string(rune('1'+i)) + " has not cached the group"}
+					return &queengate.Error{Text: "gateway " + string(rune('1'+i)) + " has not cached the group"}
 				}
 			}
 			return nil

@@ -37,7 +37,7 @@ func (c *Consumers) createGroup(ctx context.Context, queue, group string, body [
 	}
 	d, err := c.store.CreateGroup(ctx, queue, group, start)
 	if errors.Is(err, model.ErrGroupExists) {
-		return nil, &queengate.Error{Code: queengate.CodeConflict, Message: err.Error()}
+		return nil, &queengate.Error{Code: queengate.CodeConflict, Text: err.Error()}
 	}
 	if err != nil {
 		return nil, consumeError(err)

@@ -38,16 +38,16 @@ func ValidQueue(queue string) *queengate.Error {
 // would repeat what follows: "not found: partition x does not exist").
 func NotFound(err, sentinel error, lead string) *queengate.Error {
 	detail, _ := strings.CutPrefix(err.Error(), sentinel.Error()+": ")
-	return &queengate.Error{Code: queengate.CodeNotFound, Message: lead + detail}
+	return &queengate.Error{Code: queengate.CodeNotFound, Text: lead + detail}
 }
 
 // StoreError maps a store failure: PostgreSQL out of reach is a 503
 // (retry), the rest a 500. Neither answer carries the driver's text, which
 // may name the server's address: the detail goes to the log.
 func StoreError(err error) *queengate.Error {
-	werr := &queengate.Error{Code: queengate.CodeInternal, Message: "the store failed; the gateway's log has the detail"}
+	werr := &queengate.Error{Code: queengate.CodeInternal, Text: "the store failed; the gateway's log has the detail"}
 	if model.Unreachable(err) {
-		werr = &queengate.Error{Code: queengate.CodeUnavailable, Message: "PostgreSQL is unavailable; retry later"}
+		werr = &queengate.Error{Code: queengate.CodeUnavailable, Text: "PostgreSQL is unavailable; retry later"}
 	}
 	storeLog.Load().Warn().Err(err).Int("code", werr.Code).Msg("store failure answered")
 	return werr

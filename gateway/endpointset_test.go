@@ -34,7 +34,7 @@ func (s echoSet) Endpoints(g *gateway.Gateway) ([]gateway.Endpoint, error) {
 
 func (s echoSet) Authorize(header string) *queengate.Error {
 	if header != "Bearer "+s.token {
-		return &queengate.Error{Code: queengate.CodeUnauthorized, Message: "unauthorized"}
+		return &queengate.Error{Code: queengate.CodeUnauthorized, Text: "unauthorized"}
 	}
 	return nil
 }

@@ -224,10 +224,10 @@ func (a *Admin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.ServeHTTP(probe, r)
 	if allow := probe.header.Get("Allow"); probe.code == http.StatusMethodNotAllowed && allow != "" {
 		w.Header().Set("Allow", allow)
-		writeError(w, &queengate.Error{Code: queengate.CodeMethodNotAllowed, Message: fmt.Sprintf("%s %s: use %s", wire.Clip(r.Method), wire.Clip(r.URL.Path), allow)})
+		writeError(w, &queengate.Error{Code: queengate.CodeMethodNotAllowed, Text: fmt.Sprintf("%s %s: use %s", wire.Clip(r.Method), wire.Clip(r.URL.Path), allow)})
 		return
 	}
-	writeError(w, &queengate.Error{Code: queengate.CodeNotFound, Message: fmt.Sprintf("no such path: %s %s (docs/admin-api.md lists the paths)", wire.Clip(r.Method), wire.Clip(r.URL.Path))})
+	writeError(w, &queengate.Error{Code: queengate.CodeNotFound, Text: fmt.Sprintf("no such path: %s %s (docs/admin-api.md lists the paths)", wire.Clip(r.Method), wire.Clip(r.URL.Path))})
 }
 
 // statusProbe keeps the status and headers the mux's own not-found or
@@ -250,13 +250,13 @@ func (a *Admin) opsHandler(o *Ops, op func(*http.Request, []byte) (any, *queenga
 		}
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, gateway.MaxOperatorBody))
 		if err != nil {
-			writeError(w, &queengate.Error{Code: queengate.CodeTooLarge, Message: fmt.Sprintf("body over %d bytes", gateway.MaxOperatorBody)})
+			writeError(w, &queengate.Error{Code: queengate.CodeTooLarge, Text: fmt.Sprintf("body over %d bytes", gateway.MaxOperatorBody)})
 			return
 		}
 		v, werr := op(r, body)
 		if werr != nil {
 			if werr.Code >= 500 {
-				a.log.Warn().Str("path", r.URL.Path).Str("error", werr.Message).Msg("operator request failed")
+				a.log.Warn().Str("path", r.URL.Path).Str("error", werr.Text).Msg("operator request failed")
 			}
 			writeError(w, werr)
 			return
@@ -274,8 +274,8 @@ var statusPage []byte
 // writeError answers werr; its message is bounded, whatever input it
 // quotes.
 func writeError(w http.ResponseWriter, werr *queengate.Error) {
-	if len(werr.Message) > maxErrorMessage {
-		werr = &queengate.Error{Code: werr.Code, Message: wire.ClipTo(werr.Message, maxErrorMessage)}
+	if len(werr.Text) > maxErrorMessage {
+		werr = &queengate.Error{Code: werr.Code, Text: wire.ClipTo(werr.Text, maxErrorMessage)}
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(werr.Code)

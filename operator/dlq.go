@@ -70,7 +70,7 @@ func (o *Ops) deadLetterPartitions(ctx context.Context, queue string, body []byt
 func (o *Ops) dlqPartitionNames(ctx context.Context, queue string, req queengate.DeadLettersRequest) ([]string, *queengate.Error) {
 	if _, err := o.store.QueueConfig(ctx, queue); err != nil {
 		if errors.Is(err, model.ErrQueueNotFound) {
-			return nil, &queengate.Error{Code: queengate.CodeNotFound, Message: fmt.Sprintf("queue %q does not exist", queue)}
+			return nil, &queengate.Error{Code: queengate.CodeNotFound, Text: fmt.Sprintf("queue %q does not exist", queue)}
 		}
 		return nil, gateway.StoreError(err)
 	}

@@ -75,7 +75,7 @@ func TestRedriveBadInputIsA4xxAndMovesNothing(t *testing.T) {
 			}
 			var ans struct{ Error queengate.Error }
 			_ = json.Unmarshal(body, &ans)
-			if status != 400 || !strings.Contains(ans.Error.Message, c.want) {
+			if status != 400 || !strings.Contains(ans.Error.Text, c.want) {
 				t.Errorf("%s %s: %d %s, want 400 saying %s", face, c.body, status, body, c.want)
 			}
 		}

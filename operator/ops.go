@@ -93,7 +93,7 @@ func (o *Ops) Authorize(header string) *queengate.Error {
 	// The scheme is case-insensitive (RFC 7235): "bearer" is "Bearer".
 	scheme, got, _ := strings.Cut(strings.TrimSpace(header), " ")
 	if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), o.token) != 1 {
-		return &queengate.Error{Code: queengate.CodeUnauthorized, Message: "unauthorized: send the admin token as \"Authorization: Bearer <token>\" (QUEEN_ADMIN_TOKEN)"}
+		return &queengate.Error{Code: queengate.CodeUnauthorized, Text: "unauthorized: send the admin token as \"Authorization: Bearer <token>\" (QUEEN_ADMIN_TOKEN)"}
 	}
 	return nil
 }
@@ -260,7 +260,7 @@ func (o *Ops) GetQueue(ctx context.Context, queue, from string) (any, *queengate
 	}
 	c, err := o.store.QueueConfig(ctx, queue)
 	if errors.Is(err, model.ErrQueueNotFound) {
-		return nil, &queengate.Error{Code: queengate.CodeNotFound, Message: fmt.Sprintf("queue %q does not exist", queue)}
+		return nil, &queengate.Error{Code: queengate.CodeNotFound, Text: fmt.Sprintf("queue %q does not exist", queue)}
 	}
 	if err != nil {
 		return nil, gateway.StoreError(err)

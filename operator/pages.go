@@ -58,7 +58,7 @@ func fromName[T any](items []T, name func(T) string, from, notFound string) (int
 	}
 	i := slices.IndexFunc(items, func(x T) bool { return name(x) == from })
 	if i < 0 {
-		return 0, &queengate.Error{Code: queengate.CodeNotFound, Message: notFound}
+		return 0, &queengate.Error{Code: queengate.CodeNotFound, Text: notFound}
 	}
 	return i, nil
 }

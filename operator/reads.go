@@ -226,11 +226,11 @@ func (o *Ops) MessageByTxn(ctx context.Context, queue, partition, txnID string) 
 		return nil, readError(err)
 	}
 	if !l.Found {
-		return nil, &queengate.Error{Code: queengate.CodeNotFound, Message: fmt.Sprintf(
+		return nil, &queengate.Error{Code: queengate.CodeNotFound, Text: fmt.Sprintf(
 			"transactionId %q is not stored in %s/%s within the queue's window (%ds)", wire.Clip(txnID), queue, partition, l.WindowSeconds)}
 	}
 	if !l.Retained {
-		return nil, &queengate.Error{Code: queengate.CodeNotFound, Message: fmt.Sprintf(
+		return nil, &queengate.Error{Code: queengate.CodeNotFound, Text: fmt.Sprintf(
 			"transactionId %q was stored at offset %d of %s/%s, and retention has deleted the message since (the id still counts for deduplication)", wire.Clip(txnID), l.Offset, queue, partition)}
 	}
 	return o.MessageByID(ctx, model.MessageID(l.PartitionID, l.Offset))
@@ -289,7 +289,7 @@ func (o *Ops) ExplainQuery(ctx context.Context, queue, partition string, q url.V
 	if werr != nil {
 		// A byte position would be one of the body built here, which
 		// the user never sent.
-		werr.Message = atByte.ReplaceAllString(werr.Message, "")
+		werr.Text = atByte.ReplaceAllString(werr.Text, "")
 		return nil, werr
 	}
 	return o.explain(ctx, queue, partition, req)

@@ -84,7 +84,7 @@ func decodeDelay(raw []byte) (time.Duration, *queengate.Error) {
 	// The bound is checked before converting: a Duration of that many ms
 	// overflows.
 	if werr := wire.WholeNumberInto("delayMs", 0, int64(maxTimerDelay/time.Millisecond), &ms)(raw); werr != nil {
-		werr.Message += " (milliseconds from now, up to ten years)"
+		werr.Text += " (milliseconds from now, up to ten years)"
 		return 0, werr
 	}
 	return time.Duration(ms) * time.Millisecond, nil
@@ -335,6 +335,6 @@ func (a *Admin) MountTimers(t *TimerOps) {
 	a.MountTable(t)
 	a.mux.HandleFunc("/timers", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", "GET")
-		writeError(w, &queengate.Error{Code: queengate.CodeMethodNotAllowed, Message: r.Method + " /timers: use GET (schedule and cancel go over NATS)"})
+		writeError(w, &queengate.Error{Code: queengate.CodeMethodNotAllowed, Text: r.Method + " /timers: use GET (schedule and cancel go over NATS)"})
 	})
 }

@@ -259,7 +259,7 @@ func FuzzBody(t *testing.T, body []byte, ref Object, decode func([]byte) *queeng
 		return false // the scanner is stricter than encoding/json here, by design
 	}
 	want, badName := Accepts(body, ref)
-	if werr != nil && strings.Contains(werr.Message, "nesting deeper") {
+	if werr != nil && strings.Contains(werr.Text, "nesting deeper") {
 		return false // encoding/json has no depth bound
 	}
 	if (werr == nil) != want {
@@ -268,11 +268,11 @@ func FuzzBody(t *testing.T, body []byte, ref Object, decode func([]byte) *queeng
 	if werr == nil {
 		return true
 	}
-	if werr.Code != 400 || SpeaksGo(werr.Message) {
-		t.Fatalf("%d %q", werr.Code, werr.Message)
+	if werr.Code != 400 || SpeaksGo(werr.Text) {
+		t.Fatalf("%d %q", werr.Code, werr.Text)
 	}
-	if badName != "" && len(badName) <= wire.ExcerptBytes && !strings.Contains(werr.Message, strconv.Quote(badName)) {
-		t.Fatalf("the refusal of field %q does not name it: %q; body %q", badName, werr.Message, body)
+	if badName != "" && len(badName) <= wire.ExcerptBytes && !strings.Contains(werr.Text, strconv.Quote(badName)) {
+		t.Fatalf("the refusal of field %q does not name it: %q; body %q", badName, werr.Text, body)
 	}
 	return false
 }
@@ -367,16 +367,16 @@ func RunDecodeCases[C DecodeCase](t *testing.T, decode func(body []byte) *queeng
 			werr := decode([]byte(c.Body))
 			switch {
 			case c.Want == "" && werr != nil:
-				t.Fatalf("refused: %v", werr.Message)
+				t.Fatalf("refused: %v", werr.Text)
 			case c.Want == "":
 				return
 			case werr == nil:
 				t.Fatalf("accepted; want %q", c.Want)
-			case werr.Code != 400 || werr.Message != c.Want:
-				t.Fatalf("%d %q\nwant 400 %q", werr.Code, werr.Message, c.Want)
+			case werr.Code != 400 || werr.Text != c.Want:
+				t.Fatalf("%d %q\nwant 400 %q", werr.Code, werr.Text, c.Want)
 			}
-			if SpeaksGo(werr.Message) {
-				t.Errorf("the message speaks Go: %s", werr.Message)
+			if SpeaksGo(werr.Text) {
+				t.Errorf("the message speaks Go: %s", werr.Text)
 			}
 		})
 	}

@@ -188,9 +188,9 @@ func checkPopAnswer(t *testing.T, v answerValues) {
 
 func checkErrorBody(t *testing.T, v answerValues) {
 	t.Helper()
-	e := &queengate.Error{Code: int(v.n & 0x3ff), Message: v.text}
-	same(t, "error body", ErrorBody(e), queengate.ErrorBody{Error: queengate.Error{Code: e.Code, Message: decoded(v.text)}})
-	same(t, "error answer", ErrorMsg(e, "reply").Data, queengate.ErrorBody{Error: queengate.Error{Code: e.Code, Message: decoded(v.text)}})
+	e := &queengate.Error{Code: int(v.n & 0x3ff), Text: v.text}
+	same(t, "error body", ErrorBody(e), queengate.ErrorBody{Error: queengate.Error{Code: e.Code, Text: decoded(v.text)}})
+	same(t, "error answer", ErrorMsg(e, "reply").Data, queengate.ErrorBody{Error: queengate.Error{Code: e.Code, Text: decoded(v.text)}})
 }
 
 // checkRequests: bodies encoding/json writes from the root package's

@@ -19,7 +19,7 @@ import (
 )
 
 func BadInput(format string, args ...any) *queengate.Error {
-	return &queengate.Error{Code: queengate.CodeBadRequest, Message: fmt.Sprintf(format, args...)}
+	return &queengate.Error{Code: queengate.CodeBadRequest, Text: fmt.Sprintf(format, args...)}
 }
 
 // ErrorBody is the JSON body of an error reply: {"error":{"code":…,"message":…}}.
@@ -27,7 +27,7 @@ func ErrorBody(e *queengate.Error) []byte {
 	b := []byte(`{"error":{"code":`)
 	b = strconv.AppendInt(b, int64(e.Code), 10)
 	b = append(b, `,"message":`...)
-	b = AppendJSONString(b, e.Message)
+	b = AppendJSONString(b, e.Text)
 	return append(b, "}}"...)
 }
 
@@ -40,11 +40,11 @@ const maxErrorText = 1 << 10
 // ErrorMsg is the error answer on subject: the micro error headers and
 // the JSON body.
 func ErrorMsg(e *queengate.Error, subject string) *nats.Msg {
-	if len(e.Message) > maxErrorText {
-		e = &queengate.Error{Code: e.Code, Message: cutText(e.Message, maxErrorText)}
+	if len(e.Text) > maxErrorText {
+		e = &queengate.Error{Code: e.Code, Text: cutText(e.Text, maxErrorText)}
 	}
 	return &nats.Msg{Subject: subject, Data: ErrorBody(e), Header: nats.Header{
-		micro.ErrorHeader:     []string{headerValue(e.Message)},
+		micro.ErrorHeader:     []string{headerValue(e.Text)},
 		micro.ErrorCodeHeader: []string{strconv.Itoa(e.Code)},
 	}}
 }
@@ -117,7 +117,7 @@ func scanMessages(body []byte, maxBatch int, extra ...string) ([]RawMessage, *qu
 	raw, count, err := scanPush(body, maxBatch, extra...)
 	switch {
 	case count > maxBatch:
-		return nil, &queengate.Error{Code: queengate.CodeTooLarge, Message: fmt.Sprintf("more than %d messages in one request; at most %d", maxBatch, maxBatch)}
+		return nil, &queengate.Error{Code: queengate.CodeTooLarge, Text: fmt.Sprintf("more than %d messages in one request; at most %d", maxBatch, maxBatch)}
 	case errors.Is(err, errNotMessages):
 		return nil, BadInput(notMessages)
 	case errors.Is(err, ErrUnstorable):
@@ -174,13 +174,13 @@ func CheckPushSizes(msgs []ingest.Message, maxPayload int64) *queengate.Error {
 	answer := int64(2)
 	for i := range msgs {
 		if werr := CheckDataSize(msgs[i].Data, maxPayload); werr != nil {
-			werr.Message = fmt.Sprintf("message %d: %s", i, werr.Message)
+			werr.Text = fmt.Sprintf("message %d: %s", i, werr.Text)
 			return werr
 		}
 		answer += replyEntryRoom + int64(jsonStringLen(msgs[i].TxnID))
 	}
 	if answer > maxPayload {
-		return &queengate.Error{Code: queengate.CodeTooLarge, Message: fmt.Sprintf(
+		return &queengate.Error{Code: queengate.CodeTooLarge, Text: fmt.Sprintf(
 			"the answer to %d messages could exceed the NATS max payload (%d bytes): send fewer messages per request", len(msgs), maxPayload)}
 	}
 	return nil
@@ -190,7 +190,7 @@ func CheckPushSizes(msgs []ingest.Message, maxPayload int64) *queengate.Error {
 // connection of maxPayload bytes (queengate.MaxDataBytes).
 func CheckDataSize(data []byte, maxPayload int64) *queengate.Error {
 	if limit := queengate.MaxDataBytes(maxPayload); int64(len(data)) > limit {
-		return &queengate.Error{Code: queengate.CodeTooLarge, Message: fmt.Sprintf(
+		return &queengate.Error{Code: queengate.CodeTooLarge, Text: fmt.Sprintf(
 			"data is %d bytes, over the %d-byte limit: one pop or read answer could never carry it (the NATS max payload, %d bytes, less %d for the rest of the answer)",
 			len(data), limit, maxPayload, queengate.DeliveryReserve)}
 	}
@@ -274,14 +274,14 @@ func DecodeOne(body []byte, what string, extra ...string) (*RawMessage, *queenga
 		return nil, BadInput("%s is one message object, not an array", what)
 	}
 	raw, werr := scanMessages(body, 1, extra...)
-	if werr != nil && werr.Message == notMessages {
-		werr.Message = what + " must be one JSON message object"
+	if werr != nil && werr.Text == notMessages {
+		werr.Text = what + " must be one JSON message object"
 	}
 	if werr == nil {
 		werr = raw[0].Check(0)
 	}
 	if werr != nil {
-		werr.Message = strings.Replace(werr.Message, "message 0: ", "", 1)
+		werr.Text = strings.Replace(werr.Text, "message 0: ", "", 1)
 		return nil, werr
 	}
 	return &raw[0], nil
