@@ -19,7 +19,8 @@ import (
 
 // Failover is one promotion of a standby during the run.
 type Failover struct {
-	Killed   time.Time // the old primary was stopped or killed
+	Stopping time.Time // the old primary was told to stop, or killed
+	Stopped  time.Time // it had exited
 	Promoted time.Time // the standby took writes
 	// Kept is, by partition name, the end of the queue's log on the
 	// standby when it was promoted: offsets below it survived, offsets
@@ -64,7 +65,7 @@ func (m lossModel) on() bool { return len(m.failovers) > 0 }
 // partition: the old primary may have held it, the standby did not.
 func (m lossModel) cut(partition string, offset int64, since time.Time) bool {
 	for _, f := range m.failovers {
-		if f.Killed.After(since) && offset >= f.Kept[partition] {
+		if f.Stopped.After(since) && offset >= f.Kept[partition] {
 			return true
 		}
 	}
@@ -77,7 +78,7 @@ func (m lossModel) cut(partition string, offset int64, since time.Time) bool {
 // ack's commit came before its answer, and the standby may lack it).
 func (m lossModel) ackLost(answered, asked time.Time) bool {
 	for _, f := range m.failovers {
-		if f.Killed.Before(asked) && f.Promoted.After(answered) {
+		if f.Stopping.Before(asked) && f.Promoted.After(answered) {
 			return true
 		}
 	}

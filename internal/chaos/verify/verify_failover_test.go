@@ -25,8 +25,8 @@ func failoverFixture(t *testing.T) (*logFixture, Failover) {
 	if kept["p"] != 3 {
 		t.Fatalf("LogEnds %v after the loss, want p: 3", kept)
 	}
-	killed := time.Now()
-	fo := Failover{Killed: killed, Promoted: killed.Add(time.Second), Kept: kept}
+	stopped := time.Now()
+	fo := Failover{Stopping: stopped, Stopped: stopped, Promoted: stopped.Add(time.Second), Kept: kept}
 	res := f.push(t, "x", "y")
 	for k, id := range []string{"x", "y"} {
 		off := res.BaseOffset + int64(k)
@@ -78,7 +78,7 @@ func TestVerifyFailoversJudgesWhatNoFailoverExplains(t *testing.T) {
 				MessageID: model.MessageID(f.pid, 3), Sent: fo.Promoted})
 		}, 1},
 		{"failover before the answers", func(f *logFixture, fo *Failover) {
-			fo.Killed = time.Time{}.Add(-time.Hour) // before every answer's (zero) send time
+			fo.Stopped = time.Time{}.Add(-time.Hour) // before every answer's (zero) send time
 		}, 2},
 		{"standby kept the offsets", func(_ *logFixture, fo *Failover) {
 			fo.Kept = map[string]int64{"p": 5}
@@ -107,7 +107,7 @@ func TestLossModelAcks(t *testing.T) {
 	t.Parallel()
 	t0 := time.Now()
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
-	m := lossModel{failovers: []Failover{{Killed: at(10), Promoted: at(12)}}}
+	m := lossModel{failovers: []Failover{{Stopping: at(10), Stopped: at(10), Promoted: at(12)}}}
 	for _, c := range []struct {
 		answered, asked int
 		lost            bool
