@@ -17,17 +17,7 @@ import (
 // doubled or misplaced, every message in the end answered as stored. The
 // per-fault gaps are logged, not asserted (a shared machine's timing).
 func TestShortProfile(t *testing.T) {
-	dir, bin := buildGateway(t)
-	p := profiles["short"]
-	out, err := runProfile(context.Background(), p, dir, bin, t.Logf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := options{profile: p, minRatio: 0.95}
-	t.Log("\n" + markdown(o, out))
-	if err := judge(o, out); err != nil {
-		t.Error(err)
-	}
+	out := runJudged(t, "short")
 	if len(out.Faults) != len(allFaults) {
 		t.Errorf("%d fault kinds done, want each of the %d once", len(out.Faults), len(allFaults))
 	}
@@ -55,17 +45,7 @@ func TestShortProfile(t *testing.T) {
 // misplaced and no ack undone, and every message must end answered. The
 // time without answers is logged, not asserted.
 func TestFailoverShortProfile(t *testing.T) {
-	dir, bin := buildGateway(t)
-	p := profiles["failover-short"]
-	out, err := runProfile(context.Background(), p, dir, bin, t.Logf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := options{profile: p, minRatio: 0.95}
-	t.Log("\n" + markdown(o, out))
-	if err := judge(o, out); err != nil {
-		t.Error(err)
-	}
+	out := runJudged(t, "failover-short")
 	if len(out.Failovers) != 1 || out.Failovers[0].Attached.IsZero() {
 		t.Fatalf("failovers %+v, want one, the old primary re-attached", out.Failovers)
 	}
@@ -79,6 +59,23 @@ func TestFailoverShortProfile(t *testing.T) {
 	if v.Consume == nil || v.Consume.Unsettled() != 0 {
 		t.Errorf("consumer findings %+v: every group must end having consumed everything", v.Consume)
 	}
+}
+
+// runJudged runs the named profile with a gateway built from this tree,
+// logs its report and reports the judge's verdict.
+func runJudged(t *testing.T, name string) *outcome {
+	dir, bin := buildGateway(t)
+	p := profiles[name]
+	out, err := runProfile(context.Background(), p, dir, bin, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := options{profile: p, minRatio: 0.95}
+	t.Log("\n" + markdown(o, out))
+	if err := judge(o, out); err != nil {
+		t.Error(err)
+	}
+	return out
 }
 
 // buildGateway builds queengate from this tree into a folder of its own,
