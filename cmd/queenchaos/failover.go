@@ -264,8 +264,8 @@ func writeFailovers(b *strings.Builder, out *outcome) {
 	}
 	if l := out.Verifier.Failover; l != nil {
 		fmt.Fprintf(b, "\nLost to asynchronous replication over %d failovers (counted, not violations): %d ids answered as stored and absent from the log, "+
-			"%d answers naming an offset a failover cut, %d of them an offset now holding another message; %d deliveries of a cut offset, %d acks, %d dead-letter moves.\n",
-			l.Failovers, l.Lost, l.LostAnswers, l.Reused, l.LostDeliveries, l.LostAcks, l.LostMoves)
+			"%d answers naming an offset a failover cut, %d of them an offset now holding another message; %d deliveries of a cut offset, %d acks, %d leases, %d dead-letter moves.\n",
+			l.Failovers, l.Lost, l.LostAnswers, l.Reused, l.LostDeliveries, l.LostAcks, l.LostLeases, l.LostMoves)
 	}
 	if len(out.Counters) > 0 {
 		reported := "not exposed by these gateways"

@@ -50,6 +50,10 @@ type FailoverFindings struct {
 	LostDeliveries int64 `json:"lostDeliveries"`
 	LostAcks       int64 `json:"lostAcks"`
 	LostMoves      int64 `json:"lostMoves"`
+	// LostLeases are messages leased twice at once where a failover
+	// between the two pops explains it: the first lease's commit lost,
+	// the new primary leased the message again.
+	LostLeases int64 `json:"lostLeases"`
 }
 
 // lossModel says which losses the run's failovers explain. Without
@@ -79,6 +83,22 @@ func (m lossModel) cut(partition string, offset int64, since time.Time) bool {
 func (m lossModel) ackLost(answered, asked time.Time) bool {
 	for _, f := range m.failovers {
 		if f.Stopping.Before(asked) && f.Promoted.After(answered) {
+			return true
+		}
+	}
+	return false
+}
+
+// leaseLost reports whether a failover may have lost the earlier of two
+// leases of one message before the later one was granted: the old
+// primary died after the earlier pop was sent and before the later
+// pop's answer came.
+func (m lossModel) leaseLost(a, b Lease) bool {
+	if b.Granted.Before(a.Granted) {
+		a, b = b, a
+	}
+	for _, f := range m.failovers {
+		if f.Stopped.After(a.Asked) && f.Stopping.Before(b.Granted) {
 			return true
 		}
 	}

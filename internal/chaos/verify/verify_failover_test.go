@@ -102,7 +102,7 @@ func TestVerifyFailoversJudgesWhatNoFailoverExplains(t *testing.T) {
 
 // TestLossModelAcks: an ack is explained as lost only by a failover
 // whose old primary died before the pop and whose standby took over after
-// the ack's answer.
+// the ack's answer; a lease only by one between the two pops.
 func TestLossModelAcks(t *testing.T) {
 	t.Parallel()
 	t0 := time.Now()
@@ -118,5 +118,15 @@ func TestLossModelAcks(t *testing.T) {
 	}
 	if (lossModel{}).ackLost(at(5), at(15)) {
 		t.Error("no failovers explain a lost ack")
+	}
+	for _, c := range []struct {
+		firstAsked, secondGranted int
+		lost                      bool
+	}{{5, 15, true}, {5, 11, true}, {11, 15, false}, {5, 9, false}} {
+		first := Lease{Asked: at(c.firstAsked), Granted: at(c.firstAsked)}
+		second := Lease{Asked: at(c.secondGranted), Granted: at(c.secondGranted)}
+		if got := m.leaseLost(second, first); got != c.lost {
+			t.Errorf("lease asked at %d, another granted at %d: lost %v, want %v", c.firstAsked, c.secondGranted, got, c.lost)
+		}
 	}
 }
