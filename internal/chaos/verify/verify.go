@@ -23,7 +23,7 @@ type Answer struct {
 	Status        string // queued or duplicate
 	Offset        int64
 	MessageID     string
-	Sent          time.Time // its request was sent (zero: unknown; only failovers need it)
+	Arrived       time.Time // the answer came (zero: unknown; only failovers need it)
 }
 
 // Findings is the verifier's verdict. Every count but the first four is a
@@ -228,7 +228,7 @@ func checkAnswers(f *Findings, loss lossModel, p partitionLog, stored map[key][]
 		if len(rows) > 0 && a.Offset == rows[0].offset && a.MessageID == MessageID(rows[0].partitionID, rows[0].offset) {
 			continue
 		}
-		if loss.on() && loss.cut(a.Partition, a.Offset, a.Sent) {
+		if loss.on() && loss.cut(a.Partition, a.Offset, a.Arrived) {
 			loss.found.LostAnswers++
 			if holder, ok := p.byOffset[a.Offset]; ok && holder != a.ID {
 				loss.found.Reused++
@@ -238,8 +238,8 @@ func checkAnswers(f *Findings, loss lossModel, p partitionLog, stored map[key][]
 		if len(rows) == 0 {
 			if loss.on() {
 				f.Vanished++
-				example("%s/%s answered %s at %d (request sent %s), no failover since cut that offset, not in the log",
-					k.partition, k.id, a.Status, a.Offset, stamp(a.Sent))
+				example("%s/%s answered %s at %d (answer came %s), no failover since cut that offset, not in the log",
+					k.partition, k.id, a.Status, a.Offset, stamp(a.Arrived))
 			}
 			continue // without failovers: counted once below, as lost
 		}

@@ -197,7 +197,7 @@ func (ix *consumeIndex) checkDeliveries(f *ConsumeFindings, g *GroupFigures, gro
 		d := ix.con.Deliveries[i]
 		g.Deliveries++
 		if id, ok := p.byOffset[d.Offset]; !ok || id != d.ID {
-			if ix.loss.on() && ix.loss.cut(p.name, d.Offset, ix.con.Leases[d.Lease].Asked) {
+			if ix.loss.on() && ix.loss.cut(p.name, d.Offset, ix.con.Leases[d.Lease].Granted) {
 				ix.loss.found.LostDeliveries++
 				continue
 			}

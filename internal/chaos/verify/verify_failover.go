@@ -13,9 +13,13 @@ import (
 // the lost offsets out again. Those losses are what asynchronous
 // replication costs, so they are counted, not judged; everything a
 // failover cannot explain still is a violation. A loss is explained only
-// by a failover that came after it and whose standby had not received
-// the offset (Failover.Kept): an answer naming an offset that survived
-// every later failover must hold there, as without failovers.
+// by a failover whose standby had not received the offset (Failover.Kept)
+// and that promoted it after the answer came: an answer is the gateway's
+// word on what the primary held then; an answer that came once the
+// standby took writes speaks of the new primary, and must hold there
+// unless a later failover cut it. (A gateway answering from what it
+// knew of the old primary after the promotion, a stale cache, is the
+// fault the check exists for.)
 
 // Failover is one promotion of a standby during the run.
 type Failover struct {
@@ -65,11 +69,11 @@ type lossModel struct {
 
 func (m lossModel) on() bool { return len(m.failovers) > 0 }
 
-// cut reports whether a failover after since dropped offset of
+// cut reports whether a failover promoted after told dropped offset of
 // partition: the old primary may have held it, the standby did not.
-func (m lossModel) cut(partition string, offset int64, since time.Time) bool {
+func (m lossModel) cut(partition string, offset int64, told time.Time) bool {
 	for _, f := range m.failovers {
-		if f.Stopped.After(since) && offset >= f.Kept[partition] {
+		if f.Promoted.After(told) && offset >= f.Kept[partition] {
 			return true
 		}
 	}

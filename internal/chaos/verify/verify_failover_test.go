@@ -10,8 +10,8 @@ import (
 
 // failoverFixture is the log fixture after an asynchronous failover that
 // lost d and e (offsets 3 and 4): the new primary stored x and y at those
-// offsets again. The failover came after every answer of the fixture and
-// before x and y were sent.
+// offsets again. Every answer of the fixture came before the promotion,
+// x's and y's after it.
 func failoverFixture(t *testing.T) (*logFixture, Failover) {
 	f := newLogFixture(t)
 	for _, table := range []string{"log_segments", "log_txns"} {
@@ -32,7 +32,7 @@ func failoverFixture(t *testing.T) (*logFixture, Failover) {
 		off := res.BaseOffset + int64(k)
 		f.sent = append(f.sent, Sent{Partition: "p", ID: id, Data: dataOf(id)})
 		f.answers = append(f.answers, Answer{Partition: "p", ID: id, Status: "queued", Offset: off,
-			MessageID: model.MessageID(f.pid, off), Sent: fo.Promoted})
+			MessageID: model.MessageID(f.pid, off), Arrived: fo.Promoted.Add(time.Millisecond)})
 	}
 	return f, fo
 }
@@ -75,10 +75,10 @@ func TestVerifyFailoversJudgesWhatNoFailoverExplains(t *testing.T) {
 	}{
 		{"duplicate after the failover", func(f *logFixture, fo *Failover) {
 			f.answers = append(f.answers, Answer{Partition: "p", ID: "d", Status: "duplicate", Offset: 3,
-				MessageID: model.MessageID(f.pid, 3), Sent: fo.Promoted})
+				MessageID: model.MessageID(f.pid, 3), Arrived: fo.Promoted.Add(time.Millisecond)})
 		}, 1},
 		{"failover before the answers", func(f *logFixture, fo *Failover) {
-			fo.Stopped = time.Time{}.Add(-time.Hour) // before every answer's (zero) send time
+			fo.Promoted = time.Time{}.Add(-time.Hour) // before every answer of the fixture (their times are zero)
 		}, 2},
 		{"standby kept the offsets", func(_ *logFixture, fo *Failover) {
 			fo.Kept = map[string]int64{"p": 5}
