@@ -21,9 +21,29 @@ const (
 	freezePG     faultKind = "PostgreSQL freeze"
 	freezeCutPG  faultKind = "PostgreSQL freeze + cut"
 	restartNATS  faultKind = "NATS node restart"
+	// The failovers need a standby (replication.Standby), and are then
+	// the only PostgreSQL faults.
+	failoverKill faultKind = "PostgreSQL failover (kill -9)"
+	failoverStop faultKind = "PostgreSQL failover (stop)"
 )
 
 var allFaults = []faultKind{killGateway, termGateway, pauseGateway, crashPG, stopPG, freezePG, freezeCutPG, restartNATS}
+
+var failoverFaults = []faultKind{failoverKill, failoverStop}
+
+// checkFaults refuses faults the profile's PostgreSQL cannot take: a
+// failover needs a standby, and with one the gateways reach PostgreSQL
+// without the proxy, and a restarted primary would be a second one.
+func checkFaults(p profile) error {
+	for _, k := range p.Faults {
+		isFailover := slices.Contains(failoverFaults, k)
+		isPG := k == crashPG || k == stopPG || k == freezePG || k == freezeCutPG
+		if isFailover && !p.Replication.Standby || isPG && p.Replication.Standby {
+			return fmt.Errorf("profile %s: fault %s needs %s", p.Name, shortName(k), map[bool]string{true: "a standby", false: "no standby"}[isFailover])
+		}
+	}
+	return nil
+}
 
 // fault is one fault done: when, to whom, and until when it lasted (the
 // broken part back in service).
@@ -63,6 +83,8 @@ func inject(ctx context.Context, w *world, kind faultKind, rng *rand.Rand) fault
 	case restartNATS:
 		f.Target = rng.IntN(len(w.nodes))
 		err = w.nodes[f.Target].restart(ctx, 2*time.Second)
+	case failoverKill, failoverStop:
+		err = w.failover(ctx, kind == failoverStop)
 	}
 	f.End = time.Now()
 	if err != nil {
@@ -187,7 +209,7 @@ func parseFaults(s string) ([]faultKind, error) {
 	var out []faultKind
 	for _, name := range splitComma(s) {
 		found := false
-		for _, k := range allFaults {
+		for _, k := range append(slices.Clone(allFaults), failoverFaults...) {
 			if shortName(k) == name {
 				out = append(out, k)
 				found = true
@@ -203,5 +225,6 @@ func parseFaults(s string) ([]faultKind, error) {
 // shortName is a fault's name on the command line.
 func shortName(k faultKind) string {
 	return map[faultKind]string{killGateway: "kill", termGateway: "term", pauseGateway: "pause", crashPG: "pg-crash",
-		stopPG: "pg-stop", freezePG: "pg-freeze", freezeCutPG: "pg-freeze-cut", restartNATS: "nats-restart"}[k]
+		stopPG: "pg-stop", freezePG: "pg-freeze", freezeCutPG: "pg-freeze-cut", restartNATS: "nats-restart",
+		failoverKill: "failover-kill", failoverStop: "failover-stop"}[k]
 }

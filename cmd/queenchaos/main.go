@@ -7,7 +7,9 @@
 //
 // Profiles: short (every fault kind once, ~2 minutes; in the test suite),
 // long (10 minutes of faults), soak (10 minutes, no faults, throughput
-// and memory over time). Exit status 1 when the verifier finds a
+// and memory over time), failover-sync and failover-async (a primary and
+// a standby, failovers every 40 s; failover.go), failover-short (one
+// failover; in the test suite). Exit status 1 when the verifier finds a
 // violation, or the soak decays. `queenchaos pipeline` runs the
 // ack-and-push pipeline under kill -9 instead (pipeline.go).
 package main
@@ -46,6 +48,8 @@ func main() {
 	}
 }
 
+const profileNames = "short, long, soak, failover-sync, failover-async or failover-short"
+
 type options struct {
 	profile  profile
 	bin      string
@@ -61,9 +65,9 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.SetOutput(stderr)
 	var (
 		o        options
-		name     = fs.String("profile", "short", "short, long or soak")
+		name     = fs.String("profile", "short", profileNames)
 		duration = fs.Duration("duration", 0, "producing time (default: the profile's)")
-		faults   = fs.String("faults", "", "comma-separated fault kinds, or all (default: the profile's): kill, term, pause, pg-crash, pg-stop, pg-freeze, pg-freeze-cut, nats-restart")
+		faults   = fs.String("faults", "", "comma-separated fault kinds, or all (default: the profile's): kill, term, pause, pg-crash, pg-stop, pg-freeze, pg-freeze-cut, nats-restart; with a standby (the failover profiles) failover-kill, failover-stop")
 		rate     = fs.Int("rate", 0, "messages per second offered (default: the profile's)")
 		seed     = fs.Uint64("seed", 0, "seed of the fault order and the workload (default: the profile's)")
 	)
@@ -78,7 +82,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	}
 	p, ok := profiles[*name]
 	if !ok {
-		return o, fmt.Errorf("--profile %q: short, long or soak", *name)
+		return o, fmt.Errorf("--profile %q: %s", *name, profileNames)
 	}
 	if *duration > 0 {
 		p.Duration = *duration
@@ -222,8 +226,8 @@ func markdown(o options, out *outcome) string {
 	var b strings.Builder
 	l := out.Load
 	fmt.Fprintf(&b, "## queenchaos %s (%v)\n\n", out.Profile, out.Elapsed.Round(time.Second))
-	fmt.Fprintf(&b, "%d gateways, %d NATS servers, PostgreSQL behind a proxy; %d producers offering %d msg/s in requests of %d, %.0f%% repeats, %v request timeout.\n\n",
-		o.profile.Gateways, o.profile.NATSNodes, l.Producers, l.Rate, l.Batch, 100*l.RetryShare, l.Timeout)
+	fmt.Fprintf(&b, "%d gateways, %d NATS servers, %s; %d producers offering %d msg/s in requests of %d, %.0f%% repeats, %v request timeout.\n\n",
+		o.profile.Gateways, o.profile.NATSNodes, o.profile.Replication, l.Producers, l.Rate, l.Batch, 100*l.RetryShare, l.Timeout)
 	if len(out.Faults) > 0 {
 		b.WriteString("| fault | count | longest gap, all producers | longest gap, one producer | median producer's longest gap | longest wait for an answer | failed: not stored | failed: unknown | definite | timeouts | refused |\n")
 		b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
@@ -236,10 +240,12 @@ func markdown(o options, out *outcome) string {
 	}
 	v := out.Verifier
 	fmt.Fprintf(&b, "Verifier: %d ids sent, %d answered as stored, %d stored (%d messages in the log); "+
-		"lost %d, doubled %d, wrong offset %d, duplicate not naming the first %d, data mismatch %d, phantom %d, offset holes %d. "+
+		"lost %d, doubled %d, wrong offset %d, duplicate not naming the first %d, data mismatch %d, phantom %d, offset holes %d, "+
+		"answered for an offset no failover cut and not in the log %d. "+
 		"%d never answered as stored when the drain ended; %d retries.\n",
 		v.Sent, v.Answered, v.Stored, v.Rows, v.Lost, v.Doubled, v.WrongOffset, v.DuplicateNotFirst, v.DataMismatch, v.Phantom, v.Holes,
-		out.Unanswered, out.Retries)
+		v.Vanished, out.Unanswered, out.Retries)
+	writeFailovers(&b, out)
 	if c := v.Consume; c != nil {
 		fmt.Fprintf(&b, "\nConsumers: %v; %d pops failed.\n\n", o.profile.Consume, out.PopFailures)
 		b.WriteString("| group | leases | deliveries | messages | redeliveries | dead letters | unsettled at the end |\n|---|---:|---:|---:|---:|---:|---:|\n")

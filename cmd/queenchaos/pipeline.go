@@ -154,7 +154,7 @@ func runPipelineCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 // runPipeline runs profile p in dir with gateway binary bin.
 func runPipeline(ctx context.Context, p pipelineProfile, dir, bin string, log func(string, ...any)) (pipelineOutcome, error) {
 	out := pipelineOutcome{Profile: p}
-	w, err := startWorld(ctx, dir, bin, 1, 2, log)
+	w, err := startWorld(ctx, dir, bin, 1, 2, replication{}, log)
 	if err != nil {
 		return out, err
 	}

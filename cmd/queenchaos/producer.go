@@ -79,6 +79,7 @@ type answerRec struct {
 	duplicate  bool
 	offset     int64
 	messagePID int64
+	arrived    time.Time // the answer came
 }
 
 func newLedger(partitions int) *ledger { return &ledger{parts: make([]partLedger, partitions)} }
@@ -131,7 +132,7 @@ func (e ledgerExpected) Partition(i int) ([]verify.Sent, []verify.Answer) {
 		if a.messagePID >= 0 {
 			mid = verify.MessageID(a.messagePID, a.offset)
 		}
-		answers[j] = verify.Answer{Partition: name, ID: messageIDOf(a.msgKey), Status: status, Offset: a.offset, MessageID: mid}
+		answers[j] = verify.Answer{Partition: name, ID: messageIDOf(a.msgKey), Status: status, Offset: a.offset, MessageID: mid, Arrived: a.arrived}
 	}
 	return sent, answers
 }
@@ -297,7 +298,7 @@ func (p *producer) attempt(subject string, partition int, msgs []message) []mess
 			}
 			continue
 		}
-		rec := answerRec{msgKey: m.key, duplicate: a.Status == "duplicate", offset: *a.Offset, messagePID: messagePID(a.MessageID, *a.Offset)}
+		rec := answerRec{msgKey: m.key, duplicate: a.Status == "duplicate", offset: *a.Offset, messagePID: messagePID(a.MessageID, *a.Offset), arrived: now}
 		p.led.parts[partition].answers = append(p.led.parts[partition].answers, rec)
 		if a.Status == "queued" {
 			p.answered[partition] = append(p.answered[partition], answeredAt{m.key.seq, now})

@@ -31,6 +31,9 @@ type profile struct {
 	Drain     time.Duration // most time given to finish after producing stops
 	Consume   consumeLoad   // no groups: no consumers
 	Seed      uint64
+	// Replication is one PostgreSQL, or a primary and a standby for the
+	// failover faults.
+	Replication replication
 }
 
 // chaosConsumers are the short and long profiles' consumers: two groups
@@ -64,6 +67,29 @@ var profiles = map[string]profile{
 	"soak": {Name: "soak", Gateways: 3, NATSNodes: 3, Window: 120,
 		Load:     load{Producers: 32, Partitions: 64, Batch: 50, Rate: 100000, RetryShare: 0.2, Timeout: 5 * time.Second},
 		Duration: 10 * time.Minute, Drain: 2 * time.Minute, Seed: 1},
+	// failover-sync fails over between a primary and a synchronous
+	// standby every 40 s, by kill -9 and by shutdown in turn, under about
+	// a million new ids in five minutes: nothing acknowledged may be
+	// lost, the verifier is the strict one.
+	"failover-sync": failoverProfile("failover-sync", replication{Standby: true, Sync: true, Commit: "on"}),
+	// failover-async does the same with an asynchronous standby: the
+	// verifier counts what the failovers lost and judges the rest.
+	"failover-async": failoverProfile("failover-async", replication{Standby: true}),
+	// failover-short is one failover (kill -9) to a synchronous standby
+	// (remote_apply) under a light load, in the test suite.
+	"failover-short": {Name: "failover-short", Gateways: 2, NATSNodes: 1, Window: 3600,
+		Load:     load{Producers: 4, Partitions: 8, Batch: 10, Rate: 1000, RetryShare: 0.2, Timeout: 2 * time.Second},
+		Duration: 20 * time.Second, Warmup: 4 * time.Second, Every: 12 * time.Second, Faults: []faultKind{failoverKill},
+		Drain: time.Minute, Consume: chaosConsumers(100), Seed: 1,
+		Replication: replication{Standby: true, Sync: true, Commit: "remote_apply"}},
+}
+
+// failoverProfile is a full failover profile with repl.
+func failoverProfile(name string, repl replication) profile {
+	return profile{Name: name, Gateways: 3, NATSNodes: 3, Window: 3600,
+		Load:     load{Producers: 16, Partitions: 32, Batch: 20, Rate: 5000, RetryShare: 0.2, Timeout: 2 * time.Second},
+		Duration: 5 * time.Minute, Warmup: 15 * time.Second, Every: 40 * time.Second, Faults: failoverFaults,
+		Drain: 2 * time.Minute, Consume: chaosConsumers(300), Seed: 1, Replication: repl}
 }
 
 // outcome is a run's figures.
@@ -81,6 +107,10 @@ type outcome struct {
 	// PopFailures are consumers' pops that got no answer or an error.
 	PopFailures int64    `json:"popFailures"`
 	Minutes     []minute `json:"minutes"`
+	// Failovers are the failover faults one by one; Counters the
+	// gateways' failover and cache counters at the end, summed.
+	Failovers []failoverFigures  `json:"failovers,omitempty"`
+	Counters  map[string]float64 `json:"counters,omitempty"`
 }
 
 // minute is one minute of the run: messages answered as stored, and the
@@ -92,12 +122,16 @@ type minute struct {
 
 // runProfile runs p in dir with the gateway binary bin.
 func runProfile(ctx context.Context, p profile, dir, bin string, log func(string, ...any)) (*outcome, error) {
-	w, err := startWorld(ctx, dir, bin, p.NATSNodes, p.Gateways, log)
+	if err := checkFaults(p); err != nil {
+		return nil, err
+	}
+	w, err := startWorld(ctx, dir, bin, p.NATSNodes, p.Gateways, p.Replication, log)
 	if err != nil {
 		return nil, err
 	}
 	defer w.stop()
 	queue := "chaos-" + p.Name
+	w.queue = queue
 	if err := w.createQueue(ctx, queue, p.Window, p.Consume.MaxAttempts); err != nil {
 		return nil, err
 	}
@@ -136,19 +170,17 @@ func runProfile(ctx context.Context, p profile, dir, bin string, log func(string
 	log("drain: producers done %v after producing stopped", time.Since(stopped).Round(10*time.Millisecond))
 	consumed := fleet.finish(ctx, w, stopped, log)
 	out.Elapsed = time.Since(out.Started)
+	out.Counters = w.gatewayCounters(ctx, failoverCounters)
 	slices.SortFunc(led.events, func(a, b event) int { return a.at.Compare(b.at) })
 	out.Faults = figuresByKind(faults, led.events, p.Load.Producers)
+	out.Failovers = figuresByFailover(w.failovers, led.events, p.Load.Producers)
 	out.Minutes = perMinute(led.events, out.Started, rss)
 	out.Retries = led.retries
 	out.Unanswered = led.unanswered()
 	out.PopFailures = fleet.led.popFailures.Load()
-	vctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Hour) // a soak's log holds tens of millions of messages
-	defer cancel()
-	verifying := time.Now()
-	if out.Verifier, err = verify.Verify(vctx, w.pgURL, queue, led.expected(), consumed); err != nil {
-		return nil, fmt.Errorf("verify: %w", err)
+	if out.Verifier, err = verifyRun(ctx, w, led, consumed, log); err != nil {
+		return nil, err
 	}
-	log("verified in %v", time.Since(verifying).Round(10*time.Millisecond))
 	if c := out.Verifier.Consume; c != nil && c.Violations() > 0 {
 		// What the consumers saw, to look into what the verifier found.
 		if err := writeJSON(filepath.Join(dir, "consumed.json"), consumed); err != nil {
@@ -156,6 +188,20 @@ func runProfile(ctx context.Context, p profile, dir, bin string, log func(string
 		}
 	}
 	return out, nil
+}
+
+// verifyRun runs the verifier on the world's queue: the strict one,
+// unless failovers under asynchronous replication may have lost some.
+func verifyRun(ctx context.Context, w *world, led *ledger, consumed *verify.Consumed, log func(string, ...any)) (verify.Findings, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Hour) // a soak's log holds tens of millions of messages
+	defer cancel()
+	verifying := time.Now()
+	f, err := verify.VerifyFailovers(ctx, w.pgURL, w.queue, led.expected(), consumed, w.verifierFailovers())
+	if err != nil {
+		return f, fmt.Errorf("verify: %w", err)
+	}
+	log("verified in %v", time.Since(verifying).Round(10*time.Millisecond))
+	return f, nil
 }
 
 // drainProducers waits for the producers, which resend what was not yet

@@ -24,24 +24,30 @@ import (
 )
 
 // world is everything the scenario runs and breaks: PostgreSQL behind a
-// proxy, a NATS cluster, and the gateways.
+// proxy (or a primary and a standby), a NATS cluster, and the gateways.
 type world struct {
-	dir      string
-	bin      string
-	pgOpts   pgcluster.Options
-	pg       *pgcluster.Cluster
-	pgURL    string // direct, for setup and the verifier
-	proxy    *tcpproxy.Proxy
-	nodes    []*natsNode
-	gateways []*gatewayProc
-	log      func(format string, args ...any)
+	dir       string
+	bin       string
+	repl      replication
+	pgOpts    pgcluster.Options
+	pg        *pgcluster.Cluster // the primary
+	standby   *pgcluster.Cluster // with replication
+	pgURL     string             // the primary, direct, for setup and the verifier
+	gatewayPG string             // the gateways' PostgreSQL URL
+	proxy     *tcpproxy.Proxy    // without replication
+	queue     string             // the scenario's queue
+	failovers []failoverRec
+	nodes     []*natsNode
+	gateways  []*gatewayProc
+	log       func(format string, args ...any)
 }
 
 const routingShards = 64
 
-// startWorld starts PostgreSQL, the proxy, n NATS servers and g gateways.
-func startWorld(ctx context.Context, dir, bin string, natsNodes, gateways int, log func(string, ...any)) (_ *world, err error) {
-	w := &world{dir: dir, bin: bin, log: log}
+// startWorld starts PostgreSQL (with repl), the proxy, n NATS servers
+// and g gateways.
+func startWorld(ctx context.Context, dir, bin string, natsNodes, gateways int, repl replication, log func(string, ...any)) (_ *world, err error) {
+	w := &world{dir: dir, bin: bin, repl: repl, log: log}
 	defer func() {
 		if err != nil {
 			w.stop()
@@ -51,13 +57,12 @@ func startWorld(ctx context.Context, dir, bin string, natsNodes, gateways int, l
 	if err := os.Chmod(dir, 0o755); err != nil {
 		return nil, err
 	}
-	w.pgOpts = pgcluster.Options{Dir: filepath.Join(dir, "pg"), Settings: map[string]string{"max_connections": "200"}}
-	if w.pg, err = pgcluster.Start(ctx, w.pgOpts); err != nil {
-		return nil, err
+	if repl.Standby {
+		err = w.startReplicated(ctx)
+	} else {
+		err = w.startProxied(ctx)
 	}
-	w.pgOpts.Port = w.pg.Port()
-	w.pgURL = w.pg.URL("postgres")
-	if w.proxy, err = tcpproxy.Start(net.JoinHostPort("127.0.0.1", strconv.Itoa(w.pg.Port()))); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	if err := w.startNATS(natsNodes); err != nil {
@@ -78,11 +83,22 @@ func startWorld(ctx context.Context, dir, bin string, natsNodes, gateways int, l
 	return w, nil
 }
 
-// proxiedURL is the gateways' PostgreSQL URL: through the proxy.
-func (w *world) proxiedURL() string {
+// startProxied starts one PostgreSQL, and the proxy the gateways reach
+// it through.
+func (w *world) startProxied(ctx context.Context) (err error) {
+	w.pgOpts = pgcluster.Options{Dir: filepath.Join(w.dir, "pg"), Settings: map[string]string{"max_connections": "200"}}
+	if w.pg, err = pgcluster.Start(ctx, w.pgOpts); err != nil {
+		return err
+	}
+	w.pgOpts.Port = w.pg.Port()
+	w.pgURL = w.pg.URL("postgres")
+	if w.proxy, err = tcpproxy.Start(net.JoinHostPort("127.0.0.1", strconv.Itoa(w.pg.Port()))); err != nil {
+		return err
+	}
 	u, _ := url.Parse(w.pgURL)
 	u.Host = w.proxy.Addr()
-	return u.String()
+	w.gatewayPG = u.String()
+	return nil
 }
 
 func (w *world) natsURLs() string {
@@ -107,6 +123,9 @@ func (w *world) stop() {
 	}
 	if w.pg != nil {
 		w.pg.Stop()
+	}
+	if w.standby != nil {
+		w.standby.Stop()
 	}
 }
 
@@ -254,7 +273,7 @@ func (g *gatewayProc) start() error {
 	}
 	cmd := exec.Command(g.w.bin)
 	cmd.Env = append(environWithoutQueen(),
-		"QUEEN_PG_URL="+g.w.proxiedURL(),
+		"QUEEN_PG_URL="+g.w.gatewayPG,
 		"QUEEN_NATS_URL="+g.w.natsURLs(),
 		fmt.Sprintf("QUEEN_HTTP_ADDR=127.0.0.1:%d", port),
 		fmt.Sprintf("QUEEN_ROUTING_SHARDS=%d", routingShards),

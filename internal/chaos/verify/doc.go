@@ -3,8 +3,10 @@
 // PostgreSQL with its own SQL and checks them against what the producers
 // sent and were answered (Verify) and what the consumers saw (Consumed):
 // nothing lost, nothing stored twice, every answer true, no delivery
-// outside its lease. It shares no code with the gateway on purpose (pgx
-// only): a bug in the gateway's reading of its own log must not hide a
-// bug in its writing. It imports nothing of this module; cmd/queenchaos
+// outside its lease. After failovers under asynchronous replication
+// (VerifyFailovers) it counts what the failovers lost instead, and still
+// judges everything they cannot explain (verify_failover.go). It shares
+// no code with the gateway on purpose (pgx only): a bug in the gateway's
+// reading of its own log must not hide a bug in its writing. It imports nothing of this module; cmd/queenchaos
 // records the run in its terms.
 package verify

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -22,6 +23,7 @@ type Answer struct {
 	Status        string // queued or duplicate
 	Offset        int64
 	MessageID     string
+	Arrived       time.Time // the answer came (zero: unknown; only failovers need it)
 }
 
 // Findings is the verifier's verdict. Every count but the first four is a
@@ -39,6 +41,13 @@ type Findings struct {
 	DataMismatch      int64 `json:"dataMismatch"`      // stored data unlike what was sent
 	Phantom           int64 `json:"phantom"`           // stored, never sent
 	Holes             int64 `json:"holes"`             // partitions whose offsets are not 0..n-1
+	// Vanished, with failovers only: an answer naming an offset no
+	// failover cut, for a message the log does not hold (a duplicate
+	// vouched for by a stale cache, say). Without failovers it is Lost.
+	Vanished int64 `json:"vanished"`
+
+	// Failover is the losses failovers explain (VerifyFailovers only).
+	Failover *FailoverFindings `json:"failover,omitempty"`
 
 	// Consume is the consumers' checks, when consumers ran.
 	Consume *ConsumeFindings `json:"consume,omitempty"`
@@ -48,7 +57,7 @@ type Findings struct {
 
 // Violations is the number of violations found.
 func (f Findings) Violations() int64 {
-	n := f.Lost + f.Doubled + f.WrongOffset + f.DuplicateNotFirst + f.DataMismatch + f.Phantom + f.Holes
+	n := f.Lost + f.Doubled + f.WrongOffset + f.DuplicateNotFirst + f.DataMismatch + f.Phantom + f.Holes + f.Vanished
 	if f.Consume != nil {
 		n += f.Consume.Violations()
 	}
@@ -112,6 +121,10 @@ func (r Recorded) Partition(i int) (sent []Sent, answers []Answer) {
 // con (what consumers saw; nil when none ran) it checks the consumer
 // groups too: see verify_consume.go.
 func Verify(ctx context.Context, pgURL, queue string, exp Expected, con *Consumed) (Findings, error) {
+	return verify(ctx, pgURL, queue, exp, con, nil)
+}
+
+func verify(ctx context.Context, pgURL, queue string, exp Expected, con *Consumed, failovers []Failover) (Findings, error) {
 	conn, err := pgx.Connect(ctx, pgURL)
 	if err != nil {
 		return Findings{}, err
@@ -123,7 +136,12 @@ func Verify(ctx context.Context, pgURL, queue string, exp Expected, con *Consume
 			f.Examples = append(f.Examples, fmt.Sprintf(format, args...))
 		}
 	}
-	ix, err := startConsumeCheck(ctx, conn, queue, con, &f)
+	loss := lossModel{failovers: failovers}
+	if loss.on() {
+		f.Failover = &FailoverFindings{Failovers: len(failovers)}
+		loss.found = f.Failover
+	}
+	ix, err := startConsumeCheck(ctx, conn, queue, con, loss, &f)
 	if err != nil {
 		return Findings{}, err
 	}
@@ -135,13 +153,14 @@ func Verify(ctx context.Context, pgURL, queue string, exp Expected, con *Consume
 			return Findings{}, err
 		}
 		checkStored(&f, stored, sent, example)
-		checkAnswers(&f, stored, answers, example)
+		plog := newPartitionLog(name, stored, answers)
+		checkAnswers(&f, loss, plog, stored, answers, example)
 		if ix != nil {
 			dead, _, err := readPartition(ctx, conn, deadLetterQueue(queue), name)
 			if err != nil {
 				return Findings{}, err
 			}
-			ix.checkConsumed(f.Consume, newPartitionLog(name, stored, answers), dead, example)
+			ix.checkConsumed(f.Consume, plog, dead, example)
 		}
 		f.Rows += int64(len(offsets))
 		slices.Sort(offsets)
@@ -197,20 +216,34 @@ func checkStored(f *Findings, stored map[key][]row, sent []Sent, example func(st
 	}
 }
 
-// checkAnswers compares every answer with where its message is.
-func checkAnswers(f *Findings, stored map[key][]row, answers []Answer, example func(string, ...any)) {
+// checkAnswers compares every answer with where its message is. With
+// failovers, an answer naming an offset a later failover cut is a loss
+// (counted), and one naming an offset no failover cut must hold.
+func checkAnswers(f *Findings, loss lossModel, p partitionLog, stored map[key][]row, answers []Answer, example func(string, ...any)) {
 	answered := map[key]bool{}
 	for _, a := range answers {
 		k := key{a.Partition, a.ID}
 		answered[k] = true
 		rows := stored[k]
-		if len(rows) == 0 {
-			continue // counted once below
-		}
-		first := rows[0]
-		if a.Offset == first.offset && a.MessageID == MessageID(first.partitionID, first.offset) {
+		if len(rows) > 0 && a.Offset == rows[0].offset && a.MessageID == MessageID(rows[0].partitionID, rows[0].offset) {
 			continue
 		}
+		if loss.on() && loss.cut(a.Partition, a.Offset, a.Arrived) {
+			loss.found.LostAnswers++
+			if holder, ok := p.byOffset[a.Offset]; ok && holder != a.ID {
+				loss.found.Reused++
+			}
+			continue
+		}
+		if len(rows) == 0 {
+			if loss.on() {
+				f.Vanished++
+				example("%s/%s answered %s at %d (answer came %s), no failover since cut that offset, not in the log",
+					k.partition, k.id, a.Status, a.Offset, stamp(a.Arrived))
+			}
+			continue // without failovers: counted once below, as lost
+		}
+		first := rows[0]
 		if a.Status == "queued" {
 			f.WrongOffset++
 		} else {
@@ -220,10 +253,15 @@ func checkAnswers(f *Findings, stored map[key][]row, answers []Answer, example f
 	}
 	f.Answered += int64(len(answered))
 	for k := range answered {
-		if len(stored[k]) == 0 {
-			f.Lost++
-			example("%s/%s answered stored, not in the log", k.partition, k.id)
+		if len(stored[k]) > 0 {
+			continue
 		}
+		if loss.on() {
+			loss.found.Lost++
+			continue
+		}
+		f.Lost++
+		example("%s/%s answered stored, not in the log", k.partition, k.id)
 	}
 }
 

@@ -121,6 +121,7 @@ type consumeIndex struct {
 	deliveries map[string]map[string][]int // group → partition → indexes
 	acks       map[string]map[string][]int
 	cursors    map[string]map[string]int64 // group → partition → next offset
+	loss       lossModel
 }
 
 func indexConsumed(con *Consumed) *consumeIndex {
@@ -148,11 +149,13 @@ type partitionLog struct {
 	end      int64            // offsets below it are stored
 	byOffset map[int64]string // transactionId at each offset
 	answered map[string]bool  // transactionIds answered as stored
+	held     map[string]bool  // transactionIds in the log
 }
 
 func newPartitionLog(name string, stored map[key][]row, answers []Answer) partitionLog {
-	p := partitionLog{name: name, id: -1, byOffset: map[int64]string{}, answered: map[string]bool{}}
+	p := partitionLog{name: name, id: -1, byOffset: map[int64]string{}, answered: map[string]bool{}, held: map[string]bool{}}
 	for k, rows := range stored {
+		p.held[k.id] = true
 		for _, r := range rows {
 			p.byOffset[r.offset] = k.id
 			p.id = r.partitionID
@@ -172,6 +175,9 @@ func (ix *consumeIndex) checkConsumed(f *ConsumeFindings, p partitionLog, dead m
 		g := &f.Groups[gi]
 		delivered := ix.checkDeliveries(f, g, group, p, example)
 		for id := range p.answered {
+			if ix.loss.on() && !p.held[id] {
+				continue // lost in a failover: counted with the producers' losses
+			}
 			if !delivered[id] {
 				f.Unconsumed++
 				example("group %s: %s/%s answered as stored, never delivered", group, p.name, id)
@@ -191,6 +197,10 @@ func (ix *consumeIndex) checkDeliveries(f *ConsumeFindings, g *GroupFigures, gro
 		d := ix.con.Deliveries[i]
 		g.Deliveries++
 		if id, ok := p.byOffset[d.Offset]; !ok || id != d.ID {
+			if ix.loss.on() && ix.loss.cut(p.name, d.Offset, ix.con.Leases[d.Lease].Granted) {
+				ix.loss.found.LostDeliveries++
+				continue
+			}
 			f.Misdelivered++
 			example("group %s: %s offset %d delivered as %s, the log holds %q there", group, p.name, d.Offset, d.ID, id)
 			continue
@@ -210,12 +220,20 @@ func (ix *consumeIndex) checkDeliveries(f *ConsumeFindings, g *GroupFigures, gro
 		g.Redeliveries += int64(len(leases) - 1)
 		for _, li := range leases {
 			if a, ok := settledBefore(ix.con.Leases[li], finals[off]); ok {
+				if ix.loss.on() && ix.loss.ackLost(a.Answered, ix.con.Leases[li].Asked) {
+					ix.loss.found.LostAcks++
+					continue
+				}
 				f.Undone++
 				example("group %s: %s offset %d delivered under lease %s (pop sent %s) after an ack answered %s (%s)",
 					group, p.name, off, ix.con.Leases[li].ID, stamp(ix.con.Leases[li].Asked), a.Result, stamp(a.Answered))
 			}
 		}
 		if a, b, ok := overlapping(ix.con.Leases, leases); ok {
+			if ix.loss.on() && ix.loss.leaseLost(a, b) {
+				ix.loss.found.LostLeases++
+				continue
+			}
 			f.DoubleLeased++
 			example("group %s: %s offset %d leased at once to %s (lease %s, %s–%s) and %s (lease %s, %s–%s)", group, p.name, off,
 				a.Consumer, a.ID, stamp(a.Granted), stamp(a.heldUntil()), b.Consumer, b.ID, stamp(b.Granted), stamp(b.heldUntil()))
@@ -314,6 +332,10 @@ func (ix *consumeIndex) checkSettled(f *ConsumeFindings, g *GroupFigures, group 
 func (ix *consumeIndex) checkMoves(f *ConsumeFindings, example func(string, ...any)) {
 	for i, group := range ix.con.Groups {
 		if moved, stored := ix.con.Moved[group], f.Groups[i].DeadLetters; moved > stored {
+			if ix.loss.on() {
+				ix.loss.found.LostMoves += moved - stored
+				continue
+			}
 			f.DeadLetteredTwice += moved - stored
 			example("group %s: answers said %d dead letters were moved, %d are stored", group, moved, stored)
 		}
@@ -397,11 +419,12 @@ func stamp(t time.Time) string { return t.Format("15:04:05.000000") }
 
 // startConsumeCheck prepares the consumer checks of con into f.Consume:
 // nil when no consumers ran.
-func startConsumeCheck(ctx context.Context, conn *pgx.Conn, queue string, con *Consumed, f *Findings) (*consumeIndex, error) {
+func startConsumeCheck(ctx context.Context, conn *pgx.Conn, queue string, con *Consumed, loss lossModel, f *Findings) (*consumeIndex, error) {
 	if con == nil {
 		return nil, nil
 	}
 	ix := indexConsumed(con)
+	ix.loss = loss
 	var err error
 	if ix.cursors, err = readCursors(ctx, conn, queue); err != nil {
 		return nil, err
