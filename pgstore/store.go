@@ -89,8 +89,11 @@ type options struct {
 // reads use the primary's pool.
 func ReadURL(url string) Option { return func(o *options) { o.readURL = url } }
 
+// DefaultReadWait is ReadWait's default.
+const DefaultReadWait = readpool.DefaultWait
+
 // ReadWait is the longest a read waits for a lagging standby before it
-// reads on the primary (default 100 ms; 0: it does not wait).
+// reads on the primary (default DefaultReadWait; 0: it does not wait).
 func ReadWait(d time.Duration) Option { return func(o *options) { o.readWait = d } }
 
 // OpenConfig connects a pool built from cfg. It chains its own AfterConnect
@@ -99,7 +102,7 @@ func ReadWait(d time.Duration) Option { return func(o *options) { o.readWait = d
 // with generic row estimates that reach jit_above_cost, and compiling
 // them took ~60 ms of a push that runs in under one.
 func OpenConfig(ctx context.Context, cfg *pgxpool.Config, opts ...Option) (*Store, error) {
-	o := options{readWait: readpool.DefaultWait}
+	o := options{readWait: DefaultReadWait}
 	for _, opt := range opts {
 		opt(&o)
 	}

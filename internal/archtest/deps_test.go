@@ -30,8 +30,8 @@ var arrows = map[string][]string{
 	"model":                   {},
 	"dedup":                   {},
 	"internal/promreg":        {},
-	"pgstore":                 {"model", "pgstore/consumer", "pgstore/internal/pgwire"},
-	"pgstore/consumer":        {"model", "pgstore/internal/pgwire"},
+	"pgstore":                 {"model", "pgstore/consumer", "pgstore/internal/pgwire", "pgstore/internal/readpool"},
+	"pgstore/consumer":        {"model", "pgstore/internal/pgwire", "pgstore/internal/readpool"},
 	"pgstore/internal/pgwire": {"model"},
 	"ingest":                  {"dedup", "model", "internal/startstop", "internal/promreg"},
 	"timers":                  {"model", "internal/startstop", "internal/promreg"},
@@ -39,6 +39,9 @@ var arrows = map[string][]string{
 	"routing":                 {".", "internal/promreg"},
 	"internal/wire":           {".", "ingest", "model"},
 	"gateway":                 {".", "ingest", "timers", "model", "routing", "internal/wire", "internal/startstop", "internal/promreg"},
+
+	// Reads on standbys, and their freshness.
+	"pgstore/internal/readpool": {"model"},
 
 	// The gateway run in-process, and for users' tests.
 	"internal/natsembed":  {},
