@@ -135,13 +135,10 @@ SELECT p.id, p.name, p.last_offset, p.txns_start, p.created_at, p.stored_bytes,
  ORDER BY p.name`
 
 // Partitions lists a queue's partitions, by name, on the read pool.
-func (s *Store) Partitions(ctx context.Context, queueID int64) (parts []model.PartitionInfo, err error) {
-	err = s.reads.Read(ctx, func(ctx context.Context, q readpool.Querier) (bool, error) {
-		var err error
-		parts, err = partitions(ctx, q, queueID)
-		return false, err
+func (s *Store) Partitions(ctx context.Context, queueID int64) ([]model.PartitionInfo, error) {
+	return readpool.List(ctx, s.reads, func(ctx context.Context, q readpool.Querier) ([]model.PartitionInfo, error) {
+		return partitions(ctx, q, queueID)
 	})
-	return parts, err
 }
 
 func partitions(ctx context.Context, q readpool.Querier, queueID int64) ([]model.PartitionInfo, error) {

@@ -46,13 +46,8 @@ SELECT q.name, coalesce(pp.n, 0), coalesce(pp.ids, '{}'), coalesce(pp.stored, 0)
 
 // QueueFigures reads every queue's figures, by name (the database's
 // order), each with the depth of its dead-letter queue, on the read pool.
-func (s *Store) QueueFigures(ctx context.Context) (figures []model.QueueFigures, err error) {
-	err = s.reads.Read(ctx, func(ctx context.Context, q readpool.Querier) (bool, error) {
-		var err error
-		figures, err = queueFigures(ctx, q)
-		return false, err
-	})
-	return figures, err
+func (s *Store) QueueFigures(ctx context.Context) ([]model.QueueFigures, error) {
+	return readpool.List(ctx, s.reads, queueFigures)
 }
 
 func queueFigures(ctx context.Context, q readpool.Querier) ([]model.QueueFigures, error) {

@@ -41,16 +41,10 @@ func firstOffset(ctx context.Context, q readpool.Querier, pid, last int64) (int6
 // most r.Max of them and about r.MaxBytes of data (never less than one
 // message, so that a large message cannot block a reader). It takes no
 // lock, and reads on the read pool: a page its limits filled is complete.
-func (s *Store) Read(ctx context.Context, r model.ReadRequest) (res model.ReadResult, err error) {
-	err = s.reads.Read(ctx, func(ctx context.Context, q readpool.Querier) (bool, error) {
-		var (
-			full bool
-			err  error
-		)
-		res, full, err = read(ctx, q, r)
-		return full, err
+func (s *Store) Read(ctx context.Context, r model.ReadRequest) (model.ReadResult, error) {
+	return readpool.Get(ctx, s.reads, func(ctx context.Context, q readpool.Querier) (model.ReadResult, bool, error) {
+		return read(ctx, q, r)
 	})
-	return res, err
 }
 
 // read is Read through q; full says the limits ended the page, not the
@@ -146,13 +140,11 @@ func messageAt(ctx context.Context, q readpool.Querier, pid, offset int64) (m mo
 // does: by its xxh3_128 hash among the partition's log_txns rows within
 // the queue's window, the earliest copy. It reads on the read pool: an
 // id found is complete (a standby holds a prefix of each partition).
-func (s *Store) FindTxn(ctx context.Context, queue, partition, txnID string) (l model.TxnLookup, err error) {
-	err = s.reads.Read(ctx, func(ctx context.Context, q readpool.Querier) (bool, error) {
-		var err error
-		l, err = findTxn(ctx, q, queue, partition, txnID)
-		return err == nil && l.Found, err
+func (s *Store) FindTxn(ctx context.Context, queue, partition, txnID string) (model.TxnLookup, error) {
+	return readpool.Get(ctx, s.reads, func(ctx context.Context, q readpool.Querier) (model.TxnLookup, bool, error) {
+		l, err := findTxn(ctx, q, queue, partition, txnID)
+		return l, err == nil && l.Found, err
 	})
-	return l, err
 }
 
 func findTxn(ctx context.Context, q readpool.Querier, queue, partition, txnID string) (model.TxnLookup, error) {

@@ -533,13 +533,10 @@ func (s *Store) Lease(ctx context.Context, g model.Group, partitionID int64, lea
 // GroupPartitions lists every group of the queue with its position on
 // each partition, lag included: partitions a group has not read yet are
 // listed from offset 0. It reads on the read pool.
-func (s *Store) GroupPartitions(ctx context.Context, queueID int64) (gps []model.GroupPartition, err error) {
-	err = s.reads.Read(ctx, func(ctx context.Context, q readpool.Querier) (bool, error) {
-		var err error
-		gps, err = groupPartitions(ctx, q, queueID)
-		return false, err
+func (s *Store) GroupPartitions(ctx context.Context, queueID int64) ([]model.GroupPartition, error) {
+	return readpool.List(ctx, s.reads, func(ctx context.Context, q readpool.Querier) ([]model.GroupPartition, error) {
+		return groupPartitions(ctx, q, queueID)
 	})
-	return gps, err
 }
 
 func groupPartitions(ctx context.Context, q readpool.Querier, queueID int64) ([]model.GroupPartition, error) {

@@ -185,13 +185,10 @@ func seekIn(ctx context.Context, tx pgx.Tx, groupID int64, partitionID, offset *
 // idle (queen.consumer_group_active_at) and whether it no longer holds
 // retention back: idle past the queue's groupIdleSeconds (0: always
 // holds). It reads on the read pool.
-func (s *Store) GroupActivity(ctx context.Context, queueID int64) (activity []model.GroupActivity, err error) {
-	err = s.reads.Read(ctx, func(ctx context.Context, q readpool.Querier) (bool, error) {
-		var err error
-		activity, err = groupActivity(ctx, q, queueID)
-		return false, err
+func (s *Store) GroupActivity(ctx context.Context, queueID int64) ([]model.GroupActivity, error) {
+	return readpool.List(ctx, s.reads, func(ctx context.Context, q readpool.Querier) ([]model.GroupActivity, error) {
+		return groupActivity(ctx, q, queueID)
 	})
-	return activity, err
 }
 
 func groupActivity(ctx context.Context, q readpool.Querier, queueID int64) ([]model.GroupActivity, error) {

@@ -206,3 +206,27 @@ func (r *Router) awaitReplay(ctx context.Context, q Querier, lsn int64) bool {
 		}
 	}
 }
+
+// Get runs read through r (as [Router.Read]) and returns what the run
+// that answered read.
+func Get[T any](ctx context.Context, r *Router, read func(ctx context.Context, q Querier) (v T, complete bool, err error)) (T, error) {
+	var v T
+	err := r.Read(ctx, func(ctx context.Context, q Querier) (bool, error) {
+		var (
+			complete bool
+			err      error
+		)
+		v, complete, err = read(ctx, q)
+		return complete, err
+	})
+	return v, err
+}
+
+// List is Get for a listing: its answer is never complete, as it names
+// no offset that would say it holds all there is.
+func List[T any](ctx context.Context, r *Router, list func(ctx context.Context, q Querier) (T, error)) (T, error) {
+	return Get(ctx, r, func(ctx context.Context, q Querier) (T, bool, error) {
+		v, err := list(ctx, q)
+		return v, false, err
+	})
+}
