@@ -181,15 +181,7 @@ func TestReadPoolStandbyNeverAnswersShort(t *testing.T) {
 		t.Fatalf("transactionId b12: %+v, %v; want found at 12", l, err)
 	}
 	wantPaths(t, hasty, before, behind, "a transactionId")
-	g, err := hasty.EnsureGroup(ctx, "q", "new-group")
-	if err != nil {
-		t.Fatal(err)
-	}
-	before = hasty.ReadPaths()
-	if gps, err := hasty.GroupPartitions(ctx, g.QueueID); err != nil || len(gps) != 1 || gps[0].Group != "new-group" {
-		t.Fatalf("groups: %+v, %v; want new-group", gps, err)
-	}
-	wantPaths(t, hasty, before, behind, "a group listing")
+	listingsNotShort(ctx, t, hasty)
 
 	// A read that waits is answered by the standby once its replay
 	// resumes and passes what the primary had.
@@ -203,6 +195,38 @@ func TestReadPoolStandbyNeverAnswersShort(t *testing.T) {
 	}
 	wantPaths(t, hasty, before, map[string]float64{"primary_standby_failed": 1}, "a read with the standby gone")
 	exported(t, hasty)
+}
+
+// listingsNotShort checks that the listings s reads on a standby whose
+// replay is paused show what the primary stored since (a group, offsets
+// 10 to 12): they are read on the primary.
+func listingsNotShort(ctx context.Context, t *testing.T, s *pgstore.Store) {
+	t.Helper()
+	g, err := s.EnsureGroup(ctx, "q", "new-group")
+	if err != nil {
+		t.Fatal(err)
+	}
+	behind := map[string]float64{"primary_standby_behind": 1}
+	before := s.ReadPaths()
+	if gps, err := s.GroupPartitions(ctx, g.QueueID); err != nil || len(gps) != 1 || gps[0].Group != "new-group" || gps[0].LastOffset != 12 {
+		t.Fatalf("groups: %+v, %v; want new-group, last offset 12", gps, err)
+	}
+	wantPaths(t, s, before, behind, "a group listing")
+	before = s.ReadPaths()
+	if act, err := s.GroupActivity(ctx, g.QueueID); err != nil || len(act) != 1 || act[0].Group != "new-group" {
+		t.Fatalf("groups' activity: %+v, %v; want new-group", act, err)
+	}
+	wantPaths(t, s, before, behind, "the groups' activity")
+	before = s.ReadPaths()
+	if parts, err := s.Partitions(ctx, g.QueueID); err != nil || len(parts) != 1 || parts[0].LastOffset != 12 {
+		t.Fatalf("partitions: %+v, %v; want p, last offset 12", parts, err)
+	}
+	wantPaths(t, s, before, behind, "a partition listing")
+	before = s.ReadPaths()
+	if figures, err := s.QueueFigures(ctx); err != nil || len(figures) != 1 || figures[0].StoredMessages != 13 {
+		t.Fatalf("figures: %+v, %v; want q with 13 messages", figures, err)
+	}
+	wantPaths(t, s, before, behind, "the figures")
 }
 
 // waitedRead starts a read to the end on s while the standby's replay is
