@@ -74,6 +74,61 @@ func TestServesUntilStopped(t *testing.T) {
 	}
 }
 
+// TestReadsGoToTheReadPool: with PGReadURL, a read is served by the read
+// pool (here the primary itself, which prefer-standby takes when no
+// standby answers) and counted so.
+func TestReadsGoToTheReadPool(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	url := pgtest.NewDB(t)
+	srv := start(t, server.Config{PGURL: url, PGReadURL: url + "&target_session_attrs=prefer-standby",
+		EmbeddedNATS: server.EmbeddedNATS{Port: -1}, AdminAddr: "127.0.0.1:0", Registry: reg})
+	defer srv.Stop(context.Background())
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	client, err := queengate.NewClient(nc, queengate.WithTimeout(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	ctx := context.Background()
+	msg := queengate.Message{TransactionID: "t-1", Data: json.RawMessage(`{}`)}
+	if answers, err := client.Push(ctx, "q", "p", msg); err != nil || answers[0].Status != queengate.StatusQueued {
+		t.Fatalf("push answered %v, %v; want queued", answers, err)
+	}
+	if ans, err := client.Read(ctx, "q", "p", queengate.ReadRequest{}); err != nil || len(ans.Messages) != 1 {
+		t.Fatalf("read %+v, %v; want t-1", ans, err)
+	}
+	// Other tests write to the same server meanwhile: the read may have
+	// waited for the position the primary had reached, never fallen back.
+	paths := readPaths(t, reg)
+	if paths["standby"]+paths["standby_after_wait"] < 1 || paths["primary_standby_behind"]+paths["primary_standby_failed"] != 0 {
+		t.Errorf("read paths %v: want the read served by the read pool", paths)
+	}
+}
+
+// readPaths is queengate_pg_read_pool_reads_total by path.
+func readPaths(t *testing.T, reg *prometheus.Registry) map[string]float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths := map[string]float64{}
+	for _, f := range families {
+		if f.GetName() != "queengate_pg_read_pool_reads_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			paths[m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
+		}
+	}
+	return paths
+}
+
 // TestStartRefusesASmallPool: a pool too small for the gateway's
 // connections is an error at once, not a wait.
 func TestStartRefusesASmallPool(t *testing.T) {
