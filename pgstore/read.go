@@ -40,11 +40,29 @@ func firstOffset(ctx context.Context, q readpool.Querier, pid, last int64) (int6
 // Read returns a partition's messages from r.From in offset order, at
 // most r.Max of them and about r.MaxBytes of data (never less than one
 // message, so that a large message cannot block a reader). It takes no
-// lock, and reads on the read pool: a page its limits filled is complete.
+// lock, and reads on the read pool: a page its limits filled is complete
+// when the names still name its partition on the primary.
 func (s *Store) Read(ctx context.Context, r model.ReadRequest) (model.ReadResult, error) {
 	return readpool.Get(ctx, s.reads, func(ctx context.Context, q readpool.Querier) (model.ReadResult, bool, error) {
-		return read(ctx, q, r)
+		res, full, err := read(ctx, q, r)
+		if !full || q == readpool.Querier(s.pool) {
+			return res, full, err
+		}
+		same, err := s.stillNamed(ctx, r.Queue, r.Partition, res.PartitionID)
+		return res, same, err
 	})
+}
+
+// stillNamed says whether queue/partition names partition pid on the
+// primary. A stored offset never changes and partition ids are never
+// reused, but a queue deleted and made again has new ones: a standby
+// that has not replayed that would read the old partition by the name.
+func (s *Store) stillNamed(ctx context.Context, queue, partition string, pid int64) (bool, error) {
+	id, _, err := partitionOf(ctx, s.pool, queue, partition)
+	if errors.Is(err, model.ErrNotFound) {
+		return false, nil
+	}
+	return id == pid, err
 }
 
 // read is Read through q; full says the limits ended the page, not the
@@ -138,12 +156,12 @@ func messageAt(ctx context.Context, q readpool.Querier, pid, offset int64) (m mo
 
 // FindTxn looks a transactionId up the way the deduplication verdict
 // does: by its xxh3_128 hash among the partition's log_txns rows within
-// the queue's window, the earliest copy. It reads on the read pool: an
-// id found is complete (a standby holds a prefix of each partition).
+// the queue's window, the earliest copy. It reads on the read pool, never
+// complete: found or not depends on the queue's window too, which may
+// have changed since.
 func (s *Store) FindTxn(ctx context.Context, queue, partition, txnID string) (model.TxnLookup, error) {
-	return readpool.Get(ctx, s.reads, func(ctx context.Context, q readpool.Querier) (model.TxnLookup, bool, error) {
-		l, err := findTxn(ctx, q, queue, partition, txnID)
-		return l, err == nil && l.Found, err
+	return readpool.List(ctx, s.reads, func(ctx context.Context, q readpool.Querier) (model.TxnLookup, error) {
+		return findTxn(ctx, q, queue, partition, txnID)
 	})
 }
 

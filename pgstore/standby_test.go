@@ -147,13 +147,7 @@ func TestReadPoolStandbyNeverAnswersShort(t *testing.T) {
 	}
 
 	// Replay paused, the standby lacks what the primary stores next.
-	execOn(ctx, t, r.standby, "SELECT pg_wal_replay_pause()")
-	checkfor.Check(t, time.Minute, func() error {
-		if state := queryText(ctx, t, r.standby, "SELECT pg_get_wal_replay_pause_state()"); state != "paused" {
-			return errors.New("replay " + state)
-		}
-		return nil
-	})
+	pauseReplay(ctx, t, r.standby)
 	pushIDs(t, patient, p, "b10", "b11", "b12")
 	behind := map[string]float64{"primary_standby_behind": 1}
 
@@ -186,12 +180,13 @@ func TestReadPoolStandbyNeverAnswersShort(t *testing.T) {
 	// A read that waits is answered by the standby once its replay
 	// resumes and passes what the primary had.
 	waitedRead(ctx, t, r, patient)
+	queueMadeAgain(ctx, t, r, hasty)
 
 	// A standby that is gone sends reads to the primary.
 	r.standby.Stop()
 	before = hasty.ReadPaths()
-	if got := readAll(ctx, t, hasty, 10, 100); !slices.Equal(txnIDs(got), []string{"b10", "b11", "b12"}) {
-		t.Fatalf("read with the standby gone: %v", txnIDs(got))
+	if got := readAll(ctx, t, hasty, 0, 100); !slices.Equal(txnIDs(got), []string{"c0"}) {
+		t.Fatalf("read with the standby gone: %v, want c0", txnIDs(got))
 	}
 	wantPaths(t, hasty, before, map[string]float64{"primary_standby_failed": 1}, "a read with the standby gone")
 	exported(t, hasty)
@@ -227,6 +222,39 @@ func listingsNotShort(ctx context.Context, t *testing.T, s *pgstore.Store) {
 		t.Fatalf("figures: %+v, %v; want q with 13 messages", figures, err)
 	}
 	wantPaths(t, s, before, behind, "the figures")
+}
+
+// pauseReplay pauses the standby's replay and waits until it is paused.
+func pauseReplay(ctx context.Context, t *testing.T, standby *pgcluster.Cluster) {
+	t.Helper()
+	execOn(ctx, t, standby, "SELECT pg_wal_replay_pause()")
+	checkfor.Check(t, time.Minute, func() error {
+		if state := queryText(ctx, t, standby, "SELECT pg_get_wal_replay_pause_state()"); state != "paused" {
+			return errors.New("replay " + state)
+		}
+		return nil
+	})
+}
+
+// queueMadeAgain deletes queue q and makes it again, with message c0,
+// behind the standby's paused replay: a full page of q/p read on the
+// standby would be the old partition's, so the primary answers it.
+func queueMadeAgain(ctx context.Context, t *testing.T, r replicated, s *pgstore.Store) {
+	t.Helper()
+	pauseReplay(ctx, t, r.standby)
+	if _, err := s.DeleteQueue(ctx, "q"); err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.EnsurePartition(ctx, "q", "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pushIDs(t, s, p, "c0")
+	before := s.ReadPaths()
+	if got := readAll(ctx, t, s, 0, 1); !slices.Equal(txnIDs(got), []string{"c0"}) {
+		t.Fatalf("read of q made again: %v, want c0", txnIDs(got))
+	}
+	wantPaths(t, s, before, map[string]float64{"primary_standby_behind": 1}, "a full page of a queue made again")
 }
 
 // waitedRead starts a read to the end on s while the standby's replay is

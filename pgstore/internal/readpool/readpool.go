@@ -222,8 +222,9 @@ func Get[T any](ctx context.Context, r *Router, read func(ctx context.Context, q
 	return v, err
 }
 
-// List is Get for a listing: its answer is never complete, as it names
-// no offset that would say it holds all there is.
+// List is Get for an answer never complete: a listing, which names no
+// offset that would say it holds all there is, or a look-up whose answer
+// depends on more than stored offsets.
 func List[T any](ctx context.Context, r *Router, list func(ctx context.Context, q Querier) (T, error)) (T, error) {
 	return Get(ctx, r, func(ctx context.Context, q Querier) (T, bool, error) {
 		v, err := list(ctx, q)
