@@ -43,15 +43,15 @@ type AckPushAnswer struct {
 // original's, Conflict when its data differs in a queue that flags
 // conflicts).
 type PushedMessage struct {
-	Index         int    `json:"index"`
-	Queue         string `json:"queue"`
-	Partition     string `json:"partition"`
-	TransactionID string `json:"transactionId"`
-	Status        Status `json:"status"`
-	PartitionID   int64  `json:"partitionId"`
-	MessageID     string `json:"messageId"`
-	Offset        int64  `json:"offset"`
-	Conflict      bool   `json:"conflict,omitempty"`
+	Index         int        `json:"index"`
+	Queue         string     `json:"queue"`
+	Partition     string     `json:"partition"`
+	TransactionID string     `json:"transactionId"`
+	Status        PushStatus `json:"status"`
+	PartitionID   int64      `json:"partitionId"`
+	MessageID     string     `json:"messageId"`
+	Offset        int64      `json:"offset"`
+	Conflict      bool       `json:"conflict,omitempty"`
 }
 
 // AckAndPush completes req.Items of a lease of queue's partition and

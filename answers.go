@@ -13,28 +13,28 @@ type Message struct {
 	Data          json.RawMessage `json:"data,omitempty"`
 }
 
-// Status is what happened to a pushed message.
-type Status string
+// PushStatus is what happened to a pushed message.
+type PushStatus string
 
 const (
 	// StatusQueued: stored now, at Offset.
-	StatusQueued Status = "queued"
+	StatusQueued PushStatus = "queued"
 	// StatusDuplicate: stored before, within the queue's window; Offset
 	// and MessageID are the original's, and nothing was written.
-	StatusDuplicate Status = "duplicate"
+	StatusDuplicate PushStatus = "duplicate"
 	// StatusFailed: not stored by this request (Error says why). Retry
 	// with the same transactionId: if it was stored after all, the retry
 	// answers duplicate. A payload conflict (Conflict) is failed again by
 	// every retry: see [Answer.Retryable].
-	StatusFailed Status = "failed"
+	StatusFailed PushStatus = "failed"
 )
 
 // Answer is one message's answer, in the order of the request.
 type Answer struct {
-	Index         int    `json:"index"`
-	TransactionID string `json:"transactionId"`
-	Status        Status `json:"status"`
-	PartitionID   int64  `json:"partitionId,omitempty"`
+	Index         int        `json:"index"`
+	TransactionID string     `json:"transactionId"`
+	Status        PushStatus `json:"status"`
+	PartitionID   int64      `json:"partitionId,omitempty"`
 	// MessageID and Offset say where the message is (for a duplicate,
 	// the original); absent for a failed one.
 	MessageID string `json:"messageId,omitempty"`

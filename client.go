@@ -229,7 +229,7 @@ func replyError(m *nats.Msg) *Error {
 		return &eb.Error
 	}
 	n, _ := strconv.Atoi(code)
-	return &Error{Code: n, Message: m.Header.Get(HeaderError)}
+	return &Error{Code: n, Text: m.Header.Get(HeaderError)}
 }
 
 // Pending is a fire-and-forget push waiting for its answers.

@@ -26,11 +26,12 @@ const (
 
 // Error is a request rejected as a whole; nothing of it was stored.
 type Error struct {
-	Code    int    `json:"code"`
-	Message string `json:"message"`
+	Code int `json:"code"`
+	// Text says what to fix or why; the wire calls it "message".
+	Text string `json:"message"`
 }
 
-func (e *Error) Error() string { return fmt.Sprintf("%d %s", e.Code, e.Message) }
+func (e *Error) Error() string { return fmt.Sprintf("%d %s", e.Code, e.Text) }
 
 // Retryable reports whether the same request may succeed later (503): a
 // retry must carry the same transactionIds.

@@ -99,7 +99,7 @@ func TestReadAndGetRejectBadInputClearly(t *testing.T) {
 	}
 	for _, c := range cases {
 		var werr *queengate.Error
-		if err := c.call(); !errors.As(err, &werr) || werr.Code != c.code || !strings.Contains(werr.Message, c.says) {
+		if err := c.call(); !errors.As(err, &werr) || werr.Code != c.code || !strings.Contains(werr.Text, c.says) {
 			t.Errorf("%s: %v, want %d saying %q", c.name, err, c.code, c.says)
 		}
 	}

@@ -1,55 +1,14 @@
 package gateway_test
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
 
+	"github.com/queengate/queengate/internal/gatewaytest"
 	"github.com/queengate/queengate/model"
 )
-
-// conflictAnswer is a push answer with its conflict mark.
-type conflictAnswer struct {
-	answer
-	Conflict bool `json:"conflict"`
-}
-
-func (e *testEnv) setOnConflict(t *testing.T, mode model.ConflictMode) {
-	t.Helper()
-	if _, _, err := e.store.Configure(context.Background(), e.queue, model.OptionsPatch{OnConflict: &mode}, false); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func (e *testEnv) pushRaw(t *testing.T, subject, body string) []conflictAnswer {
-	t.Helper()
-	msg := e.request(t, subject, body)
-	if code := msg.Header.Get("Nats-Service-Error-Code"); code != "" {
-		t.Fatalf("push rejected: %s %s", code, msg.Data)
-	}
-	var out []conflictAnswer
-	if err := json.Unmarshal(msg.Data, &out); err != nil {
-		t.Fatalf("reply %q: %v", msg.Data, err)
-	}
-	return out
-}
-
-// summary writes answers as status[+conflict] lists, e.g.
-// "duplicate,failed+conflict".
-func summary(as []conflictAnswer) string {
-	var s []string
-	for _, a := range as {
-		if a.Conflict {
-			s = append(s, a.Status+"+conflict")
-		} else {
-			s = append(s, a.Status)
-		}
-	}
-	return strings.Join(s, ",")
-}
 
 // The three modes on the same history: a retry with the same data, one
 // with different data, and a repeat inside one request with different
@@ -65,20 +24,20 @@ func TestPayloadConflictModes(t *testing.T) {
 		t.Run(string(mode), func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t)
-			e.setOnConflict(t, mode)
-			e.startGateway(gatewayOpts{})
-			first := e.pushRaw(t, e.subject("p"), `[{"transactionId":"pay-1","data":{"amount":10}}]`)
-			if summary(first) != "queued" {
-				t.Fatalf("first push answered %s", summary(first))
+			e.SetOnConflict(t, mode)
+			e.StartGateway(gatewayOpts{})
+			first := e.PushRaw(t, e.Subject("p"), `[{"transactionId":"pay-1","data":{"amount":10}}]`)
+			if gatewaytest.Summary(first) != "queued" {
+				t.Fatalf("first push answered %s", gatewaytest.Summary(first))
 			}
-			got := e.pushRaw(t, e.subject("p"), `[
+			got := e.PushRaw(t, e.Subject("p"), `[
 				{"transactionId":"pay-1","data":{"amount":10}},
 				{"transactionId":"pay-1","data":{"amount":99}},
 				{"transactionId":"pay-2","data":"x"},
 				{"transactionId":"pay-2","data":"y"},
 				{"transactionId":"pay-2","data":"x"}]`)
-			if summary(got) != wantAnswers {
-				t.Fatalf("answered %s, want %s (%+v)", summary(got), wantAnswers, got)
+			if gatewaytest.Summary(got) != wantAnswers {
+				t.Fatalf("answered %s, want %s (%+v)", gatewaytest.Summary(got), wantAnswers, got)
 			}
 			for _, i := range []int{0, 1} {
 				if got[i].Status == "duplicate" && got[i].MessageID != first[0].MessageID {
@@ -90,7 +49,7 @@ func TestPayloadConflictModes(t *testing.T) {
 					t.Errorf("a rejected conflict says %q: want the original's id %s and the cause", got[1].Error, first[0].MessageID)
 				}
 			}
-			if n := e.storedCount(t); n != 2 {
+			if n := e.StoredCount(t); n != 2 {
 				t.Errorf("%d messages stored, want 2", n)
 			}
 		})
@@ -103,18 +62,18 @@ func TestPayloadConflictModes(t *testing.T) {
 func TestConflictModeSetAfterTheOriginalWasStored(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	e.startGateway(gatewayOpts{})
+	e.StartGateway(gatewayOpts{})
 	body := `[{"transactionId":"t","data":{"b": 1,  "a": [1, 2]}}]`
-	if got := summary(e.pushRaw(t, e.subject(""), body)); got != "queued" {
+	if got := gatewaytest.Summary(e.PushRaw(t, e.Subject(""), body)); got != "queued" {
 		t.Fatalf("first push: %s", got)
 	}
-	e.setOnConflict(t, model.ConflictFlag)
+	e.SetOnConflict(t, model.ConflictFlag)
 	// Byte for byte as sent: the same text is no conflict, the same JSON
 	// value written differently is.
-	if got := summary(e.pushRaw(t, e.subject(""), body)); got != "duplicate" {
+	if got := gatewaytest.Summary(e.PushRaw(t, e.Subject(""), body)); got != "duplicate" {
 		t.Errorf("the same data answered %s", got)
 	}
-	if got := summary(e.pushRaw(t, e.subject(""), `[{"transactionId":"t","data":{"b":1,"a":[1,2]}}]`)); got != "duplicate+conflict" {
+	if got := gatewaytest.Summary(e.PushRaw(t, e.Subject(""), `[{"transactionId":"t","data":{"b":1,"a":[1,2]}}]`)); got != "duplicate+conflict" {
 		t.Errorf("reformatted data answered %s", got)
 	}
 }
@@ -129,9 +88,9 @@ func TestConflictModesNeverChangeWhatIsWritten(t *testing.T) {
 	envs := make([]*testEnv, len(modes))
 	for i, mode := range modes {
 		envs[i] = newEnv(t)
-		envs[i].queue = fmt.Sprintf("%s-%s", envs[i].queue, mode)
-		envs[i].setOnConflict(t, mode)
-		envs[i].startGateway(gatewayOpts{})
+		envs[i].Queue = fmt.Sprintf("%s-%s", envs[i].Queue, mode)
+		envs[i].SetOnConflict(t, mode)
+		envs[i].StartGateway(gatewayOpts{})
 	}
 	rng := rand.New(rand.NewPCG(7, 11))
 	type stored struct {
@@ -151,9 +110,9 @@ func TestConflictModesNeverChangeWhatIsWritten(t *testing.T) {
 			parts = append(parts, fmt.Sprintf(`{"transactionId":%q,"data":%s}`, m.id, m.data))
 		}
 		body := "[" + strings.Join(parts, ",") + "]"
-		answers := make([][]conflictAnswer, len(modes))
+		answers := make([][]gatewaytest.ConflictAnswer, len(modes))
 		for i, e := range envs {
-			answers[i] = e.pushRaw(t, e.subject("p"), body)
+			answers[i] = e.PushRaw(t, e.Subject("p"), body)
 		}
 		for k, m := range batch {
 			orig, dup := originals[m.id]
@@ -170,15 +129,15 @@ func TestConflictModesNeverChangeWhatIsWritten(t *testing.T) {
 					status = "failed"
 				}
 				wantConflict := conflict && mode != model.ConflictIgnore
-				if a.Status != status || a.Conflict != wantConflict || (status != "failed" && off(a.answer) != orig.offset) {
+				if a.Status != status || a.Conflict != wantConflict || (status != "failed" && off(a.Answer) != orig.offset) {
 					t.Fatalf("step %d message %d (%s %s) in mode %s: answered %s conflict=%v at %d, want %s conflict=%v at %d",
-						step, k, m.id, m.data, mode, a.Status, a.Conflict, off(a.answer), status, wantConflict, orig.offset)
+						step, k, m.id, m.data, mode, a.Status, a.Conflict, off(a.Answer), status, wantConflict, orig.offset)
 				}
 			}
 		}
 	}
 	for i, e := range envs {
-		if n := e.storedCount(t); n != int(next) {
+		if n := e.StoredCount(t); n != int(next) {
 			t.Errorf("mode %s stored %d messages, want %d", modes[i], n, next)
 		}
 	}

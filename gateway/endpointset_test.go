@@ -34,7 +34,7 @@ func (s echoSet) Endpoints(g *gateway.Gateway) ([]gateway.Endpoint, error) {
 
 func (s echoSet) Authorize(header string) *queengate.Error {
 	if header != "Bearer "+s.token {
-		return &queengate.Error{Code: queengate.CodeUnauthorized, Message: "unauthorized"}
+		return &queengate.Error{Code: queengate.CodeUnauthorized, Text: "unauthorized"}
 	}
 	return nil
 }
@@ -44,24 +44,24 @@ func (s echoSet) Authorize(header string) *queengate.Error {
 // and an operator endpoint needs what the set's Authorizer accepts.
 func TestEndpointSetIsServed(t *testing.T) {
 	e := newEnv(t)
-	e.startGateway(gatewayOpts{gateway: gateway.Config{Endpoints: []gateway.EndpointSet{echoSet{token: "s3cret"}}}})
+	e.StartGateway(gatewayOpts{Gateway: gateway.Config{Endpoints: []gateway.EndpointSet{echoSet{token: "s3cret"}}}})
 
-	if got, want := string(e.request(t, e.prefix+".echo.q.p", "hi").Data), `{"body":"hi","partition":"p","queue":"q"}`; got != want {
+	if got, want := string(e.Request(t, e.Prefix+".echo.q.p", "hi").Data), `{"body":"hi","partition":"p","queue":"q"}`; got != want {
 		t.Errorf("echo answered %s, want %s", got, want)
 	}
-	msg := e.request(t, e.prefix+".echo.q", "")
-	if code := msg.Header.Get("Nats-Service-Error-Code"); code != "400" || !strings.Contains(string(msg.Data), e.prefix+".echo.<queue>.<partition>") {
+	msg := e.Request(t, e.Prefix+".echo.q", "")
+	if code := msg.Header.Get("Nats-Service-Error-Code"); code != "400" || !strings.Contains(string(msg.Data), e.Prefix+".echo.<queue>.<partition>") {
 		t.Errorf("a misshapen echo subject: %s %s", code, msg.Data)
 	}
 
 	for _, tc := range []struct {
 		authorization, code string
 	}{{"", "401"}, {"Bearer wrong", "401"}, {"Bearer s3cret", ""}} {
-		m := nats.NewMsg(e.prefix + ".echoop")
+		m := nats.NewMsg(e.Prefix + ".echoop")
 		if tc.authorization != "" {
 			m.Header.Set("Authorization", tc.authorization)
 		}
-		reply, err := e.client.RequestMsg(m, 30*time.Second)
+		reply, err := e.Client.RequestMsg(m, 30*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}

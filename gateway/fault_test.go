@@ -9,6 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queengate/queengate/internal/gatewaytest"
+	"github.com/queengate/queengate/internal/storewatch"
+	"github.com/queengate/queengate/operator"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
@@ -22,61 +26,47 @@ import (
 
 // eventually polls cond until it holds or the timeout passes.
 
-func readyz(t *testing.T, addr string) (int, map[string]string) {
-	t.Helper()
-	resp, err := http.Get("http://" + addr + "/readyz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var body map[string]string
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, body
-}
-
 func TestPostgresDownGivesFailedThenRecovers(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	cluster := pgtest.NewCluster(t)
 	store := pgtest.Store(t, cluster.URL)
-	e.store = store
-	gw, _ := e.startGateway(gatewayOpts{store: store, ingest: ingest.Config{PushTimeout: 5 * time.Second}})
+	e.Store = store
+	gw, _ := e.StartGateway(gatewayOpts{Store: store, Ingest: ingest.Config{PushTimeout: 5 * time.Second}})
 	_ = gw
-	admin := gateway.NewAdmin("127.0.0.1:0", store, pgstore.LatestVersion(), e.client, prometheus.NewRegistry(), zerolog.Nop())
+	admin := operator.NewAdmin("127.0.0.1:0", store, pgstore.LatestVersion(), e.Client, prometheus.NewRegistry(), zerolog.Nop())
 	if err := admin.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(admin.Stop)
 
-	wantStatus(t, e.push(t, e.subject("p"), msgs("before")), "queued")
-	if code, body := readyz(t, admin.Addr()); code != http.StatusOK {
-		t.Fatalf("/readyz = %d %v with everything up", code, body)
+	wantStatus(t, e.Push(t, e.Subject("p"), msgs("before")), "queued")
+	if code, body := gatewaytest.Readyz(t, admin.Addr()); code != http.StatusOK {
+		t.Fatalf("/gatewaytest.Readyz = %d %v with everything up", code, body)
 	}
 
 	cluster.Stop()
-	down := e.push(t, e.subject("p"), msgs("during-1", "during-2", "during-1"))
+	down := e.Push(t, e.Subject("p"), msgs("during-1", "during-2", "during-1"))
 	wantStatus(t, down, "failed", "failed", "failed")
 	if down[0].Error == "" {
 		t.Errorf("failed answer carries no error: %+v", down[0])
 	}
-	if code, body := readyz(t, admin.Addr()); code != http.StatusServiceUnavailable || !strings.Contains(body["postgres"], "unreachable") {
-		t.Errorf("/readyz = %d %v with PostgreSQL down, want 503 naming postgres", code, body)
+	if code, body := gatewaytest.Readyz(t, admin.Addr()); code != http.StatusServiceUnavailable || !strings.Contains(body["postgres"], "unreachable") {
+		t.Errorf("/gatewaytest.Readyz = %d %v with PostgreSQL down, want 503 naming postgres", code, body)
 	}
 
 	cluster.Start(t)
 	// No restart of the gateway: the pool reconnects by itself.
 	var again []answer
 	checkfor.Check(t, 30*time.Second, checkfor.Cond("pushes to succeed after PostgreSQL returns", func() bool {
-		again = e.push(t, e.subject("p"), msgs("during-1", "during-2", "before"))
+		again = e.Push(t, e.Subject("p"), msgs("during-1", "during-2", "before"))
 		return again[0].Status != "failed"
 	}))
 	wantStatus(t, again, "queued", "queued", "duplicate")
-	if code, body := readyz(t, admin.Addr()); code != http.StatusOK {
-		t.Errorf("/readyz = %d %v after recovery", code, body)
+	if code, body := gatewaytest.Readyz(t, admin.Addr()); code != http.StatusOK {
+		t.Errorf("/gatewaytest.Readyz = %d %v after recovery", code, body)
 	}
-	if n := e.storedCount(t); n != 3 {
+	if n := e.StoredCount(t); n != 3 {
 		t.Errorf("%d messages stored, want 3", n)
 	}
 }
@@ -104,10 +94,10 @@ func blockPartition(t *testing.T, store *pgstore.Store, queue, partition string)
 func TestStatementTimeoutGivesFailedAndRetryIsExact(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	e.startGateway(gatewayOpts{ingest: ingest.Config{PushTimeout: 300 * time.Millisecond}})
-	wantStatus(t, e.push(t, e.subject("slow"), msgs("a")), "queued")
-	_, release := blockPartition(t, e.store, e.queue, "slow")
-	got := e.push(t, e.subject("slow"), msgs("a", "b"))
+	e.StartGateway(gatewayOpts{Ingest: ingest.Config{PushTimeout: 300 * time.Millisecond}})
+	wantStatus(t, e.Push(t, e.Subject("slow"), msgs("a")), "queued")
+	_, release := blockPartition(t, e.Store, e.Queue, "slow")
+	got := e.Push(t, e.Subject("slow"), msgs("a", "b"))
 	release()
 	wantStatus(t, got, "failed", "failed")
 	// The timed-out push reached the server, blocked on the partition's
@@ -116,11 +106,11 @@ func TestStatementTimeoutGivesFailedAndRetryIsExact(t *testing.T) {
 	if !strings.Contains(got[1].Error, "not stored") {
 		t.Errorf("a timed-out push, settled: %q, want a not-stored failure", got[1].Error)
 	}
-	retry := e.push(t, e.subject("slow"), msgs("a", "b"))
+	retry := e.Push(t, e.Subject("slow"), msgs("a", "b"))
 	if retry[0].Status != "duplicate" || retry[1].Status != "queued" {
 		t.Errorf("retry answered %v, want a duplicate and b queued", retry)
 	}
-	if n := e.storedCount(t); n != 2 {
+	if n := e.StoredCount(t); n != 2 {
 		t.Errorf("%d messages stored, want 2: a once, b once", n)
 	}
 }
@@ -128,18 +118,18 @@ func TestStatementTimeoutGivesFailedAndRetryIsExact(t *testing.T) {
 func TestConnectionKilledMidFlushGivesFailed(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	e.startGateway(gatewayOpts{})
-	wantStatus(t, e.push(t, e.subject("kill"), msgs("k0")), "queued")
-	blocker, release := blockPartition(t, e.store, e.queue, "kill")
+	e.StartGateway(gatewayOpts{})
+	wantStatus(t, e.Push(t, e.Subject("kill"), msgs("k0")), "queued")
+	blocker, release := blockPartition(t, e.Store, e.Queue, "kill")
 	defer release()
 
 	done := make(chan []answer, 1)
-	go func() { done <- e.push(t, e.subject("kill"), msgs("k1", "k2")) }()
+	go func() { done <- e.Push(t, e.Subject("kill"), msgs("k1", "k2")) }()
 	// Find the push waiting on the lock and terminate its backend.
 	ctx := context.Background()
 	checkfor.Check(t, 30*time.Second, checkfor.Cond("the push to wait on the row lock and be terminated", func() bool {
 		var killed int
-		err := e.store.Pool().QueryRow(ctx, `
+		err := e.Store.Pool().QueryRow(ctx, `
 			SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
 			 WHERE $1 = ANY (pg_blocking_pids(pid)) AND query LIKE '%log_push_bundle%'`, blocker).Scan(&killed)
 		if err != nil {
@@ -155,8 +145,8 @@ func TestConnectionKilledMidFlushGivesFailed(t *testing.T) {
 		t.Errorf("a push whose backend was terminated must be settled as not stored: %q", got[0].Error)
 	}
 	release()
-	wantStatus(t, e.push(t, e.subject("kill"), msgs("k1", "k2", "k0")), "queued", "queued", "duplicate")
-	if n := e.storedCount(t); n != 3 {
+	wantStatus(t, e.Push(t, e.Subject("kill"), msgs("k1", "k2", "k0")), "queued", "queued", "duplicate")
+	if n := e.StoredCount(t); n != 3 {
 		t.Errorf("%d messages stored, want 3", n)
 	}
 }
@@ -164,22 +154,22 @@ func TestConnectionKilledMidFlushGivesFailed(t *testing.T) {
 func TestReadyzWaitsForTheGatewayToServe(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	ing, err := ingest.New(e.store, ingest.Config{}, zerolog.Nop(), nil)
+	ing, err := ingest.New(e.Store, ingest.Config{}, zerolog.Nop(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw, err := gateway.New(gateway.Config{}, e.client, ing, zerolog.Nop(), nil)
+	gw, err := gateway.New(gateway.Config{}, e.Client, ing, zerolog.Nop(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	admin := gateway.NewAdmin("127.0.0.1:0", e.store, pgstore.LatestVersion(), e.client, prometheus.NewRegistry(), zerolog.Nop())
+	admin := operator.NewAdmin("127.0.0.1:0", e.Store, pgstore.LatestVersion(), e.Client, prometheus.NewRegistry(), zerolog.Nop())
 	admin.AddReadiness("gateway", gw.Serving)
 	if err := admin.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(admin.Stop)
-	if code, body := readyz(t, admin.Addr()); code != http.StatusServiceUnavailable || body["gateway"] != "starting" {
-		t.Errorf("/readyz before the gateway started = %d %v, want 503 with gateway starting", code, body)
+	if code, body := gatewaytest.Readyz(t, admin.Addr()); code != http.StatusServiceUnavailable || body["gateway"] != "starting" {
+		t.Errorf("/gatewaytest.Readyz before the gateway started = %d %v, want 503 with gateway starting", code, body)
 	}
 	if err := ing.Start(context.Background()); err != nil {
 		t.Fatal(err)
@@ -187,19 +177,19 @@ func TestReadyzWaitsForTheGatewayToServe(t *testing.T) {
 	if err := gw.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if code, body := readyz(t, admin.Addr()); code != http.StatusOK || body["gateway"] != "ok" {
-		t.Errorf("/readyz while serving = %d %v", code, body)
+	if code, body := gatewaytest.Readyz(t, admin.Addr()); code != http.StatusOK || body["gateway"] != "ok" {
+		t.Errorf("/gatewaytest.Readyz while serving = %d %v", code, body)
 	}
 	gw.Stop()
-	if code, body := readyz(t, admin.Addr()); code != http.StatusServiceUnavailable || body["gateway"] != "stopping" {
-		t.Errorf("/readyz after Stop = %d %v, want 503 with gateway stopping", code, body)
+	if code, body := gatewaytest.Readyz(t, admin.Addr()); code != http.StatusServiceUnavailable || body["gateway"] != "stopping" {
+		t.Errorf("/gatewaytest.Readyz after Stop = %d %v, want 503 with gateway stopping", code, body)
 	}
 }
 
 func TestStoreWatchFollowsPostgres(t *testing.T) {
 	t.Parallel()
 	cluster := pgtest.NewCluster(t)
-	w := gateway.NewStoreWatch(pgtest.Store(t, cluster.URL), gateway.StoreWatchConfig{Every: 50 * time.Millisecond})
+	w := storewatch.New(pgtest.Store(t, cluster.URL), storewatch.Config{Every: 50 * time.Millisecond})
 	if err := w.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +211,7 @@ func TestStoreWatchFollowsPostgres(t *testing.T) {
 func TestAFrozenPostgresGetsFastAnswers(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	u, err := url.Parse(e.pgURL)
+	u, err := url.Parse(e.PGURL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,19 +222,19 @@ func TestAFrozenPostgresGetsFastAnswers(t *testing.T) {
 	t.Cleanup(proxy.Close)
 	u.Host = proxy.Addr()
 	store := pgtest.Store(t, u.String())
-	_, ing := e.startGateway(gatewayOpts{store: store, ingest: ingest.Config{PushTimeout: 2 * time.Minute}})
-	watch := gateway.NewStoreWatch(store, gateway.StoreWatchConfig{Every: 100 * time.Millisecond, OnChange: ing.SetStoreReachable})
+	_, ing := e.StartGateway(gatewayOpts{Store: store, Ingest: ingest.Config{PushTimeout: 2 * time.Minute}})
+	watch := storewatch.New(store, storewatch.Config{Every: 100 * time.Millisecond, OnChange: ing.SetStoreReachable})
 	if err := watch.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(watch.Stop)
-	wantStatus(t, e.push(t, e.subject("frozen"), msgs("w")), "queued")
+	wantStatus(t, e.Push(t, e.Subject("frozen"), msgs("w")), "queued")
 
 	proxy.Freeze(tcpproxy.Both)
 	// e.request waits 30 s at most. The push is normally in flight when the
 	// watch notices (after two 100 ms checks); on a starved machine it may
 	// arrive after, and is refused: either is a fast answer.
-	first := e.request(t, e.subject("frozen"), msgs("a", "b"))
+	first := e.Request(t, e.Subject("frozen"), msgs("a", "b"))
 	if code := first.Header.Get("Nats-Service-Error-Code"); code != "" {
 		t.Logf("the first push arrived after the watch noticed: %s %s", code, first.Data)
 	} else {
@@ -257,7 +247,7 @@ func TestAFrozenPostgresGetsFastAnswers(t *testing.T) {
 			t.Errorf("the push in flight: %q, want it to name PostgreSQL unreachable", inFlight[0].Error)
 		}
 	}
-	refused := e.request(t, e.subject("frozen"), msgs("c"))
+	refused := e.Request(t, e.Subject("frozen"), msgs("c"))
 	if code := refused.Header.Get("Nats-Service-Error-Code"); code != "503" || !strings.Contains(string(refused.Data), "PostgreSQL unreachable") {
 		t.Errorf("a push while PostgreSQL is frozen: %s %s, want 503 naming PostgreSQL", code, refused.Data)
 	}
@@ -265,7 +255,7 @@ func TestAFrozenPostgresGetsFastAnswers(t *testing.T) {
 	proxy.Thaw()
 	proxy.Cut() // what a long freeze ends in: the stalled connections reset
 	checkfor.Check(t, 30*time.Second, checkfor.Cond("the watch to see PostgreSQL again", watch.Up))
-	retry := e.push(t, e.subject("frozen"), msgs("a", "b", "c", "w"))
+	retry := e.Push(t, e.Subject("frozen"), msgs("a", "b", "c", "w"))
 	for _, a := range retry[:3] {
 		if a.Status != "queued" && a.Status != "duplicate" {
 			t.Errorf("retry after the freeze: %v, want each stored", retry)
@@ -274,7 +264,7 @@ func TestAFrozenPostgresGetsFastAnswers(t *testing.T) {
 	if retry[3].Status != "duplicate" {
 		t.Errorf("w answered %v, want duplicate", retry[3])
 	}
-	if n := e.storedCount(t); n != 4 {
+	if n := e.StoredCount(t); n != 4 {
 		t.Errorf("%d messages stored, want 4 (w, a, b, c once each)", n)
 	}
 }

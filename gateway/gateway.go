@@ -49,11 +49,12 @@ type Config struct {
 	// delivered to be taken in; default 10 s.
 	DrainTimeout time.Duration
 	// Endpoints are the request-reply endpoints served beside the push
-	// endpoint, in this order: the operator API (*Ops), the timer
-	// subjects (*TimerOps), the consuming subjects (*Consumers; give the
-	// ingester's OnCommit the gateway's PublishCommitted so that waiting
-	// pops wake when messages arrive). A set that is also an Authorizer
-	// (*Ops) decides the operator requests of every set.
+	// endpoint, in this order: the operator API (*operator.Ops), the
+	// timer subjects (*operator.TimerOps), the consuming subjects
+	// (*consume.Consumers; give the ingester's OnCommit the gateway's
+	// PublishCommitted so that waiting pops wake when messages arrive). A
+	// set that is also an Authorizer (*operator.Ops) decides the operator
+	// requests of every set.
 	Endpoints []EndpointSet
 	// Routing, when set, gives partitions affinity to gateways: pushes
 	// mapped by NATS onto routing shards are taken by the shard's owner
@@ -226,7 +227,7 @@ func (g *Gateway) Start(ctx context.Context) error {
 }
 
 // Serving is nil while the gateway takes pushes, else why not: for
-// /readyz (Admin.AddReadiness).
+// /readyz (operator.Admin.AddReadiness).
 func (g *Gateway) Serving() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -358,13 +359,13 @@ func (g *Gateway) handlePush(req *Request) {
 	if err := g.ing.Submit(r); err != nil {
 		switch {
 		case errors.Is(err, ingest.ErrOverloaded):
-			werr = &queengate.Error{Code: queengate.CodeUnavailable, Message: "overloaded: retry later"}
+			werr = &queengate.Error{Code: queengate.CodeUnavailable, Text: "overloaded: retry later"}
 		case errors.Is(err, ingest.ErrStoreDown):
-			werr = &queengate.Error{Code: queengate.CodeUnavailable, Message: "not stored: PostgreSQL unreachable from this gateway: retry (another gateway may serve it)"}
+			werr = &queengate.Error{Code: queengate.CodeUnavailable, Text: "not stored: PostgreSQL unreachable from this gateway: retry (another gateway may serve it)"}
 		case errors.Is(err, ingest.ErrStopped), errors.Is(err, ingest.ErrNotStarted):
-			werr = &queengate.Error{Code: queengate.CodeUnavailable, Message: "shutting down: retry on another gateway"}
+			werr = &queengate.Error{Code: queengate.CodeUnavailable, Text: "shutting down: retry on another gateway"}
 		default:
-			werr = &queengate.Error{Code: queengate.CodeInternal, Message: err.Error()}
+			werr = &queengate.Error{Code: queengate.CodeInternal, Text: err.Error()}
 		}
 		g.reject(req, ackSubject, werr)
 		return
@@ -391,13 +392,13 @@ func firstFailure(results []ingest.Result) string {
 // subject named a valid partition.
 func (g *Gateway) reject(req *Request, ackSubject string, werr *queengate.Error) {
 	g.metrics.rejected(werr.Code)
-	defer req.done(werr.Message)
+	defer req.done(werr.Text)
 	subject := req.Reply
 	if subject == "" {
 		subject = ackSubject
 	}
 	if subject == "" {
-		g.log.Warn().Str("subject", req.Subject).Str("error", werr.Message).Msg("fire-and-forget push rejected with no ack subject to answer on")
+		g.log.Warn().Str("subject", req.Subject).Str("error", werr.Text).Msg("fire-and-forget push rejected with no ack subject to answer on")
 		return
 	}
 	g.publish(wire.ErrorMsg(werr, subject))
@@ -436,7 +437,7 @@ func (g *Gateway) publish(m *nats.Msg) error {
 func (g *Gateway) publishAnswer(subject string, body []byte) error {
 	err := g.publish(&nats.Msg{Subject: subject, Data: body})
 	if errors.Is(err, nats.ErrMaxPayload) {
-		g.publish(wire.ErrorMsg(&queengate.Error{Code: queengate.CodeInternal, Message: fmt.Sprintf(
+		g.publish(wire.ErrorMsg(&queengate.Error{Code: queengate.CodeInternal, Text: fmt.Sprintf(
 			"answer not sent: %d bytes, over the NATS max payload (%d bytes)", len(body), g.nc.MaxPayload())}, subject))
 	}
 	return err
@@ -519,8 +520,8 @@ func LastTwoTokens(subject string) (string, string) {
 	return subject[j+1 : i], subject[i+1:]
 }
 
-// maxErrorMessage bounds a whole error message on the HTTP face.
-const maxErrorMessage = 1024
+// MaxOperatorBody bounds an operator request body, on NATS and HTTP.
+const MaxOperatorBody = 64 << 10
 
 // Endpoint is a request-reply operation served by the gateway on Verb
 // followed by one token per name; an EndpointSet gives them.
@@ -548,6 +549,9 @@ type Endpoint struct {
 	// 30 s; the gateway answers what it returns (an Undoable answer not
 	// published is undone).
 	Op func(context.Context, *Request) (any, *queengate.Error)
+	// HTTP are the operation's admin HTTP routes, if it has any (a
+	// message get has two: by id, and by transaction id).
+	HTTP []HTTPForm
 }
 
 // subject is the endpoint's subject, as NATS matches it.
@@ -598,7 +602,7 @@ func (g *Gateway) addRequestEndpoints(endpoints []Endpoint) error {
 			g.mu.Lock()
 			if g.stopping {
 				g.mu.Unlock()
-				g.answer(req, nil, &queengate.Error{Code: queengate.CodeUnavailable, Message: "shutting down: retry on another gateway"})
+				g.answer(req, nil, &queengate.Error{Code: queengate.CodeUnavailable, Text: "shutting down: retry on another gateway"})
 				return
 			}
 			g.inflight.Add(1)
@@ -636,8 +640,8 @@ func (g *Gateway) serveRequest(req *Request, e Endpoint) {
 	if werr == nil {
 		// Operator bodies are small; a timer's is a push message, bounded
 		// by NATS's max payload like a push.
-		if e.Operator && len(req.Data) > maxOpsBody {
-			werr = &queengate.Error{Code: queengate.CodeTooLarge, Message: fmt.Sprintf("body over %d bytes", maxOpsBody)}
+		if e.Operator && len(req.Data) > MaxOperatorBody {
+			werr = &queengate.Error{Code: queengate.CodeTooLarge, Text: fmt.Sprintf("body over %d bytes", MaxOperatorBody)}
 		} else {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			v, werr = e.Op(ctx, req)
@@ -653,12 +657,12 @@ func (g *Gateway) serveRequest(req *Request, e Endpoint) {
 // go.
 func (g *Gateway) answer(req *Request, v any, werr *queengate.Error) {
 	if werr != nil && werr.Code >= 500 {
-		g.log.Warn().Str("subject", req.Subject).Str("error", werr.Message).Msg("request failed")
+		g.log.Warn().Str("subject", req.Subject).Str("error", werr.Text).Msg("request failed")
 	}
 	if req.Reply == "" {
 		if werr != nil {
-			g.log.Warn().Str("subject", req.Subject).Str("error", werr.Message).Msg("request without a reply subject refused")
-			req.done(werr.Message)
+			g.log.Warn().Str("subject", req.Subject).Str("error", werr.Text).Msg("request without a reply subject refused")
+			req.done(werr.Text)
 			return
 		}
 		req.done("")
@@ -666,15 +670,15 @@ func (g *Gateway) answer(req *Request, v any, werr *queengate.Error) {
 	}
 	if werr != nil {
 		g.publish(wire.ErrorMsg(werr, req.Reply))
-		req.done(werr.Message)
+		req.done(werr.Text)
 		return
 	}
 	body, err := wire.EncodeAnswer(v)
 	if err != nil {
 		g.log.Error().Err(err).Msg("encode answer")
-		werr = &queengate.Error{Code: queengate.CodeInternal, Message: "encode answer: " + err.Error()}
+		werr = &queengate.Error{Code: queengate.CodeInternal, Text: "encode answer: " + err.Error()}
 		g.publish(wire.ErrorMsg(werr, req.Reply))
-		req.done(werr.Message)
+		req.done(werr.Text)
 		return
 	}
 	if err := g.publishAnswer(req.Reply, body); err != nil {

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queengate/queengate/internal/natsembed"
+
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 
@@ -43,7 +45,7 @@ func BenchmarkGatewayPush(b *testing.B) {
 }
 
 func benchGateway(b *testing.B, producers, perRequest, partitions, windowSecs int) {
-	ns, err := gateway.StartEmbeddedNATS(gateway.EmbeddedNATS{Port: -1})
+	ns, err := natsembed.Start(natsembed.Config{Port: -1})
 	if err != nil {
 		b.Fatal(err)
 	}

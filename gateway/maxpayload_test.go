@@ -11,21 +11,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queengate/queengate/internal/gatewaytest"
+	"github.com/queengate/queengate/internal/natsembed"
+
 	"github.com/rs/zerolog"
 
 	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/gateway"
 	"github.com/queengate/queengate/ingest"
 )
-
-// smallPayload is the max payload of the embedded servers these tests
-// start: small, so that answers reach it cheaply.
-const smallPayload = 64 << 10
-
-func newSmallPayloadEnv(t *testing.T) *testEnv {
-	t.Helper()
-	return newEnvWith(t, gateway.EmbeddedNATS{Port: -1, MaxPayload: smallPayload})
-}
 
 // wantRefused checks that body is a whole-request error of code whose
 // message says each of says.
@@ -51,18 +45,18 @@ func TestPushRefusesDataNoAnswerCouldCarry(t *testing.T) {
 	t.Parallel()
 	e := newSmallPayloadEnv(t)
 	g := e.startOpsGateway("", ingest.Config{})
-	limit := int(queengate.MaxDataBytes(smallPayload))
+	limit := int(queengate.MaxDataBytes(gatewaytest.SmallPayload))
 	fits := `"` + strings.Repeat("a", limit-2) + `"`
 	over := `"` + strings.Repeat("a", limit-1) + `"`
 
-	m := e.request(t, e.subject("p"), `[{"transactionId":"small","data":1},{"transactionId":"over","data":`+over+`}]`)
+	m := e.Request(t, e.Subject("p"), `[{"transactionId":"small","data":1},{"transactionId":"over","data":`+over+`}]`)
 	wantRefused(t, "a push with data over the limit", 413, m.Data, "message 1", strconv.Itoa(limit)+"-byte limit")
-	if n := e.storedCount(t); n != 0 {
+	if n := e.StoredCount(t); n != 0 {
 		t.Errorf("%d messages stored of a refused push, want 0", n)
 	}
 
-	wantStatus(t, e.push(t, e.subject("p"), `{"transactionId":"fits","data":`+fits+`}`), "queued")
-	status, body := g.viaNATS(t, "read."+e.queue+".p", "", `{}`)
+	wantStatus(t, e.Push(t, e.Subject("p"), `{"transactionId":"fits","data":`+fits+`}`), "queued")
+	status, body := g.ViaNATS(t, "read."+e.Queue+".p", "", `{}`)
 	var read struct {
 		Messages []struct {
 			Data json.RawMessage `json:"data"`
@@ -72,9 +66,9 @@ func TestPushRefusesDataNoAnswerCouldCarry(t *testing.T) {
 		t.Errorf("read of a message of %d bytes of data: %d, %.200s", limit, status, body)
 	}
 
-	status, body = g.viaNATS(t, "timer."+e.queue+".p", "", `{"transactionId":"t","delayMs":60000,"data":`+over+`}`)
+	status, body = g.ViaNATS(t, "timer."+e.Queue+".p", "", `{"transactionId":"t","delayMs":60000,"data":`+over+`}`)
 	wantRefused(t, "a timer with data over the limit", 413, body, strconv.Itoa(limit)+"-byte limit")
-	if n := e.pendingTimers(t); n != 0 {
+	if n := e.PendingTimers(t); n != 0 {
 		t.Errorf("%d timers pending after a refused schedule, want 0", n)
 	}
 }
@@ -85,14 +79,14 @@ func TestPushRefusesDataNoAnswerCouldCarry(t *testing.T) {
 func TestPushWhoseAnswerCouldNotFitIsRefused(t *testing.T) {
 	t.Parallel()
 	e := newSmallPayloadEnv(t)
-	e.startGateway(gatewayOpts{})
+	e.StartGateway(gatewayOpts{})
 	many := "[" + strings.Repeat("{},", 999) + "{}]"
-	m := e.request(t, e.subject("p"), many)
-	wantRefused(t, "1000 messages whose answer could not fit", 413, m.Data, strconv.Itoa(smallPayload)+" bytes", "send fewer")
-	if n := e.storedCount(t); n != 0 {
+	m := e.Request(t, e.Subject("p"), many)
+	wantRefused(t, "1000 messages whose answer could not fit", 413, m.Data, strconv.Itoa(gatewaytest.SmallPayload)+" bytes", "send fewer")
+	if n := e.StoredCount(t); n != 0 {
 		t.Errorf("%d messages stored of a refused push, want 0", n)
 	}
-	got := e.push(t, e.subject("p"), "["+strings.Repeat("{},", 99)+"{}]")
+	got := e.Push(t, e.Subject("p"), "["+strings.Repeat("{},", 99)+"{}]")
 	if len(got) != 100 || got[99].Status != "queued" {
 		t.Errorf("100 messages answered %d entries, last %v", len(got), got[len(got)-1])
 	}
@@ -102,14 +96,14 @@ func TestPushWhoseAnswerCouldNotFitIsRefused(t *testing.T) {
 // once, and waits for every answer.
 func (e *testEnv) pushToEach(t *testing.T, n int) {
 	t.Helper()
-	inbox := e.client.NewRespInbox()
-	answers, err := e.client.SubscribeSync(inbox)
+	inbox := e.Client.NewRespInbox()
+	answers, err := e.Client.SubscribeSync(inbox)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer answers.Unsubscribe()
 	for i := range n {
-		if err := e.client.PublishRequest(e.subject("p"+strconv.Itoa(i)), inbox, []byte(`{"data":1}`)); err != nil {
+		if err := e.Client.PublishRequest(e.Subject("p"+strconv.Itoa(i)), inbox, []byte(`{"data":1}`)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -129,9 +123,9 @@ func (e *testEnv) pushToEach(t *testing.T, n int) {
 func (g *opsGateway) viaFace(t *testing.T, face, subject, body, path string) (int, []byte) {
 	t.Helper()
 	if face == "nats" {
-		return g.viaNATS(t, subject, "", body)
+		return g.ViaNATS(t, subject, "", body)
 	}
-	return g.viaHTTP(t, "GET", path, "", "")
+	return g.ViaHTTP(t, "GET", path, "", "")
 }
 
 // fromBody is a paged list's NATS body, from the name from ("": none).
@@ -183,12 +177,12 @@ func TestQueueAnswerWithManyPartitionsFits(t *testing.T) {
 	slices.Sort(names)
 	for _, face := range []string{"nats", "http"} {
 		listed, pages := pageNames(t, func(from string) ([]string, string) {
-			status, body := g.viaFace(t, face, "queues.get."+e.queue, fromBody(from), "/queues/"+e.queue+fromParameter(from))
+			status, body := g.viaFace(t, face, "queues.get."+e.Queue, fromBody(from), "/queues/"+e.Queue+fromParameter(from))
 			var a queengate.QueueAnswer
 			if status != 200 || json.Unmarshal(body, &a) != nil {
 				t.Fatalf("%s: get queue from %q: %d %.300s", face, from, status, body)
 			}
-			if len(body) > smallPayload || a.PartitionCount != partitions || len(a.Partitions) == 0 || a.Truncated != (a.NextPartition != "") {
+			if len(body) > gatewaytest.SmallPayload || a.PartitionCount != partitions || len(a.Partitions) == 0 || a.Truncated != (a.NextPartition != "") {
 				t.Fatalf("%s: page from %q: %d bytes, partitionCount %d, %d partitions, truncated %v, nextPartition %q",
 					face, from, len(body), a.PartitionCount, len(a.Partitions), a.Truncated, a.NextPartition)
 			}
@@ -203,14 +197,14 @@ func TestQueueAnswerWithManyPartitionsFits(t *testing.T) {
 				face, pages+1, len(listed), listed[:min(5, len(listed))], partitions)
 		}
 	}
-	status, body := g.viaNATS(t, "queues.get."+e.queue, "", `{"from":"nosuch"}`)
+	status, body := g.ViaNATS(t, "queues.get."+e.Queue, "", `{"from":"nosuch"}`)
 	wantRefused(t, "a page from an unknown partition", 404, body, `"nosuch"`)
 	if status != 404 {
 		t.Errorf("a page from an unknown partition: %d", status)
 	}
-	_, body = g.viaNATS(t, "queues.get."+e.queue, "", `{"From":"p1"}`)
+	_, body = g.ViaNATS(t, "queues.get."+e.Queue, "", `{"From":"p1"}`)
 	wantRefused(t, "a misnamed from", 400, body, `"From"`, `"from"`)
-	_, body = g.viaHTTP(t, "GET", "/queues/"+e.queue+"?after=p1", "", "")
+	_, body = g.ViaHTTP(t, "GET", "/queues/"+e.Queue+"?after=p1", "", "")
 	wantRefused(t, "an unknown parameter", 400, body, `"after"`, "from")
 }
 
@@ -226,10 +220,10 @@ func TestQueueListAndTimerListFit(t *testing.T) {
 	const queues = 250 // each listed in over 250 bytes: over 64 KiB
 	var mine []string
 	for i := range queues {
-		name := fmt.Sprintf("%s-%03d-%s", e.queue, i, strings.Repeat("q", 60))
+		name := fmt.Sprintf("%s-%03d-%s", e.Queue, i, strings.Repeat("q", 60))
 		mine = append(mine, name)
 		body := fmt.Sprintf(`{"queue":%q,"options":{"dedupWindowSeconds":60}}`, name)
-		if status, answer := g.viaNATS(t, "configure", "", body); status != 200 {
+		if status, answer := g.ViaNATS(t, "configure", "", body); status != 200 {
 			t.Fatalf("configure: %d %s", status, answer)
 		}
 	}
@@ -250,7 +244,7 @@ func TestQueueListAndTimerListFit(t *testing.T) {
 			if status != 200 || json.Unmarshal(body, &list) != nil {
 				t.Fatalf("%s: list from %q: %d %.300s", face, from, status, body)
 			}
-			if len(body) > smallPayload || list.Count < queues || len(list.Queues) == 0 || list.Truncated != (list.NextQueue != "") {
+			if len(body) > gatewaytest.SmallPayload || list.Count < queues || len(list.Queues) == 0 || list.Truncated != (list.NextQueue != "") {
 				t.Fatalf("%s: page from %q: %d bytes, count %d, %d listed, truncated %v, nextQueue %q",
 					face, from, len(body), list.Count, len(list.Queues), list.Truncated, list.NextQueue)
 			}
@@ -261,15 +255,15 @@ func TestQueueListAndTimerListFit(t *testing.T) {
 			return names, list.NextQueue
 		})
 		// Other tests' queues are listed too: in order, each once.
-		ours := slices.DeleteFunc(slices.Clone(listed), func(q string) bool { return !strings.HasPrefix(q, e.queue+"-") })
+		ours := slices.DeleteFunc(slices.Clone(listed), func(q string) bool { return !strings.HasPrefix(q, e.Queue+"-") })
 		if pages == 0 || !slices.IsSorted(listed) || len(slices.Compact(slices.Clone(listed))) != len(listed) || !slices.Equal(ours, mine) {
 			t.Errorf("%s: %d pages listed %d queues, %d of this test's; want more than one page, in byte order, each of the %d once",
 				face, pages+1, len(listed), len(ours), queues)
 		}
 	}
-	_, body := g.viaHTTP(t, "GET", "/queues?from="+e.queue+"-none", "", "")
-	wantRefused(t, "a page from an unknown queue", 404, body, e.queue+"-none")
-	_, body = g.viaNATS(t, "queues.list", "", `{"from":1}`)
+	_, body := g.ViaHTTP(t, "GET", "/queues?from="+e.Queue+"-none", "", "")
+	wantRefused(t, "a page from an unknown queue", 404, body, e.Queue+"-none")
+	_, body = g.ViaNATS(t, "queues.list", "", `{"from":1}`)
 	wantRefused(t, "a from not a name", 400, body, `"from" must be a name`, "the JSON number 1")
 
 	const timers = 150                                             // each listed in over 600 bytes: over 64 KiB
@@ -279,7 +273,7 @@ func TestQueueListAndTimerListFit(t *testing.T) {
 		if i%2 == 1 { // and every other one due a little later
 			body = fmt.Sprintf(`{"transactionId":"%03d-%s","delayMs":%d}`, i, strings.Repeat("t", 252), 3600000+i*1000)
 		}
-		if status, answer := g.viaNATS(t, "timer."+e.queue+".p", "", body); status != 200 {
+		if status, answer := g.ViaNATS(t, "timer."+e.Queue+".p", "", body); status != 200 {
 			t.Fatalf("schedule: %d %s", status, answer)
 		}
 	}
@@ -287,16 +281,16 @@ func TestQueueListAndTimerListFit(t *testing.T) {
 		face  string
 		limit int
 	}{{"nats", timers}, {"http", timers}, {"nats", 40}, {"http", 40}} {
-		pageTimers(t, g, c.face, e.queue, c.limit, timers)
+		pageTimers(t, g, c.face, e.Queue, c.limit, timers)
 	}
-	status, body := g.viaNATS(t, "timer.list", "", fmt.Sprintf(`{"queue":%q,"limit":10}`, e.queue))
+	status, body := g.ViaNATS(t, "timer.list", "", fmt.Sprintf(`{"queue":%q,"limit":10}`, e.Queue))
 	var pending queengate.TimersAnswer
 	if status != 200 || json.Unmarshal(body, &pending) != nil || pending.Truncated || len(pending.Timers) != 10 || pending.Next == nil {
 		t.Errorf("timer list of 10: %d, truncated %v, %d listed, next %v", status, pending.Truncated, len(pending.Timers), pending.Next)
 	}
-	_, body = g.viaHTTP(t, "GET", "/timers?queue="+e.queue+"&fromFireAt="+fireAt, "", "")
+	_, body = g.ViaHTTP(t, "GET", "/timers?queue="+e.Queue+"&fromFireAt="+fireAt, "", "")
 	wantRefused(t, "a position without its timerId", 400, body, "fromFireAt and fromTimerId")
-	_, body = g.viaHTTP(t, "GET", "/timers?after=x", "", "")
+	_, body = g.ViaHTTP(t, "GET", "/timers?after=x", "", "")
 	wantRefused(t, "an unknown parameter", 400, body, `"after"`)
 }
 
@@ -321,7 +315,7 @@ func pageTimers(t *testing.T, g *opsGateway, face, queue string, limit, want int
 		if status != 200 || json.Unmarshal(answer, &a) != nil {
 			t.Fatalf("%s: timer list: %d %.300s", face, status, answer)
 		}
-		if len(answer) > smallPayload || len(a.Timers) == 0 || len(a.Timers) > limit {
+		if len(answer) > gatewaytest.SmallPayload || len(a.Timers) == 0 || len(a.Timers) > limit {
 			t.Fatalf("%s, limit %d: a page of %d bytes, %d timers", face, limit, len(answer), len(a.Timers))
 		}
 		listed = append(listed, a.Timers...)
@@ -350,8 +344,8 @@ func pageTimers(t *testing.T, g *opsGateway, face, queue string, limit, want int
 // could not be delivered with its fields: the gateway does not start.
 func TestGatewayRefusesATooSmallMaxPayload(t *testing.T) {
 	t.Parallel()
-	e := newEnvWith(t, gateway.EmbeddedNATS{Port: -1, MaxPayload: gateway.MinMaxPayload - 1})
-	g, err := gateway.New(gateway.Config{}, e.client, nil, zerolog.Nop(), nil)
+	e := newEnvWith(t, natsembed.Config{Port: -1, MaxPayload: gateway.MinMaxPayload - 1})
+	g, err := gateway.New(gateway.Config{}, e.Client, nil, zerolog.Nop(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,15 +362,15 @@ func TestGatewayRefusesATooSmallMaxPayload(t *testing.T) {
 func TestStoredMessageOverTheLimitIsRefusedNotDropped(t *testing.T) {
 	t.Parallel()
 	large := newEnv(t) // 1 MiB
-	large.startGateway(gatewayOpts{})
+	large.StartGateway(gatewayOpts{})
 	data := `"` + strings.Repeat("a", 100<<10) + `"`
-	stored := large.push(t, large.subject("p"), `{"transactionId":"big","data":`+data+`}`)
+	stored := large.Push(t, large.Subject("p"), `{"transactionId":"big","data":`+data+`}`)
 	wantStatus(t, stored, "queued")
 
 	small := newSmallPayloadEnv(t) // the same database
 	g := small.startOpsGateway("", ingest.Config{})
-	_, body := g.viaNATS(t, "read."+large.queue+".p", "", `{}`)
-	wantRefused(t, "a read of the large message", 413, body, "offset 0", strconv.Itoa(smallPayload-4<<10)+" bytes")
-	_, body = g.viaNATS(t, "message.get", "", `{"messageId":"`+stored[0].MessageID+`"}`)
+	_, body := g.ViaNATS(t, "read."+large.Queue+".p", "", `{}`)
+	wantRefused(t, "a read of the large message", 413, body, "offset 0", strconv.Itoa(gatewaytest.SmallPayload-4<<10)+" bytes")
+	_, body = g.ViaNATS(t, "message.get", "", `{"messageId":"`+stored[0].MessageID+`"}`)
 	wantRefused(t, "a get of the large message", 413, body, stored[0].MessageID)
 }

@@ -3,10 +3,8 @@ package gateway
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +15,8 @@ import (
 	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/ingest"
 	"github.com/queengate/queengate/internal/checkfor"
+	"github.com/queengate/queengate/internal/natsembed"
+	"github.com/queengate/queengate/internal/obstest"
 	"github.com/queengate/queengate/internal/wire"
 )
 
@@ -26,70 +26,6 @@ type idleIngester struct{}
 func (idleIngester) Submit(*ingest.Request) error { return ingest.ErrNotStarted }
 func (idleIngester) Stop()                        {}
 
-// logBuffer collects a logger's output across goroutines.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-// lines are the JSON log lines whose message is msg.
-func (l *logBuffer) lines(t *testing.T, msg string) []map[string]any {
-	t.Helper()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []map[string]any
-	for _, line := range strings.Split(strings.TrimSpace(l.b.String()), "\n") {
-		var fields map[string]any
-		if line == "" {
-			continue
-		}
-		if err := json.Unmarshal([]byte(line), &fields); err != nil {
-			t.Fatalf("log line %q: %v", line, err)
-		}
-		if fields["message"] == msg {
-			out = append(out, fields)
-		}
-	}
-	return out
-}
-
-// metricValue is a counter's or a gauge's value, or a histogram's sample count, of the
-// series of name with labels as reg has it; 0 when absent.
-func metricValue(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	series:
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if want, ok := labels[l.GetName()]; ok && want != l.GetValue() {
-					continue series
-				}
-			}
-			if h := m.GetHistogram(); h != nil {
-				return float64(h.GetSampleCount())
-			}
-			if g := m.GetGauge(); g != nil {
-				return g.GetValue()
-			}
-			return m.GetCounter().GetValue()
-		}
-	}
-	return 0
-}
-
 // TestUnsendableAnswerIsGivenUpAtOnce: an answer NATS refuses for good
 // (over the max payload) is not retried: the requester gets a 500 in its
 // place, it is logged once with its subject and size, counted by reason,
@@ -97,7 +33,7 @@ func metricValue(t *testing.T, reg *prometheus.Registry, name string, labels map
 // for it, though ReplyRetry and DrainTimeout would let it wait an hour.
 func TestUnsendableAnswerIsGivenUpAtOnce(t *testing.T) {
 	t.Parallel()
-	ns, err := StartEmbeddedNATS(EmbeddedNATS{Port: -1, MaxPayload: 64 << 10})
+	ns, err := natsembed.Start(natsembed.Config{Port: -1, MaxPayload: 64 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +49,7 @@ func TestUnsendableAnswerIsGivenUpAtOnce(t *testing.T) {
 	}
 	t.Cleanup(client.Close)
 
-	var logs logBuffer
+	var logs obstest.LogBuffer
 	reg := prometheus.NewRegistry()
 	g, err := New(Config{ReplyRetry: time.Hour, DrainTimeout: time.Hour}, nc, idleIngester{}, zerolog.New(&logs), reg)
 	if err != nil {
@@ -152,7 +88,7 @@ func TestUnsendableAnswerIsGivenUpAtOnce(t *testing.T) {
 
 	unsent := map[string]string{"reason": "too_large"}
 	checkfor.Check(t, 20*time.Second, checkfor.Cond("the answer counted unsent, too_large", func() bool {
-		return metricValue(t, reg, "queengate_answers_unsent_total", unsent) == 1
+		return obstest.MetricValue(t, reg, "queengate_answers_unsent_total", unsent) == 1
 	}))
 	stopped := make(chan struct{})
 	go func() { g.Stop(); close(stopped) }()
@@ -165,18 +101,18 @@ func TestUnsendableAnswerIsGivenUpAtOnce(t *testing.T) {
 		}
 	}))
 
-	lines := logs.lines(t, "answer not sent")
+	lines := logs.Lines(t, "answer not sent")
 	if len(lines) != 1 {
 		t.Fatalf("%d log lines say the answer was not sent, want 1: %v", len(lines), lines)
 	}
 	if l := lines[0]; l["subject"] != reply || l["bytes"] != float64(len(tooBig)) || l["reason"] != "too_large" {
 		t.Errorf("log line %v: want subject %s, bytes %d, reason too_large", l, reply, len(tooBig))
 	}
-	if n := metricValue(t, reg, "queengate_answers_unsent_total", unsent); n != 1 {
+	if n := obstest.MetricValue(t, reg, "queengate_answers_unsent_total", unsent); n != 1 {
 		t.Errorf("answers unsent (too_large) = %v, want 1", n)
 	}
 	failed := map[string]string{"endpoint": "too-big", "result": "error"}
-	if n := metricValue(t, reg, "queengate_request_duration_seconds", failed); n != 1 {
+	if n := obstest.MetricValue(t, reg, "queengate_request_duration_seconds", failed); n != 1 {
 		t.Errorf("requests of too-big with result=error = %v, want 1", n)
 	}
 	for _, ep := range g.svc.stats().Endpoints {

@@ -3,11 +3,12 @@ package gateway_test
 import (
 	"context"
 	"fmt"
-	queengate "github.com/queengate/queengate"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	queengate "github.com/queengate/queengate"
 
 	"github.com/nats-io/nats.go"
 
@@ -18,11 +19,11 @@ import (
 func TestSpecExampleRetryIsDuplicateOfFirst(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	e.startGateway(gatewayOpts{})
+	e.StartGateway(gatewayOpts{})
 	body := []msg{{TransactionID: "order-9137-paid", Data: map[string]any{"orderId": 9137, "amount": 99.5}}}
-	first := e.push(t, e.subject("customer-42"), body)
+	first := e.Push(t, e.Subject("customer-42"), body)
 	wantStatus(t, first, "queued")
-	retry := e.push(t, e.subject("customer-42"), body)
+	retry := e.Push(t, e.Subject("customer-42"), body)
 	wantStatus(t, retry, "duplicate")
 	if retry[0].MessageID != first[0].MessageID || off(retry[0]) != off(first[0]) || retry[0].PartitionID != first[0].PartitionID {
 		t.Errorf("retry answered %+v, want the first message's id %s at offset %d", retry[0], first[0].MessageID, off(first[0]))
@@ -30,7 +31,7 @@ func TestSpecExampleRetryIsDuplicateOfFirst(t *testing.T) {
 	if first[0].MessageID != model.MessageID(first[0].PartitionID, off(first[0])) {
 		t.Errorf("messageId %s is not derived from (partition %d, offset %d)", first[0].MessageID, first[0].PartitionID, off(first[0]))
 	}
-	if n := e.storedCount(t); n != 1 {
+	if n := e.StoredCount(t); n != 1 {
 		t.Errorf("%d messages stored, want 1", n)
 	}
 }
@@ -38,8 +39,8 @@ func TestSpecExampleRetryIsDuplicateOfFirst(t *testing.T) {
 func TestSameTransactionIDThreeTimesInOneRequest(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	e.startGateway(gatewayOpts{})
-	got := e.push(t, e.subject(""), msgs("x", "y", "x", "x"))
+	e.StartGateway(gatewayOpts{})
+	got := e.Push(t, e.Subject(""), msgs("x", "y", "x", "x"))
 	wantStatus(t, got, "queued", "queued", "duplicate", "duplicate")
 	for _, i := range []int{2, 3} {
 		if got[i].MessageID != got[0].MessageID || off(got[i]) != off(got[0]) {
@@ -49,7 +50,7 @@ func TestSameTransactionIDThreeTimesInOneRequest(t *testing.T) {
 			t.Errorf("answer %d has index %d", i, got[i].Index)
 		}
 	}
-	if n := e.storedCount(t); n != 2 {
+	if n := e.StoredCount(t); n != 2 {
 		t.Errorf("%d messages stored, want 2", n)
 	}
 }
@@ -57,10 +58,10 @@ func TestSameTransactionIDThreeTimesInOneRequest(t *testing.T) {
 func TestFollowersOfStoredDuplicateNameTheOriginal(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	e.startGateway(gatewayOpts{})
-	orig := e.push(t, e.subject("p"), msgs("stored"))
+	e.StartGateway(gatewayOpts{})
+	orig := e.Push(t, e.Subject("p"), msgs("stored"))
 	wantStatus(t, orig, "queued")
-	got := e.push(t, e.subject("p"), msgs("stored", "new", "stored", "stored"))
+	got := e.Push(t, e.Subject("p"), msgs("stored", "new", "stored", "stored"))
 	wantStatus(t, got, "duplicate", "queued", "duplicate", "duplicate")
 	for _, i := range []int{0, 2, 3} {
 		if got[i].MessageID != orig[0].MessageID {
@@ -72,21 +73,21 @@ func TestFollowersOfStoredDuplicateNameTheOriginal(t *testing.T) {
 func TestDefaultPartitionAndMintedTransactionIDs(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	e.startGateway(gatewayOpts{})
-	got := e.push(t, e.subject(""), `[{"data":1},{"data":1},{"transactionId":null}]`)
+	e.StartGateway(gatewayOpts{})
+	got := e.Push(t, e.Subject(""), `[{"data":1},{"data":1},{"transactionId":null}]`)
 	wantStatus(t, got, "queued", "queued", "queued")
 	if got[0].TransactionID == "" || got[0].TransactionID == got[1].TransactionID {
 		t.Errorf("minted ids %q and %q must be present and unique", got[0].TransactionID, got[1].TransactionID)
 	}
-	viaDefault := e.push(t, e.subject("Default"), []msg{{TransactionID: got[0].TransactionID}})
+	viaDefault := e.Push(t, e.Subject("Default"), []msg{{TransactionID: got[0].TransactionID}})
 	wantStatus(t, viaDefault, "duplicate")
 	if viaDefault[0].PartitionID != got[0].PartitionID {
-		t.Errorf("%s.push.<queue> and .Default are different partitions", e.prefix)
+		t.Errorf("%s.push.<queue> and .Default are different partitions", e.Prefix)
 	}
-	single := e.push(t, e.subject(""), `{"transactionId":"solo","data":{"a":[1,2]}}`)
+	single := e.Push(t, e.Subject(""), `{"transactionId":"solo","data":{"a":[1,2]}}`)
 	wantStatus(t, single, "queued")
 	var data string
-	if err := e.store.Pool().QueryRow(context.Background(),
+	if err := e.Store.Pool().QueryRow(context.Background(),
 		"SELECT data[1]::text FROM queen.log_segments WHERE partition_id = $1 AND base_offset = $2",
 		single[0].PartitionID, off(single[0])).Scan(&data); err != nil {
 		t.Fatal(err)
@@ -99,7 +100,7 @@ func TestDefaultPartitionAndMintedTransactionIDs(t *testing.T) {
 func TestRacingProducersQueueEachIDOnce(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	e.startGateway(gatewayOpts{})
+	e.StartGateway(gatewayOpts{})
 	const producers, ids = 32, 200
 	var (
 		mu  sync.Mutex
@@ -113,7 +114,7 @@ func TestRacingProducersQueueEachIDOnce(t *testing.T) {
 				for i := start; i < start+20; i++ {
 					batch = append(batch, fmt.Sprintf("race-%d", (i+p*13)%ids))
 				}
-				got := e.push(t, e.subject("hot"), msgs(batch...))
+				got := e.Push(t, e.Subject("hot"), msgs(batch...))
 				mu.Lock()
 				all = append(all, got...)
 				mu.Unlock()
@@ -122,7 +123,7 @@ func TestRacingProducersQueueEachIDOnce(t *testing.T) {
 	}
 	wg.Wait()
 	checkExactlyOnce(t, all, ids)
-	if n := e.storedCount(t); n != ids {
+	if n := e.StoredCount(t); n != ids {
 		t.Errorf("%d messages stored, want %d", n, ids)
 	}
 }
@@ -159,23 +160,23 @@ func checkExactlyOnce(t *testing.T, all []answer, ids int) {
 func TestFireAndForgetAcksOnAckSubject(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	e.startGateway(gatewayOpts{})
+	e.StartGateway(gatewayOpts{})
 	acks := make(chan *nats.Msg, 16)
-	sub, err := e.client.ChanSubscribe(e.prefix+".ack."+e.queue+".>", acks)
+	sub, err := e.Client.ChanSubscribe(e.Prefix+".ack."+e.Queue+".>", acks)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sub.Unsubscribe()
-	if err := e.client.Flush(); err != nil {
+	if err := e.Client.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.client.Publish(e.subject("ff"), []byte(`[{"transactionId":"f1"},{"transactionId":"f1"}]`)); err != nil {
+	if err := e.Client.Publish(e.Subject("ff"), []byte(`[{"transactionId":"f1"},{"transactionId":"f1"}]`)); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.client.Publish(e.subject(""), []byte(`{"transactionId":"f2"}`)); err != nil {
+	if err := e.Client.Publish(e.Subject(""), []byte(`{"transactionId":"f2"}`)); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.client.Publish(e.subject("ff"), []byte(`[]`)); err != nil {
+	if err := e.Client.Publish(e.Subject("ff"), []byte(`[]`)); err != nil {
 		t.Fatal(err)
 	}
 	got := map[string]*nats.Msg{}
@@ -191,9 +192,9 @@ func TestFireAndForgetAcksOnAckSubject(t *testing.T) {
 			t.Fatalf("got %d acks, want 3: %v", len(got), got)
 		}
 	}
-	ff := got[e.prefix+".ack."+e.queue+".ff"]
-	def := got[e.prefix+".ack."+e.queue+".Default"]
-	bad := got[e.prefix+".ack."+e.queue+".ff/error"]
+	ff := got[e.Prefix+".ack."+e.Queue+".ff"]
+	def := got[e.Prefix+".ack."+e.Queue+".Default"]
+	bad := got[e.Prefix+".ack."+e.Queue+".ff/error"]
 	if ff == nil || def == nil || bad == nil {
 		t.Fatalf("acks on unexpected subjects: %v", got)
 	}
@@ -211,36 +212,36 @@ func TestFireAndForgetAcksOnAckSubject(t *testing.T) {
 func TestBadInputIsRejectedAndStoresNothing(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	e.startGateway(gatewayOpts{gateway: gateway.Config{MaxBatch: 5}})
+	e.StartGateway(gatewayOpts{Gateway: gateway.Config{MaxBatch: 5}})
 	long := strings.Repeat("x", queengate.MaxTxnIDBytes+1)
 	cases := []struct {
 		name, subject, body string
 		code                int
 		msgHas              string
 	}{
-		{"malformed JSON", e.subject("p"), `[{"transactionId":"a"`, 400, "malformed JSON"},
-		{"not JSON at all", e.subject("p"), `hello`, 400, "malformed JSON"},
-		{"scalar body", e.subject("p"), `42`, 400, "object or an array"},
-		{"empty body", e.subject("p"), ``, 400, "empty body"},
-		{"empty array", e.subject("p"), `[]`, 400, "empty array"},
-		{"non-object element", e.subject("p"), `[{"transactionId":"ok"},7]`, 400, "message 1 is not a JSON object"},
-		{"over-long transactionId", e.subject("p"), `[{"transactionId":"` + long + `"}]`, 400, "1-256 bytes"},
-		{"empty transactionId", e.subject("p"), `[{"transactionId":""}]`, 400, "1-256 bytes"},
-		{"non-string transactionId", e.subject("p"), `[{"transactionId":12}]`, 400, "must be a string"},
-		{"misspelt transactionId", e.subject("p"), `{"transactionID":"t-1","data":1}`, 400, `message 0: unknown field "transactionID": a message has only "transactionId" and "data"; did you mean "transactionId"?`},
-		{"snake-case fields", e.subject("p"), `[{"transaction_id":"t-1","payload":1}]`, 400, `unknown field "transaction_id"`},
-		{"transactionId twice", e.subject("p"), `{"transactionId":"a","transactionId":"b"}`, 400, `field "transactionId" is given twice`},
-		{"lone surrogate in data", e.subject("p"), `{"transactionId":"x","data":"\ud800"}`, 400, `message 0: data: unpaired UTF-16 surrogate \ud800`},
-		{"NUL escape in data", e.subject("p"), `{"transactionId":"x","data":{"k":"\u0000"}}`, 400, `data: \u0000 (NUL) cannot be stored`},
-		{"NUL escape in transactionId", e.subject("p"), `{"transactionId":"a\u0000b"}`, 400, `message 0: transactionId: \u0000 (NUL) cannot be stored`},
-		{"over max batch", e.subject("p"), `[{},{},{},{},{},{}]`, 413, "at most 5"},
-		{"bad partition name", e.prefix + ".push." + e.queue + ".b@d", `{}`, 400, "bad partition name"},
-		{"bad queue name", e.prefix + ".push.q%ue", `{}`, 400, "bad queue name"},
-		{"too many tokens", e.subject("p") + ".extra", `{}`, 400, "must be"},
+		{"malformed JSON", e.Subject("p"), `[{"transactionId":"a"`, 400, "malformed JSON"},
+		{"not JSON at all", e.Subject("p"), `hello`, 400, "malformed JSON"},
+		{"scalar body", e.Subject("p"), `42`, 400, "object or an array"},
+		{"empty body", e.Subject("p"), ``, 400, "empty body"},
+		{"empty array", e.Subject("p"), `[]`, 400, "empty array"},
+		{"non-object element", e.Subject("p"), `[{"transactionId":"ok"},7]`, 400, "message 1 is not a JSON object"},
+		{"over-long transactionId", e.Subject("p"), `[{"transactionId":"` + long + `"}]`, 400, "1-256 bytes"},
+		{"empty transactionId", e.Subject("p"), `[{"transactionId":""}]`, 400, "1-256 bytes"},
+		{"non-string transactionId", e.Subject("p"), `[{"transactionId":12}]`, 400, "must be a string"},
+		{"misspelt transactionId", e.Subject("p"), `{"transactionID":"t-1","data":1}`, 400, `message 0: unknown field "transactionID": a message has only "transactionId" and "data"; did you mean "transactionId"?`},
+		{"snake-case fields", e.Subject("p"), `[{"transaction_id":"t-1","payload":1}]`, 400, `unknown field "transaction_id"`},
+		{"transactionId twice", e.Subject("p"), `{"transactionId":"a","transactionId":"b"}`, 400, `field "transactionId" is given twice`},
+		{"lone surrogate in data", e.Subject("p"), `{"transactionId":"x","data":"\ud800"}`, 400, `message 0: data: unpaired UTF-16 surrogate \ud800`},
+		{"NUL escape in data", e.Subject("p"), `{"transactionId":"x","data":{"k":"\u0000"}}`, 400, `data: \u0000 (NUL) cannot be stored`},
+		{"NUL escape in transactionId", e.Subject("p"), `{"transactionId":"a\u0000b"}`, 400, `message 0: transactionId: \u0000 (NUL) cannot be stored`},
+		{"over max batch", e.Subject("p"), `[{},{},{},{},{},{}]`, 413, "at most 5"},
+		{"bad partition name", e.Prefix + ".push." + e.Queue + ".b@d", `{}`, 400, "bad partition name"},
+		{"bad queue name", e.Prefix + ".push.q%ue", `{}`, 400, "bad queue name"},
+		{"too many tokens", e.Subject("p") + ".extra", `{}`, 400, "must be"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			m := e.request(t, c.subject, c.body)
+			m := e.Request(t, c.subject, c.body)
 			if got := m.Header.Get("Nats-Service-Error-Code"); got != fmt.Sprint(c.code) {
 				t.Fatalf("code header %q, want %d (body %s)", got, c.code, m.Data)
 			}
@@ -256,12 +257,12 @@ func TestBadInputIsRejectedAndStoresNothing(t *testing.T) {
 			}
 		})
 	}
-	if n := e.storedCount(t); n != 0 {
+	if n := e.StoredCount(t); n != 0 {
 		t.Errorf("%d messages stored after rejected requests, want 0", n)
 	}
 	var queues int
-	if err := e.store.Pool().QueryRow(context.Background(),
-		"SELECT count(*) FROM queen.queues WHERE name = $1", e.queue).Scan(&queues); err != nil {
+	if err := e.Store.Pool().QueryRow(context.Background(),
+		"SELECT count(*) FROM queen.queues WHERE name = $1", e.Queue).Scan(&queues); err != nil {
 		t.Fatal(err)
 	}
 	if queues != 0 {
@@ -272,8 +273,8 @@ func TestBadInputIsRejectedAndStoresNothing(t *testing.T) {
 func TestTwoGatewaysKeepExactlyOnce(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	_, ing1 := e.startGateway(gatewayOpts{})
-	_, ing2 := e.startGateway(gatewayOpts{})
+	_, ing1 := e.StartGateway(gatewayOpts{})
+	_, ing2 := e.StartGateway(gatewayOpts{})
 	const producers, ids = 16, 300
 	var (
 		mu  sync.Mutex
@@ -287,7 +288,7 @@ func TestTwoGatewaysKeepExactlyOnce(t *testing.T) {
 				for i := start; i < start+25; i++ {
 					batch = append(batch, fmt.Sprintf("two-%d", (i*7+p*31)%ids))
 				}
-				got := e.push(t, e.subject(fmt.Sprintf("p%d", start%2)), msgs(batch...))
+				got := e.Push(t, e.Subject(fmt.Sprintf("p%d", start%2)), msgs(batch...))
 				mu.Lock()
 				all = append(all, got...)
 				mu.Unlock()
@@ -310,7 +311,7 @@ func TestTwoGatewaysKeepExactlyOnce(t *testing.T) {
 		checkExactlyOnce(t, answers, len(seen))
 		total += len(seen)
 	}
-	if n := e.storedCount(t); n != total {
+	if n := e.StoredCount(t); n != total {
 		t.Errorf("%d messages stored, want %d", n, total)
 	}
 	if ing1.Buffered() != 0 || ing2.Buffered() != 0 {

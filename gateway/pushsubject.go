@@ -34,5 +34,5 @@ func parsePushSubject(prefix, subject string) (queue, partition string, probe bo
 	if queue == probeQueue {
 		return "", "", true, nil
 	}
-	return queue, partition, false, validPlace(queue, partition)
+	return queue, partition, false, ValidPlace(queue, partition)
 }

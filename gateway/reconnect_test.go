@@ -4,9 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/queengate/queengate/internal/checkfor"
 	"testing"
 	"time"
+
+	"github.com/queengate/queengate/internal/checkfor"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"

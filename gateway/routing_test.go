@@ -5,12 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/queengate/queengate/internal/checkfor"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/queengate/queengate/internal/gatewaytest"
+	"github.com/queengate/queengate/internal/natsembed"
+
+	"github.com/queengate/queengate/internal/checkfor"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
@@ -33,9 +37,9 @@ func fastRouting() *routing.Config {
 
 func TestShardOfIsWhereTheServerMapsAPush(t *testing.T) {
 	t.Parallel()
-	e := newEnvWith(t, gateway.EmbeddedNATS{Port: -1, Mappings: routing.ShardMappings("queen", testShards)})
+	e := newEnvWith(t, natsembed.Config{Port: -1, Mappings: routing.ShardMappings("queen", testShards)})
 	got := make(chan *nats.Msg, 512)
-	if _, err := e.client.ChanSubscribe("queen.shard.>", got); err != nil {
+	if _, err := e.Client.ChanSubscribe("queen.shard.>", got); err != nil {
 		t.Fatal(err)
 	}
 	type push struct{ subject, queue, partition string }
@@ -46,7 +50,7 @@ func TestShardOfIsWhereTheServerMapsAPush(t *testing.T) {
 	}
 	pushes = append(pushes, push{"queen.push.orders", "orders", ""}) // the Default form hashes the queue alone
 	for _, p := range pushes {
-		if err := e.client.Publish(p.subject, nil); err != nil {
+		if err := e.Client.Publish(p.subject, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -92,34 +96,34 @@ func TestMappingProbe(t *testing.T) {
 	t.Parallel()
 	t.Run("present", func(t *testing.T) {
 		t.Parallel()
-		e := newEnvWith(t, gateway.EmbeddedNATS{Port: -1, Mappings: routing.ShardMappings("queen", testShards)})
+		e := newEnvWith(t, natsembed.Config{Port: -1, Mappings: routing.ShardMappings("queen", testShards)})
 		reg := prometheus.NewRegistry()
-		e.startGateway(gatewayOpts{gateway: gateway.Config{Routing: fastRouting()}, reg: reg})
+		e.StartGateway(gatewayOpts{Gateway: gateway.Config{Routing: fastRouting()}, Reg: reg})
 		if v := mappingGauge(t, reg, "present"); v != 1 {
 			t.Errorf("mapping{state=present} = %v, want 1", v)
 		}
-		wantStatus(t, e.push(t, e.subject("p"), msgs("a", "a")), "queued", "duplicate")
-		wantStatus(t, e.push(t, e.subject(""), msgs("b")), "queued")
+		wantStatus(t, e.Push(t, e.Subject("p"), msgs("a", "a")), "queued", "duplicate")
+		wantStatus(t, e.Push(t, e.Subject(""), msgs("b")), "queued")
 	})
 	t.Run("absent: serves in the queue group, and says so", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t)
 		reg := prometheus.NewRegistry()
-		e.startGateway(gatewayOpts{gateway: gateway.Config{Routing: fastRouting()}, reg: reg})
+		e.StartGateway(gatewayOpts{Gateway: gateway.Config{Routing: fastRouting()}, Reg: reg})
 		if v := mappingGauge(t, reg, "absent"); v != 1 {
 			t.Errorf("mapping{state=absent} = %v, want 1", v)
 		}
-		wantStatus(t, e.push(t, e.subject("p"), msgs("a", "a")), "queued", "duplicate")
+		wantStatus(t, e.Push(t, e.Subject("p"), msgs("a", "a")), "queued", "duplicate")
 	})
 	t.Run("another shard count: refuses to start", func(t *testing.T) {
 		t.Parallel()
-		e := newEnvWith(t, gateway.EmbeddedNATS{Port: -1, Mappings: routing.ShardMappings("queen", 2*testShards)})
-		nc, err := nats.Connect(e.ns.ClientURL())
+		e := newEnvWith(t, natsembed.Config{Port: -1, Mappings: routing.ShardMappings("queen", 2*testShards)})
+		nc, err := nats.Connect(e.NS.ClientURL())
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(nc.Close)
-		ing, err := ingest.New(e.store, ingest.Config{}, zerolog.Nop(), nil)
+		ing, err := ingest.New(e.Store, ingest.Config{}, zerolog.Nop(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -242,7 +246,7 @@ func (e *testEnv) pushEach(t *testing.T, partitions []string, ids ...string) map
 	t.Helper()
 	out := map[string][]answer{}
 	for _, p := range partitions {
-		out[p] = e.push(t, e.subject(p), msgs(ids...))
+		out[p] = e.Push(t, e.Subject(p), msgs(ids...))
 	}
 	return out
 }
@@ -261,13 +265,13 @@ func TestFleetSharesShardsAndTakesOverFromAKilledGateway(t *testing.T) {
 	}
 	t.Cleanup(client.Close)
 	url := pgtest.SharedURL(t)
-	e := &testEnv{t: t, ns: nodes[0], client: client, store: pgtest.Store(t, url), pgURL: url, prefix: "queen",
-		queue: pgtest.UniqueName(t), conns: map[*gateway.Gateway]*nats.Conn{}}
+	e := &testEnv{&gatewaytest.Env{T: t, NS: nodes[0], Client: client, Store: pgtest.Store(t, url), PGURL: url, Prefix: "queen",
+		Queue: pgtest.UniqueName(t), Conns: map[*gateway.Gateway]*nats.Conn{}}}
 	fleet := watchFleet(t, client)
 	var gws []*gateway.Gateway
 	var ings []*ingest.Ingester
 	for i := range 3 {
-		gw, ing := e.startGateway(gatewayOpts{natsURL: nodes[i].ClientURL(), gateway: gateway.Config{Routing: fastRouting()}})
+		gw, ing := e.StartGateway(gatewayOpts{NATSURL: nodes[i].ClientURL(), Gateway: gateway.Config{Routing: fastRouting()}})
 		gws, ings = append(gws, gw), append(ings, ing)
 	}
 	checkfor.Check(t, 10*time.Second, checkfor.Cond("every shard served by exactly one gateway", func() bool { return fleet.servedOnceBy(gws...) }))
@@ -291,7 +295,7 @@ func TestFleetSharesShardsAndTakesOverFromAKilledGateway(t *testing.T) {
 	}
 
 	killed := time.Now()
-	e.conns[gws[1]].Close()
+	e.Conns[gws[1]].Close()
 	checkfor.Check(t, 10*time.Second, checkfor.Cond("the two survivors to serve every shard", func() bool { return fleet.servedOnceBy(gws[0], gws[2]) }))
 	t.Logf("the survivors served the killed gateway's shards %v after its connection closed", time.Since(killed).Round(time.Millisecond))
 
@@ -309,11 +313,11 @@ func TestFleetSharesShardsAndTakesOverFromAKilledGateway(t *testing.T) {
 // so no request meets "no responders", and every answer is exact.
 func TestJoinAndGracefulLeaveLeaveNoShardUnserved(t *testing.T) {
 	t.Parallel()
-	e := newEnvWith(t, gateway.EmbeddedNATS{Port: -1, Mappings: routing.ShardMappings("queen", testShards)})
-	fleet := watchFleet(t, e.client)
-	opts := gatewayOpts{gateway: gateway.Config{Routing: fastRouting()}}
-	a, ingA := e.startGateway(opts)
-	b, ingB := e.startGateway(opts)
+	e := newEnvWith(t, natsembed.Config{Port: -1, Mappings: routing.ShardMappings("queen", testShards)})
+	fleet := watchFleet(t, e.Client)
+	opts := gatewayOpts{Gateway: gateway.Config{Routing: fastRouting()}}
+	a, ingA := e.StartGateway(opts)
+	b, ingB := e.StartGateway(opts)
 	checkfor.Check(t, 10*time.Second, checkfor.Cond("A and B sharing the shards", func() bool { return fleet.servedOnceBy(a, b) }))
 
 	var partitions []string
@@ -336,7 +340,7 @@ func TestJoinAndGracefulLeaveLeaveNoShardUnserved(t *testing.T) {
 				default:
 				}
 				body := fmt.Sprintf(`[{"transactionId":"m-%d"},{"transactionId":"anchor"}]`, n)
-				msg, err := e.client.Request(e.subject(p), []byte(body), 10*time.Second)
+				msg, err := e.Client.Request(e.Subject(p), []byte(body), 10*time.Second)
 				var got []answer
 				switch {
 				case errors.Is(err, nats.ErrNoResponders):
@@ -363,7 +367,7 @@ func TestJoinAndGracefulLeaveLeaveNoShardUnserved(t *testing.T) {
 	if !fleet.servedOnceBy(a) {
 		t.Error("after B's graceful leave, A does not serve every shard")
 	}
-	c, ingC := e.startGateway(opts)
+	c, ingC := e.StartGateway(opts)
 	checkfor.Check(t, 10*time.Second, checkfor.Cond("A and C sharing the shards", func() bool { return fleet.servedOnceBy(a, c) }))
 	waitRounds("pushes after the join")
 	close(stop)
@@ -393,14 +397,14 @@ func TestJoinAndGracefulLeaveLeaveNoShardUnserved(t *testing.T) {
 // shards; it takes its share back once ready again.
 func TestAGatewayThatCannotReachPostgresHandsItsShardsOver(t *testing.T) {
 	t.Parallel()
-	e := newEnvWith(t, gateway.EmbeddedNATS{Port: -1, Mappings: routing.ShardMappings("queen", testShards)})
-	fleet := watchFleet(t, e.client)
-	a, _ := e.startGateway(gatewayOpts{gateway: gateway.Config{Routing: fastRouting()}})
+	e := newEnvWith(t, natsembed.Config{Port: -1, Mappings: routing.ShardMappings("queen", testShards)})
+	fleet := watchFleet(t, e.Client)
+	a, _ := e.StartGateway(gatewayOpts{Gateway: gateway.Config{Routing: fastRouting()}})
 	var bReady atomic.Bool
 	bReady.Store(true)
 	rb := fastRouting()
 	rb.Ready = bReady.Load
-	b, _ := e.startGateway(gatewayOpts{gateway: gateway.Config{Routing: rb}})
+	b, _ := e.StartGateway(gatewayOpts{Gateway: gateway.Config{Routing: rb}})
 	checkfor.Check(t, 10*time.Second, checkfor.Cond("A and B sharing the shards", func() bool { return fleet.servedOnceBy(a, b) }))
 	bReady.Store(false)
 	checkfor.Check(t, 10*time.Second, checkfor.Cond("A serving every shard alone", func() bool { return fleet.servedOnceBy(a) && fleet.servingNone(b) }))

@@ -1,7 +1,6 @@
 package gateway_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -11,23 +10,6 @@ import (
 	"github.com/queengate/queengate/ingest"
 	"github.com/queengate/queengate/internal/checkfor"
 )
-
-// discover asks every queengate instance for verb (PING, INFO, STATS)
-// and decodes the one answer into v.
-func (e *testEnv) discover(t *testing.T, verb micro.Verb, v any) {
-	t.Helper()
-	subject, err := micro.ControlSubject(verb, "queengate", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := e.client.Request(subject, nil, 10*time.Second)
-	if err != nil {
-		t.Fatalf("%s: %v", subject, err)
-	}
-	if err := json.Unmarshal(m.Data, v); err != nil {
-		t.Fatalf("%s answered %s: %v", subject, m.Data, err)
-	}
-}
 
 // TestServiceDiscoveryCountsEveryEndpoint: PING, INFO and STATS answer in
 // micro's formats; every endpoint counts its errors, and a push's
@@ -40,12 +22,12 @@ func TestServiceDiscoveryCountsEveryEndpoint(t *testing.T) {
 	g := e.startOpsGateway("", ingest.Config{Linger: linger})
 
 	var ping micro.Ping
-	e.discover(t, micro.PingVerb, &ping)
+	e.Discover(t, micro.PingVerb, &ping)
 	if ping.Type != micro.PingResponseType || ping.Name != "queengate" || ping.ID == "" || ping.Version != "0.0.0-dev" {
 		t.Errorf("ping answered %+v", ping)
 	}
 	var info micro.Info
-	e.discover(t, micro.InfoVerb, &info)
+	e.Discover(t, micro.InfoVerb, &info)
 	names := map[string]string{}
 	for _, ep := range info.Endpoints {
 		names[ep.Name] = ep.Subject
@@ -60,17 +42,17 @@ func TestServiceDiscoveryCountsEveryEndpoint(t *testing.T) {
 		}
 	}
 
-	e.push(t, e.subject("p"), msgs("a", "b"))
-	e.request(t, e.subject("p"), `{"transactionID":"typo"}`)
+	e.Push(t, e.Subject("p"), msgs("a", "b"))
+	e.Request(t, e.Subject("p"), `{"transactionID":"typo"}`)
 	for range 2 {
-		if status, _ := g.viaNATS(t, "configure", "", `{"queue":"bad.name"}`); status != 400 {
+		if status, _ := g.ViaNATS(t, "configure", "", `{"queue":"bad.name"}`); status != 400 {
 			t.Fatalf("bad configure answered %d", status)
 		}
-		if status, _ := g.viaNATS(t, "timer.cancel", "", `{}`); status != 400 {
+		if status, _ := g.ViaNATS(t, "timer.cancel", "", `{}`); status != 400 {
 			t.Fatalf("bad cancel answered %d", status)
 		}
 	}
-	if status, _ := g.viaNATS(t, "status", "", ""); status != 200 {
+	if status, _ := g.ViaNATS(t, "status", "", ""); status != 200 {
 		t.Fatalf("status answered %d", status)
 	}
 
@@ -81,7 +63,7 @@ func TestServiceDiscoveryCountsEveryEndpoint(t *testing.T) {
 	byName := map[string]*micro.EndpointStats{}
 	checkfor.Check(t, 10*time.Second, func() error {
 		stats = micro.Stats{}
-		e.discover(t, micro.StatsVerb, &stats)
+		e.Discover(t, micro.StatsVerb, &stats)
 		clear(byName)
 		for _, es := range stats.Endpoints {
 			byName[es.Name] = es

@@ -18,7 +18,7 @@ func TestMisshapenSubjectsAnswer400(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	g := e.startOpsGateway("", ingest.Config{})
-	q := e.prefix
+	q := e.Prefix
 	cases := []struct{ subject, want string }{
 		{q + ".read", q + ".read.<queue>.<partition>"},
 		{q + ".read.orders", q + ".read.<queue>.<partition>"},
@@ -46,7 +46,7 @@ func TestMisshapenSubjectsAnswer400(t *testing.T) {
 		{q + ".push.orders.p.x", q + ".push.<queue>.<partition>"},
 	}
 	for _, c := range cases {
-		status, body := g.viaNATSAuth(t, c.subject, "", `{}`)
+		status, body := g.ViaNATSAuth(t, c.subject, "", `{}`)
 		if status != 400 || !strings.Contains(string(body), c.want) {
 			t.Errorf("%s: %d %s; want 400 naming %s", c.subject, status, body, c.want)
 		}
@@ -65,7 +65,7 @@ func TestDiscoveryTableListsEveryEndpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	var info micro.Info
-	e.discover(t, micro.InfoVerb, &info)
+	e.Discover(t, micro.InfoVerb, &info)
 	if len(info.Endpoints) < 16 {
 		t.Fatalf("INFO lists %d endpoints, fewer than a gateway serving everything has", len(info.Endpoints))
 	}
@@ -86,7 +86,7 @@ func TestEveryEndpointSubjectIsFromTheTable(t *testing.T) {
 	e := newEnv(t)
 	e.startOpsGateway("", ingest.Config{})
 	served := map[string]bool{}
-	s := queengate.Subjects{Prefix: e.prefix}
+	s := queengate.Subjects{Prefix: e.Prefix}
 	for _, a := range queengate.APIs {
 		served[s.Verb(a)+strings.Repeat(".*", len(a.Names))] = true
 	}
@@ -94,7 +94,7 @@ func TestEveryEndpointSubjectIsFromTheTable(t *testing.T) {
 	served[s.Verb(queengate.APIPush)+".>"] = true
 	served[s.Verb(queengate.APIPop)+".>"] = true
 	var info micro.Info
-	e.discover(t, micro.InfoVerb, &info)
+	e.Discover(t, micro.InfoVerb, &info)
 	for _, ep := range info.Endpoints {
 		if !served[ep.Subject] {
 			t.Errorf("endpoint %s serves %s, which no API of queengate.APIs is", ep.Name, ep.Subject)

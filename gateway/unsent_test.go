@@ -4,9 +4,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queengate/queengate/internal/obstest"
+
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/queengate/queengate/gateway"
 	"github.com/queengate/queengate/ingest"
 	"github.com/queengate/queengate/internal/checkfor"
 )
@@ -21,22 +22,22 @@ func TestPushAnswerNotSentCountsAsError(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	// The push waits in its buffer until Stop flushes it, when the
 	// gateway's connection is gone.
-	gw, _ := e.startGateway(gatewayOpts{reg: reg, ingest: ingest.Config{Linger: time.Hour}})
-	if err := e.client.PublishRequest(e.subject("p"), e.client.NewRespInbox(), []byte(`{"transactionId":"a"}`)); err != nil {
+	gw, _ := e.StartGateway(gatewayOpts{Reg: reg, Ingest: ingest.Config{Linger: time.Hour}})
+	if err := e.Client.PublishRequest(e.Subject("p"), e.Client.NewRespInbox(), []byte(`{"transactionId":"a"}`)); err != nil {
 		t.Fatal(err)
 	}
 	checkfor.Check(t, 20*time.Second, checkfor.Cond("the push taken in", func() bool {
-		return gateway.MetricValue(t, reg, "queengate_requests_accepted_total", nil) == 1
+		return obstest.MetricValue(t, reg, "queengate_requests_accepted_total", nil) == 1
 	}))
-	e.conns[gw].Close()
+	e.Conns[gw].Close()
 	gw.Stop()
-	if n := e.storedCount(t); n != 1 {
+	if n := e.StoredCount(t); n != 1 {
 		t.Fatalf("%d messages stored, want 1", n)
 	}
-	if n := gateway.MetricValue(t, reg, "queengate_answers_unsent_total", map[string]string{"reason": "closed"}); n != 1 {
+	if n := obstest.MetricValue(t, reg, "queengate_answers_unsent_total", map[string]string{"reason": "closed"}); n != 1 {
 		t.Errorf("answers unsent (closed) = %v, want 1", n)
 	}
-	if n := gateway.MetricValue(t, reg, "queengate_request_duration_seconds", map[string]string{"endpoint": "push", "result": "error"}); n != 1 {
+	if n := obstest.MetricValue(t, reg, "queengate_request_duration_seconds", map[string]string{"endpoint": "push", "result": "error"}); n != 1 {
 		t.Errorf("pushes with result=error = %v, want 1", n)
 	}
 }

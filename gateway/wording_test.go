@@ -19,12 +19,12 @@ import (
 func TestAnswersSayOneThing(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	e.setOnConflict(t, model.ConflictReject)
+	e.SetOnConflict(t, model.ConflictReject)
 	g := e.startOpsGateway("", ingest.Config{})
-	wantStatus(t, e.push(t, e.subject("p"), `{"transactionId":"pay-1","data":{"amount":10}}`), "queued")
-	q := e.queue
+	wantStatus(t, e.Push(t, e.Subject("p"), `{"transactionId":"pay-1","data":{"amount":10}}`), "queued")
+	q := e.Queue
 	// The group exists: an ack on an unknown partition is about the partition.
-	_, popped := g.viaNATS(t, "consume.pop."+q+".p", "", `{"group":"g","consumer":"c"}`)
+	_, popped := g.ViaNATS(t, "consume.pop."+q+".p", "", `{"group":"g","consumer":"c"}`)
 	explain := func(id, data string) string {
 		v := url.Values{"transactionId": {id}}
 		if data != "" {
@@ -66,9 +66,9 @@ func TestAnswersSayOneThing(t *testing.T) {
 			body   []byte
 		)
 		if c.path != "" {
-			status, body = g.viaHTTP(t, "GET", c.path, "", "")
+			status, body = g.ViaHTTP(t, "GET", c.path, "", "")
 		} else {
-			status, body = g.viaNATS(t, c.subject, "", c.body)
+			status, body = g.ViaNATS(t, c.subject, "", c.body)
 		}
 		if status != c.status {
 			t.Errorf("%s: %d %s; want %d", c.name, status, body, c.status)
@@ -91,11 +91,11 @@ func TestAnswersSayOneThing(t *testing.T) {
 	if err := json.Unmarshal(popped, &pop); err != nil || pop.LeaseID == "" {
 		t.Fatalf("pop: %s", popped)
 	}
-	status, renewed := g.viaNATS(t, "consume.renew."+q+".p", "", `{"group":"g","leaseId":"`+pop.LeaseID+`","leaseMs":60000}`)
+	status, renewed := g.ViaNATS(t, "consume.renew."+q+".p", "", `{"group":"g","leaseId":"`+pop.LeaseID+`","leaseMs":60000}`)
 	if status != 200 || strings.Contains(string(renewed), "released") {
 		t.Errorf("renew: %d %s; want 200 without \"released\"", status, renewed)
 	}
-	status, released := g.viaNATS(t, "consume.release."+q+".p", "", `{"group":"g","leaseId":"`+pop.LeaseID+`"}`)
+	status, released := g.ViaNATS(t, "consume.release."+q+".p", "", `{"group":"g","leaseId":"`+pop.LeaseID+`"}`)
 	if status != 200 || !strings.Contains(string(released), `"released":true`) {
 		t.Errorf("release: %d %s; want 200 with \"released\":true", status, released)
 	}

@@ -47,30 +47,64 @@ func routinesChecksum(rs []Routine) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// applyRoutines makes schema queen's routines exactly the embedded ones,
-// when the checksum recorded in queen.routines differs: in one
-// transaction it drops every routine of the schema and creates each file's
-// (so a changed signature needs no hand-written DROP, and a routine whose
-// file is gone goes too), then records the checksum. Other sessions see
-// the old set or the new one, never a mix. The caller holds the migration
-// lock. Routines change with a release: a gateway of the previous release
-// still running may then fail calls whose signature changed (answered
-// failed; a retry on a current gateway is exact).
+// RoutinesVersion numbers this build's routine set. Bump it whenever any
+// file under routines/ changes: a build installs its routines only over a
+// lower version recorded in queen.routines and refuses to start over a
+// higher one, so a gateway of an older release restarting in the middle
+// of a rolling upgrade cannot put its routines back under the newer ones.
+// TestRoutinesVersion fails when the files changed and this did not;
+// `go test ./pgstore -run TestRoutinesVersion -update` bumps it and
+// records the new set in testdata/routines.sum.
+const RoutinesVersion = 1
+
+// applyRoutines makes schema queen's routines the embedded ones when the
+// version recorded in queen.routines is lower than RoutinesVersion (or
+// none is recorded): in one transaction it drops every routine of the
+// schema and creates each file's (so a changed signature needs no
+// hand-written DROP, and a routine whose file is gone goes too), then
+// records the version and checksum. Other sessions see the old set or
+// the new one, never a mix. The caller holds the migration lock. A higher
+// recorded version is refused, like a newer schema; so is the same
+// version with other text: installing it would let two builds replace
+// each other's routines at every restart, which versions exist to stop.
+// A gateway of the previous release still running may fail calls whose
+// signature changed (answered failed; a retry on a current gateway is
+// exact).
 func applyRoutines(ctx context.Context, conn *pgx.Conn) error {
 	rs, err := Routines()
 	if err != nil {
 		return err
 	}
 	want := routinesChecksum(rs)
-	var have string
-	err = conn.QueryRow(ctx, "SELECT checksum FROM queen.routines").Scan(&have)
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("pgstore: read routines checksum: %w", err)
-	}
-	if have == want {
+	var (
+		haveVersion int
+		have        string
+	)
+	err = conn.QueryRow(ctx, "SELECT version, checksum FROM queen.routines").Scan(&haveVersion, &have)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+	case err != nil:
+		return fmt.Errorf("pgstore: read routines version: %w", err)
+	case haveVersion > RoutinesVersion:
+		return fmt.Errorf("pgstore: the database's routines are at version %d, newer than this build's %d: run a newer queengate",
+			haveVersion, RoutinesVersion)
+	case haveVersion == RoutinesVersion && have == want:
 		return nil
+	case haveVersion == RoutinesVersion:
+		return fmt.Errorf("pgstore: the database's routines at version %d have other text (checksum %.12s, this build has %.12s): "+
+			"a routine changed without a new version; run the build that installed them, or bump RoutinesVersion in pgstore/routines.go "+
+			"(go test ./pgstore -run TestRoutinesVersion -update)", haveVersion, have, want)
 	}
-	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+	if err := installRoutines(ctx, conn, rs, want); err != nil {
+		return fmt.Errorf("pgstore: apply routines: %w", err)
+	}
+	return nil
+}
+
+// installRoutines replaces every routine of schema queen by rs and
+// records RoutinesVersion with checksum, in one transaction.
+func installRoutines(ctx context.Context, conn *pgx.Conn, rs []Routine, checksum string) error {
+	return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 		// Routines may name each other in any order: bodies are checked
 		// when called, as pg_dump restores them.
 		if _, err := tx.Exec(ctx, "SET LOCAL check_function_bodies = off"); err != nil {
@@ -87,13 +121,9 @@ func applyRoutines(ctx context.Context, conn *pgx.Conn) error {
 		if _, err := tx.Exec(ctx, "DELETE FROM queen.routines"); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, "INSERT INTO queen.routines (checksum) VALUES ($1)", want)
+		_, err := tx.Exec(ctx, "INSERT INTO queen.routines (version, checksum) VALUES ($1, $2)", RoutinesVersion, checksum)
 		return err
 	})
-	if err != nil {
-		return fmt.Errorf("pgstore: apply routines: %w", err)
-	}
-	return nil
 }
 
 // dropRoutinesSQL drops every function and procedure of schema queen but

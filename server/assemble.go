@@ -9,11 +9,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/rs/zerolog"
 
+	"github.com/queengate/queengate/consume"
 	"github.com/queengate/queengate/gateway"
 	"github.com/queengate/queengate/ingest"
 	"github.com/queengate/queengate/internal/startstop"
 	"github.com/queengate/queengate/internal/storewatch"
 	"github.com/queengate/queengate/model"
+	"github.com/queengate/queengate/operator"
 	"github.com/queengate/queengate/pgstore"
 	"github.com/queengate/queengate/retention"
 	"github.com/queengate/queengate/routing"
@@ -23,7 +25,7 @@ import (
 // assembly is the gateway put together: its services, in start order.
 type assembly struct {
 	services []startstop.Service
-	admin    *gateway.Admin
+	admin    *operator.Admin
 }
 
 // assemble builds every service and wires them together; nothing runs yet.
@@ -45,10 +47,10 @@ func assemble(cfg Config, store *pgstore.Store, nc *nats.Conn) (*assembly, error
 	}
 	pgWatch := watchStore(store, ing, reg)
 	d := &assembly{services: []startstop.Service{pgWatch, ing, tsvc}}
-	ops := gateway.NewOps(gateway.OpsConfig{Token: cfg.AdminToken, Version: cfg.Version, WantSchema: pgstore.LatestVersion()},
+	ops := operator.NewOps(operator.OpsConfig{Token: cfg.AdminToken, Version: cfg.Version, WantSchema: pgstore.LatestVersion()},
 		store, ing, nc)
-	timerOps := gateway.NewTimerOps(tsvc, ops)
-	consumers := gateway.NewConsumers(store)
+	timerOps := operator.NewTimerOps(tsvc, ops)
+	consumers := consume.New(store)
 	gcfg := gateway.Config{Prefix: cfg.Prefix, MaxBatch: cfg.MaxBatch, Version: cfg.Version,
 		Endpoints: []gateway.EndpointSet{ops, timerOps, consumers}}
 	if cfg.RoutingShards > 0 {
@@ -68,10 +70,10 @@ func assemble(cfg Config, store *pgstore.Store, nc *nats.Conn) (*assembly, error
 		}
 		d.services = append(d.services, r)
 	}
-	d.admin = gateway.NewAdmin(cfg.AdminAddr, store, pgstore.LatestVersion(), nc, reg, component("admin"))
+	d.admin = operator.NewAdmin(cfg.AdminAddr, store, pgstore.LatestVersion(), nc, reg, component("admin"))
 	d.admin.Mount(ops)
 	d.admin.MountTimers(timerOps)
-	d.admin.MountGroups(consumers)
+	d.admin.MountTable(consumers)
 	d.admin.AddReadiness("gateway", gw.Serving)
 	// The gateway last: it takes requests once everything behind it runs.
 	d.services = append(d.services, gw)

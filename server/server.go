@@ -11,8 +11,8 @@ import (
 	"github.com/rs/zerolog"
 
 	queengate "github.com/queengate/queengate"
-	"github.com/queengate/queengate/gateway"
 	"github.com/queengate/queengate/internal/startstop"
+	"github.com/queengate/queengate/operator"
 	"github.com/queengate/queengate/pgstore"
 )
 
@@ -23,7 +23,7 @@ type Server struct {
 	store   *pgstore.Store
 	nc      *nats.Conn
 	natsURL string
-	admin   *gateway.Admin
+	admin   *operator.Admin
 	// closers release what Start opened, in reverse.
 	closers  []func()
 	stopOnce sync.Once
@@ -35,8 +35,8 @@ type Server struct {
 // why, while either is out of reach), then starts every service and
 // returns the serving gateway. ctx bounds the start only: once Start has
 // returned, the gateway runs until Stop. An error that waiting cannot cure
-// (a refused password, a schema newer than this build) ends the wait;
-// everything opened is closed again.
+// (a refused password, a schema or routines newer than this build) ends
+// the wait; everything opened is closed again.
 func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if cfg.PGURL == "" {
 		return nil, errors.New("server: Config.PGURL is empty")
@@ -149,7 +149,7 @@ func (s *Server) readOptions() []pgstore.Option {
 // capped backoff and logging why: a gateway started while either is down
 // (a deploy racing a database's crash recovery) needs no supervisor to
 // start it again. An error that waiting cannot cure (a refused password,
-// a schema newer than this build) ends it.
+// a schema or routines newer than this build) ends it.
 func awaitDependencies(ctx context.Context, store *pgstore.Store, nc *nats.Conn, log zerolog.Logger) error {
 	err := retry(ctx, log, "PostgreSQL", func() error {
 		err := migrate(ctx, store, log)
@@ -179,6 +179,7 @@ func migrate(ctx context.Context, store *pgstore.Store, log zerolog.Logger) erro
 	if err != nil {
 		return err
 	}
-	log.Info().Ints("applied", applied).Int("schema_version", pgstore.LatestVersion()).Msg("schema migrated")
+	log.Info().Ints("applied", applied).Int("schema_version", pgstore.LatestVersion()).
+		Int("routines_version", pgstore.RoutinesVersion).Msg("schema migrated")
 	return nil
 }

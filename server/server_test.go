@@ -4,15 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 
 	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/internal/pgtest"
+	"github.com/queengate/queengate/pgstore"
 	"github.com/queengate/queengate/server"
 )
 
@@ -154,5 +157,47 @@ func TestStartEndsWithItsContext(t *testing.T) {
 	}
 	if _, err := server.Start(ctx, server.Config{}); err == nil {
 		t.Error("Start without a PostgreSQL URL did not fail")
+	}
+}
+
+// TestStartRefusesANewerSchemaOrRoutines: a database a newer build migrated, or
+// whose routines a newer build installed (an old gateway restarting in
+// the middle of a rolling upgrade), is an error at once, not a wait; the
+// newer build's routines stay.
+func TestStartRefusesANewerSchemaOrRoutines(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		what, newer string
+		version     int
+		refusal     string
+	}{
+		{"schema", "INSERT INTO queen.migrations (version, name, checksum) VALUES ($1, 'future', 'x')", pgstore.LatestVersion() + 1,
+			fmt.Sprintf("schema is at version %d, newer than this build's %d", pgstore.LatestVersion()+1, pgstore.LatestVersion())},
+		{"routines", "UPDATE queen.routines SET version = $1, checksum = 'newer build'", pgstore.RoutinesVersion + 1,
+			fmt.Sprintf("routines are at version %d, newer than this build's %d", pgstore.RoutinesVersion+1, pgstore.RoutinesVersion)},
+	} {
+		t.Run(c.what, func(t *testing.T) {
+			t.Parallel()
+			url := pgtest.NewDB(t)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			conn, err := pgx.Connect(ctx, url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close(ctx)
+			if _, err := conn.Exec(ctx, c.newer, c.version); err != nil {
+				t.Fatal(err)
+			}
+			_, err = server.Start(ctx, server.Config{PGURL: url, EmbeddedNATS: server.EmbeddedNATS{Port: -1}, AdminAddr: "127.0.0.1:0"})
+			if err == nil || !strings.Contains(err.Error(), c.refusal) {
+				t.Fatalf("Start over a newer %s: %v, want %q at once", c.what, err, c.refusal)
+			}
+			var version int
+			if err := conn.QueryRow(ctx, "SELECT version FROM queen.routines").Scan(&version); err != nil ||
+				(c.what == "routines" && version != c.version) {
+				t.Errorf("routines version after the refusal: %d, %v; want the newer build's %d", version, err, c.version)
+			}
+		})
 	}
 }

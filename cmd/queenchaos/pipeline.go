@@ -524,7 +524,7 @@ func (wk *worker) step(ctx context.Context) {
 			}
 			return
 		case errors.As(err, &werr) && werr.Code < 500:
-			fmt.Fprintln(os.Stderr, lineRefused, werr.Message) // the lease ran out: the next pop redoes it
+			fmt.Fprintln(os.Stderr, lineRefused, werr.Text) // the lease ran out: the next pop redoes it
 			return
 		}
 		fmt.Fprintln(os.Stderr, lineRetried, err)

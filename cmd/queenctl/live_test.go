@@ -373,7 +373,7 @@ func testPushAndGet(t *testing.T, tr transport) {
 	r = ctl(t, lines, flags(tr.push, "push", "orders", "p1", "--envelope", "-o", "json")...)
 	r.expect(t, exitOK)
 	got := jsonOf[[]queengate.Answer](t, r)
-	want := []queengate.Status{"queued", "queued", "duplicate", "duplicate", "queued"}
+	want := []queengate.PushStatus{"queued", "queued", "duplicate", "duplicate", "queued"}
 	if len(got) != len(want) {
 		t.Fatalf("envelope push: %+v", got)
 	}

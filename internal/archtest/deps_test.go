@@ -1,8 +1,8 @@
 // Package archtest keeps the dependency direction of docs/design.md
-// ("Packages") honest: cmd -> gateway -> {ingest, timers}; ingest ->
-// dedup; everything below the daemon speaks model; pgstore implements the
-// stores in model's terms; and nothing but pgstore (with its consumer and
-// internal packages) links pgx.
+// ("Packages") honest: cmd -> {operator, consume} -> gateway -> ingest;
+// operator -> timers; ingest -> dedup; everything below the daemon speaks
+// model; pgstore implements the stores in model's terms; and nothing but
+// pgstore (with its consumer and internal packages) links pgx.
 package archtest
 
 import (
@@ -38,7 +38,9 @@ var arrows = map[string][]string{
 	"retention":               {"model", "internal/startstop", "internal/promreg"},
 	"routing":                 {".", "internal/promreg"},
 	"internal/wire":           {".", "ingest", "model"},
-	"gateway":                 {".", "ingest", "timers", "model", "routing", "internal/wire", "internal/startstop", "internal/promreg"},
+	"gateway":                 {".", "ingest", "model", "routing", "internal/wire", "internal/promreg"},
+	"consume":                 {".", "gateway", "model", "internal/wire", "internal/promreg"},
+	"operator":                {".", "gateway", "ingest", "timers", "model", "internal/wire", "internal/startstop"},
 
 	// Reads on standbys, and their freshness.
 	"pgstore/internal/readpool": {"model"},
@@ -47,7 +49,7 @@ var arrows = map[string][]string{
 	"internal/natsembed":  {},
 	"internal/storewatch": {"internal/startstop"},
 	"internal/pgadmin":    {},
-	"server": {".", "gateway", "routing", "ingest", "timers", "retention", "model", "pgstore",
+	"server": {".", "gateway", "consume", "operator", "routing", "ingest", "timers", "retention", "model", "pgstore",
 		"internal/startstop", "internal/natsembed", "internal/storewatch"},
 	"queengatetest": {".", "server", "internal/pgadmin", "internal/pgcluster", "internal/pgtest"},
 

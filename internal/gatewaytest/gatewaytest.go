@@ -1,8 +1,10 @@
 // Package gatewaytest starts, for a test, a real gateway (embedded NATS,
 // PostgreSQL from internal/pgtest, ingest, timers, the operator API and
 // the consuming endpoints) and a client connected to it: the root
-// package's tests and the consumer package's share it. Packages that use
-// it call pgtest.Run from TestMain.
+// package's tests and the consumer package's share it. Env (env.go) is
+// the finer harness of the gateway's, consume's and operator's own tests:
+// one NATS server, gateways started one by one, requests sent raw.
+// Packages that use it call pgtest.Run from TestMain.
 package gatewaytest
 
 import (
@@ -13,10 +15,12 @@ import (
 	"github.com/rs/zerolog"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/consume"
 	"github.com/queengate/queengate/gateway"
 	"github.com/queengate/queengate/ingest"
 	"github.com/queengate/queengate/internal/natsembed"
 	"github.com/queengate/queengate/internal/pgtest"
+	"github.com/queengate/queengate/operator"
 	"github.com/queengate/queengate/pgstore"
 	"github.com/queengate/queengate/timers"
 )
@@ -55,8 +59,8 @@ func Start(t *testing.T, token string, opts ...queengate.Option) *Running {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ops := gateway.NewOps(gateway.OpsConfig{Token: token, Version: "1.2.3", WantSchema: pgstore.LatestVersion()}, store, ing, gwConn)
-	gw, err := gateway.New(gateway.Config{Endpoints: []gateway.EndpointSet{ops, gateway.NewTimerOps(tsvc, ops), gateway.NewConsumers(store)}},
+	ops := operator.NewOps(operator.OpsConfig{Token: token, Version: "1.2.3", WantSchema: pgstore.LatestVersion()}, store, ing, gwConn)
+	gw, err := gateway.New(gateway.Config{Endpoints: []gateway.EndpointSet{ops, operator.NewTimerOps(tsvc, ops), consume.New(store)}},
 		gwConn, ing, log, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -1,18 +1,20 @@
 package wire
 
 import (
-	"bytes"
 	"encoding/json"
+	"reflect"
 	"testing"
 
 	queengate "github.com/queengate/queengate"
 )
 
-// FuzzAckAnswerEncodesAsEncodingJSON holds the hand-written ack answer
-// (alone, and carried by a pop's answer) to the bytes encoding/json
-// writes for it, whatever the transactionIds hold: <, > and &, control
-// bytes, invalid UTF-8, U+2028.
-func FuzzAckAnswerEncodesAsEncodingJSON(f *testing.F) {
+// FuzzAckAnswerDecodesAsEncodingJSON holds the hand-written ack answer
+// (alone, and carried by a pop's answer) to what encoding/json writes for
+// it, whatever the transactionIds hold (<, > and &, control bytes,
+// invalid UTF-8, U+2028): decoded, the same answer, and the same bytes
+// but for the strings' escapes (which MarshalledStringBound bounds, as
+// FuzzStringLengths checks), so that what bounds one bounds the other.
+func FuzzAckAnswerDecodesAsEncodingJSON(f *testing.F) {
 	f.Add("t1", "t<2>&", int64(7), true, 0)
 	f.Add("", "\x00\xff\u2028\"\\", int64(0), false, 3)
 	f.Fuzz(func(t *testing.T, id1, id2 string, next int64, ended bool, dead int) {
@@ -21,15 +23,20 @@ func FuzzAckAnswerEncodesAsEncodingJSON(f *testing.F) {
 			{Index: 0, TransactionID: id1, Offset: &off, Result: "acked"},
 			{Index: 1, TransactionID: id2, Result: id2},
 		}, NextOffset: next, LeaseEnded: ended, DeadLettered: dead}
-		want, err := json.Marshal(a)
+		marshalled, err := json.Marshal(a)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := AppendAckAnswer(nil, &a); !bytes.Equal(got, want) {
-			t.Fatalf("AppendAckAnswer wrote\n%s\nencoding/json\n%s", got, want)
+		got := AppendAckAnswer(nil, &a)
+		want, hand := decodeStrict[queengate.AckAnswer](t, marshalled), decodeStrict[queengate.AckAnswer](t, got)
+		escapes := jsonStringLen(id2) - len(mustMarshal(id2)) // the second result
+		for _, id := range []string{id1, id2} {
+			if id != "" {
+				escapes += jsonStringLen(id) - len(mustMarshal(id))
+			}
 		}
-		if got := appendString([]byte("x"), id1); !bytes.Equal(got[1:], mustMarshal(id1)) {
-			t.Fatalf("appendString(%q) wrote %s", id1, got[1:])
+		if !reflect.DeepEqual(hand, want) || len(got) != len(marshalled)+escapes {
+			t.Fatalf("AppendAckAnswer wrote\n%s\nencoding/json\n%s", got, marshalled)
 		}
 	})
 }

@@ -17,12 +17,12 @@ func EncodePop(queue, group string, r *model.PopResult, acked []byte) RawAnswer 
 		size += 192 + len(m.TxnID) + len(m.Data) + len(m.LastError)
 	}
 	b := append(make([]byte, 0, size), `{"queue":`...)
-	b = appendString(b, queue)
+	b = AppendJSONString(b, queue)
 	b = append(b, `,"group":`...)
-	b = appendString(b, group)
+	b = AppendJSONString(b, group)
 	if r.LeaseID != "" {
 		b = append(b, `,"partition":`...)
-		b = appendString(b, r.Partition)
+		b = AppendJSONString(b, r.Partition)
 		b = append(b, `,"partitionId":`...)
 		b = strconv.AppendInt(b, r.PartitionID, 10)
 		b = append(b, `,"leaseId":"`...)
@@ -52,15 +52,17 @@ func EncodePop(queue, group string, r *model.PopResult, acked []byte) RawAnswer 
 		b = strconv.AppendInt(b, int64(m.Attempts), 10)
 		if m.LastError != "" {
 			b = append(b, `,"lastError":`...)
-			b = AppendJSONString(b, m.LastError) // <, > and & as they are
+			b = AppendJSONString(b, m.LastError)
 		}
 		b = append(b, '}')
 	}
 	return append(b, "]}"...)
 }
 
-// AppendAckAnswer appends an ack's answer as encoding/json writes it,
-// without reflection: a batch's answer repeats each of its items.
+// AppendAckAnswer appends an ack's answer, without reflection: a batch's
+// answer repeats each of its items. It is what encoding/json writes but
+// for the strings' escapes (AppendJSONString's), so it decodes to the
+// same answer and takes no more bytes than MarshalledStringBound counts.
 func AppendAckAnswer(b []byte, a *queengate.AckAnswer) []byte {
 	if b == nil {
 		size := 96
@@ -79,14 +81,14 @@ func AppendAckAnswer(b []byte, a *queengate.AckAnswer) []byte {
 		b = strconv.AppendInt(b, int64(it.Index), 10)
 		if it.TransactionID != "" {
 			b = append(b, `,"transactionId":`...)
-			b = appendString(b, it.TransactionID)
+			b = AppendJSONString(b, it.TransactionID)
 		}
 		if it.Offset != nil {
 			b = append(b, `,"offset":`...)
 			b = strconv.AppendInt(b, *it.Offset, 10)
 		}
 		b = append(b, `,"result":`...)
-		b = appendString(b, it.Result)
+		b = AppendJSONString(b, it.Result)
 		b = append(b, '}')
 	}
 	b = append(b, `],"nextOffset":`...)

@@ -65,7 +65,7 @@ func TestDecodePush(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			msgs, werr := DecodePush([]byte(c.body), 3)
 			if c.code != 0 {
-				if werr == nil || werr.Code != c.code || !strings.Contains(werr.Message, c.want) {
+				if werr == nil || werr.Code != c.code || !strings.Contains(werr.Text, c.want) {
 					t.Fatalf("got %v, want %d mentioning %q", werr, c.code, c.want)
 				}
 				return

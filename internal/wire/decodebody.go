@@ -53,7 +53,7 @@ func DecodeObjectAt(raw []byte, where func() string, shape Shape, fields ...Fiel
 	}
 	werr := decodeMembers(members, shape, fields)
 	if werr != nil && where() != TheBody {
-		werr.Message = where() + ": " + werr.Message
+		werr.Text = where() + ": " + werr.Text
 	}
 	return werr
 }

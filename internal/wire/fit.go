@@ -34,7 +34,7 @@ func Fitting[T any](items []T, budget int) (n, used int) {
 // fit budget bytes: it was stored under a larger max payload, or before
 // its kind was held to the limit (the cause is not known here).
 func TooLargeToAnswer(what string, size, budget int) *queengate.Error {
-	return &queengate.Error{Code: queengate.CodeTooLarge, Message: fmt.Sprintf(
+	return &queengate.Error{Code: queengate.CodeTooLarge, Text: fmt.Sprintf(
 		"%s takes %d bytes, more than one answer carries on this gateway's NATS connection (%d bytes)",
 		what, size, budget)}
 }

@@ -29,28 +29,6 @@ func EncodeAnswer(v any) ([]byte, error) {
 	return json.Marshal(v)
 }
 
-func appendString(b []byte, s string) []byte {
-	if plainJSON(s) { // what json.Marshal writes too, without its cost
-		b = append(b, '"')
-		b = append(b, s...)
-		return append(b, '"')
-	}
-	q, _ := json.Marshal(s) // a string always encodes
-	return append(b, q...)
-}
-
-// plainJSON: json.Marshal writes s between quotes as it is (printable
-// ASCII, nothing it escapes).
-func plainJSON(s string) bool {
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c < 0x20 || c > 0x7e, c == '"', c == '\\', c == '<', c == '>', c == '&':
-			return false
-		}
-	}
-	return true
-}
-
 // appendStoredFields appends a StoredMessage's fields, without braces.
 func appendStoredFields(b []byte, m *queengate.StoredMessage) []byte {
 	b = append(b, `"offset":`...)
@@ -58,7 +36,7 @@ func appendStoredFields(b []byte, m *queengate.StoredMessage) []byte {
 	b = append(b, `,"messageId":"`...)
 	b = append(b, m.MessageID...)
 	b = append(b, `","transactionId":`...)
-	b = appendString(b, m.TransactionID)
+	b = AppendJSONString(b, m.TransactionID)
 	b = append(b, `,"createdAt":"`...)
 	b = m.CreatedAt.UTC().AppendFormat(b, time.RFC3339Nano)
 	b = append(b, `","data":`...)
@@ -67,9 +45,9 @@ func appendStoredFields(b []byte, m *queengate.StoredMessage) []byte {
 
 func appendPlace(b []byte, queue, partition string, pid int64) []byte {
 	b = append(b, `"queue":`...)
-	b = appendString(b, queue)
+	b = AppendJSONString(b, queue)
 	b = append(b, `,"partition":`...)
-	b = appendString(b, partition)
+	b = AppendJSONString(b, partition)
 	b = append(b, `,"partitionId":`...)
 	return strconv.AppendInt(b, pid, 10)
 }

@@ -19,7 +19,7 @@ import (
 )
 
 func BadInput(format string, args ...any) *queengate.Error {
-	return &queengate.Error{Code: queengate.CodeBadRequest, Message: fmt.Sprintf(format, args...)}
+	return &queengate.Error{Code: queengate.CodeBadRequest, Text: fmt.Sprintf(format, args...)}
 }
 
 // ErrorBody is the JSON body of an error reply: {"error":{"code":…,"message":…}}.
@@ -27,7 +27,7 @@ func ErrorBody(e *queengate.Error) []byte {
 	b := []byte(`{"error":{"code":`)
 	b = strconv.AppendInt(b, int64(e.Code), 10)
 	b = append(b, `,"message":`...)
-	b = AppendJSONString(b, e.Message)
+	b = AppendJSONString(b, e.Text)
 	return append(b, "}}"...)
 }
 
@@ -40,11 +40,11 @@ const maxErrorText = 1 << 10
 // ErrorMsg is the error answer on subject: the micro error headers and
 // the JSON body.
 func ErrorMsg(e *queengate.Error, subject string) *nats.Msg {
-	if len(e.Message) > maxErrorText {
-		e = &queengate.Error{Code: e.Code, Message: cutText(e.Message, maxErrorText)}
+	if len(e.Text) > maxErrorText {
+		e = &queengate.Error{Code: e.Code, Text: cutText(e.Text, maxErrorText)}
 	}
 	return &nats.Msg{Subject: subject, Data: ErrorBody(e), Header: nats.Header{
-		micro.ErrorHeader:     []string{headerValue(e.Message)},
+		micro.ErrorHeader:     []string{headerValue(e.Text)},
 		micro.ErrorCodeHeader: []string{strconv.Itoa(e.Code)},
 	}}
 }
@@ -117,7 +117,7 @@ func scanMessages(body []byte, maxBatch int, extra ...string) ([]RawMessage, *qu
 	raw, count, err := scanPush(body, maxBatch, extra...)
 	switch {
 	case count > maxBatch:
-		return nil, &queengate.Error{Code: queengate.CodeTooLarge, Message: fmt.Sprintf("more than %d messages in one request; at most %d", maxBatch, maxBatch)}
+		return nil, &queengate.Error{Code: queengate.CodeTooLarge, Text: fmt.Sprintf("more than %d messages in one request; at most %d", maxBatch, maxBatch)}
 	case errors.Is(err, errNotMessages):
 		return nil, BadInput(notMessages)
 	case errors.Is(err, ErrUnstorable):
@@ -174,13 +174,13 @@ func CheckPushSizes(msgs []ingest.Message, maxPayload int64) *queengate.Error {
 	answer := int64(2)
 	for i := range msgs {
 		if werr := CheckDataSize(msgs[i].Data, maxPayload); werr != nil {
-			werr.Message = fmt.Sprintf("message %d: %s", i, werr.Message)
+			werr.Text = fmt.Sprintf("message %d: %s", i, werr.Text)
 			return werr
 		}
 		answer += replyEntryRoom + int64(jsonStringLen(msgs[i].TxnID))
 	}
 	if answer > maxPayload {
-		return &queengate.Error{Code: queengate.CodeTooLarge, Message: fmt.Sprintf(
+		return &queengate.Error{Code: queengate.CodeTooLarge, Text: fmt.Sprintf(
 			"the answer to %d messages could exceed the NATS max payload (%d bytes): send fewer messages per request", len(msgs), maxPayload)}
 	}
 	return nil
@@ -190,7 +190,7 @@ func CheckPushSizes(msgs []ingest.Message, maxPayload int64) *queengate.Error {
 // connection of maxPayload bytes (queengate.MaxDataBytes).
 func CheckDataSize(data []byte, maxPayload int64) *queengate.Error {
 	if limit := queengate.MaxDataBytes(maxPayload); int64(len(data)) > limit {
-		return &queengate.Error{Code: queengate.CodeTooLarge, Message: fmt.Sprintf(
+		return &queengate.Error{Code: queengate.CodeTooLarge, Text: fmt.Sprintf(
 			"data is %d bytes, over the %d-byte limit: one pop or read answer could never carry it (the NATS max payload, %d bytes, less %d for the rest of the answer)",
 			len(data), limit, maxPayload, queengate.DeliveryReserve)}
 	}
@@ -263,90 +263,6 @@ func appendReply(b []byte, msgs []ingest.Message, results []ingest.Result, errRo
 	return append(b, ']')
 }
 
-// jsonStringLen is the length of s as AppendJSONString writes it.
-func jsonStringLen(s string) int {
-	n := 2
-	for i := 0; i < len(s); i++ {
-		n += escapedLen(s[i])
-	}
-	return n
-}
-
-// MarshalledStringBound bounds the length of s as encoding/json writes
-// it: as AppendJSONString does, but with <, > and & as \u00XX, and
-// U+2028 and U+2029 as six bytes for their three (counted at their lead
-// byte, which a few other characters share: a bound, not a length).
-func MarshalledStringBound(s string) int64 {
-	n := int64(jsonStringLen(s))
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '<', '>', '&':
-			n += 5
-		case 0xe2:
-			n += 3
-		}
-	}
-	return n
-}
-
-// escapedLen is how many bytes AppendJSONString writes for byte c.
-func escapedLen(c byte) int {
-	switch {
-	case c >= 0x20 && c != '"' && c != '\\':
-		return 1
-	case c == '"', c == '\\', c == '\n', c == '\r', c == '\t':
-		return 2
-	}
-	return 6
-}
-
-// cutJSON cuts s so that AppendJSONString writes at most room bytes of
-// it, on a character boundary, marking a cut with "…"; room -1 keeps s.
-func cutJSON(s string, room int) string {
-	if room < 0 || jsonStringLen(s) <= room {
-		return s
-	}
-	const mark = "…"
-	n, end := 2+len(mark), 0
-	for end < len(s) && n+escapedLen(s[end]) <= room {
-		n += escapedLen(s[end])
-		end++
-	}
-	for end > 0 && end < len(s) && !utf8.RuneStart(s[end]) {
-		end--
-	}
-	return s[:end] + mark
-}
-
-// AppendJSONString appends s as a JSON string literal.
-func AppendJSONString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if escapedLen(c) == 1 {
-			continue
-		}
-		b = append(b, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			b = append(b, '\\', c)
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\r':
-			b = append(b, '\\', 'r')
-		case '\t':
-			b = append(b, '\\', 't')
-		default:
-			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-		}
-		start = i + 1
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
-
 // DecodeOne decodes a body holding one push message (and the
 // extra fields named) with the push decoder and its checks. what names
 // it ("a timer") where it is refused as an array.
@@ -358,14 +274,14 @@ func DecodeOne(body []byte, what string, extra ...string) (*RawMessage, *queenga
 		return nil, BadInput("%s is one message object, not an array", what)
 	}
 	raw, werr := scanMessages(body, 1, extra...)
-	if werr != nil && werr.Message == notMessages {
-		werr.Message = what + " must be one JSON message object"
+	if werr != nil && werr.Text == notMessages {
+		werr.Text = what + " must be one JSON message object"
 	}
 	if werr == nil {
 		werr = raw[0].Check(0)
 	}
 	if werr != nil {
-		werr.Message = strings.Replace(werr.Message, "message 0: ", "", 1)
+		werr.Text = strings.Replace(werr.Text, "message 0: ", "", 1)
 		return nil, werr
 	}
 	return &raw[0], nil

@@ -60,8 +60,8 @@ func TestErrorAnswerIsBounded(t *testing.T) {
 	if err := json.Unmarshal(m.Data, &body); err != nil {
 		t.Fatal(err)
 	}
-	if len(body.Error.Message) > maxErrorText || !strings.HasSuffix(body.Error.Message, "…") {
-		t.Errorf("error message of %d bytes, want at most %d, marked cut", len(body.Error.Message), maxErrorText)
+	if len(body.Error.Text) > maxErrorText || !strings.HasSuffix(body.Error.Text, "…") {
+		t.Errorf("error message of %d bytes, want at most %d, marked cut", len(body.Error.Text), maxErrorText)
 	}
 	if h := m.Header.Get("Nats-Service-Error"); len(h) > 4*maxErrorText {
 		t.Errorf("error header of %d bytes", len(h))

@@ -106,8 +106,8 @@ func answerError(code int, fallback string, body []byte, tokenSet bool) *Gateway
 	ge := &GatewayError{Code: code}
 	var eb queengate.ErrorBody
 	switch {
-	case json.Unmarshal(body, &eb) == nil && eb.Error.Message != "":
-		ge.Message = eb.Error.Message
+	case json.Unmarshal(body, &eb) == nil && eb.Error.Text != "":
+		ge.Message = eb.Error.Text
 	case fallback != "":
 		ge.Message = fallback
 	default:

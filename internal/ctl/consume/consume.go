@@ -154,7 +154,7 @@ func (c *Printer) onError(err error) {
 func gatewayErr(err error) error {
 	var werr *queengate.Error
 	if errors.As(err, &werr) {
-		return &admin.GatewayError{Code: werr.Code, Message: werr.Message}
+		return &admin.GatewayError{Code: werr.Code, Message: werr.Text}
 	}
 	return &admin.UnreachableError{Msg: err.Error()}
 }

@@ -1,0 +1,239 @@
+package operator
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/queengate/queengate/internal/bodyref"
+
+	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/model"
+)
+
+// decodeCase is one body and what its decoder says (bodyref.DecodeCase).
+type decodeCase struct{ Name, Body, Want string }
+
+func FuzzDecodeRead(f *testing.F) {
+	bodyref.FuzzDecoder(f, bodyref.Read, true, decodeRead, func(req queengate.ReadRequest, vals map[string]json.RawMessage) string {
+		if from, _ := bodyref.Whole(vals["from"]); req.From != from {
+			return fmt.Sprintf("from %d, the reference %d", req.From, from)
+		}
+		return ""
+	})
+}
+
+func FuzzDecodeGet(f *testing.F) {
+	bodyref.FuzzDecoder(f, bodyref.Get, false, decodeGet, func(req queengate.GetRequest, vals map[string]json.RawMessage) string {
+		return bodyref.SameString("messageId", req.MessageID, vals) + bodyref.SameString("transactionId", req.TransactionID, vals)
+	})
+}
+
+func FuzzDecodeExplain(f *testing.F) {
+	bodyref.FuzzDecoder(f, bodyref.Explain, false, decodeExplain, func(req explainRequest, vals map[string]json.RawMessage) string {
+		if !bytes.Equal(req.data, vals["data"]) {
+			return fmt.Sprintf("data %q, the reference %q", req.data, vals["data"])
+		}
+		return bodyref.SameString("transactionId", req.txnID, vals)
+	})
+}
+
+func FuzzDecodeConfigure(f *testing.F) {
+	type configure struct {
+		queue string
+		patch model.OptionsPatch
+	}
+	decode := func(b []byte) (configure, *queengate.Error) {
+		queue, patch, _, werr := decodeConfigure(b)
+		return configure{queue, patch}, werr
+	}
+	bodyref.FuzzDecoder(f, bodyref.Configure, false, decode, func(c configure, vals map[string]json.RawMessage) string {
+		var opts map[string]json.RawMessage
+		_ = json.Unmarshal(vals["options"], &opts)
+		if n, ok := bodyref.Whole(opts["maxAttempts"]); ok != (c.patch.MaxAttempts != nil) || ok && int64(*c.patch.MaxAttempts) != n {
+			return fmt.Sprintf("maxAttempts %v, the reference %s", c.patch.MaxAttempts, opts["maxAttempts"])
+		}
+		var backoff []int
+		if json.Unmarshal(opts["retryBackoffMs"], &backoff) == nil != (c.patch.RetryBackoffMs != nil) ||
+			backoff != nil && fmt.Sprint(backoff) != fmt.Sprint(*c.patch.RetryBackoffMs) {
+			return fmt.Sprintf("retryBackoffMs %v, the reference %s", c.patch.RetryBackoffMs, opts["retryBackoffMs"])
+		}
+		if n, ok := bodyref.Whole(opts["maxAckPending"]); ok != (c.patch.MaxAckPending != nil) || ok && int64(*c.patch.MaxAckPending) != n {
+			return fmt.Sprintf("maxAckPending %v, the reference %s", c.patch.MaxAckPending, opts["maxAckPending"])
+		}
+		return bodyref.SameString("queue", c.queue, vals)
+	})
+}
+
+func FuzzDecodeTimer(f *testing.F) {
+	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	tenYears := 10 * 365 * 24 * time.Hour
+	ref := bodyref.Object{
+		Fields: map[string]bodyref.Rule{"transactionId": bodyref.TxnID, "data": bodyref.AnyValue,
+			"fireAt": func(raw json.RawMessage) bool {
+				s, ok := bodyref.String(raw)
+				at, err := time.Parse(time.RFC3339Nano, s)
+				return string(raw) == "null" || ok && err == nil && at.Sub(now) <= tenYears
+			},
+			"delayMs": func(raw json.RawMessage) bool {
+				return string(raw) == "null" || bodyref.WholeFrom(0, int64(tenYears/time.Millisecond))(raw)
+			}},
+		Across: func(m map[string]json.RawMessage) bool {
+			given := func(k string) bool { v, ok := m[k]; return ok && string(v) != "null" }
+			return given("fireAt") != given("delayMs")
+		},
+	}
+	decode := func(b []byte) (timerRequest, *queengate.Error) { return decodeTimer(b, now) }
+	bodyref.FuzzDecoder(f, ref, false, decode, func(r timerRequest, vals map[string]json.RawMessage) string {
+		if ms, ok := bodyref.Whole(vals["delayMs"]); ok && !r.fireAt.Equal(now.Add(time.Duration(ms)*time.Millisecond)) {
+			return fmt.Sprintf("fireAt %v for delayMs %d", r.fireAt, ms)
+		}
+		if !bytes.Equal(r.data, vals["data"]) {
+			return fmt.Sprintf("data %q, the reference %q", r.data, vals["data"])
+		}
+		return ""
+	})
+}
+
+func FuzzDecodeTimerCancel(f *testing.F) {
+	bodyref.FuzzDecoder(f, bodyref.Cancel, false, decodeCancel, func(id string, vals map[string]json.RawMessage) string {
+		return bodyref.SameString("timerId", id, vals)
+	})
+}
+
+func FuzzDecodeTimerList(f *testing.F) {
+	f.Add([]byte(`{"queue":"q","from":{"fireAt":"2026-12-01T09:00:00.123456Z","timerId":"` + bodyref.TestLease + `"}}`))
+	f.Add([]byte(`{"from":{"fireAt":"2026-12-01T09:00:00Z","timerId":"x","fireAt":"2026-12-01T09:00:00Z"}}`))
+	bodyref.FuzzDecoder(f, bodyref.TimerList, true, decodeTimerList, func(l timerList, vals map[string]json.RawMessage) string {
+		if n, ok := bodyref.Whole(vals["limit"]); ok != (l.limit != nil) || ok && int64(*l.limit) != n {
+			return fmt.Sprintf("limit %v, the reference %s", l.limit, vals["limit"])
+		}
+		if diff := samePosition(l.from, vals["from"]); diff != "" {
+			return diff
+		}
+		return bodyref.SameString("queue", l.queue, vals)
+	})
+}
+
+func samePosition(got *model.TimerPosition, raw json.RawMessage) string {
+	if raw == nil {
+		if got != nil {
+			return fmt.Sprintf("a position %v from no \"from\"", got)
+		}
+		return ""
+	}
+	var want struct {
+		FireAt  time.Time `json:"fireAt"`
+		TimerID string    `json:"timerId"`
+	}
+	if got == nil || json.Unmarshal(raw, &want) != nil || !got.FireAt.Equal(want.FireAt) || got.ID != want.TimerID {
+		return fmt.Sprintf("position %v, the reference %s", got, raw)
+	}
+	return ""
+}
+
+func FuzzDecodeQueuesPage(f *testing.F) {
+	f.Add([]byte(`{"from":"orders"}`))
+	f.Add([]byte(`{"from":"a.b"}`))
+	f.Add([]byte(`{"From":"orders"}`))
+	decode := func(b []byte) (string, *queengate.Error) { return decodeFrom(b, queuesPageShape) }
+	bodyref.FuzzDecoder(f, bodyref.Page, true, decode, func(from string, vals map[string]json.RawMessage) string {
+		return bodyref.SameString("from", from, vals)
+	})
+}
+
+func TestDecodeReadBody(t *testing.T) {
+	t.Parallel()
+	bodyref.RunDecodeCases(t, func(b []byte) *queengate.Error { _, werr := decodeRead(b); return werr }, []decodeCase{
+		{"empty", ``, ""},
+		{"all", `{"from":3,"max":10,"maxBytes":100}`, ""},
+		{"from a string", `{"from":"3"}`, `"from" must be a whole number, not a string "3"`},
+		{"max a fraction", `{"max":1.0}`, `"max" must be a whole number, not the JSON number 1.0`},
+		{"From", `{"From":1}`, `unknown field "From": a read has only "from", "max" and "maxBytes"; did you mean "from"?`},
+		{"from twice", `{"from":1,"from":2}`, `field "from" is given twice: send it once (a read has "from", "max" and "maxBytes")`},
+		{"an array", `[1]`, `the body must be a JSON object; want {"from": 0, "max": 1000, "maxBytes": 524288}`},
+	})
+}
+
+func TestDecodeGetBody(t *testing.T) {
+	t.Parallel()
+	bodyref.RunDecodeCases(t, func(b []byte) *queengate.Error { _, werr := decodeGet(b); return werr }, []decodeCase{
+		{"by id", `{"messageId":"x"}`, ""},
+		{"by transaction", `{"queue":"q","partition":"p","transactionId":"t"}`, ""},
+		{"MessageId", `{"MessageId":"x"}`, `unknown field "MessageId": a message get has only "messageId", "queue", "partition" and "transactionId"; did you mean "messageId"?`},
+		{"an id not a string", `{"messageId":1}`, `"messageId" must be a string, not the JSON number 1`},
+		{"messageId twice", `{"messageId":"a","messageId":"b"}`, `field "messageId" is given twice: send it once (a message get has "messageId", "queue", "partition" and "transactionId")`},
+		{"both ways", `{"messageId":"x","queue":"q"}`, `name one message: {"messageId": "..."} or {"queue": "...", "partition": "...", "transactionId": "..."}`},
+	})
+}
+
+func TestDecodeExplainBody(t *testing.T) {
+	t.Parallel()
+	bodyref.RunDecodeCases(t, func(b []byte) *queengate.Error { _, werr := decodeExplain(b); return werr }, []decodeCase{
+		{"an id", `{"transactionId":"t"}`, ""},
+		{"an id and data", `{"transactionId":"t","data":{"a": 1}}`, ""},
+		// The push decoder's own words, without the message index.
+		{"a NUL", `{"transactionId":"\u0000"}`, `transactionId: \u0000 (NUL) cannot be stored: PostgreSQL refuses it in text and jsonb at byte 18`},
+		{"a 300-byte id", `{"transactionId":"` + strings.Repeat("x", 300) + `"}`, `transactionId must be 1-256 bytes, got 300`},
+		{"an empty id", `{"transactionId":""}`, `transactionId must be 1-256 bytes, got 0`},
+		{"an id not a string", `{"transactionId":7}`, `transactionId must be a string`},
+		{"no id", `{"data":1}`, `"transactionId" is missing: explain the verdict of which id?`},
+		{"transactionID", `{"transactionID":"t"}`, `unknown field "transactionID": a message has only "transactionId" and "data"; did you mean "transactionId"?`},
+		{"an array", `[{"transactionId":"t"}]`, `an explain is one message object, not an array`},
+		{"a lone surrogate in data", `{"transactionId":"t","data":"\ud800"}`,
+			`data: unpaired UTF-16 surrogate \ud800: PostgreSQL refuses it in jsonb (and it is no Unicode text); escape the whole pair or send UTF-8 at byte 29`},
+	})
+}
+
+func TestDecodeConfigureBody(t *testing.T) {
+	t.Parallel()
+	bodyref.RunDecodeCases(t, func(b []byte) *queengate.Error { _, _, _, werr := decodeConfigure(b); return werr }, []decodeCase{
+		{"all", `{"queue":"q","mode":"replace","options":{"dedupWindowSeconds":1,"retentionSeconds":2,"onConflict":"flag","maxAttempts":3,"retainUntil":"age","groupIdleSeconds":4}}`, ""},
+		{"groupIdleSeconds negative", `{"queue":"q","options":{"groupIdleSeconds":-1}}`, `"options": "groupIdleSeconds" is -1: from 0 to 2147483647`},
+		{"Queue", `{"Queue":"q"}`, `unknown field "Queue": a configure request has only "queue", "options" and "mode"; did you mean "queue"?`},
+		{"an option misnamed", `{"queue":"q","options":{"MaxAttempts":1}}`,
+			`"options": unknown field "MaxAttempts": the options object has only "dedupWindowSeconds", "retentionSeconds", "onConflict", "maxAttempts", "retainUntil", "retryDelayMs", "retryBackoffMs", "maxAckPending" and "groupIdleSeconds"; did you mean "maxAttempts"?`},
+		{"an option twice", `{"queue":"q","options":{"maxAttempts":1,"maxAttempts":2}}`,
+			`"options": field "maxAttempts" is given twice: send it once (the options object has "dedupWindowSeconds", "retentionSeconds", "onConflict", "maxAttempts", "retainUntil", "retryDelayMs", "retryBackoffMs", "maxAckPending" and "groupIdleSeconds")`},
+		{"retainUntil a number", `{"queue":"q","options":{"retainUntil":1}}`, `"options": "retainUntil" must be one of "age", "consumed", not the JSON number 1`},
+		{"retry delays", `{"queue":"q","options":{"retryDelayMs":1000,"retryBackoffMs":[1000,5000,30000]}}`, ""},
+		{"retryDelayMs over a day", `{"queue":"q","options":{"retryDelayMs":86400001}}`, `"options": "retryDelayMs" is 86400001: from 0 to 86400000`},
+		{"retryBackoffMs a number", `{"queue":"q","options":{"retryBackoffMs":1000}}`,
+			`"options": "retryBackoffMs" must be an array of delays in milliseconds such as [1000, 5000, 30000], not the JSON number 1000`},
+		{"retryBackoffMs with a negative entry", `{"queue":"q","options":{"retryBackoffMs":[1000,-1]}}`,
+			`"options": "retryBackoffMs[1]" is -1: from 0 to 86400000`},
+		{"retryBackoffMs with a string", `{"queue":"q","options":{"retryBackoffMs":["1s"]}}`, `"options": "retryBackoffMs[0]" must be a whole number, not a string "1s"`},
+		{"retryBackoffMs too long", `{"queue":"q","options":{"retryBackoffMs":[` + strings.Repeat("1,", 64) + `1]}}`,
+			`"options": "retryBackoffMs" has 65 entries: at most 64`},
+		{"mode an object", `{"queue":"q","mode":{}}`, `"mode" must be "merge" (the default) or "replace", not an object`},
+	})
+}
+
+func TestDecodeTimerBodies(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	bodyref.RunDecodeCases(t, func(b []byte) *queengate.Error { _, werr := decodeTimer(b, now); return werr }, []decodeCase{
+		{"a delay", `{"transactionId":"t","data":1,"delayMs":5}`, ""},
+		{"fireAt a number", `{"data":1,"fireAt":5}`, `"fireAt" must be an RFC 3339 string such as "2026-12-01T09:00:00Z", not the JSON number 5`},
+		{"DelayMs", `{"DelayMs":5}`, `unknown field "DelayMs": a message has only "transactionId", "data", "fireAt" and "delayMs"; did you mean "delayMs"?`},
+	})
+	bodyref.RunDecodeCases(t, func(b []byte) *queengate.Error { _, werr := decodeCancel(b); return werr }, []decodeCase{
+		{"an id", `{"timerId":"` + bodyref.TestLease + `"}`, ""},
+		{"TimerId", `{"TimerId":"` + bodyref.TestLease + `"}`, `unknown field "TimerId": a cancel has only "timerId"; did you mean "timerId"?`},
+		{"an id not a string", `{"timerId":[]}`, `"timerId" must be the UUID a schedule answered, not an array`},
+	})
+	bodyref.RunDecodeCases(t, func(b []byte) *queengate.Error { _, werr := decodeTimerList(b); return werr }, []decodeCase{
+		{"empty", ` `, ""},
+		{"both", `{"queue":"q","limit":5}`, ""},
+		{"a position", `{"from":{"fireAt":"2026-12-01T09:00:00.123456Z","timerId":"` + bodyref.TestLease + `"}}`, ""},
+		{"a position without its id", `{"from":{"fireAt":"2026-12-01T09:00:00Z"}}`, `"from" takes both "fireAt" and "timerId": want {"fireAt": "2026-12-01T09:00:00.123456Z", "timerId": "<uuid>"} (a timer list's "next")`},
+		{"a position's id not a UUID", `{"from":{"fireAt":"2026-12-01T09:00:00Z","timerId":"x"}}`, `"from": "timerId" must be the UUID a schedule answered, not a string "x"`},
+		{"a position a string", `{"from":"` + bodyref.TestLease + `"}`, `"from" must be a JSON object; want {"fireAt": "2026-12-01T09:00:00.123456Z", "timerId": "<uuid>"} (a timer list's "next")`},
+		{"limit a string", `{"limit":"5"}`, `"limit" must be a whole number, not a string "5"`},
+		{"limit 0", `{"limit":0}`, `"limit" is 0: from 1 to 10000`},
+		{"Limit", `{"Limit":5}`, `unknown field "Limit": a timer list has only "queue", "limit" and "from"; did you mean "limit"?`},
+	})
+}

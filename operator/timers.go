@@ -1,0 +1,340 @@
+package operator
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/queengate/queengate/gateway"
+
+	queengate "github.com/queengate/queengate"
+
+	"github.com/queengate/queengate/internal/wire"
+	"github.com/queengate/queengate/model"
+	"github.com/queengate/queengate/timers"
+)
+
+// maxTimerDelay bounds delayMs (and how far ahead fireAt may be): ten years.
+const maxTimerDelay = 10 * 365 * 24 * time.Hour
+
+// maxTimerList bounds a timer list's limit.
+const maxTimerList = 10000
+
+// timerRequest is a decoded schedule.
+type timerRequest struct {
+	txnID  string
+	data   []byte
+	fireAt time.Time
+}
+
+// timerFields are a schedule's fields beyond a push message's.
+var timerFields = []string{"fireAt", "delayMs"}
+
+// decodeTimer validates a schedule body: a push message (transactionId,
+// data: the push's rules, no other field) plus exactly one of fireAt
+// (RFC 3339) and delayMs (an integer >= 0, from now).
+func decodeTimer(body []byte, now time.Time) (timerRequest, *queengate.Error) {
+	m, werr := wire.DecodeOne(body, "a timer", timerFields...)
+	if werr != nil {
+		return timerRequest{}, werr
+	}
+	r := timerRequest{txnID: m.TxnIDOrMint(), data: m.Data}
+	fireAt, delayMs := m.Extra[0], m.Extra[1]
+	hasAt, hasDelay := fireAt != nil && string(fireAt) != "null", delayMs != nil && string(delayMs) != "null"
+	switch {
+	case hasAt == hasDelay:
+		return timerRequest{}, wire.BadInput(`give exactly one of "fireAt" (RFC 3339) and "delayMs" (milliseconds from now)`)
+	case hasAt:
+		t, werr := decodeFireAt(fireAt, now)
+		if werr != nil {
+			return timerRequest{}, werr
+		}
+		r.fireAt = t
+	default:
+		d, werr := decodeDelay(delayMs)
+		if werr != nil {
+			return timerRequest{}, werr
+		}
+		r.fireAt = now.Add(d)
+	}
+	return r, nil
+}
+
+func decodeFireAt(raw []byte, now time.Time) (time.Time, *queengate.Error) {
+	t, werr := parseFireAt(raw)
+	if werr != nil {
+		return time.Time{}, werr
+	}
+	if t.Sub(now) > maxTimerDelay {
+		s, _ := wire.DecodeString(raw)
+		return time.Time{}, wire.BadInput(`"fireAt" %q is more than ten years ahead`, s)
+	}
+	return t, nil
+}
+
+// parseFireAt reads a fireAt: an RFC 3339 string with a zone.
+func parseFireAt(raw []byte) (time.Time, *queengate.Error) { return gateway.ParseTime("fireAt", raw) }
+
+func decodeDelay(raw []byte) (time.Duration, *queengate.Error) {
+	var ms int64
+	// The bound is checked before converting: a Duration of that many ms
+	// overflows.
+	if werr := wire.WholeNumberInto("delayMs", 0, int64(maxTimerDelay/time.Millisecond), &ms)(raw); werr != nil {
+		werr.Text += " (milliseconds from now, up to ten years)"
+		return 0, werr
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
+// parseTimerSubject splits <prefix>.timer.<queue>.<partition>.
+func parseTimerSubject(prefix, subject string) (queue, partition string, werr *queengate.Error) {
+	rest, ok := strings.CutPrefix(subject, queengate.Subjects{Prefix: prefix}.Verb(queengate.APITimer)+".")
+	parts := strings.Split(rest, ".")
+	if !ok || len(parts) != 2 {
+		return "", "", wire.BadInput("timer subject %q: want %s", subject, queengate.APITimer.Template(prefix))
+	}
+	return parts[0], parts[1], gateway.ValidPlace(parts[0], parts[1])
+}
+
+// TimerOps serves timers over NATS and lists them over HTTP.
+type TimerOps struct {
+	svc *timers.Service
+	ops *Ops // for the answer budget of list
+}
+
+// NewTimerOps wires a timers service to the wire.
+func NewTimerOps(svc *timers.Service, ops *Ops) *TimerOps { return &TimerOps{svc: svc, ops: ops} }
+
+// schedule stores a timer; its message is bounded as a push's is, by the
+// connection's maxPayload.
+func (t *TimerOps) schedule(ctx context.Context, prefix, subject string, body []byte, maxPayload int64) (any, *queengate.Error) {
+	queue, partition, werr := parseTimerSubject(prefix, subject)
+	if werr != nil {
+		return nil, werr
+	}
+	r, werr := decodeTimer(body, time.Now())
+	if werr != nil {
+		return nil, werr
+	}
+	if werr := wire.CheckDataSize(r.data, maxPayload); werr != nil {
+		return nil, werr
+	}
+	s, err := t.svc.Schedule(ctx, queue, partition, r.txnID, r.data, r.fireAt)
+	if err != nil {
+		return nil, gateway.StoreError(err)
+	}
+	return queengate.TimerScheduled{TimerID: s.TimerID, Status: s.Status, FireAt: s.FireAt,
+		TransactionID: s.TransactionID, Existing: s.Existing}, nil
+}
+
+var (
+	cancelShape        = wire.Shape{Name: "a cancel", Example: `{"timerId": "<uuid>"}`}
+	timerListShape     = wire.Shape{Name: "a timer list", Example: `{"queue": "...", "limit": 100, "from": {...}} (each optional; or an empty body)`}
+	timerPositionShape = wire.Shape{Name: "a timer position", Example: `{"fireAt": "2026-12-01T09:00:00.123456Z", "timerId": "<uuid>"} (a timer list's "next")`}
+)
+
+func (t *TimerOps) cancel(ctx context.Context, body []byte) (any, *queengate.Error) {
+	id, werr := decodeCancel(body)
+	if werr != nil {
+		return nil, werr
+	}
+	answer, err := t.svc.Cancel(ctx, id)
+	if err != nil {
+		return nil, gateway.StoreError(err)
+	}
+	return queengate.TimerCancelled{Status: answer}, nil
+}
+
+// decodeCancel reads a cancel body: the timerId a schedule answered.
+func decodeCancel(body []byte) (id string, werr *queengate.Error) {
+	werr = wire.DecodeObject(body, wire.TheBody, cancelShape, wire.Field{Name: "timerId", Decode: timerIDInto(&id)})
+	if werr == nil && id == "" {
+		werr = wire.BadInput(`"timerId" is missing: want %s`, cancelShape.Example)
+	}
+	return id, werr
+}
+
+// timerIDInto decodes a timerId: the UUID a schedule answered.
+func timerIDInto(dst *string) func([]byte) *queengate.Error {
+	return func(raw []byte) *queengate.Error {
+		if s, ok := wire.DecodeString(raw); ok && wire.UUIDText.MatchString(s) {
+			*dst = s
+			return nil
+		}
+		return wire.BadInput(`"timerId" must be the UUID a schedule answered, not %s`, wire.Describe(raw))
+	}
+}
+
+// timerList is a timer list request: a queue ("": every queue), a limit
+// (nil: 100) and the position to list from (nil: the first due).
+type timerList struct {
+	queue string
+	limit *int
+	from  *model.TimerPosition
+}
+
+// list lists pending timers in the store's order (fire time, then id);
+// an answer with more pending after it names the next page's position.
+func (t *TimerOps) list(ctx context.Context, req timerList) (any, *queengate.Error) {
+	if req.queue != "" {
+		if werr := gateway.ValidQueue(req.queue); werr != nil {
+			return nil, werr
+		}
+	}
+	limit := 100
+	if req.limit != nil {
+		limit = *req.limit
+	}
+	if limit < 1 || limit > maxTimerList {
+		return nil, wire.BadInput("limit %d: 1 to %d", limit, maxTimerList)
+	}
+	// One more than asked: whether another page follows.
+	ts, err := t.svc.List(ctx, req.queue, limit+1, req.from)
+	if err != nil {
+		return nil, gateway.StoreError(err)
+	}
+	out := queengate.TimersAnswer{Timers: make([]queengate.TimerView, 0, len(ts))}
+	for _, x := range ts {
+		out.Timers = append(out.Timers, queengate.TimerView{TimerID: x.ID, Queue: x.Queue, Partition: x.Partition,
+			TransactionID: x.TxnID, FireAt: x.FireAt.UTC(), CreatedAt: x.CreatedAt.UTC()})
+	}
+	if len(out.Timers) > limit {
+		out.Next = timerPosition(out.Timers[limit])
+		out.Timers = out.Timers[:limit]
+	}
+	fitTimers(&out, t.ops.answerBudget())
+	return out, nil
+}
+
+// timerPosition is where v is in the timer list's order.
+func timerPosition(v queengate.TimerView) *queengate.TimerPosition {
+	return &queengate.TimerPosition{FireAt: v.FireAt, TimerID: v.TimerID}
+}
+
+func (t *TimerOps) listNATS(ctx context.Context, body []byte) (any, *queengate.Error) {
+	req, werr := decodeTimerList(body)
+	if werr != nil {
+		return nil, werr
+	}
+	return t.list(ctx, req)
+}
+
+// decodeTimerList reads a list body: empty, or a queue, a limit and a
+// position to list from.
+func decodeTimerList(body []byte) (req timerList, werr *queengate.Error) {
+	if wire.Blank(body) {
+		return req, nil
+	}
+	werr = wire.DecodeObject(body, wire.TheBody, timerListShape,
+		wire.Field{Name: "queue", Decode: wire.NameInto("queue", &req.queue)},
+		wire.Field{Name: "limit", Decode: func(raw []byte) *queengate.Error {
+			req.limit = new(int)
+			return wire.WholeNumberInto("limit", 1, maxTimerList, req.limit)(raw)
+		}},
+		wire.Field{Name: "from", Decode: func(raw []byte) *queengate.Error {
+			req.from, werr = decodeTimerPosition(raw)
+			return werr
+		}},
+	)
+	return req, werr
+}
+
+// decodeTimerPosition reads a list's "from": the "next" a list answered.
+func decodeTimerPosition(raw []byte) (*model.TimerPosition, *queengate.Error) {
+	var (
+		id     string
+		fireAt *time.Time
+	)
+	werr := wire.DecodeObject(raw, `"from"`, timerPositionShape,
+		wire.Field{Name: "fireAt", Decode: func(raw []byte) *queengate.Error {
+			at, werr := parseFireAt(raw)
+			fireAt = &at
+			return werr
+		}},
+		wire.Field{Name: "timerId", Decode: timerIDInto(&id)},
+	)
+	if werr == nil && (fireAt == nil || id == "") {
+		werr = wire.BadInput(`"from" takes both "fireAt" and "timerId": want %s`, timerPositionShape.Example)
+	}
+	if werr != nil {
+		return nil, werr
+	}
+	return &model.TimerPosition{FireAt: *fireAt, ID: id}, nil
+}
+
+// timerListQuery reads GET /timers's parameters: queue, limit, and the
+// position to list from as fromFireAt and fromTimerId (both or neither).
+func timerListQuery(q url.Values) (req timerList, werr *queengate.Error) {
+	if werr := gateway.OnlyParameters(q, "/timers", "queue", "limit", "fromFireAt", "fromTimerId"); werr != nil {
+		return req, werr
+	}
+	req.queue = q.Get("queue")
+	if q.Has("limit") {
+		s := q.Get("limit")
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			return req, wire.BadInput("limit %q: an integer from 1 to %d", wire.Excerpt([]byte(s)), maxTimerList)
+		}
+		req.limit = &n
+	}
+	if q.Has("fromFireAt") != q.Has("fromTimerId") {
+		return req, wire.BadInput("give both fromFireAt and fromTimerId (a timer list's next), or neither")
+	}
+	if q.Has("fromFireAt") {
+		body := wire.AppendJSONString([]byte(`{"fireAt":`), q.Get("fromFireAt"))
+		body = wire.AppendJSONString(append(body, `,"timerId":`...), q.Get("fromTimerId"))
+		req.from, werr = decodeTimerPosition(append(body, '}'))
+	}
+	return req, werr
+}
+
+// Endpoints serves schedule, cancel and list.
+func (t *TimerOps) Endpoints(g *gateway.Gateway) ([]gateway.Endpoint, error) {
+	return t.Operations(g.Prefix(), g.Conn()), nil
+}
+
+// Operations are the timer entries; list is also GET /timers on the
+// admin HTTP (an operator request).
+func (t *TimerOps) Operations(prefix string, nc *nats.Conn) []gateway.Endpoint {
+	s := queengate.Subjects{Prefix: prefix}
+	timer := s.Verb(queengate.APITimer)
+	return []gateway.Endpoint{
+		// A timerId names no queue, but it is a random UUID only its
+		// scheduler (or an operator's list) has: holding it is the right
+		// to cancel, as a leaseId is to ack (docs/security.md).
+		// <prefix>.timer.cancel.x and .list.x are schedules (to queues
+		// named cancel and list), and <prefix>.timer.<one token> is
+		// cancel, list or nothing: the misshapen subjects left to answer
+		// are <prefix>.timer and four tokens or more.
+		{Name: "timer-cancel", Verb: s.Verb(queengate.APITimerCancel), MisshapenOnly: []string{}, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
+			return t.cancel(ctx, req.Data)
+		}},
+		{Name: "timer-list", Verb: s.Verb(queengate.APITimerList), MisshapenOnly: []string{}, Operator: true, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
+			return t.listNATS(ctx, req.Data)
+		}, HTTP: []gateway.HTTPForm{{Route: "GET /timers", Op: func(r *http.Request, _ []byte) (any, *queengate.Error) {
+			req, werr := timerListQuery(r.URL.Query())
+			if werr != nil {
+				return nil, werr
+			}
+			return t.list(r.Context(), req)
+		}}}},
+		{Name: "timer-schedule", Verb: s.Verb(queengate.APITimer), Names: queengate.APITimer.Names,
+			MisshapenOnly: []string{timer, timer + ".*.*.>"}, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
+				return t.schedule(ctx, prefix, req.Subject, req.Data, nc.MaxPayload())
+			}},
+	}
+}
+
+// MountTimers serves the timer operations' HTTP form, GET /timers, and
+// refuses the other methods there: schedule and cancel are NATS only.
+func (a *Admin) MountTimers(t *TimerOps) {
+	a.MountTable(t)
+	a.mux.HandleFunc("/timers", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", "GET")
+		writeError(w, &queengate.Error{Code: queengate.CodeMethodNotAllowed, Text: r.Method + " /timers: use GET (schedule and cancel go over NATS)"})
+	})
+}
