@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/queengate/queengate/model"
+	"github.com/queengate/queengate/pgstore/internal/readpool"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -133,9 +134,15 @@ SELECT p.id, p.name, p.last_offset, p.txns_start, p.created_at, p.stored_bytes,
  WHERE p.queue_id = $1
  ORDER BY p.name`
 
-// Partitions lists a queue's partitions, by name.
+// Partitions lists a queue's partitions, by name, on the read pool.
 func (s *Store) Partitions(ctx context.Context, queueID int64) ([]model.PartitionInfo, error) {
-	rows, err := s.pool.Query(ctx, partitionsSQL, queueID)
+	return readpool.List(ctx, s.reads, func(ctx context.Context, q readpool.Querier) ([]model.PartitionInfo, error) {
+		return partitions(ctx, q, queueID)
+	})
+}
+
+func partitions(ctx context.Context, q readpool.Querier, queueID int64) ([]model.PartitionInfo, error) {
+	rows, err := q.Query(ctx, partitionsSQL, queueID)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: list partitions: %w", err)
 	}

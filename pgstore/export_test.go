@@ -3,7 +3,11 @@ package pgstore
 import (
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/queengate/queengate/pgstore/internal/pgwire"
+	"github.com/queengate/queengate/pgstore/internal/readpool"
 )
 
 // EncodeFrameArrays exposes the push path's binary array encoding to the
@@ -40,3 +44,14 @@ const DefaultMaxData = defaultMaxData
 
 // DropStep is how many frames one step of a delete or a purge deletes.
 const DropStep = dropStep
+
+// ReadPaths is how many reads meant for the read pool took each path
+// (queengate_pg_read_pool_reads_total).
+func (s *Store) ReadPaths() map[string]float64 {
+	vec := s.reads.Collector().(*prometheus.CounterVec)
+	out := map[string]float64{}
+	for _, p := range []string{readpool.Standby, readpool.StandbyAfterWait, readpool.PrimaryStandbyBehind, readpool.PrimaryStandbyFailed} {
+		out[p] = testutil.ToFloat64(vec.WithLabelValues(p))
+	}
+	return out
+}

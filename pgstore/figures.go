@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/queengate/queengate/model"
+	"github.com/queengate/queengate/pgstore/internal/readpool"
 )
 
 // queueFiguresSQL reads every queue's figures in one statement: its
@@ -44,9 +45,13 @@ SELECT q.name, coalesce(pp.n, 0), coalesce(pp.ids, '{}'), coalesce(pp.stored, 0)
  ORDER BY q.name`
 
 // QueueFigures reads every queue's figures, by name (the database's
-// order), each with the depth of its dead-letter queue.
+// order), each with the depth of its dead-letter queue, on the read pool.
 func (s *Store) QueueFigures(ctx context.Context) ([]model.QueueFigures, error) {
-	rows, err := s.pool.Query(ctx, queueFiguresSQL, model.RedriveGroup)
+	return readpool.List(ctx, s.reads, queueFigures)
+}
+
+func queueFigures(ctx context.Context, q readpool.Querier) ([]model.QueueFigures, error) {
+	rows, err := q.Query(ctx, queueFiguresSQL, model.RedriveGroup)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: queue figures: %w", err)
 	}

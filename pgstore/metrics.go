@@ -20,7 +20,9 @@ type poolCollector struct {
 	groupLag, dlqDepth, delayed                *prometheus.Desc
 }
 
-// Collector exports the pool's statistics under queengate_pg_pool_*.
+// Collector exports the pool's statistics under queengate_pg_pool_*,
+// and which path the reads meant for the read pool took
+// (queengate_pg_read_pool_reads_total).
 func (s *Store) Collector() prometheus.Collector {
 	d := func(name, help string) *prometheus.Desc {
 		return prometheus.NewDesc("queengate_pg_pool_"+name, help, nil, nil)
@@ -61,6 +63,7 @@ func (c *poolCollector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- d
 	}
 	c.s.undeliverable.Describe(ch)
+	c.s.reads.Collector().Describe(ch)
 }
 
 func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
@@ -83,6 +86,7 @@ func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
 	c.collectConsumers(ch)
 	c.collectFigures(ch)
 	c.s.undeliverable.Collect(ch)
+	c.s.reads.Collector().Collect(ch)
 }
 
 // maxFigureSeries bounds the series of each of the gauges read from the

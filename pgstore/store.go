@@ -11,6 +11,7 @@ import (
 	"github.com/queengate/queengate/model"
 	"github.com/queengate/queengate/pgstore/consumer"
 	"github.com/queengate/queengate/pgstore/internal/pgwire"
+	"github.com/queengate/queengate/pgstore/internal/readpool"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -27,7 +28,10 @@ type Store struct {
 	// groupStore serves the consumer groups (package consumer): pops,
 	// acks, leases, dead letters and redrives, group positions.
 	*groupStore
-	pool          *pgxpool.Pool
+	pool *pgxpool.Pool
+	// reads runs reads, explain, message gets and listings on the read
+	// pool (Option ReadURL), or on pool.
+	reads         *readpool.Router
 	settleTimeout time.Duration
 	hb            heartbeat
 	// dataLimit is the most data a message may carry; see SetMaxData.
@@ -42,8 +46,19 @@ type Store struct {
 type groupStore = consumer.Store
 
 // Open connects a pool to connString (a PostgreSQL URL or DSN, with pgx's
-// pool_* parameters). Close releases it.
-func Open(ctx context.Context, connString string) (*Store, error) {
+// pool_* parameters), and a read pool when an option names one. Close
+// releases them.
+func Open(ctx context.Context, connString string, opts ...Option) (*Store, error) {
+	cfg, err := parsePoolConfig(connString)
+	if err != nil {
+		return nil, err
+	}
+	return OpenConfig(ctx, cfg, opts...)
+}
+
+// parsePoolConfig parses a pool's connection string, with more
+// connections than pgx's default unless it says how many.
+func parsePoolConfig(connString string) (*pgxpool.Config, error) {
 	cfg, err := pgxpool.ParseConfig(connString)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: parse connection string: %w", err)
@@ -54,15 +69,76 @@ func Open(ctx context.Context, connString string) (*Store, error) {
 		// fires, retention, hydrations and operator requests come and go.
 		cfg.MaxConns = int32(max(8, 2*runtime.NumCPU()+4))
 	}
-	return OpenConfig(ctx, cfg)
+	return cfg, nil
 }
+
+// Option is an option of Open and OpenConfig.
+type Option func(*options)
+
+type options struct {
+	readURL  string
+	readWait time.Duration
+}
+
+// ReadURL gives the store a second pool, for reads, explain, message gets
+// and the listings of groups, partitions, dead letters and figures:
+// usually standbys (a multi-host URL with target_session_attrs=standby
+// or prefer-standby). Pops, acks, leases and every write stay on the
+// primary; a read the standby could answer short waits for its replay or
+// runs on the primary (docs/design.md, "Reading from standbys"). Empty:
+// reads use the primary's pool.
+func ReadURL(url string) Option { return func(o *options) { o.readURL = url } }
+
+// DefaultReadWait is ReadWait's default.
+const DefaultReadWait = readpool.DefaultWait
+
+// ReadWait is the longest a read waits for a lagging standby before it
+// reads on the primary (default DefaultReadWait; 0: it does not wait).
+func ReadWait(d time.Duration) Option { return func(o *options) { o.readWait = d } }
 
 // OpenConfig connects a pool built from cfg. It chains its own AfterConnect
 // hook (binary codecs for the push arrays) before cfg's, and turns JIT
 // compilation off unless cfg sets it: the push's statements are planned
 // with generic row estimates that reach jit_above_cost, and compiling
 // them took ~60 ms of a push that runs in under one.
-func OpenConfig(ctx context.Context, cfg *pgxpool.Config) (*Store, error) {
+func OpenConfig(ctx context.Context, cfg *pgxpool.Config, opts ...Option) (*Store, error) {
+	o := options{readWait: DefaultReadWait}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	pool, err := connect(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	var reads *pgxpool.Pool
+	if o.readURL != "" {
+		if reads, err = openReadPool(ctx, o.readURL); err != nil {
+			pool.Close()
+			return nil, err
+		}
+	}
+	s := &Store{pool: pool, reads: readpool.New(pool, reads, o.readWait), settleTimeout: defaultSettleTimeout,
+		undeliverable: newUndeliverableCounter()}
+	s.groupStore = consumer.New(pool, s.reads, s, s.maxData, s.undeliverable)
+	return s, nil
+}
+
+// openReadPool connects the read pool. Its connections are made as the
+// primary's: the same codecs, JIT off.
+func openReadPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
+	cfg, err := parsePoolConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("read pool: %w", err)
+	}
+	pool, err := connect(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("read pool: %w", err)
+	}
+	return pool, nil
+}
+
+// connect makes a pool of cfg with this package's connection hook.
+func connect(ctx context.Context, cfg *pgxpool.Config) (*pgxpool.Pool, error) {
 	if _, set := cfg.ConnConfig.RuntimeParams["jit"]; !set {
 		cfg.ConnConfig.RuntimeParams["jit"] = "off"
 	}
@@ -83,9 +159,7 @@ func OpenConfig(ctx context.Context, cfg *pgxpool.Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: connect: %w", err)
 	}
-	s := &Store{pool: pool, settleTimeout: defaultSettleTimeout, undeliverable: newUndeliverableCounter()}
-	s.groupStore = consumer.New(pool, s, s.maxData, s.undeliverable)
-	return s, nil
+	return pool, nil
 }
 
 // SetMaxData gives the store the most data a message may carry: the
@@ -110,14 +184,18 @@ func (s *Store) maxData() int {
 	return defaultMaxData
 }
 
-// Close closes the pool.
+// Close closes the pools.
 func (s *Store) Close() {
 	s.hb.close()
+	s.reads.Close()
 	s.pool.Close()
 }
 
-// Pool is the underlying connection pool.
+// Pool is the underlying connection pool, the primary's.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// ReadPool is the read pool (Option ReadURL); nil when there is none.
+func (s *Store) ReadPool() *pgxpool.Pool { return s.reads.Pool() }
 
 // Migrate brings the schema up to date; see [Migrate].
 func (s *Store) Migrate(ctx context.Context) ([]int, error) {

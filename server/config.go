@@ -10,6 +10,7 @@ import (
 	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/ingest"
 	"github.com/queengate/queengate/model"
+	"github.com/queengate/queengate/pgstore"
 )
 
 // Config is a gateway's configuration: what cmd/queengate's flags set.
@@ -18,6 +19,14 @@ type Config struct {
 	// PGURL is the PostgreSQL database (required); Start migrates it. Its
 	// pool needs pool_max_conns of at least 4.
 	PGURL string
+	// PGReadURL, when set, is a second pool for reads, explain, message
+	// gets and listings: usually standbys (multi-host,
+	// target_session_attrs=standby or prefer-standby). Pops, acks,
+	// leases and writes stay on PGURL (pgstore.ReadURL).
+	PGReadURL string
+	// PGReadWait is the longest a read waits for a lagging standby
+	// before it reads on PGURL; 0: DefaultPGReadWait, negative: no wait.
+	PGReadWait time.Duration
 
 	// NATSURL is the NATS server or cluster, URLs comma-separated. Empty:
 	// an embedded nats-server, configured by EmbeddedNATS.
@@ -67,6 +76,9 @@ type Config struct {
 	// of its own, with the Go and process collectors.
 	Registry *prometheus.Registry
 }
+
+// DefaultPGReadWait is Config.PGReadWait's default.
+const DefaultPGReadWait = pgstore.DefaultReadWait
 
 // EmbeddedNATS configures the in-process nats-server.
 type EmbeddedNATS struct {

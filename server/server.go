@@ -117,7 +117,7 @@ func (s *Server) AdminAddr() string { return s.admin.Addr() }
 // openStore opens PostgreSQL; it is migrated once reachable
 // (awaitDependencies).
 func (s *Server) openStore(ctx context.Context) error {
-	store, err := pgstore.Open(ctx, s.cfg.PGURL)
+	store, err := pgstore.Open(ctx, s.cfg.PGURL, s.readOptions()...)
 	if err != nil {
 		return err
 	}
@@ -127,6 +127,21 @@ func (s *Server) openStore(ctx context.Context) error {
 		return fmt.Errorf("pg-url: pool_max_conns=%d is too few: at least 4 (pushes, the timers' LISTEN, fires, retention)", n)
 	}
 	return nil
+}
+
+// readOptions are the store's options for the read pool.
+func (s *Server) readOptions() []pgstore.Option {
+	if s.cfg.PGReadURL == "" {
+		return nil
+	}
+	opts := []pgstore.Option{pgstore.ReadURL(s.cfg.PGReadURL)}
+	switch {
+	case s.cfg.PGReadWait < 0:
+		opts = append(opts, pgstore.ReadWait(0))
+	case s.cfg.PGReadWait > 0:
+		opts = append(opts, pgstore.ReadWait(s.cfg.PGReadWait))
+	}
+	return opts
 }
 
 // awaitDependencies waits until PostgreSQL is migrated (under the

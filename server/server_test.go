@@ -32,6 +32,33 @@ func start(t *testing.T, cfg server.Config) *server.Server {
 	return srv
 }
 
+// connect is a client of srv on a connection of the test's own, which
+// outlives the gateway's; both close when the test ends.
+func connect(t *testing.T, srv *server.Server, opts ...queengate.Option) *queengate.Client {
+	t.Helper()
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	client, err := queengate.NewClient(nc, append(opts, queengate.WithTimeout(5*time.Second))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(client.Close)
+	return client
+}
+
+// pushQueued pushes message t-1 to q/p and fails unless it is queued.
+func pushQueued(t *testing.T, client *queengate.Client) queengate.Message {
+	t.Helper()
+	msg := queengate.Message{TransactionID: "t-1", Data: json.RawMessage(`{}`)}
+	if answers, err := client.Push(context.Background(), "q", "p", msg); err != nil || answers[0].Status != queengate.StatusQueued {
+		t.Fatalf("push answered %v, %v; want queued", answers, err)
+	}
+	return msg
+}
+
 // TestServesUntilStopped: a started server takes pushes on ClientURL,
 // registers its metrics in the Registry given, and after Stop (twice is
 // harmless) answers nothing.
@@ -40,22 +67,9 @@ func TestServesUntilStopped(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	srv := start(t, server.Config{PGURL: pgtest.NewDB(t), EmbeddedNATS: server.EmbeddedNATS{Port: -1},
 		AdminAddr: "127.0.0.1:0", Prefix: "embedded", Registry: reg})
-	// A connection of the test's own: it outlives the gateway's.
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	client, err := queengate.NewClient(nc, queengate.WithPrefix("embedded"), queengate.WithTimeout(5*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
+	client := connect(t, srv, queengate.WithPrefix("embedded"))
 	ctx := context.Background()
-	msg := queengate.Message{TransactionID: "t-1", Data: json.RawMessage(`{}`)}
-	if answers, err := client.Push(ctx, "q", "p", msg); err != nil || answers[0].Status != queengate.StatusQueued {
-		t.Fatalf("push answered %v, %v; want queued", answers, err)
-	}
+	msg := pushQueued(t, client)
 	families, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -75,6 +89,48 @@ func TestServesUntilStopped(t *testing.T) {
 	if _, err := client.Push(ctx, "q", "p", msg); err == nil {
 		t.Error("a stopped server answered a push")
 	}
+}
+
+// TestReadsGoToTheReadPool: with PGReadURL, a read is served by the read
+// pool (here the primary itself, which prefer-standby takes when no
+// standby answers) and counted so.
+func TestReadsGoToTheReadPool(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	url := pgtest.NewDB(t)
+	srv := start(t, server.Config{PGURL: url, PGReadURL: url + "&target_session_attrs=prefer-standby",
+		EmbeddedNATS: server.EmbeddedNATS{Port: -1}, AdminAddr: "127.0.0.1:0", Registry: reg})
+	defer srv.Stop(context.Background())
+	client := connect(t, srv)
+	pushQueued(t, client)
+	if ans, err := client.Read(context.Background(), "q", "p", queengate.ReadRequest{}); err != nil || len(ans.Messages) != 1 {
+		t.Fatalf("read %+v, %v; want t-1", ans, err)
+	}
+	// Other tests write to the same server meanwhile: the read may have
+	// waited for the position the primary had reached, never fallen back.
+	paths := readPaths(t, reg)
+	if paths["standby"]+paths["standby_after_wait"] < 1 || paths["primary_standby_behind"]+paths["primary_standby_failed"] != 0 {
+		t.Errorf("read paths %v: want the read served by the read pool", paths)
+	}
+}
+
+// readPaths is queengate_pg_read_pool_reads_total by path.
+func readPaths(t *testing.T, reg *prometheus.Registry) map[string]float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths := map[string]float64{}
+	for _, f := range families {
+		if f.GetName() != "queengate_pg_read_pool_reads_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			paths[m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
+		}
+	}
+	return paths
 }
 
 // TestStartRefusesASmallPool: a pool too small for the gateway's

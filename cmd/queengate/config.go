@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -24,6 +25,12 @@ import (
 type config struct {
 	// PGURL (--pg-url, QUEEN_PG_URL): PostgreSQL URL. Empty: LocalPGDir.
 	PGURL string
+	// PGReadURL (--pg-read-url, QUEEN_PG_READ_URL): PostgreSQL URL for
+	// reads (standbys). Empty: reads use PGURL.
+	PGReadURL string
+	// PGReadWait (--pg-read-wait, QUEEN_PG_READ_WAIT): longest a read
+	// waits for a lagging standby; 0: none.
+	PGReadWait time.Duration
 	// LocalPGDir (--local-pg-dir, QUEEN_LOCAL_PG_DIR), development only:
 	// with no PGURL, run a PostgreSQL cluster kept in this folder.
 	LocalPGDir string
@@ -170,6 +177,8 @@ flag wins. Flags:
 	// configures cannot disagree.
 	ingestDefaults := ingest.DefaultConfig()
 	e.str(&cfg.PGURL, "pg-url", "QUEEN_PG_URL", "", "PostgreSQL URL; empty: run a local cluster in --local-pg-dir")
+	e.str(&cfg.PGReadURL, "pg-read-url", "QUEEN_PG_READ_URL", "", "PostgreSQL URL for reads, explain, message gets and listings: standbys (host=a,b target_session_attrs=standby or prefer-standby); pops, acks and writes stay on --pg-url; empty: --pg-url")
+	e.dur(&cfg.PGReadWait, "pg-read-wait", "QUEEN_PG_READ_WAIT", server.DefaultPGReadWait, "longest a read waits for a standby behind what the primary stored before it reads on --pg-url; 0: none")
 	e.str(&cfg.LocalPGDir, "local-pg-dir", "QUEEN_LOCAL_PG_DIR", "", "development only: folder of a local PostgreSQL cluster used when --pg-url is empty")
 	e.str(&cfg.NATSURL, "nats-url", "QUEEN_NATS_URL", "", "NATS URL(s), comma-separated; empty: run an embedded nats-server")
 	e.str(&cfg.NATSHost, "nats-host", "QUEEN_NATS_HOST", "127.0.0.1", "embedded nats-server: host to listen on")
@@ -222,6 +231,12 @@ func (c config) validate() error {
 	var errs []error
 	if c.PGURL == "" && c.LocalPGDir == "" {
 		errs = append(errs, errors.New("pg-url: set QUEEN_PG_URL (or --pg-url), or QUEEN_LOCAL_PG_DIR for a local development cluster"))
+	}
+	if c.PGReadURL != "" && c.PGURL == "" {
+		errs = append(errs, errors.New("pg-read-url: reads from standbys need --pg-url, their primary (not a local development cluster)"))
+	}
+	if c.PGReadWait < 0 {
+		errs = append(errs, fmt.Errorf("pg-read-wait: %v, must be 0 (none) or positive", c.PGReadWait))
 	}
 	if c.MaxBatch < 1 {
 		errs = append(errs, fmt.Errorf("max-batch: %d, must be at least 1", c.MaxBatch))
@@ -282,8 +297,10 @@ func (c config) validate() error {
 // development cluster.
 func (c config) server(log zerolog.Logger) server.Config {
 	return server.Config{
-		PGURL:   c.PGURL,
-		NATSURL: c.NATSURL,
+		PGURL:      c.PGURL,
+		PGReadURL:  c.PGReadURL,
+		PGReadWait: cmp.Or(c.PGReadWait, -1), // server: 0 is its default, negative none
+		NATSURL:    c.NATSURL,
 		NATSAuth: queengate.NATSAuth{User: c.NATSUser, Password: c.NATSPassword, Token: c.NATSToken,
 			NKeyFile: c.NATSNKey, CredsFile: c.NATSCreds, TLSCA: c.NATSTLSCA, TLSCert: c.NATSTLSCert, TLSKey: c.NATSTLSKey},
 		EmbeddedNATS: server.EmbeddedNATS{Host: c.NATSHost, Port: c.NATSPort, ConfigFile: c.NATSConfig,

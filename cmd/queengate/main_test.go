@@ -285,6 +285,9 @@ func TestVersionAndConfigErrors(t *testing.T) {
 		{[]string{"QUEEN_PG_URL=postgres://127.0.0.1:1/x", "QUEEN_NATS_URL=nats://x:4222", "QUEEN_NATS_SERVER_TLS_CERT=c"}, nil, "configure the embedded server"},
 		{[]string{"QUEEN_PG_URL=postgres://127.0.0.1:1/x", "QUEEN_NATS_URL=nats://x:4222", "QUEEN_NATS_CONFIG=n.conf"}, nil, "nats-config and nats-server-tls-*"},
 		{[]string{"QUEEN_PG_URL=postgres://127.0.0.1:1/x", "QUEEN_NATS_CONFIG=/no/such/nats.conf"}, nil, "embedded nats-server config"},
+		{[]string{"QUEEN_LOCAL_PG_DIR=/tmp/x", "QUEEN_PG_READ_URL=postgres://127.0.0.1:1/x"}, nil, "pg-read-url: reads from standbys need --pg-url"},
+		{[]string{"QUEEN_PG_URL=postgres://127.0.0.1:1/x"}, []string{"--pg-read-wait", "-1s"}, "pg-read-wait: -1s, must be 0 (none) or positive"},
+		{[]string{"QUEEN_PG_URL=postgres://127.0.0.1:1/x", "QUEEN_PG_READ_URL=postgres://127.0.0.1:port/x"}, nil, "read pool: pgstore: parse connection string"},
 	}
 	for _, c := range cases {
 		cmd := exec.Command(binary, c.args...)

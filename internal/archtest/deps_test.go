@@ -30,8 +30,8 @@ var arrows = map[string][]string{
 	"model":                   {},
 	"dedup":                   {},
 	"internal/promreg":        {},
-	"pgstore":                 {"model", "pgstore/consumer", "pgstore/internal/pgwire"},
-	"pgstore/consumer":        {"model", "pgstore/internal/pgwire"},
+	"pgstore":                 {"model", "pgstore/consumer", "pgstore/internal/pgwire", "pgstore/internal/readpool"},
+	"pgstore/consumer":        {"model", "pgstore/internal/pgwire", "pgstore/internal/readpool"},
 	"pgstore/internal/pgwire": {"model"},
 	"ingest":                  {"dedup", "model", "internal/startstop", "internal/promreg"},
 	"timers":                  {"model", "internal/startstop", "internal/promreg"},
@@ -41,6 +41,9 @@ var arrows = map[string][]string{
 	"gateway":                 {".", "ingest", "model", "routing", "internal/wire", "internal/promreg"},
 	"consume":                 {".", "gateway", "model", "internal/wire", "internal/promreg"},
 	"operator":                {".", "gateway", "ingest", "timers", "model", "internal/wire", "internal/startstop"},
+
+	// Reads on standbys, and their freshness.
+	"pgstore/internal/readpool": {"model"},
 
 	// The gateway run in-process, and for users' tests.
 	"internal/natsembed":  {},

@@ -15,6 +15,7 @@ import (
 
 	"github.com/queengate/queengate/model"
 	"github.com/queengate/queengate/pgstore/internal/pgwire"
+	"github.com/queengate/queengate/pgstore/internal/readpool"
 )
 
 // EnsureGroup returns queue's consumer group name, creating it (the
@@ -531,9 +532,15 @@ func (s *Store) Lease(ctx context.Context, g model.Group, partitionID int64, lea
 
 // GroupPartitions lists every group of the queue with its position on
 // each partition, lag included: partitions a group has not read yet are
-// listed from offset 0.
+// listed from offset 0. It reads on the read pool.
 func (s *Store) GroupPartitions(ctx context.Context, queueID int64) ([]model.GroupPartition, error) {
-	rows, err := s.pool.Query(ctx, `
+	return readpool.List(ctx, s.reads, func(ctx context.Context, q readpool.Querier) ([]model.GroupPartition, error) {
+		return groupPartitions(ctx, q, queueID)
+	})
+}
+
+func groupPartitions(ctx context.Context, q readpool.Querier, queueID int64) ([]model.GroupPartition, error) {
+	rows, err := q.Query(ctx, `
 		SELECT g.name, p.name, p.id, coalesce(c.next_offset, 0), p.last_offset,
 		       coalesce(c.lease_id IS NOT NULL AND c.lease_until > now(), false), coalesce(c.lease_consumer, ''), c.lease_until,
 		       coalesce(c.unconfirmed, 0), coalesce(c.deleted_unconsumed, 0),

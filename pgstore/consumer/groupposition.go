@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/queengate/queengate/model"
+	"github.com/queengate/queengate/pgstore/internal/readpool"
 )
 
 // CreateGroup creates queue's consumer group name with start position
@@ -183,9 +184,15 @@ func seekIn(ctx context.Context, tx pgx.Tx, groupID int64, partitionID, offset *
 // GroupActivity says, for every group of the queue, how long it has been
 // idle (queen.consumer_group_active_at) and whether it no longer holds
 // retention back: idle past the queue's groupIdleSeconds (0: always
-// holds).
+// holds). It reads on the read pool.
 func (s *Store) GroupActivity(ctx context.Context, queueID int64) ([]model.GroupActivity, error) {
-	rows, err := s.pool.Query(ctx, `
+	return readpool.List(ctx, s.reads, func(ctx context.Context, q readpool.Querier) ([]model.GroupActivity, error) {
+		return groupActivity(ctx, q, queueID)
+	})
+}
+
+func groupActivity(ctx context.Context, q readpool.Querier, queueID int64) ([]model.GroupActivity, error) {
+	rows, err := q.Query(ctx, `
 		SELECT g.name, greatest(extract(epoch FROM now() - a.at), 0)::float8,
 		       q.group_idle_seconds > 0 AND a.at < now() - make_interval(secs => q.group_idle_seconds)
 		  FROM queen.consumer_groups g JOIN queen.queues q ON q.id = g.queue_id

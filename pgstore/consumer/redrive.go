@@ -12,6 +12,7 @@ import (
 
 	"github.com/queengate/queengate/model"
 	"github.com/queengate/queengate/pgstore/internal/pgwire"
+	"github.com/queengate/queengate/pgstore/internal/readpool"
 )
 
 // DeadLetters returns up to limit dead letters of queue's partition not
@@ -19,14 +20,20 @@ import (
 // left; none when the queue has no dead letters there. skipped counts
 // messages of the dead-letter partition it passed that are not dead
 // letters of queue (pushed there by hand, say). ErrQueueNotFound for a
-// queue that does not exist.
+// queue that does not exist. The dead-letter partition is read on the
+// read pool.
 func (s *Store) DeadLetters(ctx context.Context, queue, partition string, f model.DeadLetterFilter, limit int) (
 	pending []model.PendingDeadLetter, skipped int, more bool, err error) {
 	g, dlq, err := s.redriveCursor(ctx, queue, partition, false)
 	if err != nil || dlq == 0 {
 		return nil, 0, false, err
 	}
-	return s.pendingDeadLetters(ctx, g, dlq, queue, partition, f, limit)
+	err = s.reads.Read(ctx, func(ctx context.Context, q readpool.Querier) (bool, error) {
+		var err error
+		pending, skipped, more, err = pendingDeadLetters(ctx, q, g, dlq, queue, partition, f, limit)
+		return false, err
+	})
+	return pending, skipped, more, err
 }
 
 // Redrive pushes up to limit dead letters of queue's partition that f
@@ -43,7 +50,7 @@ func (s *Store) Redrive(ctx context.Context, queue, partition string, f model.De
 	if err != nil || dlq == 0 {
 		return out, err
 	}
-	pending, skipped, more, err := s.pendingDeadLetters(ctx, g, dlq, queue, partition, f, limit)
+	pending, skipped, more, err := pendingDeadLetters(ctx, s.pool, g, dlq, queue, partition, f, limit)
 	out.Skipped, out.More = skipped, more
 	if err != nil || len(pending) == 0 {
 		return out, err
@@ -127,13 +134,14 @@ const redriveSegments = 64
 
 // pendingDeadLetters reads dead-letter partition dlq from the redrive
 // group's cursor on, leaving out what the group has done, and keeps the
-// dead letters of queue's partition that f selects, up to limit.
-func (s *Store) pendingDeadLetters(ctx context.Context, g model.Group, dlq int64, queue, partition string,
+// dead letters of queue's partition that f selects, up to limit; through
+// q (the read pool for a listing, the primary's for a redrive).
+func pendingDeadLetters(ctx context.Context, q readpool.Querier, g model.Group, dlq int64, queue, partition string,
 	f model.DeadLetterFilter, limit int) (pending []model.PendingDeadLetter, skipped int, more bool, err error) {
 	var from int64
 	var done []int64
 	// No cursor (no redrive yet): every dead letter waits, from offset 0.
-	if err := s.pool.QueryRow(ctx, `
+	if err := q.QueryRow(ctx, `
 		SELECT c.next_offset, coalesce((SELECT array_agg(m.off) FROM queen.consumer_marks m
 		                                 WHERE m.group_id = c.group_id AND m.partition_id = c.partition_id AND m.done), '{}')
 		  FROM queen.consumer_cursors c WHERE c.group_id = $1 AND c.partition_id = $2`, g.ID, dlq).Scan(&from, &done); err != nil &&
@@ -145,7 +153,7 @@ func (s *Store) pendingDeadLetters(ctx context.Context, g model.Group, dlq int64
 		isDone[o] = true
 	}
 	for {
-		rows, err := s.pool.Query(ctx, "SELECT base_offset, data::text[] FROM queen.log_read($1, $2, $3)", dlq, from, redriveSegments)
+		rows, err := q.Query(ctx, "SELECT base_offset, data::text[] FROM queen.log_read($1, $2, $3)", dlq, from, redriveSegments)
 		if err != nil {
 			return nil, 0, false, err
 		}

@@ -6,13 +6,16 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/queengate/queengate/model"
+	"github.com/queengate/queengate/pgstore/internal/readpool"
 )
 
 // Store is the consumer groups' part of the PostgreSQL store, over the
 // pool of the pgstore.Store that embeds it. It is safe for concurrent use.
 type Store struct {
 	pool *pgxpool.Pool
-	log  Log
+	// reads runs the listings (groups, dead letters) on the read pool.
+	reads *readpool.Router
+	log   Log
 	// maxData is the most data a dead letter may carry.
 	maxData func() int
 	// undeliverable counts messages dead-lettered by pops because they
@@ -30,9 +33,10 @@ type Log interface {
 	MessageAt(ctx context.Context, pid, offset int64) (m model.StoredMessage, queue, partition string, err error)
 }
 
-// New is the consumer groups' store over pool and log: dead letters are
-// held to maxData bytes, and pops count what they dead-letter as too
-// large to deliver in undeliverable (labels queue, group).
-func New(pool *pgxpool.Pool, log Log, maxData func() int, undeliverable *prometheus.CounterVec) *Store {
-	return &Store{pool: pool, log: log, maxData: maxData, undeliverable: undeliverable}
+// New is the consumer groups' store over pool and log, its listings read
+// through reads: dead letters are held to maxData bytes, and pops count
+// what they dead-letter as too large to deliver in undeliverable (labels
+// queue, group).
+func New(pool *pgxpool.Pool, reads *readpool.Router, log Log, maxData func() int, undeliverable *prometheus.CounterVec) *Store {
+	return &Store{pool: pool, reads: reads, log: log, maxData: maxData, undeliverable: undeliverable}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/queengate/queengate/internal/pgtest"
 	"github.com/queengate/queengate/model"
 	"github.com/queengate/queengate/pgstore/consumer"
+	"github.com/queengate/queengate/pgstore/internal/readpool"
 )
 
 func TestMain(m *testing.M) { pgtest.Run(m) }
@@ -35,7 +36,7 @@ func TestAStoreServesGroupsOverThePoolAndLogItIsGiven(t *testing.T) {
 		t.Fatal(err)
 	}
 	undeliverable := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "undeliverable"}, []string{"queue", "group"})
-	c := consumer.New(st.Pool(), st, func() int { return 1 << 20 }, undeliverable)
+	c := consumer.New(st.Pool(), readpool.New(st.Pool(), nil, 0), st, func() int { return 1 << 20 }, undeliverable)
 	g, err := c.EnsureGroup(ctx, queue, "g")
 	if err != nil {
 		t.Fatal(err)
