@@ -22,6 +22,12 @@ type metrics struct {
 	bufferDepth prometheus.Gauge
 	cacheHits   prometheus.Counter
 	conflicts   map[model.ConflictMode]prometheus.Counter
+	// storeChanges counts the store epochs this ingester moved to (a
+	// failover, a restart, a restored backup, a log found shorter), each
+	// a dedup cache dropped and rehydrated; lost counts the acknowledged
+	// messages the store then lacked.
+	storeChanges prometheus.Counter
+	lost         prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -84,8 +90,17 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "queengate_fusion_buffered_messages",
 			Help: "Messages accepted and not yet answered (buffered or in flight).",
 		}),
+		storeChanges: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "queengate_store_changes_total",
+			Help: "Times PostgreSQL was found changed (a failover, a restart, a restored backup, or a log shorter than this gateway had written): each time the dedup cache was dropped and partitions rehydrated.",
+		}),
+		lost: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "queengate_failover_lost_messages_total",
+			Help: "Messages this gateway had answered stored (queued or duplicate) that PostgreSQL lacked after it changed: what asynchronous replication lost. Each is logged with its messageId.",
+		}),
 	}
-	if err := promreg.RegisterAll(reg, messages, probes, conflicts, m.unrolled, m.fullWindow, m.flushSize, m.flushTime, m.segments, m.flushErrors, m.bufferDepth); err != nil {
+	if err := promreg.RegisterAll(reg, messages, probes, conflicts, m.unrolled, m.fullWindow, m.flushSize, m.flushTime, m.segments, m.flushErrors, m.bufferDepth,
+		m.storeChanges, m.lost); err != nil {
 		return nil, err
 	}
 	return m, nil

@@ -35,6 +35,8 @@ type Store struct {
 	// undeliverable counts messages dead-lettered by pops because they
 	// were too large to deliver, per queue and group.
 	undeliverable *prometheus.CounterVec
+	// epochs numbers the server identities the connections met.
+	epochs epochs
 }
 
 // groupStore names the embedded consumer.Store, so that its field is
@@ -66,12 +68,13 @@ func OpenConfig(ctx context.Context, cfg *pgxpool.Config) (*Store, error) {
 	if _, set := cfg.ConnConfig.RuntimeParams["jit"]; !set {
 		cfg.ConnConfig.RuntimeParams["jit"] = "off"
 	}
+	s := &Store{settleTimeout: defaultSettleTimeout, undeliverable: newUndeliverableCounter()}
 	after := cfg.AfterConnect
 	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
 		if err := pgwire.RegisterCodecs(ctx, conn); err != nil {
 			return err
 		}
-		if err := rememberBackend(ctx, conn); err != nil {
+		if err := s.rememberServer(ctx, conn); err != nil {
 			return err
 		}
 		if after != nil {
@@ -83,7 +86,7 @@ func OpenConfig(ctx context.Context, cfg *pgxpool.Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: connect: %w", err)
 	}
-	s := &Store{pool: pool, settleTimeout: defaultSettleTimeout, undeliverable: newUndeliverableCounter()}
+	s.pool = pool
 	s.groupStore = consumer.New(pool, s, s.maxData, s.undeliverable)
 	return s, nil
 }
@@ -155,12 +158,23 @@ func (s *Store) EnsurePartition(ctx context.Context, queue, partition string) (m
 // trip: partition (queues[i], partitions[i]) is parts[i], and created[i]
 // says this very call created it (it then holds no message yet: of racing
 // callers exactly one sees it created). A name the schema refuses leaves
-// parts[i] zero (ID 0) without failing the others.
+// parts[i] zero (ID 0) without failing the others. It reads on a
+// connection of the latest epoch (Epoch) only.
 func (s *Store) EnsurePartitions(ctx context.Context, queues, partitions []string) (parts []model.Partition, created []bool, err error) {
 	if len(queues) != len(partitions) {
 		return nil, nil, fmt.Errorf("pgstore: ensure partitions: %d queues for %d partitions", len(queues), len(partitions))
 	}
-	rows, err := s.pool.Query(ctx,
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("pgstore: ensure %d partitions: %w", len(queues), err)
+	}
+	defer conn.Release()
+	if s.epochOf(conn.Conn()) == 0 {
+		// A straggler of a server failed over from: ids read there may
+		// name other partitions on the latest one.
+		return nil, nil, fmt.Errorf("pgstore: ensure %d partitions: %w", len(queues), model.ErrStoreChanged)
+	}
+	rows, err := conn.Query(ctx,
 		"SELECT idx, partition_id, queue_id, dedup_window_seconds, last_offset, on_conflict, created FROM queen.ensure_partitions($1, $2)",
 		queues, partitions)
 	if err != nil {
