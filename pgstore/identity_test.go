@@ -37,7 +37,7 @@ func TestIdentityStartsANewEpochAcrossARestart(t *testing.T) {
 
 	cluster.Stop()
 	cluster.Start(t)
-	store.Pool().Reset() // the connections to the old postmaster are gone
+	store.Pool().Reset()                 // the connections to the old postmaster are gone
 	stale := frameOf(t, store, "p", "b") // resolving reaches the restarted server
 	n2, now := store.Epoch(ctx)
 	if n2 != n1+1 || now == was {
@@ -122,4 +122,3 @@ func TestLacksTellsWhatTheServerDoesNotHold(t *testing.T) {
 		t.Errorf("lacks %v (epoch %d); want %v: a and b held, x at 1 (b is there), x past the allocator, a partition that does not exist", lacking, n, want)
 	}
 }
-
