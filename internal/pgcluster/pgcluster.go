@@ -3,12 +3,24 @@
 // throwaway cluster per test process) and the development mode of the
 // daemon (a cluster kept under a git-ignored folder). It is not meant for
 // production, where QUEEN_PG_URL names a managed server.
+//
+// It also plays a replicated set on one machine for the tests of
+// failover, the way a failover manager runs one: [StartPrimary] and
+// [StartStandby] (pg_basebackup, streaming, synchronous with
+// [Cluster.SetSync] or not), [Cluster.Crash] or [Cluster.Kill] of the
+// primary, [Cluster.Promote] of a standby, [Cluster.Rewind] of the old
+// primary to follow the new one, and [MultiHostURL] for clients that
+// follow the primary. The state helpers ([Cluster.WaitCaughtUp],
+// [Cluster.SystemID], [Cluster.Timeline]…) let tests wait for
+// replication instead of sleeping.
 package pgcluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
@@ -39,17 +51,37 @@ type Options struct {
 	// Settings are extra server settings (name -> value), for example
 	// fsync=off for tests.
 	Settings map[string]string
+	// Name is the server's name as a standby: the application_name it
+	// streams under, which synchronous_standby_names refers to. Default
+	// "node_<port>".
+	Name string
+	// DataChecksums makes initdb enable data checksums (pg_rewind needs
+	// them or wal_log_hints; see [StartPrimary]). Ignored for an existing
+	// data directory.
+	DataChecksums bool
 }
 
-// Cluster is a running postmaster started by Start.
+// Cluster is a postmaster started by Start, StartPrimary or StartStandby.
+// It keeps its folder, port and settings when stopped, so it can be
+// started again ([Cluster.Restart]) or re-attached to another primary
+// ([Cluster.Rewind]).
 type Cluster struct {
-	dir  string
-	port int
-	cmd  *exec.Cmd
-	done chan struct{}
+	dir, bin string
+	port     int
+	name     string
+	cred     *syscall.Credential
 
-	stopOnce sync.Once
+	mu       sync.Mutex
+	settings map[string]string // the postmaster's -c settings
+	proc     *process          // the last postmaster started
+}
+
+// process is one run of the postmaster.
+type process struct {
+	cmd      *exec.Cmd
+	done     chan struct{}
 	waitErr  error
+	stopOnce sync.Once
 }
 
 // BinDir finds the folder with the PostgreSQL server binaries: QUEEN_PG_BIN,
@@ -90,6 +122,25 @@ func isExecutable(path string) bool {
 // sent SIGINT (fast shutdown) if this process dies, so a crashed test run
 // does not leave clusters behind.
 func Start(ctx context.Context, opts Options) (*Cluster, error) {
+	c, err := newCluster(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := makeServerDir(c.dir, c.cred); err != nil {
+		return nil, err
+	}
+	if err := initData(ctx, c.bin, c.dir, c.dataDir(), c.cred, opts.DataChecksums); err != nil {
+		return nil, err
+	}
+	if err := c.run(ctx); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// newCluster resolves what a cluster needs before anything is started:
+// the binaries, the absolute folder, the user and the port.
+func newCluster(opts Options) (*Cluster, error) {
 	bin, err := BinDir()
 	if err != nil {
 		return nil, err
@@ -102,44 +153,52 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := makeServerDir(dir, cred); err != nil {
-		return nil, err
-	}
-	dataDir := filepath.Join(dir, "data")
-	if err := initData(ctx, bin, dir, dataDir, cred); err != nil {
-		return nil, err
-	}
-
 	port := opts.Port
 	if port == 0 {
 		if port, err = freePort(); err != nil {
 			return nil, err
 		}
 	}
-	args := postgresArgs(dir, dataDir, port, opts.Settings)
-	logFile, err := os.OpenFile(filepath.Join(dir, "postgres.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	name := cmp.Or(opts.Name, fmt.Sprintf("node_%d", port))
+	settings := make(map[string]string, len(opts.Settings))
+	maps.Copy(settings, opts.Settings)
+	return &Cluster{dir: dir, bin: bin, port: port, name: name, cred: cred, settings: settings}, nil
+}
+
+func (c *Cluster) dataDir() string { return filepath.Join(c.dir, "data") }
+
+// run starts a postmaster on the data directory and waits until it
+// accepts connections.
+func (c *Cluster) run(ctx context.Context) error {
+	c.mu.Lock()
+	args := postgresArgs(c.dir, c.dataDir(), c.port, c.settings)
+	c.mu.Unlock()
+	logFile, err := os.OpenFile(filepath.Join(c.dir, "postgres.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	cmd := exec.Command(filepath.Join(bin, "postgres"), args...)
+	cmd := exec.Command(filepath.Join(c.bin, "postgres"), args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.Dir = dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGINT, Setpgid: true}
+	cmd.Dir = c.dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred, Pdeathsig: syscall.SIGINT, Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
-		return nil, fmt.Errorf("pgcluster: start postgres: %w", err)
+		return fmt.Errorf("pgcluster: start postgres: %w", err)
 	}
-	c := &Cluster{dir: dir, port: port, cmd: cmd, done: make(chan struct{})}
+	p := &process{cmd: cmd, done: make(chan struct{})}
 	go func() {
-		c.waitErr = cmd.Wait()
+		p.waitErr = cmd.Wait()
 		logFile.Close()
-		close(c.done)
+		close(p.done)
 	}()
-	if err := c.waitReady(ctx); err != nil {
-		c.Stop()
-		return nil, err
+	c.mu.Lock()
+	c.proc = p
+	c.mu.Unlock()
+	if err := c.waitReady(ctx, p); err != nil {
+		p.stop(syscall.SIGINT)
+		return err
 	}
-	return c, nil
+	return nil
 }
 
 // makeServerDir makes dir, private to the server's user (cred; nil: this
@@ -160,10 +219,13 @@ func makeServerDir(dir string, cred *syscall.Credential) error {
 }
 
 // initData runs initdb on dataDir unless it already holds a cluster.
-func initData(ctx context.Context, bin, dir, dataDir string, cred *syscall.Credential) error {
+func initData(ctx context.Context, bin, dir, dataDir string, cred *syscall.Credential, checksums bool) error {
 	if _, err := os.Stat(filepath.Join(dataDir, "PG_VERSION")); errors.Is(err, os.ErrNotExist) {
-		initdb := exec.CommandContext(ctx, filepath.Join(bin, "initdb"),
-			"-D", dataDir, "-U", "postgres", "--auth=trust", "--encoding=UTF8", "--no-instructions")
+		args := []string{"-D", dataDir, "-U", "postgres", "--auth=trust", "--encoding=UTF8", "--no-instructions"}
+		if checksums {
+			args = append(args, "--data-checksums")
+		}
+		initdb := exec.CommandContext(ctx, filepath.Join(bin, "initdb"), args...)
 		initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 		initdb.Dir = dir
 		if out, err := initdb.CombinedOutput(); err != nil {
@@ -202,31 +264,66 @@ func (c *Cluster) Port() int { return c.port }
 // Dir is the cluster's folder (data, socket, log).
 func (c *Cluster) Dir() string { return c.dir }
 
+// Name is the server's name as a standby (its application_name).
+func (c *Cluster) Name() string { return c.name }
+
 // Stop shuts the server down (fast shutdown) and waits for it to exit. It is
 // safe to call more than once.
-func (c *Cluster) Stop() {
-	c.stopOnce.Do(func() {
-		_ = c.cmd.Process.Signal(syscall.SIGINT)
+func (c *Cluster) Stop() { c.current().stop(syscall.SIGINT) }
+
+// Crash stops the server the way a crash would (immediate shutdown: no
+// checkpoint, connections dropped; the next start runs crash recovery)
+// and waits for it to exit. It works on a primary and on a standby.
+func (c *Cluster) Crash() { c.current().stop(syscall.SIGQUIT) }
+
+// Kill is kill -9 of the postmaster and all its children at once, as when
+// the host dies: nothing of the server runs any more, not even the
+// backends serving open connections. It waits for the postmaster to exit.
+func (c *Cluster) Kill() {
+	p := c.current()
+	if p == nil {
+		return
+	}
+	p.stopOnce.Do(func() {
+		// The postmaster leads its own process group (Setpgid), which its
+		// children inherit.
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.done
+	})
+}
+
+// Restart stops the server if it runs (fast shutdown) and starts it again
+// with the same folder, port and settings; after Crash or Kill the start
+// runs crash recovery. A standby comes back as a standby.
+func (c *Cluster) Restart(ctx context.Context) error {
+	c.Stop()
+	return c.run(ctx)
+}
+
+func (c *Cluster) current() *process {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.proc
+}
+
+// stop sends sig to the postmaster once and waits for it to exit (after
+// 30 seconds, killing it).
+func (p *process) stop(sig syscall.Signal) {
+	if p == nil { // never started
+		return
+	}
+	p.stopOnce.Do(func() {
+		_ = p.cmd.Process.Signal(sig)
 		select {
-		case <-c.done:
+		case <-p.done:
 		case <-time.After(30 * time.Second):
-			_ = c.cmd.Process.Kill()
-			<-c.done
+			_ = p.cmd.Process.Kill()
+			<-p.done
 		}
 	})
 }
 
-// Crash stops the server the way a crash would (immediate shutdown: no
-// checkpoint, connections dropped; the next start runs crash recovery)
-// and waits for it to exit.
-func (c *Cluster) Crash() {
-	c.stopOnce.Do(func() {
-		_ = c.cmd.Process.Signal(syscall.SIGQUIT)
-		<-c.done
-	})
-}
-
-func (c *Cluster) waitReady(ctx context.Context) error {
+func (c *Cluster) waitReady(ctx context.Context, p *process) error {
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	for {
@@ -236,9 +333,9 @@ func (c *Cluster) waitReady(ctx context.Context) error {
 			return nil
 		}
 		select {
-		case <-c.done:
+		case <-p.done:
 			log, _ := os.ReadFile(filepath.Join(c.dir, "postgres.log"))
-			return fmt.Errorf("pgcluster: postgres exited during start-up: %v\n%s", c.waitErr, tail(log, 2000))
+			return fmt.Errorf("pgcluster: postgres exited during start-up: %v\n%s", p.waitErr, tail(log, 2000))
 		case <-ctx.Done():
 			return fmt.Errorf("pgcluster: server not ready: %w (last error: %v)", ctx.Err(), err)
 		case <-time.After(50 * time.Millisecond):
