@@ -356,20 +356,37 @@ type modelRun struct {
 	fills, hydrations int64
 }
 
-func runModel(t *testing.T, gateways int) modelRun {
-	ops := 100_000 // messages; QUEEN_MODEL_OPS overrides
+func runModel(t *testing.T, gateways int) modelRun { return runModelWith(t, gateways, 0, 100_000) }
+
+// runModelWith is the model with failovers (0: one server, else a primary
+// and an asynchronous standby; see TestModelFailoverToAnAsyncStandby), of
+// ops messages unless QUEEN_MODEL_OPS says.
+func runModelWith(t *testing.T, gateways, failovers, ops int) modelRun {
 	if v, err := strconv.Atoi(os.Getenv("QUEEN_MODEL_OPS")); err == nil {
 		ops = v
 	}
+	var h *haPair
+	if failovers > 0 {
+		h = startHAPair(t)
+	}
 	url := pgtest.NewDB(t)
+	if h != nil {
+		url = h.url
+	}
 	store := &soundStore{Store: pgtest.Store(t, url), t: t}
 	clock := &modelClock{now: time.Now()}
-	ings := startIngesters(t, store, gateways, ingest.Config{
+	cfg := ingest.Config{
 		Shards: 1, Linger: time.Millisecond, PartitionTTL: time.Nanosecond,
 		// Room for two or three partitions' entries: the others are
 		// evicted or suppressed as their windows grow.
 		Cache: dedup.Config{BudgetBytes: 200 << 10, Now: clock.Now, Guard: time.Nanosecond, Cooldown: time.Second},
-	})
+	}
+	var fo *failoverModel
+	if h != nil {
+		fo = newFailoverModel(h, store, ops, failovers)
+		cfg.OnLost = fo.onLost
+	}
+	ings := startIngesters(t, store, gateways, cfg)
 
 	ctx := context.Background()
 	queue := "model"
@@ -418,6 +435,7 @@ func runModel(t *testing.T, gateways int) modelRun {
 
 	sent, mismatches, handovers := 0, 0, 0
 	for sent < ops && !t.Failed() {
+		fo.step(t, sent, ings, queue)
 		switch x := r.IntN(100); {
 		case x < 70: // a request through the partition's owner
 			part := parts[r.IntN(len(parts))]
@@ -432,6 +450,7 @@ func runModel(t *testing.T, gateways int) modelRun {
 				t.Fatal(err)
 			}
 			got := <-submit(ings[owner[part]], req)
+			fo.ack(pids[part], hashes, got)
 			want := expected(&before, pids[part], hashes, got, store.probedAt(pids[part]))
 			for i := range got {
 				if got[i].Status != want[i].Status || got[i].Offset != want[i].Offset {
@@ -444,13 +463,19 @@ func runModel(t *testing.T, gateways int) modelRun {
 		case x < 75 && gateways > 1: // every gateway serving one partition at once
 			part := parts[r.IntN(len(parts))]
 			var answers []<-chan []ingest.Result
+			var hashes [][]model.Hash
 			for _, ing := range ings {
 				req := request(part, 1+r.IntN(10))
 				sent += len(req.Messages)
+				hs := make([]model.Hash, len(req.Messages))
+				for i, m := range req.Messages {
+					hs[i] = model.HashTxnID(m.TxnID)
+				}
+				hashes = append(hashes, hs)
 				answers = append(answers, submit(ing, req))
 			}
-			for _, ch := range answers {
-				<-ch // soundStore checked every frame against the database
+			for k, ch := range answers {
+				fo.ack(pids[part], hashes[k], <-ch) // soundStore checked every frame against the database
 			}
 		case x < 77 && gateways > 1: // a handover
 			part := parts[r.IntN(len(parts))]
@@ -488,6 +513,9 @@ func runModel(t *testing.T, gateways int) modelRun {
 		gateways, sent, handovers, store.vouched, store.narrowed, m.fills, m.hydrations, store.violations, store.mismatches, mismatches)
 	if sent >= ops && (store.vouched == 0 || store.narrowed == 0) { // else cut short by the failures reported
 		t.Error("the cache never vouched, or never narrowed a probe: the model exercised nothing")
+	}
+	if fo != nil && !t.Failed() && fo.done < failovers {
+		t.Errorf("%d failovers of %d", fo.done, failovers)
 	}
 	return m
 }
