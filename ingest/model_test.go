@@ -450,7 +450,7 @@ func runModelWith(t *testing.T, gateways, failovers, ops int) modelRun {
 				t.Fatal(err)
 			}
 			got := <-submit(ings[owner[part]], req)
-			fo.ack(pids[part], hashes, got)
+			fo.ack(pids[part], req, got)
 			want := expected(&before, pids[part], hashes, got, store.probedAt(pids[part]))
 			for i := range got {
 				if got[i].Status != want[i].Status || got[i].Offset != want[i].Offset {
@@ -463,19 +463,15 @@ func runModelWith(t *testing.T, gateways, failovers, ops int) modelRun {
 		case x < 75 && gateways > 1: // every gateway serving one partition at once
 			part := parts[r.IntN(len(parts))]
 			var answers []<-chan []ingest.Result
-			var hashes [][]model.Hash
+			var reqs []*ingest.Request
 			for _, ing := range ings {
 				req := request(part, 1+r.IntN(10))
 				sent += len(req.Messages)
-				hs := make([]model.Hash, len(req.Messages))
-				for i, m := range req.Messages {
-					hs[i] = model.HashTxnID(m.TxnID)
-				}
-				hashes = append(hashes, hs)
+				reqs = append(reqs, req)
 				answers = append(answers, submit(ing, req))
 			}
 			for k, ch := range answers {
-				fo.ack(pids[part], hashes[k], <-ch) // soundStore checked every frame against the database
+				fo.ack(pids[part], reqs[k], <-ch) // soundStore checked every frame against the database
 			}
 		case x < 77 && gateways > 1: // a handover
 			part := parts[r.IntN(len(parts))]
