@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
 	"github.com/queengate/queengate/ingest"
@@ -114,6 +115,7 @@ func (h *haPair) failover(t *testing.T) {
 // gateway is one ingester over the store, with the lost reports it made.
 type gateway struct {
 	ing   *ingest.Ingester
+	reg   *prometheus.Registry
 	queue string
 	mu    sync.Mutex
 	lost  [][]string // one per report
@@ -121,13 +123,13 @@ type gateway struct {
 
 func newGateway(t *testing.T, store ingest.Store, queue string) *gateway {
 	t.Helper()
-	g := &gateway{queue: queue}
+	g := &gateway{queue: queue, reg: prometheus.NewRegistry()}
 	cfg := ingest.Config{OnLost: func(ids []string) {
 		g.mu.Lock()
 		defer g.mu.Unlock()
 		g.lost = append(g.lost, ids)
 	}}
-	ing, err := ingest.New(store, cfg, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel), nil)
+	ing, err := ingest.New(store, cfg, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel), g.reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,6 +248,11 @@ func TestFailoverToAnAsyncStandbyAnswersExactly(t *testing.T) {
 	if got := a.reports(); len(got) != 1 || !sameSet(got[0], wantLost) {
 		t.Errorf("A reported lost %v, want exactly %v", got, wantLost)
 	}
+	for name, want := range map[string]float64{"queengate_store_changes_total": 1, "queengate_failover_lost_messages_total": float64(len(lost))} {
+		if got := counterValue(t, a.reg, name); got != want {
+			t.Errorf("A's %s = %v, want %v", name, got, want)
+		}
+	}
 	for _, r := range b.reports() {
 		if len(r) > 0 {
 			t.Errorf("B, which acknowledged nothing before the failover, reported %v lost", r)
@@ -277,6 +284,22 @@ func checkStoredOnce(t *testing.T, store *pgstore.Store, pid int64) {
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// counterValue reads the counter name of reg.
+func counterValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == name {
+			return f.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return 0
 }
 
 func sameSet(a, b []string) bool {

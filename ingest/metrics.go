@@ -90,20 +90,24 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "queengate_fusion_buffered_messages",
 			Help: "Messages accepted and not yet answered (buffered or in flight).",
 		}),
-		storeChanges: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "queengate_store_changes_total",
-			Help: "Times PostgreSQL was found changed (a failover, a restart, a restored backup, or a log shorter than this gateway had written): each time the dedup cache was dropped and partitions rehydrated.",
-		}),
-		lost: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "queengate_failover_lost_messages_total",
-			Help: "Messages this gateway had answered stored (queued or duplicate) that PostgreSQL lacked after it changed: what asynchronous replication lost. Each is logged with its messageId.",
-		}),
 	}
+	m.storeChanges, m.lost = failoverCounters()
 	if err := promreg.RegisterAll(reg, messages, probes, conflicts, m.unrolled, m.fullWindow, m.flushSize, m.flushTime, m.segments, m.flushErrors, m.bufferDepth,
 		m.storeChanges, m.lost); err != nil {
 		return nil, err
 	}
 	return m, nil
+}
+
+// failoverCounters count what PostgreSQL changing cost (failover.go).
+func failoverCounters() (storeChanges, lost prometheus.Counter) {
+	return prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "queengate_store_changes_total",
+			Help: "Times PostgreSQL was found changed (a failover, a restart, a restored backup, or a log shorter than this gateway had written): each time the dedup cache was dropped and partitions rehydrated.",
+		}), prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "queengate_failover_lost_messages_total",
+			Help: "Messages this gateway had answered stored (queued or duplicate) that PostgreSQL lacked after it changed: what asynchronous replication lost. Each is logged with its messageId.",
+		})
 }
 
 func (m *metrics) observeFlush(segments, messages int, took time.Duration, err error) {
