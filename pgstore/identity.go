@@ -14,10 +14,13 @@ import (
 
 // Identity names the history of the server a connection reached: the
 // cluster (its system identifier, made by initdb and kept by base backups
-// and standbys), the WAL timeline (a promotion starts a new one), and
-// when its postmaster started (a restart, a restored backup, or another
-// server of the same cluster). Within one identity the log only grows:
-// what a commit stored stays. Across identities it may not: a promoted
+// and standbys), the WAL timeline (a promotion starts a new one), when
+// its postmaster started (a restart, a restored backup, or another server
+// of the same cluster), and when its statistics were last reset: crash
+// recovery discards them, also after a backend's crash that the
+// postmaster survives, which keeps its start time but may lose commits
+// acknowledged with synchronous_commit off. Within one identity the log
+// only grows: what a commit stored stays. Across identities it may not: a promoted
 // asynchronous standby lacks the old primary's last commits, and other
 // writers may then store other messages at the offsets they had.
 type Identity struct {
@@ -26,10 +29,15 @@ type Identity struct {
 	// until promoted.
 	Timeline  int32
 	StartedAt time.Time
+	// StatsReset is pg_stat_bgwriter's stats_reset. An operator's
+	// pg_stat_reset_shared('bgwriter') changes it too: a new identity
+	// then costs a rehydration, nothing else.
+	StatsReset time.Time
 }
 
 func (id Identity) String() string {
-	return fmt.Sprintf("system %d timeline %d started %s", id.SystemID, id.Timeline, id.StartedAt.UTC().Format(time.RFC3339Nano))
+	return fmt.Sprintf("system %d timeline %d started %s statistics reset %s", id.SystemID, id.Timeline,
+		id.StartedAt.UTC().Format(time.RFC3339Nano), id.StatsReset.UTC().Format(time.RFC3339Nano))
 }
 
 // epochs numbers the identities the pool's connections met, in the order
@@ -87,8 +95,9 @@ const identityKey = "queengate.identity"
 // (see backend) and its server's identity, which it registers.
 func (s *Store) rememberServer(ctx context.Context, conn *pgx.Conn) error {
 	var (
-		start time.Time
-		id    Identity
+		start      time.Time
+		id         Identity
+		statsReset *time.Time
 	)
 	// pg_walfile_name names the timeline a primary writes; it cannot run
 	// during recovery.
@@ -96,11 +105,14 @@ func (s *Store) rememberServer(ctx context.Context, conn *pgx.Conn) error {
 		SELECT a.backend_start, c.system_identifier,
 		       CASE WHEN pg_is_in_recovery() THEN 0
 		            ELSE ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::int END,
-		       pg_postmaster_start_time()
+		       pg_postmaster_start_time(), (SELECT stats_reset FROM pg_stat_bgwriter)
 		  FROM pg_stat_activity a, pg_control_system() c
-		 WHERE a.pid = pg_backend_pid()`).Scan(&start, &id.SystemID, &id.Timeline, &id.StartedAt)
+		 WHERE a.pid = pg_backend_pid()`).Scan(&start, &id.SystemID, &id.Timeline, &id.StartedAt, &statsReset)
 	if err != nil {
 		return fmt.Errorf("pgstore: read the server's identity: %w", err)
+	}
+	if statsReset != nil {
+		id.StatsReset = *statsReset
 	}
 	conn.PgConn().CustomData()[backendStartKey] = start
 	conn.PgConn().CustomData()[identityKey] = id

@@ -5,11 +5,15 @@ import (
 	"errors"
 	"net/url"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/queengate/queengate/internal/checkfor"
+
 	"github.com/queengate/queengate/internal/pgtest"
 	"github.com/queengate/queengate/model"
+	"github.com/queengate/queengate/pgstore"
 )
 
 // TestIdentityStartsANewEpochAcrossARestart: a store's epoch names the
@@ -61,6 +65,39 @@ func TestIdentityStartsANewEpochAcrossARestart(t *testing.T) {
 	}
 	if _, _, err := store.PushUnder(ctx, n2, []model.Frame{frameOf(t, store, "p", "c")}); !errors.Is(err, model.ErrStoreChanged) {
 		t.Fatalf("a push under the distrusted epoch: %v, want refused", err)
+	}
+}
+
+// TestIdentityStartsANewEpochAfterABackendCrash: a backend killed makes
+// the postmaster reinitialise and recover, without restarting (same start
+// time): commits acknowledged with synchronous_commit off may be gone.
+// The statistics reset by the recovery make it a new identity.
+func TestIdentityStartsANewEpochAfterABackendCrash(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cluster := pgtest.NewCluster(t)
+	store := pgtest.Store(t, cluster.URL)
+	before, n1, err := store.ServerIdentity(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	if err := store.Pool().QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	var after pgstore.Identity
+	var n2 uint64
+	checkfor.Check(t, time.Minute, checkfor.Cond("a connection in another epoch after the recovery", func() bool {
+		store.Pool().Reset() // the reinitialisation ends every backend
+		after, n2, err = store.ServerIdentity(ctx)
+		return err == nil && n2 != n1
+	}))
+	if !after.StartedAt.Equal(before.StartedAt) || after.StatsReset.Equal(before.StatsReset) || n2 != n1+1 {
+		t.Fatalf("before the crash %s (epoch %d), after %s (epoch %d); want the same start, statistics reset since, epoch %d",
+			before, n1, after, n2, n1+1)
 	}
 }
 
