@@ -110,7 +110,7 @@ type Config struct {
 	// always probing): for measuring the cache's effect.
 	NoCache bool
 	// Journal is how many of the last acknowledged messages are kept
-	// (48 bytes each), so that when PostgreSQL changes (a failover to an
+	// (40 bytes each), so that when PostgreSQL changes (a failover to an
 	// asynchronous standby) those it lacks can be told and reported;
 	// default 262,144. Negative keeps none.
 	Journal int

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/queengate/queengate/model"
 )
@@ -42,8 +43,8 @@ func (id Identity) String() string {
 
 // epochs numbers the identities the pool's connections met, in the order
 // met. Epoch 0 is no epoch: a connection whose identity is not the
-// latest one's (a straggler of a server failed over from) is in none, so
-// nothing it reads or writes is ever taken as the latest server's.
+// latest one's (a straggler of a server failed over from) is in none, and
+// is closed when acquired (acquire).
 type epochs struct {
 	mu     sync.Mutex // serializes changes; latest is read without it
 	latest atomic.Pointer[epoch]
@@ -120,6 +121,27 @@ func (s *Store) rememberServer(ctx context.Context, conn *pgx.Conn) error {
 	return nil
 }
 
+// acquire is a pooled connection of the latest epoch, and that epoch. A
+// connection of an older identity (a straggler of a server failed over
+// from, still up) is closed rather than handed out: released unused, the
+// pool would hand it out again and again, and nothing done on it counts.
+// A new connection always has the latest identity: it makes it so.
+func (s *Store) acquire(ctx context.Context) (*pgxpool.Conn, uint64, error) {
+	for {
+		conn, err := s.pool.Acquire(ctx)
+		if err != nil {
+			return nil, 0, err
+		}
+		if n := s.epochOf(conn.Conn()); n != 0 {
+			return conn, n, nil
+		}
+		closeCtx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		_ = conn.Conn().Close(closeCtx) // the pool destroys a closed connection
+		cancel()
+		conn.Release()
+	}
+}
+
 // epochOf is conn's epoch: the store's latest if conn reached the latest
 // identity, else 0.
 func (s *Store) epochOf(conn *pgx.Conn) uint64 {
@@ -157,13 +179,13 @@ func (s *Store) Distrust(n uint64) { s.epochs.distrust(n) }
 // ServerIdentity reads the identity of the server a connection of the
 // pool reaches now, and its epoch.
 func (s *Store) ServerIdentity(ctx context.Context) (Identity, uint64, error) {
-	conn, err := s.pool.Acquire(ctx)
+	conn, n, err := s.acquire(ctx)
 	if err != nil {
 		return Identity{}, 0, err
 	}
 	defer conn.Release()
 	id, _ := conn.Conn().PgConn().CustomData()[identityKey].(Identity)
-	return id, s.epochOf(conn.Conn()), nil
+	return id, n, nil
 }
 
 // Lacks tells, for each message k said stored at offsets[k] of partition
@@ -177,12 +199,11 @@ func (s *Store) Lacks(ctx context.Context, pids, offsets []int64, hashes []model
 	if len(pids) != len(offsets) || len(pids) != len(hashes) {
 		return nil, 0, fmt.Errorf("pgstore: lacks: %d partitions, %d offsets, %d hashes", len(pids), len(offsets), len(hashes))
 	}
-	conn, err := s.pool.Acquire(ctx)
+	conn, n, err := s.acquire(ctx)
 	if err != nil {
 		return nil, 0, fmt.Errorf("pgstore: lacks: %w", err)
 	}
 	defer conn.Release()
-	n := s.epochOf(conn.Conn())
 	rows, err := conn.Query(ctx, `
 		SELECT a.k FROM unnest($1::bigint[], $2::bigint[], $3::uuid[]) WITH ORDINALITY AS a(pid, off, h, k)
 		  LEFT JOIN queen.log_partitions p ON p.id = a.pid

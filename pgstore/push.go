@@ -34,13 +34,13 @@ func (s *Store) Push(ctx context.Context, frames []model.Frame) ([]model.FrameRe
 
 // PushUnder is Push for a caller whose frames were built under store
 // epoch n (Epoch): their partition ids were resolved, and their vouches
-// made, from what connections of epoch n read and wrote. Once it has its
-// connection it checks that connection's epoch; when it is not n (the
-// server failed over, restarted or was restored since, or the connection
-// is a straggler of an older server), it sends nothing and returns an
+// made, from what connections of epoch n read and wrote. Its connection
+// is of the latest epoch (a straggler of an older server is closed, not
+// used); when that is not n (the server failed over, restarted or was
+// restored since the frames were built), it sends nothing and returns an
 // error that is model.ErrStoreChanged (and model.NotStored): the frames
 // speak of a log that may no longer be there. It returns the epoch of the
-// connection it used, 0 when it had none.
+// connection it used, 0 when it had none (or the push was settled).
 func (s *Store) PushUnder(ctx context.Context, n uint64, frames []model.Frame) ([]model.FrameResult, uint64, error) {
 	return s.push(ctx, frames, &n)
 }
@@ -53,11 +53,10 @@ func (s *Store) push(ctx context.Context, frames []model.Frame, under *uint64) (
 	if err != nil {
 		return nil, 0, notStored(err)
 	}
-	conn, err := s.pool.Acquire(ctx)
+	conn, n, err := s.acquire(ctx)
 	if err != nil {
 		return nil, 0, notStored(pushFailure(ctx, err))
 	}
-	n := s.epochOf(conn.Conn())
 	if under != nil && n != *under {
 		conn.Release()
 		return nil, n, notStored(fmt.Errorf("pgstore: push built under epoch %d, connection in epoch %d: %w", *under, n, model.ErrStoreChanged))
@@ -127,12 +126,11 @@ func (s *Store) hydrateOne(ctx context.Context, partitionID int64, above *int64)
 }
 
 func (s *Store) hydrate(ctx context.Context, partitionIDs []int64, above *int64) (map[int64]model.Hydration, error) {
-	conn, err := s.pool.Acquire(ctx)
+	conn, n, err := s.acquire(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer conn.Release()
-	n := s.epochOf(conn.Conn())
 	rows, err := conn.Query(ctx,
 		`SELECT partition_id, last_offset, txns_start, dedup_window_seconds, db_now, base_offset, end_offset, created_at, hashes
 		   FROM queen.log_hydrate($1, $2, $3)`, partitionIDs, above, model.ClockSkewSlack.Seconds())

@@ -164,16 +164,13 @@ func (s *Store) EnsurePartitions(ctx context.Context, queues, partitions []strin
 	if len(queues) != len(partitions) {
 		return nil, nil, fmt.Errorf("pgstore: ensure partitions: %d queues for %d partitions", len(queues), len(partitions))
 	}
-	conn, err := s.pool.Acquire(ctx)
+	// Never on a straggler of a server failed over from: ids read there
+	// may name other partitions on the latest one.
+	conn, _, err := s.acquire(ctx)
 	if err != nil {
 		return nil, nil, fmt.Errorf("pgstore: ensure %d partitions: %w", len(queues), err)
 	}
 	defer conn.Release()
-	if s.epochOf(conn.Conn()) == 0 {
-		// A straggler of a server failed over from: ids read there may
-		// name other partitions on the latest one.
-		return nil, nil, fmt.Errorf("pgstore: ensure %d partitions: %w", len(queues), model.ErrStoreChanged)
-	}
 	rows, err := conn.Query(ctx,
 		"SELECT idx, partition_id, queue_id, dedup_window_seconds, last_offset, on_conflict, created FROM queen.ensure_partitions($1, $2)",
 		queues, partitions)

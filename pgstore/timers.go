@@ -111,13 +111,12 @@ const MaxFireBytes = 64 << 20
 // before COMMIT: an error from it rolls everything back (tests inject
 // faults there). On any error nothing was fired.
 func (s *Store) FireDue(ctx context.Context, limit int, beforeCommit func([]model.FiredTimer) error) ([]model.FiredTimer, error) {
-	conn, err := s.pool.Acquire(ctx)
+	// A cache learns a fire only under the epoch it read (Epoch).
+	conn, n, err := s.acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: fire timers: %w", err)
 	}
 	defer conn.Release()
-	// A cache learns a fire only under the epoch it read (Epoch).
-	n := s.epochOf(conn.Conn())
 	tx, err := conn.Begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: fire timers: %w", err)
