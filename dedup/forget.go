@@ -33,3 +33,20 @@ func (c *Cache) Forget(pids []int64) {
 		}
 	}
 }
+
+// Clear drops every entry: the store they were learned from may no longer
+// be the one pushes reach (a failover, a restart, a restored backup).
+// Each partition hydrates again at its next push. It returns how many
+// entries it dropped. Entries installed while it runs may stay: the
+// caller keeps anything learned from the old store from arriving once it
+// has begun.
+func (c *Cache) Clear() int {
+	c.mu.RLock()
+	pids := make([]int64, 0, len(c.slots))
+	for pid := range c.slots {
+		pids = append(pids, pid)
+	}
+	c.mu.RUnlock()
+	c.Forget(pids)
+	return len(pids)
+}

@@ -29,3 +29,22 @@ func TestForgetDropsOnlyTheNamedEntries(t *testing.T) {
 		t.Errorf("stats with nothing left: %+v", st)
 	}
 }
+
+// Clearing drops every entry and its bytes: each partition then asks for
+// a hydration and vouches for nothing until it has one.
+func TestClearDropsEveryEntry(t *testing.T) {
+	c, clock, _ := newTestCache(0)
+	c.Install(1, hydration(clock, 1, 10))
+	c.Install(2, hydration(clock, 2, 20))
+	if n := c.Clear(); n != 2 {
+		t.Errorf("Clear dropped %d entries, want 2", n)
+	}
+	if st := c.Stats(); st.Entries != 0 || st.ResidentBytes != 0 || st.ResidentHashes != 0 {
+		t.Errorf("stats after Clear: %+v; want nothing resident", st)
+	}
+	for _, pid := range []int64{1, 2} {
+		if d := c.Decide(pid, minute, hashes(1<<40, 1)); !d.Hydrate || d.Verified != -1 {
+			t.Errorf("partition %d after Clear decided %+v; want a hydration, -1", pid, d)
+		}
+	}
+}

@@ -31,6 +31,9 @@ type sent struct {
 	failed  []error // a partition that could not be resolved
 	results []model.FrameResult
 	pushErr error
+	// epoch is the store epoch the frames were built under: their
+	// partition ids and vouches come from it.
+	epoch uint64
 }
 
 // fly sends the bundle and answers its requests: resolve the partitions,
@@ -44,11 +47,13 @@ func (b *bundle) fly() {
 	defer cancel()
 	s := b.build(ctx)
 	b.push(ctx, s, start)
-	if errors.Is(s.pushErr, model.ErrPartitionNotFound) {
-		// A queue was deleted since its partitions were resolved. The
-		// bundle was refused whole, before it wrote anything: resolve
-		// every name again (a deleted queue's is made afresh, with new
-		// ids) and push once more.
+	if errors.Is(s.pushErr, model.ErrPartitionNotFound) || errors.Is(s.pushErr, model.ErrStoreChanged) {
+		// A queue was deleted since its partitions were resolved, or
+		// PostgreSQL changed since the bundle was built (a failover: the
+		// ids and the vouches speak of another log). The bundle was
+		// refused whole, before it wrote anything: resolve every name
+		// again (a deleted queue's is made afresh, with new ids) and push
+		// once more, built under the store as it is now.
 		for _, p := range b.parts {
 			p.resolvedAt = time.Time{}
 		}
@@ -64,12 +69,17 @@ func (b *bundle) fly() {
 // the partitions never resolved (failed[i]); a failed refresh keeps the
 // id (it never changes) and the last window read, and the push will tell
 // if the database is really away.
-func (in *Ingester) resolve(ctx context.Context, parts []*partState, failed []error) (created []bool) {
+//
+// A memo resolved under another store epoch than n is due too, and is not
+// kept if its refresh fails: after a failover a partition id may name
+// another partition (ids come from a sequence, and the new primary may
+// lack the old one's last creations).
+func (in *Ingester) resolve(ctx context.Context, parts []*partState, failed []error, n uint64) (created []bool) {
 	created = make([]bool, len(parts))
 	var due []int
 	var queues, names []string
 	for i, p := range parts {
-		if p.resolvedAt.IsZero() || time.Since(p.resolvedAt) > in.cfg.PartitionTTL {
+		if p.resolvedAt.IsZero() || p.epoch != n || time.Since(p.resolvedAt) > in.cfg.PartitionTTL {
 			due = append(due, i)
 			queues, names = append(queues, p.queue), append(names, p.partition)
 		}
@@ -86,8 +96,8 @@ func (in *Ingester) resolve(ctx context.Context, parts []*partState, failed []er
 		p := parts[i]
 		switch {
 		case err == nil && metas[k].ID != 0:
-			p.meta, p.resolvedAt, created[i] = metas[k], now, made[k]
-		case p.resolvedAt.IsZero():
+			p.meta, p.resolvedAt, p.epoch, created[i] = metas[k], now, n, made[k]
+		case p.resolvedAt.IsZero() || p.epoch != n:
 			failure := err
 			if failure == nil {
 				failure = errNotEnsured
@@ -108,8 +118,8 @@ var errNotEnsured = errors.New("ingest: the store did not create or read the par
 func (b *bundle) build(ctx context.Context) *sent {
 	in := b.shard.ing
 	n := len(b.parts)
-	s := &sent{frameOf: make([]int, n), windows: make([]int, n), failed: make([]error, n)}
-	created := in.resolve(ctx, b.parts, s.failed)
+	s := &sent{frameOf: make([]int, n), windows: make([]int, n), failed: make([]error, n), epoch: in.epoch(ctx)}
+	created := in.resolve(ctx, b.parts, s.failed, s.epoch)
 	for i, p := range b.parts {
 		s.frameOf[i] = -1
 		if s.failed[i] != nil {
@@ -135,7 +145,8 @@ func (b *bundle) push(ctx context.Context, s *sent, start time.Time) {
 	for _, fr := range s.frames {
 		messages += len(fr.Hashes)
 	}
-	s.results, s.pushErr = in.store.Push(ctx, s.frames)
+	var at uint64
+	s.results, at, s.pushErr = in.store.PushUnder(ctx, s.epoch, s.frames)
 	in.metrics.observeFlush(len(s.frames), messages, time.Since(start), s.pushErr)
 	if s.pushErr != nil {
 		in.log.Warn().Err(s.pushErr).Int("frames", len(s.frames)).Int("messages", messages).Msg("push failed")
@@ -150,8 +161,11 @@ func (b *bundle) push(ctx context.Context, s *sent, start time.Time) {
 		return
 	}
 	in.reach.lastCommit.Store(time.Now().UnixNano())
+	// A settled push (at 0) was answered from wherever the settling read:
+	// journaled under the bundle's epoch, checked against any later one.
+	in.journal.record(s.epoch, s.frames, s.results)
 	for j := range s.frames {
-		in.learn(&s.frames[j], &s.results[j])
+		in.learn(at, &s.frames[j], &s.results[j])
 	}
 	in.announce(b.parts, s)
 }
@@ -217,7 +231,7 @@ func (in *Ingester) vouchAll(ctx context.Context, parts []*partState, s *sent, c
 		fr := &s.frames[j]
 		if in.cache == nil || p.meta.WindowSeconds == 0 {
 			s.windows[i] = 0 // window 0: the probe does not run anyway
-		} else if d := in.decide(ctx, &p.meta, fr.Hashes, created[i]); d.Hydrate {
+		} else if d := in.decide(ctx, s.epoch, &p.meta, fr.Hashes, created[i]); d.Hydrate {
 			hydrate = append(hydrate, i)
 			continue
 		} else {
@@ -248,10 +262,10 @@ func (in *Ingester) vouchAll(ctx context.Context, parts []*partState, s *sent, c
 // (another writer's rows first make a gap, healed by a fill or a
 // hydration). Births pass the cache's admission gate like hydrations:
 // only an entry the gate admits is installed.
-func (in *Ingester) decide(ctx context.Context, meta *model.Partition, hashes []model.Hash, created bool) dedup.Decision {
+func (in *Ingester) decide(ctx context.Context, n uint64, meta *model.Partition, hashes []model.Hash, created bool) dedup.Decision {
 	windowMs := int64(meta.WindowSeconds) * 1000
 	d := in.cache.Decide(meta.ID, windowMs, hashes)
-	if d.Fill && in.fill(ctx, meta, d.FillFrom) {
+	if d.Fill && in.fill(ctx, n, meta, d.FillFrom) {
 		d = in.cache.Decide(meta.ID, windowMs, hashes)
 	}
 	if d.Fill {
@@ -259,7 +273,8 @@ func (in *Ingester) decide(ctx context.Context, meta *model.Partition, hashes []
 		d.Hydrate = true
 	}
 	if d.Hydrate && created {
-		in.cache.Birth(meta.ID, windowMs)
+		// Created by this flush's resolution, under epoch n or later.
+		in.underEpoch(n, func() { in.cache.Birth(meta.ID, windowMs) })
 		d = in.cache.Decide(meta.ID, windowMs, hashes)
 	}
 	return d
@@ -291,7 +306,7 @@ func (in *Ingester) hydrate(ctx context.Context, parts []*partState, s *sent, wa
 			}
 			continue // the full probe
 		}
-		in.cache.Install(meta.ID, toDedupHydration(h, nowMs))
+		in.underEpoch(h.Epoch, func() { in.cache.Install(meta.ID, toDedupHydration(h, nowMs)) })
 		if h.WindowSeconds == 0 {
 			// Deduplication was turned off. The memo keeps its window until
 			// its TTL: this frame was built (leaders only) for a window on,
@@ -325,19 +340,33 @@ func (in *Ingester) apply(d dedup.Decision, fr *model.Frame) (window int) {
 // fill reads what partition meta's entry missed above from and hands it
 // to the cache; it reports whether the entry vouches again. Any failure
 // leaves the way back to a full hydration.
-func (in *Ingester) fill(ctx context.Context, meta *model.Partition, from int64) bool {
+func (in *Ingester) fill(ctx context.Context, n uint64, meta *model.Partition, from int64) (filled bool) {
 	h, err := in.store.HydrateAbove(ctx, meta.ID, from)
 	if err != nil {
 		in.log.Warn().Err(err).Int64("partition", meta.ID).Msg("dedup cache fill failed")
 		return false
 	}
-	return in.cache.Fill(meta.ID, from, int64(h.WindowSeconds)*1000, toDedupHydration(h, in.cache.NowMs()).Ranges, h.LastOffset)
+	in.underEpoch(h.Epoch, func() {
+		filled = in.cache.Fill(meta.ID, from, int64(h.WindowSeconds)*1000, toDedupHydration(h, in.cache.NowMs()).Ranges, h.LastOffset)
+	})
+	return filled
 }
 
-// learn tells the cache what a committed frame wrote: the hashes of the
-// messages stored, in offset order.
-func (in *Ingester) learn(fr *model.Frame, res *model.FrameResult) {
+// learn tells the cache what a committed frame wrote, on a connection of
+// epoch n: the hashes of the messages stored, in offset order. A frame
+// that finds the allocator below the watermark it vouched for met a log
+// shorter than the one its entry learned, though the server's identity
+// did not change (a crash that lost commits acknowledged with
+// synchronous_commit off): SQL did not honour that vouch, and the store
+// is distrusted, which drops the cache as a failover does.
+func (in *Ingester) learn(n uint64, fr *model.Frame, res *model.FrameResult) {
 	if in.cache == nil {
+		return
+	}
+	if fr.Verified >= 0 && !res.Settled && (res.LastOffset < fr.Verified || (res.BaseOffset >= 0 && res.BaseOffset <= fr.Verified)) {
+		in.log.Error().Int64("partition", fr.PartitionID).Int64("vouched", fr.Verified).Int64("allocator", res.LastOffset).
+			Msg("PostgreSQL's log is shorter than this gateway wrote it: distrusting it")
+		in.store.Distrust(n)
 		return
 	}
 	written := fr.Hashes // the common case: everything was new
@@ -349,7 +378,7 @@ func (in *Ingester) learn(fr *model.Frame, res *model.FrameResult) {
 			}
 		}
 	}
-	in.cache.Learn(fr.PartitionID, res.BaseOffset, res.LastOffset, written)
+	in.underEpoch(n, func() { in.cache.Learn(fr.PartitionID, res.BaseOffset, res.LastOffset, written) })
 }
 
 // toDedupHydration moves created times onto the cache's clock by their

@@ -60,9 +60,9 @@ func (s *timedStore) HydrateMany(ctx context.Context, pids []int64) (map[int64]m
 	return s.Store.HydrateMany(ctx, pids)
 }
 
-func (s *timedStore) Push(ctx context.Context, frames []model.Frame) ([]model.FrameResult, error) {
+func (s *timedStore) PushUnder(ctx context.Context, n uint64, frames []model.Frame) ([]model.FrameResult, uint64, error) {
 	defer s.add(&s.push, time.Now())
-	return s.Store.Push(ctx, frames)
+	return s.Store.PushUnder(ctx, n, frames)
 }
 
 func (s *timedStore) add(d *time.Duration, since time.Time) { *d += time.Since(since) }

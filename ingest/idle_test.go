@@ -43,7 +43,10 @@ func (s *memStore) EnsurePartitions(_ context.Context, queues, partitions []stri
 	return parts, make([]bool, len(queues)), nil // they exist beforehand
 }
 
-func (s *memStore) Push(_ context.Context, frames []model.Frame) ([]model.FrameResult, error) {
+// Epoch is always 1: the memory never changes.
+func (s *memStore) Epoch(context.Context) (uint64, string) { return 1, "memory" }
+
+func (s *memStore) PushUnder(_ context.Context, _ uint64, frames []model.Frame) ([]model.FrameResult, uint64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make([]model.FrameResult, len(frames))
@@ -57,7 +60,7 @@ func (s *memStore) Push(_ context.Context, frames []model.Frame) ([]model.FrameR
 		r.LastOffset = s.last[fr.PartitionID]
 		out[i] = r
 	}
-	return out, nil
+	return out, 1, nil
 }
 
 func (s *memStore) HydrateMany(_ context.Context, ids []int64) (map[int64]model.Hydration, error) {
@@ -65,7 +68,7 @@ func (s *memStore) HydrateMany(_ context.Context, ids []int64) (map[int64]model.
 	defer s.mu.Unlock()
 	out := make(map[int64]model.Hydration, len(ids))
 	for _, id := range ids {
-		out[id] = model.Hydration{LastOffset: s.last[id], WindowSeconds: 3600}
+		out[id] = model.Hydration{LastOffset: s.last[id], WindowSeconds: 3600, Epoch: 1}
 	}
 	return out, nil
 }

@@ -48,7 +48,19 @@ type Store interface {
 	// ID 0 when it could not be ensured, and created[i] says this call
 	// created it (it holds no message yet).
 	EnsurePartitions(ctx context.Context, queues, partitions []string) (parts []model.Partition, created []bool, err error)
-	Push(ctx context.Context, frames []model.Frame) ([]model.FrameResult, error)
+	// PushUnder pushes frames built under store epoch n, on a connection
+	// of that epoch only (else it refuses with model.ErrStoreChanged,
+	// storing nothing), and returns the epoch of the connection it used.
+	PushUnder(ctx context.Context, n uint64, frames []model.Frame) ([]model.FrameResult, uint64, error)
+	// Epoch is the store's latest epoch, which changes when PostgreSQL
+	// does (a failover, a restart, a restored backup), and its server's
+	// identity; Distrust starts a new one when a log is found shorter
+	// than a push of epoch n left it.
+	Epoch(ctx context.Context) (uint64, string)
+	Distrust(n uint64)
+	// Lacks tells which of the messages said stored at offsets (with
+	// hashes) of partitions the store lacks, and the epoch it read under.
+	Lacks(ctx context.Context, pids, offsets []int64, hashes []model.Hash) ([]bool, uint64, error)
 	// HydrateMany reads many partitions' windows in one round trip; a
 	// partition that does not exist is absent.
 	HydrateMany(ctx context.Context, partitionIDs []int64) (map[int64]model.Hydration, error)
@@ -97,6 +109,15 @@ type Config struct {
 	// NoCache sends every frame with p_verified = -1 (always correct,
 	// always probing): for measuring the cache's effect.
 	NoCache bool
+	// Journal is how many of the last acknowledged messages are kept
+	// (40 bytes each), so that when PostgreSQL changes (a failover to an
+	// asynchronous standby) those it lacks can be told and reported;
+	// default 262,144. Negative keeps none.
+	Journal int
+	// OnLost, when set, is called after each such check with the
+	// messageIds of every acknowledged message the store lacked (none
+	// when nothing was lost), from a goroutine of its own.
+	OnLost func(messageIDs []string)
 }
 
 func (c Config) withDefaults() Config {
@@ -126,6 +147,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.PartitionTTL <= 0 {
 		c.PartitionTTL = 30 * time.Second
+	}
+	if c.Journal == 0 {
+		c.Journal = 1 << 18
 	}
 	return c
 }
@@ -183,6 +207,11 @@ type Ingester struct {
 
 	reach reachability
 
+	// ep is the store epoch the cache and the memos speak of; journal
+	// the last acknowledged messages (see failover.go).
+	ep      storeEpoch
+	journal journal
+
 	// committed is told which queues a flush wrote to (OnCommit).
 	committed atomic.Pointer[func(queues []string)]
 }
@@ -218,7 +247,7 @@ func New(store Store, cfg Config, log zerolog.Logger, reg prometheus.Registerer)
 	if err != nil {
 		return nil, err
 	}
-	in := &Ingester{cfg: cfg, store: store, log: log, metrics: m}
+	in := &Ingester{cfg: cfg, store: store, log: log, metrics: m, journal: journal{max: cfg.Journal}}
 	in.reach.init()
 	if !cfg.NoCache {
 		cacheCfg := cfg.Cache
@@ -377,7 +406,10 @@ type partState struct {
 	// partition in flight (the shard hands it over with the bundle).
 	meta       model.Partition
 	resolvedAt time.Time
-	lastUsed   time.Time
+	// epoch is the store epoch meta was resolved under: ids may name
+	// other partitions after PostgreSQL changed.
+	epoch    uint64
+	lastUsed time.Time
 }
 
 func (s *shard) run() {

@@ -44,7 +44,7 @@ func (s *countingStore) EnsurePartitions(ctx context.Context, queues, partitions
 	return s.Store.EnsurePartitions(ctx, queues, partitions)
 }
 
-func (s *countingStore) Push(ctx context.Context, frames []model.Frame) ([]model.FrameResult, error) {
+func (s *countingStore) PushUnder(ctx context.Context, n uint64, frames []model.Frame) ([]model.FrameResult, uint64, error) {
 	s.pushes.Add(1)
 	s.frames.Add(int64(len(frames)))
 	for _, fr := range frames {
@@ -52,13 +52,13 @@ func (s *countingStore) Push(ctx context.Context, frames []model.Frame) ([]model
 			s.verified.Add(1)
 		}
 	}
-	res, err := s.Store.Push(ctx, frames)
+	res, at, err := s.Store.PushUnder(ctx, n, frames)
 	for _, r := range res {
 		if r.Probed() {
 			s.probes.Add(1)
 		}
 	}
-	return res, err
+	return res, at, err
 }
 
 type testBundle struct {
@@ -492,9 +492,10 @@ func TestLearnFiredKeepsTheEntryVouching(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	n, _ := b.store.Epoch(ctx)
 	b.ing.LearnFired([]model.FiredTimer{
-		{PartitionID: p.ID, Offset: res[0].BaseOffset, TxnID: "fired-1"},
-		{PartitionID: p.ID, Offset: res[0].BaseOffset + 1, TxnID: "fired-2"},
+		{PartitionID: p.ID, Offset: res[0].BaseOffset, TxnID: "fired-1", Epoch: n},
+		{PartitionID: p.ID, Offset: res[0].BaseOffset + 1, TxnID: "fired-2", Epoch: n},
 	})
 	hydrated, probes := b.store.hydrates.Load(), b.store.probes.Load()
 	for i := range 3 {

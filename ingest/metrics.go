@@ -22,6 +22,12 @@ type metrics struct {
 	bufferDepth prometheus.Gauge
 	cacheHits   prometheus.Counter
 	conflicts   map[model.ConflictMode]prometheus.Counter
+	// storeChanges counts the store epochs this ingester moved to (a
+	// failover, a restart, a restored backup, a log found shorter), each
+	// a dedup cache dropped and rehydrated; lost counts the acknowledged
+	// messages the store then lacked.
+	storeChanges prometheus.Counter
+	lost         prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -85,10 +91,23 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Messages accepted and not yet answered (buffered or in flight).",
 		}),
 	}
-	if err := promreg.RegisterAll(reg, messages, probes, conflicts, m.unrolled, m.fullWindow, m.flushSize, m.flushTime, m.segments, m.flushErrors, m.bufferDepth); err != nil {
+	m.storeChanges, m.lost = failoverCounters()
+	if err := promreg.RegisterAll(reg, messages, probes, conflicts, m.unrolled, m.fullWindow, m.flushSize, m.flushTime, m.segments, m.flushErrors, m.bufferDepth,
+		m.storeChanges, m.lost); err != nil {
 		return nil, err
 	}
 	return m, nil
+}
+
+// failoverCounters count what PostgreSQL changing cost (failover.go).
+func failoverCounters() (storeChanges, lost prometheus.Counter) {
+	return prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "queengate_store_changes_total",
+			Help: "Times PostgreSQL was found changed (a failover, a restart, a restored backup, or a log shorter than this gateway had written): each time the dedup cache was dropped and partitions rehydrated.",
+		}), prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "queengate_failover_lost_messages_total",
+			Help: "Messages this gateway had answered stored (queued or duplicate) that PostgreSQL lacked after it changed: what asynchronous replication lost. Each is logged with its messageId.",
+		})
 }
 
 func (m *metrics) observeFlush(segments, messages int, took time.Duration, err error) {

@@ -153,30 +153,51 @@ func (st *stored) fullProbe(hashes []model.Hash, at time.Time) []model.Outcome {
 	return out
 }
 
-func (s *soundStore) Push(ctx context.Context, frames []model.Frame) ([]model.FrameResult, error) {
+func (s *soundStore) PushUnder(ctx context.Context, n uint64, frames []model.Frame) ([]model.FrameResult, uint64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	before := make([]stored, len(frames))
+	latest, _ := s.Epoch(ctx)
 	for i := range frames {
 		st, err := readStored(ctx, s.Pool(), frames[i].PartitionID, frames[i].Hashes)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
-		s.checkVouch(&frames[i], &st)
+		if n == latest {
+			// Under an older epoch the push is refused whole, unsent.
+			s.checkVouch(&frames[i], &st)
+		}
 		before[i] = st
 	}
 	if s.beforePush != nil {
 		if err := s.beforePush(); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 	}
-	res, err := s.Store.Push(ctx, frames)
+	res, conn, err := s.Store.PushUnder(ctx, n, frames)
 	if err != nil {
-		return nil, err
+		return nil, conn, err
 	}
+	if err := s.judgePush(ctx, frames, res, before); err != nil {
+		return nil, conn, err
+	}
+	return res, conn, nil
+}
+
+// Push is PushUnder at the latest epoch: a direct push, checked as every
+// push is.
+func (s *soundStore) Push(ctx context.Context, frames []model.Frame) ([]model.FrameResult, error) {
+	n, _ := s.Epoch(ctx)
+	res, _, err := s.PushUnder(ctx, n, frames)
+	return res, err
+}
+
+// judgePush checks SQL's verdicts against the full probe of the database
+// as it was before the push.
+func (s *soundStore) judgePush(ctx context.Context, frames []model.Frame, res []model.FrameResult, before []stored) error {
 	at, err := s.probeInstants(ctx, frames, res, before)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	outcomes := make([][]model.Outcome, len(res))
 	for i := range res {
@@ -202,7 +223,7 @@ func (s *soundStore) Push(ctx context.Context, frames []model.Frame) ([]model.Fr
 	for i := range frames {
 		s.probed[frames[i].PartitionID] = at
 	}
-	return res, nil
+	return nil
 }
 
 // probeInstants are the instants at which the push's probe may have read
@@ -335,20 +356,37 @@ type modelRun struct {
 	fills, hydrations int64
 }
 
-func runModel(t *testing.T, gateways int) modelRun {
-	ops := 100_000 // messages; QUEEN_MODEL_OPS overrides
+func runModel(t *testing.T, gateways int) modelRun { return runModelWith(t, gateways, 0, 100_000) }
+
+// runModelWith is the model with failovers (0: one server, else a primary
+// and an asynchronous standby; see TestModelFailoverToAnAsyncStandby), of
+// ops messages unless QUEEN_MODEL_OPS says.
+func runModelWith(t *testing.T, gateways, failovers, ops int) modelRun {
 	if v, err := strconv.Atoi(os.Getenv("QUEEN_MODEL_OPS")); err == nil {
 		ops = v
 	}
+	var h *haPair
+	if failovers > 0 {
+		h = startHAPair(t)
+	}
 	url := pgtest.NewDB(t)
+	if h != nil {
+		url = h.url
+	}
 	store := &soundStore{Store: pgtest.Store(t, url), t: t}
 	clock := &modelClock{now: time.Now()}
-	ings := startIngesters(t, store, gateways, ingest.Config{
+	cfg := ingest.Config{
 		Shards: 1, Linger: time.Millisecond, PartitionTTL: time.Nanosecond,
 		// Room for two or three partitions' entries: the others are
 		// evicted or suppressed as their windows grow.
 		Cache: dedup.Config{BudgetBytes: 200 << 10, Now: clock.Now, Guard: time.Nanosecond, Cooldown: time.Second},
-	})
+	}
+	var fo *failoverModel
+	if h != nil {
+		fo = newFailoverModel(h, store, ops, failovers)
+		cfg.OnLost = fo.onLost
+	}
+	ings := startIngesters(t, store, gateways, cfg)
 
 	ctx := context.Background()
 	queue := "model"
@@ -397,6 +435,7 @@ func runModel(t *testing.T, gateways int) modelRun {
 
 	sent, mismatches, handovers := 0, 0, 0
 	for sent < ops && !t.Failed() {
+		fo.step(t, sent, ings, queue)
 		switch x := r.IntN(100); {
 		case x < 70: // a request through the partition's owner
 			part := parts[r.IntN(len(parts))]
@@ -411,6 +450,7 @@ func runModel(t *testing.T, gateways int) modelRun {
 				t.Fatal(err)
 			}
 			got := <-submit(ings[owner[part]], req)
+			fo.ack(pids[part], req, got)
 			want := expected(&before, pids[part], hashes, got, store.probedAt(pids[part]))
 			for i := range got {
 				if got[i].Status != want[i].Status || got[i].Offset != want[i].Offset {
@@ -423,13 +463,15 @@ func runModel(t *testing.T, gateways int) modelRun {
 		case x < 75 && gateways > 1: // every gateway serving one partition at once
 			part := parts[r.IntN(len(parts))]
 			var answers []<-chan []ingest.Result
+			var reqs []*ingest.Request
 			for _, ing := range ings {
 				req := request(part, 1+r.IntN(10))
 				sent += len(req.Messages)
+				reqs = append(reqs, req)
 				answers = append(answers, submit(ing, req))
 			}
-			for _, ch := range answers {
-				<-ch // soundStore checked every frame against the database
+			for k, ch := range answers {
+				fo.ack(pids[part], reqs[k], <-ch) // soundStore checked every frame against the database
 			}
 		case x < 77 && gateways > 1: // a handover
 			part := parts[r.IntN(len(parts))]
@@ -467,6 +509,9 @@ func runModel(t *testing.T, gateways int) modelRun {
 		gateways, sent, handovers, store.vouched, store.narrowed, m.fills, m.hydrations, store.violations, store.mismatches, mismatches)
 	if sent >= ops && (store.vouched == 0 || store.narrowed == 0) { // else cut short by the failures reported
 		t.Error("the cache never vouched, or never narrowed a probe: the model exercised nothing")
+	}
+	if fo != nil && !t.Failed() && fo.done < failovers {
+		t.Errorf("%d failovers of %d", fo.done, failovers)
 	}
 	return m
 }

@@ -141,7 +141,8 @@ func (in *Ingester) CacheSummary() (sum CacheSummary, ok bool) {
 // entry keeps vouching instead of meeting them as an interleave. The
 // entry's rules keep this safe in any order relative to this ingester's
 // own pushes: an out-of-order report is a gap or an overlap, which only
-// costs a fill or a rehydration.
+// costs a fill or a rehydration. A fire is learned only under the store
+// epoch it was fired in, as a push is.
 func (in *Ingester) LearnFired(fired []model.FiredTimer) {
 	if in.cache == nil {
 		return
@@ -155,7 +156,7 @@ func (in *Ingester) LearnFired(fired []model.FiredTimer) {
 		for _, f := range fired[i:j] {
 			hashes = append(hashes, model.HashTxnID(f.TxnID))
 		}
-		in.cache.Learn(fired[i].PartitionID, fired[i].Offset, fired[j-1].Offset, hashes)
+		in.underEpoch(fired[i].Epoch, func() { in.cache.Learn(fired[i].PartitionID, fired[i].Offset, fired[j-1].Offset, hashes) })
 		i = j
 	}
 }

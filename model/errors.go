@@ -25,6 +25,12 @@ var (
 	// it, or a verification read after a broken connection found it
 	// absent. Without it, a failure may have committed.
 	ErrNotStored = errors.New("not stored")
+	// ErrStoreChanged is a push refused before it was sent because the
+	// connection reached a server of another identity than the one the
+	// push was built under (a failover, a restart, a restored backup):
+	// its partition ids and its cache's vouches speak of a log that may
+	// no longer be there. Nothing was stored; build it again.
+	ErrStoreChanged = errors.New("PostgreSQL changed (failover, restart or restore) since the push was built")
 	// ErrStoreDown is the cause a push is cancelled with when the gateway
 	// has found PostgreSQL out of reach: nothing is waited for then, not
 	// even the settling of a push already sent.

@@ -222,4 +222,8 @@ type Hydration struct {
 	DBNow time.Time
 	// Txns are in offset order.
 	Txns []TxnRange
+	// Epoch is the store's epoch of the connection that read it (see
+	// pgstore.Store.Epoch), 0 for none: a cache takes it only under the
+	// epoch it vouches under.
+	Epoch uint64
 }

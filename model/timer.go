@@ -37,6 +37,9 @@ type FiredTimer struct {
 	TxnID       string
 	FireAt      time.Time
 	FiredAt     time.Time // PostgreSQL's clock when its message was pushed
+	// Epoch is the store's epoch of the connection that fired it (as
+	// Hydration.Epoch).
+	Epoch uint64
 }
 
 // TimerNotifyHorizon: a schedule notifies the fire loops when its timer is

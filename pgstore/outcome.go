@@ -43,26 +43,13 @@ func refusedBeforeCommit(err error) bool {
 
 // backend identifies the server process behind a connection: pids are
 // reused, so it is the pid with the process's start time. It is recorded
-// when the connection is made (rememberBackend).
+// when the connection is made (rememberServer).
 type backend struct {
 	pid   uint32
 	start time.Time
 }
 
 const backendStartKey = "queengate.backend_start"
-
-// rememberBackend records the connection's backend start time, so that a
-// push settled after a server restart cannot mistake a new process that
-// got the same pid for its own.
-func rememberBackend(ctx context.Context, conn *pgx.Conn) error {
-	var start time.Time
-	err := conn.QueryRow(ctx, "SELECT backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid()").Scan(&start)
-	if err != nil {
-		return err
-	}
-	conn.PgConn().CustomData()[backendStartKey] = start
-	return nil
-}
 
 func backendOf(conn *pgx.Conn) backend {
 	start, _ := conn.PgConn().CustomData()[backendStartKey].(time.Time)

@@ -23,17 +23,43 @@ import (
 // missing (nothing of the bundle committed: NotStored), or cannot tell
 // (the error is returned as is; a retry of the same transactionIds is
 // exact whatever happened).
+//
+// Push honours the frames' vouches on whatever server it reaches; a
+// caller whose vouches come from a cache of what it read earlier uses
+// PushUnder.
 func (s *Store) Push(ctx context.Context, frames []model.Frame) ([]model.FrameResult, error) {
+	res, _, err := s.push(ctx, frames, nil)
+	return res, err
+}
+
+// PushUnder is Push for a caller whose frames were built under store
+// epoch n (Epoch): their partition ids were resolved, and their vouches
+// made, from what connections of epoch n read and wrote. Its connection
+// is of the latest epoch (a straggler of an older server is closed, not
+// used); when that is not n (the server failed over, restarted or was
+// restored since the frames were built), it sends nothing and returns an
+// error that is model.ErrStoreChanged (and model.NotStored): the frames
+// speak of a log that may no longer be there. It returns the epoch of the
+// connection it used, 0 when it had none (or the push was settled).
+func (s *Store) PushUnder(ctx context.Context, n uint64, frames []model.Frame) ([]model.FrameResult, uint64, error) {
+	return s.push(ctx, frames, &n)
+}
+
+func (s *Store) push(ctx context.Context, frames []model.Frame, under *uint64) ([]model.FrameResult, uint64, error) {
 	if len(frames) == 0 {
-		return nil, nil
+		return nil, 0, nil
 	}
 	args, err := pgwire.BundleArgs(frames)
 	if err != nil {
-		return nil, notStored(err)
+		return nil, 0, notStored(err)
 	}
-	conn, err := s.pool.Acquire(ctx)
+	conn, n, err := s.acquire(ctx)
 	if err != nil {
-		return nil, notStored(pushFailure(ctx, err))
+		return nil, 0, notStored(pushFailure(ctx, err))
+	}
+	if under != nil && n != *under {
+		conn.Release()
+		return nil, n, notStored(fmt.Errorf("pgstore: push built under epoch %d, connection in epoch %d: %w", *under, n, model.ErrStoreChanged))
 	}
 	b := backendOf(conn.Conn())
 	rows, err := conn.Query(ctx, pgwire.PushBundleSQL, args)
@@ -44,11 +70,14 @@ func (s *Store) Push(ctx context.Context, frames []model.Frame) ([]model.FrameRe
 	conn.Release()
 	switch {
 	case err == nil:
-		return results, nil
+		return results, n, nil
 	case refusedBeforeCommit(err):
-		return nil, notStored(pushFailure(ctx, classify(err)))
+		return nil, n, notStored(pushFailure(ctx, classify(err)))
 	}
-	return s.settle(ctx, frames, b, pushFailure(ctx, err))
+	// A settled push teaches no cache anything it vouches with (only an
+	// allocator, which can only mark a gap): its epoch is left 0.
+	results, err = s.settle(ctx, frames, b, pushFailure(ctx, err))
+	return results, 0, err
 }
 
 // pushFailure names what ended the push: its error, and the reason its
@@ -97,7 +126,12 @@ func (s *Store) hydrateOne(ctx context.Context, partitionID int64, above *int64)
 }
 
 func (s *Store) hydrate(ctx context.Context, partitionIDs []int64, above *int64) (map[int64]model.Hydration, error) {
-	rows, err := s.pool.Query(ctx,
+	conn, n, err := s.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Release()
+	rows, err := conn.Query(ctx,
 		`SELECT partition_id, last_offset, txns_start, dedup_window_seconds, db_now, base_offset, end_offset, created_at, hashes
 		   FROM queen.log_hydrate($1, $2, $3)`, partitionIDs, above, model.ClockSkewSlack.Seconds())
 	if err != nil {
@@ -116,6 +150,7 @@ func (s *Store) hydrate(ctx context.Context, partitionIDs []int64, above *int64)
 			&base, &end, &created, &hashes); err != nil {
 			return nil, err
 		}
+		h.Epoch = n
 		if prev, seen := out[h.PartitionID]; seen {
 			h.Txns = prev.Txns // rows come in offset order, partition by partition
 		}

@@ -39,6 +39,8 @@ type Store struct {
 	// undeliverable counts messages dead-lettered by pops because they
 	// were too large to deliver, per queue and group.
 	undeliverable *prometheus.CounterVec
+	// epochs numbers the server identities the connections met.
+	epochs epochs
 }
 
 // groupStore names the embedded consumer.Store, so that its field is
@@ -106,7 +108,10 @@ func OpenConfig(ctx context.Context, cfg *pgxpool.Config, opts ...Option) (*Stor
 	for _, opt := range opts {
 		opt(&o)
 	}
-	pool, err := connect(ctx, cfg)
+	s := &Store{settleTimeout: defaultSettleTimeout, undeliverable: newUndeliverableCounter()}
+	// Only the primary's connections tell the server's identity: the
+	// epochs are of the server that decides verdicts.
+	pool, err := connect(ctx, cfg, s.rememberServer)
 	if err != nil {
 		return nil, err
 	}
@@ -117,8 +122,7 @@ func OpenConfig(ctx context.Context, cfg *pgxpool.Config, opts ...Option) (*Stor
 			return nil, err
 		}
 	}
-	s := &Store{pool: pool, reads: readpool.New(pool, reads, o.readWait), settleTimeout: defaultSettleTimeout,
-		undeliverable: newUndeliverableCounter()}
+	s.pool, s.reads = pool, readpool.New(pool, reads, o.readWait)
 	s.groupStore = consumer.New(pool, s.reads, s, s.maxData, s.undeliverable)
 	return s, nil
 }
@@ -130,15 +134,16 @@ func openReadPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read pool: %w", err)
 	}
-	pool, err := connect(ctx, cfg)
+	pool, err := connect(ctx, cfg, nil)
 	if err != nil {
 		return nil, fmt.Errorf("read pool: %w", err)
 	}
 	return pool, nil
 }
 
-// connect makes a pool of cfg with this package's connection hook.
-func connect(ctx context.Context, cfg *pgxpool.Config) (*pgxpool.Pool, error) {
+// connect makes a pool of cfg with this package's connection hook, and
+// onConnect, when not nil, run on each new connection after it.
+func connect(ctx context.Context, cfg *pgxpool.Config, onConnect func(context.Context, *pgx.Conn) error) (*pgxpool.Pool, error) {
 	if _, set := cfg.ConnConfig.RuntimeParams["jit"]; !set {
 		cfg.ConnConfig.RuntimeParams["jit"] = "off"
 	}
@@ -147,8 +152,10 @@ func connect(ctx context.Context, cfg *pgxpool.Config) (*pgxpool.Pool, error) {
 		if err := pgwire.RegisterCodecs(ctx, conn); err != nil {
 			return err
 		}
-		if err := rememberBackend(ctx, conn); err != nil {
-			return err
+		if onConnect != nil {
+			if err := onConnect(ctx, conn); err != nil {
+				return err
+			}
 		}
 		if after != nil {
 			return after(ctx, conn)
@@ -233,12 +240,20 @@ func (s *Store) EnsurePartition(ctx context.Context, queue, partition string) (m
 // trip: partition (queues[i], partitions[i]) is parts[i], and created[i]
 // says this very call created it (it then holds no message yet: of racing
 // callers exactly one sees it created). A name the schema refuses leaves
-// parts[i] zero (ID 0) without failing the others.
+// parts[i] zero (ID 0) without failing the others. It reads on a
+// connection of the latest epoch (Epoch) only.
 func (s *Store) EnsurePartitions(ctx context.Context, queues, partitions []string) (parts []model.Partition, created []bool, err error) {
 	if len(queues) != len(partitions) {
 		return nil, nil, fmt.Errorf("pgstore: ensure partitions: %d queues for %d partitions", len(queues), len(partitions))
 	}
-	rows, err := s.pool.Query(ctx,
+	// Never on a straggler of a server failed over from: ids read there
+	// may name other partitions on the latest one.
+	conn, _, err := s.acquire(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("pgstore: ensure %d partitions: %w", len(queues), err)
+	}
+	defer conn.Release()
+	rows, err := conn.Query(ctx,
 		"SELECT idx, partition_id, queue_id, dedup_window_seconds, last_offset, on_conflict, created FROM queen.ensure_partitions($1, $2)",
 		queues, partitions)
 	if err != nil {

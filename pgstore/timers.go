@@ -111,7 +111,13 @@ const MaxFireBytes = 64 << 20
 // before COMMIT: an error from it rolls everything back (tests inject
 // faults there). On any error nothing was fired.
 func (s *Store) FireDue(ctx context.Context, limit int, beforeCommit func([]model.FiredTimer) error) ([]model.FiredTimer, error) {
-	tx, err := s.pool.Begin(ctx)
+	// A cache learns a fire only under the epoch it read (Epoch).
+	conn, n, err := s.acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: fire timers: %w", err)
+	}
+	defer conn.Release()
+	tx, err := conn.Begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: fire timers: %w", err)
 	}
@@ -125,6 +131,7 @@ func (s *Store) FireDue(ctx context.Context, limit int, beforeCommit func([]mode
 	fired, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (model.FiredTimer, error) {
 		var f model.FiredTimer
 		err := row.Scan(&f.ID, &f.PartitionID, &f.Offset, &f.TxnID, &f.FireAt, &f.FiredAt)
+		f.Epoch = n
 		return f, err
 	})
 	if err != nil {

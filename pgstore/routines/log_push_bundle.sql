@@ -150,7 +150,12 @@ BEGIN
     -- window it was vouched for: after the window grew it says nothing of
     -- the part of the new window below it, so the whole window is probed
     -- (a shrunk window keeps old vouches valid: they cover more than
-    -- needed). The purge watermark txns_start - 1 is always a lower bound:
+    -- needed). A watermark above the allocator speaks of a longer log than
+    -- this one (a failed-over or restored server: docs/design.md,
+    -- "Failover and restores"): not honoured either. The largest bigint is
+    -- the vouch of a writer that does not probe (a timer's fire, a
+    -- redrive), above any allocator by design. The purge watermark
+    -- txns_start - 1 is always a lower bound:
     -- rows below it are gone. v_narrow says the watermark, and the
     -- candidates sent with it, are honoured. The probe each frame gets
     -- follows from these.
@@ -169,7 +174,8 @@ BEGIN
              WHERE p.id = ANY (p_pids)
              ORDER BY p.id
                FOR UPDATE OF p) AS lk ON lk.id = fr.pid
-     CROSS JOIN LATERAL (SELECT p_verified[fr.s] >= 0 AND lk.win <= p_verified_windows[fr.s] AS ok) AS vouch
+     CROSS JOIN LATERAL (SELECT p_verified[fr.s] >= 0 AND lk.win <= p_verified_windows[fr.s]
+                                AND (p_verified[fr.s] <= lk.last_offset OR p_verified[fr.s] = 9223372036854775807) AS ok) AS vouch
      CROSS JOIN LATERAL (SELECT vouch.ok, CASE WHEN vouch.ok THEN GREATEST(p_verified[fr.s], lk.txns_start - 1)
                                                ELSE lk.txns_start - 1 END AS from_off) AS b;
     IF coalesce(cardinality(v_last), 0) <> v_frames THEN
