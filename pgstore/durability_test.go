@@ -1,0 +1,166 @@
+package pgstore_test
+
+import (
+	"context"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/queengate/queengate/internal/pgcluster"
+	"github.com/queengate/queengate/internal/pgtest"
+	"github.com/queengate/queengate/pgstore"
+)
+
+// TestDurabilityLevels: the level and whether commits wait, for each
+// combination of settings that decides them.
+func TestDurabilityLevels(t *testing.T) {
+	t.Parallel()
+	sync := func(state string) []pgstore.Standby { return []pgstore.Standby{{Name: "s1", SyncState: state}} }
+	for _, c := range []struct {
+		name       string
+		d          pgstore.Durability
+		want       pgstore.DurabilityLevel
+		wait, know bool
+	}{
+		{"fsync off", pgstore.Durability{SynchronousCommit: "remote_apply", SynchronousStandbyNames: "s1", Standbys: sync("sync")}, pgstore.DurabilityNone, false, true},
+		{"commit off", pgstore.Durability{SynchronousCommit: "off", Fsync: true, SynchronousStandbyNames: "s1", Standbys: sync("sync")}, pgstore.DurabilityNone, false, true},
+		{"on, no standbys named", pgstore.Durability{SynchronousCommit: "on", Fsync: true, Standbys: sync("async")}, pgstore.DurabilityLocalDisk, false, true},
+		{"local with a sync standby", pgstore.Durability{SynchronousCommit: "local", Fsync: true, SynchronousStandbyNames: "s1", Standbys: sync("sync")}, pgstore.DurabilityLocalDisk, false, true},
+		{"remote_write", pgstore.Durability{SynchronousCommit: "remote_write", Fsync: true, SynchronousStandbyNames: "s1", Standbys: sync("sync")}, pgstore.DurabilityStandbyWritten, false, true},
+		{"on", pgstore.Durability{SynchronousCommit: "on", Fsync: true, SynchronousStandbyNames: "s1", Standbys: sync("sync")}, pgstore.DurabilityStandbyDisk, false, true},
+		{"remote_apply", pgstore.Durability{SynchronousCommit: "remote_apply", Fsync: true, SynchronousStandbyNames: "s1", Standbys: sync("sync")}, pgstore.DurabilityStandbyApplied, false, true},
+		{"named standby not streaming", pgstore.Durability{SynchronousCommit: "on", Fsync: true, SynchronousStandbyNames: "s1", Standbys: []pgstore.Standby{}}, pgstore.DurabilityStandbyDisk, true, true},
+		{"only a potential standby", pgstore.Durability{SynchronousCommit: "on", Fsync: true, SynchronousStandbyNames: "s0, s1", Standbys: sync("potential")}, pgstore.DurabilityStandbyDisk, true, true},
+		{"FIRST 2 with one", pgstore.Durability{SynchronousCommit: "on", Fsync: true, SynchronousStandbyNames: "FIRST 2 (s1, s2)", Standbys: sync("sync")}, pgstore.DurabilityStandbyDisk, true, true},
+		{"ANY 1 with one", pgstore.Durability{SynchronousCommit: "on", Fsync: true, SynchronousStandbyNames: "any 1 (s1, s2)", Standbys: sync("quorum")}, pgstore.DurabilityStandbyDisk, false, true},
+		{"2 (…) with one", pgstore.Durability{SynchronousCommit: "on", Fsync: true, SynchronousStandbyNames: "2(s1, s2)", Standbys: sync("sync")}, pgstore.DurabilityStandbyDisk, true, true},
+		{"names that are numbers", pgstore.Durability{SynchronousCommit: "on", Fsync: true, SynchronousStandbyNames: "2, 3", Standbys: sync("sync")}, pgstore.DurabilityStandbyDisk, false, true},
+		{"standbys unreadable", pgstore.Durability{SynchronousCommit: "on", Fsync: true, SynchronousStandbyNames: "s1"}, pgstore.DurabilityStandbyDisk, false, false},
+	} {
+		wait, know := c.d.CommitsWait()
+		if got := c.d.Level(); got != c.want || wait != c.wait || know != c.know {
+			t.Errorf("%s: level %s, commits wait %v (known %v); want %s, %v (%v)", c.name, got, wait, know, c.want, c.wait, c.know)
+		}
+		if warned := strings.Contains(c.d.Warning(), "commits wait"); warned != c.wait {
+			t.Errorf("%s: warning %q; want one about waiting commits: %v", c.name, c.d.Warning(), c.wait)
+		}
+	}
+}
+
+// TestDurabilityOfTheTestServer: the test server runs with fsync and
+// synchronous_commit off; the store says an acknowledgement survives no
+// crash, and warns.
+func TestDurabilityOfTheTestServer(t *testing.T) {
+	t.Parallel()
+	s := pgtest.Store(t, pgtest.SharedURL(t))
+	d, err := s.Durability(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Level() != pgstore.DurabilityNone || d.Fsync || d.InRecovery || !strings.Contains(d.Warning(), "fsync is off") {
+		t.Errorf("read %+v, level %s, warning %q; want none, fsync off, a warning about fsync", d, d.Level(), d.Warning())
+	}
+}
+
+// TestDurabilityFromAReplicatedServer: each level read from a real
+// primary with a real standby, as its replication is changed; a URL's
+// synchronous_commit counts; a role that may not see the standbys' state
+// gets them unknown, not an error.
+func TestDurabilityFromAReplicatedServer(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	primary := startDurablePrimary(ctx, t)
+	store := pgtest.Store(t, primary.URL("postgres"))
+	read := func(s *pgstore.Store) pgstore.Durability {
+		t.Helper()
+		d, err := s.Durability(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	want := func(what string, d pgstore.Durability, level pgstore.DurabilityLevel, standbys ...pgstore.Standby) {
+		t.Helper()
+		if d.Level() != level || !slices.Equal(d.Standbys, standbys) || d.Warning() != "" {
+			t.Errorf("%s: level %s, standbys %v, warning %q; want %s, %v, none", what, d.Level(), d.Standbys, d.Warning(), level, standbys)
+		}
+	}
+	want("alone", read(store), pgstore.DurabilityLocalDisk)
+
+	dir := serverDir(t)
+	standby, err := pgcluster.StartStandby(ctx, primary, pgcluster.StandbyOptions{Dir: dir, Name: "standby1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(standby.Stop)
+	want("with an async standby", read(store), pgstore.DurabilityLocalDisk, pgstore.Standby{Name: "standby1", SyncState: "async"})
+	for commit, level := range map[string]pgstore.DurabilityLevel{"on": pgstore.DurabilityStandbyDisk,
+		"remote_write": pgstore.DurabilityStandbyWritten, "remote_apply": pgstore.DurabilityStandbyApplied} {
+		if err := primary.SetSync(ctx, commit, "standby1"); err != nil {
+			t.Fatal(err)
+		}
+		want("synchronous_commit "+commit, read(store), level, pgstore.Standby{Name: "standby1", SyncState: "sync"})
+	}
+
+	off := pgtest.Store(t, primary.URL("postgres")+"&synchronous_commit=off")
+	if d := read(off); d.Level() != pgstore.DurabilityNone || !strings.Contains(d.Warning(), "synchronous_commit is off") {
+		t.Errorf("with synchronous_commit=off in the URL: level %s, warning %q; want none and a warning", d.Level(), d.Warning())
+	}
+
+	execAs(ctx, t, primary.URL("postgres"), "CREATE ROLE watcher LOGIN")
+	watcher := pgtest.Store(t, strings.Replace(primary.URL("postgres"), "//postgres@", "//watcher@", 1))
+	if d := read(watcher); d.Standbys != nil || d.Level() != pgstore.DurabilityStandbyApplied {
+		t.Errorf("a role without pg_monitor: standbys %v, level %s; want unknown (nil), standby-applied", d.Standbys, d.Level())
+	} else if _, known := d.CommitsWait(); known {
+		t.Error("a role without pg_monitor knows whether commits wait")
+	}
+
+	standby.Stop()
+	d := read(store)
+	if wait, known := d.CommitsWait(); !wait || !known || d.Level() != pgstore.DurabilityStandbyApplied || !strings.Contains(d.Warning(), "commits wait") {
+		t.Errorf("synchronous standby stopped: commits wait %v (known %v), level %s, warning %q; want waiting, standby-applied, a warning",
+			wait, known, d.Level(), d.Warning())
+	}
+}
+
+// startDurablePrimary starts a primary with fsync on (a durability test
+// must not turn it off) and small buffers.
+func startDurablePrimary(ctx context.Context, t *testing.T) *pgcluster.Cluster {
+	t.Helper()
+	c, err := pgcluster.StartPrimary(ctx, pgcluster.Options{Dir: serverDir(t), Name: "primary",
+		Settings: map[string]string{"max_connections": "40", "shared_buffers": "16MB"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Stop)
+	return c
+}
+
+// serverDir is a folder for one server, removed after the test. Not
+// t.TempDir: its parent is private to root, and the server may run as
+// the postgres user.
+func serverDir(t *testing.T) string {
+	dir, err := os.MkdirTemp("", "pgstore-durability-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return dir
+}
+
+func execAs(ctx context.Context, t *testing.T, url, sql string) {
+	t.Helper()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, sql); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+}
