@@ -117,6 +117,9 @@ func (w *durabilityWatch) read(ctx context.Context) {
 	}
 }
 
+// durabilityMessage is the log message of a durability reading.
+const durabilityMessage = "what an acknowledged push survives"
+
 // logChange says what an acknowledgement means now: a warning when
 // acknowledged messages could be lost or commits wait.
 func (w *durabilityWatch) logChange(d *queengate.DurabilityStat) {
@@ -124,12 +127,12 @@ func (w *durabilityWatch) logChange(d *queengate.DurabilityStat) {
 	if d.Warning != "" {
 		e = w.log.Warn().Str("warning", d.Warning)
 	}
-	e = e.Str("level", d.Level).Str("synchronous_commit", d.SynchronousCommit).Bool("fsync", d.Fsync).
+	e = e.Str("durability", d.Level).Str("synchronous_commit", d.SynchronousCommit).Bool("fsync", d.Fsync).
 		Str("synchronous_standby_names", d.SynchronousStandbyNames)
 	if d.Standbys != nil {
 		e = e.Int("standbys", len(d.Standbys))
 	}
-	e.Msg("acknowledged pushes are durable to level " + d.Level)
+	e.Msg(durabilityMessage)
 }
 
 // sameDurability compares readings but for when they were made.
