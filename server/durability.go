@@ -111,10 +111,13 @@ func (w *durabilityWatch) read(ctx context.Context) {
 		w.log.Warn().Err(err).Msg("cannot read what an acknowledgement means on PostgreSQL")
 		return
 	}
+	// Logged before stored, so that whoever sees the reading can see its
+	// line; only the watch's goroutine stores.
 	now := durabilityStat(d, time.Now())
-	if prev := w.current.Swap(now); prev == nil || !sameDurability(*prev, *now) {
+	if prev := w.current.Load(); prev == nil || !sameDurability(*prev, *now) {
 		w.logChange(now)
 	}
+	w.current.Store(now)
 }
 
 // durabilityMessage is the log message of a durability reading.
