@@ -99,12 +99,17 @@ func (s *Store) Durability(ctx context.Context) (Durability, error) {
 
 // Level is what an acknowledged commit survives. With synchronous
 // standbys named and a synchronous_commit that waits for them, a commit
-// is acknowledged only once they confirm it, whether or not they are
-// connected now: while they are not, commits wait (CommitsWait) rather
-// than being acknowledged with less.
+// returns once they confirm it. While too few stream, commits wait
+// (CommitsWait), and the level is local-disk: a push that times out
+// waiting is settled (outcome.go) by terminating its backend, and
+// PostgreSQL then keeps the commit on this server only, which the
+// settling answers duplicate.
 func (d Durability) Level() DurabilityLevel {
 	if !d.Fsync {
 		return DurabilityNone
+	}
+	if wait, _ := d.CommitsWait(); wait {
+		return DurabilityLocalDisk
 	}
 	if !d.waitsForStandbys() {
 		if d.SynchronousCommit == "off" {
@@ -189,7 +194,7 @@ func (d Durability) Warning() string {
 		parts = append(parts, "full_page_writes is off: a crash of the server's machine can corrupt the database unless its file system rules out torn pages")
 	}
 	if wait, _ := d.CommitsWait(); wait {
-		parts = append(parts, fmt.Sprintf("commits wait: synchronous_standby_names is %q but fewer synchronous standbys than it asks for are streaming; no push is acknowledged until one connects", d.SynchronousStandbyNames))
+		parts = append(parts, fmt.Sprintf("commits wait: synchronous_standby_names is %q but fewer synchronous standbys than it asks for are streaming; no push is answered until one connects, and a push that times out waiting is kept on this server only", d.SynchronousStandbyNames))
 	}
 	if d.InRecovery {
 		parts = append(parts, "the server is a standby in recovery: writes fail")

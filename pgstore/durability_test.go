@@ -33,11 +33,11 @@ func TestDurabilityLevels(t *testing.T) {
 		{"remote_write", pgstore.Durability{SynchronousCommit: "remote_write", Fsync: true, SynchronousStandbyNames: "s1", Standbys: sync("sync")}, pgstore.DurabilityStandbyWritten, false, true},
 		{"on", pgstore.Durability{SynchronousCommit: "on", Fsync: true, SynchronousStandbyNames: "s1", Standbys: sync("sync")}, pgstore.DurabilityStandbyDisk, false, true},
 		{"remote_apply", pgstore.Durability{SynchronousCommit: "remote_apply", Fsync: true, SynchronousStandbyNames: "s1", Standbys: sync("sync")}, pgstore.DurabilityStandbyApplied, false, true},
-		{"named standby not streaming", pgstore.Durability{SynchronousCommit: "on", Fsync: true, SynchronousStandbyNames: "s1", Standbys: []pgstore.Standby{}}, pgstore.DurabilityStandbyDisk, true, true},
-		{"only a potential standby", pgstore.Durability{SynchronousCommit: "on", Fsync: true, SynchronousStandbyNames: "s0, s1", Standbys: sync("potential")}, pgstore.DurabilityStandbyDisk, true, true},
-		{"FIRST 2 with one", pgstore.Durability{SynchronousCommit: "on", Fsync: true, SynchronousStandbyNames: "FIRST 2 (s1, s2)", Standbys: sync("sync")}, pgstore.DurabilityStandbyDisk, true, true},
+		{"named standby not streaming", pgstore.Durability{SynchronousCommit: "on", Fsync: true, SynchronousStandbyNames: "s1", Standbys: []pgstore.Standby{}}, pgstore.DurabilityLocalDisk, true, true},
+		{"only a potential standby", pgstore.Durability{SynchronousCommit: "on", Fsync: true, SynchronousStandbyNames: "s0, s1", Standbys: sync("potential")}, pgstore.DurabilityLocalDisk, true, true},
+		{"FIRST 2 with one", pgstore.Durability{SynchronousCommit: "on", Fsync: true, SynchronousStandbyNames: "FIRST 2 (s1, s2)", Standbys: sync("sync")}, pgstore.DurabilityLocalDisk, true, true},
 		{"ANY 1 with one", pgstore.Durability{SynchronousCommit: "on", Fsync: true, SynchronousStandbyNames: "any 1 (s1, s2)", Standbys: sync("quorum")}, pgstore.DurabilityStandbyDisk, false, true},
-		{"2 (…) with one", pgstore.Durability{SynchronousCommit: "on", Fsync: true, SynchronousStandbyNames: "2(s1, s2)", Standbys: sync("sync")}, pgstore.DurabilityStandbyDisk, true, true},
+		{"2 (…) with one", pgstore.Durability{SynchronousCommit: "on", Fsync: true, SynchronousStandbyNames: "2(s1, s2)", Standbys: sync("sync")}, pgstore.DurabilityLocalDisk, true, true},
 		{"names that are numbers", pgstore.Durability{SynchronousCommit: "on", Fsync: true, SynchronousStandbyNames: "2, 3", Standbys: sync("sync")}, pgstore.DurabilityStandbyDisk, false, true},
 		{"standbys unreadable", pgstore.Durability{SynchronousCommit: "on", Fsync: true, SynchronousStandbyNames: "s1"}, pgstore.DurabilityStandbyDisk, false, false},
 	} {
@@ -122,8 +122,8 @@ func TestDurabilityFromAReplicatedServer(t *testing.T) {
 
 	standby.Stop()
 	d := read(store)
-	if wait, known := d.CommitsWait(); !wait || !known || d.Level() != pgstore.DurabilityStandbyApplied || !strings.Contains(d.Warning(), "commits wait") {
-		t.Errorf("synchronous standby stopped: commits wait %v (known %v), level %s, warning %q; want waiting, standby-applied, a warning",
+	if wait, known := d.CommitsWait(); !wait || !known || d.Level() != pgstore.DurabilityLocalDisk || !strings.Contains(d.Warning(), "commits wait") {
+		t.Errorf("synchronous standby stopped: commits wait %v (known %v), level %s, warning %q; want waiting, local-disk, a warning",
 			wait, known, d.Level(), d.Warning())
 	}
 }

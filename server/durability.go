@@ -43,13 +43,13 @@ func newDurabilityWatch(store durabilityReader, log zerolog.Logger, reg promethe
 	for _, level := range pgstore.DurabilityLevels {
 		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name:        "queengate_durability_level",
-			Help:        "1 for what an acknowledged push survives on this gateway's PostgreSQL (none: a crash of the server can lose it; local-disk; standby-written, standby-disk, standby-applied: confirmed by the synchronous standbys), 0 for the other levels; all 0 until read.",
+			Help:        "1 for what an acknowledged push survives on this gateway's PostgreSQL (none: a crash of the server can lose it; local-disk: on its disk; standby-written, standby-disk, standby-applied: confirmed by the synchronous standbys), 0 for the other levels; all 0 until read.",
 			ConstLabels: prometheus.Labels{"level": string(level)},
 		}, func() float64 { return w.is(level) }))
 	}
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "queengate_durability_commits_waiting",
-		Help: "1 while commits wait for synchronous standbys that are not streaming (no push is acknowledged until one connects), else 0.",
+		Help: "1 while commits wait for synchronous standbys that are not streaming (no push is answered until one connects; one that times out is kept on the primary alone), else 0.",
 	}, func() float64 {
 		if d := w.Current(); d != nil && d.CommitsWait != nil && *d.CommitsWait {
 			return 1
