@@ -2,7 +2,6 @@ package pgstore_test
 
 import (
 	"context"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -74,7 +73,7 @@ func TestDurabilityFromAReplicatedServer(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	primary := startDurablePrimary(ctx, t)
+	primary := pgtest.DurablePrimary(ctx, t, "primary")
 	store := pgtest.Store(t, primary.URL("postgres"))
 	read := func(s *pgstore.Store) pgstore.Durability {
 		t.Helper()
@@ -92,8 +91,7 @@ func TestDurabilityFromAReplicatedServer(t *testing.T) {
 	}
 	want("alone", read(store), pgstore.DurabilityLocalDisk)
 
-	dir := serverDir(t)
-	standby, err := pgcluster.StartStandby(ctx, primary, pgcluster.StandbyOptions{Dir: dir, Name: "standby1"})
+	standby, err := pgcluster.StartStandby(ctx, primary, pgcluster.StandbyOptions{Dir: pgtest.ServerDir(t), Name: "standby1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,31 +124,6 @@ func TestDurabilityFromAReplicatedServer(t *testing.T) {
 		t.Errorf("synchronous standby stopped: commits wait %v (known %v), level %s, warning %q; want waiting, local-disk, a warning",
 			wait, known, d.Level(), d.Warning())
 	}
-}
-
-// startDurablePrimary starts a primary with fsync on (a durability test
-// must not turn it off) and small buffers.
-func startDurablePrimary(ctx context.Context, t *testing.T) *pgcluster.Cluster {
-	t.Helper()
-	c, err := pgcluster.StartPrimary(ctx, pgcluster.Options{Dir: serverDir(t), Name: "primary",
-		Settings: map[string]string{"max_connections": "40", "shared_buffers": "16MB"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Stop)
-	return c
-}
-
-// serverDir is a folder for one server, removed after the test. Not
-// t.TempDir: its parent is private to root, and the server may run as
-// the postgres user.
-func serverDir(t *testing.T) string {
-	dir, err := os.MkdirTemp("", "pgstore-durability-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	return dir
 }
 
 func execAs(ctx context.Context, t *testing.T, url, sql string) {

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
@@ -11,7 +10,6 @@ import (
 
 	"github.com/queengate/queengate/internal/checkfor"
 	"github.com/queengate/queengate/internal/obstest"
-	"github.com/queengate/queengate/internal/pgcluster"
 	"github.com/queengate/queengate/internal/pgtest"
 )
 
@@ -23,17 +21,7 @@ func TestDurabilityWatchLogsEachChange(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	dir, err := os.MkdirTemp("", "server-durability-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	// fsync on: durability is under test.
-	primary, err := pgcluster.StartPrimary(ctx, pgcluster.Options{Dir: dir, Settings: map[string]string{"max_connections": "20", "shared_buffers": "16MB"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(primary.Stop)
+	primary := pgtest.DurablePrimary(ctx, t, "primary")
 	var logs obstest.LogBuffer
 	reg := prometheus.NewRegistry()
 	w := newDurabilityWatch(pgtest.Store(t, primary.URL("postgres")), zerolog.New(&logs), reg)

@@ -2,9 +2,7 @@ package server_test
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/internal/gatewaytest"
 	"github.com/queengate/queengate/internal/obstest"
 	"github.com/queengate/queengate/internal/pgcluster"
 	"github.com/queengate/queengate/internal/pgtest"
@@ -53,16 +52,8 @@ func startAndView(t *testing.T, pgURL string) durabilityView {
 		t.Fatal(err)
 	}
 	v := durabilityView{status: st.Durability, levelGauge: map[string]float64{}, logged: logs.Lines(t, "what an acknowledged push survives")}
-	resp, err := http.Get("http://" + srv.AdminAddr() + "/readyz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var checks map[string]string
-	if err := json.NewDecoder(resp.Body).Decode(&checks); err != nil {
-		t.Fatal(err)
-	}
-	v.readyCode, v.readyLine = resp.StatusCode, checks["durability"]
+	code, checks := gatewaytest.Readyz(t, srv.AdminAddr())
+	v.readyCode, v.readyLine = code, checks["durability"]
 	for _, level := range []string{"none", "local-disk", "standby-written", "standby-disk", "standby-applied"} {
 		v.levelGauge[level] = obstest.MetricValue(t, reg, "queengate_durability_level", map[string]string{"level": level})
 	}
@@ -98,13 +89,8 @@ func TestGatewaySaysAcknowledgementsAreOnAStandby(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	settings := map[string]string{"max_connections": "60", "shared_buffers": "16MB"} // fsync on: durability is under test
-	primary, err := pgcluster.StartPrimary(ctx, pgcluster.Options{Dir: serverDir(t), Name: "primary", Settings: settings})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(primary.Stop)
-	standby, err := pgcluster.StartStandby(ctx, primary, pgcluster.StandbyOptions{Dir: serverDir(t), Name: "standby1",
+	primary := pgtest.DurablePrimary(ctx, t, "primary")
+	standby, err := pgcluster.StartStandby(ctx, primary, pgcluster.StandbyOptions{Dir: pgtest.ServerDir(t), Name: "standby1",
 		Sync: true, Commit: "remote_apply"})
 	if err != nil {
 		t.Fatal(err)
@@ -126,16 +112,4 @@ func TestGatewaySaysAcknowledgementsAreOnAStandby(t *testing.T) {
 	if len(v.logged) != 1 || v.logged[0]["level"] != "info" || v.logged[0]["durability"] != "standby-applied" {
 		t.Errorf("logged %v; want one info line", v.logged)
 	}
-}
-
-// serverDir is a folder for one PostgreSQL server, removed after the
-// test. Not t.TempDir: its parent is private to root, and the server may
-// run as the postgres user.
-func serverDir(t *testing.T) string {
-	dir, err := os.MkdirTemp("", "server-durability-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	return dir
 }
