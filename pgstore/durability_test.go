@@ -2,6 +2,7 @@ package pgstore_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/queengate/queengate/internal/checkfor"
 	"github.com/queengate/queengate/internal/pgcluster"
 	"github.com/queengate/queengate/internal/pgtest"
 	"github.com/queengate/queengate/pgstore"
@@ -75,55 +77,73 @@ func TestDurabilityFromAReplicatedServer(t *testing.T) {
 	defer cancel()
 	primary := pgtest.DurablePrimary(ctx, t, "primary")
 	store := pgtest.Store(t, primary.URL("postgres"))
-	read := func(s *pgstore.Store) pgstore.Durability {
+	// The walsenders and sessions take a reload in on their own time:
+	// each state is waited for, read again until it shows.
+	until := func(what string, s *pgstore.Store, check func(d pgstore.Durability) string) {
 		t.Helper()
-		d, err := s.Durability(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return d
+		checkfor.Check(t, time.Minute, func() error {
+			d, err := s.Durability(ctx)
+			if err != nil {
+				return err
+			}
+			if problem := check(d); problem != "" {
+				return fmt.Errorf("%s: %s", what, problem)
+			}
+			return nil
+		})
 	}
-	want := func(what string, d pgstore.Durability, level pgstore.DurabilityLevel, standbys ...pgstore.Standby) {
+	want := func(what string, level pgstore.DurabilityLevel, standbys ...pgstore.Standby) {
 		t.Helper()
-		if d.Level() != level || !slices.Equal(d.Standbys, standbys) || d.Warning() != "" {
-			t.Errorf("%s: level %s, standbys %v, warning %q; want %s, %v, none", what, d.Level(), d.Standbys, d.Warning(), level, standbys)
-		}
+		until(what, store, func(d pgstore.Durability) string {
+			if d.Level() != level || !slices.Equal(d.Standbys, standbys) || d.Warning() != "" {
+				return fmt.Sprintf("level %s, standbys %v, warning %q; want %s, %v, none", d.Level(), d.Standbys, d.Warning(), level, standbys)
+			}
+			return ""
+		})
 	}
-	want("alone", read(store), pgstore.DurabilityLocalDisk)
+	want("alone", pgstore.DurabilityLocalDisk)
 
 	standby, err := pgcluster.StartStandby(ctx, primary, pgcluster.StandbyOptions{Dir: pgtest.ServerDir(t), Name: "standby1"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(standby.Stop)
-	want("with an async standby", read(store), pgstore.DurabilityLocalDisk, pgstore.Standby{Name: "standby1", SyncState: "async"})
-	for commit, level := range map[string]pgstore.DurabilityLevel{"on": pgstore.DurabilityStandbyDisk,
-		"remote_write": pgstore.DurabilityStandbyWritten, "remote_apply": pgstore.DurabilityStandbyApplied} {
-		if err := primary.SetSync(ctx, commit, "standby1"); err != nil {
+	want("with an async standby", pgstore.DurabilityLocalDisk, pgstore.Standby{Name: "standby1", SyncState: "async"})
+	// remote_apply last: the checks below expect it.
+	for _, c := range []struct {
+		commit string
+		level  pgstore.DurabilityLevel
+	}{{"on", pgstore.DurabilityStandbyDisk}, {"remote_write", pgstore.DurabilityStandbyWritten}, {"remote_apply", pgstore.DurabilityStandbyApplied}} {
+		if err := primary.SetSync(ctx, c.commit, "standby1"); err != nil {
 			t.Fatal(err)
 		}
-		want("synchronous_commit "+commit, read(store), level, pgstore.Standby{Name: "standby1", SyncState: "sync"})
+		want("synchronous_commit "+c.commit, c.level, pgstore.Standby{Name: "standby1", SyncState: "sync"})
 	}
 
 	off := pgtest.Store(t, primary.URL("postgres")+"&synchronous_commit=off")
-	if d := read(off); d.Level() != pgstore.DurabilityNone || !strings.Contains(d.Warning(), "synchronous_commit is off") {
-		t.Errorf("with synchronous_commit=off in the URL: level %s, warning %q; want none and a warning", d.Level(), d.Warning())
-	}
+	until("synchronous_commit=off in the URL", off, func(d pgstore.Durability) string {
+		if d.Level() != pgstore.DurabilityNone || !strings.Contains(d.Warning(), "synchronous_commit is off") {
+			return fmt.Sprintf("level %s, warning %q; want none and a warning", d.Level(), d.Warning())
+		}
+		return ""
+	})
 
 	execAs(ctx, t, primary.URL("postgres"), "CREATE ROLE watcher LOGIN")
 	watcher := pgtest.Store(t, strings.Replace(primary.URL("postgres"), "//postgres@", "//watcher@", 1))
-	if d := read(watcher); d.Standbys != nil || d.Level() != pgstore.DurabilityStandbyApplied {
-		t.Errorf("a role without pg_monitor: standbys %v, level %s; want unknown (nil), standby-applied", d.Standbys, d.Level())
-	} else if _, known := d.CommitsWait(); known {
-		t.Error("a role without pg_monitor knows whether commits wait")
-	}
+	until("a role without pg_monitor", watcher, func(d pgstore.Durability) string {
+		if _, known := d.CommitsWait(); d.Standbys != nil || known || d.Level() != pgstore.DurabilityStandbyApplied {
+			return fmt.Sprintf("standbys %v, commits wait known %v, level %s; want unknown (nil), unknown, standby-applied", d.Standbys, known, d.Level())
+		}
+		return ""
+	})
 
 	standby.Stop()
-	d := read(store)
-	if wait, known := d.CommitsWait(); !wait || !known || d.Level() != pgstore.DurabilityLocalDisk || !strings.Contains(d.Warning(), "commits wait") {
-		t.Errorf("synchronous standby stopped: commits wait %v (known %v), level %s, warning %q; want waiting, local-disk, a warning",
-			wait, known, d.Level(), d.Warning())
-	}
+	until("synchronous standby stopped", store, func(d pgstore.Durability) string {
+		if wait, known := d.CommitsWait(); !wait || !known || d.Level() != pgstore.DurabilityLocalDisk || !strings.Contains(d.Warning(), "commits wait") {
+			return fmt.Sprintf("commits wait %v (known %v), level %s, warning %q; want waiting, local-disk, a warning", wait, known, d.Level(), d.Warning())
+		}
+		return ""
+	})
 }
 
 func execAs(ctx context.Context, t *testing.T, url, sql string) {

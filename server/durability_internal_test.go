@@ -42,8 +42,10 @@ func TestDurabilityWatchLogsEachChange(t *testing.T) {
 	if err := primary.SetSync(ctx, "off"); err != nil {
 		t.Fatal(err)
 	}
-	w.Refresh()
-	checkfor.Check(t, time.Minute, checkfor.Cond("the reading of synchronous_commit off", func() bool { return w.Current().Level == "none" }))
+	checkfor.Check(t, time.Minute, checkfor.Cond("the reading of synchronous_commit off", func() bool {
+		w.Refresh()
+		return w.Current().Level == "none"
+	}))
 	lines := logs.Lines(t, durabilityMessage)
 	if len(lines) != 2 || lines[1]["level"] != "warn" || lines[1]["durability"] != "none" || lines[1]["warning"] == nil {
 		t.Errorf("logged %v; want the first line and a warning for level none", lines)
