@@ -326,6 +326,40 @@ type StatusAnswer struct {
 	SchemaVersion int        `json:"schemaVersion"`
 	Cache         *CacheStat `json:"cache"` // null with the cache off
 	Ingest        IngestStat `json:"ingest"`
+	// Durability is what a push's acknowledgement means on the gateway's
+	// PostgreSQL; null until first read.
+	Durability *DurabilityStat `json:"durability"`
+}
+
+// DurabilityStat says what an acknowledged push survives, as read from
+// PostgreSQL by the gateway's own sessions (docs/operations.md, "What an
+// acknowledgement means").
+type DurabilityStat struct {
+	// Level is none, local-disk, standby-written, standby-disk or
+	// standby-applied.
+	Level                   string `json:"level"`
+	SynchronousCommit       string `json:"synchronousCommit"`
+	Fsync                   bool   `json:"fsync"`
+	SynchronousStandbyNames string `json:"synchronousStandbyNames"`
+	InRecovery              bool   `json:"inRecovery"`
+	// Standbys streaming from the server; null when the gateway's role
+	// may not see their state (it needs pg_monitor).
+	Standbys []StandbyStat `json:"standbys"`
+	// CommitsWait is true while commits wait for synchronous standbys
+	// that are not streaming; null when that cannot be told.
+	CommitsWait *bool `json:"commitsWait"`
+	// Warning says how acknowledged messages could be lost, or why
+	// commits wait; absent when neither.
+	Warning   string    `json:"warning,omitempty"`
+	CheckedAt time.Time `json:"checkedAt"`
+}
+
+// StandbyStat is a standby streaming from the gateway's PostgreSQL.
+type StandbyStat struct {
+	Name string `json:"name"`
+	// SyncState is sync, quorum, potential or async (PostgreSQL's
+	// pg_stat_replication.sync_state).
+	SyncState string `json:"syncState"`
 }
 
 // CacheStat is the dedup cache's figures.

@@ -148,12 +148,31 @@ func (a *Admin) readyz(w http.ResponseWriter, r *http.Request) {
 			checks[name] = "ok"
 		}
 	}
+	if a.ops != nil && a.ops.durability != nil {
+		checks["durability"] = durabilityLine(a.ops.durability())
+	}
 	status := http.StatusOK
 	checks["status"] = "ready"
 	if !ready {
 		status, checks["status"] = http.StatusServiceUnavailable, "not ready"
 	}
 	writeJSON(w, status, checks)
+}
+
+// durabilityLine says on /readyz what an acknowledgement means, with the
+// warning if any. It never makes the gateway unready: the server is every
+// gateway's, so a 503 would take the whole fleet out of its load
+// balancer at once, reads and status included, and help nothing; commits
+// waiting for a synchronous standby are what the operator configured,
+// and the line says so.
+func durabilityLine(d *queengate.DurabilityStat) string {
+	switch {
+	case d == nil:
+		return "not read yet"
+	case d.Warning != "":
+		return d.Level + ": " + d.Warning
+	}
+	return d.Level
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -63,6 +63,8 @@ type Ops struct {
 	started    time.Time
 	// publish announces commits (a redrive's); set when the gateway serves.
 	publish func(queues []string)
+	// durability is the last reading of what an acknowledgement means.
+	durability func() *queengate.DurabilityStat
 	// rates samples push answers for the overview, while the admin
 	// server runs.
 	rates *pushRates
@@ -77,12 +79,16 @@ type OpsConfig struct {
 	WantSchema int // the migration version readiness requires
 	// SampleEvery is how often the overview samples push answers (0: 5 s).
 	SampleEvery time.Duration
+	// Durability, when set, is the last reading of what an
+	// acknowledgement means on PostgreSQL (nil before the first), for
+	// /status and /readyz.
+	Durability func() *queengate.DurabilityStat
 }
 
 // NewOps builds the operator API.
 func NewOps(cfg OpsConfig, store ConfigStore, ing IngestStats, nc *nats.Conn) *Ops {
 	return &Ops{store: store, reads: store, ing: ing, nc: nc, token: []byte(cfg.Token), version: cfg.Version,
-		wantSchema: cfg.WantSchema, started: time.Now(), rates: newPushRates(cfg.SampleEvery, ing, store)}
+		wantSchema: cfg.WantSchema, started: time.Now(), rates: newPushRates(cfg.SampleEvery, ing, store), durability: cfg.Durability}
 }
 
 // Authorize checks an Authorization header value against the token.
@@ -332,6 +338,9 @@ func (o *Ops) Status(ctx context.Context) (any, *queengate.Error) {
 		st.NATS = strings.ToLower(o.nc.Status().String())
 	}
 	st.Ready = st.Postgres == "ok" && st.NATS == "connected"
+	if o.durability != nil {
+		st.Durability = o.durability()
+	}
 	if cs, ok := o.ing.CacheSummary(); ok {
 		st.Cache = &queengate.CacheStat{BudgetBytes: cs.BudgetBytes, ResidentBytes: cs.ResidentBytes, ResidentHashes: cs.ResidentHashes,
 			Entries: cs.Entries, Suppressed: cs.Suppressed, Hydrations: cs.Hydrations, Births: cs.Births, Fills: cs.Fills, Gaps: cs.Gaps,

@@ -45,10 +45,11 @@ func assemble(cfg Config, store *pgstore.Store, nc *nats.Conn) (*assembly, error
 	if err != nil {
 		return nil, err
 	}
-	pgWatch := watchStore(store, ing, reg)
-	d := &assembly{services: []startstop.Service{pgWatch, ing, tsvc}}
-	ops := operator.NewOps(operator.OpsConfig{Token: cfg.AdminToken, Version: cfg.Version, WantSchema: pgstore.LatestVersion()},
-		store, ing, nc)
+	durability := newDurabilityWatch(store, component("durability"), reg)
+	pgWatch := watchStore(store, ing, durability, reg)
+	d := &assembly{services: []startstop.Service{pgWatch, durability, ing, tsvc}}
+	ops := operator.NewOps(operator.OpsConfig{Token: cfg.AdminToken, Version: cfg.Version, WantSchema: pgstore.LatestVersion(),
+		Durability: durability.Current}, store, ing, nc)
 	timerOps := operator.NewTimerOps(tsvc, ops)
 	consumers := consume.New(store)
 	gcfg := gateway.Config{Prefix: cfg.Prefix, MaxBatch: cfg.MaxBatch, Version: cfg.Version,
@@ -83,9 +84,16 @@ func assemble(cfg Config, store *pgstore.Store, nc *nats.Conn) (*assembly, error
 // watchStore makes a gateway cut off from PostgreSQL answer pushes at
 // once (503, or failed for what it held) instead of letting them wait out
 // the push timeout, and say so in its routing heartbeats: ready gateways
-// take its shards until it is back.
-func watchStore(store *pgstore.Store, ing *ingest.Ingester, reg prometheus.Registerer) *storewatch.Watch {
-	w := storewatch.New(store, storewatch.Config{OnChange: ing.SetStoreReachable, LastCommit: ing.LastCommit})
+// take its shards until it is back. Back, it may be another server (a
+// failover): what an acknowledgement means is read again.
+func watchStore(store *pgstore.Store, ing *ingest.Ingester, durability *durabilityWatch, reg prometheus.Registerer) *storewatch.Watch {
+	onChange := func(up bool) {
+		ing.SetStoreReachable(up)
+		if up {
+			durability.Refresh()
+		}
+	}
+	w := storewatch.New(store, storewatch.Config{OnChange: onChange, LastCommit: ing.LastCommit})
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "queengate_postgres_reachable",
 		Help: "1 while this gateway's heartbeat to PostgreSQL is answered, 0 after two in a row were not (pushes are then refused with 503).",
