@@ -59,7 +59,7 @@ func replicationState(ctx context.Context, t *testing.T, url string) (inRecovery
 // TestReplicationModes: the gateways' multi-host URL leads to the
 // primary; it commits with synchronous_commit on in every mode, with a
 // streaming standby that is synchronous for sync and asynchronous for
-// async, and none for none; the CPU of both servers is read.
+// async, and none for none; the primary's CPU is read.
 func TestReplicationModes(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
