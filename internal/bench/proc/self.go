@@ -27,23 +27,24 @@ import (
 // nats-server mapping pushes onto the gateways' routing shards, and a fleet
 // of queengate processes, resized per target (queengate@3 runs three).
 type Self struct {
-	dir string
-	// cluster is the single server or, with w.Replication, the primary;
-	// standby its standby (nil without one).
-	cluster, standby *pgcluster.Cluster
-	// postmasters are the process ids of cluster's and standby's
-	// postmasters, with w.Replication, for ReplicationCPU.
-	postmasters [2]int
-	PGURL       string
-	NATSURL     string
-	nats        *NATSServer
-	bin         string
-	prefix      string
-	w           bench.Workload
-	started     int // gateways ever started, to name their logs
-	size        int // the fleet's size as last resized
+	dir     string
+	cluster *pgcluster.Cluster
+	PGURL   string
+	NATSURL string
+	nats    *NATSServer
+	bin     string
+	prefix  string
+	w       bench.Workload
+	started int // gateways ever started, to name their logs
+	size    int // the fleet's size as last resized
 	// gateways is the live fleet, oldest first.
 	gateways []*gatewayProcess
+
+	// With w.Replication, cluster is the primary and standby its standby
+	// (nil for ReplicationNone); postmasters are their postmasters'
+	// process ids, for ReplicationCPU.
+	standby     *pgcluster.Cluster
+	postmasters [2]int
 }
 
 type gatewayProcess struct {
