@@ -113,6 +113,44 @@ func TestOptionsValidation(t *testing.T) {
 	}
 }
 
+// TestReplicationOption: --replication takes a known mode, only for a
+// PostgreSQL queenbench starts and a scenario whose report says it, and
+// reaches the workload; without it the workload names none.
+func TestReplicationOption(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		args []string
+		want string // "" means valid
+	}{
+		{[]string{"--self", "--pg-url", "", "--replication", "none"}, ""},
+		{[]string{"--self", "--pg-url", "", "--replication", "async", "--scenario", "sessions"}, ""},
+		{[]string{"--self", "--pg-url", "", "--replication", "sync", "--compare", "queengate,naive"}, ""},
+		{[]string{"--self", "--pg-url", "", "--replication", "remote_apply"}, ""},
+		{[]string{"--self", "--pg-url", "", "--replication", "quorum"}, `--replication "quorum": one of none, async, sync, remote_apply`},
+		{[]string{"--self", "--pg-url", "postgres://127.0.0.1/x", "--replication", "sync"}, "without --pg-url"},
+		{[]string{"--nats-url", "nats://127.0.0.1:1", "--replication", "async"}, "give --self"},
+		{[]string{"--self", "--pg-url", "", "--replication", "sync", "--scenario", "read"}, "not with --scenario read"},
+	}
+	for _, c := range cases {
+		o, err := parseOptions(c.args, &bytes.Buffer{})
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%v: %v", c.args, err)
+		case c.want == "" && o.w.Replication != c.args[4]:
+			t.Errorf("%v: workload replication %q, want %q", c.args, o.w.Replication, c.args[4])
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%v: err %v, want it to mention %q", c.args, err, c.want)
+		case c.want != "" && exitCode(err) != 2:
+			t.Errorf("%v: exit code %d, want 2", c.args, exitCode(err))
+		}
+	}
+	o, err := parseOptions([]string{"--self", "--pg-url", ""}, &bytes.Buffer{})
+	if err != nil || o.w.Replication != "" || o.w.SynchronousCommit() != "" {
+		t.Errorf("no --replication: err %v, replication %q, synchronous_commit %q; want the single server", err,
+			o.w.Replication, o.w.SynchronousCommit())
+	}
+}
+
 // TestSmokeAllTargets is the short end-to-end run CI makes: a few
 // thousand messages with retries through every target, and not one
 // exactness violation.

@@ -97,7 +97,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	overridePreset(fs, &preset, w)
 	preset.PayloadBytes, preset.FlushSize, preset.Linger = w.PayloadBytes, w.FlushSize, linger
 	preset.FireAndForget, preset.Seed, preset.Duration = w.FireAndForget, w.Seed, duration
-	preset.CacheMB = w.CacheMB
+	preset.CacheMB, preset.Replication = w.CacheMB, w.Replication
 	preset.Gateways = max(preset.Gateways, 1)
 	o.w = preset
 	batches, err := parseConsumeBatches(*consumeBatches)
@@ -119,6 +119,7 @@ func printUsage(fs *flag.FlagSet, stderr io.Writer) {
   queenbench --self --scenario retries --compare all  all targets, alternating, ratios
   queenbench --self --scenario window --compare queengate,window0
                                      what deduplication costs: the same gateway, window 0
+  queenbench --self --replication sync                push through a primary and a synchronous standby
   queenbench --nats-url nats://host:4222 --admin host:6632 ...   a running gateway
 
 Scenarios: %s. Targets: %s, and %s (queengate with the window at 0).
@@ -161,6 +162,8 @@ func defineWorkloadFlags(fs *flag.FlagSet, w *bench.Workload, linger, duration *
 	fs.IntVar(&w.FlushSize, "flush-size", 1000, "gateways' flush size (--self)")
 	fs.DurationVar(linger, "linger", time.Millisecond, "gateways' flush linger (--self)")
 	fs.IntVar(&w.Gateways, "gateways", 0, "queengate processes to start (--self)")
+	fs.StringVar(&w.Replication, "replication", "", "PostgreSQL replication (--self): "+strings.Join(bench.ReplicationModes, ", ")+
+		"; each runs a primary with synchronous_commit on, and a standby on this machine but for none (default: the single server, synchronous_commit off)")
 	fs.IntVar(&w.CacheMB, "cache-mb", 0, "gateways' dedup cache budget in MiB (--self; default: QUEEN_DEDUP_CACHE_MB, else the gateway's default)")
 	fs.Int64Var(&w.Prefill, "prefill", -1, "unique messages pushed before the measured run")
 	fs.BoolVar(&w.FireAndForget, "fire-and-forget", false, "publish without reply subjects and read the ack subjects (queengate)")
@@ -361,6 +364,25 @@ func (o options) checkDeployment(bad func(string, ...any)) {
 	}
 	if w.FireAndForget && len(o.targets) > 1 {
 		bad("--fire-and-forget applies to queengate alone, not to --compare")
+	}
+	o.checkReplication(bad)
+}
+
+// checkReplication checks --replication: a known mode, and a PostgreSQL
+// queenbench starts, for a scenario whose report says the mode.
+func (o options) checkReplication(bad func(string, ...any)) {
+	mode := o.w.Replication
+	if mode == "" {
+		return
+	}
+	if !contains(bench.ReplicationModes, mode) {
+		bad("--replication %q: one of %s", mode, strings.Join(bench.ReplicationModes, ", "))
+	}
+	if !o.self || o.pgURL != "" {
+		bad("--replication starts its own PostgreSQL servers: give --self, without --pg-url (or QUEEN_PG_URL)")
+	}
+	if o.w.Scenario == "read" || o.w.Scenario == "consume" {
+		bad("--replication: not with --scenario %s", o.w.Scenario)
 	}
 }
 

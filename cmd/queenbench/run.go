@@ -49,13 +49,13 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if o.w.Scenario == "read" || o.w.Scenario == "consume" {
 		return runOwnScenario(ctx, o, stdout, logf)
 	}
-	targets, autovac, cleanup, err := openTargets(ctx, o, logf)
+	targets, meter, cleanup, err := openTargets(ctx, o, logf)
 	defer cleanup()
 	if err != nil {
 		return err
 	}
 	rep := &bench.Report{Machine: machine(), Command: "queenbench " + strings.Join(args, " "), Workload: o.w}
-	if err := runRounds(ctx, o, targets, rep, logf, progress, autovac); err != nil {
+	if err := runRounds(ctx, o, targets, rep, logf, progress, meter); err != nil {
 		return err
 	}
 	report.Summarise(rep, o.targets)
@@ -101,7 +101,7 @@ func runOwnScenario(ctx context.Context, o options, stdout io.Writer, logf func(
 
 // runRounds runs every target o.rounds times, adding each run's result to
 // rep.
-func runRounds(ctx context.Context, o options, targets []bench.Target, rep *bench.Report, logf func(string, ...any), progress io.Writer, autovac func() (float64, bool)) error {
+func runRounds(ctx context.Context, o options, targets []bench.Target, rep *bench.Report, logf func(string, ...any), progress io.Writer, meter pgMeter) error {
 	for round := 1; round <= o.rounds; round++ {
 		// Alternate the order each round so that drift (a filling disk,
 		// a warming cache) does not always favour the same target.
@@ -111,7 +111,7 @@ func runRounds(ctx context.Context, o options, targets []bench.Target, rep *benc
 		}
 		for _, t := range order {
 			logf("round %d/%d: %s, scenario %s", round, o.rounds, t.Name(), o.w.Scenario)
-			res, err := runOnce(ctx, t, o.w, round, progress, autovac)
+			res, err := runOnce(ctx, t, o.w, round, progress, meter)
 			if err != nil {
 				return fmt.Errorf("%s, round %d: %w", t.Name(), round, err)
 			}
@@ -136,12 +136,22 @@ func exactnessViolations(results []bench.Result) error {
 	return nil
 }
 
+// pgMeter reads what queenbench sees of the PostgreSQL it runs, so far:
+// the CPU its automatic vacuums and analyzes reported, and with
+// --replication the CPU of the primary's and the standby's processes.
+type pgMeter struct {
+	autovac     func() (float64, bool)
+	replication func() (primary, standby float64, ok bool)
+}
+
 // openTargets starts or connects what the targets need; cleanup releases
-// it (safe to call on error). autovac, when queenbench runs PostgreSQL,
-// reads the CPU its automatic vacuums and analyzes have used so far.
-func openTargets(ctx context.Context, o options, logf func(string, ...any)) (targets []bench.Target, autovac func() (float64, bool), cleanup func(), err error) {
+// it (safe to call on error).
+func openTargets(ctx context.Context, o options, logf func(string, ...any)) (targets []bench.Target, meter pgMeter, cleanup func(), err error) {
 	var closers []func()
-	autovac = func() (float64, bool) { return 0, false }
+	meter = pgMeter{
+		autovac:     func() (float64, bool) { return 0, false },
+		replication: func() (float64, float64, bool) { return 0, 0, false },
+	}
 	cleanup = func() {
 		for i := len(closers) - 1; i >= 0; i-- {
 			closers[i]()
@@ -153,10 +163,10 @@ func openTargets(ctx context.Context, o options, logf func(string, ...any)) (tar
 	if o.self {
 		env, err := proc.StartSelf(ctx, o.w, o.pgURL, o.gatewayBin, o.prefix, logf)
 		if err != nil {
-			return nil, autovac, cleanup, err
+			return nil, meter, cleanup, err
 		}
 		closers = append(closers, env.Stop)
-		autovac = env.AutovacuumCPU
+		meter = pgMeter{autovac: env.AutovacuumCPU, replication: env.ReplicationCPU}
 		pgURL, natsURL, fleet = env.PGURL, env.NATSURL, env
 	}
 	for _, name := range o.targets {
@@ -189,17 +199,17 @@ func openTargets(ctx context.Context, o options, logf func(string, ...any)) (tar
 			}
 		}
 		if err != nil {
-			return nil, autovac, cleanup, fmt.Errorf("%s: %w", name, err)
+			return nil, meter, cleanup, fmt.Errorf("%s: %w", name, err)
 		}
 		closers = append(closers, func() { _ = t.Close() })
 		targets = append(targets, t)
 	}
-	return targets, autovac, cleanup, nil
+	return targets, meter, cleanup, nil
 }
 
 // runOnce is one measured run of one target: set up, prefill (untimed),
 // run, and collect figures and the exactness verdict.
-func runOnce(ctx context.Context, t bench.Target, w bench.Workload, round int, progress io.Writer, autovac func() (float64, bool)) (bench.Result, error) {
+func runOnce(ctx context.Context, t bench.Target, w bench.Workload, round int, progress io.Writer, meter pgMeter) (bench.Result, error) {
 	w.RunID = fmt.Sprintf("%x-%d", time.Now().UnixNano()&0xffffffffff, round)
 	if err := t.Setup(ctx, w); err != nil {
 		return bench.Result{}, fmt.Errorf("setup: %w", err)
@@ -216,7 +226,8 @@ func runOnce(ctx context.Context, t bench.Target, w bench.Workload, round int, p
 	if err != nil {
 		return bench.Result{}, fmt.Errorf("figures: %w", err)
 	}
-	avBefore, _ := autovac()
+	avBefore, _ := meter.autovac()
+	primaryBefore, standbyBefore, _ := meter.replication()
 	var deadline time.Time
 	if w.Duration > 0 {
 		deadline = time.Now().Add(w.Duration)
@@ -232,8 +243,12 @@ func runOnce(ctx context.Context, t bench.Target, w bench.Workload, round int, p
 	res.Round = round
 	res.PartitionsTouched = g.partitionsTouched()
 	res.AutovacuumCPUPerMillion = -1
-	if avAfter, ok := autovac(); ok && res.Messages > 0 {
+	if avAfter, ok := meter.autovac(); ok && res.Messages > 0 {
 		res.AutovacuumCPUPerMillion = (avAfter - avBefore) / float64(res.Messages) * 1e6
+	}
+	if primaryAfter, standbyAfter, ok := meter.replication(); ok && res.Messages > 0 {
+		res.PrimaryCPUPerMillion = (primaryAfter - primaryBefore) / float64(res.Messages) * 1e6
+		res.StandbyCPUPerMillion = (standbyAfter - standbyBefore) / float64(res.Messages) * 1e6
 	}
 	if prefillExact != nil {
 		exact.merge(prefillExact)

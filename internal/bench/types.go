@@ -48,6 +48,12 @@ type Workload struct {
 	BudgetChecks bool `json:",omitempty"`
 	// Gateways is how many queengate processes queenbench starts (--self).
 	Gateways int
+	// Replication is the PostgreSQL queenbench runs (--self): "" the
+	// single server of the other benchmarks; otherwise a primary ready
+	// for streaming replication with synchronous_commit on, and for
+	// ReplicationAsync and the synchronous modes one standby
+	// ([ReplicationModes]).
+	Replication string `json:",omitempty"`
 	// Prefill is how many unique messages are pushed before the measured
 	// run (the "window" scenario fills the window first); it sends to the
 	// partitions in turn, so that one at least as large as a request per
@@ -68,6 +74,30 @@ type Workload struct {
 	// RunID names this run's queues and ids, so that runs never see each
 	// other's messages; set per round by the runner.
 	RunID string `json:"-"`
+}
+
+// The --replication modes.
+const (
+	ReplicationNone        = "none"
+	ReplicationAsync       = "async"
+	ReplicationSync        = "sync"
+	ReplicationRemoteApply = "remote_apply"
+)
+
+// ReplicationModes are the values Workload.Replication may take besides "".
+var ReplicationModes = []string{ReplicationNone, ReplicationAsync, ReplicationSync, ReplicationRemoteApply}
+
+// SynchronousCommit is the synchronous_commit of the primary queenbench
+// runs for w.Replication: remote_apply for that mode, else on; "" without
+// Replication.
+func (w Workload) SynchronousCommit() string {
+	switch w.Replication {
+	case "":
+		return ""
+	case ReplicationRemoteApply:
+		return "remote_apply"
+	}
+	return "on"
 }
 
 // CacheBudgetMB is the dedup cache budget the gateways run with: CacheMB,
@@ -220,6 +250,13 @@ type Result struct {
 	// no producer had one.
 	MaxGap   time.Duration `json:"max_gap_ns"`
 	FleetGap time.Duration `json:"fleet_gap_ns"`
+
+	// PrimaryCPUPerMillion and StandbyCPUPerMillion are the CPU seconds
+	// of the PostgreSQL primary's processes and of its standby's per
+	// million messages, with Workload.Replication (0 without). Neither
+	// is in CPUSecondsPerMillion, the target's own.
+	PrimaryCPUPerMillion float64 `json:"primary_cpu_s_per_million,omitempty"`
+	StandbyCPUPerMillion float64 `json:"standby_cpu_s_per_million,omitempty"`
 }
 
 // Ratio summarises queengate's throughput relative to a target over the

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/queengate/queengate/internal/bench"
 	"github.com/queengate/queengate/internal/pgadmin"
 	"github.com/queengate/queengate/internal/pgcluster"
@@ -37,6 +39,12 @@ type Self struct {
 	size    int // the fleet's size as last resized
 	// gateways is the live fleet, oldest first.
 	gateways []*gatewayProcess
+
+	// With w.Replication, cluster is the primary and standby its standby
+	// (nil for ReplicationNone); postmasters are their postmasters'
+	// process ids, for ReplicationCPU.
+	standby     *pgcluster.Cluster
+	postmasters [2]int
 }
 
 type gatewayProcess struct {
@@ -79,15 +87,9 @@ func StartSelf(ctx context.Context, w bench.Workload, pgURL, gatewayBin, prefix 
 		}
 	}()
 	if env.PGURL == "" {
-		log("starting a PostgreSQL cluster in %s", dir)
-		env.cluster, err = pgcluster.Start(ctx, pgcluster.Options{Dir: filepath.Join(dir, "pg"), Settings: benchPGSettings})
-		if err != nil {
+		if err := env.startPostgres(ctx, log); err != nil {
 			return nil, err
 		}
-		if err := pgadmin.CreateDatabase(ctx, env.cluster.URL("postgres"), "bench", ""); err != nil {
-			return nil, err
-		}
-		env.PGURL = env.cluster.URL("bench")
 	}
 	if env.bin == "" {
 		env.bin = filepath.Join(dir, "queengate")
@@ -110,6 +112,119 @@ func StartSelf(ctx context.Context, w bench.Workload, pgURL, gatewayBin, prefix 
 	}
 	ok = true
 	return env, nil
+}
+
+// startPostgres starts the PostgreSQL of e.w.Replication in e.dir, with
+// the database "bench", and sets e.PGURL.
+func (e *Self) startPostgres(ctx context.Context, log func(string, ...any)) error {
+	if e.w.Replication == "" {
+		log("starting a PostgreSQL cluster in %s", e.dir)
+		var err error
+		if e.cluster, err = pgcluster.Start(ctx, pgcluster.Options{Dir: filepath.Join(e.dir, "pg"), Settings: benchPGSettings}); err != nil {
+			return err
+		}
+		if err := pgadmin.CreateDatabase(ctx, e.cluster.URL("postgres"), "bench", ""); err != nil {
+			return err
+		}
+		e.PGURL = e.cluster.URL("bench")
+		return nil
+	}
+	log("starting a PostgreSQL primary in %s, replication %s", e.dir, e.w.Replication)
+	var err error
+	e.cluster, e.standby, err = startReplicated(ctx, e.dir, e.w)
+	if err != nil {
+		return err
+	}
+	// Created on the primary, the database reaches the standby by WAL.
+	if err := pgadmin.CreateDatabase(ctx, e.cluster.URL("postgres"), "bench", ""); err != nil {
+		return err
+	}
+	nodes := []*pgcluster.Cluster{e.cluster}
+	if e.standby != nil {
+		nodes = append(nodes, e.standby)
+	}
+	// The gateways find the primary as they would behind a failover
+	// manager: a multi-host URL asking for the node that takes writes.
+	e.PGURL = pgcluster.MultiHostURL("bench", "read-write", nodes...)
+	for i, c := range nodes {
+		if e.postmasters[i], err = PostmasterPID(ctx, c.URL("postgres")); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// startReplicated starts, for w.Replication, a primary in dir/pg with
+// the benchmark's settings but synchronous_commit on (remote_apply for
+// that mode) and, but for ReplicationNone, a standby in dir/standby on
+// this machine, synchronous for the synchronous modes. The single
+// server's synchronous_commit=off would make the modes equal: a commit
+// that waits for nothing does not wait for a standby either. Every mode
+// runs the same primary (data checksums, WAL for replicas), so they
+// differ only in the standby.
+func startReplicated(ctx context.Context, dir string, w bench.Workload) (primary, standby *pgcluster.Cluster, err error) {
+	// StartPrimary leaves synchronous_commit to SetSync, which sets it.
+	primary, err = pgcluster.StartPrimary(ctx, pgcluster.Options{Dir: filepath.Join(dir, "pg"), Name: "primary", Settings: benchPGSettings})
+	if err != nil {
+		return nil, nil, err
+	}
+	commit := w.SynchronousCommit()
+	synchronous := w.Replication == bench.ReplicationSync || w.Replication == bench.ReplicationRemoteApply
+	if !synchronous {
+		// No standby named: commits wait for the primary's own flush.
+		if err := primary.SetSync(ctx, commit); err != nil {
+			primary.Stop()
+			return nil, nil, err
+		}
+	}
+	if w.Replication == bench.ReplicationNone {
+		return primary, nil, nil
+	}
+	standby, err = pgcluster.StartStandby(ctx, primary, pgcluster.StandbyOptions{Dir: filepath.Join(dir, "standby"), Name: "standby",
+		Sync: synchronous, Commit: commit})
+	if err != nil {
+		primary.Stop()
+		return nil, nil, err
+	}
+	return primary, standby, nil
+}
+
+// PostmasterPID is the process id of the postmaster serving url, when it
+// runs on this machine: the parent of the session's backend.
+func PostmasterPID(ctx context.Context, url string) (int, error) {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close(ctx)
+	var backend int
+	if err := conn.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&backend); err != nil {
+		return 0, err
+	}
+	st, err := ReadStat(backend)
+	if err != nil {
+		return 0, fmt.Errorf("PostgreSQL does not run on this machine, or cannot be read: %w", err)
+	}
+	return st.PPID, nil
+}
+
+// ReplicationCPU is the CPU seconds the primary's processes and the
+// standby's (0 without one) have used so far; ok is false unless
+// queenbench runs them (Workload.Replication).
+func (e *Self) ReplicationCPU() (primary, standby float64, ok bool) {
+	if e.postmasters[0] == 0 {
+		return 0, 0, false
+	}
+	var err error
+	if primary, err = TreeCPUSeconds(e.postmasters[0]); err != nil {
+		return 0, 0, false
+	}
+	if e.postmasters[1] != 0 {
+		if standby, err = TreeCPUSeconds(e.postmasters[1]); err != nil {
+			return 0, 0, false
+		}
+	}
+	return primary, standby, true
 }
 
 // Resize makes the fleet n gateways. A fleet of another size is stopped
@@ -310,8 +425,9 @@ func (e *Self) GatewayPIDs() []int {
 	return out
 }
 
-// Stop stops the gateways, the NATS server, then PostgreSQL, and removes
-// the folder.
+// Stop stops the gateways, the NATS server, then PostgreSQL (the primary
+// before its standby, so that no commit waits for a standby gone), and
+// removes the folder.
 func (e *Self) Stop() {
 	for i := len(e.gateways) - 1; i >= 0; i-- {
 		e.gateways[i].stop()
@@ -322,6 +438,9 @@ func (e *Self) Stop() {
 	}
 	if e.cluster != nil {
 		e.cluster.Stop()
+	}
+	if e.standby != nil {
+		e.standby.Stop()
 	}
 	_ = os.RemoveAll(e.dir)
 }

@@ -45,6 +45,9 @@ func WriteTable(w io.Writer, r *bench.Report) error {
 	for _, line := range violationLines(r) {
 		b.WriteString("\n" + line + "\n")
 	}
+	for _, line := range replicationCPULines(r) {
+		b.WriteString("\n" + line + "\n")
+	}
 	if len(r.Ratios) > 0 {
 		b.WriteString("\n" + ratioTitle + "\n")
 		writeAligned(&b, ratioHeader, ratioRows(r.Ratios), 1)
@@ -87,6 +90,9 @@ func WriteMarkdown(w io.Writer, r *bench.Report) error {
 	writeMarkdownTable(&b, resultHeader, resultRows(r), resultTextColumns)
 	for _, line := range violationLines(r) {
 		fmt.Fprintf(&b, "\n**%s**\n", line)
+	}
+	for _, line := range replicationCPULines(r) {
+		fmt.Fprintf(&b, "\n%s\n", line)
 	}
 	if len(r.Ratios) > 0 {
 		fmt.Fprintf(&b, "\n**%s**\n\n", ratioTitle)
@@ -311,6 +317,27 @@ func violationLines(r *bench.Report) []string {
 	return lines
 }
 
+// replicationCPULines say, with --replication, what each target's run
+// cost the PostgreSQL primary and its standby in CPU: neither is in the
+// table's CPU column, the target's own.
+func replicationCPULines(r *bench.Report) []string {
+	if r.Workload.Replication == "" {
+		return nil
+	}
+	var lines []string
+	for _, res := range reportRows(r) {
+		lines = append(lines, fmt.Sprintf("PostgreSQL CPU s/M msgs, %s: primary %.2f, standby %.2f", res.Target,
+			res.PrimaryCPUPerMillion, res.StandbyCPUPerMillion))
+	}
+	return lines
+}
+
+// replicationLabel names w's --replication mode with the
+// synchronous_commit its primary runs with.
+func replicationLabel(w bench.Workload) string {
+	return fmt.Sprintf("replication %s (synchronous_commit %s)", w.Replication, w.SynchronousCommit())
+}
+
 // roundCount returns the number of rounds behind each median: the most
 // results any one target has in r.Results (0 when there are none).
 func roundCount(r *bench.Report) int {
@@ -378,6 +405,9 @@ func workloadDetails(w bench.Workload) string {
 		parts = append(parts, fmt.Sprintf("%d s window", w.WindowSeconds))
 	} else {
 		parts = append(parts, "no window")
+	}
+	if w.Replication != "" {
+		parts = append(parts, replicationLabel(w))
 	}
 	return strings.Join(parts, ", ")
 }

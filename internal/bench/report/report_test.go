@@ -604,3 +604,43 @@ func TestChartDecadeTicks(t *testing.T) {
 		}
 	}
 }
+
+// TestReportReplication: with --replication, the workload line names the
+// mode and its synchronous_commit, a line per target gives the primary's
+// and the standby's CPU (in the table and the Markdown), and the JSON
+// keeps them; without it, none of that shows.
+func TestReportReplication(t *testing.T) {
+	t.Parallel()
+	r := newTestReport(testTargets[:1], 3)
+	var plain bytes.Buffer
+	if err := WriteTable(&plain, r); err != nil {
+		t.Fatal(err)
+	}
+	if s := plain.String(); strings.Contains(s, "replication") || strings.Contains(s, "PostgreSQL CPU") {
+		t.Errorf("no --replication, yet the table speaks of it:\n%s", s)
+	}
+	r.Workload.Replication = bench.ReplicationRemoteApply
+	r.Medians[0].PrimaryCPUPerMillion, r.Medians[0].StandbyCPUPerMillion = 2.5, 0.375
+	wantLines := []string{"replication remote_apply (synchronous_commit remote_apply)",
+		"PostgreSQL CPU s/M msgs, queengate: primary 2.50, standby 0.38"}
+	for _, write := range []func(io.Writer, *bench.Report) error{WriteTable, WriteMarkdown} {
+		var b bytes.Buffer
+		if err := write(&b, r); err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range wantLines {
+			if !strings.Contains(b.String(), want) {
+				t.Errorf("no %q in:\n%s", want, b.String())
+			}
+		}
+	}
+	var b bytes.Buffer
+	if err := WriteJSON(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"Replication": "remote_apply"`, `"primary_cpu_s_per_million": 2.5`, `"standby_cpu_s_per_million": 0.375`} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("JSON without %s", want)
+		}
+	}
+}

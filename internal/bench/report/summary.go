@@ -53,6 +53,8 @@ func medianResult(rs []bench.Result) bench.Result {
 	med.Elapsed = time.Duration(pick(func(x bench.Result) float64 { return float64(x.Elapsed) }))
 	med.CPUSecondsPerMillion = pick(func(x bench.Result) float64 { return x.CPUSecondsPerMillion })
 	med.AutovacuumCPUPerMillion = pick(func(x bench.Result) float64 { return x.AutovacuumCPUPerMillion })
+	med.PrimaryCPUPerMillion = pick(func(x bench.Result) float64 { return x.PrimaryCPUPerMillion })
+	med.StandbyCPUPerMillion = pick(func(x bench.Result) float64 { return x.StandbyCPUPerMillion })
 	med.PeakRSSBytes = int64(pick(func(x bench.Result) float64 { return float64(x.PeakRSSBytes) }))
 	med.ProbeSkippedShare = pick(func(x bench.Result) float64 { return x.ProbeSkippedShare })
 	med.ProbeNarrowedShare = pick(func(x bench.Result) float64 { return x.ProbeNarrowedShare })

@@ -26,22 +26,9 @@ type cpuMeter struct {
 // not; the meter is usable without it).
 func newQueengateMeter(ctx context.Context, env *proc.Self) (cpuMeter, error) {
 	m := cpuMeter{pids: env.PIDs()}
-	conn, err := pgx.Connect(ctx, env.PGURL)
-	if err != nil {
-		return m, err
-	}
-	defer conn.Close(ctx)
-	// A backend's parent is the postmaster.
-	var backend int
-	if err := conn.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&backend); err != nil {
-		return m, err
-	}
-	st, err := proc.ReadStat(backend)
-	if err != nil {
-		return m, fmt.Errorf("PostgreSQL does not run on this machine, or cannot be read: %w", err)
-	}
-	m.postmaster = st.PPID
-	return m, nil
+	var err error
+	m.postmaster, err = proc.PostmasterPID(ctx, env.PGURL)
+	return m, err
 }
 
 // seconds is the processes' CPU time so far.
