@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -156,6 +157,29 @@ func (w *world) verifierFailovers() []verify.Failover {
 	return out
 }
 
+// gatewayJournal is the gateways' journal of acknowledged messages
+// (ingest.Config.Journal's default: the suite leaves it).
+const gatewayJournal = 1 << 18
+
+// reportedLost reads what the gateways reported lost to failovers from
+// their logs; nil with synchronous replication, where the strict
+// verifier finds any loss.
+func (w *world) reportedLost() (*verify.ReportedLost, error) {
+	if w.repl.Sync || len(w.failovers) == 0 {
+		return nil, nil
+	}
+	var logs []io.Reader
+	for _, g := range w.gateways {
+		f, err := os.Open(filepath.Join(w.dir, fmt.Sprintf("gateway-%d.log", g.index))) // gatewayProc.start's
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		logs = append(logs, f)
+	}
+	return verify.ReadReportedLost(gatewayJournal, logs...)
+}
+
 // failoverFigures are what producers saw across one failover.
 type failoverFigures struct {
 	failoverRec
@@ -266,6 +290,9 @@ func writeFailovers(b *strings.Builder, out *outcome) {
 		fmt.Fprintf(b, "\nLost to asynchronous replication over %d failovers (counted, not violations): %d ids answered as stored and absent from the log, "+
 			"%d answers naming an offset a failover cut, %d of them an offset now holding another message; %d deliveries of a cut offset, %d acks, %d leases, %d dead-letter moves.\n",
 			l.Failovers, l.Lost, l.LostAnswers, l.Reused, l.LostDeliveries, l.LostAcks, l.LostLeases, l.LostMoves)
+		fmt.Fprintf(b, "\nReported by the gateways' logs: %d messages lost, %d distinct messageIds named; the verifier finds %d distinct messageIds answered at an offset a failover cut that does not hold them now: "+
+			"%d no gateway reported (violations), %d older than the gateways' journal, %d possibly in reports naming only their first 1000; %d reports the gateways could not make.\n",
+			l.Reported, l.ReportedIDs, l.LostIDs, out.Verifier.Unreported, l.BeyondJournal, l.InUnnamedReports, l.Unchecked)
 	}
 	if len(out.Counters) > 0 {
 		reported := "not exposed by these gateways"

@@ -196,7 +196,11 @@ func verifyRun(ctx context.Context, w *world, led *ledger, consumed *verify.Cons
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Hour) // a soak's log holds tens of millions of messages
 	defer cancel()
 	verifying := time.Now()
-	f, err := verify.VerifyFailovers(ctx, w.pgURL, w.queue, led.expected(), consumed, w.verifierFailovers())
+	reported, err := w.reportedLost()
+	if err != nil {
+		return verify.Findings{}, fmt.Errorf("gateways' reports of lost messages: %w", err)
+	}
+	f, err := verify.VerifyFailovers(ctx, w.pgURL, w.queue, led.expected(), consumed, w.verifierFailovers(), reported)
 	if err != nil {
 		return f, fmt.Errorf("verify: %w", err)
 	}

@@ -5,7 +5,8 @@
 // nothing lost, nothing stored twice, every answer true, no delivery
 // outside its lease. After failovers under asynchronous replication
 // (VerifyFailovers) it counts what the failovers lost instead, and still
-// judges everything they cannot explain (verify_failover.go). It shares
+// judges everything they cannot explain (verify_failover.go), the
+// gateways' reports of what was lost included (lostreport.go). It shares
 // no code with the gateway on purpose (pgx only): a bug in the gateway's
 // reading of its own log must not hide a bug in its writing. It imports nothing of this module; cmd/queenchaos
 // records the run in its terms.

@@ -45,6 +45,10 @@ type Findings struct {
 	// failover cut, for a message the log does not hold (a duplicate
 	// vouched for by a stale cache, say). Without failovers it is Lost.
 	Vanished int64 `json:"vanished"`
+	// Unreported, with failovers and the gateways' reports: answers
+	// naming an offset a failover cut, whose message is not there now,
+	// that no gateway reported lost (see lostreport.go).
+	Unreported int64 `json:"unreported"`
 
 	// Failover is the losses failovers explain (VerifyFailovers only).
 	Failover *FailoverFindings `json:"failover,omitempty"`
@@ -57,7 +61,7 @@ type Findings struct {
 
 // Violations is the number of violations found.
 func (f Findings) Violations() int64 {
-	n := f.Lost + f.Doubled + f.WrongOffset + f.DuplicateNotFirst + f.DataMismatch + f.Phantom + f.Holes + f.Vanished
+	n := f.Lost + f.Doubled + f.WrongOffset + f.DuplicateNotFirst + f.DataMismatch + f.Phantom + f.Holes + f.Vanished + f.Unreported
 	if f.Consume != nil {
 		n += f.Consume.Violations()
 	}
@@ -121,10 +125,10 @@ func (r Recorded) Partition(i int) (sent []Sent, answers []Answer) {
 // con (what consumers saw; nil when none ran) it checks the consumer
 // groups too: see verify_consume.go.
 func Verify(ctx context.Context, pgURL, queue string, exp Expected, con *Consumed) (Findings, error) {
-	return verify(ctx, pgURL, queue, exp, con, nil)
+	return verify(ctx, pgURL, queue, exp, con, nil, nil)
 }
 
-func verify(ctx context.Context, pgURL, queue string, exp Expected, con *Consumed, failovers []Failover) (Findings, error) {
+func verify(ctx context.Context, pgURL, queue string, exp Expected, con *Consumed, failovers []Failover, reported *ReportedLost) (Findings, error) {
 	conn, err := pgx.Connect(ctx, pgURL)
 	if err != nil {
 		return Findings{}, err
@@ -140,6 +144,7 @@ func verify(ctx context.Context, pgURL, queue string, exp Expected, con *Consume
 	if loss.on() {
 		f.Failover = &FailoverFindings{Failovers: len(failovers)}
 		loss.found = f.Failover
+		loss.reports = newReportCheck(reported)
 	}
 	ix, err := startConsumeCheck(ctx, conn, queue, con, loss, &f)
 	if err != nil {
@@ -175,6 +180,7 @@ func verify(ctx context.Context, pgURL, queue string, exp Expected, con *Consume
 	if ix != nil {
 		ix.checkMoves(f.Consume, example)
 	}
+	loss.reports.finish(&f, f.Failover)
 	var elsewhere int64
 	err = conn.QueryRow(ctx, `
 		SELECT coalesce(sum(s.end_offset - s.base_offset + 1), 0)
@@ -224,15 +230,17 @@ func checkAnswers(f *Findings, loss lossModel, p partitionLog, stored map[key][]
 	for _, a := range answers {
 		k := key{a.Partition, a.ID}
 		answered[k] = true
+		loss.reports.saw(a)
 		rows := stored[k]
 		if len(rows) > 0 && a.Offset == rows[0].offset && a.MessageID == MessageID(rows[0].partitionID, rows[0].offset) {
 			continue
 		}
-		if loss.on() && loss.cut(a.Partition, a.Offset, a.Arrived) {
+		if fo, ok := loss.cutBy(a.Partition, a.Offset, a.Arrived); loss.on() && ok {
 			loss.found.LostAnswers++
 			if holder, ok := p.byOffset[a.Offset]; ok && holder != a.ID {
 				loss.found.Reused++
 			}
+			loss.reports.cut(a, fo.Promoted)
 			continue
 		}
 		if len(rows) == 0 {

@@ -58,6 +58,21 @@ type FailoverFindings struct {
 	// between the two pops explains it: the first lease's commit lost,
 	// the new primary leased the message again.
 	LostLeases int64 `json:"lostLeases"`
+
+	// With the gateways' reports (ReportedLost): Reported is the
+	// messages they reported lost, ReportedIDs the distinct messageIds
+	// they named; LostIDs the distinct messageIds of the answers naming
+	// a cut offset whose message is not there now (each must be among
+	// ReportedIDs, or it is Findings.Unreported). BeyondJournal are such
+	// answers older than any gateway's journal, InUnnamedReports those
+	// that reports naming only their first 1000 may hold; Unchecked the
+	// reports a gateway could not make.
+	Reported         int64 `json:"reported"`
+	ReportedIDs      int64 `json:"reportedIds"`
+	LostIDs          int64 `json:"lostIds"`
+	BeyondJournal    int64 `json:"beyondJournal"`
+	InUnnamedReports int64 `json:"inUnnamedReports"`
+	Unchecked        int   `json:"unchecked"`
 }
 
 // lossModel says which losses the run's failovers explain. Without
@@ -65,6 +80,7 @@ type FailoverFindings struct {
 type lossModel struct {
 	failovers []Failover
 	found     *FailoverFindings
+	reports   *reportCheck // nil: the gateways' reports are not judged
 }
 
 func (m lossModel) on() bool { return len(m.failovers) > 0 }
@@ -72,12 +88,18 @@ func (m lossModel) on() bool { return len(m.failovers) > 0 }
 // cut reports whether a failover promoted after told dropped offset of
 // partition: the old primary may have held it, the standby did not.
 func (m lossModel) cut(partition string, offset int64, told time.Time) bool {
+	_, ok := m.cutBy(partition, offset, told)
+	return ok
+}
+
+// cutBy is the first failover that cut offset of partition after told.
+func (m lossModel) cutBy(partition string, offset int64, told time.Time) (Failover, bool) {
 	for _, f := range m.failovers {
 		if f.Promoted.After(told) && offset >= f.Kept[partition] {
-			return true
+			return f, true
 		}
 	}
-	return false
+	return Failover{}, false
 }
 
 // ackLost reports whether a failover may have lost an ack answered at
@@ -111,10 +133,12 @@ func (m lossModel) leaseLost(a, b Lease) bool {
 
 // VerifyFailovers is Verify for a run with failovers under asynchronous
 // replication: the losses the failovers explain are counted in
-// Findings.Failover instead of being violations. With no failovers it is
-// Verify.
-func VerifyFailovers(ctx context.Context, pgURL, queue string, exp Expected, con *Consumed, failovers []Failover) (Findings, error) {
-	return verify(ctx, pgURL, queue, exp, con, failovers)
+// Findings.Failover instead of being violations. With reported (what the
+// gateways reported lost; nil: not judged), an answer naming an offset a
+// failover cut whose message is not there now and that no report named
+// is a violation (Findings.Unreported). With no failovers it is Verify.
+func VerifyFailovers(ctx context.Context, pgURL, queue string, exp Expected, con *Consumed, failovers []Failover, reported *ReportedLost) (Findings, error) {
+	return verify(ctx, pgURL, queue, exp, con, failovers, reported)
 }
 
 // LogEnds is, by partition name, the end of queue's log (the next offset

@@ -2,6 +2,8 @@ package verify
 
 import (
 	"context"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,7 +45,7 @@ func failoverFixture(t *testing.T) (*logFixture, Failover) {
 func TestVerifyFailoversCountsLosses(t *testing.T) {
 	t.Parallel()
 	f, fo := failoverFixture(t)
-	got, err := VerifyFailovers(context.Background(), f.url, fixtureQueue, Recorded{f.sent, f.answers}, nil, []Failover{fo})
+	got, err := VerifyFailovers(context.Background(), f.url, fixtureQueue, Recorded{f.sent, f.answers}, nil, []Failover{fo}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +91,7 @@ func TestVerifyFailoversJudgesWhatNoFailoverExplains(t *testing.T) {
 			t.Parallel()
 			f, fo := failoverFixture(t)
 			c.plant(f, &fo)
-			got, err := VerifyFailovers(context.Background(), f.url, fixtureQueue, Recorded{f.sent, f.answers}, nil, []Failover{fo})
+			got, err := VerifyFailovers(context.Background(), f.url, fixtureQueue, Recorded{f.sent, f.answers}, nil, []Failover{fo}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -128,5 +130,79 @@ func TestLossModelAcks(t *testing.T) {
 		if got := m.leaseLost(second, first); got != c.lost {
 			t.Errorf("lease asked at %d, another granted at %d: lost %v, want %v", c.firstAsked, c.secondGranted, got, c.lost)
 		}
+	}
+}
+
+// TestVerifyFailoversJudgesReports: an answer naming an offset the
+// failover cut, now holding another message, must be among the messageIds
+// the gateways reported lost, unless a journal's worth of answers came
+// after it before the promotion or a report named only its first ids.
+func TestVerifyFailoversJudgesReports(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name       string
+		reported   []string // of the lost d and e
+		journal    int
+		unnamed    int64
+		unreported int64
+		beyond     int64
+	}{
+		{"both reported", []string{"d", "e"}, 1 << 18, 0, 0, 0},
+		{"e not reported", []string{"d"}, 1 << 18, 0, 1, 0},
+		{"none reported", nil, 1 << 18, 0, 2, 0},
+		// Two answers came after d's before the promotion, one after e's.
+		{"d older than a journal of 2", nil, 2, 0, 1, 1},
+		{"a report named none of its 2", nil, 1 << 18, 2, 0, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			f, fo := failoverFixture(t)
+			for i := range f.answers {
+				if f.answers[i].Arrived.IsZero() { // a..e, a's duplicate: in order, before the stop
+					f.answers[i].Arrived = fo.Stopping.Add(time.Duration(i-10) * time.Millisecond)
+				}
+			}
+			offsets := map[string]int64{"d": 3, "e": 4}
+			rep := &ReportedLost{IDs: map[string]bool{}, Journal: c.journal, Unnamed: c.unnamed, Count: c.unnamed}
+			for _, id := range c.reported {
+				rep.IDs[model.MessageID(f.pid, offsets[id])] = true
+				rep.Count++
+			}
+			got, err := VerifyFailovers(context.Background(), f.url, fixtureQueue, Recorded{f.sent, f.answers}, nil, []Failover{fo}, rep)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Unreported != c.unreported || got.Violations() != c.unreported {
+				t.Errorf("unreported %d, violations %d, want %d: %+v", got.Unreported, got.Violations(), c.unreported, got)
+			}
+			want := FailoverFindings{Failovers: 1, Lost: 2, LostAnswers: 2, Reused: 2, Reported: rep.Count, ReportedIDs: int64(len(c.reported)),
+				LostIDs: 2, BeyondJournal: c.beyond, InUnnamedReports: min(c.unnamed, 2-c.beyond)}
+			if *got.Failover != want {
+				t.Errorf("failover findings %+v, want %+v", *got.Failover, want)
+			}
+		})
+	}
+}
+
+// TestReadReportedLost reads the gateways' reports from their JSON logs,
+// among other lines.
+func TestReadReportedLost(t *testing.T) {
+	t.Parallel()
+	gateway0 := `{"level":"info","message":"serving"}
+not JSON at all
+{"level":"error","lost":3,"message_ids":["00000000-0000-0001-0000-000000000005","00000000-0000-0001-0000-000000000006"],"time":"2026-12-01T23:00:00Z","message":"acknowledged messages PostgreSQL lacks after it changed: lost to asynchronous replication (or to the restore)"}
+`
+	gateway1 := `{"level":"error","acknowledged":12,"message":"could not check which acknowledged messages PostgreSQL lacks after it changed"}
+{"level":"error","lost":1,"message_ids":["00000000-0000-0002-0000-000000000000"],"message":"acknowledged messages PostgreSQL lacks after it changed: lost to asynchronous replication (or to the restore)"}
+`
+	got, err := ReadReportedLost(100, strings.NewReader(gateway0), strings.NewReader(gateway1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &ReportedLost{IDs: map[string]bool{"00000000-0000-0001-0000-000000000005": true, "00000000-0000-0001-0000-000000000006": true,
+		"00000000-0000-0002-0000-000000000000": true}, Count: 4, Unnamed: 1, Unchecked: 1, Journal: 100}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("read %+v, want %+v", got, want)
 	}
 }
