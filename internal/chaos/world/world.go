@@ -48,8 +48,10 @@ type World struct {
 
 const routingShards = 64
 
-// Start starts PostgreSQL (with repl), the proxy, natsNodes NATS servers
-// and gateways gateways (the binary bin), with their data and logs in dir.
+// Start starts PostgreSQL (with repl; behind the proxy without a
+// standby), natsNodes NATS servers and gateways queengate processes (the
+// binary bin), their data and logs in dir, and waits until the gateways
+// serve. log tells of the failovers, and of metrics it could not read.
 func Start(ctx context.Context, dir, bin string, natsNodes, gateways int, repl Replication, log func(string, ...any)) (_ *World, err error) {
 	w := &World{dir: dir, bin: bin, repl: repl, log: log}
 	defer func() {
