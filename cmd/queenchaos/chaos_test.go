@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/queengate/queengate/internal/chaos/world"
 )
 
 // TestShortProfile runs every fault kind once against three gateways
@@ -146,7 +148,7 @@ func TestOptions(t *testing.T) {
 	if err := checkFaults(o.profile); err != nil {
 		t.Error(err)
 	}
-	for _, bad := range []profile{{Name: "x", Faults: []faultKind{failoverKill}}, {Name: "y", Faults: []faultKind{freezePG}, Replication: replication{Standby: true}}} {
+	for _, bad := range []profile{{Name: "x", Faults: []faultKind{failoverKill}}, {Name: "y", Faults: []faultKind{freezePG}, Replication: world.Replication{Standby: true}}} {
 		if err := checkFaults(bad); err == nil || !strings.Contains(err.Error(), "standby") {
 			t.Errorf("profile %s with %v: %v, want the fault refused", bad.Name, bad.Faults, err)
 		}

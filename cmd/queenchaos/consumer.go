@@ -11,6 +11,7 @@ import (
 
 	"github.com/queengate/queengate"
 	"github.com/queengate/queengate/internal/chaos/verify"
+	"github.com/queengate/queengate/internal/chaos/world"
 )
 
 // consumeLoad is what the consumers do while producers push and faults
@@ -143,11 +144,11 @@ func (c *consumer) run(ctx context.Context) {
 			// Not worth sending again: the lease runs out instead.
 			c.led.popFailures.Add(1)
 			pending, lease = nil, -1
-			sleep(ctx, 200*time.Millisecond)
+			world.Sleep(ctx, 200*time.Millisecond)
 		case err != nil:
 			// Unknown whether the ack was settled: sending it again is safe.
 			c.led.popFailures.Add(1)
-			sleep(ctx, 200*time.Millisecond)
+			world.Sleep(ctx, 200*time.Millisecond)
 		case granted < 0:
 			pending, lease = nil, -1
 		default:
@@ -202,10 +203,10 @@ func (c *consumer) hold(ctx context.Context, ans queengate.PopAnswer, lease int)
 	end := time.Now().Add(d)
 	c.renew(ctx, ans, lease)
 	for time.Until(end) > c.load.Lease/3 && ctx.Err() == nil {
-		sleep(ctx, c.load.Lease/3)
+		world.Sleep(ctx, c.load.Lease/3)
 		c.renew(ctx, ans, lease)
 	}
-	sleep(ctx, time.Until(end))
+	world.Sleep(ctx, time.Until(end))
 }
 
 func (c *consumer) renew(ctx context.Context, ans queengate.PopAnswer, lease int) {
@@ -271,12 +272,12 @@ type consumerFleet struct {
 
 // startConsumers connects each group's consumers, each to its own NATS
 // server first as producers are, and starts them.
-func startConsumers(ctx context.Context, w *world, cl consumeLoad, queue string, timeout time.Duration) (*consumerFleet, error) {
+func startConsumers(ctx context.Context, w *world.World, cl consumeLoad, queue string, timeout time.Duration) (*consumerFleet, error) {
 	f := &consumerFleet{load: cl, queue: queue, led: &consumeLedger{con: verify.Consumed{Groups: cl.Groups}}}
 	for gi, group := range cl.Groups {
 		for i := range cl.PerGroup {
 			name := fmt.Sprintf("%s-%d", group, i)
-			nc, err := w.connect(gi*cl.PerGroup+i, "queenchaos consumer "+name)
+			nc, err := w.Connect(gi*cl.PerGroup+i, "queenchaos consumer "+name)
 			if err != nil {
 				f.close()
 				return nil, err
@@ -301,7 +302,7 @@ func startConsumers(ctx context.Context, w *world, cl consumeLoad, queue string,
 // finish waits until the groups have consumed everything stored (at most
 // the load's Drain), stops the consumers, and returns what they saw: nil
 // when none ran. Producing stopped at stopped.
-func (f *consumerFleet) finish(ctx context.Context, w *world, stopped time.Time, log func(string, ...any)) *verify.Consumed {
+func (f *consumerFleet) finish(ctx context.Context, w *world.World, stopped time.Time, log func(string, ...any)) *verify.Consumed {
 	defer f.running.Wait()
 	defer f.stop()
 	if len(f.consumers) == 0 {
@@ -310,7 +311,7 @@ func (f *consumerFleet) finish(ctx context.Context, w *world, stopped time.Time,
 	f.draining.Store(true)
 	deadline := time.Now().Add(f.load.Drain)
 	for {
-		n, err := verify.Backlog(ctx, w.pgURL, f.queue, f.load.Groups)
+		n, err := verify.Backlog(ctx, w.PGURL(), f.queue, f.load.Groups)
 		if err == nil && n == 0 {
 			log("drain: consumers done %v after producing stopped", time.Since(stopped).Round(10*time.Millisecond))
 			break
@@ -319,7 +320,7 @@ func (f *consumerFleet) finish(ctx context.Context, w *world, stopped time.Time,
 			log("drain: %d messages not consumed after %v (%v); stopping the consumers", n, f.load.Drain, err)
 			break
 		}
-		sleep(ctx, 250*time.Millisecond)
+		world.Sleep(ctx, 250*time.Millisecond)
 	}
 	return &f.led.con
 }

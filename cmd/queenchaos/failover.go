@@ -1,157 +1,28 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/queengate/queengate/internal/chaos/verify"
-	"github.com/queengate/queengate/internal/pgcluster"
+	"github.com/queengate/queengate/internal/chaos/world"
 )
-
-// replication is the PostgreSQL a profile runs: one server behind the
-// proxy, or a primary and a streaming standby that the failover faults
-// swap, the gateways following with a multi-host read-write URL.
-type replication struct {
-	Standby bool
-	// Sync makes the primary commit synchronously with the standby, with
-	// synchronous_commit Commit (on or remote_apply).
-	Sync   bool
-	Commit string
-}
-
-func (r replication) String() string {
-	switch {
-	case !r.Standby:
-		return "one PostgreSQL behind a proxy"
-	case r.Sync:
-		return fmt.Sprintf("a PostgreSQL primary and a synchronous standby (synchronous_commit %s)", r.Commit)
-	default:
-		return "a PostgreSQL primary and an asynchronous standby"
-	}
-}
-
-// failoverRec is one failover, done as a failover manager does it.
-type failoverRec struct {
-	Clean    bool      `json:"clean"`    // the primary was shut down (fast), not killed -9
-	Stopping time.Time `json:"stopping"` // the primary was told to stop, or killed
-	Stopped  time.Time `json:"stopped"`  // it had exited
-	Promoted time.Time `json:"promoted"` // the standby took writes
-	Attached time.Time `json:"attached"` // the old primary streamed again, as the standby
-	Rewound  bool      `json:"rewound"`  // with pg_rewind; false: a new base backup
-	// Kept is what the standby held at promotion (asynchronous
-	// replication only): the queue's log end by partition.
-	Kept map[string]int64 `json:"-"`
-}
-
-// startReplicated starts a primary and a standby streaming from it.
-func (w *world) startReplicated(ctx context.Context) error {
-	opts := pgcluster.Options{Dir: filepath.Join(w.dir, "pg-a"), Name: "node_a", Settings: map[string]string{"max_connections": "200"}}
-	var err error
-	if w.pg, err = pgcluster.StartPrimary(ctx, opts); err != nil {
-		return err
-	}
-	w.standby, err = pgcluster.StartStandby(ctx, w.pg, pgcluster.StandbyOptions{Dir: filepath.Join(w.dir, "pg-b"), Name: "node_b",
-		Sync: w.repl.Sync, Commit: w.repl.Commit})
-	if err != nil {
-		return err
-	}
-	w.pgURL = w.pg.URL("postgres")
-	// The hosts in a fixed order: pgx tries each and keeps the one that
-	// takes writes, wherever the primary is now.
-	w.gatewayPG = pgcluster.MultiHostURL("postgres", "read-write", w.pg, w.standby)
-	return nil
-}
-
-// failover stops the primary (clean: a fast shutdown; otherwise kill -9
-// of all its processes), promotes the standby, and re-attaches the old
-// primary as the new standby with pg_rewind (a new base backup when that
-// fails), naming it the synchronous standby with synchronous
-// replication. The world's primary is the promoted one after it.
-func (w *world) failover(ctx context.Context, clean bool) error {
-	rec := failoverRec{Clean: clean, Stopping: time.Now()}
-	old, next := w.pg, w.standby
-	if clean {
-		old.Stop()
-	} else {
-		old.Kill()
-	}
-	rec.Stopped = time.Now()
-	if !w.repl.Sync {
-		// What the standby received is what survives: it replays all of
-		// it before it takes writes.
-		if err := waitReplayedReceived(ctx, next); err != nil {
-			return err
-		}
-		var err error
-		if rec.Kept, err = verify.LogEnds(ctx, next.URL("postgres"), w.queue); err != nil {
-			return err
-		}
-	}
-	if err := next.Promote(ctx); err != nil {
-		return err
-	}
-	rec.Promoted = time.Now()
-	w.pg, w.standby, w.pgURL = next, old, next.URL("postgres")
-	defer func() { w.failovers = append(w.failovers, rec) }()
-	var err error
-	if rec.Rewound, err = old.Rewind(ctx, next); err != nil {
-		return fmt.Errorf("re-attach the old primary: %w", err)
-	}
-	if w.repl.Sync {
-		if err := next.SetSync(ctx, w.repl.Commit, old.Name()); err != nil {
-			return err
-		}
-	}
-	rec.Attached = time.Now()
-	w.log("failover: primary %s, promoted %v after the old one was stopped, old one re-attached (rewound %v) %v later",
-		next.Name(), rec.Promoted.Sub(rec.Stopping).Round(time.Millisecond), rec.Rewound, rec.Attached.Sub(rec.Promoted).Round(time.Millisecond))
-	return nil
-}
-
-// waitReplayedReceived waits until a standby whose primary is gone has
-// replayed all the WAL it received.
-func waitReplayedReceived(ctx context.Context, c *pgcluster.Cluster) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, c.URL("postgres"))
-	if err != nil {
-		return err
-	}
-	defer conn.Close(ctx)
-	for {
-		var done bool
-		err := conn.QueryRow(ctx, `SELECT coalesce(pg_last_wal_replay_lsn() >= pg_last_wal_receive_lsn(), true)`).Scan(&done)
-		if err != nil || done {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return errors.New("the standby did not replay what it received")
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-}
 
 // verifierFailovers are the failovers as the verifier reads them, under
 // asynchronous replication; nil with synchronous replication, where a
 // failover must lose nothing and the verifier is the strict one.
-func (w *world) verifierFailovers() []verify.Failover {
-	if w.repl.Sync {
+func verifierFailovers(w *world.World) []verify.Failover {
+	if w.Replication().Sync {
 		return nil
 	}
-	out := make([]verify.Failover, len(w.failovers))
-	for i, f := range w.failovers {
+	failovers := w.Failovers()
+	out := make([]verify.Failover, len(failovers))
+	for i, f := range failovers {
 		out[i] = verify.Failover{Stopping: f.Stopping, Stopped: f.Stopped, Promoted: f.Promoted, Kept: f.Kept}
 	}
 	return out
@@ -164,13 +35,13 @@ const gatewayJournal = 1 << 18
 // reportedLost reads what the gateways reported lost to failovers from
 // their logs; nil with synchronous replication, where the strict
 // verifier finds any loss.
-func (w *world) reportedLost() (*verify.ReportedLost, error) {
-	if w.repl.Sync || len(w.failovers) == 0 {
+func reportedLost(w *world.World) (*verify.ReportedLost, error) {
+	if w.Replication().Sync || len(w.Failovers()) == 0 {
 		return nil, nil
 	}
 	var logs []io.Reader
-	for _, g := range w.gateways {
-		f, err := os.Open(filepath.Join(w.dir, fmt.Sprintf("gateway-%d.log", g.index))) // gatewayProc.start's
+	for _, g := range w.Gateways() {
+		f, err := os.Open(filepath.Join(w.Dir(), fmt.Sprintf("gateway-%d.log", g.Index()))) // world.Gateway's log
 		if err != nil {
 			return nil, err
 		}
@@ -182,7 +53,7 @@ func (w *world) reportedLost() (*verify.ReportedLost, error) {
 
 // failoverFigures are what producers saw across one failover.
 type failoverFigures struct {
-	failoverRec
+	world.Failover
 	// Promotion is from the old primary's stop to the new one's first
 	// writes: what the failover manager took.
 	Promotion time.Duration `json:"promotionNs"`
@@ -193,7 +64,7 @@ type failoverFigures struct {
 	LongestProducerGap time.Duration `json:"longestProducerGapNs"`
 }
 
-func figuresByFailover(failovers []failoverRec, events []event, producers int) []failoverFigures {
+func figuresByFailover(failovers []world.Failover, events []event, producers int) []failoverFigures {
 	out := make([]failoverFigures, len(failovers))
 	for i, f := range failovers {
 		to := f.Attached
@@ -201,7 +72,7 @@ func figuresByFailover(failovers []failoverRec, events []event, producers int) [
 			to = f.Promoted
 		}
 		fleet, perProducer := gaps(events, producers, f.Stopping, to.Add(afterFault))
-		out[i] = failoverFigures{failoverRec: f, Promotion: f.Promoted.Sub(f.Stopping), LongestFleetGap: fleet}
+		out[i] = failoverFigures{Failover: f, Promotion: f.Promoted.Sub(f.Stopping), LongestFleetGap: fleet}
 		for _, g := range perProducer {
 			out[i].LongestProducerGap = max(out[i].LongestProducerGap, g)
 		}
@@ -216,52 +87,6 @@ func figuresByFailover(failovers []failoverRec, events []event, producers int) [
 var failoverCounters = []string{"queengate_dedup_hydrations_total", "queengate_dedup_rebuilds_total", lostCounter}
 
 const lostCounter = "queengate_failover_lost_messages_total"
-
-// gatewayCounters sums the named counters over the gateways' /metrics
-// (every label set); a counter no gateway exposes is absent.
-func (w *world) gatewayCounters(ctx context.Context, names []string) map[string]float64 {
-	out := map[string]float64{}
-	for _, g := range w.gateways {
-		g.mu.Lock()
-		admin := g.admin
-		g.mu.Unlock()
-		body, err := httpGet(ctx, "http://"+admin+"/metrics")
-		if err != nil {
-			w.log("gateway %d metrics: %v", g.index, err)
-			continue
-		}
-		for _, line := range strings.Split(body, "\n") {
-			name, rest, ok := strings.Cut(line, " ")
-			if !ok || strings.HasPrefix(line, "#") {
-				continue
-			}
-			name, _, _ = strings.Cut(name, "{")
-			if v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64); err == nil && slices.Contains(names, name) {
-				out[name] += v
-			}
-		}
-	}
-	return out
-}
-
-func httpGet(ctx context.Context, url string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return "", err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	return string(b), err
-}
 
 // writeFailovers adds the failovers' figures to the report: each
 // failover's promotion and longest time without answers, what the

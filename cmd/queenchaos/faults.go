@@ -7,6 +7,8 @@ import (
 	"slices"
 	"syscall"
 	"time"
+
+	"github.com/queengate/queengate/internal/chaos/world"
 )
 
 // faultKind is one way the scenario breaks the world.
@@ -21,7 +23,7 @@ const (
 	freezePG     faultKind = "PostgreSQL freeze"
 	freezeCutPG  faultKind = "PostgreSQL freeze + cut"
 	restartNATS  faultKind = "NATS node restart"
-	// The failovers need a standby (replication.Standby), and are then
+	// The failovers need a standby (world.Replication.Standby), and are then
 	// the only PostgreSQL faults.
 	failoverKill faultKind = "PostgreSQL failover (kill -9)"
 	failoverStop faultKind = "PostgreSQL failover (stop)"
@@ -56,40 +58,40 @@ type fault struct {
 }
 
 // inject does one fault of kind and waits until the broken part serves
-// again. rng picks the victim.
-func inject(ctx context.Context, w *world, kind faultKind, rng *rand.Rand) fault {
+// again. rng picks the victim; log says what could not be done.
+func inject(ctx context.Context, w *world.World, kind faultKind, rng *rand.Rand, log func(string, ...any)) fault {
 	f := fault{Kind: kind, Target: -1, Start: time.Now()}
 	var err error
 	switch kind {
 	case killGateway, termGateway, pauseGateway:
-		f.Target = rng.IntN(len(w.gateways))
-		g := w.gateways[f.Target]
+		f.Target = rng.IntN(len(w.Gateways()))
+		g := w.Gateways()[f.Target]
 		switch kind {
 		case killGateway:
-			err = g.restartAfter(ctx, syscall.SIGKILL, time.Second)
+			err = g.RestartAfter(ctx, syscall.SIGKILL, time.Second)
 		case termGateway:
-			err = g.restartAfter(ctx, syscall.SIGTERM, time.Second)
+			err = g.RestartAfter(ctx, syscall.SIGTERM, time.Second)
 		default:
-			err = g.pause(ctx, 3*time.Second)
+			err = g.Pause(ctx, 3*time.Second)
 		}
 	case crashPG:
-		err = w.pgCrash(ctx)
+		err = w.PGCrash(ctx)
 	case stopPG:
-		err = w.pgStop(ctx, 3*time.Second)
+		err = w.PGStop(ctx, 3*time.Second)
 	case freezePG:
-		w.pgFreeze(ctx, 5*time.Second, false)
+		w.PGFreeze(ctx, 5*time.Second, false)
 	case freezeCutPG:
-		w.pgFreeze(ctx, 5*time.Second, true)
+		w.PGFreeze(ctx, 5*time.Second, true)
 	case restartNATS:
-		f.Target = rng.IntN(len(w.nodes))
-		err = w.nodes[f.Target].restart(ctx, 2*time.Second)
+		f.Target = rng.IntN(len(w.NATSNodes()))
+		err = w.NATSNodes()[f.Target].Restart(ctx, 2*time.Second)
 	case failoverKill, failoverStop:
-		err = w.failover(ctx, kind == failoverStop)
+		err = w.Failover(ctx, kind == failoverStop)
 	}
 	f.End = time.Now()
 	if err != nil {
 		f.Err = err.Error()
-		w.log("fault %s: %v", kind, err)
+		log("fault %s: %v", kind, err)
 	}
 	return f
 }

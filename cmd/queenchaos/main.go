@@ -8,7 +8,7 @@
 // Profiles: short (every fault kind once, ~2 minutes; in the test suite),
 // long (10 minutes of faults), soak (10 minutes, no faults, throughput
 // and memory over time), failover-sync and failover-async (a primary and
-// a standby, failovers every 40 s; failover.go), failover-short (one
+// a standby, failovers every 40 s; internal/chaos/world), failover-short (one
 // failover; in the test suite). Exit status 1 when the verifier finds a
 // violation, or the soak decays. `queenchaos pipeline` runs the
 // ack-and-push pipeline under kill -9 instead (pipeline.go).

@@ -22,6 +22,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/internal/chaos/world"
 )
 
 // The pipeline scenario checks ack-and-push (docs/protocol.md, "Ack and
@@ -154,12 +155,12 @@ func runPipelineCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 // runPipeline runs profile p in dir with gateway binary bin.
 func runPipeline(ctx context.Context, p pipelineProfile, dir, bin string, log func(string, ...any)) (pipelineOutcome, error) {
 	out := pipelineOutcome{Profile: p}
-	w, err := startWorld(ctx, dir, bin, 1, 2, replication{}, log)
+	w, err := world.Start(ctx, dir, bin, 1, 2, world.Replication{}, log)
 	if err != nil {
 		return out, err
 	}
-	defer w.stop()
-	if err := w.createQueue(ctx, pipelineIn, 3600, 0); err != nil { // never dead-letter: kills make leases run out
+	defer w.Stop()
+	if err := w.CreateQueue(ctx, pipelineIn, 3600, 0); err != nil { // never dead-letter: kills make leases run out
 		return out, err
 	}
 	log("pushing %d input messages", p.Messages)
@@ -185,19 +186,19 @@ func runPipeline(ctx context.Context, p pipelineProfile, dir, bin string, log fu
 		case out.WorkerKills < p.WorkerKills && done >= int64((out.WorkerKills+1)*p.Messages/(p.WorkerKills+1)):
 			// Kills spread over the run whatever its pace, each at a
 			// random moment of a worker's cycle.
-			sleep(runCtx, time.Duration(rng.Int64N(int64(100*time.Millisecond))))
+			world.Sleep(runCtx, time.Duration(rng.Int64N(int64(100*time.Millisecond))))
 			ws.kill(rng.IntN(p.Workers))
 			out.WorkerKills++
 			if out.WorkerKills%gatewayEvery == 0 && out.GatewayKills < p.GatewayKills {
-				g := w.gateways[out.GatewayKills%len(w.gateways)]
-				if err := g.restartAfter(runCtx, syscall.SIGKILL, 200*time.Millisecond); err != nil {
-					return out, fmt.Errorf("restart gateway %d: %w", g.index, err)
+				g := w.Gateways()[out.GatewayKills%len(w.Gateways())]
+				if err := g.RestartAfter(runCtx, syscall.SIGKILL, 200*time.Millisecond); err != nil {
+					return out, fmt.Errorf("restart gateway %d: %w", g.Index(), err)
 				}
 				out.GatewayKills++
 			}
 			continue
 		default:
-			sleep(runCtx, 20*time.Millisecond)
+			world.Sleep(runCtx, 20*time.Millisecond)
 			continue
 		}
 		break
@@ -213,8 +214,8 @@ func runPipeline(ctx context.Context, p pipelineProfile, dir, bin string, log fu
 
 // pushInputs pushes the input messages "in-<i>", partition "p<i mod
 // partitions>", retrying until each is answered stored.
-func pushInputs(ctx context.Context, w *world, p pipelineProfile) error {
-	nc, err := nats.Connect(w.natsURLs())
+func pushInputs(ctx context.Context, w *world.World, p pipelineProfile) error {
+	nc, err := nats.Connect(w.NATSURLs())
 	if err != nil {
 		return err
 	}
@@ -235,7 +236,7 @@ func pushInputs(ctx context.Context, w *world, p pipelineProfile) error {
 				if attempt == 20 {
 					return fmt.Errorf("push of the inputs: %v", err)
 				}
-				sleep(ctx, 500*time.Millisecond)
+				world.Sleep(ctx, 500*time.Millisecond)
 			}
 			return nil
 		}
@@ -266,8 +267,8 @@ func anyFailed(answers []queengate.Answer) bool {
 
 // completed is how many input messages the group has completed (ok
 // false while PostgreSQL cannot be asked).
-func completed(ctx context.Context, w *world) (n int64, ok bool) {
-	conn, err := pgx.Connect(ctx, w.pgURL)
+func completed(ctx context.Context, w *world.World) (n int64, ok bool) {
+	conn, err := pgx.Connect(ctx, w.PGURL())
 	if err != nil {
 		return 0, false
 	}
@@ -283,8 +284,8 @@ func completed(ctx context.Context, w *world) (n int64, ok bool) {
 // message once, with its data, in its input's partition, and nothing
 // else; and every input completed (each input partition's cursor past
 // its last message, no marks left).
-func verifyPipeline(ctx context.Context, w *world, p pipelineProfile, out *pipelineOutcome) error {
-	conn, err := pgx.Connect(ctx, w.pgURL)
+func verifyPipeline(ctx context.Context, w *world.World, p pipelineProfile, out *pipelineOutcome) error {
+	conn, err := pgx.Connect(ctx, w.PGURL())
 	if err != nil {
 		return err
 	}
@@ -354,14 +355,14 @@ type workers struct {
 	procs   []*exec.Cmd
 	died    int
 	stopped bool
-	w       *world
+	w       *world.World
 	seed    uint64
 	crash   float64
 	batch   int
 	wg      sync.WaitGroup
 }
 
-func startWorkers(w *world, p pipelineProfile) (*workers, error) {
+func startWorkers(w *world.World, p pipelineProfile) (*workers, error) {
 	ws := &workers{w: w, seed: p.Seed, crash: p.CrashShare, batch: p.Batch, procs: make([]*exec.Cmd, p.Workers)}
 	for i := range p.Workers {
 		if err := ws.start(i); err != nil {
@@ -378,14 +379,14 @@ func (ws *workers) start(i int) error {
 	if err != nil {
 		return err
 	}
-	logFile, err := os.OpenFile(filepath.Join(ws.w.dir, fmt.Sprintf("worker-%d.log", i)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logFile, err := os.OpenFile(filepath.Join(ws.w.Dir(), fmt.Sprintf("worker-%d.log", i)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
 	ws.mu.Lock()
 	ws.seed++
 	cmd := exec.Command(self)
-	cmd.Env = append(os.Environ(), workerEnv+"=worker-"+strconv.Itoa(i), workerNATS+"="+ws.w.natsURLs(),
+	cmd.Env = append(os.Environ(), workerEnv+"=worker-"+strconv.Itoa(i), workerNATS+"="+ws.w.NATSURLs(),
 		workerSeed+"="+strconv.FormatUint(ws.seed, 10), workerCrash+"="+strconv.FormatFloat(ws.crash, 'f', -1, 64),
 		workerBatch+"="+strconv.Itoa(ws.batch), "GOMAXPROCS=1")
 	ws.mu.Unlock()

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/queengate/queengate/internal/chaos/verify"
+	"github.com/queengate/queengate/internal/chaos/world"
 )
 
 // load is what the producers offer.
@@ -252,7 +252,7 @@ func (p *producer) deliver(ctx context.Context, partition int, msgs []message) {
 			p.led.mu.Lock()
 			p.led.retries++
 			p.led.mu.Unlock()
-			sleep(ctx, backoff)
+			world.Sleep(ctx, backoff)
 			backoff = min(2*backoff, time.Second)
 		}
 		msgs = p.attempt(subject, partition, msgs)
@@ -315,22 +315,6 @@ func (p *producer) attempt(subject string, partition int, msgs []message) []mess
 		note(answeredOK, stored)
 	}
 	return again
-}
-
-// ready reports whether a gateway's /readyz answers 200.
-func ready(ctx context.Context, admin string) bool {
-	ctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+admin+"/readyz", nil)
-	if err != nil {
-		return false
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
 }
 
 // messagePID is the partition id a messageId names, or -1 when it is not

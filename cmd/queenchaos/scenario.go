@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -12,9 +11,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/queengate/queengate/internal/chaos/verify"
+	"github.com/queengate/queengate/internal/chaos/world"
 )
 
 // profile is a scenario: the world's size, the load, and the faults.
@@ -33,7 +31,7 @@ type profile struct {
 	Seed      uint64
 	// Replication is one PostgreSQL, or a primary and a standby for the
 	// failover faults.
-	Replication replication
+	Replication world.Replication
 }
 
 // chaosConsumers are the short and long profiles' consumers: two groups
@@ -71,21 +69,21 @@ var profiles = map[string]profile{
 	// standby every 40 s, by kill -9 and by shutdown in turn, under about
 	// a million new ids in five minutes: nothing acknowledged may be
 	// lost, the verifier is the strict one.
-	"failover-sync": failoverProfile("failover-sync", replication{Standby: true, Sync: true, Commit: "on"}),
+	"failover-sync": failoverProfile("failover-sync", world.Replication{Standby: true, Sync: true, Commit: "on"}),
 	// failover-async does the same with an asynchronous standby: the
 	// verifier counts what the failovers lost and judges the rest.
-	"failover-async": failoverProfile("failover-async", replication{Standby: true}),
+	"failover-async": failoverProfile("failover-async", world.Replication{Standby: true}),
 	// failover-short is one failover (kill -9) to a synchronous standby
 	// (remote_apply) under a light load, in the test suite.
 	"failover-short": {Name: "failover-short", Gateways: 2, NATSNodes: 1, Window: 3600,
 		Load:     load{Producers: 4, Partitions: 8, Batch: 10, Rate: 1000, RetryShare: 0.2, Timeout: 2 * time.Second},
 		Duration: 20 * time.Second, Warmup: 4 * time.Second, Every: 12 * time.Second, Faults: []faultKind{failoverKill},
 		Drain: time.Minute, Consume: chaosConsumers(100), Seed: 1,
-		Replication: replication{Standby: true, Sync: true, Commit: "remote_apply"}},
+		Replication: world.Replication{Standby: true, Sync: true, Commit: "remote_apply"}},
 }
 
 // failoverProfile is a full failover profile with repl.
-func failoverProfile(name string, repl replication) profile {
+func failoverProfile(name string, repl world.Replication) profile {
 	return profile{Name: name, Gateways: 3, NATSNodes: 3, Window: 3600,
 		Load:     load{Producers: 16, Partitions: 32, Batch: 20, Rate: 5000, RetryShare: 0.2, Timeout: 2 * time.Second},
 		Duration: 5 * time.Minute, Warmup: 15 * time.Second, Every: 40 * time.Second, Faults: failoverFaults,
@@ -125,14 +123,14 @@ func runProfile(ctx context.Context, p profile, dir, bin string, log func(string
 	if err := checkFaults(p); err != nil {
 		return nil, err
 	}
-	w, err := startWorld(ctx, dir, bin, p.NATSNodes, p.Gateways, p.Replication, log)
+	w, err := world.Start(ctx, dir, bin, p.NATSNodes, p.Gateways, p.Replication, log)
 	if err != nil {
 		return nil, err
 	}
-	defer w.stop()
+	defer w.Stop()
 	queue := "chaos-" + p.Name
-	w.queue = queue
-	if err := w.createQueue(ctx, queue, p.Window, p.Consume.MaxAttempts); err != nil {
+	w.Queue = queue
+	if err := w.CreateQueue(ctx, queue, p.Window, p.Consume.MaxAttempts); err != nil {
 		return nil, err
 	}
 	p.Load.RepeatWithin = time.Duration(p.Window) * time.Second / 2
@@ -170,10 +168,10 @@ func runProfile(ctx context.Context, p profile, dir, bin string, log func(string
 	log("drain: producers done %v after producing stopped", time.Since(stopped).Round(10*time.Millisecond))
 	consumed := fleet.finish(ctx, w, stopped, log)
 	out.Elapsed = time.Since(out.Started)
-	out.Counters = w.gatewayCounters(ctx, failoverCounters)
+	out.Counters = w.GatewayCounters(ctx, failoverCounters)
 	slices.SortFunc(led.events, func(a, b event) int { return a.at.Compare(b.at) })
 	out.Faults = figuresByKind(faults, led.events, p.Load.Producers)
-	out.Failovers = figuresByFailover(w.failovers, led.events, p.Load.Producers)
+	out.Failovers = figuresByFailover(w.Failovers(), led.events, p.Load.Producers)
 	out.Minutes = perMinute(led.events, out.Started, rss)
 	out.Retries = led.retries
 	out.Unanswered = led.unanswered()
@@ -192,15 +190,15 @@ func runProfile(ctx context.Context, p profile, dir, bin string, log func(string
 
 // verifyRun runs the verifier on the world's queue: the strict one,
 // unless failovers under asynchronous replication may have lost some.
-func verifyRun(ctx context.Context, w *world, led *ledger, consumed *verify.Consumed, log func(string, ...any)) (verify.Findings, error) {
+func verifyRun(ctx context.Context, w *world.World, led *ledger, consumed *verify.Consumed, log func(string, ...any)) (verify.Findings, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Hour) // a soak's log holds tens of millions of messages
 	defer cancel()
 	verifying := time.Now()
-	reported, err := w.reportedLost()
+	reported, err := reportedLost(w)
 	if err != nil {
 		return verify.Findings{}, fmt.Errorf("gateways' reports of lost messages: %w", err)
 	}
-	f, err := verify.VerifyFailovers(ctx, w.pgURL, w.queue, led.expected(), consumed, w.verifierFailovers(), reported)
+	f, err := verify.VerifyFailovers(ctx, w.PGURL(), w.Queue, led.expected(), consumed, verifierFailovers(w), reported)
 	if err != nil {
 		return f, fmt.Errorf("verify: %w", err)
 	}
@@ -223,10 +221,10 @@ func drainProducers(wg *sync.WaitGroup, drain time.Duration, cancelDrain context
 	}
 }
 
-func startProducers(w *world, p profile, queue string, led *ledger) ([]*producer, error) {
+func startProducers(w *world.World, p profile, queue string, led *ledger) ([]*producer, error) {
 	var out []*producer
 	for i := range p.Load.Producers {
-		nc, err := w.connect(i, "queenchaos producer "+strconv.Itoa(i))
+		nc, err := w.Connect(i, "queenchaos producer "+strconv.Itoa(i))
 		if err != nil {
 			return nil, err
 		}
@@ -236,18 +234,9 @@ func startProducers(w *world, p profile, queue string, led *ledger) ([]*producer
 	return out, nil
 }
 
-// connect is the i-th client's NATS connection: it starts on its own
-// server of the cluster and moves to another when that one restarts.
-func (w *world) connect(i int, name string) (*nats.Conn, error) {
-	urls := strings.Split(w.natsURLs(), ",")
-	servers := append([]string{urls[i%len(urls)]}, urls...)
-	return nats.Connect(strings.Join(servers, ","), nats.DontRandomize(), nats.MaxReconnects(-1),
-		nats.ReconnectWait(100*time.Millisecond), nats.Name(name))
-}
-
 // schedule runs the faults for the profile's duration, taking the
 // gateways' memory each minute.
-func schedule(ctx context.Context, w *world, p profile, log func(string, ...any)) ([]fault, [][]int64) {
+func schedule(ctx context.Context, w *world.World, p profile, log func(string, ...any)) ([]fault, [][]int64) {
 	rng := rand.New(rand.NewPCG(p.Seed, 0xfa17))
 	end := time.Now().Add(p.Duration)
 	nextFault := time.Now().Add(p.Warmup)
@@ -258,50 +247,24 @@ func schedule(ctx context.Context, w *world, p profile, log func(string, ...any)
 	for i := 0; time.Now().Before(end) && ctx.Err() == nil; {
 		now := time.Now()
 		if !now.Before(nextMinute) {
-			rss = append(rss, w.gatewayRSS())
+			rss = append(rss, w.GatewayRSS())
 			nextMinute = nextMinute.Add(time.Minute)
 		}
 		if len(kinds) > 0 && !now.Before(nextFault) && now.Add(p.Every).Before(end) {
 			if i%len(kinds) == 0 && i > 0 {
 				rng.Shuffle(len(kinds), func(a, b int) { kinds[a], kinds[b] = kinds[b], kinds[a] })
 			}
-			f := inject(ctx, w, kinds[i%len(kinds)], rng)
+			f := inject(ctx, w, kinds[i%len(kinds)], rng, log)
 			log("%s (target %d): %v", f.Kind, f.Target, f.End.Sub(f.Start).Round(10*time.Millisecond))
 			faults = append(faults, f)
 			nextFault = f.Start.Add(p.Every)
 			i++
 			continue
 		}
-		sleep(ctx, 100*time.Millisecond)
+		world.Sleep(ctx, 100*time.Millisecond)
 	}
-	rss = append(rss, w.gatewayRSS())
+	rss = append(rss, w.GatewayRSS())
 	return faults, rss
-}
-
-// gatewayRSS is each gateway's resident memory now, from /proc.
-func (w *world) gatewayRSS() []int64 {
-	out := make([]int64, len(w.gateways))
-	for i, g := range w.gateways {
-		g.mu.Lock()
-		pid := g.cmd.Process.Pid
-		g.mu.Unlock()
-		out[i] = procRSS(pid)
-	}
-	return out
-}
-
-func procRSS(pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
 }
 
 // perMinute counts messages answered as stored in each whole minute.

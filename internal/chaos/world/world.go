@@ -1,10 +1,11 @@
-package main
+package world
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -17,40 +18,45 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 
 	"github.com/queengate/queengate/internal/pgcluster"
 	"github.com/queengate/queengate/internal/tcpproxy"
 	"github.com/queengate/queengate/routing"
 )
 
-// world is everything the scenario runs and breaks: PostgreSQL behind a
+// World is everything the scenario runs and breaks: PostgreSQL behind a
 // proxy (or a primary and a standby), a NATS cluster, and the gateways.
-type world struct {
+type World struct {
+	// Queue is the scenario's queue: a failover under asynchronous
+	// replication records what the standby held of it.
+	Queue     string
 	dir       string
 	bin       string
-	repl      replication
+	repl      Replication
 	pgOpts    pgcluster.Options
 	pg        *pgcluster.Cluster // the primary
 	standby   *pgcluster.Cluster // with replication
 	pgURL     string             // the primary, direct, for setup and the verifier
 	gatewayPG string             // the gateways' PostgreSQL URL
 	proxy     *tcpproxy.Proxy    // without replication
-	queue     string             // the scenario's queue
-	failovers []failoverRec
-	nodes     []*natsNode
-	gateways  []*gatewayProc
+	failovers []Failover
+	nodes     []*NATSNode
+	gateways  []*Gateway
 	log       func(format string, args ...any)
 }
 
 const routingShards = 64
 
-// startWorld starts PostgreSQL (with repl), the proxy, n NATS servers
-// and g gateways.
-func startWorld(ctx context.Context, dir, bin string, natsNodes, gateways int, repl replication, log func(string, ...any)) (_ *world, err error) {
-	w := &world{dir: dir, bin: bin, repl: repl, log: log}
+// Start starts PostgreSQL (with repl; behind the proxy without a
+// standby), natsNodes NATS servers and gateways queengate processes (the
+// binary bin), their data and logs in dir, and waits until the gateways
+// serve. log tells of the failovers, and of metrics it could not read.
+func Start(ctx context.Context, dir, bin string, natsNodes, gateways int, repl Replication, log func(string, ...any)) (_ *World, err error) {
+	w := &World{dir: dir, bin: bin, repl: repl, log: log}
 	defer func() {
 		if err != nil {
-			w.stop()
+			w.Stop()
 		}
 	}()
 	// PostgreSQL runs as its own user, which must reach its folder.
@@ -69,7 +75,7 @@ func startWorld(ctx context.Context, dir, bin string, natsNodes, gateways int, r
 		return nil, err
 	}
 	for i := range gateways {
-		g := &gatewayProc{w: w, index: i}
+		g := &Gateway{w: w, index: i}
 		if err := g.start(); err != nil {
 			return nil, err
 		}
@@ -85,7 +91,7 @@ func startWorld(ctx context.Context, dir, bin string, natsNodes, gateways int, r
 
 // startProxied starts one PostgreSQL, and the proxy the gateways reach
 // it through.
-func (w *world) startProxied(ctx context.Context) (err error) {
+func (w *World) startProxied(ctx context.Context) (err error) {
 	w.pgOpts = pgcluster.Options{Dir: filepath.Join(w.dir, "pg"), Settings: map[string]string{"max_connections": "200"}}
 	if w.pg, err = pgcluster.Start(ctx, w.pgOpts); err != nil {
 		return err
@@ -101,7 +107,8 @@ func (w *world) startProxied(ctx context.Context) (err error) {
 	return nil
 }
 
-func (w *world) natsURLs() string {
+// NATSURLs are the NATS servers' client URLs, comma-separated.
+func (w *World) NATSURLs() string {
 	urls := make([]string, len(w.nodes))
 	for i, n := range w.nodes {
 		urls[i] = fmt.Sprintf("nats://127.0.0.1:%d", n.opts.Port)
@@ -109,7 +116,33 @@ func (w *world) natsURLs() string {
 	return strings.Join(urls, ",")
 }
 
-func (w *world) stop() {
+// Dir is the world's folder: PostgreSQL's data and the processes' logs.
+func (w *World) Dir() string { return w.dir }
+
+// PGURL is the primary's URL, direct (for setup and the verifier): after
+// a failover, the promoted one's.
+func (w *World) PGURL() string { return w.pgURL }
+
+// Replication is the PostgreSQL the world runs.
+func (w *World) Replication() Replication { return w.repl }
+
+// Gateways are the queengate processes, in the order they were started.
+func (w *World) Gateways() []*Gateway { return w.gateways }
+
+// NATSNodes are the servers of the NATS cluster.
+func (w *World) NATSNodes() []*NATSNode { return w.nodes }
+
+// Connect is the i-th client's NATS connection: it starts on its own
+// server of the cluster and moves to another when that one restarts.
+func (w *World) Connect(i int, name string) (*nats.Conn, error) {
+	urls := strings.Split(w.NATSURLs(), ",")
+	servers := append([]string{urls[i%len(urls)]}, urls...)
+	return nats.Connect(strings.Join(servers, ","), nats.DontRandomize(), nats.MaxReconnects(-1),
+		nats.ReconnectWait(100*time.Millisecond), nats.Name(name))
+}
+
+// Stop ends every process of the world.
+func (w *World) Stop() {
 	for _, g := range w.gateways {
 		if g.cmd != nil {
 			g.kill()
@@ -129,39 +162,39 @@ func (w *world) stop() {
 	}
 }
 
-// pgCrash stops PostgreSQL as a crash would, then starts it again.
-func (w *world) pgCrash(ctx context.Context) error {
+// PGCrash stops PostgreSQL as a crash would, then starts it again.
+func (w *World) PGCrash(ctx context.Context) error {
 	w.pg.Crash()
 	return w.pgStart(ctx)
 }
 
-// pgStop shuts PostgreSQL down cleanly, waits, and starts it again.
-func (w *world) pgStop(ctx context.Context, down time.Duration) error {
+// PGStop shuts PostgreSQL down cleanly, waits, and starts it again.
+func (w *World) PGStop(ctx context.Context, down time.Duration) error {
 	w.pg.Stop()
-	sleep(ctx, down)
+	Sleep(ctx, down)
 	return w.pgStart(ctx)
 }
 
-func (w *world) pgStart(ctx context.Context) (err error) {
+func (w *World) pgStart(ctx context.Context) (err error) {
 	w.pg, err = pgcluster.Start(context.WithoutCancel(ctx), w.pgOpts)
 	return err
 }
 
-// pgFreeze stops every byte between the gateways and PostgreSQL for a
+// PGFreeze stops every byte between the gateways and PostgreSQL for a
 // while, then lets them flow again (and, with cut, resets the stalled
 // connections, as a long partition ends).
-func (w *world) pgFreeze(ctx context.Context, d time.Duration, cut bool) {
+func (w *World) PGFreeze(ctx context.Context, d time.Duration, cut bool) {
 	w.proxy.Freeze(tcpproxy.Both)
-	sleep(ctx, d)
+	Sleep(ctx, d)
 	if cut {
 		w.proxy.Cut()
 	}
 	w.proxy.Thaw()
 }
 
-// createQueue makes the scenario's queue with its window and its
+// CreateQueue makes the scenario's queue with its window and its
 // maxAttempts (0 never dead-letters).
-func (w *world) createQueue(ctx context.Context, queue string, windowSeconds, maxAttempts int) error {
+func (w *World) CreateQueue(ctx context.Context, queue string, windowSeconds, maxAttempts int) error {
 	conn, err := pgx.Connect(ctx, w.pgURL)
 	if err != nil {
 		return err
@@ -173,14 +206,14 @@ func (w *world) createQueue(ctx context.Context, queue string, windowSeconds, ma
 	return err
 }
 
-// natsNode is one server of the NATS cluster; a restart keeps its ports.
-type natsNode struct {
+// NATSNode is one server of the NATS cluster; a restart keeps its ports.
+type NATSNode struct {
 	opts *server.Options
 	mu   sync.Mutex
 	srv  *server.Server
 }
 
-func (w *world) startNATS(n int) error {
+func (w *World) startNATS(n int) error {
 	clientPorts, routePorts := make([]int, n), make([]int, n)
 	for i := range n {
 		var err error
@@ -200,7 +233,7 @@ func (w *world) startNATS(n int) error {
 				opts.Routes = append(opts.Routes, &url.URL{Scheme: "nats", Host: fmt.Sprintf("127.0.0.1:%d", routePorts[j])})
 			}
 		}
-		node := &natsNode{opts: opts}
+		node := &NATSNode{opts: opts}
 		if err := node.start(); err != nil {
 			return err
 		}
@@ -209,7 +242,7 @@ func (w *world) startNATS(n int) error {
 	return nil
 }
 
-func (n *natsNode) start() error {
+func (n *NATSNode) start() error {
 	opts := *n.opts
 	srv, err := server.NewServer(&opts)
 	if err != nil {
@@ -233,7 +266,7 @@ func (n *natsNode) start() error {
 	return nil
 }
 
-func (n *natsNode) shutdown() {
+func (n *NATSNode) shutdown() {
 	n.mu.Lock()
 	srv := n.srv
 	n.srv = nil
@@ -244,17 +277,17 @@ func (n *natsNode) shutdown() {
 	}
 }
 
-// restart stops the server, waits, and starts it on the same ports.
-func (n *natsNode) restart(ctx context.Context, down time.Duration) error {
+// Restart stops the server, waits, and starts it on the same ports.
+func (n *NATSNode) Restart(ctx context.Context, down time.Duration) error {
 	n.shutdown()
-	sleep(ctx, down)
+	Sleep(ctx, down)
 	return n.start()
 }
 
-// gatewayProc is one queengate process; it can be killed, stopped,
+// Gateway is one queengate process; it can be killed, stopped,
 // paused and started again.
-type gatewayProc struct {
-	w      *world
+type Gateway struct {
+	w      *World
 	index  int
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -262,7 +295,10 @@ type gatewayProc struct {
 	admin  string
 }
 
-func (g *gatewayProc) start() error {
+// Index is the gateway's place in Gateways, and in its log's name.
+func (g *Gateway) Index() int { return g.index }
+
+func (g *Gateway) start() error {
 	port, err := freePort()
 	if err != nil {
 		return err
@@ -274,7 +310,7 @@ func (g *gatewayProc) start() error {
 	cmd := exec.Command(g.w.bin)
 	cmd.Env = append(environWithoutQueen(),
 		"QUEEN_PG_URL="+g.w.gatewayPG,
-		"QUEEN_NATS_URL="+g.w.natsURLs(),
+		"QUEEN_NATS_URL="+g.w.NATSURLs(),
 		fmt.Sprintf("QUEEN_HTTP_ADDR=127.0.0.1:%d", port),
 		fmt.Sprintf("QUEEN_ROUTING_SHARDS=%d", routingShards),
 		"QUEEN_LOG_LEVEL=info",
@@ -299,7 +335,7 @@ func (g *gatewayProc) start() error {
 }
 
 // waitServing waits until the gateway's /readyz answers ready.
-func (g *gatewayProc) waitServing(ctx context.Context) error {
+func (g *Gateway) waitServing(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	for {
@@ -316,14 +352,14 @@ func (g *gatewayProc) waitServing(ctx context.Context) error {
 	}
 }
 
-func (g *gatewayProc) signal(sig syscall.Signal) error {
+func (g *Gateway) signal(sig syscall.Signal) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.cmd.Process.Signal(sig)
 }
 
 // stopWith sends sig and waits for the process to end.
-func (g *gatewayProc) stopWith(sig syscall.Signal) error {
+func (g *Gateway) stopWith(sig syscall.Signal) error {
 	if err := g.signal(sig); err != nil {
 		return err
 	}
@@ -337,7 +373,7 @@ func (g *gatewayProc) stopWith(sig syscall.Signal) error {
 	}
 }
 
-func (g *gatewayProc) kill() {
+func (g *Gateway) kill() {
 	g.mu.Lock()
 	cmd, exited := g.cmd, g.exited
 	g.mu.Unlock()
@@ -348,26 +384,26 @@ func (g *gatewayProc) kill() {
 	}
 }
 
-// restartAfter ends the gateway with sig, waits, starts it again and
+// RestartAfter ends the gateway with sig, waits, starts it again and
 // waits until it serves.
-func (g *gatewayProc) restartAfter(ctx context.Context, sig syscall.Signal, down time.Duration) error {
+func (g *Gateway) RestartAfter(ctx context.Context, sig syscall.Signal, down time.Duration) error {
 	if err := g.stopWith(sig); err != nil {
 		return err
 	}
-	sleep(ctx, down)
+	Sleep(ctx, down)
 	if err := g.start(); err != nil {
 		return err
 	}
 	return g.waitServing(ctx)
 }
 
-// pause stops the process (SIGSTOP) for d: alive to the kernel, silent to
+// Pause stops the process (SIGSTOP) for d: alive to the kernel, silent to
 // everyone else.
-func (g *gatewayProc) pause(ctx context.Context, d time.Duration) error {
+func (g *Gateway) Pause(ctx context.Context, d time.Duration) error {
 	if err := g.signal(syscall.SIGSTOP); err != nil {
 		return err
 	}
-	sleep(ctx, d)
+	Sleep(ctx, d)
 	return g.signal(syscall.SIGCONT)
 }
 
@@ -380,8 +416,9 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// sleep waits d, or less if ctx ends; faults last a set time.
-func sleep(ctx context.Context, d time.Duration) {
+// Sleep waits d, or less if ctx ends: faults, and the clients around
+// them, last set times.
+func Sleep(ctx context.Context, d time.Duration) {
 	select {
 	case <-ctx.Done():
 	case <-time.After(d):
@@ -398,4 +435,46 @@ func environWithoutQueen() []string {
 		}
 	}
 	return env
+}
+
+// ready reports whether a gateway's /readyz answers 200.
+func ready(ctx context.Context, admin string) bool {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+admin+"/readyz", nil)
+	if err != nil {
+		return false
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// GatewayRSS is each gateway's resident memory now, from /proc.
+func (w *World) GatewayRSS() []int64 {
+	out := make([]int64, len(w.gateways))
+	for i, g := range w.gateways {
+		g.mu.Lock()
+		pid := g.cmd.Process.Pid
+		g.mu.Unlock()
+		out[i] = procRSS(pid)
+	}
+	return out
+}
+
+func procRSS(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
 }
