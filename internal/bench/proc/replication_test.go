@@ -114,7 +114,7 @@ func checkReadURL(ctx context.Context, t *testing.T, e *Self, withStandby bool) 
 func TestGatewayEnvReadURL(t *testing.T) {
 	t.Parallel()
 	readURL := "postgres://postgres@127.0.0.1:5433/bench?sslmode=disable&target_session_attrs=standby"
-	for _, e := range []*Self{{PGURL: "postgres://p/bench", ReadURL: readURL}, {PGURL: "postgres://p/bench"}} {
+	for _, e := range []*Self{{PGURL: "postgres://p/bench", ReadURL: readURL, size: 1}, {PGURL: "postgres://p/bench", size: 1}} {
 		env := e.gatewayEnv(6632)
 		var got []string
 		for _, kv := range env {

@@ -151,6 +151,10 @@ func (e *Self) startPostgres(ctx context.Context, log func(string, ...any)) erro
 	// manager: a multi-host URL asking for the node that takes writes.
 	e.PGURL = pgcluster.MultiHostURL("bench", "read-write", nodes...)
 	if e.standby != nil {
+		// The gateways' read pool connects to the database there.
+		if err := e.standby.WaitCaughtUp(ctx, e.cluster); err != nil {
+			return err
+		}
 		e.ReadURL = pgcluster.MultiHostURL("bench", "standby", e.standby)
 	}
 	for i, c := range nodes {
