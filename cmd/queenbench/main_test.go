@@ -114,8 +114,9 @@ func TestOptionsValidation(t *testing.T) {
 }
 
 // TestReplicationOption: --replication takes a known mode, only for a
-// PostgreSQL queenbench starts and a scenario whose report says it, and
-// reaches the workload; without it the workload names none.
+// PostgreSQL queenbench starts and a scenario whose report says it (read,
+// which reads from the standby; not consume), and reaches the workload;
+// without it the workload names none.
 func TestReplicationOption(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -129,7 +130,9 @@ func TestReplicationOption(t *testing.T) {
 		{[]string{"--self", "--pg-url", "", "--replication", "quorum"}, `--replication "quorum": one of none, async, sync, remote_apply`},
 		{[]string{"--self", "--pg-url", "postgres://127.0.0.1/x", "--replication", "sync"}, "without --pg-url"},
 		{[]string{"--nats-url", "nats://127.0.0.1:1", "--replication", "async"}, "give --self"},
-		{[]string{"--self", "--pg-url", "", "--replication", "sync", "--scenario", "read"}, "not with --scenario read"},
+		{[]string{"--self", "--pg-url", "", "--replication", "async", "--scenario", "read"}, ""},
+		{[]string{"--self", "--pg-url", "", "--replication", "sync", "--scenario", "read"}, ""},
+		{[]string{"--self", "--pg-url", "", "--replication", "sync", "--scenario", "consume"}, "not with --scenario consume"},
 	}
 	for _, c := range cases {
 		o, err := parseOptions(c.args, &bytes.Buffer{})

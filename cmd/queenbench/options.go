@@ -120,6 +120,7 @@ func printUsage(fs *flag.FlagSet, stderr io.Writer) {
   queenbench --self --scenario window --compare queengate,window0
                                      what deduplication costs: the same gateway, window 0
   queenbench --self --replication sync                push through a primary and a synchronous standby
+  queenbench --self --scenario read --replication async   read from a standby, push to the primary
   queenbench --nats-url nats://host:4222 --admin host:6632 ...   a running gateway
 
 Scenarios: %s. Targets: %s, and %s (queengate with the window at 0).
@@ -163,7 +164,7 @@ func defineWorkloadFlags(fs *flag.FlagSet, w *bench.Workload, linger, duration *
 	fs.DurationVar(linger, "linger", time.Millisecond, "gateways' flush linger (--self)")
 	fs.IntVar(&w.Gateways, "gateways", 0, "queengate processes to start (--self)")
 	fs.StringVar(&w.Replication, "replication", "", "PostgreSQL replication (--self): "+strings.Join(bench.ReplicationModes, ", ")+
-		"; each runs a primary with synchronous_commit on, and a standby on this machine but for none (default: the single server, synchronous_commit off)")
+		"; each runs a primary with synchronous_commit on, and a standby on this machine but for none (the gateways read from it: --pg-read-url) (default: the single server, synchronous_commit off)")
 	fs.IntVar(&w.CacheMB, "cache-mb", 0, "gateways' dedup cache budget in MiB (--self; default: QUEEN_DEDUP_CACHE_MB, else the gateway's default)")
 	fs.Int64Var(&w.Prefill, "prefill", -1, "unique messages pushed before the measured run")
 	fs.BoolVar(&w.FireAndForget, "fire-and-forget", false, "publish without reply subjects and read the ack subjects (queengate)")
@@ -369,7 +370,8 @@ func (o options) checkDeployment(bad func(string, ...any)) {
 }
 
 // checkReplication checks --replication: a known mode, and a PostgreSQL
-// queenbench starts, for a scenario whose report says the mode.
+// queenbench starts, for a scenario whose report says the mode (read
+// says it, and reads from the standby; consume does not yet).
 func (o options) checkReplication(bad func(string, ...any)) {
 	mode := o.w.Replication
 	if mode == "" {
@@ -381,7 +383,7 @@ func (o options) checkReplication(bad func(string, ...any)) {
 	if !o.self || o.pgURL != "" {
 		bad("--replication starts its own PostgreSQL servers: give --self, without --pg-url (or QUEEN_PG_URL)")
 	}
-	if o.w.Scenario == "read" || o.w.Scenario == "consume" {
+	if o.w.Scenario == "consume" {
 		bad("--replication: not with --scenario %s", o.w.Scenario)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,7 +60,8 @@ func replicationState(ctx context.Context, t *testing.T, url string) (inRecovery
 // TestReplicationModes: the gateways' multi-host URL leads to the
 // primary; it commits with synchronous_commit on in every mode, with a
 // streaming standby that is synchronous for sync and asynchronous for
-// async, and none for none; the primary's CPU is read.
+// async, and none for none; the gateways' read URL leads to the standby,
+// and is empty without one; the primary's CPU is read.
 func TestReplicationModes(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -80,10 +82,52 @@ func TestReplicationModes(t *testing.T) {
 				t.Errorf("through %s: standby %v, synchronous_commit %q, pg_stat_replication %q; want the primary, on, %q",
 					e.PGURL, inRecovery, commit, standbys, c.standbys)
 			}
+			checkReadURL(ctx, t, e, c.standbys != nil)
 			primary, _, ok := e.ReplicationCPU()
 			if !ok || primary <= 0 {
 				t.Errorf("ReplicationCPU: primary %v s, ok %v; want the primary's CPU read", primary, ok)
 			}
 		})
+	}
+}
+
+// checkReadURL checks that e's read URL leads to a standby when there is
+// one (withStandby), and that there is none otherwise.
+func checkReadURL(ctx context.Context, t *testing.T, e *Self, withStandby bool) {
+	t.Helper()
+	if !withStandby {
+		if e.ReadURL != "" {
+			t.Errorf("read URL %q without a standby; want none", e.ReadURL)
+		}
+		return
+	}
+	if e.ReadURL == "" {
+		t.Fatal("no read URL with a standby")
+	}
+	if inRecovery, _, _ := replicationState(ctx, t, e.ReadURL); !inRecovery {
+		t.Errorf("through the read URL %s: the primary; want the standby", e.ReadURL)
+	}
+}
+
+// TestGatewayEnvReadURL: a gateway of a fleet with a standby reads from it
+// (QUEEN_PG_READ_URL is the read URL), and one without has no read URL.
+func TestGatewayEnvReadURL(t *testing.T) {
+	t.Parallel()
+	readURL := "postgres://postgres@127.0.0.1:5433/bench?sslmode=disable&target_session_attrs=standby"
+	for _, e := range []*Self{{PGURL: "postgres://p/bench", ReadURL: readURL, size: 1}, {PGURL: "postgres://p/bench", size: 1}} {
+		env := e.gatewayEnv(6632)
+		var got []string
+		for _, kv := range env {
+			if strings.HasPrefix(kv, "QUEEN_PG_READ_URL=") {
+				got = append(got, kv)
+			}
+		}
+		want := []string{}
+		if e.ReadURL != "" {
+			want = []string{"QUEEN_PG_READ_URL=" + readURL}
+		}
+		if !slices.Equal(got, want) || !slices.Contains(env, "QUEEN_PG_URL="+e.PGURL) {
+			t.Errorf("read URL %q: gateway environment %q; want QUEEN_PG_URL and %q", e.ReadURL, env, want)
+		}
 	}
 }

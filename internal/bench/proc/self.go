@@ -45,6 +45,10 @@ type Self struct {
 	// process ids, for ReplicationCPU.
 	standby     *pgcluster.Cluster
 	postmasters [2]int
+	// ReadURL is the gateways' --pg-read-url with a standby: a
+	// multi-host URL asking for a standby, as a deployment reading from
+	// standbys gives it; "" otherwise.
+	ReadURL string
 }
 
 type gatewayProcess struct {
@@ -146,6 +150,13 @@ func (e *Self) startPostgres(ctx context.Context, log func(string, ...any)) erro
 	// The gateways find the primary as they would behind a failover
 	// manager: a multi-host URL asking for the node that takes writes.
 	e.PGURL = pgcluster.MultiHostURL("bench", "read-write", nodes...)
+	if e.standby != nil {
+		// The gateways' read pool connects to the database there.
+		if err := e.standby.WaitCaughtUp(ctx, e.cluster); err != nil {
+			return err
+		}
+		e.ReadURL = pgcluster.MultiHostURL("bench", "standby", e.standby)
+	}
 	for i, c := range nodes {
 		if e.postmasters[i], err = PostmasterPID(ctx, c.URL("postgres")); err != nil {
 			return err
@@ -286,6 +297,33 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
+// gatewayEnv is the configuration of a gateway of the fleet, its admin
+// HTTP server on adminPort.
+func (e *Self) gatewayEnv(adminPort int) []string {
+	env := []string{
+		"QUEEN_PG_URL=" + e.PGURL,
+		"QUEEN_NATS_URL=" + e.NATSURL,
+		"QUEEN_SUBJECT_PREFIX=" + e.prefix,
+		"QUEEN_HTTP_ADDR=127.0.0.1:" + strconv.Itoa(adminPort),
+		"QUEEN_FLUSH_SIZE=" + strconv.Itoa(e.w.FlushSize),
+		"QUEEN_FLUSH_LINGER=" + e.w.Linger.String(),
+		"QUEEN_MAX_BUFFERED=1000000",
+		"QUEEN_SHARDS=" + fleetShare("QUEEN_SHARDS", e.size),
+		"GOMAXPROCS=" + fleetShare("GOMAXPROCS", e.size),
+		"QUEEN_LOG_LEVEL=warn",
+	}
+	if e.w.CacheMB > 0 {
+		env = append(env, "QUEEN_DEDUP_CACHE_MB="+strconv.Itoa(e.w.CacheMB))
+	}
+	if e.ReadURL != "" {
+		// Reads, explain, message gets and listings go to the standby
+		// (pushes and pops stay on the primary), as deployment (c) of
+		// docs/operations.md runs them.
+		env = append(env, "QUEEN_PG_READ_URL="+e.ReadURL)
+	}
+	return env
+}
+
 // startGateway starts one more gateway and waits until it is ready.
 func (e *Self) startGateway(ctx context.Context) (*gatewayProcess, error) {
 	adminPort, err := freePort()
@@ -295,21 +333,7 @@ func (e *Self) startGateway(ctx context.Context) (*gatewayProcess, error) {
 	i := e.started
 	e.started++
 	cmd := exec.Command(e.bin)
-	cmd.Env = append(os.Environ(),
-		"QUEEN_PG_URL="+e.PGURL,
-		"QUEEN_NATS_URL="+e.NATSURL,
-		"QUEEN_SUBJECT_PREFIX="+e.prefix,
-		"QUEEN_HTTP_ADDR=127.0.0.1:"+strconv.Itoa(adminPort),
-		"QUEEN_FLUSH_SIZE="+strconv.Itoa(e.w.FlushSize),
-		"QUEEN_FLUSH_LINGER="+e.w.Linger.String(),
-		"QUEEN_MAX_BUFFERED=1000000",
-		"QUEEN_SHARDS="+fleetShare("QUEEN_SHARDS", e.size),
-		"GOMAXPROCS="+fleetShare("GOMAXPROCS", e.size),
-		"QUEEN_LOG_LEVEL=warn",
-	)
-	if e.w.CacheMB > 0 {
-		cmd.Env = append(cmd.Env, "QUEEN_DEDUP_CACHE_MB="+strconv.Itoa(e.w.CacheMB))
-	}
+	cmd.Env = append(os.Environ(), e.gatewayEnv(adminPort)...)
 	logFile, err := os.Create(filepath.Join(e.dir, fmt.Sprintf("queengate-%d.log", i)))
 	if err != nil {
 		return nil, err

@@ -41,6 +41,16 @@ type ReadReport struct {
 	RatioMedian                        float64
 	PushP99Alone, PushP99WithReader    time.Duration
 	PushP50Alone, PushP50WithReader    time.Duration
+	// Replication is the PostgreSQL queenbench ran (--replication; ""
+	// the single server). With a standby the gateways read from it.
+	Replication string `json:",omitempty"`
+	// ReadPaths counts the gateways' reads of the read rounds by who
+	// served them (queengate_pg_read_pool_reads_total's path: standby,
+	// standby_after_wait, primary_standby_behind,
+	// primary_standby_failed), and ReadPathsBesidePushes those of the
+	// reader beside the pushes; both empty without a read pool.
+	ReadPaths             map[string]int64 `json:",omitempty"`
+	ReadPathsBesidePushes map[string]int64 `json:",omitempty"`
 }
 
 // RunRead runs the read scenario and prints its report on stdout (and as
@@ -53,7 +63,7 @@ func RunRead(ctx context.Context, o Options, stdout io.Writer, logf func(string,
 	}
 	defer s.Close()
 	client, js := s.client, s.js
-	rep := &ReadReport{Messages: int(w.Total), Partitions: w.Partitions, PayloadBytes: w.PayloadBytes}
+	rep := &ReadReport{Messages: int(w.Total), Partitions: w.Partitions, PayloadBytes: w.PayloadBytes, Replication: w.Replication}
 	queue := fmt.Sprintf("read-%x", time.Now().UnixNano()&0xffffff)
 	if err := s.fill(ctx, storedSet{queue: queue, stream: target.JetStreamStream, streamSubjects: "bench.>", subjects: "bench.read"}, w, logf); err != nil {
 		return err
@@ -70,15 +80,55 @@ func RunRead(ctx context.Context, o Options, stdout io.Writer, logf func(string,
 		return err
 	}
 	rep.RatioMedian = medianRatio(rep.Results, func(r readBenchResult) (int, string, float64) { return r.Round, r.Target, r.Throughput })
+	// The fill only pushed: every read counted so far is a round's.
+	if rep.ReadPaths, err = readPaths(ctx, s.env.AdminAddrs()); err != nil {
+		return err
+	}
 	if err := pushBesideReader(ctx, client, queue, w, o.PushTime, rep, logf); err != nil {
 		return err
 	}
+	all, err := readPaths(ctx, s.env.AdminAddrs())
+	if err != nil {
+		return err
+	}
+	rep.ReadPathsBesidePushes = subtractPaths(all, rep.ReadPaths)
 	writeReadBenchReport(stdout, o, rep)
 	if o.JSONOut != "" {
 		b, _ := json.MarshalIndent(rep, "", "  ")
 		return os.WriteFile(o.JSONOut, append(b, '\n'), 0o644)
 	}
 	return nil
+}
+
+// readPathsMetric is the gateways' counter of the reads meant for the
+// read pool, by the path that served them.
+const readPathsMetric = `queengate_pg_read_pool_reads_total{path="`
+
+// readPaths adds up, over the gateways at addrs, the reads their read
+// pool served by path; empty when they have no read pool.
+func readPaths(ctx context.Context, addrs []string) (map[string]int64, error) {
+	paths := map[string]int64{}
+	for _, addr := range addrs {
+		m, err := target.ScrapeMetrics(ctx, addr)
+		if err != nil {
+			return nil, err
+		}
+		for name, v := range m {
+			if path, ok := strings.CutPrefix(name, readPathsMetric); ok {
+				paths[strings.TrimSuffix(path, `"}`)] += int64(v)
+			}
+		}
+	}
+	return paths, nil
+}
+
+// subtractPaths is what the counters of paths gained since before.
+func subtractPaths(paths, before map[string]int64) map[string]int64 {
+	out := map[string]int64{}
+	for path, n := range paths {
+		out[path] = n - before[path]
+	}
+	return out
 }
 
 func payload(n, size int) json.RawMessage {
@@ -273,6 +323,9 @@ func pushBesideReader(ctx context.Context, c *queengate.Client, queue string, w 
 
 func writeReadBenchReport(out io.Writer, o Options, rep *ReadReport) {
 	fmt.Fprintf(out, "## read: %d messages of %d bytes in %d partitions, one reader per partition\n\n", rep.Messages, rep.PayloadBytes, rep.Partitions)
+	if rep.Replication != "" {
+		fmt.Fprintf(out, "PostgreSQL: --replication %s (a primary with synchronous_commit %s%s)\n\n", rep.Replication, o.W.SynchronousCommit(), standbyNote(rep))
+	}
 	fmt.Fprintln(out, "| round | target | msg/s | elapsed |\n|---:|---|---:|---:|")
 	for _, r := range rep.Results {
 		fmt.Fprintf(out, "| %d | %s | %.0f | %v |\n", r.Round, r.Target, r.Throughput, r.Elapsed.Round(time.Millisecond))
@@ -281,4 +334,27 @@ func writeReadBenchReport(out io.Writer, o Options, rep *ReadReport) {
 	fmt.Fprintf(out, "Push latency (8 producers, 100 per request): alone p50 %v, p99 %v; with a reader beside p50 %v, p99 %v\n",
 		rep.PushP50Alone.Round(time.Microsecond), rep.PushP99Alone.Round(time.Microsecond),
 		rep.PushP50WithReader.Round(time.Microsecond), rep.PushP99WithReader.Round(time.Microsecond))
+	if len(rep.ReadPaths) == 0 {
+		fmt.Fprintln(out, "Reads served by the primary: the gateways have no --pg-read-url")
+		return
+	}
+	fmt.Fprintf(out, "Reads by who served them (queengate_pg_read_pool_reads_total): read rounds %s; reader beside the pushes %s\n",
+		formatPaths(rep.ReadPaths), formatPaths(rep.ReadPathsBesidePushes))
+}
+
+// standbyNote says where the gateways read, for the report's header.
+func standbyNote(rep *ReadReport) string {
+	if rep.Replication == bench.ReplicationNone {
+		return ", no standby: reads on the primary"
+	}
+	return " and a standby on this machine; the gateways read from it with --pg-read-url, target_session_attrs=standby"
+}
+
+// formatPaths lists the read paths in the order of the fallbacks.
+func formatPaths(paths map[string]int64) string {
+	var parts []string
+	for _, path := range []string{"standby", "standby_after_wait", "primary_standby_behind", "primary_standby_failed"} {
+		parts = append(parts, fmt.Sprintf("%s %d", path, paths[path]))
+	}
+	return strings.Join(parts, ", ")
 }

@@ -325,7 +325,7 @@ func (t *Queengate) MarkCounters(ctx context.Context) error {
 // scrape reads a gateway's metrics; a gateway that is gone (killed by the
 // failover scenario) keeps its last figures.
 func (t *Queengate) scrape(ctx context.Context, addr string) (map[string]float64, error) {
-	m, err := scrapeMetrics(ctx, addr)
+	m, err := ScrapeMetrics(ctx, addr)
 	if err == nil {
 		t.lastScrape[addr] = m
 		return m, nil
@@ -477,9 +477,9 @@ func (t *Queengate) Close() error {
 	return nil
 }
 
-// scrapeMetrics reads a Prometheus text exposition into name{labels} ->
-// value.
-func scrapeMetrics(ctx context.Context, addr string) (map[string]float64, error) {
+// ScrapeMetrics reads a gateway's /metrics (addr: its admin HTTP
+// address), a Prometheus text exposition, into name{labels} -> value.
+func ScrapeMetrics(ctx context.Context, addr string) (map[string]float64, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
 	if err != nil {
 		return nil, err
