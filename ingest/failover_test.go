@@ -36,36 +36,8 @@ func startHAPair(t *testing.T) *haPair {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	primary, err := pgcluster.StartPrimary(ctx, pgcluster.Options{Dir: serverDir(t), Name: "primary", Settings: haSettings})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(primary.Stop)
-	conn, err := pgx.Connect(ctx, primary.URL("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	if _, err := pgstore.Migrate(ctx, conn); err != nil {
-		t.Fatal(err)
-	}
-	standby, err := pgcluster.StartStandby(ctx, primary, pgcluster.StandbyOptions{Dir: serverDir(t), Name: "standby"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(standby.Stop)
+	primary, standby := pgtest.MigratedPair(ctx, t, haSettings, "standby")
 	return &haPair{primary: primary, standby: standby, url: pgcluster.MultiHostURL("postgres", "read-write", primary, standby)}
-}
-
-// serverDir is a folder for one server, removed after the test (not
-// t.TempDir: the server may run as another user).
-func serverDir(t *testing.T) string {
-	dir, err := os.MkdirTemp("", "queengate-ha-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	return dir
 }
 
 // cut stops the standby receiving WAL, once it has replayed everything

@@ -115,6 +115,9 @@ func (s *Store) rememberServer(ctx context.Context, conn *pgx.Conn) error {
 	if statsReset != nil {
 		id.StatsReset = *statsReset
 	}
+	// Identities are compared with ==, which sees a time's location:
+	// read in one, two connections' equal times compare equal.
+	id.StartedAt, id.StatsReset = id.StartedAt.UTC(), id.StatsReset.UTC()
 	conn.PgConn().CustomData()[backendStartKey] = start
 	conn.PgConn().CustomData()[identityKey] = id
 	s.epochs.meet(id)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/queengate/queengate/internal/checkfor"
 	"github.com/queengate/queengate/internal/pgcluster"
+	"github.com/queengate/queengate/internal/pgtest"
 	"github.com/queengate/queengate/model"
 	"github.com/queengate/queengate/pgstore"
 )
@@ -28,36 +28,8 @@ type replicated struct{ primary, standby *pgcluster.Cluster }
 
 func startReplicated(ctx context.Context, t *testing.T) replicated {
 	t.Helper()
-	primary, err := pgcluster.StartPrimary(ctx, pgcluster.Options{Dir: serverDir(t), Name: "primary", Settings: replicaSettings})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(primary.Stop)
-	conn, err := pgx.Connect(ctx, primary.URL("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	if _, err := pgstore.Migrate(ctx, conn); err != nil {
-		t.Fatal(err)
-	}
-	standby, err := pgcluster.StartStandby(ctx, primary, pgcluster.StandbyOptions{Dir: serverDir(t), Name: "reads"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(standby.Stop)
+	primary, standby := pgtest.MigratedPair(ctx, t, replicaSettings, "reads")
 	return replicated{primary, standby}
-}
-
-// serverDir is a folder for one server, removed after it stops (not
-// t.TempDir: the server may run as the postgres user).
-func serverDir(t *testing.T) string {
-	dir, err := os.MkdirTemp("", "queengate-standby-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	return dir
 }
 
 // openReads opens a store on the primary whose read pool is the standby,

@@ -5,7 +5,10 @@ import (
 	"os"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/queengate/queengate/internal/pgcluster"
+	"github.com/queengate/queengate/pgstore"
 )
 
 // ServerDir is a folder for one PostgreSQL server, removed when the test
@@ -35,4 +38,30 @@ func DurablePrimary(ctx context.Context, tb testing.TB, name string) *pgcluster.
 	}
 	tb.Cleanup(c.Stop)
 	return c
+}
+
+// MigratedPair starts a primary ([pgcluster.StartPrimary]) with settings,
+// migrates its postgres database, and streams an asynchronous hot standby
+// of it named standbyName; both are stopped when the test ends.
+func MigratedPair(ctx context.Context, tb testing.TB, settings map[string]string, standbyName string) (primary, standby *pgcluster.Cluster) {
+	tb.Helper()
+	primary, err := pgcluster.StartPrimary(ctx, pgcluster.Options{Dir: ServerDir(tb), Name: "primary", Settings: settings})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(primary.Stop)
+	conn, err := pgx.Connect(ctx, primary.URL("postgres"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := pgstore.Migrate(ctx, conn); err != nil {
+		tb.Fatal(err)
+	}
+	standby, err = pgcluster.StartStandby(ctx, primary, pgcluster.StandbyOptions{Dir: ServerDir(tb), Name: standbyName})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(standby.Stop)
+	return primary, standby
 }
