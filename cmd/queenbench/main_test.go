@@ -357,13 +357,14 @@ func runSideBySide[R any](t *testing.T, args ...string) (R, string) {
 }
 
 // TestReadScenarioShort runs the read scenario small: every message
-// stored is read back from queengate and from JetStream, each round.
+// stored is read back from queengate and from JetStream, each round, and
+// the reader in its own process reads beside the pushes.
 func TestReadScenarioShort(t *testing.T) {
 	t.Parallel()
 	rep, stdout := runSideBySide[sidebyside.ReadReport](t, "--scenario", "read", "--messages", "12000", "--partitions", "3",
 		"--rounds", "2", "--read-push-time", "500ms")
-	if len(rep.Results) != 4 || rep.RatioMedian <= 0 || rep.PushP99Alone <= 0 || rep.PushP99WithReader <= 0 {
-		t.Errorf("report %+v: want two rounds of both sides, a ratio and both latencies", rep)
+	if len(rep.Results) != 4 || rep.RatioMedian <= 0 || rep.PushP99Alone <= 0 || rep.PushP99WithReader <= 0 || rep.ReadBesidePushes <= 0 {
+		t.Errorf("report %+v: want two rounds of both sides, a ratio, both latencies and the reader's rate beside the pushes", rep)
 	}
 	for _, r := range rep.Results {
 		if r.Messages != 12000 {

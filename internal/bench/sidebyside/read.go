@@ -3,6 +3,7 @@ package sidebyside
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -41,6 +42,9 @@ type ReadReport struct {
 	RatioMedian                        float64
 	PushP99Alone, PushP99WithReader    time.Duration
 	PushP50Alone, PushP50WithReader    time.Duration
+	// ReadBesidePushes is how many messages a second the reader beside
+	// the pushes read.
+	ReadBesidePushes float64 `json:",omitempty"`
 	// Replication is the PostgreSQL queenbench ran (--replication; ""
 	// the single server). With a standby the gateways read from it.
 	Replication string `json:",omitempty"`
@@ -84,7 +88,7 @@ func RunRead(ctx context.Context, o Options, stdout io.Writer, logf func(string,
 	if rep.ReadPaths, err = readPaths(ctx, s.env.AdminAddrs()); err != nil {
 		return err
 	}
-	if err := pushBesideReader(ctx, client, queue, w, o.PushTime, rep, logf); err != nil {
+	if err := pushBesideReader(ctx, s, o, queue, rep, logf); err != nil {
 		return err
 	}
 	all, err := readPaths(ctx, s.env.AdminAddrs())
@@ -291,33 +295,30 @@ func result(target string, n int64, took time.Duration, w bench.Workload, err er
 }
 
 // pushBesideReader measures push latency (8 producers, 100 messages per
-// request) for d alone, then for d with a reader reading the stored
-// partitions over and over.
-func pushBesideReader(ctx context.Context, c *queengate.Client, queue string, w bench.Workload, d time.Duration, rep *ReadReport, logf func(string, ...any)) error {
-	measure := func(withReader bool) ([]time.Duration, error) {
-		rctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		if withReader {
-			go func() {
-				for rctx.Err() == nil {
-					_, _ = readQueengate(rctx, c, queue, w)
-				}
-			}()
-		}
-		_, lat, err := pushFor(ctx, c, queue+"-push", fmt.Sprint("push-", withReader), w, d)
-		return lat.at(0.5, 0.99), err
-	}
-	alone, err := measure(false)
+// request) for d alone, then for d with a reader (in a process of its own:
+// readerRole) reading the stored partitions over and over.
+func pushBesideReader(ctx context.Context, s *sideBySide, o Options, queue string, rep *ReadReport, logf func(string, ...any)) error {
+	w := o.W
+	_, lat, err := pushFor(ctx, s.client, queue+"-push", "push-alone", w, o.PushTime)
 	if err != nil {
 		return err
 	}
-	beside, err := measure(true)
+	q := lat.at(0.5, 0.99)
+	rep.PushP50Alone, rep.PushP99Alone = q[0], q[1]
+	reader, err := startReader(ctx, readerTask{NATSURL: s.env.NATSURL, Prefix: o.Prefix, Queue: queue, Partitions: w.Partitions, Total: w.Total})
 	if err != nil {
 		return err
 	}
-	rep.PushP50Alone, rep.PushP99Alone = alone[0], alone[1]
-	rep.PushP50WithReader, rep.PushP99WithReader = beside[0], beside[1]
-	logf("push latency alone p50 %v p99 %v; with a reader p50 %v p99 %v", rep.PushP50Alone, rep.PushP99Alone, rep.PushP50WithReader, rep.PushP99WithReader)
+	_, lat, err = pushFor(ctx, s.client, queue+"-push", "push-beside", w, o.PushTime)
+	rate, stopErr := readerRate(reader)
+	if err = errors.Join(err, stopErr); err != nil {
+		return err
+	}
+	q = lat.at(0.5, 0.99)
+	rep.PushP50WithReader, rep.PushP99WithReader = q[0], q[1]
+	rep.ReadBesidePushes = rate
+	logf("push latency alone p50 %v p99 %v; with a reader p50 %v p99 %v (the reader at %.0f msg/s)", rep.PushP50Alone, rep.PushP99Alone,
+		rep.PushP50WithReader, rep.PushP99WithReader, rate)
 	return nil
 }
 
@@ -331,8 +332,8 @@ func writeReadBenchReport(out io.Writer, o Options, rep *ReadReport) {
 		fmt.Fprintf(out, "| %d | %s | %.0f | %v |\n", r.Round, r.Target, r.Throughput, r.Elapsed.Round(time.Millisecond))
 	}
 	fmt.Fprintf(out, "\nqueengate ÷ JetStream ordered consumers, median of %d rounds: %.2f\n", o.Rounds, rep.RatioMedian)
-	fmt.Fprintf(out, "Push latency (8 producers, 100 per request): alone p50 %v, p99 %v; with a reader beside p50 %v, p99 %v\n",
-		rep.PushP50Alone.Round(time.Microsecond), rep.PushP99Alone.Round(time.Microsecond),
+	fmt.Fprintf(out, "Push latency (8 producers, 100 per request): alone p50 %v, p99 %v; with a reader beside (its own process, %.0f msg/s) p50 %v, p99 %v\n",
+		rep.PushP50Alone.Round(time.Microsecond), rep.PushP99Alone.Round(time.Microsecond), rep.ReadBesidePushes,
 		rep.PushP50WithReader.Round(time.Microsecond), rep.PushP99WithReader.Round(time.Microsecond))
 	if len(rep.ReadPaths) == 0 {
 		fmt.Fprintln(out, "Reads served by the primary: the gateways have no --pg-read-url")
