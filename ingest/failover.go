@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -63,16 +64,16 @@ func (in *Ingester) moveTo(n uint64, identity string) {
 	if in.cache != nil {
 		dropped = in.cache.Clear()
 	}
-	acked := in.journal.takeBefore(n)
+	acked, unchecked := in.journal.takeBefore(n)
 	in.ep.mu.Unlock()
 	if first {
 		return // the first epoch: nothing was learned before it
 	}
 	in.metrics.storeChanges.Inc()
 	in.log.Error().Str("was", was).Str("now", identity).Uint64("epoch", n).Int("cache_entries_dropped", dropped).
-		Int("acknowledged_to_check", len(acked)).
+		Int("acknowledged_to_check", len(acked)).Int("acknowledged_unchecked", unchecked).
 		Msg("PostgreSQL changed (failover, restart, restored backup, or a log shorter than written): dedup cache dropped, partitions rehydrate")
-	go in.reportLost(n, acked)
+	go in.reportLost(n, acked, unchecked)
 }
 
 // maxLostLogged bounds the messageIds one report logs; the counter and
@@ -81,35 +82,17 @@ const maxLostLogged = 1000
 
 // reportLost checks acknowledged messages against the store, now of
 // epoch n or later, and reports those it lacks: counted, logged with
-// their messageIds, and handed to Config.OnLost. It tries for a minute;
-// a connection of an older server (epoch 0) does not count.
-func (in *Ingester) reportLost(n uint64, acked []acked) {
-	var pids, offsets []int64
-	var hashes []model.Hash
-	seen := map[[2]int64]bool{}
-	for _, a := range acked {
-		key := [2]int64{a.pid, a.offset}
-		if !seen[key] {
-			seen[key] = true
-			pids, offsets, hashes = append(pids, a.pid), append(offsets, a.offset), append(hashes, a.hash)
-		}
-	}
-	var lacking []bool
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	for wait := 100 * time.Millisecond; len(pids) > 0; wait = min(2*wait, 5*time.Second) {
-		var at uint64
-		var err error
-		if lacking, at, err = in.store.Lacks(ctx, pids, offsets, hashes); err == nil && at >= n {
-			break
-		}
-		lacking = nil
-		select {
-		case <-ctx.Done():
-			in.log.Error().Int("acknowledged", len(pids)).Msg("could not check which acknowledged messages PostgreSQL lacks after it changed")
-			return
-		case <-time.After(wait):
-		}
+// their messageIds, and handed to Config.OnLost. unchecked is how many
+// older acknowledgements the journal no longer held (reportUnchecked).
+// It tries for a minute; a connection of an older server (epoch 0) does
+// not count.
+func (in *Ingester) reportLost(n uint64, acked []acked, unchecked int) {
+	pids, offsets, hashes := distinctAcked(acked)
+	lacking, err := in.lacking(n, pids, offsets, hashes)
+	if err != nil {
+		in.log.Error().Int("acknowledged", len(pids)).Int("acknowledged_unchecked", unchecked).
+			Msg("could not check which acknowledged messages PostgreSQL lacks after it changed")
+		return
 	}
 	var lost []string
 	for k, l := range lacking {
@@ -122,9 +105,66 @@ func (in *Ingester) reportLost(n uint64, acked []acked) {
 		in.log.Error().Int("lost", len(lost)).Strs("message_ids", lost[:min(len(lost), maxLostLogged)]).
 			Msg("acknowledged messages PostgreSQL lacks after it changed: lost to asynchronous replication (or to the restore)")
 	}
+	in.reportUnchecked(unchecked, len(pids), lacking)
 	if in.cfg.OnLost != nil {
 		in.cfg.OnLost(lost)
 	}
+}
+
+// distinctAcked lists each acknowledged message once, oldest first.
+func distinctAcked(acked []acked) (pids, offsets []int64, hashes []model.Hash) {
+	seen := map[[2]int64]bool{}
+	for _, a := range acked {
+		key := [2]int64{a.pid, a.offset}
+		if !seen[key] {
+			seen[key] = true
+			pids, offsets, hashes = append(pids, a.pid), append(offsets, a.offset), append(hashes, a.hash)
+		}
+	}
+	return pids, offsets, hashes
+}
+
+// lacking asks the store, once it is of epoch n or later, which of the
+// messages it lacks, trying for a minute.
+func (in *Ingester) lacking(n uint64, pids, offsets []int64, hashes []model.Hash) ([]bool, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for wait := 100 * time.Millisecond; len(pids) > 0; wait = min(2*wait, 5*time.Second) {
+		lacking, at, err := in.store.Lacks(ctx, pids, offsets, hashes)
+		if err == nil && at >= n {
+			return lacking, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+	return nil, nil
+}
+
+// oldestChecked is how many of the oldest acknowledgements checked stand
+// for those the journal no longer held: present, the losses (the tail of
+// the log a failover cut) began after them.
+const oldestChecked = 1000
+
+// reportUnchecked says what the lost report could not cover: unchecked
+// acknowledgements older than the journal (Config.Journal) were not
+// asked about. Counted always; logged as an error when any of the oldest
+// checked were lost too, so losses may reach further back than the
+// report, else as a warning.
+func (in *Ingester) reportUnchecked(unchecked, checked int, lacking []bool) {
+	if unchecked == 0 {
+		return
+	}
+	in.metrics.unchecked.Add(float64(unchecked))
+	ev := in.log.Warn()
+	msg := "the lost report covered only the journal's acknowledgements; the oldest it checked were all present, so the older ones are very likely too"
+	if slices.Contains(lacking[:min(len(lacking), oldestChecked)], true) {
+		ev = in.log.Error()
+		msg = "the lost report covered only the journal's acknowledgements, and the oldest it checked were lost: losses may reach further back than it says (raise the journal: --failover-journal)"
+	}
+	ev.Int("acknowledged_checked", checked).Int("acknowledged_unchecked", unchecked).Msg(msg)
 }
 
 // acked is a message this ingester answered stored, at offset of
@@ -142,6 +182,9 @@ type journal struct {
 	max   int
 	items []acked // a ring once full: next is the oldest
 	next  int
+	// overwritten counts acknowledgements the ring has dropped since the
+	// last takeBefore.
+	overwritten int
 }
 
 // record journals what a committed push answered, under epoch n.
@@ -160,23 +203,26 @@ func (j *journal) record(n uint64, frames []model.Frame, results []model.FrameRe
 			}
 			j.items[j.next] = a
 			j.next = (j.next + 1) % j.max
+			j.overwritten++
 		}
 	}
 }
 
 // takeBefore removes and returns what was acknowledged under epochs
-// before n.
-func (j *journal) takeBefore(n uint64) []acked {
+// before n, oldest first, and how many acknowledgements the ring dropped
+// before them.
+func (j *journal) takeBefore(n uint64) (out []acked, overwritten int) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	var out, kept []acked
-	for _, a := range j.items {
+	var kept []acked
+	for _, a := range slices.Concat(j.items[j.next:], j.items[:j.next]) {
 		if a.epoch < n {
 			out = append(out, a)
 		} else {
 			kept = append(kept, a)
 		}
 	}
-	j.items, j.next = kept, 0
-	return out
+	overwritten = j.overwritten
+	j.items, j.next, j.overwritten = kept, 0, 0
+	return out, overwritten
 }

@@ -93,10 +93,12 @@ type gateway struct {
 	lost  [][]string // one per report
 }
 
-func newGateway(t *testing.T, store ingest.Store, queue string) *gateway {
+// newGateway starts an ingester whose journal keeps the last journal
+// acknowledgements (0: the default).
+func newGateway(t *testing.T, store ingest.Store, queue string, journal int) *gateway {
 	t.Helper()
 	g := &gateway{queue: queue, reg: prometheus.NewRegistry()}
-	cfg := ingest.Config{OnLost: func(ids []string) {
+	cfg := ingest.Config{Journal: journal, OnLost: func(ids []string) {
 		g.mu.Lock()
 		defer g.mu.Unlock()
 		g.lost = append(g.lost, ids)
@@ -166,13 +168,16 @@ func TestFailoverToAnAsyncStandbyAnswersExactly(t *testing.T) {
 	h := startHAPair(t)
 	store := pgtest.Store(t, h.url)
 	queue := "failover"
-	a, b := newGateway(t, store, queue), newGateway(t, store, queue)
+	a, b := newGateway(t, store, queue, 0), newGateway(t, store, queue, 0)
+	small := newGateway(t, store, queue, 16) // a journal shorter than what the failover cuts
 	kept, lost := ids("kept", 40), ids("lost", 40)
 
 	first := a.push(t, "p", kept...)
 	pid := first[0].PartitionID
+	small.push(t, "s", ids("s-kept", 40)...)
 	h.cut(t)
 	second := a.push(t, "p", lost...)
+	smallLost := small.push(t, "s", ids("s-lost", 40)...)
 	again := a.push(t, "p", kept...) // the cache vouches: A's entry knows the old log
 	for i := range kept {
 		if first[i].Status != model.StatusQueued || first[i].Offset != int64(i) ||
@@ -228,6 +233,29 @@ func TestFailoverToAnAsyncStandbyAnswersExactly(t *testing.T) {
 	for _, r := range b.reports() {
 		if len(r) > 0 {
 			t.Errorf("B, which acknowledged nothing before the failover, reported %v lost", r)
+		}
+	}
+	checkJournalBound(t, small, smallLost)
+}
+
+// checkJournalBound: a gateway whose journal of 16 held only the last
+// of the 40 acknowledgements the failover cut (after 40 it kept) reports
+// those 16 lost and counts the 64 older ones unchecked, rather than
+// saying nothing of them.
+func checkJournalBound(t *testing.T, small *gateway, cut []ingest.Result) {
+	t.Helper()
+	small.push(t, "s", "after") // its first push on the new primary moves it there
+	checkfor.Check(t, time.Minute, checkfor.Cond("the small journal's lost report", func() bool { return len(small.reports()) > 0 }))
+	var want []string
+	for _, r := range cut[len(cut)-16:] {
+		want = append(want, model.MessageID(r.PartitionID, r.Offset))
+	}
+	if got := small.reports(); len(got) != 1 || !sameSet(got[0], want) {
+		t.Errorf("journal of 16: reported lost %v, want the last 16 acknowledged %v", got, want)
+	}
+	for name, want := range map[string]float64{"queengate_failover_lost_messages_total": 16, "queengate_failover_unchecked_messages_total": 64} {
+		if got := counterValue(t, small.reg, name); got != want {
+			t.Errorf("journal of 16: %s = %v, want %v", name, got, want)
 		}
 	}
 }

@@ -25,9 +25,11 @@ type metrics struct {
 	// storeChanges counts the store epochs this ingester moved to (a
 	// failover, a restart, a restored backup, a log found shorter), each
 	// a dedup cache dropped and rehydrated; lost counts the acknowledged
-	// messages the store then lacked.
+	// messages the store then lacked, unchecked those older than the
+	// journal, which were not asked about.
 	storeChanges prometheus.Counter
 	lost         prometheus.Counter
+	unchecked    prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -91,22 +93,25 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Messages accepted and not yet answered (buffered or in flight).",
 		}),
 	}
-	m.storeChanges, m.lost = failoverCounters()
+	m.storeChanges, m.lost, m.unchecked = failoverCounters()
 	if err := promreg.RegisterAll(reg, messages, probes, conflicts, m.unrolled, m.fullWindow, m.flushSize, m.flushTime, m.segments, m.flushErrors, m.bufferDepth,
-		m.storeChanges, m.lost); err != nil {
+		m.storeChanges, m.lost, m.unchecked); err != nil {
 		return nil, err
 	}
 	return m, nil
 }
 
 // failoverCounters count what PostgreSQL changing cost (failover.go).
-func failoverCounters() (storeChanges, lost prometheus.Counter) {
+func failoverCounters() (storeChanges, lost, unchecked prometheus.Counter) {
 	return prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "queengate_store_changes_total",
 			Help: "Times PostgreSQL was found changed (a failover, a restart, a restored backup, or a log shorter than this gateway had written): each time the dedup cache was dropped and partitions rehydrated.",
 		}), prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "queengate_failover_lost_messages_total",
 			Help: "Messages this gateway had answered stored (queued or duplicate) that PostgreSQL lacked after it changed: what asynchronous replication lost. Each is logged with its messageId.",
+		}), prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "queengate_failover_unchecked_messages_total",
+			Help: "Acknowledged messages older than the journal (the last 262,144 by default) when PostgreSQL changed: not checked, so not in queengate_failover_lost_messages_total. Logged as an error when the oldest checked were lost too.",
 		})
 }
 

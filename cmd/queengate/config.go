@@ -69,6 +69,10 @@ type config struct {
 	// MaxBuffered (--max-buffered, QUEEN_MAX_BUFFERED): messages a shard
 	// holds before answering 503; default 100000.
 	MaxBuffered int
+	// FailoverJournal (--failover-journal, QUEEN_FAILOVER_JOURNAL): the
+	// last acknowledged messages checked against a changed PostgreSQL
+	// for what it lost; default 262144 (40 bytes each).
+	FailoverJournal int
 	// DedupCacheMB (--dedup-cache-mb, QUEEN_DEDUP_CACHE_MB): the dedup
 	// cache's budget; default 512. 0 turns the cache off (every push
 	// probes in SQL; for measuring).
@@ -199,6 +203,7 @@ flag wins. Flags:
 	e.dur(&cfg.Linger, "flush-linger", "QUEEN_FLUSH_LINGER", ingestDefaults.Linger, "longest a buffered message waits for its flush")
 	e.dur(&cfg.PushTimeout, "push-timeout", "QUEEN_PUSH_TIMEOUT", ingestDefaults.PushTimeout, "longest one push to PostgreSQL may take before its messages are answered failed; keep it under producers' request timeouts")
 	e.int(&cfg.MaxBuffered, "max-buffered", "QUEEN_MAX_BUFFERED", ingestDefaults.MaxBuffered, "messages a shard holds before answering 503")
+	e.int(&cfg.FailoverJournal, "failover-journal", "QUEEN_FAILOVER_JOURNAL", ingestDefaults.Journal, "last acknowledged messages a changed PostgreSQL (a failover) is asked about, for the lost report; 40 bytes each")
 	e.int(&cfg.DedupCacheMB, "dedup-cache-mb", "QUEEN_DEDUP_CACHE_MB", dedup.DefaultBudgetBytes>>20, "dedup cache budget in MiB; 0 turns the cache off")
 	e.str(&cfg.LogLevel, "log-level", "QUEEN_LOG_LEVEL", "info", "debug, info, warn or error")
 	e.str(&cfg.AdminToken, "admin-token", "QUEEN_ADMIN_TOKEN", "", "bearer token the operator requests require (admin HTTP but /healthz, /readyz, /metrics; NATS configure, queues, status, message.get, timer.list); empty: none")
@@ -252,6 +257,9 @@ func (c config) validate() error {
 	}
 	if c.Linger <= 0 {
 		errs = append(errs, fmt.Errorf("flush-linger: %v, must be positive", c.Linger))
+	}
+	if c.FailoverJournal < 1 {
+		errs = append(errs, fmt.Errorf("failover-journal: %d, must be at least 1", c.FailoverJournal))
 	}
 	if c.MaxBuffered < c.MaxBatch {
 		errs = append(errs, fmt.Errorf("max-buffered: %d, must be at least max-batch (%d)", c.MaxBuffered, c.MaxBatch))
@@ -311,6 +319,7 @@ func (c config) server(log zerolog.Logger) server.Config {
 		MaxBatch:   c.MaxBatch,
 		Ingest: ingest.Config{
 			Shards: c.Shards, FlushSize: c.FlushSize, Linger: c.Linger, MaxBuffered: c.MaxBuffered, PushTimeout: c.PushTimeout,
+			Journal: c.FailoverJournal,
 			Cache:   dedup.Config{BudgetBytes: int64(c.DedupCacheMB) << 20},
 			NoCache: c.DedupCacheMB == 0,
 		},

@@ -276,6 +276,7 @@ func TestVersionAndConfigErrors(t *testing.T) {
 		{[]string{"QUEEN_PG_URL=postgres://127.0.0.1:1/x", "QUEEN_MAX_BATCH=many"}, nil, "QUEEN_MAX_BATCH=\"many\": not an integer"},
 		{[]string{"QUEEN_PG_URL=postgres://127.0.0.1:1/x", "QUEEN_FLUSH_LINGER=5"}, nil, "QUEEN_FLUSH_LINGER=\"5\": not a duration"},
 		{[]string{"QUEEN_PG_URL=postgres://127.0.0.1:1/x"}, []string{"--flush-size", "0"}, "flush-size: 0, must be at least 1"},
+		{[]string{"QUEEN_PG_URL=postgres://127.0.0.1:1/x"}, []string{"--failover-journal", "0"}, "failover-journal: 0, must be at least 1"},
 		{[]string{"QUEEN_PG_URL=postgres://127.0.0.1:1/x"}, []string{"--subject-prefix", "a..b"}, "subject prefix"},
 		{[]string{"QUEEN_PG_URL=postgres://127.0.0.1:1/x"}, []string{"stray"}, "unexpected arguments"},
 		{[]string{"QUEEN_PG_URL=postgres://127.0.0.1:1/x", "QUEEN_RETENTION_SLACK=1s"}, nil, "retention-slack: 1s, must be at least 5s"},
@@ -389,6 +390,9 @@ func checkMetrics(t *testing.T, httpAddr string) {
 	}
 	if strings.Contains(text, "queengate_timer_") {
 		t.Error("/metrics mixes queengate_timer_ and queengate_timers_: one scheme")
+	}
+	if strings.Contains(text, "queengate_pg_read_pool_acquired_connections") {
+		t.Error("/metrics has read pool statistics without --pg-read-url")
 	}
 }
 
