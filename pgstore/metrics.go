@@ -4,41 +4,29 @@ import (
 	"cmp"
 	"context"
 	"slices"
+	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// poolCollector exports the connection pool's statistics, read when
+// poolCollector exports the connection pools' statistics, read when
 // scraped.
 type poolCollector struct {
-	s                                          *Store
-	acquired, idle, total, max                 *prometheus.Desc
-	acquires, emptyAcquires, canceled, waitSec *prometheus.Desc
-	opened, lifetimeClosed, idleClosed         *prometheus.Desc
-	unconfirmed, deletedUnconsumed             *prometheus.Desc
-	groupLag, dlqDepth, delayed                *prometheus.Desc
+	s *Store
+	// pool is the primary's pool; readPool the read pool's (--pg-read-url),
+	// nil without one.
+	pool, readPool                 *poolDescs
+	unconfirmed, deletedUnconsumed *prometheus.Desc
+	groupLag, dlqDepth, delayed    *prometheus.Desc
 }
 
-// Collector exports the pool's statistics under queengate_pg_pool_*,
-// and which path the reads meant for the read pool took
-// (queengate_pg_read_pool_reads_total).
+// Collector exports the pools' statistics under queengate_pg_pool_* (and
+// queengate_pg_read_pool_* with a read pool), and which path the reads
+// meant for the read pool took (queengate_pg_read_pool_reads_total).
 func (s *Store) Collector() prometheus.Collector {
-	d := func(name, help string) *prometheus.Desc {
-		return prometheus.NewDesc("queengate_pg_pool_"+name, help, nil, nil)
-	}
-	return &poolCollector{s: s,
-		acquired:       d("acquired_connections", "Connections in use."),
-		idle:           d("idle_connections", "Connections open and idle."),
-		total:          d("connections", "Connections open (in use, idle, or being opened)."),
-		max:            d("max_connections", "Most connections the pool opens."),
-		acquires:       d("acquires_total", "Connections handed out."),
-		emptyAcquires:  d("empty_acquires_total", "Acquires that waited because no idle connection was there."),
-		canceled:       d("canceled_acquires_total", "Acquires given up (context ended) while waiting."),
-		waitSec:        d("acquire_wait_seconds_total", "Time spent waiting for connections."),
-		opened:         d("opened_connections_total", "Connections opened."),
-		lifetimeClosed: d("lifetime_closed_connections_total", "Connections closed for their maximum lifetime."),
-		idleClosed:     d("idle_closed_connections_total", "Connections closed for idling past the maximum."),
+	c := &poolCollector{s: s, pool: newPoolDescs("queengate_pg_pool_", "primary"),
 		unconfirmed: prometheus.NewDesc("queengate_consumer_unconfirmed_deliveries_total",
 			"Deliveries taken back because their lease ran out with nothing heard from its consumer, per queue and group.",
 			[]string{"queue", "group"}, nil),
@@ -55,38 +43,86 @@ func (s *Store) Collector() prometheus.Collector {
 			"Dead letters of a queue not yet redriven; read when scraped, for the queues with the deepest dead-letter queues (at most 1000 series).",
 			[]string{"queue"}, nil),
 	}
+	if s.reads.Pool() != nil {
+		c.readPool = newPoolDescs("queengate_pg_read_pool_", "read (--pg-read-url)")
+	}
+	return c
 }
 
 func (c *poolCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.acquired, c.idle, c.total, c.max, c.acquires, c.emptyAcquires,
-		c.canceled, c.waitSec, c.opened, c.lifetimeClosed, c.idleClosed, c.unconfirmed, c.deletedUnconsumed, c.groupLag, c.dlqDepth, c.delayed} {
+	for _, d := range []*prometheus.Desc{c.unconfirmed, c.deletedUnconsumed, c.groupLag, c.dlqDepth, c.delayed} {
 		ch <- d
+	}
+	c.pool.describe(ch)
+	if c.readPool != nil {
+		c.readPool.describe(ch)
 	}
 	c.s.undeliverable.Describe(ch)
 	c.s.reads.Collector().Describe(ch)
 }
 
 func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
-	st := c.s.pool.Stat()
-	gauge := func(d *prometheus.Desc, v float64) { ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v) }
-	counter := func(d *prometheus.Desc, v float64) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v)
+	c.pool.collect(ch, c.s.pool.Stat())
+	if c.readPool != nil {
+		c.readPool.collect(ch, c.s.reads.Pool().Stat())
 	}
-	gauge(c.acquired, float64(st.AcquiredConns()))
-	gauge(c.idle, float64(st.IdleConns()))
-	gauge(c.total, float64(st.TotalConns()))
-	gauge(c.max, float64(st.MaxConns()))
-	counter(c.acquires, float64(st.AcquireCount()))
-	counter(c.emptyAcquires, float64(st.EmptyAcquireCount()))
-	counter(c.canceled, float64(st.CanceledAcquireCount()))
-	counter(c.waitSec, st.AcquireDuration().Seconds())
-	counter(c.opened, float64(st.NewConnsCount()))
-	counter(c.lifetimeClosed, float64(st.MaxLifetimeDestroyCount()))
-	counter(c.idleClosed, float64(st.MaxIdleDestroyCount()))
 	c.collectConsumers(ch)
 	c.collectFigures(ch)
 	c.s.undeliverable.Collect(ch)
 	c.s.reads.Collector().Collect(ch)
+}
+
+// poolDescs are one connection pool's statistics.
+type poolDescs struct {
+	acquired, idle, total, max                 *prometheus.Desc
+	acquires, emptyAcquires, canceled, waitSec *prometheus.Desc
+	opened, lifetimeClosed, idleClosed         *prometheus.Desc
+}
+
+// newPoolDescs names a pool's statistics prefix+name; which says which
+// pool in their help.
+func newPoolDescs(prefix, which string) *poolDescs {
+	d := func(name, help string) *prometheus.Desc {
+		return prometheus.NewDesc(prefix+name, strings.TrimSuffix(help, ".")+" ("+which+" pool).", nil, nil)
+	}
+	return &poolDescs{
+		acquired:       d("acquired_connections", "Connections in use."),
+		idle:           d("idle_connections", "Connections open and idle."),
+		total:          d("connections", "Connections open (in use, idle, or being opened)."),
+		max:            d("max_connections", "Most connections the pool opens."),
+		acquires:       d("acquires_total", "Connections handed out."),
+		emptyAcquires:  d("empty_acquires_total", "Acquires that waited because no idle connection was there."),
+		canceled:       d("canceled_acquires_total", "Acquires given up (context ended) while waiting."),
+		waitSec:        d("acquire_wait_seconds_total", "Time spent waiting for connections."),
+		opened:         d("opened_connections_total", "Connections opened."),
+		lifetimeClosed: d("lifetime_closed_connections_total", "Connections closed for their maximum lifetime."),
+		idleClosed:     d("idle_closed_connections_total", "Connections closed for idling past the maximum."),
+	}
+}
+
+func (p *poolDescs) describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{p.acquired, p.idle, p.total, p.max, p.acquires, p.emptyAcquires,
+		p.canceled, p.waitSec, p.opened, p.lifetimeClosed, p.idleClosed} {
+		ch <- d
+	}
+}
+
+func (p *poolDescs) collect(ch chan<- prometheus.Metric, st *pgxpool.Stat) {
+	gauge := func(d *prometheus.Desc, v float64) { ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v) }
+	counter := func(d *prometheus.Desc, v float64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v)
+	}
+	gauge(p.acquired, float64(st.AcquiredConns()))
+	gauge(p.idle, float64(st.IdleConns()))
+	gauge(p.total, float64(st.TotalConns()))
+	gauge(p.max, float64(st.MaxConns()))
+	counter(p.acquires, float64(st.AcquireCount()))
+	counter(p.emptyAcquires, float64(st.EmptyAcquireCount()))
+	counter(p.canceled, float64(st.CanceledAcquireCount()))
+	counter(p.waitSec, st.AcquireDuration().Seconds())
+	counter(p.opened, float64(st.NewConnsCount()))
+	counter(p.lifetimeClosed, float64(st.MaxLifetimeDestroyCount()))
+	counter(p.idleClosed, float64(st.MaxIdleDestroyCount()))
 }
 
 // maxFigureSeries bounds the series of each of the gauges read from the

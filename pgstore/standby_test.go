@@ -259,7 +259,8 @@ func waitedRead(ctx context.Context, t *testing.T, r replicated, s *pgstore.Stor
 	wantPaths(t, s, before, map[string]float64{"standby_after_wait": 1}, "a read that waited")
 }
 
-// exported checks the store's collector exports the read paths.
+// exported checks the store's collector exports the read paths, and
+// the read pool's own statistics beside the primary pool's.
 func exported(t *testing.T, s *pgstore.Store) {
 	t.Helper()
 	reg := prometheus.NewPedanticRegistry()
@@ -268,15 +269,24 @@ func exported(t *testing.T, s *pgstore.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	series := map[string]int{}
+	first := map[string]float64{} // a counter's or gauge's first series
 	for _, f := range families {
-		if f.GetName() == "queengate_pg_read_pool_reads_total" {
-			if len(f.GetMetric()) != 4 {
-				t.Errorf("%s has %d series, want one per path", f.GetName(), len(f.GetMetric()))
-			}
-			return
+		m := f.GetMetric()
+		series[f.GetName()] = len(m)
+		first[f.GetName()] = m[0].GetCounter().GetValue() + m[0].GetGauge().GetValue()
+	}
+	if n := series["queengate_pg_read_pool_reads_total"]; n != 4 {
+		t.Errorf("queengate_pg_read_pool_reads_total has %d series, want one per path", n)
+	}
+	for _, name := range []string{"queengate_pg_read_pool_acquires_total", "queengate_pg_pool_acquires_total"} {
+		if first[name] < 1 {
+			t.Errorf("%s = %v (%d series), want the acquires the reads made", name, first[name], series[name])
 		}
 	}
-	t.Error("queengate_pg_read_pool_reads_total is not exported")
+	if first["queengate_pg_read_pool_max_connections"] < 1 {
+		t.Error("queengate_pg_read_pool_max_connections is not exported")
+	}
 }
 
 func execOn(ctx context.Context, t *testing.T, c *pgcluster.Cluster, sql string) {
