@@ -197,7 +197,7 @@ func (c *Client) request(ctx context.Context, subject string, body []byte, opera
 }
 
 // handDecoded is an answer with a decoder of its own, faster than
-// json.Unmarshal, for the shape the gateway writes (popwire.go): it
+// json.Unmarshal, for the shape the gateway writes (answerwire.go): it
 // reports whether it took body, and declines anything else.
 type handDecoded interface{ decodeByHand(body []byte) bool }
 

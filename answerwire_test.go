@@ -39,6 +39,23 @@ func gatewayPopAnswer(n int) []byte {
 	return []byte(b.String())
 }
 
+// gatewayReadAnswer is a read's answer written as the gateway writes it
+// (internal/wire's EncodeRead: field order, formats): n messages of about
+// 100 bytes each.
+func gatewayReadAnswer(n int) []byte {
+	var b strings.Builder
+	b.WriteString(`{"queue":"bench","partition":"p3","partitionId":12,"messages":[`)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"offset":%d,"messageId":"12-%d","transactionId":"t-%d-é","createdAt":"2026-12-01T18:10:01.123456Z",`+
+			`"data":{"n":%d,"s":"x\"y\u00e9","payload":"%s"}}`, 500+i, 500+i, i, i, strings.Repeat("x", 60))
+	}
+	fmt.Fprintf(&b, `],"next":%d,"firstOffset":500,"lastOffset":9000,"purged":true}`, 500+n)
+	return []byte(b.String())
+}
+
 // checkAsEncodingJSON fails t when the hand decoder takes body but
 // decodes it otherwise than json.Unmarshal (or json.Unmarshal refuses
 // it); it reports whether the hand decoder took it.
@@ -75,6 +92,31 @@ func TestTheGatewaysPopAnswerIsDecodedByHandAsEncodingJSONWould(t *testing.T) {
 		Ack:      &AckAnswer{Items: []AckResult{{Index: 0, Offset: &off, Result: "notInLease"}}, NextOffset: 8, DeadLettered: 1}})
 	if !checkAsEncodingJSON(t, marshalled, decodePopAnswer) {
 		t.Fatalf("the hand decoder declined %s", marshalled)
+	}
+}
+
+func TestTheGatewaysReadAnswerIsDecodedByHandAsEncodingJSONWould(t *testing.T) {
+	for _, n := range []int{0, 1, 3, 1000} {
+		if !checkAsEncodingJSON(t, gatewayReadAnswer(n), decodeReadAnswer) {
+			t.Fatalf("the hand decoder declined the gateway's read answer of %d messages", n)
+		}
+	}
+	at := time.Date(2026, 12, 1, 18, 0, 0, 5, time.UTC)
+	marshalled, _ := json.Marshal(ReadAnswer{Queue: "q", Partition: "p", PartitionID: 3, Next: 8, FirstOffset: 0, LastOffset: 7,
+		Messages: []StoredMessage{{Offset: 7, MessageID: "3-7", TransactionID: "t", CreatedAt: at, Data: json.RawMessage(`[1,{"a":"b"}]`)}}})
+	if !checkAsEncodingJSON(t, marshalled, decodeReadAnswer) {
+		t.Fatalf("the hand decoder declined %s", marshalled)
+	}
+	for _, body := range []string{
+		`{"queue":"q","messages":[{"offset":1,"attempts":2}]}`, // a delivery's field is no stored message's
+		`{"queue":"q","messages":null}`,
+		`{"queue":"q","next":1,"next":2}`,
+		`{"queue":"q","purged":"yes"}`,
+		`{"queue":"q","messages":[{"offset":1}]`,
+	} {
+		if checkAsEncodingJSON(t, []byte(body), decodeReadAnswer) {
+			t.Errorf("the hand decoder took %s", body)
+		}
 	}
 }
 
@@ -132,6 +174,40 @@ func FuzzPopAnswerDecodesAsEncodingJSON(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		checkAsEncodingJSON(t, body, decodePopAnswer)
 		checkAsEncodingJSON(t, body, decodeAckAnswer)
+	})
+}
+
+func FuzzReadAnswerDecodesAsEncodingJSON(f *testing.F) {
+	f.Add(gatewayReadAnswer(2))
+	for _, body := range append(declinedAnswers, takenAnswers...) {
+		f.Add([]byte(body))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		checkAsEncodingJSON(t, body, decodeReadAnswer)
+	})
+}
+
+// BenchmarkDecodeReadAnswer: a read's page of 1000 messages, by hand and
+// by json.Unmarshal (what a reader paid before).
+func BenchmarkDecodeReadAnswer(b *testing.B) {
+	body := gatewayReadAnswer(1000)
+	b.Run("hand", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var a ReadAnswer
+			if !decodeReadAnswer(body, &a) {
+				b.Fatal("declined")
+			}
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var a ReadAnswer
+			if err := json.Unmarshal(body, &a); err != nil {
+				b.Fatal(err)
+			}
+		}
 	})
 }
 
