@@ -276,6 +276,14 @@ func (c config) validate() error {
 	if c.RetentionSlack < model.ClockSkewSlack {
 		errs = append(errs, fmt.Errorf("retention-slack: %v, must be at least %v (the cache's clock-skew slack)", c.RetentionSlack, model.ClockSkewSlack))
 	}
+	errs = append(errs, c.natsErrors()...)
+	return errors.Join(errs...)
+}
+
+// natsErrors are the mistakes in the NATS settings: the embedded
+// server's, or settings for it given with an external one.
+func (c config) natsErrors() []error {
+	var errs []error
 	if c.NATSURL == "" {
 		kinds := 0
 		for _, set := range []bool{c.NATSUser != "", c.NATSToken != "", c.NATSNKey != ""} {
@@ -298,7 +306,7 @@ func (c config) validate() error {
 	if c.NATSPort < -1 || c.NATSPort > 65535 {
 		errs = append(errs, fmt.Errorf("nats-port: %d is not a port", c.NATSPort))
 	}
-	return errors.Join(errs...)
+	return errs
 }
 
 // server is the gateway's configuration; PGURL is empty for a local
