@@ -42,8 +42,23 @@ const maxDataDepth = 64
 // decodePopAnswer decodes body into a when the hand decoder takes it;
 // a is left as it was when not.
 func decodePopAnswer(body []byte, a *PopAnswer) bool {
+	return decodeWhole(body, a, (*answerReader).popAnswer)
+}
+
+// decodeWhole reads body with read into a new T, and makes it *a only if
+// the hand decoder took all of body.
+func decodeWhole[T any](body []byte, a *T, read func(r *answerReader, out *T)) bool {
 	r := &answerReader{b: body, ok: true}
-	var out PopAnswer
+	var out T
+	read(r, &out)
+	if !r.end() {
+		return false
+	}
+	*a = out
+	return true
+}
+
+func (r *answerReader) popAnswer(out *PopAnswer) {
 	r.object(func(key []byte) bool {
 		switch string(key) {
 		case "queue":
@@ -75,17 +90,14 @@ func decodePopAnswer(body []byte, a *PopAnswer) bool {
 		}
 		return true
 	})
-	if !r.end() {
-		return false
-	}
-	*a = out
-	return true
 }
 
 // decodeReadAnswer is decodePopAnswer for a read's answer.
 func decodeReadAnswer(body []byte, a *ReadAnswer) bool {
-	r := &answerReader{b: body, ok: true}
-	var out ReadAnswer
+	return decodeWhole(body, a, (*answerReader).readAnswer)
+}
+
+func (r *answerReader) readAnswer(out *ReadAnswer) {
 	r.object(func(key []byte) bool {
 		switch string(key) {
 		case "queue":
@@ -114,23 +126,11 @@ func decodeReadAnswer(body []byte, a *ReadAnswer) bool {
 		}
 		return true
 	})
-	if !r.end() {
-		return false
-	}
-	*a = out
-	return true
 }
 
 // decodeAckAnswer is decodePopAnswer for an ack's answer.
 func decodeAckAnswer(body []byte, a *AckAnswer) bool {
-	r := &answerReader{b: body, ok: true}
-	var out AckAnswer
-	r.ackAnswer(&out)
-	if !r.end() {
-		return false
-	}
-	*a = out
-	return true
+	return decodeWhole(body, a, (*answerReader).ackAnswer)
 }
 
 func (r *answerReader) ackAnswer(a *AckAnswer) {
