@@ -14,13 +14,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/queengate/queengate/gateway"
-
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/gateway"
 	"github.com/queengate/queengate/internal/wire"
 	"github.com/queengate/queengate/model"
 )

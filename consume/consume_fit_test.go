@@ -10,11 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/queengate/queengate/consume"
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/consume"
 	"github.com/queengate/queengate/gateway"
 	"github.com/queengate/queengate/internal/checkfor"
 	"github.com/queengate/queengate/internal/pgtest"

@@ -10,9 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/queengate/queengate/consume"
-
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/consume"
 	"github.com/queengate/queengate/gateway"
 	"github.com/queengate/queengate/internal/checkfor"
 	"github.com/queengate/queengate/internal/pgtest"

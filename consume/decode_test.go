@@ -6,9 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/queengate/queengate/internal/bodyref"
-
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/internal/bodyref"
 )
 
 // decodeCase is one body and what its decoder says (bodyref.DecodeCase).

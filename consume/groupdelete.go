@@ -6,11 +6,10 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/queengate/queengate/gateway"
-
 	"github.com/nats-io/nats.go"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/gateway"
 	"github.com/queengate/queengate/internal/wire"
 	"github.com/queengate/queengate/model"
 )

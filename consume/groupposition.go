@@ -7,9 +7,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/queengate/queengate/gateway"
-
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/gateway"
 	"github.com/queengate/queengate/internal/wire"
 	"github.com/queengate/queengate/model"
 )

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/queengate/queengate/internal/bodyref"
-
 	"github.com/queengate/queengate/model"
 )
 

@@ -10,16 +10,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/queengate/queengate/consume"
-	"github.com/queengate/queengate/internal/natsembed"
-
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/consume"
 	"github.com/queengate/queengate/gateway"
 	"github.com/queengate/queengate/ingest"
 	"github.com/queengate/queengate/internal/checkfor"
+	"github.com/queengate/queengate/internal/natsembed"
 	"github.com/queengate/queengate/internal/pgtest"
 )
 

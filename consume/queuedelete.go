@@ -8,11 +8,10 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/queengate/queengate/gateway"
-
 	"github.com/nats-io/nats.go"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/gateway"
 	"github.com/queengate/queengate/internal/wire"
 	"github.com/queengate/queengate/model"
 )

@@ -4,9 +4,8 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/queengate/queengate/internal/bodyref"
-
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/internal/bodyref"
 )
 
 // refPurge is a purge's optional body.

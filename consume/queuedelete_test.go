@@ -9,9 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/queengate/queengate/consume"
-
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/consume"
 	"github.com/queengate/queengate/gateway"
 	"github.com/queengate/queengate/ingest"
 	"github.com/queengate/queengate/internal/checkfor"

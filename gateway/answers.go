@@ -5,10 +5,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/internal/wire"
 	"github.com/queengate/queengate/model"
-	"github.com/rs/zerolog"
 )
 
 // Answers every endpoint set gives alike: names checked, store failures

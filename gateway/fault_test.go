@@ -9,18 +9,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/queengate/queengate/internal/gatewaytest"
-	"github.com/queengate/queengate/internal/storewatch"
-	"github.com/queengate/queengate/operator"
-
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
 	"github.com/queengate/queengate/gateway"
 	"github.com/queengate/queengate/ingest"
 	"github.com/queengate/queengate/internal/checkfor"
+	"github.com/queengate/queengate/internal/gatewaytest"
 	"github.com/queengate/queengate/internal/pgtest"
+	"github.com/queengate/queengate/internal/storewatch"
 	"github.com/queengate/queengate/internal/tcpproxy"
+	"github.com/queengate/queengate/operator"
 	"github.com/queengate/queengate/pgstore"
 )
 

@@ -9,17 +9,16 @@ import (
 	"sync"
 	"time"
 
-	queengate "github.com/queengate/queengate"
-	"github.com/queengate/queengate/model"
-	"github.com/queengate/queengate/routing"
-
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/ingest"
 	"github.com/queengate/queengate/internal/promreg"
 	"github.com/queengate/queengate/internal/wire"
+	"github.com/queengate/queengate/model"
+	"github.com/queengate/queengate/routing"
 )
 
 // ServiceName is the micro service name, and QueueGroup the queue group

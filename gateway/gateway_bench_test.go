@@ -9,13 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/queengate/queengate/internal/natsembed"
-
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 
 	"github.com/queengate/queengate/gateway"
 	"github.com/queengate/queengate/ingest"
+	"github.com/queengate/queengate/internal/natsembed"
 	"github.com/queengate/queengate/internal/pgtest"
 )
 

@@ -11,14 +11,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/queengate/queengate/internal/gatewaytest"
-	"github.com/queengate/queengate/internal/natsembed"
-
 	"github.com/rs/zerolog"
 
 	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/gateway"
 	"github.com/queengate/queengate/ingest"
+	"github.com/queengate/queengate/internal/gatewaytest"
+	"github.com/queengate/queengate/internal/natsembed"
 )
 
 // wantRefused checks that body is a whole-request error of code whose

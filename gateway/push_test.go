@@ -8,10 +8,9 @@ import (
 	"testing"
 	"time"
 
-	queengate "github.com/queengate/queengate"
-
 	"github.com/nats-io/nats.go"
 
+	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/gateway"
 	"github.com/queengate/queengate/model"
 )

@@ -11,11 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/queengate/queengate/internal/gatewaytest"
-	"github.com/queengate/queengate/internal/natsembed"
-
-	"github.com/queengate/queengate/internal/checkfor"
-
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,6 +18,9 @@ import (
 
 	"github.com/queengate/queengate/gateway"
 	"github.com/queengate/queengate/ingest"
+	"github.com/queengate/queengate/internal/checkfor"
+	"github.com/queengate/queengate/internal/gatewaytest"
+	"github.com/queengate/queengate/internal/natsembed"
 	"github.com/queengate/queengate/internal/pgtest"
 	"github.com/queengate/queengate/routing"
 )

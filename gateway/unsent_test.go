@@ -4,12 +4,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/queengate/queengate/internal/obstest"
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/queengate/queengate/ingest"
 	"github.com/queengate/queengate/internal/checkfor"
+	"github.com/queengate/queengate/internal/obstest"
 )
 
 // TestPushAnswerNotSentCountsAsError: a push whose answer cannot be

@@ -12,15 +12,13 @@ import (
 	"net/http/pprof"
 	"time"
 
-	"github.com/queengate/queengate/gateway"
-
-	queengate "github.com/queengate/queengate"
-
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
 
+	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/gateway"
 	"github.com/queengate/queengate/internal/startstop"
 	"github.com/queengate/queengate/internal/wire"
 )

@@ -8,9 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/queengate/queengate/internal/bodyref"
-
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/internal/bodyref"
 	"github.com/queengate/queengate/model"
 )
 

@@ -6,9 +6,8 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/queengate/queengate/gateway"
-
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/gateway"
 	"github.com/queengate/queengate/internal/wire"
 	"github.com/queengate/queengate/model"
 )

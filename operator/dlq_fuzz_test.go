@@ -7,9 +7,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/queengate/queengate/internal/bodyref"
-
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/internal/bodyref"
 	"github.com/queengate/queengate/internal/wire"
 )
 

@@ -13,12 +13,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/queengate/queengate/gateway"
-
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/gateway"
 	"github.com/queengate/queengate/ingest"
 	"github.com/queengate/queengate/internal/wire"
 	"github.com/queengate/queengate/model"

@@ -11,10 +11,9 @@ import (
 	"time"
 
 	queengate "github.com/queengate/queengate"
-	"github.com/queengate/queengate/internal/checkfor"
-
 	"github.com/queengate/queengate/dedup"
 	"github.com/queengate/queengate/ingest"
+	"github.com/queengate/queengate/internal/checkfor"
 	"github.com/queengate/queengate/model"
 	"github.com/queengate/queengate/pgstore"
 )

@@ -8,9 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/queengate/queengate/gateway"
-
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/gateway"
 	"github.com/queengate/queengate/ingest"
 	"github.com/queengate/queengate/internal/wire"
 	"github.com/queengate/queengate/model"

@@ -9,16 +9,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/queengate/queengate/internal/gatewaytest"
-	"github.com/queengate/queengate/internal/obstest"
-	"github.com/queengate/queengate/operator"
-
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
 	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/ingest"
+	"github.com/queengate/queengate/internal/gatewaytest"
+	"github.com/queengate/queengate/internal/obstest"
 	"github.com/queengate/queengate/internal/pgtest"
+	"github.com/queengate/queengate/operator"
 	"github.com/queengate/queengate/pgstore"
 )
 

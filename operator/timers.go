@@ -9,10 +9,9 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/queengate/queengate/gateway"
 
 	queengate "github.com/queengate/queengate"
-
+	"github.com/queengate/queengate/gateway"
 	"github.com/queengate/queengate/internal/wire"
 	"github.com/queengate/queengate/model"
 	"github.com/queengate/queengate/timers"

@@ -7,10 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/queengate/queengate/internal/checkfor"
-
 	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/ingest"
+	"github.com/queengate/queengate/internal/checkfor"
 )
 
 type scheduled struct {

@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/queengate/queengate/model"
-	"github.com/queengate/queengate/pgstore/internal/readpool"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/queengate/queengate/model"
+	"github.com/queengate/queengate/pgstore/internal/readpool"
 )
 
 const queueColumns = "id, name, dedup_window_seconds, retention_seconds, on_conflict, max_attempts, retain_until, created_at, updated_at, " +

@@ -3,11 +3,11 @@ package pgstore_test
 import (
 	"context"
 	"errors"
-	"github.com/queengate/queengate/model"
 	"reflect"
 	"testing"
 
 	"github.com/queengate/queengate/internal/pgtest"
+	"github.com/queengate/queengate/model"
 )
 
 func ptr(v int) *int { return &v }

@@ -2,7 +2,6 @@ package pgstore_test
 
 import (
 	"context"
-
 	"math/rand/v2"
 	"slices"
 	"testing"

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/queengate/queengate/internal/checkfor"
-
 	"github.com/queengate/queengate/internal/pgtest"
 	"github.com/queengate/queengate/model"
 	"github.com/queengate/queengate/pgstore"

@@ -3,7 +3,6 @@ package pgstore_test
 import (
 	"context"
 	"fmt"
-	"github.com/queengate/queengate/model"
 	"strconv"
 	"testing"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/queengate/queengate/internal/pgtest"
+	"github.com/queengate/queengate/model"
 	"github.com/queengate/queengate/pgstore"
 )
 

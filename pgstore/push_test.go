@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/queengate/queengate/model"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/queengate/queengate/internal/pgtest"
+	"github.com/queengate/queengate/model"
 	"github.com/queengate/queengate/pgstore"
 )
 

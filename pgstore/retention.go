@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"fmt"
+
 	"github.com/queengate/queengate/model"
 )
 

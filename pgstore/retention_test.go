@@ -3,13 +3,13 @@ package pgstore_test
 import (
 	"context"
 	"fmt"
-	"github.com/queengate/queengate/model"
 	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/queengate/queengate/internal/pgtest"
+	"github.com/queengate/queengate/model"
 )
 
 func (b *testBundle) backdate(t *testing.T, table string, fromOffset int64, by time.Duration) {

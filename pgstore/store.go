@@ -8,15 +8,15 @@ import (
 	"strings"
 	"time"
 
-	"github.com/queengate/queengate/model"
-	"github.com/queengate/queengate/pgstore/consumer"
-	"github.com/queengate/queengate/pgstore/internal/pgwire"
-	"github.com/queengate/queengate/pgstore/internal/readpool"
-
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/queengate/queengate/model"
+	"github.com/queengate/queengate/pgstore/consumer"
+	"github.com/queengate/queengate/pgstore/internal/pgwire"
+	"github.com/queengate/queengate/pgstore/internal/readpool"
 )
 
 // sqlstatePartitionNotFound is raised by queen.log_push_bundle for an

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
-	"github.com/queengate/queengate/model"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/queengate/queengate/internal/pgtest"
+	"github.com/queengate/queengate/model"
 	"github.com/queengate/queengate/pgstore"
 )
 

@@ -7,11 +7,11 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/queengate/queengate/model"
-	"github.com/queengate/queengate/pgstore/internal/pgwire"
-
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/queengate/queengate/model"
+	"github.com/queengate/queengate/pgstore/internal/pgwire"
 )
 
 // TimerNotifyChannel is the LISTEN channel a schedule notifies when its

@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"slices"
 
+	"github.com/zeebo/xxh3"
+
 	"github.com/queengate/queengate/internal/bench"
 	"github.com/queengate/queengate/model"
-	"github.com/zeebo/xxh3"
 )
 
 // exactness records answers per (partition, transactionId) to check the

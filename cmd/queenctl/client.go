@@ -5,12 +5,12 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	queengate "github.com/queengate/queengate"
 	"os"
 	"strings"
 
 	"github.com/nats-io/nats.go"
 
+	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/internal/ctl/admin"
 	"github.com/queengate/queengate/internal/ctl/cli"
 )

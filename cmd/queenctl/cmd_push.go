@@ -6,13 +6,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+
 	queengate "github.com/queengate/queengate"
-	"github.com/queengate/queengate/internal/ctl/output"
-
 	"github.com/queengate/queengate/internal/ctl/admin"
-
 	"github.com/queengate/queengate/internal/ctl/batch"
 	"github.com/queengate/queengate/internal/ctl/cli"
+	"github.com/queengate/queengate/internal/ctl/output"
 )
 
 const pushUsage = `Usage:

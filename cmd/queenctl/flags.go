@@ -3,12 +3,12 @@ package main
 import (
 	"context"
 	"flag"
-	queengate "github.com/queengate/queengate"
 	"io"
 	"net/url"
 	"strings"
 	"time"
 
+	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/internal/ctl/admin"
 	"github.com/queengate/queengate/internal/ctl/cli"
 )

@@ -8,7 +8,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	queengate "github.com/queengate/queengate"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/internal/ctl/manifest"
 	"github.com/queengate/queengate/internal/ctl/queueopt"
 	"github.com/queengate/queengate/internal/pgtest"

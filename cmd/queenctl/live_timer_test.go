@@ -1,11 +1,12 @@
 package main
 
 import (
+	"testing"
+	"time"
+
 	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/internal/checkfor"
 	"github.com/queengate/queengate/internal/ctl/queueopt"
-	"testing"
-	"time"
 )
 
 // TestLiveTimers schedules, lists and cancels timers on a live gateway:

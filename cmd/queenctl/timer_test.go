@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	queengate "github.com/queengate/queengate"
 	"net/http"
 	"reflect"
 	"strings"
@@ -12,6 +11,8 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+
+	queengate "github.com/queengate/queengate"
 )
 
 func TestTimerUsageErrors(t *testing.T) {

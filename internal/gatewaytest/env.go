@@ -13,6 +13,8 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
 	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/consume"
 	"github.com/queengate/queengate/gateway"
@@ -23,7 +25,6 @@ import (
 	"github.com/queengate/queengate/operator"
 	"github.com/queengate/queengate/pgstore"
 	"github.com/queengate/queengate/timers"
-	"github.com/rs/zerolog"
 )
 
 // Env starts, for the gateway's, the consuming endpoints' and the

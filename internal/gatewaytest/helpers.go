@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/micro"
+
 	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/internal/natsembed"
 	"github.com/queengate/queengate/internal/obstest"

@@ -8,12 +8,11 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	queengate "github.com/queengate/queengate"
-
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 	"github.com/nats-io/nuid"
 
+	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/ingest"
 	"github.com/queengate/queengate/model"
 )

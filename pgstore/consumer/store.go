@@ -5,6 +5,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/queengate/queengate/model"
 	"github.com/queengate/queengate/pgstore/internal/readpool"
 )

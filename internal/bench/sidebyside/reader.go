@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
 	"github.com/queengate/queengate"
 	"github.com/queengate/queengate/internal/bench"
 	"github.com/queengate/queengate/internal/bench/proc"

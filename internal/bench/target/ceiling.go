@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"sync/atomic"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/queengate/queengate/internal/bench"
 	"github.com/queengate/queengate/model"
-
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Ceiling writes the same rows straight into PostgreSQL as fast as it

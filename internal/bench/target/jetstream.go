@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/queengate/queengate/internal/bench"
 	"github.com/queengate/queengate/internal/bench/proc"
 	"github.com/queengate/queengate/model"
-
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 const (

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/queengate/queengate/internal/bench"
 	"github.com/queengate/queengate/model"
-
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Naive is what a user would build instead of queengate: one row per

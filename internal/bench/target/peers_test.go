@@ -7,11 +7,10 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/queengate/queengate/model"
-
 	"github.com/queengate/queengate/internal/bench"
 	"github.com/queengate/queengate/internal/bench/proc"
 	"github.com/queengate/queengate/internal/pgtest"
+	"github.com/queengate/queengate/model"
 )
 
 // init lets the test binary play the nats-server role: proc.StartNATSServer

@@ -14,14 +14,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+	"github.com/zeebo/xxh3"
+
 	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/internal/bench"
 	"github.com/queengate/queengate/internal/bench/proc"
 	"github.com/queengate/queengate/model"
-
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/nats-io/nats.go"
-	"github.com/zeebo/xxh3"
 )
 
 // Queengate pushes through running gateways over NATS, the way real

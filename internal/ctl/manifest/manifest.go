@@ -11,10 +11,10 @@ import (
 	"strconv"
 	"strings"
 
+	"go.yaml.in/yaml/v3"
+
 	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/internal/ctl/queueopt"
-
-	"go.yaml.in/yaml/v3"
 )
 
 // manifestDoc is one YAML document. Values are kept as nodes so that each

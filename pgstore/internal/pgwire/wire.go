@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/queengate/queengate/model"
-
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/queengate/queengate/model"
 )
 
 // The push path sends thousands of array elements per statement (an
