@@ -52,11 +52,14 @@ var arrows = map[string][]string{
 	"server": {".", "gateway", "consume", "operator", "routing", "ingest", "timers", "retention", "model", "pgstore",
 		"internal/startstop", "internal/natsembed", "internal/storewatch"},
 	"queengatetest": {".", "server", "internal/pgadmin", "internal/pgcluster", "internal/pgtest"},
+	// A private PostgreSQL, on a port found free.
+	"internal/pgcluster": {"internal/freeport"},
+	"internal/freeport":  {},
 
 	// cmd/queenbench's packages: below the command, one way.
 	"internal/bench":            {"dedup", "model"},
 	"internal/bench/report":     {"internal/bench"},
-	"internal/bench/proc":       {"internal/bench", "routing", "internal/pgadmin", "internal/pgcluster"},
+	"internal/bench/proc":       {"internal/bench", "routing", "internal/freeport", "internal/pgadmin", "internal/pgcluster"},
 	"internal/bench/target":     {".", "internal/bench", "internal/bench/proc", "model"},
 	"internal/bench/sidebyside": {".", "consumer", "internal/bench", "internal/bench/proc", "internal/bench/report", "internal/bench/target"},
 
@@ -75,8 +78,8 @@ var arrows = map[string][]string{
 // mayLinkPgx are the packages that may link pgx besides pgstore and its
 // own (isStore), which implement the stores in model's terms: what wires
 // pgstore into a gateway (server, queengatetest), and the making of
-// throwaway databases.
-var mayLinkPgx = map[string]bool{"pgstore": true, "server": true, "queengatetest": true, "internal/pgadmin": true}
+// throwaway databases and servers.
+var mayLinkPgx = map[string]bool{"pgstore": true, "server": true, "queengatetest": true, "internal/pgadmin": true, "internal/pgcluster": true}
 
 // tools are the commands that need the shard mapping but not the server:
 // they import routing, never gateway (docs/design.md).

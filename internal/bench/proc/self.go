@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -18,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/queengate/queengate/internal/bench"
+	"github.com/queengate/queengate/internal/freeport"
 	"github.com/queengate/queengate/internal/pgadmin"
 	"github.com/queengate/queengate/internal/pgcluster"
 	"github.com/queengate/queengate/routing"
@@ -288,15 +288,6 @@ func (e *Self) Kill(i int) error {
 	return nil
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 // gatewayEnv is the configuration of a gateway of the fleet, its admin
 // HTTP server on adminPort.
 func (e *Self) gatewayEnv(adminPort int) []string {
@@ -326,7 +317,7 @@ func (e *Self) gatewayEnv(adminPort int) []string {
 
 // startGateway starts one more gateway and waits until it is ready.
 func (e *Self) startGateway(ctx context.Context) (*gatewayProcess, error) {
-	adminPort, err := freePort()
+	adminPort, err := freeport.TCP()
 	if err != nil {
 		return nil, err
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
+	"github.com/queengate/queengate/internal/freeport"
 	"github.com/queengate/queengate/internal/pgcluster"
 	"github.com/queengate/queengate/internal/tcpproxy"
 	"github.com/queengate/queengate/routing"
@@ -217,10 +218,10 @@ func (w *World) startNATS(n int) error {
 	clientPorts, routePorts := make([]int, n), make([]int, n)
 	for i := range n {
 		var err error
-		if clientPorts[i], err = freePort(); err != nil {
+		if clientPorts[i], err = freeport.TCP(); err != nil {
 			return err
 		}
-		if routePorts[i], err = freePort(); err != nil {
+		if routePorts[i], err = freeport.TCP(); err != nil {
 			return err
 		}
 	}
@@ -299,7 +300,7 @@ type Gateway struct {
 func (g *Gateway) Index() int { return g.index }
 
 func (g *Gateway) start() error {
-	port, err := freePort()
+	port, err := freeport.TCP()
 	if err != nil {
 		return err
 	}
@@ -405,15 +406,6 @@ func (g *Gateway) Pause(ctx context.Context, d time.Duration) error {
 	}
 	Sleep(ctx, d)
 	return g.signal(syscall.SIGCONT)
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // Sleep waits d, or less if ctx ends: faults, and the clients around
