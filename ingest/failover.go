@@ -127,9 +127,12 @@ func distinctAcked(acked []acked) (pids, offsets []int64, hashes []model.Hash) {
 // lacking asks the store, once it is of epoch n or later, which of the
 // messages it lacks, trying for a minute.
 func (in *Ingester) lacking(n uint64, pids, offsets []int64, hashes []model.Hash) ([]bool, error) {
+	if len(pids) == 0 {
+		return nil, nil
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	for wait := 100 * time.Millisecond; len(pids) > 0; wait = min(2*wait, 5*time.Second) {
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
 		lacking, at, err := in.store.Lacks(ctx, pids, offsets, hashes)
 		if err == nil && at >= n {
 			return lacking, nil
@@ -140,7 +143,6 @@ func (in *Ingester) lacking(n uint64, pids, offsets []int64, hashes []model.Hash
 		case <-time.After(wait):
 		}
 	}
-	return nil, nil
 }
 
 // oldestChecked is how many of the oldest acknowledgements checked stand
