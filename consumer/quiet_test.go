@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -174,4 +175,45 @@ func microStats(t *testing.T, r *gatewaytest.Running) micro.Stats {
 		t.Fatal(err)
 	}
 	return st
+}
+
+// A consumer whose lease was lost mid-batch (released by another client)
+// and that stops at MaxMessages acknowledges what it handled (each item
+// answered leaseNotHeld) and sends no release of its own for that lease:
+// the ack said it is not held, and a release would be refused.
+func TestConsumeReleasesNoLeaseItKnowsLost(t *testing.T) {
+	t.Parallel()
+	r := gatewaytest.Start(t, "")
+	pushN(t, r, 3)
+	other, err := queengate.NewClient(r.ClientConn(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	releases := countRequests(t, r, "consume.release.>")
+	var results []string
+	released := false
+	err = consumer.Run(t.Context(), r.Client, r.Queue, "g", consumer.Options{Max: 3, MaxMessages: 3, Wait: time.Second,
+		OnAck: func(_ string, a queengate.AckAnswer) {
+			for _, it := range a.Items {
+				results = append(results, it.Result)
+			}
+		}},
+		func(context.Context, queengate.Delivery) error {
+			if !released {
+				released = true
+				if _, err := other.Release(t.Context(), r.Queue, "p", queengate.LeaseRequest{Group: "g", LeaseID: leaseOf(t, r, "g")}); err != nil {
+					t.Error(err)
+				}
+			}
+			return nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"leaseNotHeld", "leaseNotHeld", "leaseNotHeld"}; !slices.Equal(results, want) {
+		t.Errorf("ack results %v, want %v", results, want)
+	}
+	if n := releases(); n != 1 {
+		t.Errorf("%d releases sent, want 1 (the other client's)", n)
+	}
 }
