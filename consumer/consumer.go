@@ -338,7 +338,10 @@ func (cs *Consumer) work(ctx, work, pops context.Context) (err error) {
 		case pops.Err() != nil: // it came as the drain began: not handled
 			pending = &queengate.PopAck{Partition: batch.Partition, LeaseID: batch.LeaseID}
 		default:
-			pending = cs.handleBatch(work, batch)
+			var lost bool
+			if pending, lost = cs.handleBatch(work, batch); lost && len(pending.Items) == 0 {
+				pending = nil // nothing to settle, no lease to release
+			}
 		}
 	}
 	return nil
@@ -416,18 +419,29 @@ func PartitionOf(ctx context.Context) string {
 }
 
 // handleBatch runs the handler over a popped batch while a goroutine
-// renews the lease, and returns the batch's ack: by offset, since a
-// transactionId may be stored twice in a partition. When ctx ends
-// midway, the rest is not handled (nor failed): the ack covers what was;
-// a message whose handler returned ctx's error counts as not handled.
-func (cs *Consumer) handleBatch(ctx context.Context, batch queengate.PopAnswer) *queengate.PopAck {
-	renewCtx, stopRenew := context.WithCancel(ctx)
-	var renewing sync.WaitGroup
-	renewing.Go(func() {
-		cs.keepLease(renewCtx, batch.Partition, queengate.LeaseRequest{Group: cs.group, LeaseID: batch.LeaseID, LeaseMs: cs.opts.Lease.Milliseconds()})
-	})
-	defer renewing.Wait() // OnError is not called once the batch is handled
-	defer stopRenew()
+// renews the lease, and returns the batch's ack (handleAll's); lost says
+// a renewal found the lease no longer held.
+func (cs *Consumer) handleBatch(ctx context.Context, batch queengate.PopAnswer) (ack *queengate.PopAck, lost bool) {
+	stopRenew := make(chan struct{})
+	renewed := make(chan bool, 1)
+	go func() {
+		renewed <- cs.keepLease(ctx, stopRenew, batch.Partition, queengate.LeaseRequest{Group: cs.group, LeaseID: batch.LeaseID, LeaseMs: cs.opts.Lease.Milliseconds()})
+	}()
+	ack = cs.handleAll(ctx, batch)
+	close(stopRenew)
+	// A renewal on its way is answered before the ack goes: sent after
+	// it, the ack could be applied first, end the lease, and have the
+	// renewal refused (409) though nothing went wrong. OnError is not
+	// called once the batch is handled.
+	return ack, !<-renewed
+}
+
+// handleAll runs the handler over a batch's messages in order and
+// returns their ack: by offset, since a transactionId may be stored
+// twice in a partition. When ctx ends midway, the rest is not handled
+// (nor failed): the ack covers what was; a message whose handler
+// returned ctx's error counts as not handled.
+func (cs *Consumer) handleAll(ctx context.Context, batch queengate.PopAnswer) *queengate.PopAck {
 	ack := &queengate.PopAck{Partition: batch.Partition, LeaseID: batch.LeaseID, Items: make([]queengate.AckItem, 0, len(batch.Messages))}
 	inPartition := context.WithValue(ctx, partitionKey{}, batch.Partition)
 	for _, m := range batch.Messages {
@@ -452,18 +466,15 @@ func (cs *Consumer) handleBatch(ctx context.Context, batch queengate.PopAnswer) 
 
 // finalAck delivers the last batch's ack after ctx ended, retrying while
 // the lease runs: what was handled is acknowledged, and a batch whose ack
-// never arrives is redelivered after its lease.
+// never arrives is redelivered after its lease. What was not handled goes
+// back to the group at once, by a release, unless the ack's answer says
+// the lease ended or is lost (a release would be refused).
 func (cs *Consumer) finalAck(ctx context.Context, ack *queengate.PopAck) error {
 	c, queue, group, opts := cs.c, cs.queue, cs.group, cs.opts
 	ackCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opts.Lease)
 	defer cancel()
-	// What was not handled goes back to the group now, not at the
-	// lease's end.
-	defer func() {
-		// A lease the ack ended answers 409; one left runs out anyway.
-		_, _ = c.Release(ackCtx, queue, ack.Partition, queengate.LeaseRequest{Group: group, LeaseID: ack.LeaseID})
-	}()
 	if len(ack.Items) == 0 {
+		cs.release(ackCtx, ack)
 		return nil
 	}
 	for {
@@ -472,9 +483,12 @@ func (cs *Consumer) finalAck(ctx context.Context, ack *queengate.PopAck) error {
 		switch {
 		case err == nil:
 			opts.acked(ack.Partition, a)
+			if leaseRuns(a) {
+				cs.release(ackCtx, ack)
+			}
 			return nil
 		case errors.As(err, &werr) && werr.Code < 500:
-			return fmt.Errorf("queengate: ack refused: %w", err)
+			return fmt.Errorf("queengate: ack refused: %w", err) // the lease runs out
 		case sleep(ackCtx, time.Second) != nil:
 			return fmt.Errorf("queengate: ack not delivered before the lease ran out: %w", err)
 		}
@@ -482,28 +496,60 @@ func (cs *Consumer) finalAck(ctx context.Context, ack *queengate.PopAck) error {
 	}
 }
 
+// release gives the lease of ack's batch up; failing, it runs out anyway.
+func (cs *Consumer) release(ctx context.Context, ack *queengate.PopAck) {
+	_, _ = cs.c.Release(ctx, cs.queue, ack.Partition, queengate.LeaseRequest{Group: cs.group, LeaseID: ack.LeaseID})
+}
+
+// leaseRuns says whether an ack's answer leaves its lease held: not
+// ended (something delivered under it is unsettled), nor lost.
+func leaseRuns(a queengate.AckAnswer) bool {
+	if a.LeaseEnded {
+		return false
+	}
+	for _, it := range a.Items {
+		if it.Result == "leaseNotHeld" || it.Result == "leaseExpired" {
+			return false
+		}
+	}
+	return true
+}
+
 // keepLease renews a lease at once, which confirms to the gateway that
 // the batch arrived (a delivery never confirmed counts no attempt), then
-// every third of the lease until ctx ends or the lease is lost.
-func (cs *Consumer) keepLease(ctx context.Context, partition string, req queengate.LeaseRequest) {
+// every third of the lease until stop is closed, ctx ends or the lease
+// is lost; it reports whether the lease is still held. A renewal on its
+// way when stop closes or ctx ends is waited for, never abandoned (see
+// handleBatch), for up to a third of the lease: unanswered by then, the
+// next one is due anyway.
+func (cs *Consumer) keepLease(ctx context.Context, stop <-chan struct{}, partition string, req queengate.LeaseRequest) (held bool) {
 	c, queue, opts := cs.c, cs.queue, cs.opts
 	t := time.NewTicker(opts.Lease / 3)
 	defer t.Stop()
 	for {
+		select {
+		case <-stop:
+			return true
+		case <-ctx.Done():
+			return true
+		default:
+		}
+		renewCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(opts.Lease/3, c.Timeout()))
+		_, err := c.Renew(renewCtx, queue, partition, req)
+		cancel()
 		var werr *queengate.Error
-		_, err := c.Renew(ctx, queue, partition, req)
 		switch {
-		case ctx.Err() != nil:
-			return
 		case errors.As(err, &werr) && werr.Code == queengate.CodeConflict:
 			opts.report(fmt.Errorf("queengate: lease of partition %s lost: %w", partition, err))
-			return // the ack will say so per message
+			return false // the ack will say so per message
 		case err != nil:
 			opts.report(fmt.Errorf("queengate: renewing the lease of partition %s failed: %w", partition, err))
 		}
 		select {
+		case <-stop:
+			return true
 		case <-ctx.Done():
-			return
+			return true
 		case <-t.C:
 		}
 	}

@@ -353,7 +353,7 @@ func (g *Gateway) handlePush(req *Request) {
 			req.done(notSent(err))
 			return
 		}
-		req.done(firstFailure(results))
+		req.done(pushOutcome(results))
 	}
 	if err := g.ing.Submit(r); err != nil {
 		switch {
@@ -372,18 +372,27 @@ func (g *Gateway) handlePush(req *Request) {
 	g.metrics.requests.Inc()
 }
 
-// firstFailure is the error of the first failed message, "" if none: a
-// push with a failed message counts as an error in the service's figures.
-func firstFailure(results []ingest.Result) string {
+// pushOutcome is a push's outcome by its messages': a push with a failed
+// message counts as an error in the service's figures, with the first
+// failure's error; refused when every failure is a payload conflict
+// (the producer's to fix), failed otherwise.
+func pushOutcome(results []ingest.Result) outcome {
+	var o outcome
 	for _, r := range results {
-		if r.Status == model.StatusFailed {
+		if r.Status != model.StatusFailed {
+			continue
+		}
+		if o.errMsg == "" {
+			o.errMsg = "not stored"
 			if r.Err != nil {
-				return r.Err.Error()
+				o.errMsg = r.Err.Error()
 			}
-			return "not stored"
+		}
+		if !errors.Is(r.Err, model.ErrPayloadConflict) {
+			o.failed = true
 		}
 	}
-	return ""
+	return o
 }
 
 // reject answers a request refused as a whole, with the micro error
@@ -391,7 +400,7 @@ func firstFailure(results []ingest.Result) string {
 // subject named a valid partition.
 func (g *Gateway) reject(req *Request, ackSubject string, werr *queengate.Error) {
 	g.metrics.rejected(werr.Code)
-	defer req.done(werr.Text)
+	defer req.done(answeredWith(werr))
 	subject := req.Reply
 	if subject == "" {
 		subject = ackSubject
@@ -459,7 +468,7 @@ func unsentReason(err error) string {
 
 // notSent is the error a request whose answer was never published is
 // recorded with.
-func notSent(err error) string { return "answer not sent: " + err.Error() }
+func notSent(err error) outcome { return failedWith("answer not sent: " + err.Error()) }
 
 // Undoable is an answer that changed something for its receiver alone (a
 // pop leases and delivers messages): when it is never published, undo
@@ -491,7 +500,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"reason"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "queengate_request_duration_seconds",
-			Help: "Time from a request's receipt to its answer's publish, by endpoint (push: through the commit) and result (ok, error: rejected, or a message failed).",
+			Help: "Time from a request's receipt to its answer's publish, by endpoint (push: through the commit) and result: ok; refused (answered with a 4xx, or a push with a message failed for a payload conflict: the requester's to fix); error (a 5xx, an answer not sent, or a push with a message not stored: the gateway's).",
 			// 250 µs to ~65 s.
 			Buckets: prometheus.ExponentialBuckets(0.00025, 2, 19),
 		}, []string{"endpoint", "result"}),
@@ -502,11 +511,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	return m, nil
 }
 
-func (m *metrics) observeRequest(endpoint string, took time.Duration, failed bool) {
-	result := "ok"
-	if failed {
-		result = "error"
-	}
+func (m *metrics) observeRequest(endpoint string, took time.Duration, result string) {
 	m.duration.WithLabelValues(endpoint, result).Observe(took.Seconds())
 }
 
@@ -628,8 +633,10 @@ func (g *Gateway) serveRequest(req *Request, e Endpoint) {
 		return
 	}
 	if req.Reply == "" && e.AnswerOnly {
-		req.done("no reply subject: nothing to answer")
-		return // a read or a pop with nobody to receive the answer
+		// A read or a pop with nobody to receive the answer: refused, the
+		// requester's doing.
+		req.done(outcome{errMsg: "no reply subject: nothing to answer"})
+		return
 	}
 	var werr *queengate.Error
 	if e.Operator && g.auth != nil {
@@ -661,15 +668,15 @@ func (g *Gateway) answer(req *Request, v any, werr *queengate.Error) {
 	if req.Reply == "" {
 		if werr != nil {
 			g.log.Warn().Str("subject", req.Subject).Str("error", werr.Text).Msg("request without a reply subject refused")
-			req.done(werr.Text)
+			req.done(answeredWith(werr))
 			return
 		}
-		req.done("")
+		req.done(answeredOK)
 		return
 	}
 	if werr != nil {
 		g.publish(wire.ErrorMsg(werr, req.Reply))
-		req.done(werr.Text)
+		req.done(answeredWith(werr))
 		return
 	}
 	body, err := wire.EncodeAnswer(v)
@@ -677,7 +684,7 @@ func (g *Gateway) answer(req *Request, v any, werr *queengate.Error) {
 		g.log.Error().Err(err).Msg("encode answer")
 		werr = &queengate.Error{Code: queengate.CodeInternal, Text: "encode answer: " + err.Error()}
 		g.publish(wire.ErrorMsg(werr, req.Reply))
-		req.done(werr.Text)
+		req.done(answeredWith(werr))
 		return
 	}
 	if err := g.publishAnswer(req.Reply, body); err != nil {
@@ -687,7 +694,7 @@ func (g *Gateway) answer(req *Request, v any, werr *queengate.Error) {
 		req.done(notSent(err))
 		return
 	}
-	req.done("")
+	req.done(answeredOK)
 }
 
 // PublishCommitted announces to every gateway that queues have new

@@ -12,6 +12,8 @@ import (
 	"github.com/nats-io/nats.go/micro"
 	"github.com/nats-io/nuid"
 	"github.com/rs/zerolog"
+
+	queengate "github.com/queengate/queengate"
 )
 
 // service is the gateway's NATS service: its endpoints' subscriptions and
@@ -32,8 +34,9 @@ type service struct {
 	started     time.Time
 
 	// observe, when set, is told of every answered request: its endpoint,
-	// time from receipt to the answer's publish, and whether it failed.
-	observe func(endpoint string, took time.Duration, failed bool)
+	// time from receipt to the answer's publish, and its outcome's result
+	// (ok, refused or error).
+	observe func(endpoint string, took time.Duration, result string)
 
 	mu        sync.Mutex
 	endpoints []*endpoint
@@ -120,21 +123,53 @@ func (e *endpoint) unsubscribe(subject string) {
 	}
 }
 
+// outcome is how a request was answered, as the figures count it.
+type outcome struct {
+	errMsg string // "" when answered without an error
+	failed bool   // the gateway failed (a 5xx, an answer not sent), rather than refused the request
+}
+
+// answeredOK is the outcome of a request answered without an error.
+var answeredOK = outcome{}
+
+// answeredWith is the outcome of a request answered with werr: refused
+// when it is a 4xx (the requester's to fix), failed when a 5xx.
+func answeredWith(werr *queengate.Error) outcome {
+	return outcome{errMsg: werr.Text, failed: werr.Code >= 500}
+}
+
+// failedWith is the outcome of a request the gateway failed, for why.
+func failedWith(why string) outcome { return outcome{errMsg: why, failed: true} }
+
+// result is the outcome's label in queengate_request_duration_seconds:
+// ok, refused (answered with a 4xx) or error. Only error is the
+// gateway's to mend, so it alone is worth an alert.
+func (o outcome) result() string {
+	switch {
+	case o.errMsg == "":
+		return "ok"
+	case o.failed:
+		return "error"
+	}
+	return "refused"
+}
+
 // done records an answered request: its time from receipt to the answer's
-// publish, and the error it was answered with, if any.
-func (r *Request) done(errMsg string) {
+// publish, and its outcome. micro's num_errors counts every request
+// answered with an error, refused or failed, as micro itself does.
+func (r *Request) done(o outcome) {
 	took := time.Since(r.received)
 	s := r.ep.svc
 	s.mu.Lock()
 	r.ep.requests++
 	r.ep.processing += took
-	if errMsg != "" {
+	if o.errMsg != "" {
 		r.ep.errors++
-		r.ep.lastError = errMsg
+		r.ep.lastError = o.errMsg
 	}
 	s.mu.Unlock()
 	if s.observe != nil {
-		s.observe(r.ep.name, took, errMsg != "")
+		s.observe(r.ep.name, took, o.result())
 	}
 }
 

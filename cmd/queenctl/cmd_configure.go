@@ -107,8 +107,9 @@ func setupConfigure(fs *flag.FlagSet) runFunc {
 }
 
 // configureFlags are configure's option flags; each left unset (not given,
-// or its "not given" value) leaves its option out of the request.
+// or an empty word) leaves its option out of the request.
 type configureFlags struct {
+	fs                                    *flag.FlagSet // what was given
 	window, retention, groupIdle          secondsFlag
 	maxAttempts, maxAckPending            *int64
 	retainUntil, retryDelay, retryBackoff *string
@@ -117,11 +118,11 @@ type configureFlags struct {
 }
 
 func defineConfigureFlags(fs *flag.FlagSet) *configureFlags {
-	f := &configureFlags{}
+	f := &configureFlags{fs: fs}
 	fs.Var(&f.window, "dedup-window", "deduplication window (dedupWindowSeconds) as a `duration`, e.g. 10m; 0 turns it off")
 	fs.Var(&f.retention, "retention", "how long messages are kept (retentionSeconds) as a `duration`, e.g. 7d; 0 keeps them forever")
-	f.maxAttempts = fs.Int64("max-attempts", -1, "deliveries to a consumer group before a message is dead-lettered (maxAttempts); 0 never")
-	f.maxAckPending = fs.Int64("max-ack-pending", -1, "messages each consumer group may hold delivered and not yet settled (maxAckPending); 0 no limit")
+	f.maxAttempts = fs.Int64("max-attempts", 0, "deliveries to a consumer group before a message is dead-lettered (maxAttempts); 0 never")
+	f.maxAckPending = fs.Int64("max-ack-pending", 0, "messages each consumer group may hold delivered and not yet settled (maxAckPending); 0 no limit")
 	f.retainUntil = fs.String("retain-until", "", "what retention waits for (retainUntil): age, or consumed (also every consumer group)")
 	f.retryDelay = fs.String("retry-delay", "", "how long a failed message waits before it is delivered again (retryDelayMs) as a `duration`, e.g. 5s; 0 at once")
 	f.retryBackoff = fs.String("retry-backoff", "", "that wait by attempt (retryBackoffMs) as comma-separated `durations`, e.g. 1s,5s,30s (the last for every later attempt); none turns it off")
@@ -150,13 +151,13 @@ func (f *configureFlags) options() (map[string]queueopt.Value, error) {
 		}
 		options["onConflict"] = queueopt.Word(*f.onConflict)
 	}
-	if *f.maxAttempts >= 0 {
+	if flagGiven(f.fs, "max-attempts") {
 		if *f.maxAttempts > duration.MaxSeconds {
 			return nil, cli.Usagef("configure: --max-attempts %d: at most %d", *f.maxAttempts, duration.MaxSeconds)
 		}
 		options["maxAttempts"] = queueopt.Count(*f.maxAttempts)
 	}
-	if *f.maxAckPending >= 0 {
+	if flagGiven(f.fs, "max-ack-pending") {
 		options["maxAckPending"] = queueopt.Count(*f.maxAckPending) // its range is the gateway's to say
 	}
 	if *f.retainUntil != "" {

@@ -58,8 +58,8 @@ confirmation on the terminal; --yes skips the question (for scripts).
 func dlqSelection(fs *flag.FlagSet) func(name string) (queengate.DeadLettersRequest, error) {
 	partition := fs.String("partition", "", "only this `partition`'s dead letters")
 	group := fs.String("group", "", "only those this consumer `group` dead-lettered")
-	from := fs.Int64("from-offset", -1, "only original offsets from `N` on")
-	to := fs.Int64("to-offset", -1, "only original offsets up to `N`")
+	from := fs.Int64("from-offset", 0, "only original offsets from `N` on")
+	to := fs.Int64("to-offset", 0, "only original offsets up to `N`")
 	limit := fs.Int("limit", 0, fmt.Sprintf("at most `N` (1-%d; default: list %d, redrive all)", queengate.MaxRedrive, queengate.MaxRedrive))
 	return func(name string) (queengate.DeadLettersRequest, error) {
 		req := queengate.DeadLettersRequest{Partition: *partition, Group: *group, Limit: *limit}
@@ -73,8 +73,6 @@ func dlqSelection(fs *flag.FlagSet) func(name string) (queengate.DeadLettersRequ
 		set := map[string]bool{}
 		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 		switch {
-		case set["from-offset"] && *from < 0, set["to-offset"] && *to < 0:
-			return req, cli.Usagef("%s: offsets are 0 or more", name)
 		case set["from-offset"] && set["to-offset"] && *from > *to:
 			return req, cli.Usagef("%s: --from-offset %d is above --to-offset %d", name, *from, *to)
 		case set["limit"] && (*limit < 1 || *limit > queengate.MaxRedrive):

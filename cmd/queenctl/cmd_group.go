@@ -55,8 +55,11 @@ func (f offsetsFlag) String() string { return fmt.Sprint(map[string]int64(f)) }
 func (f offsetsFlag) Set(s string) error {
 	p, n, ok := strings.Cut(s, "=")
 	off, err := strconv.ParseInt(n, 10, 64)
-	if !ok || err != nil || off < 0 || !queengate.ValidName(p) {
+	if !ok || err != nil || !queengate.ValidName(p) {
 		return fmt.Errorf("want PARTITION=OFFSET, e.g. p0=42")
+	}
+	if off < 0 {
+		return fmt.Errorf("offset %d: must be 0 or more", off)
 	}
 	if _, dup := f[p]; dup {
 		return fmt.Errorf("partition %s is given twice", p)
@@ -107,7 +110,7 @@ func setupCreate(fs *flag.FlagSet) runFunc {
 }
 
 func setupSeek(fs *flag.FlagSet) runFunc {
-	offset := fs.Int64("offset", -1, "move to offset `N` (the next message delivered)")
+	offset := fs.Int64("offset", 0, "move to offset `N` (the next message delivered)")
 	var at atFlag
 	fs.Var(&at, "at", "move to the first message stored at or after this `TIME` (RFC 3339)")
 	partition := fs.String("partition", "", "move this `PARTITION` only (default: every partition of the group)")
@@ -117,7 +120,7 @@ func setupSeek(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		if (*offset >= 0) == at.set {
+		if flagGiven(fs, "offset") == at.set {
 			return cli.Usagef("seek: give --offset N or --at TIME (one of them)")
 		}
 		req := queengate.GroupSeekRequest{Partition: *partition}

@@ -65,7 +65,7 @@ func TestTimerUsageErrors(t *testing.T) {
 		{[]string{"timer", "list", "payments"}, `timer list: unexpected arguments ["payments"] (the queue is --queue QUEUE)`},
 		{[]string{"timer", "list", "--limit", "0"}, "timer list: --limit 0: must be 1-10000"},
 		{[]string{"timer", "list", "--limit", "10001"}, "--limit 10001: must be 1-10000"},
-		{[]string{"timer", "list", "--limit", "-3"}, "--limit -3: must be 1-10000"},
+		{[]string{"timer", "list", "--limit", "-3"}, "--limit -3: must not be negative"},
 		{[]string{"timer", "list", "--limit", "many"}, `invalid value "many" for flag -limit`},
 		{[]string{"timer", "list", "--queue", "a/b"}, `bad queue name "a/b"`},
 		{[]string{"timer", "list", "--at", "x"}, "timer list: flag provided but not defined: -at"},

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
 	queengate "github.com/queengate/queengate"
@@ -31,6 +32,9 @@ type Running struct {
 	Queue  string // a queue name no other test uses
 	URL    string // the embedded NATS server's
 	Store  *pgstore.Store
+	// Reg holds the gateway's metrics (requests by endpoint and result,
+	// the consume counters), as its /metrics would export them.
+	Reg *prometheus.Registry
 	// StopGateway stops the gateway; NATS and PostgreSQL stay up.
 	StopGateway func()
 }
@@ -59,9 +63,10 @@ func Start(t *testing.T, token string, opts ...queengate.Option) *Running {
 	if err != nil {
 		t.Fatal(err)
 	}
+	reg := prometheus.NewRegistry()
 	ops := operator.NewOps(operator.OpsConfig{Token: token, Version: "1.2.3", WantSchema: pgstore.LatestVersion()}, store, ing, gwConn)
 	gw, err := gateway.New(gateway.Config{Endpoints: []gateway.EndpointSet{ops, operator.NewTimerOps(tsvc, ops), consume.New(store)}},
-		gwConn, ing, log, nil)
+		gwConn, ing, log, reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +90,7 @@ func Start(t *testing.T, token string, opts ...queengate.Option) *Running {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	return &Running{Client: c, Queue: pgtest.UniqueName(t), URL: ns.ClientURL(), Store: store, StopGateway: gw.Stop}
+	return &Running{Client: c, Queue: pgtest.UniqueName(t), URL: ns.ClientURL(), Store: store, Reg: reg, StopGateway: gw.Stop}
 }
 
 // ClientConn is another connection to the gateway's NATS server, closed

@@ -71,6 +71,10 @@ func (p *Program[R]) Parse(c *Command[R], name string, args []string, stdout io.
 		}
 		return none, nil, Usagef("%s: %v (see %s %s --help)", name, err, p.Name, name)
 	}
+	if f := negativeFlag(fs); f != nil {
+		var none R
+		return none, nil, Usagef("%s: --%s %s: must not be negative (see %s %s --help)", name, f.Name, f.Value, p.Name, name)
+	}
 	return body, pos, nil
 }
 

@@ -47,6 +47,9 @@ func TestFindAndParse(t *testing.T) {
 		{args: []string{"timer"}, errMatch: `timer: use 'timer list' or 'timer cancel' (see prog timer --help)`},
 		{args: []string{"timer", "stop"}, errMatch: `timer: unknown subcommand "stop": use 'timer list' or 'timer cancel'`},
 		{args: []string{"run", "--x"}, errMatch: `run: flag provided but not defined: -x (see prog run --help)`},
+		{args: []string{"run", "--n", "-3"}, errMatch: `run: --n -3: must not be negative (see prog run --help)`},
+		{args: []string{"timer", "list", "--n=-1"}, errMatch: `timer list: --n -1: must not be negative (see prog timer list --help)`},
+		{args: []string{"run", "--n", "0"}, name: "run", body: "run body"},
 	} {
 		p, top := testProgram()
 		var out bytes.Buffer

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"time"
 )
 
 // ErrHelpShown ends a run that printed the help it was asked for.
@@ -51,6 +52,34 @@ func ParseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 		pos = append(pos, rest[0])
 		args = rest[1:]
 	}
+}
+
+// negativeFlag is the first flag the command line set to a negative
+// number, nil if none. Every number a command takes is a count, an
+// offset, a size or a duration: a negative one is a mistake, never a way
+// to say "not given" (a command tells a flag not given by fs.Visit).
+func negativeFlag(fs *flag.FlagSet) (neg *flag.Flag) {
+	fs.Visit(func(f *flag.Flag) {
+		if g, ok := f.Value.(flag.Getter); ok && neg == nil && negative(g.Get()) {
+			neg = f
+		}
+	})
+	return neg
+}
+
+// negative says whether v is a number below 0.
+func negative(v any) bool {
+	switch n := v.(type) {
+	case int:
+		return n < 0
+	case int64:
+		return n < 0
+	case float64:
+		return n < 0
+	case time.Duration:
+		return n < 0
+	}
+	return false
 }
 
 // PrintHelp writes a command's usage, then its own flags, then the global
