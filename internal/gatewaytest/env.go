@@ -259,6 +259,9 @@ type OpsGateway struct {
 	// Reg has the gateway's and the store's metrics; Logs its log.
 	Reg  *prometheus.Registry
 	Logs *obstest.LogBuffer
+	// Tables are the endpoint sets the gateway serves and the admin HTTP
+	// mounts, for tests that go over every operation.
+	Tables []gateway.Table
 }
 
 // StartOpsGateway starts a gateway serving every endpoint set, and its
@@ -310,7 +313,8 @@ func (e *Env) StartOpsGateway(token string, icfg ingest.Config) *OpsGateway {
 		e.T.Fatal(err)
 	}
 	e.T.Cleanup(admin.Stop)
-	return &OpsGateway{E: e, HTTP: "http://" + admin.Addr(), Token: token, Ing: ing, Reg: reg, Logs: logs}
+	return &OpsGateway{E: e, HTTP: "http://" + admin.Addr(), Token: token, Ing: ing, Reg: reg, Logs: logs,
+		Tables: []gateway.Table{ops, timerOps, consumers}}
 }
 
 // ViaHTTP sends an operator request over HTTP; token "" sends none.
