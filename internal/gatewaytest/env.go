@@ -43,6 +43,10 @@ type Env struct {
 	// Conns are the gateways' own NATS connections: closing one is how a
 	// test kills a gateway outright.
 	Conns map[*gateway.Gateway]*nats.Conn
+	// Durability, when set, is the durability reading StartOpsGateway's
+	// status and /readyz report (the daemon's watcher is package
+	// server's); nil: none, as before the first reading.
+	Durability func() *queengate.DurabilityStat
 }
 
 // NewEnv starts an embedded NATS server for the test.
@@ -287,7 +291,7 @@ func (e *Env) StartOpsGateway(token string, icfg ingest.Config) *OpsGateway {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(store.Collector())
 	ops := operator.NewOps(operator.OpsConfig{Token: token, Version: "1.2.3", WantSchema: pgstore.LatestVersion(),
-		SampleEvery: 100 * time.Millisecond}, store, ing, nc)
+		SampleEvery: 100 * time.Millisecond, Durability: e.Durability}, store, ing, nc)
 	// NoFire: the shared database holds other tests' timers; the fire loop
 	// is tested in package timers and in the daemon's tests.
 	tsvc, err := timers.New(store, timers.Config{NoFire: true}, log, nil)
