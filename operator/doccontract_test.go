@@ -301,12 +301,16 @@ func errorBody(t *testing.T, a *answers, subject string) []byte {
 	return raw
 }
 
+// longError is a failure's error over the 256 bytes a dead-letter list
+// shows, in two-byte characters (256 is a character boundary).
+var longError = strings.Repeat("é", 150)
+
 // triggerConsuming pops, acks, leases, dead-letters and redrives.
 func triggerConsuming(t *testing.T, e *testEnv, a *answers, q, p string) {
 	a.nats("group-create", "consume.create."+q+".g1", ``)
 	again := a.nats("group-create", "consume.create."+q+".g1", ``)
-	if again["created"] != false || again["partitions"] != json.Number("0") {
-		t.Errorf("a create of a group that exists: %v; want created false and partitions 0, as documented", again)
+	if again["created"] != false || again["partitions"] != json.Number("0") || !reflect.DeepEqual(again["changes"], []any{}) {
+		t.Errorf("a create of a group that exists: %v; want created false, partitions 0 and no changes, as documented", again)
 	}
 	a.nats("group-create", "consume.create."+q+".g2", `{"start":"latest"}`)
 	a.nats("group-create", "consume.create."+q+".g5", `{"time":"2000-01-01T00:00:00Z"}`)
@@ -318,7 +322,7 @@ func triggerConsuming(t *testing.T, e *testEnv, a *answers, q, p string) {
 	// Attempt 2 of offset 0, with its lastError, fails again: out of attempts.
 	pop = a.nats("pop", "consume.pop."+q+"."+p, `{"group":"g1","max":1}`)
 	lease = pop["leaseId"].(string)
-	a.nats("ack", "consume.ack."+q+"."+p, fmt.Sprintf(`{"group":"g1","leaseId":%q,"items":[{"transactionId":"t-0","status":"failed","error":"boom again"}]}`, lease))
+	a.nats("ack", "consume.ack."+q+"."+p, fmt.Sprintf(`{"group":"g1","leaseId":%q,"items":[{"transactionId":"t-0","status":"failed","error":%q}]}`, lease, longError))
 	pop = a.nats("pop", "consume.pop."+q+"."+p, `{"group":"g1","max":1}`)
 	a.nats("pop", "consume.pop."+q+"."+p, fmt.Sprintf(`{"group":"g1","max":1,"ack":{"partition":%q,"leaseId":%q,"items":[{"transactionId":"t-1","status":"completed"}]}}`, p, pop["leaseId"]))
 	deadLetterByLeases(t, a, q, p, "g5")
@@ -386,6 +390,11 @@ func unconfirmed(t *testing.T, a *answers, q, p, group string) {
 func triggerDeadLetters(t *testing.T, a *answers, q, p string) {
 	a.nats("", "push."+q+"-dlq."+p, `{"transactionId":"by-hand"}`)
 	list := a.nats("dlq-list", "dlq.list."+q, ``)
+	for _, l := range list["deadLetters"].([]any) {
+		if l := l.(map[string]any); l["group"] == "g1" && l["error"] != longError[:256] {
+			t.Errorf("a listed dead letter's %d-byte error: %q; want its first 256 bytes, nothing added, as documented", len(longError), l["error"])
+		}
+	}
 	a.nats("dlq-list", "dlq.list."+q, `{"limit":1}`)
 	dlq := a.nats("", "read."+q+"-dlq."+p, `{}`)
 	for _, m := range dlq["messages"].([]any) {
