@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/queengate/queengate/ingest"
+	"github.com/queengate/queengate/internal/ctl/admin"
 )
 
 // placeholders fill an operation's subject tokens and path values: the
@@ -92,7 +93,8 @@ func errMessage(body []byte) string {
 // TestAdminAnswersUncleanPathsInJSON: a path with an empty, "." or ".."
 // segment, which http.ServeMux would redirect with an HTML body, is a 400
 // in the API's JSON format; a subtree's path without its slash is a JSON
-// 404; a transactionId of dots, escaped, is looked up as any other.
+// 404; a transactionId of dots, escaped (as the admin client does), is
+// looked up as any other.
 func TestAdminAnswersUncleanPathsInJSON(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -113,6 +115,7 @@ func TestAdminAnswersUncleanPathsInJSON(t *testing.T) {
 		{"//status", 400, "bad path"},
 		{"/debug/pprof", 404, "did you mean /debug/pprof/?"},
 		{"/queues/" + e.Queue + "/partitions/p/transactions/%2E%2E", 200, `"transactionId":".."`},
+		{admin.OpGetTransaction(e.Queue, "p", "..").Path, 200, `"transactionId":".."`}, // as queenctl sends it
 	}
 	for _, c := range cases {
 		resp, err := client.Get(g.HTTP + c.path)
