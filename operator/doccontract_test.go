@@ -261,6 +261,7 @@ var unseenFields = map[string][]string{
 
 // triggerAnswers sends the requests whose answers the documents describe.
 func triggerAnswers(t *testing.T, e *testEnv, a *answers) {
+	t.Helper()
 	q, p := e.Queue, "p"
 	a.nats("configure", "configure", fmt.Sprintf(`{"queue":%q,"options":{"onConflict":"flag","maxAttempts":2}}`, q))
 	a.http("configure", "POST", "/configure", fmt.Sprintf(`{"queue":%q}`, q))
@@ -286,8 +287,10 @@ func triggerAnswers(t *testing.T, e *testEnv, a *answers) {
 	a.nats("explain", "explain."+q+"."+p, `{"transactionId":"t-0","data":{"n":"other"}}`)
 	a.nats("explain", "explain."+q+"."+p, `{"transactionId":"nothing-such"}`)
 
-	triggerConsuming(t, e, a, q, p)
-	triggerOperator(t, e, a, q, p)
+	triggerConsuming(t, a, q, p)
+	triggerSeeks(t, a, q)
+	triggerDeadLetters(t, a, q, p)
+	triggerOperator(t, a, q, p)
 	a.sent["error"] = append(a.sent["error"], a.record("", errorBody(t, a, "queues.get.no-such-queue")))
 }
 
@@ -306,7 +309,8 @@ func errorBody(t *testing.T, a *answers, subject string) []byte {
 var longError = strings.Repeat("é", 150)
 
 // triggerConsuming pops, acks, leases, dead-letters and redrives.
-func triggerConsuming(t *testing.T, e *testEnv, a *answers, q, p string) {
+func triggerConsuming(t *testing.T, a *answers, q, p string) {
+	t.Helper()
 	a.nats("group-create", "consume.create."+q+".g1", ``)
 	again := a.nats("group-create", "consume.create."+q+".g1", ``)
 	if again["created"] != false || again["partitions"] != json.Number("0") || !reflect.DeepEqual(again["changes"], []any{}) {
@@ -340,13 +344,18 @@ func triggerConsuming(t *testing.T, e *testEnv, a *answers, q, p string) {
 	a.nats("groups", "consume.groups."+q, ``)
 	a.http("groups", "GET", "/queues/"+q+"/groups", "")
 	a.http("queue", "GET", "/queues/"+q, "")
+}
+
+// triggerSeeks moves group g1 past the end (clamped), to its start, and
+// to a time after the last message.
+func triggerSeeks(t *testing.T, a *answers, q string) {
+	t.Helper()
 	a.nats("group-seek", "consume.seek."+q+".g1", `{"offset":1000}`)
 	a.nats("group-seek", "consume.seek."+q+".g1", `{"offset":0}`)
 	past := a.http("group-seek", "POST", "/queues/"+q+"/groups/g1/seek", `{"time":"2100-01-01T00:00:00Z","partition":"p"}`)
 	if c := past["changes"].([]any)[0].(map[string]any); c["to"] != json.Number("4") || c["clamped"] != nil {
 		t.Errorf("a seek to a time after the last message: %v; want it at the last offset + 1, not clamped, as documented", c)
 	}
-	triggerDeadLetters(t, a, q, p)
 }
 
 // deadLetterByLeases has group's leases run out after a renewal until
@@ -388,6 +397,7 @@ func unconfirmed(t *testing.T, a *answers, q, p, group string) {
 // triggerDeadLetters lists and redrives the dead letters of message 0
 // (by g1 and g5, and left by g3's lease), and a message pushed to the dead-letter queue by hand.
 func triggerDeadLetters(t *testing.T, a *answers, q, p string) {
+	t.Helper()
 	a.nats("", "push."+q+"-dlq."+p, `{"transactionId":"by-hand"}`)
 	list := a.nats("dlq-list", "dlq.list."+q, ``)
 	for _, l := range list["deadLetters"].([]any) {
@@ -411,7 +421,8 @@ func triggerDeadLetters(t *testing.T, a *answers, q, p string) {
 }
 
 // triggerOperator asks for the views and deletes.
-func triggerOperator(t *testing.T, e *testEnv, a *answers, q, p string) {
+func triggerOperator(t *testing.T, a *answers, q, p string) {
+	t.Helper()
 	a.nats("queues", "queues.list", ``)
 	a.nats("status", "status", ``)
 	a.nats("", "configure", fmt.Sprintf(`{"queue":%q}`, q+"-quiet"))
