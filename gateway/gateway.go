@@ -524,8 +524,16 @@ func LastTwoTokens(subject string) (string, string) {
 	return subject[j+1 : i], subject[i+1:]
 }
 
-// MaxOperatorBody bounds an operator request body, on NATS and HTTP.
+// MaxOperatorBody bounds the body of every operation of the admin API
+// (those with an HTTP form, and the operator requests), on NATS as on
+// HTTP: docs/admin-api.md promises one limit on both transports.
 const MaxOperatorBody = 64 << 10
+
+// BodyTooLarge is the answer to a body over MaxOperatorBody, the same on
+// both transports.
+func BodyTooLarge() *queengate.Error {
+	return &queengate.Error{Code: queengate.CodeTooLarge, Text: fmt.Sprintf("body over %d bytes", MaxOperatorBody)}
+}
 
 // Endpoint is a request-reply operation served by the gateway on Verb
 // followed by one token per name; an EndpointSet gives them.
@@ -584,6 +592,12 @@ func (e Endpoint) misshapen() []string {
 	}
 	return append(out, e.subject()+".>")
 }
+
+// Bounded says whether the endpoint's body is held to MaxOperatorBody:
+// an operation of the admin API, which takes the same body on HTTP. A
+// push, a pop, an ack or a timer is bounded by the NATS max payload
+// alone (docs/protocol.md).
+func (e Endpoint) Bounded() bool { return e.Operator || len(e.HTTP) > 0 }
 
 // form is the endpoint's subject as documented, for a 400.
 func (e Endpoint) form() string {
@@ -644,10 +658,8 @@ func (g *Gateway) serveRequest(req *Request, e Endpoint) {
 	}
 	var v any
 	if werr == nil {
-		// Operator bodies are small; a timer's is a push message, bounded
-		// by NATS's max payload like a push.
-		if e.Operator && len(req.Data) > MaxOperatorBody {
-			werr = &queengate.Error{Code: queengate.CodeTooLarge, Text: fmt.Sprintf("body over %d bytes", MaxOperatorBody)}
+		if e.Bounded() && len(req.Data) > MaxOperatorBody {
+			werr = BodyTooLarge()
 		} else {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			v, werr = e.Op(ctx, req)

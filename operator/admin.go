@@ -10,6 +10,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"path"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -231,8 +233,20 @@ func (a *Admin) MountTable(t gateway.Table) {
 // ServeHTTP serves the mux, and answers what it matches no route for (an
 // unknown path: 404; a known path with another method: 405 with Allow) in
 // the API's JSON error format rather than the mux's plain text.
+// A path the mux would redirect (to its cleaned form, or to the same
+// path with a slash added) is answered too: its redirect has an HTML
+// body, and every answer here is JSON.
 func (a *Admin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	escaped := r.URL.EscapedPath()
+	if cleanPath(escaped) != escaped {
+		writeError(w, wire.BadInput("bad path %q: an empty, \".\" or \"..\" segment names nothing (a name is %s; a transactionId of dots goes escaped, %%2E)", wire.Clip(escaped), queengate.NameRule))
+		return
+	}
 	h, pattern := a.mux.Handler(r)
+	if i := strings.IndexByte(pattern, '/'); i >= 0 && pattern[i:] == escaped+"/" { // the mux's redirect to the subtree
+		writeError(w, &queengate.Error{Code: queengate.CodeNotFound, Text: fmt.Sprintf("no such path: %s %s (did you mean %s/?)", wire.Clip(r.Method), wire.Clip(escaped), wire.Clip(escaped))})
+		return
+	}
 	if pattern != "" {
 		a.mux.ServeHTTP(w, r) // which sets the path values h would lack
 		return
@@ -245,6 +259,20 @@ func (a *Admin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeError(w, &queengate.Error{Code: queengate.CodeNotFound, Text: fmt.Sprintf("no such path: %s %s (docs/admin-api.md lists the paths)", wire.Clip(r.Method), wire.Clip(r.URL.Path))})
+}
+
+// cleanPath is the path http.ServeMux serves for p (it redirects p
+// there): p with "." and ".." segments resolved and repeated slashes
+// joined, its trailing slash kept.
+func cleanPath(p string) string {
+	if p == "" || p[0] != '/' {
+		p = "/" + p
+	}
+	clean := path.Clean(p)
+	if strings.HasSuffix(p, "/") && clean != "/" {
+		clean += "/"
+	}
+	return clean
 }
 
 // statusProbe keeps the status and headers the mux's own not-found or
@@ -267,7 +295,7 @@ func (a *Admin) opsHandler(o *Ops, op func(*http.Request, []byte) (any, *queenga
 		}
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, gateway.MaxOperatorBody))
 		if err != nil {
-			writeError(w, &queengate.Error{Code: queengate.CodeTooLarge, Text: fmt.Sprintf("body over %d bytes", gateway.MaxOperatorBody)})
+			writeError(w, gateway.BodyTooLarge())
 			return
 		}
 		v, werr := op(r, body)

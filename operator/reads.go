@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/gateway"
@@ -239,6 +240,9 @@ func (o *Ops) MessageByTxn(ctx context.Context, queue, partition, txnID string) 
 // push decoder, on the message {"transactionId": id}): a get by an id no
 // push could carry is the push's 400, not a 404.
 func checkTxnID(id string) *queengate.Error {
+	if werr := checkTxnUTF8(id); werr != nil {
+		return werr
+	}
 	body := append(wire.AppendJSONString([]byte(`{"transactionId":`), id), '}')
 	_, werr := wire.DecodeOne(body, "a transactionId")
 	return werr
@@ -277,6 +281,9 @@ func (o *Ops) ExplainQuery(ctx context.Context, queue, partition string, q url.V
 	if !q.Has("transactionId") {
 		return nil, wire.BadInput("transactionId is missing: explain takes transactionId=<id> and, optionally, data=<JSON>")
 	}
+	if werr := checkTxnUTF8(q.Get("transactionId")); werr != nil {
+		return nil, werr
+	}
 	body := wire.AppendJSONString([]byte(`{"transactionId":`), q.Get("transactionId"))
 	if q.Has("data") {
 		if werr := checkDataParameter(q.Get("data")); werr != nil {
@@ -292,6 +299,16 @@ func (o *Ops) ExplainQuery(ctx context.Context, queue, partition string, q url.V
 		return nil, werr
 	}
 	return o.explain(ctx, queue, partition, req)
+}
+
+// checkTxnUTF8 refuses a transactionId taken from a URL that is not
+// UTF-8: a push's body is UTF-8 JSON, so no push carries it (and
+// encoding it for the push decoder would hide the bytes behind U+FFFD).
+func checkTxnUTF8(id string) *queengate.Error {
+	if !utf8.ValidString(id) {
+		return wire.BadInput("transactionId %q is not valid UTF-8: no push can carry it (a push's body is UTF-8 JSON)", wire.Clip(id))
+	}
+	return nil
 }
 
 // atByte is where a decoder's message says the fault is.

@@ -43,6 +43,10 @@ type Env struct {
 	// Conns are the gateways' own NATS connections: closing one is how a
 	// test kills a gateway outright.
 	Conns map[*gateway.Gateway]*nats.Conn
+	// Durability, when set, is the durability reading StartOpsGateway's
+	// status and /readyz report (the daemon's watcher is package
+	// server's); nil: none, as before the first reading.
+	Durability func() *queengate.DurabilityStat
 }
 
 // NewEnv starts an embedded NATS server for the test.
@@ -259,6 +263,9 @@ type OpsGateway struct {
 	// Reg has the gateway's and the store's metrics; Logs its log.
 	Reg  *prometheus.Registry
 	Logs *obstest.LogBuffer
+	// Tables are the endpoint sets the gateway serves and the admin HTTP
+	// mounts, for tests that go over every operation.
+	Tables []gateway.Table
 }
 
 // StartOpsGateway starts a gateway serving every endpoint set, and its
@@ -284,7 +291,7 @@ func (e *Env) StartOpsGateway(token string, icfg ingest.Config) *OpsGateway {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(store.Collector())
 	ops := operator.NewOps(operator.OpsConfig{Token: token, Version: "1.2.3", WantSchema: pgstore.LatestVersion(),
-		SampleEvery: 100 * time.Millisecond}, store, ing, nc)
+		SampleEvery: 100 * time.Millisecond, Durability: e.Durability}, store, ing, nc)
 	// NoFire: the shared database holds other tests' timers; the fire loop
 	// is tested in package timers and in the daemon's tests.
 	tsvc, err := timers.New(store, timers.Config{NoFire: true}, log, nil)
@@ -310,7 +317,8 @@ func (e *Env) StartOpsGateway(token string, icfg ingest.Config) *OpsGateway {
 		e.T.Fatal(err)
 	}
 	e.T.Cleanup(admin.Stop)
-	return &OpsGateway{E: e, HTTP: "http://" + admin.Addr(), Token: token, Ing: ing, Reg: reg, Logs: logs}
+	return &OpsGateway{E: e, HTTP: "http://" + admin.Addr(), Token: token, Ing: ing, Reg: reg, Logs: logs,
+		Tables: []gateway.Table{ops, timerOps, consumers}}
 }
 
 // ViaHTTP sends an operator request over HTTP; token "" sends none.

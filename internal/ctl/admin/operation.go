@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/queengate/queengate"
@@ -124,8 +125,18 @@ func OpGetMessage(id string) Operation {
 // OpGetTransaction fetches the message a transactionId names.
 func OpGetTransaction(queue, partition, txnID string) Operation {
 	body, _ := json.Marshal(queengate.GetRequest{Queue: queue, Partition: partition, TransactionID: txnID})
-	return Operation{Method: http.MethodGet, Path: partitionPath(queue, partition) + "/transactions/" + url.PathEscape(txnID),
+	return Operation{Method: http.MethodGet, Path: partitionPath(queue, partition) + "/transactions/" + pathSegment(txnID),
 		Subject: queengate.Subjects.MessageGet, Body: body}
+}
+
+// pathSegment escapes s as one path segment. A segment of "." or ".."
+// is escaped whole: as it is, the path would name another one (the
+// gateway refuses such a path).
+func pathSegment(s string) string {
+	if s == "." || s == ".." {
+		return strings.ReplaceAll(s, ".", "%2E")
+	}
+	return url.PathEscape(s)
 }
 
 // OpExplain explains a transactionId's verdict.
