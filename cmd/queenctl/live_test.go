@@ -221,6 +221,7 @@ func TestLive(t *testing.T) {
 			testExactDataAndEscapes(t, tr, g.natsURL)
 			testPrintedBeforeAcknowledged(t, tr, g.natsURL)
 			testConsumeFlowAndDrain(t, tr, g.natsURL)
+			testConsumeSaysWhenIdle(t, tr, g.natsURL)
 			testStatus(t, tr)
 			testErrors(t, tr, g)
 		})
