@@ -117,6 +117,8 @@ func (l *ledger) handle(_ context.Context, d queengate.Delivery) error {
 func idleOnce(queue, group string) func() {
 	var once sync.Once
 	return func() {
-		once.Do(func() { log.Printf("nothing to consume in %s for group %s yet; waiting (Ctrl-C to stop)", queue, group) })
+		once.Do(func() {
+			log.Printf("nothing to consume in %s for group %s yet; waiting (Ctrl-C to stop)", queue, group)
+		})
 	}
 }
