@@ -57,7 +57,7 @@ func TestQueuePurgeAndDeleteOverNATSAndHTTP(t *testing.T) {
 		{"nats", "", "queues.purge." + e.Queue, "tok-1", `{"partition":5}`, 400, `\"partition\" must be a name, a string`},
 		{"http", "POST", "/queues/" + e.Queue + "/purge", "tok-1", `{"partitions":"p1"}`, 400, `\"partitions\"`},
 		{"http", "POST", "/queues/" + e.Queue + "/purge", "tok-1", `["p1"]`, 400, "want {"},
-		{"nats", "", "queues.purge." + e.Queue, "tok-1", `{"partition":"nosuch"}`, 404, "nosuch"},
+		{"nats", "", "queues.purge." + e.Queue, "tok-1", `{"partition":"nosuch"}`, 404, `"message":"partition ` + e.Queue + `/nosuch does not exist"`},
 		{"nats", "", "queues.delete." + e.Queue + "-none", "tok-1", "", 404, e.Queue + "-none"},
 		{"http", "POST", "/queues/" + e.Queue + "-none/purge", "tok-1", "", 404, e.Queue + "-none"},
 	} {

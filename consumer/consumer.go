@@ -32,6 +32,10 @@ type Options struct {
 	// two at once; OnError may be called while the handler runs (by the
 	// goroutine renewing the lease).
 	OnError func(error)
+	// OnIdle, when set, is called each time a pop's wait ends with no
+	// message: nothing to consume yet (a consumer that says so once,
+	// rather than waiting in silence). Never two at once, as OnAck.
+	OnIdle func()
 	// MaxPopFailures is how many pops in a row may fail (no answer, no
 	// gateway, a 5xx) before Run returns the last failure: default
 	// 10, with a second between them (nine seconds or more), long enough
@@ -335,6 +339,9 @@ func (cs *Consumer) work(ctx, work, pops context.Context) (err error) {
 		pending = nil
 		switch {
 		case len(batch.Messages) == 0:
+			if opts.OnIdle != nil && pops.Err() == nil {
+				opts.OnIdle()
+			}
 		case pops.Err() != nil: // it came as the drain began: not handled
 			pending = &queengate.PopAck{Partition: batch.Partition, LeaseID: batch.LeaseID}
 		default:
@@ -364,8 +371,8 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// serializeCallbacks makes OnAck and OnError never run two at once, from
-// however many goroutines the consumer calls them from.
+// serializeCallbacks makes OnAck, OnError and OnIdle never run two at
+// once, from however many goroutines the consumer calls them from.
 func (o *Options) serializeCallbacks() {
 	var mu sync.Mutex
 	if onAck := o.OnAck; onAck != nil {
@@ -380,6 +387,13 @@ func (o *Options) serializeCallbacks() {
 			mu.Lock()
 			defer mu.Unlock()
 			onError(err)
+		}
+	}
+	if onIdle := o.OnIdle; onIdle != nil {
+		o.OnIdle = func() {
+			mu.Lock()
+			defer mu.Unlock()
+			onIdle()
 		}
 	}
 }

@@ -389,3 +389,40 @@ func TestConsumeRenewsEachBatchAtOnce(t *testing.T) {
 	}
 	checkLag(t, r, 0)
 }
+
+// OnIdle hears each pop whose wait ended with nothing to consume, and
+// only those: a consumer can say it is waiting rather than stay silent.
+func TestConsumeSaysWhenThereIsNothingYet(t *testing.T) {
+	t.Parallel()
+	r := gatewaytest.Start(t, "")
+	if _, err := r.Client.Configure(t.Context(), queengate.ConfigureRequest{Queue: r.Queue}); err != nil {
+		t.Fatal(err)
+	}
+	var idle atomic.Int32
+	idleAtMessage := int32(-1)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- consumer.Run(ctx, r.Client, r.Queue, "g", consumer.Options{Wait: 100 * time.Millisecond,
+			OnIdle: func() {
+				if idle.Add(1) == 1 {
+					pushN(t, r, 1) // something arrives after the first empty wait
+				}
+			}},
+			func(context.Context, queengate.Delivery) error {
+				idleAtMessage = idle.Load()
+				cancel()
+				return nil
+			})
+	}()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
+	if idleAtMessage < 1 {
+		t.Fatalf("the message was handled after %d empty pops; want OnIdle called before it arrived", idleAtMessage)
+	}
+	if n := idle.Load(); n != idleAtMessage {
+		t.Errorf("OnIdle called %d times, %d of them after the message; want none after (the pop that brought it was not empty)", n, n-idleAtMessage)
+	}
+}

@@ -37,8 +37,13 @@ func ValidQueue(queue string) *queengate.Error {
 // NotFound is a 404 saying a store's not-found error once: lead, then
 // what the store wrapped around the sentinel (whose own words before it
 // would repeat what follows: "not found: partition x does not exist").
+// A detail that says so itself ("… does not exist") goes without lead:
+// not "unknown partition x does not exist".
 func NotFound(err, sentinel error, lead string) *queengate.Error {
 	detail, _ := strings.CutPrefix(err.Error(), sentinel.Error()+": ")
+	if strings.HasSuffix(detail, " does not exist") {
+		lead = ""
+	}
 	return &queengate.Error{Code: queengate.CodeNotFound, Text: lead + detail}
 }
 

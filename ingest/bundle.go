@@ -36,6 +36,15 @@ type sent struct {
 	epoch uint64
 }
 
+// messages counts the messages of the frames.
+func (s *sent) messages() int {
+	n := 0
+	for _, fr := range s.frames {
+		n += len(fr.Hashes)
+	}
+	return n
+}
+
 // fly sends the bundle and answers its requests: resolve the partitions,
 // build the frames (with what the cache vouches for), push them, teach
 // the cache what was written, hand the partitions back to the shard, and
@@ -53,12 +62,18 @@ func (b *bundle) fly() {
 		// ids and the vouches speak of another log). The bundle was
 		// refused whole, before it wrote anything: resolve every name
 		// again (a deleted queue's is made afresh, with new ids) and push
-		// once more, built under the store as it is now.
+		// once more, built under the store as it is now. Info, not warn:
+		// it is expected, and the retry answers it.
+		in.log.Info().Err(s.pushErr).Int("frames", len(s.frames)).
+			Msg("push refused before writing anything (a queue deleted, or PostgreSQL changed); resolving the partitions again and pushing once more")
 		for _, p := range b.parts {
 			p.resolvedAt = time.Time{}
 		}
 		s = b.build(ctx)
 		b.push(ctx, s, start)
+	}
+	if s.pushErr != nil {
+		in.log.Warn().Err(s.pushErr).Int("frames", len(s.frames)).Int("messages", s.messages()).Msg("push failed")
 	}
 	b.answer(ctx, s)
 }
@@ -141,15 +156,11 @@ func (b *bundle) push(ctx context.Context, s *sent, start time.Time) {
 	if len(s.frames) == 0 {
 		return
 	}
-	messages := 0
-	for _, fr := range s.frames {
-		messages += len(fr.Hashes)
-	}
 	var at uint64
 	s.results, at, s.pushErr = in.store.PushUnder(ctx, s.epoch, s.frames)
-	in.metrics.observeFlush(len(s.frames), messages, time.Since(start), s.pushErr)
+	in.metrics.observeFlush(len(s.frames), s.messages(), time.Since(start), s.pushErr)
 	if s.pushErr != nil {
-		in.log.Warn().Err(s.pushErr).Int("frames", len(s.frames)).Int("messages", messages).Msg("push failed")
+		// Logged by fly, which knows whether it retries.
 		if model.NotStored(s.pushErr) {
 			s.pushErr = fmt.Errorf("%w: %w", ErrNotStored, s.pushErr)
 		} else {

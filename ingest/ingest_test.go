@@ -69,8 +69,14 @@ type testBundle struct {
 
 func setup(t *testing.T, cfg ingest.Config) *testBundle {
 	t.Helper()
+	return setupLogged(t, cfg, zerolog.New(zerolog.NewTestWriter(t)))
+}
+
+// setupLogged is setup with the ingester logging to log.
+func setupLogged(t *testing.T, cfg ingest.Config, log zerolog.Logger) *testBundle {
+	t.Helper()
 	store := &countingStore{Store: pgtest.Store(t, pgtest.SharedURL(t))}
-	ing, err := ingest.New(store, cfg, zerolog.New(zerolog.NewTestWriter(t)), nil)
+	ing, err := ingest.New(store, cfg, log, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

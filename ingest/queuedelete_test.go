@@ -1,9 +1,14 @@
 package ingest_test
 
 import (
+	"bytes"
 	"context"
+	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/queengate/queengate/ingest"
 	"github.com/queengate/queengate/internal/checkfor"
@@ -13,10 +18,12 @@ import (
 // refused by the store (the partition is gone) before anything is
 // written: the ingester resolves the name again, to the queue made
 // afresh, and the same transactionIds are queued there, not answered
-// duplicate. The bundle's other queue is not failed for it.
+// duplicate. The bundle's other queue is not failed for it. The refusal
+// is logged at info, not as a failed push: nothing failed.
 func TestPushAfterItsQueueWasDeletedGoesToTheQueueMadeAfresh(t *testing.T) {
 	t.Parallel()
-	b := setup(t, ingest.Config{Shards: 1, FlushSize: 2, Linger: time.Hour})
+	var logs lockedBuffer
+	b := setupLogged(t, ingest.Config{Shards: 1, FlushSize: 2, Linger: time.Hour}, zerolog.New(&logs))
 	first := wait(t, b.submit(t, "p", "a", "b"))
 	if s := statuses(first); s != "queued,queued" {
 		t.Fatalf("before the delete: %s", s)
@@ -40,6 +47,30 @@ func TestPushAfterItsQueueWasDeletedGoesToTheQueueMadeAfresh(t *testing.T) {
 	if n := b.store.pushes.Load(); n != 3 {
 		t.Fatalf("%d pushes; want 3 (the first, the refused bundle, its retry)", n)
 	}
+	log := logs.String()
+	if strings.Contains(log, `"level":"warn"`) || strings.Contains(log, `"level":"error"`) ||
+		!strings.Contains(log, `{"level":"info","error":`) || !strings.Contains(log, "pushing once more") {
+		t.Errorf("the log of a push refused and retried; want it at info, no warning or error:\n%s", log)
+	}
+}
+
+// lockedBuffer is a log the ingester's goroutines write while the test
+// reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
 }
 
 // A queue's delete announced to the ingester: its memos and cache

@@ -173,3 +173,68 @@ func TestStatusPageShowsTheOverviewAndRefreshes(t *testing.T) {
 		t.Error("the page was reloaded to show the push")
 	}
 }
+
+// The status page never scrolls sideways at 1400 and 1024 px, in any of
+// its views (queues, a queue selected, a partition's messages), even
+// when a message's data is a long run of punctuation no line breaking
+// rule breaks (`[[[…`, 500 deep), its transactionId is long and
+// unbroken, and names are as long as names go. An empty chart says it
+// has no data instead of a scale over 0 s.
+func TestStatusPageFitsTheWindow(t *testing.T) {
+	t.Parallel()
+	b := startBrowser(t)
+	e := newEnv(t)
+	g := e.startOpsGateway("", ingest.Config{})
+	g.fillQueue(t)
+	long := strings.Repeat("p", 128)
+	deep := strings.Repeat("[", 500) + strings.Repeat("]", 500)
+	body := fmt.Sprintf(`[{"transactionId":%q,"data":%s},{"transactionId":"t-2","data":%q}]`,
+		strings.Repeat("x", 256), deep, strings.Repeat("-", 2000))
+	wantStatus(t, e.Push(t, e.Subject(long), body), "queued", "queued")
+	views := map[string]string{
+		"the queues":       "/",
+		"a queue":          "/#queue=" + url.QueryEscape(e.Queue),
+		"the messages":     "/#" + url.Values{"queue": {e.Queue}, "partition": {long}, "from": {"0"}}.Encode(),
+		"plain partitions": "/#" + url.Values{"queue": {e.Queue}, "partition": {"p"}, "from": {"0"}}.Encode(),
+	}
+	for _, width := range []int{1400, 1024} {
+		b.call("Emulation.setDeviceMetricsOverride", map[string]any{"width": width, "height": 900, "deviceScaleFactor": 1, "mobile": false}, nil)
+		for name, path := range views {
+			b.navigate(g.HTTP + path)
+			checkfor.Check(t, 20*time.Second, func() error {
+				var v struct {
+					Loaded                   bool
+					ScrollWidth, ClientWidth int
+					Wide                     []string // sections that scroll sideways inside
+				}
+				err := b.eval(`(() => {
+  const browsing = location.hash.includes("partition=");
+  const loaded = document.querySelectorAll("#queues tr[data-queue]").length > 0 &&
+    (!location.hash.includes("queue=") || document.querySelectorAll("#partitions tr").length > 1) &&
+    (!browsing || document.querySelectorAll("#messages pre").length > 0);
+  const wide = [...document.querySelectorAll("section")].filter(s => !s.hidden && s.scrollWidth > s.clientWidth)
+    .map(s => s.querySelector("h2").textContent.slice(0, 40) + ": " + s.scrollWidth + " px in " + s.clientWidth);
+  return { Loaded: loaded, ScrollWidth: document.documentElement.scrollWidth, ClientWidth: document.documentElement.clientWidth, Wide: wide };
+})()`, &v)
+				switch {
+				case err != nil:
+					return err
+				case !v.Loaded:
+					return fmt.Errorf("%s at %d px: not loaded yet", name, width)
+				case v.ScrollWidth > v.ClientWidth:
+					return fmt.Errorf("%s at %d px: the page is %d px wide, the window %d: it scrolls sideways", name, width, v.ScrollWidth, v.ClientWidth)
+				case len(v.Wide) > 0:
+					return fmt.Errorf("%s at %d px: sections scroll sideways: %q", name, width, v.Wide)
+				}
+				return nil
+			})
+		}
+	}
+	var label string
+	if err := b.eval(`chart([], 5, 600, 120).textContent`, &label); err != nil {
+		t.Fatal(err)
+	}
+	if label != "no data yet" {
+		t.Errorf("an empty chart is labelled %q; want \"no data yet\"", label)
+	}
+}

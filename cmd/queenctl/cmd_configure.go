@@ -18,7 +18,8 @@ import (
 const configureUsage = `Usage:
   queenctl configure QUEUE [--dedup-window D] [--retention D] [--on-conflict M]
                            [--max-attempts N] [--max-ack-pending N] [--retain-until age|consumed]
-                           [--retry-delay D] [--retry-backoff D,D,...|none] [--replace]
+                           [--retry-delay D] [--retry-backoff D,D,...|none] [--group-idle D]
+                           [--replace]
 
 Changes one queue's options and prints its whole configuration after the
 change. Only the options given are sent (mode merge): the others keep their
@@ -29,6 +30,8 @@ Durations are Go durations with whole seconds (90s, 10m, 1h30m, 24h), with
 an optional number of days in front (7d, 1d12h), or 0:
   --dedup-window 0   turns deduplication off for the queue
   --retention 0      keeps messages forever
+  --group-idle 7d    a consumer group idle for 7 days stops holding
+                     retention back (0: every group holds it)
 
 --on-conflict says what a duplicate whose data differs from its original's
 is answered: ignore (the default: duplicate), flag (duplicate, marked

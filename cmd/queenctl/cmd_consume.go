@@ -44,7 +44,9 @@ acknowledged; the gateway counts them per consumer name, so it needs
 --consumer with a name of this consumer's own.
 
 Needs NATS (--nats or QUEENCTL_NATS_URL). The group is created by its
-first pop and starts at the first message still stored.
+first pop and starts at the first message still stored. When the group
+has nothing to consume, consume says so once on stderr and waits for
+messages (until --count is met or it is interrupted).
 
 `
 

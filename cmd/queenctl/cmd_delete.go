@@ -77,14 +77,29 @@ func setupDelete(fs *flag.FlagSet) runFunc {
 }
 
 // confirm asks on stderr and reads one line of stdin: nothing is sent
-// unless it is one of want. untouched says what is then left as it was.
-func confirm(s *session, question, untouched string, want ...string) error {
-	fmt.Fprint(s.stderr, question)
-	line, _ := bufio.NewReader(s.stdin).ReadString('\n')
-	if got := strings.TrimSpace(line); !slices.Contains(want, got) {
-		return cli.Usagef("not confirmed (read %q, want %q): %s; --yes skips the question", clipped(got), want[0], untouched)
+// unless it is want (a name, typed back exactly). untouched says what is
+// then left as it was.
+func confirm(s *session, question, untouched, want string) error {
+	if got := answer(s, question); got != want {
+		return cli.Usagef("not confirmed (read %q, want %q): %s; --yes skips the question", clipped(got), want, untouched)
 	}
 	return nil
+}
+
+// confirmYes asks a [y/N] question: y or yes, in any case, goes on;
+// anything else leaves untouched as it was.
+func confirmYes(s *session, question, untouched string) error {
+	if got := answer(s, question+" [y/N] "); !slices.Contains([]string{"y", "yes"}, strings.ToLower(got)) {
+		return cli.Usagef("not confirmed (read %q, want y or yes): %s; --yes skips the question", clipped(got), untouched)
+	}
+	return nil
+}
+
+// answer asks question on stderr and reads one line of stdin.
+func answer(s *session, question string) string {
+	fmt.Fprint(s.stderr, question)
+	line, _ := bufio.NewReader(s.stdin).ReadString('\n')
+	return strings.TrimSpace(line)
 }
 
 // clipped bounds what of a typed answer an error repeats.

@@ -166,8 +166,8 @@ func setupDLQRedrive(fs *flag.FlagSet) runFunc {
 			if a.More && req.Limit == 0 {
 				count = "more than " + count
 			}
-			if err := confirm(s, fmt.Sprintf("redrive %s dead letters of queue %s back to their partitions? [y/N] ", count, queue),
-				"nothing was moved", "yes", "y", "Y", "Yes", "YES"); err != nil {
+			if err := confirmYes(s, fmt.Sprintf("redrive %s dead letters of queue %s back to their partitions?", count, queue),
+				"nothing was moved"); err != nil {
 				return err
 			}
 		}

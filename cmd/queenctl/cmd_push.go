@@ -15,8 +15,10 @@ import (
 )
 
 const pushUsage = `Usage:
-  queenctl push QUEUE [PARTITION] [MESSAGE ...]   messages from the arguments
-  queenctl push QUEUE [PARTITION] < lines.jsonl   JSON lines on stdin
+  queenctl push QUEUE [PARTITION] [MESSAGE ...] [--txn-id ID] [--batch N]
+                                                  messages from the arguments
+  queenctl push QUEUE [PARTITION] [--envelope] [--batch N] < lines.jsonl
+                                                  JSON lines on stdin
 
 Pushes messages over NATS request-reply to <prefix>.push.QUEUE.PARTITION
 (PARTITION defaults to Default; name it to give message arguments, e.g.
@@ -36,8 +38,8 @@ before anything is sent.
 
 Messages go in requests of at most --batch. Each answer is printed: index
 (position in the input), transactionId, status (queued, duplicate, failed),
-messageId and offset. With -o json, each request's answer array is printed
-as the gateway sent it. Exit code 1 if any message answered failed.
+messageId, offset and, for a failed message, the error. With -o json,
+each request's answer array is printed as the gateway sent it. Exit code 1 if any message answered failed.
 
 `
 
@@ -129,7 +131,7 @@ func sendBatches(ctx context.Context, s *session, nc *admin.NATSClient, subject 
 			}
 		}
 		if s.g.output == "table" && start == 0 {
-			fmt.Fprintln(tw, "INDEX\tTRANSACTION ID\tSTATUS\tMESSAGE ID\tOFFSET")
+			fmt.Fprintln(tw, "INDEX\tTRANSACTION ID\tSTATUS\tMESSAGE ID\tOFFSET\tERROR")
 		}
 		for _, a := range answers {
 			counts[string(a.Status)]++
@@ -143,7 +145,7 @@ func sendBatches(ctx context.Context, s *session, nc *admin.NATSClient, subject 
 			if a.Status == queengate.StatusFailed {
 				output.Row(tw, start+a.Index, a.TransactionID, a.Status, "-", "-", a.Error)
 			} else {
-				output.Row(tw, start+a.Index, a.TransactionID, a.Status, a.MessageID, a.Offset)
+				output.Row(tw, start+a.Index, a.TransactionID, a.Status, a.MessageID, a.Offset, "-")
 			}
 		}
 		start += len(b)

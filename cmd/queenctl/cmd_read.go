@@ -20,13 +20,15 @@ const readUsage = `Usage:
 Prints a partition's messages in offset order, one JSON object per line:
 offset, messageId, transactionId, createdAt and data exactly as pushed.
 From --from (default 0) to the last message, or --max messages in all.
-A read from below the first offset still stored (retention) starts there
-and says so on stderr.
+A read from below the first offset still stored (deleted by retention or
+a purge) starts there and says so on stderr.
 
 --follow keeps reading as messages arrive, asking again every --poll
 (default 500ms) once it has caught up, until interrupted (exit 0).
 
-An operator command: over --http or NATS, with the admin token.
+Over --http it needs the admin token, when the gateway has one. Over NATS
+(--nats alone) a read goes with the queue's data, like a pop: the NATS
+user's permissions govern it, not the admin token.
 
 `
 
@@ -123,7 +125,7 @@ func (r *reader) batch(ctx context.Context) (int, error) {
 	}
 	if ans.Purged && !r.warned {
 		r.warned = true
-		fmt.Fprintf(r.s.stderr, "queenctl: offsets below %d were deleted by retention; reading from %d\n", ans.FirstOffset, ans.FirstOffset)
+		fmt.Fprintf(r.s.stderr, "queenctl: offsets below %d %s; reading from %d\n", ans.FirstOffset, r.deletedBy(ctx), ans.FirstOffset)
 	}
 	for _, m := range ans.Messages {
 		if _, err := fmt.Fprintf(r.s.stdout, "%s\n", m); err != nil {
@@ -137,6 +139,23 @@ func (r *reader) batch(ctx context.Context) (int, error) {
 		}
 	}
 	return len(ans.Messages), nil
+}
+
+// deletedBy says what deleted the messages below the first offset still
+// stored, as far as the queue's options tell: with no retention
+// (retentionSeconds 0) only a purge deletes messages. The options need
+// the admin token; without it, or with retention on, either may have.
+func (r *reader) deletedBy(ctx context.Context) string {
+	var q struct {
+		Options struct {
+			RetentionSeconds *int `json:"retentionSeconds"`
+		} `json:"options"`
+	}
+	err := admin.AskInto(ctx, r.c, admin.OpGetQueue(r.queue, ""), &q)
+	if err == nil && q.Options.RetentionSeconds != nil && *q.Options.RetentionSeconds == 0 {
+		return "were purged (the queue has no retention)"
+	}
+	return "are no longer stored (deleted by retention or a purge)"
 }
 
 func setupExplain(*flag.FlagSet) runFunc {

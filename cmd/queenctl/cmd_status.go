@@ -3,9 +3,14 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
 
 	"github.com/queengate/queengate/internal/ctl/admin"
 	"github.com/queengate/queengate/internal/ctl/cli"
+	"github.com/queengate/queengate/internal/ctl/duration"
 	"github.com/queengate/queengate/internal/ctl/output"
 )
 
@@ -42,8 +47,20 @@ func setupStatus(*flag.FlagSet) runFunc {
 		}
 		tw := output.NewTable(s.stdout)
 		for _, p := range kv {
-			output.Row(tw, p[0]+":", p[1])
+			output.Row(tw, p[0]+":", inSeconds(p[0], p[1]))
 		}
 		return tw.Flush()
 	}
+}
+
+// inSeconds shows a figure in seconds (a key ending in "Seconds") in
+// whole seconds with its duration, "687 (11m27s)": the gateway sends
+// the uptime to the nanosecond, which no operator reads.
+func inSeconds(key, value string) string {
+	f, err := strconv.ParseFloat(value, 64)
+	if !strings.HasSuffix(key, "Seconds") || err != nil || f < 0 || f > math.MaxInt32*1000 {
+		return value
+	}
+	s := int64(math.Round(f))
+	return fmt.Sprintf("%d (%s)", s, duration.HumanSeconds(s))
 }

@@ -112,3 +112,39 @@ func testConsumeFlowAndDrain(t *testing.T, tr transport, natsURL string) {
 		}
 	}
 }
+
+// testConsumeSaysWhenIdle: consume of a group with nothing to consume
+// says so once on stderr, however many pops wait in vain, then prints
+// what arrives.
+func testConsumeSaysWhenIdle(t *testing.T, tr transport, natsURL string) {
+	ctl(t, "", flags(tr.admin, "configure", "quiet")...).expect(t, exitOK)
+	watcher, err := nats.Connect(natsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watcher.Close()
+	var pops atomic.Int32
+	if _, err := watcher.Subscribe("queen.consume.pop.quiet", func(*nats.Msg) { pops.Add(1) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := watcher.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- runEnv(context.Background(), flags(tr.push, "consume", "quiet", "--group", "idle", "--count", "1", "--wait", "100ms"),
+			func(string) (string, bool) { return "", false }, strings.NewReader(""), &out, &errOut)
+	}()
+	const waiting = "queenctl: nothing to consume in quiet for group idle yet; waiting (Ctrl-C to stop)\n"
+	checkfor.Check(t, 20*time.Second, checkfor.Cond("the waiting line, then more empty pops", func() bool {
+		return strings.Contains(errOut.String(), waiting) && pops.Load() >= 4
+	}))
+	ctl(t, "", flags(tr.push, "push", "quiet", "p", `{"q":1}`)...).expect(t, exitOK, "1 queued")
+	if code := <-done; code != exitOK || !strings.Contains(out.String(), `"q":1`) {
+		t.Fatalf("consume after the push: exit %d, stdout %s, stderr %s", code, out.String(), errOut.String())
+	}
+	if n := strings.Count(errOut.String(), "nothing to consume"); n != 1 {
+		t.Errorf("the waiting line was printed %d times over %d pops; want once:\n%s", n, pops.Load(), errOut.String())
+	}
+}

@@ -60,7 +60,8 @@ func TestLiveDLQ(t *testing.T) {
 	ctl(t, "", "dlq", "redrive", "orders", "--from-offset", "2", "--to-offset", "1").expect(t, exitUsage, "above --to-offset")
 
 	// Not confirmed: nothing moves.
-	ctl(t, "n\n", flags(trs[0].admin, "dlq", "redrive", "orders")...).expect(t, exitUsage, "redrive 3 dead letters", "not confirmed")
+	ctl(t, "n\n", flags(trs[0].admin, "dlq", "redrive", "orders")...).expect(t, exitUsage, "redrive 3 dead letters", "[y/N]",
+		`not confirmed (read "n", want y or yes)`)
 	ctl(t, "", flags(trs[1].admin, "dlq", "redrive", "orders")...).expect(t, exitUsage, "not confirmed")
 	// Confirmed, one selected by its original offset; then the rest with --yes.
 	ctl(t, "y\n", flags(trs[0].admin, "dlq", "redrive", "orders", "--partition", "p", "--from-offset", "0", "--to-offset", "0")...).

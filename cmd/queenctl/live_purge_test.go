@@ -20,6 +20,11 @@ func testPurgeAndDeleteQueue(t *testing.T, tr transport) {
 	ctl(t, "", flags(tr.admin, "purge", "queue", "scratch", "--yes")...).expect(t, exitOK,
 		"purged queue scratch (every partition): 2 partitions, 1 messages")
 	ctl(t, "", flags(tr.push, "push", "scratch", "p1", `{"n":1}`, "--txn-id", "s-1")...).expect(t, exitOK, "duplicate")
+	// The queue has no retention: what is gone was purged, and read says so.
+	if r := ctl(t, "", flags(tr.admin, "read", "scratch", "p1")...); r.code != exitOK ||
+		!strings.Contains(r.stderr, "offsets below 1 were purged (the queue has no retention); reading from 1") {
+		t.Errorf("read after a purge: exit %d, stderr %q; want it to say the offsets were purged", r.code, r.stderr)
+	}
 
 	ctl(t, "no\n", flags(tr.admin, "delete", "queue", "scratch")...).expect(t, exitUsage, "not confirmed", "nothing was deleted")
 	if r := ctl(t, "", flags(tr.admin, "get", "queues")...); !strings.Contains(r.stdout, "scratch") {

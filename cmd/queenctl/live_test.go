@@ -221,6 +221,7 @@ func TestLive(t *testing.T) {
 			testExactDataAndEscapes(t, tr, g.natsURL)
 			testPrintedBeforeAcknowledged(t, tr, g.natsURL)
 			testConsumeFlowAndDrain(t, tr, g.natsURL)
+			testConsumeSaysWhenIdle(t, tr, g.natsURL)
 			testStatus(t, tr)
 			testErrors(t, tr, g)
 		})
@@ -481,6 +482,11 @@ func testErrors(t *testing.T, tr transport, g *gateway) {
 	r.expect(t, exitGateway, "1 of 2 messages failed")
 	if !strings.Contains(r.stdout, "outcome unknown: connection lost") || !strings.Contains(r.stdout, "1 queued, 0 duplicate, 1 failed") {
 		t.Errorf("failed push table:\n%s", r.stdout)
+	}
+	// The error stands in a column of its own, under its header.
+	if lines := strings.Split(r.stdout, "\n"); len(lines) < 2 || strings.Index(lines[0], "ERROR") < 0 ||
+		strings.Index(lines[0], "ERROR") != strings.Index(lines[1], "outcome unknown") {
+		t.Errorf("the failed push's error is not under an ERROR header:\n%s", r.stdout)
 	}
 	r = ctl(t, "1\n2\n3\n", flags(tr.push, "--prefix", "standin", "push", "q", "p", "--batch", "1")...)
 	r.expect(t, exitGateway, "push: message 1: gateway answered 503: overloaded: retry later (the 1 before were answered above)")

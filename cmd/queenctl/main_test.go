@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"flag"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
 	"reflect"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -107,6 +109,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"push", "q", "--envelope", "--nats", deadNATS}, `{"data":1}` + "\n[1]\n", "stdin line 2: with --envelope each line is a message object"},
 		{[]string{"push", "q", "--envelope", "--nats", deadNATS}, `{"transactionId":5}`, "stdin line 1: transactionId must be a string of 1-256 bytes"},
 		{[]string{"push", "q", "--envelope", "--nats", deadNATS}, `{"transactionId":""}`, "stdin line 1: transactionId must be a string"},
+		{[]string{"push", "q", "--envelope", "--nats", deadNATS}, `{"orderId":9137}`, `stdin line 1: unknown field "orderId": with --envelope each line is a message object`},
 		{[]string{"help", "nope"}, "", `unknown command "nope"`},
 		{[]string{"status", "--nats", deadNATS, "--nats-nkey", "/nonexistent/user.nk"}, "", "--nats-nkey: stat /nonexistent/user.nk: no such file or directory"},
 		{[]string{"status", "--nats", deadNATS, "--nats-nkey", "main.go"}, "", "--nats-nkey main.go:"},
@@ -138,6 +141,8 @@ func TestHelp(t *testing.T) {
 			ctl(t, "", args...).expect(t, exitOK, "Usage:\n  queenctl "+name, "Global flags:")
 		}
 	}
+	// A read over NATS goes with the queue's data: no admin token.
+	ctl(t, "", "read", "--help").expect(t, exitOK, "Over NATS", "not the admin token")
 	// A command's own flags are listed apart from the global ones.
 	r := ctl(t, "", "push", "--help")
 	own, global, _ := strings.Cut(r.stdout, "Global flags:")
@@ -382,5 +387,64 @@ func TestImportsOnlyTheWireContract(t *testing.T) {
 		if strings.HasPrefix(dep, module+"/") && dep != self && dep != module+"/consumer" && !strings.HasPrefix(dep, module+"/internal/ctl/") {
 			t.Errorf("queenctl depends on %s; it may use the wire contract only", dep)
 		}
+	}
+}
+
+// TestUsageLinesNameEveryFlag: each command's usage lines (its help up
+// to the first blank line) name every flag the command takes, so that
+// no option is found only in the flag list below.
+func TestUsageLinesNameEveryFlag(t *testing.T) {
+	t.Parallel()
+	var all []*command
+	for _, c := range commands() {
+		all = append(all, c)
+		all = append(all, c.Subs...)
+	}
+	for _, c := range all {
+		if c.Setup == nil {
+			continue
+		}
+		fs := flag.NewFlagSet(c.Name, flag.ContinueOnError)
+		c.Setup(fs)
+		lines, _, _ := strings.Cut(c.Usage, "\n\n")
+		fs.VisitAll(func(f *flag.Flag) {
+			if !regexp.MustCompile(`(^|[\s\[(|])--?` + regexp.QuoteMeta(f.Name) + `\b`).MatchString(lines) {
+				t.Errorf("the usage lines of %q do not name --%s:\n%s", c.Name, f.Name, lines)
+			}
+		})
+	}
+}
+
+// TestReadSaysWhatDeleted: a read from below the first offset stored
+// blames retention only when the queue has any; status rounds its
+// uptime to whole seconds.
+func TestReadSaysWhatDeletedAndStatusRounds(t *testing.T) {
+	t.Parallel()
+	f := newFakeGateway(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/queues/kept/partitions/p/messages", "/queues/aged/partitions/p/messages":
+			answerJSON(w, 200, `{"messages":[],"next":5,"firstOffset":5,"lastOffset":4,"purged":true}`)
+		case "/queues/kept":
+			answerJSON(w, 200, `{"queue":"kept","options":{"dedupWindowSeconds":3600,"retentionSeconds":0}}`)
+		case "/queues/aged":
+			answerJSON(w, 200, `{"queue":"aged","options":{"dedupWindowSeconds":3600,"retentionSeconds":86400}}`)
+		case "/status":
+			answerJSON(w, 200, `{"ready":true,"uptimeSeconds":687.099709213}`)
+		default:
+			http.NotFound(w, r)
+		}
+	})
+	for queue, want := range map[string]string{
+		"kept": "offsets below 5 were purged (the queue has no retention); reading from 5",
+		"aged": "offsets below 5 are no longer stored (deleted by retention or a purge); reading from 5",
+	} {
+		if r := ctl(t, "", "--http", f.URL, "read", queue, "p"); r.code != exitOK || !strings.Contains(r.stderr, want) {
+			t.Errorf("read %s: exit %d, stderr %q; want %q", queue, r.code, r.stderr, want)
+		}
+	}
+	r := ctl(t, "", "--http", f.URL, "status")
+	r.expect(t, exitOK, "uptimeSeconds:", "687 (11m27s)")
+	if strings.Contains(r.stdout, "687.0") {
+		t.Errorf("status prints the uptime unrounded:\n%s", r.stdout)
 	}
 }

@@ -1,8 +1,10 @@
 // Command push is a runnable example of a queengate producer in Go, with
-// the client package: it pushes the example message of docs/protocol.md
-// twice with request-reply (the retry answers "duplicate" with the first
-// message's id), then once fire-and-forget, its answer read on the ack
-// subject and matched to the push by the client.
+// the client package: it pushes an order twice with request-reply (the
+// retry answers "duplicate" with the first message's id), then once
+// fire-and-forget, its answer read on the ack subject and matched to the
+// push by the client. Its transactionIds are its own (the README's nats
+// commands push others), so a first run answers queued, duplicate,
+// queued; a run again within the queue's window answers duplicate to all.
 //
 //	go tool task run                      # in one terminal
 //	go run ./examples/push                # in another
@@ -41,7 +43,7 @@ func main() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 
-	paid := queengate.Message{TransactionID: "order-9137-paid", Data: json.RawMessage(`{"orderId":9137,"amount":99.5}`)}
+	paid := queengate.Message{TransactionID: "order-9140-paid", Data: json.RawMessage(`{"orderId":9140,"amount":42.0}`)}
 	for _, attempt := range []string{"first", "retry"} {
 		answers, err := client.Push(ctx, *queue, *partition, paid)
 		if err != nil {
@@ -57,7 +59,7 @@ func main() {
 	// Fire-and-forget: the answer comes on queen.ack.<queue>.<partition>;
 	// the client subscribes before publishing and matches it by the
 	// transactionIds, so every message of a published push needs one.
-	shipped := queengate.Message{TransactionID: "order-9137-shipped", Data: json.RawMessage(`{"orderId":9137}`)}
+	shipped := queengate.Message{TransactionID: "order-9140-shipped", Data: json.RawMessage(`{"orderId":9140}`)}
 	pending, err := client.Publish(ctx, *queue, *partition, shipped)
 	if err != nil {
 		log.Fatal(err)

@@ -63,6 +63,9 @@ func lineMessage(line []byte, envelope bool) ([]byte, string) {
 	if json.Unmarshal(line, &env) != nil {
 		return nil, `with --envelope each line is a message object {"transactionId"?, "data"}`
 	}
+	if msg := envelopeKeys(line); msg != "" {
+		return nil, msg
+	}
 	if raw, ok := env["transactionId"]; ok && string(raw) != "null" {
 		var id string
 		if json.Unmarshal(raw, &id) != nil || len(id) == 0 || len(id) > queengate.MaxTxnIDBytes {
@@ -70,6 +73,30 @@ func lineMessage(line []byte, envelope bool) ([]byte, string) {
 		}
 	}
 	return line, "" // as written: its data byte for byte
+}
+
+// envelopeKeys says what is wrong with the keys of a message object (a
+// valid JSON object), as the gateway would refuse them: a key other than
+// transactionId and data (most likely a line of data given with
+// --envelope), or a key given twice.
+func envelopeKeys(obj []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(obj))
+	_, _ = dec.Token() // {
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, _ := dec.Token() // a valid object: a key
+		key, _ := tok.(string)
+		switch {
+		case key != "transactionId" && key != "data":
+			return fmt.Sprintf(`unknown field %q: with --envelope each line is a message object {"transactionId"?, "data"} (without --envelope each line is the data)`, key)
+		case seen[key]:
+			return fmt.Sprintf("field %q given twice", key)
+		}
+		seen[key] = true
+		var skip json.RawMessage
+		_ = dec.Decode(&skip)
+	}
+	return ""
 }
 
 // Plan groups messages into request bodies of at most max

@@ -3,6 +3,7 @@ package batch
 import (
 	"os"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -63,5 +64,31 @@ func TestPlanBatches(t *testing.T) {
 	}
 	if _, err := Plan(msgs, 1000, 5); err == nil {
 		t.Errorf("a message over the max payload: %v", err)
+	}
+}
+
+// TestEnvelopeLines: with --envelope every line is checked as the
+// gateway checks a message object, so that lines of data given with
+// --envelope are refused before anything is sent, naming the line.
+func TestEnvelopeLines(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ in, want string }{
+		{`{"transactionId":"t-1","data":{"a": 1}}` + "\n" + `{"data":2}` + "\n{}\n", ""},
+		{`{"transactionId":null,"data":1}`, ""},
+		{`{"data":1}` + "\n" + `{"amount":5}`, `stdin line 2: unknown field "amount": with --envelope each line is a message object`},
+		{`{"orderId":9137,"amount":99.5}`, `(without --envelope each line is the data)`},
+		{`{"data":1,"data":2}`, `stdin line 1: field "data" given twice`},
+		{`{"transactionId":"a","transactionId":"b"}`, `field "transactionId" given twice`},
+		{`{"transactionID":"a"}`, `unknown field "transactionID"`},
+		{`[1]`, `each line is a message object`},
+		{`{"transactionId":7}`, `transactionId must be a string`},
+	} {
+		_, err := FromLines(strings.NewReader(c.in), true)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%q: %v; want it accepted", c.in, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%q: %v; want an error saying %s", c.in, err, c.want)
+		}
 	}
 }

@@ -25,6 +25,7 @@ type Printer struct {
 	Stderr       io.Writer
 
 	stop    context.CancelFunc
+	idle    sync.Once
 	mu      sync.Mutex
 	unacked map[place]string // printed, not yet acknowledged: their transactionIds
 	failure error            // what ends queenctl with an error: an ack not applied, a line not printed
@@ -45,7 +46,7 @@ func (c *Printer) Run(ctx context.Context) error {
 	defer stop()
 	c.stop = stop
 	opts := c.Opts
-	opts.OnAck, opts.OnError = c.onAck, c.onError
+	opts.OnAck, opts.OnError, opts.OnIdle = c.onAck, c.onError, c.onIdle
 	c.unacked = map[place]string{}
 	cs := consumer.New(c.Client, c.Queue, c.Group, opts, c.handle)
 	var watch sync.WaitGroup
@@ -148,6 +149,20 @@ func (c *Printer) onError(err error) {
 	if _, ok := errors.AsType[*consumer.UnsettledError](err); !ok {
 		fmt.Fprintln(c.Stderr, "queenctl:", output.Printable(err.Error()))
 	}
+}
+
+// onIdle says once, at the first pop that waited in vain, that nothing
+// is there yet: a consume of an empty queue, or of a group that consumed
+// it all, would otherwise wait in silence.
+func (c *Printer) onIdle() {
+	c.idle.Do(func() {
+		where := c.Queue
+		if c.Opts.Partition != "" {
+			where += "/" + c.Opts.Partition
+		}
+		fmt.Fprintf(c.Stderr, "queenctl: nothing to consume in %s for group %s yet; waiting (Ctrl-C to stop)\n",
+			output.Printable(where), output.Printable(c.Group))
+	})
 }
 
 // gatewayErr turns a client error into queenctl's.
