@@ -232,3 +232,33 @@ func (s *Store) IdleGroups(ctx context.Context) ([]model.IdleGroup, error) {
 	}
 	return pgx.CollectRows(rows, pgx.RowToStructByPos[model.IdleGroup])
 }
+
+// noteActiveSQL moves each group's active_at up to now less its ago
+// (never back: several gateways write the same groups). A group row
+// another transaction holds is skipped, not waited for: what holds it is
+// a pop of the group (activity its own gateway notes), a seek (which
+// counts) or a delete.
+const noteActiveSQL = `
+UPDATE queen.consumer_groups g
+   SET active_at = greatest(g.active_at, now() - make_interval(secs => n.ago))
+  FROM unnest($1::bigint[], $2::float8[]) AS n(id, ago)
+ WHERE g.id = n.id
+   AND g.id IN (SELECT l.id FROM queen.consumer_groups l WHERE l.id = ANY($1) FOR NO KEY UPDATE SKIP LOCKED)`
+
+// NoteActive writes the activity a gateway noted (queen.consumer_groups'
+// active_at, which queen.consumer_group_active_at reads) in one
+// statement. Groups that no longer exist are left out.
+func (s *Store) NoteActive(ctx context.Context, noted []model.GroupNoted) error {
+	if len(noted) == 0 {
+		return nil
+	}
+	ids := make([]int64, len(noted))
+	ago := make([]float64, len(noted))
+	for i, n := range noted {
+		ids[i], ago[i] = n.GroupID, max(n.Ago, 0).Seconds()
+	}
+	if _, err := s.pool.Exec(ctx, noteActiveSQL, ids, ago); err != nil {
+		return fmt.Errorf("pgstore: note groups' activity: %w", err)
+	}
+	return nil
+}
