@@ -103,7 +103,7 @@ type ActivityFlusher struct {
 	c       *Consumers
 	every   time.Duration
 	log     zerolog.Logger
-	writes  atomic.Int64 // statements run
+	ticks   atomic.Int64 // flushes done, writing or not
 	failing bool         // the last write failed (logged once until one works)
 }
 
@@ -149,6 +149,7 @@ func (f *ActivityFlusher) loop(ctx context.Context) {
 // flush writes what was noted since the last flush; what a failed write
 // did not write is noted again for the next.
 func (f *ActivityFlusher) flush(ctx context.Context) {
+	defer f.ticks.Add(1)
 	now := time.Now()
 	notes := f.c.activity.take(now)
 	if len(notes) == 0 {
@@ -157,7 +158,6 @@ func (f *ActivityFlusher) flush(ctx context.Context) {
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	err := f.c.store.NoteActive(wctx, notes)
-	f.writes.Add(1)
 	switch {
 	case err != nil:
 		f.c.activity.putBack(notes, now)
