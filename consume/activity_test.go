@@ -224,3 +224,52 @@ func TestAGroupThatStopsIsIdleAfterGroupIdleSeconds(t *testing.T) {
 		t.Fatalf("quitter popping again: deletedUnconsumed %d, holdsRetention %v; want 1, holding again", v.DeletedUnconsumed, v.HoldsRetention)
 	}
 }
+
+// Waiting pops keep their groups active at one statement a flush for all
+// of them: 200 pops of two groups waiting cost, beside the checks, one
+// statement a tick of the flusher, and both groups are written.
+func TestWaitingPopsCostOneActivityWriteAFlush(t *testing.T) {
+	t.Parallel()
+	p := newPollEnv(t, time.Hour) // no checks: only the flusher asks PostgreSQL
+	p.consumers.SetRevalidate(time.Hour)
+	p.caughtUp(t, "g", "h")
+	if _, err := p.store.Pool().Exec(t.Context(), `UPDATE queen.consumer_groups SET created_at = now() - interval '1 hour', active_at = NULL
+		WHERE queue_id = (SELECT id FROM queen.queues WHERE name = $1)`, p.Queue); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.store.Pool().Exec(t.Context(), `UPDATE queen.consumer_cursors SET leased_at = now() - interval '1 hour'
+		WHERE group_id IN (SELECT g.id FROM queen.consumer_groups g JOIN queen.queues q ON q.id = g.queue_id WHERE q.name = $1)`, p.Queue); err != nil {
+		t.Fatal(err)
+	}
+	const waiting = 100
+	got := make(chan queengate.PopAnswer, 2*waiting)
+	p.longPolls(t, waiting, "g", got)
+	p.longPolls(t, waiting, "h", got)
+	p.asleep(t, 2*waiting)
+	f := p.consumers.ActivityFlusher(zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel))
+	s0, f0 := p.statements(), f.Flushes()
+	if err := f.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Stop)
+	checkfor.Check(t, 60*time.Second, checkfor.Cond("20 flushes", func() bool { return f.Flushes() >= f0+20 }))
+	s1, f1 := p.statements(), f.Flushes()
+	// A flush may be counted on either side of a read: one more.
+	if s1-s0 > f1-f0+1 {
+		t.Errorf("%d pops of 2 groups waiting: %d statements over %d flushes, want one a flush", 2*waiting, s1-s0, f1-f0)
+	}
+	q, err := p.store.QueueConfig(t.Context(), p.Queue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	act, err := p.store.GroupActivity(t.Context(), q.ID)
+	if err != nil || len(act) != 2 {
+		t.Fatalf("activity %+v, %v; want 2 groups", act, err)
+	}
+	for _, a := range act {
+		if a.IdleFor > time.Minute {
+			t.Errorf("group %s, its pops waiting, is idle %s", a.Group, a.IdleFor)
+		}
+	}
+	noAnswer(t, got)
+}
