@@ -147,7 +147,7 @@ func (f *ActivityFlusher) loop(ctx context.Context) {
 }
 
 // flush writes what was noted since the last flush; what a failed write
-// did not write is noted again for the next.
+// did not write, or a write skipped, is noted again for the next.
 func (f *ActivityFlusher) flush(ctx context.Context) {
 	defer f.ticks.Add(1)
 	now := time.Now()
@@ -157,15 +157,19 @@ func (f *ActivityFlusher) flush(ctx context.Context) {
 	}
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	err := f.c.store.NoteActive(wctx, notes)
-	switch {
-	case err != nil:
+	skipped, err := f.c.store.NoteActive(wctx, notes)
+	if err != nil {
 		f.c.activity.putBack(notes, now)
 		if ctx.Err() == nil && !f.failing {
 			f.log.Warn().Err(err).Msg("writing the consumer groups' activity failed; retrying every tick")
 			f.failing = true
 		}
-	case f.failing:
+		return
+	}
+	if len(skipped) > 0 { // rows other transactions held: for the next tick
+		f.c.activity.putBack(slices.DeleteFunc(notes, func(n model.GroupNoted) bool { return !slices.Contains(skipped, n.GroupID) }), now)
+	}
+	if f.failing {
 		f.log.Info().Msg("writing the consumer groups' activity works again")
 		f.failing = false
 	}

@@ -42,7 +42,7 @@ type Store interface {
 	CreateGroup(ctx context.Context, queue, name string, start model.GroupStart) (model.GroupCreated, error)
 	SeekGroup(ctx context.Context, queue, name string, seek model.Seek) (model.Group, []model.GroupMove, error)
 	GroupActivity(ctx context.Context, queueID int64) ([]model.GroupActivity, error)
-	NoteActive(ctx context.Context, noted []model.GroupNoted) error
+	NoteActive(ctx context.Context, noted []model.GroupNoted) (skipped []int64, err error)
 	DeleteQueue(ctx context.Context, queue string) (model.QueueDeleted, error)
 	PurgeQueue(ctx context.Context, queue, partition string) (model.QueuePurged, error)
 }

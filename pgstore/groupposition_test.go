@@ -312,7 +312,7 @@ func (b *testBundle) idleFor(t *testing.T, g model.Group) time.Duration {
 // hour is active once noted; a later note of an older time never moves
 // it back (several gateways write the same groups); a group that no
 // longer exists is left out; a group row another transaction holds is
-// skipped, not waited for, and written by the next note.
+// skipped, not waited for, and said so, and written by the next note.
 func TestNotedActivityCountsAndNeverMovesBack(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -322,18 +322,22 @@ func TestNotedActivityCountsAndNeverMovesBack(t *testing.T) {
 		g.ID, h.ID); err != nil {
 		t.Fatal(err)
 	}
-	note := func(noted ...model.GroupNoted) {
+	note := func(noted ...model.GroupNoted) []int64 {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
-		if err := b.store.NoteActive(ctx, noted); err != nil {
+		skipped, err := b.store.NoteActive(ctx, noted)
+		if err != nil {
 			t.Fatal(err)
 		}
+		return skipped
 	}
 	if d := b.idleFor(t, g); d < time.Hour {
 		t.Fatalf("before any note g is idle %s; want an hour", d)
 	}
-	note(model.GroupNoted{GroupID: g.ID, Ago: 2 * time.Second}, model.GroupNoted{GroupID: h.ID + 1_000_000})
+	if skipped := note(model.GroupNoted{GroupID: g.ID, Ago: 2 * time.Second}, model.GroupNoted{GroupID: h.ID + 1_000_000}); len(skipped) != 0 {
+		t.Fatalf("skipped %v; want none (a group that does not exist is left out)", skipped)
+	}
 	if d := b.idleFor(t, g); d < 2*time.Second || d > time.Minute {
 		t.Fatalf("noted active 2 s ago, g is idle %s", d)
 	}
@@ -349,7 +353,9 @@ func TestNotedActivityCountsAndNeverMovesBack(t *testing.T) {
 	if _, err := tx.Exec(ctx, "SELECT 1 FROM queen.consumer_groups WHERE id = $1 FOR UPDATE", h.ID); err != nil {
 		t.Fatal(err)
 	}
-	note(model.GroupNoted{GroupID: h.ID})
+	if skipped := note(model.GroupNoted{GroupID: g.ID}, model.GroupNoted{GroupID: h.ID}); !slices.Equal(skipped, []int64{h.ID}) {
+		t.Fatalf("skipped %v while h's row was held; want h (%d)", skipped, h.ID)
+	}
 	if d := b.idleFor(t, h); d < time.Hour {
 		t.Fatalf("noted while its row was held, h is idle %s; want its hour still (skipped)", d)
 	}
