@@ -242,9 +242,10 @@ type GroupView struct {
 	PartitionCount    int    `json:"partitionCount"`
 	Unconfirmed       int64  `json:"unconfirmed"`
 	DeletedUnconsumed int64  `json:"deletedUnconsumed"`
-	// IdleMs is the time since the group last popped on any partition, was
-	// created or was sought; 0 while a lease of it runs (acks, renewals
-	// and releases come under a running lease).
+	// IdleMs is the time since any of the group's consumers was last
+	// heard from (a pop, even one that found nothing or a long poll while
+	// it waits, an ack, a renewal or a release), or since it was created
+	// or sought, to within 250 ms; 0 while a lease of it runs.
 	IdleMs int64 `json:"idleMs"`
 	// HoldsRetention is false once the group is idle past its queue's
 	// groupIdleSeconds: retention no longer waits for it.

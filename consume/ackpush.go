@@ -33,6 +33,7 @@ func (c *Consumers) ackPush(ctx context.Context, queue, partition string, body [
 	if werr != nil {
 		return nil, werr
 	}
+	c.activity.note(g.ID)
 	derived := make([]model.Derived, len(req.Push))
 	for i, m := range req.Push {
 		derived[i] = model.Derived{Queue: m.Queue, Partition: m.Partition, TxnID: m.TransactionID, Data: m.Data}

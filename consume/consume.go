@@ -42,6 +42,7 @@ type Store interface {
 	CreateGroup(ctx context.Context, queue, name string, start model.GroupStart) (model.GroupCreated, error)
 	SeekGroup(ctx context.Context, queue, name string, seek model.Seek) (model.Group, []model.GroupMove, error)
 	GroupActivity(ctx context.Context, queueID int64) ([]model.GroupActivity, error)
+	NoteActive(ctx context.Context, noted []model.GroupNoted) (skipped []int64, err error)
 	DeleteQueue(ctx context.Context, queue string) (model.QueueDeleted, error)
 	PurgeQueue(ctx context.Context, queue, partition string) (model.QueuePurged, error)
 }
@@ -72,6 +73,9 @@ type Consumers struct {
 	draining   <-chan struct{} // closed when the gateway stops: waiting pops answer at once
 	checkEvery time.Duration   // how often run-out leases are looked for while pops wait
 	checks     atomic.Int64    // looks for run-out leases so far
+	// activity is what the groups' consumers did, noted for the
+	// ActivityFlusher (activity.go).
+	activity *activity
 
 	// Once found, ids are remembered, saving a round trip to PostgreSQL
 	// per request. A deleted group's id is forgotten when its delete is
@@ -114,7 +118,7 @@ func (c *Consumers) partition(ctx context.Context, queueID int64, name string) (
 
 // New builds the consuming endpoints over store.
 func New(store Store) *Consumers {
-	return &Consumers{store: store, waits: newWaits(), checkEvery: checkEvery}
+	return &Consumers{store: store, waits: newWaits(), checkEvery: checkEvery, activity: newActivity()}
 }
 
 // RegisterMetrics registers the consume metrics on reg (nil: none).
@@ -543,6 +547,7 @@ func (c *Consumers) settle(ctx context.Context, queue, partition string, req que
 	if werr != nil {
 		return queengate.AckAnswer{}, werr
 	}
+	c.activity.note(g.ID)
 	res, err := c.store.Ack(ctx, g, pid, req.LeaseID, items)
 	if err != nil {
 		return queengate.AckAnswer{}, c.groupFailed(g, err)
@@ -644,6 +649,7 @@ func (c *Consumers) lease(ctx context.Context, queue, partition string, body []b
 	if werr != nil {
 		return nil, werr
 	}
+	c.activity.note(g.ID)
 	until, ok, err := c.store.Lease(ctx, g, pid, req.LeaseID, time.Duration(req.LeaseMs)*time.Millisecond)
 	if err == nil {
 		c.metrics.leased(queue, g.Name, renew, ok)

@@ -21,3 +21,7 @@ func (c *Consumers) SetRevalidate(d time.Duration) { c.waits.revalidate = d }
 
 // Checks counts the looks for run-out leases so far.
 func (c *Consumers) Checks() int64 { return c.checks.Load() }
+
+// Flushes counts the flusher's ticks so far, each writing what was noted
+// before it began.
+func (f *ActivityFlusher) Flushes() int64 { return f.ticks.Load() }

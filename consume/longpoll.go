@@ -325,12 +325,15 @@ func (c *Consumers) freedRoom(queue string, res model.AckResult) {
 // known empty (it settled nothing that could have changed that).
 func (c *Consumers) longPoll(ctx context.Context, queue string, pr model.PopRequest, waitFor time.Duration, wait, trusted bool, acked []byte) (any, *queengate.Error) {
 	if !wait || waitFor <= 0 {
+		c.activity.note(pr.Group.ID)
 		res, err := c.popSettled(ctx, queue, &pr)
 		if err != nil {
 			return nil, c.groupFailed(pr.Group, err)
 		}
 		return c.popAnswer(queue, pr.Group, &res, acked), nil
 	}
+	// The group is active all the while its pop waits, however long.
+	defer c.activity.wait(pr.Group.ID)()
 	l, w, popNow := c.waits.join(queue, waitKey{pr.Group.ID, pr.PartitionID}, trusted)
 	delivered := false
 	defer func() { c.waits.leave(l, w, delivered) }()

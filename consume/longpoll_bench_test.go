@@ -70,6 +70,13 @@ func BenchmarkIdleLongPolls(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer gw.Stop()
+	// As in the daemon: writing the waiting group's activity is part of
+	// what idle polls cost.
+	flusher := consumers.ActivityFlusher(zerolog.Nop())
+	if err := flusher.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	defer flusher.Stop()
 	client, err := queengate.NewClient(connect())
 	if err != nil {
 		b.Fatal(err)

@@ -60,6 +60,14 @@ type GroupActivity struct {
 	NotHolds bool          // idle past the queue's groupIdleSeconds
 }
 
+// GroupNoted is a consumer group's activity a gateway noted (a pop, an
+// ack, a renewal, a release, or a long poll waiting): Ago before it is
+// written.
+type GroupNoted struct {
+	GroupID int64
+	Ago     time.Duration
+}
+
 // IdleGroup is a group idle past its queue's groupIdleSeconds: retention
 // no longer waits for it.
 type IdleGroup struct {

@@ -293,3 +293,77 @@ func TestAnIdleGroupStopsHoldingRetention(t *testing.T) {
 		t.Fatalf("after its pop the group does not hold: %+v %v", act, err)
 	}
 }
+
+// idleFor is how long group has been idle, by its queue's activity.
+func (b *testBundle) idleFor(t *testing.T, g model.Group) time.Duration {
+	t.Helper()
+	act, err := b.store.GroupActivity(context.Background(), g.QueueID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(act, func(a model.GroupActivity) bool { return a.Group == g.Name })
+	if i < 0 {
+		t.Fatalf("no activity of %s: %+v", g.Name, act)
+	}
+	return act[i].IdleFor
+}
+
+// The activity a gateway notes counts for its groups: a group idle an
+// hour is active once noted; a later note of an older time never moves
+// it back (several gateways write the same groups); a group that no
+// longer exists is left out; a group row another transaction holds is
+// skipped, not waited for, and said so, and written by the next note.
+func TestNotedActivityCountsAndNeverMovesBack(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	g, h := b.group(t, "g"), b.group(t, "h")
+	if _, err := b.store.Pool().Exec(ctx, `UPDATE queen.consumer_groups SET created_at = now() - interval '1 hour' WHERE id IN ($1, $2)`,
+		g.ID, h.ID); err != nil {
+		t.Fatal(err)
+	}
+	note := func(noted ...model.GroupNoted) []int64 {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		skipped, err := b.store.NoteActive(ctx, noted)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return skipped
+	}
+	if d := b.idleFor(t, g); d < time.Hour {
+		t.Fatalf("before any note g is idle %s; want an hour", d)
+	}
+	if skipped := note(model.GroupNoted{GroupID: g.ID, Ago: 2 * time.Second}, model.GroupNoted{GroupID: h.ID + 1_000_000}); len(skipped) != 0 {
+		t.Fatalf("skipped %v; want none (a group that does not exist is left out)", skipped)
+	}
+	if d := b.idleFor(t, g); d < 2*time.Second || d > time.Minute {
+		t.Fatalf("noted active 2 s ago, g is idle %s", d)
+	}
+	note(model.GroupNoted{GroupID: g.ID, Ago: 30 * time.Minute})
+	if d := b.idleFor(t, g); d > time.Minute {
+		t.Fatalf("after a note of 30 minutes ago g is idle %s; want what the later note said", d)
+	}
+	tx, err := b.store.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, "SELECT 1 FROM queen.consumer_groups WHERE id = $1 FOR UPDATE", h.ID); err != nil {
+		t.Fatal(err)
+	}
+	if skipped := note(model.GroupNoted{GroupID: g.ID}, model.GroupNoted{GroupID: h.ID}); !slices.Equal(skipped, []int64{h.ID}) {
+		t.Fatalf("skipped %v while h's row was held; want h (%d)", skipped, h.ID)
+	}
+	if d := b.idleFor(t, h); d < time.Hour {
+		t.Fatalf("noted while its row was held, h is idle %s; want its hour still (skipped)", d)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	note(model.GroupNoted{GroupID: h.ID})
+	if d := b.idleFor(t, h); d > time.Minute {
+		t.Fatalf("noted once its row was free, h is idle %s", d)
+	}
+}

@@ -71,6 +71,9 @@ func assemble(cfg Config, store *pgstore.Store, nc *nats.Conn) (*assembly, error
 		}
 		d.services = append(d.services, r)
 	}
+	// Stopped after the gateway, which answers the waiting pops first:
+	// its last write has what they did.
+	d.services = append(d.services, consumers.ActivityFlusher(component("consume")))
 	d.admin = operator.NewAdmin(cfg.AdminAddr, store, pgstore.LatestVersion(), nc, reg, component("admin"))
 	d.admin.Mount(ops)
 	d.admin.MountTimers(timerOps)

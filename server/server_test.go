@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/internal/checkfor"
 	"github.com/queengate/queengate/internal/pgtest"
 	"github.com/queengate/queengate/pgstore"
 	"github.com/queengate/queengate/server"
@@ -201,4 +202,59 @@ func TestStartRefusesANewerSchemaOrRoutines(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestTheGatewayWritesItsGroupsActivity: the daemon runs the activity
+// flusher, so a group whose pops find nothing is not idle: after a long
+// poll answered empty, its idleMs is small although nothing of it was
+// leased for an hour.
+func TestTheGatewayWritesItsGroupsActivity(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDB(t)
+	srv := start(t, server.Config{PGURL: url, EmbeddedNATS: server.EmbeddedNATS{Port: -1}, AdminAddr: "127.0.0.1:0"})
+	t.Cleanup(func() { _ = srv.Stop(context.Background()) })
+	client := connect(t, srv)
+	ctx := t.Context()
+	pushQueued(t, client)
+	a, err := client.Pop(ctx, "q", "", queengate.PopRequest{Group: "g"})
+	if err != nil || len(a.Messages) != 1 {
+		t.Fatalf("pop: %+v, %v", a, err)
+	}
+	if _, err := client.Ack(ctx, "q", a.Partition, queengate.AckRequest{Group: "g", LeaseID: a.LeaseID,
+		Items: []queengate.AckItem{{TransactionID: "t-1", Status: queengate.AckCompleted}}}); err != nil {
+		t.Fatal(err)
+	}
+	store := pgtest.Store(t, url)
+	idleMs := func() int64 {
+		ans, err := client.Groups(ctx, "q")
+		if err != nil || len(ans.Groups) != 1 {
+			t.Fatalf("groups: %+v, %v", ans, err)
+		}
+		return ans.Groups[0].IdleMs
+	}
+	checkfor.Check(t, 30*time.Second, func() error {
+		var written bool
+		if err := store.Pool().QueryRow(ctx, "SELECT active_at IS NOT NULL FROM queen.consumer_groups").Scan(&written); err != nil || !written {
+			return fmt.Errorf("the ack's activity is not written (%v)", err)
+		}
+		return nil
+	})
+	// Everything of the group an hour old: only what comes next can make
+	// it active.
+	if _, err := store.Pool().Exec(ctx, `UPDATE queen.consumer_groups SET created_at = now() - interval '1 hour', active_at = NULL;
+		UPDATE queen.consumer_cursors SET leased_at = now() - interval '1 hour'`); err != nil {
+		t.Fatal(err)
+	}
+	if ms := idleMs(); ms < time.Hour.Milliseconds() {
+		t.Fatalf("g backdated is idle %d ms; want an hour", ms)
+	}
+	if a, err := client.Pop(ctx, "q", "", queengate.PopRequest{Group: "g", WaitMs: 500}); err != nil || len(a.Messages) != 0 {
+		t.Fatalf("long poll: %+v, %v; want nothing", a, err)
+	}
+	checkfor.Check(t, 30*time.Second, func() error {
+		if ms := idleMs(); ms > time.Minute.Milliseconds() {
+			return fmt.Errorf("after a long poll answered empty, g is idle %d ms", ms)
+		}
+		return nil
+	})
 }

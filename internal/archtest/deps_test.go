@@ -39,7 +39,7 @@ var arrows = map[string][]string{
 	"routing":                 {".", "internal/promreg"},
 	"internal/wire":           {".", "ingest", "model"},
 	"gateway":                 {".", "ingest", "model", "routing", "internal/wire", "internal/promreg"},
-	"consume":                 {".", "gateway", "model", "internal/wire", "internal/promreg"},
+	"consume":                 {".", "gateway", "model", "internal/wire", "internal/startstop", "internal/promreg"},
 	"operator":                {".", "gateway", "ingest", "timers", "model", "internal/wire", "internal/startstop"},
 
 	// Reads on standbys, and their freshness.

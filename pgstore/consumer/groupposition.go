@@ -232,3 +232,45 @@ func (s *Store) IdleGroups(ctx context.Context) ([]model.IdleGroup, error) {
 	}
 	return pgx.CollectRows(rows, pgx.RowToStructByPos[model.IdleGroup])
 }
+
+// noteActiveSQL moves each group's active_at up to now less its ago
+// (never back: several gateways write the same groups), and answers the
+// groups it skipped: a group row another transaction holds (a pop of the
+// group, a seek, a delete) is not waited for. A group that no longer
+// exists is neither written nor skipped.
+const noteActiveSQL = `
+WITH n AS (SELECT * FROM unnest($1::bigint[], $2::float8[]) AS n(id, ago)),
+     free AS (SELECT l.id FROM queen.consumer_groups l WHERE l.id = ANY($1) FOR NO KEY UPDATE SKIP LOCKED),
+     written AS (
+         UPDATE queen.consumer_groups g
+            SET active_at = greatest(g.active_at, now() - make_interval(secs => n.ago))
+           FROM n
+          WHERE g.id = n.id AND g.id IN (SELECT id FROM free)
+         RETURNING g.id)
+SELECT n.id FROM n
+ WHERE n.id NOT IN (SELECT id FROM written)
+   AND EXISTS (SELECT 1 FROM queen.consumer_groups g WHERE g.id = n.id)`
+
+// NoteActive writes the activity a gateway noted (queen.consumer_groups'
+// active_at, which queen.consumer_group_active_at reads) in one
+// statement, and answers the groups whose rows other transactions held:
+// they were skipped, not waited for, and are for the next write. Groups
+// that no longer exist are left out.
+func (s *Store) NoteActive(ctx context.Context, noted []model.GroupNoted) (skipped []int64, err error) {
+	if len(noted) == 0 {
+		return nil, nil
+	}
+	ids := make([]int64, len(noted))
+	ago := make([]float64, len(noted))
+	for i, n := range noted {
+		ids[i], ago[i] = n.GroupID, max(n.Ago, 0).Seconds()
+	}
+	rows, err := s.pool.Query(ctx, noteActiveSQL, ids, ago)
+	if err == nil {
+		skipped, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: note groups' activity: %w", err)
+	}
+	return skipped, nil
+}
