@@ -109,11 +109,11 @@ func setupConfigure(fs *flag.FlagSet) runFunc {
 // configureFlags are configure's option flags; each left unset (not given,
 // or its "not given" value) leaves its option out of the request.
 type configureFlags struct {
-	window, retention, groupIdle          secondsFlag
-	maxAttempts, maxAckPending            *int64
-	retainUntil, retryDelay, retryBackoff *string
-	onConflict                            *string
-	replace                               *bool
+	window, retention, groupIdle           secondsFlag
+	maxAttempts, maxAckPending, maxUnheard *int64
+	retainUntil, retryDelay, retryBackoff  *string
+	onConflict                             *string
+	replace                                *bool
 }
 
 func defineConfigureFlags(fs *flag.FlagSet) *configureFlags {
@@ -122,6 +122,8 @@ func defineConfigureFlags(fs *flag.FlagSet) *configureFlags {
 	fs.Var(&f.retention, "retention", "how long messages are kept (retentionSeconds) as a `duration`, e.g. 7d; 0 keeps them forever")
 	f.maxAttempts = fs.Int64("max-attempts", -1, "deliveries to a consumer group before a message is dead-lettered (maxAttempts); 0 never")
 	f.maxAckPending = fs.Int64("max-ack-pending", -1, "messages each consumer group may hold delivered and not yet settled (maxAckPending); 0 no limit")
+	f.maxUnheard = fs.Int64("max-unheard-deliveries", -1,
+		"leases in a row run out unheard from a message that count one attempt, so a message that kills its consumer is dead-lettered (maxUnheardDeliveries); 0 none")
 	f.retainUntil = fs.String("retain-until", "", "what retention waits for (retainUntil): age, or consumed (also every consumer group)")
 	f.retryDelay = fs.String("retry-delay", "", "how long a failed message waits before it is delivered again (retryDelayMs) as a `duration`, e.g. 5s; 0 at once")
 	f.retryBackoff = fs.String("retry-backoff", "", "that wait by attempt (retryBackoffMs) as comma-separated `durations`, e.g. 1s,5s,30s (the last for every later attempt); none turns it off")
@@ -158,6 +160,9 @@ func (f *configureFlags) options() (map[string]queueopt.Value, error) {
 	}
 	if *f.maxAckPending >= 0 {
 		options["maxAckPending"] = queueopt.Count(*f.maxAckPending) // its range is the gateway's to say
+	}
+	if *f.maxUnheard >= 0 {
+		options["maxUnheardDeliveries"] = queueopt.Count(*f.maxUnheard) // its range is the gateway's to say
 	}
 	if *f.retainUntil != "" {
 		if o, _ := queueopt.Find("retainUntil"); !slices.Contains(o.Words, *f.retainUntil) {
