@@ -18,7 +18,8 @@ import (
 const configureUsage = `Usage:
   queenctl configure QUEUE [--dedup-window D] [--retention D] [--on-conflict M]
                            [--max-attempts N] [--max-ack-pending N] [--retain-until age|consumed]
-                           [--retry-delay D] [--retry-backoff D,D,...|none] [--replace]
+                           [--retry-delay D] [--retry-backoff D,D,...|none]
+                           [--max-unheard-deliveries N] [--replace]
 
 Changes one queue's options and prints its whole configuration after the
 change. Only the options given are sent (mode merge): the others keep their
@@ -41,6 +42,12 @@ again to its group (up to 1d, in milliseconds on the wire: retryDelayMs);
   --retry-backoff 1s,5s,30s   1s after the first attempt, 5s after the
                               second, 30s after every later one
   --retry-backoff none        no list: --retry-delay decides
+
+--max-unheard-deliveries N: every N leases of a group that run out with
+nothing heard from their consumer (no ack, renewal or release), from the
+same message, count that message's attempts (maxUnheardDeliveries,
+default 3), so that --max-attempts ends a message that kills its consumer;
+0 never counts them.
 
 `
 
