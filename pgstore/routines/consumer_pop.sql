@@ -38,8 +38,8 @@
 -- was lost, so it costs no attempt and counts as unconfirmed) unless it
 -- is one of the leases run out unheard that count
 -- (consumer_ran_out_unheard), else its attempts count and what it left
--- unsettled says why (consumer_lease_ran_out). Messages retention deleted from under the
--- cursor are counted on it.
+-- unsettled says why (consumer_lease_ran_out). Messages retention
+-- deleted from under the cursor are counted on it.
 --
 -- Flow control: under a limit, p_consumer_limit for p_consumer's running
 -- leases, p_group_limit for the group's (0: none), the pop delivers no

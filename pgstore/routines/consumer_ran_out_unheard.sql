@@ -5,9 +5,9 @@
 -- that kills its consumer before a word would then be delivered without
 -- end, so the cursor counts the leases run out unheard from the same first
 -- offset (a lease from another offset starts again at 1), and every
--- queue's max_unheard_deliveries-th of them (0: none) counts its attempts
--- as a lease heard from does (consumer_lease_ran_out): maxAttempts then
--- ends a poison message too. Returns whether it took the lease back. The
+-- max_unheard_deliveries-th of them (the queue's option; 0: none) counts
+-- its attempts as a lease heard from does (consumer_lease_ran_out):
+-- maxAttempts then ends a poison message too. Returns whether it took the lease back. The
 -- caller (consumer_pop) holds the cursor row.
 CREATE OR REPLACE FUNCTION queen.consumer_ran_out_unheard(p_group_id bigint, p_partition_id bigint)
 RETURNS boolean
