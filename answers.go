@@ -132,6 +132,10 @@ type Options struct {
 	// GroupIdleSeconds: a consumer group idle for longer no longer holds
 	// retention back; 0: every group holds.
 	GroupIdleSeconds int `json:"groupIdleSeconds"`
+	// MaxUnheardDeliveries: every so many leases in a row that run out
+	// unheard from the same message count their attempts (so a message
+	// that kills its consumer is dead-lettered too); 0: none does.
+	MaxUnheardDeliveries int `json:"maxUnheardDeliveries"`
 }
 
 // ConfigureRequest is the body of a configure: the options it sets

@@ -21,6 +21,11 @@ const (
 	MaxRetryBackoff = 64
 	// MaxAckPendingLimit bounds maxAckPending, a queue's and a pop's.
 	MaxAckPendingLimit = 1000000
+	// DefaultMaxUnheardDeliveries is maxUnheardDeliveries' default: more
+	// than 1, so that a lost answer alone never counts an attempt.
+	DefaultMaxUnheardDeliveries = 3
+	// MaxUnheardDeliveriesLimit bounds maxUnheardDeliveries.
+	MaxUnheardDeliveriesLimit = 1000
 )
 
 // QueueOptions is a queue's whole configuration.
@@ -51,20 +56,25 @@ type QueueOptions struct {
 	// GroupIdleSeconds: a consumer group idle for longer no longer holds
 	// retention back; 0: every group holds.
 	GroupIdleSeconds int
+	// MaxUnheardDeliveries: every so many leases in a row that run out
+	// unheard from the same message count their attempts, so that a
+	// message that kills its consumer is dead-lettered too; 0: none does.
+	MaxUnheardDeliveries int
 }
 
 // OptionsPatch names the options a configure request sets; nil is an
 // omitted option.
 type OptionsPatch struct {
-	DedupWindowSeconds *int
-	RetentionSeconds   *int
-	OnConflict         *ConflictMode
-	MaxAttempts        *int
-	RetainUntil        *RetainUntil
-	RetryDelayMs       *int
-	RetryBackoffMs     *[]int
-	MaxAckPending      *int
-	GroupIdleSeconds   *int
+	DedupWindowSeconds   *int
+	RetentionSeconds     *int
+	OnConflict           *ConflictMode
+	MaxAttempts          *int
+	RetainUntil          *RetainUntil
+	RetryDelayMs         *int
+	RetryBackoffMs       *[]int
+	MaxAckPending        *int
+	GroupIdleSeconds     *int
+	MaxUnheardDeliveries *int
 }
 
 // Validate checks every option the patch sets; each error is an
@@ -90,6 +100,7 @@ func (p OptionsPatch) Validate() error {
 	}
 	check("maxAckPending", p.MaxAckPending, MaxAckPendingLimit)
 	check("groupIdleSeconds", p.GroupIdleSeconds, MaxOptionSeconds)
+	check("maxUnheardDeliveries", p.MaxUnheardDeliveries, MaxUnheardDeliveriesLimit)
 	if p.RetainUntil != nil && !p.RetainUntil.Valid() {
 		errs = append(errs, fmt.Errorf("%w: retainUntil %q: age or consumed", ErrInvalidOption, string(*p.RetainUntil)))
 	}

@@ -63,6 +63,10 @@ func FuzzDecodeConfigure(f *testing.F) {
 		if n, ok := bodyref.Whole(opts["maxAckPending"]); ok != (c.patch.MaxAckPending != nil) || ok && int64(*c.patch.MaxAckPending) != n {
 			return fmt.Sprintf("maxAckPending %v, the reference %s", c.patch.MaxAckPending, opts["maxAckPending"])
 		}
+		if n, ok := bodyref.Whole(opts["maxUnheardDeliveries"]); ok != (c.patch.MaxUnheardDeliveries != nil) ||
+			ok && int64(*c.patch.MaxUnheardDeliveries) != n {
+			return fmt.Sprintf("maxUnheardDeliveries %v, the reference %s", c.patch.MaxUnheardDeliveries, opts["maxUnheardDeliveries"])
+		}
 		return bodyref.SameString("queue", c.queue, vals)
 	})
 }
@@ -192,11 +196,14 @@ func TestDecodeConfigureBody(t *testing.T) {
 	bodyref.RunDecodeCases(t, func(b []byte) *queengate.Error { _, _, _, werr := decodeConfigure(b); return werr }, []decodeCase{
 		{"all", `{"queue":"q","mode":"replace","options":{"dedupWindowSeconds":1,"retentionSeconds":2,"onConflict":"flag","maxAttempts":3,"retainUntil":"age","groupIdleSeconds":4}}`, ""},
 		{"groupIdleSeconds negative", `{"queue":"q","options":{"groupIdleSeconds":-1}}`, `"options": "groupIdleSeconds" is -1: from 0 to 2147483647`},
+		{"maxUnheardDeliveries too many", `{"queue":"q","options":{"maxUnheardDeliveries":1001}}`, `"options": "maxUnheardDeliveries" is 1001: from 0 to 1000`},
+		{"maxUnheardDeliveries a fraction", `{"queue":"q","options":{"maxUnheardDeliveries":2.5}}`,
+			`"options": "maxUnheardDeliveries" must be a whole number, not the JSON number 2.5`},
 		{"Queue", `{"Queue":"q"}`, `unknown field "Queue": a configure request has only "queue", "options" and "mode"; did you mean "queue"?`},
 		{"an option misnamed", `{"queue":"q","options":{"MaxAttempts":1}}`,
-			`"options": unknown field "MaxAttempts": the options object has only "dedupWindowSeconds", "retentionSeconds", "onConflict", "maxAttempts", "retainUntil", "retryDelayMs", "retryBackoffMs", "maxAckPending" and "groupIdleSeconds"; did you mean "maxAttempts"?`},
+			`"options": unknown field "MaxAttempts": the options object has only "dedupWindowSeconds", "retentionSeconds", "onConflict", "maxAttempts", "retainUntil", "retryDelayMs", "retryBackoffMs", "maxAckPending", "groupIdleSeconds" and "maxUnheardDeliveries"; did you mean "maxAttempts"?`},
 		{"an option twice", `{"queue":"q","options":{"maxAttempts":1,"maxAttempts":2}}`,
-			`"options": field "maxAttempts" is given twice: send it once (the options object has "dedupWindowSeconds", "retentionSeconds", "onConflict", "maxAttempts", "retainUntil", "retryDelayMs", "retryBackoffMs", "maxAckPending" and "groupIdleSeconds")`},
+			`"options": field "maxAttempts" is given twice: send it once (the options object has "dedupWindowSeconds", "retentionSeconds", "onConflict", "maxAttempts", "retainUntil", "retryDelayMs", "retryBackoffMs", "maxAckPending", "groupIdleSeconds" and "maxUnheardDeliveries")`},
 		{"retainUntil a number", `{"queue":"q","options":{"retainUntil":1}}`, `"options": "retainUntil" must be one of "age", "consumed", not the JSON number 1`},
 		{"retry delays", `{"queue":"q","options":{"retryDelayMs":1000,"retryBackoffMs":[1000,5000,30000]}}`, ""},
 		{"retryDelayMs over a day", `{"queue":"q","options":{"retryDelayMs":86400001}}`, `"options": "retryDelayMs" is 86400001: from 0 to 86400000`},

@@ -108,7 +108,7 @@ func queueView(c model.QueueConfig) queengate.QueueView {
 		Options: queengate.Options{DedupWindowSeconds: c.DedupWindowSeconds, RetentionSeconds: c.RetentionSeconds,
 			OnConflict: string(c.OnConflict), MaxAttempts: c.MaxAttempts, RetainUntil: string(c.RetainUntil),
 			RetryDelayMs: c.RetryDelayMs, RetryBackoffMs: c.RetryBackoffMs, MaxAckPending: c.MaxAckPending,
-			GroupIdleSeconds: c.GroupIdleSeconds}}
+			GroupIdleSeconds: c.GroupIdleSeconds, MaxUnheardDeliveries: c.MaxUnheardDeliveries}}
 }
 
 // Configure applies a configure request body.
@@ -130,7 +130,7 @@ func (o *Ops) Configure(ctx context.Context, body []byte) (any, *queengate.Error
 
 // options are the configurable options and their JSON names.
 var options = []string{"dedupWindowSeconds", "retentionSeconds", "onConflict", "maxAttempts", "retainUntil",
-	"retryDelayMs", "retryBackoffMs", "maxAckPending", "groupIdleSeconds"}
+	"retryDelayMs", "retryBackoffMs", "maxAckPending", "groupIdleSeconds", "maxUnheardDeliveries"}
 
 var (
 	configureShape = wire.Shape{Name: "a configure request", Example: `{"queue": "...", "options": {...}, "mode": "merge"|"replace"}`}
@@ -190,6 +190,8 @@ func decodeOptions(raw []byte) (patch model.OptionsPatch, werr *queengate.Error)
 		wire.Field{Name: "retryBackoffMs", Decode: backoffInto(&patch.RetryBackoffMs)},
 		wire.Field{Name: "maxAckPending", Decode: boundedOptionInto("maxAckPending", model.MaxAckPendingLimit, &patch.MaxAckPending)},
 		wire.Field{Name: "groupIdleSeconds", Decode: optionInto("groupIdleSeconds", &patch.GroupIdleSeconds)},
+		wire.Field{Name: "maxUnheardDeliveries",
+			Decode: boundedOptionInto("maxUnheardDeliveries", model.MaxUnheardDeliveriesLimit, &patch.MaxUnheardDeliveries)},
 	)
 	return patch, werr
 }

@@ -24,6 +24,7 @@ type queueAnswer struct {
 		DedupWindowSeconds *int   `json:"dedupWindowSeconds"`
 		RetentionSeconds   *int   `json:"retentionSeconds"`
 		OnConflict         string `json:"onConflict"`
+		MaxUnheard         *int   `json:"maxUnheardDeliveries"`
 	} `json:"options"`
 	Created    bool      `json:"created"`
 	CreatedAt  time.Time `json:"createdAt"`
@@ -114,6 +115,20 @@ func TestConfigureOverHTTPAndNATS(t *testing.T) {
 		if a.Options.OnConflict != "ignore" {
 			t.Errorf("%s replace left onConflict %q, want the default ignore", via, a.Options.OnConflict)
 		}
+		// maxUnheardDeliveries: answered always, 0 kept by a merge, the
+		// default 3 back after a replace.
+		if a.Options.MaxUnheard == nil || *a.Options.MaxUnheard != 3 {
+			t.Errorf("%s: maxUnheardDeliveries %v, want the default 3", via, a.Options.MaxUnheard)
+		}
+		a = configure(via, fmt.Sprintf(`{"queue":%q,"options":{"maxUnheardDeliveries":0}}`, q))
+		if a = configure(via, fmt.Sprintf(`{"queue":%q}`, q)); a.Options.MaxUnheard == nil || *a.Options.MaxUnheard != 0 {
+			t.Errorf("%s merge: maxUnheardDeliveries %v, want 0", via, a.Options.MaxUnheard)
+		}
+		a = configure(via, fmt.Sprintf(`{"queue":%q,"mode":"replace"}`, q))
+		if a.Options.MaxUnheard == nil || *a.Options.MaxUnheard != 3 {
+			t.Errorf("%s replace: maxUnheardDeliveries %v, want the default 3", via, a.Options.MaxUnheard)
+		}
+		a = configure(via, fmt.Sprintf(`{"queue":%q,"options":{"retentionSeconds":60},"mode":"replace"}`, q))
 		// GET answers the same configuration on both faces.
 		h := mustQueue(t)(g.ViaHTTP(t, "GET", "/queues/"+q, "", ""))
 		n := mustQueue(t)(g.ViaNATS(t, "queues.get."+q, "", ""))
@@ -153,7 +168,7 @@ func TestConfigureBadInputIsA400AndChangesNothing(t *testing.T) {
 		t.Fatalf("setup: %d %s", status, body)
 	}
 	cases := []struct{ body, want string }{
-		{fmt.Sprintf(`{"queue":%q,"options":{"dedupWindowSecs":5}}`, q), `"options": unknown field "dedupWindowSecs": the options object has only "dedupWindowSeconds", "retentionSeconds", "onConflict", "maxAttempts", "retainUntil", "retryDelayMs", "retryBackoffMs", "maxAckPending" and "groupIdleSeconds"`},
+		{fmt.Sprintf(`{"queue":%q,"options":{"dedupWindowSecs":5}}`, q), `"options": unknown field "dedupWindowSecs": the options object has only "dedupWindowSeconds", "retentionSeconds", "onConflict", "maxAttempts", "retainUntil", "retryDelayMs", "retryBackoffMs", "maxAckPending", "groupIdleSeconds" and "maxUnheardDeliveries"`},
 		{fmt.Sprintf(`{"queue":%q,"options":{"dedupWindowSeconds":"600"}}`, q), `"options": "dedupWindowSeconds" must be a whole number, not a string "600"`},
 		{fmt.Sprintf(`{"queue":%q,"options":{"dedupWindowSeconds":1.5}}`, q), "must be a whole number, not the JSON number 1.5"},
 		{fmt.Sprintf(`{"queue":%q,"options":{"dedupWindowSeconds":-1}}`, q), `"dedupWindowSeconds" is -1: from 0 to 2147483647`},
@@ -178,6 +193,9 @@ func TestConfigureBadInputIsA400AndChangesNothing(t *testing.T) {
 		{fmt.Sprintf(`{"queue":%q,"options":{"retryBackoffMs":1000}}`, q), `"retryBackoffMs" must be an array of delays in milliseconds`},
 		{fmt.Sprintf(`{"queue":%q,"options":{"retryBackoffMs":[1000,-5]}}`, q), `"retryBackoffMs[1]" is -5: from 0 to 86400000`},
 		{fmt.Sprintf(`{"queue":%q,"options":{"retryDelayMs":5,"retryBackoffMs":[null]}}`, q), `"retryBackoffMs[0]" must be a whole number, not null`},
+		{fmt.Sprintf(`{"queue":%q,"options":{"maxUnheardDeliveries":1001}}`, q), `"maxUnheardDeliveries" is 1001: from 0 to 1000`},
+		{fmt.Sprintf(`{"queue":%q,"options":{"maxUnheardDeliveries":-1}}`, q), `"maxUnheardDeliveries" is -1: from 0 to 1000`},
+		{fmt.Sprintf(`{"queue":%q,"options":{"maxUnheardDeliveries":"3"}}`, q), `"maxUnheardDeliveries" must be a whole number, not a string "3"`},
 	}
 	for _, c := range cases {
 		for _, via := range []string{"http", "nats"} {
@@ -201,8 +219,8 @@ func TestConfigureBadInputIsA400AndChangesNothing(t *testing.T) {
 	}
 	c, err := e.Store.QueueConfig(context.Background(), q)
 	if err != nil || c.DedupWindowSeconds != 600 || c.RetentionSeconds != 0 || c.OnConflict != model.ConflictIgnore ||
-		c.RetryDelayMs != 0 || len(c.RetryBackoffMs) != 0 {
-		t.Errorf("after bad requests: %+v, %v; want unchanged (600, 0, ignore, no retry delays)", c.QueueOptions, err)
+		c.RetryDelayMs != 0 || len(c.RetryBackoffMs) != 0 || c.MaxUnheardDeliveries != model.DefaultMaxUnheardDeliveries {
+		t.Errorf("after bad requests: %+v, %v; want unchanged (600, 0, ignore, no retry delays, 3 unheard)", c.QueueOptions, err)
 	}
 	if status, _ := g.ViaHTTP(t, "GET", "/queues/"+q+"-missing", "", ""); status != 404 {
 		t.Errorf("GET of an unknown queue: %d, want 404", status)

@@ -13,7 +13,7 @@ import (
 )
 
 const queueColumns = "id, name, dedup_window_seconds, retention_seconds, on_conflict, max_attempts, retain_until, created_at, updated_at, " +
-	"retry_delay_ms, retry_backoff_ms, max_ack_pending, group_idle_seconds"
+	"retry_delay_ms, retry_backoff_ms, max_ack_pending, group_idle_seconds, max_unheard_deliveries"
 
 // configureSQL creates or updates a queue in one statement, so concurrent
 // configures of one queue serialize on its row and each answers the state
@@ -23,7 +23,7 @@ const queueColumns = "id, name, dedup_window_seconds, retention_seconds, on_conf
 // an updated one.
 const configureSQL = `
 INSERT INTO queen.queues AS q (name, dedup_window_seconds, retention_seconds, on_conflict, max_attempts, retain_until,
-                               retry_delay_ms, retry_backoff_ms, max_ack_pending, group_idle_seconds)
+                               retry_delay_ms, retry_backoff_ms, max_ack_pending, group_idle_seconds, max_unheard_deliveries)
 VALUES (@name, coalesce(@dedup_window_seconds::integer, @default_dedup_window_seconds::integer),
         coalesce(@retention_seconds::integer, @default_retention_seconds::integer),
         coalesce(@on_conflict::text, @default_on_conflict::text),
@@ -31,7 +31,8 @@ VALUES (@name, coalesce(@dedup_window_seconds::integer, @default_dedup_window_se
         coalesce(@retain_until::text, @default_retain_until::text),
         coalesce(@retry_delay_ms::bigint, @default_retry_delay_ms::bigint),
         coalesce(@retry_backoff_ms::bigint[], @default_retry_backoff_ms::bigint[]), coalesce(@max_ack_pending::integer, 0),
-        coalesce(@group_idle_seconds::integer, 0))
+        coalesce(@group_idle_seconds::integer, 0),
+        coalesce(@max_unheard_deliveries::integer, @default_max_unheard_deliveries::integer))
 ON CONFLICT (name) DO UPDATE SET
     dedup_window_seconds = coalesce(@dedup_window_seconds, CASE WHEN @replace::boolean THEN @default_dedup_window_seconds ELSE q.dedup_window_seconds END),
     retention_seconds    = coalesce(@retention_seconds, CASE WHEN @replace THEN @default_retention_seconds ELSE q.retention_seconds END),
@@ -42,6 +43,8 @@ ON CONFLICT (name) DO UPDATE SET
     retry_backoff_ms     = coalesce(@retry_backoff_ms, CASE WHEN @replace THEN @default_retry_backoff_ms ELSE q.retry_backoff_ms END),
     max_ack_pending      = coalesce(@max_ack_pending, CASE WHEN @replace THEN 0 ELSE q.max_ack_pending END),
     group_idle_seconds   = coalesce(@group_idle_seconds, CASE WHEN @replace THEN 0 ELSE q.group_idle_seconds END),
+    max_unheard_deliveries = coalesce(@max_unheard_deliveries,
+                                      CASE WHEN @replace THEN @default_max_unheard_deliveries ELSE q.max_unheard_deliveries END),
     updated_at = CASE
         WHEN (coalesce(@dedup_window_seconds, CASE WHEN @replace THEN @default_dedup_window_seconds ELSE q.dedup_window_seconds END),
               coalesce(@retention_seconds, CASE WHEN @replace THEN @default_retention_seconds ELSE q.retention_seconds END),
@@ -51,9 +54,10 @@ ON CONFLICT (name) DO UPDATE SET
               coalesce(@retry_delay_ms, CASE WHEN @replace THEN @default_retry_delay_ms ELSE q.retry_delay_ms END),
               coalesce(@retry_backoff_ms, CASE WHEN @replace THEN @default_retry_backoff_ms ELSE q.retry_backoff_ms END),
               coalesce(@max_ack_pending, CASE WHEN @replace THEN 0 ELSE q.max_ack_pending END),
-              coalesce(@group_idle_seconds, CASE WHEN @replace THEN 0 ELSE q.group_idle_seconds END))
+              coalesce(@group_idle_seconds, CASE WHEN @replace THEN 0 ELSE q.group_idle_seconds END),
+              coalesce(@max_unheard_deliveries, CASE WHEN @replace THEN @default_max_unheard_deliveries ELSE q.max_unheard_deliveries END))
              IS DISTINCT FROM (q.dedup_window_seconds, q.retention_seconds, q.on_conflict, q.max_attempts, q.retain_until,
-                               q.retry_delay_ms, q.retry_backoff_ms, q.max_ack_pending, q.group_idle_seconds)
+                               q.retry_delay_ms, q.retry_backoff_ms, q.max_ack_pending, q.group_idle_seconds, q.max_unheard_deliveries)
         THEN now() ELSE q.updated_at END
 RETURNING ` + queueColumns + `, (xmax = 0) AS created`
 
@@ -80,7 +84,8 @@ func (s *Store) Configure(ctx context.Context, queue string, patch model.Options
 		"retain_until": patch.RetainUntil, "default_retain_until": model.RetainByAge,
 		"retry_delay_ms": patch.RetryDelayMs, "default_retry_delay_ms": 0,
 		"retry_backoff_ms": patch.RetryBackoffMs, "default_retry_backoff_ms": []int{},
-		"max_ack_pending": patch.MaxAckPending, "group_idle_seconds": patch.GroupIdleSeconds})
+		"max_ack_pending": patch.MaxAckPending, "group_idle_seconds": patch.GroupIdleSeconds,
+		"max_unheard_deliveries": patch.MaxUnheardDeliveries, "default_max_unheard_deliveries": model.DefaultMaxUnheardDeliveries})
 	var c configured
 	if err == nil {
 		c, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[configured])

@@ -24,6 +24,7 @@ func (m *consumerModel) seek(x int64) (leaseEnded bool) {
 		m.completed[o], m.dead[o], m.attempts[o], m.lastError[o] = false, false, 0, ""
 	}
 	clear(m.failedIn)
+	m.unheardFrom, m.unheard = -1, 0
 	return leaseEnded
 }
 

@@ -15,9 +15,10 @@ import (
 
 // consumerModel is what a group's state on one partition must be, kept
 // apart from SQL: attempts per offset, each one's last error, what is
-// completed or dead-lettered, the current lease, and the deliveries
-// taken back unconfirmed; and time, in whole hours (clock), with the
-// delays the queue and failures ask for.
+// completed or dead-lettered, the current lease, the deliveries taken
+// back unconfirmed, and the leases run out unheard from one offset (every
+// maxUnheard-th counts its attempts); and time, in whole hours (clock),
+// with the delays the queue and failures ask for.
 type consumerModel struct {
 	n, maxAttempts      int
 	attempts            []int
@@ -32,6 +33,11 @@ type consumerModel struct {
 	pushed              int            // offsets pushed before the history: from it on, copies
 	redrivenDeadLetters int
 	unconfirmed         int
+	maxUnheard          int   // the queue's maxUnheardDeliveries
+	unheardFrom         int64 // the first offset of the leases run out unheard, -1 none
+	unheard             int   // how many from unheardFrom
+	unheardCounted      int   // how many of them counted their attempts
+	deadAfterUnheard    int   // dead letters whose last error is such a count
 	lease               *modelLease
 	delays              modelDelays
 	clock               int // hours moved
@@ -61,6 +67,8 @@ type modelLease struct {
 	// heard: an ack, renewal or release named the lease, so its
 	// deliveries are attempts: its answer arrived.
 	heard bool
+	// crashed: its consumer died before a word; nothing names it again.
+	crashed bool
 	// set: the clock when the lease's end was last set (pop, renewal);
 	// once expired, free is the first hour at which its end lies behind,
 	// and delay how long after that a heard lease holds the partition
@@ -140,23 +148,38 @@ func (m *consumerModel) deadLetter(o int64) {
 	}
 	m.dead[o], m.dlq[o] = true, true
 	m.deadLetters++
+	if strings.Contains(m.lastError[o], "unheard") {
+		m.deadAfterUnheard++
+	}
 	if o >= int64(m.pushed) {
 		m.redrivenDeadLetters++
 	}
 }
 
 // leaseRanOut ends a lease that ran out: unheard, it is taken back as if
-// never delivered, and counted unconfirmed; heard from, its attempts
-// stand and what it left unsettled says why.
+// never delivered, and counted unconfirmed, unless it is the
+// maxUnheard-th (or 2×, 3×…) run out unheard from its first offset;
+// heard from, or so counted, its attempts stand and what it left
+// unsettled says why.
 func (m *consumerModel) leaseRanOut() {
+	why := "lease ran out"
 	if !m.lease.heard {
-		m.takeBack()
-		m.unconfirmed += len(m.lease.delivered)
-		return
+		from := m.lease.delivered[0]
+		if m.unheardFrom != from {
+			m.unheardFrom, m.unheard = from, 0
+		}
+		m.unheard++
+		if m.maxUnheard == 0 || m.unheard%m.maxUnheard != 0 {
+			m.takeBack()
+			m.unconfirmed += len(m.lease.delivered)
+			return
+		}
+		m.unheardCounted++
+		why = fmt.Sprintf("lease ran out unheard %d times", m.unheard)
 	}
 	for _, o := range m.lease.delivered {
 		if !m.done(o) && m.failedIn[o] != m.lease.id {
-			m.lastError[o] = fmt.Sprintf("lease ran out (consumer 'c', attempt %d)", m.attempts[o])
+			m.lastError[o] = fmt.Sprintf("%s (consumer 'c', attempt %d)", why, m.attempts[o])
 		}
 	}
 }
@@ -272,11 +295,31 @@ func TestConsumerGroupWithSeeksAndDeletesAgreesWithItsModel(t *testing.T) {
 	}
 }
 
+// TestConsumerGroupWithCrashesAgreesWithItsModel is the same history
+// with consumers that die on a pop, before a word, as often as not: their
+// leases run out unheard, and every maxUnheardDeliveries-th from one
+// offset counts its attempts, so messages are dead-lettered by them too.
+func TestConsumerGroupWithCrashesAgreesWithItsModel(t *testing.T) {
+	t.Parallel()
+	for seed := range uint64(4) {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			t.Parallel()
+			runConsumerModel(t, seed, 60, 3, 600, modelDelays{}, modelSteps{seeks: seed == 3, crashes: true, maxUnheard: 2 + int(seed%2)})
+		})
+	}
+}
+
 // modelSteps are the kinds of step a history has beyond pops, acks,
-// renewals, expiries, releases and undos.
+// renewals, expiries, releases and undos, and the queue's
+// maxUnheardDeliveries.
 type modelSteps struct {
 	seeks    bool // seeks and deletes of the group
 	redrives bool // redrives of the dead letters (with seeks and deletes)
+	// crashes: now and then a pop's consumer dies at once, and its lease
+	// runs out unheard.
+	crashes bool
+	// maxUnheard is the queue's maxUnheardDeliveries; 0: the default.
+	maxUnheard int
 }
 
 func runConsumerModel(t *testing.T, seed uint64, n, maxAttempts, steps int, delays modelDelays, extra modelSteps) {
@@ -290,10 +333,12 @@ func runConsumerModel(t *testing.T, seed uint64, n, maxAttempts, steps int, dela
 		}
 		return &ms
 	}
-	b.configure(t, model.OptionsPatch{RetryDelayMs: &(*hours([]int{delays.retry}))[0], RetryBackoffMs: hours(delays.backoff)})
+	maxUnheard := cmp.Or(extra.maxUnheard, model.DefaultMaxUnheardDeliveries)
+	b.configure(t, model.OptionsPatch{RetryDelayMs: &(*hours([]int{delays.retry}))[0], RetryBackoffMs: hours(delays.backoff),
+		MaxUnheardDeliveries: &maxUnheard})
 	m := &consumerModel{n: n, pushed: n, maxAttempts: maxAttempts, attempts: make([]int, n), lastError: make([]string, n),
 		completed: make([]bool, n), dead: make([]bool, n), failedIn: map[int64]string{}, delays: delays,
-		dlq: map[int64]bool{}}
+		dlq: map[int64]bool{}, maxUnheard: maxUnheard, unheardFrom: -1}
 	for i := range n {
 		id := fmt.Sprintf("t%d", i)
 		m.txn, m.data = append(m.txn, id), append(m.data, frameData(i, id))
@@ -352,6 +397,11 @@ func runConsumerModel(t *testing.T, seed uint64, n, maxAttempts, steps int, dela
 			if len(wantOff) > 0 {
 				m.lease = &modelLease{id: got.LeaseID, delivered: wantOff, set: m.clock, delay: m.delays.after(slices.Max(wantAtt))}
 				seen["pop"]++
+				if extra.crashes && rng.IntN(2) == 0 { // its consumer dies before a word
+					b.backdateLease(t)
+					m.lease.expired, m.lease.free, m.lease.crashed = true, m.clock, true
+					seen["crash"]++
+				}
 			}
 			for i, a := range wantAtt {
 				if a > 1 {
@@ -361,7 +411,7 @@ func runConsumerModel(t *testing.T, seed uint64, n, maxAttempts, steps int, dela
 					seen["redriven message delivered"]++
 				}
 			}
-		case r < 7 && m.lease != nil:
+		case r < 7 && m.lease != nil && !m.lease.crashed:
 			offsets, completed, items := randomAck(rng, m)
 			m.resolveTxnIDs(offsets, items)
 			lease := m.lease.id
@@ -417,7 +467,7 @@ func runConsumerModel(t *testing.T, seed uint64, n, maxAttempts, steps int, dela
 			b.elapse(t, b.group, time.Hour)
 			m.tick()
 			seen["an hour"]++
-		case r == 10 && m.lease != nil:
+		case r == 10 && m.lease != nil && !m.lease.crashed:
 			// The pop's answer was never sent: an undo, as the gateway
 			// makes (only a pop's own gateway does, at once; any lease
 			// here tests what it refuses).
@@ -464,6 +514,8 @@ func runConsumerModel(t *testing.T, seed uint64, n, maxAttempts, steps int, dela
 		t.Fatalf("unconfirmed %d, the model %d", gp.Unconfirmed, m.unconfirmed)
 	}
 	seen["unconfirmed"] += m.unconfirmed
+	seen["unheard counted"] = m.unheardCounted
+	seen["dead letter after leases unheard"] = m.deadAfterUnheard
 	t.Logf("seed %d: %v; cursor at %d of %d", seed, seen, m.cursor(), m.n)
 	kinds := []string{"pop", "redelivery", "expiry", "release", "dead letter", "ack acked", "ack alreadyAcked",
 		"ack notInLease", "answer deadLettered", "renewal", "ack by the shortcut", "expiry heard true", "expiry heard false", "undo true", "undo false", "unconfirmed",
@@ -480,6 +532,10 @@ func runConsumerModel(t *testing.T, seed uint64, n, maxAttempts, steps int, dela
 		if maxAttempts > 1 {
 			kinds = append(kinds, "redelivery")
 		}
+	}
+	if extra.crashes {
+		kinds = []string{"pop", "redelivery", "ack acked", "crash", "expiry heard false", "expiry heard true", "unheard counted",
+			"unconfirmed", "dead letter", "dead letter after leases unheard"}
 	}
 	for _, kind := range kinds {
 		// Histories with delays hold back the whole-lease acks the

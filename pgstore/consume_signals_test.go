@@ -77,11 +77,15 @@ func TestAnUndonePopCountsNoAttemptAndKeepsNoLease(t *testing.T) {
 
 // A lease that runs out with nothing heard from its consumer costs no
 // attempt (its answer may have been lost): its deliveries are taken back
-// and counted as unconfirmed. One heard from counts its attempts.
+// and counted as unconfirmed. One heard from counts its attempts. (Three
+// in a row would count with the default maxUnheardDeliveries: see
+// consume_unheard_test.go.)
 func TestALeaseRunningOutUnheardCostsNoAttempt(t *testing.T) {
 	t.Parallel()
 	b := setupConsumer(t, 2)
 	b.setMaxAttempts(t, 1)
+	four := 4
+	b.configure(t, model.OptionsPatch{MaxUnheardDeliveries: &four})
 	for range 3 {
 		b.pop(t, b.group, 2)
 		if gp := b.groupPartition(t); gp.LeaseConsumer != "c" {

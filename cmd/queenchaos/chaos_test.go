@@ -38,6 +38,9 @@ func TestShortProfile(t *testing.T) {
 			t.Errorf("group %s consumed nothing", g.Group)
 		}
 	}
+	if poisoned := v.Consume.Groups[len(v.Consume.Groups)-1]; poisoned.Poison == 0 {
+		t.Errorf("group %s dead-lettered no message its consumers died on: the history has none", poisoned.Group)
+	}
 }
 
 // TestFailoverShortProfile kills the primary (kill -9) once under load,

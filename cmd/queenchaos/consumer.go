@@ -37,7 +37,14 @@ type consumeLoad struct {
 	// is a multiple of it at every attempt (it ends dead-lettered), and
 	// each one just after a multiple at its first attempt only (it is
 	// delivered again, then completed). The other groups complete all.
-	FailEvery   uint32
+	FailEvery uint32
+	// PoisonEvery: the last group's consumers die on each message whose
+	// sequence number is PoisonEvery/2 past a multiple of it: they leave
+	// its batch without a word (no renewal, ack or release) and pop again
+	// after a restart's pause, so its leases run out unheard until the
+	// queue's maxUnheardDeliveries counts them and maxAttempts
+	// dead-letters it (with the rest of its batches). 0: none.
+	PoisonEvery uint32
 	MaxAttempts int           // the queue's maxAttempts
 	Drain       time.Duration // most time to consume the rest once producing has stopped
 }
@@ -105,6 +112,15 @@ func (l *consumeLedger) acked(group string, ack *queengate.PopAck, answer *queen
 	}
 }
 
+// crashed records the poison messages of a batch a consumer died on.
+func (l *consumeLedger) crashed(group string, ans queengate.PopAnswer, poison []queengate.Delivery) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, m := range poison {
+		l.con.Crashes = append(l.con.Crashes, verify.Crash{Group: group, Partition: ans.Partition, Offset: m.Offset, ID: m.TransactionID})
+	}
+}
+
 // moved records dead letters an answer said it moved.
 func (l *consumeLedger) moved(group string, n int) {
 	if n == 0 {
@@ -151,6 +167,10 @@ func (c *consumer) run(ctx context.Context) {
 			world.Sleep(ctx, 200*time.Millisecond)
 		case granted < 0:
 			pending, lease = nil, -1
+		case c.crashesOn(ans):
+			// Dead before a word: the lease runs out unheard.
+			pending, lease = nil, -1
+			world.Sleep(ctx, poisonRestart)
 		default:
 			c.hold(ctx, ans, granted)
 			pending, lease = c.handle(ans), granted
@@ -228,6 +248,30 @@ func (c *consumer) handle(ans queengate.PopAnswer) *queengate.PopAck {
 		}
 	}
 	return ack
+}
+
+// poisonRestart is how long a consumer that died on a poison message
+// takes to come back.
+const poisonRestart = 200 * time.Millisecond
+
+// crashesOn reports whether the consumer dies on the batch: the failing
+// group's consumers do on a batch holding a poison message (see
+// consumeLoad.PoisonEvery), and the ledger records it.
+func (c *consumer) crashesOn(ans queengate.PopAnswer) bool {
+	if !c.failing || c.load.PoisonEvery == 0 {
+		return false
+	}
+	var poison []queengate.Delivery
+	for _, m := range ans.Messages {
+		var producer, seq uint32
+		if _, err := fmt.Sscanf(m.TransactionID, "c%d-%d", &producer, &seq); err == nil && seq%c.load.PoisonEvery == c.load.PoisonEvery/2 {
+			poison = append(poison, m)
+		}
+	}
+	if len(poison) > 0 {
+		c.led.crashed(c.group, ans, poison)
+	}
+	return len(poison) > 0
 }
 
 // fails reports whether the failing group fails this delivery (see

@@ -248,12 +248,15 @@ func markdown(o options, out *outcome) string {
 	writeFailovers(&b, out)
 	if c := v.Consume; c != nil {
 		fmt.Fprintf(&b, "\nConsumers: %v; %d pops failed.\n\n", o.profile.Consume, out.PopFailures)
-		b.WriteString("| group | leases | deliveries | messages | redeliveries | dead letters | unsettled at the end |\n|---|---:|---:|---:|---:|---:|---:|\n")
+		b.WriteString("| group | leases | deliveries | messages | redeliveries | dead letters | poison dead-lettered | unsettled at the end |\n" +
+			"|---|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, g := range c.Groups {
-			fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d | %d |\n", g.Group, g.Leases, g.Deliveries, g.Messages, g.Redeliveries, g.DeadLetters, g.Unsettled)
+			fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d | %d | %d |\n", g.Group, g.Leases, g.Deliveries, g.Messages, g.Redeliveries, g.DeadLetters,
+				g.Poison, g.Unsettled)
 		}
-		fmt.Fprintf(&b, "\nConsumer verifier: unconsumed %d, undone %d, double-leased %d, dead-lettered twice %d, skipped %d, misdelivered %d.\n",
-			c.Unconsumed, c.Undone, c.DoubleLeased, c.DeadLetteredTwice, c.Skipped, c.Misdelivered)
+		fmt.Fprintf(&b, "\nConsumer verifier: unconsumed %d, undone %d, double-leased %d, dead-lettered twice %d, skipped %d, misdelivered %d, "+
+			"poison not dead-lettered %d.\n",
+			c.Unconsumed, c.Undone, c.DoubleLeased, c.DeadLetteredTwice, c.Skipped, c.Misdelivered, c.PoisonKept)
 	}
 	if len(out.Minutes) > 1 {
 		b.WriteString("\n| minute | msg/s answered | gateways' RSS (MiB) |\n|---:|---:|---|\n")

@@ -39,11 +39,15 @@ type profile struct {
 // 25 in 1.5 s (a consumer then handles about eight batches a second:
 // batches of 100 serve 2,400 msg/s per group), leases of 2 s so that
 // every fault but the shortest outlasts some, and 3 attempts so that the
-// failing group's chosen messages are dead-lettered soon.
-func chaosConsumers(batch int) consumeLoad {
+// failing group's chosen messages are dead-lettered soon. That group's
+// consumers also die on one message in poisonEvery of each producer: with
+// the default maxUnheardDeliveries (3), nine deliveries, about 3 s each
+// (the lease, and the pop that finds it run out), hold its partition for
+// that group some 30 s; the drain leaves time for the last.
+func chaosConsumers(batch int, poisonEvery uint32) consumeLoad {
 	return consumeLoad{Groups: []string{"audit", "billing"}, PerGroup: 3, Max: batch,
 		Lease: 2 * time.Second, Wait: time.Second, Handling: 20 * time.Millisecond, SlowEvery: 25, SlowHandling: 1500 * time.Millisecond,
-		FailEvery: 200, MaxAttempts: 3, Drain: 30 * time.Second}
+		FailEvery: 200, PoisonEvery: poisonEvery, MaxAttempts: 3, Drain: time.Minute}
 }
 
 var profiles = map[string]profile{
@@ -51,12 +55,12 @@ var profiles = map[string]profile{
 	"short": {Name: "short", Gateways: 3, NATSNodes: 3, Window: 3600,
 		Load:     load{Producers: 8, Partitions: 16, Batch: 10, Rate: 1500, RetryShare: 0.2, Timeout: 2 * time.Second},
 		Duration: 96 * time.Second, Warmup: 5 * time.Second, Every: 11 * time.Second, Faults: allFaults,
-		Drain: time.Minute, Consume: chaosConsumers(100), Seed: 1},
+		Drain: time.Minute, Consume: chaosConsumers(100, 5000), Seed: 1},
 	// long repeats every fault kind, in a random order, for 10 minutes.
 	"long": {Name: "long", Gateways: 3, NATSNodes: 3, Window: 3600,
 		Load:     load{Producers: 16, Partitions: 32, Batch: 20, Rate: 3000, RetryShare: 0.2, Timeout: 2 * time.Second},
 		Duration: 10 * time.Minute, Warmup: 10 * time.Second, Every: 12 * time.Second, Faults: allFaults,
-		Drain: 2 * time.Minute, Consume: chaosConsumers(300), Seed: 1},
+		Drain: 2 * time.Minute, Consume: chaosConsumers(300, 20000), Seed: 1},
 	// soak runs no faults: a fixed offered load, high (on the 2-core
 	// machine it was written on, about what three gateways serve), for
 	// throughput and memory over time. The window is two
@@ -78,7 +82,7 @@ var profiles = map[string]profile{
 	"failover-short": {Name: "failover-short", Gateways: 2, NATSNodes: 1, Window: 3600,
 		Load:     load{Producers: 4, Partitions: 8, Batch: 10, Rate: 1000, RetryShare: 0.2, Timeout: 2 * time.Second},
 		Duration: 20 * time.Second, Warmup: 4 * time.Second, Every: 12 * time.Second, Faults: []faultKind{failoverKill},
-		Drain: time.Minute, Consume: chaosConsumers(100), Seed: 1,
+		Drain: time.Minute, Consume: chaosConsumers(100, 5000), Seed: 1,
 		Replication: world.Replication{Standby: true, Sync: true, Commit: "remote_apply"}},
 }
 
@@ -87,7 +91,7 @@ func failoverProfile(name string, repl world.Replication) profile {
 	return profile{Name: name, Gateways: 3, NATSNodes: 3, Window: 3600,
 		Load:     load{Producers: 16, Partitions: 32, Batch: 20, Rate: 5000, RetryShare: 0.2, Timeout: 2 * time.Second},
 		Duration: 5 * time.Minute, Warmup: 15 * time.Second, Every: 40 * time.Second, Faults: failoverFaults,
-		Drain: 2 * time.Minute, Consume: chaosConsumers(300), Seed: 1, Replication: repl}
+		Drain: 2 * time.Minute, Consume: chaosConsumers(300, 20000), Seed: 1, Replication: repl}
 }
 
 // outcome is a run's figures.

@@ -19,7 +19,7 @@ const configureUsage = `Usage:
   queenctl configure QUEUE [--dedup-window D] [--retention D] [--on-conflict M]
                            [--max-attempts N] [--max-ack-pending N] [--retain-until age|consumed]
                            [--retry-delay D] [--retry-backoff D,D,...|none] [--group-idle D]
-                           [--replace]
+                           [--max-unheard-deliveries N] [--replace]
 
 Changes one queue's options and prints its whole configuration after the
 change. Only the options given are sent (mode merge): the others keep their
@@ -44,6 +44,12 @@ again to its group (up to 1d, in milliseconds on the wire: retryDelayMs);
   --retry-backoff 1s,5s,30s   1s after the first attempt, 5s after the
                               second, 30s after every later one
   --retry-backoff none        no list: --retry-delay decides
+
+--max-unheard-deliveries N: every N leases of a group that run out with
+nothing heard from their consumer (no ack, renewal or release), from the
+same message, count that message's attempts (maxUnheardDeliveries,
+default 3), so that --max-attempts ends a message that kills its consumer;
+0 never counts them.
 
 `
 
@@ -112,12 +118,12 @@ func setupConfigure(fs *flag.FlagSet) runFunc {
 // configureFlags are configure's option flags; each left unset (not given,
 // or an empty word) leaves its option out of the request.
 type configureFlags struct {
-	fs                                    *flag.FlagSet // what was given
-	window, retention, groupIdle          secondsFlag
-	maxAttempts, maxAckPending            *int64
-	retainUntil, retryDelay, retryBackoff *string
-	onConflict                            *string
-	replace                               *bool
+	fs                                     *flag.FlagSet // what was given
+	window, retention, groupIdle           secondsFlag
+	maxAttempts, maxAckPending, maxUnheard *int64
+	retainUntil, retryDelay, retryBackoff  *string
+	onConflict                             *string
+	replace                                *bool
 }
 
 func defineConfigureFlags(fs *flag.FlagSet) *configureFlags {
@@ -126,6 +132,8 @@ func defineConfigureFlags(fs *flag.FlagSet) *configureFlags {
 	fs.Var(&f.retention, "retention", "how long messages are kept (retentionSeconds) as a `duration`, e.g. 7d; 0 keeps them forever")
 	f.maxAttempts = fs.Int64("max-attempts", 0, "deliveries to a consumer group before a message is dead-lettered (maxAttempts); 0 never")
 	f.maxAckPending = fs.Int64("max-ack-pending", 0, "messages each consumer group may hold delivered and not yet settled (maxAckPending); 0 no limit")
+	f.maxUnheard = fs.Int64("max-unheard-deliveries", 0,
+		"leases in a row run out unheard from a message that count one attempt, so a message that kills its consumer is dead-lettered (maxUnheardDeliveries); 0 none")
 	f.retainUntil = fs.String("retain-until", "", "what retention waits for (retainUntil): age, or consumed (also every consumer group)")
 	f.retryDelay = fs.String("retry-delay", "", "how long a failed message waits before it is delivered again (retryDelayMs) as a `duration`, e.g. 5s; 0 at once")
 	f.retryBackoff = fs.String("retry-backoff", "", "that wait by attempt (retryBackoffMs) as comma-separated `durations`, e.g. 1s,5s,30s (the last for every later attempt); none turns it off")
@@ -162,6 +170,9 @@ func (f *configureFlags) options() (map[string]queueopt.Value, error) {
 	}
 	if flagGiven(f.fs, "max-ack-pending") {
 		options["maxAckPending"] = queueopt.Count(*f.maxAckPending) // its range is the gateway's to say
+	}
+	if flagGiven(f.fs, "max-unheard-deliveries") {
+		options["maxUnheardDeliveries"] = queueopt.Count(*f.maxUnheard) // its range is the gateway's to say
 	}
 	if *f.retainUntil != "" {
 		if o, _ := queueopt.Find("retainUntil"); !slices.Contains(o.Words, *f.retainUntil) {

@@ -335,6 +335,14 @@ func testConfigure(t *testing.T, tr transport) {
 	if got := options(t, tr, "fresh"); !got["retryDelayMs"].Equal(queueopt.Count(5000)) || !got["retryBackoffMs"].Equal(queueopt.List()) {
 		t.Errorf("after refused flags: %v, want retryDelayMs 5000 and no list", got)
 	}
+	// maxUnheardDeliveries: a count, its range the gateway's to say.
+	ctl(t, "", flags(tr.admin, "configure", "fresh", "--max-unheard-deliveries", "0")...).expect(t, exitOK,
+		"maxUnheardDeliveries:", "0 (never count)")
+	ctl(t, "", flags(tr.admin, "configure", "fresh", "--max-unheard-deliveries", "1001")...).expect(t, exitGateway,
+		`"maxUnheardDeliveries" is 1001: from 0 to 1000`)
+	if got := options(t, tr, "fresh"); !got["maxUnheardDeliveries"].Equal(queueopt.Count(0)) {
+		t.Errorf("after --max-unheard-deliveries 0 and a refused 1001: %v", got)
+	}
 }
 
 func testPushAndGet(t *testing.T, tr transport) {

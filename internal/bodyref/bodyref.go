@@ -232,7 +232,7 @@ var (
 	Options = Object{Fields: map[string]Rule{"dedupWindowSeconds": WholeFrom(0, 1<<31-1), "retentionSeconds": WholeFrom(0, 1<<31-1),
 		"maxAttempts": WholeFrom(0, 1<<31-1), "onConflict": OneOf("ignore", "flag", "reject"), "retainUntil": OneOf("age", "consumed"),
 		"retryDelayMs": WholeFrom(0, 86400000), "retryBackoffMs": ArrayOf(0, 64, WholeFrom(0, 86400000)),
-		"maxAckPending": WholeFrom(0, 1000000), "groupIdleSeconds": WholeFrom(0, 1<<31-1)}}
+		"maxAckPending": WholeFrom(0, 1000000), "groupIdleSeconds": WholeFrom(0, 1<<31-1), "maxUnheardDeliveries": WholeFrom(0, 1000)}}
 	Configure = Object{Fields: map[string]Rule{"queue": Matching(Name), "options": ObjectOf(Options), "mode": OneOf("merge", "replace")},
 		Required: []string{"queue"}}
 	Cancel    = Object{Fields: map[string]Rule{"timerId": Matching(UUID)}, Required: []string{"timerId"}}

@@ -13,11 +13,12 @@
 -- acks then settle nothing: an offset below the position answers
 -- alreadyAcked, one at or above it leaseNotHeld, and the cursor stays
 -- where the seek put it), the marks go (attempts, errors, what was done
--- out of order), and the first pop delivers from the position at attempt
--- 1. A cursor with work afterwards is unparked, so that pops of any
--- partition find it; one without is parked, as a new group's cursor on an
--- empty partition is. One row per cursor: the partition, the old and the
--- new next offset, whether it was clamped, whether a lease ended.
+-- out of order) with the count of leases run out unheard, and the first
+-- pop delivers from the position at attempt 1. A cursor with work
+-- afterwards is unparked, so that pops of any partition find it; one
+-- without is parked, as a new group's cursor on an empty partition is.
+-- One row per cursor: the partition, the old and the new next offset,
+-- whether it was clamped, whether a lease ended.
 --
 -- Lock order (LOCKS.md): the group row FOR UPDATE (waiting at most for
 -- the one pop waking or parking its cursors, or for a group delete, after
@@ -73,6 +74,8 @@ BEGIN
                lease_heard = false, lease_delivered_before = NULL, lease_counted = false,
                -- Delivered again from attempt 1: no failure's delay holds it.
                lease_delay = NULL, delayed_until = NULL,
+               -- Nor do the leases that ran out unheard before count.
+               unheard_from = NULL, unheard = 0,
                parked = v.moved_to > v.last_offset
           FROM moves v
          WHERE cc.group_id = p_group_id AND cc.partition_id = v.partition_id

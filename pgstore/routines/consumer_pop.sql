@@ -35,10 +35,11 @@
 --
 -- A lease found run out ends here: taken back as if never delivered
 -- when nobody was heard from under it (consumer_take_back: its answer
--- was lost, so it costs no attempt and counts as unconfirmed), else its
--- attempts count and what it left unsettled says why
--- (consumer_lease_ran_out). Messages retention deleted from under the
--- cursor are counted on it.
+-- was lost, so it costs no attempt and counts as unconfirmed) unless it
+-- is one of the leases run out unheard that count
+-- (consumer_ran_out_unheard), else its attempts count and what it left
+-- unsettled says why (consumer_lease_ran_out). Messages retention
+-- deleted from under the cursor are counted on it.
 --
 -- Flow control: under a limit, p_consumer_limit for p_consumer's running
 -- leases, p_group_limit for the group's (0: none), the pop delivers no
@@ -122,9 +123,8 @@ BEGIN
     END IF;
     IF c.lease_id IS NOT NULL THEN -- it ran out: the usual lease ends by its acks
         IF c.lease_heard OR c.lease_delivered_before IS NULL THEN
-            PERFORM queen.consumer_lease_ran_out(p_group_id, c.partition_id);
-        ELSE
-            PERFORM queen.consumer_take_back(p_group_id, c.partition_id, true);
+            PERFORM queen.consumer_lease_ran_out(p_group_id, c.partition_id, 0);
+        ELSIF queen.consumer_ran_out_unheard(p_group_id, c.partition_id) THEN
             c.delivered_to := c.lease_delivered_before;
         END IF;
     END IF;

@@ -28,6 +28,17 @@ type Consumed struct {
 	// Moved is, by group, how many dead letters the pops' and acks'
 	// answers said they moved (answers lost are not counted).
 	Moved map[string]int64
+	// Crashes are the poison messages consumers died on, before a word:
+	// each must end dead-lettered by its group, its leases having run out
+	// unheard (docs/protocol.md, "What an attempt is").
+	Crashes []Crash
+}
+
+// Crash is one delivery of a poison message a consumer died on.
+type Crash struct {
+	Group, Partition string
+	Offset           int64
+	ID               string // its transactionId
 }
 
 // Lease is one lease a pop granted, as the consumer's answers reported
@@ -87,6 +98,7 @@ type GroupFigures struct {
 	Redeliveries int64  `json:"redeliveries"`
 	DeadLetters  int64  `json:"deadLetters"`
 	Unsettled    int64  `json:"unsettled"` // messages past the group's cursor at the end
+	Poison       int64  `json:"poison"`    // distinct messages its consumers died on, each dead-lettered
 }
 
 // ConsumeFindings are the consumer checks' figures and violations.
@@ -99,11 +111,12 @@ type ConsumeFindings struct {
 	DeadLetteredTwice int64 `json:"deadLetteredTwice"` // (message, group) dead-lettered twice, or dead-lettered and completed; or moves reported beyond the dead letters stored
 	Skipped           int64 `json:"skipped"`           // (message, group) behind the cursor, never completed nor dead-lettered
 	Misdelivered      int64 `json:"misdelivered"`      // a delivery or dead letter naming a message unlike the log's at its offset
+	PoisonKept        int64 `json:"poisonKept"`        // (message, group) its consumers died on, not dead-lettered for leases run out unheard
 }
 
 // Violations is the number of consumer violations found.
 func (c ConsumeFindings) Violations() int64 {
-	return c.Unconsumed + c.Undone + c.DoubleLeased + c.DeadLetteredTwice + c.Skipped + c.Misdelivered
+	return c.Unconsumed + c.Undone + c.DoubleLeased + c.DeadLetteredTwice + c.Skipped + c.Misdelivered + c.PoisonKept
 }
 
 // Unsettled is the messages past some group's cursor at the end.
@@ -120,12 +133,14 @@ type consumeIndex struct {
 	con        *Consumed
 	deliveries map[string]map[string][]int // group → partition → indexes
 	acks       map[string]map[string][]int
+	crashes    map[string]map[string][]int // group → partition → indexes of Consumed.Crashes
 	cursors    map[string]map[string]int64 // group → partition → next offset
 	loss       lossModel
 }
 
 func indexConsumed(con *Consumed) *consumeIndex {
-	ix := &consumeIndex{con: con, deliveries: map[string]map[string][]int{}, acks: map[string]map[string][]int{}}
+	ix := &consumeIndex{con: con, deliveries: map[string]map[string][]int{}, acks: map[string]map[string][]int{},
+		crashes: map[string]map[string][]int{}}
 	add := func(m map[string]map[string][]int, group, partition string, i int) {
 		if m[group] == nil {
 			m[group] = map[string][]int{}
@@ -138,6 +153,9 @@ func indexConsumed(con *Consumed) *consumeIndex {
 	}
 	for i, a := range con.Acks {
 		add(ix.acks, a.Group, a.Partition, i)
+	}
+	for i, c := range con.Crashes {
+		add(ix.crashes, c.Group, c.Partition, i)
 	}
 	return ix
 }
@@ -184,6 +202,37 @@ func (ix *consumeIndex) checkConsumed(f *ConsumeFindings, p partitionLog, dead m
 			}
 		}
 		ix.checkSettled(f, g, group, p, dead, example)
+		ix.checkPoison(f, g, group, p, dead, example)
+	}
+}
+
+// checkPoison checks that every message group's consumers died on was
+// dead-lettered by the group, its last error saying its leases ran out
+// unheard: maxUnheardDeliveries counted them, and maxAttempts ended it.
+func (ix *consumeIndex) checkPoison(f *ConsumeFindings, g *GroupFigures, group string, p partitionLog, dead map[key][]row, example func(string, ...any)) {
+	whys := map[int64]string{} // offset → the error of its dead letter by group
+	for k, rows := range dead {
+		if dg, mid, _ := strings.Cut(k.id, ":"); dg == group {
+			if pid, off, ok := ParseMessageID(mid); ok && pid == p.id {
+				whys[off] = deadLetterError(rows[0].data)
+			}
+		}
+	}
+	seen := map[int64]bool{}
+	for _, i := range ix.crashes[group][p.name] {
+		c := ix.con.Crashes[i]
+		if seen[c.Offset] || p.byOffset[c.Offset] != c.ID {
+			continue // counted once; a delivery unlike the log's is misdelivered
+		}
+		seen[c.Offset] = true
+		why, ok := whys[c.Offset]
+		if ok && strings.HasPrefix(why, "lease ran out unheard ") {
+			g.Poison++
+			continue
+		}
+		f.PoisonKept++
+		example("group %s: %s offset %d (%s), which its consumers died on, not dead-lettered for leases run out unheard (dead letter: %v, error %q)",
+			group, p.name, c.Offset, c.ID, ok, why)
 	}
 }
 
@@ -349,6 +398,15 @@ func deadLetterNames(data, txnID string) bool {
 		TransactionID string `json:"transactionId"`
 	}
 	return json.Unmarshal([]byte(data), &d) == nil && txnID != "" && d.TransactionID == txnID
+}
+
+// deadLetterError is the error a dead letter's data carries.
+func deadLetterError(data string) string {
+	var d struct {
+		Error string `json:"error"`
+	}
+	_ = json.Unmarshal([]byte(data), &d)
+	return d.Error
 }
 
 // readCursors is every group's next offset on every partition of queue.

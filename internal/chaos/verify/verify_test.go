@@ -191,7 +191,8 @@ func (f *logFixture) setConsumed(t *testing.T, next int64) {
 }
 
 // deadLetter pushes group g's dead letter of the message at offset off,
-// whose data names txnID, to partition p of the dead-letter queue.
+// whose data names txnID, to partition p of the dead-letter queue; its
+// error says leases ran out unheard, as for a poison message.
 func (f *logFixture) deadLetter(t *testing.T, off int64, txnID string) {
 	t.Helper()
 	p, err := f.store.EnsurePartition(context.Background(), deadLetterQueue(fixtureQueue), "p")
@@ -200,7 +201,8 @@ func (f *logFixture) deadLetter(t *testing.T, off int64, txnID string) {
 	}
 	mid := model.MessageID(f.pid, off)
 	id := "g:" + mid
-	data := fmt.Sprintf(`{"group": "g", "messageId": %q, "offset": %d, "transactionId": %q}`, mid, off, txnID)
+	data := fmt.Sprintf(`{"group": "g", "messageId": %q, "offset": %d, "transactionId": %q, "error": %q}`, mid, off, txnID,
+		"lease ran out unheard 3 times (consumer 'c1', attempt 1)")
 	fr := model.Frame{PartitionID: p.ID, Verified: -1, TxnIDs: []string{id}, Hashes: []model.Hash{model.HashTxnID(id)}, Data: [][]byte{[]byte(data)}}
 	if _, err := f.store.Push(context.Background(), []model.Frame{fr}); err != nil {
 		t.Fatal(err)
@@ -239,6 +241,12 @@ func TestVerifierCatchesEachConsumerViolation(t *testing.T) {
 			// not completed.
 			c.Acks = append(c.Acks, AckSent{Group: "g", Partition: "p", Offset: 4, Result: "alreadyAcked", Answered: at(50), Request: 7})
 		}, violations, 0},
+		{"a poison message dead-lettered for leases run out unheard", func(_ *testing.T, _ *logFixture, c *Consumed) {
+			c.Crashes = append(c.Crashes, Crash{Group: "g", Partition: "p", Offset: 4, ID: "e"}, Crash{Group: "g", Partition: "p", Offset: 4, ID: "e"})
+		}, violations, 0},
+		{"poison kept: a message its consumers died on, completed", func(_ *testing.T, _ *logFixture, c *Consumed) {
+			c.Crashes = append(c.Crashes, Crash{Group: "g", Partition: "p", Offset: 0, ID: "a"})
+		}, func(x ConsumeFindings) int64 { return x.PoisonKept }, 1},
 		{"unconsumed", func(_ *testing.T, _ *logFixture, c *Consumed) {
 			c.Deliveries = slices.Delete(c.Deliveries, 1, 2) // b
 		}, func(x ConsumeFindings) int64 { return x.Unconsumed }, 1},

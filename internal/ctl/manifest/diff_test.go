@@ -29,6 +29,7 @@ func live(m map[string]int64) map[string]queueopt.Value {
 	out["retryBackoffMs"] = queueopt.List()
 	out["maxAckPending"] = queueopt.Count(0)
 	out["groupIdleSeconds"] = queueopt.Seconds(0)
+	out["maxUnheardDeliveries"] = queueopt.Count(3)
 	return out
 }
 
@@ -57,6 +58,7 @@ func TestDiffQueue(t *testing.T) {
 				{Option: "retryBackoffMs", Wanted: listPtr(), Default: true},
 				{Option: "maxAckPending", Wanted: ptr(0), Default: true},
 				{Option: "groupIdleSeconds", Wanted: ptr(0), Default: true},
+				{Option: "maxUnheardDeliveries", Wanted: ptr(3), Default: true},
 			}},
 		},
 		{
@@ -124,6 +126,7 @@ func TestRenderDiff(t *testing.T) {
   retryBackoffMs: [] (none), the default
   maxAckPending: 0 (no limit), the default
   groupIdleSeconds: 0 (groups always hold), the default
+  maxUnheardDeliveries: 3, the default
 audit: update
   dedupWindowSeconds: 3600 (1h) → 0 (off)
   retentionSeconds: 604800 (7d) → 0 (keep forever), the default: the manifest omits it

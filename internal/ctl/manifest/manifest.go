@@ -37,19 +37,21 @@ type manifestQueue struct {
 	RetryBackoffMs     yaml.Node `yaml:"retryBackoffMs"`
 	MaxAckPending      yaml.Node `yaml:"maxAckPending"`
 	GroupIdleSeconds   yaml.Node `yaml:"groupIdleSeconds"`
+	MaxUnheard         yaml.Node `yaml:"maxUnheardDeliveries"`
 }
 
 func (q *manifestQueue) options() map[string]*yaml.Node {
 	return map[string]*yaml.Node{
-		"dedupWindowSeconds": &q.DedupWindowSeconds,
-		"retentionSeconds":   &q.RetentionSeconds,
-		"onConflict":         &q.OnConflict,
-		"maxAttempts":        &q.MaxAttempts,
-		"retainUntil":        &q.RetainUntil,
-		"retryDelayMs":       &q.RetryDelayMs,
-		"retryBackoffMs":     &q.RetryBackoffMs,
-		"maxAckPending":      &q.MaxAckPending,
-		"groupIdleSeconds":   &q.GroupIdleSeconds,
+		"dedupWindowSeconds":   &q.DedupWindowSeconds,
+		"retentionSeconds":     &q.RetentionSeconds,
+		"onConflict":           &q.OnConflict,
+		"maxAttempts":          &q.MaxAttempts,
+		"retainUntil":          &q.RetainUntil,
+		"retryDelayMs":         &q.RetryDelayMs,
+		"retryBackoffMs":       &q.RetryBackoffMs,
+		"maxAckPending":        &q.MaxAckPending,
+		"groupIdleSeconds":     &q.GroupIdleSeconds,
+		"maxUnheardDeliveries": &q.MaxUnheard,
 	}
 }
 

@@ -61,6 +61,7 @@ var Known = []Option{
 	{Name: "retryBackoffMs", Def: List(), Zero: "none", Head: "RETRY BACKOFF", Unit: "milliseconds", Max: queengate.MaxDelayMs, List: true},
 	{Name: "maxAckPending", Def: Count(0), Zero: "no limit", Head: "MAX ACK PENDING", Unit: "messages"},
 	{Name: "groupIdleSeconds", Def: Seconds(0), Zero: "groups always hold", Head: "GROUP IDLE", Unit: "seconds"},
+	{Name: "maxUnheardDeliveries", Def: Count(3), Zero: "never count", Head: "MAX UNHEARD", Unit: "deliveries", Max: 1000},
 }
 
 // Value is an option's value: a whole number, a word, or a list
