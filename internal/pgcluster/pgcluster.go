@@ -80,6 +80,7 @@ type Cluster struct {
 // process is one run of the postmaster.
 type process struct {
 	cmd      *exec.Cmd
+	dir      string // the cluster's folder, where its children run
 	done     chan struct{}
 	waitErr  error
 	stopOnce sync.Once
@@ -160,6 +161,7 @@ func newCluster(opts Options) (*Cluster, error) {
 			return nil, err
 		}
 	}
+	Track(dir)
 	name := cmp.Or(opts.Name, fmt.Sprintf("node_%d", port))
 	settings := make(map[string]string, len(opts.Settings))
 	maps.Copy(settings, opts.Settings)
@@ -186,7 +188,7 @@ func (c *Cluster) run(ctx context.Context) error {
 		logFile.Close()
 		return fmt.Errorf("pgcluster: start postgres: %w", err)
 	}
-	p := &process{cmd: cmd, done: make(chan struct{})}
+	p := &process{cmd: cmd, dir: c.dir, done: make(chan struct{})}
 	go func() {
 		p.waitErr = cmd.Wait()
 		logFile.Close()
@@ -277,19 +279,20 @@ func (c *Cluster) Stop() { c.current().stop(syscall.SIGINT) }
 // and waits for it to exit. It works on a primary and on a standby.
 func (c *Cluster) Crash() { c.current().stop(syscall.SIGQUIT) }
 
-// Kill is kill -9 of the postmaster and all its children at once, as when
-// the host dies: nothing of the server runs any more, not even the
-// backends serving open connections. It waits for the postmaster to exit.
+// Kill is kill -9 of the postmaster and all its children, as when the
+// host dies: nothing of the server runs any more, not even the backends
+// serving open connections. It waits for the postmaster to exit.
 func (c *Cluster) Kill() {
 	p := c.current()
 	if p == nil {
 		return
 	}
 	p.stopOnce.Do(func() {
-		// The postmaster leads its own process group (Setpgid), which its
-		// children inherit.
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		_ = p.cmd.Process.Kill()
 		<-p.done
+		// Dead, the postmaster forks no more; its children are not in its
+		// process group (see procs.go).
+		killAll(p.dir)
 	})
 }
 
@@ -308,12 +311,15 @@ func (c *Cluster) current() *process {
 }
 
 // stop sends sig to the postmaster once and waits for it to exit (after
-// 30 seconds, killing it).
+// 30 seconds, killing it). Stopped processes of the server (a test froze
+// them) are resumed first, since the shutdown waits for them, and
+// whatever of the server outlives its postmaster is killed.
 func (p *process) stop(sig syscall.Signal) {
 	if p == nil { // never started
 		return
 	}
 	p.stopOnce.Do(func() {
+		continueAll(p.dir)
 		_ = p.cmd.Process.Signal(sig)
 		select {
 		case <-p.done:
@@ -321,6 +327,7 @@ func (p *process) stop(sig syscall.Signal) {
 			_ = p.cmd.Process.Kill()
 			<-p.done
 		}
+		killAll(p.dir)
 	})
 }
 
