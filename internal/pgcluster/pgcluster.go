@@ -131,6 +131,9 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if err := makeServerDir(c.dir, c.cred); err != nil {
 		return nil, err
 	}
+	if pid := runningPostmaster(c.dataDir()); pid != 0 {
+		return nil, &InUseError{Dir: c.dir, PID: pid}
+	}
 	if err := initData(ctx, c.bin, c.dir, c.dataDir(), c.cred, opts.DataChecksums); err != nil {
 		return nil, err
 	}
@@ -138,6 +141,36 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// InUseError is Start's error for a data directory a running server
+// already uses (its postmaster.pid names a live process): PostgreSQL would
+// refuse it with a log dump about the lock file.
+type InUseError struct {
+	Dir string // the cluster's folder
+	PID int    // the running postmaster
+}
+
+func (e *InUseError) Error() string {
+	return fmt.Sprintf("pgcluster: %s is in use by a running PostgreSQL (pid %d)", e.Dir, e.PID)
+}
+
+// runningPostmaster is the pid in dataDir's postmaster.pid when that
+// process is alive, else 0 (no file, or one a crash left behind).
+func runningPostmaster(dataDir string) int {
+	b, err := os.ReadFile(filepath.Join(dataDir, "postmaster.pid"))
+	if err != nil {
+		return 0
+	}
+	first, _, _ := strings.Cut(string(b), "\n")
+	pid, err := strconv.Atoi(strings.TrimSpace(first))
+	if err != nil || pid <= 0 {
+		return 0
+	}
+	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return 0
+	}
+	return pid
 }
 
 // newCluster resolves what a cluster needs before anything is started:
