@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // PostgreSQL's children make themselves session leaders (setsid), so
@@ -60,9 +61,7 @@ func Leftovers() []Proc {
 	}
 	tracked.Unlock()
 	procs := procsIn(dirs...)
-	for _, p := range procs {
-		_ = syscall.Kill(p.PID, syscall.SIGKILL)
-	}
+	killAll(dirs...)
 	return procs
 }
 
@@ -89,10 +88,19 @@ func continueAll(dir string) {
 	}
 }
 
-// killAll is kill -9 of every process in dir.
-func killAll(dir string) {
-	for _, p := range procsIn(dir) {
-		_ = syscall.Kill(p.PID, syscall.SIGKILL)
+// killAll is kill -9 of every process in dirs; it returns once they are
+// gone (a killed process takes a moment to exit), or after 10 seconds.
+func killAll(dirs ...string) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		procs := procsIn(dirs...)
+		if len(procs) == 0 || time.Now().After(deadline) {
+			return
+		}
+		for _, p := range procs {
+			_ = syscall.Kill(p.PID, syscall.SIGKILL)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -70,10 +72,52 @@ func TestNoFrozenChildOutlivesItsServer(t *testing.T) {
 			waitCaughtUp(ctx, t, standby, primary)
 			pid := frozenWALSender(ctx, t, primary, standby)
 			end(primary)
-			if s := procState(pid); s != "" {
-				t.Errorf("the frozen WAL sender %d is still there (state %s) after the primary's %s", pid, s, name)
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-			}
+			t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+			// A process killed takes a moment to exit; one left stopped never does.
+			checkfor.Check(t, 10*time.Second, checkfor.Cond("the frozen WAL sender to be gone after the primary's "+name,
+				func() bool { return procState(pid) == "" }))
 		})
 	}
+}
+
+// TestLeftoversFindsAStrandedChild: a frozen backend whose postmaster was
+// killed behind the cluster's back is what Leftovers (the check at the
+// end of a test run) reports, and it is gone afterwards. Not parallel:
+// Leftovers kills whatever runs in any cluster of the process.
+func TestLeftoversFindsAStrandedChild(t *testing.T) {
+	ctx := testContext(t)
+	c, err := pgcluster.Start(ctx, pgcluster.Options{Dir: serverDir(t), Settings: testSettings})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Stop)
+	conn, err := pgx.Connect(ctx, c.URL("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var backend int
+	if err := conn.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&backend); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(backend, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	pidFile, err := os.ReadFile(c.Dir() + "/data/postmaster.pid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := strings.Cut(string(pidFile), "\n")
+	postmaster, err := strconv.Atoi(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(postmaster, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	checkfor.Check(t, time.Minute, checkfor.Cond("the postmaster to be gone", func() bool { return procState(postmaster) == "" }))
+	left := pgcluster.Leftovers()
+	if !slices.ContainsFunc(left, func(p pgcluster.Proc) bool { return p.PID == backend && p.State == "T" }) {
+		t.Errorf("Leftovers = %v, want the frozen backend %d among them", left, backend)
+	}
+	checkfor.Check(t, time.Minute, checkfor.Cond("the backend to be gone", func() bool { return procState(backend) == "" }))
 }
