@@ -203,7 +203,11 @@ func exitCode(err error, passThrough bool) int {
 	if errors.Is(err, pflag.ErrHelp) {
 		return taskerrors.CodeOk
 	}
-	fmt.Fprintln(os.Stderr, "task:", err)
+	msg := err.Error()
+	if !strings.HasPrefix(msg, "task: ") { // go-task's errors say it themselves
+		msg = "task: " + msg
+	}
+	fmt.Fprintln(os.Stderr, msg)
 	var run *taskerrors.TaskRunError
 	if passThrough && errors.As(err, &run) {
 		return run.TaskExitCode()
