@@ -321,11 +321,11 @@ func (c *Cluster) Kill() {
 		return
 	}
 	p.stopOnce.Do(func() {
+		// Its children at once too: they are not in its process group
+		// (procs.go), and would serve on until they noticed its death.
 		_ = p.cmd.Process.Kill()
-		<-p.done
-		// Dead, the postmaster forks no more; its children are not in its
-		// process group (see procs.go).
 		killAll(p.dir)
+		<-p.done
 	})
 }
 
