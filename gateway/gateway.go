@@ -167,7 +167,8 @@ func New(cfg Config, nc *nats.Conn, ing Ingester, log zerolog.Logger, reg promet
 // Start subscribes the push endpoint, the operator and timer endpoints,
 // and the service discovery subjects, and with routing takes this
 // gateway's shards; ctx bounds that start. Stop ends the gateway: it is a
-// sequence (hand the shards over, drain, answer), not a cancel.
+// sequence (hand the shards over, answer what it accepted, drain), not a
+// cancel.
 func (g *Gateway) Start(ctx context.Context) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
