@@ -167,7 +167,8 @@ func New(cfg Config, nc *nats.Conn, ing Ingester, log zerolog.Logger, reg promet
 // Start subscribes the push endpoint, the operator and timer endpoints,
 // and the service discovery subjects, and with routing takes this
 // gateway's shards; ctx bounds that start. Stop ends the gateway: it is a
-// sequence (hand the shards over, drain, answer), not a cancel.
+// sequence (hand the shards over, answer what it accepted, drain), not a
+// cancel.
 func (g *Gateway) Start(ctx context.Context) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -239,8 +240,14 @@ func (g *Gateway) Serving() error {
 	return errors.New("stopping")
 }
 
-// Stop stops taking requests, takes in what NATS already delivered, then
-// flushes and answers everything accepted. It is safe to call twice.
+// Stop ends the gateway in this order: it hands its routing shards over
+// (serving them meanwhile); then, its subscriptions kept, it answers
+// every request that still reaches it 503 shutting down while it flushes
+// and answers everything it accepted and waits for operator and timer
+// requests in progress; then it drains its subscriptions (NATS routes to
+// the other gateways from then on, or answers no responders) and flushes
+// the connection, so that every answer has left before it closes. It is
+// safe to call twice.
 func (g *Gateway) Stop() {
 	g.stopOnce.Do(func() {
 		g.mu.Lock()
@@ -248,22 +255,21 @@ func (g *Gateway) Stop() {
 		g.serving = false
 		g.mu.Unlock()
 		if r != nil {
-			// Hand the shards over before the subscriptions go, so that
-			// no shard is left without a subscriber meanwhile.
+			// Hand the shards over before anything is refused, so that no
+			// shard is left without a subscriber that serves it.
 			r.Leave(g.cfg.DrainTimeout)
 			r.Close()
 		}
-		if svc != nil {
-			// Draining hands the requests already delivered to their
-			// handlers; ingest is stopped after, so none is refused.
-			svc.stop(g.cfg.DrainTimeout)
-		}
-		// Operator and timer requests already taken are answered too (a
-		// schedule or cancel that committed must not lose its answer).
+		// From here on a request is refused 503 (ingest refuses pushes
+		// once stopping) rather than left to time out: the subscriptions
+		// stay until everything accepted is answered.
 		g.mu.Lock()
 		g.stopping = true
 		g.mu.Unlock()
 		close(g.draining)
+		g.ing.Stop()
+		// Operator and timer requests already taken are answered too (a
+		// schedule or cancel that committed must not lose its answer).
 		answered := make(chan struct{})
 		go func() { g.inflight.Wait(); close(answered) }()
 		select {
@@ -271,7 +277,11 @@ func (g *Gateway) Stop() {
 		case <-time.After(g.cfg.DrainTimeout):
 			g.log.Warn().Msg("operator or timer requests still running at shutdown")
 		}
-		g.ing.Stop()
+		if svc != nil {
+			// What NATS delivered before the unsubscribe is refused 503
+			// too, by the handlers the drain runs.
+			svc.stop(g.cfg.DrainTimeout)
+		}
 		if err := g.nc.FlushTimeout(g.cfg.DrainTimeout); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
 			g.log.Warn().Err(err).Msg("flush answers")
 		}

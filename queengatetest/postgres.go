@@ -41,7 +41,7 @@ func Main(m *testing.M) {
 	cluster.held = false
 	stopUnused()
 	cluster.mu.Unlock()
-	os.Exit(code)
+	os.Exit(pgtest.CheckLeftovers(code))
 }
 
 // newDatabase creates an empty database for tb, dropped when tb ends, and

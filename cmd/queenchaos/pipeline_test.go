@@ -4,13 +4,15 @@ import (
 	"context"
 	"os"
 	"testing"
+
+	"github.com/queengate/queengate/internal/pgtest"
 )
 
 func TestMain(m *testing.M) {
 	if isPipelineWorker() { // the pipeline test starts this binary again as its workers
 		os.Exit(pipelineWorkerMain())
 	}
-	os.Exit(m.Run())
+	os.Exit(pgtest.CheckLeftovers(m.Run()))
 }
 
 // TestPipelineShortProfile runs the ack-and-push pipeline (3,000 inputs)

@@ -22,16 +22,13 @@ import (
 	"github.com/queengate/queengate/server"
 )
 
-// stopSignals restores default signal handling; main sets it.
-var stopSignals = func() {}
-
 // version is set at build time with -ldflags "-X main.version=…" (semver).
 var version = "0.1.0-dev"
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	stopSignals = stop
-	defer stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	watchSignals(cancel)
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return
@@ -72,13 +69,34 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	<-ctx.Done()
-	// A second signal now ends the process at once.
-	stopSignals()
 	log.Info().Msg("shutting down: refusing new requests, answering everything accepted")
 	start := time.Now()
 	_ = srv.Stop(context.Background()) // the gateway's answers are flushed to NATS before it returns
 	log.Info().Dur("took_ms", time.Since(start)).Msg("stopped")
 	return nil
+}
+
+// repeatWindow is how soon after the first a signal is a copy of it: a
+// terminal's Ctrl-C reaches both the gateway and `go tool task`, which
+// passes it on, and a supervisor may signal every process of the group.
+const repeatWindow = time.Second
+
+// watchSignals calls stop on the first SIGINT or SIGTERM; a signal past
+// repeatWindow after it ends the process at once (the default action).
+func watchSignals(stop func()) {
+	ch := make(chan os.Signal, 8)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ch
+		stop()
+		first := time.Now()
+		for sig := range ch {
+			if time.Since(first) > repeatWindow {
+				signal.Reset()
+				_ = syscall.Kill(os.Getpid(), sig.(syscall.Signal))
+			}
+		}
+	}()
 }
 
 // startLocalPG starts (initialising on first use) the development cluster
@@ -91,6 +109,11 @@ func startLocalPG(ctx context.Context, dir string) (*pgcluster.Cluster, string, 
 	startCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	cluster, err := pgcluster.Start(startCtx, pgcluster.Options{Dir: abs})
+	var inUse *pgcluster.InUseError
+	if errors.As(err, &inUse) {
+		return nil, "", fmt.Errorf("local PostgreSQL: %s is in use by another gateway (its PostgreSQL runs, pid %d): "+
+			"stop that gateway, or give this one a folder of its own (QUEEN_LOCAL_PG_DIR) or a server (QUEEN_PG_URL)", dir, inUse.PID)
+	}
 	if err != nil {
 		return nil, "", err
 	}

@@ -80,6 +80,7 @@ type Cluster struct {
 // process is one run of the postmaster.
 type process struct {
 	cmd      *exec.Cmd
+	dir      string // the cluster's folder, where its children run
 	done     chan struct{}
 	waitErr  error
 	stopOnce sync.Once
@@ -130,6 +131,9 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if err := makeServerDir(c.dir, c.cred); err != nil {
 		return nil, err
 	}
+	if pid := runningPostmaster(c.dataDir()); pid != 0 {
+		return nil, &InUseError{Dir: c.dir, PID: pid}
+	}
 	if err := initData(ctx, c.bin, c.dir, c.dataDir(), c.cred, opts.DataChecksums); err != nil {
 		return nil, err
 	}
@@ -137,6 +141,36 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// InUseError is Start's error for a data directory a running server
+// already uses (its postmaster.pid names a live process): PostgreSQL would
+// refuse it with a log dump about the lock file.
+type InUseError struct {
+	Dir string // the cluster's folder
+	PID int    // the running postmaster
+}
+
+func (e *InUseError) Error() string {
+	return fmt.Sprintf("pgcluster: %s is in use by a running PostgreSQL (pid %d)", e.Dir, e.PID)
+}
+
+// runningPostmaster is the pid in dataDir's postmaster.pid when that
+// process is alive, else 0 (no file, or one a crash left behind).
+func runningPostmaster(dataDir string) int {
+	b, err := os.ReadFile(filepath.Join(dataDir, "postmaster.pid"))
+	if err != nil {
+		return 0
+	}
+	first, _, _ := strings.Cut(string(b), "\n")
+	pid, err := strconv.Atoi(strings.TrimSpace(first))
+	if err != nil || pid <= 0 {
+		return 0
+	}
+	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return 0
+	}
+	return pid
 }
 
 // newCluster resolves what a cluster needs before anything is started:
@@ -160,6 +194,7 @@ func newCluster(opts Options) (*Cluster, error) {
 			return nil, err
 		}
 	}
+	Track(dir)
 	name := cmp.Or(opts.Name, fmt.Sprintf("node_%d", port))
 	settings := make(map[string]string, len(opts.Settings))
 	maps.Copy(settings, opts.Settings)
@@ -186,7 +221,7 @@ func (c *Cluster) run(ctx context.Context) error {
 		logFile.Close()
 		return fmt.Errorf("pgcluster: start postgres: %w", err)
 	}
-	p := &process{cmd: cmd, done: make(chan struct{})}
+	p := &process{cmd: cmd, dir: c.dir, done: make(chan struct{})}
 	go func() {
 		p.waitErr = cmd.Wait()
 		logFile.Close()
@@ -277,18 +312,19 @@ func (c *Cluster) Stop() { c.current().stop(syscall.SIGINT) }
 // and waits for it to exit. It works on a primary and on a standby.
 func (c *Cluster) Crash() { c.current().stop(syscall.SIGQUIT) }
 
-// Kill is kill -9 of the postmaster and all its children at once, as when
-// the host dies: nothing of the server runs any more, not even the
-// backends serving open connections. It waits for the postmaster to exit.
+// Kill is kill -9 of the postmaster and all its children, as when the
+// host dies: nothing of the server runs any more, not even the backends
+// serving open connections. It waits for the postmaster to exit.
 func (c *Cluster) Kill() {
 	p := c.current()
 	if p == nil {
 		return
 	}
 	p.stopOnce.Do(func() {
-		// The postmaster leads its own process group (Setpgid), which its
-		// children inherit.
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		// Its children at once too: they are not in its process group
+		// (procs.go), and would serve on until they noticed its death.
+		_ = p.cmd.Process.Kill()
+		killAll(p.dir)
 		<-p.done
 	})
 }
@@ -308,12 +344,15 @@ func (c *Cluster) current() *process {
 }
 
 // stop sends sig to the postmaster once and waits for it to exit (after
-// 30 seconds, killing it).
+// 30 seconds, killing it). Stopped processes of the server (a test froze
+// them) are resumed first, since the shutdown waits for them, and
+// whatever of the server outlives its postmaster is killed.
 func (p *process) stop(sig syscall.Signal) {
 	if p == nil { // never started
 		return
 	}
 	p.stopOnce.Do(func() {
+		continueAll(p.dir)
 		_ = p.cmd.Process.Signal(sig)
 		select {
 		case <-p.done:
@@ -321,6 +360,7 @@ func (p *process) stop(sig syscall.Signal) {
 			_ = p.cmd.Process.Kill()
 			<-p.done
 		}
+		killAll(p.dir)
 	})
 }
 

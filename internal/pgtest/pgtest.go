@@ -48,11 +48,24 @@ var (
 )
 
 // Run runs the tests, then stops the cluster (if one was started) and
-// removes this process's databases, and exits with the tests' status.
+// removes this process's databases, and exits with the tests' status. It
+// fails the run when a PostgreSQL process a test started outlived it
+// ([pgcluster.CheckLeftovers]), and kills it.
 func Run(m *testing.M) {
 	code := m.Run()
 	stop()
-	os.Exit(code)
+	os.Exit(CheckLeftovers(code))
+}
+
+// CheckLeftovers is the exit code of a test run that ended with code:
+// 1 when PostgreSQL processes its tests started are still running
+// (reported on stderr and killed), code otherwise.
+func CheckLeftovers(code int) int {
+	if err := pgcluster.CheckLeftovers(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return code
 }
 
 func stop() {
