@@ -403,7 +403,7 @@ func TestPushExample(t *testing.T) {
 	if err != nil {
 		t.Fatalf("examples/push: %v\n%s", err, out)
 	}
-	for _, want := range []string{"first order-9137-paid -> queued", "retry order-9137-paid -> duplicate", "ack   order-9137-shipped -> queued"} {
+	for _, want := range []string{"first order-9140-paid -> queued", "retry order-9140-paid -> duplicate", "ack   order-9140-shipped -> queued"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
