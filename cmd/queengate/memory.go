@@ -11,7 +11,7 @@ import (
 // dedup cache's budget: the rest of the live heap (ingest buffers,
 // partition state, pgx and NATS buffers), goroutine stacks and the
 // runtime's own, with room for the heap the collector finds dead.
-const memoryHeadroomMB = 128
+const memoryHeadroomMB = 112
 
 // memoryLimit is the soft memory limit the daemon gives Go's runtime, in
 // bytes (0: leave the runtime's own, GOMEMLIMIT or none), and what sized
