@@ -18,8 +18,8 @@ const memoryHeadroomMB = 112
 // it. gomemlimit is the GOMEMLIMIT environment variable. Without a limit
 // the collector lets the heap grow to twice what it found live (GOGC=100),
 // and what it finds live varies from one cycle to the next with the
-// garbage allocated while it marks: the peak then varies by hundreds of
-// MiB between runs of the same load.
+// garbage allocated while it marks: the peak then varied by 150 MiB
+// between runs of the same load (docs/operations.md, "Process memory").
 func (c config) memoryLimit(gomemlimit string) (int64, string) {
 	switch {
 	case c.MemoryLimitMB > 0:
