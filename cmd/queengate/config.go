@@ -77,6 +77,10 @@ type config struct {
 	// cache's budget; default 512. 0 turns the cache off (every push
 	// probes in SQL; for measuring).
 	DedupCacheMB int
+	// MemoryLimitMB (--memory-limit-mb, QUEEN_MEMORY_LIMIT_MB): the Go
+	// runtime's soft memory limit in MiB. 0 (default): the dedup cache
+	// budget plus memoryHeadroomMB, unless GOMEMLIMIT is set; -1: none.
+	MemoryLimitMB int
 	// LogLevel (--log-level, QUEEN_LOG_LEVEL): default info.
 	LogLevel string
 
@@ -205,6 +209,8 @@ flag wins. Flags:
 	e.int(&cfg.MaxBuffered, "max-buffered", "QUEEN_MAX_BUFFERED", ingestDefaults.MaxBuffered, "messages a shard holds before answering 503")
 	e.int(&cfg.FailoverJournal, "failover-journal", "QUEEN_FAILOVER_JOURNAL", ingestDefaults.Journal, "last acknowledged messages a changed PostgreSQL (a failover) is asked about, for the lost report; 40 bytes each")
 	e.int(&cfg.DedupCacheMB, "dedup-cache-mb", "QUEEN_DEDUP_CACHE_MB", dedup.DefaultBudgetBytes>>20, "dedup cache budget in MiB; 0 turns the cache off")
+	e.int(&cfg.MemoryLimitMB, "memory-limit-mb", "QUEEN_MEMORY_LIMIT_MB", 0,
+		fmt.Sprintf("soft memory limit of the Go runtime in MiB: the collector works harder near it (docs/operations.md); 0: dedup-cache-mb + %d, or GOMEMLIMIT when set; -1: none", memoryHeadroomMB))
 	e.str(&cfg.LogLevel, "log-level", "QUEEN_LOG_LEVEL", "info", "debug, info, warn or error")
 	e.str(&cfg.AdminToken, "admin-token", "QUEEN_ADMIN_TOKEN", "", "bearer token the operator requests require (admin HTTP but /healthz, /readyz, /metrics; NATS configure, queues, status, message.get, timer.list); empty: none")
 	e.dur(&cfg.RetentionInterval, "retention-interval", "QUEEN_RETENTION_INTERVAL", time.Minute, "time between retention passes; 0: no retention in this gateway")
@@ -266,6 +272,9 @@ func (c config) validate() error {
 	}
 	if c.DedupCacheMB < 0 {
 		errs = append(errs, fmt.Errorf("dedup-cache-mb: %d, must be 0 (off) or more", c.DedupCacheMB))
+	}
+	if c.MemoryLimitMB < -1 {
+		errs = append(errs, fmt.Errorf("memory-limit-mb: %d, must be -1 (none), 0 (dedup-cache-mb + %d) or a size in MiB", c.MemoryLimitMB, memoryHeadroomMB))
 	}
 	if err := queengate.ValidPrefix(c.Prefix); err != nil {
 		errs = append(errs, err)

@@ -51,6 +51,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	setMemoryLimit(cfg, os.Getenv("GOMEMLIMIT"), log)
 	scfg := cfg.server(log)
 	if scfg.PGURL == "" {
 		cluster, url, err := startLocalPG(ctx, cfg.LocalPGDir)

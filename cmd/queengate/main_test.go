@@ -276,6 +276,8 @@ func TestVersionAndConfigErrors(t *testing.T) {
 		{[]string{"QUEEN_PG_URL=postgres://127.0.0.1:1/x", "QUEEN_FLUSH_LINGER=5"}, nil, "QUEEN_FLUSH_LINGER=\"5\": not a duration"},
 		{[]string{"QUEEN_PG_URL=postgres://127.0.0.1:1/x"}, []string{"--flush-size", "0"}, "flush-size: 0, must be at least 1"},
 		{[]string{"QUEEN_PG_URL=postgres://127.0.0.1:1/x"}, []string{"--failover-journal", "0"}, "failover-journal: 0, must be at least 1"},
+		{[]string{"QUEEN_PG_URL=postgres://127.0.0.1:1/x", "QUEEN_MEMORY_LIMIT_MB=lots"}, nil, "QUEEN_MEMORY_LIMIT_MB=\"lots\": not an integer"},
+		{[]string{"QUEEN_PG_URL=postgres://127.0.0.1:1/x"}, []string{"--memory-limit-mb", "-2"}, "memory-limit-mb: -2, must be -1 (none)"},
 		{[]string{"QUEEN_PG_URL=postgres://127.0.0.1:1/x"}, []string{"--subject-prefix", "a..b"}, "subject prefix"},
 		{[]string{"QUEEN_PG_URL=postgres://127.0.0.1:1/x"}, []string{"stray"}, "unexpected arguments"},
 		{[]string{"QUEEN_PG_URL=postgres://127.0.0.1:1/x", "QUEEN_RETENTION_SLACK=1s"}, nil, "retention-slack: 1s, must be at least 5s"},
