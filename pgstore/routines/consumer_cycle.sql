@@ -34,11 +34,10 @@ CREATE OR REPLACE FUNCTION queen.consumer_cycle(p_group_id bigint, p_partition_i
 RETURNS TABLE (acked_from bigint, acked_to bigint, next_offset bigint, popped boolean, partition text, lease_id uuid,
                lease_until timestamptz, offs bigint[], txn_ids text[], data json[], created_at timestamptz[])
 LANGUAGE plpgsql
--- Planned once per session, every statement by an index by key, as
--- consumer_choose's.
+-- Planned once per session, every statement following an index by key
+-- whatever the statistics were then, as consumer_choose's.
 SET plan_cache_mode = force_generic_plan
 SET enable_seqscan = off
-SET enable_sort = off
 SET enable_bitmapscan = off
 AS $$
 #variable_conflict use_column
