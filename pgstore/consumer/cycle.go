@@ -61,16 +61,16 @@ func cycles(r model.PopRequest, items []model.AckItem) bool {
 
 // cycleRow is consumer_cycle's answer.
 type cycleRow struct {
-	AckedFrom, AckedTo int64
-	NextOffset         int64
-	Popped             bool
-	Partition          *string
-	LeaseID            pgtype.UUID
-	LeaseUntil         *time.Time
-	Offsets            []int64 `db:"offs"`
-	TxnIDs             []string
-	Data               [][]byte
-	CreatedAt          []time.Time
+	AckedFrom  int64 // the acked lease's first offset
+	NextOffset int64
+	Popped     bool
+	Partition  *string
+	LeaseID    pgtype.UUID
+	LeaseUntil *time.Time
+	Offsets    []int64 `db:"offs"`
+	TxnIDs     []string
+	Data       [][]byte
+	CreatedAt  []time.Time
 }
 
 func (s *Store) queryCycle(ctx context.Context, r model.PopRequest, partitionID int64, lease pgtype.UUID,
@@ -80,7 +80,7 @@ func (s *Store) queryCycle(ctx context.Context, r model.PopRequest, partitionID 
 	if r.PartitionID > 0 {
 		named = &r.PartitionID
 	}
-	rows, err := s.pool.Query(ctx, `SELECT acked_from, acked_to, next_offset, popped, partition, lease_id, lease_until,
+	rows, err := s.pool.Query(ctx, `SELECT acked_from, next_offset, popped, partition, lease_id, lease_until,
 		offs, txn_ids, data::text[] AS data, created_at
 		FROM queen.consumer_cycle(@group_id, @partition_id, @lease, @offsets, @hashes, @completed, @queue_id, @named,
 		    @max, @lease_seconds, @consumer, @max_bytes, @room, @envelope, @max_delivery)`,

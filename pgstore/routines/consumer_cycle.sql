@@ -21,7 +21,7 @@
 -- over, decides then. Otherwise only the ack is settled (popped false)
 -- and the caller pops by consumer_pop.
 --
--- The row: the ack's lease span and the cursor after it, then the pop's
+-- The row: the ack's lease's first offset and the cursor after it, then the pop's
 -- partition name, lease and messages (NULL unless popped), as
 -- consumer_pop's slice path answers them (attempts 1, none dead).
 --
@@ -31,7 +31,7 @@ CREATE OR REPLACE FUNCTION queen.consumer_cycle(p_group_id bigint, p_partition_i
     p_offsets bigint[], p_hashes uuid[], p_completed boolean[],
     p_queue_id bigint, p_named bigint, p_max integer, p_lease_seconds double precision, p_consumer text,
     p_max_bytes bigint, p_room bigint, p_envelope integer, p_max_delivery bigint)
-RETURNS TABLE (acked_from bigint, acked_to bigint, next_offset bigint, popped boolean, partition text, lease_id uuid,
+RETURNS TABLE (acked_from bigint, next_offset bigint, popped boolean, partition text, lease_id uuid,
                lease_until timestamptz, offs bigint[], txn_ids text[], data json[], created_at timestamptz[])
 LANGUAGE plpgsql
 -- Planned once per session, every statement following an index by key
@@ -99,7 +99,7 @@ BEGIN
            SET next_offset = v_next, lease_heard = false, lease_id = NULL, lease_until = NULL, lease_from = NULL, lease_to = NULL,
                lease_counted = false
          WHERE cc.group_id = p_group_id AND cc.partition_id = p_partition_id;
-        RETURN QUERY SELECT c.lease_from, c.lease_to, v_next, false, NULL::text, NULL::uuid, NULL::timestamptz,
+        RETURN QUERY SELECT c.lease_from, v_next, false, NULL::text, NULL::uuid, NULL::timestamptz,
                             NULL::bigint[], NULL::text[], NULL::json[], NULL::timestamptz[];
         RETURN;
     END IF;
@@ -116,6 +116,6 @@ BEGIN
            lease_heard = false, lease_delivered_before = c.delivered_to, lease_delay = v_delay, delayed_until = NULL,
            lease_counted = false
      WHERE cc.group_id = p_group_id AND cc.partition_id = p_partition_id;
-    RETURN QUERY SELECT c.lease_from, c.lease_to, v_next, true, c.name, v_lease, v_until, a_off, a_txn, a_data, a_created;
+    RETURN QUERY SELECT c.lease_from, v_next, true, c.name, v_lease, v_until, a_off, a_txn, a_data, a_created;
 END
 $$;
