@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queengate/queengate/internal/pgtest"
 	"github.com/queengate/queengate/model"
 )
 
@@ -71,4 +72,64 @@ func TestACycleKeepsLeastRecentlyLeasedFirst(t *testing.T) {
 		t.Fatal("the cycle did not take the partition its pop names")
 	}
 	want(*popped, "p1", 4, 5)
+}
+
+// A cycle checks that no cursor of the group comes before its own by
+// walking only those before it: with 1000 partitions, all leased after
+// its own, a cycle is one statement of about as many buffers as with one
+// (an index level more, in the few indexes it reads, at most).
+func TestACycleReadsAsMuchAt1000PartitionsAsAtOne(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDB(t)
+	st := pgtest.Store(t, url)
+	log := openPlanLogWith(t, url, "SET auto_explain.log_analyze = on; SET auto_explain.log_buffers = on; SET auto_explain.log_timing = off;")
+	ctx := context.Background()
+	// The logging session makes its plans on a queue of its own first.
+	warm, err := log.store.EnsurePartition(ctx, "warm", "Default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := benchRows{prefix: "warm-"}
+	if _, err := log.store.Push(ctx, []model.Frame{rows.frame(warm.ID, -1, 100)}); err != nil {
+		t.Fatal(err)
+	}
+	wg, err := log.store.EnsureGroup(ctx, "warm", "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var prev model.PopResult
+	for range 10 {
+		if prev, err = cyclePop(ctx, log.store, model.PopRequest{Group: wg, Max: 2, Lease: time.Minute, Consumer: "c",
+			MaxBytes: 1 << 20, Room: 1 << 20}, prev); err != nil || len(prev.Messages) != 2 {
+			t.Fatalf("warming up: %v, %v", offsetsOf(prev), err)
+		}
+	}
+
+	q := newManyPartitions(t, st, "many")
+	q.grow(t, 1000)
+	q.push(t, 4, q.parts...)
+	g := q.group(t, "g")
+	pr := model.PopRequest{Group: g, Max: 2, Lease: time.Minute, Consumer: "c", MaxBytes: 1 << 20, Room: 1 << 20}
+	first, err := st.Pop(ctx, pr)
+	if err != nil || len(first.Messages) != 2 {
+		t.Fatalf("first pop: %v, %v", offsetsOf(first), err)
+	}
+	other := pr
+	other.Consumer = "d"
+	for range len(q.parts) - 1 {
+		if r, err := st.Pop(ctx, other); err != nil || len(r.Messages) != 2 {
+			t.Fatalf("pop: %v, %v", offsetsOf(r), err)
+		}
+	}
+	log.take()
+	a, popped, ok, err := log.store.Cycle(ctx, pr, first.PartitionID, first.LeaseID, wholeAck(first))
+	if err != nil || !ok || !a.LeaseEnded || popped == nil || popped.PartitionID != first.PartitionID ||
+		!slices.Equal(offsetsOf(*popped), []int64{2, 3}) {
+		t.Fatalf("cycle: %+v %+v ok %v, %v", a, popped, ok, err)
+	}
+	cost := statementCost(log.take())
+	t.Logf("a cycle at 1000 partitions: %d statement, %d buffers", cost.statements, cost.buffers)
+	if most := maxCycleBuffers + 10; cost.statements != 1 || cost.buffers > most {
+		t.Errorf("a cycle at 1000 partitions: %d statements, %d buffers; want 1, at most %d", cost.statements, cost.buffers, most)
+	}
 }

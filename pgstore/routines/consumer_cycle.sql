@@ -78,14 +78,19 @@ BEGIN
     v_next := c.lease_to + 1;
     v_hi := least(c.last_offset, c.lease_to + p_max);
 
-    IF v_next <= v_hi AND c.queue_id = p_queue_id AND c.group_limit <= 0 AND NOT c.parked
+    IF v_next <= v_hi AND c.queue_id = p_queue_id AND c.group_limit <= 0 AND NOT c.parked AND c.leased_at IS NOT NULL
        AND coalesce(p_named = p_partition_id,
                     NOT queen.consumer_wake_due(p_group_id)
+                    -- those before it: never leased, or leased before it
+                    -- (a bound of the index's walk, not a filter over it)
                     AND NOT EXISTS (
                         SELECT 1 FROM queen.consumer_cursors o JOIN queen.log_partitions op ON op.id = o.partition_id
-                         WHERE o.group_id = p_group_id AND NOT o.parked AND o.partition_id <> p_partition_id
-                           AND (o.leased_at IS NULL OR o.leased_at < c.leased_at
-                                OR (o.leased_at = c.leased_at AND o.partition_id < p_partition_id))
+                         WHERE o.group_id = p_group_id AND NOT o.parked AND o.leased_at IS NULL
+                           AND queen.consumer_free(o.lease_id, o.lease_until, o.lease_heard, o.lease_delay, o.delayed_until, v_now)
+                           AND o.next_offset <= op.last_offset)
+                    AND NOT EXISTS (
+                        SELECT 1 FROM queen.consumer_cursors o JOIN queen.log_partitions op ON op.id = o.partition_id
+                         WHERE o.group_id = p_group_id AND NOT o.parked AND (o.leased_at, o.partition_id) < (c.leased_at, p_partition_id)
                            AND queen.consumer_free(o.lease_id, o.lease_until, o.lease_heard, o.lease_delay, o.delayed_until, v_now)
                            AND o.next_offset <= op.last_offset)) THEN
         SELECT x.offs, x.txn_ids, x.data, x.created_at INTO a_off, a_txn, a_data, a_created
