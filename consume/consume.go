@@ -32,6 +32,8 @@ type Store interface {
 	Pop(ctx context.Context, r model.PopRequest) (model.PopResult, error)
 	Undo(ctx context.Context, g model.Group, partitionID int64, leaseID string) (bool, error)
 	Ack(ctx context.Context, g model.Group, partitionID int64, leaseID string, items []model.AckItem) (model.AckResult, error)
+	Cycle(ctx context.Context, r model.PopRequest, partitionID int64, leaseID string, items []model.AckItem) (model.AckResult,
+		*model.PopResult, bool, error)
 	AckAndPush(ctx context.Context, g model.Group, partitionID int64, leaseID string, items []model.AckItem,
 		derived []model.Derived) (model.AckPushResult, error)
 	Lease(ctx context.Context, g model.Group, partitionID int64, leaseID string, d time.Duration) (time.Time, bool, error)
@@ -279,25 +281,20 @@ func (c *Consumers) pop(ctx context.Context, place string, body []byte) (any, *q
 	}
 	var acked []byte
 	if req.Ack != nil {
-		ans, werr := c.settle(ctx, queue, req.Ack.Partition, queengate.AckRequest{Group: req.Group, LeaseID: req.Ack.LeaseID, Items: req.Ack.Items})
-		if werr != nil {
+		var popped *model.PopResult
+		if acked, popped, werr = c.settleCarried(ctx, queue, g, pid, newGroup, req); werr != nil {
 			return nil, werr
 		}
-		acked = wire.AppendAckAnswer(nil, &ans)
-		c.settled(queue, ans)
+		if popped != nil {
+			return c.popAnswer(queue, g, popped, acked), nil
+		}
 	}
 	if newGroup {
 		if g, err = c.group(ctx, queue, req.Group, true); err != nil {
 			return nil, consumeError(err)
 		}
 	}
-	pr := model.PopRequest{Group: g, PartitionID: pid, Max: req.Max, Lease: time.Duration(req.LeaseMs) * time.Millisecond,
-		Consumer: req.Consumer, MaxAckPending: req.MaxAckPending}
-	pr.Room, pr.MaxBytes = c.popRoom(len(acked), req.MaxBytes)
-	// What a pop carrying no ack has room for: a message taking more
-	// could never be delivered, and is dead-lettered instead of stalling
-	// its partition.
-	pr.MaxDelivery, _ = c.popRoom(0, 0)
+	pr := c.popRequest(g, pid, req, len(acked))
 	// Beside a large ack answer the next message may not fit: waiting
 	// could not deliver it either, and the next pop, carrying none, will.
 	wait := pr.Room >= largestDelivery(c.maxPayload())
@@ -534,14 +531,9 @@ func (c *Consumers) ack(ctx context.Context, queue, partition string, body []byt
 
 // settle carries out an ack, alone or carried by a pop.
 func (c *Consumers) settle(ctx context.Context, queue, partition string, req queengate.AckRequest) (queengate.AckAnswer, *queengate.Error) {
-	items, werr := ackItems(req)
+	items, _, werr := c.checkAck(req)
 	if werr != nil {
 		return queengate.AckAnswer{}, werr
-	}
-	if bound, room := ackAnswerBound(req.Items), c.maxPayload()-popEnvelope; bound > room {
-		return queengate.AckAnswer{}, &queengate.Error{Code: queengate.CodeTooLarge, Text: fmt.Sprintf(
-			"an ack of %d items could take up to %d bytes to answer (each result repeats its transactionId), over the %d an answer may take here: send the items in smaller acks",
-			len(req.Items), bound, room)}
 	}
 	g, pid, werr := c.place(ctx, queue, partition, req.Group)
 	if werr != nil {
@@ -552,6 +544,39 @@ func (c *Consumers) settle(ctx context.Context, queue, partition string, req que
 	if err != nil {
 		return queengate.AckAnswer{}, c.groupFailed(g, err)
 	}
+	return c.ackAnswer(queue, g, req, items, res), nil
+}
+
+// popRequest is req's pop of group g (partition pid, 0 for any), its
+// answer beside an ack answer of ackBytes.
+func (c *Consumers) popRequest(g model.Group, pid int64, req queengate.PopRequest, ackBytes int) model.PopRequest {
+	pr := model.PopRequest{Group: g, PartitionID: pid, Max: req.Max, Lease: time.Duration(req.LeaseMs) * time.Millisecond,
+		Consumer: req.Consumer, MaxAckPending: req.MaxAckPending}
+	pr.Room, pr.MaxBytes = c.popRoom(ackBytes, req.MaxBytes)
+	// What a pop carrying no ack has room for: a message taking more
+	// could never be delivered, and is dead-lettered instead of stalling
+	// its partition.
+	pr.MaxDelivery, _ = c.popRoom(0, 0)
+	return pr
+}
+
+// checkAck checks an ack's items, and that its answer, at most bound
+// bytes, fits beside a pop's envelope.
+func (c *Consumers) checkAck(req queengate.AckRequest) (items []model.AckItem, bound int64, werr *queengate.Error) {
+	if items, werr = ackItems(req); werr != nil {
+		return nil, 0, werr
+	}
+	bound = ackAnswerBound(req.Items)
+	if room := c.maxPayload() - popEnvelope; bound > room {
+		return nil, 0, &queengate.Error{Code: queengate.CodeTooLarge, Text: fmt.Sprintf(
+			"an ack of %d items could take up to %d bytes to answer (each result repeats its transactionId), over the %d an answer may take here: send the items in smaller acks",
+			len(req.Items), bound, room)}
+	}
+	return items, bound, nil
+}
+
+// ackAnswer counts what the ack of items to group g settled and answers it.
+func (c *Consumers) ackAnswer(queue string, g model.Group, req queengate.AckRequest, items []model.AckItem, res model.AckResult) queengate.AckAnswer {
 	c.metrics.acked(queue, g.Name, items, &res)
 	c.metrics.deadLettered(&c.log, res.DeadLetters)
 	ans := queengate.AckAnswer{Items: make([]queengate.AckResult, len(items)), NextOffset: res.NextOffset,
@@ -565,7 +590,7 @@ func (c *Consumers) settle(ctx context.Context, queue, partition string, req que
 		}
 		ans.Items[i] = r
 	}
-	return ans, nil
+	return ans
 }
 
 // ackAnswerBound is the most an ack's answer can take, encoded: each

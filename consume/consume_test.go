@@ -245,6 +245,45 @@ func isCode(err error, code int) bool {
 	return ok && werr.Code == code
 }
 
+// A pop carrying the usual ack, completing its whole lease in order, is
+// served in one statement (consumer_cycle), the general ack routine
+// untouched: here consumer_ack fails whenever it is called, and such a
+// pop still settles its ack and delivers the next batch; a carried ack
+// that fails a message takes the general routines, so it fails.
+func TestAPopCarryingTheUsualAckIsOneCycle(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.PGURL = pgtest.NewDB(t) // its own database: consumer_ack is replaced
+	e.Store = pgtest.Store(t, e.PGURL)
+	e.StartGateway(gatewayOpts{Consume: true})
+	e.fill(t, 6, "p")
+	c := e.queenClient(t)
+	ctx := t.Context()
+	if _, err := e.Store.Pool().Exec(ctx, `
+		CREATE OR REPLACE FUNCTION queen.consumer_ack(p_group_id bigint, p_partition_id bigint, p_lease_id uuid,
+			p_offsets bigint[], p_hashes uuid[], p_completed boolean[], p_errors text[], p_delays bigint[])
+		RETURNS TABLE (offs bigint[], results text[], dead boolean[], txn_ids text[], data json[], created_at timestamptz[],
+		               attempts integer[], last_errors text[], next_offset bigint, lease_ended boolean, lease_counted boolean)
+		LANGUAGE plpgsql AS $$BEGIN RAISE EXCEPTION 'consumer_ack called'; END$$`); err != nil {
+		t.Fatal(err)
+	}
+	first, err := c.Pop(ctx, e.Queue, "", queengate.PopRequest{Group: "g", Max: 2})
+	if err != nil || len(first.Messages) != 2 {
+		t.Fatalf("first pop: %+v, %v", first, err)
+	}
+	ack := &queengate.PopAck{Partition: "p", LeaseID: first.LeaseID, Items: completeAll(first)}
+	second, err := c.Pop(ctx, e.Queue, "", queengate.PopRequest{Group: "g", Max: 2, Ack: ack})
+	if err != nil || second.Ack == nil || !second.Ack.LeaseEnded || second.Ack.NextOffset != 2 ||
+		second.Ack.Items[1].Result != "acked" || !slices.Equal(txnIDs(second), []string{"p-2", "p-3"}) {
+		t.Fatalf("pop with the usual ack: %+v (ack %+v), %v", second, second.Ack, err)
+	}
+	failed := &queengate.PopAck{Partition: "p", LeaseID: second.LeaseID, Items: []queengate.AckItem{
+		{TransactionID: "p-2", Status: queengate.AckFailed, Error: "no"}, {TransactionID: "p-3", Status: queengate.AckCompleted}}}
+	if _, err := c.Pop(ctx, e.Queue, "", queengate.PopRequest{Group: "g", Max: 2, Ack: failed}); err == nil {
+		t.Fatal("a pop carrying a failure was served without consumer_ack")
+	}
+}
+
 // Renew keeps a lease; release hands its messages to the next pop.
 func TestRenewAndRelease(t *testing.T) {
 	t.Parallel()

@@ -11,8 +11,11 @@ import (
 
 // BenchmarkConsume is a consumer's round in the store: pop a batch, then
 // acknowledge it by transactionId (or by offset), one partition stored in
-// 1000-message frames.
+// 1000-message frames; carried, each pop carries the previous batch's
+// ack, as the gateway serves it (cyclePop).
 func BenchmarkConsume(b *testing.B) {
+	b.Run("batch=100/carried", benchmarkCarried(100))
+	b.Run("batch=1000/carried", benchmarkCarried(1000))
 	for _, byOffset := range []bool{false, true} {
 		for _, n := range []int{100, 1000} {
 			b.Run(fmt.Sprintf("batch=%d/byOffset=%v", n, byOffset), func(b *testing.B) {
@@ -65,5 +68,39 @@ func BenchmarkConsume(b *testing.B) {
 				b.ReportMetric(float64(ackT.Microseconds())/float64(b.N), "ack-us")
 			})
 		}
+	}
+}
+
+// benchmarkCarried is BenchmarkConsume's round with each pop of n
+// carrying the whole ack of the batch before, by transactionId.
+func benchmarkCarried(n int) func(b *testing.B) {
+	return func(b *testing.B) {
+		st, p := benchSetup(b)
+		ctx := context.Background()
+		rows := benchRows{prefix: "carried-"}
+		last := int64(-1)
+		g, err := st.EnsureGroup(ctx, "bench", "g")
+		if err != nil {
+			b.Fatal(err)
+		}
+		pr := model.PopRequest{Group: g, Max: n, Lease: time.Minute, Consumer: "c", MaxBytes: 1 << 20, Room: 1 << 20}
+		var prev model.PopResult
+		consumed := int64(0)
+		for b.Loop() {
+			for consumed+int64(n) > last+1 {
+				b.StopTimer()
+				res, err := st.Push(ctx, []model.Frame{rows.frame(p.ID, last, 1000)})
+				if err != nil {
+					b.Fatal(err)
+				}
+				last = res[0].LastOffset
+				b.StartTimer()
+			}
+			if prev, err = cyclePop(ctx, st, pr, prev); err != nil || len(prev.Messages) != n {
+				b.Fatalf("pop: %d messages, %v", len(prev.Messages), err)
+			}
+			consumed += int64(n)
+		}
+		reportRows(b, n)
 	}
 }

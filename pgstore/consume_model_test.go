@@ -290,7 +290,7 @@ func TestConsumerGroupWithSeeksAndDeletesAgreesWithItsModel(t *testing.T) {
 	for seed := range uint64(4) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			t.Parallel()
-			runConsumerModel(t, seed, 120, 3, 400, modelDelays{}, modelSteps{seeks: true})
+			runConsumerModel(t, seed, 120, 3, 600, modelDelays{}, modelSteps{seeks: true})
 		})
 	}
 }
@@ -348,6 +348,7 @@ func runConsumerModel(t *testing.T, seed uint64, n, maxAttempts, steps int, dela
 		other = b.consumeAll(t, "other")
 	}
 	rng := rand.New(rand.NewPCG(seed, 99))
+	carriers := rand.New(rand.NewPCG(seed, 7))
 	var stale string // a lease that is no longer the partition's
 	seen := map[string]int{}
 	clockMoves := 0
@@ -365,9 +366,8 @@ func runConsumerModel(t *testing.T, seed uint64, n, maxAttempts, steps int, dela
 		if extra.redrives {
 			kinds = 15
 		}
-		switch r := rng.IntN(kinds + clockMoves); {
-		case r < 3:
-			k := 1 + rng.IntN(8)
+		// popStep checks a pop of up to k, made by pop, against the model.
+		popStep := func(k int, pop func() model.PopResult) {
 			old := m.lease
 			if old != nil && old.expired && !m.held() {
 				seen[fmt.Sprint("expiry heard ", old.heard)]++
@@ -376,7 +376,7 @@ func runConsumerModel(t *testing.T, seed uint64, n, maxAttempts, steps int, dela
 				seen[fmt.Sprint("held by a failure ", m.clock < m.heldUntil)]++
 			}
 			wantOff, wantAtt, wantDead := m.pop(k)
-			got := b.pop(t, b.group, k)
+			got := pop()
 			var gotErr, wantErr []string
 			for i, d := range got.Messages {
 				o := wantOff[min(i, len(wantOff)-1)]
@@ -411,8 +411,21 @@ func runConsumerModel(t *testing.T, seed uint64, n, maxAttempts, steps int, dela
 					seen["redriven message delivered"]++
 				}
 			}
+		}
+		switch r := rng.IntN(kinds + clockMoves); {
+		case r < 3:
+			k := 1 + rng.IntN(8)
+			popStep(k, func() model.PopResult { return b.pop(t, b.group, k) })
 		case r < 7 && m.lease != nil && !m.lease.crashed:
 			offsets, completed, items := randomAck(rng, m)
+			// Half the acks are carried by a pop, as the gateway serves
+			// it: the usual one in one statement, any other by an ack.
+			// Those are picked by a second source, so that the histories
+			// are the ones they were before, but for the pops carried.
+			carried, k := carriers.IntN(2) == 0, 1+carriers.IntN(8)
+			if carried && carriers.IntN(4) == 0 {
+				offsets, completed, items = wholeLeaseAck(carriers.IntN(2) == 0, m)
+			}
 			m.resolveTxnIDs(offsets, items)
 			lease := m.lease.id
 			asked := make([]int, len(items))
@@ -426,7 +439,16 @@ func runConsumerModel(t *testing.T, seed uint64, n, maxAttempts, steps int, dela
 			if fastPathTaken(t, b, lease, items) {
 				seen["ack by the shortcut"]++
 			}
-			a := b.ack(t, lease, items...)
+			var popped *model.PopResult
+			a, ok := model.AckResult{}, false
+			if carried {
+				a, popped, ok = b.cycle(t, k, lease, items)
+			}
+			if ok {
+				seen["cycle"]++
+			} else {
+				a = b.ack(t, lease, items...)
+			}
 			if !slices.Equal(results(a), wantRes) || a.LeaseEnded != wantEnded {
 				t.Fatalf("%s: ack %v %v got %v ended %v; model %v ended %v", where, offsets, completed, results(a), a.LeaseEnded, wantRes, wantEnded)
 			}
@@ -436,6 +458,17 @@ func runConsumerModel(t *testing.T, seed uint64, n, maxAttempts, steps int, dela
 			for _, r := range wantRes {
 				seen["ack "+r]++
 				seen["answer "+r]++
+			}
+			if carried {
+				if popped != nil {
+					seen["cycle popped"]++
+				}
+				popStep(k, func() model.PopResult {
+					if popped != nil {
+						return *popped
+					}
+					return b.pop(t, b.group, k)
+				})
 			}
 		case r < 8 && m.lease != nil && !m.expired():
 			b.backdateLease(t)
@@ -518,7 +551,7 @@ func runConsumerModel(t *testing.T, seed uint64, n, maxAttempts, steps int, dela
 	seen["dead letter after leases unheard"] = m.deadAfterUnheard
 	t.Logf("seed %d: %v; cursor at %d of %d", seed, seen, m.cursor(), m.n)
 	kinds := []string{"pop", "redelivery", "expiry", "release", "dead letter", "ack acked", "ack alreadyAcked",
-		"ack notInLease", "answer deadLettered", "renewal", "ack by the shortcut", "expiry heard true", "expiry heard false", "undo true", "undo false", "unconfirmed",
+		"ack notInLease", "answer deadLettered", "renewal", "ack by the shortcut", "cycle", "cycle popped", "expiry heard true", "expiry heard false", "undo true", "undo false", "unconfirmed",
 		"an hour", "held by a failure true", "held by a failure false"}
 	if extra.seeks {
 		kinds = []string{"pop", "redelivery", "dead letter", "ack acked", "stale leaseNotHeld", "stale alreadyAcked",

@@ -434,3 +434,16 @@ func TestRunOutLeasesListsOnlyLeasesThatRanOut(t *testing.T) {
 		t.Fatalf("once the next pop leased the partition again: %v, want none", got)
 	}
 }
+
+// cycle pops up to max carrying the ack of items under lease, by the
+// store's Cycle: ok false when it did nothing, popped nil when it only
+// settled the ack.
+func (b *consumerBundle) cycle(t *testing.T, max int, lease string, items []model.AckItem) (a model.AckResult, popped *model.PopResult, ok bool) {
+	t.Helper()
+	a, popped, ok, err := b.store.Cycle(context.Background(), model.PopRequest{Group: b.group, Max: max, Lease: time.Minute,
+		Consumer: "c", MaxBytes: 1 << 20, Room: 1 << 20}, b.part.ID, lease, items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, popped, ok
+}

@@ -8,11 +8,16 @@
 -- work, nothing is parked, and pops neither lock nor write the group row.
 CREATE OR REPLACE FUNCTION queen.consumer_wake_due(p_group_id bigint)
 RETURNS boolean
-LANGUAGE sql STABLE
+-- PL/pgSQL, not SQL: every pop asks, and a SQL function that cannot be
+-- inlined (its settings) is planned again on every call, which cost more
+-- than the probes; this one's plan is kept for the session.
+LANGUAGE plpgsql STABLE
 SET plan_cache_mode = force_generic_plan
 SET enable_seqscan = off
 AS $$
-    SELECT EXISTS (SELECT 1 FROM queen.consumer_cursors cc WHERE cc.group_id = p_group_id AND cc.parked)
+BEGIN
+    RETURN EXISTS (SELECT 1 FROM queen.consumer_cursors cc WHERE cc.group_id = p_group_id AND cc.parked)
        AND EXISTS (SELECT 1 FROM queen.log_segments s
                     WHERE s.pushed_by >= (SELECT g.woken_to FROM queen.consumer_groups g WHERE g.id = p_group_id));
+END
 $$;
