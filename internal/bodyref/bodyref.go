@@ -203,7 +203,7 @@ var (
 		Fields: map[string]Rule{"group": Matching(Name), "consumer": StringOfBytes(0, 128), "max": WholeFrom(1, 10000),
 			"leaseMs": WholeFrom(1, 3600000), "waitMs": WholeFrom(0, 20000), "maxBytes": WholeFrom(1, 1<<30),
 			"maxAckPending": WholeFrom(1, 1000000),
-			"ack": ObjectOf(PopAck), "acks": ArrayOf(1, 100, ObjectOf(PopAck)), "partitions": WholeFrom(1, 100)},
+			"ack":           ObjectOf(PopAck), "acks": ArrayOf(1, 100, ObjectOf(PopAck)), "partitions": WholeFrom(1, 100)},
 		Required: []string{"group"},
 		// maxAckPending bounds a named consumer; one ack or a list of them
 		Across: func(m map[string]json.RawMessage) bool {
