@@ -101,16 +101,16 @@ type ShapeSummary struct {
 
 // ConsumeOptions shape the consume scenario beyond the workload.
 type ConsumeOptions struct {
-	Batches     []int // pop and fetch sizes, a shape each
-	Partitions  int   // > 0: also a shape over this many partitions
+	Batches    []int // pop and fetch sizes, a shape each
+	Partitions int   // > 0: also a shape over this many partitions
 	// PopPartitions is how many partitions each pop of the Partitions
 	// shape may lease (a pop's "partitions"; 0 or 1: one).
 	PopPartitions int
-	Fanout      int   // > 0: also a shape of this many groups
-	IdlePollers int   // > 0: the idle phase with this many long polls
-	IdleTime    time.Duration
-	IdleSettle  time.Duration
-	RoundTime   time.Duration // longest a round may take
+	Fanout        int // > 0: also a shape of this many groups
+	IdlePollers   int // > 0: the idle phase with this many long polls
+	IdleTime      time.Duration
+	IdleSettle    time.Duration
+	RoundTime     time.Duration // longest a round may take
 }
 
 // consumeShape is one way of consuming the stored messages.
