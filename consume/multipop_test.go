@@ -1,13 +1,20 @@
 package consume_test
 
 import (
+	"context"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/consume"
+	"github.com/queengate/queengate/gateway"
 	"github.com/queengate/queengate/internal/checkfor"
+	"github.com/queengate/queengate/internal/pgtest"
+	"github.com/queengate/queengate/model"
+	"github.com/queengate/queengate/pgstore"
 )
 
 // checkLeases fails t unless each lease of a holds its partition's
@@ -163,5 +170,49 @@ func TestAPopNamingItsPartitionRefusesPartitions(t *testing.T) {
 	got, err := c.Ack(ctx, e.Queue, "p", queengate.AckRequest{Group: "g", LeaseID: a.LeaseID, Items: ack.Items})
 	if err != nil || got.Items[0].Result != "acked" {
 		t.Fatalf("the ack after the refused pop: %+v, %v; want it unsettled until now", got, err)
+	}
+}
+
+// countingStore is the PostgreSQL store, counting its pops.
+type countingStore struct {
+	*pgstore.Store
+	pops atomic.Int64
+}
+
+func (s *countingStore) Pop(ctx context.Context, r model.PopRequest) (model.PopResult, error) {
+	s.pops.Add(1)
+	return s.Store.Pop(ctx, r)
+}
+
+// A multi-partition pop costs one pop of the store (one statement) per
+// partition it takes, and one more only when it looks for a further
+// partition and finds none with work.
+func TestAMultiPartitionPopCostsAStorePopPerPartitionAndOneMore(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	st := &countingStore{Store: pgtest.Store(t, e.PGURL)}
+	e.StartGateway(gatewayOpts{Gateway: gateway.Config{Endpoints: []gateway.EndpointSet{consume.New(st)}}})
+	e.fill(t, 2, "p0", "p1", "p2", "p3", "p4", "p5")
+	c := e.queenClient(t)
+	pop := func(max, partitions int) (leases int, pops int64) {
+		t.Helper()
+		before := st.pops.Load()
+		a, err := c.Pop(t.Context(), e.Queue, "", queengate.PopRequest{Group: "g", Max: max, Partitions: partitions})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(a.Leases()), st.pops.Load() - before
+	}
+	for _, tc := range []struct {
+		max, partitions, leases int
+		pops                    int64
+	}{
+		{100, 4, 4, 4},  // four partitions taken: no further look-up
+		{3, 10, 2, 2},   // max met by the second
+		{100, 10, 0, 1}, // every partition leased: one look-up finds nothing
+	} {
+		if leases, pops := pop(tc.max, tc.partitions); leases != tc.leases || pops != tc.pops {
+			t.Errorf("a pop of %d over %d partitions: %d leases, %d store pops; want %d and %d", tc.max, tc.partitions, leases, pops, tc.leases, tc.pops)
+		}
 	}
 }
