@@ -20,7 +20,8 @@ type Options struct {
 	Wait      time.Duration // long poll per pop; default 5 s
 
 	// OnAck, when set, receives the gateway's answer to each batch's ack,
-	// with the batch's partition: one result per handled message. A
+	// one per partition of the batch, with its partition: one result per
+	// handled message. A
 	// result other than acked or alreadyAcked means the message was not
 	// settled as the handler said: after leaseNotHeld or leaseExpired it
 	// is delivered again.
