@@ -216,3 +216,21 @@ func TestAMultiPartitionPopCostsAStorePopPerPartitionAndOneMore(t *testing.T) {
 		}
 	}
 }
+
+// maxAckPending counts across the partitions of one pop: its further
+// partitions deliver no more than the limit leaves after the first ones.
+func TestAMultiPartitionPopStaysWithinMaxAckPending(t *testing.T) {
+	t.Parallel()
+	e, c := consuming(t, 5, "p0", "p1", "p2", "p3")
+	a, err := c.Pop(t.Context(), e.Queue, "", queengate.PopRequest{Group: "g", Consumer: "c", Max: 100, Partitions: 4, MaxAckPending: 12})
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, l := range a.Leases() {
+		total += len(l.Messages)
+	}
+	if total != 12 || len(a.Leases()) != 3 {
+		t.Fatalf("a pop of 4 partitions of 5 under maxAckPending 12 delivered %d over %d leases; want 12 over 3", total, len(a.Leases()))
+	}
+}
