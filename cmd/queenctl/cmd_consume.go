@@ -14,7 +14,7 @@ import (
 const consumeUsage = `Usage:
   queenctl consume QUEUE [PARTITION] --group GROUP [--count N] [--max N]
                    [--lease DURATION] [--wait DURATION] [--consumer NAME] [--fail REASON]
-                   [--concurrency N] [--max-bytes N] [--max-ack-pending N]
+                   [--concurrency N] [--partitions N] [--max-bytes N] [--max-ack-pending N]
 
 Consumes messages as a consumer of GROUP: of any partition with work, or
 of PARTITION. Prints each message as one JSON line (partition, offset,
