@@ -21,10 +21,9 @@ type Options struct {
 
 	// OnAck, when set, receives the gateway's answer to each batch's ack,
 	// one per partition of the batch, with its partition: one result per
-	// handled message. A
-	// result other than acked or alreadyAcked means the message was not
-	// settled as the handler said: after leaseNotHeld or leaseExpired it
-	// is delivered again.
+	// handled message. A result other than acked or alreadyAcked means the
+	// message was not settled as the handler said: after leaseNotHeld or
+	// leaseExpired it is delivered again.
 	OnAck func(partition string, a queengate.AckAnswer)
 	// OnError, when set, receives what the consumer carries on past: a pop or
 	// an ack that failed (retried after a second), a renewal that failed
