@@ -79,17 +79,57 @@ func (r *answerReader) popAnswer(out *PopAnswer) {
 		case "ack":
 			out.Ack = &AckAnswer{}
 			r.ackAnswer(out.Ack)
-		case "messages":
-			out.Messages = make([]Delivery, 0, 16)
+		case "acks":
+			out.Acks = make([]AckAnswer, 0, 4)
 			r.array(func() {
-				out.Messages = append(out.Messages, Delivery{})
-				r.delivery(&out.Messages[len(out.Messages)-1])
+				out.Acks = append(out.Acks, AckAnswer{})
+				r.ackAnswer(&out.Acks[len(out.Acks)-1])
 			})
+		case "more":
+			out.More = make([]PopLease, 0, 4)
+			r.array(func() {
+				out.More = append(out.More, PopLease{})
+				r.popLease(&out.More[len(out.More)-1])
+			})
+		case "messages":
+			out.Messages = r.deliveries()
 		default:
 			return false
 		}
 		return true
 	})
+}
+
+// popLease reads one further partition of a multi-partition pop.
+func (r *answerReader) popLease(out *PopLease) {
+	r.object(func(key []byte) bool {
+		switch string(key) {
+		case "partition":
+			out.Partition = r.str()
+		case "partitionId":
+			out.PartitionID = r.int64()
+		case "leaseId":
+			out.LeaseID = r.str()
+		case "leaseUntil":
+			t := r.time()
+			out.LeaseUntil = &t
+		case "messages":
+			out.Messages = r.deliveries()
+		default:
+			return false
+		}
+		return true
+	})
+}
+
+// deliveries reads a pop's array of messages.
+func (r *answerReader) deliveries() []Delivery {
+	ds := make([]Delivery, 0, 16)
+	r.array(func() {
+		ds = append(ds, Delivery{})
+		r.delivery(&ds[len(ds)-1])
+	})
+	return ds
 }
 
 // decodeReadAnswer is decodePopAnswer for a read's answer.

@@ -39,6 +39,33 @@ func gatewayPopAnswer(n int) []byte {
 	return []byte(b.String())
 }
 
+// gatewayMultiPopAnswer is a multi-partition pop's answer as the gateway
+// writes it: the first partition's as gatewayPopAnswer's, leases-1 more
+// partitions of n messages each, and the answers of two carried acks.
+func gatewayMultiPopAnswer(n, leases int) []byte {
+	first := gatewayPopAnswer(n)
+	ack := `{"items":[{"index":0,"offset":3,"result":"acked"}],"nextOffset":4,"leaseEnded":true}`
+	var b strings.Builder
+	b.Write(first[:len(first)-1])
+	b.WriteString(`,"acks":[` + ack + `,` + ack + `],"more":[`)
+	for l := 1; l < leases; l++ {
+		if l > 1 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"partition":"p%d","partitionId":%d,"leaseId":"5f0c2a9e-3b1d-4c6e-9a8f-01234567890%d","leaseUntil":"2026-12-01T18:10:11.5Z","messages":[`, l, 12+l, l)
+		for i := range n {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, `{"offset":%d,"messageId":"%d-%d","transactionId":"t-%d","createdAt":"2026-12-01T18:10:01Z","data":{"n":%d},"attempts":1}`,
+				i, 12+l, i, i, i)
+		}
+		b.WriteString(`]}`)
+	}
+	b.WriteString(`]}`)
+	return []byte(b.String())
+}
+
 // gatewayReadAnswer is a read's answer written as the gateway writes it
 // (internal/wire's EncodeRead: field order, formats): n messages of about
 // 100 bytes each.
@@ -81,6 +108,11 @@ func TestTheGatewaysPopAnswerIsDecodedByHandAsEncodingJSONWould(t *testing.T) {
 			t.Fatalf("the hand decoder declined the gateway's answer of %d messages", n)
 		}
 	}
+	for _, leases := range []int{1, 2, 5} {
+		if !checkAsEncodingJSON(t, gatewayMultiPopAnswer(3, leases), decodePopAnswer) {
+			t.Fatalf("the hand decoder declined the gateway's answer of %d leases", leases)
+		}
+	}
 	empty := []byte(`{"queue":"q","group":"g","messages":[]}`)
 	if !checkAsEncodingJSON(t, empty, decodePopAnswer) {
 		t.Fatalf("the hand decoder declined %s", empty)
@@ -89,7 +121,10 @@ func TestTheGatewaysPopAnswerIsDecodedByHandAsEncodingJSONWould(t *testing.T) {
 	off := int64(7)
 	marshalled, _ := json.Marshal(PopAnswer{Queue: "q", Group: "g", Partition: "p", PartitionID: 3, LeaseID: "l", LeaseUntil: &until,
 		Messages: []Delivery{{StoredMessage: StoredMessage{Offset: 7, MessageID: "3-7", TransactionID: "t", CreatedAt: until, Data: json.RawMessage(`[1,{"a":"b"}]`)}, Attempts: 2, LastError: "e"}},
-		Ack:      &AckAnswer{Items: []AckResult{{Index: 0, Offset: &off, Result: "notInLease"}}, NextOffset: 8, DeadLettered: 1}})
+		Ack:      &AckAnswer{Items: []AckResult{{Index: 0, Offset: &off, Result: "notInLease"}}, NextOffset: 8, DeadLettered: 1},
+		Acks:     []AckAnswer{{Items: []AckResult{{Index: 0, Offset: &off, Result: "acked"}}, NextOffset: 8, LeaseEnded: true}},
+		More: []PopLease{{Partition: "p2", PartitionID: 4, LeaseID: "l2", LeaseUntil: &until,
+			Messages: []Delivery{{StoredMessage: StoredMessage{Offset: 1, MessageID: "4-1", TransactionID: "u", CreatedAt: until, Data: json.RawMessage(`1`)}, Attempts: 1}}}}})
 	if !checkAsEncodingJSON(t, marshalled, decodePopAnswer) {
 		t.Fatalf("the hand decoder declined %s", marshalled)
 	}
@@ -140,6 +175,11 @@ var declinedAnswers = []string{
 	`{"ack":{"items":[{"index":0,"result":"acked"}],"leaseEnded":1}}`,
 	"{\"queue\":\"q\xff\",\"messages\":[]}",
 	`[]`, ``, `null`,
+	`{"more":null,"messages":[]}`,
+	`{"acks":{},"messages":[]}`,
+	`{"more":[{"partition":"p","other":1}],"messages":[]}`,
+	`{"more":[{"partition":"p","partition":"q"}],"messages":[]}`,
+	`{"more":[{"messages":null}],"messages":[]}`,
 }
 
 // takenAnswers are answers the hand decoder takes though the gateway
@@ -151,6 +191,8 @@ var takenAnswers = []string{
 	` { "queue" : "q" , "messages" : [ { "data" : [ ] } ] } `,
 	`{"ack":{"items":[],"nextOffset":-1,"leaseEnded":false}}`,
 	`{"messages":[{"data":null,"attempts":0}]}`,
+	`{"acks":[],"more":[],"messages":[]}`,
+	`{"more":[{}],"acks":[{}]}`,
 }
 
 func TestTheHandDecoderTakesWhatItCanDecodeExactlyAndLeavesTheRest(t *testing.T) {
@@ -168,6 +210,7 @@ func TestTheHandDecoderTakesWhatItCanDecodeExactlyAndLeavesTheRest(t *testing.T)
 
 func FuzzPopAnswerDecodesAsEncodingJSON(f *testing.F) {
 	f.Add(gatewayPopAnswer(2))
+	f.Add(gatewayMultiPopAnswer(2, 3))
 	for _, body := range append(declinedAnswers, takenAnswers...) {
 		f.Add([]byte(body))
 	}

@@ -4,15 +4,18 @@ import "time"
 
 // Consuming limits and defaults (docs/protocol.md, "Consuming").
 const (
-	DefaultPopMax   = 100
-	MaxPopMax       = 10000
-	DefaultLeaseMs  = 30000
-	MaxLeaseMs      = 3600000
-	MaxWaitMs       = 20000
-	MaxAckItems     = 10000
-	AckCompleted    = "completed"
-	AckFailed       = "failed"
-	MaxAckErrorSize = 4096
+	DefaultPopMax  = 100
+	MaxPopMax      = 10000
+	DefaultLeaseMs = 30000
+	MaxLeaseMs     = 3600000
+	MaxWaitMs      = 20000
+	// MaxPopPartitions is the most partitions one pop may lease
+	// (PopRequest.Partitions).
+	MaxPopPartitions = 100
+	MaxAckItems      = 10000
+	AckCompleted     = "completed"
+	AckFailed        = "failed"
+	MaxAckErrorSize  = 4096
 	// MaxDelayMs is the longest a failed message can be made to wait
 	// before it is delivered again (a day): an ack item's delayMs, a
 	// queue's retryDelayMs and each entry of its retryBackoffMs.
@@ -51,6 +54,16 @@ type PopRequest struct {
 	// Ack, when set, settles the previous batch first, as an ack would:
 	// one request instead of two per batch.
 	Ack *PopAck `json:"ack,omitempty"`
+	// Partitions, above 1, lets a pop of any partition lease up to that
+	// many (MaxPopPartitions at most), each under its own lease, until
+	// Max messages are delivered: the answer's More holds those after
+	// the first. 0 or 1: one partition, as without it.
+	Partitions int `json:"partitions,omitempty"`
+	// Acks settles the batches of several leases first (a previous
+	// multi-partition pop's), each as an ack would, in order; the
+	// answer's Acks answers them in the same order. A pop carries Ack or
+	// Acks, not both.
+	Acks []PopAck `json:"acks,omitempty"`
 }
 
 // PopAck is the ack a pop carries: the partition and lease of the batch
@@ -85,6 +98,31 @@ type PopAnswer struct {
 	DeadLettered int `json:"deadLettered,omitempty"`
 	// Ack answers the request's Ack, settled before the pop.
 	Ack *AckAnswer `json:"ack,omitempty"`
+	// Acks answers the request's Acks, in their order.
+	Acks []AckAnswer `json:"acks,omitempty"`
+	// More holds the further partitions a pop with Partitions above 1
+	// leased, each under its own lease, its messages in offset order.
+	More []PopLease `json:"more,omitempty"`
+}
+
+// PopLease is one further partition of a multi-partition pop's answer:
+// its lease and the messages delivered under it.
+type PopLease struct {
+	Partition   string     `json:"partition"`
+	PartitionID int64      `json:"partitionId"`
+	LeaseID     string     `json:"leaseId"`
+	LeaseUntil  *time.Time `json:"leaseUntil"`
+	Messages    []Delivery `json:"messages"`
+}
+
+// Leases are the answer's partitions, the first one's fields and More's,
+// each with its lease and messages; none when nothing was delivered.
+func (a *PopAnswer) Leases() []PopLease {
+	if a.LeaseID == "" {
+		return a.More
+	}
+	first := PopLease{Partition: a.Partition, PartitionID: a.PartitionID, LeaseID: a.LeaseID, LeaseUntil: a.LeaseUntil, Messages: a.Messages}
+	return append([]PopLease{first}, a.More...)
 }
 
 // AckItem settles one message, named by TransactionID or by Offset. A

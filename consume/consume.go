@@ -275,20 +275,30 @@ func (c *Consumers) pop(ctx context.Context, place string, body []byte) (any, *q
 	}
 	var pid int64
 	if partition != "" {
+		if req.Partitions > 1 {
+			return nil, wire.BadInput(`"partitions" is %d, but this pop names partition %s: "partitions" is for a pop of any partition`, req.Partitions, partition)
+		}
 		if pid, err = c.partition(ctx, g.QueueID, partition); err != nil {
 			return nil, consumeError(err)
 		}
 	}
-	var acked []byte
-	if req.Ack != nil {
-		var popped *model.PopResult
-		if acked, popped, werr = c.settleCarried(ctx, queue, g, pid, newGroup, req); werr != nil {
+	ans := popAnswer{c: c, group: g, more: max(req.Partitions, 1) - 1, ackField: "ack"}
+	if req.Acks != nil {
+		ans.ackField = "acks"
+		if ans.acked, werr = c.settleAll(ctx, queue, req.Group, req.Acks); werr != nil {
 			return nil, werr
 		}
-		if popped != nil {
-			return c.popAnswer(queue, g, popped, acked), nil
+	} else if req.Ack != nil {
+		var popped *model.PopResult
+		if ans.acked, popped, werr = c.settleCarried(ctx, queue, g, pid, newGroup, req); werr != nil {
+			return nil, werr
+		}
+		if popped != nil { // the ack and the pop's first partition in one statement
+			pr := c.popRequest(g, pid, req, len(ans.acked))
+			return ans.answer(queue, g, popped, c.popMore(ctx, queue, pr, popped, ans.more)), nil
 		}
 	}
+	acked := ans.acked
 	if newGroup {
 		if g, err = c.group(ctx, queue, req.Group, true); err != nil {
 			return nil, consumeError(err)
@@ -301,7 +311,38 @@ func (c *Consumers) pop(ctx context.Context, place string, body []byte) (any, *q
 	// A pop that settled an ack or made its group may have changed what
 	// its wait list knows: it pops first whatever the list says.
 	trusted := acked == nil && !newGroup
-	return c.longPoll(ctx, queue, pr, time.Duration(req.WaitMs)*time.Millisecond, wait, trusted, acked)
+	return c.longPoll(ctx, queue, pr, time.Duration(req.WaitMs)*time.Millisecond, wait, trusted, &ans)
+}
+
+// settleAll settles a pop's list of carried acks in order, and answers
+// them as a list. As for one ack, everything they name is found, and
+// their answers' size checked, before any is settled.
+func (c *Consumers) settleAll(ctx context.Context, queue, group string, acks []queengate.PopAck) ([]byte, *queengate.Error) {
+	var bound int64
+	for _, ack := range acks {
+		bound += ackAnswerBound(ack.Items)
+		if _, _, werr := c.place(ctx, queue, ack.Partition, group); werr != nil {
+			return nil, werr
+		}
+	}
+	if room := c.maxPayload() - popEnvelope; bound > room {
+		return nil, &queengate.Error{Code: queengate.CodeTooLarge, Text: fmt.Sprintf(
+			"%d acks could take up to %d bytes to answer (each result repeats its transactionId), over the %d an answer may take here: send fewer items with this pop, the rest in acks",
+			len(acks), bound, room)}
+	}
+	acked := []byte{'['}
+	for i, ack := range acks {
+		ans, werr := c.settle(ctx, queue, ack.Partition, queengate.AckRequest{Group: group, LeaseID: ack.LeaseID, Items: ack.Items})
+		if werr != nil {
+			return nil, werr
+		}
+		if i > 0 {
+			acked = append(acked, ',')
+		}
+		acked = wire.AppendAckAnswer(acked, &ans)
+		c.settled(queue, ans)
+	}
+	return append(acked, ']'), nil
 }
 
 // logDeadLettering says what a pop could not deliver and why.
@@ -316,7 +357,7 @@ func (c *Consumers) logDeadLettering(queue string, pr model.PopRequest, res *mod
 }
 
 var (
-	popShape = wire.Shape{Name: "a pop", Example: `{"group": "...", "consumer": "...", "max": 100, "leaseMs": 30000, "waitMs": 5000, "maxBytes": 1048576, "ack": {...}}`}
+	popShape = wire.Shape{Name: "a pop", Example: `{"group": "...", "consumer": "...", "max": 100, "leaseMs": 30000, "waitMs": 5000, "maxBytes": 1048576, "ack": {...}, "partitions": 10}`}
 	// popAckShape is the ack a pop carries.
 	popAckShape  = wire.Shape{Name: "a pop's ack", Example: `{"partition": "...", "leaseId": "...", "items": [...]}`}
 	ackShape     = wire.Shape{Name: "an ack", Example: `{"group": "...", "leaseId": "...", "items": [{"transactionId": "...", "status": "completed"}]}`}
@@ -348,19 +389,42 @@ func largestDelivery(maxPayload int64) int64 {
 	return queengate.MaxDataBytes(maxPayload) + 6*(queengate.MaxTxnIDBytes+queengate.MaxAckErrorSize) + model.DeliveryEnvelope
 }
 
-// popAnswer is a pop's answer, encoded; when it is never sent, it takes
-// its lease and deliveries back (the gateway's Undoable).
+// popAnswer is a pop's answer; when it is never sent, it takes its
+// leases and deliveries back (the gateway's Undoable).
 type popAnswer struct {
-	body  wire.RawAnswer
 	c     *Consumers
 	group model.Group
+	// more is how many further partitions the pop may lease.
+	more int
+	// acked is the answer of the acks the pop carried, under ackField.
+	ackField string
+	acked    []byte
+
+	body   wire.RawAnswer
+	leases []takenLease
+}
+
+// takenLease is a lease a pop's answer delivers under.
+type takenLease struct {
 	pid   int64
 	lease string
 }
 
-func (c *Consumers) popAnswer(queue string, g model.Group, r *model.PopResult, acked []byte) *popAnswer {
-	c.metrics.popped(queue, g.Name, r)
-	return &popAnswer{body: wire.EncodePop(queue, g.Name, r, acked), c: c, group: g, pid: r.PartitionID, lease: r.LeaseID}
+// answer encodes the answer of a pop that delivered r, and further leases
+// more.
+func (a *popAnswer) answer(queue string, g model.Group, r *model.PopResult, more []model.PopResult) *popAnswer {
+	a.group = g
+	a.c.metrics.popped(queue, a.group.Name, r)
+	a.leases = nil
+	if r.LeaseID != "" {
+		a.leases = append(a.leases, takenLease{r.PartitionID, r.LeaseID})
+	}
+	for i := range more {
+		a.c.metrics.popped(queue, a.group.Name, &more[i])
+		a.leases = append(a.leases, takenLease{more[i].PartitionID, more[i].LeaseID})
+	}
+	a.body = wire.EncodePopLeases(queue, a.group.Name, r, more, a.ackField, a.acked)
+	return a
 }
 
 // A pop's answer is encoded by hand and undone when never published: the
@@ -373,22 +437,26 @@ var (
 func (a *popAnswer) Encoded() []byte { return a.body }
 
 // Undo: nobody got the messages, so they cost no attempt and the
-// partition is free again at once.
+// partitions are free again at once.
 func (a *popAnswer) Undo() {
-	if a.lease == "" {
+	if len(a.leases) == 0 {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	undone, err := a.c.store.Undo(ctx, a.group, a.pid, a.lease)
-	if err != nil {
-		// Then the lease runs out unheard: the next pop takes it back.
-		a.c.log.Warn().Err(err).Str("queue", a.group.Queue).Str("group", a.group.Name).Msg("could not take back an unsent pop")
-		return
+	anyUndone := false
+	for _, l := range a.leases {
+		undone, err := a.c.store.Undo(ctx, a.group, l.pid, l.lease)
+		if err != nil {
+			// Then the lease runs out unheard: the next pop takes it back.
+			a.c.log.Warn().Err(err).Str("queue", a.group.Queue).Str("group", a.group.Name).Msg("could not take back an unsent pop")
+			continue
+		}
+		anyUndone = anyUndone || undone
+		a.c.log.Warn().Str("queue", a.group.Queue).Str("group", a.group.Name).Bool("undone", undone).
+			Msg("a pop's answer was not sent: its lease and attempts are taken back")
 	}
-	a.c.log.Warn().Str("queue", a.group.Queue).Str("group", a.group.Name).Bool("undone", undone).
-		Msg("a pop's answer was not sent: its lease and attempts are taken back")
-	if undone {
+	if anyUndone {
 		a.c.announce(a.group.Queue)
 	}
 }
@@ -407,8 +475,10 @@ func decodePop(body []byte) (queengate.PopRequest, *queengate.Error) {
 		wire.Field{Name: "maxAckPending", Decode: wire.WholeNumberInto("maxAckPending", 1, model.MaxAckPendingLimit, &req.MaxAckPending)},
 		wire.Field{Name: "ack", Decode: func(raw []byte) *queengate.Error {
 			req.Ack = &queengate.PopAck{}
-			return decodePopAck(raw, req.Ack)
+			return decodePopAck(raw, `"ack"`, req.Ack)
 		}},
+		wire.Field{Name: "acks", Decode: popAcksInto(&req.Acks)},
+		wire.Field{Name: "partitions", Decode: wire.WholeNumberInto("partitions", 1, queengate.MaxPopPartitions, &req.Partitions)},
 	)
 	switch {
 	case werr != nil:
@@ -417,13 +487,53 @@ func decodePop(body []byte) (queengate.PopRequest, *queengate.Error) {
 		return req, wire.BadInput(`"group" is missing: want %s`, popShape.Example)
 	case req.MaxAckPending > 0 && req.Consumer == "":
 		return req, wire.BadInput(`"maxAckPending" bounds what one consumer holds: name it in "consumer"`)
-	case req.Ack != nil:
-		if _, werr := ackItems(queengate.AckRequest{Group: req.Group, LeaseID: req.Ack.LeaseID, Items: req.Ack.Items}); werr != nil {
-			werr.Text = `"ack": ` + werr.Text
+	case req.Ack != nil && req.Acks != nil:
+		return req, wire.BadInput(`give "ack" (one batch's) or "acks" (several batches'), not both`)
+	}
+	for i, ack := range carriedAcks(req) {
+		if _, werr := ackItems(queengate.AckRequest{Group: req.Group, LeaseID: ack.LeaseID, Items: ack.Items}); werr != nil {
+			werr.Text = carriedName(req.Acks != nil, i) + ": " + werr.Text
 			return req, werr
 		}
 	}
 	return req, nil
+}
+
+// carriedAcks are the acks a pop carries: its ack, or its list.
+func carriedAcks(req queengate.PopRequest) []queengate.PopAck {
+	if req.Ack != nil {
+		return []queengate.PopAck{*req.Ack}
+	}
+	return req.Acks
+}
+
+// carriedName names a pop's carried ack in a 400: "ack", or "acks" and
+// its index.
+func carriedName(list bool, i int) string {
+	if list {
+		return `"acks" ` + strconv.Itoa(i)
+	}
+	return `"ack"`
+}
+
+// popAcksInto decodes a pop's list of carried acks: 1 to
+// MaxPopPartitions objects, each as "ack".
+func popAcksInto(dst *[]queengate.PopAck) func([]byte) *queengate.Error {
+	return func(raw []byte) *queengate.Error {
+		elems, ok := wire.ScanArray(raw)
+		if !ok || len(elems) == 0 || len(elems) > queengate.MaxPopPartitions {
+			return wire.BadInput(`"acks" must be an array of 1 to %d acks such as %s, not %s`, queengate.MaxPopPartitions,
+				popAckShape.Example, wire.Describe(raw))
+		}
+		acks := make([]queengate.PopAck, len(elems))
+		for i, e := range elems {
+			if werr := decodePopAck(e, carriedName(true, i), &acks[i]); werr != nil {
+				return werr
+			}
+		}
+		*dst = acks
+		return nil
+	}
 }
 
 // consumerInto decodes a pop's consumer label: any string up to 128 bytes.
@@ -438,15 +548,15 @@ func consumerInto(dst *string) func([]byte) *queengate.Error {
 	}
 }
 
-// decodePopAck reads the ack a pop carries.
-func decodePopAck(raw []byte, ack *queengate.PopAck) *queengate.Error {
-	werr := wire.DecodeObject(raw, `"ack"`, popAckShape,
+// decodePopAck reads an ack a pop carries, named where.
+func decodePopAck(raw []byte, where string, ack *queengate.PopAck) *queengate.Error {
+	werr := wire.DecodeObject(raw, where, popAckShape,
 		wire.Field{Name: "partition", Decode: wire.NameInto("partition", &ack.Partition)},
 		wire.Field{Name: "leaseId", Decode: wire.LeaseIDInto(&ack.LeaseID)},
 		wire.Field{Name: "items", Decode: ackItemsInto(&ack.Items)},
 	)
 	if werr == nil && ack.Partition == "" {
-		werr = wire.BadInput(`"ack": "partition" is missing: the partition of the batch it settles`)
+		werr = wire.BadInput(`%s: "partition" is missing: the partition of the batch it settles`, where)
 	}
 	return werr
 }

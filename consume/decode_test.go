@@ -119,13 +119,14 @@ func TestDecodeAckBody(t *testing.T) {
 
 func TestDecodePopBody(t *testing.T) {
 	t.Parallel()
+	popAck := `{"partition":"p","leaseId":"` + bodyref.TestLease + `","items":[{"offset":0,"status":"completed"}]}`
 	bodyref.RunDecodeCases(t, func(b []byte) *queengate.Error { _, werr := decodePop(b); return werr }, []decodeCase{
 		{"everything", `{"group":"g","consumer":"c","max":5,"leaseMs":1000,"waitMs":0,"maxBytes":1024,"ack":{"partition":"p","leaseId":"` + bodyref.TestLease + `","items":[{"offset":0,"status":"completed"}]}}`, ""},
 		{"maxBytes 0", `{"group":"g","maxBytes":0}`, `"maxBytes" is 0: from 1 to 1073741824`},
 		{"maxBytes above 1 GiB", `{"group":"g","maxBytes":1073741825}`, `"maxBytes" is 1073741825: from 1 to 1073741824`},
 		{"maxBytes a string", `{"group":"g","maxBytes":"1"}`, `"maxBytes" must be a whole number, not a string "1"`},
-		{"Group", `{"Group":"g"}`, `unknown field "Group": a pop has only "group", "consumer", "max", "leaseMs", "waitMs", "maxBytes", "maxAckPending" and "ack"; did you mean "group"?`},
-		{"max twice", `{"group":"g","max":1,"max":2}`, `field "max" is given twice: send it once (a pop has "group", "consumer", "max", "leaseMs", "waitMs", "maxBytes", "maxAckPending" and "ack")`},
+		{"Group", `{"Group":"g"}`, `unknown field "Group": a pop has only "group", "consumer", "max", "leaseMs", "waitMs", "maxBytes", "maxAckPending", "ack", "acks" and "partitions"; did you mean "group"?`},
+		{"max twice", `{"group":"g","max":1,"max":2}`, `field "max" is given twice: send it once (a pop has "group", "consumer", "max", "leaseMs", "waitMs", "maxBytes", "maxAckPending", "ack", "acks" and "partitions")`},
 		{"max with an exponent", `{"group":"g","max":1e2}`, `"max" must be a whole number, not the JSON number 1e2`},
 		{"the ack's item misnamed", `{"group":"g","ack":{"partition":"p","leaseId":"` + bodyref.TestLease + `","items":[{"offset":0,"Status":"completed"}]}}`,
 			`"ack": item 0: unknown field "Status": an ack item has only "transactionId", "offset", "status", "error" and "delayMs"; did you mean "status"?`},
@@ -138,7 +139,18 @@ func TestDecodePopBody(t *testing.T) {
 			`"ack": item 0: status "ok": "completed" or "failed"`},
 		{"the ack an array", `{"group":"g","ack":[]}`, `"ack" must be a JSON object; want {"partition": "...", "leaseId": "...", "items": [...]}`},
 		{"consumer too long", `{"group":"g","consumer":"` + strings.Repeat("c", 129) + `"}`, `"consumer" must be a string of up to 128 bytes, not a string "` + strings.Repeat("c", 39) + `… (131 bytes)`},
-		{"group missing", `{"max":1}`, `"group" is missing: want {"group": "...", "consumer": "...", "max": 100, "leaseMs": 30000, "waitMs": 5000, "maxBytes": 1048576, "ack": {...}}`},
+		{"group missing", `{"max":1}`, `"group" is missing: want {"group": "...", "consumer": "...", "max": 100, "leaseMs": 30000, "waitMs": 5000, "maxBytes": 1048576, "ack": {...}, "partitions": 10}`},
+		{"several partitions, several acks", `{"group":"g","partitions":10,"acks":[` + popAck + `,` + popAck + `]}`, ""},
+		{"partitions 0", `{"group":"g","partitions":0}`, `"partitions" is 0: from 1 to 100`},
+		{"partitions 101", `{"group":"g","partitions":101}`, `"partitions" is 101: from 1 to 100`},
+		{"partitions a string", `{"group":"g","partitions":"5"}`, `"partitions" must be a whole number, not a string "5"`},
+		{"acks empty", `{"group":"g","acks":[]}`, `"acks" must be an array of 1 to 100 acks such as {"partition": "...", "leaseId": "...", "items": [...]}, not an array`},
+		{"acks an object", `{"group":"g","acks":` + popAck + `}`, `"acks" must be an array of 1 to 100 acks such as {"partition": "...", "leaseId": "...", "items": [...]}, not an object`},
+		{"ack and acks", `{"group":"g","ack":` + popAck + `,"acks":[` + popAck + `]}`, `give "ack" (one batch's) or "acks" (several batches'), not both`},
+		{"the second ack's status wrong", `{"group":"g","acks":[` + popAck + `,{"partition":"p","leaseId":"` + bodyref.TestLease + `","items":[{"offset":0,"status":"ok"}]}]}`,
+			`"acks" 1: item 0: status "ok": "completed" or "failed"`},
+		{"the second ack without partition", `{"group":"g","acks":[` + popAck + `,{"leaseId":"` + bodyref.TestLease + `","items":[{"offset":0,"status":"completed"}]}]}`,
+			`"acks" 1: "partition" is missing: the partition of the batch it settles`},
 	})
 }
 

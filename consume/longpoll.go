@@ -323,14 +323,14 @@ func (c *Consumers) freedRoom(queue string, res model.AckResult) {
 // (sleeping in the list of pr's group and partition until woken), and
 // answers. trusted: the pop may skip its first pop when the list is
 // known empty (it settled nothing that could have changed that).
-func (c *Consumers) longPoll(ctx context.Context, queue string, pr model.PopRequest, waitFor time.Duration, wait, trusted bool, acked []byte) (any, *queengate.Error) {
+func (c *Consumers) longPoll(ctx context.Context, queue string, pr model.PopRequest, waitFor time.Duration, wait, trusted bool, ans *popAnswer) (any, *queengate.Error) {
 	if !wait || waitFor <= 0 {
 		c.activity.note(pr.Group.ID)
 		res, err := c.popSettled(ctx, queue, &pr)
 		if err != nil {
 			return nil, c.groupFailed(pr.Group, err)
 		}
-		return c.popAnswer(queue, pr.Group, &res, acked), nil
+		return ans.answer(queue, pr.Group, &res, c.popMore(ctx, queue, pr, &res, ans.more)), nil
 	}
 	// The group is active all the while its pop waits, however long.
 	defer c.activity.wait(pr.Group.ID)()
@@ -351,7 +351,7 @@ func (c *Consumers) longPoll(ctx context.Context, queue string, pr model.PopRequ
 			res.DeadLettered = deadLettered
 			if len(res.Messages) > 0 {
 				delivered = true
-				return c.popAnswer(queue, pr.Group, &res, acked), nil
+				return ans.answer(queue, pr.Group, &res, c.popMore(ctx, queue, pr, &res, ans.more)), nil
 			}
 			c.waits.foundNothing(l, w, wakes, at, res.Held)
 		}
@@ -360,13 +360,66 @@ func (c *Consumers) longPoll(ctx context.Context, queue string, pr model.PopRequ
 			c.waits.took(l, w)
 			popNow = true
 		case <-timer.C:
-			return c.popAnswer(queue, pr.Group, &model.PopResult{DeadLettered: deadLettered}, acked), nil
+			return ans.answer(queue, pr.Group, &model.PopResult{DeadLettered: deadLettered}, nil), nil
 		case <-ctx.Done():
-			return c.popAnswer(queue, pr.Group, &model.PopResult{DeadLettered: deadLettered}, acked), nil
+			return ans.answer(queue, pr.Group, &model.PopResult{DeadLettered: deadLettered}, nil), nil
 		case <-c.draining: // the gateway stops: answer now rather than after its drain timeout
-			return c.popAnswer(queue, pr.Group, &model.PopResult{DeadLettered: deadLettered}, acked), nil
+			return ans.answer(queue, pr.Group, &model.PopResult{DeadLettered: deadLettered}, nil), nil
 		}
 	}
+}
+
+// leaseEnvelope bounds what a further partition of a multi-partition
+// pop takes in its answer beside its messages: its name of up to 128
+// bytes, ids, the lease and the field names.
+const leaseEnvelope = 512
+
+// popMore takes up to more further partitions after a pop that
+// delivered first (docs/protocol.md, "Pop"), each one pop of the store
+// under its own lease, while messages and room in the answer are left:
+// a further partition's messages all fit in what pr's first one left of
+// MaxBytes and Room. It stops at the first pop that delivers nothing, so
+// a multi-partition pop costs one statement per partition it takes, and
+// at most one more. A failure keeps what was taken: it is delivered.
+func (c *Consumers) popMore(ctx context.Context, queue string, pr model.PopRequest, first *model.PopResult, more int) []model.PopResult {
+	if more <= 0 || len(first.Messages) == 0 {
+		return nil
+	}
+	var taken []model.PopResult
+	used := deliveriesSize(first.Messages)
+	left := pr.Max - len(first.Messages)
+	for len(taken) < more && left > 0 && ctx.Err() == nil {
+		next := pr
+		next.Max = left
+		next.Room = min(pr.Room, pr.MaxBytes) - used - leaseEnvelope*int64(len(taken)+1)
+		next.MaxBytes = next.Room
+		if next.Room <= 0 {
+			break
+		}
+		res, err := c.popSettled(ctx, queue, &next)
+		if err != nil {
+			c.log.Warn().Err(err).Str("queue", queue).Str("group", pr.Group.Name).Int("partitions", len(taken)+1).
+				Msg("a multi-partition pop's further pop failed; it answers the partitions it took")
+			break
+		}
+		first.DeadLettered += res.DeadLettered
+		if len(res.Messages) == 0 {
+			break
+		}
+		taken = append(taken, res)
+		used += deliveriesSize(res.Messages)
+		left -= len(res.Messages)
+	}
+	return taken
+}
+
+// deliveriesSize is what messages take at most in a pop's answer.
+func deliveriesSize(ms []model.Delivery) int64 {
+	var n int64
+	for _, m := range ms {
+		n += model.DeliverySize(m)
+	}
+	return n
 }
 
 // popSettled pops again while a pop delivers nothing but dead-letters

@@ -30,7 +30,7 @@ func TestDrainingAnswersWaitingPops(t *testing.T) {
 	answered := make(chan any)
 	go func() {
 		pr := model.PopRequest{Group: model.Group{ID: 1, Name: "g"}, Max: 10}
-		a, werr := c.longPoll(context.Background(), "q", pr, time.Hour, true, false, nil)
+		a, werr := c.longPoll(context.Background(), "q", pr, time.Hour, true, false, &popAnswer{c: c, group: pr.Group})
 		if werr != nil {
 			t.Error(werr)
 		}

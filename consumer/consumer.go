@@ -20,10 +20,10 @@ type Options struct {
 	Wait      time.Duration // long poll per pop; default 5 s
 
 	// OnAck, when set, receives the gateway's answer to each batch's ack,
-	// with the batch's partition: one result per handled message. A
-	// result other than acked or alreadyAcked means the message was not
-	// settled as the handler said: after leaseNotHeld or leaseExpired it
-	// is delivered again.
+	// one per partition of the batch, with its partition: one result per
+	// handled message. A result other than acked or alreadyAcked means the
+	// message was not settled as the handler said: after leaseNotHeld or
+	// leaseExpired it is delivered again.
 	OnAck func(partition string, a queengate.AckAnswer)
 	// OnError, when set, receives what the consumer carries on past: a pop or
 	// an ack that failed (retried after a second), a renewal that failed
@@ -47,12 +47,20 @@ type Options struct {
 	// OnError.
 	MaxPopFailures int
 
-	// Concurrency is how many partitions are handled at once (default 1):
-	// as many batches, each of one partition, each handled in offset
-	// order by one goroutine; a partition's next batch comes only after
-	// its ack. The handler is then called from several goroutines at
-	// once, never two at once for one partition.
+	// Concurrency is how many batches are handled at once (default 1),
+	// each by one goroutine, a partition's messages in offset order; a
+	// partition's next batch comes only after its ack. The handler is
+	// then called from several goroutines at once, never two at once for
+	// one partition.
 	Concurrency int
+	// Partitions is how many partitions one pop may lease when Partition
+	// is "" (queengate.PopRequest.Partitions; default
+	// DefaultPopPartitions, 1 for one at a time): a batch of up to Max
+	// messages then comes from several partitions, each under its own
+	// lease, renewed while the batch is handled; the goroutine handles
+	// them one partition after the other, and the next pop carries
+	// every one's ack.
+	Partitions int
 	// MaxBytes bounds what each pop's messages take
 	// (queengate.PopRequest.MaxBytes; 0: as much as fits in an answer).
 	MaxBytes int64
@@ -76,6 +84,10 @@ const MinLease = time.Second
 
 // DefaultMaxPopFailures is Options.MaxPopFailures' default.
 const DefaultMaxPopFailures = 10
+
+// DefaultPopPartitions is Options.Partitions' default: with many
+// partitions of a few messages each, a batch fills from several.
+const DefaultPopPartitions = 10
 
 // ErrLeaseTooShort is what Run returns, before popping anything, for
 // a lease shorter than MinLease.
@@ -292,10 +304,10 @@ func (cs *Consumer) Drain(ctx context.Context) error {
 // (nil at a drain or when ctx ends).
 func (cs *Consumer) work(ctx, work, pops context.Context) (err error) {
 	c, opts := cs.c, cs.opts
-	var pending *queengate.PopAck // the handled batch's ack, not yet delivered
+	var pending []queengate.PopAck // the handled batch's acks, a lease each, not yet delivered
 	defer func() {
-		if pending != nil {
-			if ackErr := cs.finalAck(ctx, pending); ackErr != nil && err == nil {
+		for i := range pending {
+			if ackErr := cs.finalAck(ctx, &pending[i]); ackErr != nil && err == nil {
 				err = ackErr
 			}
 		}
@@ -304,28 +316,27 @@ func (cs *Consumer) work(ctx, work, pops context.Context) (err error) {
 	for pops.Err() == nil {
 		room := cs.left.take(opts.Max)
 		if room == 0 {
-			return nil // MaxMessages popped: the last ack goes with finalAck
+			return nil // MaxMessages popped: the last acks go with finalAck
 		}
 		// Each pop is bounded even when ctx has a distant deadline: one
 		// lost answer must not stall the consumer until then.
 		popCtx, cancel := context.WithTimeout(pops, c.Timeout()+opts.Wait)
-		batch, err := c.Pop(popCtx, cs.queue, opts.Partition, queengate.PopRequest{Group: cs.group, Consumer: opts.Consumer, Max: room,
-			LeaseMs: opts.Lease.Milliseconds(), WaitMs: opts.Wait.Milliseconds(), MaxBytes: opts.MaxBytes,
-			MaxAckPending: opts.MaxAckPending, Ack: pending})
+		batch, err := c.Pop(popCtx, cs.queue, opts.Partition, cs.popRequest(room, pending))
 		cancel()
-		cs.left.giveBack(room - len(batch.Messages)) // a failed pop delivered none
+		leases := batch.Leases()
+		cs.left.giveBack(room - delivered(leases)) // a failed pop delivered none
 		var werr *queengate.Error
 		switch {
 		case err == nil:
 		case pops.Err() != nil:
-			return nil // unknown whether the ack was applied: finalAck sends it again
+			return nil // unknown whether the acks were applied: finalAck sends them again
 		case errors.As(err, &werr) && werr.Code < 500:
 			return err
 		default:
 			if failures++; opts.MaxPopFailures >= 0 && failures >= opts.MaxPopFailures {
 				return fmt.Errorf("queengate: %d pops in a row failed: %w", failures, err)
 			}
-			// Unknown whether the ack was applied: sending it again is safe.
+			// Unknown whether the acks were applied: sending them again is safe.
 			opts.report(fmt.Errorf("queengate: pop failed (%d in a row), retrying in a second: %w", failures, err))
 			if sleep(pops, time.Second) != nil {
 				return nil
@@ -333,25 +344,61 @@ func (cs *Consumer) work(ctx, work, pops context.Context) (err error) {
 			continue
 		}
 		failures = 0
-		if batch.Ack != nil {
-			opts.acked(pending.Partition, *batch.Ack)
-		}
+		cs.ackAnswered(pending, batch)
 		pending = nil
 		switch {
-		case len(batch.Messages) == 0:
+		case len(leases) == 0:
 			if opts.OnIdle != nil && pops.Err() == nil {
 				opts.OnIdle()
 			}
 		case pops.Err() != nil: // it came as the drain began: not handled
-			pending = &queengate.PopAck{Partition: batch.Partition, LeaseID: batch.LeaseID}
-		default:
-			var lost bool
-			if pending, lost = cs.handleBatch(work, batch); lost && len(pending.Items) == 0 {
-				pending = nil // nothing to settle, no lease to release
+			for _, l := range leases {
+				pending = append(pending, queengate.PopAck{Partition: l.Partition, LeaseID: l.LeaseID})
 			}
+		default:
+			pending = cs.handleLeases(work, leases)
 		}
 	}
 	return nil
+}
+
+// popRequest is a pop of up to room messages carrying the acks of the
+// previous batch: one as "ack", several as "acks".
+func (cs *Consumer) popRequest(room int, pending []queengate.PopAck) queengate.PopRequest {
+	opts := cs.opts
+	req := queengate.PopRequest{Group: cs.group, Consumer: opts.Consumer, Max: room, LeaseMs: opts.Lease.Milliseconds(),
+		WaitMs: opts.Wait.Milliseconds(), MaxBytes: opts.MaxBytes, MaxAckPending: opts.MaxAckPending}
+	if opts.Partitions > 1 {
+		req.Partitions = opts.Partitions
+	}
+	switch {
+	case len(pending) == 1:
+		req.Ack = &pending[0]
+	case len(pending) > 1:
+		req.Acks = pending
+	}
+	return req
+}
+
+// ackAnswered hands the answers of the acks a pop carried to OnAck.
+func (cs *Consumer) ackAnswered(pending []queengate.PopAck, batch queengate.PopAnswer) {
+	if batch.Ack != nil && len(pending) == 1 {
+		cs.opts.acked(pending[0].Partition, *batch.Ack)
+	}
+	for i, a := range batch.Acks {
+		if i < len(pending) {
+			cs.opts.acked(pending[i].Partition, a)
+		}
+	}
+}
+
+// delivered counts the messages of a pop's leases.
+func delivered(leases []queengate.PopLease) int {
+	n := 0
+	for _, l := range leases {
+		n += len(l.Messages)
+	}
+	return n
 }
 
 func (o Options) withDefaults() Options {
@@ -368,6 +415,13 @@ func (o Options) withDefaults() Options {
 		o.MaxPopFailures = DefaultMaxPopFailures
 	}
 	o.Concurrency = max(o.Concurrency, 1)
+	if o.Partitions <= 0 {
+		o.Partitions = DefaultPopPartitions
+	}
+	if o.Partition != "" {
+		o.Partitions = 1 // a pop naming its partition leases that one
+	}
+	o.Partitions = min(o.Partitions, queengate.MaxPopPartitions)
 	return o
 }
 
@@ -432,30 +486,43 @@ func PartitionOf(ctx context.Context) string {
 	return p
 }
 
-// handleBatch runs the handler over a popped batch while a goroutine
-// renews the lease, and returns the batch's ack (handleAll's); lost says
-// a renewal found the lease no longer held.
-func (cs *Consumer) handleBatch(ctx context.Context, batch queengate.PopAnswer) (ack *queengate.PopAck, lost bool) {
+// handleLeases runs the handler over a pop's leases, one partition after
+// the other, while a goroutine per lease renews it, and returns their
+// acks (handleAll's); an ack with nothing to settle whose lease a
+// renewal found lost is left out (no lease to release).
+func (cs *Consumer) handleLeases(ctx context.Context, leases []queengate.PopLease) []queengate.PopAck {
 	stopRenew := make(chan struct{})
-	renewed := make(chan bool, 1)
-	go func() {
-		renewed <- cs.keepLease(ctx, stopRenew, batch.Partition, queengate.LeaseRequest{Group: cs.group, LeaseID: batch.LeaseID, LeaseMs: cs.opts.Lease.Milliseconds()})
-	}()
-	ack = cs.handleAll(ctx, batch)
+	renewed := make([]chan bool, len(leases))
+	for i, l := range leases {
+		renewed[i] = make(chan bool, 1)
+		go func() {
+			renewed[i] <- cs.keepLease(ctx, stopRenew, l.Partition, queengate.LeaseRequest{Group: cs.group, LeaseID: l.LeaseID, LeaseMs: cs.opts.Lease.Milliseconds()})
+		}()
+	}
+	acks := make([]queengate.PopAck, len(leases))
+	for i, l := range leases {
+		acks[i] = *cs.handleAll(ctx, l)
+	}
 	close(stopRenew)
-	// A renewal on its way is answered before the ack goes: sent after
-	// it, the ack could be applied first, end the lease, and have the
+	// A renewal on its way is answered before the acks go: sent after
+	// it, an ack could be applied first, end the lease, and have the
 	// renewal refused (409) though nothing went wrong. OnError is not
 	// called once the batch is handled.
-	return ack, !<-renewed
+	kept := acks[:0]
+	for i, ack := range acks {
+		if lost := !<-renewed[i]; !lost || len(ack.Items) > 0 {
+			kept = append(kept, ack)
+		}
+	}
+	return kept
 }
 
-// handleAll runs the handler over a batch's messages in order and
+// handleAll runs the handler over a lease's messages in order and
 // returns their ack: by offset, since a transactionId may be stored
 // twice in a partition. When ctx ends midway, the rest is not handled
 // (nor failed): the ack covers what was; a message whose handler
 // returned ctx's error counts as not handled.
-func (cs *Consumer) handleAll(ctx context.Context, batch queengate.PopAnswer) *queengate.PopAck {
+func (cs *Consumer) handleAll(ctx context.Context, batch queengate.PopLease) *queengate.PopAck {
 	ack := &queengate.PopAck{Partition: batch.Partition, LeaseID: batch.LeaseID, Items: make([]queengate.AckItem, 0, len(batch.Messages))}
 	inPartition := context.WithValue(ctx, partitionKey{}, batch.Partition)
 	for _, m := range batch.Messages {

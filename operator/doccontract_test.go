@@ -254,7 +254,7 @@ var unseenFields = map[string][]string{
 	"dead-letter": {"answer.dataOmitted", "dataOmitted.bytes"},
 	"explain":     {"answer.originalDataGone", "cache.offsetsTruncated"},
 	// The ack answer's own fields are checked under "ack".
-	"pop": {"ack.deadLettered"},
+	"pop": {"ack.deadLettered", "acks[].deadLettered", "more[].messages[].lastError"},
 	// The gateway's readiness check is the daemon's (package server).
 	"readyz": {"answer.gateway"},
 }
@@ -341,9 +341,20 @@ func triggerConsuming(t *testing.T, a *answers, q, p string) {
 	pop = a.nats("pop", "consume.pop."+q+"."+p, `{"group":"g6","max":1}`)
 	a.nats("ack", "consume.ack."+q+"."+p, fmt.Sprintf(`{"group":"g6","leaseId":%q,"items":[{"offset":0,"status":"failed","delayMs":3600000}]}`, pop["leaseId"]))
 	unconfirmed(t, a, q, p, "g4")
+	multiPartition(a, q)
 	a.nats("groups", "consume.groups."+q, ``)
 	a.http("groups", "GET", "/queues/"+q+"/groups", "")
 	a.http("queue", "GET", "/queues/"+q, "")
+}
+
+// multiPartition pops over two partitions for a new group, and acks the
+// second one's lease with the next pop's "acks".
+func multiPartition(a *answers, q string) {
+	a.nats("", "push."+q+".p2", `{"transactionId":"m-1"}`)
+	multi := a.nats("pop", "consume.pop."+q, `{"group":"g8","max":100,"partitions":2}`)
+	more := multi["more"].([]any)[0].(map[string]any)
+	a.nats("pop", "consume.pop."+q, fmt.Sprintf(`{"group":"g8","max":1,"acks":[{"partition":%q,"leaseId":%q,"items":[{"transactionId":"m-1","status":"completed"}]}]}`,
+		more["partition"], more["leaseId"]))
 }
 
 // triggerSeeks moves group g1 past the end (clamped), to its start, and

@@ -78,6 +78,9 @@ func TestOptionsValidation(t *testing.T) {
 		{[]string{"--self", "--scenario", "sessions1m", "--batch", "5"}, ""},
 		{[]string{"--self", "--scenario", "sessions1m", "--batch", "1", "--batch-min", "2"}, "--batch-min 2"},
 		{[]string{"--self", "--cache-mb", "-1"}, "--cache-mb -1"},
+		{[]string{"--self", "--scenario", "consume", "--consume-pop-partitions", "0"}, "--consume-pop-partitions 0: 1 to 100"},
+		{[]string{"--self", "--scenario", "consume", "--consume-pop-partitions", "101"}, "--consume-pop-partitions 101: 1 to 100"},
+		{[]string{"--self", "--scenario", "consume", "--consume-pop-partitions", "1"}, ""},
 	}
 	for _, c := range cases {
 		_, err := parseOptions(c.args, &bytes.Buffer{})
@@ -404,11 +407,11 @@ func TestConsumeShapesShort(t *testing.T) {
 	t.Parallel()
 	rep, stdout := runSideBySide[sidebyside.ConsumeReport](t, "--scenario", "consume", "--messages", "3000", "--partitions", "2",
 		"--rounds", "1", "--consume-batch", "10,100", "--consume-partitions", "40", "--consume-fanout", "2",
-		"--idle-pollers", "20", "--idle-time", "500ms", "--idle-settle", "200ms", "--read-push-time", "300ms")
+		"--idle-pollers", "20", "--idle-time", "500ms", "--idle-settle", "200ms", "--read-push-time", "300ms", "--consume-pop-partitions", "4")
 	want := []sidebyside.ShapeSummary{
 		{Shape: "batch 100", Partitions: 2, Batch: 100, Groups: 1, Consumers: 2},
 		{Shape: "batch 10", Partitions: 2, Batch: 10, Groups: 1, Consumers: 2},
-		{Shape: "40 partitions", Partitions: 40, Batch: 100, Groups: 1, Consumers: 2},
+		{Shape: "40 partitions by 4", Partitions: 40, Batch: 100, Groups: 1, Consumers: 2}, // each pop over up to 4
 		{Shape: "fan-out 2", Partitions: 2, Batch: 100, Groups: 2, Consumers: 2},
 	}
 	if len(rep.Shapes) != len(want) || len(rep.Results) != 2*len(want) {

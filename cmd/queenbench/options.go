@@ -179,6 +179,7 @@ func defineReadConsumeFlags(fs *flag.FlagSet, o *options) *string {
 	fs.DurationVar(&o.readPushTime, "read-push-time", 10*time.Second, "read and consume scenarios: how long pushes are measured alone, then beside readers or consumers")
 	consumeBatches := fs.String("consume-batch", "100", "consume scenario: comma-separated batch sizes (pop max, fetch size), each measured")
 	fs.IntVar(&o.consume.Partitions, "consume-partitions", 0, "consume scenario: also consume the same messages stored over this many partitions (JetStream: subjects)")
+	fs.IntVar(&o.consume.PopPartitions, "consume-pop-partitions", 10, "consume scenario: partitions each pop of the --consume-partitions shape may lease (a pop's \"partitions\"; 1: one, as before it existed)")
 	fs.IntVar(&o.consume.Fanout, "consume-fanout", 0, "consume scenario: also this many groups (JetStream: durable consumers) each reading everything")
 	fs.DurationVar(&o.consume.RoundTime, "consume-round-time", time.Minute, "consume scenario: longest a round may take; one cut short reports what it delivered until then")
 	fs.IntVar(&o.consume.IdlePollers, "idle-pollers", 0, "consume scenario: long-polling consumers waiting while nothing arrives, for the idle figures (0: none)")
@@ -325,6 +326,9 @@ func (o options) checkWorkload(bad func(string, ...any)) {
 	}
 	if w.WindowSeconds < 0 {
 		bad("--window %d: 0 (off) or more seconds", w.WindowSeconds)
+	}
+	if c := o.consume; c.PopPartitions < 1 || c.PopPartitions > queengate.MaxPopPartitions {
+		bad("--consume-pop-partitions %d: 1 to %d", c.PopPartitions, queengate.MaxPopPartitions)
 	}
 	if c := o.consume; c.Partitions < 0 || c.Fanout < 0 || c.IdlePollers < 0 || c.IdleTime <= 0 || c.IdleSettle < 0 || c.RoundTime <= 0 {
 		bad("--consume-partitions %d, --consume-fanout %d, --idle-pollers %d: 0 (none) or more; --idle-time %v, --consume-round-time %v: positive; --idle-settle %v: 0 or more",

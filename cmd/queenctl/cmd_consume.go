@@ -14,7 +14,7 @@ import (
 const consumeUsage = `Usage:
   queenctl consume QUEUE [PARTITION] --group GROUP [--count N] [--max N]
                    [--lease DURATION] [--wait DURATION] [--consumer NAME] [--fail REASON]
-                   [--concurrency N] [--max-bytes N] [--max-ack-pending N]
+                   [--concurrency N] [--partitions N] [--max-bytes N] [--max-ack-pending N]
 
 Consumes messages as a consumer of GROUP: of any partition with work, or
 of PARTITION. Prints each message as one JSON line (partition, offset,
@@ -36,8 +36,12 @@ the batch size (default 100), --lease how long a batch is the consumer's
 instead: they are redelivered (after the queue's retry delay), and
 dead-lettered after the queue's maxAttempts.
 
---concurrency N consumes N partitions at once (default 1), each in offset
-order; lines of different partitions interleave. --max-bytes bounds what
+--concurrency N consumes N batches at once (default 1), each partition in
+offset order; lines of different partitions interleave. --partitions N
+lets each pop of any partition lease up to N partitions (default 10, 1 to
+100; 1: one at a time): a batch of --max then fills from several
+partitions that hold a few messages each, printed one partition after the
+other. --max-bytes bounds what
 each pop's messages take (0: as much as fits one answer).
 --max-ack-pending N holds at most N messages delivered and not yet
 acknowledged; the gateway counts them per consumer name, so it needs
@@ -63,6 +67,7 @@ func setupConsume(fs *flag.FlagSet) runFunc {
 	name := fs.String("consumer", "queenctl", "this consumer's `name`, shown in group lists")
 	fail := fs.String("fail", "", "acknowledge every message failed with this `reason`")
 	concurrency := fs.Int("concurrency", 1, "consume `N` partitions at once")
+	partitions := fs.Int("partitions", queenconsumer.DefaultPopPartitions, "let each pop lease up to `N` partitions")
 	maxBytes := fs.Int64("max-bytes", 0, "bound each pop's messages to `N` bytes (0: as much as fits)")
 	maxAckPending := fs.Int("max-ack-pending", 0, "hold at most `N` messages not yet acknowledged (needs --consumer)")
 	return func(ctx context.Context, s *session, args []string) error {
@@ -71,7 +76,7 @@ func setupConsume(fs *flag.FlagSet) runFunc {
 		}
 		c := consumer{named: flagGiven(fs, "consumer"), Printer: consume.Printer{Stdout: s.stdout, Stderr: s.stderr,
 			Queue: args[0], Group: *group, Fail: *fail, Opts: queenconsumer.Options{Consumer: *name, Max: *max, Lease: *lease, Wait: *wait,
-				Concurrency: *concurrency, MaxBytes: *maxBytes, MaxAckPending: *maxAckPending, MaxMessages: *count,
+				Concurrency: *concurrency, Partitions: *partitions, MaxBytes: *maxBytes, MaxAckPending: *maxAckPending, MaxMessages: *count,
 				MaxPopFailures: 1}}} // a failed pop ends queenctl, as any failed request does
 		if len(args) == 2 {
 			c.Opts.Partition = args[1]
@@ -125,6 +130,8 @@ func (c *consumer) check() error {
 			time.Duration(queengate.MaxLeaseMs)*time.Millisecond, time.Duration(queengate.MaxWaitMs)*time.Millisecond)
 	case o.Concurrency < 1 || o.Concurrency > maxConsumeConcurrency:
 		return cli.Usagef("consume: --concurrency 1 to %d", maxConsumeConcurrency)
+	case o.Partitions < 1 || o.Partitions > queengate.MaxPopPartitions:
+		return cli.Usagef("consume: --partitions 1 to %d", queengate.MaxPopPartitions)
 	case o.MaxBytes < 0 || o.MaxBytes > maxPopBytes:
 		return cli.Usagef("consume: --max-bytes 0 (as much as fits) to %d", maxPopBytes)
 	case o.MaxAckPending < 0 || o.MaxAckPending > maxAckPendingLimit:

@@ -23,6 +23,7 @@ import (
 func testConsumeFlowAndDrain(t *testing.T, tr transport, natsURL string) {
 	ctl(t, "", flags(tr.push, "consume", "flow", "--group", "g", "--max-ack-pending", "5")...).expect(t, exitUsage, "give --consumer NAME")
 	ctl(t, "", flags(tr.push, "consume", "flow", "--group", "g", "--concurrency", "0")...).expect(t, exitUsage, "--concurrency 1 to")
+	ctl(t, "", flags(tr.push, "consume", "flow", "--group", "g", "--partitions", "101")...).expect(t, exitUsage, "--partitions 1 to 100")
 	ctl(t, "", flags(tr.push, "consume", "flow", "--group", "g", "--max-bytes", "-1")...).expect(t, exitUsage, "--max-bytes -1: must not be negative")
 	ctl(t, "", flags(tr.push, "consume", "flow", "--group", "g", "--lease", "10ms")...).expect(t, exitUsage, "--lease 1s to")
 	// --count pops no more than it prints: what it leaves comes next at

@@ -203,16 +203,20 @@ var (
 		Fields: map[string]Rule{"group": Matching(Name), "consumer": StringOfBytes(0, 128), "max": WholeFrom(1, 10000),
 			"leaseMs": WholeFrom(1, 3600000), "waitMs": WholeFrom(0, 20000), "maxBytes": WholeFrom(1, 1<<30),
 			"maxAckPending": WholeFrom(1, 1000000),
-			"ack": ObjectOf(Object{Fields: map[string]Rule{"partition": Matching(Name), "leaseId": Matching(UUID), "items": AckItems},
-				Required: []string{"partition", "leaseId", "items"}})},
+			"ack":           ObjectOf(PopAck), "acks": ArrayOf(1, 100, ObjectOf(PopAck)), "partitions": WholeFrom(1, 100)},
 		Required: []string{"group"},
-		// maxAckPending bounds a named consumer
+		// maxAckPending bounds a named consumer; one ack or a list of them
 		Across: func(m map[string]json.RawMessage) bool {
 			consumer, _ := String(m["consumer"])
 			_, limited := Whole(m["maxAckPending"])
-			return !limited || consumer != ""
+			_, ack := m["ack"]
+			_, acks := m["acks"]
+			return (!limited || consumer != "") && !(ack && acks)
 		},
 	}
+	// PopAck is the ack a pop carries, alone or in a list.
+	PopAck = Object{Fields: map[string]Rule{"partition": Matching(Name), "leaseId": Matching(UUID), "items": AckItems},
+		Required: []string{"partition", "leaseId", "items"}}
 	Renew = Object{Fields: map[string]Rule{"group": Matching(Name), "leaseId": Matching(UUID), "leaseMs": WholeFrom(1, 3600000)},
 		Required: []string{"group", "leaseId", "leaseMs"}}
 	Release = Object{Fields: map[string]Rule{"group": Matching(Name), "leaseId": Matching(UUID)},
@@ -304,6 +308,10 @@ var Seeds = []string{
 	`{"group":"g","leaseId":"` + TestLease + `","items":[{"offset":2,"status":"failed","delayMs":86400001}]}`,
 	`{"transactionId":"t","data":1,"delayMs":5}`, `{"data":1,"fireAt":"2026-12-01T10:00:00Z"}`, `{"data":1,"fireAt":null,"delayMs":0}`,
 	`{"timerId":"` + TestLease + `"}`, `{"queue":"q","limit":5}`,
+	`{"group":"g","partitions":10,"acks":[{"partition":"p","leaseId":"` + TestLease + `","items":[{"offset":0,"status":"completed"}]},` +
+		`{"partition":"q","leaseId":"` + TestLease + `","items":[{"offset":3,"status":"failed"}]}]}`,
+	`{"group":"g","partitions":0}`, `{"group":"g","partitions":101}`, `{"group":"g","acks":[]}`, `{"group":"g","acks":{}}`,
+	`{"group":"g","ack":{"partition":"p","leaseId":"` + TestLease + `","items":[{"offset":0,"status":"completed"}]},"acks":[{"partition":"p","leaseId":"` + TestLease + `","items":[{"offset":0,"status":"completed"}]}]}`,
 }
 
 // CheckBody runs FuzzBody on a decoder returning T and, for a body

@@ -11,37 +11,81 @@ import (
 // EncodePop writes a pop's answer by hand: data comes back as pushed;
 // acked is the carried ack's answer, encoded.
 func EncodePop(queue, group string, r *model.PopResult, acked []byte) RawAnswer {
-	size := 512 + len(acked)
-	for i := range r.Messages {
-		m := &r.Messages[i]
-		size += 192 + len(m.TxnID) + len(m.Data) + len(m.LastError)
+	return EncodePopLeases(queue, group, r, nil, "ack", acked)
+}
+
+// EncodePopLeases is EncodePop for a pop over several partitions: r is
+// the first partition's, more the further ones' (the answer's "more");
+// acked, when not nil, is the answer of the carried acks, under ackField
+// ("ack", or "acks" for a list).
+func EncodePopLeases(queue, group string, r *model.PopResult, more []model.PopResult, ackField string, acked []byte) RawAnswer {
+	size := 512 + len(acked) + 512*len(more) + popMessagesSize(r.Messages)
+	for i := range more {
+		size += popMessagesSize(more[i].Messages)
 	}
 	b := append(make([]byte, 0, size), `{"queue":`...)
 	b = AppendJSONString(b, queue)
 	b = append(b, `,"group":`...)
 	b = AppendJSONString(b, group)
 	if r.LeaseID != "" {
-		b = append(b, `,"partition":`...)
-		b = AppendJSONString(b, r.Partition)
-		b = append(b, `,"partitionId":`...)
-		b = strconv.AppendInt(b, r.PartitionID, 10)
-		b = append(b, `,"leaseId":"`...)
-		b = append(b, r.LeaseID...)
-		b = append(b, `","leaseUntil":"`...)
-		b = r.LeaseUntil.UTC().AppendFormat(b, time.RFC3339Nano)
-		b = append(b, '"')
+		b = append(b, ',')
+		b = appendLease(b, r)
 	}
 	if r.DeadLettered > 0 {
 		b = append(b, `,"deadLettered":`...)
 		b = strconv.AppendInt(b, int64(r.DeadLettered), 10)
 	}
 	if acked != nil {
-		b = append(b, `,"ack":`...)
+		b = append(b, `,"`...)
+		b = append(b, ackField...)
+		b = append(b, `":`...)
 		b = append(b, acked...)
 	}
+	b = appendDeliveries(b, r.Messages)
+	if len(more) > 0 {
+		b = append(b, `,"more":[`...)
+		for i := range more {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, '{')
+			b = appendLease(b, &more[i])
+			b = appendDeliveries(b, more[i].Messages)
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	return append(b, '}')
+}
+
+// popMessagesSize is about what messages take in a pop's answer.
+func popMessagesSize(ms []model.Delivery) int {
+	size := 0
+	for i := range ms {
+		m := &ms[i]
+		size += 192 + len(m.TxnID) + len(m.Data) + len(m.LastError)
+	}
+	return size
+}
+
+// appendLease appends a pop's partition and lease fields.
+func appendLease(b []byte, r *model.PopResult) []byte {
+	b = append(b, `"partition":`...)
+	b = AppendJSONString(b, r.Partition)
+	b = append(b, `,"partitionId":`...)
+	b = strconv.AppendInt(b, r.PartitionID, 10)
+	b = append(b, `,"leaseId":"`...)
+	b = append(b, r.LeaseID...)
+	b = append(b, `","leaseUntil":"`...)
+	b = r.LeaseUntil.UTC().AppendFormat(b, time.RFC3339Nano)
+	return append(b, '"')
+}
+
+// appendDeliveries appends a pop's "messages" field, a comma first.
+func appendDeliveries(b []byte, ms []model.Delivery) []byte {
 	b = append(b, `,"messages":[`...)
-	for i := range r.Messages {
-		m := &r.Messages[i]
+	for i := range ms {
+		m := &ms[i]
 		if i > 0 {
 			b = append(b, ',')
 		}
@@ -56,7 +100,7 @@ func EncodePop(queue, group string, r *model.PopResult, acked []byte) RawAnswer 
 		}
 		b = append(b, '}')
 	}
-	return append(b, "]}"...)
+	return append(b, ']')
 }
 
 // AppendAckAnswer appends an ack's answer, without reflection: a batch's

@@ -182,6 +182,18 @@ func checkPopAnswer(t *testing.T, v answerValues) {
 		Messages: []queengate.Delivery{{StoredMessage: wantMsg, Attempts: r.Messages[0].Attempts, LastError: decoded(v.text)}}}
 	same(t, "pop answer", EncodePop(v.text, v.id, &r, AppendAckAnswer(nil, &ack)), want)
 
+	second := r
+	second.PartitionID, second.Partition = pid+1, v.text
+	second.Messages = []model.Delivery{{StoredMessage: model.StoredMessage{PartitionID: pid + 1, Offset: m.Offset, TxnID: v.id,
+		CreatedAt: m.CreatedAt, Data: m.Data}, Attempts: 1}}
+	acks := append(append([]byte{'['}, AppendAckAnswer(nil, &ack)...), ']')
+	wantMulti := want
+	wantMulti.Ack, wantMulti.Acks = nil, []queengate.AckAnswer{wantAck}
+	wantMulti.More = []queengate.PopLease{{Partition: decoded(v.text), PartitionID: pid + 1, LeaseID: r.LeaseID, LeaseUntil: &until,
+		Messages: []queengate.Delivery{{StoredMessage: wantMsg, Attempts: 1}}}}
+	wantMulti.More[0].Messages[0].MessageID = model.MessageID(pid+1, m.Offset)
+	same(t, "multi-partition pop answer", EncodePopLeases(v.text, v.id, &r, []model.PopResult{second}, "acks", acks), wantMulti)
+
 	empty := queengate.PopAnswer{Queue: decoded(v.name), Group: decoded(v.text), Messages: []queengate.Delivery{}}
 	same(t, "empty pop answer", EncodePop(v.name, v.text, &model.PopResult{}, nil), empty)
 }

@@ -101,13 +101,16 @@ type ShapeSummary struct {
 
 // ConsumeOptions shape the consume scenario beyond the workload.
 type ConsumeOptions struct {
-	Batches     []int // pop and fetch sizes, a shape each
-	Partitions  int   // > 0: also a shape over this many partitions
-	Fanout      int   // > 0: also a shape of this many groups
-	IdlePollers int   // > 0: the idle phase with this many long polls
-	IdleTime    time.Duration
-	IdleSettle  time.Duration
-	RoundTime   time.Duration // longest a round may take
+	Batches    []int // pop and fetch sizes, a shape each
+	Partitions int   // > 0: also a shape over this many partitions
+	// PopPartitions is how many partitions each pop of the Partitions
+	// shape may lease (a pop's "partitions"; 0 or 1: one).
+	PopPartitions int
+	Fanout        int // > 0: also a shape of this many groups
+	IdlePollers   int // > 0: the idle phase with this many long polls
+	IdleTime      time.Duration
+	IdleSettle    time.Duration
+	RoundTime     time.Duration // longest a round may take
 }
 
 // consumeShape is one way of consuming the stored messages.
@@ -115,6 +118,7 @@ type consumeShape struct {
 	name                                 string
 	set                                  storedSet
 	partitions, batch, groups, consumers int
+	popPartitions                        int // partitions a pop may lease (0: one)
 	roundTime                            time.Duration
 }
 
@@ -147,7 +151,13 @@ func consumeShapes(co ConsumeOptions, w bench.Workload, main, wide storedSet) []
 		}
 	}
 	if co.Partitions > 0 {
-		shapes = append(shapes, one(fmt.Sprint(co.Partitions, " partitions"), wide, co.Partitions, b, 1))
+		name := fmt.Sprint(co.Partitions, " partitions")
+		if co.PopPartitions > 1 {
+			name += fmt.Sprint(" by ", co.PopPartitions) // partitions per pop
+		}
+		sh := one(name, wide, co.Partitions, b, 1)
+		sh.popPartitions = co.PopPartitions
+		shapes = append(shapes, sh)
 	}
 	if co.Fanout > 0 {
 		shapes = append(shapes, one(fmt.Sprint("fan-out ", co.Fanout), main, w.Partitions, b, co.Fanout))
@@ -333,9 +343,10 @@ func (e *exactly) check(target string, w bench.Workload, groups int, took time.D
 }
 
 // consumeQueengate drains the shape's queue with new groups, each of
-// sh.consumers consumers popping from any partition; each batch is
-// acknowledged by transactionId with the consumer's next pop, as the
-// Go package consumer does (one request per batch).
+// sh.consumers consumers popping from any partition (up to
+// sh.popPartitions at once); each batch is acknowledged by transactionId
+// with the consumer's next pop, each lease's, as the Go package consumer
+// does (one request per batch).
 func consumeQueengate(ctx context.Context, c *queengate.Client, sh consumeShape, round int, w bench.Workload) (consumeBenchResult, error) {
 	ex := newExactly(w, sh.groups)
 	acked := make([]atomic.Int64, sh.groups)
@@ -344,27 +355,38 @@ func consumeQueengate(ctx context.Context, c *queengate.Client, sh consumeShape,
 	deadline := start.Add(sh.roundTime)
 	err := perPartition(sh.groups*sh.consumers, func(i int) error {
 		g := i / sh.consumers
-		var pending *queengate.PopAck
+		var pending []queengate.PopAck
 		for acked[g].Load() < w.Total && time.Now().Before(deadline) {
-			a, err := c.Pop(ctx, sh.set.queue, "", queengate.PopRequest{Group: sh.group(round, g), Consumer: fmt.Sprint("c", i%sh.consumers),
-				Max: sh.batch, WaitMs: 100, Ack: pending})
+			req := queengate.PopRequest{Group: sh.group(round, g), Consumer: fmt.Sprint("c", i%sh.consumers),
+				Max: sh.batch, WaitMs: 100, Partitions: sh.popPartitions}
+			if len(pending) == 1 {
+				req.Ack = &pending[0]
+			} else if len(pending) > 1 {
+				req.Acks = pending
+			}
+			a, err := c.Pop(ctx, sh.set.queue, "", req)
 			if err != nil {
 				return err
 			}
 			if err := countAcked(a.Ack, &acked[g]); err != nil {
 				return err
 			}
-			pending = nil
-			if len(a.Messages) == 0 {
-				continue
-			}
-			pending = &queengate.PopAck{Partition: a.Partition, LeaseID: a.LeaseID, Items: make([]queengate.AckItem, len(a.Messages))}
-			for k, m := range a.Messages {
-				ex.add(g, m.TransactionID)
-				if m.Attempts > 1 {
-					redelivered.Add(1)
+			for k := range a.Acks {
+				if err := countAcked(&a.Acks[k], &acked[g]); err != nil {
+					return err
 				}
-				pending.Items[k] = queengate.AckItem{TransactionID: m.TransactionID, Status: queengate.AckCompleted}
+			}
+			pending = nil
+			for _, l := range a.Leases() {
+				ack := queengate.PopAck{Partition: l.Partition, LeaseID: l.LeaseID, Items: make([]queengate.AckItem, len(l.Messages))}
+				for k, m := range l.Messages {
+					ex.add(g, m.TransactionID)
+					if m.Attempts > 1 {
+						redelivered.Add(1)
+					}
+					ack.Items[k] = queengate.AckItem{TransactionID: m.TransactionID, Status: queengate.AckCompleted}
+				}
+				pending = append(pending, ack)
 			}
 		}
 		return nil
