@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queengate/queengate/internal/pgtest"
 	"github.com/queengate/queengate/model"
 )
 
@@ -16,6 +17,7 @@ import (
 func BenchmarkConsume(b *testing.B) {
 	b.Run("batch=100/carried", benchmarkCarried(100))
 	b.Run("batch=1000/carried", benchmarkCarried(1000))
+	b.Run("partitions=10000/batch=25", benchmarkManyPartitions)
 	for _, byOffset := range []bool{false, true} {
 		for _, n := range []int{100, 1000} {
 			b.Run(fmt.Sprintf("batch=%d/byOffset=%v", n, byOffset), func(b *testing.B) {
@@ -103,4 +105,37 @@ func benchmarkCarried(n int) func(b *testing.B) {
 		}
 		reportRows(b, n)
 	}
+}
+
+// benchmarkManyPartitions is a consumer's round over 10,000 partitions
+// of 25 messages each: pop any partition (its whole 25), then ack the
+// whole lease by transactionId, so every round pays the store's fixed
+// cost of one partition's pop and ack. At most 10,000 rounds.
+func benchmarkManyPartitions(b *testing.B) {
+	const parts, each = 10_000, 25
+	st := pgtest.Store(b, pgtest.NewDB(b))
+	q := newManyPartitions(b, st, "many")
+	q.grow(b, parts)
+	q.push(b, each, q.parts...)
+	g := q.group(b, "g")
+	ctx := context.Background()
+	pr := model.PopRequest{Group: g, Max: each, Lease: time.Minute, Consumer: "c", MaxBytes: 1 << 20, Room: 1 << 20}
+	var popT, ackT time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		r, err := st.Pop(ctx, pr)
+		if err != nil || len(r.Messages) != each {
+			b.Fatalf("pop: %d messages, %v", len(r.Messages), err)
+		}
+		t1 := time.Now()
+		a, err := st.Ack(ctx, g, r.PartitionID, r.LeaseID, wholeAck(r))
+		popT += t1.Sub(t0)
+		ackT += time.Since(t1)
+		if err != nil || !a.LeaseEnded {
+			b.Fatalf("ack: %+v, %v", a, err)
+		}
+	}
+	reportRows(b, each)
+	b.ReportMetric(float64(popT.Microseconds())/float64(b.N), "pop-us")
+	b.ReportMetric(float64(ackT.Microseconds())/float64(b.N), "ack-us")
 }

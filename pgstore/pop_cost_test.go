@@ -146,3 +146,30 @@ func TestAPopReadsAsMuchAt100kPartitionsAsAt8(t *testing.T) {
 		}
 	}
 }
+
+// maxChoosePopBuffers bounds the shared buffers a pop of any partition
+// of 100 touches while every partition has work: 37 when the walk reads
+// the first ready cursor and takes it, with room for the ran-out probe
+// and a deeper index; walking the cursors ten at a time (a FOR loop's
+// prefetch, each cursor with its partition) took 55.
+const maxChoosePopBuffers = 45
+
+// TestAPopOfAnyPartitionReadsOneCursorAhead: with every partition
+// holding work, a pop of any partition reads the first ready cursor and
+// takes it, not the next nine with their partitions.
+func TestAPopOfAnyPartitionReadsOneCursorAhead(t *testing.T) {
+	url := pgtest.NewDB(t)
+	st := pgtest.Store(t, url)
+	log := openPlanLogWith(t, url, "SET auto_explain.log_analyze = on; SET auto_explain.log_buffers = on; SET auto_explain.log_timing = off;")
+	q := newManyPartitions(t, st, "ahead")
+	q.grow(t, 100)
+	q.push(t, 3, q.parts...)
+	g := q.group(t, "g")
+	costs := popCosts(t, log, g, 12)[4:] // the session's plans are made
+	for i, c := range costs {
+		if c.buffers > maxChoosePopBuffers {
+			t.Errorf("pop %d: %d buffers, over %d", i, c.buffers, maxChoosePopBuffers)
+		}
+	}
+	t.Logf("a pop of any partition: %d buffers (median)", medianCost(costs).buffers)
+}

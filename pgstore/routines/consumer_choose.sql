@@ -40,18 +40,23 @@ DECLARE
     r         record;
     v_woke    boolean := false;
     v_drained bigint[] := '{}';
+    -- Fetched one row at a time: a FOR loop over the query reads ten
+    -- rows (and their partitions) ahead, where the first usually does.
+    walk CURSOR FOR SELECT cc.partition_id,
+                        queen.consumer_free(cc.lease_id, cc.lease_until, cc.lease_heard, cc.lease_delay, cc.delayed_until, p_now) AS free,
+                        cc.next_offset <= p.last_offset AS work
+                   FROM queen.consumer_cursors cc JOIN queen.log_partitions p ON p.id = cc.partition_id
+                  WHERE cc.group_id = p_group_id AND NOT cc.parked
+                  ORDER BY cc.leased_at NULLS FIRST, cc.partition_id;
 BEGIN
     IF queen.consumer_wake_due(p_group_id) THEN
         v_woke := queen.consumer_wake(p_group_id, false);
     END IF;
     FOR attempt IN 1..2 LOOP
-        FOR r IN SELECT cc.partition_id,
-                        queen.consumer_free(cc.lease_id, cc.lease_until, cc.lease_heard, cc.lease_delay, cc.delayed_until, p_now) AS free,
-                        cc.next_offset <= p.last_offset AS work
-                   FROM queen.consumer_cursors cc JOIN queen.log_partitions p ON p.id = cc.partition_id
-                  WHERE cc.group_id = p_group_id AND NOT cc.parked
-                  ORDER BY cc.leased_at NULLS FIRST, cc.partition_id
+        OPEN walk;
         LOOP
+            FETCH walk INTO r;
+            EXIT WHEN NOT FOUND;
             IF r.work AND r.free THEN
                 SELECT cc.* INTO c FROM queen.consumer_cursors cc
                  WHERE cc.group_id = p_group_id AND cc.partition_id = r.partition_id AND NOT cc.parked
@@ -63,6 +68,7 @@ BEGIN
                 v_drained := v_drained || r.partition_id;
             END IF;
         END LOOP;
+        CLOSE walk;
         -- Nothing found: a frame not looked at yet may wake a parked
         -- cursor, unless none was written since (an idle pop stops here,
         -- having written nothing).
