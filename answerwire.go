@@ -59,21 +59,13 @@ func decodeWhole[T any](body []byte, a *T, read func(r *answerReader, out *T)) b
 }
 
 func (r *answerReader) popAnswer(out *PopAnswer) {
+	lease := leaseFields{&out.Partition, &out.PartitionID, &out.LeaseID, &out.LeaseUntil, &out.Messages}
 	r.object(func(key []byte) bool {
 		switch string(key) {
 		case "queue":
 			out.Queue = r.str()
 		case "group":
 			out.Group = r.str()
-		case "partition":
-			out.Partition = r.str()
-		case "partitionId":
-			out.PartitionID = r.int64()
-		case "leaseId":
-			out.LeaseID = r.str()
-		case "leaseUntil":
-			t := r.time()
-			out.LeaseUntil = &t
 		case "deadLettered":
 			out.DeadLettered = r.int()
 		case "ack":
@@ -91,10 +83,8 @@ func (r *answerReader) popAnswer(out *PopAnswer) {
 				out.More = append(out.More, PopLease{})
 				r.popLease(&out.More[len(out.More)-1])
 			})
-		case "messages":
-			out.Messages = r.deliveries()
 		default:
-			return false
+			return r.leaseField(key, lease)
 		}
 		return true
 	})
@@ -102,24 +92,38 @@ func (r *answerReader) popAnswer(out *PopAnswer) {
 
 // popLease reads one further partition of a multi-partition pop.
 func (r *answerReader) popLease(out *PopLease) {
-	r.object(func(key []byte) bool {
-		switch string(key) {
-		case "partition":
-			out.Partition = r.str()
-		case "partitionId":
-			out.PartitionID = r.int64()
-		case "leaseId":
-			out.LeaseID = r.str()
-		case "leaseUntil":
-			t := r.time()
-			out.LeaseUntil = &t
-		case "messages":
-			out.Messages = r.deliveries()
-		default:
-			return false
-		}
-		return true
-	})
+	lease := leaseFields{&out.Partition, &out.PartitionID, &out.LeaseID, &out.LeaseUntil, &out.Messages}
+	r.object(func(key []byte) bool { return r.leaseField(key, lease) })
+}
+
+// leaseFields are where a lease's fields go: a pop answer's first
+// partition and each of its further ones have the same.
+type leaseFields struct {
+	partition   *string
+	partitionID *int64
+	leaseID     *string
+	leaseUntil  **time.Time
+	messages    *[]Delivery
+}
+
+// leaseField reads key's value into to when it is a lease's field.
+func (r *answerReader) leaseField(key []byte, to leaseFields) bool {
+	switch string(key) {
+	case "partition":
+		*to.partition = r.str()
+	case "partitionId":
+		*to.partitionID = r.int64()
+	case "leaseId":
+		*to.leaseID = r.str()
+	case "leaseUntil":
+		t := r.time()
+		*to.leaseUntil = &t
+	case "messages":
+		*to.messages = r.deliveries()
+	default:
+		return false
+	}
+	return true
 }
 
 // deliveries reads a pop's array of messages.
