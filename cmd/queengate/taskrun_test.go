@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"net/http"
 	"os"
@@ -9,33 +8,15 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/queengate/queengate/internal/checkfor"
+	"github.com/queengate/queengate/internal/obstest"
 	"github.com/queengate/queengate/internal/pgcluster"
 	"github.com/queengate/queengate/internal/pgtest"
 )
-
-// lockedBuffer is a process's output, read while it runs.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // TestSignalToGoToolTaskRunStopsTheGateway starts the gateway as the
 // README does, `go tool task run`, and signals it: SIGTERM to that one
@@ -73,7 +54,7 @@ func taskRunStops(t *testing.T, signal func(pid int) error) {
 	// A group of its own: the terminal's, and for the cleanup to end
 	// whatever is left.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	out := &lockedBuffer{}
+	out := &obstest.LogBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

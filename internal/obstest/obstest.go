@@ -26,6 +26,13 @@ func (l *LogBuffer) Write(p []byte) (int, error) {
 	return l.b.Write(p)
 }
 
+// String is everything written so far.
+func (l *LogBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
 // Lines are the JSON log lines whose message is msg.
 func (l *LogBuffer) Lines(t *testing.T, msg string) []map[string]any {
 	t.Helper()
