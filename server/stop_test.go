@@ -84,7 +84,10 @@ func (l *loadOf) produce(t *testing.T, url string, n int, done <-chan struct{}) 
 			r.refused = qerr
 		default:
 			r.err = err
-			time.Sleep(10 * time.Millisecond) // no answer: the gateway may be gone; do not spin
+			select { // no answer: the gateway may be gone; do not spin
+			case <-done:
+			case <-time.After(10 * time.Millisecond):
+			}
 		}
 		l.add(r)
 		l.count.Add(1)
