@@ -241,28 +241,34 @@ func (g *Gateway) Serving() error {
 }
 
 // Stop ends the gateway in this order: it hands its routing shards over
-// (serving them meanwhile); then, its subscriptions kept, it answers
-// every request that still reaches it 503 shutting down while it flushes
-// and answers everything it accepted and waits for operator and timer
-// requests in progress; then it drains its subscriptions (NATS routes to
-// the other gateways from then on, or answers no responders) and flushes
-// the connection, so that every answer has left before it closes. It is
-// safe to call twice.
+// (serving them meanwhile). When another gateway took them, it drains its
+// subscriptions at once: what still reaches it was sent before the
+// handover, and is served, while NATS routes everything after to the
+// others. Otherwise, its subscriptions kept, it answers every request
+// that still reaches it 503 shutting down while it flushes and answers
+// everything it accepted, and only then drains (NATS answers no
+// responders from then on). Either way it answers everything accepted,
+// waits for operator and timer requests in progress, and flushes the
+// connection, so that every answer has left before it closes. It is safe
+// to call twice.
 func (g *Gateway) Stop() {
 	g.stopOnce.Do(func() {
 		g.mu.Lock()
 		svc, r := g.svc, g.router
 		g.serving = false
 		g.mu.Unlock()
+		handedOver := false
 		if r != nil {
 			// Hand the shards over before anything is refused, so that no
 			// shard is left without a subscriber that serves it.
-			r.Leave(g.cfg.DrainTimeout)
+			handedOver = r.Leave(g.cfg.DrainTimeout)
 			r.Close()
 		}
+		if handedOver && svc != nil {
+			svc.stop(g.cfg.DrainTimeout)
+		}
 		// From here on a request is refused 503 (ingest refuses pushes
-		// once stopping) rather than left to time out: the subscriptions
-		// stay until everything accepted is answered.
+		// once stopping) rather than left to time out.
 		g.mu.Lock()
 		g.stopping = true
 		g.mu.Unlock()
@@ -277,7 +283,7 @@ func (g *Gateway) Stop() {
 		case <-time.After(g.cfg.DrainTimeout):
 			g.log.Warn().Msg("operator or timer requests still running at shutdown")
 		}
-		if svc != nil {
+		if !handedOver && svc != nil {
 			// What NATS delivered before the unsubscribe is refused 503
 			// too, by the handlers the drain runs.
 			svc.stop(g.cfg.DrainTimeout)

@@ -450,48 +450,52 @@ func (r *Router) setServing(k int, on bool) {
 // Leave hands this gateway's shards over before it stops: it says it is
 // leaving, and waits (up to the smaller of limit and Config.LeaveTimeout)
 // until the others serve what it serves. Its subscriptions are drained by
-// the push endpoint's owner afterwards.
-func (r *Router) Leave(limit time.Duration) {
+// the push endpoint's owner afterwards. handedOver: another live gateway
+// serves every shard this one serves (false when none is live, or the
+// wait ran out).
+func (r *Router) Leave(limit time.Duration) (handedOver bool) {
 	r.mu.Lock()
 	r.leaving = true
 	r.mu.Unlock()
 	deadline := time.Now().Add(min(limit, r.cfg.LeaveTimeout))
 	for time.Now().Before(deadline) {
 		r.publish(false)
-		if r.othersServeMine() {
-			return
+		if served, others := r.othersServeMine(); served {
+			return others > 0
 		}
 		select {
 		case <-r.changed:
 		case <-time.After(r.cfg.HeartbeatEvery):
 		}
 	}
+	return false
 }
 
 // othersServeMine reports whether every shard this gateway serves is also
-// served by a live member (or no other member is live to take it).
-func (r *Router) othersServeMine() bool {
+// served by a live member (or no other member is live to take it), and
+// how many other members are live.
+func (r *Router) othersServeMine() (served bool, others int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := time.Now()
-	var others []*member
+	var live []*member
 	for _, m := range r.members {
 		if now.Sub(m.lastSeen) <= r.cfg.MemberTimeout && !m.leaving {
-			others = append(others, m)
+			live = append(live, m)
 		}
 	}
-	if len(others) == 0 {
-		return true
+	if len(live) == 0 {
+		return true, 0
 	}
 	for k := range r.cfg.Shards {
 		if !r.serving.has(k) {
 			continue
 		}
-		if !slices.ContainsFunc(others, func(m *member) bool { return m.serving.has(k) }) {
-			return false
+		if !slices.ContainsFunc(live, func(m *member) bool { return m.serving.has(k) }) {
+			return false, len(live)
 		}
 	}
-	return true
+	return true, len(live)
 }
 
 // Close stops the heartbeats.
