@@ -3,6 +3,7 @@ package sidebyside
 import (
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strings"
 
@@ -194,6 +195,9 @@ type CycleFit struct {
 	Batches          []int   `json:"batches"`
 	PerCycleMicros   float64 `json:"perCycleMicros"`   // the fixed cost of a cycle
 	PerMessageMicros float64 `json:"perMessageMicros"` // the cost of each message
+	// MaxMissMicros is the largest distance of a measured µs/msg from the
+	// fitted line: how well two terms explain the points.
+	MaxMissMicros float64 `json:"maxMissMicros"`
 }
 
 // fitCycles fits each side's processes over its splits in the fit, when
@@ -221,7 +225,8 @@ func fitCycles(splits []ShapeSplit) []CycleFit {
 				perMessage[i] = s.Processes[k].MicrosPerMessage
 			}
 			if a, b, ok := fitCycleCost(batches, perMessage); ok {
-				out = append(out, CycleFit{Target: side, Process: p.Process, Batches: batches, PerCycleMicros: b, PerMessageMicros: a})
+				out = append(out, CycleFit{Target: side, Process: p.Process, Batches: batches, PerCycleMicros: b, PerMessageMicros: a,
+					MaxMissMicros: largestMiss(batches, perMessage, a, b)})
 			}
 		}
 	}
@@ -243,6 +248,16 @@ func fitCycleCost(batches []int, microsPerMessage []float64) (perMessage, perCyc
 	}
 	perCycle = (n*sxy - sx*sy) / (n*sxx - sx*sx)
 	return (sy - perCycle*sx) / n, perCycle, true
+}
+
+// largestMiss is the largest distance of microsPerMessage[i] from
+// perMessage + perCycle ÷ batches[i].
+func largestMiss(batches []int, microsPerMessage []float64, perMessage, perCycle float64) float64 {
+	miss := 0.0
+	for i, b := range batches {
+		miss = max(miss, math.Abs(microsPerMessage[i]-perMessage-perCycle/float64(b)))
+	}
+	return miss
 }
 
 // writeSplitAndFit prints the CPU by process of every shape, then the
@@ -267,9 +282,9 @@ func writeSplitAndFit(out io.Writer, rounds int, rep *ConsumeReport) {
 		return
 	}
 	fmt.Fprintf(out, "\n### Fixed cost per cycle and cost per message: µs/msg = a + b ÷ batch, least squares over batches %s\n\n", joinInts(rep.Fits[0].Batches))
-	fmt.Fprintln(out, "| target | process | fixed cost per cycle b µs | per message a µs |\n|---|---|---:|---:|")
+	fmt.Fprintln(out, "| target | process | fixed cost per cycle b µs | per message a µs | largest miss µs/msg |\n|---|---|---:|---:|---:|")
 	for _, f := range rep.Fits {
-		fmt.Fprintf(out, "| %s | %s | %.0f | %.2f |\n", f.Target, f.Process, f.PerCycleMicros, f.PerMessageMicros)
+		fmt.Fprintf(out, "| %s | %s | %.0f | %.2f | %.2f |\n", f.Target, f.Process, f.PerCycleMicros, f.PerMessageMicros, f.MaxMissMicros)
 	}
 	fmt.Fprintln(out)
 	for _, f := range rep.Fits {

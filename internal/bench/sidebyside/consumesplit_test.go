@@ -47,6 +47,10 @@ func TestTheFitIsLeastSquares(t *testing.T) {
 	if !ok || !near(b, 52.0/7) || !near(a, 0.5) {
 		t.Errorf("per message %v, per cycle %v, ok %v; want the least-squares line", a, b, ok)
 	}
+	// Off the line by 3/14, 9/14 and 6/14.
+	if miss := largestMiss([]int{2, 4, 8}, []float64{4, 3, 1}, a, b); !near(miss, 9.0/14) {
+		t.Errorf("largest miss %v, want 9/14", miss)
+	}
 }
 
 // TestOneBatchSizeHasNoFit: one batch size, even measured twice, cannot
@@ -112,13 +116,14 @@ func TestFitCyclesFitsEachProcessAndTheTotalsOfTheBatchShapes(t *testing.T) {
 	}
 	for _, f := range fits {
 		w, ok := want[f.Process]
-		if !ok || f.Target != "queengate" || !slices.Equal(f.Batches, []int{10, 100, 1000}) || !near(f.PerMessageMicros, w[0]) || !near(f.PerCycleMicros, w[1]) {
+		if !ok || f.Target != "queengate" || !slices.Equal(f.Batches, []int{10, 100, 1000}) || !near(f.PerMessageMicros, w[0]) ||
+			!near(f.PerCycleMicros, w[1]) || f.MaxMissMicros > 1e-9 {
 			t.Errorf("fit %+v, want queengate over 10, 100, 1000: per message %v, per cycle %v", f, w[0], w[1])
 		}
 	}
 	var out bytes.Buffer
 	writeSplitAndFit(&out, 1, &ConsumeReport{Splits: splits, Fits: fits})
-	for _, line := range []string{"| queengate | server | 500 | 3.00 |", "queengate, serving processes: fixed cost per cycle 500 µs, per message 3.00 µs"} {
+	for _, line := range []string{"| queengate | server | 500 | 3.00 | 0.00 |", "queengate, serving processes: fixed cost per cycle 500 µs, per message 3.00 µs"} {
 		if !strings.Contains(out.String(), line) {
 			t.Errorf("printed:\n%s\nwant %q", out.String(), line)
 		}
