@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -383,7 +384,7 @@ func TestReadScenarioShort(t *testing.T) {
 // fails otherwise), and the latency and push figures are taken.
 func TestConsumeScenarioShort(t *testing.T) {
 	t.Parallel()
-	rep, _ := runSideBySide[sidebyside.ConsumeReport](t, "--scenario", "consume", "--messages", "6000", "--partitions", "3",
+	rep, stdout := runSideBySide[sidebyside.ConsumeReport](t, "--scenario", "consume", "--messages", "6000", "--partitions", "3",
 		"--rounds", "2", "--read-push-time", "500ms")
 	if len(rep.Results) != 4 || rep.RatioMedian <= 0 || rep.LatencyP99 <= 0 || rep.JetStreamLatencyP99 <= 0 ||
 		rep.PushAlone <= 0 || rep.PushWithConsumers <= 0 {
@@ -393,6 +394,10 @@ func TestConsumeScenarioShort(t *testing.T) {
 		if r.Messages != 6000 || r.Duplicates != 0 || r.Redeliveries != 0 {
 			t.Errorf("%s round %d: %+v, want 6000 consumed once each", r.Target, r.Round, r)
 		}
+	}
+	// One batch size: the split, but no fit of a cycle's cost.
+	if len(rep.Fits) != 0 || len(rep.Splits) != 2 || strings.Contains(stdout, "fixed cost per cycle b µs") || !strings.Contains(stdout, "No fit") {
+		t.Errorf("fits %+v, %d splits from one batch size; want none and two, printed:\n%s", rep.Fits, len(rep.Splits), stdout)
 	}
 }
 
@@ -443,6 +448,61 @@ func TestConsumeShapesShort(t *testing.T) {
 	}
 	if !strings.Contains(stdout, "Idle, 20 long polls") || !strings.Contains(stdout, "| fan-out 2 |") {
 		t.Errorf("no idle or shape summary:\n%s", stdout)
+	}
+	checkConsumeSplits(t, rep)
+	checkConsumeFits(t, rep, stdout)
+}
+
+// checkConsumeSplits: every consume round is split by process (the load
+// generator, then each serving process: queengate's gateway, NATS server
+// and PostgreSQL when counted; JetStream's server), its serving
+// processes' sum is its CPU per message, and its cycles are at least a
+// request per batch.
+func checkConsumeSplits(t *testing.T, rep sidebyside.ConsumeReport) {
+	t.Helper()
+	want := map[string][]string{"queengate": {"load generator", "gateway", "nats-server"}, "jetstream": {"load generator", "nats-server (JetStream)"}}
+	if rep.PostgresCPUCounted {
+		want["queengate"] = append(want["queengate"], "PostgreSQL")
+	}
+	for _, r := range rep.Results {
+		var names []string
+		serving := 0.0
+		for _, p := range r.Split {
+			names = append(names, p.Process)
+			if p.Serving {
+				serving += p.Seconds
+			}
+		}
+		perMessage := serving / float64(r.Messages) * 1e6
+		if !slices.Equal(names, want[r.Target]) || math.Abs(perMessage-r.CPUMicrosPerMessage) > 1e-6*perMessage ||
+			(strings.HasPrefix(r.Shape, "batch ") && r.Cycles < r.Messages/int64(r.Batch)) {
+			t.Errorf("%s %s: split %+v, %d cycles; want %v summing to %v µs/msg, a cycle or more per batch", r.Shape, r.Target, r.Split, r.Cycles,
+				want[r.Target], r.CPUMicrosPerMessage)
+		}
+	}
+	if len(rep.Splits) != 2*len(rep.Shapes) {
+		t.Errorf("%d splits for %d shapes, want one per shape and side", len(rep.Splits), len(rep.Shapes))
+	}
+}
+
+// checkConsumeFits: with batches of 10 and 100, each side's processes
+// and totals are fitted over both, and printed.
+func checkConsumeFits(t *testing.T, rep sidebyside.ConsumeReport, stdout string) {
+	t.Helper()
+	fitted := map[string]bool{}
+	for _, f := range rep.Fits {
+		if slices.Equal(f.Batches, []int{10, 100}) {
+			fitted[f.Target+"/"+f.Process] = true
+		}
+	}
+	for _, k := range []string{"queengate/gateway", "queengate/serving processes", "jetstream/load generator", "jetstream/all, with the load generator"} {
+		if !fitted[k] {
+			t.Errorf("fits %+v: none of %s over batches 10 and 100", rep.Fits, k)
+		}
+	}
+	if !strings.Contains(stdout, "| target | process | fixed cost per cycle b µs | per message a µs |") ||
+		!strings.Contains(stdout, "queengate, serving processes: fixed cost per cycle") {
+		t.Errorf("no fit printed:\n%s", stdout)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // clockTicks is USER_HZ, the unit of /proc/<pid>/stat times: 100 on every
@@ -98,4 +99,16 @@ func PeakRSS(pid int) (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("no VmHWM in /proc/%d/status", pid)
+}
+
+// OwnCPUSeconds is the user+system CPU time of this process so far, all
+// its threads: getrusage's, to the microsecond, where /proc counts
+// 10 ms ticks.
+func OwnCPUSeconds() (float64, error) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0, err
+	}
+	seconds := func(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
+	return seconds(ru.Utime) + seconds(ru.Stime), nil
 }

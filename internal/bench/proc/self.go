@@ -431,6 +431,10 @@ func (e *Self) PIDs() []int {
 	return append([]int{e.nats.PID()}, e.GatewayPIDs()...)
 }
 
+// NATSPID is the NATS server's process (apart from the gateways: none of
+// them embeds one).
+func (e *Self) NATSPID() int { return e.nats.PID() }
+
 // GatewayPIDs are the gateways' processes.
 func (e *Self) GatewayPIDs() []int {
 	var out []int

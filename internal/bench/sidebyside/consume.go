@@ -61,6 +61,10 @@ type consumeBenchResult struct {
 	// CPUMicrosPerMessage is the serving processes' CPU over the round
 	// per message delivered (cpuMeter), -1 if unknown.
 	CPUMicrosPerMessage float64 `json:"cpuMicrosPerMessage"`
+	// Cycles are the consumers' requests: pops, or fetches (consumesplit.go).
+	Cycles int64 `json:"cycles"`
+	// Split is CPUMicrosPerMessage by process, with the load generator's.
+	Split []ProcessCPU `json:"split"`
 }
 
 // ConsumeReport is the consume scenario's outcome. Batch and
@@ -82,6 +86,11 @@ type ConsumeReport struct {
 	// (false when its server's processes cannot be read here).
 	PostgresCPUCounted bool
 	Idle               *consumeIdleReport `json:",omitempty"`
+	// Splits are each shape's CPU by process, a side each; Fits the
+	// fixed cost of a cycle and the cost of a message over the batch
+	// shapes (none with one batch size).
+	Splits []ShapeSplit
+	Fits   []CycleFit
 }
 
 // ShapeSummary is a shape's medians over its rounds.
@@ -120,6 +129,7 @@ type consumeShape struct {
 	partitions, batch, groups, consumers int
 	popPartitions                        int // partitions a pop may lease (0: one)
 	roundTime                            time.Duration
+	inFit                                bool // a batch size over the workload's partitions
 }
 
 // group names a group (JetStream: a durable consumer) of a round.
@@ -144,10 +154,15 @@ func consumeShapes(co ConsumeOptions, w bench.Workload, main, wide storedSet) []
 		return consumeShape{name: name, set: set, partitions: partitions, batch: batch, groups: groups, consumers: w.Partitions,
 			roundTime: co.RoundTime}
 	}
-	shapes := []consumeShape{one(fmt.Sprint("batch ", b), main, w.Partitions, b, 1)}
+	batch := func(size int) consumeShape {
+		sh := one(fmt.Sprint("batch ", size), main, w.Partitions, size, 1)
+		sh.inFit = true
+		return sh
+	}
+	shapes := []consumeShape{batch(b)}
 	for _, other := range co.Batches {
 		if other != b {
-			shapes = append(shapes, one(fmt.Sprint("batch ", other), main, w.Partitions, other, 1))
+			shapes = append(shapes, batch(other))
 		}
 	}
 	if co.Partitions > 0 {
@@ -196,12 +211,14 @@ func RunConsume(ctx context.Context, o Options, stdout io.Writer, logf func(stri
 		}
 	}
 	shapes := consumeShapes(co, w, main, wide)
+	split := sideMeters{queengate: queengateSplit(s.env, qgMeter.postmaster), jetstream: jetStreamSplit(js)}
 	for _, sh := range shapes {
-		if err := runConsumeShape(ctx, s, sh, o.Rounds, w, qgMeter, jsMeter, rep, logf); err != nil {
+		if err := runConsumeShape(ctx, s, sh, o.Rounds, w, split, rep, logf); err != nil {
 			return fmt.Errorf("%s: %w", sh.name, err)
 		}
 	}
 	rep.RatioMedian = rep.Shapes[0].RatioMedian
+	rep.Fits = fitCycles(rep.Splits)
 	if err := consumeLatency(ctx, client, queue+"-live", w, o.PushTime, rep); err != nil {
 		return err
 	}
@@ -243,26 +260,32 @@ func fillMeasured(ctx context.Context, s *sideBySide, set storedSet, w bench.Wor
 	return nil
 }
 
+// sideMeters meter each side's processes during its consume rounds.
+type sideMeters struct {
+	queengate, jetstream splitMeter
+}
+
 // runConsumeShape runs a shape's rounds, both sides alternating, and adds
-// their results and summary to rep.
-func runConsumeShape(ctx context.Context, s *sideBySide, sh consumeShape, rounds int, w bench.Workload, qg, js cpuMeter, rep *ConsumeReport, logf func(string, ...any)) error {
+// their results and summaries to rep.
+func runConsumeShape(ctx context.Context, s *sideBySide, sh consumeShape, rounds int, w bench.Workload, meters sideMeters, rep *ConsumeReport, logf func(string, ...any)) error {
 	logf("consuming: %s (%d partitions, batches of %d, %d group(s) of %d consumers)", sh.name, sh.partitions, sh.batch, sh.groups, sh.consumers)
-	side := func(m cpuMeter, consume func(round int) (consumeBenchResult, error)) func(int) (consumeBenchResult, error) {
+	side := func(m splitMeter, consume func(round int) (consumeBenchResult, error)) func(int) (consumeBenchResult, error) {
 		return func(round int) (r consumeBenchResult, err error) {
-			cpu, err := m.seconds()
+			cpu, err := m.read()
 			if err == nil {
 				r, err = consume(round)
 			}
 			if err == nil {
-				r.CPUMicrosPerMessage, err = m.perMessageSince(cpu, r.Messages)
+				r.Split, err = m.since(cpu, r.Messages, r.Cycles)
+				r.CPUMicrosPerMessage = servingMicrosPerMessage(r.Split, r.Messages)
 			}
 			return r, err
 		}
 	}
 	var results []consumeBenchResult
 	err := alternate(rounds,
-		side(qg, func(round int) (consumeBenchResult, error) { return consumeQueengate(ctx, s.client, sh, round, w) }),
-		side(js, func(round int) (consumeBenchResult, error) { return consumeJetStream(ctx, s.js, sh, round, w) }),
+		side(meters.queengate, func(round int) (consumeBenchResult, error) { return consumeQueengate(ctx, s.client, sh, round, w) }),
+		side(meters.jetstream, func(round int) (consumeBenchResult, error) { return consumeJetStream(ctx, s.js, sh, round, w) }),
 		func(round int, r consumeBenchResult) {
 			r.Round, r.Shape, r.Partitions, r.Batch, r.Groups = round, sh.name, sh.partitions, sh.batch, sh.groups
 			logf("round %d: %s consumed %d messages%s in %v: %.0f msg/s, %.1f µs CPU each, %d redelivered, %d twice",
@@ -274,6 +297,7 @@ func runConsumeShape(ctx context.Context, s *sideBySide, sh consumeShape, rounds
 	}
 	rep.Results = append(rep.Results, results...)
 	rep.Shapes = append(rep.Shapes, summariseShape(sh, results))
+	rep.Splits = append(rep.Splits, summariseSplits(sh, results)...)
 	return nil
 }
 
@@ -350,7 +374,7 @@ func (e *exactly) check(target string, w bench.Workload, groups int, took time.D
 func consumeQueengate(ctx context.Context, c *queengate.Client, sh consumeShape, round int, w bench.Workload) (consumeBenchResult, error) {
 	ex := newExactly(w, sh.groups)
 	acked := make([]atomic.Int64, sh.groups)
-	var redelivered atomic.Int64
+	var redelivered, cycles atomic.Int64
 	start := time.Now()
 	deadline := start.Add(sh.roundTime)
 	err := perPartition(sh.groups*sh.consumers, func(i int) error {
@@ -365,6 +389,7 @@ func consumeQueengate(ctx context.Context, c *queengate.Client, sh consumeShape,
 				req.Acks = pending
 			}
 			a, err := c.Pop(ctx, sh.set.queue, "", req)
+			cycles.Add(1)
 			if err != nil {
 				return err
 			}
@@ -395,7 +420,9 @@ func consumeQueengate(ctx context.Context, c *queengate.Client, sh consumeShape,
 	if err != nil {
 		return consumeBenchResult{}, err
 	}
-	return ex.check("queengate", w, sh.groups, took, redelivered.Load(), !time.Now().Before(deadline))
+	r, err := ex.check("queengate", w, sh.groups, took, redelivered.Load(), !time.Now().Before(deadline))
+	r.Cycles = cycles.Load()
+	return r, err
 }
 
 // countAcked adds an ack's settled items, refusing any other result.
@@ -428,13 +455,14 @@ func consumeJetStream(ctx context.Context, t *target.JetStream, sh consumeShape,
 	}
 	ex := newExactly(w, sh.groups)
 	consumed := make([]atomic.Int64, sh.groups)
-	var redelivered atomic.Int64
+	var redelivered, cycles atomic.Int64
 	start := time.Now()
 	deadline := start.Add(sh.roundTime)
 	err := perPartition(sh.groups*sh.consumers, func(i int) error {
 		g := i / sh.consumers
 		for consumed[g].Load() < w.Total && time.Now().Before(deadline) {
 			batch, err := conss[g].Fetch(sh.batch, jetstream.FetchMaxWait(100*time.Millisecond))
+			cycles.Add(1)
 			if err != nil {
 				return err
 			}
@@ -458,7 +486,9 @@ func consumeJetStream(ctx context.Context, t *target.JetStream, sh consumeShape,
 	if err != nil {
 		return consumeBenchResult{}, err
 	}
-	return ex.check("jetstream", w, sh.groups, took, redelivered.Load(), !time.Now().Before(deadline))
+	r, err := ex.check("jetstream", w, sh.groups, took, redelivered.Load(), !time.Now().Before(deadline))
+	r.Cycles = cycles.Load()
+	return r, err
 }
 
 // consumeLatency pushes 100-message requests at a pace consumers keep up
@@ -625,4 +655,5 @@ func writeConsumeBenchReport(out io.Writer, o Options, rep *ConsumeReport) {
 			i.Pollers, i.Seconds, i.StatementsPerSecond, i.BaselineStatementsPerSecond, i.GatewayCPUPercent, i.BaselineGatewayCPUPercent,
 			i.PostgresCPUPercent, i.PollsAnswered, i.PollErrors, i.Delivered)
 	}
+	writeSplitAndFit(out, o.Rounds, rep)
 }

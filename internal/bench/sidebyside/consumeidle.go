@@ -15,10 +15,11 @@ import (
 
 // cpuMeter reads the CPU time of the processes serving one side: given
 // processes, and a PostgreSQL server's whole process tree when postmaster
-// is set.
+// is set; own adds this process's (the load generator's).
 type cpuMeter struct {
 	pids       []int
 	postmaster int
+	own        bool
 }
 
 // newQueengateMeter meters the gateways, their NATS server and, when its
@@ -43,6 +44,13 @@ func (m cpuMeter) seconds() (float64, error) {
 	}
 	if m.postmaster > 0 {
 		cpu, err := proc.TreeCPUSeconds(m.postmaster)
+		if err != nil {
+			return 0, err
+		}
+		total += cpu
+	}
+	if m.own {
+		cpu, err := proc.OwnCPUSeconds()
 		if err != nil {
 			return 0, err
 		}
