@@ -30,6 +30,7 @@ type Store interface {
 	FindGroup(ctx context.Context, queue, name string) (model.Group, error)
 	PartitionID(ctx context.Context, queueID int64, name string) (int64, error)
 	Pop(ctx context.Context, r model.PopRequest) (model.PopResult, error)
+	PopMore(ctx context.Context, r model.PopRequest, partitions int, leaseEnvelope int64) ([]model.PopResult, error)
 	Undo(ctx context.Context, g model.Group, partitionID int64, leaseID string) (bool, error)
 	Ack(ctx context.Context, g model.Group, partitionID int64, leaseID string, items []model.AckItem) (model.AckResult, error)
 	Cycle(ctx context.Context, r model.PopRequest, partitionID int64, leaseID string, items []model.AckItem) (model.AckResult,

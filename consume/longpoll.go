@@ -375,40 +375,35 @@ func (c *Consumers) longPoll(ctx context.Context, queue string, pr model.PopRequ
 const leaseEnvelope = 512
 
 // popMore takes up to more further partitions after a pop that
-// delivered first (docs/protocol.md, "Pop"), each one pop of the store
-// under its own lease, while messages and room in the answer are left:
-// a further partition's messages all fit in what pr's first one left of
-// MaxBytes and Room. It stops at the first pop that delivers nothing, so
-// a multi-partition pop costs one statement per partition it takes, and
-// at most one more. A failure keeps what was taken: it is delivered.
+// delivered first (docs/protocol.md, "Pop"), in one statement of the
+// store (PopMore): each a pop of any partition under its own lease,
+// while messages and room in the answer are left (what pr's first
+// partition left of Max, and of MaxBytes and Room). A failure keeps the
+// first partition's delivery: the further pops rolled back, nothing of
+// theirs was delivered.
 func (c *Consumers) popMore(ctx context.Context, queue string, pr model.PopRequest, first *model.PopResult, more int) []model.PopResult {
-	if more <= 0 || len(first.Messages) == 0 {
+	if more <= 0 || len(first.Messages) == 0 || pr.Max <= len(first.Messages) {
+		return nil
+	}
+	next := pr
+	next.Max = pr.Max - len(first.Messages)
+	next.Room = min(pr.Room, pr.MaxBytes) - deliveriesSize(first.Messages)
+	next.MaxBytes = next.Room
+	results, err := c.store.PopMore(ctx, next, more, leaseEnvelope)
+	if err != nil {
+		c.announce(queue) // its lease choices rolled back: others may have passed them over
+		c.log.Warn().Err(err).Str("queue", queue).Str("group", pr.Group.Name).
+			Msg("a multi-partition pop's further partitions failed; it answers the first")
 		return nil
 	}
 	var taken []model.PopResult
-	used := deliveriesSize(first.Messages)
-	left := pr.Max - len(first.Messages)
-	for len(taken) < more && left > 0 && ctx.Err() == nil {
-		next := pr
-		next.Max = left
-		next.Room = min(pr.Room, pr.MaxBytes) - used - leaseEnvelope*int64(len(taken)+1)
-		next.MaxBytes = next.Room
-		if next.Room <= 0 {
-			break
-		}
-		res, err := c.popSettled(ctx, queue, &next)
-		if err != nil {
-			c.log.Warn().Err(err).Str("queue", queue).Str("group", pr.Group.Name).Int("partitions", len(taken)+1).
-				Msg("a multi-partition pop's further pop failed; it answers the partitions it took")
-			break
-		}
+	for i := range results {
+		res := &results[i]
+		c.popped(queue, pr, res)
 		first.DeadLettered += res.DeadLettered
-		if len(res.Messages) == 0 {
-			break
+		if len(res.Messages) > 0 {
+			taken = append(taken, *res)
 		}
-		taken = append(taken, res)
-		used += deliveriesSize(res.Messages)
-		left -= len(res.Messages)
 	}
 	return taken
 }
@@ -444,18 +439,24 @@ func (c *Consumers) popSettled(ctx context.Context, queue string, pr *model.PopR
 			c.announce(queue)
 			return res, err
 		}
-		c.logDeadLettering(queue, *pr, &res)
-		c.metrics.deadLettered(&c.log, res.DeadLetters)
-		if res.RanOutLease {
-			c.metrics.ranOut(queue, pr.Group.Name)
-		}
-		if res.DeadLettered > 0 {
-			c.announce(model.DeadLetterQueue(queue))
-		}
+		c.popped(queue, *pr, &res)
 		deadLettered += res.DeadLettered
 		if len(res.Messages) > 0 || res.DeadLettered == 0 || ctx.Err() != nil {
 			res.DeadLettered = deadLettered
 			return res, nil
 		}
+	}
+}
+
+// popped logs and counts what a pop of the store did beside its
+// delivery: dead letters and a lease it found run out.
+func (c *Consumers) popped(queue string, pr model.PopRequest, res *model.PopResult) {
+	c.logDeadLettering(queue, pr, res)
+	c.metrics.deadLettered(&c.log, res.DeadLetters)
+	if res.RanOutLease {
+		c.metrics.ranOut(queue, pr.Group.Name)
+	}
+	if res.DeadLettered > 0 {
+		c.announce(model.DeadLetterQueue(queue))
 	}
 }

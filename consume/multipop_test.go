@@ -173,7 +173,7 @@ func TestAPopNamingItsPartitionRefusesPartitions(t *testing.T) {
 	}
 }
 
-// countingStore is the PostgreSQL store, counting its pops.
+// countingStore is the PostgreSQL store, counting its statements that pop.
 type countingStore struct {
 	*pgstore.Store
 	pops atomic.Int64
@@ -184,15 +184,21 @@ func (s *countingStore) Pop(ctx context.Context, r model.PopRequest) (model.PopR
 	return s.Store.Pop(ctx, r)
 }
 
-// A multi-partition pop costs one pop of the store (one statement) per
-// partition it takes, and one more only when it looks for a further
-// partition and finds none with work.
-func TestAMultiPartitionPopCostsAStorePopPerPartitionAndOneMore(t *testing.T) {
+func (s *countingStore) PopMore(ctx context.Context, r model.PopRequest, partitions int, leaseEnvelope int64) ([]model.PopResult, error) {
+	s.pops.Add(1)
+	return s.Store.PopMore(ctx, r, partitions, leaseEnvelope)
+}
+
+// A multi-partition pop costs two statements of the store however many
+// partitions it takes: its first partition's pop, and one for all the
+// further ones when the first left messages to take; one when it finds
+// nothing.
+func TestAMultiPartitionPopCostsTwoStatements(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	st := &countingStore{Store: pgtest.Store(t, e.PGURL)}
 	e.StartGateway(gatewayOpts{Gateway: gateway.Config{Endpoints: []gateway.EndpointSet{consume.New(st)}}})
-	e.fill(t, 2, "p0", "p1", "p2", "p3", "p4", "p5")
+	e.fill(t, 2, "p0", "p1", "p2", "p3", "p4", "p5", "p6")
 	c := e.queenClient(t)
 	pop := func(max, partitions int) (leases int, pops int64) {
 		t.Helper()
@@ -207,12 +213,13 @@ func TestAMultiPartitionPopCostsAStorePopPerPartitionAndOneMore(t *testing.T) {
 		max, partitions, leases int
 		pops                    int64
 	}{
-		{100, 4, 4, 4},  // four partitions taken: no further look-up
+		{100, 4, 4, 2},  // four partitions
+		{2, 10, 1, 1},   // max met by the first: no further look-up
 		{3, 10, 2, 2},   // max met by the second
-		{100, 10, 0, 1}, // every partition leased: one look-up finds nothing
+		{100, 10, 0, 1}, // every partition leased: the first finds nothing
 	} {
 		if leases, pops := pop(tc.max, tc.partitions); leases != tc.leases || pops != tc.pops {
-			t.Errorf("a pop of %d over %d partitions: %d leases, %d store pops; want %d and %d", tc.max, tc.partitions, leases, pops, tc.leases, tc.pops)
+			t.Errorf("a pop of %d over %d partitions: %d leases, %d store statements; want %d and %d", tc.max, tc.partitions, leases, pops, tc.leases, tc.pops)
 		}
 	}
 }

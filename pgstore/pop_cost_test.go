@@ -173,3 +173,63 @@ func TestAPopOfAnyPartitionReadsOneCursorAhead(t *testing.T) {
 	}
 	t.Logf("a pop of any partition: %d buffers (median)", medianCost(costs).buffers)
 }
+
+// A cursor found by its key, planned as a session plans it when the
+// cursors table is still small (a gateway that just started), is still
+// found through the primary key once a group has thousands of partitions
+// with work. A condition on parked beside the key let the plan take a
+// partial index (ready or parked cursors) with the key's columns as
+// conditions it cannot seek by, so every lookup walked all of the
+// group's cursors: 65 buffers and ~1 ms each at 10,000 partitions, three
+// lookups a pop under eight consumers.
+var byKeyOnPartialIndex = regexp.MustCompile(`using consumer_cursors_(ready|parked) on consumer_cursors \w+[^\n]*\n\s+Index Cond: \([^\n]*partition_id = `)
+
+func TestCursorsAreLockedByKeyWhateverTheSessionPlannedAt(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.NewDB(t)
+	st := pgtest.Store(t, url)
+	log := openPlanLogWith(t, url, "SET auto_explain.log_analyze = on; SET auto_explain.log_buffers = on; SET auto_explain.log_timing = off; SET auto_explain.log_nested_statements = on;")
+	small := newManyPartitions(t, st, "small")
+	small.grow(t, 8)
+	small.push(t, 3, small.parts...)
+	popCosts(t, log, small.group(t, "g"), 4) // the session plans here
+
+	q := newManyPartitions(t, st, "large")
+	q.grow(t, 3000)
+	g := q.group(t, "g")
+	q.push(t, 3, q.parts...)
+	// Drained cursors parked, then woken by a push: both by-key paths.
+	if _, err := st.Pool().Exec(ctx, `UPDATE queen.consumer_cursors cc SET next_offset = p.last_offset + 1
+		  FROM queen.log_partitions p WHERE p.id = cc.partition_id AND cc.group_id = $1 AND p.id <> ALL($2)`,
+		g.ID, []int64{q.parts[0].ID, q.parts[1].ID}); err != nil {
+		t.Fatal(err)
+	}
+	log.take()
+	for range 4 {
+		r := q.pop(t, g, 10)
+		if _, _, err := log.store.Lease(ctx, g, r.PartitionID, r.LeaseID, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q.push(t, 1, q.parts[2:40]...)
+	for range 4 {
+		r, err := log.store.Pop(ctx, model.PopRequest{Group: g, Max: 10, Lease: time.Minute, Consumer: "c", MaxBytes: 1 << 20, Room: 1 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.LeaseID != "" {
+			if _, _, err := log.store.Lease(ctx, g, r.PartitionID, r.LeaseID, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	plans := log.take()
+	for _, plan := range plans {
+		if byKeyOnPartialIndex.MatchString(plan) {
+			t.Errorf("a cursor looked up by key through a partial index:\n%s", plan)
+		}
+	}
+	if len(plans) == 0 {
+		t.Fatal("no plans logged")
+	}
+}

@@ -113,21 +113,7 @@ func (s *Store) Pop(ctx context.Context, r model.PopRequest) (model.PopResult, e
 		case row.PartitionID == nil:
 			return nil // no partition with work
 		}
-		dead, tooLarge := row.deliveries(&out, r.MaxDelivery)
-		if len(dead) > 0 {
-			// The delivered messages are leased already: a failure here
-			// is reported beside them, and a later pop dead-letters again.
-			var moved []int64
-			moved, _, _, out.DeadLetterErr = s.deadLetter(ctx, r.Group, out.Partition, dead)
-			out.DeadLettered = len(moved)
-			out.DeadLetters = movedLetters(r.Group, out.Partition, dead, moved)
-			for _, off := range moved {
-				if slices.Contains(tooLarge, off) {
-					out.TooLarge++
-				}
-			}
-			s.undeliverable.WithLabelValues(r.Group.Queue, r.Group.Name).Add(float64(out.TooLarge))
-		}
+		s.deliverOrDeadLetter(ctx, r, &row, &out)
 		return nil
 	}()
 	if err != nil {

@@ -58,8 +58,13 @@ BEGIN
             FETCH walk INTO r;
             EXIT WHEN NOT FOUND;
             IF r.work AND r.free THEN
+                -- By key alone: a condition on parked here lets a plan
+                -- made while the table was small seek the partial index
+                -- of ready cursors by group and walk all of them. One
+                -- parked meanwhile had no work then; if it has work now
+                -- it is leased, and consumer_pop unparks it.
                 SELECT cc.* INTO c FROM queen.consumer_cursors cc
-                 WHERE cc.group_id = p_group_id AND cc.partition_id = r.partition_id AND NOT cc.parked
+                 WHERE cc.group_id = p_group_id AND cc.partition_id = r.partition_id
                    AND queen.consumer_free(cc.lease_id, cc.lease_until, cc.lease_heard, cc.lease_delay, cc.delayed_until, p_now)
                    AND cc.next_offset <= (SELECT p.last_offset FROM queen.log_partitions p WHERE p.id = cc.partition_id)
                    FOR UPDATE SKIP LOCKED;
@@ -85,16 +90,19 @@ BEGIN
         -- was written by a transaction at or above woken_to, and the next
         -- wake finds it. One probe by key each (the row addresses), and a
         -- row another holds stays unparked.
+        -- (parked is checked on the row found by key, not beside the
+        -- key: see the lookup above.)
         UPDATE queen.consumer_cursors cc SET parked = true
          WHERE cc.ctid = ANY (ARRAY(
                  SELECT x.ctid FROM unnest(v_drained) AS d(partition_id)
                   CROSS JOIN LATERAL (
                         SELECT y.ctid FROM queen.consumer_cursors y
-                         WHERE y.group_id = p_group_id AND y.partition_id = d.partition_id AND NOT y.parked
+                         WHERE y.group_id = p_group_id AND y.partition_id = d.partition_id
                            AND y.lease_id IS NULL
                            AND y.next_offset > (SELECT p.last_offset FROM queen.log_partitions p WHERE p.id = y.partition_id)
                          OFFSET 0
-                           FOR UPDATE SKIP LOCKED) AS x));
+                           FOR UPDATE SKIP LOCKED) AS x))
+           AND NOT cc.parked;
     END IF;
     RETURN c;
 END

@@ -49,7 +49,10 @@ BEGIN
                  SELECT x.ctid FROM unnest(v_written) AS w(partition_id)
                   CROSS JOIN LATERAL (
                         SELECT y.ctid FROM queen.consumer_cursors y
-                         WHERE y.group_id = p_group_id AND y.partition_id = w.partition_id AND y.parked
+                         -- by key alone (parked is checked below): beside
+                         -- the key it would let the plan walk the
+                         -- partial index of the group's parked cursors
+                         WHERE y.group_id = p_group_id AND y.partition_id = w.partition_id
                            AND y.next_offset <= (SELECT p.last_offset FROM queen.log_partitions p WHERE p.id = y.partition_id)
                          OFFSET 0) AS x))
            AND cc.parked;
