@@ -33,6 +33,7 @@ type Store interface {
 	PopMore(ctx context.Context, r model.PopRequest, partitions int, leaseEnvelope int64) ([]model.PopResult, error)
 	Undo(ctx context.Context, g model.Group, partitionID int64, leaseID string) (bool, error)
 	Ack(ctx context.Context, g model.Group, partitionID int64, leaseID string, items []model.AckItem) (model.AckResult, error)
+	AckMany(ctx context.Context, g model.Group, acks []model.CarriedAck) ([]model.AckResult, error)
 	Cycle(ctx context.Context, r model.PopRequest, partitionID int64, leaseID string, items []model.AckItem) (model.AckResult,
 		*model.PopResult, bool, error)
 	AckAndPush(ctx context.Context, g model.Group, partitionID int64, leaseID string, items []model.AckItem,
@@ -315,28 +316,44 @@ func (c *Consumers) pop(ctx context.Context, place string, body []byte) (any, *q
 	return c.longPoll(ctx, queue, pr, time.Duration(req.WaitMs)*time.Millisecond, wait, trusted, &ans)
 }
 
-// settleAll settles a pop's list of carried acks in order, and answers
-// them as a list. As for one ack, everything they name is found, and
-// their answers' size checked, before any is settled.
+// settleAll settles a pop's list of carried acks in order, in one round
+// trip and one commit (the store's AckMany), and answers them as a list.
+// As for one ack, everything they name is found, and their answers' size
+// checked, before any is settled.
 func (c *Consumers) settleAll(ctx context.Context, queue, group string, acks []queengate.PopAck) ([]byte, *queengate.Error) {
+	if len(acks) == 0 {
+		return []byte("[]"), nil
+	}
 	var bound int64
-	for _, ack := range acks {
-		bound += ackAnswerBound(ack.Items)
-		if _, _, werr := c.place(ctx, queue, ack.Partition, group); werr != nil {
+	var g model.Group
+	reqs := make([]queengate.AckRequest, len(acks))
+	carried := make([]model.CarriedAck, len(acks))
+	for i, ack := range acks {
+		reqs[i] = queengate.AckRequest{Group: group, LeaseID: ack.LeaseID, Items: ack.Items}
+		items, b, werr := c.checkAck(reqs[i])
+		if werr != nil {
 			return nil, werr
 		}
+		bound += b
+		var pid int64
+		if g, pid, werr = c.place(ctx, queue, ack.Partition, group); werr != nil {
+			return nil, werr
+		}
+		carried[i] = model.CarriedAck{PartitionID: pid, LeaseID: ack.LeaseID, Items: items}
 	}
 	if room := c.maxPayload() - popEnvelope; bound > room {
 		return nil, &queengate.Error{Code: queengate.CodeTooLarge, Text: fmt.Sprintf(
 			"%d acks could take up to %d bytes to answer (each result repeats its transactionId), over the %d an answer may take here: send fewer items with this pop, the rest in acks",
 			len(acks), bound, room)}
 	}
+	c.activity.note(g.ID)
+	results, err := c.store.AckMany(ctx, g, carried)
+	if err != nil {
+		return nil, c.groupFailed(g, err)
+	}
 	acked := []byte{'['}
-	for i, ack := range acks {
-		ans, werr := c.settle(ctx, queue, ack.Partition, queengate.AckRequest{Group: group, LeaseID: ack.LeaseID, Items: ack.Items})
-		if werr != nil {
-			return nil, werr
-		}
+	for i := range results {
+		ans := c.ackAnswer(queue, g, reqs[i], carried[i].Items, results[i])
 		if i > 0 {
 			acked = append(acked, ',')
 		}

@@ -139,6 +139,13 @@ const (
 	AckDeadLettered = "deadLettered"
 )
 
+// CarriedAck is one of the acks a pop carries: a lease's items.
+type CarriedAck struct {
+	PartitionID int64
+	LeaseID     string
+	Items       []AckItem
+}
+
 // AckResult is a batch's outcomes, in item order, and the group's cursor
 // on the partition after it.
 type AckResult struct {

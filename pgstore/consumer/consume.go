@@ -194,35 +194,38 @@ func (s *Store) Undo(ctx context.Context, g model.Group, partitionID int64, leas
 // dead-letters those out of attempts.
 func (s *Store) Ack(ctx context.Context, g model.Group, partitionID int64, leaseID string, items []model.AckItem) (model.AckResult, error) {
 	out := model.AckResult{Items: make([]model.AckOutcome, len(items))}
-	err := func() error {
-		row, err := queryAck(ctx, s.pool, g, partitionID, leaseUUID(leaseID), items, &out)
-		if err != nil {
-			return err
-		}
-		dead := row.outcomes(out.Items, partitionID)
-		if err := s.notHeldInGroup(ctx, g, out.Items); err != nil {
-			return err
-		}
-		if len(dead) > 0 {
-			var partition string
-			if err := s.pool.QueryRow(ctx, "SELECT name FROM queen.log_partitions WHERE id = $1", partitionID).Scan(&partition); err != nil {
-				return err
-			}
-			moved, next, ended, err := s.deadLetter(ctx, g, partition, dead)
-			out.NextOffset = next
-			out.DeadLettered = len(moved)
-			out.DeadLetters = movedLetters(g, partition, dead, moved)
-			out.LeaseEnded = out.LeaseEnded || ended
-			if err != nil {
-				return err
-			}
-		}
-		return markDeadLettered(ctx, s.pool, g, partitionID, out.Items)
-	}()
+	row, err := queryAck(ctx, s.pool, g, partitionID, leaseUUID(leaseID), items, &out)
+	if err == nil {
+		err = s.afterAck(ctx, g, partitionID, &row, &out)
+	}
 	if err != nil {
 		return model.AckResult{}, fmt.Errorf("pgstore: ack %s/%s: %w", g.Queue, g.Name, err)
 	}
 	return out, nil
+}
+
+// afterAck fills out's items from consumer_ack's row, and moves what
+// ran out of attempts to the dead-letter queue.
+func (s *Store) afterAck(ctx context.Context, g model.Group, partitionID int64, row *ackRow, out *model.AckResult) error {
+	dead := row.outcomes(out.Items, partitionID)
+	if err := s.notHeldInGroup(ctx, g, out.Items); err != nil {
+		return err
+	}
+	if len(dead) > 0 {
+		var partition string
+		if err := s.pool.QueryRow(ctx, "SELECT name FROM queen.log_partitions WHERE id = $1", partitionID).Scan(&partition); err != nil {
+			return err
+		}
+		moved, next, ended, err := s.deadLetter(ctx, g, partition, dead)
+		out.NextOffset = next
+		out.DeadLettered = len(moved)
+		out.DeadLetters = movedLetters(g, partition, dead, moved)
+		out.LeaseEnded = out.LeaseEnded || ended
+		if err != nil {
+			return err
+		}
+	}
+	return markDeadLettered(ctx, s.pool, g, partitionID, out.Items)
 }
 
 // leaseUUID is a lease id as consumer_ack takes it: not a uuid, no lease
@@ -240,15 +243,26 @@ func leaseUUID(leaseID string) pgtype.UUID {
 // the row's outcomes.
 func queryAck(ctx context.Context, q pgwire.Querier, g model.Group, partitionID int64, lease pgtype.UUID, items []model.AckItem,
 	out *model.AckResult) (ackRow, error) {
-	offsets, hashes, completed, errs := pgwire.AckArrays(items)
-	rows, err := q.Query(ctx, `SELECT offs, results, dead, txn_ids, data::text[] AS data, created_at, attempts, last_errors,
-		next_offset, lease_ended, lease_counted
-		FROM queen.consumer_ack(@group_id, @partition_id, @lease, @offsets, @hashes, @completed, @errors, @delays)`,
-		pgx.NamedArgs{"group_id": g.ID, "partition_id": partitionID, "lease": lease, "offsets": offsets, "hashes": hashes,
-			"completed": completed, "errors": errs, "delays": pgwire.AckDelays(items)})
+	rows, err := q.Query(ctx, ackStatement, ackArgs(g, partitionID, lease, items))
 	if err != nil {
 		return ackRow{}, err
 	}
+	return collectAck(rows, out)
+}
+
+// ackStatement settles one ack (queen.consumer_ack), with ackArgs.
+const ackStatement = `SELECT offs, results, dead, txn_ids, data::text[] AS data, created_at, attempts, last_errors,
+	next_offset, lease_ended, lease_counted
+	FROM queen.consumer_ack(@group_id, @partition_id, @lease, @offsets, @hashes, @completed, @errors, @delays)`
+
+func ackArgs(g model.Group, partitionID int64, lease pgtype.UUID, items []model.AckItem) pgx.NamedArgs {
+	offsets, hashes, completed, errs := pgwire.AckArrays(items)
+	return pgx.NamedArgs{"group_id": g.ID, "partition_id": partitionID, "lease": lease, "offsets": offsets, "hashes": hashes,
+		"completed": completed, "errors": errs, "delays": pgwire.AckDelays(items)}
+}
+
+// collectAck reads consumer_ack's row, filling out's cursor and lease.
+func collectAck(rows pgx.Rows, out *model.AckResult) (ackRow, error) {
 	row, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[ackRow])
 	out.NextOffset, out.LeaseEnded, out.LeaseCounted = row.NextOffset, row.LeaseEnded, row.LeaseCounted
 	return row, err
