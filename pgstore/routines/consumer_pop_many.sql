@@ -8,14 +8,21 @@
 -- sizes are consumer_pop's (p_envelope each, its data's octets, six per
 -- octet of transactionId and last error).
 --
--- It stops at the first pop that takes no partition, is held by a limit
--- (maxAckPending), or delivers nothing but dead letters: that row is
--- returned, without a lease, for the caller to move them as after any
--- pop. One row per pop, in the order taken; none when the first found
--- nothing.
+-- The partitions are chosen in one walk of the group's cursors in
+-- consumer_choose's order (least recently leased first), free and with
+-- work, locked as found and passed over when another pop or ack holds
+-- them (SKIP LOCKED), up to p_partitions; then each is popped by name.
+-- (Popping any partition again and again held each partition taken
+-- until the commit while the next pops walked: other consumers' walks
+-- met those rows first, in their old versions, and looked each up in
+-- vain.) It stops at the first pop that delivers nothing but dead
+-- letters (that row is returned, without a lease, for the caller to
+-- move them as after any pop), or nothing at all. One row per pop, in
+-- the order taken.
 --
--- Lock order (LOCKS.md): consumer_pop's, once per partition taken; the
--- cursor rows of the partitions taken are held until the commit.
+-- Lock order (LOCKS.md): under a limit (maxAckPending), the group row
+-- first, waited for, as consumer_pop takes it; then the cursor rows
+-- chosen (SKIP LOCKED), held until the commit.
 CREATE OR REPLACE FUNCTION queen.consumer_pop_many(p_group_id bigint, p_queue_id bigint, p_partitions integer,
     p_max integer, p_budget bigint, p_lease_seconds double precision, p_consumer text,
     p_envelope integer, p_lease_envelope integer, p_max_delivery bigint, p_consumer_limit integer, p_group_limit integer)
@@ -27,16 +34,21 @@ AS $$
 #variable_conflict use_column
 DECLARE
     r       record;
+    c       record;
     v_taken integer := 0;
     v_left  integer := p_max;
     v_used  bigint := 0;
     v_room  bigint;
 BEGIN
-    WHILE v_taken < p_partitions AND v_left > 0 LOOP
+    IF coalesce(p_consumer_limit > 0 OR p_group_limit > 0, false) THEN
+        PERFORM 1 FROM queen.consumer_groups g WHERE g.id = p_group_id FOR NO KEY UPDATE;
+    END IF;
+    FOR c IN SELECT x.partition_id FROM queen.consumer_choose_many(p_group_id, p_queue_id, p_partitions) AS x(partition_id)
+    LOOP
         v_room := p_budget - v_used - p_lease_envelope::bigint * (v_taken + 1);
-        EXIT WHEN v_room <= 0;
+        EXIT WHEN v_room <= 0 OR v_left <= 0;
         SELECT x.* INTO r
-          FROM queen.consumer_pop(p_group_id, p_queue_id, NULL, v_left, p_lease_seconds, p_consumer, v_room, v_room,
+          FROM queen.consumer_pop(p_group_id, p_queue_id, c.partition_id, v_left, p_lease_seconds, p_consumer, v_room, v_room,
                                   p_envelope, p_max_delivery, p_consumer_limit, p_group_limit) AS x;
         EXIT WHEN NOT FOUND OR r.held;
         RETURN QUERY SELECT r.partition_id, r.partition, r.lease_id, r.lease_until, r.offs, r.txn_ids, r.data,
