@@ -3,6 +3,7 @@ package queengate
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -62,6 +63,9 @@ func decodePopAnswer(body []byte, a *PopAnswer) bool {
 // decodeWhole reads body with read into a new T, and makes it *a only if
 // the hand decoder took all of body.
 func decodeWhole[T any](body []byte, a *T, read func(r *answerReader, out *T)) bool {
+	if len(body) > math.MaxInt32 { // stringSpan's offsets
+		return false
+	}
 	r := &answerReader{b: body, ok: true}
 	var out T
 	read(r, &out)
@@ -305,11 +309,12 @@ type runStrings struct {
 	bytes int
 }
 
-// stringSpan is where a message's string field lies in the body.
+// stringSpan is where a message's string field lies in the body (an
+// answer is a NATS payload, far below 2 GiB).
 type stringSpan struct {
-	msg        int
+	msg        int32
 	field      messageField
-	start, end int
+	start, end int32
 }
 
 // runStr reads a string field of the message at index msg of the array
@@ -323,7 +328,7 @@ func (r *answerReader) runStr(msg int, f messageField) {
 	if r.run.spans == nil {
 		r.run.spans = make([]stringSpan, 0, 64) // a batch's messages, two strings each
 	}
-	r.run.spans = append(r.run.spans, stringSpan{msg: msg, field: f, start: end - len(s), end: end})
+	r.run.spans = append(r.run.spans, stringSpan{msg: int32(msg), field: f, start: int32(end - len(s)), end: int32(end)})
 	r.run.bytes += len(s)
 }
 
@@ -337,8 +342,8 @@ func (run *runStrings) assign(body []byte, to func(msg int, f messageField) *str
 	}
 	text, at := all.String(), 0
 	for _, sp := range run.spans {
-		n := sp.end - sp.start
-		*to(sp.msg, sp.field) = text[at : at+n]
+		n := int(sp.end - sp.start)
+		*to(int(sp.msg), sp.field) = text[at : at+n]
 		at += n
 	}
 	run.spans, run.bytes = run.spans[:0], 0
