@@ -3,7 +3,9 @@ package queengate
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -16,6 +18,10 @@ import (
 // without escapes, whole numbers — and declines anything else, which
 // json.Unmarshal then decodes: the answer is the same either way
 // (FuzzPopAnswerDecodesAsEncodingJSON, FuzzReadAnswerDecodesAsEncodingJSON).
+//
+// It allocates per answer, not per message: a message's data is a slice
+// of the body (the answer's NATS payload, which nothing else holds), and
+// the strings of an answer's messages are substrings of one string.
 
 // decodeByHand makes a pop's answer a handDecoded one for the Client.
 func (a *PopAnswer) decodeByHand(body []byte) bool { return decodePopAnswer(body, a) }
@@ -33,6 +39,14 @@ type answerReader struct {
 	i     int
 	ok    bool
 	depth int
+	// run holds the strings of the messages array being read (runStr).
+	run runStrings
+	// lastTime is the last createdAt read and its text: the messages of
+	// one pushed frame share theirs, parsed once.
+	lastTime     time.Time
+	lastTimeText []byte
+	// int64s is the block newInt64 takes from.
+	int64s []int64
 }
 
 // maxDataDepth bounds nesting within a message's data; deeper data is
@@ -40,7 +54,8 @@ type answerReader struct {
 const maxDataDepth = 64
 
 // decodePopAnswer decodes body into a when the hand decoder takes it;
-// a is left as it was when not.
+// a is left as it was when not. The messages' data are slices of body,
+// which must not change afterwards.
 func decodePopAnswer(body []byte, a *PopAnswer) bool {
 	return decodeWhole(body, a, (*answerReader).popAnswer)
 }
@@ -48,6 +63,9 @@ func decodePopAnswer(body []byte, a *PopAnswer) bool {
 // decodeWhole reads body with read into a new T, and makes it *a only if
 // the hand decoder took all of body.
 func decodeWhole[T any](body []byte, a *T, read func(r *answerReader, out *T)) bool {
+	if len(body) > math.MaxInt32 { // stringSpan's offsets
+		return false
+	}
 	r := &answerReader{b: body, ok: true}
 	var out T
 	read(r, &out)
@@ -131,7 +149,15 @@ func (r *answerReader) deliveries() []Delivery {
 	ds := make([]Delivery, 0, 16)
 	r.array(func() {
 		ds = append(ds, Delivery{})
-		r.delivery(&ds[len(ds)-1])
+		r.delivery(&ds[len(ds)-1], len(ds)-1)
+	})
+	r.run.assign(r.b, func(msg int, f messageField) *string {
+		switch d := &ds[msg]; f {
+		case fieldLastError:
+			return &d.LastError
+		default:
+			return d.StoredMessage.field(f)
+		}
 	})
 	return ds
 }
@@ -151,12 +177,14 @@ func (r *answerReader) readAnswer(out *ReadAnswer) {
 		case "partitionId":
 			out.PartitionID = r.int64()
 		case "messages":
-			out.Messages = make([]StoredMessage, 0, 16)
+			ms := make([]StoredMessage, 0, 16)
 			r.array(func() {
-				out.Messages = append(out.Messages, StoredMessage{})
-				m := &out.Messages[len(out.Messages)-1]
-				r.object(func(key []byte) bool { return r.storedField(key, m) })
+				ms = append(ms, StoredMessage{})
+				m := &ms[len(ms)-1]
+				r.object(func(key []byte) bool { return r.storedField(key, m, len(ms)-1) })
 			})
+			r.run.assign(r.b, func(msg int, f messageField) *string { return ms[msg].field(f) })
+			out.Messages = ms
 		case "next":
 			out.Next = r.int64()
 		case "firstOffset":
@@ -181,11 +209,13 @@ func (r *answerReader) ackAnswer(a *AckAnswer) {
 	r.object(func(key []byte) bool {
 		switch string(key) {
 		case "items":
-			a.Items = make([]AckResult, 0, 16)
+			items := make([]AckResult, 0, 16)
 			r.array(func() {
-				a.Items = append(a.Items, AckResult{})
-				r.ackResult(&a.Items[len(a.Items)-1])
+				items = append(items, AckResult{})
+				r.ackResult(&items[len(items)-1], len(items)-1)
 			})
+			r.run.assign(r.b, func(item int, _ messageField) *string { return &items[item].TransactionID })
+			a.Items = items
 		case "nextOffset":
 			a.NextOffset = r.int64()
 		case "leaseEnded":
@@ -199,16 +229,16 @@ func (r *answerReader) ackAnswer(a *AckAnswer) {
 	})
 }
 
-func (r *answerReader) ackResult(it *AckResult) {
+// ackResult reads it, the item at index item of its array.
+func (r *answerReader) ackResult(it *AckResult, item int) {
 	r.object(func(key []byte) bool {
 		switch string(key) {
 		case "index":
 			it.Index = r.int()
 		case "transactionId":
-			it.TransactionID = r.str()
+			r.runStr(item, fieldTransactionID)
 		case "offset":
-			n := r.int64()
-			it.Offset = &n
+			it.Offset = r.newInt64(r.int64())
 		case "result":
 			it.Result = r.result()
 		default:
@@ -218,38 +248,105 @@ func (r *answerReader) ackResult(it *AckResult) {
 	})
 }
 
-func (r *answerReader) delivery(d *Delivery) {
+// delivery reads d, the message at index msg of its array.
+func (r *answerReader) delivery(d *Delivery, msg int) {
 	r.object(func(key []byte) bool {
 		switch string(key) {
 		case "attempts":
 			d.Attempts = r.int()
 		case "lastError":
-			d.LastError = r.str()
+			r.runStr(msg, fieldLastError)
 		default:
-			return r.storedField(key, &d.StoredMessage)
+			return r.storedField(key, &d.StoredMessage, msg)
 		}
 		return true
 	})
 }
 
-// storedField reads the field key of a stored message into m; false: m
-// has no such field.
-func (r *answerReader) storedField(key []byte, m *StoredMessage) bool {
+// storedField reads the field key of a stored message into m, the
+// message at index msg of its array (its strings once the array is
+// read); false: m has no such field.
+func (r *answerReader) storedField(key []byte, m *StoredMessage, msg int) bool {
 	switch string(key) {
 	case "offset":
 		m.Offset = r.int64()
 	case "messageId":
-		m.MessageID = r.str()
+		r.runStr(msg, fieldMessageID)
 	case "transactionId":
-		m.TransactionID = r.str()
+		r.runStr(msg, fieldTransactionID)
 	case "createdAt":
-		m.CreatedAt = r.time()
+		m.CreatedAt = r.createdAt()
 	case "data":
 		m.Data = r.raw()
 	default:
 		return false
 	}
 	return true
+}
+
+// messageField names a string field of a message.
+type messageField uint8
+
+const (
+	fieldMessageID messageField = iota
+	fieldTransactionID
+	fieldLastError
+)
+
+// field is where m's string f goes.
+func (m *StoredMessage) field(f messageField) *string {
+	if f == fieldMessageID {
+		return &m.MessageID
+	}
+	return &m.TransactionID
+}
+
+// runStrings are the strings of the messages (or ack items) of one
+// array, where they lie in the body, until the array is read whole: then
+// they become substrings of one string (assign), not a string each.
+type runStrings struct {
+	spans []stringSpan
+	bytes int
+}
+
+// stringSpan is where a message's string field lies in the body (an
+// answer is a NATS payload, far below 2 GiB).
+type stringSpan struct {
+	msg        int32
+	field      messageField
+	start, end int32
+}
+
+// runStr reads a string field of the message at index msg of the array
+// being read, to be assigned with the array's others.
+func (r *answerReader) runStr(msg int, f messageField) {
+	s := r.plainString()
+	if !r.ok {
+		return
+	}
+	end := r.i - 1 // before the closing quote
+	if r.run.spans == nil {
+		r.run.spans = make([]stringSpan, 0, 64) // a batch's messages, two strings each
+	}
+	r.run.spans = append(r.run.spans, stringSpan{msg: int32(msg), field: f, start: int32(end - len(s)), end: int32(end)})
+	r.run.bytes += len(s)
+}
+
+// assign sets each string gathered, through to, to its text in body, all
+// of them substrings of one string, and empties run for the next array.
+func (run *runStrings) assign(body []byte, to func(msg int, f messageField) *string) {
+	var all strings.Builder
+	all.Grow(run.bytes)
+	for _, sp := range run.spans {
+		all.Write(body[sp.start:sp.end])
+	}
+	text, at := all.String(), 0
+	for _, sp := range run.spans {
+		n := int(sp.end - sp.start)
+		*to(int(sp.msg), sp.field) = text[at : at+n]
+		at += n
+	}
+	run.spans, run.bytes = run.spans[:0], 0
 }
 
 // end reports a body read whole by the hand decoder.
@@ -432,6 +529,17 @@ func (r *answerReader) int64() int64 {
 	return n
 }
 
+// newInt64 is a pointer to n, taken from a block of the answer's: an
+// ack's items' offsets are not an allocation each. A full block is left
+// to the pointers into it, and a larger one started.
+func (r *answerReader) newInt64(n int64) *int64 {
+	if len(r.int64s) == cap(r.int64s) {
+		r.int64s = make([]int64, 0, max(16, 2*cap(r.int64s)))
+	}
+	r.int64s = append(r.int64s, n)
+	return &r.int64s[len(r.int64s)-1]
+}
+
 // int reads a whole number that fits in an int.
 func (r *answerReader) int() int {
 	n := r.int64()
@@ -468,8 +576,30 @@ func (r *answerReader) time() time.Time {
 	return t
 }
 
-// raw reads any JSON value (a message's data) and returns a copy of its
-// text, as json.RawMessage's UnmarshalJSON keeps it.
+// createdAt reads a message's time, parsed once for a run of messages
+// that give the same text.
+func (r *answerReader) createdAt() time.Time {
+	r.ws()
+	start := r.i
+	r.plainString()
+	if !r.ok {
+		return time.Time{}
+	}
+	if text := r.b[start:r.i]; !bytes.Equal(text, r.lastTimeText) {
+		var t time.Time
+		if t.UnmarshalJSON(text) != nil {
+			r.decline()
+			return t
+		}
+		r.lastTime, r.lastTimeText = t, text
+	}
+	return r.lastTime
+}
+
+// raw reads any JSON value (a message's data) and returns its text, as
+// json.RawMessage's UnmarshalJSON keeps it: a slice of the body, its
+// capacity ending with it (an append copies, never overwriting what
+// follows).
 func (r *answerReader) raw() json.RawMessage {
 	r.ws()
 	start := r.i
@@ -477,7 +607,7 @@ func (r *answerReader) raw() json.RawMessage {
 	if !r.ok {
 		return nil
 	}
-	return append(json.RawMessage(nil), r.b[start:r.i]...)
+	return json.RawMessage(r.b[start:r.i:r.i])
 }
 
 // value skips one JSON value, validating it as encoding/json does (which

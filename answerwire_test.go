@@ -266,3 +266,43 @@ func BenchmarkDecodePopAnswer(b *testing.B) {
 		}
 	}
 }
+
+// TestAPopAnswerDecodesInAllocationsPerAnswer: decoding a pop's answer
+// allocates per answer, not per message (it was four per message: its
+// messageId, transactionId, data and the ack item's offset): the data
+// are slices of the body, the strings substrings of one per array.
+func TestAPopAnswerDecodesInAllocationsPerAnswer(t *testing.T) {
+	for _, n := range []int{100, 1000} {
+		body := gatewayPopAnswer(n)
+		allocs := testing.AllocsPerRun(10, func() {
+			var a PopAnswer
+			if !decodePopAnswer(body, &a) {
+				t.Fatal("declined")
+			}
+		})
+		if allocs > 40 {
+			t.Errorf("decoding a pop's answer of %d messages allocates %.0f times; want at most 40, whatever the messages", n, allocs)
+		}
+	}
+}
+
+// TestADecodedMessagesDataIsItsOwn: a message's data is a slice of the
+// answer as received; appending to it, or changing it, leaves the other
+// messages as they were.
+func TestADecodedMessagesDataIsItsOwn(t *testing.T) {
+	body := gatewayPopAnswer(3)
+	var a, want PopAnswer
+	if !decodePopAnswer(body, &a) {
+		t.Fatal("declined")
+	}
+	if err := json.Unmarshal(gatewayPopAnswer(3), &want); err != nil {
+		t.Fatal(err)
+	}
+	first := &a.Messages[0]
+	_ = append(first.Data, strings.Repeat(" ", 300)...) // over the next message, were its capacity the body's
+	clear(first.Data)
+	first.Data = want.Messages[0].Data
+	if !reflect.DeepEqual(a, want) {
+		t.Fatalf("after the first message's data was appended to and cleared, the answer is\n%+v\nwant\n%+v", a, want)
+	}
+}

@@ -24,11 +24,16 @@ type ReadRequest struct {
 
 // StoredMessage is one message as stored: its data exactly as pushed.
 type StoredMessage struct {
-	Offset        int64           `json:"offset"`
-	MessageID     string          `json:"messageId"`
-	TransactionID string          `json:"transactionId"`
-	CreatedAt     time.Time       `json:"createdAt"`
-	Data          json.RawMessage `json:"data"`
+	Offset        int64     `json:"offset"`
+	MessageID     string    `json:"messageId"`
+	TransactionID string    `json:"transactionId"`
+	CreatedAt     time.Time `json:"createdAt"`
+	// Data is the message's data. In an answer the Client decoded, it is
+	// the caller's to keep and change, but it shares one buffer with the
+	// answer's other messages (the answer as received, not a copy per
+	// message): keeping one message's Data keeps that whole buffer in
+	// memory. Clone it (bytes.Clone) to keep it alone.
+	Data json.RawMessage `json:"data"`
 }
 
 // ReadAnswer is a run of a partition's messages in offset order.

@@ -29,18 +29,52 @@ func EncodeAnswer(v any) ([]byte, error) {
 	return json.Marshal(v)
 }
 
-// appendStoredFields appends a StoredMessage's fields, without braces.
-func appendStoredFields(b []byte, m *queengate.StoredMessage) []byte {
-	b = append(b, `"offset":`...)
-	b = strconv.AppendInt(b, m.Offset, 10)
-	b = append(b, `,"messageId":"`...)
+// appendStoredFields appends a StoredMessage's fields, without braces,
+// its createdAt through times.
+func appendStoredFields(b []byte, m *queengate.StoredMessage, times *timeTexts) []byte {
+	b = appendOffsetField(b, m.Offset)
 	b = append(b, m.MessageID...)
+	return appendStoredTail(b, m.TransactionID, m.CreatedAt, m.Data, times)
+}
+
+// appendOffsetField appends a stored message's offset and opens its
+// messageId, which the caller writes.
+func appendOffsetField(b []byte, offset int64) []byte {
+	b = append(b, `"offset":`...)
+	b = strconv.AppendInt(b, offset, 10)
+	return append(b, `,"messageId":"`...)
+}
+
+// appendStoredTail closes a stored message's messageId and appends its
+// other fields.
+func appendStoredTail(b []byte, txnID string, createdAt time.Time, data []byte, times *timeTexts) []byte {
 	b = append(b, `","transactionId":`...)
-	b = AppendJSONString(b, m.TransactionID)
+	b = AppendJSONString(b, txnID)
 	b = append(b, `,"createdAt":"`...)
-	b = m.CreatedAt.UTC().AppendFormat(b, time.RFC3339Nano)
+	b = times.append(b, createdAt)
 	b = append(b, `","data":`...)
-	return append(b, m.Data...)
+	return append(b, data...)
+}
+
+// timeTexts writes the createdAt times of one answer's messages,
+// formatting each only when it differs from the one before: the
+// messages of one pushed frame share theirs, whose text is then copied
+// from where it was written.
+type timeTexts struct {
+	last       time.Time
+	start, end int // where last's text lies in the answer; end 0: none yet
+}
+
+// append appends t as RFC 3339 in UTC to b, the answer every earlier
+// call appended to.
+func (c *timeTexts) append(b []byte, t time.Time) []byte {
+	if c.end > 0 && t.Equal(c.last) {
+		return append(b, b[c.start:c.end]...)
+	}
+	c.last, c.start = t, len(b)
+	b = t.UTC().AppendFormat(b, time.RFC3339Nano)
+	c.end = len(b)
+	return b
 }
 
 func appendPlace(b []byte, queue, partition string, pid int64) []byte {
@@ -62,12 +96,13 @@ func EncodeRead(a *queengate.ReadAnswer) RawAnswer {
 	b = append(b, '{')
 	b = appendPlace(b, a.Queue, a.Partition, a.PartitionID)
 	b = append(b, `,"messages":[`...)
+	var times timeTexts
 	for i := range a.Messages {
 		if i > 0 {
 			b = append(b, ',')
 		}
 		b = append(b, '{')
-		b = appendStoredFields(b, &a.Messages[i])
+		b = appendStoredFields(b, &a.Messages[i], &times)
 		b = append(b, '}')
 	}
 	b = append(b, `],"next":`...)
@@ -88,6 +123,6 @@ func EncodeMessage(a *queengate.MessageAnswer) RawAnswer {
 	b = append(b, '{')
 	b = appendPlace(b, a.Queue, a.Partition, a.PartitionID)
 	b = append(b, ',')
-	b = appendStoredFields(b, &a.StoredMessage)
+	b = appendStoredFields(b, &a.StoredMessage, &timeTexts{})
 	return append(b, '}')
 }

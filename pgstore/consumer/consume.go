@@ -130,11 +130,11 @@ type popRow struct {
 	LeaseID     pgtype.UUID
 	LeaseUntil  *time.Time
 	Offsets     []int64 `db:"offs"`
-	TxnIDs      []string
-	Data        [][]byte
+	TxnIDs      pgwire.TextArray
+	Data        pgwire.BytesArray
 	CreatedAt   []time.Time
 	Attempts    []int
-	LastErrors  []*string
+	LastErrors  pgwire.TextArray
 	Dead        []bool
 	TooLarge    []bool
 	// Held: the consumer or its group holds maxAckPending messages.
@@ -155,11 +155,9 @@ func (row *popRow) deliveries(out *model.PopResult, maxDelivery int64) (dead []m
 	out.PartitionID, out.Partition = *row.PartitionID, *row.Partition
 	out.Messages = make([]model.Delivery, 0, len(row.Offsets))
 	for i, off := range row.Offsets {
-		d := model.Delivery{StoredMessage: model.StoredMessage{PartitionID: out.PartitionID, Offset: off, TxnID: row.TxnIDs[i],
-			Data: row.Data[i], CreatedAt: row.CreatedAt[i]}, Attempts: row.Attempts[i]}
-		if row.LastErrors[i] != nil {
-			d.LastError = *row.LastErrors[i]
-		}
+		d := model.Delivery{StoredMessage: storedMessage(out.PartitionID, off, &row.TxnIDs, &row.Data, row.CreatedAt, i),
+			Attempts: row.Attempts[i]}
+		d.LastError, _ = row.LastErrors.At(i)
 		if row.TooLarge[i] {
 			d.LastError = tooLargeError(d, maxDelivery)
 			tooLarge = append(tooLarge, d.Offset)
@@ -168,10 +166,19 @@ func (row *popRow) deliveries(out *model.PopResult, maxDelivery int64) (dead []m
 			dead = append(dead, d)
 			continue
 		}
-		out.LeaseID, out.LeaseUntil = row.LeaseID.String(), *row.LeaseUntil
 		out.Messages = append(out.Messages, d)
 	}
+	if len(out.Messages) > 0 {
+		out.LeaseID, out.LeaseUntil = row.LeaseID.String(), *row.LeaseUntil
+	}
 	return dead, tooLarge
+}
+
+// storedMessage is the i-th of a pop's messages: its transactionId and
+// data are slices of the answer's arrays, not copies of their own.
+func storedMessage(partitionID, offset int64, txnIDs *pgwire.TextArray, data *pgwire.BytesArray, createdAt []time.Time, i int) model.StoredMessage {
+	txnID, _ := txnIDs.At(i)
+	return model.StoredMessage{PartitionID: partitionID, Offset: offset, TxnID: txnID, Data: data.At(i), CreatedAt: createdAt[i]}
 }
 
 // Undo takes back a pop whose answer was never sent: the lease ends and

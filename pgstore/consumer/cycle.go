@@ -68,8 +68,8 @@ type cycleRow struct {
 	LeaseID    pgtype.UUID
 	LeaseUntil *time.Time
 	Offsets    []int64 `db:"offs"`
-	TxnIDs     []string
-	Data       [][]byte
+	TxnIDs     pgwire.TextArray
+	Data       pgwire.BytesArray
 	CreatedAt  []time.Time
 }
 
@@ -104,8 +104,8 @@ func (row *cycleRow) result(partitionID int64) *model.PopResult {
 	out := &model.PopResult{PartitionID: partitionID, Partition: *row.Partition, LeaseID: row.LeaseID.String(),
 		LeaseUntil: *row.LeaseUntil, Messages: make([]model.Delivery, len(row.Offsets))}
 	for i, off := range row.Offsets {
-		out.Messages[i] = model.Delivery{StoredMessage: model.StoredMessage{PartitionID: partitionID, Offset: off,
-			TxnID: row.TxnIDs[i], Data: row.Data[i], CreatedAt: row.CreatedAt[i]}, Attempts: 1}
+		out.Messages[i] = model.Delivery{StoredMessage: storedMessage(partitionID, off, &row.TxnIDs, &row.Data, row.CreatedAt, i),
+			Attempts: 1}
 	}
 	return out
 }

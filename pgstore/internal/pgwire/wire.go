@@ -122,30 +122,15 @@ func decodeHashArray(src []byte, dst []model.Hash) ([]model.Hash, error) {
 // arrayElements splits a binary one-dimensional array of elemOID into its
 // elements, nil for a NULL one; an array of no dimensions has none.
 func arrayElements(src []byte, elemOID uint32) ([][]byte, error) {
-	if len(src) < 12 {
-		return nil, errors.New("pgstore: short array")
+	n, body, err := arrayBody(src, elemOID)
+	if err != nil {
+		return nil, err
 	}
-	if ndim := binary.BigEndian.Uint32(src); ndim == 0 {
-		return nil, nil
-	} else if ndim != 1 || len(src) < 20 || binary.BigEndian.Uint32(src[8:]) != elemOID {
-		return nil, fmt.Errorf("pgstore: expected a one-dimensional array of type %d", elemOID)
-	}
-	n := int(binary.BigEndian.Uint32(src[12:]))
-	body := src[20:]
 	elems := make([][]byte, n)
 	for i := range elems {
-		if len(body) < 4 {
-			return nil, errors.New("pgstore: array shorter than its length")
+		if elems[i], body, err = nextElement(body); err != nil {
+			return nil, err
 		}
-		size := int32(binary.BigEndian.Uint32(body))
-		body = body[4:]
-		if size < 0 {
-			continue // NULL
-		}
-		if int(size) > len(body) {
-			return nil, errors.New("pgstore: array element past its end")
-		}
-		elems[i], body = body[:size:size], body[size:]
 	}
 	if len(body) != 0 {
 		return nil, errors.New("pgstore: array longer than its length")
@@ -218,8 +203,8 @@ func internedResult(b []byte) string {
 }
 
 // arrayCodec wraps pgx's codec for an array type: EncodedArray values are
-// sent as they are, and *[]Hash (uuid[]), *AckOffsets and *AckResults
-// targets are parsed directly.
+// sent as they are, and *[]Hash (uuid[]), *AckOffsets, *AckResults,
+// *TextArray and *BytesArray targets are parsed directly.
 // Everything else goes to the wrapped codec.
 type arrayCodec struct{ pgtype.Codec }
 
@@ -267,6 +252,14 @@ func (c arrayCodec) PlanScan(m *pgtype.Map, oid uint32, format int16, target any
 			if oid == oidTextArray {
 				return ackResultsScanPlan{}
 			}
+		case *TextArray:
+			if oid == oidTextArray {
+				return textArrayScanPlan{}
+			}
+		case *BytesArray:
+			if oid == oidTextArray {
+				return bytesArrayScanPlan{}
+			}
 		}
 	}
 	return c.Codec.PlanScan(m, oid, format, target)
@@ -275,7 +268,11 @@ func (c arrayCodec) PlanScan(m *pgtype.Map, oid uint32, format int16, target any
 // RegisterCodecs installs arrayCodec on a connection's type map. Open does
 // this for every pooled connection.
 func RegisterCodecs(_ context.Context, conn *pgx.Conn) error {
-	m := conn.TypeMap()
+	return registerArrayCodecs(conn.TypeMap())
+}
+
+// registerArrayCodecs wraps m's array codecs in arrayCodec.
+func registerArrayCodecs(m *pgtype.Map) error {
 	for _, oid := range []uint32{oidTextArray, oidJSONArray, oidUUIDArray, oidInt8Array, oidBoolArray} {
 		t, ok := m.TypeForOID(oid)
 		if !ok {
