@@ -119,6 +119,9 @@ type FrameResult struct {
 	// duplicate of where its message is, whether this push or an earlier
 	// one stored it; BaseOffset is -1 and LastOffset the allocator then.
 	Settled bool
+	// CreatedAt is the time stored with the frame's messages (zero for a
+	// settled push).
+	CreatedAt time.Time
 }
 
 // Status is what became of one pushed message.
