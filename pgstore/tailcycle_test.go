@@ -77,4 +77,3 @@ func (b *consumerBundle) tailServed() int64 {
 	served, _, _ := b.tail.Tail.Counts()
 	return served
 }
-
