@@ -67,6 +67,13 @@ func (s *Server) Forget(leaseID string) {
 	}
 }
 
+// Renewed moves a remembered lease's end.
+func (s *Server) Renewed(leaseID string, until time.Time) {
+	if s != nil {
+		s.Leases.Renewed(leaseID, until)
+	}
+}
+
 // Mismatches counts the served cycles check mode found wrong.
 func (s *Server) Mismatches() int64 { return s.mismatches.Load() }
 

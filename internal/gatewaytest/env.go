@@ -300,6 +300,13 @@ func (e *Env) StartOpsGateway(token string, icfg ingest.Config) *OpsGateway {
 	}
 	timerOps := operator.NewTimerOps(tsvc, ops)
 	consumers := consume.New(store)
+	// Check mode: every cycle served from the tail is read back from SQL.
+	consumers.UseTail(ing.Tail(), true)
+	e.T.Cleanup(func() {
+		if n := consumers.TailMismatches(); n > 0 {
+			e.T.Errorf("%d cycles served from the tail differed from SQL", n)
+		}
+	})
 	gw, err := gateway.New(gateway.Config{Prefix: e.Prefix, Endpoints: []gateway.EndpointSet{ops, timerOps, consumers}}, nc, ing, log, reg)
 	if err != nil {
 		e.T.Fatal(err)

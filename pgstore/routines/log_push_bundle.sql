@@ -130,7 +130,7 @@ BEGIN
         -- alone, so the later sees the earlier's writes.
         FOR s IN 1 .. v_frames LOOP
             RETURN QUERY
-                SELECT s, r.base_offset, r.last_offset, r.probe, r.unrolled, r.dup_idx, r.dup_off, r.on_conflict
+                SELECT s, r.base_offset, r.last_offset, r.probe, r.unrolled, r.dup_idx, r.dup_off, r.on_conflict, r.created_at
                   FROM queen.log_push_bundle(ARRAY[p_pids[s]], ARRAY[p_verified[s]], ARRAY[p_verified_windows[s]],
                            ARRAY[p_counts[s]], p_txn_ids[v_pos[s] : v_pos[s] + p_counts[s] - 1],
                            p_hashes[v_pos[s] : v_pos[s] + p_counts[s] - 1], p_data[v_pos[s] : v_pos[s] + p_counts[s] - 1],
