@@ -19,9 +19,10 @@ func TestMemoryLimitSizedByConfig(t *testing.T) {
 		gomemlimit string
 		wantMB     int64
 	}{
-		{nil, "", 512 + memoryHeadroomMB},
-		{[]string{"--dedup-cache-mb", "64"}, "", 64 + memoryHeadroomMB},
-		{[]string{"--dedup-cache-mb", "0"}, "", memoryHeadroomMB},
+		{nil, "", 512 + 32 + memoryHeadroomMB},
+		{[]string{"--dedup-cache-mb", "64"}, "", 64 + 32 + memoryHeadroomMB},
+		{[]string{"--dedup-cache-mb", "0", "--tail-mb", "0"}, "", memoryHeadroomMB},
+		{[]string{"--tail-mb", "8"}, "", 512 + 8 + memoryHeadroomMB},
 		{[]string{"--memory-limit-mb", "300"}, "", 300},
 		{[]string{"--memory-limit-mb", "300"}, "1GiB", 300},
 		{[]string{"--memory-limit-mb", "-1"}, "", 0},
