@@ -315,3 +315,27 @@ func TestATailServedCycleIsOnePlainStatement(t *testing.T) {
 		}
 	}
 }
+
+// TestATailCycleLeavesThreeFramesToTheGeneralPop: consumer_cycle's pop
+// reads two frames at most; a pop wanting messages of a third frame the
+// tail holds is not planned (no statement is sent for it), and the usual
+// path delivers them all.
+func TestATailCycleLeavesThreeFramesToTheGeneralPop(t *testing.T) {
+	t.Parallel()
+	b := setupTail(t)
+	b.pushFed(t, "m0", "m1")
+	b.pushFed(t, "m2", "m3")
+	b.pushFed(t, "m4", "m5")
+	b.pushFed(t, "m6", "m7")
+	prev := b.popRemembered(t, 1) // 0
+	r, served := b.carried(t, prev, 6)
+	if served || !slices.Equal(txnIDsOf(r), []string{"m1", "m2", "m3", "m4", "m5", "m6"}) {
+		t.Fatalf("across three frames: served %v, %v", served, txnIDsOf(r))
+	}
+	if _, missed, refused := b.tail.Tail.Counts(); missed != 1 || refused != 0 {
+		t.Fatalf("missed %d, refused %d; want the cycle missed, no statement refused", missed, refused)
+	}
+	if r, served = b.carried(t, r, 4); !served || !slices.Equal(txnIDsOf(r), []string{"m7"}) {
+		t.Fatalf("from the last frame: served %v, %v", served, txnIDsOf(r))
+	}
+}

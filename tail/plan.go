@@ -71,14 +71,16 @@ type Slice struct {
 // a and b only (consumer_pop_slice reads two frames at most), and only
 // when they fit budget as consumer_pop_slice measures them. Hi is then
 // the partition's last offset or lo + max - 1, which the statement checks
-// against the partition (least(last_offset, lease_to + max) = Hi).
-func NextSlice(a, b *Frame, lo int64, max int, budget int64, envelope int) (Slice, bool) {
+// against the partition (least(last_offset, lease_to + max) = Hi). more
+// says the tail holds a frame after b: a pop reaching into it spans
+// three frames, which consumer_cycle leaves to the general pop.
+func NextSlice(a, b *Frame, more bool, lo int64, max int, budget int64, envelope int) (Slice, bool) {
 	want := lo + int64(max) - 1
 	s := Slice{Lo: lo, a: a, Hi: min(want, a.End())}
 	if want > a.End() && b != nil {
 		s.b, s.Hi = b, min(want, b.End())
 	}
-	if s.Hi < s.Lo || s.bound(envelope) > budget {
+	if (more && want > s.Hi) || s.Hi < s.Lo || s.bound(envelope) > budget {
 		return Slice{}, false
 	}
 	return s, true

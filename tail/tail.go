@@ -156,6 +156,12 @@ func (t *Tail) evictLocked() {
 // partition pid: the frame holding lo and the one after it (nil when the
 // tail has none), under epoch n. ok false when the tail does not hold lo.
 func (t *Tail) Window(pid, lo int64) (a, b *Frame, n uint64, ok bool) {
+	a, b, _, n, ok = t.window(pid, lo)
+	return a, b, n, ok
+}
+
+// window is Window, and whether the tail holds a frame after b.
+func (t *Tail) window(pid, lo int64) (a, b *Frame, more bool, n uint64, ok bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	fs := t.parts[pid]
@@ -164,10 +170,10 @@ func (t *Tail) Window(pid, lo int64) (a, b *Frame, n uint64, ok bool) {
 			if i+1 < len(fs) {
 				b = fs[i+1]
 			}
-			return f, b, t.epoch, true
+			return f, b, i+2 < len(fs), t.epoch, true
 		}
 	}
-	return nil, nil, t.epoch, false
+	return nil, nil, false, t.epoch, false
 }
 
 // Bytes is what the tail holds, as its budget counts.

@@ -129,14 +129,17 @@ func TestASliceIsMeasuredAsPgColumnSizeMeasuresIt(t *testing.T) {
 	a := NewFrame(0, []string{"y", "yy"}, [][]byte{[]byte(`"x"`), []byte(`"xx"`)}, time.Unix(1, 0))
 	b := NewFrame(2, []string{"yyy", "z"}, [][]byte{[]byte(`"xxx"`), []byte(`"z"`)}, time.Unix(2, 0))
 	want := int64(52 + 6*48 + 3*256)
-	s, ok := NextSlice(a, b, 0, 3, want, 256)
+	s, ok := NextSlice(a, b, false, 0, 3, want, 256)
 	if !ok || s.Hi != 2 || s.bound(256) != want {
 		t.Fatalf("slice %+v fits %v, bound %d; want 0..2 bounded by %d", s, ok, s.bound(256), want)
 	}
-	if _, ok := NextSlice(a, b, 0, 3, want-1, 256); ok {
+	if _, ok := NextSlice(a, b, false, 0, 3, want-1, 256); ok {
 		t.Fatal("a slice over its budget fits")
 	}
-	s, ok = NextSlice(a, b, 1, 10, 1<<20, 256)
+	if _, ok := NextSlice(a, b, true, 1, 10, 1<<20, 256); ok {
+		t.Fatal("a pop reaching into a third frame the tail holds is planned: consumer_cycle leaves it to the general pop")
+	}
+	s, ok = NextSlice(a, b, false, 1, 10, 1<<20, 256)
 	if !ok || s.Hi != 3 {
 		t.Fatalf("wanting more than two frames hold: %+v %v, want up to their end", s, ok)
 	}

@@ -119,11 +119,11 @@ func (s *Server) plan(r model.PopRequest, pid int64, leaseID string, items []mod
 	if !live || l.PartitionID != pid || l.GroupID != r.Group.ID || r.MaxAckPending > 0 || !WholeLease(l, items) {
 		return model.TailCycle{}, Slice{}, false
 	}
-	a, b, n, held := s.Tail.Window(pid, l.To+1)
+	a, b, more, n, held := s.Tail.window(pid, l.To+1)
 	if !held || n != l.Epoch {
 		return model.TailCycle{}, Slice{}, false
 	}
-	slice, fits := NextSlice(a, b, l.To+1, r.Max, model.SliceBudget(r), model.DeliveryEnvelope)
+	slice, fits := NextSlice(a, b, more, l.To+1, r.Max, model.SliceBudget(r), model.DeliveryEnvelope)
 	if !fits {
 		return model.TailCycle{}, Slice{}, false
 	}
