@@ -17,6 +17,8 @@ type Leases struct {
 	max   int
 	byID  map[string]leaseEntry
 	clock func() time.Time
+	// nextSweep is when a full map may next be swept of leases run out.
+	nextSweep time.Time
 }
 
 type leaseEntry struct {
@@ -30,19 +32,24 @@ func NewLeases(max int) *Leases {
 }
 
 // Remember keeps l until until (its end). When full, the leases run out
-// are forgotten first; if none, l is not kept.
+// are forgotten (looked for at most once a second), else any one.
 func (s *Leases) Remember(l *Lease, until time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.byID) >= s.max {
-		now := s.clock()
-		for id, e := range s.byID {
-			if !e.until.After(now) {
-				delete(s.byID, id)
+		if now := s.clock(); now.After(s.nextSweep) {
+			s.nextSweep = now.Add(time.Second)
+			for id, e := range s.byID {
+				if !e.until.After(now) {
+					delete(s.byID, id)
+				}
 			}
 		}
-		if len(s.byID) >= s.max {
-			return
+		for id := range s.byID {
+			if len(s.byID) < s.max {
+				break
+			}
+			delete(s.byID, id)
 		}
 	}
 	s.byID[l.ID] = leaseEntry{l: l, until: until}

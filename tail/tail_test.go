@@ -148,3 +148,32 @@ func TestASliceIsMeasuredAsPgColumnSizeMeasuresIt(t *testing.T) {
 		t.Fatalf("deliveries %+v", ds)
 	}
 }
+
+// TestLeasesAreForgottenWhenSettledOrRunOutAndBounded: a lease taken is
+// gone; one run out is not handed out; a full map makes room.
+func TestLeasesAreForgottenWhenSettledOrRunOutAndBounded(t *testing.T) {
+	now := time.Unix(100, 0)
+	s := NewLeases(2)
+	s.clock = func() time.Time { return now }
+	s.Remember(&Lease{ID: "a"}, now.Add(time.Minute))
+	s.Remember(&Lease{ID: "b"}, now.Add(-time.Second)) // run out
+	if _, live := s.Take("b"); live {
+		t.Fatal("a lease run out was handed out")
+	}
+	s.Remember(&Lease{ID: "b"}, now.Add(time.Minute))
+	s.Remember(&Lease{ID: "c"}, now.Add(time.Minute))
+	if n := s.Len(); n != 2 {
+		t.Fatalf("%d leases remembered, the bound is 2", n)
+	}
+	if _, live := s.Take("c"); !live {
+		t.Fatal("the lease remembered last was not kept")
+	}
+	if _, live := s.Take("c"); live {
+		t.Fatal("a lease taken twice")
+	}
+	s.Forget("a")
+	s.Forget("b")
+	if s.Len() != 0 {
+		t.Fatalf("%d leases left after forgetting", s.Len())
+	}
+}
