@@ -339,3 +339,46 @@ func TestATailCycleLeavesThreeFramesToTheGeneralPop(t *testing.T) {
 		t.Fatalf("from the last frame: served %v, %v", served, txnIDsOf(r))
 	}
 }
+
+// TestSegmentsStartFollowsRetentionAndPurges: segments_start is where the
+// stored frames begin: raised past the frames retention deleted, and
+// past everything a purge deleted.
+func TestSegmentsStartFollowsRetentionAndPurges(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupTail(t)
+	start := func() int64 {
+		var v int64
+		if err := b.store.Pool().QueryRow(ctx, "SELECT segments_start FROM queen.log_partitions WHERE id = $1", b.part.ID).
+			Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	b.push(t, -1, "m0", "m1")
+	b.push(t, -1, "m2")
+	b.push(t, -1, "m3", "m4")
+	if s := start(); s != 0 {
+		t.Fatalf("segments_start %d before any delete, want 0", s)
+	}
+	if _, _, err := b.store.Configure(ctx, b.queue, model.OptionsPatch{RetentionSeconds: ptr(10)}, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.store.Pool().Exec(ctx,
+		"UPDATE queen.log_segments SET created_at = created_at - interval '30 seconds' WHERE partition_id = $1 AND base_offset < 2",
+		b.part.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.store.Retain(ctx, retainOpts(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if s := start(); s != 2 {
+		t.Fatalf("segments_start %d after retention deleted 0..1, want 2", s)
+	}
+	if _, err := b.store.PurgeQueue(ctx, b.queue, "Default"); err != nil {
+		t.Fatal(err)
+	}
+	if s := start(); s != 5 {
+		t.Fatalf("segments_start %d after a purge of everything, want 5", s)
+	}
+}
