@@ -14,8 +14,8 @@ func (in *Ingester) Tail() *tail.Tail { return in.tail }
 
 // feedTail hands the tail what a committed frame wrote, on a connection
 // of epoch n: its new messages at BaseOffset..LastOffset, copied (the
-// requests' buffers are not the tail's), and the created_at stored with
-// them. A settled push (n 0) says what is stored but not that nothing
+// requests' buffers are not the tail's) as stored (model.StoredData),
+// and the created_at stored with them. A settled push (n 0) says what is stored but not that nothing
 // else was written between: the partition's tail is dropped.
 func (in *Ingester) feedTail(n uint64, fr *model.Frame, res *model.FrameResult) {
 	if in.tail == nil || res.BaseOffset < 0 {
@@ -31,7 +31,7 @@ func (in *Ingester) feedTail(n uint64, fr *model.Frame, res *model.FrameResult) 
 	var size, idSize int
 	for k, o := range res.Outcomes {
 		if !o.Duplicate {
-			size += len(fr.Data[k])
+			size += len(model.StoredData(fr.Data[k]))
 			idSize += len(fr.TxnIDs[k])
 		}
 	}
@@ -46,7 +46,7 @@ func (in *Ingester) feedTail(n uint64, fr *model.Frame, res *model.FrameResult) 
 			continue
 		}
 		start := len(buf)
-		buf = append(buf, fr.Data[k]...)
+		buf = append(buf, model.StoredData(fr.Data[k])...)
 		data = append(data, buf[start:len(buf):len(buf)])
 		ids.WriteString(fr.TxnIDs[k])
 		bounds = append(bounds, ids.Len())

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queengate/queengate/ingest"
 	"github.com/queengate/queengate/internal/checkfor"
 	"github.com/queengate/queengate/internal/pgtest"
 )
@@ -60,4 +61,34 @@ func TestTheTailHoldsWhatWasCommittedUntilTheStoreChanges(t *testing.T) {
 		_, _, _, held := tl.Window(pid, 4)
 		return !held
 	}))
+}
+
+// TestTheTailHoldsDataAsStored: a message sent without data is stored as
+// JSON null, and the tail holds it so (the gateway's check mode found the
+// tail holding nothing where SQL held null).
+func TestTheTailHoldsDataAsStored(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store := pgtest.Store(t, pgtest.SharedURL(t))
+	g := newGateway(t, store, pgtest.UniqueName(t), 0)
+	done := make(chan []ingest.Result, 1)
+	req := &ingest.Request{Queue: g.queue, Partition: "p", Done: func(r []ingest.Result) { done <- r },
+		Messages: []ingest.Message{{TxnID: "none"}, {TxnID: "some", Data: []byte(`{"a": 1}`)}}}
+	if err := g.ing.Submit(req); err != nil {
+		t.Fatal(err)
+	}
+	res := <-done
+	pid := res[0].PartitionID
+	f, _, _, held := g.ing.Tail().Window(pid, 0)
+	if !held {
+		t.Fatal("the frame is not in the tail")
+	}
+	var stored []string
+	if err := store.Pool().QueryRow(ctx, "SELECT data::text[] FROM queen.log_segments WHERE partition_id = $1 AND base_offset = 0",
+		pid).Scan(&stored); err != nil {
+		t.Fatal(err)
+	}
+	if len(stored) != 2 || string(f.Data[0]) != stored[0] || string(f.Data[1]) != stored[1] {
+		t.Fatalf("tail %q, stored %q", f.Data, stored)
+	}
 }

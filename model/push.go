@@ -230,3 +230,12 @@ type Hydration struct {
 	// epoch it vouches under.
 	Epoch uint64
 }
+
+// StoredData is message data as log_segments stores it: as sent, or
+// JSON null for a message sent without any.
+func StoredData(d []byte) []byte {
+	if d == nil {
+		return jsonNull
+	}
+	return d
+}

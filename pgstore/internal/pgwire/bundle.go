@@ -60,9 +60,7 @@ func BundleArgs(frames []model.Frame) (pgx.NamedArgs, error) {
 			hashes.AppendBytes(fr.Hashes[j][:])
 		}
 		for _, d := range fr.Data {
-			if d == nil {
-				d = JSONNull
-			}
+			d = model.StoredData(d) // JSON null for a message sent without data
 			data.AppendBytes(d)
 			sizes[i] += int64(len(d))
 		}
@@ -84,9 +82,6 @@ func BundleArgs(frames []model.Frame) (pgx.NamedArgs, error) {
 		"cand_counts": candCounts, "cand_idx": candIdx, "cand_off": candOff,
 		"dh_counts": dhCounts, "data_hashes": dataHashes.Encoded()}, nil
 }
-
-// JSONNull is the data stored for a message sent without any.
-var JSONNull = []byte("null")
 
 // noDataHashes is the empty uuid[] of a bundle without data hashes (every
 // queue in it ignores payload conflicts): shared, never appended to.
