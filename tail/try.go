@@ -91,9 +91,12 @@ func (s *Server) Cycle(ctx context.Context, r model.PopRequest, pid int64, lease
 		return ack, nil, false, nil
 	}
 	lease, ok, err := s.Store.TailCycle(ctx, c)
-	if err != nil || !ok {
-		s.Tail.Refused()
+	if err != nil {
 		return ack, nil, false, err
+	}
+	if !ok {
+		s.Tail.Refused()
+		return ack, nil, false, nil
 	}
 	ack = model.AckResult{Items: make([]model.AckOutcome, len(items)), NextOffset: c.To + 1, LeaseEnded: true}
 	for i := range items {
