@@ -22,6 +22,7 @@ import (
 	"github.com/queengate/queengate/gateway"
 	"github.com/queengate/queengate/internal/wire"
 	"github.com/queengate/queengate/model"
+	"github.com/queengate/queengate/tail"
 )
 
 // Store is what consuming needs from the store.
@@ -88,6 +89,9 @@ type Consumers struct {
 	// (queuedelete.go).
 	knownGroups     sync.Map // queue + "/" + group -> model.Group
 	knownPartitions sync.Map // queue id + "/" + partition -> int64
+
+	// tail serves the usual cycle from memory (tail.go); nil: never.
+	tail *tail.Server
 }
 
 // group finds (create: or creates) queue's group name.
@@ -436,10 +440,12 @@ func (a *popAnswer) answer(queue string, g model.Group, r *model.PopResult, more
 	a.leases = nil
 	if r.LeaseID != "" {
 		a.leases = append(a.leases, takenLease{r.PartitionID, r.LeaseID})
+		a.c.tail.Remember(g.ID, r)
 	}
 	for i := range more {
 		a.c.metrics.popped(queue, a.group.Name, &more[i])
 		a.leases = append(a.leases, takenLease{more[i].PartitionID, more[i].LeaseID})
+		a.c.tail.Remember(g.ID, &more[i])
 	}
 	a.body = wire.EncodePopLeases(queue, a.group.Name, r, more, a.ackField, a.acked)
 	return a
@@ -464,6 +470,7 @@ func (a *popAnswer) Undo() {
 	defer cancel()
 	anyUndone := false
 	for _, l := range a.leases {
+		a.c.tail.Forget(l.lease)
 		undone, err := a.c.store.Undo(ctx, a.group, l.pid, l.lease)
 		if err != nil {
 			// Then the lease runs out unheard: the next pop takes it back.
@@ -668,6 +675,7 @@ func (c *Consumers) settle(ctx context.Context, queue, partition string, req que
 		return queengate.AckAnswer{}, werr
 	}
 	c.activity.note(g.ID)
+	c.tail.Forget(req.LeaseID)
 	res, err := c.store.Ack(ctx, g, pid, req.LeaseID, items)
 	if err != nil {
 		return queengate.AckAnswer{}, c.groupFailed(g, err)
@@ -817,7 +825,9 @@ func (c *Consumers) lease(ctx context.Context, queue, partition string, body []b
 	ans := queengate.LeaseAnswer{LeaseID: req.LeaseID, Released: !renew}
 	if renew {
 		ans.LeaseUntil = &until
+		c.tail.Renewed(req.LeaseID, until)
 	} else {
+		c.tail.Forget(req.LeaseID)
 		c.announce(queue) // what the lease left is poppable now
 	}
 	return ans, nil

@@ -31,7 +31,7 @@ func (e *testEnv) queenClient(t *testing.T) *queengate.Client {
 func consuming(t *testing.T, n int, partitions ...string) (*testEnv, *queengate.Client) {
 	t.Helper()
 	e := newEnv(t)
-	e.StartGateway(gatewayOpts{Consume: true})
+	_, e.ing = e.StartGateway(gatewayOpts{Consume: true})
 	e.fill(t, n, partitions...)
 	return e, e.queenClient(t)
 }

@@ -56,6 +56,17 @@ func (c *Consumers) cycle(ctx context.Context, queue string, g model.Group, pid 
 	// answer is known only once the statement ran.
 	pr := c.popRequest(g, pid, req, int(bound))
 	c.activity.note(g.ID)
+	if c.tail != nil {
+		// The usual cycle from memory, in one plain statement; anything
+		// it does not serve changed nothing, and the store's Cycle decides.
+		res, popped, ok, err := c.tail.Cycle(ctx, pr, apid, ackReq.LeaseID, items)
+		if err != nil {
+			return ans, nil, false, c.groupFailed(g, err)
+		}
+		if ok {
+			return c.ackAnswer(queue, ag, ackReq, items, res), popped, true, nil
+		}
+	}
 	res, popped, ok, err := c.store.Cycle(ctx, pr, apid, ackReq.LeaseID, items)
 	if err != nil {
 		return ans, nil, false, c.groupFailed(g, err)

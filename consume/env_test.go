@@ -12,18 +12,22 @@ func TestMain(m *testing.M) { pgtest.Run(m) }
 
 // testEnv is internal/gatewaytest's Env, which this package's own
 // helpers extend.
-type testEnv struct{ *gatewaytest.Env }
+type testEnv struct {
+	*gatewaytest.Env
+	// ing is the ingester of the gateway consuming started.
+	ing *ingest.Ingester
+}
 
 func newEnv(t *testing.T) *testEnv {
 	t.Helper()
-	return &testEnv{gatewaytest.NewEnv(t)}
+	return &testEnv{Env: gatewaytest.NewEnv(t)}
 }
 
 // newSmallPayloadEnv is newEnv with a small max payload
 // (gatewaytest.SmallPayload).
 func newSmallPayloadEnv(t *testing.T) *testEnv {
 	t.Helper()
-	return &testEnv{gatewaytest.NewSmallPayloadEnv(t)}
+	return &testEnv{Env: gatewaytest.NewSmallPayloadEnv(t)}
 }
 
 // opsGateway is internal/gatewaytest's OpsGateway, on this package's

@@ -169,6 +169,7 @@ func (b *bundle) push(ctx context.Context, s *sent, start time.Time) {
 			// of the same transactionId answers duplicate then.
 			s.pushErr = fmt.Errorf("%w: %w", ErrOutcomeUnknown, s.pushErr)
 		}
+		in.dropTails(s.frames)
 		return
 	}
 	in.reach.lastCommit.Store(time.Now().UnixNano())
@@ -177,6 +178,7 @@ func (b *bundle) push(ctx context.Context, s *sent, start time.Time) {
 	in.journal.record(s.epoch, s.frames, s.results)
 	for j := range s.frames {
 		in.learn(at, &s.frames[j], &s.results[j])
+		in.feedTail(at, &s.frames[j], &s.results[j])
 	}
 	in.announce(b.parts, s)
 }

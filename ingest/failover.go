@@ -47,8 +47,9 @@ func (in *Ingester) underEpoch(n uint64, f func()) {
 	}
 }
 
-// moveTo makes n the ingester's epoch: the dedup cache is dropped (each
-// partition hydrates again from the store as it is now), and the
+// moveTo makes n the ingester's epoch: the dedup cache and the tail are
+// dropped (each partition hydrates again from the store as it is now,
+// and the tail fills with what is committed from now on), and the
 // acknowledged messages journaled under older epochs are checked against
 // the store, in the background, for what it lacks.
 func (in *Ingester) moveTo(n uint64, identity string) {
@@ -63,6 +64,9 @@ func (in *Ingester) moveTo(n uint64, identity string) {
 	dropped := 0
 	if in.cache != nil {
 		dropped = in.cache.Clear()
+	}
+	if in.tail != nil {
+		in.tail.Reset(n) // what it holds was committed on another server, perhaps lost
 	}
 	acked, unchecked := in.journal.takeBefore(n)
 	in.ep.mu.Unlock()

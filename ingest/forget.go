@@ -3,8 +3,8 @@ package ingest
 import "time"
 
 // ForgetQueue drops what the ingester holds of a deleted queue: its
-// partitions' memos (ids that no longer exist) and their dedup cache
-// entries. Each shard does it between flushes; a partition in flight
+// partitions' memos (ids that no longer exist), their dedup cache
+// entries and their tails. Each shard does it between flushes; a partition in flight
 // keeps its memo, its push is refused (the partition is gone) and
 // resolved again, as is any push of a gateway that never heard of the
 // delete. Best effort: a shard whose queue of these is full skips it.
@@ -36,5 +36,8 @@ func (s *shard) forgetQueue(queue string) {
 	}
 	if s.ing.cache != nil && len(pids) > 0 {
 		s.ing.cache.Forget(pids)
+	}
+	if s.ing.tail != nil && len(pids) > 0 {
+		s.ing.tail.Drop(pids...)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/queengate/queengate/dedup"
 	"github.com/queengate/queengate/internal/startstop"
 	"github.com/queengate/queengate/model"
+	"github.com/queengate/queengate/tail"
 )
 
 var (
@@ -109,6 +110,12 @@ type Config struct {
 	// NoCache sends every frame with p_verified = -1 (always correct,
 	// always probing): for measuring the cache's effect.
 	NoCache bool
+	// TailBytes bounds the tail: the messages this gateway committed,
+	// kept per partition so that consumers' usual cycle is served from
+	// memory (docs/design.md, "The tail"); default tail.DefaultBudgetBytes.
+	TailBytes int64
+	// NoTail keeps no tail: every cycle reads its messages from SQL.
+	NoTail bool
 	// Journal is how many of the last acknowledged messages are kept
 	// (40 bytes each), so that when PostgreSQL changes (a failover to an
 	// asynchronous standby) those it lacks can be told and reported;
@@ -132,6 +139,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxBuffered <= 0 {
 		c.MaxBuffered = 100_000
+	}
+	if c.TailBytes <= 0 {
+		c.TailBytes = tail.DefaultBudgetBytes
 	}
 	if c.MaxBufferedBytes <= 0 {
 		c.MaxBufferedBytes = 256 << 20
@@ -197,6 +207,7 @@ type Ingester struct {
 	log     zerolog.Logger
 	metrics *metrics
 	cache   *dedup.Cache // nil with NoCache
+	tail    *tail.Tail   // nil with NoTail
 	shards  []*shard
 	tallies tallies
 
@@ -258,6 +269,12 @@ func New(store Store, cfg Config, log zerolog.Logger, reg prometheus.Registerer)
 		}
 		in.cache = dedup.New(cacheCfg)
 		if err := m.registerCache(reg, in.cache); err != nil {
+			return nil, err
+		}
+	}
+	if !cfg.NoTail {
+		in.tail = tail.New(cfg.TailBytes)
+		if err := m.registerTail(reg, in.tail); err != nil {
 			return nil, err
 		}
 	}

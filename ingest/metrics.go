@@ -8,6 +8,7 @@ import (
 	"github.com/queengate/queengate/dedup"
 	"github.com/queengate/queengate/internal/promreg"
 	"github.com/queengate/queengate/model"
+	"github.com/queengate/queengate/tail"
 )
 
 type metrics struct {
@@ -184,5 +185,27 @@ func (m *metrics) registerCache(reg prometheus.Registerer, c *dedup.Cache) error
 			func(s dedup.Stats) float64 { return float64(s.Fills) }),
 		counter("queengate_dedup_filled_bytes_total", "Bytes of hashes read by fills (16 per hash).",
 			func(s dedup.Stats) float64 { return float64(s.FilledBytes) }),
+	)
+}
+
+// registerTail registers the tail's gauges and the counts of the cycles
+// consumers served from it.
+func (m *metrics) registerTail(reg prometheus.Registerer, t *tail.Tail) error {
+	count := func(pick func(served, missed, refused int64) int64) func() float64 {
+		return func() float64 { return float64(pick(t.Counts())) }
+	}
+	return promreg.RegisterAll(reg,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "queengate_tail_bytes",
+			Help: "Bytes of committed messages this gateway keeps in its tail (within --tail-mb)."},
+			func() float64 { return float64(t.Bytes()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "queengate_tail_cycles_served_total",
+			Help: "Pops carrying the ack of their whole previous lease answered from the tail, in one plain statement."},
+			count(func(s, _, _ int64) int64 { return s })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "queengate_tail_cycles_missed_total",
+			Help: "Pops carrying an ack that the tail could not serve (lease not remembered or not acked whole, next messages not in the tail, or not fitting): answered the usual way."},
+			count(func(_, m, _ int64) int64 { return m })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "queengate_tail_cycles_refused_total",
+			Help: "Cycles planned from the tail that PostgreSQL refused (the cursor, partition or queue not as remembered): answered the usual way."},
+			count(func(_, _, r int64) int64 { return r })),
 	)
 }

@@ -233,3 +233,36 @@ type DeadLetter struct {
 type OmittedData struct {
 	Bytes int `json:"bytes"`
 }
+
+// TailCycle is the usual cycle served from a gateway's memory of what it
+// committed (docs/design.md, "The tail"): the pop Pop carries the ack
+// of lease LeaseID, offsets From..To of partition PartitionID, which the
+// gateway found complete the whole lease; the next lease is To+1..Hi,
+// whose messages the gateway holds. Epoch is the store epoch its
+// memory speaks of.
+type TailCycle struct {
+	Pop         PopRequest
+	PartitionID int64
+	LeaseID     string
+	From, To    int64
+	Hi          int64
+	Epoch       uint64
+}
+
+// TailLease is the lease a TailCycle took.
+type TailLease struct {
+	Partition  string
+	LeaseID    string
+	LeaseUntil time.Time
+}
+
+// SliceBudget is the most the messages of a cycle's pop may take, as
+// queen.consumer_cycle bounds them: the pop's room, its maxBytes, and
+// what one message may take in any pop.
+func SliceBudget(r PopRequest) int64 {
+	b := min(r.Room, r.MaxBytes)
+	if r.MaxDelivery > 0 {
+		b = min(b, r.MaxDelivery)
+	}
+	return b
+}

@@ -119,6 +119,9 @@ type FrameResult struct {
 	// duplicate of where its message is, whether this push or an earlier
 	// one stored it; BaseOffset is -1 and LastOffset the allocator then.
 	Settled bool
+	// CreatedAt is the time stored with the frame's messages (zero for a
+	// settled push).
+	CreatedAt time.Time
 }
 
 // Status is what became of one pushed message.
@@ -226,4 +229,13 @@ type Hydration struct {
 	// pgstore.Store.Epoch), 0 for none: a cache takes it only under the
 	// epoch it vouches under.
 	Epoch uint64
+}
+
+// StoredData is message data as log_segments stores it: as sent, or
+// JSON null for a message sent without any.
+func StoredData(d []byte) []byte {
+	if d == nil {
+		return jsonNull
+	}
+	return d
 }

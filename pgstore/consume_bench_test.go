@@ -8,6 +8,7 @@ import (
 
 	"github.com/queengate/queengate/internal/pgtest"
 	"github.com/queengate/queengate/model"
+	"github.com/queengate/queengate/tail"
 )
 
 // BenchmarkConsume is a consumer's round in the store: pop a batch, then
@@ -15,8 +16,10 @@ import (
 // 1000-message frames; carried, each pop carries the previous batch's
 // ack, as the gateway serves it (cyclePop).
 func BenchmarkConsume(b *testing.B) {
-	b.Run("batch=100/carried", benchmarkCarried(100))
-	b.Run("batch=1000/carried", benchmarkCarried(1000))
+	b.Run("batch=100/carried", benchmarkCarried(100, false))
+	b.Run("batch=1000/carried", benchmarkCarried(1000, false))
+	b.Run("batch=100/carried/tail", benchmarkCarried(100, true))
+	b.Run("batch=1000/carried/tail", benchmarkCarried(1000, true))
 	b.Run("partitions=10000/batch=25", benchmarkManyPartitions)
 	for _, byOffset := range []bool{false, true} {
 		for _, n := range []int{100, 1000} {
@@ -74,8 +77,10 @@ func BenchmarkConsume(b *testing.B) {
 }
 
 // benchmarkCarried is BenchmarkConsume's round with each pop of n
-// carrying the whole ack of the batch before, by transactionId.
-func benchmarkCarried(n int) func(b *testing.B) {
+// carrying the whole ack of the batch before, by transactionId; withTail,
+// the pushes feed a tail and the cycles are served from it (one plain
+// statement, the messages from memory) as a gateway serves them.
+func benchmarkCarried(n int, withTail bool) func(b *testing.B) {
 	return func(b *testing.B) {
 		st, p := benchSetup(b)
 		ctx := context.Background()
@@ -85,25 +90,39 @@ func benchmarkCarried(n int) func(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		epoch, _ := st.Epoch(ctx)
+		tl := tail.New(tail.DefaultBudgetBytes)
+		tl.Reset(epoch)
+		s := &tail.Server{Tail: tl, Leases: tail.NewLeases(tail.DefaultMaxLeases), Store: st}
 		pr := model.PopRequest{Group: g, Max: n, Lease: time.Minute, Consumer: "c", MaxBytes: 1 << 20, Room: 1 << 20}
 		var prev model.PopResult
 		consumed := int64(0)
 		for b.Loop() {
 			for consumed+int64(n) > last+1 {
 				b.StopTimer()
-				res, err := st.Push(ctx, []model.Frame{rows.frame(p.ID, last, 1000)})
+				fr := rows.frame(p.ID, last, 1000)
+				res, at, err := st.PushUnder(ctx, epoch, []model.Frame{fr})
 				if err != nil {
 					b.Fatal(err)
 				}
+				tl.Add(at, p.ID, tail.NewFrame(res[0].BaseOffset, fr.TxnIDs, fr.Data, res[0].CreatedAt))
 				last = res[0].LastOffset
 				b.StartTimer()
 			}
-			if prev, err = cyclePop(ctx, st, pr, prev); err != nil || len(prev.Messages) != n {
+			if withTail {
+				prev, err = cyclePopWith(ctx, st, s, pr, prev)
+				s.Remember(g.ID, &prev)
+			} else {
+				prev, err = cyclePop(ctx, st, pr, prev)
+			}
+			if err != nil || len(prev.Messages) != n {
 				b.Fatalf("pop: %d messages, %v", len(prev.Messages), err)
 			}
 			consumed += int64(n)
 		}
 		reportRows(b, n)
+		served, _, _ := tl.Counts()
+		b.ReportMetric(float64(served)/float64(b.N), "tail-served/op")
 	}
 }
 

@@ -323,7 +323,7 @@ type modelSteps struct {
 }
 
 func runConsumerModel(t *testing.T, seed uint64, n, maxAttempts, steps int, delays modelDelays, extra modelSteps) {
-	b := setupConsumer(t, n)
+	b := setupConsumerInFrames(t, n, seed)
 	ctx := context.Background()
 	b.setMaxAttempts(t, maxAttempts)
 	hours := func(h []int) *[]int {
@@ -377,6 +377,7 @@ func runConsumerModel(t *testing.T, seed uint64, n, maxAttempts, steps int, dela
 			}
 			wantOff, wantAtt, wantDead := m.pop(k)
 			got := pop()
+			b.remember(got)
 			var gotErr, wantErr []string
 			for i, d := range got.Messages {
 				o := wantOff[min(i, len(wantOff)-1)]
@@ -441,8 +442,12 @@ func runConsumerModel(t *testing.T, seed uint64, n, maxAttempts, steps int, dela
 			}
 			var popped *model.PopResult
 			a, ok := model.AckResult{}, false
+			served := b.tailServed()
 			if carried {
 				a, popped, ok = b.cycle(t, k, lease, items)
+			}
+			if b.tailServed() > served {
+				seen["tail served"]++
 			}
 			if ok {
 				seen["cycle"]++
@@ -551,7 +556,7 @@ func runConsumerModel(t *testing.T, seed uint64, n, maxAttempts, steps int, dela
 	seen["dead letter after leases unheard"] = m.deadAfterUnheard
 	t.Logf("seed %d: %v; cursor at %d of %d", seed, seen, m.cursor(), m.n)
 	kinds := []string{"pop", "redelivery", "expiry", "release", "dead letter", "ack acked", "ack alreadyAcked",
-		"ack notInLease", "answer deadLettered", "renewal", "ack by the shortcut", "cycle", "cycle popped", "expiry heard true", "expiry heard false", "undo true", "undo false", "unconfirmed",
+		"ack notInLease", "answer deadLettered", "renewal", "ack by the shortcut", "cycle", "cycle popped", "tail served", "expiry heard true", "expiry heard false", "undo true", "undo false", "unconfirmed",
 		"an hour", "held by a failure true", "held by a failure false"}
 	if extra.seeks {
 		kinds = []string{"pop", "redelivery", "dead letter", "ack acked", "stale leaseNotHeld", "stale alreadyAcked",

@@ -9,12 +9,16 @@ import (
 	"time"
 
 	"github.com/queengate/queengate/model"
+	"github.com/queengate/queengate/tail"
 )
 
 // consumerBundle is a queue with pushed messages and a consumer group.
 type consumerBundle struct {
 	*testBundle
 	group model.Group
+	// tail, when set, serves the cycles it can before the store's Cycle
+	// (setupConsumerInFrames).
+	tail *tail.Server
 }
 
 // setupConsumer pushes n messages t0..t(n-1) to the test's partition and
@@ -440,8 +444,11 @@ func TestRunOutLeasesListsOnlyLeasesThatRanOut(t *testing.T) {
 // settled the ack.
 func (b *consumerBundle) cycle(t *testing.T, max int, lease string, items []model.AckItem) (a model.AckResult, popped *model.PopResult, ok bool) {
 	t.Helper()
-	a, popped, ok, err := b.store.Cycle(context.Background(), model.PopRequest{Group: b.group, Max: max, Lease: time.Minute,
-		Consumer: "c", MaxBytes: 1 << 20, Room: 1 << 20}, b.part.ID, lease, items)
+	r := model.PopRequest{Group: b.group, Max: max, Lease: time.Minute, Consumer: "c", MaxBytes: 1 << 20, Room: 1 << 20}
+	if a, popped, ok := b.tailCycle(t, r, lease, items); ok {
+		return a, popped, ok
+	}
+	a, popped, ok, err := b.store.Cycle(context.Background(), r, b.part.ID, lease, items)
 	if err != nil {
 		t.Fatal(err)
 	}

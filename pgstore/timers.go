@@ -11,7 +11,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/queengate/queengate/model"
-	"github.com/queengate/queengate/pgstore/internal/pgwire"
 )
 
 // TimerNotifyChannel is the LISTEN channel a schedule notifies when its
@@ -42,9 +41,7 @@ SELECT t.id::text, t.fire_at, true, 0 FROM queen.timers t
 // partition (so a retried schedule makes no second timer).
 func (s *Store) ScheduleTimer(ctx context.Context, partitionID int64, txnID string, data []byte, fireAt time.Time) (model.ScheduledTimer, error) {
 	h := model.HashTxnID(txnID)
-	if data == nil {
-		data = pgwire.JSONNull
-	}
+	data = model.StoredData(data)
 	// The pending row a conflict names may have committed after this
 	// statement's snapshot: then neither branch returns it, and a second
 	// try sees it.

@@ -52,6 +52,7 @@ func assemble(cfg Config, store *pgstore.Store, nc *nats.Conn) (*assembly, error
 		Durability: durability.Current}, store, ing, nc)
 	timerOps := operator.NewTimerOps(tsvc, ops)
 	consumers := consume.New(store)
+	consumers.UseTail(ing.Tail(), false) // the same store: the tail's epochs are its
 	gcfg := gateway.Config{Prefix: cfg.Prefix, MaxBatch: cfg.MaxBatch, Version: cfg.Version,
 		Endpoints: []gateway.EndpointSet{ops, timerOps, consumers}}
 	if cfg.RoutingShards > 0 {

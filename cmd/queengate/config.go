@@ -18,6 +18,7 @@ import (
 	"github.com/queengate/queengate/model"
 	"github.com/queengate/queengate/routing"
 	"github.com/queengate/queengate/server"
+	"github.com/queengate/queengate/tail"
 )
 
 // config is the daemon's configuration. Each field names its flag and
@@ -77,9 +78,14 @@ type config struct {
 	// cache's budget; default 512. 0 turns the cache off (every push
 	// probes in SQL; for measuring).
 	DedupCacheMB int
+	// TailMB (--tail-mb, QUEEN_TAIL_MB): the budget of the tail, the
+	// messages this gateway committed kept to serve consumers' usual
+	// cycle from memory; default 32. 0 turns it off.
+	TailMB int
 	// MemoryLimitMB (--memory-limit-mb, QUEEN_MEMORY_LIMIT_MB): the Go
 	// runtime's soft memory limit in MiB. 0 (default): the dedup cache
-	// budget plus memoryHeadroomMB, unless GOMEMLIMIT is set; -1: none.
+	// and tail budgets plus memoryHeadroomMB, unless GOMEMLIMIT is set;
+	// -1: none.
 	MemoryLimitMB int
 	// LogLevel (--log-level, QUEEN_LOG_LEVEL): default info.
 	LogLevel string
@@ -209,8 +215,10 @@ flag wins. Flags:
 	e.int(&cfg.MaxBuffered, "max-buffered", "QUEEN_MAX_BUFFERED", ingestDefaults.MaxBuffered, "messages a shard holds before answering 503")
 	e.int(&cfg.FailoverJournal, "failover-journal", "QUEEN_FAILOVER_JOURNAL", ingestDefaults.Journal, "last acknowledged messages a changed PostgreSQL (a failover) is asked about, for the lost report; 40 bytes each")
 	e.int(&cfg.DedupCacheMB, "dedup-cache-mb", "QUEEN_DEDUP_CACHE_MB", dedup.DefaultBudgetBytes>>20, "dedup cache budget in MiB; 0 turns the cache off")
+	e.int(&cfg.TailMB, "tail-mb", "QUEEN_TAIL_MB", tail.DefaultBudgetBytes>>20,
+		"budget in MiB of the messages this gateway committed, kept to serve consumers' usual pop-and-ack from memory; 0 turns it off")
 	e.int(&cfg.MemoryLimitMB, "memory-limit-mb", "QUEEN_MEMORY_LIMIT_MB", 0,
-		fmt.Sprintf("soft memory limit of the Go runtime in MiB: the collector works harder near it (docs/operations.md); 0: dedup-cache-mb + %d, or GOMEMLIMIT when set; -1: none", memoryHeadroomMB))
+		fmt.Sprintf("soft memory limit of the Go runtime in MiB: the collector works harder near it (docs/operations.md); 0: dedup-cache-mb + tail-mb + %d, or GOMEMLIMIT when set; -1: none", memoryHeadroomMB))
 	e.str(&cfg.LogLevel, "log-level", "QUEEN_LOG_LEVEL", "info", "debug, info, warn or error")
 	e.str(&cfg.AdminToken, "admin-token", "QUEEN_ADMIN_TOKEN", "", "bearer token the operator requests require (admin HTTP but /healthz, /readyz, /metrics; NATS configure, queues, status, message.get, timer.list); empty: none")
 	e.dur(&cfg.RetentionInterval, "retention-interval", "QUEEN_RETENTION_INTERVAL", time.Minute, "time between retention passes; 0: no retention in this gateway")
@@ -273,8 +281,11 @@ func (c config) validate() error {
 	if c.DedupCacheMB < 0 {
 		errs = append(errs, fmt.Errorf("dedup-cache-mb: %d, must be 0 (off) or more", c.DedupCacheMB))
 	}
+	if c.TailMB < 0 {
+		errs = append(errs, fmt.Errorf("tail-mb: %d, must be 0 (off) or more", c.TailMB))
+	}
 	if c.MemoryLimitMB < -1 {
-		errs = append(errs, fmt.Errorf("memory-limit-mb: %d, must be -1 (none), 0 (dedup-cache-mb + %d) or a size in MiB", c.MemoryLimitMB, memoryHeadroomMB))
+		errs = append(errs, fmt.Errorf("memory-limit-mb: %d, must be -1 (none), 0 (dedup-cache-mb + tail-mb + %d) or a size in MiB", c.MemoryLimitMB, memoryHeadroomMB))
 	}
 	if err := queengate.ValidPrefix(c.Prefix); err != nil {
 		errs = append(errs, err)
@@ -336,9 +347,11 @@ func (c config) server(log zerolog.Logger) server.Config {
 		MaxBatch:   c.MaxBatch,
 		Ingest: ingest.Config{
 			Shards: c.Shards, FlushSize: c.FlushSize, Linger: c.Linger, MaxBuffered: c.MaxBuffered, PushTimeout: c.PushTimeout,
-			Journal: c.FailoverJournal,
-			Cache:   dedup.Config{BudgetBytes: int64(c.DedupCacheMB) << 20},
-			NoCache: c.DedupCacheMB == 0,
+			Journal:   c.FailoverJournal,
+			Cache:     dedup.Config{BudgetBytes: int64(c.DedupCacheMB) << 20},
+			NoCache:   c.DedupCacheMB == 0,
+			TailBytes: int64(c.TailMB) << 20,
+			NoTail:    c.TailMB == 0,
 		},
 		RetentionInterval: c.RetentionInterval,
 		RetentionSlack:    c.RetentionSlack,

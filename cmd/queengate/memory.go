@@ -8,7 +8,7 @@ import (
 )
 
 // memoryHeadroomMB is what the derived memory limit allows beyond the
-// dedup cache's budget: the rest of the live heap (ingest buffers,
+// dedup cache's and the tail's budgets: the rest of the live heap (ingest buffers,
 // partition state, pgx and NATS buffers), goroutine stacks and the
 // runtime's own, with room for the heap the collector finds dead.
 const memoryHeadroomMB = 112
@@ -29,8 +29,8 @@ func (c config) memoryLimit(gomemlimit string) (int64, string) {
 	case gomemlimit != "":
 		return 0, "GOMEMLIMIT"
 	default:
-		return int64(c.DedupCacheMB+memoryHeadroomMB) << 20,
-			fmt.Sprintf("dedup-cache-mb + %d MiB", memoryHeadroomMB)
+		return int64(c.DedupCacheMB+c.TailMB+memoryHeadroomMB) << 20,
+			fmt.Sprintf("dedup-cache-mb + tail-mb + %d MiB", memoryHeadroomMB)
 	}
 }
 

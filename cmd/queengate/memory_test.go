@@ -19,9 +19,10 @@ func TestMemoryLimitSizedByConfig(t *testing.T) {
 		gomemlimit string
 		wantMB     int64
 	}{
-		{nil, "", 512 + memoryHeadroomMB},
-		{[]string{"--dedup-cache-mb", "64"}, "", 64 + memoryHeadroomMB},
-		{[]string{"--dedup-cache-mb", "0"}, "", memoryHeadroomMB},
+		{nil, "", 512 + 32 + memoryHeadroomMB},
+		{[]string{"--dedup-cache-mb", "64"}, "", 64 + 32 + memoryHeadroomMB},
+		{[]string{"--dedup-cache-mb", "0", "--tail-mb", "0"}, "", memoryHeadroomMB},
+		{[]string{"--tail-mb", "8"}, "", 512 + 8 + memoryHeadroomMB},
 		{[]string{"--memory-limit-mb", "300"}, "", 300},
 		{[]string{"--memory-limit-mb", "300"}, "1GiB", 300},
 		{[]string{"--memory-limit-mb", "-1"}, "", 0},
@@ -73,7 +74,7 @@ func TestDaemonSetsMemoryLimit(t *testing.T) {
 		t.Fatalf("/metrics has no go_gc_gomemlimit_bytes:\n%.3000s", body)
 	}
 	got, err := strconv.ParseFloat(string(m[1]), 64)
-	if err != nil || int64(got) != (64+memoryHeadroomMB)<<20 {
-		t.Errorf("go_gc_gomemlimit_bytes %s, want %d (64 MiB cache + %d MiB)", m[1], (64+memoryHeadroomMB)<<20, memoryHeadroomMB)
+	if err != nil || int64(got) != (64+32+memoryHeadroomMB)<<20 {
+		t.Errorf("go_gc_gomemlimit_bytes %s, want %d (64 MiB cache + 32 MiB tail + %d MiB)", m[1], (64+32+memoryHeadroomMB)<<20, memoryHeadroomMB)
 	}
 }

@@ -1,6 +1,6 @@
 // Package archtest keeps the dependency direction of docs/design.md
 // ("Packages") honest: cmd -> {operator, consume} -> gateway -> ingest;
-// operator -> timers; ingest -> dedup; everything below the daemon speaks
+// operator -> timers; ingest -> {dedup, tail}; consume -> tail; everything below the daemon speaks
 // model; pgstore implements the stores in model's terms; and nothing but
 // pgstore (with its consumer and internal packages) links pgx.
 package archtest
@@ -29,17 +29,18 @@ var arrows = map[string][]string{
 	"consumer":                {"."},
 	"model":                   {},
 	"dedup":                   {},
+	"tail":                    {"model"},
 	"internal/promreg":        {},
 	"pgstore":                 {"model", "pgstore/consumer", "pgstore/internal/pgwire", "pgstore/internal/readpool"},
 	"pgstore/consumer":        {"model", "pgstore/internal/pgwire", "pgstore/internal/readpool"},
 	"pgstore/internal/pgwire": {"model"},
-	"ingest":                  {"dedup", "model", "internal/startstop", "internal/promreg"},
+	"ingest":                  {"dedup", "tail", "model", "internal/startstop", "internal/promreg"},
 	"timers":                  {"model", "internal/startstop", "internal/promreg"},
 	"retention":               {"model", "internal/startstop", "internal/promreg"},
 	"routing":                 {".", "internal/promreg"},
 	"internal/wire":           {".", "ingest", "model"},
 	"gateway":                 {".", "ingest", "model", "routing", "internal/wire", "internal/promreg"},
-	"consume":                 {".", "gateway", "model", "internal/wire", "internal/startstop", "internal/promreg"},
+	"consume":                 {".", "gateway", "tail", "model", "internal/wire", "internal/startstop", "internal/promreg"},
 	"operator":                {".", "gateway", "ingest", "timers", "model", "internal/wire", "internal/startstop"},
 
 	// Reads on standbys, and their freshness.

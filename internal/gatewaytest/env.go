@@ -100,8 +100,8 @@ func (e *Env) StartGateway(opts GatewayOpts) (*gateway.Gateway, *ingest.Ingester
 		e.T.Fatal(err)
 	}
 	e.T.Cleanup(nc.Close)
-	store := opts.Store
-	if store == nil {
+	store, ownStore := opts.Store, opts.Store == nil
+	if ownStore {
 		store = pgtest.Store(e.T, e.PGURL)
 	}
 	log := zerolog.New(zerolog.NewTestWriter(e.T)).Level(zerolog.WarnLevel)
@@ -116,7 +116,13 @@ func (e *Env) StartGateway(opts GatewayOpts) (*gateway.Gateway, *ingest.Ingester
 		opts.Gateway.Prefix = e.Prefix
 	}
 	if opts.Consume && opts.Gateway.Endpoints == nil {
-		opts.Gateway.Endpoints = []gateway.EndpointSet{consume.New(pgtest.Store(e.T, e.PGURL))}
+		if ownStore {
+			// The ingester's store: its tail speaks of that store's
+			// epochs, and serves cycles in check mode.
+			opts.Gateway.Endpoints = []gateway.EndpointSet{e.consumersWithTail(store.(*pgstore.Store), ing)}
+		} else {
+			opts.Gateway.Endpoints = []gateway.EndpointSet{consume.New(pgtest.Store(e.T, e.PGURL))}
+		}
 	}
 	gw, err := gateway.New(opts.Gateway, nc, ing, log, opts.Reg)
 	if err != nil {
@@ -268,6 +274,20 @@ type OpsGateway struct {
 	Tables []gateway.Table
 }
 
+// consumersWithTail serves consumer groups over store, the cycles the
+// ingester's tail holds from memory in check mode: every one is read
+// back from SQL, and a difference fails the pop and the test.
+func (e *Env) consumersWithTail(store *pgstore.Store, ing *ingest.Ingester) *consume.Consumers {
+	consumers := consume.New(store)
+	consumers.UseTail(ing.Tail(), true)
+	e.T.Cleanup(func() {
+		if n := consumers.TailMismatches(); n > 0 {
+			e.T.Errorf("%d cycles served from the tail differed from SQL", n)
+		}
+	})
+	return consumers
+}
+
 // StartOpsGateway starts a gateway serving every endpoint set, and its
 // admin HTTP server, until the test ends.
 func (e *Env) StartOpsGateway(token string, icfg ingest.Config) *OpsGateway {
@@ -299,7 +319,7 @@ func (e *Env) StartOpsGateway(token string, icfg ingest.Config) *OpsGateway {
 		e.T.Fatal(err)
 	}
 	timerOps := operator.NewTimerOps(tsvc, ops)
-	consumers := consume.New(store)
+	consumers := e.consumersWithTail(store, ing)
 	gw, err := gateway.New(gateway.Config{Prefix: e.Prefix, Endpoints: []gateway.EndpointSet{ops, timerOps, consumers}}, nc, ing, log, reg)
 	if err != nil {
 		e.T.Fatal(err)

@@ -1,7 +1,8 @@
 -- log_purge is one step of purging partition p_partition_id: under the
 -- partition's row lock it deletes up to p_limit of its frames at or
 -- below offset p_upto (the allocator when the purge began), oldest
--- first, and lowers stored_bytes by their data. It answers the messages
+-- first, lowers stored_bytes by their data and raises segments_start
+-- past them. It answers the messages
 -- and bytes deleted and whether frames at or below p_upto may be left
 -- (the caller steps again). consumer_purge ends the purge.
 --
@@ -17,6 +18,7 @@ DECLARE
     v_segs  bigint;
     v_msgs  bigint;
     v_bytes bigint;
+    v_end   bigint;
 BEGIN
     PERFORM 1 FROM queen.log_partitions p WHERE p.id = p_partition_id FOR UPDATE;
     WITH gone AS (
@@ -25,11 +27,14 @@ BEGIN
            AND s.base_offset IN (SELECT s2.base_offset FROM queen.log_segments s2
                                   WHERE s2.partition_id = p_partition_id AND s2.end_offset <= p_upto
                                   ORDER BY s2.base_offset LIMIT p_limit)
-        RETURNING s.end_offset - s.base_offset + 1 AS n, s.data_bytes
+        RETURNING s.end_offset - s.base_offset + 1 AS n, s.data_bytes, s.end_offset
     )
-    SELECT count(*), coalesce(sum(gone.n), 0), coalesce(sum(gone.data_bytes), 0) INTO v_segs, v_msgs, v_bytes FROM gone;
-    UPDATE queen.log_partitions p SET stored_bytes = greatest(p.stored_bytes - v_bytes, 0)
-     WHERE p.id = p_partition_id AND v_bytes > 0;
+    SELECT count(*), coalesce(sum(gone.n), 0), coalesce(sum(gone.data_bytes), 0), max(gone.end_offset)
+      INTO v_segs, v_msgs, v_bytes, v_end FROM gone;
+    -- A prefix is gone: segments_start moves past it.
+    UPDATE queen.log_partitions p
+       SET stored_bytes = greatest(p.stored_bytes - v_bytes, 0), segments_start = greatest(p.segments_start, v_end + 1)
+     WHERE p.id = p_partition_id AND v_segs > 0;
     RETURN QUERY SELECT v_msgs, v_bytes, v_segs = p_limit;
 END
 $$;

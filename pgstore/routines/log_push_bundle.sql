@@ -30,7 +30,9 @@
 -- it compared (unrolled), and the duplicates as parallel arrays: dup_idx
 -- (1-based positions) and dup_off (the original's offset). Positions not
 -- in dup_idx were written at base_offset, base_offset+1, ... in order.
--- on_conflict is the queue's mode, read under the lock.
+-- on_conflict is the queue's mode, read under the lock; created_at the
+-- time stored with every frame (what a gateway's tail keeps beside the
+-- messages, docs/design.md, "The tail").
 --
 -- Lock order (LOCKS.md): every named partition row, in ascending id order,
 -- before anything is probed or written. A duplicate writes nothing and
@@ -50,7 +52,7 @@ CREATE OR REPLACE FUNCTION queen.log_push_bundle(
     p_dh_counts        integer[],
     p_data_hashes      uuid[])
 RETURNS TABLE (frame integer, base_offset bigint, last_offset bigint, probe text, unrolled bigint,
-               dup_idx integer[], dup_off bigint[], on_conflict text)
+               dup_idx integer[], dup_off bigint[], on_conflict text, created_at timestamptz)
 LANGUAGE plpgsql
 -- Each statement is planned once per session, for any arrays: left to
 -- choose, PostgreSQL kept planning custom plans on every call, which cost
@@ -128,7 +130,7 @@ BEGIN
         -- alone, so the later sees the earlier's writes.
         FOR s IN 1 .. v_frames LOOP
             RETURN QUERY
-                SELECT s, r.base_offset, r.last_offset, r.probe, r.unrolled, r.dup_idx, r.dup_off, r.on_conflict
+                SELECT s, r.base_offset, r.last_offset, r.probe, r.unrolled, r.dup_idx, r.dup_off, r.on_conflict, r.created_at
                   FROM queen.log_push_bundle(ARRAY[p_pids[s]], ARRAY[p_verified[s]], ARRAY[p_verified_windows[s]],
                            ARRAY[p_counts[s]], p_txn_ids[v_pos[s] : v_pos[s] + p_counts[s] - 1],
                            p_hashes[v_pos[s] : v_pos[s] + p_counts[s] - 1], p_data[v_pos[s] : v_pos[s] + p_counts[s] - 1],
@@ -341,7 +343,7 @@ BEGIN
         SELECT kept.pid, kept.base, kept.base + kept.k - 1, v_now, kept.hashes, kept.data_hashes FROM kept
     )
     SELECT fr.s::integer, kept.base, coalesce(kept.base + kept.k - 1, fr.last), v_probe[fr.s], v_unrolled[fr.s],
-           fr.dup_idx, fr.dup_off, v_mode[fr.s]
+           fr.dup_idx, fr.dup_off, v_mode[fr.s], v_now
       FROM fr LEFT JOIN kept ON kept.s = fr.s;
 END
 $$;

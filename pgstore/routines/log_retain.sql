@@ -10,7 +10,8 @@
 --     p_slack_seconds, as a prefix in offset order, and raises txns_start
 --     to the first offset still covered, so a probe never looks below it;
 --   - with retention_seconds > 0, deletes the segments older than that,
---     again as a prefix. Segments only: log_txns is the window's.
+--     again as a prefix, and raises segments_start past them. Segments
+--     only: log_txns is the window's.
 -- Consumer groups hold both back: log_txns rows from the lowest cursor of
 -- the queue's groups on the partition up (acknowledgements resolve
 -- transactionIds through them; a group that has not read the partition
@@ -135,7 +136,12 @@ BEGIN
                 RETURNING s.data_bytes
             )
             SELECT count(*), coalesce(sum(gone.data_bytes), 0) INTO v_n, v_bytes FROM gone;
-            UPDATE queen.log_partitions p SET stored_bytes = p.stored_bytes - v_bytes WHERE p.id = r.id;
+            -- Nothing below v_start is left (no frame straddles it), and
+            -- nothing above the allocator exists.
+            UPDATE queen.log_partitions p
+               SET stored_bytes = p.stored_bytes - v_bytes,
+                   segments_start = greatest(p.segments_start, least(v_start, p.last_offset + 1))
+             WHERE p.id = r.id;
             segments_deleted := segments_deleted + v_n;
         END IF;
         -- One partition's lock at a time: pushes, fires and schedules on

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -12,7 +13,7 @@ import (
 
 // PushBundleSQL calls log_push_bundle with the arrays BundleArgs makes,
 // each named after the routine's parameter.
-const PushBundleSQL = `SELECT frame, base_offset, last_offset, probe, unrolled, dup_idx, dup_off, on_conflict
+const PushBundleSQL = `SELECT frame, base_offset, last_offset, probe, unrolled, dup_idx, dup_off, on_conflict, created_at
 FROM queen.log_push_bundle(p_pids => @pids, p_verified => @verified, p_verified_windows => @verified_windows,
     p_counts => @counts, p_txn_ids => @txn_ids, p_hashes => @hashes, p_data => @data, p_bytes => @bytes,
     p_cand_counts => @cand_counts, p_cand_idx => @cand_idx, p_cand_off => @cand_off,
@@ -59,9 +60,7 @@ func BundleArgs(frames []model.Frame) (pgx.NamedArgs, error) {
 			hashes.AppendBytes(fr.Hashes[j][:])
 		}
 		for _, d := range fr.Data {
-			if d == nil {
-				d = JSONNull
-			}
+			d = model.StoredData(d) // JSON null for a message sent without data
 			data.AppendBytes(d)
 			sizes[i] += int64(len(d))
 		}
@@ -84,9 +83,6 @@ func BundleArgs(frames []model.Frame) (pgx.NamedArgs, error) {
 		"dh_counts": dhCounts, "data_hashes": dataHashes.Encoded()}, nil
 }
 
-// JSONNull is the data stored for a message sent without any.
-var JSONNull = []byte("null")
-
 // noDataHashes is the empty uuid[] of a bundle without data hashes (every
 // queue in it ignores payload conflicts): shared, never appended to.
 var noDataHashes = NewArrayBuilder(OIDUUID, 0, 0)
@@ -107,8 +103,9 @@ func CollectResults(rows pgx.Rows, frames []model.Frame) ([]model.FrameResult, e
 			dupIdx   []int32
 			dupOff   []int64
 			mode     string
+			created  time.Time
 		)
-		if err := rows.Scan(&frame, &base, &last, &probe, &unrolled, &dupIdx, &dupOff, &mode); err != nil {
+		if err := rows.Scan(&frame, &base, &last, &probe, &unrolled, &dupIdx, &dupOff, &mode, &created); err != nil {
 			return nil, err
 		}
 		i := int(frame) - 1
@@ -121,7 +118,7 @@ func CollectResults(rows pgx.Rows, frames []model.Frame) ([]model.FrameResult, e
 			return nil, fmt.Errorf("unknown probe %q for frame %d", probe, frame)
 		}
 		r := model.FrameResult{PartitionID: frames[i].PartitionID, BaseOffset: -1, LastOffset: last,
-			Probe: p, Unrolled: unrolled, Outcomes: make([]model.Outcome, n), OnConflict: model.ConflictMode(mode)}
+			Probe: p, Unrolled: unrolled, Outcomes: make([]model.Outcome, n), OnConflict: model.ConflictMode(mode), CreatedAt: created}
 		for k, idx := range dupIdx {
 			if idx < 1 || int(idx) > n {
 				return nil, fmt.Errorf("duplicate index %d out of range for frame %d", idx, frame)

@@ -1,0 +1,140 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/queengate/queengate/model"
+	"github.com/queengate/queengate/pgstore/internal/pgwire"
+)
+
+// tailCycleSQL is queen.consumer_cycle's usual case as one plain
+// statement, for a gateway that decided the ack and holds the next
+// messages itself (docs/design.md, "The tail"): the cursor row moves past
+// the acked lease and takes the next one, To+1..Hi, only when every
+// condition consumer_cycle checks holds, and the cursor is exactly the
+// lease the gateway remembers. No row: nothing changed.
+//
+// Beside consumer_cycle's conditions, two columns stand in for what it
+// reads of the log: txns_start at or below From keeps the log_txns rows
+// consumer_ack_is_whole_lease would compare the ack with, and
+// segments_start at or below To+1 keeps the frames consumer_pop_slice
+// would read (retention and purges raise both as they delete).
+//
+// Lock order (LOCKS.md): the cursor row only, as an ack; the others are
+// read without a lock.
+const tailCycleSQL = `WITH clock AS MATERIALIZED (SELECT clock_timestamp() AS now)
+UPDATE queen.consumer_cursors cc
+   SET next_offset = @to + 1, lease_id = gen_random_uuid(), lease_consumer = @consumer,
+       lease_from = @to + 1, lease_to = @hi, lease_until = clock.now + make_interval(secs => @lease_seconds),
+       delivered_to = @hi, leased_at = clock.now, lease_heard = false, lease_delivered_before = cc.delivered_to,
+       lease_delay = CASE WHEN q.retry_delay_ms > 0 OR cardinality(q.retry_backoff_ms) > 0
+                          THEN queen.consumer_retry_delay(q.retry_delay_ms, q.retry_backoff_ms, 1) END,
+       delayed_until = NULL, lease_counted = false
+  FROM clock, queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
+ WHERE cc.group_id = @group_id AND cc.partition_id = @partition_id AND p.id = @partition_id
+   -- the ack, as consumer_cycle takes it
+   AND cc.lease_id = @lease AND cc.lease_from = @from AND cc.lease_to = @to AND cc.lease_until > clock.now
+   AND cc.next_offset = cc.lease_from AND cc.delivered_to = cc.lease_to AND NOT cc.lease_counted
+   AND (cc.delayed_until IS NULL OR cc.delayed_until <= clock.now)
+   AND NOT EXISTS (SELECT 1 FROM queen.consumer_marks m WHERE m.group_id = @group_id AND m.partition_id = @partition_id)
+   AND p.txns_start <= @from
+   -- the pop, as consumer_cycle takes it
+   AND least(p.last_offset, @to + @max) = @hi AND @to + 1 <= @hi AND p.segments_start <= @to + 1
+   AND p.queue_id = @queue_id AND coalesce(q.max_ack_pending, 0) <= 0 AND NOT cc.parked AND cc.leased_at IS NOT NULL
+   AND coalesce(@named::bigint = @partition_id,
+                -- consumer_wake_due
+                NOT (EXISTS (SELECT 1 FROM queen.consumer_cursors pc WHERE pc.group_id = @group_id AND pc.parked)
+                     AND EXISTS (SELECT 1 FROM queen.log_segments s
+                                  WHERE s.pushed_by >= (SELECT g.woken_to FROM queen.consumer_groups g WHERE g.id = @group_id)))
+                AND NOT EXISTS (
+                    SELECT 1 FROM queen.consumer_cursors o JOIN queen.log_partitions op ON op.id = o.partition_id
+                     WHERE o.group_id = @group_id AND NOT o.parked AND o.leased_at IS NULL
+                       AND queen.consumer_free(o.lease_id, o.lease_until, o.lease_heard, o.lease_delay, o.delayed_until, clock.now)
+                       AND o.next_offset <= op.last_offset)
+                AND NOT EXISTS (
+                    SELECT 1 FROM queen.consumer_cursors o JOIN queen.log_partitions op ON op.id = o.partition_id
+                     WHERE o.group_id = @group_id AND NOT o.parked AND (o.leased_at, o.partition_id) < (cc.leased_at, @partition_id)
+                       AND queen.consumer_free(o.lease_id, o.lease_until, o.lease_heard, o.lease_delay, o.delayed_until, clock.now)
+                       AND o.next_offset <= op.last_offset))
+RETURNING p.name, cc.lease_id, cc.lease_until`
+
+// TailCycle runs the cycle c in one statement on a connection of store
+// epoch c.Epoch; ok false when it changed nothing (the cursor, the
+// partition or the queue not as c needs them, or PostgreSQL changed
+// since the gateway's memory was filled): the caller takes the usual
+// path.
+func (s *Store) TailCycle(ctx context.Context, c model.TailCycle) (model.TailLease, bool, error) {
+	conn, n, err := s.acquire(ctx)
+	if err != nil {
+		return model.TailLease{}, false, fmt.Errorf("pgstore: pop %s/%s: %w", c.Pop.Group.Queue, c.Pop.Group.Name, err)
+	}
+	defer conn.Release()
+	if n != c.Epoch {
+		return model.TailLease{}, false, nil
+	}
+	var lease pgtype.UUID
+	if lease.Scan(c.LeaseID) != nil {
+		return model.TailLease{}, false, nil
+	}
+	var named *int64
+	if c.Pop.PartitionID > 0 {
+		named = &c.Pop.PartitionID
+	}
+	var (
+		out   model.TailLease
+		taken pgtype.UUID
+	)
+	err = conn.QueryRow(ctx, tailCycleSQL, pgx.NamedArgs{"group_id": c.Pop.Group.ID, "partition_id": c.PartitionID,
+		"lease": lease, "from": c.From, "to": c.To, "hi": c.Hi, "max": int64(c.Pop.Max), "queue_id": c.Pop.Group.QueueID,
+		"named": named, "consumer": c.Pop.Consumer, "lease_seconds": c.Pop.Lease.Seconds()}).
+		Scan(&out.Partition, &taken, &out.LeaseUntil)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return model.TailLease{}, false, nil
+	case err != nil:
+		return model.TailLease{}, false, fmt.Errorf("pgstore: pop %s/%s: %w", c.Pop.Group.Queue, c.Pop.Group.Name, err)
+	}
+	out.LeaseID = taken.String()
+	return out, true, nil
+}
+
+// TailSlice reads what consumer_pop_slice answers for messages lo..hi of
+// partition pid within budget (ok false: no row), and what
+// consumer_ack_is_whole_lease says of items against offsets from..to:
+// the check a gateway in check mode makes of every cycle it served from
+// its memory.
+func (s *Store) TailSlice(ctx context.Context, pid, from, to, lo, hi, budget int64, items []model.AckItem) (
+	msgs []model.StoredMessage, whole, ok bool, err error) {
+	offsets, hashes, completed, _ := pgwire.AckArrays(items)
+	rows, err := s.pool.Query(ctx, `SELECT x.offs, x.txn_ids, x.data::text[], x.created_at,
+		queen.consumer_ack_is_whole_lease($1, $2, $3, $7, $8, $9)
+		FROM queen.consumer_pop_slice($1, $4, $5, $6, $10) x`, pid, from, to, lo, hi, model.DeliveryEnvelope,
+		offsets, hashes, completed, budget)
+	if err != nil {
+		return nil, false, false, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			offs    []int64
+			txns    []string
+			data    []string
+			created []time.Time
+		)
+		if err := rows.Scan(&offs, &txns, &data, &created, &whole); err != nil {
+			return nil, false, false, err
+		}
+		for i := range offs {
+			msgs = append(msgs, model.StoredMessage{PartitionID: pid, Offset: offs[i], TxnID: txns[i], Data: []byte(data[i]),
+				CreatedAt: created[i]})
+		}
+		ok = true
+	}
+	return msgs, whole, ok, rows.Err()
+}
