@@ -135,11 +135,14 @@ func (b *tailBundle) carried(t *testing.T, prev model.PopResult, max int) (r mod
 // gateway does.
 func cyclePopWith(ctx context.Context, st *pgstore.Store, s *tail.Server, pr model.PopRequest, prev model.PopResult) (model.PopResult, error) {
 	if prev.LeaseID != "" {
-		if _, pop, ok, err := s.Cycle(ctx, pr, prev.PartitionID, prev.LeaseID, wholeAck(prev)); err != nil || ok {
-			if err != nil {
-				return model.PopResult{}, err
-			}
+		_, pop, ok, err := s.Cycle(ctx, pr, prev.PartitionID, prev.LeaseID, wholeAck(prev))
+		switch {
+		case err != nil:
+			return model.PopResult{}, err
+		case ok && pop != nil:
 			return *pop, nil
+		case ok: // the ack alone: the pop the usual way
+			return st.Pop(ctx, pr)
 		}
 	}
 	return cyclePop(ctx, st, pr, prev)
@@ -182,8 +185,8 @@ func TestATailCycleServesTheNextFramesAsSQLWould(t *testing.T) {
 // TestATailCycleFallsBackPastAnotherWritersFrames: frames another
 // writer stored (another gateway, a timer's fire) are not in this
 // gateway's tail. A cycle that needs them is not served from the tail
-// (refused by the statement when the tail's last frame is not the
-// partition's); the usual path delivers what SQL holds. A frame of this
+// (the statement settles the ack alone when the tail's last frame is not
+// the partition's); the usual path delivers what SQL holds. A frame of this
 // gateway after the gap restarts the tail, which serves from there.
 func TestATailCycleFallsBackPastAnotherWritersFrames(t *testing.T) {
 	t.Parallel()
@@ -195,8 +198,9 @@ func TestATailCycleFallsBackPastAnotherWritersFrames(t *testing.T) {
 	if served || !slices.Equal(txnIDsOf(r), []string{"m3", "m4", "m5", "x6", "x7", "x8"}) {
 		t.Fatalf("across the other writer's frame: served %v, %v", served, txnIDsOf(r))
 	}
-	if _, _, refused := b.tail.Tail.Counts(); refused != 1 {
-		t.Fatalf("refused %d, want 1: the statement saw the partition past the tail", refused)
+	if _, _, refused := b.tail.Tail.Counts(); refused != 0 || b.tail.Tail.AckedAlone() != 1 {
+		t.Fatalf("refused %d, ack alone %d; want 0 and 1: the statement saw the partition past the tail, and settled the ack alone",
+			refused, b.tail.Tail.AckedAlone())
 	}
 	b.pushFed(t, "m9", "m10") // restarts the tail at 9
 	if _, _, _, held := b.tail.Tail.Window(b.part.ID, 5); held {
@@ -214,7 +218,8 @@ func TestATailCycleFallsBackPastAnotherWritersFrames(t *testing.T) {
 
 // TestATailCycleHonoursRetentionBelowIt: retention deleted the frames
 // the tail would serve next; segments_start says so, the statement
-// refuses, and the usual path delivers what is still stored.
+// settles the ack alone, and the usual path delivers what is still
+// stored.
 func TestATailCycleHonoursRetentionBelowIt(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -243,8 +248,8 @@ func TestATailCycleHonoursRetentionBelowIt(t *testing.T) {
 	if served || !slices.Equal(txnIDsOf(r), []string{"m4", "m5"}) {
 		t.Fatalf("served %v, %v; want the usual path's m4, m5", served, txnIDsOf(r))
 	}
-	if _, _, refused := b.tail.Tail.Counts(); refused != 1 {
-		t.Fatalf("refused %d, want 1", refused)
+	if _, _, refused := b.tail.Tail.Counts(); refused != 0 || b.tail.Tail.AckedAlone() != 1 {
+		t.Fatalf("refused %d, ack alone %d; want 0 and 1: the ack settled, the pop left to the usual path", refused, b.tail.Tail.AckedAlone())
 	}
 }
 

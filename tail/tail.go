@@ -57,7 +57,7 @@ type Tail struct {
 	order []*Frame
 	head  int
 
-	served, missed, refused atomic.Int64
+	served, acked, missed, refused atomic.Int64
 }
 
 // New is an empty tail of at most budget bytes.
@@ -192,6 +192,13 @@ func (t *Tail) Budget() int64 { return t.budget }
 func (t *Tail) Served()  { t.served.Add(1) }
 func (t *Tail) Missed()  { t.missed.Add(1) }
 func (t *Tail) Refused() { t.refused.Add(1) }
+
+// Acked counts a cycle whose statement settled the ack alone: the pop
+// was another partition's turn, served the usual way.
+func (t *Tail) Acked() { t.acked.Add(1) }
+
+// AckedAlone is how many cycles settled the ack alone.
+func (t *Tail) AckedAlone() int64 { return t.acked.Load() }
 
 // Counts are the cycles counted so far: served, missed, refused.
 func (t *Tail) Counts() (served, missed, refused int64) {

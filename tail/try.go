@@ -12,7 +12,7 @@ import (
 
 // Cycler runs a cycle served from the tail: the store's one statement.
 type Cycler interface {
-	TailCycle(ctx context.Context, c model.TailCycle) (model.TailLease, bool, error)
+	TailCycle(ctx context.Context, c model.TailCycle) (lease model.TailLease, popped, ok bool, err error)
 }
 
 // Checker reads what SQL holds for a cycle the tail served (check mode):
@@ -80,8 +80,10 @@ func (s *Server) Mismatches() int64 { return s.mismatches.Load() }
 // Cycle serves pop r carrying the ack of items under lease leaseID of
 // partition pid, from the tail, when the ack completes the whole lease
 // as remembered and the tail holds what the pop delivers next: the ack's
-// result and the pop's delivery, ok true. ok false: nothing was changed,
-// and the caller takes the usual path. r's Room must already leave room
+// result and the pop's delivery, ok true; pop nil when the statement
+// settled the ack alone (the pop is then the caller's to make, the usual
+// way). ok false: nothing was changed, and the caller takes the usual
+// path. r's Room must already leave room
 // for the ack's answer.
 func (s *Server) Cycle(ctx context.Context, r model.PopRequest, pid int64, leaseID string, items []model.AckItem) (
 	ack model.AckResult, pop *model.PopResult, ok bool, err error) {
@@ -90,7 +92,7 @@ func (s *Server) Cycle(ctx context.Context, r model.PopRequest, pid int64, lease
 		s.Tail.Missed()
 		return ack, nil, false, nil
 	}
-	lease, ok, err := s.Store.TailCycle(ctx, c)
+	lease, popped, ok, err := s.Store.TailCycle(ctx, c)
 	if err != nil {
 		return ack, nil, false, err
 	}
@@ -102,15 +104,21 @@ func (s *Server) Cycle(ctx context.Context, r model.PopRequest, pid int64, lease
 	for i := range items {
 		ack.Items[i] = model.AckOutcome{Offset: c.From + int64(i), Result: model.AckAcked}
 	}
-	pop = &model.PopResult{PartitionID: pid, Partition: lease.Partition, LeaseID: lease.LeaseID, LeaseUntil: lease.LeaseUntil,
-		Messages: slice.Deliveries(pid)}
+	if popped {
+		pop = &model.PopResult{PartitionID: pid, Partition: lease.Partition, LeaseID: lease.LeaseID, LeaseUntil: lease.LeaseUntil,
+			Messages: slice.Deliveries(pid)}
+	}
 	if s.Check != nil {
 		if err := s.check(ctx, c, items, pop); err != nil {
 			s.mismatches.Add(1)
 			return ack, nil, false, err
 		}
 	}
-	s.Tail.Served()
+	if popped {
+		s.Tail.Served()
+	} else {
+		s.Tail.Acked()
+	}
 	return ack, pop, true, nil
 }
 
@@ -139,6 +147,12 @@ func (s *Server) check(ctx context.Context, c model.TailCycle, items []model.Ack
 	msgs, whole, ok, err := s.Check.TailSlice(ctx, c.PartitionID, c.From, c.To, c.To+1, c.Hi, model.SliceBudget(c.Pop), items)
 	if err != nil {
 		return fmt.Errorf("tail check: %w", err)
+	}
+	if pop == nil { // the ack alone
+		if !whole {
+			return fmt.Errorf("%w: partition %d lease %d..%d: SQL says the ack is not the whole lease", ErrMismatch, c.PartitionID, c.From, c.To)
+		}
+		return nil
 	}
 	if !ok || !whole || len(msgs) != len(pop.Messages) {
 		return fmt.Errorf("%w: partition %d lease %d..%d next %d..%d: SQL slice found %v, whole lease %v, %d messages, tail %d",
