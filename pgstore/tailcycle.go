@@ -40,9 +40,13 @@ SELECT cc.group_id, cc.partition_id, p.name, q.retry_delay_ms, q.retry_backoff_m
        AND p.queue_id = @queue_id AND coalesce(q.max_ack_pending, 0) <= 0 AND NOT cc.parked AND cc.leased_at IS NOT NULL
        AND coalesce(@named::bigint = @partition_id,
                 -- consumer_wake_due
+                -- (the newest frame's pushed_by, not an EXISTS of a frame at or
+                -- above woken_to: the index's last entry whatever the plan,
+                -- where the EXISTS, planned generic while the log was small,
+                -- scanned the whole log)
                 NOT (EXISTS (SELECT 1 FROM queen.consumer_cursors pc WHERE pc.group_id = @group_id AND pc.parked)
-                     AND EXISTS (SELECT 1 FROM queen.log_segments s
-                                  WHERE s.pushed_by >= (SELECT g.woken_to FROM queen.consumer_groups g WHERE g.id = @group_id)))
+                     AND coalesce((SELECT max(s.pushed_by) FROM queen.log_segments s)
+                                  >= (SELECT g.woken_to FROM queen.consumer_groups g WHERE g.id = @group_id), false))
                 AND NOT EXISTS (
                     SELECT 1 FROM queen.consumer_cursors o JOIN queen.log_partitions op ON op.id = o.partition_id
                      WHERE o.group_id = @group_id AND NOT o.parked AND o.leased_at IS NULL

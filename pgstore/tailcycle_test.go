@@ -275,6 +275,11 @@ func TestATailCycleOfAnotherEpochIsRefused(t *testing.T) {
 // TestATailServedCycleIsOnePlainStatement: a cycle the tail serves is one
 // statement, as the store's Cycle is, but no routine: no statement
 // nested under it (auto_explain logs those of routines too).
+// TestATailServedCycleIsOnePlainStatement also finds no sequential scan
+// of log_segments in its plan, whatever the table's size when the
+// session planned it: the wake's check for frames above the group's
+// woken_to once read the whole log on every cycle of a group with a
+// parked cursor, from a plan made while the log was small.
 func TestATailServedCycleIsOnePlainStatement(t *testing.T) {
 	for _, n := range []int{1, 100} {
 		c := newCycleStore(t)
@@ -316,6 +321,9 @@ func TestATailServedCycleIsOnePlainStatement(t *testing.T) {
 			}
 			if len(plans) != 1 || strings.Contains(plans[0], "queen.consumer_") && strings.Contains(plans[0], "Function Scan") {
 				t.Fatalf("batch %d, cycle %d: %d statements, want 1 plain one: %q", n, i, len(plans), plans)
+			}
+			if strings.Contains(plans[0], "Seq Scan on log_segments") {
+				t.Fatalf("batch %d, cycle %d: the log scanned whole:\n%s", n, i, plans[0])
 			}
 		}
 	}
