@@ -98,9 +98,9 @@ func TestCyclesFromTheTailDeliverWhatSQLHolds(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(pushed) {
 		t.Fatalf("delivered %v, pushed %v", got, pushed)
 	}
-	served, missed, refused := e.ing.Tail().Counts()
-	t.Logf("cycles from the tail: %d served, %d missed, %d refused", served, missed, refused)
-	if served == 0 || missed+refused == 0 {
-		t.Fatalf("cycles from the tail: %d served, %d not: want both", served, missed+refused)
+	n := e.ing.Tail().Counts()
+	t.Logf("cycles from the tail: %+v", n)
+	if n.Served == 0 || n.Missed+n.Refused == 0 {
+		t.Fatalf("cycles from the tail: %d served, %d not: want both", n.Served, n.Missed+n.Refused)
 	}
 }

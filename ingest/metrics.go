@@ -191,7 +191,7 @@ func (m *metrics) registerCache(reg prometheus.Registerer, c *dedup.Cache) error
 // registerTail registers the tail's gauges and the counts of the cycles
 // consumers served from it.
 func (m *metrics) registerTail(reg prometheus.Registerer, t *tail.Tail) error {
-	count := func(pick func(served, missed, refused int64) int64) func() float64 {
+	count := func(pick func(tail.CycleCounts) int64) func() float64 {
 		return func() float64 { return float64(pick(t.Counts())) }
 	}
 	return promreg.RegisterAll(reg,
@@ -200,15 +200,15 @@ func (m *metrics) registerTail(reg prometheus.Registerer, t *tail.Tail) error {
 			func() float64 { return float64(t.Bytes()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "queengate_tail_cycles_served_total",
 			Help: "Pops carrying the ack of their whole previous lease answered from the tail, in one plain statement."},
-			count(func(s, _, _ int64) int64 { return s })),
+			count(func(c tail.CycleCounts) int64 { return c.Served })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "queengate_tail_cycles_missed_total",
 			Help: "Pops carrying an ack that the tail could not serve (lease not remembered or not acked whole, next messages not in the tail, or not fitting): answered the usual way."},
-			count(func(_, m, _ int64) int64 { return m })),
+			count(func(c tail.CycleCounts) int64 { return c.Missed })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "queengate_tail_cycles_acked_total",
 			Help: "Cycles planned from the tail whose statement settled the ack alone (another partition's turn to be leased): the pop made the usual way."},
-			func() float64 { return float64(t.AckedAlone()) }),
+			count(func(c tail.CycleCounts) int64 { return c.Acked })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "queengate_tail_cycles_refused_total",
 			Help: "Cycles planned from the tail that PostgreSQL refused (the cursor, partition or queue not as remembered): answered the usual way."},
-			count(func(_, _, r int64) int64 { return r })),
+			count(func(c tail.CycleCounts) int64 { return c.Refused })),
 	)
 }

@@ -61,6 +61,16 @@ type PopRequest struct {
 	MaxAckPending int
 }
 
+// NamedPartition is the partition r names, nil when any partition will
+// do: the stores' nullable argument.
+func (r PopRequest) NamedPartition() *int64 {
+	if r.PartitionID <= 0 {
+		return nil
+	}
+	id := r.PartitionID
+	return &id
+}
+
 // DeliveryEnvelope bounds what a delivered message takes in a pop's
 // answer beside its data, transactionId and last error: the field names,
 // offset, messageId, createdAt, attempts and separators.

@@ -121,7 +121,7 @@ func benchmarkCarried(n int, withTail bool) func(b *testing.B) {
 			consumed += int64(n)
 		}
 		reportRows(b, n)
-		served, _, _ := tl.Counts()
+		served := tl.Counts().Served
 		b.ReportMetric(float64(served)/float64(b.N), "tail-served/op")
 	}
 }

@@ -99,17 +99,13 @@ func (s *Store) TailCycle(ctx context.Context, c model.TailCycle) (lease model.T
 	if n != c.Epoch || acked.Scan(c.LeaseID) != nil {
 		return model.TailLease{}, false, false, nil
 	}
-	var named *int64
-	if c.Pop.PartitionID > 0 {
-		named = &c.Pop.PartitionID
-	}
 	var (
 		taken pgtype.UUID
 		until *time.Time
 	)
 	err = conn.QueryRow(ctx, tailCycleSQL, pgx.NamedArgs{"group_id": c.Pop.Group.ID, "partition_id": c.PartitionID,
 		"lease": acked, "from": c.From, "to": c.To, "hi": c.Hi, "max": int64(c.Pop.Max), "queue_id": c.Pop.Group.QueueID,
-		"named": named, "consumer": c.Pop.Consumer, "lease_seconds": c.Pop.Lease.Seconds()}).
+		"named": c.Pop.NamedPartition(), "consumer": c.Pop.Consumer, "lease_seconds": c.Pop.Lease.Seconds()}).
 		Scan(&lease.Partition, &popped, &taken, &until)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):

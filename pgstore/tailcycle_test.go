@@ -78,7 +78,7 @@ func (b *consumerBundle) tailServed() int64 {
 	if b.tail == nil {
 		return 0
 	}
-	served, _, _ := b.tail.Tail.Counts()
+	served := b.tail.Tail.Counts().Served
 	return served
 }
 
@@ -120,14 +120,14 @@ func (b *tailBundle) popRemembered(t *testing.T, max int) model.PopResult {
 // transactionId, the tail first; served says whether the tail served it.
 func (b *tailBundle) carried(t *testing.T, prev model.PopResult, max int) (r model.PopResult, served bool) {
 	t.Helper()
-	before, _, _ := b.tail.Tail.Counts()
+	before := b.tail.Tail.Counts().Served
 	pr := model.PopRequest{Group: b.group, Max: max, Lease: time.Minute, Consumer: "c", MaxBytes: 1 << 20, Room: 1 << 20}
 	r, err := cyclePopWith(context.Background(), b.store, b.tail, pr, prev)
 	if err != nil {
 		t.Fatal(err)
 	}
 	b.remember(r)
-	after, _, _ := b.tail.Tail.Counts()
+	after := b.tail.Tail.Counts().Served
 	return r, after > before
 }
 
@@ -198,9 +198,9 @@ func TestATailCycleFallsBackPastAnotherWritersFrames(t *testing.T) {
 	if served || !slices.Equal(txnIDsOf(r), []string{"m3", "m4", "m5", "x6", "x7", "x8"}) {
 		t.Fatalf("across the other writer's frame: served %v, %v", served, txnIDsOf(r))
 	}
-	if _, _, refused := b.tail.Tail.Counts(); refused != 0 || b.tail.Tail.AckedAlone() != 1 {
+	if n := b.tail.Tail.Counts(); n.Refused != 0 || n.Acked != 1 {
 		t.Fatalf("refused %d, ack alone %d; want 0 and 1: the statement saw the partition past the tail, and settled the ack alone",
-			refused, b.tail.Tail.AckedAlone())
+			n.Refused, n.Acked)
 	}
 	b.pushFed(t, "m9", "m10") // restarts the tail at 9
 	if _, _, _, held := b.tail.Tail.Window(b.part.ID, 5); held {
@@ -248,8 +248,8 @@ func TestATailCycleHonoursRetentionBelowIt(t *testing.T) {
 	if served || !slices.Equal(txnIDsOf(r), []string{"m4", "m5"}) {
 		t.Fatalf("served %v, %v; want the usual path's m4, m5", served, txnIDsOf(r))
 	}
-	if _, _, refused := b.tail.Tail.Counts(); refused != 0 || b.tail.Tail.AckedAlone() != 1 {
-		t.Fatalf("refused %d, ack alone %d; want 0 and 1: the ack settled, the pop left to the usual path", refused, b.tail.Tail.AckedAlone())
+	if n := b.tail.Tail.Counts(); n.Refused != 0 || n.Acked != 1 {
+		t.Fatalf("refused %d, ack alone %d; want 0 and 1: the ack settled, the pop left to the usual path", n.Refused, n.Acked)
 	}
 }
 
@@ -267,7 +267,7 @@ func TestATailCycleOfAnotherEpochIsRefused(t *testing.T) {
 	if served || !slices.Equal(txnIDsOf(r), []string{"m2", "m3"}) {
 		t.Fatalf("after the epoch changed: served %v, %v", served, txnIDsOf(r))
 	}
-	if _, _, refused := b.tail.Tail.Counts(); refused != 1 {
+	if refused := b.tail.Tail.Counts().Refused; refused != 1 {
 		t.Fatalf("refused %d, want 1: the statement runs only on a connection of the tail's epoch", refused)
 	}
 }
@@ -304,14 +304,14 @@ func TestATailServedCycleIsOnePlainStatement(t *testing.T) {
 			fill(int64(i*n), 2*n)
 			pr := model.PopRequest{Group: c.g, Max: n, Lease: time.Minute, Consumer: "c", MaxBytes: 1 << 20, Room: 1 << 20}
 			c.log.take()
-			served0, _, _ := tl.Counts()
+			served0 := tl.Counts().Served
 			r, err := cyclePopWith(ctx, c.log.store, s, pr, prev)
 			if err != nil || len(r.Messages) != n || r.Messages[0].Offset != int64(i*n) {
 				t.Fatalf("cycle %d: %d messages from %v, %v; want %d from %d", i, len(r.Messages), offsetsOf(r), err, n, i*n)
 			}
 			s.Remember(c.g.ID, &r)
 			plans := c.log.take()
-			served1, _, _ := tl.Counts()
+			served1 := tl.Counts().Served
 			prev = r
 			if i == 0 || i < 10 {
 				continue // the first pop has no ack to carry; the session's plans are made
@@ -345,8 +345,8 @@ func TestATailCycleLeavesThreeFramesToTheGeneralPop(t *testing.T) {
 	if served || !slices.Equal(txnIDsOf(r), []string{"m1", "m2", "m3", "m4", "m5", "m6"}) {
 		t.Fatalf("across three frames: served %v, %v", served, txnIDsOf(r))
 	}
-	if _, missed, refused := b.tail.Tail.Counts(); missed != 1 || refused != 0 {
-		t.Fatalf("missed %d, refused %d; want the cycle missed, no statement refused", missed, refused)
+	if n := b.tail.Tail.Counts(); n.Missed != 1 || n.Refused != 0 {
+		t.Fatalf("missed %d, refused %d; want the cycle missed, no statement refused", n.Missed, n.Refused)
 	}
 	if r, served = b.carried(t, r, 4); !served || !slices.Equal(txnIDsOf(r), []string{"m7"}) {
 		t.Fatalf("from the last frame: served %v, %v", served, txnIDsOf(r))

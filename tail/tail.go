@@ -188,19 +188,18 @@ func (t *Tail) Budget() int64 { return t.budget }
 
 // Counted cycles: served from the tail, missed (the tail lacked the
 // messages, or the plan did not fit), refused (the statement found the
-// cursor or the partition not as remembered, and the usual path served).
+// cursor or the partition not as remembered, and the usual path served),
+// acked (the statement settled the ack alone: the pop was another
+// partition's turn, served the usual way).
 func (t *Tail) Served()  { t.served.Add(1) }
 func (t *Tail) Missed()  { t.missed.Add(1) }
 func (t *Tail) Refused() { t.refused.Add(1) }
+func (t *Tail) Acked()   { t.acked.Add(1) }
 
-// Acked counts a cycle whose statement settled the ack alone: the pop
-// was another partition's turn, served the usual way.
-func (t *Tail) Acked() { t.acked.Add(1) }
+// CycleCounts are the cycles a tail counted, by what became of them.
+type CycleCounts struct{ Served, Acked, Missed, Refused int64 }
 
-// AckedAlone is how many cycles settled the ack alone.
-func (t *Tail) AckedAlone() int64 { return t.acked.Load() }
-
-// Counts are the cycles counted so far: served, missed, refused.
-func (t *Tail) Counts() (served, missed, refused int64) {
-	return t.served.Load(), t.missed.Load(), t.refused.Load()
+// Counts are the cycles counted so far.
+func (t *Tail) Counts() CycleCounts {
+	return CycleCounts{Served: t.served.Load(), Acked: t.acked.Load(), Missed: t.missed.Load(), Refused: t.refused.Load()}
 }

@@ -76,10 +76,6 @@ func (s *Store) PartitionID(ctx context.Context, queueID int64, name string) (in
 func (s *Store) Pop(ctx context.Context, r model.PopRequest) (model.PopResult, error) {
 	var out model.PopResult
 	err := func() error {
-		var pid *int64
-		if r.PartitionID > 0 {
-			pid = &r.PartitionID
-		}
 		// One row always: whether the group exists (a deleted group has
 		// no cursors, so its pops would find nothing, forever) beside the
 		// pop's row, NULLs when no partition has work. The cursor as the
@@ -97,7 +93,7 @@ func (s *Store) Pop(ctx context.Context, r model.PopRequest) (model.PopResult, e
 			      p_max => @max, p_lease_seconds => @lease_seconds, p_consumer => @consumer, p_max_bytes => @max_bytes,
 			      p_room => @room, p_envelope => @envelope, p_max_delivery => @max_delivery,
 			      p_consumer_limit => @consumer_limit, p_group_limit => q.max_ack_pending) x ON true`,
-			pgx.NamedArgs{"group_id": r.Group.ID, "queue_id": r.Group.QueueID, "partition_id": pid, "max": r.Max,
+			pgx.NamedArgs{"group_id": r.Group.ID, "queue_id": r.Group.QueueID, "partition_id": r.NamedPartition(), "max": r.Max,
 				"lease_seconds": r.Lease.Seconds(), "consumer": r.Consumer, "max_bytes": r.MaxBytes, "room": r.Room,
 				"envelope": model.DeliveryEnvelope, "max_delivery": r.MaxDelivery, "consumer_limit": r.MaxAckPending})
 		var row popRow

@@ -76,16 +76,12 @@ type cycleRow struct {
 func (s *Store) queryCycle(ctx context.Context, r model.PopRequest, partitionID int64, lease pgtype.UUID,
 	items []model.AckItem) (cycleRow, bool, error) {
 	offsets, hashes, completed, _ := pgwire.AckArrays(items)
-	var named *int64
-	if r.PartitionID > 0 {
-		named = &r.PartitionID
-	}
 	rows, err := s.pool.Query(ctx, `SELECT acked_from, next_offset, popped, partition, lease_id, lease_until,
 		offs, txn_ids, data::text[] AS data, created_at
 		FROM queen.consumer_cycle(@group_id, @partition_id, @lease, @offsets, @hashes, @completed, @queue_id, @named,
 		    @max, @lease_seconds, @consumer, @max_bytes, @room, @envelope, @max_delivery)`,
 		pgx.NamedArgs{"group_id": r.Group.ID, "partition_id": partitionID, "lease": lease, "offsets": offsets, "hashes": hashes,
-			"completed": completed, "queue_id": r.Group.QueueID, "named": named, "max": r.Max, "lease_seconds": r.Lease.Seconds(),
+			"completed": completed, "queue_id": r.Group.QueueID, "named": r.NamedPartition(), "max": r.Max, "lease_seconds": r.Lease.Seconds(),
 			"consumer": r.Consumer, "max_bytes": r.MaxBytes, "room": r.Room, "envelope": model.DeliveryEnvelope,
 			"max_delivery": r.MaxDelivery})
 	if err != nil {
