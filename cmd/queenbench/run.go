@@ -315,6 +315,7 @@ func copyTargetFigures(res *bench.Result, after bench.Figures) {
 	res.UnrolledShare, res.CacheBytesPerHash = after.UnrolledShare, after.CacheBytesPerHash
 	res.CacheBytesPerEntry = after.CacheBytesPerEntry
 	res.MeanFrame, res.Hydrations, res.Fills = after.MeanFrame, after.Hydrations, after.Fills
+	res.StoredBytesPerMessage = after.StoredBytesPerMessage
 	res.Evictions, res.Suppressed, res.Births = after.Evictions, after.Suppressed, after.Births
 }
 

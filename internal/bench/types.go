@@ -173,6 +173,10 @@ type Figures struct {
 	// MeanFrame is the messages per segment written (queengate), -1 when
 	// unknown.
 	MeanFrame float64
+	// StoredBytesPerMessage is what the log's tables (heap, TOAST and
+	// indexes of log_segments and log_txns) grew by per message stored
+	// during the run (queengate with --pg-url or --self), -1 when unknown.
+	StoredBytesPerMessage float64
 	// Hydrations, Fills and Evictions are the gateways' cache
 	// hydrations, gap fills and entries evicted for the budget during the
 	// run (queengate), -1 when unknown.
@@ -188,7 +192,7 @@ type Figures struct {
 // UnknownFigures are Figures with every optional figure unknown.
 func UnknownFigures() Figures {
 	return Figures{ProbeSkippedShare: -1, ProbeNarrowedShare: -1, UnrolledShare: -1, CacheBytesPerHash: -1,
-		CacheBytesPerEntry: -1, MeanFrame: -1, Hydrations: -1, Fills: -1, Evictions: -1, Births: -1, Suppressed: -1}
+		CacheBytesPerEntry: -1, MeanFrame: -1, StoredBytesPerMessage: -1, Hydrations: -1, Fills: -1, Evictions: -1, Births: -1, Suppressed: -1}
 }
 
 // Result is one run of one target.
@@ -231,6 +235,7 @@ type Result struct {
 	CacheBytesPerHash       float64 `json:"cache_bytes_per_hash"`
 	CacheBytesPerEntry      float64 `json:"cache_bytes_per_entry"`
 	MeanFrame               float64 `json:"mean_frame_messages"`
+	StoredBytesPerMessage   float64 `json:"stored_bytes_per_message"`
 	Hydrations              int64   `json:"hydrations"`
 	Births                  int64   `json:"births"`
 	Fills                   int64   `json:"fills"`

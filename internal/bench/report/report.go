@@ -21,7 +21,7 @@ var resultHeader = []string{
 	"target", "scenario", "msg/s", "p50 ms", "p90 ms", "p99 ms", "max ms",
 	"queued", "duplicate", "failed", "violations",
 	"CPU s/M msgs", "autovac s/M", "peak RSS MiB", "probe skipped", "narrowed", "unrolled", "cache B/hash",
-	"frame", "hydrations", "fills", "gap ms",
+	"frame", "stored B/msg", "hydrations", "fills", "gap ms",
 }
 
 // resultTextColumns is how many leading columns of resultHeader hold text;
@@ -155,6 +155,7 @@ func resultRows(r *bench.Report) [][]string {
 			formatShare(res.UnrolledShare),
 			formatOptional(res.CacheBytesPerHash),
 			formatOptional(res.MeanFrame),
+			formatOptional(res.StoredBytesPerMessage),
 			formatOptionalCount(res.Hydrations),
 			formatOptionalCount(res.Fills),
 			formatMs(res.MaxGap),

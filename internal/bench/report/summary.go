@@ -66,6 +66,7 @@ func medianResult(rs []bench.Result) bench.Result {
 	med.Evictions = int64(pick(func(x bench.Result) float64 { return float64(x.Evictions) }))
 	med.Suppressed = int64(pick(func(x bench.Result) float64 { return float64(x.Suppressed) }))
 	med.MeanFrame = pick(func(x bench.Result) float64 { return x.MeanFrame })
+	med.StoredBytesPerMessage = pick(func(x bench.Result) float64 { return x.StoredBytesPerMessage })
 	med.Hydrations = int64(pick(func(x bench.Result) float64 { return float64(x.Hydrations) }))
 	med.Births = int64(pick(func(x bench.Result) float64 { return float64(x.Births) }))
 	med.Fills = int64(pick(func(x bench.Result) float64 { return float64(x.Fills) }))

@@ -51,6 +51,7 @@ type Queengate struct {
 	// missingMetrics: gateways whose /metrics never answered (said once).
 	missingMetrics map[string]bool
 	mark           gatewayCounters
+	storedMark     StoredLog
 }
 
 // gatewayCounters are the gateways' counters queenbench reads, summed:
@@ -319,7 +320,37 @@ func parseAnswers(data []byte) (ids []string, statuses []model.Status, err error
 func (t *Queengate) MarkCounters(ctx context.Context) error {
 	c, err := t.counters(ctx)
 	t.mark = c
+	if err != nil || t.pool == nil {
+		return err
+	}
+	t.storedMark, err = MeasureStoredLog(ctx, t.pool)
 	return err
+}
+
+// StoredLog is what the log takes in PostgreSQL: the bytes of its tables
+// (heap, TOAST and indexes of log_segments and log_txns) and the messages
+// they hold, every queue's.
+type StoredLog struct{ Bytes, Messages int64 }
+
+// MeasureStoredLog reads the log's size and message count from the
+// database behind pool.
+func MeasureStoredLog(ctx context.Context, pool *pgxpool.Pool) (StoredLog, error) {
+	var s StoredLog
+	err := pool.QueryRow(ctx, `SELECT pg_total_relation_size('queen.log_segments') + pg_total_relation_size('queen.log_txns'),
+		(SELECT coalesce(sum(end_offset - base_offset + 1), 0) FROM queen.log_segments)::bigint`).Scan(&s.Bytes, &s.Messages)
+	if err != nil {
+		return s, fmt.Errorf("queengate target: the log's size: %w", err)
+	}
+	return s, nil
+}
+
+// BytesPerMessage is what the log grew by per message stored since mark,
+// -1 when none was.
+func (s StoredLog) BytesPerMessage(mark StoredLog) float64 {
+	if s.Messages <= mark.Messages {
+		return -1
+	}
+	return float64(s.Bytes-mark.Bytes) / float64(s.Messages-mark.Messages)
 }
 
 // scrape reads a gateway's metrics; a gateway that is gone (killed by the
@@ -439,6 +470,13 @@ func (t *Queengate) Figures(ctx context.Context) (bench.Figures, error) {
 	}
 	if cacheEntries > 0 {
 		f.CacheBytesPerEntry = cacheBytes / cacheEntries
+	}
+	if t.pool != nil {
+		stored, err := MeasureStoredLog(ctx, t.pool)
+		if err != nil {
+			return f, err
+		}
+		f.StoredBytesPerMessage = stored.BytesPerMessage(t.storedMark)
 	}
 	return f, nil
 }
