@@ -64,11 +64,13 @@ var (
 	APIQueueDelete = API{"queues.delete", queueOnly}
 	APIQueuePurge  = API{"queues.purge", queueOnly}
 
-	// Between the NATS server and the gateways: a push as NATS maps it
-	// onto routing shard <k>, the gateways' heartbeats, the routing
+	// Between the NATS server and the gateways: a push, and a pop naming
+	// its partition, as NATS maps them onto routing shard <k>, the
+	// gateways' heartbeats, the routing
 	// probe's pushes (to ProbeQueue), and what one gateway tells the
 	// others.
 	APIShard        = API{"shard", []string{"<k>", "<queue>", "<partition>"}}
+	APIPopShard     = API{"popshard", []string{"<k>", "<queue>", "<partition>"}}
 	APIHeartbeat    = API{"gateways.heartbeat", nil}
 	APIProbe        = API{"push." + ProbeQueue, []string{"<nonce>"}}
 	APICommitted    = API{"committed", queueOnly}
@@ -82,7 +84,7 @@ var APIs = []API{
 	APIRead, APIMessageGet, APIExplain,
 	APIPop, APIConsumeAck, APIConsumeAckPush, APIRenew, APIRelease, APIGroups, APIGroupCreate, APIGroupSeek, APIGroupDelete,
 	APIConfigure, APIQueuesList, APIQueuesGet, APIStatus, APIOverview, APIDLQList, APIDLQRedrive, APIQueueDelete, APIQueuePurge,
-	APIShard, APIHeartbeat, APIProbe, APICommitted, APIQueueDeleted, APIGroupDeleted,
+	APIShard, APIPopShard, APIHeartbeat, APIProbe, APICommitted, APIQueueDeleted, APIGroupDeleted,
 }
 
 // Subjects builds the API subjects under a prefix.

@@ -155,11 +155,12 @@ func (c *Consumers) Operations(prefix string, nc *nats.Conn) []gateway.Endpoint 
 		c.maxPayload = nc.MaxPayload
 	}
 	s := queengate.Subjects{Prefix: prefix}
-	pop := s.Verb(queengate.APIPop) + "."
+	pop, popShard := s.Verb(queengate.APIPop), s.Verb(queengate.APIPopShard)
 	return append([]gateway.Endpoint{
-		{Name: "consume-pop", Verb: s.Verb(queengate.APIPop), Names: queengate.APIPop.Names, AnyTokens: true, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
-			return c.pop(ctx, strings.TrimPrefix(req.Subject, pop), req.Data)
-		}},
+		{Name: "consume-pop", Verb: pop, Names: queengate.APIPop.Names, AnyTokens: true, AnswerOnly: true, ShardVerb: popShard,
+			Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
+				return c.pop(ctx, popNames(req.Subject, pop, popShard), req.Data)
+			}},
 		{Name: "consume-ack", Verb: s.Verb(queengate.APIConsumeAck), Names: queengate.APIConsumeAck.Names, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
 			queue, partition := gateway.LastTwoTokens(req.Subject)
 			return c.ack(ctx, queue, partition, req.Data)
@@ -177,6 +178,18 @@ func (c *Consumers) Operations(prefix string, nc *nats.Conn) []gateway.Endpoint 
 			return c.lease(ctx, queue, partition, req.Data, false)
 		}},
 	}, c.groupOperations(s)...)
+}
+
+// popNames are the tokens a pop's subject names, <queue>[.<partition>],
+// whether the pop came as sent (<pop>.<queue>[.<partition>]) or as NATS
+// mapped a named one onto a routing shard (<popShard>.<k>.<queue>.
+// <partition>, routing.PopMappings).
+func popNames(subject, pop, popShard string) string {
+	if shard, ok := strings.CutPrefix(subject, popShard+"."); ok {
+		_, names, _ := strings.Cut(shard, ".")
+		return names
+	}
+	return strings.TrimPrefix(subject, pop+".")
 }
 
 // groupOperations are the entries that serve the admin HTTP too.

@@ -96,14 +96,17 @@ type Gateway struct {
 	// routingMetrics is nil without Config.Routing.
 	routingMetrics *routing.Metrics
 
-	mu       sync.Mutex
-	svc      *service
-	router   *routing.Router
-	serving  bool           // between a completed Start and Stop
-	inflight sync.WaitGroup // operator and timer requests being answered
-	stopping bool           // under mu: no more requests join inflight
-	stopOnce sync.Once
-	stopped  chan struct{}
+	mu  sync.Mutex
+	svc *service
+	// shardEndpoints are the endpoints beside the push's whose requests
+	// NATS may map onto the routing shards (Endpoint.ShardVerb).
+	shardEndpoints []routing.ShardEndpoint
+	router         *routing.Router
+	serving        bool           // between a completed Start and Stop
+	inflight       sync.WaitGroup // operator and timer requests being answered
+	stopping       bool           // under mu: no more requests join inflight
+	stopOnce       sync.Once
+	stopped        chan struct{}
 	// draining is closed when Stop begins waiting for requests in
 	// flight: long polls answer what they have instead of waiting on.
 	draining chan struct{}
@@ -215,7 +218,9 @@ func (g *Gateway) Start(ctx context.Context) error {
 		return fmt.Errorf("gateway: flush subscriptions: %w", err)
 	}
 	if g.cfg.Routing != nil {
-		r := routing.New(*g.cfg.Routing, g.nc, svc.id, g.cfg.Prefix, shardSubscriber{push}, g.log, g.routingMetrics)
+		endpoints := append([]routing.ShardEndpoint{{Verb: subjects.Verb(queengate.APIShard), Subscriber: shardSubscriber{push}}},
+			g.shardEndpoints...)
+		r := routing.New(*g.cfg.Routing, g.nc, svc.id, g.cfg.Prefix, endpoints, g.log, g.routingMetrics)
 		if err := r.Start(ctx); err != nil {
 			svc.stop(0)
 			return err
@@ -561,6 +566,11 @@ type Endpoint struct {
 	// AnyTokens: one or more tokens after Verb, which Op checks (a pop
 	// names <queue> or <queue>.<partition>).
 	AnyTokens bool
+	// ShardVerb, when set, is where NATS may map the endpoint's requests
+	// onto the routing shards (routing.PopMappings), as <ShardVerb>.<k>.
+	// <queue>.<partition>: the gateway subscribes the shards it serves,
+	// every shard without routing.
+	ShardVerb string
 	// Operator spans queues (NATS permissions cannot scope it to one):
 	// with an admin token set it needs the token. The others are governed
 	// by NATS permissions on their subjects (docs/security.md); the
@@ -620,8 +630,12 @@ func (e Endpoint) form() string {
 	return strings.Join(append([]string{e.Verb}, e.Names...), ".")
 }
 
-// wellShaped says whether subject has the endpoint's number of tokens.
+// wellShaped says whether subject has the endpoint's number of tokens
+// (a shard's subject, <k>.<queue>.<partition> after ShardVerb).
 func (e Endpoint) wellShaped(subject string) bool {
+	if e.ShardVerb != "" && strings.HasPrefix(subject, e.ShardVerb+".") {
+		return strings.Count(subject, ".") == strings.Count(e.ShardVerb, ".")+3
+	}
 	if e.AnyTokens {
 		return len(subject) > len(e.Verb)
 	}
@@ -650,6 +664,16 @@ func (g *Gateway) addRequestEndpoints(endpoints []Endpoint) error {
 				return err
 			}
 		}
+		if e.ShardVerb == "" {
+			continue
+		}
+		if g.cfg.Routing == nil { // every shard, as the push endpoint
+			if err := ep.subscribe(e.ShardVerb + ".>"); err != nil {
+				return err
+			}
+			continue
+		}
+		g.shardEndpoints = append(g.shardEndpoints, routing.ShardEndpoint{Verb: e.ShardVerb, Subscriber: shardSubscriber{ep}})
 	}
 	return nil
 }

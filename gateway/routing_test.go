@@ -70,6 +70,40 @@ func TestShardOfIsWhereTheServerMapsAPush(t *testing.T) {
 	}
 }
 
+// TestPopMappingsPickThePushShard: a pop naming its partition, mapped by
+// routing.PopMappings, arrives on the pop shard of the same number as
+// the partition's pushes; a pop of any partition is left as sent.
+func TestPopMappingsPickThePushShard(t *testing.T) {
+	t.Parallel()
+	e := newEnvWith(t, natsembed.Config{Port: -1, Mappings: routing.PopMappings("queen", testShards)})
+	got := make(chan *nats.Msg, 256)
+	for _, subject := range []string{"queen.popshard.>", "queen.consume.pop.>"} {
+		if _, err := e.Client.ChanSubscribe(subject, got); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pops := map[string]string{"queen.consume.pop.orders": "queen.consume.pop.orders"}
+	for i := range 100 {
+		q, p := fmt.Sprintf("q%d", i%7), fmt.Sprintf("p-%d", i)
+		pops["queen.consume.pop."+q+"."+p] = fmt.Sprintf("queen.popshard.%d.%s.%s", routing.ShardOf(testShards, q, p), q, p)
+	}
+	for subject := range pops {
+		if err := e.Client.Publish(subject, []byte(subject)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range pops {
+		select {
+		case m := <-got:
+			if want := pops[string(m.Data)]; m.Subject != want {
+				t.Errorf("%s arrived on %s, want %s", m.Data, m.Subject, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("a pop never arrived")
+		}
+	}
+}
+
 // mappingGauge is queengate_routing_mapping{state} as reg has it.
 func mappingGauge(t *testing.T, reg *prometheus.Registry, state string) float64 {
 	t.Helper()

@@ -68,6 +68,21 @@ func ShardMappings(prefix string, n int) map[string]string {
 	}
 }
 
+// PopMappings are the NATS subject mappings that route a pop naming its
+// partition onto the shard of the partition's pushes (the same
+// partition() over the same tokens), so that it reaches the gateway
+// whose tail holds the partition's fresh messages (docs/design.md, "The
+// tail"). Optional: without them any gateway answers a pop, from SQL
+// when the pop's partition is another gateway's. Pops of any partition
+// are not mapped: no one gateway owns them.
+func PopMappings(prefix string, n int) map[string]string {
+	s := queengate.Subjects{Prefix: prefix}
+	return map[string]string{
+		s.Verb(queengate.APIPop) + ".*.*": fmt.Sprintf("%s.{{partition(%d,1,2)}}.{{wildcard(1)}}.{{wildcard(2)}}",
+			s.Verb(queengate.APIPopShard), n),
+	}
+}
+
 // ShardOf is the shard NATS maps a push to queue and partition onto, as
 // its partition() function computes it: FNV-1a of the tokens, concatenated,
 // modulo n. A push to <prefix>.push.<queue> hashes the queue alone, so it
@@ -227,7 +242,9 @@ type Router struct {
 	nc     *nats.Conn
 	id     string
 	prefix string
-	push   Subscriber // the push endpoint: shard subscriptions go on it
+	// endpoints take the shard subscriptions: the push endpoint's, and
+	// the named pops'.
+	endpoints []ShardEndpoint
 	log    zerolog.Logger
 	m      *Metrics
 
@@ -242,19 +259,27 @@ type Router struct {
 	done    chan struct{}
 }
 
-// Subscriber is the push endpoint as the router sees it: the shards it
-// takes are subscribed on it (in its queue group, with its handler and
+// Subscriber is an endpoint as the router sees it: the shards it takes
+// are subscribed on it (in its queue group, with its handler and
 // figures), and the shards it hands over unsubscribed.
 type Subscriber interface {
 	Subscribe(subject string) error
 	Unsubscribe(subject string)
 }
 
-// New builds the router of the gateway named id; m is from NewMetrics.
-// Start takes its shards.
-func New(cfg Config, nc *nats.Conn, id, prefix string, push Subscriber, log zerolog.Logger, m *Metrics) *Router {
+// ShardEndpoint is an endpoint whose requests NATS maps onto the routing
+// shards under Verb (with the prefix, "queen.shard"): shard k is
+// <Verb>.<k>.>.
+type ShardEndpoint struct {
+	Verb string
+	Subscriber
+}
+
+// New builds the router of the gateway named id, whose shards go to
+// endpoints; m is from NewMetrics. Start takes its shards.
+func New(cfg Config, nc *nats.Conn, id, prefix string, endpoints []ShardEndpoint, log zerolog.Logger, m *Metrics) *Router {
 	cfg = cfg.withDefaults()
-	return &Router{cfg: cfg, nc: nc, id: id, prefix: prefix, push: push, log: log, m: m,
+	return &Router{cfg: cfg, nc: nc, id: id, prefix: prefix, endpoints: endpoints, log: log, m: m,
 		members: map[string]*member{}, serving: newBitset(cfg.Shards),
 		changed: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 }
@@ -263,8 +288,27 @@ func (r *Router) heartbeatSubject() string {
 	return queengate.Subjects{Prefix: r.prefix}.Verb(queengate.APIHeartbeat)
 }
 
-func (r *Router) shardSubject(k int) string {
-	return queengate.Subjects{Prefix: r.prefix}.Verb(queengate.APIShard) + "." + strconv.Itoa(k) + ".>"
+func shardSubject(verb string, k int) string {
+	return verb + "." + strconv.Itoa(k) + ".>"
+}
+
+// subscribeShard subscribes every endpoint to shard k, or none.
+func (r *Router) subscribeShard(k int) error {
+	for i, e := range r.endpoints {
+		if err := e.Subscribe(shardSubject(e.Verb, k)); err != nil {
+			for _, done := range r.endpoints[:i] {
+				done.Unsubscribe(shardSubject(done.Verb, k))
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *Router) unsubscribeShard(k int) {
+	for _, e := range r.endpoints {
+		e.Unsubscribe(shardSubject(e.Verb, k))
+	}
 }
 
 // Start probes the NATS mapping (a mapping onto another shard count is
@@ -423,7 +467,7 @@ func (r *Router) reconcile(now time.Time) {
 	r.mu.Unlock()
 
 	for _, k := range take {
-		if err := r.push.Subscribe(r.shardSubject(k)); err != nil {
+		if err := r.subscribeShard(k); err != nil {
 			r.log.Warn().Err(err).Int("shard", k).Msg("take shard")
 			continue
 		}
@@ -432,7 +476,7 @@ func (r *Router) reconcile(now time.Time) {
 	}
 	for _, k := range release {
 		r.setServing(k, false)
-		r.push.Unsubscribe(r.shardSubject(k))
+		r.unsubscribeShard(k)
 		r.m.handovers.WithLabelValues("released").Inc()
 	}
 	r.mu.Lock()

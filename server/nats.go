@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"strings"
 	"time"
@@ -43,6 +44,13 @@ func startEmbeddedNATS(cfg Config) (interface{ Shutdown() }, string, error) {
 		TLSCert: e.TLSCert, TLSKey: e.TLSKey, TLSClientCA: e.TLSClientCA}
 	if cfg.RoutingShards > 0 {
 		ecfg.Mappings = routing.ShardMappings(cfg.Prefix, cfg.RoutingShards)
+		if e.ConfigFile == "" {
+			// Named pops to their partition's gateway too. Not under a
+			// configuration file's users: NATS checks a publish against
+			// the subject it is mapped onto, which their permissions may
+			// not allow (docs/security.md).
+			maps.Copy(ecfg.Mappings, routing.PopMappings(cfg.Prefix, cfg.RoutingShards))
+		}
 	}
 	if cfg.NATSAuth.NKeyFile != "" {
 		var err error

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -106,7 +107,9 @@ func StartSelf(ctx context.Context, w bench.Workload, pgURL, gatewayBin, prefix 
 	// The NATS server runs apart from the gateways, so that any of them
 	// can be stopped or killed; its CPU counts as the target's, as the
 	// embedded server's would.
-	env.nats, err = StartNATSServer(ctx, "", routing.ShardMappings(prefix, routing.DefaultShards))
+	mappings := routing.ShardMappings(prefix, routing.DefaultShards)
+	maps.Copy(mappings, routing.PopMappings(prefix, routing.DefaultShards))
+	env.nats, err = StartNATSServer(ctx, "", mappings)
 	if err != nil {
 		return nil, err
 	}

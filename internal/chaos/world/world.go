@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -249,9 +250,11 @@ func (n *NATSNode) start() error {
 	if err != nil {
 		return err
 	}
-	// Every server maps pushes onto the routing shards: a producer may
-	// publish through any of them.
-	for src, dest := range routing.ShardMappings("queen", routingShards) {
+	// Every server maps pushes and named pops onto the routing shards: a
+	// producer or a consumer may publish through any of them.
+	mappings := routing.ShardMappings("queen", routingShards)
+	maps.Copy(mappings, routing.PopMappings("queen", routingShards))
+	for src, dest := range mappings {
 		if err := srv.GlobalAccount().AddMapping(src, dest); err != nil {
 			return err
 		}
