@@ -47,6 +47,17 @@ type consumeLoad struct {
 	PoisonEvery uint32
 	MaxAttempts int           // the queue's maxAttempts
 	Drain       time.Duration // most time to consume the rest once producing has stopped
+	// Follower is a group whose consumers each keep to one partition,
+	// one consumer per partition (the Go package consumer with
+	// Options.Partition): each pop names its partition and carries the
+	// ack of its last batch, handled for FollowHandling. That is the
+	// cycle a gateway serves from its tail, when the pop reaches the
+	// gateway that wrote the partition and answered the last pop (pops go
+	// to any gateway). The Groups' pops of any partition nearly never
+	// are: another partition is usually first, or their partition more
+	// than two frames behind. "": none.
+	Follower       string
+	FollowHandling time.Duration
 }
 
 // consumeLedger records what the consumers saw, for the verifier.
@@ -137,6 +148,8 @@ func (l *consumeLedger) moved(group string, n int) {
 // consumer is one consumer of a group.
 type consumer struct {
 	group, name, queue string
+	partition          string // the one it pops; "": any
+	handling           time.Duration
 	failing            bool // the group that fails some messages
 	load               consumeLoad
 	client             *queengate.Client
@@ -187,7 +200,7 @@ func (c *consumer) pop(ctx context.Context, pending *queengate.PopAck, pendingLe
 	if pending != nil {
 		c.led.settling(pendingLease, asked)
 	}
-	ans, err := c.client.Pop(ctx, c.queue, "", queengate.PopRequest{Group: c.group, Consumer: c.name, Max: c.load.Max,
+	ans, err := c.client.Pop(ctx, c.queue, c.partition, queengate.PopRequest{Group: c.group, Consumer: c.name, Max: c.load.Max,
 		LeaseMs: c.load.Lease.Milliseconds(), WaitMs: c.load.Wait.Milliseconds(), Ack: pending})
 	answered := now()
 	if pending != nil {
@@ -216,7 +229,7 @@ func ackOf(ans queengate.PopAnswer, err error) *queengate.AckAnswer {
 // every third of the lease while handling lasts, recording each new end.
 func (c *consumer) hold(ctx context.Context, ans queengate.PopAnswer, lease int) {
 	c.batches++
-	d := c.load.Handling
+	d := c.handling
 	if c.load.SlowEvery > 0 && c.batches%c.load.SlowEvery == 0 && !c.draining.Load() {
 		d = c.load.SlowHandling
 	}
@@ -315,25 +328,39 @@ type consumerFleet struct {
 }
 
 // startConsumers connects each group's consumers, each to its own NATS
-// server first as producers are, and starts them.
-func startConsumers(ctx context.Context, w *world.World, cl consumeLoad, queue string, timeout time.Duration) (*consumerFleet, error) {
-	f := &consumerFleet{load: cl, queue: queue, led: &consumeLedger{con: verify.Consumed{Groups: cl.Groups}}}
+// server first as producers are, and starts them: the follower group's
+// one per partition of partitions.
+func startConsumers(ctx context.Context, w *world.World, cl consumeLoad, queue string, partitions int, timeout time.Duration) (*consumerFleet, error) {
+	f := &consumerFleet{load: cl, queue: queue, led: &consumeLedger{con: verify.Consumed{Groups: cl.allGroups()}}}
+	add := func(group, name, partition string, handling time.Duration, failing bool) error {
+		nc, err := w.Connect(len(f.consumers), "queenchaos consumer "+name)
+		if err != nil {
+			return err
+		}
+		f.closers = append(f.closers, nc.Close)
+		client, err := queengate.NewClient(nc, queengate.WithTimeout(timeout))
+		if err != nil {
+			return err
+		}
+		f.consumers = append(f.consumers, &consumer{group: group, name: name, queue: queue, partition: partition, handling: handling,
+			failing: failing, load: cl, client: client, led: f.led, draining: &f.draining})
+		return nil
+	}
 	for gi, group := range cl.Groups {
 		for i := range cl.PerGroup {
-			name := fmt.Sprintf("%s-%d", group, i)
-			nc, err := w.Connect(gi*cl.PerGroup+i, "queenchaos consumer "+name)
-			if err != nil {
+			if err := add(group, fmt.Sprintf("%s-%d", group, i), "", cl.Handling, gi == len(cl.Groups)-1); err != nil {
 				f.close()
 				return nil, err
 			}
-			f.closers = append(f.closers, nc.Close)
-			client, err := queengate.NewClient(nc, queengate.WithTimeout(timeout))
-			if err != nil {
-				f.close()
-				return nil, err
-			}
-			f.consumers = append(f.consumers, &consumer{group: group, name: name, queue: queue, failing: gi == len(cl.Groups)-1,
-				load: cl, client: client, led: f.led, draining: &f.draining})
+		}
+	}
+	for i := range partitions {
+		if cl.Follower == "" {
+			break
+		}
+		if err := add(cl.Follower, fmt.Sprintf("%s-%s", cl.Follower, partitionName(i)), partitionName(i), cl.FollowHandling, false); err != nil {
+			f.close()
+			return nil, err
 		}
 	}
 	ctx, f.stop = context.WithCancel(ctx)
@@ -341,6 +368,15 @@ func startConsumers(ctx context.Context, w *world.World, cl consumeLoad, queue s
 		f.running.Go(func() { c.run(ctx) })
 	}
 	return f, nil
+}
+
+// allGroups are the groups consuming: the follower first, the failing
+// group last.
+func (cl consumeLoad) allGroups() []string {
+	if cl.Follower == "" {
+		return cl.Groups
+	}
+	return append([]string{cl.Follower}, cl.Groups...)
 }
 
 // finish waits until the groups have consumed everything stored (at most
@@ -355,7 +391,7 @@ func (f *consumerFleet) finish(ctx context.Context, w *world.World, stopped time
 	f.draining.Store(true)
 	deadline := time.Now().Add(f.load.Drain)
 	for {
-		n, err := verify.Backlog(ctx, w.PGURL(), f.queue, f.load.Groups)
+		n, err := verify.Backlog(ctx, w.PGURL(), f.queue, f.load.allGroups())
 		if err == nil && n == 0 {
 			log("drain: consumers done %v after producing stopped", time.Since(stopped).Round(10*time.Millisecond))
 			break
@@ -381,6 +417,10 @@ func (f *consumerFleet) close() {
 }
 
 func (cl consumeLoad) String() string {
-	return fmt.Sprintf("%d consumers in each of the groups %s (pops of up to %d, %v leases)",
+	s := fmt.Sprintf("%d consumers in each of the groups %s (pops of up to %d, %v leases)",
 		cl.PerGroup, strings.Join(cl.Groups, ", "), cl.Max, cl.Lease)
+	if cl.Follower != "" {
+		s += fmt.Sprintf(", and in group %s one consumer per partition, popping it by name", cl.Follower)
+	}
+	return s
 }

@@ -12,7 +12,9 @@ func TestMain(m *testing.M) {
 	if isPipelineWorker() { // the pipeline test starts this binary again as its workers
 		os.Exit(pipelineWorkerMain())
 	}
-	os.Exit(pgtest.CheckLeftovers(m.Run()))
+	code := m.Run()
+	removeGateway()
+	os.Exit(pgtest.CheckLeftovers(code))
 }
 
 // TestPipelineShortProfile runs the ack-and-push pipeline (3,000 inputs)
