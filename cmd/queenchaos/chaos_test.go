@@ -186,6 +186,47 @@ func TestGapsAndFigures(t *testing.T) {
 	}
 }
 
+// TestTailFigures: a kind of fault that watches tails reports the served
+// cycles of each instance that struck a serving tail and counts those
+// that struck none; one that does not watch reports neither.
+func TestTailFigures(t *testing.T) {
+	t.Parallel()
+	t0 := time.Now()
+	faults := []fault{
+		{Kind: killGateway, Target: 1, Start: t0, End: t0, Tail: tailSeen{Gateway: 1, Served: 7, Serving: true}},
+		{Kind: killGateway, Target: 0, Start: t0, End: t0, Tail: tailSeen{Gateway: 0, Served: 3}},
+		{Kind: freezePG, Target: -1, Start: t0, End: t0, Tail: tailSeen{Gateway: -1}},
+	}
+	got := figuresByKind(faults, nil, 1)
+	if kill := got[0]; !slices.Equal(kill.TailServed, []int64{7}) || kill.TailIdle != 1 {
+		t.Errorf("kill -9: tail served %v, idle %d; want [7] and 1", kill.TailServed, kill.TailIdle)
+	}
+	if freeze := got[1]; freeze.TailServed != nil || freeze.TailIdle != 0 || tailCell(freeze) != "—" {
+		t.Errorf("freeze: tail served %v, idle %d, cell %q; want none", freeze.TailServed, freeze.TailIdle, tailCell(freeze))
+	}
+}
+
+// TestPoisons: the poison messages are PoisonEvery/2 past each multiple
+// of PoisonEvery, only the first PoisonFirst of them when set.
+func TestPoisons(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		first uint32
+		want  []uint32
+	}{{0, []uint32{500, 1500, 2500}}, {2, []uint32{500, 1500}}} {
+		cl := consumeLoad{PoisonEvery: 1000, PoisonFirst: c.first}
+		var got []uint32
+		for seq := range uint32(3000) {
+			if cl.poisons(seq) {
+				got = append(got, seq)
+			}
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("PoisonFirst %d: poison messages %v, want %v", c.first, got, c.want)
+		}
+	}
+}
+
 func TestOptions(t *testing.T) {
 	t.Parallel()
 	o, err := parseOptions([]string{"--profile", "long", "--faults", "kill,pg-freeze", "--duration", "30s"}, &bytes.Buffer{})

@@ -44,7 +44,11 @@ type consumeLoad struct {
 	// after a restart's pause, so its leases run out unheard until the
 	// queue's maxUnheardDeliveries counts them and maxAttempts
 	// dead-letters it (with the rest of its batches). 0: none.
+	// PoisonFirst, when set, keeps to each producer's first PoisonFirst
+	// of them: however fast the run, no more poison messages than the
+	// drain can see dead-lettered (each holds its partition some 30 s).
 	PoisonEvery uint32
+	PoisonFirst uint32
 	MaxAttempts int           // the queue's maxAttempts
 	Drain       time.Duration // most time to consume the rest once producing has stopped
 	// Follower is a group whose consumers each keep to one partition,
@@ -277,7 +281,7 @@ func (c *consumer) crashesOn(ans queengate.PopAnswer) bool {
 	var poison []queengate.Delivery
 	for _, m := range ans.Messages {
 		var producer, seq uint32
-		if _, err := fmt.Sscanf(m.TransactionID, "c%d-%d", &producer, &seq); err == nil && seq%c.load.PoisonEvery == c.load.PoisonEvery/2 {
+		if _, err := fmt.Sscanf(m.TransactionID, "c%d-%d", &producer, &seq); err == nil && c.load.poisons(seq) {
 			poison = append(poison, m)
 		}
 	}
@@ -285,6 +289,12 @@ func (c *consumer) crashesOn(ans queengate.PopAnswer) bool {
 		c.led.crashed(c.group, ans, poison)
 	}
 	return len(poison) > 0
+}
+
+// poisons reports whether the failing group's consumers die on a
+// producer's message number seq (see consumeLoad.PoisonEvery).
+func (cl consumeLoad) poisons(seq uint32) bool {
+	return seq%cl.PoisonEvery == cl.PoisonEvery/2 && (cl.PoisonFirst == 0 || seq/cl.PoisonEvery < cl.PoisonFirst)
 }
 
 // fails reports whether the failing group fails this delivery (see

@@ -44,17 +44,19 @@ type profile struct {
 // batches of 100 serve 2,400 msg/s per group), leases of 2 s so that
 // every fault but the shortest outlasts some, and 3 attempts so that the
 // failing group's chosen messages are dead-lettered soon. That group's
-// consumers also die on one message in poisonEvery of each producer: with
+// consumers also die on one message in poisonEvery of each producer (on
+// its first poisonFirst such only, when set, in the profiles whose length
+// follows their faults, not the clock): with
 // the default maxUnheardDeliveries (3), nine deliveries, about 3 s each
 // (the lease, and the pop that finds it run out), hold its partition for
 // that group some 30 s; the drain leaves time for the last. A third
 // group, mirror, follows each partition with a consumer of its own that
 // handles a batch in 100 ms: it keeps up within a frame or two, the
 // cycles a gateway serves from its tail (consumeLoad.Follower).
-func chaosConsumers(batch int, poisonEvery uint32) consumeLoad {
+func chaosConsumers(batch int, poisonEvery, poisonFirst uint32) consumeLoad {
 	return consumeLoad{Groups: []string{"audit", "billing"}, PerGroup: 3, Max: batch,
 		Lease: 2 * time.Second, Wait: time.Second, Handling: 20 * time.Millisecond, SlowEvery: 25, SlowHandling: 1500 * time.Millisecond,
-		FailEvery: 200, PoisonEvery: poisonEvery, MaxAttempts: 3, Drain: time.Minute,
+		FailEvery: 200, PoisonEvery: poisonEvery, PoisonFirst: poisonFirst, MaxAttempts: 3, Drain: time.Minute,
 		Follower: "mirror", FollowHandling: 100 * time.Millisecond}
 }
 
@@ -63,12 +65,12 @@ var profiles = map[string]profile{
 	"short": {Name: "short", Gateways: 3, NATSNodes: 3, Window: 3600,
 		Load:     load{Producers: 8, Partitions: 16, Batch: 10, Rate: 1500, RetryShare: 0.2, Timeout: 2 * time.Second},
 		Duration: 3 * time.Minute, Warmup: 5 * time.Second, BackToBack: true, Faults: allFaults,
-		Drain: time.Minute, Consume: chaosConsumers(100, 3000), Seed: 1},
+		Drain: time.Minute, Consume: chaosConsumers(100, 1000, 2), Seed: 1},
 	// long repeats every fault kind, in a random order, for 10 minutes.
 	"long": {Name: "long", Gateways: 3, NATSNodes: 3, Window: 3600,
 		Load:     load{Producers: 16, Partitions: 32, Batch: 20, Rate: 3000, RetryShare: 0.2, Timeout: 2 * time.Second},
 		Duration: 10 * time.Minute, Warmup: 10 * time.Second, Every: 12 * time.Second, Faults: allFaults,
-		Drain: 2 * time.Minute, Consume: chaosConsumers(300, 20000), Seed: 1},
+		Drain: 2 * time.Minute, Consume: chaosConsumers(300, 20000, 0), Seed: 1},
 	// soak runs no faults: a fixed offered load, high (on the 2-core
 	// machine it was written on, about what three gateways serve), for
 	// throughput and memory over time. The window is two
@@ -90,7 +92,7 @@ var profiles = map[string]profile{
 	"failover-short": {Name: "failover-short", Gateways: 2, NATSNodes: 1, Window: 3600,
 		Load:     load{Producers: 4, Partitions: 8, Batch: 10, Rate: 1000, RetryShare: 0.2, Timeout: 2 * time.Second},
 		Duration: 2 * time.Minute, Warmup: 4 * time.Second, BackToBack: true, Faults: []faultKind{failoverKill},
-		Drain: time.Minute, Consume: chaosConsumers(100, 5000), Seed: 1,
+		Drain: time.Minute, Consume: chaosConsumers(100, 1000, 2), Seed: 1,
 		Replication: world.Replication{Standby: true, Sync: true, Commit: "remote_apply"}},
 }
 
@@ -99,7 +101,7 @@ func failoverProfile(name string, repl world.Replication) profile {
 	return profile{Name: name, Gateways: 3, NATSNodes: 3, Window: 3600,
 		Load:     load{Producers: 16, Partitions: 32, Batch: 20, Rate: 5000, RetryShare: 0.2, Timeout: 2 * time.Second},
 		Duration: 5 * time.Minute, Warmup: 15 * time.Second, Every: 40 * time.Second, Faults: failoverFaults,
-		Drain: 2 * time.Minute, Consume: chaosConsumers(300, 20000), Seed: 1, Replication: repl}
+		Drain: 2 * time.Minute, Consume: chaosConsumers(300, 20000, 0), Seed: 1, Replication: repl}
 }
 
 // outcome is a run's figures.
@@ -270,8 +272,7 @@ func schedule(ctx context.Context, w *world.World, p profile, led *ledger, log f
 				rng.Shuffle(len(kinds), func(a, b int) { kinds[a], kinds[b] = kinds[b], kinds[a] })
 			}
 			f := inject(ctx, w, kinds[i%len(kinds)], rng, log)
-			log("%s (target %d): %v; tail of gateway %d: %d cycles served, serving %v", f.Kind, f.Target,
-				f.End.Sub(f.Start).Round(10*time.Millisecond), f.Tail.Gateway, f.Tail.Served, f.Tail.Serving)
+			log("%s (target %d): %v%s", f.Kind, f.Target, f.End.Sub(f.Start).Round(10*time.Millisecond), f.Tail)
 			faults = append(faults, f)
 			i++
 			if !p.BackToBack {

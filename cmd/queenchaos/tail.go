@@ -35,6 +35,19 @@ type tailSeen struct {
 	Serving bool  // the count rose while watched: cycles were being served
 }
 
+// String is what the fault log says of the tail: nothing for a fault
+// that did not look.
+func (t tailSeen) String() string {
+	switch {
+	case t.Gateway < 0:
+		return ""
+	case t.Serving:
+		return fmt.Sprintf(", struck right after gateway %d's tail served its cycle number %d", t.Gateway, t.Served)
+	default:
+		return fmt.Sprintf(", no tail seen serving (gateway %d's had served %d cycles)", t.Gateway, t.Served)
+	}
+}
+
 // untilTailServes reads the served counters of candidates (indexes into
 // w.Gateways()) until one rises, and returns at once: that gateway's tail
 // is serving the consumers' cycles right now, so a fault struck next
