@@ -22,6 +22,7 @@ func TestMain(m *testing.M) {
 // the end every input is completed and every derived message is in the
 // output queue exactly once. The 100k run is `task chaos:pipeline`.
 func TestPipelineShortProfile(t *testing.T) {
+	t.Parallel() // beside TestFailoverShortProfile: worlds of their own (folders, ports)
 	dir, bin := buildGateway(t)
 	p := pipelineProfiles["short"]
 	out, err := runPipeline(context.Background(), p, dir, bin, t.Logf)

@@ -65,7 +65,7 @@ var profiles = map[string]profile{
 	"short": {Name: "short", Gateways: 3, NATSNodes: 3, Window: 3600,
 		Load:     load{Producers: 8, Partitions: 16, Batch: 10, Rate: 1500, RetryShare: 0.2, Timeout: 2 * time.Second},
 		Duration: 3 * time.Minute, Warmup: 5 * time.Second, BackToBack: true, Faults: allFaults,
-		Drain: time.Minute, Consume: chaosConsumers(100, 1000, 2), Seed: 1},
+		Drain: time.Minute, Consume: chaosConsumers(100, 500, 2), Seed: 1},
 	// long repeats every fault kind, in a random order, for 10 minutes.
 	"long": {Name: "long", Gateways: 3, NATSNodes: 3, Window: 3600,
 		Load:     load{Producers: 16, Partitions: 32, Batch: 20, Rate: 3000, RetryShare: 0.2, Timeout: 2 * time.Second},
@@ -92,7 +92,7 @@ var profiles = map[string]profile{
 	"failover-short": {Name: "failover-short", Gateways: 2, NATSNodes: 1, Window: 3600,
 		Load:     load{Producers: 4, Partitions: 8, Batch: 10, Rate: 1000, RetryShare: 0.2, Timeout: 2 * time.Second},
 		Duration: 2 * time.Minute, Warmup: 4 * time.Second, BackToBack: true, Faults: []faultKind{failoverKill},
-		Drain: time.Minute, Consume: chaosConsumers(100, 1000, 2), Seed: 1,
+		Drain: time.Minute, Consume: chaosConsumers(100, 500, 2), Seed: 1,
 		Replication: world.Replication{Standby: true, Sync: true, Commit: "remote_apply"}},
 }
 
