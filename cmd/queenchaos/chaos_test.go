@@ -3,10 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,12 +20,22 @@ import (
 // built from this tree, a three-server NATS cluster and PostgreSQL behind
 // a proxy, and checks the verifier's verdict: nothing acknowledged lost,
 // doubled or misplaced, every message in the end answered as stored. The
-// per-fault gaps are logged, not asserted (a shared machine's timing).
+// gateway faults strike a gateway right after its tail served a cycle
+// (kill -9, SIGTERM and SIGSTOP in the middle of the cycles it serves
+// from memory). The per-fault gaps are logged, not asserted (a shared
+// machine's timing).
+//
+// It runs alone: the heaviest world of the package (three gateways, three
+// NATS servers, 22 consumers), whose faults on a machine also running
+// another world were once followed by a gateway not ready within a
+// minute. The lighter failover and pipeline worlds run side by side
+// after it.
 func TestShortProfile(t *testing.T) {
 	out := runJudged(t, "short")
 	if len(out.Faults) != len(allFaults) {
 		t.Errorf("%d fault kinds done, want each of the %d once", len(out.Faults), len(allFaults))
 	}
+	struckServingTails(t, out, killGateway, termGateway, pauseGateway)
 	v := out.Verifier
 	if v.Sent == 0 || v.Answered != v.Sent || out.Unanswered != 0 {
 		t.Errorf("%d ids sent, %d answered as stored, %d never: every message must end answered", v.Sent, v.Answered, out.Unanswered)
@@ -48,12 +61,16 @@ func TestShortProfile(t *testing.T) {
 // primary with pg_rewind, while gateways follow with a multi-host URL:
 // the strict verifier must find nothing acknowledged lost, doubled or
 // misplaced and no ack undone, and every message must end answered. The
-// time without answers is logged, not asserted.
+// time without answers is logged, not asserted. The primary is killed
+// right after a gateway's tail served a cycle: the failover strikes
+// serving tails, which must drop what they hold of the old primary's log.
 func TestFailoverShortProfile(t *testing.T) {
+	t.Parallel()
 	out := runJudged(t, "failover-short")
 	if len(out.Failovers) != 1 || out.Failovers[0].Attached.IsZero() {
 		t.Fatalf("failovers %+v, want one, the old primary re-attached", out.Failovers)
 	}
+	struckServingTails(t, out, failoverKill)
 	v := out.Verifier
 	if v.Failover != nil {
 		t.Error("synchronous replication: the verifier must be the strict one, explaining no loss")
@@ -63,6 +80,25 @@ func TestFailoverShortProfile(t *testing.T) {
 	}
 	if v.Consume == nil || v.Consume.Unsettled() != 0 {
 		t.Errorf("consumer findings %+v: every group must end having consumed everything", v.Consume)
+	}
+}
+
+// struckServingTails fails the test unless each fault of the kinds
+// struck a tail that was serving: its gateway's served cycles rose just
+// before (a gateway fault: the target's).
+func struckServingTails(t *testing.T, out *outcome, kinds ...faultKind) {
+	t.Helper()
+	for _, k := range kinds {
+		i := slices.IndexFunc(out.Faults, func(f faultFigures) bool { return f.Kind == k })
+		if i < 0 {
+			t.Errorf("no %s done", k)
+			continue
+		}
+		f := out.Faults[i]
+		if f.TailIdle > 0 || len(f.TailServed) != f.Count {
+			t.Errorf("%s: %d of %d struck a gateway whose tail was seen serving cycles (%d waited in vain): "+
+				"each must strike in the middle of cycles served from a tail", k, len(f.TailServed), f.Count, f.TailIdle)
+		}
 	}
 }
 
@@ -83,8 +119,9 @@ func runJudged(t *testing.T, name string) *outcome {
 	return out
 }
 
-// buildGateway builds queengate from this tree into a folder of its own,
-// removed when the test ends, and returns both.
+// buildGateway makes the test a folder of its own, removed when the
+// test ends unless it failed, and returns it with the queengate binary built from this
+// tree (once for all the package's tests: removeGateway removes it).
 func buildGateway(t *testing.T) (dir, bin string) {
 	// Not t.TempDir: its parent is private, and PostgreSQL runs as its
 	// own user.
@@ -92,12 +129,40 @@ func buildGateway(t *testing.T) (dir, bin string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	bin = filepath.Join(dir, "queengate")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/queengate/queengate/cmd/queengate").CombinedOutput(); err != nil {
-		t.Fatalf("build queengate: %v\n%s", err, out)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("data and logs kept in %s", dir)
+			return
+		}
+		_ = os.RemoveAll(dir)
+	})
+	gateway.once.Do(func() {
+		if gateway.dir, gateway.err = os.MkdirTemp("", "queenchaos-gateway-"); gateway.err != nil {
+			return
+		}
+		gateway.bin = filepath.Join(gateway.dir, "queengate")
+		if out, err := exec.Command("go", "build", "-o", gateway.bin, "github.com/queengate/queengate/cmd/queengate").CombinedOutput(); err != nil {
+			gateway.err = fmt.Errorf("build queengate: %v\n%s", err, out)
+		}
+	})
+	if gateway.err != nil {
+		t.Fatal(gateway.err)
 	}
-	return dir, bin
+	return dir, gateway.bin
+}
+
+// gateway is the queengate binary the package's tests share.
+var gateway struct {
+	once     sync.Once
+	dir, bin string
+	err      error
+}
+
+// removeGateway removes the shared binary once the tests are done.
+func removeGateway() {
+	if gateway.dir != "" {
+		_ = os.RemoveAll(gateway.dir)
+	}
 }
 
 // TestGapsAndFigures: the per-fault figures come from the events in the
@@ -129,6 +194,47 @@ func TestGapsAndFigures(t *testing.T) {
 	}
 	if s := got.DefiniteShare(); s != 0.75 {
 		t.Errorf("definite share %v, want 0.75", s)
+	}
+}
+
+// TestTailFigures: a kind of fault that watches tails reports the served
+// cycles of each instance that struck a serving tail and counts those
+// that struck none; one that does not watch reports neither.
+func TestTailFigures(t *testing.T) {
+	t.Parallel()
+	t0 := time.Now()
+	faults := []fault{
+		{Kind: killGateway, Target: 1, Start: t0, End: t0, Tail: tailSeen{Gateway: 1, Served: 7, Serving: true}},
+		{Kind: killGateway, Target: 0, Start: t0, End: t0, Tail: tailSeen{Gateway: 0, Served: 3}},
+		{Kind: freezePG, Target: -1, Start: t0, End: t0, Tail: tailSeen{Gateway: -1}},
+	}
+	got := figuresByKind(faults, nil, 1)
+	if kill := got[0]; !slices.Equal(kill.TailServed, []int64{7}) || kill.TailIdle != 1 {
+		t.Errorf("kill -9: tail served %v, idle %d; want [7] and 1", kill.TailServed, kill.TailIdle)
+	}
+	if freeze := got[1]; freeze.TailServed != nil || freeze.TailIdle != 0 || tailCell(freeze) != "—" {
+		t.Errorf("freeze: tail served %v, idle %d, cell %q; want none", freeze.TailServed, freeze.TailIdle, tailCell(freeze))
+	}
+}
+
+// TestPoisons: the poison messages are PoisonEvery/2 past each multiple
+// of PoisonEvery, only the first PoisonFirst of them when set.
+func TestPoisons(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		first uint32
+		want  []uint32
+	}{{0, []uint32{500, 1500, 2500}}, {2, []uint32{500, 1500}}} {
+		cl := consumeLoad{PoisonEvery: 1000, PoisonFirst: c.first}
+		var got []uint32
+		for seq := range uint32(3000) {
+			if cl.poisons(seq) {
+				got = append(got, seq)
+			}
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("PoisonFirst %d: poison messages %v, want %v", c.first, got, c.want)
+		}
 	}
 }
 

@@ -44,9 +44,24 @@ type consumeLoad struct {
 	// after a restart's pause, so its leases run out unheard until the
 	// queue's maxUnheardDeliveries counts them and maxAttempts
 	// dead-letters it (with the rest of its batches). 0: none.
+	// PoisonFirst, when set, keeps to each producer's first PoisonFirst
+	// of them: however fast the run, no more poison messages than the
+	// drain can see dead-lettered (each holds its partition some 30 s).
 	PoisonEvery uint32
+	PoisonFirst uint32
 	MaxAttempts int           // the queue's maxAttempts
 	Drain       time.Duration // most time to consume the rest once producing has stopped
+	// Follower is a group whose consumers each keep to one partition,
+	// one consumer per partition (the Go package consumer with
+	// Options.Partition): each pop names its partition and carries the
+	// ack of its last batch, handled for FollowHandling. That is the
+	// cycle a gateway serves from its tail, when the pop reaches the
+	// gateway that wrote the partition and answered the last pop (pops go
+	// to any gateway). The Groups' pops of any partition nearly never
+	// are: another partition is usually first, or their partition more
+	// than two frames behind. "": none.
+	Follower       string
+	FollowHandling time.Duration
 }
 
 // consumeLedger records what the consumers saw, for the verifier.
@@ -137,6 +152,8 @@ func (l *consumeLedger) moved(group string, n int) {
 // consumer is one consumer of a group.
 type consumer struct {
 	group, name, queue string
+	partition          string // the one it pops; "": any
+	handling           time.Duration
 	failing            bool // the group that fails some messages
 	load               consumeLoad
 	client             *queengate.Client
@@ -187,7 +204,7 @@ func (c *consumer) pop(ctx context.Context, pending *queengate.PopAck, pendingLe
 	if pending != nil {
 		c.led.settling(pendingLease, asked)
 	}
-	ans, err := c.client.Pop(ctx, c.queue, "", queengate.PopRequest{Group: c.group, Consumer: c.name, Max: c.load.Max,
+	ans, err := c.client.Pop(ctx, c.queue, c.partition, queengate.PopRequest{Group: c.group, Consumer: c.name, Max: c.load.Max,
 		LeaseMs: c.load.Lease.Milliseconds(), WaitMs: c.load.Wait.Milliseconds(), Ack: pending})
 	answered := now()
 	if pending != nil {
@@ -216,7 +233,7 @@ func ackOf(ans queengate.PopAnswer, err error) *queengate.AckAnswer {
 // every third of the lease while handling lasts, recording each new end.
 func (c *consumer) hold(ctx context.Context, ans queengate.PopAnswer, lease int) {
 	c.batches++
-	d := c.load.Handling
+	d := c.handling
 	if c.load.SlowEvery > 0 && c.batches%c.load.SlowEvery == 0 && !c.draining.Load() {
 		d = c.load.SlowHandling
 	}
@@ -264,7 +281,7 @@ func (c *consumer) crashesOn(ans queengate.PopAnswer) bool {
 	var poison []queengate.Delivery
 	for _, m := range ans.Messages {
 		var producer, seq uint32
-		if _, err := fmt.Sscanf(m.TransactionID, "c%d-%d", &producer, &seq); err == nil && seq%c.load.PoisonEvery == c.load.PoisonEvery/2 {
+		if _, err := fmt.Sscanf(m.TransactionID, "c%d-%d", &producer, &seq); err == nil && c.load.poisons(seq) {
 			poison = append(poison, m)
 		}
 	}
@@ -272,6 +289,12 @@ func (c *consumer) crashesOn(ans queengate.PopAnswer) bool {
 		c.led.crashed(c.group, ans, poison)
 	}
 	return len(poison) > 0
+}
+
+// poisons reports whether the failing group's consumers die on a
+// producer's message number seq (see consumeLoad.PoisonEvery).
+func (cl consumeLoad) poisons(seq uint32) bool {
+	return seq%cl.PoisonEvery == cl.PoisonEvery/2 && (cl.PoisonFirst == 0 || seq/cl.PoisonEvery < cl.PoisonFirst)
 }
 
 // fails reports whether the failing group fails this delivery (see
@@ -315,25 +338,39 @@ type consumerFleet struct {
 }
 
 // startConsumers connects each group's consumers, each to its own NATS
-// server first as producers are, and starts them.
-func startConsumers(ctx context.Context, w *world.World, cl consumeLoad, queue string, timeout time.Duration) (*consumerFleet, error) {
-	f := &consumerFleet{load: cl, queue: queue, led: &consumeLedger{con: verify.Consumed{Groups: cl.Groups}}}
+// server first as producers are, and starts them: the follower group's
+// one per partition of partitions.
+func startConsumers(ctx context.Context, w *world.World, cl consumeLoad, queue string, partitions int, timeout time.Duration) (*consumerFleet, error) {
+	f := &consumerFleet{load: cl, queue: queue, led: &consumeLedger{con: verify.Consumed{Groups: cl.allGroups()}}}
+	add := func(group, name, partition string, handling time.Duration, failing bool) error {
+		nc, err := w.Connect(len(f.consumers), "queenchaos consumer "+name)
+		if err != nil {
+			return err
+		}
+		f.closers = append(f.closers, nc.Close)
+		client, err := queengate.NewClient(nc, queengate.WithTimeout(timeout))
+		if err != nil {
+			return err
+		}
+		f.consumers = append(f.consumers, &consumer{group: group, name: name, queue: queue, partition: partition, handling: handling,
+			failing: failing, load: cl, client: client, led: f.led, draining: &f.draining})
+		return nil
+	}
 	for gi, group := range cl.Groups {
 		for i := range cl.PerGroup {
-			name := fmt.Sprintf("%s-%d", group, i)
-			nc, err := w.Connect(gi*cl.PerGroup+i, "queenchaos consumer "+name)
-			if err != nil {
+			if err := add(group, fmt.Sprintf("%s-%d", group, i), "", cl.Handling, gi == len(cl.Groups)-1); err != nil {
 				f.close()
 				return nil, err
 			}
-			f.closers = append(f.closers, nc.Close)
-			client, err := queengate.NewClient(nc, queengate.WithTimeout(timeout))
-			if err != nil {
-				f.close()
-				return nil, err
-			}
-			f.consumers = append(f.consumers, &consumer{group: group, name: name, queue: queue, failing: gi == len(cl.Groups)-1,
-				load: cl, client: client, led: f.led, draining: &f.draining})
+		}
+	}
+	for i := range partitions {
+		if cl.Follower == "" {
+			break
+		}
+		if err := add(cl.Follower, fmt.Sprintf("%s-%s", cl.Follower, partitionName(i)), partitionName(i), cl.FollowHandling, false); err != nil {
+			f.close()
+			return nil, err
 		}
 	}
 	ctx, f.stop = context.WithCancel(ctx)
@@ -341,6 +378,15 @@ func startConsumers(ctx context.Context, w *world.World, cl consumeLoad, queue s
 		f.running.Go(func() { c.run(ctx) })
 	}
 	return f, nil
+}
+
+// allGroups are the groups consuming: the follower first, the failing
+// group last.
+func (cl consumeLoad) allGroups() []string {
+	if cl.Follower == "" {
+		return cl.Groups
+	}
+	return append([]string{cl.Follower}, cl.Groups...)
 }
 
 // finish waits until the groups have consumed everything stored (at most
@@ -355,7 +401,7 @@ func (f *consumerFleet) finish(ctx context.Context, w *world.World, stopped time
 	f.draining.Store(true)
 	deadline := time.Now().Add(f.load.Drain)
 	for {
-		n, err := verify.Backlog(ctx, w.PGURL(), f.queue, f.load.Groups)
+		n, err := verify.Backlog(ctx, w.PGURL(), f.queue, f.load.allGroups())
 		if err == nil && n == 0 {
 			log("drain: consumers done %v after producing stopped", time.Since(stopped).Round(10*time.Millisecond))
 			break
@@ -381,6 +427,10 @@ func (f *consumerFleet) close() {
 }
 
 func (cl consumeLoad) String() string {
-	return fmt.Sprintf("%d consumers in each of the groups %s (pops of up to %d, %v leases)",
+	s := fmt.Sprintf("%d consumers in each of the groups %s (pops of up to %d, %v leases)",
 		cl.PerGroup, strings.Join(cl.Groups, ", "), cl.Max, cl.Lease)
+	if cl.Follower != "" {
+		s += fmt.Sprintf(", and in group %s one consumer per partition, popping it by name", cl.Follower)
+	}
+	return s
 }

@@ -55,45 +55,79 @@ type fault struct {
 	Start  time.Time
 	End    time.Time
 	Err    string
+	// Tail is what the fault saw of a gateway's tail just before it
+	// struck (the gateway faults: the target's; a failover: the first
+	// gateway seen serving); Gateway -1 for the faults that do not look.
+	Tail tailSeen
+}
+
+// watchesTail says whether a fault of kind waits for a tail serving
+// cycles and strikes right after one: a gateway killed, stopped or
+// paused in the middle of the cycles it serves from its tail, PostgreSQL
+// failed over under serving tails.
+func watchesTail(kind faultKind) bool {
+	return kind == killGateway || kind == termGateway || kind == pauseGateway || slices.Contains(failoverFaults, kind)
 }
 
 // inject does one fault of kind and waits until the broken part serves
 // again. rng picks the victim; log says what could not be done.
 func inject(ctx context.Context, w *world.World, kind faultKind, rng *rand.Rand, log func(string, ...any)) fault {
-	f := fault{Kind: kind, Target: -1, Start: time.Now()}
-	var err error
+	f := fault{Kind: kind, Target: -1, Tail: tailSeen{Gateway: -1}}
 	switch kind {
 	case killGateway, termGateway, pauseGateway:
 		f.Target = rng.IntN(len(w.Gateways()))
-		g := w.Gateways()[f.Target]
-		switch kind {
-		case killGateway:
-			err = g.RestartAfter(ctx, syscall.SIGKILL, time.Second)
-		case termGateway:
-			err = g.RestartAfter(ctx, syscall.SIGTERM, time.Second)
-		default:
-			err = g.Pause(ctx, 3*time.Second)
-		}
-	case crashPG:
-		err = w.PGCrash(ctx)
-	case stopPG:
-		err = w.PGStop(ctx, 3*time.Second)
-	case freezePG:
-		w.PGFreeze(ctx, 5*time.Second, false)
-	case freezeCutPG:
-		w.PGFreeze(ctx, 5*time.Second, true)
 	case restartNATS:
 		f.Target = rng.IntN(len(w.NATSNodes()))
-		err = w.NATSNodes()[f.Target].Restart(ctx, 2*time.Second)
-	case failoverKill, failoverStop:
-		err = w.Failover(ctx, kind == failoverStop)
 	}
+	if watchesTail(kind) {
+		candidates := []int{f.Target}
+		if f.Target < 0 {
+			candidates = allGateways(w)
+		}
+		f.Tail = untilTailServes(ctx, w, candidates, log)
+	}
+	f.Start = time.Now()
+	err := strike(ctx, w, kind, f.Target)
 	f.End = time.Now()
 	if err != nil {
 		f.Err = err.Error()
 		log("fault %s: %v", kind, err)
 	}
 	return f
+}
+
+// strike does the fault, on target for those that have one, and waits
+// until the broken part serves again.
+func strike(ctx context.Context, w *world.World, kind faultKind, target int) error {
+	switch kind {
+	case killGateway:
+		return w.Gateways()[target].RestartAfter(ctx, syscall.SIGKILL, time.Second)
+	case termGateway:
+		return w.Gateways()[target].RestartAfter(ctx, syscall.SIGTERM, time.Second)
+	case pauseGateway:
+		return w.Gateways()[target].Pause(ctx, 3*time.Second)
+	case crashPG:
+		return w.PGCrash(ctx)
+	case stopPG:
+		return w.PGStop(ctx, 3*time.Second)
+	case freezePG:
+		w.PGFreeze(ctx, 5*time.Second, false)
+	case freezeCutPG:
+		w.PGFreeze(ctx, 5*time.Second, true)
+	case restartNATS:
+		return w.NATSNodes()[target].Restart(ctx, 2*time.Second)
+	case failoverKill, failoverStop:
+		return w.Failover(ctx, kind == failoverStop)
+	}
+	return nil
+}
+
+func allGateways(w *world.World) []int {
+	out := make([]int, len(w.Gateways()))
+	for i := range out {
+		out[i] = i
+	}
+	return out
 }
 
 // faultFigures are what producers saw around one kind of fault, summed or
@@ -115,6 +149,12 @@ type faultFigures struct {
 	Timeouts        int           `json:"timeouts"`
 	Refused         int           `json:"refused"`
 	Errors          []string      `json:"errors,omitempty"`
+	// TailServed is, for each instance that saw a tail serving, the
+	// cycles that gateway's tail had served when the fault struck, just
+	// after one more; TailIdle counts the instances that waited in vain.
+	// Both empty for the faults that do not look (watchesTail).
+	TailServed []int64 `json:"tailServedBefore,omitempty"`
+	TailIdle   int     `json:"tailIdle,omitempty"`
 }
 
 // DefiniteShare is the share of failed answers that said "not stored".
@@ -144,6 +184,12 @@ func figuresByKind(faults []fault, events []event, producers int) []faultFigures
 		ff.Count++
 		if f.Err != "" {
 			ff.Errors = append(ff.Errors, f.Err)
+		}
+		switch {
+		case f.Tail.Serving:
+			ff.TailServed = append(ff.TailServed, f.Tail.Served)
+		case watchesTail(f.Kind):
+			ff.TailIdle++
 		}
 		from, to := f.Start, f.End.Add(afterFault)
 		fleet, perProducer := gaps(events, producers, from, to)

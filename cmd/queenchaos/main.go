@@ -2,10 +2,14 @@
 // acknowledged is lost, doubled or misplaced: three gateways built from
 // this tree, a cluster of three NATS servers, PostgreSQL behind a TCP
 // proxy that can freeze and cut, producers that retry like careful
-// clients, consumers of two groups, and a verifier that reads the log,
-// the groups' cursors and the dead letters back with its own SQL.
+// clients, consumers of three groups (one a consumer per partition,
+// whose cycles the gateways serve from their tails), and a verifier that
+// reads the log, the groups' cursors and the dead letters back with its
+// own SQL. The gateway faults and the failovers strike right after a
+// gateway's tail served a cycle (tail.go).
 //
-// Profiles: short (every fault kind once, ~2 minutes; in the test suite),
+// Profiles: short (every fault kind once, back to back, ~1.5 minutes; in
+// the test suite),
 // long (10 minutes of faults), soak (10 minutes, no faults, throughput
 // and memory over time), failover-sync and failover-async (a primary and
 // a standby, failovers every 40 s; internal/chaos/world), failover-short (one
@@ -229,14 +233,15 @@ func markdown(o options, out *outcome) string {
 	fmt.Fprintf(&b, "%d gateways, %d NATS servers, %s; %d producers offering %d msg/s in requests of %d, %.0f%% repeats, %v request timeout.\n\n",
 		o.profile.Gateways, o.profile.NATSNodes, o.profile.Replication, l.Producers, l.Rate, l.Batch, 100*l.RetryShare, l.Timeout)
 	if len(out.Faults) > 0 {
-		b.WriteString("| fault | count | longest gap, all producers | longest gap, one producer | median producer's longest gap | longest wait for an answer | failed: not stored | failed: unknown | definite | timeouts | refused |\n")
-		b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		b.WriteString("| fault | count | longest gap, all producers | longest gap, one producer | median producer's longest gap | longest wait for an answer | failed: not stored | failed: unknown | definite | timeouts | refused | struck a tail that had served |\n")
+		b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 		for _, f := range out.Faults {
-			fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %d | %d | %.0f%% | %d | %d |\n", f.Kind, f.Count,
+			fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %d | %d | %.0f%% | %d | %d | %s |\n", f.Kind, f.Count,
 				seconds(f.LongestFleetGap), seconds(f.LongestProducerGap), seconds(f.MedianProducerGap), seconds(f.LongestWait),
-				f.FailedNotStored, f.FailedUnknown, 100*f.DefiniteShare(), f.Timeouts, f.Refused)
+				f.FailedNotStored, f.FailedUnknown, 100*f.DefiniteShare(), f.Timeouts, f.Refused, tailCell(f))
 		}
 		b.WriteString("\n")
+		writeTails(&b, out)
 	}
 	v := out.Verifier
 	fmt.Fprintf(&b, "Verifier: %d ids sent, %d answered as stored, %d stored (%d messages in the log); "+

@@ -12,7 +12,9 @@ func TestMain(m *testing.M) {
 	if isPipelineWorker() { // the pipeline test starts this binary again as its workers
 		os.Exit(pipelineWorkerMain())
 	}
-	os.Exit(pgtest.CheckLeftovers(m.Run()))
+	code := m.Run()
+	removeGateway()
+	os.Exit(pgtest.CheckLeftovers(code))
 }
 
 // TestPipelineShortProfile runs the ack-and-push pipeline (3,000 inputs)
@@ -20,6 +22,7 @@ func TestMain(m *testing.M) {
 // the end every input is completed and every derived message is in the
 // output queue exactly once. The 100k run is `task chaos:pipeline`.
 func TestPipelineShortProfile(t *testing.T) {
+	t.Parallel() // beside TestFailoverShortProfile: worlds of their own (folders, ports)
 	dir, bin := buildGateway(t)
 	p := pipelineProfiles["short"]
 	out, err := runPipeline(context.Background(), p, dir, bin, t.Logf)

@@ -90,6 +90,27 @@ func (l *ledger) note(e event) {
 	l.mu.Unlock()
 }
 
+// mark is where the events noted from now on start, for answeredSince.
+func (l *ledger) mark() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.events)
+}
+
+// answeredSince counts the producers with a request answered stored
+// among the events noted since mark, at or after t.
+func (l *ledger) answeredSince(mark int, t time.Time) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	seen := map[int]bool{}
+	for _, e := range l.events[mark:] {
+		if e.kind == answeredOK && !e.at.Before(t) {
+			seen[e.producer] = true
+		}
+	}
+	return len(seen)
+}
+
 // messageIDOf is a message's transactionId.
 func messageIDOf(k msgKey) string { return fmt.Sprintf("c%d-%d", k.producer, k.seq) }
 

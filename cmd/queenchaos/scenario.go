@@ -26,9 +26,13 @@ type profile struct {
 	Warmup    time.Duration // before the first fault
 	Every     time.Duration // between faults (a fault's own time included)
 	Faults    []faultKind   // done in turn, round robin
-	Drain     time.Duration // most time given to finish after producing stops
-	Consume   consumeLoad   // no groups: no consumers
-	Seed      uint64
+	// BackToBack does each fault once instead, the next as soon as the
+	// last one is over (untilRecovered), and ends producing after the
+	// last: Every is unused, Duration the most producing time.
+	BackToBack bool
+	Drain      time.Duration // most time given to finish after producing stops
+	Consume    consumeLoad   // no groups: no consumers
+	Seed       uint64
 	// Replication is one PostgreSQL, or a primary and a standby for the
 	// failover faults.
 	Replication world.Replication
@@ -40,27 +44,33 @@ type profile struct {
 // batches of 100 serve 2,400 msg/s per group), leases of 2 s so that
 // every fault but the shortest outlasts some, and 3 attempts so that the
 // failing group's chosen messages are dead-lettered soon. That group's
-// consumers also die on one message in poisonEvery of each producer: with
+// consumers also die on one message in poisonEvery of each producer (on
+// its first poisonFirst such only, when set, in the profiles whose length
+// follows their faults, not the clock): with
 // the default maxUnheardDeliveries (3), nine deliveries, about 3 s each
 // (the lease, and the pop that finds it run out), hold its partition for
-// that group some 30 s; the drain leaves time for the last.
-func chaosConsumers(batch int, poisonEvery uint32) consumeLoad {
+// that group some 30 s; the drain leaves time for the last. A third
+// group, mirror, follows each partition with a consumer of its own that
+// handles a batch in 100 ms: it keeps up within a frame or two, the
+// cycles a gateway serves from its tail (consumeLoad.Follower).
+func chaosConsumers(batch int, poisonEvery, poisonFirst uint32) consumeLoad {
 	return consumeLoad{Groups: []string{"audit", "billing"}, PerGroup: 3, Max: batch,
 		Lease: 2 * time.Second, Wait: time.Second, Handling: 20 * time.Millisecond, SlowEvery: 25, SlowHandling: 1500 * time.Millisecond,
-		FailEvery: 200, PoisonEvery: poisonEvery, MaxAttempts: 3, Drain: time.Minute}
+		FailEvery: 200, PoisonEvery: poisonEvery, PoisonFirst: poisonFirst, MaxAttempts: 3, Drain: time.Minute,
+		Follower: "mirror", FollowHandling: 100 * time.Millisecond}
 }
 
 var profiles = map[string]profile{
-	// short runs each fault kind once, in the test suite.
+	// short runs each fault kind once, back to back, in the test suite.
 	"short": {Name: "short", Gateways: 3, NATSNodes: 3, Window: 3600,
 		Load:     load{Producers: 8, Partitions: 16, Batch: 10, Rate: 1500, RetryShare: 0.2, Timeout: 2 * time.Second},
-		Duration: 96 * time.Second, Warmup: 5 * time.Second, Every: 11 * time.Second, Faults: allFaults,
-		Drain: time.Minute, Consume: chaosConsumers(100, 5000), Seed: 1},
+		Duration: 3 * time.Minute, Warmup: 5 * time.Second, BackToBack: true, Faults: allFaults,
+		Drain: time.Minute, Consume: chaosConsumers(100, 500, 2), Seed: 1},
 	// long repeats every fault kind, in a random order, for 10 minutes.
 	"long": {Name: "long", Gateways: 3, NATSNodes: 3, Window: 3600,
 		Load:     load{Producers: 16, Partitions: 32, Batch: 20, Rate: 3000, RetryShare: 0.2, Timeout: 2 * time.Second},
 		Duration: 10 * time.Minute, Warmup: 10 * time.Second, Every: 12 * time.Second, Faults: allFaults,
-		Drain: 2 * time.Minute, Consume: chaosConsumers(300, 20000), Seed: 1},
+		Drain: 2 * time.Minute, Consume: chaosConsumers(300, 20000, 0), Seed: 1},
 	// soak runs no faults: a fixed offered load, high (on the 2-core
 	// machine it was written on, about what three gateways serve), for
 	// throughput and memory over time. The window is two
@@ -81,8 +91,8 @@ var profiles = map[string]profile{
 	// (remote_apply) under a light load, in the test suite.
 	"failover-short": {Name: "failover-short", Gateways: 2, NATSNodes: 1, Window: 3600,
 		Load:     load{Producers: 4, Partitions: 8, Batch: 10, Rate: 1000, RetryShare: 0.2, Timeout: 2 * time.Second},
-		Duration: 20 * time.Second, Warmup: 4 * time.Second, Every: 12 * time.Second, Faults: []faultKind{failoverKill},
-		Drain: time.Minute, Consume: chaosConsumers(100, 5000), Seed: 1,
+		Duration: 2 * time.Minute, Warmup: 4 * time.Second, BackToBack: true, Faults: []faultKind{failoverKill},
+		Drain: time.Minute, Consume: chaosConsumers(100, 500, 2), Seed: 1,
 		Replication: world.Replication{Standby: true, Sync: true, Commit: "remote_apply"}},
 }
 
@@ -91,7 +101,7 @@ func failoverProfile(name string, repl world.Replication) profile {
 	return profile{Name: name, Gateways: 3, NATSNodes: 3, Window: 3600,
 		Load:     load{Producers: 16, Partitions: 32, Batch: 20, Rate: 5000, RetryShare: 0.2, Timeout: 2 * time.Second},
 		Duration: 5 * time.Minute, Warmup: 15 * time.Second, Every: 40 * time.Second, Faults: failoverFaults,
-		Drain: 2 * time.Minute, Consume: chaosConsumers(300, 20000), Seed: 1, Replication: repl}
+		Drain: 2 * time.Minute, Consume: chaosConsumers(300, 20000, 0), Seed: 1, Replication: repl}
 }
 
 // outcome is a run's figures.
@@ -113,6 +123,8 @@ type outcome struct {
 	// gateways' failover and cache counters at the end, summed.
 	Failovers []failoverFigures  `json:"failovers,omitempty"`
 	Counters  map[string]float64 `json:"counters,omitempty"`
+	// Tails are the gateways' tail counters at the end, summed.
+	Tails map[string]float64 `json:"tails,omitempty"`
 }
 
 // minute is one minute of the run: messages answered as stored, and the
@@ -149,7 +161,7 @@ func runProfile(ctx context.Context, p profile, dir, bin string, log func(string
 			pr.nc.Close()
 		}
 	}()
-	fleet, err := startConsumers(ctx, w, p.Consume, queue, p.Load.Timeout)
+	fleet, err := startConsumers(ctx, w, p.Consume, queue, p.Load.Partitions, p.Load.Timeout)
 	if err != nil {
 		return nil, err
 	}
@@ -165,7 +177,7 @@ func runProfile(ctx context.Context, p profile, dir, bin string, log func(string
 	if len(fleet.consumers) > 0 {
 		log("%s: %v", p.Name, p.Consume)
 	}
-	faults, rss := schedule(ctx, w, p, log)
+	faults, rss := schedule(ctx, w, p, led, log)
 	close(stop)
 	stopped := time.Now()
 	drainProducers(&wg, p.Drain, cancelDrain, log)
@@ -173,6 +185,7 @@ func runProfile(ctx context.Context, p profile, dir, bin string, log func(string
 	consumed := fleet.finish(ctx, w, stopped, log)
 	out.Elapsed = time.Since(out.Started)
 	out.Counters = w.GatewayCounters(ctx, failoverCounters)
+	out.Tails = w.GatewayCounters(ctx, tailCounters)
 	slices.SortFunc(led.events, func(a, b event) int { return a.at.Compare(b.at) })
 	out.Faults = figuresByKind(faults, led.events, p.Load.Producers)
 	out.Failovers = figuresByFailover(w.Failovers(), led.events, p.Load.Producers)
@@ -240,7 +253,7 @@ func startProducers(w *world.World, p profile, queue string, led *ledger) ([]*pr
 
 // schedule runs the faults for the profile's duration, taking the
 // gateways' memory each minute.
-func schedule(ctx context.Context, w *world.World, p profile, log func(string, ...any)) ([]fault, [][]int64) {
+func schedule(ctx context.Context, w *world.World, p profile, led *ledger, log func(string, ...any)) ([]fault, [][]int64) {
 	rng := rand.New(rand.NewPCG(p.Seed, 0xfa17))
 	end := time.Now().Add(p.Duration)
 	nextFault := time.Now().Add(p.Warmup)
@@ -254,21 +267,46 @@ func schedule(ctx context.Context, w *world.World, p profile, log func(string, .
 			rss = append(rss, w.GatewayRSS())
 			nextMinute = nextMinute.Add(time.Minute)
 		}
-		if len(kinds) > 0 && !now.Before(nextFault) && now.Add(p.Every).Before(end) {
+		if len(kinds) > 0 && !now.Before(nextFault) && (p.BackToBack || now.Add(p.Every).Before(end)) {
 			if i%len(kinds) == 0 && i > 0 {
 				rng.Shuffle(len(kinds), func(a, b int) { kinds[a], kinds[b] = kinds[b], kinds[a] })
 			}
 			f := inject(ctx, w, kinds[i%len(kinds)], rng, log)
-			log("%s (target %d): %v", f.Kind, f.Target, f.End.Sub(f.Start).Round(10*time.Millisecond))
+			log("%s (target %d): %v%s", f.Kind, f.Target, f.End.Sub(f.Start).Round(10*time.Millisecond), f.Tail)
 			faults = append(faults, f)
-			nextFault = f.Start.Add(p.Every)
 			i++
+			if !p.BackToBack {
+				nextFault = f.Start.Add(p.Every)
+				continue
+			}
+			untilRecovered(ctx, led, p.Load.Producers, f, end, log)
+			if i == len(kinds) {
+				break // each kind done once: producing ends
+			}
 			continue
 		}
 		world.Sleep(ctx, 100*time.Millisecond)
 	}
 	rss = append(rss, w.GatewayRSS())
 	return faults, rss
+}
+
+// untilRecovered waits until fault f's window has passed (afterFault
+// past its end: its figures are measured alone) and every producer has
+// had a request answered as stored since its end, or until end.
+func untilRecovered(ctx context.Context, led *ledger, producers int, f fault, end time.Time, log func(string, ...any)) {
+	mark := led.mark()
+	windowEnd := f.End.Add(afterFault)
+	for ctx.Err() == nil {
+		if time.Now().After(windowEnd) && led.answeredSince(mark, f.End) == producers {
+			return
+		}
+		if time.Now().After(end) {
+			log("%s: %d of %d producers answered since its end when producing time ran out", f.Kind, led.answeredSince(mark, f.End), producers)
+			return
+		}
+		world.Sleep(ctx, 100*time.Millisecond)
+	}
 }
 
 // perMinute counts messages answered as stored in each whole minute.

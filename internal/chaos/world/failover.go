@@ -150,26 +150,40 @@ func waitReplayedReceived(ctx context.Context, c *pgcluster.Cluster) error {
 func (w *World) GatewayCounters(ctx context.Context, names []string) map[string]float64 {
 	out := map[string]float64{}
 	for _, g := range w.gateways {
-		g.mu.Lock()
-		admin := g.admin
-		g.mu.Unlock()
-		body, err := httpGet(ctx, "http://"+admin+"/metrics")
+		counters, err := g.Counters(ctx, names)
 		if err != nil {
 			w.log("gateway %d metrics: %v", g.index, err)
 			continue
 		}
-		for _, line := range strings.Split(body, "\n") {
-			name, rest, ok := strings.Cut(line, " ")
-			if !ok || strings.HasPrefix(line, "#") {
-				continue
-			}
-			name, _, _ = strings.Cut(name, "{")
-			if v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64); err == nil && slices.Contains(names, name) {
-				out[name] += v
-			}
+		for name, v := range counters {
+			out[name] += v
 		}
 	}
 	return out
+}
+
+// Counters reads the named counters from the gateway's /metrics, each
+// summed over its label sets; a counter it does not expose is absent.
+func (g *Gateway) Counters(ctx context.Context, names []string) (map[string]float64, error) {
+	g.mu.Lock()
+	admin := g.admin
+	g.mu.Unlock()
+	body, err := httpGet(ctx, "http://"+admin+"/metrics")
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	for _, line := range strings.Split(body, "\n") {
+		name, rest, ok := strings.Cut(line, " ")
+		if !ok || strings.HasPrefix(line, "#") {
+			continue
+		}
+		name, _, _ = strings.Cut(name, "{")
+		if v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64); err == nil && slices.Contains(names, name) {
+			out[name] += v
+		}
+	}
+	return out, nil
 }
 
 func httpGet(ctx context.Context, url string) (string, error) {
