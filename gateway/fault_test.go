@@ -222,7 +222,10 @@ func TestAFrozenPostgresGetsFastAnswers(t *testing.T) {
 	u.Host = proxy.Addr()
 	store := pgtest.Store(t, u.String())
 	_, ing := e.StartGateway(gatewayOpts{Store: store, Ingest: ingest.Config{PushTimeout: 2 * time.Minute}})
-	watch := storewatch.New(store, storewatch.Config{Every: 100 * time.Millisecond, OnChange: ing.SetStoreReachable})
+	// Checks of 250 ms, not 100: on a machine starved by a race-detector
+	// suite, two 100 ms heartbeats in a row timed out before the freeze,
+	// and the push meant to be stored first was answered failed.
+	watch := storewatch.New(store, storewatch.Config{Every: 250 * time.Millisecond, OnChange: ing.SetStoreReachable})
 	if err := watch.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +234,7 @@ func TestAFrozenPostgresGetsFastAnswers(t *testing.T) {
 
 	proxy.Freeze(tcpproxy.Both)
 	// e.request waits 30 s at most. The push is normally in flight when the
-	// watch notices (after two 100 ms checks); on a starved machine it may
+	// watch notices (after two 250 ms checks); on a starved machine it may
 	// arrive after, and is refused: either is a fast answer.
 	first := e.Request(t, e.Subject("frozen"), msgs("a", "b"))
 	if code := first.Header.Get("Nats-Service-Error-Code"); code != "" {
