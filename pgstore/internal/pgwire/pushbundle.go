@@ -85,8 +85,8 @@ func EncodeBundle(frames []model.Frame) (*Bundle, error) {
 	return b, nil
 }
 
-// Release gives the bundle's buffer to the next one. The bundle, and the
-// results of Run, must not be used after, except the results.
+// Release gives the bundle's buffer to the next one: the bundle must not
+// be used after (the results Run returned share nothing with it).
 func (b *Bundle) Release() {
 	b.frames, b.params = nil, [bundleParams][]byte{}
 	if cap(b.buf) <= maxPooledBundle {
