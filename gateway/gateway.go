@@ -342,13 +342,15 @@ func (g *Gateway) handlePush(req *Request) {
 	if probe {
 		return // the routing probe: it only looks where NATS delivers
 	}
-	var ackSubject string
-	if werr == nil {
-		ackSubject = queengate.Subjects{Prefix: g.cfg.Prefix}.Ack(queue, partition)
-	}
 	if werr != nil {
-		g.reject(req, ackSubject, werr)
+		g.reject(req, "", werr)
 		return
+	}
+	// Named only when it is used: a request with a reply subject is
+	// answered there.
+	var ackSubject string
+	if req.Reply == "" {
+		ackSubject = queengate.Subjects{Prefix: g.cfg.Prefix}.Ack(queue, partition)
 	}
 	msgs, werr := wire.DecodePush(req.Data, g.cfg.MaxBatch)
 	if werr != nil {
@@ -366,11 +368,17 @@ func (g *Gateway) handlePush(req *Request) {
 	}
 	r := &ingest.Request{Queue: queue, Partition: partition, Messages: msgs}
 	r.Done = func(results []ingest.Result) {
-		body := wire.EncodeReply(msgs, results, int(maxPayload))
+		buf := answerBuffers.Get().(*[]byte)
+		body := wire.AppendReply(*buf, msgs, results, int(maxPayload))
 		// Not replaced by an error when too large, as other answers are:
 		// an error says nothing was stored. A producer that hears nothing
 		// retries, and is answered duplicate.
-		if err := g.publish(&nats.Msg{Subject: subject, Data: body}); err != nil {
+		err := g.publish(&nats.Msg{Subject: subject, Data: body})
+		if cap(body) <= maxPooledAnswer { // nats.go has copied it, sent or not
+			*buf = body[:0]
+			answerBuffers.Put(buf)
+		}
+		if err != nil {
 			req.done(notSent(err))
 			return
 		}
@@ -392,6 +400,14 @@ func (g *Gateway) handlePush(req *Request) {
 	}
 	g.metrics.requests.Inc()
 }
+
+// answerBuffers keeps push answers' buffers for the next answers:
+// nats.go copies what it publishes before PublishMsg returns.
+var answerBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledAnswer is the largest answer buffer kept: a rare answer to a
+// large push leaves its buffer to the collector.
+const maxPooledAnswer = 64 << 10
 
 // pushOutcome is a push's outcome by its messages': a push with a failed
 // message counts as an error in the service's figures, with the first

@@ -29,13 +29,18 @@ type buffer struct {
 	// the identity SQL compares (so a collision here behaves like one
 	// there). Every message of a buffer has the same queue and partition,
 	// and equal transactionIds have equal hashes: one lookup by the hash
-	// answers both.
+	// answers both. A buffer of few leaders has no map: they are
+	// compared in turn (byHash nil), as cheap and allocation free.
 	byHash map[model.Hash]int32
 }
 
+// mapLeaders is how many leaders a buffer holds before it looks them up
+// in a map rather than comparing them in turn.
+const mapLeaders = 32
+
 // newBuffer starts a buffer sized for about hint messages.
 func newBuffer(now time.Time, hint int) *buffer {
-	return &buffer{firstAt: now, byHash: make(map[model.Hash]int32, hint),
+	return &buffer{firstAt: now,
 		txnIDs: make([]string, 0, hint), hashes: make([]model.Hash, 0, hint), data: make([][]byte, 0, hint),
 		leaderOf: make([]int32, 0, hint), isLeader: make([]bool, 0, hint)}
 }
@@ -46,19 +51,42 @@ func (b *buffer) add(req *Request) {
 	b.bytes += req.bytes()
 	for _, m := range req.Messages {
 		h := model.HashTxnID(m.TxnID)
-		if li, ok := b.byHash[h]; ok {
+		if li, ok := b.leader(h); ok {
 			b.leaderOf = append(b.leaderOf, li)
 			b.isLeader = append(b.isLeader, false)
 			continue
 		}
 		li := int32(len(b.txnIDs))
-		b.byHash[h] = li
+		if b.byHash != nil {
+			b.byHash[h] = li
+		}
 		b.txnIDs = append(b.txnIDs, m.TxnID)
 		b.hashes = append(b.hashes, h)
 		b.data = append(b.data, m.Data)
 		b.leaderOf = append(b.leaderOf, li)
 		b.isLeader = append(b.isLeader, true)
 	}
+}
+
+// leader is the index of the leader whose hash is h, if there is one.
+// Past mapLeaders leaders it builds the map and looks there.
+func (b *buffer) leader(h model.Hash) (int32, bool) {
+	if b.byHash == nil && len(b.hashes) < mapLeaders {
+		for i := range b.hashes {
+			if b.hashes[i] == h {
+				return int32(i), true
+			}
+		}
+		return 0, false
+	}
+	if b.byHash == nil {
+		b.byHash = make(map[model.Hash]int32, 2*len(b.hashes))
+		for i, lh := range b.hashes {
+			b.byHash[lh] = int32(i)
+		}
+	}
+	li, ok := b.byHash[h]
+	return li, ok
 }
 
 // frame is what SQL receives. With the window on, only leaders are sent:

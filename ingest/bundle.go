@@ -133,7 +133,8 @@ var errNotEnsured = errors.New("ingest: the store did not create or read the par
 func (b *bundle) build(ctx context.Context) *sent {
 	in := b.shard.ing
 	n := len(b.parts)
-	s := &sent{frameOf: make([]int, n), windows: make([]int, n), failed: make([]error, n), epoch: in.epoch(ctx)}
+	s := &sent{frames: make([]model.Frame, 0, n), frameOf: make([]int, n), windows: make([]int, n), failed: make([]error, n),
+		epoch: in.epoch(ctx)}
 	created := in.resolve(ctx, b.parts, s.failed, s.epoch)
 	for i, p := range b.parts {
 		s.frameOf[i] = -1

@@ -57,7 +57,7 @@ func (in *Ingester) feedTail(n uint64, fr *model.Frame, res *model.FrameResult) 
 		txnIDs[i] = all[bounds[i]:bounds[i+1]]
 	}
 	if len(txnIDs) != count {
-		in.tail.Drop(fr.PartitionID) // cannot happen: CollectResults checks the count
+		in.tail.Drop(fr.PartitionID) // cannot happen: the store checks the count
 		return
 	}
 	in.tail.Add(n, fr.PartitionID, tail.NewFrame(res.BaseOffset, txnIDs, data, res.CreatedAt))

@@ -49,10 +49,11 @@ func (s *Store) push(ctx context.Context, frames []model.Frame, under *uint64) (
 	if len(frames) == 0 {
 		return nil, 0, nil
 	}
-	args, err := pgwire.BundleArgs(frames)
+	bundle, err := pgwire.EncodeBundle(frames)
 	if err != nil {
 		return nil, 0, notStored(err)
 	}
+	defer bundle.Release()
 	conn, n, err := s.acquire(ctx)
 	if err != nil {
 		return nil, 0, notStored(pushFailure(ctx, err))
@@ -62,11 +63,7 @@ func (s *Store) push(ctx context.Context, frames []model.Frame, under *uint64) (
 		return nil, n, notStored(fmt.Errorf("pgstore: push built under epoch %d, connection in epoch %d: %w", *under, n, model.ErrStoreChanged))
 	}
 	b := backendOf(conn.Conn())
-	rows, err := conn.Query(ctx, pgwire.PushBundleSQL, args)
-	var results []model.FrameResult
-	if err == nil {
-		results, err = pgwire.CollectResults(rows, frames)
-	}
+	results, err := bundle.Run(ctx, conn.Conn())
 	conn.Release()
 	switch {
 	case err == nil:

@@ -413,11 +413,17 @@ type RawMessage struct {
 // may carry transactionId, data and the extra fields named (at most two:
 // a timer's); any other field, or one given twice, marks it bad. It stops
 // early, with count > limit, once more than limit messages are seen.
-func scanPush(body []byte, limit int, extra ...string) (msgs []RawMessage, count int, err error) {
+//
+// The messages are appended to dst[:0] when it has room (DecodePush's
+// scratch, reused).
+func scanPush(dst []RawMessage, body []byte, limit int, extra ...string) (msgs []RawMessage, count int, err error) {
 	ps := &pushScan{s: &scanner{b: body}, body: body, limit: limit, extra: extra, failedIn: -1}
 	ps.s.ws()
-	// Messages usually take over 100 bytes each: one allocation, mostly.
-	ps.msgs = make([]RawMessage, 0, min(limit, len(body)/128+1))
+	ps.msgs = dst[:0]
+	if cap(dst) == 0 {
+		// Messages usually take over 100 bytes each: one allocation, mostly.
+		ps.msgs = make([]RawMessage, 0, min(limit, len(body)/128+1))
+	}
 	if err := ps.top(); err != nil {
 		return nil, 0, err
 	}

@@ -107,7 +107,7 @@ func FuzzDecodePush(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		raw, count, err := scanPush(body, 1<<20)
+		raw, count, err := scanPush(nil, body, 1<<20)
 		if !utf8.Valid(body) {
 			return // the scanner is stricter than encoding/json here, by design
 		}

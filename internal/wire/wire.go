@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
@@ -93,10 +94,13 @@ func headerValue(s string) string {
 // silently turn deduplication off). A missing or null transactionId is
 // minted.
 func DecodePush(body []byte, maxBatch int) ([]ingest.Message, *queengate.Error) {
-	raw, werr := scanMessages(body, maxBatch)
+	scratch := rawScratch.Get().(*rawMessages)
+	defer scratch.release()
+	raw, werr := scanMessages(*scratch, body, maxBatch)
 	if werr != nil {
 		return nil, werr
 	}
+	*scratch = raw
 	msgs := make([]ingest.Message, len(raw))
 	for i := range raw {
 		if werr := raw[i].Check(i); werr != nil {
@@ -107,13 +111,35 @@ func DecodePush(body []byte, maxBatch int) ([]ingest.Message, *queengate.Error) 
 	return msgs, nil
 }
 
+// rawScratch keeps the RawMessages DecodePush scans into for the next
+// push: they last only until it has made the messages of them.
+var rawScratch = sync.Pool{New: func() any { return new(rawMessages) }}
+
+// maxScratch is the most RawMessages a scratch kept in rawScratch holds:
+// a rare large push leaves its scratch to the collector.
+const maxScratch = 64
+
+type rawMessages []RawMessage
+
+// release clears the scratch (its slices of the body it scanned) and
+// gives it back to rawScratch.
+func (r *rawMessages) release() {
+	if cap(*r) > maxScratch {
+		return
+	}
+	*r = (*r)[:cap(*r)]
+	clear(*r)
+	*r = (*r)[:0]
+	rawScratch.Put(r)
+}
+
 // notMessages is the answer to a push body that is neither a message
 // object nor an array of them.
 const notMessages = "body must be a JSON message object or an array of them"
 
 // scanMessages runs scanPush and words its failures for the wire.
-func scanMessages(body []byte, maxBatch int, extra ...string) ([]RawMessage, *queengate.Error) {
-	raw, count, err := scanPush(body, maxBatch, extra...)
+func scanMessages(dst []RawMessage, body []byte, maxBatch int, extra ...string) ([]RawMessage, *queengate.Error) {
+	raw, count, err := scanPush(dst, body, maxBatch, extra...)
 	switch {
 	case count > maxBatch:
 		return nil, &queengate.Error{Code: queengate.CodeTooLarge, Text: fmt.Sprintf("more than %d messages in one request; at most %d", maxBatch, maxBatch)}
@@ -201,7 +227,13 @@ func CheckDataSize(data []byte, maxPayload int64) *queengate.Error {
 // would not fit, each is cut to an equal share of the room left (push
 // requests are checked by CheckPushSizes to leave enough).
 func EncodeReply(msgs []ingest.Message, results []ingest.Result, limit int) []byte {
-	b := appendReply(nil, msgs, results, -1)
+	return AppendReply(nil, msgs, results, limit)
+}
+
+// AppendReply is EncodeReply written in dst's room, dst's contents
+// dropped: the gateway reuses its answers' buffers.
+func AppendReply(dst []byte, msgs []ingest.Message, results []ingest.Result, limit int) []byte {
+	b := appendReply(dst[:0], msgs, results, -1)
 	if len(b) <= limit {
 		return b
 	}
@@ -272,7 +304,7 @@ func DecodeOne(body []byte, what string, extra ...string) (*RawMessage, *queenga
 	case bytes.HasPrefix(bytes.TrimSpace(body), []byte("[")):
 		return nil, BadInput("%s is one message object, not an array", what)
 	}
-	raw, werr := scanMessages(body, 1, extra...)
+	raw, werr := scanMessages(nil, body, 1, extra...)
 	if werr != nil && werr.Text == notMessages {
 		werr.Text = what + " must be one JSON message object"
 	}

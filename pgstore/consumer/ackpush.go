@@ -143,15 +143,7 @@ func (s *Store) ackAll(ctx context.Context, tx pgx.Tx, g model.Group, partitionI
 // payload conflict in a queue that rejects them, refuses the request
 // with model.ErrNotCommitted: read under the locks, like the verdicts.
 func pushDerived(ctx context.Context, tx pgx.Tx, frames []model.Frame, at []derivedAt) ([]model.DerivedOutcome, error) {
-	args, err := pgwire.BundleArgs(frames)
-	if err != nil {
-		return nil, err
-	}
-	rows, err := tx.Query(ctx, pgwire.PushBundleSQL, args)
-	if err != nil {
-		return nil, err
-	}
-	res, err := pgwire.CollectResults(rows, frames)
+	res, err := pgwire.PushBundle(ctx, tx.Conn(), frames)
 	if err != nil {
 		return nil, err
 	}

@@ -410,15 +410,7 @@ func pushDeadLetters(ctx context.Context, tx pgx.Tx, g model.Group, partition st
 		}
 		fr.TxnIDs, fr.Hashes, fr.Data = append(fr.TxnIDs, id), append(fr.Hashes, model.HashTxnID(id)), append(fr.Data, body)
 	}
-	args, err := pgwire.BundleArgs([]model.Frame{fr})
-	if err != nil {
-		return err
-	}
-	rows, err := tx.Query(ctx, pgwire.PushBundleSQL, args)
-	if err != nil {
-		return fmt.Errorf("dead-letter push: %w", err)
-	}
-	if _, err := pgwire.CollectResults(rows, []model.Frame{fr}); err != nil {
+	if _, err := pgwire.PushBundle(ctx, tx.Conn(), []model.Frame{fr}); err != nil {
 		return fmt.Errorf("dead-letter push: %w", err)
 	}
 	return nil

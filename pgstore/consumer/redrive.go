@@ -240,15 +240,7 @@ func pushBack(ctx context.Context, tx pgx.Tx, pid int64, pending []model.Pending
 		fr.TxnIDs, fr.Hashes = append(fr.TxnIDs, id), append(fr.Hashes, model.HashTxnID(id))
 		fr.Data, fr.DataHashes = append(fr.Data, data), append(fr.DataHashes, model.HashData(data))
 	}
-	args, err := pgwire.BundleArgs([]model.Frame{fr})
-	if err != nil {
-		return 0, 0, err
-	}
-	rows, err := tx.Query(ctx, pgwire.PushBundleSQL, args)
-	if err != nil {
-		return 0, 0, fmt.Errorf("push back: %w", err)
-	}
-	res, err := pgwire.CollectResults(rows, []model.Frame{fr})
+	res, err := pgwire.PushBundle(ctx, tx.Conn(), []model.Frame{fr})
 	if err != nil {
 		return 0, 0, fmt.Errorf("push back: %w", err)
 	}
