@@ -3,11 +3,9 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -19,6 +17,7 @@ import (
 	"github.com/queengate/queengate/internal/bench/proc"
 	"github.com/queengate/queengate/internal/bench/report"
 	"github.com/queengate/queengate/internal/bench/sidebyside"
+	"github.com/queengate/queengate/internal/gatewaybin"
 	"github.com/queengate/queengate/internal/pgtest"
 	"github.com/queengate/queengate/model"
 )
@@ -53,11 +52,8 @@ func gatewayBinary(t *testing.T) string {
 			gatewayBuild.err = err
 			return
 		}
-		gatewayBuild.dir, gatewayBuild.bin = dir, filepath.Join(dir, "queengate")
-		out, err := exec.Command("go", "build", "-o", gatewayBuild.bin, "github.com/queengate/queengate/cmd/queengate").CombinedOutput()
-		if err != nil {
-			gatewayBuild.err = fmt.Errorf("build queengate: %v\n%s", err, out)
-		}
+		gatewayBuild.dir = dir
+		gatewayBuild.bin, gatewayBuild.err = gatewaybin.Build(dir)
 	})
 	if gatewayBuild.err != nil {
 		t.Fatal(gatewayBuild.err)
