@@ -33,6 +33,7 @@ func newTestCache(budget int64) (*Cache, *fakeClock, *[]int) {
 }
 
 func TestNewPartitionHydratesThenVouches(t *testing.T) {
+	t.Parallel()
 	c, clock, _ := newTestCache(0)
 	d := c.Decide(1, minute, hashes(1000, 3))
 	if !d.Hydrate || d.Verified != -1 || d.Suppressed {
@@ -62,6 +63,7 @@ func TestNewPartitionHydratesThenVouches(t *testing.T) {
 }
 
 func TestWindowChangeForcesStickyRebuild(t *testing.T) {
+	t.Parallel()
 	c, clock, _ := newTestCache(0)
 	c.Install(1, hydration(clock, 1, 10))
 	if d := c.Decide(1, 2*minute, nil); d.Verified != -1 || !d.Hydrate {
@@ -86,6 +88,7 @@ func TestWindowChangeForcesStickyRebuild(t *testing.T) {
 }
 
 func TestInterleaveGapIsACheapAdmission(t *testing.T) {
+	t.Parallel()
 	c, clock, _ := newTestCache(1) // a budget nothing fits in
 	c.Install(1, hydration(clock, 1, 10))
 	c.Learn(1, 12, 12, hashes(1<<41, 1)) // another broker wrote 10..11
@@ -115,6 +118,7 @@ func TestInterleaveGapIsACheapAdmission(t *testing.T) {
 }
 
 func TestAdmissionGateCooldownAndGuard(t *testing.T) {
+	t.Parallel()
 	// Budget for about three 4096-hash partitions: 90 % of it is the limit.
 	one := NewEntry(hydration(&fakeClock{now: time.UnixMilli(t0)}, 1, BlockCapacity)).Bytes()
 	c, clock, warns := newTestCache(one * 3)
@@ -172,6 +176,7 @@ func TestAdmissionGateCooldownAndGuard(t *testing.T) {
 }
 
 func TestBrandNewPartitionsAreNeverSuppressed(t *testing.T) {
+	t.Parallel()
 	c, _, _ := newTestCache(1)
 	for pid := int64(1); pid <= 50; pid++ {
 		if d := c.Decide(pid, minute, nil); d.Suppressed || !d.Hydrate {
@@ -181,6 +186,7 @@ func TestBrandNewPartitionsAreNeverSuppressed(t *testing.T) {
 }
 
 func TestAuxiliaryMapsAreSoftCapped(t *testing.T) {
+	t.Parallel()
 	clock := &fakeClock{now: time.UnixMilli(t0)}
 	c := New(Config{BudgetBytes: 1, SoftCap: 100, Now: clock.Now})
 	for pid := int64(1); pid <= 1000; pid++ {
@@ -198,6 +204,7 @@ func TestAuxiliaryMapsAreSoftCapped(t *testing.T) {
 }
 
 func TestConcurrentPartitionsUnderEviction(t *testing.T) {
+	t.Parallel()
 	one := NewEntry(hydration(&fakeClock{now: time.UnixMilli(t0)}, 1, 512)).Bytes()
 	clock := &fakeClock{now: time.UnixMilli(t0)}
 	c := New(Config{BudgetBytes: one * 8, Now: clock.Now, Guard: time.Millisecond})
@@ -248,6 +255,7 @@ func TestConcurrentPartitionsUnderEviction(t *testing.T) {
 }
 
 func TestLearnAboutAnUnknownPartitionKeepsNothing(t *testing.T) {
+	t.Parallel()
 	c, _, _ := newTestCache(0)
 	for pid := int64(1); pid <= 100; pid++ {
 		c.Learn(pid, 0, 0, hashes(uint64(pid), 1))
@@ -332,9 +340,11 @@ func runManyPartitions(t testing.TB, c *Cache, clock *fakeClock, n, fromRound, r
 	return run
 }
 
-// TestManyPartitionsAdmitEvictAndSuppressWithoutThrash: 50,000 partitions
+// TestManyPartitionsAdmitEvictAndSuppressWithoutThrash: 10,000 partitions
 // under a budget that holds about two thirds of them (the ratio of a
-// million 16-hash partitions to the default budget). Touched faster than
+// million 16-hash partitions to the default budget; the cache has one LRU
+// list and no fixed sizes below SoftCap, so the ratios and the clock, not
+// the count, make the shape). Touched faster than
 // the guard, the ones that do not fit are suppressed, not cycled; touched
 // slower, the least recently used are evicted and come back with one
 // hydration each, and entries grown by learning evict the idle ones
@@ -342,7 +352,8 @@ func runManyPartitions(t testing.TB, c *Cache, clock *fakeClock, n, fromRound, r
 // partitions touched plus evictions, every admission within 90 % of the
 // budget, no slot left without an entry.
 func TestManyPartitionsAdmitEvictAndSuppressWithoutThrash(t *testing.T) {
-	const n = 50_000
+	t.Parallel()
+	const n = 10_000
 	// A budget for about three quarters of them (entries of 10 hashes
 	// take 480 bytes by the accounting).
 	budget := int64(n) * 400
@@ -351,8 +362,8 @@ func TestManyPartitionsAdmitEvictAndSuppressWithoutThrash(t *testing.T) {
 	if fast.suppressedDecisions == 0 || fast.evictions != 0 {
 		t.Errorf("within the guard: %d suppressed decisions, %d evictions; want suppression and no eviction", fast.suppressedDecisions, fast.evictions)
 	}
-	clock.Add(time.Minute)                                                // past the cooldowns
-	slow := runManyPartitions(t, c, clock, n, 2, 2, 200*time.Microsecond) // a round takes 10 s: twice the guard
+	clock.Add(time.Minute)                                            // past the cooldowns
+	slow := runManyPartitions(t, c, clock, n, 2, 2, time.Millisecond) // a round takes 10 s: twice the guard
 	if slow.evictions == 0 || slow.hydrations <= fast.hydrations {
 		t.Errorf("past the guard: %d evictions, %d hydrations (%d before); want the LRU evicted and re-admitted", slow.evictions, slow.hydrations, fast.hydrations)
 	}

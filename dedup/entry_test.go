@@ -41,6 +41,7 @@ func (e *Entry) contains(h *Hash) bool {
 }
 
 func TestNewEntryKnowsTheHydratedWindow(t *testing.T) {
+	t.Parallel()
 	e := NewEntry(Hydration{LastOffset: 9, WindowMs: 10 * minute, Ranges: []Range{
 		{Base: 5, CreatedMs: t0, Hashes: hashes(5, 3)},
 		{Base: 8, CreatedMs: t0 + 1, Hashes: hashes(8, 2)},
@@ -63,6 +64,7 @@ func TestNewEntryKnowsTheHydratedWindow(t *testing.T) {
 }
 
 func TestLearnAppendsGapsAndOverlaps(t *testing.T) {
+	t.Parallel()
 	e := NewEntry(Hydration{LastOffset: -1, WindowMs: minute})
 	e.Learn(0, 2, hashes(0, 3), t0)
 	if v, _, _ := e.Verified(hashes(10, 1), t0); v != 2 {
@@ -101,6 +103,7 @@ func TestLearnAppendsGapsAndOverlaps(t *testing.T) {
 }
 
 func TestFillHealsAGapWithExactlyTheMissedRows(t *testing.T) {
+	t.Parallel()
 	gapped := func() *Entry {
 		e := NewEntry(Hydration{LastOffset: 2, WindowMs: minute, Ranges: []Range{{Base: 0, CreatedMs: t0, Hashes: hashes(0, 3)}}})
 		e.Learn(5, 6, hashes(5, 2), t0) // another writer stored 3..4
@@ -146,6 +149,7 @@ func TestFillHealsAGapWithExactlyTheMissedRows(t *testing.T) {
 }
 
 func TestHotBufferGrowsByChunksAndSealsAtBlockCapacity(t *testing.T) {
+	t.Parallel()
 	e := NewEntry(Hydration{LastOffset: -1, WindowMs: minute})
 	e.Learn(0, BlockCapacity-2, hashes(0, BlockCapacity-1), t0)
 	if e.hotLen() != BlockCapacity-1 || len(e.sealedBlocks()) != 0 || cap(e.hot.open)-len(e.hot.open) >= hotStep {
@@ -170,6 +174,7 @@ func TestHotBufferGrowsByChunksAndSealsAtBlockCapacity(t *testing.T) {
 }
 
 func TestExpiryDropsWholeBlocksAndRaisesHydratedFrom(t *testing.T) {
+	t.Parallel()
 	e := NewEntry(Hydration{LastOffset: -1, WindowMs: minute})
 	// Block 1: offsets 0..4095, the old ones; block 2 straddles; hot is new.
 	e.Learn(0, BlockCapacity-1, hashes(0, BlockCapacity), t0)
@@ -199,6 +204,7 @@ func TestExpiryDropsWholeBlocksAndRaisesHydratedFrom(t *testing.T) {
 }
 
 func TestCrossBlockDuplicateStaysKnownUntilItsLastBlockDrops(t *testing.T) {
+	t.Parallel()
 	e := NewEntry(Hydration{LastOffset: -1, WindowMs: minute})
 	dup := h(7)
 	first := hashes(0, BlockCapacity)
@@ -217,6 +223,7 @@ func TestCrossBlockDuplicateStaysKnownUntilItsLastBlockDrops(t *testing.T) {
 }
 
 func TestBloomGenerationsTierUpAndDrop(t *testing.T) {
+	t.Parallel()
 	e := NewEntry(Hydration{LastOffset: -1, WindowMs: 10 * minute})
 	var caps []int
 	off := int64(0)
@@ -242,6 +249,7 @@ func TestBloomGenerationsTierUpAndDrop(t *testing.T) {
 }
 
 func TestBloomHasNoFalseNegativesAndFewFalsePositives(t *testing.T) {
+	t.Parallel()
 	g := newBloomGen(BlockCapacity, BlockCapacity)
 	for _, x := range hashes(0, BlockCapacity) {
 		g.add(&x, 0, 0)
@@ -300,6 +308,7 @@ func FuzzMembership(f *testing.F) {
 }
 
 func TestBloomFalsePositiveRateAtOneMillion(t *testing.T) {
+	t.Parallel()
 	e := NewEntry(Hydration{LastOffset: -1, WindowMs: minute})
 	for off := 0; off < 1_000_000; off += 1000 {
 		e.Learn(int64(off), int64(off+999), hashes(uint64(off), 1000), t0)
@@ -322,6 +331,7 @@ func TestBloomFalsePositiveRateAtOneMillion(t *testing.T) {
 }
 
 func TestSortBlockMatchesAComparisonSort(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, skew := range []string{"uniform", "one-first-byte", "few-first-bytes", "duplicates"} {
 		hs := make([]hashAt, BlockCapacity)
@@ -354,29 +364,36 @@ func TestSortBlockMatchesAComparisonSort(t *testing.T) {
 }
 
 // ringScan is the reference for occurrences: every resident slot of every
-// block, sealed and hot, compared one by one.
-func ringScan(e *Entry, x Hash) (offsets []int64, wide bool) {
+// block, sealed and hot, compared with each of xs. For each query, its
+// offsets in order, or wide when one of its occurrences is in a wide
+// block (offsets unknown there) and then no offsets. One pass over the
+// ring serves every query: a pass per query made the test slow under
+// -race.
+func ringScan(e *Entry, xs []Hash) (offsets [][]int64, wide []bool) {
+	at := map[Hash][]int{} // the queries asking for each hash
+	for i, x := range xs {
+		at[x] = append(at[x], i)
+	}
+	offsets, wide = make([][]int64, len(xs)), make([]bool, len(xs))
+	found := func(h *Hash, off int64, inWide bool) {
+		for _, i := range at[*h] {
+			wide[i] = wide[i] || inWide
+			offsets[i] = append(offsets[i], off)
+		}
+	}
 	for _, b := range e.sealedBlocks() {
 		for i := range b.hashes {
-			if b.hashes[i].h == x {
-				if b.wide {
-					return nil, true
-				}
-				offsets = append(offsets, b.offset(&b.hashes[i]))
-			}
+			found(&b.hashes[i].h, b.offset(&b.hashes[i]), b.wide)
 		}
 	}
-	e.eachHot(func(s *hashAt, off int64) {
-		if s.h == x {
-			wide = wide || e.hotWide
-			offsets = append(offsets, off)
+	e.eachHot(func(s *hashAt, off int64) { found(&s.h, off, e.hotWide) })
+	for i := range xs {
+		if wide[i] {
+			offsets[i] = nil
 		}
-	})
-	if wide {
-		return nil, true
+		slices.Sort(offsets[i])
 	}
-	slices.Sort(offsets)
-	return offsets, false
+	return offsets, wide
 }
 
 // TestCandidatesMatchABruteForceScan drives an entry through pushes with
@@ -385,6 +402,7 @@ func ringScan(e *Entry, x Hash) (offsets []int64, wide bool) {
 // ring's occurrences (a brute-force scan), and that every in-window
 // occurrence is among them: the superset a narrowed probe relies on.
 func TestCandidatesMatchABruteForceScan(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(3, 4))
 	type stored struct {
 		h         Hash
@@ -394,6 +412,10 @@ func TestCandidatesMatchABruteForceScan(t *testing.T) {
 	for round := range 20 {
 		e := NewEntry(Hydration{LastOffset: -1, WindowMs: minute})
 		var all []stored
+		// byHash indexes all: the in-window check looks at a query's own
+		// occurrences, not at every hash stored (under -race, a scan of
+		// all per query was most of the package's time).
+		byHash := map[Hash][]stored{}
 		now, off := t0, int64(0)
 		for step := range 200 {
 			n := 1 + rng.IntN(300)
@@ -405,6 +427,7 @@ func TestCandidatesMatchABruteForceScan(t *testing.T) {
 					frame[i] = h(uint64(round)<<32 | uint64(step)<<16 | uint64(i))
 				}
 				all = append(all, stored{frame[i], off + int64(i), now})
+				byHash[frame[i]] = append(byHash[frame[i]], all[len(all)-1])
 			}
 			e.Learn(off, off+int64(n)-1, frame, now)
 			off += int64(n)
@@ -422,15 +445,16 @@ func TestCandidatesMatchABruteForceScan(t *testing.T) {
 			}
 			got := byIndex(cands)
 			anyHit := false
+			inRing, _ := ringScan(e, queries)
 			for i, q := range queries {
-				want, _ := ringScan(e, q)
+				want := inRing[i]
 				have := slices.Sorted(slices.Values(got[int32(i)]))
 				if !slices.Equal(have, want) {
 					t.Fatalf("round %d step %d query %d: candidates %v, ring holds %v", round, step, i, have, want)
 				}
 				anyHit = anyHit || len(want) > 0
-				for _, s := range all {
-					if s.h == q && s.createdMs >= now-minute && !slices.Contains(have, s.off) {
+				for _, s := range byHash[q] {
+					if s.createdMs >= now-minute && !slices.Contains(have, s.off) {
 						t.Fatalf("round %d step %d: in-window occurrence at %d of query %d not named", round, step, s.off, i)
 					}
 				}
@@ -446,6 +470,7 @@ func TestCandidatesMatchABruteForceScan(t *testing.T) {
 // block's deltas can span leaves a block whose offsets are not known; a
 // hash resident there sends the frame to the full probe.
 func TestAWideBlockIsNotNarrowed(t *testing.T) {
+	t.Parallel()
 	e := NewEntry(Hydration{LastOffset: 100_009, WindowMs: 10 * minute, Ranges: []Range{
 		{Base: 0, CreatedMs: t0, Hashes: hashes(0, 10)},
 		{Base: 100_000, CreatedMs: t0, Hashes: hashes(100_000, 10)},
@@ -469,6 +494,7 @@ func TestAWideBlockIsNotNarrowed(t *testing.T) {
 // every 100-hash push of an entry growing to 1.2M, and for hydrated
 // entries of several sizes.
 func TestMemoryPerHashAtEveryEntrySize(t *testing.T) {
+	t.Parallel()
 	grown := NewEntry(Hydration{LastOffset: -1, WindowMs: minute})
 	worst, worstAt := 0.0, 0
 	for off := 0; off < 1_200_000; off += 100 {
@@ -504,6 +530,7 @@ func TestMemoryPerHashAtEveryEntrySize(t *testing.T) {
 // name only offsets the hash was stored at, every one of them still in the
 // window, and the entry vouches for the allocator.
 func TestEntryAnswersLikeAMapAcrossSizes(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(5, 6))
 	type stored struct {
 		off       int64
@@ -624,6 +651,7 @@ func countSealed(e *Entry) int {
 // generation holding them all, and a wide small entry (a hydration that
 // skipped offsets) sends a resident hash to the full probe either way.
 func TestSmallEntryHasNoBloomFrontAndGrowsOne(t *testing.T) {
+	t.Parallel()
 	e := NewEntry(Hydration{LastOffset: -1, WindowMs: minute})
 	e.Learn(0, smallMax-1, hashes(0, smallMax), t0)
 	if !e.small() || len(e.generations()) != 0 || cap(e.hot.open) != smallMax {

@@ -6,6 +6,7 @@ import "testing"
 // the budget and leaves the others as they were; forgetting one that has
 // no entry does nothing.
 func TestForgetDropsOnlyTheNamedEntries(t *testing.T) {
+	t.Parallel()
 	c, clock, _ := newTestCache(0)
 	c.Install(1, hydration(clock, 1, 10))
 	c.Install(2, hydration(clock, 2, 20))
@@ -33,6 +34,7 @@ func TestForgetDropsOnlyTheNamedEntries(t *testing.T) {
 // Clearing drops every entry and its bytes: each partition then asks for
 // a hydration and vouches for nothing until it has one.
 func TestClearDropsEveryEntry(t *testing.T) {
+	t.Parallel()
 	c, clock, _ := newTestCache(0)
 	c.Install(1, hydration(clock, 1, 10))
 	c.Install(2, hydration(clock, 2, 20))

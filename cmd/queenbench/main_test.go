@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/queengate/queengate/internal/bench/proc"
 	"github.com/queengate/queengate/internal/bench/report"
 	"github.com/queengate/queengate/internal/bench/sidebyside"
+	"github.com/queengate/queengate/internal/gatewaybin"
 	"github.com/queengate/queengate/internal/pgtest"
 	"github.com/queengate/queengate/model"
 )
@@ -27,7 +29,43 @@ func init() {
 	proc.PlayRole()
 }
 
-func TestMain(m *testing.M) { pgtest.Run(m) }
+func TestMain(m *testing.M) { pgtest.Run(m, removeGatewayBuild) }
+
+// gatewayBuild is the queengate binary the --self tests share: built
+// once per test process instead of once per test (each build links it,
+// and on an empty build cache parallel tests would each compile it).
+var gatewayBuild struct {
+	once sync.Once
+	dir  string
+	bin  string
+	err  error
+}
+
+// gatewayBinary builds queengate from this tree on first use, so that
+// running only the unit tests does not build it, and returns its path.
+func gatewayBinary(t *testing.T) string {
+	t.Helper()
+	gatewayBuild.once.Do(func() {
+		// Not t.TempDir: the binary outlives the test that built it.
+		dir, err := os.MkdirTemp("", "queenbench-test-")
+		if err != nil {
+			gatewayBuild.err = err
+			return
+		}
+		gatewayBuild.dir = dir
+		gatewayBuild.bin, gatewayBuild.err = gatewaybin.Build(dir)
+	})
+	if gatewayBuild.err != nil {
+		t.Fatal(gatewayBuild.err)
+	}
+	return gatewayBuild.bin
+}
+
+func removeGatewayBuild() {
+	if gatewayBuild.dir != "" {
+		_ = os.RemoveAll(gatewayBuild.dir)
+	}
+}
 
 func TestExactnessVerdict(t *testing.T) {
 	t.Parallel()
@@ -162,6 +200,9 @@ func TestReplicationOption(t *testing.T) {
 // exactness violation.
 func TestSmokeAllTargets(t *testing.T) {
 	t.Parallel()
+	// This run builds the gateway itself, as queenbench --self does without
+	// --gateway-bin; after the shared build its own only links.
+	gatewayBinary(t)
 	out := filepath.Join(t.TempDir(), "report.json")
 	var stdout, stderr bytes.Buffer
 	err := run([]string{"--self", "--pg-url", pgtest.NewDB(t), "--scenario", "retries", "--compare", "all",
@@ -203,7 +244,7 @@ func TestWindow0TargetDisablesDeduplication(t *testing.T) {
 	t.Parallel()
 	out := filepath.Join(t.TempDir(), "report.json")
 	var stdout, stderr bytes.Buffer
-	err := run([]string{"--self", "--pg-url", pgtest.NewDB(t), "--scenario", "retries", "--compare", "queengate,window0",
+	err := run([]string{"--self", "--gateway-bin", gatewayBinary(t), "--pg-url", pgtest.NewDB(t), "--scenario", "retries", "--compare", "queengate,window0",
 		"--rounds", "1", "--messages", "3000", "--producers", "4", "--batch", "50", "--partitions", "5",
 		"--quiet", "--json", out}, &stdout, &stderr)
 	if err != nil {
@@ -250,7 +291,7 @@ func TestFireAndForgetMatchesAcksToRequests(t *testing.T) {
 	t.Parallel()
 	out := filepath.Join(t.TempDir(), "report.json")
 	var stderr bytes.Buffer
-	err := run([]string{"--self", "--pg-url", pgtest.NewDB(t), "--scenario", "retries", "--fire-and-forget",
+	err := run([]string{"--self", "--gateway-bin", gatewayBinary(t), "--pg-url", pgtest.NewDB(t), "--scenario", "retries", "--fire-and-forget",
 		"--messages", "3000", "--producers", "6", "--batch", "30", "--partitions", "4",
 		"--quiet", "--json", out}, &bytes.Buffer{}, &stderr)
 	if err != nil {
@@ -269,7 +310,7 @@ func runSelf(t *testing.T, args ...string) (bench.Report, string) {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "report.json")
 	var stdout, stderr bytes.Buffer
-	args = append([]string{"--self", "--pg-url", pgtest.NewDB(t), "--quiet", "--json", out}, args...)
+	args = append([]string{"--self", "--gateway-bin", gatewayBinary(t), "--pg-url", pgtest.NewDB(t), "--quiet", "--json", out}, args...)
 	if err := run(args, &stdout, &stderr); err != nil {
 		t.Fatalf("queenbench: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
 	}
@@ -320,7 +361,7 @@ func TestFailoverShortProfile(t *testing.T) {
 	t.Parallel()
 	out := filepath.Join(t.TempDir(), "report.json")
 	var stdout, stderr bytes.Buffer
-	err := run([]string{"--self", "--pg-url", pgtest.NewDB(t), "--scenario", "failover",
+	err := run([]string{"--self", "--gateway-bin", gatewayBinary(t), "--pg-url", pgtest.NewDB(t), "--scenario", "failover",
 		"--messages", "20000", "--producers", "8", "--batch", "50", "--partitions", "20", "--retries", "0.2",
 		"--quiet", "--json", out}, &stdout, &stderr)
 	if err != nil {
@@ -348,7 +389,7 @@ func runSideBySide[R any](t *testing.T, args ...string) (R, string) {
 	var rep R
 	out := filepath.Join(t.TempDir(), "report.json")
 	var stdout, stderr bytes.Buffer
-	err := run(append([]string{"--self", "--pg-url", pgtest.NewDB(t), "--quiet", "--json", out}, args...), &stdout, &stderr)
+	err := run(append([]string{"--self", "--gateway-bin", gatewayBinary(t), "--pg-url", pgtest.NewDB(t), "--quiet", "--json", out}, args...), &stdout, &stderr)
 	if err != nil {
 		t.Fatalf("queenbench: %v\n%s", err, stderr.String())
 	}

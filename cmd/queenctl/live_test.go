@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,6 +21,7 @@ import (
 	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/internal/ctl/manifest"
 	"github.com/queengate/queengate/internal/ctl/queueopt"
+	"github.com/queengate/queengate/internal/gatewaybin"
 	"github.com/queengate/queengate/internal/pgtest"
 )
 
@@ -38,8 +38,7 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	binDir = dir
-	defer os.RemoveAll(dir)
-	pgtest.Run(m)
+	pgtest.Run(m, func() { _ = os.RemoveAll(dir) })
 }
 
 // queengateBinary builds the daemon once per test process, on first use,
@@ -47,11 +46,7 @@ func TestMain(m *testing.M) {
 func queengateBinary(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
-		daemonPath = filepath.Join(binDir, "queengate")
-		out, err := exec.Command("go", "build", "-o", daemonPath, "../queengate").CombinedOutput()
-		if err != nil {
-			daemonBuild = fmt.Errorf("build queengate: %v\n%s", err, out)
-		}
+		daemonPath, daemonBuild = gatewaybin.Build(binDir)
 	})
 	if daemonBuild != nil {
 		t.Fatal(daemonBuild)

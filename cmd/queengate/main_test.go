@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -22,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 
 	"github.com/queengate/queengate/internal/freeport"
+	"github.com/queengate/queengate/internal/gatewaybin"
 	"github.com/queengate/queengate/internal/natsembed"
 	"github.com/queengate/queengate/internal/pgtest"
 )
@@ -33,13 +33,11 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	binary = filepath.Join(dir, "queengate")
-	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build queengate: %v\n%s", err, out)
+	if binary, err = gatewaybin.Build(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	defer os.RemoveAll(dir)
-	pgtest.Run(m)
+	pgtest.Run(m, func() { _ = os.RemoveAll(dir) })
 }
 
 func freePort(t *testing.T) int {

@@ -47,12 +47,17 @@ var (
 	nameSeq   atomic.Int64
 )
 
-// Run runs the tests, then stops the cluster (if one was started) and
-// removes this process's databases, and exits with the tests' status. It
-// fails the run when a PostgreSQL process a test started outlived it
-// ([pgcluster.CheckLeftovers]), and kills it.
-func Run(m *testing.M) {
+// Run runs the tests, then each of after (the package's own cleanup:
+// Run exits, so deferred calls in TestMain would not run), stops the
+// cluster (if one was started) and removes this process's databases, and
+// exits with the tests' status. It fails the run when a PostgreSQL
+// process a test started outlived it ([pgcluster.CheckLeftovers]), and
+// kills it.
+func Run(m *testing.M, after ...func()) {
 	code := m.Run()
+	for _, f := range after {
+		f()
+	}
 	stop()
 	os.Exit(CheckLeftovers(code))
 }
