@@ -3,10 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -14,6 +11,7 @@ import (
 	"time"
 
 	"github.com/queengate/queengate/internal/chaos/world"
+	"github.com/queengate/queengate/internal/gatewaybin"
 )
 
 // TestShortProfile runs every fault kind once against three gateways
@@ -140,10 +138,9 @@ func buildGateway(t *testing.T) (dir, bin string) {
 		if gateway.dir, gateway.err = os.MkdirTemp("", "queenchaos-gateway-"); gateway.err != nil {
 			return
 		}
-		gateway.bin = filepath.Join(gateway.dir, "queengate")
-		if out, err := exec.Command("go", "build", "-o", gateway.bin, "github.com/queengate/queengate/cmd/queengate").CombinedOutput(); err != nil {
-			gateway.err = fmt.Errorf("build queengate: %v\n%s", err, out)
-		}
+		// One build at a time across the suite's test processes: the
+		// others then only link (internal/gatewaybin).
+		gateway.bin, gateway.err = gatewaybin.Build(gateway.dir)
 	})
 	if gateway.err != nil {
 		t.Fatal(gateway.err)
