@@ -406,7 +406,7 @@ func runSideBySide[R any](t *testing.T, args ...string) (R, string) {
 func TestReadScenarioShort(t *testing.T) {
 	t.Parallel()
 	rep, stdout := runSideBySide[sidebyside.ReadReport](t, "--scenario", "read", "--messages", "12000", "--partitions", "3",
-		"--rounds", "2", "--read-push-time", "500ms")
+		"--rounds", "2", "--read-push-time", "2s") // 500 ms once ended before the reader, started on a loaded machine, had an answer
 	if len(rep.Results) != 4 || rep.RatioMedian <= 0 || rep.PushP99Alone <= 0 || rep.PushP99WithReader <= 0 || rep.ReadBesidePushes <= 0 {
 		t.Errorf("report %+v: want two rounds of both sides, a ratio, both latencies and the reader's rate beside the pushes", rep)
 	}
@@ -426,7 +426,7 @@ func TestReadScenarioShort(t *testing.T) {
 func TestConsumeScenarioShort(t *testing.T) {
 	t.Parallel()
 	rep, stdout := runSideBySide[sidebyside.ConsumeReport](t, "--scenario", "consume", "--messages", "6000", "--partitions", "3",
-		"--rounds", "2", "--read-push-time", "500ms")
+		"--rounds", "2", "--read-push-time", "2s") // 500 ms once ended before the reader, started on a loaded machine, had an answer
 	if len(rep.Results) != 4 || rep.RatioMedian <= 0 || rep.LatencyP99 <= 0 || rep.JetStreamLatencyP99 <= 0 ||
 		rep.PushAlone <= 0 || rep.PushWithConsumers <= 0 {
 		t.Errorf("report %+v: want two rounds of both sides, a ratio, latencies and push rates", rep)
