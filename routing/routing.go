@@ -245,8 +245,8 @@ type Router struct {
 	// endpoints take the shard subscriptions: the push endpoint's, and
 	// the named pops'.
 	endpoints []ShardEndpoint
-	log    zerolog.Logger
-	m      *Metrics
+	log       zerolog.Logger
+	m         *Metrics
 
 	mu      sync.Mutex
 	members map[string]*member // others, by id
