@@ -155,11 +155,11 @@ func (c *Consumers) Operations(prefix string, nc *nats.Conn) []gateway.Endpoint 
 		c.maxPayload = nc.MaxPayload
 	}
 	s := queengate.Subjects{Prefix: prefix}
-	pop, popShard := s.Verb(queengate.APIPop), s.Verb(queengate.APIPopShard)
+	pop := s.Verb(queengate.APIPop)
 	return append([]gateway.Endpoint{
-		{Name: "consume-pop", Verb: pop, Names: queengate.APIPop.Names, AnyTokens: true, AnswerOnly: true, ShardVerb: popShard,
-			Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
-				return c.pop(ctx, popNames(req.Subject, pop, popShard), req.Data)
+		{Name: "consume-pop", Verb: pop, Names: queengate.APIPop.Names, AnyTokens: true, AnswerOnly: true,
+			ShardVerb: s.Verb(queengate.APIPopShard), Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
+				return c.pop(ctx, strings.TrimPrefix(req.Subject, pop+"."), req.Data)
 			}},
 		{Name: "consume-ack", Verb: s.Verb(queengate.APIConsumeAck), Names: queengate.APIConsumeAck.Names, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
 			queue, partition := gateway.LastTwoTokens(req.Subject)
@@ -178,18 +178,6 @@ func (c *Consumers) Operations(prefix string, nc *nats.Conn) []gateway.Endpoint 
 			return c.lease(ctx, queue, partition, req.Data, false)
 		}},
 	}, c.groupOperations(s)...)
-}
-
-// popNames are the tokens a pop's subject names, <queue>[.<partition>],
-// whether the pop came as sent (<pop>.<queue>[.<partition>]) or as NATS
-// mapped a named one onto a routing shard (<popShard>.<k>.<queue>.
-// <partition>, routing.PopMappings).
-func popNames(subject, pop, popShard string) string {
-	if shard, ok := strings.CutPrefix(subject, popShard+"."); ok {
-		_, names, _ := strings.Cut(shard, ".")
-		return names
-	}
-	return strings.TrimPrefix(subject, pop+".")
 }
 
 // groupOperations are the entries that serve the admin HTTP too.

@@ -585,7 +585,7 @@ type Endpoint struct {
 	// ShardVerb, when set, is where NATS may map the endpoint's requests
 	// onto the routing shards (routing.PopMappings), as <ShardVerb>.<k>.
 	// <queue>.<partition>: the gateway subscribes the shards it serves,
-	// every shard without routing.
+	// every shard without routing, and hands Op the subject as sent.
 	ShardVerb string
 	// Operator spans queues (NATS permissions cannot scope it to one):
 	// with an admin token set it needs the token. The others are governed
@@ -646,12 +646,20 @@ func (e Endpoint) form() string {
 	return strings.Join(append([]string{e.Verb}, e.Names...), ".")
 }
 
-// wellShaped says whether subject has the endpoint's number of tokens
-// (a shard's subject, <k>.<queue>.<partition> after ShardVerb).
-func (e Endpoint) wellShaped(subject string) bool {
-	if e.ShardVerb != "" && strings.HasPrefix(subject, e.ShardVerb+".") {
-		return strings.Count(subject, ".") == strings.Count(e.ShardVerb, ".")+3
+// unshard is subject as its requester sent it when NATS mapped it onto a
+// routing shard (<ShardVerb>.<k>.<names> was <Verb>.<names>), else
+// subject: Op and the checks see one form.
+func (e Endpoint) unshard(subject string) string {
+	shard, mapped := strings.CutPrefix(subject, e.ShardVerb+".")
+	if e.ShardVerb == "" || !mapped {
+		return subject
 	}
+	_, names, _ := strings.Cut(shard, ".")
+	return e.Verb + "." + names
+}
+
+// wellShaped says whether subject has the endpoint's number of tokens.
+func (e Endpoint) wellShaped(subject string) bool {
 	if e.AnyTokens {
 		return len(subject) > len(e.Verb)
 	}
@@ -698,6 +706,7 @@ func (g *Gateway) addRequestEndpoints(endpoints []Endpoint) error {
 // admin token.
 func (g *Gateway) serveRequest(req *Request, e Endpoint) {
 	defer g.inflight.Done()
+	req.Subject = e.unshard(req.Subject)
 	if !e.wellShaped(req.Subject) {
 		g.answer(req, nil, wire.BadInput("subject %s: want %s", wire.Clip(req.Subject), e.form()))
 		return
