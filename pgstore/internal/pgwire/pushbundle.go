@@ -197,15 +197,20 @@ func appendElement[T string | []byte](buf []byte, v T) []byte {
 	return append(buf, v...)
 }
 
-func messages(frames []model.Frame) (n int) {
+// total sums count over frames: an array's element count.
+func total(frames []model.Frame, count func(*model.Frame) int) (n int) {
 	for i := range frames {
-		n += len(frames[i].Hashes)
+		n += count(&frames[i])
 	}
 	return n
 }
 
+func messages(fr *model.Frame) int   { return len(fr.Hashes) }
+func dataHashes(fr *model.Frame) int { return len(fr.DataHashes) }
+func candidates(fr *model.Frame) int { return len(fr.Candidates) }
+
 func appendTxnIDs(buf []byte, frames []model.Frame) []byte {
-	buf = appendArrayHeader(buf, OIDText, messages(frames))
+	buf = appendArrayHeader(buf, OIDText, total(frames, messages))
 	for i := range frames {
 		for _, id := range frames[i].TxnIDs {
 			buf = appendElement(buf, id)
@@ -215,7 +220,7 @@ func appendTxnIDs(buf []byte, frames []model.Frame) []byte {
 }
 
 func appendHashes(buf []byte, frames []model.Frame) []byte {
-	buf = appendArrayHeader(buf, OIDUUID, messages(frames))
+	buf = appendArrayHeader(buf, OIDUUID, total(frames, messages))
 	for i := range frames {
 		for j := range frames[i].Hashes {
 			buf = appendElement(buf, frames[i].Hashes[j][:])
@@ -225,7 +230,7 @@ func appendHashes(buf []byte, frames []model.Frame) []byte {
 }
 
 func appendData(buf []byte, frames []model.Frame) []byte {
-	buf = appendArrayHeader(buf, OIDJSON, messages(frames))
+	buf = appendArrayHeader(buf, OIDJSON, total(frames, messages))
 	for i := range frames {
 		for _, d := range frames[i].Data {
 			buf = appendElement(buf, model.StoredData(d)) // JSON null for a message sent without data
@@ -235,11 +240,7 @@ func appendData(buf []byte, frames []model.Frame) []byte {
 }
 
 func appendDataHashes(buf []byte, frames []model.Frame) []byte {
-	n := 0
-	for i := range frames {
-		n += len(frames[i].DataHashes)
-	}
-	buf = appendArrayHeader(buf, OIDUUID, n)
+	buf = appendArrayHeader(buf, OIDUUID, total(frames, dataHashes))
 	for i := range frames {
 		for j := range frames[i].DataHashes {
 			buf = appendElement(buf, frames[i].DataHashes[j][:])
@@ -248,15 +249,8 @@ func appendDataHashes(buf []byte, frames []model.Frame) []byte {
 	return buf
 }
 
-func candidates(frames []model.Frame) (n int) {
-	for i := range frames {
-		n += len(frames[i].Candidates)
-	}
-	return n
-}
-
 func appendCandidateIndexes(buf []byte, frames []model.Frame) []byte {
-	buf = appendArrayHeader(buf, oidInt4, candidates(frames))
+	buf = appendArrayHeader(buf, oidInt4, total(frames, candidates))
 	for i := range frames {
 		for _, c := range frames[i].Candidates {
 			buf = appendInt(buf, c.Index+1) // 1-based in SQL
@@ -266,7 +260,7 @@ func appendCandidateIndexes(buf []byte, frames []model.Frame) []byte {
 }
 
 func appendCandidateOffsets(buf []byte, frames []model.Frame) []byte {
-	buf = appendArrayHeader(buf, OIDInt8, candidates(frames))
+	buf = appendArrayHeader(buf, OIDInt8, total(frames, candidates))
 	for i := range frames {
 		for _, c := range frames[i].Candidates {
 			buf = appendInt(buf, c.Offset)
