@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/prometheus/client_golang/prometheus"
 
 	queengate "github.com/queengate/queengate"
@@ -29,7 +30,10 @@ func TestNamedPopsReachThePartitionsOwner(t *testing.T) {
 	mappings := routing.ShardMappings("queen", shards)
 	maps.Copy(mappings, routing.PopMappings("queen", shards))
 	e := &testEnv{Env: gatewaytest.NewEnvWith(t, natsembed.Config{Port: -1, Mappings: mappings})}
-	cfg := &routing.Config{Shards: shards, HeartbeatEvery: 50 * time.Millisecond, MemberTimeout: 250 * time.Millisecond,
+	// A member timeout far above a loaded machine's pauses: a shard that
+	// moves mid-test sends its partition's pops to a gateway that did not
+	// write it.
+	cfg := &routing.Config{Shards: shards, HeartbeatEvery: 50 * time.Millisecond, MemberTimeout: 10 * time.Second,
 		LeaveTimeout: 2 * time.Second}
 	var (
 		ings   []*ingest.Ingester
@@ -41,9 +45,12 @@ func TestNamedPopsReachThePartitionsOwner(t *testing.T) {
 		ings = append(ings, ing)
 		served = append(served, shardsServed(t, reg))
 	}
-	checkfor.Check(t, 10*time.Second, checkfor.Cond("the two gateways to share the shards", func() bool {
+	// Settled: the gauges alone may add up mid-handover, while the
+	// releasing gateway still subscribes a shard its new owner has
+	// taken, and the fill's first pushes would go to either.
+	checkfor.Check(t, 10*time.Second, checkfor.Cond("the two gateways to share the shards, each with one subscriber", func() bool {
 		a, b := served[0](), served[1]()
-		return a > 0 && b > 0 && a+b == shards
+		return a > 0 && b > 0 && a+b == shards && oneSubscriberPerShard(t, e.NS, shards)
 	}))
 
 	var partitions []string
@@ -73,6 +80,25 @@ func TestNamedPopsReachThePartitionsOwner(t *testing.T) {
 		t.Fatalf("%d cycles: %d served from a tail, %d missed, %d refused; want %d served, one missed a partition (its last), none refused",
 			cycles, n.served, n.missed, n.refused, want)
 	}
+}
+
+// oneSubscriberPerShard says whether the NATS server has exactly one
+// subscription for each shard's push subject and for its pop subject.
+func oneSubscriberPerShard(t *testing.T, ns *server.Server, shards int) bool {
+	subjects := queengate.Subjects{Prefix: "queen"}
+	for k := range shards {
+		for _, verb := range []queengate.API{queengate.APIShard, queengate.APIPopShard} {
+			sz, err := ns.Subsz(&server.SubszOptions{Subscriptions: true, Test: fmt.Sprintf("%s.%d.q.p", subjects.Verb(verb), k)})
+			if err != nil {
+				t.Error(err)
+				return false
+			}
+			if len(sz.Subs) != 1 {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // shardsServed reads the routing gauge of the shards a gateway serves

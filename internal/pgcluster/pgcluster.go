@@ -137,7 +137,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if err := initData(ctx, c.bin, c.dir, c.dataDir(), c.cred, opts.DataChecksums); err != nil {
 		return nil, err
 	}
-	if err := c.run(ctx); err != nil {
+	if err := c.runOnFreePort(ctx, opts.Port == 0); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -368,19 +368,70 @@ func (c *Cluster) waitReady(ctx context.Context, p *process) error {
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	for {
-		conn, err := pgx.Connect(ctx, c.URL("postgres"))
-		if err == nil {
-			conn.Close(ctx)
+		served, err := c.servedDataDir(ctx)
+		if err == nil && served == c.dataDir() {
 			return nil
+		}
+		if err == nil {
+			// Another server took the port between freeport and our
+			// bind: ours will exit, and connecting on would wrongly
+			// answer for it.
+			err = &PortTakenError{Port: c.port, By: served}
 		}
 		select {
 		case <-p.done:
+			var taken *PortTakenError
+			if errors.As(err, &taken) {
+				return taken
+			}
 			log, _ := os.ReadFile(filepath.Join(c.dir, "postgres.log"))
 			return fmt.Errorf("pgcluster: postgres exited during start-up: %v\n%s", p.waitErr, tail(log, 2000))
 		case <-ctx.Done():
 			return fmt.Errorf("pgcluster: server not ready: %w (last error: %v)", ctx.Err(), err)
 		case <-time.After(50 * time.Millisecond):
 		}
+	}
+}
+
+// servedDataDir is the data directory of the server answering on c's
+// port.
+func (c *Cluster) servedDataDir(ctx context.Context) (string, error) {
+	conn, err := pgx.Connect(ctx, c.URL("postgres"))
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close(ctx)
+	var dir string
+	err = conn.QueryRow(ctx, "SELECT current_setting('data_directory')").Scan(&dir)
+	return dir, err
+}
+
+// PortTakenError is a start's error when another server answered on the
+// cluster's port and ours could not bind it.
+type PortTakenError struct {
+	Port int
+	By   string // the other server's data directory
+}
+
+func (e *PortTakenError) Error() string {
+	return fmt.Sprintf("pgcluster: port %d is taken by the server of %s", e.Port, e.By)
+}
+
+// runOnFreePort is a first start: when the port was picked here
+// (Options.Port 0) and another server took it meanwhile, it tries again
+// on a new one. Restarts keep their port: URLs name it.
+func (c *Cluster) runOnFreePort(ctx context.Context, picked bool) error {
+	for attempt := 1; ; attempt++ {
+		err := c.run(ctx)
+		var taken *PortTakenError
+		if !picked || !errors.As(err, &taken) || attempt == 3 {
+			return err
+		}
+		port, err := freeport.TCP()
+		if err != nil {
+			return err
+		}
+		c.port = port
 	}
 }
 

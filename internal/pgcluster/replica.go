@@ -132,7 +132,7 @@ func StartStandby(ctx context.Context, primary *Cluster, opts StandbyOptions) (*
 	if err := c.baseBackup(ctx, primary); err != nil {
 		return nil, err
 	}
-	if err := c.startFollowing(ctx, primary); err != nil {
+	if err := c.startFollowing(ctx, primary, opts.Port == 0); err != nil {
 		c.Stop()
 		return nil, err
 	}
@@ -164,7 +164,7 @@ func (c *Cluster) baseBackup(ctx context.Context, primary *Cluster) error {
 // primary's address in primary_conninfo (on the command line, under c's
 // name), no synchronous standbys of its own. It returns once primary
 // sees c streaming.
-func (c *Cluster) startFollowing(ctx context.Context, primary *Cluster) error {
+func (c *Cluster) startFollowing(ctx context.Context, primary *Cluster, pickedPort bool) error {
 	if err := writeServerFile(filepath.Join(c.dataDir(), "standby.signal"), "", c.cred); err != nil {
 		return err
 	}
@@ -177,7 +177,7 @@ func (c *Cluster) startFollowing(ctx context.Context, primary *Cluster) error {
 	c.mu.Lock()
 	c.settings["primary_conninfo"] = primary.conninfo("") + " application_name=" + c.name
 	c.mu.Unlock()
-	if err := c.run(ctx); err != nil {
+	if err := c.runOnFreePort(ctx, pickedPort); err != nil {
 		return err
 	}
 	return primary.WaitStreaming(ctx, c.name)
@@ -342,7 +342,7 @@ func (c *Cluster) Rewind(ctx context.Context, newPrimary *Cluster) (rewound bool
 		}
 		return false, c.Rebuild(ctx, newPrimary)
 	}
-	return true, c.startFollowing(ctx, newPrimary)
+	return true, c.startFollowing(ctx, newPrimary, false)
 }
 
 // Rebuild makes c a standby of primary from a fresh base backup: c is
@@ -356,7 +356,7 @@ func (c *Cluster) Rebuild(ctx context.Context, primary *Cluster) error {
 	if err := c.baseBackup(ctx, primary); err != nil {
 		return err
 	}
-	return c.startFollowing(ctx, primary)
+	return c.startFollowing(ctx, primary, false)
 }
 
 // MultiHostURL is a connection URL naming all the clusters, tried in

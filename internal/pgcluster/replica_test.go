@@ -342,3 +342,22 @@ func TestParseLSN(t *testing.T) {
 		}
 	}
 }
+
+// TestAServerOnATakenPortIsNotMistakenForOurs: a start whose port another
+// server already serves fails with PortTakenError, rather than taking
+// the other server's answers for its own (a standby that then never
+// streamed hung its test for three minutes).
+func TestAServerOnATakenPortIsNotMistakenForOurs(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	first := startPrimary(ctx, t, "first")
+	second, err := pgcluster.Start(ctx, pgcluster.Options{Dir: serverDir(t), Port: first.Port(), Settings: testSettings})
+	if err == nil {
+		second.Stop()
+		t.Fatalf("a second server started on the first's port %d", first.Port())
+	}
+	var taken *pgcluster.PortTakenError
+	if !errors.As(err, &taken) || taken.Port != first.Port() {
+		t.Fatalf("start on a taken port: %v, want a PortTakenError for port %d", err, first.Port())
+	}
+}
