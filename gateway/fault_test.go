@@ -93,7 +93,9 @@ func blockPartition(t *testing.T, store *pgstore.Store, queue, partition string)
 func TestStatementTimeoutGivesFailedAndRetryIsExact(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	e.StartGateway(gatewayOpts{Ingest: ingest.Config{PushTimeout: 300 * time.Millisecond}})
+	// Long enough for the pushes that are not blocked on a loaded
+	// machine: only the blocked one may time out.
+	e.StartGateway(gatewayOpts{Ingest: ingest.Config{PushTimeout: 2 * time.Second}})
 	wantStatus(t, e.Push(t, e.Subject("slow"), msgs("a")), "queued")
 	_, release := blockPartition(t, e.Store, e.Queue, "slow")
 	got := e.Push(t, e.Subject("slow"), msgs("a", "b"))
