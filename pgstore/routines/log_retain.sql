@@ -37,6 +37,8 @@ DECLARE
     v_n        bigint;
     v_bytes    bigint;
     v_hold     bigint;  -- the lowest cursor of the queue's groups; NULL: no group
+    v_ts       bigint;  -- txns_start, read under the lock
+    v_te       bigint;  -- txns_end, read under the lock
     v_tstart   bigint;  -- txns_start after this step
     v_end      bigint;  -- the last frame the segments step deleted
 BEGIN
@@ -72,7 +74,7 @@ BEGIN
                                              WHERE s.partition_id = r.id ORDER BY s.base_offset LIMIT 1), false))) THEN
             CONTINUE;
         END IF;
-        PERFORM 1 FROM queen.log_partitions WHERE id = r.id FOR UPDATE SKIP LOCKED;
+        SELECT p.txns_start, p.txns_end INTO v_ts, v_te FROM queen.log_partitions p WHERE p.id = r.id FOR UPDATE SKIP LOCKED;
         IF NOT FOUND THEN
             skipped := skipped + 1;
             CONTINUE;
@@ -90,17 +92,19 @@ BEGIN
               WHERE t.partition_id = r.id AND t.created_at >= v_cutoff
               ORDER BY t.end_offset LIMIT 1),
             (SELECT s.base_offset FROM queen.log_segments s
-              WHERE s.partition_id = r.id AND s.base_offset > r.txns_end AND s.base_offset >= r.txns_start
-                AND s.created_at >= v_cutoff
+              WHERE s.partition_id = r.id AND s.base_offset > greatest(v_te, v_ts - 1) AND s.created_at >= v_cutoff
               ORDER BY s.base_offset LIMIT 1));
         IF v_start IS NULL THEN
             SELECT p.last_offset + 1 INTO v_start FROM queen.log_partitions p WHERE p.id = r.id;
         END IF;
-        v_cap := NULL;
-        SELECT t.end_offset + 1 INTO v_cap
-          FROM queen.log_txns t
-         WHERE t.partition_id = r.id
-         ORDER BY t.end_offset OFFSET p_max_rows - 1 LIMIT 1;
+        -- At most p_max_rows frames of each table.
+        v_cap := least(
+            (SELECT t.end_offset + 1 FROM queen.log_txns t
+              WHERE t.partition_id = r.id
+              ORDER BY t.end_offset OFFSET p_max_rows - 1 LIMIT 1),
+            (SELECT s.end_offset + 1 FROM queen.log_segments s
+              WHERE s.partition_id = r.id AND s.base_offset > greatest(v_te, v_ts - 1)
+              ORDER BY s.base_offset OFFSET p_max_rows - 1 LIMIT 1));
         IF v_cap IS NOT NULL AND v_cap < v_start THEN
             v_start := v_cap;
             more := true;
@@ -108,16 +112,22 @@ BEGIN
         IF v_hold IS NOT NULL AND v_hold < v_start THEN
             -- Only whole frames below the cursor: the one holding it stays.
             SELECT coalesce(min(f.base_offset), v_hold) INTO v_start
-              FROM queen.log_hash_frame(r.id, v_hold, r.txns_end) AS f;
+              FROM queen.log_hash_frame(r.id, v_hold, v_te) AS f;
             v_start := least(v_start, v_hold);
         END IF;
         -- log_segments keeps the hashes of frames below txns_start until
-        -- their data goes: no reader looks below it.
+        -- their data goes (no reader looks below it): they count as
+        -- retired with the log_txns rows deleted.
         DELETE FROM queen.log_txns t WHERE t.partition_id = r.id AND t.end_offset < v_start;
         GET DIAGNOSTICS v_n = ROW_COUNT;
         txns_deleted := txns_deleted + v_n;
-        UPDATE queen.log_partitions p SET txns_start = v_start WHERE p.id = r.id AND p.txns_start < v_start;
-        v_tstart := greatest(r.txns_start, v_start);
+        IF v_ts < v_start THEN
+            txns_deleted := txns_deleted + (SELECT count(*) FROM queen.log_segments s
+                                             WHERE s.partition_id = r.id AND s.base_offset > greatest(v_te, v_ts - 1)
+                                               AND s.end_offset < v_start);
+            UPDATE queen.log_partitions p SET txns_start = v_start WHERE p.id = r.id;
+        END IF;
+        v_tstart := greatest(v_ts, v_start);
 
         IF r.ret > 0 THEN
             SELECT s.base_offset INTO v_start
