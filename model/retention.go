@@ -4,7 +4,7 @@ import "time"
 
 // RetainOptions bounds one retention pass.
 type RetainOptions struct {
-	// Slack is kept beyond each queue's window before its log_txns rows go
+	// Slack is kept beyond each queue's window before its transactionIds are retired
 	// (clock skew between brokers and PostgreSQL, in-flight hydrations).
 	Slack time.Duration
 	// PartitionsPerStep is how many partitions one transaction visits;

@@ -1,6 +1,7 @@
-// Package retention runs retention passes in the background: log_txns
-// rows past each queue's window and segments past its retentionSeconds
-// are deleted by the store (pgstore.Store.Retain), a step at a time.
+// Package retention runs retention passes in the background: the
+// transactionIds of frames past each queue's window are retired and
+// segments past its retentionSeconds deleted by the store
+// (pgstore.Store.Retain), a step at a time.
 package retention
 
 import (
