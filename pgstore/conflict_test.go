@@ -30,7 +30,7 @@ func withData(fr model.Frame, data ...string) model.Frame {
 func (b *testBundle) storedDataHashes(t *testing.T) [][]model.Hash {
 	t.Helper()
 	rows, err := b.store.Pool().Query(context.Background(),
-		"SELECT data_hashes FROM queen.log_hashes($1, -1, (SELECT txns_end FROM queen.log_partitions WHERE id = $1)) ORDER BY end_offset",
+		"SELECT data_hashes FROM queen.log_partitions p, queen.log_hashes(p.id, -1, p.txns_start, p.txns_end) WHERE p.id = $1 ORDER BY end_offset",
 		b.part.ID)
 	if err != nil {
 		t.Fatal(err)

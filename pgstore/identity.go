@@ -210,7 +210,7 @@ func (s *Store) Lacks(ctx context.Context, pids, offsets []int64, hashes []model
 	rows, err := conn.Query(ctx, `
 		SELECT a.k FROM unnest($1::bigint[], $2::bigint[], $3::uuid[]) WITH ORDINALITY AS a(pid, off, h, k)
 		  LEFT JOIN queen.log_partitions p ON p.id = a.pid
-		  LEFT JOIN LATERAL queen.log_hash_frame(a.pid, a.off, p.txns_end) AS t ON true
+		  LEFT JOIN LATERAL queen.log_hash_frame(a.pid, a.off, p.txns_start, p.txns_end) AS t ON true
 		 WHERE NOT coalesce(a.off < p.txns_start AND a.off <= p.last_offset, false)
 		   AND NOT coalesce(t.hashes[a.off - t.base_offset + 1] = a.h, false)`,
 		pids, offsets, hashes)

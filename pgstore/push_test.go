@@ -594,7 +594,7 @@ func TestWideBundleMixesCleanAndDirtyFrames(t *testing.T) {
 	var frames, messages int
 	if err := b.store.Pool().QueryRow(ctx, `
 		SELECT count(*), sum(cardinality(h.hashes)) FROM queen.log_partitions p
-		 CROSS JOIN LATERAL queen.log_hashes(p.id, p.txns_start - 1, p.txns_end) AS h WHERE p.id = ANY ($1)`,
+		 CROSS JOIN LATERAL queen.log_hashes(p.id, -1, p.txns_start, p.txns_end) AS h WHERE p.id = ANY ($1)`,
 		[]int64{a.ID, bb.ID, c.ID, d.ID}).Scan(&frames, &messages); err != nil {
 		t.Fatal(err)
 	}

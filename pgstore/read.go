@@ -180,8 +180,8 @@ func findTxn(ctx context.Context, q readpool.Querier, queue, partition, txnID st
 		SELECT f.dedup_window_seconds, f.first_offset, t.created_at, now(),
 		       EXISTS (SELECT 1 FROM queen.log_segments s WHERE s.partition_id = $1 AND s.base_offset <= f.first_offset AND s.end_offset >= f.first_offset)
 		  FROM queen.log_find($1, ARRAY[$2::uuid]) f
-		  LEFT JOIN LATERAL queen.log_hash_frame($1, f.first_offset,
-		                      (SELECT lp.txns_end FROM queen.log_partitions lp WHERE lp.id = $1)) AS t ON true`,
+		  LEFT JOIN queen.log_partitions lp ON lp.id = $1
+		  LEFT JOIN LATERAL queen.log_hash_frame($1, f.first_offset, lp.txns_start, lp.txns_end) AS t ON true`,
 		pid, h).Scan(&l.WindowSeconds, &off, &created, &l.DBNow, &l.Retained)
 	if off != nil {
 		l.Found, l.Offset = true, *off

@@ -41,7 +41,7 @@ func HashFrames(tb testing.TB, db DB, pid int64) int {
 	var n int
 	err := db.QueryRow(context.Background(), `
 		SELECT count(*) FROM queen.log_partitions p
-		 CROSS JOIN LATERAL queen.log_hashes(p.id, p.txns_start - 1, p.txns_end) AS h
+		 CROSS JOIN LATERAL queen.log_hashes(p.id, -1, p.txns_start, p.txns_end) AS h
 		 WHERE p.id = $1`, pid).Scan(&n)
 	if err != nil {
 		tb.Fatalf("hash frames: %v", err)

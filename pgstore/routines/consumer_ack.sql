@@ -64,7 +64,8 @@ DECLARE
     a_done   bigint[];   -- completed now
     v_top    bigint;     -- the highest of them
     v_unresolved bigint; -- transactionIds not found from the cursor on
-    v_tend   bigint;     -- txns_end (queen.log_hashes)
+    v_tstart bigint;     -- txns_start and txns_end (queen.log_hashes)
+    v_tend   bigint;
 BEGIN
     SELECT cc.* INTO c FROM queen.consumer_cursors cc
      WHERE cc.group_id = p_group_id AND cc.partition_id = p_partition_id
@@ -73,9 +74,9 @@ BEGIN
     -- none running, is never held).
     v_held := coalesce(c.lease_id = p_lease_id AND c.lease_until > v_now, false);
     -- Few statements: each has a fixed cost that a batch of 100 notices.
-    SELECT p.last_offset, p.txns_end, q.max_attempts, q.retry_delay_ms, q.retry_backoff_ms,
+    SELECT p.last_offset, p.txns_start, p.txns_end, q.max_attempts, q.retry_delay_ms, q.retry_backoff_ms,
            EXISTS (SELECT 1 FROM queen.consumer_marks m WHERE m.group_id = p_group_id AND m.partition_id = p_partition_id)
-      INTO v_last, v_tend, v_max, v_retry_ms, v_backoff, v_marks
+      INTO v_last, v_tstart, v_tend, v_max, v_retry_ms, v_backoff, v_marks
       FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id WHERE p.id = p_partition_id;
 
     -- The usual ack completes its whole lease in order, the cursor at
@@ -105,7 +106,7 @@ BEGIN
             SELECT DISTINCT h FROM unnest(p_hashes) AS h WHERE h IS NOT NULL
         ), near AS (
             SELECT th.h, min(greatest(t.base_offset, c.next_offset) + th.idx - 1) AS off
-              FROM queen.log_hashes(p_partition_id, c.next_offset - 1, v_tend) AS t
+              FROM queen.log_hashes(p_partition_id, c.next_offset - 1, v_tstart, v_tend) AS t
              CROSS JOIN LATERAL queen.log_unnest_hashes(
                        t.hashes[greatest(c.next_offset - t.base_offset + 1, 1) : least(c.delivered_to, t.end_offset) - t.base_offset + 1]) AS th
               JOIN want ON want.h = th.h

@@ -23,11 +23,11 @@ BEGIN
        AND CASE
            WHEN array_position(p_hashes, NULL) IS NULL THEN
                 p_hashes = (SELECT array_agg(u.h ORDER BY t.base_offset, u.k)
-                              FROM queen.log_hashes(p_partition_id, p_from - 1,
-                                       (SELECT lp.txns_end FROM queen.log_partitions lp WHERE lp.id = p_partition_id)) AS t
+                              FROM queen.log_partitions lp
+                             CROSS JOIN LATERAL queen.log_hashes(lp.id, p_from - 1, lp.txns_start, lp.txns_end) AS t
                              CROSS JOIN LATERAL unnest(t.hashes[greatest(p_from - t.base_offset + 1, 1) : least(p_to, t.end_offset) - t.base_offset + 1])
                                    WITH ORDINALITY AS u(h, k)
-                             WHERE t.base_offset <= p_to)
+                             WHERE lp.id = p_partition_id AND t.base_offset <= p_to)
                 AND (SELECT count(DISTINCT h) FROM unnest(p_hashes) AS h) = cardinality(p_hashes)
            WHEN array_position(p_offsets, NULL) IS NULL THEN
                 p_offsets = ARRAY(SELECT generate_series(p_from, p_to))

@@ -13,7 +13,7 @@ LANGUAGE sql STABLE AS $$
          WHERE lp.id = p_pid
     ), found AS (
         SELECT th.h, min(t.base_offset + th.idx - 1) AS first_offset
-          FROM p CROSS JOIN LATERAL queen.log_hashes(p_pid, p.txns_start - 1, p.txns_end) AS t
+          FROM p CROSS JOIN LATERAL queen.log_hashes(p_pid, -1, p.txns_start, p.txns_end) AS t
          CROSS JOIN LATERAL queen.log_unnest_hashes(t.hashes) th
          WHERE t.created_at >= now() - make_interval(secs => p.dedup_window_seconds::double precision)
            AND th.h = ANY (p_hashes)

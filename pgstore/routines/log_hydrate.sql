@@ -21,7 +21,7 @@ LANGUAGE sql STABLE AS $$
       JOIN queen.queues q ON q.id = lp.queue_id
       LEFT JOIN LATERAL (
           SELECT t.base_offset, t.end_offset, t.created_at, t.hashes
-            FROM queen.log_hashes(lp.id, greatest(p_above, lp.txns_start - 1), lp.txns_end) AS t
+            FROM queen.log_hashes(lp.id, p_above, lp.txns_start, lp.txns_end) AS t
            WHERE CASE WHEN p_above IS NULL
                       THEN t.created_at >= now() - make_interval(secs => q.dedup_window_seconds::double precision + p_slack_seconds)
                       ELSE t.end_offset > p_above END

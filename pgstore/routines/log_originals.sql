@@ -13,6 +13,7 @@ LANGUAGE sql STABLE AS $$
                  WHERE s.partition_id = p_pid AND s.base_offset <= o.off
                  ORDER BY s.base_offset DESC LIMIT 1) END
       FROM unnest(p_offsets) AS o(off)
-      CROSS JOIN LATERAL queen.log_hash_frame(p_pid, o.off,
-                             (SELECT lp.txns_end FROM queen.log_partitions lp WHERE lp.id = p_pid)) AS t
+      CROSS JOIN queen.log_partitions lp
+      CROSS JOIN LATERAL queen.log_hash_frame(lp.id, o.off, lp.txns_start, lp.txns_end) AS t
+     WHERE lp.id = p_pid
 $$;

@@ -82,6 +82,7 @@ DECLARE
     v_distinct boolean;   -- no partition is named twice
     v_unique   boolean;   -- no hash occurs twice in the whole bundle
     v_last     bigint[];  -- allocator, read under the lock
+    v_tstart   bigint[];  -- txns_start: no hash below it is read
     v_tend     bigint[];  -- txns_end: hashes up to it are in log_txns (queen.log_hashes)
     v_win      integer[]; -- window in seconds, 0: deduplication off
     v_mode     text[];    -- the queue's on_conflict
@@ -162,7 +163,8 @@ BEGIN
     -- rows below it are gone. v_narrow says the watermark, and the
     -- candidates sent with it, are honoured. The probe each frame gets
     -- follows from these.
-    SELECT array_agg(lk.last_offset ORDER BY fr.s), array_agg(lk.txns_end ORDER BY fr.s), array_agg(lk.win ORDER BY fr.s),
+    SELECT array_agg(lk.last_offset ORDER BY fr.s), array_agg(lk.txns_start ORDER BY fr.s), array_agg(lk.txns_end ORDER BY fr.s),
+           array_agg(lk.win ORDER BY fr.s),
            array_agg(b.from_off ORDER BY fr.s),
            array_agg(b.ok ORDER BY fr.s), array_agg(lk.mode ORDER BY fr.s),
            array_agg(lk.mode <> 'ignore' AND p_dh_counts[fr.s] > 0 ORDER BY fr.s),
@@ -171,7 +173,7 @@ BEGIN
                           WHEN NOT b.ok AND lk.last_offset > b.from_off THEN 'full'
                           ELSE 'skipped' END ORDER BY fr.s),
            bool_or(lk.win > 0 AND lk.last_offset > b.from_off)
-      INTO v_last, v_tend, v_win, v_from, v_narrow, v_mode, v_keepdh, v_probe, v_scan
+      INTO v_last, v_tstart, v_tend, v_win, v_from, v_narrow, v_mode, v_keepdh, v_probe, v_scan
       FROM unnest(p_pids) WITH ORDINALITY AS fr(pid, s)
       JOIN (SELECT p.id, p.last_offset, p.txns_start, p.txns_end, q.dedup_window_seconds AS win, q.on_conflict AS mode
               FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
@@ -205,7 +207,7 @@ BEGIN
             SELECT fr.s, t.base_offset, t.end_offset, t.hashes
               FROM fr CROSS JOIN LATERAL (
                        SELECT t.base_offset, t.end_offset, t.hashes
-                         FROM queen.log_hashes(p_pids[fr.s], v_from[fr.s], v_tend[fr.s]) AS t
+                         FROM queen.log_hashes(p_pids[fr.s], v_from[fr.s], v_tstart[fr.s], v_tend[fr.s]) AS t
                         WHERE t.created_at >= v_now - make_interval(secs => v_win[fr.s])
                        OFFSET 0) AS t
         ), incoming AS (
@@ -238,7 +240,7 @@ BEGIN
              WHERE v_narrow[cs.s] AND v_win[cs.s] > 0
         ), found AS (
             SELECT c.s, c.idx, min(c.off) AS off
-              FROM c CROSS JOIN LATERAL queen.log_hash_frame(p_pids[c.s], c.off, v_tend[c.s]) AS t
+              FROM c CROSS JOIN LATERAL queen.log_hash_frame(p_pids[c.s], c.off, v_tstart[c.s], v_tend[c.s]) AS t
              WHERE t.created_at >= v_now - make_interval(secs => v_win[c.s])
                AND t.hashes[c.off - t.base_offset + 1] = p_hashes[v_pos[c.s] + c.idx - 1]
              GROUP BY c.s, c.idx

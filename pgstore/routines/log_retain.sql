@@ -66,7 +66,7 @@ BEGIN
         -- Cheap checks without the lock: the oldest row of each kind
         -- (first in offset order, through the primary keys), below what
         -- consumers hold.
-        IF NOT (EXISTS (SELECT 1 FROM queen.log_hashes(r.id, r.txns_start - 1, r.txns_end) AS t
+        IF NOT (EXISTS (SELECT 1 FROM queen.log_hashes(r.id, -1, r.txns_start, r.txns_end) AS t
                          WHERE t.created_at < v_cutoff AND (v_hold IS NULL OR t.end_offset < v_hold))
                 OR (r.ret > 0 AND coalesce((SELECT s.created_at < v_now - make_interval(secs => r.ret)
                                                    AND (NOT r.until_consumed OR v_hold IS NULL OR s.end_offset < v_hold)
@@ -112,7 +112,7 @@ BEGIN
         IF v_hold IS NOT NULL AND v_hold < v_start THEN
             -- Only whole frames below the cursor: the one holding it stays.
             SELECT coalesce(min(f.base_offset), v_hold) INTO v_start
-              FROM queen.log_hash_frame(r.id, v_hold, v_te) AS f;
+              FROM queen.log_hash_frame(r.id, v_hold, v_ts, v_te) AS f;
             v_start := least(v_start, v_hold);
         END IF;
         -- log_segments keeps the hashes of frames below txns_start until

@@ -499,7 +499,7 @@ func (t *Queengate) StoredIDs(ctx context.Context) (distinct, doubled int64, err
 		SELECT count(DISTINCT (t.partition_id, th.h)), count(*) - count(DISTINCT (t.partition_id, th.h))
 		  FROM queen.queues q
 		  JOIN queen.log_partitions p ON p.queue_id = q.id
-		 CROSS JOIN LATERAL queen.log_hashes(p.id, p.txns_start - 1, p.txns_end) AS t
+		 CROSS JOIN LATERAL queen.log_hashes(p.id, -1, p.txns_start, p.txns_end) AS t
 		 CROSS JOIN LATERAL queen.log_unnest_hashes(t.hashes) th
 		 WHERE q.name = ANY ($1)`, queues).Scan(&distinct, &doubled)
 	return distinct, doubled, err
