@@ -68,6 +68,17 @@ func TestRetentionPurgesOldTxnsAndKeepsTheWindow(t *testing.T) {
 
 	res := b.push(t, -1, "old-2", "recent")
 	wantOutcomes(t, res, queued(4), dup(3))
+
+	// Retired for good: after the window grows back over the frames
+	// below txns_start (their hashes still beside their data), neither a
+	// full probe nor a candidate named there finds them.
+	b.setWindow(t, 3600)
+	wantOutcomes(t, b.push(t, -1, "old-1"), queued(5))
+	r, err := b.store.Push(ctx, []model.Frame{narrowed(b.part.ID, 5, []model.Candidate{{Index: 0, Offset: 2}}, "old-3")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantOutcomes(t, r[0], queued(6))
 }
 
 // TestRetentionKeepsTxnsOfARowStillInTheWindow: the purge is a prefix,

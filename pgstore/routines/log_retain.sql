@@ -66,8 +66,10 @@ BEGIN
         -- Cheap checks without the lock: the oldest row of each kind
         -- (first in offset order, through the primary keys), below what
         -- consumers hold.
-        IF NOT (EXISTS (SELECT 1 FROM queen.log_hashes(r.id, -1, r.txns_start, r.txns_end) AS t
-                         WHERE t.created_at < v_cutoff AND (v_hold IS NULL OR t.end_offset < v_hold))
+        -- The hashes' is the frame holding txns_start: retirement takes a
+        -- prefix, so nothing goes while it is in the window.
+        IF NOT (coalesce((SELECT t.created_at < v_cutoff AND (v_hold IS NULL OR t.end_offset < v_hold)
+                            FROM queen.log_hash_frame(r.id, r.txns_start, r.txns_start, r.txns_end) AS t), false)
                 OR (r.ret > 0 AND coalesce((SELECT s.created_at < v_now - make_interval(secs => r.ret)
                                                    AND (NOT r.until_consumed OR v_hold IS NULL OR s.end_offset < v_hold)
                                               FROM queen.log_segments s
