@@ -496,7 +496,7 @@ func (t *Queengate) StoredIDs(ctx context.Context) (distinct, doubled int64, err
 		queues[q] = fmt.Sprintf("bench-%s-q%d", t.w.RunID, q)
 	}
 	err = t.pool.QueryRow(ctx, `
-		SELECT count(DISTINCT (t.partition_id, th.h)), count(*) - count(DISTINCT (t.partition_id, th.h))
+		SELECT count(DISTINCT (p.id, th.h)), count(*) - count(DISTINCT (p.id, th.h))
 		  FROM queen.queues q
 		  JOIN queen.log_partitions p ON p.queue_id = q.id
 		 CROSS JOIN LATERAL queen.log_hashes(p.id, -1, p.txns_start, p.txns_end) AS t
