@@ -132,11 +132,9 @@ func TestExplainAgreesWithTheNextPush(t *testing.T) {
 		id := fmt.Sprint("e-", rng.IntN(12))
 		switch rng.IntN(20) {
 		case 0: // the window moves past everything stored so far
-			if _, err := store.Pool().Exec(ctx, `UPDATE queen.log_txns t SET created_at = t.created_at - interval '3 hours'
-				 FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
-				WHERE t.partition_id = p.id AND q.name = $1`, r.queue); err != nil {
-				t.Fatal(err)
-			}
+			pgtest.AgeFrames(t, store.Pool(), 3*time.Hour,
+				"partition_id IN (SELECT p.id FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id WHERE q.name = $1)",
+				r.queue)
 			continue
 		case 1:
 			setWindow(0)

@@ -268,8 +268,8 @@ func (e *Entry) Learn(base, last int64, written []Hash, createdMs int64) {
 	}
 }
 
-// Fill heals a gap with what the entry missed: ranges are every log_txns
-// row stored above verifiedUpto, in offset order, read in one snapshot
+// Fill heals a gap with what the entry missed: ranges are the hashes of
+// every frame stored above verifiedUpto, in offset order, read in one snapshot
 // with last, the allocator then. It succeeds only if they are exactly the
 // offsets verifiedUpto+1 … last, with no hole (a hole means retention
 // purged rows the entry never saw: only a full hydration can vouch again).

@@ -281,7 +281,7 @@ func TestStopAnswersEverythingAcceptedThenRefuses(t *testing.T) {
 	}
 	var stored int
 	if err := b.store.Pool().QueryRow(context.Background(), `
-		SELECT count(*) FROM queen.log_txns t JOIN queen.log_partitions p ON p.id = t.partition_id
+		SELECT count(*) FROM queen.log_segments t JOIN queen.log_partitions p ON p.id = t.partition_id
 		JOIN queen.queues q ON q.id = p.queue_id WHERE q.name = $1`, b.queue).Scan(&stored); err != nil {
 		t.Fatal(err)
 	}

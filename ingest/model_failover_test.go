@@ -168,7 +168,10 @@ func (f *failoverModel) lacking(t *testing.T) (ids []string, lost map[string][]s
 	for key, a := range f.acked {
 		var held, purged bool
 		err := f.store.Pool().QueryRow(ctx, `
-			SELECT EXISTS (SELECT 1 FROM queen.log_txns t WHERE t.partition_id = $1 AND $2 BETWEEN t.base_offset AND t.end_offset
+			SELECT EXISTS (SELECT 1 FROM (SELECT x.partition_id, x.base_offset, x.end_offset, x.hashes FROM queen.log_txns x
+			                              UNION ALL
+			                              SELECT s.partition_id, s.base_offset, s.end_offset, s.hashes FROM queen.log_segments s) AS t
+			                WHERE t.partition_id = $1 AND $2 BETWEEN t.base_offset AND t.end_offset
 			                  AND t.hashes[$2 - t.base_offset + 1] = $3),
 			       coalesce((SELECT $2 < p.txns_start AND $2 <= p.last_offset FROM queen.log_partitions p WHERE p.id = $1), false)`,
 			key[0], key[1], model.HashTxnID(a.id)).Scan(&held, &purged)

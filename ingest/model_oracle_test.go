@@ -55,9 +55,7 @@ func TestModelOracleJudgesTheWindowWhereSQLProbed(t *testing.T) {
 			// Row 0..1 holds x and z; it is aged out of the window so that
 			// x can be stored again at 2, in a row that stays.
 			pushDirect(t, store, newFrame(p.ID, "x", "z"))
-			if _, err := store.Pool().Exec(ctx, "UPDATE queen.log_txns SET created_at = created_at - interval '1 hour' WHERE partition_id = $1", p.ID); err != nil {
-				t.Fatal(err)
-			}
+			pgtest.AgeFrames(t, store.Pool(), time.Hour, "partition_id = $1", p.ID)
 			pushDirect(t, store, newFrame(p.ID, "x"))
 			fr := newFrame(p.ID, tc.pushed...)
 			fr.Verified, fr.VerifiedWindow, fr.Candidates = 2, window, tc.named
@@ -90,7 +88,7 @@ func pushAcrossTheEdge(t *testing.T, store *soundStore, pid int64, window int, r
 	ctx := context.Background()
 	var edge time.Time
 	if err := store.Pool().QueryRow(ctx, `
-		UPDATE queen.log_txns SET created_at = now() - make_interval(secs => $2) + make_interval(secs => $3)
+		UPDATE queen.log_segments SET created_at = now() - make_interval(secs => $2) + make_interval(secs => $3)
 		 WHERE partition_id = $1 AND base_offset = 0 RETURNING created_at + make_interval(secs => $2)`,
 		pid, window, room.Seconds()).Scan(&edge); err != nil {
 		t.Fatal(err)

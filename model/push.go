@@ -205,7 +205,8 @@ func ParseMessageID(id string) (partitionID, offset int64, err error) {
 // PostgreSQL's may differ by this much without a cache missing a row.
 const ClockSkewSlack = 5 * time.Second
 
-// TxnRange is one log_txns row: the hashes of offsets BaseOffset..EndOffset.
+// TxnRange is one stored frame's transactionId hashes: those of offsets
+// BaseOffset..EndOffset (queen.log_hashes).
 type TxnRange struct {
 	BaseOffset int64
 	EndOffset  int64

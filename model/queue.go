@@ -31,7 +31,7 @@ const (
 // QueueOptions is a queue's whole configuration.
 type QueueOptions struct {
 	// DedupWindowSeconds is the deduplication window; 0 disables the probe
-	// (log_txns is still written).
+	// (the transactionIds' hashes are still stored).
 	DedupWindowSeconds int
 	// RetentionSeconds deletes segments older than this; 0 keeps them.
 	RetentionSeconds int
@@ -124,7 +124,7 @@ type PartitionInfo struct {
 	ID         int64
 	Name       string
 	LastOffset int64 // the allocator; -1 before the first message
-	TxnsStart  int64 // purge watermark: log_txns rows below it are gone
+	TxnsStart  int64 // purge watermark: the transactionIds of frames below it are no longer read
 	CreatedAt  time.Time
 	// FirstOffset is the first offset still stored (segment retention
 	// deletes a prefix): LastOffset+1 when nothing is.

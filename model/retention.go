@@ -4,7 +4,7 @@ import "time"
 
 // RetainOptions bounds one retention pass.
 type RetainOptions struct {
-	// Slack is kept beyond each queue's window before its log_txns rows go
+	// Slack is kept beyond each queue's window before its transactionIds are retired
 	// (clock skew between brokers and PostgreSQL, in-flight hydrations).
 	Slack time.Duration
 	// PartitionsPerStep is how many partitions one transaction visits;
@@ -25,7 +25,7 @@ type RetainStats struct {
 	Visited         int   // partitions looked at
 	Locked          int   // partitions with work whose lock was taken
 	Skipped         int   // partitions with work held by another transaction: next pass
-	TxnsDeleted     int64 // log_txns rows
+	TxnsDeleted     int64 // frames whose transactionIds left the window: log_txns rows deleted, frames passed by txns_start
 	SegmentsDeleted int64 // log_segments rows
 	// IdleGroups are the groups idle past their queue's groupIdleSeconds,
 	// whose holds the pass ignored.

@@ -25,12 +25,13 @@ func withData(fr model.Frame, data ...string) model.Frame {
 	return fr
 }
 
-// storedDataHashes reads the data_hashes column of each log_txns row of
-// the partition, in offset order (nil for a NULL).
+// storedDataHashes reads the data hashes of each frame of the partition,
+// in offset order (nil for a NULL).
 func (b *testBundle) storedDataHashes(t *testing.T) [][]model.Hash {
 	t.Helper()
 	rows, err := b.store.Pool().Query(context.Background(),
-		"SELECT data_hashes FROM queen.log_txns WHERE partition_id = $1 ORDER BY end_offset", b.part.ID)
+		"SELECT data_hashes FROM queen.log_partitions p, queen.log_hashes(p.id, -1, p.txns_start, p.txns_end) WHERE p.id = $1 ORDER BY end_offset",
+		b.part.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

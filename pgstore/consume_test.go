@@ -291,7 +291,7 @@ func contains(s string, subs ...string) bool {
 	return true
 }
 
-// Retention with consumer groups: log_txns rows stay from the lowest
+// Retention with consumer groups: frames with hashes stay from the lowest
 // cursor up (acks resolve transactionIds through them), and with
 // retainUntil consumed, segments too; once the group has consumed them
 // they go as before.
@@ -305,14 +305,12 @@ func TestRetentionWaitsForConsumers(t *testing.T) {
 	g := b.group(t, "g")
 	cb := &consumerBundle{testBundle: b, group: g}
 	r := cb.pop(t, g, 1) // t0 delivered, the cursor still at 0
-	for _, table := range []string{"log_segments", "log_txns"} {
-		b.backdate(t, table, 0, time.Hour)
-	}
+	b.age(t, 0, time.Hour)
 	if _, err := b.store.Retain(ctx, retainOpts(0)); err != nil {
 		t.Fatal(err)
 	}
-	if s, x := b.count(t, "log_segments"), b.count(t, "log_txns"); s != 3 || x != 3 {
-		t.Fatalf("retention took %d segments and %d log_txns rows the group has not consumed", 3-s, 3-x)
+	if s, x := b.count(t, "log_segments"), b.hashFrames(t); s != 3 || x != 3 {
+		t.Fatalf("retention took %d segments and %d frames with hashes the group has not consumed", 3-s, 3-x)
 	}
 	if a := cb.ack(t, r.LeaseID, done("t0")); results(a)[0] != model.AckAcked || a.NextOffset != 1 {
 		t.Fatalf("an ack by transactionId after retention ran: %+v", a)
@@ -320,10 +318,10 @@ func TestRetentionWaitsForConsumers(t *testing.T) {
 	if _, err := b.store.Retain(ctx, retainOpts(0)); err != nil {
 		t.Fatal(err)
 	}
-	if s, x := b.count(t, "log_segments"), b.count(t, "log_txns"); s != 2 || x != 2 {
-		t.Fatalf("after the group consumed offset 0: %d segments, %d log_txns rows; want 2 and 2", s, x)
+	if s, x := b.count(t, "log_segments"), b.hashFrames(t); s != 2 || x != 2 {
+		t.Fatalf("after the group consumed offset 0: %d segments, %d frames with hashes; want 2 and 2", s, x)
 	}
-	// Without retainUntil consumed, segments go by age alone; log_txns
+	// Without retainUntil consumed, segments go by age alone; the hashes
 	// still wait for the cursor.
 	byAge := model.RetainByAge
 	if _, _, err := b.store.Configure(ctx, b.queue, model.OptionsPatch{RetainUntil: &byAge}, false); err != nil {
@@ -332,8 +330,8 @@ func TestRetentionWaitsForConsumers(t *testing.T) {
 	if _, err := b.store.Retain(ctx, retainOpts(0)); err != nil {
 		t.Fatal(err)
 	}
-	if s, x := b.count(t, "log_segments"), b.count(t, "log_txns"); s != 0 || x != 2 {
-		t.Fatalf("by age: %d segments, %d log_txns rows; want 0 and 2", s, x)
+	if s, x := b.count(t, "log_segments"), b.hashFrames(t); s != 0 || x != 2 {
+		t.Fatalf("by age: %d segments, %d frames with hashes; want 0 and 2", s, x)
 	}
 	// The group's next pop skips what retention deleted, and counts it.
 	if r := cb.pop(t, g, 10); len(r.Messages) != 0 {

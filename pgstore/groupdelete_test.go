@@ -52,7 +52,7 @@ func setupRetainUntilConsumedOf(t *testing.T, st *pgstore.Store, queue string) *
 }
 
 // Deleting a group releases what it held from retention: with
-// retainUntil consumed, the segments and log_txns rows only it had not
+// retainUntil consumed, the segments and frames with hashes only it had not
 // consumed go at the next pass; its answer says what it released.
 func TestDeletingAGroupReleasesItsRetentionHold(t *testing.T) {
 	t.Parallel()
@@ -67,14 +67,12 @@ func TestDeletingAGroupReleasesItsRetentionHold(t *testing.T) {
 	gone := &consumerBundle{testBundle: b, group: b.group(t, "gone")}
 	r = gone.pop(t, gone.group, 3) // its lease still runs after these acks
 	gone.ack(t, r.LeaseID, doneAt(0), doneAt(2))
-	for _, table := range []string{"log_segments", "log_txns"} {
-		b.backdate(t, table, 0, time.Hour)
-	}
+	b.age(t, 0, time.Hour)
 	if _, err := b.store.Retain(ctx, retainOpts(0)); err != nil {
 		t.Fatal(err)
 	}
-	if s, x := b.count(t, "log_segments"), b.count(t, "log_txns"); s != 4 || x != 4 {
-		t.Fatalf("before the delete: %d segments, %d log_txns rows; want 4 and 4 (held from the cursor of gone at 1)", s, x)
+	if s, x := b.count(t, "log_segments"), b.hashFrames(t); s != 4 || x != 4 {
+		t.Fatalf("before the delete: %d segments, %d frames with hashes; want 4 and 4 (held from the cursor of gone at 1)", s, x)
 	}
 
 	d, err := b.store.DeleteGroup(ctx, b.queue, "gone")
@@ -91,8 +89,8 @@ func TestDeletingAGroupReleasesItsRetentionHold(t *testing.T) {
 	if _, err := b.store.Retain(ctx, retainOpts(0)); err != nil {
 		t.Fatal(err)
 	}
-	if s, x := b.count(t, "log_segments"), b.count(t, "log_txns"); s != 0 || x != 0 {
-		t.Fatalf("after the delete: %d segments, %d log_txns rows; want none (only the deleted group held them)", s, x)
+	if s, x := b.count(t, "log_segments"), b.hashFrames(t); s != 0 || x != 0 {
+		t.Fatalf("after the delete: %d segments, %d frames with hashes; want none (only the deleted group held them)", s, x)
 	}
 }
 

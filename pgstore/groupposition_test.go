@@ -46,8 +46,8 @@ func TestAGroupStartsWhereItsCreateSays(t *testing.T) {
 	ctx := context.Background()
 	b := setupConsumer(t, 0)
 	b.pushEach(t, "t0", "t1", "t2", "t3")
-	b.backdate(t, "log_segments", 0, time.Hour)
-	b.backdate(t, "log_segments", 2, -time.Hour+time.Second) // 2 and 3: a second ago
+	b.age(t, 0, time.Hour)
+	b.age(t, 2, -time.Hour+time.Second) // 2 and 3: a second ago
 	other, err := b.store.EnsurePartition(ctx, b.queue, "other")
 	if err != nil {
 		t.Fatal(err)
@@ -184,8 +184,8 @@ func TestSeekingByTimeOneOrEveryPartition(t *testing.T) {
 	ctx := context.Background()
 	b := setupConsumer(t, 0)
 	b.pushEach(t, "t0", "t1", "t2")
-	b.backdate(t, "log_segments", 0, 2*time.Hour)
-	b.backdate(t, "log_segments", 1, -time.Hour) // 1 and 2 an hour ago
+	b.age(t, 0, 2*time.Hour)
+	b.age(t, 1, -time.Hour) // 1 and 2 an hour ago
 	other, err := b.store.EnsurePartition(ctx, b.queue, "other")
 	if err != nil {
 		t.Fatal(err)
@@ -252,9 +252,7 @@ func TestAnIdleGroupStopsHoldingRetention(t *testing.T) {
 	idle := &consumerBundle{testBundle: b, group: b.group(t, "idle")}
 	r := idle.pop(t, idle.group, 1)
 	idle.ack(t, r.LeaseID, doneAt(0))
-	for _, table := range []string{"log_segments", "log_txns"} {
-		b.backdate(t, table, 0, time.Hour)
-	}
+	b.age(t, 0, time.Hour)
 	st, err := b.store.Retain(ctx, retainOpts(0))
 	if err != nil {
 		t.Fatal(err)

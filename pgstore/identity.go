@@ -192,8 +192,8 @@ func (s *Store) ServerIdentity(ctx context.Context) (Identity, uint64, error) {
 }
 
 // Lacks tells, for each message k said stored at offsets[k] of partition
-// pids[k] with hash hashes[k], whether the server lacks it: no log_txns
-// row holds that hash at that offset. An offset retention has purged
+// pids[k] with hash hashes[k], whether the server lacks it: no stored
+// frame holds that hash at that offset (queen.log_hash_frame). An offset retention has purged
 // (below txns_start, at or below the allocator) cannot be told and counts
 // as held; a partition the server does not have lacks everything. It
 // returns the epoch of the connection it read on: what it says is about
@@ -210,11 +210,9 @@ func (s *Store) Lacks(ctx context.Context, pids, offsets []int64, hashes []model
 	rows, err := conn.Query(ctx, `
 		SELECT a.k FROM unnest($1::bigint[], $2::bigint[], $3::uuid[]) WITH ORDINALITY AS a(pid, off, h, k)
 		  LEFT JOIN queen.log_partitions p ON p.id = a.pid
-		  LEFT JOIN LATERAL (SELECT t.base_offset, t.hashes FROM queen.log_txns t
-		                      WHERE t.partition_id = a.pid AND t.end_offset >= a.off
-		                      ORDER BY t.end_offset LIMIT 1) AS t ON true
+		  LEFT JOIN LATERAL queen.log_hash_frame(a.pid, a.off, p.txns_start, p.txns_end) AS t ON true
 		 WHERE NOT coalesce(a.off < p.txns_start AND a.off <= p.last_offset, false)
-		   AND NOT coalesce(t.base_offset <= a.off AND t.hashes[a.off - t.base_offset + 1] = a.h, false)`,
+		   AND NOT coalesce(t.hashes[a.off - t.base_offset + 1] = a.h, false)`,
 		pids, offsets, hashes)
 	if err != nil {
 		return nil, n, fmt.Errorf("pgstore: lacks: %w", err)

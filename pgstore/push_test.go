@@ -69,6 +69,12 @@ func (b *testBundle) push(t *testing.T, verified int64, txnIDs ...string) model.
 	return res[0]
 }
 
+// hashFrames counts the partition's frames whose hashes are read.
+func (b *testBundle) hashFrames(t *testing.T) int {
+	t.Helper()
+	return pgtest.HashFrames(t, b.store.Pool(), b.part.ID)
+}
+
 func (b *testBundle) count(t *testing.T, table string) int {
 	t.Helper()
 	var n int
@@ -121,8 +127,8 @@ func TestRetryInWindowIsDuplicateOfOriginal(t *testing.T) {
 	if retry.BaseOffset != -1 || retry.LastOffset != 1 {
 		t.Errorf("duplicate push: base %d last %d, want -1 and 1 (nothing written)", retry.BaseOffset, retry.LastOffset)
 	}
-	if n := b.count(t, "log_txns"); n != 1 {
-		t.Errorf("log_txns rows = %d, want 1: a duplicate writes no log_txns row", n)
+	if n := b.hashFrames(t); n != 1 {
+		t.Errorf("frames with hashes = %d, want 1: a duplicate writes no hashes", n)
 	}
 	if n := b.count(t, "log_segments"); n != 1 {
 		t.Errorf("log_segments rows = %d, want 1: a duplicate writes no frame", n)
@@ -162,8 +168,8 @@ func TestRepeatsWithinOneRequestFollowFirstOccurrence(t *testing.T) {
 	b.push(t, -1, "old") // 0
 	res := b.push(t, -1, "new", "new", "old", "other", "new", "old")
 	wantOutcomes(t, res, queued(1), dup(1), dup(0), queued(2), dup(1), dup(0))
-	if n := b.count(t, "log_txns"); n != 2 {
-		t.Errorf("log_txns rows = %d, want 2", n)
+	if n := b.hashFrames(t); n != 2 {
+		t.Errorf("frames with hashes = %d, want 2", n)
 	}
 
 	// Even when the caller vouches for everything (probe skipped), in-request
@@ -186,8 +192,8 @@ func TestWindowZeroStoresRetryAndStillWritesTxns(t *testing.T) {
 	if retry.Probed() {
 		t.Error("probe ran with window 0")
 	}
-	if n := b.count(t, "log_txns"); n != 2 {
-		t.Errorf("log_txns rows = %d, want 2: window 0 skips the probe, not the write", n)
+	if n := b.hashFrames(t); n != 2 {
+		t.Errorf("frames with hashes = %d, want 2: window 0 skips the probe, not the write", n)
 	}
 }
 
@@ -197,11 +203,7 @@ func TestRetryPastWindowIsNew(t *testing.T) {
 	b.setWindow(t, 60)
 	b.push(t, -1, "late")
 	// Backdate the stored row past the window instead of sleeping.
-	if _, err := b.store.Pool().Exec(context.Background(),
-		"UPDATE queen.log_txns SET created_at = created_at - interval '61 seconds' WHERE partition_id = $1",
-		b.part.ID); err != nil {
-		t.Fatal(err)
-	}
+	pgtest.AgeFrames(t, b.store.Pool(), 61*time.Second, "partition_id = $1", b.part.ID)
 	retry := b.push(t, -1, "late")
 	wantOutcomes(t, retry, queued(1))
 	if !retry.Probed() {
@@ -301,13 +303,8 @@ func TestBundleDuplicateInOnePartitionCommitsOthers(t *testing.T) {
 	if res[0].PartitionID != other.ID || res[1].PartitionID != b.part.ID {
 		t.Errorf("results out of input order: %+v", res)
 	}
-	var n int
-	if err := b.store.Pool().QueryRow(ctx,
-		"SELECT count(*) FROM queen.log_txns WHERE partition_id = $1", other.ID).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	if n != 1 {
-		t.Errorf("other partition has %d log_txns rows, want 1", n)
+	if n := pgtest.HashFrames(t, b.store.Pool(), other.ID); n != 1 {
+		t.Errorf("other partition has %d frames with hashes, want 1", n)
 	}
 }
 
@@ -413,8 +410,8 @@ func TestPushRejectsMalformedFrames(t *testing.T) {
 	if !errors.Is(err, model.ErrPartitionNotFound) {
 		t.Errorf("unknown partition: err = %v, want ErrPartitionNotFound", err)
 	}
-	if n := b.count(t, "log_txns"); n != 0 {
-		t.Errorf("log_txns rows = %d after failed bundles, want 0", n)
+	if n := b.hashFrames(t); n != 0 {
+		t.Errorf("frames with hashes = %d after failed bundles, want 0", n)
 	}
 	// Invalid JSON data is refused by SQL and stores nothing.
 	badJSON := newFrame(b.part.ID, -1, "j")
@@ -455,16 +452,8 @@ func TestHydrateReadsWindowAndAllocatorTogether(t *testing.T) {
 	b.push(t, -1, "new1")         // 2
 	b.push(t, -1, "new2", "new3") // 3, 4
 	// Only rows older than window + 5 s of slack are left out.
-	if _, err := b.store.Pool().Exec(ctx, `
-		UPDATE queen.log_txns SET created_at = created_at - interval '606 seconds'
-		WHERE partition_id = $1 AND base_offset = 0`, b.part.ID); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := b.store.Pool().Exec(ctx, `
-		UPDATE queen.log_txns SET created_at = created_at - interval '603 seconds'
-		WHERE partition_id = $1 AND base_offset = 2`, b.part.ID); err != nil {
-		t.Fatal(err)
-	}
+	pgtest.AgeFrames(t, b.store.Pool(), 606*time.Second, "partition_id = $1 AND base_offset = 0", b.part.ID)
+	pgtest.AgeFrames(t, b.store.Pool(), 603*time.Second, "partition_id = $1 AND base_offset = 2", b.part.ID)
 	h, err := b.store.Hydrate(ctx, b.part.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -517,10 +506,7 @@ func TestHydrateManyEqualsHydrateEach(t *testing.T) {
 				t.Fatal(err)
 			}
 			if k == 0 {
-				if _, err := b.store.Pool().Exec(ctx, `UPDATE queen.log_txns SET created_at = created_at - interval '2 hours'
-					WHERE partition_id = $1`, p.ID); err != nil {
-					t.Fatal(err)
-				}
+				pgtest.AgeFrames(t, b.store.Pool(), 2*time.Hour, "partition_id = $1", p.ID)
 			}
 		}
 	}
@@ -607,12 +593,13 @@ func TestWideBundleMixesCleanAndDirtyFrames(t *testing.T) {
 	wantOutcomes(t, vouched[1], queued(1))
 	var frames, messages int
 	if err := b.store.Pool().QueryRow(ctx, `
-		SELECT count(*), sum(cardinality(hashes)) FROM queen.log_txns WHERE partition_id = ANY ($1)`,
+		SELECT count(*), sum(cardinality(h.hashes)) FROM queen.log_partitions p
+		 CROSS JOIN LATERAL queen.log_hashes(p.id, -1, p.txns_start, p.txns_end) AS h WHERE p.id = ANY ($1)`,
 		[]int64{a.ID, bb.ID, c.ID, d.ID}).Scan(&frames, &messages); err != nil {
 		t.Fatal(err)
 	}
 	if frames != 9 || messages != 11 {
-		t.Errorf("log_txns: %d frames with %d hashes, want 9 and 11", frames, messages)
+		t.Errorf("stored: %d frames with %d hashes, want 9 and 11", frames, messages)
 	}
 }
 
@@ -732,10 +719,7 @@ func TestNarrowedProbeChecksTheNamedSlotsAndAboveTheWatermark(t *testing.T) {
 		t.Errorf("probe %v unrolled %d, want 1 slot and the 4 offsets above 4 (5..8)", r.Probe, r.Unrolled)
 	}
 	// A named slot past the window is no match: the original is gone.
-	if _, err := b.store.Pool().Exec(ctx, "UPDATE queen.log_txns SET created_at = created_at - interval '2 hours' WHERE partition_id = $1 AND base_offset = 0",
-		b.part.ID); err != nil {
-		t.Fatal(err)
-	}
+	pgtest.AgeFrames(t, b.store.Pool(), 2*time.Hour, "partition_id = $1 AND base_offset = 0", b.part.ID)
 	r = push(narrowed(b.part.ID, 8, []model.Candidate{{Index: 0, Offset: 2}}, "c"))
 	wantOutcomes(t, r, queued(9))
 	// After the window grew past the vouch, candidates are not trusted:

@@ -53,7 +53,7 @@ func TestPurgeDeletesMessagesKeepsTransactionIds(t *testing.T) {
 	c.schedule(t, "later")
 	r := c.pop(t, c.group, 3)
 	c.ack(t, r.LeaseID, doneAt(1))
-	txns := c.count(t, "log_txns")
+	txns := c.hashFrames(t)
 
 	p, err := c.store.PurgeQueue(ctx, c.queue, "")
 	if err != nil {
@@ -63,8 +63,8 @@ func TestPurgeDeletesMessagesKeepsTransactionIds(t *testing.T) {
 	if p != want || p.Bytes == 0 {
 		t.Fatalf("purge answered %+v; want %+v with bytes", p, want)
 	}
-	if s, x, tm := c.count(t, "log_segments"), c.count(t, "log_txns"), c.count(t, "timers"); s != 0 || x != txns || tm != 0 {
-		t.Fatalf("after the purge: %d segments, %d log_txns rows (want %d), %d timers", s, x, txns, tm)
+	if s, x, tm := c.count(t, "log_segments"), c.hashFrames(t), c.count(t, "timers"); s != 0 || x != txns || tm != 0 {
+		t.Fatalf("after the purge: %d segments, %d frames with hashes (want %d), %d timers", s, x, txns, tm)
 	}
 	if gps, err := c.store.GroupPartitions(ctx, c.part.QueueID); err != nil || len(gps) != 1 || gps[0].DeletedUnconsumed != 4 {
 		t.Fatalf("the group after the purge: %+v, %v; want 4 deleted unconsumed", gps, err)
@@ -309,7 +309,7 @@ func TestPurgeAndDeleteOfMoreFramesThanOneStep(t *testing.T) {
 		t.Fatalf("delete: %+v, %v; want nothing stored", d, err)
 	}
 	if left := rowsOf(t, b, b.part.ID, 0); len(left) > 0 {
-		t.Fatalf("left of the deleted queue: %v (its log_txns rows are more than one step)", left)
+		t.Fatalf("left of the deleted queue: %v (its frames with hashes are more than one step)", left)
 	}
 
 	b = setup(t)

@@ -155,7 +155,7 @@ func messageAt(ctx context.Context, q readpool.Querier, pid, offset int64) (m mo
 }
 
 // FindTxn looks a transactionId up the way the deduplication verdict
-// does: by its xxh3_128 hash among the partition's log_txns rows within
+// does: by its xxh3_128 hash among the partition's stored hashes within
 // the queue's window, the earliest copy. It reads on the read pool, never
 // complete: found or not depends on the queue's window too, which may
 // have changed since.
@@ -180,7 +180,8 @@ func findTxn(ctx context.Context, q readpool.Querier, queue, partition, txnID st
 		SELECT f.dedup_window_seconds, f.first_offset, t.created_at, now(),
 		       EXISTS (SELECT 1 FROM queen.log_segments s WHERE s.partition_id = $1 AND s.base_offset <= f.first_offset AND s.end_offset >= f.first_offset)
 		  FROM queen.log_find($1, ARRAY[$2::uuid]) f
-		  LEFT JOIN queen.log_txns t ON t.partition_id = $1 AND t.base_offset <= f.first_offset AND t.end_offset >= f.first_offset`,
+		  LEFT JOIN queen.log_partitions lp ON lp.id = $1
+		  LEFT JOIN LATERAL queen.log_hash_frame($1, f.first_offset, lp.txns_start, lp.txns_end) AS t ON true`,
 		pid, h).Scan(&l.WindowSeconds, &off, &created, &l.DBNow, &l.Retained)
 	if off != nil {
 		l.Found, l.Offset = true, *off

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/queengate/queengate/internal/pgtest"
 	"github.com/queengate/queengate/model"
@@ -118,9 +119,7 @@ func TestMessageAtAndFindTxn(t *testing.T) {
 		t.Errorf("an id never pushed: %+v, %v; want not found", l, err)
 	}
 	// Outside the window: the id no longer counts, though stored.
-	if _, err := s.Pool().Exec(ctx, "UPDATE queen.log_txns SET created_at = created_at - interval '2 hours' WHERE partition_id = $1", p.ID); err != nil {
-		t.Fatal(err)
-	}
+	pgtest.AgeFrames(t, s.Pool(), 2*time.Hour, "partition_id = $1", p.ID)
 	if l, err := s.FindTxn(ctx, "r", "p", "m-7"); err != nil || l.Found {
 		t.Errorf("m-7 outside the window: %+v, %v; want not found", l, err)
 	}

@@ -9,8 +9,9 @@ import (
 
 // Retain runs one retention pass over every partition (queen.log_retain,
 // a procedure committing after each partition it locked):
-// log_txns rows wholly older than the window plus slack go and txns_start
-// rises past them; segments older than a queue's retentionSeconds go.
+// txns_start rises past the frames wholly older than the window plus
+// slack (their log_txns rows go); segments older than a queue's
+// retentionSeconds go, their hashes the window still needs kept.
 // Several gateways may run it at once: partitions are locked in ascending
 // id order with SKIP LOCKED, so it never waits for a push or for another
 // pass, and a skipped partition is visited by the next pass. A pass first

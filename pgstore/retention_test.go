@@ -12,13 +12,10 @@ import (
 	"github.com/queengate/queengate/model"
 )
 
-func (b *testBundle) backdate(t *testing.T, table string, fromOffset int64, by time.Duration) {
+// age moves the partition's frames from fromOffset on back by by.
+func (b *testBundle) age(t *testing.T, fromOffset int64, by time.Duration) {
 	t.Helper()
-	if _, err := b.store.Pool().Exec(context.Background(),
-		"UPDATE queen."+table+" SET created_at = created_at - make_interval(secs => $1) WHERE partition_id = $2 AND base_offset >= $3",
-		by.Seconds(), b.part.ID, fromOffset); err != nil {
-		t.Fatal(err)
-	}
+	pgtest.AgeFrames(t, b.store.Pool(), by, "partition_id = $1 AND base_offset >= $2", b.part.ID, fromOffset)
 }
 
 func (b *testBundle) txnsStart(t *testing.T) int64 {
@@ -49,22 +46,18 @@ func TestRetentionPurgesOldTxnsAndKeepsTheWindow(t *testing.T) {
 	b.push(t, -1, "old-1", "old-2") // 0, 1
 	b.push(t, -1, "old-3")          // 2
 	b.push(t, -1, "recent")         // 3
-	b.backdate(t, "log_txns", 0, 0)
-	if _, err := b.store.Pool().Exec(ctx,
-		"UPDATE queen.log_txns SET created_at = created_at - interval '90 seconds' WHERE partition_id = $1 AND end_offset < 3",
-		b.part.ID); err != nil {
-		t.Fatal(err)
-	}
+	b.age(t, 0, 0)
+	pgtest.AgeFrames(t, b.store.Pool(), 90*time.Second, "partition_id = $1 AND end_offset < 3", b.part.ID)
 
 	st, err := b.store.Retain(ctx, retainOpts(20*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if st.TxnsDeleted != 2 {
-		t.Errorf("retention deleted %d log_txns rows, want 2 (%+v)", st.TxnsDeleted, st)
+		t.Errorf("retention deleted %d frames with hashes, want 2 (%+v)", st.TxnsDeleted, st)
 	}
-	if n := b.count(t, "log_txns"); n != 1 {
-		t.Errorf("%d log_txns rows left, want 1 (the recent push)", n)
+	if n := b.hashFrames(t); n != 1 {
+		t.Errorf("%d frames with hashes left, want 1 (the recent push)", n)
 	}
 	if got := b.txnsStart(t); got != 3 {
 		t.Errorf("txns_start = %d, want 3: the first offset still covered", got)
@@ -75,6 +68,17 @@ func TestRetentionPurgesOldTxnsAndKeepsTheWindow(t *testing.T) {
 
 	res := b.push(t, -1, "old-2", "recent")
 	wantOutcomes(t, res, queued(4), dup(3))
+
+	// Retired for good: after the window grows back over the frames
+	// below txns_start (their hashes still beside their data), neither a
+	// full probe nor a candidate named there finds them.
+	b.setWindow(t, 3600)
+	wantOutcomes(t, b.push(t, -1, "old-1"), queued(5))
+	r, err := b.store.Push(ctx, []model.Frame{narrowed(b.part.ID, 5, []model.Candidate{{Index: 0, Offset: 2}}, "old-3")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantOutcomes(t, r[0], queued(6))
 }
 
 // TestRetentionKeepsTxnsOfARowStillInTheWindow: the purge is a prefix,
@@ -87,16 +91,12 @@ func TestRetentionKeepsTxnsOfARowStillInTheWindow(t *testing.T) {
 	b.setWindow(t, 60)
 	b.push(t, -1, "a") // 0: in the window
 	b.push(t, -1, "b") // 1: made old
-	if _, err := b.store.Pool().Exec(ctx,
-		"UPDATE queen.log_txns SET created_at = created_at - interval '300 seconds' WHERE partition_id = $1 AND end_offset = 1",
-		b.part.ID); err != nil {
-		t.Fatal(err)
-	}
+	pgtest.AgeFrames(t, b.store.Pool(), 300*time.Second, "partition_id = $1 AND end_offset = 1", b.part.ID)
 	if _, err := b.store.Retain(ctx, retainOpts(0)); err != nil {
 		t.Fatal(err)
 	}
-	if n := b.count(t, "log_txns"); n != 2 || b.txnsStart(t) != 0 {
-		t.Errorf("%d log_txns rows, txns_start %d; want both kept, 0", n, b.txnsStart(t))
+	if n := b.hashFrames(t); n != 2 || b.txnsStart(t) != 0 {
+		t.Errorf("%d frames with hashes, txns_start %d; want both kept, 0", n, b.txnsStart(t))
 	}
 	wantOutcomes(t, b.push(t, -1, "a"), dup(0))
 }
@@ -128,8 +128,8 @@ func TestSegmentRetentionNeverTakesTheWindowsTxns(t *testing.T) {
 	if n := b.count(t, "log_segments"); n != 1 {
 		t.Errorf("%d segments left, want 1", n)
 	}
-	if n := b.count(t, "log_txns"); n != 3 {
-		t.Errorf("%d log_txns rows left, want 3: the window needs them", n)
+	if n := b.hashFrames(t); n != 3 {
+		t.Errorf("%d frames with hashes left, want 3: the window needs them", n)
 	}
 	wantOutcomes(t, b.push(t, -1, "m0"), dup(0))
 }
@@ -142,7 +142,7 @@ func TestRetentionSkipsAPartitionAnotherHolds(t *testing.T) {
 	b := setupIn(t, pgtest.NewDB(t))
 	b.setWindow(t, 0)
 	b.push(t, -1, "x")
-	b.backdate(t, "log_txns", 0, 10*time.Second)
+	b.age(t, 0, 10*time.Second)
 
 	tx, err := b.store.Pool().Begin(ctx)
 	if err != nil {
@@ -155,8 +155,8 @@ func TestRetentionSkipsAPartitionAnotherHolds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Skipped != 1 || b.count(t, "log_txns") != 1 {
-		t.Errorf("while held: %+v, %d rows; want the partition skipped, its row kept", st, b.count(t, "log_txns"))
+	if st.Skipped != 1 || b.hashFrames(t) != 1 {
+		t.Errorf("while held: %+v, %d rows; want the partition skipped, its row kept", st, b.hashFrames(t))
 	}
 	if err := tx.Rollback(ctx); err != nil {
 		t.Fatal(err)
@@ -164,7 +164,7 @@ func TestRetentionSkipsAPartitionAnotherHolds(t *testing.T) {
 	if _, err := b.store.Retain(ctx, retainOpts(time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	if n := b.count(t, "log_txns"); n != 0 || b.txnsStart(t) != 1 {
+	if n := b.hashFrames(t); n != 0 || b.txnsStart(t) != 1 {
 		t.Errorf("after release: %d rows, txns_start %d; want 0 rows, 1", n, b.txnsStart(t))
 	}
 }
@@ -179,13 +179,13 @@ func TestRetentionBoundsEachStep(t *testing.T) {
 	for i := range 25 {
 		b.push(t, -1, fmt.Sprint("r", i))
 	}
-	b.backdate(t, "log_txns", 0, time.Minute)
+	b.age(t, 0, time.Minute)
 	o := retainOpts(time.Second)
 	o.MaxRowsPerPartition = 4
 	if _, err := b.store.Retain(ctx, o); err != nil {
 		t.Fatal(err)
 	}
-	if n := b.count(t, "log_txns"); n != 0 || b.txnsStart(t) != 25 {
+	if n := b.hashFrames(t); n != 0 || b.txnsStart(t) != 25 {
 		t.Errorf("%d rows left, txns_start %d; want 0 and 25", n, b.txnsStart(t))
 	}
 }
@@ -194,7 +194,7 @@ func TestRetentionBoundsEachStep(t *testing.T) {
 // gateways) and four pushers on the same partitions, with a 1 s window so
 // rows age out while they run. Nothing deadlocks or fails; no id is stored
 // twice within the window; every duplicate names a stored message of the
-// same id; no log_txns row of a message still in the window is gone.
+// same id; no hashes of a message still in the window are gone.
 func TestRetentionConcurrentWithPushesIsExact(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -291,7 +291,7 @@ func TestRetentionConcurrentWithPushesIsExact(t *testing.T) {
 	if deleted[0]+deleted[1] == 0 {
 		t.Fatal("retention deleted nothing: the test did not exercise it")
 	}
-	t.Logf("%d answers, %d log_txns rows purged concurrently", len(answers), deleted[0]+deleted[1])
+	t.Logf("%d answers, %d frames with hashes purged concurrently", len(answers), deleted[0]+deleted[1])
 
 	// Stored messages by (partition, offset), with their created_at.
 	type stored struct {
@@ -346,12 +346,12 @@ func TestRetentionConcurrentWithPushesIsExact(t *testing.T) {
 	if err := st.Pool().QueryRow(ctx, `
 		SELECT count(*) FROM queen.log_segments s
 		 WHERE s.partition_id = ANY ($1) AND s.created_at >= now() - interval '1 second'
-		   AND NOT EXISTS (SELECT 1 FROM queen.log_txns t
-		                    WHERE t.partition_id = s.partition_id AND t.end_offset = s.end_offset)`, pids).Scan(&lost); err != nil {
+		   AND (s.hashes IS NULL OR s.base_offset < (SELECT p.txns_start FROM queen.log_partitions p WHERE p.id = s.partition_id))`,
+		pids).Scan(&lost); err != nil {
 		t.Fatal(err)
 	}
 	if lost != 0 {
-		t.Errorf("%d in-window segments lost their log_txns rows", lost)
+		t.Errorf("%d in-window segments lost their frames with hashes", lost)
 	}
 }
 
@@ -373,12 +373,12 @@ func TestRetentionAndHydrationWithTheLargestWindow(t *testing.T) {
 	small := setupIn(t, url) // created after: a higher partition id
 	small.setWindow(t, 60)
 	small.push(t, -1, "s")
-	small.backdate(t, "log_txns", 0, time.Hour)
+	small.age(t, 0, time.Hour)
 	if _, err := small.store.Retain(ctx, retainOpts(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	if n := small.count(t, "log_txns"); n != 0 {
-		t.Errorf("the small queue kept %d old log_txns rows", n)
+	if n := small.hashFrames(t); n != 0 {
+		t.Errorf("the small queue kept %d old frames with hashes", n)
 	}
 }
 
@@ -455,7 +455,7 @@ func TestPartitionFiguresFollowPushesFiresAndRetention(t *testing.T) {
 	if _, _, err := b.store.Configure(ctx, b.queue, model.OptionsPatch{RetentionSeconds: ptr(10)}, false); err != nil {
 		t.Fatal(err)
 	}
-	b.backdate(t, "log_segments", 0, 0)
+	b.age(t, 0, 0)
 	if _, err := b.store.Pool().Exec(ctx, "UPDATE queen.log_segments SET created_at = created_at - interval '30 seconds' WHERE partition_id = $1 AND base_offset = 0",
 		b.part.ID); err != nil {
 		t.Fatal(err)

@@ -34,7 +34,7 @@ func TestSQLStoresTheBrokersHashBytes(t *testing.T) {
 	b.push(t, -1, "order-9137-paid")
 	var stored string
 	if err := b.store.Pool().QueryRow(context.Background(),
-		"SELECT replace(hashes[1]::text, '-', '') FROM queen.log_txns WHERE partition_id = $1",
+		"SELECT replace(hashes[1]::text, '-', '') FROM queen.log_segments WHERE partition_id = $1",
 		b.part.ID).Scan(&stored); err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ import (
 // changed.
 //
 // Beside consumer_cycle's conditions, two columns stand in for what it
-// reads of the log: txns_start at or below From keeps the log_txns rows
+// reads of the log: txns_start at or below From keeps the hashes
 // consumer_ack_is_whole_lease would compare the ack with, and
 // segments_start at or below To+1 keeps the frames consumer_pop_slice
 // would read (retention and purges raise both as they delete).

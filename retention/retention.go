@@ -1,6 +1,7 @@
-// Package retention runs retention passes in the background: log_txns
-// rows past each queue's window and segments past its retentionSeconds
-// are deleted by the store (pgstore.Store.Retain), a step at a time.
+// Package retention runs retention passes in the background: the
+// transactionIds of frames past each queue's window are retired and
+// segments past its retentionSeconds deleted by the store
+// (pgstore.Store.Retain), a step at a time.
 package retention
 
 import (
@@ -51,7 +52,7 @@ func NewRunner(store Store, interval time.Duration, opts model.RetainOptions, lo
 		}, []string{"result"}),
 		deleted: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "queengate_retention_deleted_rows_total",
-			Help: "Rows deleted by retention: log_txns (past the window) and segments (past retentionSeconds).",
+			Help: "Frames retention retired: log_txns, frames whose transactionIds left the window (their log_txns rows deleted, or their hashes beside the data no longer read); log_segments, frames deleted past retentionSeconds.",
 		}, []string{"table"}),
 		skipped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "queengate_retention_skipped_partitions_total",

@@ -42,10 +42,7 @@ func TestRetentionRunnerPurgesAndCounts(t *testing.T) {
 	}
 	push("expired")
 	push("kept")
-	if _, err := store.Pool().Exec(ctx,
-		"UPDATE queen.log_txns SET created_at = created_at - interval '10 minutes' WHERE partition_id = $1 AND end_offset = 0", p.ID); err != nil {
-		t.Fatal(err)
-	}
+	pgtest.AgeFrames(t, store.Pool(), 10*time.Minute, "partition_id = $1 AND end_offset = 0", p.ID)
 	reg := prometheus.NewRegistry()
 	opts := model.DefaultRetainOptions()
 	r, err := retention.NewRunner(store, time.Hour, opts, zerolog.Nop(), reg)
@@ -71,7 +68,7 @@ func TestRetentionRunnerPurgesAndCounts(t *testing.T) {
 		}
 	}
 	if deleted != 1 {
-		t.Errorf("log_txns rows deleted = %v, want 1", deleted)
+		t.Errorf("frames whose transactionIds were retired = %v, want 1", deleted)
 	}
 	if res := push("expired"); res.Outcomes[0].Duplicate {
 		t.Error("a retry of a purged id past the window is a duplicate")

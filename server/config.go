@@ -56,7 +56,7 @@ type Config struct {
 	// retention in this gateway.
 	RetentionInterval time.Duration
 	// RetentionSlack is kept beyond each queue's window before its
-	// log_txns rows go; default model.DefaultRetainOptions().Slack.
+	// transactionIds are retired; default model.DefaultRetainOptions().Slack.
 	RetentionSlack time.Duration
 	// RoutingShards are the deployment's routing shards (the same in
 	// every gateway and in the NATS mapping); 0 turns routing off: any

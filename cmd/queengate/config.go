@@ -100,7 +100,7 @@ type config struct {
 	// this gateway.
 	RetentionInterval time.Duration
 	// RetentionSlack (--retention-slack, QUEEN_RETENTION_SLACK): kept
-	// beyond each queue's window before its log_txns rows go; default 1m.
+	// beyond each queue's window before its transactionIds are retired; default 1m.
 	RetentionSlack time.Duration
 	// NATSServerTLSCert/Key/ClientCA (QUEEN_NATS_SERVER_TLS_*): TLS for the
 	// embedded nats-server. Its client authentication is the gateway's own
@@ -222,7 +222,7 @@ flag wins. Flags:
 	e.str(&cfg.LogLevel, "log-level", "QUEEN_LOG_LEVEL", "info", "debug, info, warn or error")
 	e.str(&cfg.AdminToken, "admin-token", "QUEEN_ADMIN_TOKEN", "", "bearer token the operator requests require (admin HTTP but /healthz, /readyz, /metrics; NATS configure, queues, status, message.get, timer.list); empty: none")
 	e.dur(&cfg.RetentionInterval, "retention-interval", "QUEEN_RETENTION_INTERVAL", time.Minute, "time between retention passes; 0: no retention in this gateway")
-	e.dur(&cfg.RetentionSlack, "retention-slack", "QUEEN_RETENTION_SLACK", model.DefaultRetainOptions().Slack, "kept beyond each queue's window before its log_txns rows are deleted")
+	e.dur(&cfg.RetentionSlack, "retention-slack", "QUEEN_RETENTION_SLACK", model.DefaultRetainOptions().Slack, "kept beyond each queue's window before its transactionIds are retired")
 	e.str(&cfg.NATSConfig, "nats-config", "QUEEN_NATS_CONFIG", "", "embedded nats-server: configuration file (authorization block: users and permissions, docs/security.md); the gateway connects as one of its users")
 	e.str(&cfg.NATSServerTLSCert, "nats-server-tls-cert", "QUEEN_NATS_SERVER_TLS_CERT", "", "embedded nats-server: TLS certificate")
 	e.str(&cfg.NATSServerTLSKey, "nats-server-tls-key", "QUEEN_NATS_SERVER_TLS_KEY", "", "embedded nats-server: TLS key")

@@ -1,7 +1,7 @@
 -- consumer_ack settles a batch of group p_group_id's messages on
 -- partition p_partition_id under lease p_lease_id. Item i names a message
 -- by offset (p_offsets[i]) or by its transactionId's hash (p_hashes[i]),
--- resolved through log_txns as a push resolves it, among the offsets
+-- resolved through the stored hashes as a push resolves it, among the offsets
 -- delivered to the group from its cursor on; p_completed[i] is completed
 -- or failed (with p_errors[i]; a failed one waits p_delays[i]
 -- milliseconds before it is delivered again, or, NULL, the queue's
@@ -64,6 +64,8 @@ DECLARE
     a_done   bigint[];   -- completed now
     v_top    bigint;     -- the highest of them
     v_unresolved bigint; -- transactionIds not found from the cursor on
+    v_tstart bigint;     -- txns_start and txns_end (queen.log_hashes)
+    v_tend   bigint;
 BEGIN
     SELECT cc.* INTO c FROM queen.consumer_cursors cc
      WHERE cc.group_id = p_group_id AND cc.partition_id = p_partition_id
@@ -72,9 +74,9 @@ BEGIN
     -- none running, is never held).
     v_held := coalesce(c.lease_id = p_lease_id AND c.lease_until > v_now, false);
     -- Few statements: each has a fixed cost that a batch of 100 notices.
-    SELECT p.last_offset, q.max_attempts, q.retry_delay_ms, q.retry_backoff_ms,
+    SELECT p.last_offset, p.txns_start, p.txns_end, q.max_attempts, q.retry_delay_ms, q.retry_backoff_ms,
            EXISTS (SELECT 1 FROM queen.consumer_marks m WHERE m.group_id = p_group_id AND m.partition_id = p_partition_id)
-      INTO v_last, v_max, v_retry_ms, v_backoff, v_marks
+      INTO v_last, v_tstart, v_tend, v_max, v_retry_ms, v_backoff, v_marks
       FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id WHERE p.id = p_partition_id;
 
     -- The usual ack completes its whole lease in order, the cursor at
@@ -99,16 +101,16 @@ BEGIN
     v_unresolved := 0;
     IF c.group_id IS NOT NULL AND cardinality(array_remove(p_hashes, NULL)) > 0 THEN
         -- Resolve transactionIds among the offsets delivered from the
-        -- cursor on, unrolling only that slice of each log_txns row.
+        -- cursor on, unrolling only that slice of each frame's hashes.
         WITH want AS (
             SELECT DISTINCT h FROM unnest(p_hashes) AS h WHERE h IS NOT NULL
         ), near AS (
             SELECT th.h, min(greatest(t.base_offset, c.next_offset) + th.idx - 1) AS off
-              FROM queen.log_txns t
+              FROM queen.log_hashes(p_partition_id, c.next_offset - 1, v_tstart, v_tend) AS t
              CROSS JOIN LATERAL queen.log_unnest_hashes(
                        t.hashes[greatest(c.next_offset - t.base_offset + 1, 1) : least(c.delivered_to, t.end_offset) - t.base_offset + 1]) AS th
               JOIN want ON want.h = th.h
-             WHERE t.partition_id = p_partition_id AND t.end_offset >= c.next_offset AND t.base_offset <= c.delivered_to
+             WHERE t.base_offset <= c.delivered_to
              GROUP BY th.h
         )
         SELECT array_agg(coalesce(x.off, near.off) ORDER BY x.i),

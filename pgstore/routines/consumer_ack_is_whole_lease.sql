@@ -10,7 +10,7 @@
 -- else (a message missing, failed, named twice, a hash not found, mixed
 -- items) answers false, and the full path decides.
 --
--- Lock order (LOCKS.md): nothing; log_txns rows are read.
+-- Lock order (LOCKS.md): nothing; stored hashes are read.
 CREATE OR REPLACE FUNCTION queen.consumer_ack_is_whole_lease(p_partition_id bigint, p_from bigint, p_to bigint,
     p_offsets bigint[], p_hashes uuid[], p_completed boolean[])
 RETURNS boolean
@@ -23,10 +23,11 @@ BEGIN
        AND CASE
            WHEN array_position(p_hashes, NULL) IS NULL THEN
                 p_hashes = (SELECT array_agg(u.h ORDER BY t.base_offset, u.k)
-                              FROM queen.log_txns t
+                              FROM queen.log_partitions lp
+                             CROSS JOIN LATERAL queen.log_hashes(lp.id, p_from - 1, lp.txns_start, lp.txns_end) AS t
                              CROSS JOIN LATERAL unnest(t.hashes[greatest(p_from - t.base_offset + 1, 1) : least(p_to, t.end_offset) - t.base_offset + 1])
                                    WITH ORDINALITY AS u(h, k)
-                             WHERE t.partition_id = p_partition_id AND t.end_offset >= p_from AND t.base_offset <= p_to)
+                             WHERE lp.id = p_partition_id AND t.base_offset <= p_to)
                 AND (SELECT count(DISTINCT h) FROM unnest(p_hashes) AS h) = cardinality(p_hashes)
            WHEN array_position(p_offsets, NULL) IS NULL THEN
                 p_offsets = ARRAY(SELECT generate_series(p_from, p_to))

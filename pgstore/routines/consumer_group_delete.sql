@@ -1,6 +1,6 @@
 -- consumer_group_delete deletes queue p_queue_id's consumer group p_name:
 -- its marks, its cursors and its row, and with them every retention hold
--- the group had (log_retain holds log_txns, and with retain_until
+-- the group had (log_retain holds the stored hashes, and with retain_until
 -- 'consumed' the segments, from the lowest cursor of the queue's groups
 -- up: a deleted group has none). It answers what it released: the id the
 -- group had, the partitions it had cursors on, the messages it had not

@@ -6,7 +6,7 @@
 -- again) and deleting the marks at or below it. What the groups had not
 -- consumed of the purged messages is counted in their
 -- deleted_unconsumed, as retention counts what it deletes unconsumed.
--- The transactionIds stay: log_txns is untouched, so a retry within the
+-- The transactionIds stay: log_purge moves their hashes to log_txns, so a retry within the
 -- window still answers duplicate (docs/protocol.md, "Purging a queue").
 -- It answers the timers cancelled, the messages and bytes deleted here,
 -- the groups with a cursor on the partition, the leases ended and the

@@ -8,15 +8,14 @@ CREATE OR REPLACE FUNCTION queen.log_find(p_pid bigint, p_hashes uuid[])
 RETURNS TABLE (dedup_window_seconds integer, last_offset bigint, h uuid, first_offset bigint)
 LANGUAGE sql STABLE AS $$
     WITH p AS (
-        SELECT q.dedup_window_seconds, lp.last_offset
+        SELECT q.dedup_window_seconds, lp.last_offset, lp.txns_start, lp.txns_end
           FROM queen.log_partitions lp JOIN queen.queues q ON q.id = lp.queue_id
          WHERE lp.id = p_pid
     ), found AS (
         SELECT th.h, min(t.base_offset + th.idx - 1) AS first_offset
-          FROM p, queen.log_txns t
+          FROM p CROSS JOIN LATERAL queen.log_hashes(p_pid, -1, p.txns_start, p.txns_end) AS t
          CROSS JOIN LATERAL queen.log_unnest_hashes(t.hashes) th
-         WHERE t.partition_id = p_pid
-           AND t.created_at >= now() - make_interval(secs => p.dedup_window_seconds::double precision)
+         WHERE t.created_at >= now() - make_interval(secs => p.dedup_window_seconds::double precision)
            AND th.h = ANY (p_hashes)
          GROUP BY th.h
     )

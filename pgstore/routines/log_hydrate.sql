@@ -1,6 +1,6 @@
 -- log_hydrate reads what a gateway's dedup cache is built from, for each
 -- partition of p_pids, all in one snapshot: the allocator, txns_start, the
--- window, PostgreSQL's clock, and the log_txns rows a cache entry needs
+-- window, PostgreSQL's clock, and the stored frames' hashes a cache entry needs
 -- (one result row each, in offset order; one row with NULL base_offset for
 -- a partition with none). With p_above NULL those are every row created
 -- within the window plus p_slack_seconds (a full hydration: the caller's
@@ -21,9 +21,8 @@ LANGUAGE sql STABLE AS $$
       JOIN queen.queues q ON q.id = lp.queue_id
       LEFT JOIN LATERAL (
           SELECT t.base_offset, t.end_offset, t.created_at, t.hashes
-            FROM queen.log_txns t
-           WHERE t.partition_id = lp.id
-             AND CASE WHEN p_above IS NULL
+            FROM queen.log_hashes(lp.id, p_above, lp.txns_start, lp.txns_end) AS t
+           WHERE CASE WHEN p_above IS NULL
                       THEN t.created_at >= now() - make_interval(secs => q.dedup_window_seconds::double precision + p_slack_seconds)
                       ELSE t.end_offset > p_above END
           OFFSET 0) AS t ON true

@@ -13,8 +13,7 @@ LANGUAGE sql STABLE AS $$
                  WHERE s.partition_id = p_pid AND s.base_offset <= o.off
                  ORDER BY s.base_offset DESC LIMIT 1) END
       FROM unnest(p_offsets) AS o(off)
-      CROSS JOIN LATERAL (SELECT t.base_offset, t.data_hashes FROM queen.log_txns t
-                           WHERE t.partition_id = p_pid AND t.end_offset >= o.off
-                           ORDER BY t.end_offset LIMIT 1) AS t
-     WHERE t.base_offset <= o.off
+      CROSS JOIN queen.log_partitions lp
+      CROSS JOIN LATERAL queen.log_hash_frame(lp.id, o.off, lp.txns_start, lp.txns_end) AS t
+     WHERE lp.id = p_pid
 $$;

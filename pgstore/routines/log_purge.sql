@@ -19,21 +19,31 @@ DECLARE
     v_msgs  bigint;
     v_bytes bigint;
     v_end   bigint;
+    v_tstart bigint;
 BEGIN
-    PERFORM 1 FROM queen.log_partitions p WHERE p.id = p_partition_id FOR UPDATE;
+    SELECT p.txns_start INTO v_tstart FROM queen.log_partitions p WHERE p.id = p_partition_id FOR UPDATE;
     WITH gone AS (
         DELETE FROM queen.log_segments s
          WHERE s.partition_id = p_partition_id
            AND s.base_offset IN (SELECT s2.base_offset FROM queen.log_segments s2
                                   WHERE s2.partition_id = p_partition_id AND s2.end_offset <= p_upto
                                   ORDER BY s2.base_offset LIMIT p_limit)
-        RETURNING s.end_offset - s.base_offset + 1 AS n, s.data_bytes, s.end_offset
+        RETURNING s.partition_id, s.base_offset, s.end_offset, s.created_at, s.hashes, s.data_hashes, s.data_bytes
+    ), kept AS (
+        -- The transactionIds stay for the window (consumer_purge): the
+        -- hashes of the frames deleted move to log_txns.
+        INSERT INTO queen.log_txns (partition_id, base_offset, end_offset, created_at, hashes, data_hashes)
+        SELECT gone.partition_id, gone.base_offset, gone.end_offset, gone.created_at, gone.hashes, gone.data_hashes
+          FROM gone WHERE gone.hashes IS NOT NULL AND gone.end_offset >= v_tstart
     )
-    SELECT count(*), coalesce(sum(gone.n), 0), coalesce(sum(gone.data_bytes), 0), max(gone.end_offset)
+    SELECT count(*), coalesce(sum(gone.end_offset - gone.base_offset + 1), 0), coalesce(sum(gone.data_bytes), 0),
+           max(gone.end_offset)
       INTO v_segs, v_msgs, v_bytes, v_end FROM gone;
-    -- A prefix is gone: segments_start moves past it.
+    -- A prefix is gone: segments_start moves past it, and txns_end (the
+    -- frames whose hashes log_txns holds) up to it.
     UPDATE queen.log_partitions p
-       SET stored_bytes = greatest(p.stored_bytes - v_bytes, 0), segments_start = greatest(p.segments_start, v_end + 1)
+       SET stored_bytes = greatest(p.stored_bytes - v_bytes, 0), segments_start = greatest(p.segments_start, v_end + 1),
+           txns_end = greatest(p.txns_end, v_end)
      WHERE p.id = p_partition_id AND v_segs > 0;
     RETURN QUERY SELECT v_msgs, v_bytes, v_segs = p_limit;
 END

@@ -61,7 +61,7 @@ LANGUAGE plpgsql
 -- sorting: hash tables sized for those estimates cost more to allocate
 -- and scan than the groups do.
 --
--- Every table is read by key: partition rows by id, log_txns rows by
+-- Every table is read by key: partition rows by id, stored hashes by
 -- partition (a LATERAL ... OFFSET 0 per frame, so that the join cannot
 -- become a scan of the table). A plan made once must stay right while
 -- the tables grow and bloat under it, and a scan of log_partitions costs
@@ -82,6 +82,8 @@ DECLARE
     v_distinct boolean;   -- no partition is named twice
     v_unique   boolean;   -- no hash occurs twice in the whole bundle
     v_last     bigint[];  -- allocator, read under the lock
+    v_tstart   bigint[];  -- txns_start: no hash below it is read
+    v_tend     bigint[];  -- txns_end: hashes up to it are in log_txns (queen.log_hashes)
     v_win      integer[]; -- window in seconds, 0: deduplication off
     v_mode     text[];    -- the queue's on_conflict
     v_keepdh   boolean[]; -- the frame's data hashes are stored
@@ -161,7 +163,9 @@ BEGIN
     -- rows below it are gone. v_narrow says the watermark, and the
     -- candidates sent with it, are honoured. The probe each frame gets
     -- follows from these.
-    SELECT array_agg(lk.last_offset ORDER BY fr.s), array_agg(lk.win ORDER BY fr.s), array_agg(b.from_off ORDER BY fr.s),
+    SELECT array_agg(lk.last_offset ORDER BY fr.s), array_agg(lk.txns_start ORDER BY fr.s), array_agg(lk.txns_end ORDER BY fr.s),
+           array_agg(lk.win ORDER BY fr.s),
+           array_agg(b.from_off ORDER BY fr.s),
            array_agg(b.ok ORDER BY fr.s), array_agg(lk.mode ORDER BY fr.s),
            array_agg(lk.mode <> 'ignore' AND p_dh_counts[fr.s] > 0 ORDER BY fr.s),
            array_agg(CASE WHEN lk.win = 0 THEN 'off'
@@ -169,9 +173,9 @@ BEGIN
                           WHEN NOT b.ok AND lk.last_offset > b.from_off THEN 'full'
                           ELSE 'skipped' END ORDER BY fr.s),
            bool_or(lk.win > 0 AND lk.last_offset > b.from_off)
-      INTO v_last, v_win, v_from, v_narrow, v_mode, v_keepdh, v_probe, v_scan
+      INTO v_last, v_tstart, v_tend, v_win, v_from, v_narrow, v_mode, v_keepdh, v_probe, v_scan
       FROM unnest(p_pids) WITH ORDINALITY AS fr(pid, s)
-      JOIN (SELECT p.id, p.last_offset, p.txns_start, q.dedup_window_seconds AS win, q.on_conflict AS mode
+      JOIN (SELECT p.id, p.last_offset, p.txns_start, p.txns_end, q.dedup_window_seconds AS win, q.on_conflict AS mode
               FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
              WHERE p.id = ANY (p_pids)
              ORDER BY p.id
@@ -202,9 +206,9 @@ BEGIN
         ), scanned AS MATERIALIZED (
             SELECT fr.s, t.base_offset, t.end_offset, t.hashes
               FROM fr CROSS JOIN LATERAL (
-                       SELECT t.base_offset, t.end_offset, t.hashes FROM queen.log_txns t
-                        WHERE t.partition_id = p_pids[fr.s] AND t.end_offset > v_from[fr.s]
-                          AND t.created_at >= v_now - make_interval(secs => v_win[fr.s])
+                       SELECT t.base_offset, t.end_offset, t.hashes
+                         FROM queen.log_hashes(p_pids[fr.s], v_from[fr.s], v_tstart[fr.s], v_tend[fr.s]) AS t
+                        WHERE t.created_at >= v_now - make_interval(secs => v_win[fr.s])
                        OFFSET 0) AS t
         ), incoming AS (
             SELECT fr.s, m.idx::integer AS idx, m.h
@@ -227,7 +231,7 @@ BEGIN
     END IF;
 
     -- The candidates of vouched frames: each stored slot the cache named,
-    -- checked in the log_txns row that holds it (one index probe each).
+    -- checked in the frame that holds it (one index probe each).
     IF coalesce(cardinality(p_cand_idx), 0) > 0 THEN
         WITH c AS (
             SELECT cs.s, p_cand_idx[k] AS idx, p_cand_off[k] AS off
@@ -236,12 +240,8 @@ BEGIN
              WHERE v_narrow[cs.s] AND v_win[cs.s] > 0
         ), found AS (
             SELECT c.s, c.idx, min(c.off) AS off
-              FROM c CROSS JOIN LATERAL (
-                       SELECT t.base_offset, t.created_at, t.hashes FROM queen.log_txns t
-                        WHERE t.partition_id = p_pids[c.s] AND t.end_offset >= c.off
-                        ORDER BY t.end_offset LIMIT 1) AS t
-             WHERE t.base_offset <= c.off
-               AND t.created_at >= v_now - make_interval(secs => v_win[c.s])
+              FROM c CROSS JOIN LATERAL queen.log_hash_frame(p_pids[c.s], c.off, v_tstart[c.s], v_tend[c.s]) AS t
+             WHERE t.created_at >= v_now - make_interval(secs => v_win[c.s])
                AND t.hashes[c.off - t.base_offset + 1] = p_hashes[v_pos[c.s] + c.idx - 1]
              GROUP BY c.s, c.idx
         ), merged AS (
@@ -335,12 +335,12 @@ BEGIN
            SET last_offset = kept.base + kept.k - 1, stored_bytes = p.stored_bytes + kept.bytes
           FROM kept WHERE p.id = kept.pid AND p.id = ANY (p_pids)
     ), frames AS (
-        INSERT INTO queen.log_segments (partition_id, base_offset, end_offset, created_at, txn_ids, data, data_bytes)
-        SELECT kept.pid, kept.base, kept.base + kept.k - 1, v_now, kept.txn_ids, kept.data, kept.bytes FROM kept
-    ), txns AS (
-        -- Written whatever the window: ack-by-transactionId resolves through it.
-        INSERT INTO queen.log_txns (partition_id, base_offset, end_offset, created_at, hashes, data_hashes)
-        SELECT kept.pid, kept.base, kept.base + kept.k - 1, v_now, kept.hashes, kept.data_hashes FROM kept
+        -- One row per frame, its hashes beside its data; written whatever
+        -- the window: ack-by-transactionId resolves through them.
+        INSERT INTO queen.log_segments (partition_id, base_offset, end_offset, created_at, txn_ids, data, data_bytes,
+                                        hashes, data_hashes)
+        SELECT kept.pid, kept.base, kept.base + kept.k - 1, v_now, kept.txn_ids, kept.data, kept.bytes,
+               kept.hashes, kept.data_hashes FROM kept
     )
     SELECT fr.s::integer, kept.base, coalesce(kept.base + kept.k - 1, fr.last), v_probe[fr.s], v_unrolled[fr.s],
            fr.dup_idx, fr.dup_off, v_mode[fr.s], v_now

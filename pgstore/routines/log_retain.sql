@@ -6,12 +6,13 @@
 -- visited again next pass). It is a procedure and commits after each
 -- partition it locked, so pushes, fires and schedules on a partition wait
 -- for that partition's deletes only. Under the lock it
---   - deletes the log_txns rows wholly older than the window plus
---     p_slack_seconds, as a prefix in offset order, and raises txns_start
---     to the first offset still covered, so a probe never looks below it;
+--   - raises txns_start past the frames wholly older than the window plus
+--     p_slack_seconds, as a prefix in offset order, so a probe never
+--     looks below it, and deletes their log_txns rows (the hashes beside
+--     the data in log_segments stay until the data goes);
 --   - with retention_seconds > 0, deletes the segments older than that,
---     again as a prefix, and raises segments_start past them. Segments
---     only: log_txns is the window's.
+--     again as a prefix, and raises segments_start past them, moving the
+--     hashes the window still needs to log_txns.
 -- Consumer groups hold both back: log_txns rows from the lowest cursor of
 -- the queue's groups on the partition up (acknowledgements resolve
 -- transactionIds through them; a group that has not read the partition
@@ -36,11 +37,15 @@ DECLARE
     v_n        bigint;
     v_bytes    bigint;
     v_hold     bigint;  -- the lowest cursor of the queue's groups; NULL: no group
+    v_ts       bigint;  -- txns_start, read under the lock
+    v_te       bigint;  -- txns_end, read under the lock
+    v_tstart   bigint;  -- txns_start after this step
+    v_end      bigint;  -- the last frame the segments step deleted
 BEGIN
     visited := 0; locked := 0; skipped := 0; txns_deleted := 0; segments_deleted := 0; more := false;
     last_id := p_after;
     FOR r IN
-        SELECT p.id, q.id AS queue_id, q.dedup_window_seconds AS win, q.retention_seconds AS ret,
+        SELECT p.id, p.txns_start, p.txns_end, q.id AS queue_id, q.dedup_window_seconds AS win, q.retention_seconds AS ret,
                q.retain_until = 'consumed' AS until_consumed
           FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
          WHERE p.id > p_after
@@ -61,52 +66,70 @@ BEGIN
         -- Cheap checks without the lock: the oldest row of each kind
         -- (first in offset order, through the primary keys), below what
         -- consumers hold.
-        IF NOT (EXISTS (SELECT 1 FROM queen.log_txns t
-                         WHERE t.partition_id = r.id AND t.created_at < v_cutoff
-                           AND (v_hold IS NULL OR t.end_offset < v_hold))
+        -- The hashes' is the frame holding txns_start: retirement takes a
+        -- prefix, so nothing goes while it is in the window.
+        IF NOT (coalesce((SELECT t.created_at < v_cutoff AND (v_hold IS NULL OR t.end_offset < v_hold)
+                            FROM queen.log_hash_frame(r.id, r.txns_start, r.txns_start, r.txns_end) AS t), false)
                 OR (r.ret > 0 AND coalesce((SELECT s.created_at < v_now - make_interval(secs => r.ret)
                                                    AND (NOT r.until_consumed OR v_hold IS NULL OR s.end_offset < v_hold)
                                               FROM queen.log_segments s
                                              WHERE s.partition_id = r.id ORDER BY s.base_offset LIMIT 1), false))) THEN
             CONTINUE;
         END IF;
-        PERFORM 1 FROM queen.log_partitions WHERE id = r.id FOR UPDATE SKIP LOCKED;
+        SELECT p.txns_start, p.txns_end INTO v_ts, v_te FROM queen.log_partitions p WHERE p.id = r.id FOR UPDATE SKIP LOCKED;
         IF NOT FOUND THEN
             skipped := skipped + 1;
             CONTINUE;
         END IF;
         locked := locked + 1;
 
-        -- log_txns: everything below the first row still in the window (or
-        -- below the allocator's next offset if none is) is wholly older.
-        -- created_at is the push's clock, nearly but not strictly monotone
-        -- in offset order, hence the first-in-window row bounds the prefix.
-        SELECT t.base_offset INTO v_start
-          FROM queen.log_txns t
-         WHERE t.partition_id = r.id AND t.created_at >= v_cutoff
-         ORDER BY t.end_offset LIMIT 1;
+        -- The hashes: everything below the first frame still in the window
+        -- (or below the allocator's next offset if none is) is wholly
+        -- older. created_at is the push's clock, nearly but not strictly
+        -- monotone in offset order, hence the first-in-window frame bounds
+        -- the prefix. Frames up to txns_end have their hashes in log_txns,
+        -- the later ones in log_segments (queen.log_hashes).
+        v_start := least(
+            (SELECT t.base_offset FROM queen.log_txns t
+              WHERE t.partition_id = r.id AND t.created_at >= v_cutoff
+              ORDER BY t.end_offset LIMIT 1),
+            (SELECT s.base_offset FROM queen.log_segments s
+              WHERE s.partition_id = r.id AND s.base_offset > greatest(v_te, v_ts - 1) AND s.created_at >= v_cutoff
+              ORDER BY s.base_offset LIMIT 1));
         IF v_start IS NULL THEN
             SELECT p.last_offset + 1 INTO v_start FROM queen.log_partitions p WHERE p.id = r.id;
         END IF;
-        v_cap := NULL;
-        SELECT t.end_offset + 1 INTO v_cap
-          FROM queen.log_txns t
-         WHERE t.partition_id = r.id
-         ORDER BY t.end_offset OFFSET p_max_rows - 1 LIMIT 1;
+        -- At most p_max_rows frames of each table.
+        v_cap := least(
+            (SELECT t.end_offset + 1 FROM queen.log_txns t
+              WHERE t.partition_id = r.id
+              ORDER BY t.end_offset OFFSET p_max_rows - 1 LIMIT 1),
+            (SELECT s.end_offset + 1 FROM queen.log_segments s
+              WHERE s.partition_id = r.id AND s.base_offset > greatest(v_te, v_ts - 1)
+              ORDER BY s.base_offset OFFSET p_max_rows - 1 LIMIT 1));
         IF v_cap IS NOT NULL AND v_cap < v_start THEN
             v_start := v_cap;
             more := true;
         END IF;
         IF v_hold IS NOT NULL AND v_hold < v_start THEN
-            -- Only whole rows below the cursor: the one holding it stays.
-            SELECT coalesce(min(t.base_offset), v_hold) INTO v_start
-              FROM queen.log_txns t WHERE t.partition_id = r.id AND t.end_offset >= v_hold;
+            -- Only whole frames below the cursor: the one holding it stays.
+            SELECT coalesce(min(f.base_offset), v_hold) INTO v_start
+              FROM queen.log_hash_frame(r.id, v_hold, v_ts, v_te) AS f;
             v_start := least(v_start, v_hold);
         END IF;
+        -- log_segments keeps the hashes of frames below txns_start until
+        -- their data goes (no reader looks below it): they count as
+        -- retired with the log_txns rows deleted.
         DELETE FROM queen.log_txns t WHERE t.partition_id = r.id AND t.end_offset < v_start;
         GET DIAGNOSTICS v_n = ROW_COUNT;
         txns_deleted := txns_deleted + v_n;
-        UPDATE queen.log_partitions p SET txns_start = v_start WHERE p.id = r.id AND p.txns_start < v_start;
+        IF v_ts < v_start THEN
+            txns_deleted := txns_deleted + (SELECT count(*) FROM queen.log_segments s
+                                             WHERE s.partition_id = r.id AND s.base_offset > greatest(v_te, v_ts - 1)
+                                               AND s.end_offset < v_start);
+            UPDATE queen.log_partitions p SET txns_start = v_start WHERE p.id = r.id;
+        END IF;
+        v_tstart := greatest(v_ts, v_start);
 
         IF r.ret > 0 THEN
             SELECT s.base_offset INTO v_start
@@ -133,14 +156,20 @@ BEGIN
             END IF;
             WITH gone AS (
                 DELETE FROM queen.log_segments s WHERE s.partition_id = r.id AND s.base_offset < v_start
-                RETURNING s.data_bytes
+                RETURNING s.partition_id, s.base_offset, s.end_offset, s.created_at, s.hashes, s.data_hashes, s.data_bytes
+            ), kept AS (
+                -- Hashes the window still needs move to log_txns.
+                INSERT INTO queen.log_txns (partition_id, base_offset, end_offset, created_at, hashes, data_hashes)
+                SELECT gone.partition_id, gone.base_offset, gone.end_offset, gone.created_at, gone.hashes, gone.data_hashes
+                  FROM gone WHERE gone.hashes IS NOT NULL AND gone.end_offset >= v_tstart
             )
-            SELECT count(*), coalesce(sum(gone.data_bytes), 0) INTO v_n, v_bytes FROM gone;
+            SELECT count(*), coalesce(sum(gone.data_bytes), 0), max(gone.end_offset) INTO v_n, v_bytes, v_end FROM gone;
             -- Nothing below v_start is left (no frame straddles it), and
             -- nothing above the allocator exists.
             UPDATE queen.log_partitions p
                SET stored_bytes = p.stored_bytes - v_bytes,
-                   segments_start = greatest(p.segments_start, least(v_start, p.last_offset + 1))
+                   segments_start = greatest(p.segments_start, least(v_start, p.last_offset + 1)),
+                   txns_end = greatest(p.txns_end, coalesce(v_end, -1))
              WHERE p.id = r.id;
             segments_deleted := segments_deleted + v_n;
         END IF;

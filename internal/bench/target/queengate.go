@@ -496,10 +496,10 @@ func (t *Queengate) StoredIDs(ctx context.Context) (distinct, doubled int64, err
 		queues[q] = fmt.Sprintf("bench-%s-q%d", t.w.RunID, q)
 	}
 	err = t.pool.QueryRow(ctx, `
-		SELECT count(DISTINCT (t.partition_id, th.h)), count(*) - count(DISTINCT (t.partition_id, th.h))
+		SELECT count(DISTINCT (p.id, th.h)), count(*) - count(DISTINCT (p.id, th.h))
 		  FROM queen.queues q
 		  JOIN queen.log_partitions p ON p.queue_id = q.id
-		  JOIN queen.log_txns t ON t.partition_id = p.id
+		 CROSS JOIN LATERAL queen.log_hashes(p.id, -1, p.txns_start, p.txns_end) AS t
 		 CROSS JOIN LATERAL queen.log_unnest_hashes(t.hashes) th
 		 WHERE q.name = ANY ($1)`, queues).Scan(&distinct, &doubled)
 	return distinct, doubled, err
