@@ -13,8 +13,10 @@ ALTER TABLE queen.log_segments ADD COLUMN hashes uuid[], ADD COLUMN data_hashes 
 ALTER TABLE queen.log_segments ALTER COLUMN hashes SET STORAGE EXTERNAL, ALTER COLUMN data_hashes SET STORAGE EXTERNAL;
 ALTER TABLE queen.log_segments ALTER COLUMN hashes SET STATISTICS 0, ALTER COLUMN data_hashes SET STATISTICS 0;
 -- The window's reads (a full probe, a hydration, a verification read)
--- restrict by created_at, as they did on log_txns.
-CREATE INDEX log_segments_partition_created ON queen.log_segments (partition_id, created_at);
+-- restrict by created_at, as they did on log_txns. Writes wait while it
+-- builds; on a large log, build it first with CREATE INDEX CONCURRENTLY
+-- under this name (docs/operations.md, "Migrations").
+CREATE INDEX IF NOT EXISTS log_segments_partition_created ON queen.log_segments (partition_id, created_at);
 
 ALTER TABLE queen.log_partitions ADD COLUMN txns_end bigint NOT NULL DEFAULT -1;
 UPDATE queen.log_partitions SET txns_end = last_offset WHERE last_offset >= 0;
