@@ -199,7 +199,7 @@ func (b *bundle) answer(ctx context.Context, s *sent) {
 	}
 	outcomes := make([]outcome, len(b.parts))
 	for i, p := range b.parts {
-		outcomes[i] = outcome{meta: p.meta, failure: s.failed[i], tally: in.tallyOf(p.meta.ID)}
+		outcomes[i] = outcome{meta: p.meta, failure: s.failed[i], tally: in.tallyOf(p.meta.ID, p.meta.QueueID)}
 		if j := s.frameOf[i]; j >= 0 {
 			if s.pushErr != nil {
 				outcomes[i].failure = s.pushErr

@@ -11,10 +11,12 @@ import (
 // tally counts one partition's answers since the process started, for
 // operators (GET /queues/<queue>). One small struct per partition ever
 // answered: partitions are rows in PostgreSQL already, so this grows no
-// faster than the database.
+// faster than the database. Each adds to its queue's tally too, so that
+// the overview's samples read one tally per queue, not every partition.
 type tally struct {
 	queued, duplicate, failed atomic.Int64
 	probes                    [model.ProbeFull + 1]atomic.Int64 // flushes by probe kind
+	queue                     *tally                            // the partition's queue's; nil for a queue's own
 }
 
 func (t *tally) addN(s model.Status, n int64) {
@@ -26,6 +28,9 @@ func (t *tally) addN(s model.Status, n int64) {
 	default:
 		t.failed.Add(n)
 	}
+	if t.queue != nil {
+		t.queue.addN(s, n)
+	}
 }
 
 // probed counts a flush by what its probe did; t may be nil (an
@@ -33,15 +38,23 @@ func (t *tally) addN(s model.Status, n int64) {
 func (t *tally) probed(p model.Probe) {
 	if t != nil && p <= model.ProbeFull {
 		t.probes[p].Add(1)
+		t.queue.probed(p)
 	}
+}
+
+func (t *tally) counts() PartitionCounts {
+	return PartitionCounts{Queued: t.queued.Load(), Duplicate: t.duplicate.Load(), Failed: t.failed.Load(),
+		ProbeSkipped: t.probes[model.ProbeSkipped].Load(), ProbeNarrowed: t.probes[model.ProbeNarrowed].Load(),
+		ProbeFull: t.probes[model.ProbeFull].Load()}
 }
 
 // tallies is partition id -> *tally: a plain map under a read-write lock,
 // about a third of a sync.Map's bytes per partition (its nodes and boxed
 // keys), read once per flush of a partition.
 type tallies struct {
-	mu sync.RWMutex
-	m  map[int64]*tally
+	mu     sync.RWMutex
+	m      map[int64]*tally
+	queues map[int64]*tally // queue id -> the sum of its partitions'
 }
 
 func (ts *tallies) load(pid int64) *tally {
@@ -50,8 +63,9 @@ func (ts *tallies) load(pid int64) *tally {
 	return ts.m[pid]
 }
 
-// tallyOf returns pid's tally, nil for an unresolved partition (id 0).
-func (in *Ingester) tallyOf(pid int64) *tally {
+// tallyOf returns the tally of partition pid of queue queueID, nil for
+// an unresolved partition (id 0).
+func (in *Ingester) tallyOf(pid, queueID int64) *tally {
 	if pid == 0 {
 		return nil
 	}
@@ -64,9 +78,14 @@ func (in *Ingester) tallyOf(pid int64) *tally {
 	t := ts.m[pid]
 	if t == nil {
 		if ts.m == nil {
-			ts.m = map[int64]*tally{}
+			ts.m, ts.queues = map[int64]*tally{}, map[int64]*tally{}
 		}
-		t = new(tally)
+		q := ts.queues[queueID]
+		if q == nil {
+			q = new(tally)
+			ts.queues[queueID] = q
+		}
+		t = &tally{queue: q}
 		ts.m[pid] = t
 	}
 	return t
@@ -85,9 +104,7 @@ func (in *Ingester) Counts(pid int64) PartitionCounts {
 	if x == nil {
 		return PartitionCounts{}
 	}
-	return PartitionCounts{Queued: x.queued.Load(), Duplicate: x.duplicate.Load(), Failed: x.failed.Load(),
-		ProbeSkipped: x.probes[model.ProbeSkipped].Load(), ProbeNarrowed: x.probes[model.ProbeNarrowed].Load(),
-		ProbeFull: x.probes[model.ProbeFull].Load()}
+	return x.counts()
 }
 
 // PartitionCache is a partition's dedup cache entry, as operators see it.
@@ -182,16 +199,16 @@ func (in *Ingester) CacheLookup(pid int64, h model.Hash) HashLookup {
 	return HashLookup{State: l.State, Offsets: l.Offsets, Wide: l.Wide, VerifiedUpto: l.VerifiedUpto}
 }
 
-// EachCounts calls f with the answers since start of every partition
-// this process answered.
-func (in *Ingester) EachCounts(f func(pid int64, c PartitionCounts)) {
+// EachQueueCounts calls f with the answers since start of every queue
+// (by id) this process answered: the sums of its partitions' counts.
+func (in *Ingester) EachQueueCounts(f func(queueID int64, c PartitionCounts)) {
 	in.tallies.mu.RLock()
-	pids := make([]int64, 0, len(in.tallies.m))
-	for pid := range in.tallies.m {
-		pids = append(pids, pid)
+	queues := make(map[int64]*tally, len(in.tallies.queues))
+	for id, t := range in.tallies.queues {
+		queues[id] = t
 	}
 	in.tallies.mu.RUnlock()
-	for _, pid := range pids {
-		f(pid, in.Counts(pid))
+	for id, t := range queues {
+		f(id, t.counts())
 	}
 }

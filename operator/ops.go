@@ -35,7 +35,7 @@ type ConfigStore interface {
 	LogReader
 	DeadLetterStore
 	QueueFigures(ctx context.Context) ([]model.QueueFigures, error)
-	PartitionQueues(ctx context.Context, ids []int64) (map[int64]string, error)
+	QueueNames(ctx context.Context, ids []int64) (map[int64]string, error)
 }
 
 // IngestStats is what the operator API reads from ingest.
@@ -45,7 +45,7 @@ type IngestStats interface {
 	CacheSummary() (ingest.CacheSummary, bool)
 	Buffered() int
 	CacheLookup(pid int64, h model.Hash) ingest.HashLookup
-	EachCounts(f func(pid int64, c ingest.PartitionCounts))
+	EachQueueCounts(f func(queueID int64, c ingest.PartitionCounts))
 }
 
 // Ops is the operator API: configure, queues, status. One implementation

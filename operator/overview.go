@@ -43,15 +43,17 @@ type rateSample struct {
 
 // pushRates samples every queue's push answers, for the overview's
 // history: a ring of historyLen samples per queue answered, in memory;
-// a sample reads the ingester's counters, and PostgreSQL only to learn
-// the queue of a partition first answered since the last.
+// a sample reads the ingester's per-queue counters, and PostgreSQL only
+// to learn the name of a queue first answered since the last. Nothing
+// here grows with the partitions: at a million of them, copying their
+// counts on every sample kept ~80 MB live and the collector busy.
 type pushRates struct {
 	every time.Duration
 	ing   IngestStats
 	store ConfigStore
 
 	mu      sync.Mutex
-	queueOf map[int64]string // partition id -> its queue ("" unknown: deleted)
+	names   map[int64]string // queue id -> its name ("": deleted)
 	rings   map[string][]rateSample
 }
 
@@ -59,7 +61,7 @@ func newPushRates(every time.Duration, ing IngestStats, store ConfigStore) *push
 	if every <= 0 {
 		every = defaultSampleEvery
 	}
-	return &pushRates{every: every, ing: ing, store: store, queueOf: map[int64]string{}, rings: map[string][]rateSample{}}
+	return &pushRates{every: every, ing: ing, store: store, names: map[int64]string{}, rings: map[string][]rateSample{}}
 }
 
 // run samples until ctx ends.
@@ -96,13 +98,13 @@ func (r *pushRates) sample(ctx context.Context, at time.Time) {
 // totals are every queue's push answers now.
 func (r *pushRates) totals(ctx context.Context) map[string]pushTotals {
 	counts := map[int64]ingest.PartitionCounts{}
-	r.ing.EachCounts(func(pid int64, c ingest.PartitionCounts) { counts[pid] = c })
+	r.ing.EachQueueCounts(func(queueID int64, c ingest.PartitionCounts) { counts[queueID] = c })
 	r.learnQueues(ctx, counts)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := map[string]pushTotals{}
-	for pid, c := range counts {
-		if queue := r.queueOf[pid]; queue != "" {
+	for id, c := range counts {
+		if queue := r.names[id]; queue != "" {
 			t := out[queue]
 			t.add(c)
 			out[queue] = t
@@ -111,28 +113,28 @@ func (r *pushRates) totals(ctx context.Context) map[string]pushTotals {
 	return out
 }
 
-// learnQueues finds the queue of the partitions of counts not known yet
-// (a partition never changes queues).
+// learnQueues finds the names of the queues of counts not known yet (a
+// queue id never changes names; a queue made again gets a new id).
 func (r *pushRates) learnQueues(ctx context.Context, counts map[int64]ingest.PartitionCounts) {
 	r.mu.Lock()
 	var unknown []int64
-	for pid := range counts {
-		if _, ok := r.queueOf[pid]; !ok {
-			unknown = append(unknown, pid)
+	for id := range counts {
+		if _, ok := r.names[id]; !ok {
+			unknown = append(unknown, id)
 		}
 	}
 	r.mu.Unlock()
 	if len(unknown) == 0 {
 		return
 	}
-	found, err := r.store.PartitionQueues(ctx, unknown)
+	found, err := r.store.QueueNames(ctx, unknown)
 	if err != nil {
 		return // asked again next time
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, pid := range unknown {
-		r.queueOf[pid] = found[pid]
+	for _, id := range unknown {
+		r.names[id] = found[id]
 	}
 }
 

@@ -97,12 +97,11 @@ func fillDLQDepths(figures []model.QueueFigures) {
 	}
 }
 
-// PartitionQueues names the queue of each partition of ids that exists.
-func (s *Store) PartitionQueues(ctx context.Context, ids []int64) (map[int64]string, error) {
-	rows, err := s.pool.Query(ctx, `SELECT p.id, q.name FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
-		 WHERE p.id = ANY($1)`, ids)
+// QueueNames names each queue of ids that exists.
+func (s *Store) QueueNames(ctx context.Context, ids []int64) (map[int64]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT q.id, q.name FROM queen.queues q WHERE q.id = ANY($1)`, ids)
 	if err != nil {
-		return nil, fmt.Errorf("pgstore: partitions' queues: %w", err)
+		return nil, fmt.Errorf("pgstore: queue names: %w", err)
 	}
 	out := map[int64]string{}
 	var (
@@ -114,7 +113,7 @@ func (s *Store) PartitionQueues(ctx context.Context, ids []int64) (map[int64]str
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("pgstore: partitions' queues: %w", err)
+		return nil, fmt.Errorf("pgstore: queue names: %w", err)
 	}
 	return out, nil
 }
