@@ -118,7 +118,7 @@ func (b *buffer) frame(meta model.Partition) model.Frame {
 // passes on the stored original, a failed leader fails it too. With
 // clash, a duplicate whose data differs from its original's is a payload
 // conflict.
-func (b *buffer) resolve(meta model.Partition, res *model.FrameResult, failure error, clash *conflicts, m *metrics, t *tally) {
+func (b *buffer) resolve(meta model.Partition, res *model.FrameResult, failure error, clash *conflicts, m *metrics, t counted) {
 	byLeader := meta.WindowSeconds > 0
 	var counts [model.StatusFailed + 1]int64
 	conflicted := 0
@@ -163,9 +163,7 @@ func (b *buffer) resolve(meta model.Partition, res *model.FrameResult, failure e
 	for st := model.StatusQueued; st <= model.StatusFailed; st++ {
 		if counts[st] > 0 {
 			m.messages[st].Add(float64(counts[st]))
-			if t != nil {
-				t.addN(st, counts[st])
-			}
+			t.addN(st, counts[st])
 		}
 	}
 	for q, req := range b.reqs {

@@ -194,7 +194,7 @@ func (b *bundle) answer(ctx context.Context, s *sent) {
 		meta    model.Partition
 		res     *model.FrameResult
 		failure error
-		tally   *tally
+		tally   counted
 		clash   *conflicts
 	}
 	outcomes := make([]outcome, len(b.parts))
