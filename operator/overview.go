@@ -52,9 +52,9 @@ type pushRates struct {
 	ing   IngestStats
 	store ConfigStore
 
-	mu      sync.Mutex
-	names   map[int64]string // queue id -> its name ("": deleted)
-	rings   map[string][]rateSample
+	mu    sync.Mutex
+	names map[int64]string // queue id -> its name ("": deleted)
+	rings map[string][]rateSample
 }
 
 func newPushRates(every time.Duration, ing IngestStats, store ConfigStore) *pushRates {
