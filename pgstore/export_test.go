@@ -1,8 +1,10 @@
 package pgstore
 
 import (
+	"context"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
@@ -23,6 +25,12 @@ func EncodeFrameArrays(txnIDs []string, data [][]byte) (any, any) {
 		d.AppendBytes(p)
 	}
 	return t.Encoded(), d.Encoded()
+}
+
+// MigrateSchemaTo applies the migrations up to version upto and no
+// routines: a database as an older release left it, for upgrade tests.
+func MigrateSchemaTo(ctx context.Context, conn *pgx.Conn, upto int) ([]int, error) {
+	return migrate(ctx, conn, upto, false)
 }
 
 // RoutinesChecksum is the checksum the database must record for its

@@ -89,6 +89,13 @@ func Migrations() ([]Migration, error) {
 // them, and each migration is applied and recorded in one transaction. It
 // returns the versions it applied.
 func Migrate(ctx context.Context, conn *pgx.Conn) (applied []int, err error) {
+	return migrate(ctx, conn, LatestVersion(), true)
+}
+
+// migrate applies the numbered migrations up to version upto, each with
+// its record, and then, withRoutines, the routines: all under the
+// migration lock.
+func migrate(ctx context.Context, conn *pgx.Conn, upto int, withRoutines bool) (applied []int, err error) {
 	migrations, err := Migrations()
 	if err != nil {
 		return nil, err
@@ -131,7 +138,7 @@ func Migrate(ctx context.Context, conn *pgx.Conn) (applied []int, err error) {
 			return nil, fmt.Errorf("pgstore: the database's schema is at version %d, newer than this build's %d: run a newer queengate", v, len(migrations))
 		}
 	}
-	for _, m := range migrations {
+	for _, m := range migrations[:min(upto, len(migrations))] {
 		if sum, ok := done[m.Version]; ok {
 			if sum != m.Checksum() && !slices.Contains(supersededChecksums[m.Version], sum) {
 				return nil, fmt.Errorf("pgstore: migration %03d_%s was applied with different text (checksum %.12s, this binary has %.12s): the database's schema is not the one this build expects",
@@ -152,8 +159,10 @@ func Migrate(ctx context.Context, conn *pgx.Conn) (applied []int, err error) {
 		}
 		applied = append(applied, m.Version)
 	}
-	if err := applyRoutines(ctx, conn); err != nil {
-		return applied, err
+	if withRoutines {
+		if err := applyRoutines(ctx, conn); err != nil {
+			return applied, err
+		}
 	}
 	return applied, nil
 }

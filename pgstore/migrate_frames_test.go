@@ -36,10 +36,6 @@ func previousReleaseDB(t *testing.T) string {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	migrations, err := pgstore.Migrations()
-	if err != nil {
-		t.Fatal(err)
-	}
 	exec := func(sql string, args ...any) {
 		t.Helper()
 		if _, err := conn.Exec(ctx, sql, args...); err != nil {
@@ -47,15 +43,8 @@ func previousReleaseDB(t *testing.T) string {
 		}
 	}
 	exec("DROP SCHEMA queen CASCADE")
-	exec(`CREATE SCHEMA queen;
-		CREATE TABLE queen.migrations (version integer PRIMARY KEY, name text NOT NULL, checksum text NOT NULL,
-		                               applied_at timestamptz NOT NULL DEFAULT now())`)
-	for _, m := range migrations {
-		if m.Version >= 20 {
-			break
-		}
-		exec(m.SQL)
-		exec("INSERT INTO queen.migrations (version, name, checksum) VALUES ($1, $2, $3)", m.Version, m.Name, m.Checksum())
+	if _, err := pgstore.MigrateSchemaTo(ctx, conn, 19); err != nil {
+		t.Fatal(err)
 	}
 	routines, err := pgstore.Routines()
 	if err != nil {
