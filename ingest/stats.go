@@ -69,7 +69,7 @@ type tallies struct {
 	queues map[int64]*tally
 }
 
-// tallySlab is the tallies per slab: 192 KiB each.
+// tallySlab is the tallies per slab: 256 KiB each (64 bytes a tally).
 const tallySlab = 4096
 
 func (ts *tallies) load(pid int64) (counted, bool) {
