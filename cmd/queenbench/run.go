@@ -137,11 +137,11 @@ func exactnessViolations(results []bench.Result) error {
 }
 
 // pgMeter reads what queenbench sees of the PostgreSQL it runs, so far:
-// the CPU its automatic vacuums and analyzes reported, and with
-// --replication the CPU of the primary's and the standby's processes.
+// the CPU its automatic vacuums and analyzes reported, and the CPU of
+// the primary's processes and (with --replication) the standby's.
 type pgMeter struct {
-	autovac     func() (float64, bool)
-	replication func() (primary, standby float64, ok bool)
+	autovac  func() (float64, bool)
+	postgres func() (primary, standby float64, ok bool)
 }
 
 // openTargets starts or connects what the targets need; cleanup releases
@@ -149,8 +149,8 @@ type pgMeter struct {
 func openTargets(ctx context.Context, o options, logf func(string, ...any)) (targets []bench.Target, meter pgMeter, cleanup func(), err error) {
 	var closers []func()
 	meter = pgMeter{
-		autovac:     func() (float64, bool) { return 0, false },
-		replication: func() (float64, float64, bool) { return 0, 0, false },
+		autovac:  func() (float64, bool) { return 0, false },
+		postgres: func() (float64, float64, bool) { return 0, 0, false },
 	}
 	cleanup = func() {
 		for i := len(closers) - 1; i >= 0; i-- {
@@ -166,7 +166,7 @@ func openTargets(ctx context.Context, o options, logf func(string, ...any)) (tar
 			return nil, meter, cleanup, err
 		}
 		closers = append(closers, env.Stop)
-		meter = pgMeter{autovac: env.AutovacuumCPU, replication: env.ReplicationCPU}
+		meter = pgMeter{autovac: env.AutovacuumCPU, postgres: env.PostgresCPU}
 		pgURL, natsURL, fleet = env.PGURL, env.NATSURL, env
 	}
 	for _, name := range o.targets {
@@ -227,7 +227,7 @@ func runOnce(ctx context.Context, t bench.Target, w bench.Workload, round int, p
 		return bench.Result{}, fmt.Errorf("figures: %w", err)
 	}
 	avBefore, _ := meter.autovac()
-	primaryBefore, standbyBefore, _ := meter.replication()
+	primaryBefore, standbyBefore, _ := meter.postgres()
 	var deadline time.Time
 	if w.Duration > 0 {
 		deadline = time.Now().Add(w.Duration)
@@ -246,9 +246,11 @@ func runOnce(ctx context.Context, t bench.Target, w bench.Workload, round int, p
 	if avAfter, ok := meter.autovac(); ok && res.Messages > 0 {
 		res.AutovacuumCPUPerMillion = (avAfter - avBefore) / float64(res.Messages) * 1e6
 	}
-	if primaryAfter, standbyAfter, ok := meter.replication(); ok && res.Messages > 0 {
+	res.PostgresCPUPerMillion = -1
+	if primaryAfter, standbyAfter, ok := meter.postgres(); ok && res.Messages > 0 {
 		res.PrimaryCPUPerMillion = (primaryAfter - primaryBefore) / float64(res.Messages) * 1e6
 		res.StandbyCPUPerMillion = (standbyAfter - standbyBefore) / float64(res.Messages) * 1e6
+		res.PostgresCPUPerMillion = res.PrimaryCPUPerMillion + res.StandbyCPUPerMillion
 	}
 	if prefillExact != nil {
 		exact.merge(prefillExact)

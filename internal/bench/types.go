@@ -262,6 +262,11 @@ type Result struct {
 	// is in CPUSecondsPerMillion, the target's own.
 	PrimaryCPUPerMillion float64 `json:"primary_cpu_s_per_million,omitempty"`
 	StandbyCPUPerMillion float64 `json:"standby_cpu_s_per_million,omitempty"`
+	// PostgresCPUPerMillion is the two together, for every run where
+	// queenbench runs PostgreSQL (--self), -1 otherwise: what the
+	// queengate target costs beyond its own processes. A peer's run
+	// (JetStream) shows the autovacuum that lagged into it.
+	PostgresCPUPerMillion float64 `json:"postgres_cpu_s_per_million"`
 }
 
 // Ratio summarises queengate's throughput relative to a target over the

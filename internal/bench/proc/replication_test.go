@@ -83,9 +83,9 @@ func TestReplicationModes(t *testing.T) {
 					e.PGURL, inRecovery, commit, standbys, c.standbys)
 			}
 			checkReadURL(ctx, t, e, c.standbys != nil)
-			primary, _, ok := e.ReplicationCPU()
+			primary, _, ok := e.PostgresCPU()
 			if !ok || primary <= 0 {
-				t.Errorf("ReplicationCPU: primary %v s, ok %v; want the primary's CPU read", primary, ok)
+				t.Errorf("PostgresCPU: primary %v s, ok %v; want the primary's CPU read", primary, ok)
 			}
 		})
 	}

@@ -43,7 +43,7 @@ type Self struct {
 
 	// With w.Replication, cluster is the primary and standby its standby
 	// (nil for ReplicationNone); postmasters are their postmasters'
-	// process ids, for ReplicationCPU.
+	// process ids, for PostgresCPU.
 	standby     *pgcluster.Cluster
 	postmasters [2]int
 	// ReadURL is the gateways' --pg-read-url with a standby: a
@@ -134,7 +134,8 @@ func (e *Self) startPostgres(ctx context.Context, log func(string, ...any)) erro
 			return err
 		}
 		e.PGURL = e.cluster.URL("bench")
-		return nil
+		e.postmasters[0], err = PostmasterPID(ctx, e.cluster.URL("postgres"))
+		return err
 	}
 	log("starting a PostgreSQL primary in %s, replication %s", e.dir, e.w.Replication)
 	var err error
@@ -222,10 +223,10 @@ func PostmasterPID(ctx context.Context, url string) (int, error) {
 	return st.PPID, nil
 }
 
-// ReplicationCPU is the CPU seconds the primary's processes and the
+// PostgresCPU is the CPU seconds the primary's processes and the
 // standby's (0 without one) have used so far; ok is false unless
-// queenbench runs them (Workload.Replication).
-func (e *Self) ReplicationCPU() (primary, standby float64, ok bool) {
+// queenbench runs them.
+func (e *Self) PostgresCPU() (primary, standby float64, ok bool) {
 	if e.postmasters[0] == 0 {
 		return 0, 0, false
 	}

@@ -20,7 +20,7 @@ import (
 var resultHeader = []string{
 	"target", "scenario", "msg/s", "p50 ms", "p90 ms", "p99 ms", "max ms",
 	"queued", "duplicate", "failed", "violations",
-	"CPU s/M msgs", "autovac s/M", "peak RSS MiB", "probe skipped", "narrowed", "unrolled", "cache B/hash",
+	"CPU s/M msgs", "PostgreSQL CPU s/M", "autovac s/M", "peak RSS MiB", "probe skipped", "narrowed", "unrolled", "cache B/hash",
 	"frame", "stored B/msg", "hydrations", "fills", "gap ms",
 }
 
@@ -46,6 +46,9 @@ func WriteTable(w io.Writer, r *bench.Report) error {
 		b.WriteString("\n" + line + "\n")
 	}
 	for _, line := range replicationCPULines(r) {
+		b.WriteString("\n" + line + "\n")
+	}
+	if line := servingCPULine(r); line != "" {
 		b.WriteString("\n" + line + "\n")
 	}
 	if len(r.Ratios) > 0 {
@@ -92,6 +95,9 @@ func WriteMarkdown(w io.Writer, r *bench.Report) error {
 		fmt.Fprintf(&b, "\n**%s**\n", line)
 	}
 	for _, line := range replicationCPULines(r) {
+		fmt.Fprintf(&b, "\n%s\n", line)
+	}
+	if line := servingCPULine(r); line != "" {
 		fmt.Fprintf(&b, "\n%s\n", line)
 	}
 	if len(r.Ratios) > 0 {
@@ -148,6 +154,7 @@ func resultRows(r *bench.Report) [][]string {
 			FormatCount(res.Failed),
 			FormatCount(res.Violations),
 			strconv.FormatFloat(res.CPUSecondsPerMillion, 'f', 2, 64),
+			formatOptionalSeconds(res.PostgresCPUPerMillion),
 			formatOptionalSeconds(res.AutovacuumCPUPerMillion),
 			strconv.FormatFloat(float64(res.PeakRSSBytes)/(1<<20), 'f', 1, 64),
 			formatShare(res.ProbeSkippedShare),
@@ -198,7 +205,7 @@ func partitionRounds(r *bench.Report) (header []string, rows [][]string) {
 	if peer != "" {
 		header = append(header, peer+" msg/s", "ratio")
 	}
-	header = append(header, "CPU s/M", "cache B/hash", "cache B/entry", "gateway peak RSS MiB",
+	header = append(header, "CPU s/M", "PostgreSQL CPU s/M", "cache B/hash", "cache B/entry", "gateway peak RSS MiB",
 		"partitions touched", "hydrations", "births", "evictions", "suppressed", "queengate p99 ms")
 	if peer != "" {
 		header = append(header, peer+" p99 ms")
@@ -217,6 +224,7 @@ func partitionRounds(r *bench.Report) (header []string, rows [][]string) {
 		}
 		row = append(row,
 			strconv.FormatFloat(q.CPUSecondsPerMillion, 'f', 2, 64),
+			formatOptionalSeconds(q.PostgresCPUPerMillion),
 			formatOptional(q.CacheBytesPerHash),
 			formatOptional(q.CacheBytesPerEntry),
 			FormatMiB(q.GatewayPeakRSSBytes),
@@ -331,6 +339,30 @@ func replicationCPULines(r *bench.Report) []string {
 			res.PrimaryCPUPerMillion, res.StandbyCPUPerMillion))
 	}
 	return lines
+}
+
+// servingCPULine says what every process serving a message cost per
+// million messages: queengate's own (gateways and NATS) with the
+// PostgreSQL it writes to, against each peer's server (a peer's
+// PostgreSQL figure is autovacuum lagging into its run, and is left
+// out). Empty unless queenbench ran PostgreSQL.
+func servingCPULine(r *bench.Report) string {
+	var parts []string
+	for _, res := range reportRows(r) {
+		if bench.BaseName(res.Target) == "queengate" && res.PostgresCPUPerMillion >= 0 {
+			parts = append(parts, fmt.Sprintf("%s %.2f + PostgreSQL %.2f = %.2f", res.Target, res.CPUSecondsPerMillion,
+				res.PostgresCPUPerMillion, res.CPUSecondsPerMillion+res.PostgresCPUPerMillion))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	for _, res := range reportRows(r) {
+		if bench.BaseName(res.Target) != "queengate" {
+			parts = append(parts, fmt.Sprintf("%s %.2f", res.Target, res.CPUSecondsPerMillion))
+		}
+	}
+	return "CPU s/M msgs of every process serving: " + strings.Join(parts, "; ")
 }
 
 // replicationLabel names w's --replication mode with the

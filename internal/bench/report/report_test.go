@@ -57,6 +57,7 @@ func testResult(target string, round int, rate float64, p50 time.Duration) bench
 		DistinctIDs:             900_000,
 		CPUSecondsPerMillion:    1.25,
 		AutovacuumCPUPerMillion: 0.5,
+		PostgresCPUPerMillion:   -1,
 		PeakRSSBytes:            64 << 20,
 		ProbeSkippedShare:       -1,
 		ProbeNarrowedShare:      -1,
@@ -76,6 +77,7 @@ func testResult(target string, round int, rate float64, p50 time.Duration) bench
 		res.CacheBytesPerHash = 41.5
 		res.MeanFrame = 812.5
 		res.StoredBytesPerMessage = 163.9
+		res.PostgresCPUPerMillion = 2.75
 		res.Hydrations = 100
 		res.Fills = 3
 	}
@@ -186,16 +188,16 @@ func TestReportTable(t *testing.T) {
 	wantRows := [][]string{
 		{"target", "scenario", "msg/s", "p50", "ms", "p90", "ms", "p99", "ms", "max", "ms",
 			"queued", "duplicate", "failed", "violations", "CPU", "s/M", "msgs",
-			"autovac", "s/M", "peak", "RSS", "MiB", "probe", "skipped", "narrowed", "unrolled", "cache", "B/hash",
+			"PostgreSQL", "CPU", "s/M", "autovac", "s/M", "peak", "RSS", "MiB", "probe", "skipped", "narrowed", "unrolled", "cache", "B/hash",
 			"frame", "stored", "B/msg", "hydrations", "fills", "gap", "ms"},
 		{"queengate", "steady", "250,000", "2.00", "4.00", "8.00", "20.00",
-			"900,000", "100,000", "0", "0", "1.25", "0.50", "64.0", "87.5%", "12.0%", "0.3%", "41.5", "812.5", "163.9", "100", "3", "40.00"},
+			"900,000", "100,000", "0", "0", "1.25", "2.75", "0.50", "64.0", "87.5%", "12.0%", "0.3%", "41.5", "812.5", "163.9", "100", "3", "40.00"},
 		{"naive", "steady", "12,000", "40.00", "80.00", "160.00", "400.00",
-			"900,000", "100,000", "0", "0", "1.25", "0.50", "64.0", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "800.00"},
+			"900,000", "100,000", "0", "0", "1.25", "n/a", "0.50", "64.0", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "800.00"},
 		{"jetstream", "steady", "90,000", "5.00", "10.00", "20.00", "50.00",
-			"900,000", "100,000", "0", "0", "1.25", "0.50", "64.0", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "100.00"},
+			"900,000", "100,000", "0", "0", "1.25", "n/a", "0.50", "64.0", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "100.00"},
 		{"ceiling", "steady", "1,200,000", "0.30", "0.60", "1.20", "3.00",
-			"900,000", "100,000", "0", "0", "1.25", "0.50", "64.0", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "6.00"},
+			"900,000", "100,000", "0", "0", "1.25", "n/a", "0.50", "64.0", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "6.00"},
 	}
 	wantRatios := [][]string{
 		{"ratio", "min", "median", "max"},
@@ -223,6 +225,11 @@ func TestReportTable(t *testing.T) {
 			t.Fatalf("no line %q in\n%s", ratioTitle, strings.Join(lines, "\n"))
 		}
 		checkFields(t, lines[i+1:], wantRatios)
+		wantServing := "CPU s/M msgs of every process serving: queengate 1.25 + PostgreSQL 2.75 = 4.00; " +
+			"naive 1.25; jetstream 1.25; ceiling 1.25"
+		if !slices.Contains(lines, wantServing) {
+			t.Errorf("no line %q in\n%s", wantServing, strings.Join(lines, "\n"))
+		}
 	})
 
 	t.Run("PerRound", func(t *testing.T) {
@@ -233,17 +240,17 @@ func TestReportTable(t *testing.T) {
 		checkFields(t, lines[2:], [][]string{
 			wantRows[0],
 			{"queengate", "steady", "250,000", "2.00", "4.00", "8.00", "20.00",
-				"900,000", "100,000", "0", "0", "1.25", "0.50", "64.0", "87.5%", "12.0%", "0.3%", "41.5", "812.5", "163.9", "100", "3", "40.00"},
+				"900,000", "100,000", "0", "0", "1.25", "2.75", "0.50", "64.0", "87.5%", "12.0%", "0.3%", "41.5", "812.5", "163.9", "100", "3", "40.00"},
 			{"queengate", "steady", "225,000", "2.00", "4.00", "8.00", "20.00",
-				"900,000", "100,000", "0", "0", "1.25", "0.50", "64.0", "87.5%", "12.0%", "0.3%", "41.5", "812.5", "163.9", "100", "3", "40.00"},
+				"900,000", "100,000", "0", "0", "1.25", "2.75", "0.50", "64.0", "87.5%", "12.0%", "0.3%", "41.5", "812.5", "163.9", "100", "3", "40.00"},
 			{"queengate", "steady", "275,000", "2.00", "4.00", "8.00", "20.00",
-				"900,000", "100,000", "0", "0", "1.25", "0.50", "64.0", "87.5%", "12.0%", "0.3%", "41.5", "812.5", "163.9", "100", "3", "40.00"},
+				"900,000", "100,000", "0", "0", "1.25", "2.75", "0.50", "64.0", "87.5%", "12.0%", "0.3%", "41.5", "812.5", "163.9", "100", "3", "40.00"},
 			{"naive", "steady", "12,000", "40.00", "80.00", "160.00", "400.00",
-				"900,000", "100,000", "0", "0", "1.25", "0.50", "64.0", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "800.00"},
+				"900,000", "100,000", "0", "0", "1.25", "n/a", "0.50", "64.0", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "800.00"},
 			{"naive", "steady", "10,800", "40.00", "80.00", "160.00", "400.00",
-				"900,000", "100,000", "0", "0", "1.25", "0.50", "64.0", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "800.00"},
+				"900,000", "100,000", "0", "0", "1.25", "n/a", "0.50", "64.0", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "800.00"},
 			{"naive", "steady", "13,200", "40.00", "80.00", "160.00", "400.00",
-				"900,000", "100,000", "0", "0", "1.25", "0.50", "64.0", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "800.00"},
+				"900,000", "100,000", "0", "0", "1.25", "n/a", "0.50", "64.0", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "800.00"},
 		})
 		if slices.Contains(lines, ratioTitle) {
 			t.Errorf("ratio table without ratios")
@@ -355,7 +362,7 @@ func TestReportMarkdown(t *testing.T) {
 					"queenbench --compare naive,jetstream,ceiling --rounds 3 --scenario steady\n```\n",
 				"Workload: scenario steady: 8 producers,",
 				"Figures are medians over the 3 rounds of the run.",
-				"| queengate | steady | 250,000 | 2.00 | 4.00 | 8.00 | 20.00 | 900,000 | 100,000 | 0 | 0 | 1.25 | 0.50 | 64.0 | 87.5% | 12.0% | 0.3% | 41.5 | 812.5 | 163.9 | 100 | 3 | 40.00 |",
+				"| queengate | steady | 250,000 | 2.00 | 4.00 | 8.00 | 20.00 | 900,000 | 100,000 | 0 | 0 | 1.25 | 2.75 | 0.50 | 64.0 | 87.5% | 12.0% | 0.3% | 41.5 | 812.5 | 163.9 | 100 | 3 | 40.00 |",
 				"**" + ratioTitle + "**",
 				"| queengate ÷ naive | 0.50 | 0.67 | 20.80 |",
 			},
@@ -618,7 +625,7 @@ func TestReportReplication(t *testing.T) {
 	if err := WriteTable(&plain, r); err != nil {
 		t.Fatal(err)
 	}
-	if s := plain.String(); strings.Contains(s, "replication") || strings.Contains(s, "PostgreSQL CPU") {
+	if s := plain.String(); strings.Contains(s, "replication") || strings.Contains(s, "PostgreSQL CPU s/M msgs,") {
 		t.Errorf("no --replication, yet the table speaks of it:\n%s", s)
 	}
 	r.Workload.Replication = bench.ReplicationRemoteApply

@@ -55,6 +55,7 @@ func medianResult(rs []bench.Result) bench.Result {
 	med.AutovacuumCPUPerMillion = pick(func(x bench.Result) float64 { return x.AutovacuumCPUPerMillion })
 	med.PrimaryCPUPerMillion = pick(func(x bench.Result) float64 { return x.PrimaryCPUPerMillion })
 	med.StandbyCPUPerMillion = pick(func(x bench.Result) float64 { return x.StandbyCPUPerMillion })
+	med.PostgresCPUPerMillion = pick(func(x bench.Result) float64 { return x.PostgresCPUPerMillion })
 	med.PeakRSSBytes = int64(pick(func(x bench.Result) float64 { return float64(x.PeakRSSBytes) }))
 	med.ProbeSkippedShare = pick(func(x bench.Result) float64 { return x.ProbeSkippedShare })
 	med.ProbeNarrowedShare = pick(func(x bench.Result) float64 { return x.ProbeNarrowedShare })
