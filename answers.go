@@ -369,17 +369,20 @@ type StandbyStat struct {
 
 // CacheStat is the dedup cache's figures.
 type CacheStat struct {
-	BudgetBytes    int64 `json:"budgetBytes"`
-	ResidentBytes  int64 `json:"residentBytes"`
-	ResidentHashes int64 `json:"residentHashes"`
-	Entries        int   `json:"entries"`
-	Suppressed     int   `json:"suppressed"`
-	Hydrations     int64 `json:"hydrations"`
-	Births         int64 `json:"births"`
-	Fills          int64 `json:"fills"`
-	Gaps           int64 `json:"gaps"`
-	Rebuilds       int64 `json:"rebuilds"`
-	Evictions      int64 `json:"evictions"`
+	BudgetBytes int64 `json:"budgetBytes"`
+	// BudgetInForceBytes is BudgetBytes less what the cache yields to
+	// the rest of the process under its memory limit.
+	BudgetInForceBytes int64 `json:"budgetInForceBytes"`
+	ResidentBytes      int64 `json:"residentBytes"`
+	ResidentHashes     int64 `json:"residentHashes"`
+	Entries            int   `json:"entries"`
+	Suppressed         int   `json:"suppressed"`
+	Hydrations         int64 `json:"hydrations"`
+	Births             int64 `json:"births"`
+	Fills              int64 `json:"fills"`
+	Gaps               int64 `json:"gaps"`
+	Rebuilds           int64 `json:"rebuilds"`
+	Evictions          int64 `json:"evictions"`
 }
 
 // IngestStat is ingest's figures.

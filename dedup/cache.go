@@ -96,7 +96,10 @@ type Cache struct {
 	slots map[int64]*slot
 
 	// Accounting and the admission gate's bookkeeping.
-	acct     sync.Mutex
+	acct sync.Mutex
+	// budget is the budget in force: the configured one, or less while
+	// the cache yields memory to the rest of the process (Yield).
+	budget   int64
 	resident int64 // bytes of resident entries
 	hashes   int64 // their hashes
 	entries  int
@@ -136,7 +139,8 @@ type slot struct {
 
 // New builds an empty cache.
 func New(cfg Config) *Cache {
-	return &Cache{cfg: cfg.withDefaults(), slots: map[int64]*slot{},
+	cfg = cfg.withDefaults()
+	return &Cache{cfg: cfg, budget: cfg.BudgetBytes, slots: map[int64]*slot{},
 		cooldown: map[int64]time.Time{}, footprint: map[int64]int64{}}
 }
 
@@ -234,7 +238,7 @@ func (c *Cache) admit(pid int64, s *slot, now time.Time) bool {
 	// Brand-new partitions estimate an empty window: never suppressed on
 	// first contact.
 	estimate := c.footprint[pid]
-	limit := c.cfg.BudgetBytes * 9 / 10
+	limit := c.budget * 9 / 10
 	if c.resident-own+estimate <= limit {
 		return true
 	}
@@ -442,20 +446,21 @@ func (c *Cache) reaccount(s *slot, now time.Time) {
 	}
 	c.footprint[s.pid] = b
 	pruneLocked(c.footprint, c.cfg.SoftCap)
-	if c.resident > c.cfg.BudgetBytes {
+	if c.resident > c.budget {
 		// Entries grown by learning took the cache past its budget: the
 		// least recently used idle ones go, down to the admission limit,
 		// so that a million resident entries growing at once stay within
 		// it too. Never this one, nor any used within the guard.
-		c.evictLocked(s, c.cfg.Now(), c.resident-c.cfg.BudgetBytes*9/10)
+		c.evictLocked(s, c.cfg.Now(), c.resident-c.budget*9/10)
 	}
 	c.acct.Unlock()
 }
 
 // Stats are the cache's figures for metrics. The counters only grow.
 type Stats struct {
-	ResidentBytes, ResidentHashes int64
-	Entries, Suppressed           int
+	// BudgetBytes is the budget in force (Yield).
+	BudgetBytes, ResidentBytes, ResidentHashes int64
+	Entries, Suppressed                        int
 	// Bloom front: definite misses, maybes (sent to the exact ring), and
 	// maybes the exact ring found absent.
 	BloomMisses, BloomMaybes, BloomFalsePositives int64
@@ -471,7 +476,7 @@ type Stats struct {
 // Stats reads the accounting; it takes no slot lock.
 func (c *Cache) Stats() Stats {
 	c.acct.Lock()
-	st := Stats{ResidentBytes: c.resident, ResidentHashes: c.hashes, Entries: c.entries,
+	st := Stats{BudgetBytes: c.budget, ResidentBytes: c.resident, ResidentHashes: c.hashes, Entries: c.entries,
 		Suppressed: c.suppressedLocked(c.cfg.Now())}
 	c.acct.Unlock()
 	st.BloomMisses, st.BloomMaybes, st.BloomFalsePositives = c.misses.Load(), c.maybes.Load(), c.falsePositives.Load()
@@ -521,7 +526,7 @@ func (c *Cache) Partition(pid int64) PartitionState {
 	return st
 }
 
-// Budget is the configured byte budget.
+// Budget is the configured byte budget; Stats has the one in force.
 func (c *Cache) Budget() int64 { return c.cfg.BudgetBytes }
 
 // Lookup is what pid's entry knows of one hash, for operators.

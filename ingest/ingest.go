@@ -284,6 +284,10 @@ func New(store Store, cfg Config, log zerolog.Logger, reg prometheus.Registerer)
 	return in, nil
 }
 
+// yieldEvery is how often the cache's budget in force follows the
+// process's memory: the live heap it reads changes once per collection.
+const yieldEvery = time.Second
+
 // Start starts the shard goroutines. They drain (flush and answer
 // everything accepted) and end when Stop is called or ctx ends.
 func (in *Ingester) Start(ctx context.Context) error {
@@ -297,6 +301,9 @@ func (in *Ingester) Start(ctx context.Context) error {
 	var shards sync.WaitGroup
 	for _, s := range in.shards {
 		shards.Go(s.run)
+	}
+	if in.cache != nil {
+		go in.cache.YieldToMemory(run, yieldEvery)
 	}
 	go func() {
 		defer done()

@@ -159,6 +159,8 @@ func (m *metrics) registerCache(reg prometheus.Registerer, c *dedup.Cache) error
 			func(s dedup.Stats) float64 { return float64(s.Hydrations) }),
 		counter("queengate_dedup_births_total", "Cache entries born empty, without a read, for partitions a flush created.",
 			func(s dedup.Stats) float64 { return float64(s.Births) }),
+		gauge("queengate_dedup_cache_budget_bytes", "The cache's budget in force: the configured one less what it yields to the rest of the process under the memory limit.",
+			func(s dedup.Stats) float64 { return float64(s.BudgetBytes) }),
 		gauge("queengate_dedup_cache_resident_bytes", "Bytes of resident cache entries.",
 			func(s dedup.Stats) float64 { return float64(s.ResidentBytes) }),
 		gauge("queengate_dedup_cache_resident_hashes", "Hashes resident in the cache.",

@@ -162,6 +162,9 @@ func (in *Ingester) CacheState(pid int64) PartitionCache {
 // is resident, and what it has done since the process started.
 type CacheSummary struct {
 	BudgetBytes, ResidentBytes, ResidentHashes int64
+	// BudgetInForceBytes is what the cache may hold now: BudgetBytes
+	// less what it yields to the rest of the process (dedup.Cache.Yield).
+	BudgetInForceBytes int64
 	Entries, Suppressed                        int
 	// Hydrations read a partition's whole window; births install the
 	// entry of a partition a flush created, reading nothing; fills read
@@ -175,7 +178,7 @@ func (in *Ingester) CacheSummary() (sum CacheSummary, ok bool) {
 		return CacheSummary{}, false
 	}
 	st := in.cache.Stats()
-	return CacheSummary{BudgetBytes: in.cache.Budget(), ResidentBytes: st.ResidentBytes, ResidentHashes: st.ResidentHashes,
+	return CacheSummary{BudgetBytes: in.cache.Budget(), BudgetInForceBytes: st.BudgetBytes, ResidentBytes: st.ResidentBytes, ResidentHashes: st.ResidentHashes,
 		Entries: st.Entries, Suppressed: st.Suppressed, Hydrations: st.Hydrations, Births: st.Births, Fills: st.Fills, Gaps: st.Gaps,
 		Rebuilds: st.Rebuilds, Evictions: st.Evictions}, true
 }

@@ -343,7 +343,7 @@ func (o *Ops) Status(ctx context.Context) (any, *queengate.Error) {
 		st.Durability = o.durability()
 	}
 	if cs, ok := o.ing.CacheSummary(); ok {
-		st.Cache = &queengate.CacheStat{BudgetBytes: cs.BudgetBytes, ResidentBytes: cs.ResidentBytes, ResidentHashes: cs.ResidentHashes,
+		st.Cache = &queengate.CacheStat{BudgetBytes: cs.BudgetBytes, BudgetInForceBytes: cs.BudgetInForceBytes, ResidentBytes: cs.ResidentBytes, ResidentHashes: cs.ResidentHashes,
 			Entries: cs.Entries, Suppressed: cs.Suppressed, Hydrations: cs.Hydrations, Births: cs.Births, Fills: cs.Fills, Gaps: cs.Gaps,
 			Rebuilds: cs.Rebuilds, Evictions: cs.Evictions}
 	}
