@@ -20,20 +20,24 @@ import (
 //   - row-per-frame: today's log_segments, one row per frame with its
 //     transactionIds, data and hashes, the primary key and the
 //     (partition_id, created_at) index;
+//   - row-per-frame+allocator: the same, with each frame's partition
+//     row updated in the same statement (its allocator and stored bytes,
+//     as log_push_bundle does), to weigh what the allocator costs;
 //   - row-per-bundle: one row per bundle holding every frame's arrays
 //     (past PostgreSQL's TOAST threshold, so lz4 compresses it), and a
 //     narrow row per frame naming the bundle and the frame's first slot,
 //     with the same two indexes, for reads by partition.
 //
 // It reports messages/s of a single connection writing bundles, the
-// bytes the tables and indexes take per message, and the time to read
+// bytes the frames' tables and indexes take per message (not the
+// partition rows, a table of fixed size), and the time to read
 // one frame back by partition and offset. Payloads are either the same
 // 100 bytes every time (queenbench's, which any compressor erases) or
 // 100 bytes of JSON whose ids, numbers and text vary as real ones do.
 func BenchmarkFrameLayouts(b *testing.B) {
 	const framesPerBundle, frameLen, partitions = 100, 10, 100_000
 	for _, payload := range []string{"same", "varied"} {
-		for _, layout := range []string{"row-per-frame", "row-per-bundle"} {
+		for _, layout := range []string{"row-per-frame", "row-per-frame+allocator", "row-per-bundle"} {
 			b.Run(fmt.Sprintf("payload=%s/layout=%s", payload, layout), func(b *testing.B) {
 				st := pgtest.Store(b, pgtest.NewDB(b))
 				ctx := context.Background()
@@ -85,13 +89,13 @@ func (g *layoutPayloads) frame(pid, base int64, n int) model.Frame {
 }
 
 type layout struct {
-	st     *pgstore.Store
-	bundle bool
-	nextID int64
+	st                *pgstore.Store
+	bundle, allocator bool
+	nextID            int64
 }
 
 func newLayout(b *testing.B, st *pgstore.Store, name string) *layout {
-	l := &layout{st: st, bundle: name == "row-per-bundle"}
+	l := &layout{st: st, bundle: name == "row-per-bundle", allocator: name == "row-per-frame+allocator"}
 	ddl := `CREATE TABLE lay_frames (partition_id bigint, base_offset bigint, end_offset bigint, created_at timestamptz,
 		txn_ids text[] COMPRESSION lz4, data json[] COMPRESSION lz4, hashes uuid[], PRIMARY KEY (partition_id, base_offset));
 		ALTER TABLE lay_frames ALTER hashes SET STORAGE EXTERNAL;
@@ -102,6 +106,13 @@ func newLayout(b *testing.B, st *pgstore.Store, name string) *layout {
 		CREATE TABLE lay_frames (partition_id bigint, base_offset bigint, end_offset bigint, created_at timestamptz,
 			bundle_id bigint, first int, PRIMARY KEY (partition_id, base_offset));
 		CREATE INDEX ON lay_frames (partition_id, created_at)`
+	}
+	if l.allocator {
+		// Shaped like log_partitions: a row per partition, half-full pages
+		// so that updates stay on their page (HOT).
+		ddl += `; CREATE TABLE lay_partitions (id bigint PRIMARY KEY, queue_id bigint, name text, last_offset bigint,
+			txns_start bigint, created_at timestamptz, stored_bytes bigint) WITH (fillfactor = 50);
+		INSERT INTO lay_partitions SELECT i, 1, 'p' || i, -1, 0, now(), 0 FROM generate_series(1, 100000) i`
 	}
 	if _, err := st.Pool().Exec(context.Background(), ddl); err != nil {
 		b.Fatal(err)
@@ -138,6 +149,15 @@ func (l *layout) write(ctx context.Context, b *testing.B, frames []model.Frame) 
 			INSERT INTO lay_frames SELECT p, o, o + e - f, now(), (SELECT id FROM b), f
 			  FROM unnest($5::bigint[], $6::bigint[], $7::bigint[], $8::bigint[]) AS u(p, o, f, e)`,
 			l.nextID, txnIDs, data, hashes, pids, bases, firsts, ends)
+	} else if l.allocator {
+		l.nextID++
+		_, err = l.st.Pool().Exec(ctx, `
+			WITH alloc AS (UPDATE lay_partitions lp SET last_offset = lp.last_offset + u.e - u.f + 1,
+			                      stored_bytes = lp.stored_bytes + 100 * (u.e - u.f + 1)
+			                 FROM unnest($4::bigint[], $6::bigint[], $7::bigint[]) AS u(p, f, e) WHERE lp.id = u.p)
+			INSERT INTO lay_frames SELECT p, o, o + e - f, now(), ($1::text[])[f:e], ($2::json[])[f:e], ($3::uuid[])[f:e]
+			  FROM unnest($4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[]) AS u(p, o, f, e)`,
+			txnIDs, data, hashes, pids, bases, firsts, ends)
 	} else {
 		l.nextID++
 		_, err = l.st.Pool().Exec(ctx, `

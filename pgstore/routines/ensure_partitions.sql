@@ -58,7 +58,7 @@ BEGIN
 
     -- The missing partitions' queues, each once.
     SELECT array_agg(DISTINCT p_queues[i]) INTO v_queues FROM unnest(v_missing) AS i
-     WHERE p_queues[i] ~ '^[A-Za-z0-9_-]{1,128}$';
+     WHERE length(p_queues[i]) BETWEEN 1 AND 128 AND p_queues[i] !~ '[^A-Za-z0-9_-]';
     -- A queue deleted while this waited for its row (queue_delete holds
     -- it FOR UPDATE) is not locked: it is made afresh on a second turn, so
     -- the pushes resolving it land in the new queue. A row this
@@ -84,7 +84,7 @@ BEGIN
         SELECT DISTINCT q.id, p_partitions[i]
           FROM unnest(v_missing) AS i
           JOIN LATERAL (SELECT q.id FROM queen.queues q WHERE q.name = p_queues[i] OFFSET 0) AS q ON true
-         WHERE p_partitions[i] ~ '^[A-Za-z0-9_-]{1,128}$'
+         WHERE length(p_partitions[i]) BETWEEN 1 AND 128 AND p_partitions[i] !~ '[^A-Za-z0-9_-]'
          ORDER BY 1, 2
         ON CONFLICT ON CONSTRAINT log_partitions_queue_id_name_key DO NOTHING
         RETURNING lp.id, lp.queue_id AS qid
