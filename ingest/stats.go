@@ -164,8 +164,8 @@ type CacheSummary struct {
 	BudgetBytes, ResidentBytes, ResidentHashes int64
 	// BudgetInForceBytes is what the cache may hold now: BudgetBytes
 	// less what it yields to the rest of the process (dedup.Cache.Yield).
-	BudgetInForceBytes int64
-	Entries, Suppressed                        int
+	BudgetInForceBytes  int64
+	Entries, Suppressed int
 	// Hydrations read a partition's whole window; births install the
 	// entry of a partition a flush created, reading nothing; fills read
 	// only the rows above an entry's watermark, after a gap.
