@@ -92,6 +92,15 @@ func (c *Cache) Yield(b int64) {
 	}
 }
 
+// residentBytes is what the resident entries take. Not Stats, which
+// counts the suppressed partitions by walking the cooldowns under the
+// lock every push's admission takes.
+func (c *Cache) residentBytes() int64 {
+	c.acct.Lock()
+	defer c.acct.Unlock()
+	return c.resident
+}
+
 // YieldToMemory sets the budget in force from the process's memory every
 // interval until ctx ends.
 func (c *Cache) YieldToMemory(ctx context.Context, every time.Duration) {
@@ -102,7 +111,7 @@ func (c *Cache) YieldToMemory(ctx context.Context, every time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			c.Yield(YieldBudget(c.cfg.BudgetBytes, c.Stats().ResidentBytes, ReadMemory()))
+			c.Yield(YieldBudget(c.cfg.BudgetBytes, c.residentBytes(), ReadMemory()))
 		}
 	}
 }
