@@ -229,6 +229,18 @@ func (in *Ingester) CacheLookup(pid int64, h model.Hash) HashLookup {
 	return HashLookup{State: l.State, Offsets: l.Offsets, Wide: l.Wide, VerifiedUpto: l.VerifiedUpto}
 }
 
+// QueueCounts reports queue queueID's answers since start: the sums of
+// its partitions' counts (a queue made again has another id).
+func (in *Ingester) QueueCounts(queueID int64) PartitionCounts {
+	in.tallies.mu.RLock()
+	t := in.tallies.queues[queueID]
+	in.tallies.mu.RUnlock()
+	if t == nil {
+		return PartitionCounts{}
+	}
+	return t.counts()
+}
+
 // EachQueueCounts calls f with the answers since start of every queue
 // (by id) this process answered: the sums of its partitions' counts.
 func (in *Ingester) EachQueueCounts(f func(queueID int64, c PartitionCounts)) {

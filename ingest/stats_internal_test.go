@@ -41,6 +41,14 @@ func TestTalliesCountEveryPartitionAndItsQueue(t *testing.T) {
 	if len(got) != 3 || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
 		t.Errorf("queue tallies %+v, want %+v", got, want)
 	}
+	for q := range int64(3) {
+		if c := in.QueueCounts(q); c != want[q] {
+			t.Errorf("QueueCounts(%d) = %+v, want %+v", q, c, want[q])
+		}
+	}
+	if c := in.QueueCounts(7); c != (PartitionCounts{}) {
+		t.Errorf("a queue never answered: %+v, want nothing counted", c)
+	}
 	if c := in.tallyOf(0, 5); c.partition != nil {
 		t.Error("an unresolved partition (id 0) got a tally")
 	}

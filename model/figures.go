@@ -3,11 +3,10 @@ package model
 // QueueFigures is what PostgreSQL holds of one queue, as operators see
 // it at a glance (the status page, the metrics).
 type QueueFigures struct {
-	Queue string
-	// Partitions is how many partitions the queue has; PartitionIDs their
-	// ids.
+	Queue   string
+	QueueID int64
+	// Partitions is how many partitions the queue has.
 	Partitions     int
-	PartitionIDs   []int64
 	StoredMessages int64
 	// DLQDepth counts the messages of the queue's dead-letter queue not
 	// yet redriven.

@@ -45,6 +45,7 @@ type IngestStats interface {
 	CacheSummary() (ingest.CacheSummary, bool)
 	Buffered() int
 	CacheLookup(pid int64, h model.Hash) ingest.HashLookup
+	QueueCounts(queueID int64) ingest.PartitionCounts
 	EachQueueCounts(f func(queueID int64, c ingest.PartitionCounts))
 }
 

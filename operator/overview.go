@@ -196,9 +196,7 @@ func (o *Ops) queueOverview(f model.QueueFigures, opts queengate.Options) queeng
 		q.Groups = append(q.Groups, queengate.GroupLagView{Group: g.Group, Lag: g.Lag, Delayed: g.Delayed})
 	}
 	var t pushTotals
-	for _, pid := range f.PartitionIDs {
-		t.add(o.ing.Counts(pid))
-	}
+	t.add(o.ing.QueueCounts(f.QueueID))
 	q.Queued, q.Duplicates, q.Failed = t.queued, t.duplicates, t.failed
 	return q
 }

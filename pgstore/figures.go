@@ -19,11 +19,11 @@ import (
 // the dead letters a redrive moved beyond its cursor (a redrive by
 // filter moves them out of order): its lag is what is left to redrive.
 const queueFiguresSQL = `
-SELECT q.name, coalesce(pp.n, 0), coalesce(pp.ids, '{}'), coalesce(pp.stored, 0),
+SELECT q.name, q.id, coalesce(pp.n, 0), coalesce(pp.stored, 0),
        coalesce(gg.names, '{}'), coalesce(gg.lags, '{}'), coalesce(gg.delays, '{}')
   FROM queen.queues q
   LEFT JOIN LATERAL (
-        SELECT count(*)::int AS n, array_agg(p.id ORDER BY p.id) AS ids,
+        SELECT count(*)::int AS n,
                sum(p.last_offset + 1 - coalesce(f.base_offset, p.last_offset + 1))::bigint AS stored
           FROM queen.log_partitions p
           LEFT JOIN LATERAL (SELECT s.base_offset FROM queen.log_segments s
@@ -61,7 +61,7 @@ func queueFigures(ctx context.Context, q readpool.Querier) ([]model.QueueFigures
 			names         []string
 			lags, delayed []int64
 		)
-		err := row.Scan(&f.Queue, &f.Partitions, &f.PartitionIDs, &f.StoredMessages, &names, &lags, &delayed)
+		err := row.Scan(&f.Queue, &f.QueueID, &f.Partitions, &f.StoredMessages, &names, &lags, &delayed)
 		for i, name := range names {
 			f.Groups = append(f.Groups, model.GroupLag{Group: name, Lag: lags[i], Delayed: delayed[i]})
 			f.Delayed += delayed[i]
