@@ -125,14 +125,14 @@ func (l *layout) write(ctx context.Context, b *testing.B, frames []model.Frame) 
 	var pids, bases, ends, firsts []int64
 	var txnIDs []string
 	var data []string
-	var hashes []string
+	var hashes []model.Hash
 	for _, fr := range frames {
 		pids = append(pids, fr.PartitionID)
 		firsts = append(firsts, int64(len(txnIDs)+1))
 		txnIDs = append(txnIDs, fr.TxnIDs...)
 		for i := range fr.Data {
 			data = append(data, string(fr.Data[i]))
-			hashes = append(hashes, uuidText(fr.Hashes[i]))
+			hashes = append(hashes, fr.Hashes[i])
 		}
 	}
 	// Offsets only need to be unique within a partition: the bundle's
@@ -168,18 +168,6 @@ func (l *layout) write(ctx context.Context, b *testing.B, frames []model.Frame) 
 	if err != nil {
 		b.Fatal(err)
 	}
-}
-
-func uuidText(h model.Hash) string {
-	const hex = "0123456789abcdef"
-	var s []byte
-	for i, c := range h {
-		if i == 4 || i == 6 || i == 8 || i == 10 {
-			s = append(s, '-')
-		}
-		s = append(s, hex[c>>4], hex[c&15])
-	}
-	return string(s)
 }
 
 func (l *layout) bytes(ctx context.Context, b *testing.B) int64 {
