@@ -29,6 +29,11 @@ type DerivedMessage struct {
 	Partition     string          `json:"partition,omitempty"`
 	TransactionID string          `json:"transactionId"`
 	Data          json.RawMessage `json:"data,omitempty"`
+	// Headers and DataEncoding are a pushed message's (docs/protocol.md,
+	// "Headers", "Binary data"): an object of names to a string or
+	// strings, and "base64" when Data is a string of base64.
+	Headers      json.RawMessage `json:"headers,omitempty"`
+	DataEncoding string          `json:"dataEncoding,omitempty"`
 }
 
 // AckPushAnswer answers an ack-and-push that committed: the items'

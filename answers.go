@@ -11,6 +11,13 @@ import (
 type Message struct {
 	TransactionID string          `json:"transactionId,omitempty"`
 	Data          json.RawMessage `json:"data,omitempty"`
+	// Headers are stored with the message and given back wherever its
+	// data is (docs/protocol.md, "Headers").
+	Headers Headers `json:"headers,omitempty"`
+	// Binary, when not nil, is the message's data as bytes of any kind,
+	// sent as base64 (docs/protocol.md, "Binary data"); Data is then
+	// left empty.
+	Binary []byte `json:"-"`
 }
 
 // PushStatus is what happened to a pushed message.

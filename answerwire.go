@@ -278,6 +278,13 @@ func (r *answerReader) storedField(key []byte, m *StoredMessage, msg int) bool {
 		m.CreatedAt = r.createdAt()
 	case "data":
 		m.Data = r.raw()
+	case "dataEncoding":
+		m.DataEncoding = r.str()
+	case "headers":
+		raw := r.raw()
+		if r.ok && m.Headers.UnmarshalJSON(raw) != nil {
+			r.decline()
+		}
 	default:
 		return false
 	}

@@ -2,6 +2,7 @@ package queengate
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -145,8 +146,25 @@ func pushBody(queue, partition string, msgs []Message, named bool) ([]byte, erro
 // and &: on a queue whose onConflict is reject, a retry of data first
 // pushed by other means would then answer a payload conflict.
 func (m Message) AppendJSON(b []byte) ([]byte, error) {
-	head, _ := json.Marshal(Message{TransactionID: m.TransactionID}) // a string: cannot fail
-	return withData(b, head, m.Data)
+	head := Message{TransactionID: m.TransactionID, Headers: m.Headers}
+	data := m.Data
+	if m.Binary != nil {
+		if len(m.Data) > 0 {
+			return nil, errors.New("give Data (JSON) or Binary (bytes), not both")
+		}
+		data = json.RawMessage(`"` + base64.StdEncoding.EncodeToString(m.Binary) + `"`)
+	}
+	obj, err := json.Marshal(head)
+	if err != nil {
+		return nil, err
+	}
+	if m.Binary != nil {
+		obj = append(obj[:len(obj)-1], `,"dataEncoding":"base64"}`...)
+		if len(obj) == len(`{,"dataEncoding":"base64"}`) {
+			obj = []byte(`{"dataEncoding":"base64"}`)
+		}
+	}
+	return withData(b, obj, data)
 }
 
 // withData appends the JSON object obj to b with data, byte for byte, as

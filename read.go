@@ -32,8 +32,14 @@ type StoredMessage struct {
 	// the caller's to keep and change, but it shares one buffer with the
 	// answer's other messages (the answer as received, not a copy per
 	// message): keeping one message's Data keeps that whole buffer in
-	// memory. Clone it (bytes.Clone) to keep it alone.
+	// memory. Clone it (bytes.Clone) to keep it alone. For binary data
+	// (DataEncoding base64) it is the JSON string of its base64: Bytes
+	// gives the bytes.
 	Data json.RawMessage `json:"data"`
+	// Headers are the message's headers, nil for none.
+	Headers Headers `json:"headers,omitempty"`
+	// DataEncoding is "base64" for binary data, empty for JSON data.
+	DataEncoding string `json:"dataEncoding,omitempty"`
 }
 
 // ReadAnswer is a run of a partition's messages in offset order.

@@ -36,7 +36,7 @@ func (c *Consumers) ackPush(ctx context.Context, queue, partition string, body [
 	c.activity.note(g.ID)
 	derived := make([]model.Derived, len(req.Push))
 	for i, m := range req.Push {
-		derived[i] = model.Derived{Queue: m.Queue, Partition: m.Partition, TxnID: m.TransactionID, Data: m.Data}
+		derived[i] = model.Derived{Queue: m.Queue, Partition: m.Partition, TxnID: m.TransactionID, Data: m.Data, Meta: derivedMeta(m)}
 	}
 	res, err := c.store.AckAndPush(ctx, g, pid, req.LeaseID, items, derived)
 	switch {
@@ -144,21 +144,34 @@ func derivedInto(dst *[]queengate.DerivedMessage, maxPayload int64) func([]byte)
 // recognised by it) and data.
 func decodeDerived(raw []byte, i int, m *queengate.DerivedMessage, maxPayload int64) *queengate.Error {
 	where := func() string { return "push " + strconv.Itoa(i) }
+	var encoding []byte
+	keep := func(dst *[]byte) func([]byte) *queengate.Error {
+		return func(raw []byte) *queengate.Error { *dst = raw; return nil }
+	}
 	werr := wire.DecodeObjectAt(raw, where, derivedShape,
 		wire.Field{Name: "queue", Decode: wire.NameInto("queue", &m.Queue)},
 		wire.Field{Name: "partition", Decode: wire.NameInto("partition", &m.Partition)},
 		wire.Field{Name: "transactionId", Decode: wire.StringInto("transactionId", &m.TransactionID)},
-		wire.Field{Name: "data", Decode: func(raw []byte) *queengate.Error {
-			if werr := wire.CheckDataSize(raw, maxPayload); werr != nil {
-				return werr
-			}
-			m.Data = raw
-			return nil
-		}},
+		wire.Field{Name: "data", Decode: keep((*[]byte)(&m.Data))},
+		wire.Field{Name: "headers", Decode: keep((*[]byte)(&m.Headers))},
+		wire.Field{Name: "dataEncoding", Decode: keep(&encoding)},
 	)
-	switch {
-	case werr != nil:
+	if werr != nil {
 		return werr
+	}
+	data, meta, why := wire.Payload(m.Data, m.Headers, encoding)
+	if why != "" {
+		return wire.BadInput("%s: %s", where(), why)
+	}
+	m.Data = data
+	if model.IsBinary(meta) {
+		m.DataEncoding = model.DataEncodingB64
+	}
+	if werr := wire.CheckDataSize(data, meta, maxPayload); werr != nil {
+		werr.Text = where() + ": " + werr.Text
+		return werr
+	}
+	switch {
 	case m.Queue == "":
 		return wire.BadInput(`%s: "queue" is missing: the queue it goes to`, where())
 	case m.TransactionID == "" || len(m.TransactionID) > queengate.MaxTxnIDBytes:
@@ -169,6 +182,17 @@ func decodeDerived(raw []byte, i int, m *queengate.DerivedMessage, maxPayload in
 		m.Partition = queengate.DefaultPartition
 	}
 	return nil
+}
+
+// derivedMeta is the meta a derived message decoded by decodeDerived
+// stores (its headers checked there, its data made canonical).
+func derivedMeta(m queengate.DerivedMessage) []byte {
+	var encoding []byte
+	if m.DataEncoding != "" {
+		encoding = []byte(`"` + m.DataEncoding + `"`)
+	}
+	_, meta, _ := wire.Payload(m.Data, m.Headers, encoding)
+	return meta
 }
 
 // ackPushAnswerBound is the most an ack-and-push's answer can take,

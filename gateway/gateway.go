@@ -190,11 +190,20 @@ func (g *Gateway) Start(ctx context.Context) error {
 			return err
 		}
 	}
+	publish := svc.addEndpoint("publish", subjects.Verb(queengate.APIPublish)+".>", QueueGroup, g.handlePublish)
+	if err := publish.subscribe(publish.subject); err != nil {
+		return err
+	}
 	if g.cfg.Routing == nil {
 		// Without routing, every shard too: pushes are served whether or
 		// not NATS maps them.
-		if err := push.subscribe(subjects.Verb(queengate.APIShard) + ".>"); err != nil {
-			return err
+		for _, sub := range []struct {
+			e    *endpoint
+			verb queengate.API
+		}{{push, queengate.APIShard}, {publish, queengate.APIPublishShard}} {
+			if err := sub.e.subscribe(subjects.Verb(sub.verb) + ".>"); err != nil {
+				return err
+			}
 		}
 	}
 	g.svc = svc
@@ -218,7 +227,8 @@ func (g *Gateway) Start(ctx context.Context) error {
 		return fmt.Errorf("gateway: flush subscriptions: %w", err)
 	}
 	if g.cfg.Routing != nil {
-		endpoints := append([]routing.ShardEndpoint{{Verb: subjects.Verb(queengate.APIShard), Subscriber: shardSubscriber{push}}},
+		endpoints := append([]routing.ShardEndpoint{{Verb: subjects.Verb(queengate.APIShard), Subscriber: shardSubscriber{push}},
+			{Verb: subjects.Verb(queengate.APIPublishShard), Subscriber: shardSubscriber{publish}}},
 			g.shardEndpoints...)
 		r := routing.New(*g.cfg.Routing, g.nc, svc.id, g.cfg.Prefix, endpoints, g.log, g.routingMetrics)
 		if err := r.Start(ctx); err != nil {
@@ -353,6 +363,9 @@ func (g *Gateway) handlePush(req *Request) {
 		ackSubject = queengate.Subjects{Prefix: g.cfg.Prefix}.Ack(queue, partition)
 	}
 	msgs, werr := wire.DecodePush(req.Data, g.cfg.MaxBatch)
+	if werr == nil {
+		werr = wire.WithNATSHeaders(msgs, req.Header)
+	}
 	if werr != nil {
 		g.reject(req, ackSubject, werr)
 		return
@@ -385,20 +398,23 @@ func (g *Gateway) handlePush(req *Request) {
 		req.done(pushOutcome(results))
 	}
 	if err := g.ing.Submit(r); err != nil {
-		switch {
-		case errors.Is(err, ingest.ErrOverloaded):
-			werr = &queengate.Error{Code: queengate.CodeUnavailable, Text: "overloaded: retry later"}
-		case errors.Is(err, ingest.ErrStoreDown):
-			werr = &queengate.Error{Code: queengate.CodeUnavailable, Text: "not stored: PostgreSQL unreachable from this gateway: retry (another gateway may serve it)"}
-		case errors.Is(err, ingest.ErrStopped), errors.Is(err, ingest.ErrNotStarted):
-			werr = &queengate.Error{Code: queengate.CodeUnavailable, Text: "shutting down: retry on another gateway"}
-		default:
-			werr = &queengate.Error{Code: queengate.CodeInternal, Text: err.Error()}
-		}
-		g.reject(req, ackSubject, werr)
+		g.reject(req, ackSubject, submitError(err))
 		return
 	}
 	g.metrics.requests.Inc()
+}
+
+// submitError is the answer to a push ingest refused.
+func submitError(err error) *queengate.Error {
+	switch {
+	case errors.Is(err, ingest.ErrOverloaded):
+		return &queengate.Error{Code: queengate.CodeUnavailable, Text: "overloaded: retry later"}
+	case errors.Is(err, ingest.ErrStoreDown):
+		return &queengate.Error{Code: queengate.CodeUnavailable, Text: "not stored: PostgreSQL unreachable from this gateway: retry (another gateway may serve it)"}
+	case errors.Is(err, ingest.ErrStopped), errors.Is(err, ingest.ErrNotStarted):
+		return &queengate.Error{Code: queengate.CodeUnavailable, Text: "shutting down: retry on another gateway"}
+	}
+	return &queengate.Error{Code: queengate.CodeInternal, Text: err.Error()}
 }
 
 // answerBuffers keeps push answers' buffers for the next answers:

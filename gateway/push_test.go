@@ -227,7 +227,7 @@ func TestBadInputIsRejectedAndStoresNothing(t *testing.T) {
 		{"over-long transactionId", e.Subject("p"), `[{"transactionId":"` + long + `"}]`, 400, "1-256 bytes"},
 		{"empty transactionId", e.Subject("p"), `[{"transactionId":""}]`, 400, "1-256 bytes"},
 		{"non-string transactionId", e.Subject("p"), `[{"transactionId":12}]`, 400, "must be a string"},
-		{"misspelt transactionId", e.Subject("p"), `{"transactionID":"t-1","data":1}`, 400, `message 0: unknown field "transactionID": a message has only "transactionId" and "data"; did you mean "transactionId"?`},
+		{"misspelt transactionId", e.Subject("p"), `{"transactionID":"t-1","data":1}`, 400, `message 0: unknown field "transactionID": a message has only "transactionId", "data", "headers" and "dataEncoding"; did you mean "transactionId"?`},
 		{"snake-case fields", e.Subject("p"), `[{"transaction_id":"t-1","payload":1}]`, 400, `unknown field "transaction_id"`},
 		{"transactionId twice", e.Subject("p"), `{"transactionId":"a","transactionId":"b"}`, 400, `field "transactionId" is given twice`},
 		{"lone surrogate in data", e.Subject("p"), `{"transactionId":"x","data":"\ud800"}`, 400, `message 0: data: unpaired UTF-16 surrogate \ud800`},

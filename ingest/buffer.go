@@ -18,6 +18,8 @@ type buffer struct {
 	txnIDs []string
 	hashes []model.Hash
 	data   [][]byte
+	// meta[i] is leader i's meta; nil while no leader has any.
+	meta [][]byte
 	// leaderOf[i] is the leader index of the i-th message of the buffer
 	// (requests concatenated); leaderOf[i] == its own leader index for a
 	// leader. isLeader marks them.
@@ -62,10 +64,20 @@ func (b *buffer) add(req *Request) {
 		}
 		b.txnIDs = append(b.txnIDs, m.TxnID)
 		b.hashes = append(b.hashes, h)
+		b.meta = model.WithMeta(b.meta, len(b.data), m.Meta)
 		b.data = append(b.data, m.Data)
 		b.leaderOf = append(b.leaderOf, li)
 		b.isLeader = append(b.isLeader, true)
 	}
+}
+
+// leaderData is leader i's data and meta.
+func (b *buffer) leaderData(i int32) Message {
+	m := Message{Data: b.data[i]}
+	if b.meta != nil {
+		m.Meta = b.meta[i]
+	}
+	return m
 }
 
 // leader is the index of the leader whose hash is h, if there is one.
@@ -95,7 +107,7 @@ func (b *buffer) leader(h model.Hash) (int32, bool) {
 func (b *buffer) frame(meta model.Partition) model.Frame {
 	fr := model.Frame{PartitionID: meta.ID, Verified: -1}
 	if meta.WindowSeconds > 0 {
-		fr.TxnIDs, fr.Hashes, fr.Data = b.txnIDs, b.hashes, b.data
+		fr.TxnIDs, fr.Hashes, fr.Data, fr.Meta = b.txnIDs, b.hashes, b.data, b.meta
 		return fr
 	}
 	fr.TxnIDs = make([]string, 0, b.size)
@@ -105,6 +117,7 @@ func (b *buffer) frame(meta model.Partition) model.Frame {
 		for _, m := range req.Messages {
 			fr.TxnIDs = append(fr.TxnIDs, m.TxnID)
 			fr.Hashes = append(fr.Hashes, b.hashes[b.leaderOf[len(fr.TxnIDs)-1]])
+			fr.Meta = model.WithMeta(fr.Meta, len(fr.Data), m.Meta)
 			fr.Data = append(fr.Data, m.Data)
 		}
 	}
@@ -140,7 +153,7 @@ func (b *buffer) resolve(meta model.Partition, res *model.FrameResult, failure e
 				if o.Duplicate || !b.isLeader[i] {
 					r.Status = model.StatusDuplicate
 					if clash != nil {
-						clash.judge(r, req.Messages[k].Data, o, b.data[b.leaderOf[i]])
+						clash.judge(r, req.Messages[k], o, b.leaderData(b.leaderOf[i]))
 						if r.Conflict {
 							conflicted++
 						}

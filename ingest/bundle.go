@@ -142,7 +142,7 @@ func (b *bundle) build(ctx context.Context) *sent {
 			continue
 		}
 		fr := b.buffers[i].frame(p.meta)
-		fr.DataHashes = dataHashes(p.meta, fr.Data)
+		fr.DataHashes = dataHashes(p.meta, &fr)
 		s.frameOf[i] = len(s.frames)
 		s.frames = append(s.frames, fr)
 	}

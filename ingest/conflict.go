@@ -47,8 +47,8 @@ func (in *Ingester) findConflicts(ctx context.Context, res *model.FrameResult) *
 
 // judge answers a duplicate whose data may differ from its original's:
 // o is its leader's outcome (a stored original at o.Offset, or the leader
-// itself, written now, whose data is leaderData).
-func (c *conflicts) judge(r *Result, data []byte, o model.Outcome, leaderData []byte) {
+// itself, written now: leader). Their data is compared, not their headers.
+func (c *conflicts) judge(r *Result, msg Message, o model.Outcome, leader Message) {
 	var original model.Hash
 	if o.Duplicate {
 		if c.err != nil {
@@ -62,9 +62,9 @@ func (c *conflicts) judge(r *Result, data []byte, o model.Outcome, leaderData []
 		}
 		original = h
 	} else {
-		original = model.HashData(leaderData)
+		original = model.HashData(leader.Data, leader.Meta)
 	}
-	if model.HashData(data) == original {
+	if model.HashData(msg.Data, msg.Meta) == original {
 		return
 	}
 	r.Conflict = true
@@ -78,9 +78,9 @@ func (c *conflicts) judge(r *Result, data []byte, o model.Outcome, leaderData []
 // dataHashes is the frame's DataHashes for a queue that compares
 // payloads, nil otherwise: the cost of the option falls on those queues
 // only.
-func dataHashes(meta model.Partition, data [][]byte) []model.Hash {
-	if !meta.OnConflict.Compares() || meta.WindowSeconds == 0 {
+func dataHashes(p model.Partition, fr *model.Frame) []model.Hash {
+	if !p.OnConflict.Compares() || p.WindowSeconds == 0 {
 		return nil
 	}
-	return model.HashEachData(data)
+	return model.HashEachData(fr.Data, fr.Meta)
 }

@@ -174,6 +174,9 @@ type Message struct {
 	TxnID string
 	// Data is the message's data as JSON text; nil stands for null.
 	Data []byte
+	// Meta is its headers and data encoding (model.AppendMeta), nil for
+	// none.
+	Meta []byte
 }
 
 // Result is one message's outcome.
@@ -362,7 +365,7 @@ func (in *Ingester) Submit(req *Request) error {
 func (r *Request) bytes() int64 {
 	var n int64
 	for _, m := range r.Messages {
-		n += int64(len(m.TxnID) + len(m.Data))
+		n += int64(len(m.TxnID) + len(m.Data) + len(m.Meta))
 	}
 	return n
 }

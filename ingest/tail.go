@@ -24,7 +24,10 @@ func (in *Ingester) feedTail(n uint64, fr *model.Frame, res *model.FrameResult) 
 		}
 		return
 	}
-	if n == 0 || res.Settled {
+	if n == 0 || res.Settled || fr.Meta != nil {
+		// A frame with headers or binary data: the tail keeps data
+		// alone, so the partition's pops are served from SQL, which
+		// keeps both.
 		in.tail.Drop(fr.PartitionID)
 		return
 	}

@@ -4,10 +4,11 @@ import "errors"
 
 // Derived is a message an ack-and-push stores beside the items it
 // settles (docs/protocol.md, "Ack and push"): Data is JSON as sent, nil
-// for null.
+// for null; Meta its headers and data encoding (AppendMeta), nil for
+// none.
 type Derived struct {
 	Queue, Partition, TxnID string
-	Data                    []byte
+	Data, Meta              []byte
 }
 
 // DerivedOutcome is where a derived message is: at Offset of PartitionID,

@@ -80,7 +80,7 @@ const DeliveryEnvelope = 256
 // its data as stored, its transactionId and last error escaped at worst
 // (\u00XX for every byte), and the envelope. The store computes the same.
 func DeliverySize(d Delivery) int64 {
-	return int64(len(d.Data)+6*(len(d.TxnID)+len(d.LastError))) + DeliveryEnvelope
+	return int64(len(d.Data)+len(d.Meta)+6*(len(d.TxnID)+len(d.LastError))) + DeliveryEnvelope
 }
 
 // Delivery is one message handed to a consumer.
@@ -234,9 +234,19 @@ type DeadLetter struct {
 	Error         string    `json:"error"`
 	// DataOmitted stands for data too large to fit in the dead letter.
 	DataOmitted *OmittedData `json:"dataOmitted,omitempty"`
+	// Headers are the original's headers, as stored (docs/protocol.md,
+	// "Headers").
+	Headers json.RawMessage `json:"headers,omitempty"`
+	// DataEncoding is "base64" when Data is the base64 of binary data.
+	DataEncoding string `json:"dataEncoding,omitempty"`
 	// Data is the original data byte for byte; the store writes it after
 	// the other fields, as it was stored.
 	Data json.RawMessage `json:"data,omitempty"`
+}
+
+// Meta is the original's meta, as the letter carries it.
+func (l *DeadLetter) Meta() []byte {
+	return JoinMeta(l.Headers, l.DataEncoding == DataEncodingB64)
 }
 
 // OmittedData says how large the data a dead letter left out was.

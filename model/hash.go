@@ -22,13 +22,12 @@ func HashTxnID(txnID string) Hash {
 	return h
 }
 
-// HashData is the hash a payload conflict compares: the xxh3_128 of a
-// message's data as sent (nil is null), byte for byte.
-func HashData(data []byte) Hash {
-	if data == nil {
-		data = jsonNull
-	}
-	sum := xxh3.Hash128(data)
+// HashData is the hash a payload conflict compares: the xxh3_128 of the
+// bytes a message carries (DataBytes: its JSON text as sent, nil is
+// null, or the bytes of binary data). Headers take no part: a retry with
+// another trace context is the same message.
+func HashData(data, meta []byte) Hash {
+	sum := xxh3.Hash128(DataBytes(data, meta))
 	var h Hash
 	binary.BigEndian.PutUint64(h[:8], sum.Hi)
 	binary.BigEndian.PutUint64(h[8:], sum.Lo)
@@ -37,11 +36,16 @@ func HashData(data []byte) Hash {
 
 var jsonNull = []byte("null")
 
-// HashEachData is HashData of every message's data, in order.
-func HashEachData(data [][]byte) []Hash {
+// HashEachData is HashData of every message's data, in order; meta is
+// nil when no message has any.
+func HashEachData(data, meta [][]byte) []Hash {
 	out := make([]Hash, len(data))
 	for i, d := range data {
-		out[i] = HashData(d)
+		var m []byte
+		if meta != nil {
+			m = meta[i]
+		}
+		out[i] = HashData(d, m)
 	}
 	return out
 }

@@ -36,7 +36,10 @@ type Frame struct {
 	Hashes []Hash
 	// Data[i] is message i's data as JSON text; nil stands for null.
 	Data [][]byte
-	// DataHashes[i] is HashData(Data[i]), for a queue that compares
+	// Meta[i] is message i's meta (its headers and data encoding, see
+	// AppendMeta), nil for none; Meta is nil when no message has any.
+	Meta [][]byte
+	// DataHashes[i] is HashData(Data[i], Meta[i]), for a queue that compares
 	// payloads (ConflictMode.Compares); nil otherwise. SQL stores them
 	// only if the queue compares when the push commits.
 	DataHashes []Hash

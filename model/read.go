@@ -17,6 +17,8 @@ type StoredMessage struct {
 	CreatedAt   time.Time
 	// Data is the message's data as pushed (JSON text, byte for byte).
 	Data []byte
+	// Meta is its headers and data encoding (AppendMeta), nil for none.
+	Meta []byte
 }
 
 // ReadRequest asks for a partition's messages from an offset.

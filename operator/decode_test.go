@@ -184,7 +184,7 @@ func TestDecodeExplainBody(t *testing.T) {
 		{"an empty id", `{"transactionId":""}`, `transactionId must be 1-256 bytes, got 0`},
 		{"an id not a string", `{"transactionId":7}`, `transactionId must be a string`},
 		{"no id", `{"data":1}`, `"transactionId" is missing: explain the verdict of which id?`},
-		{"transactionID", `{"transactionID":"t"}`, `unknown field "transactionID": a message has only "transactionId" and "data"; did you mean "transactionId"?`},
+		{"transactionID", `{"transactionID":"t"}`, `unknown field "transactionID": a message has only "transactionId", "data", "headers" and "dataEncoding"; did you mean "transactionId"?`},
 		{"an array", `[{"transactionId":"t"}]`, `an explain is one message object, not an array`},
 		{"a lone surrogate in data", `{"transactionId":"t","data":"\ud800"}`,
 			`data: unpaired UTF-16 surrogate \ud800: PostgreSQL refuses it in jsonb (and it is no Unicode text); escape the whole pair or send UTF-8 at byte 29`},
@@ -224,7 +224,7 @@ func TestDecodeTimerBodies(t *testing.T) {
 	bodyref.RunDecodeCases(t, func(b []byte) *queengate.Error { _, werr := decodeTimer(b, now); return werr }, []decodeCase{
 		{"a delay", `{"transactionId":"t","data":1,"delayMs":5}`, ""},
 		{"fireAt a number", `{"data":1,"fireAt":5}`, `"fireAt" must be an RFC 3339 string such as "2026-12-01T09:00:00Z", not the JSON number 5`},
-		{"DelayMs", `{"DelayMs":5}`, `unknown field "DelayMs": a message has only "transactionId", "data", "fireAt" and "delayMs"; did you mean "delayMs"?`},
+		{"DelayMs", `{"DelayMs":5}`, `unknown field "DelayMs": a message has only "transactionId", "data", "headers", "dataEncoding", "fireAt" and "delayMs"; did you mean "delayMs"?`},
 	})
 	bodyref.RunDecodeCases(t, func(b []byte) *queengate.Error { _, werr := decodeCancel(b); return werr }, []decodeCase{
 		{"an id", `{"timerId":"` + bodyref.TestLease + `"}`, ""},

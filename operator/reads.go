@@ -147,8 +147,10 @@ func readAnswer(queue, partition string, from int64, res model.ReadResult) queen
 }
 
 func storedView(m model.StoredMessage) queengate.StoredMessage {
-	return queengate.StoredMessage{Offset: m.Offset, MessageID: model.MessageID(m.PartitionID, m.Offset),
+	v := queengate.StoredMessage{Offset: m.Offset, MessageID: model.MessageID(m.PartitionID, m.Offset),
 		TransactionID: m.TxnID, CreatedAt: m.CreatedAt, Data: json.RawMessage(m.Data)}
+	wire.StoredView(&v, m.Meta)
+	return v
 }
 
 // readError maps a store failure of a read: not found is a 404.
@@ -389,7 +391,7 @@ func (o *Ops) explainConflict(ctx context.Context, queue string, l model.TxnLook
 		ans.OriginalDataGone = true
 	case data == nil:
 		ans.Answer, ans.DependsOnData = "", true
-	case model.HashData(data) != original:
+	case model.HashData(data, nil) != original:
 		ans.Conflict = true
 		if q.OnConflict == model.ConflictReject {
 			ans.Answer = "failed"

@@ -27,6 +27,7 @@ const maxTimerList = 10000
 type timerRequest struct {
 	txnID  string
 	data   []byte
+	meta   []byte // its headers and data encoding (model.AppendMeta)
 	fireAt time.Time
 }
 
@@ -41,7 +42,12 @@ func decodeTimer(body []byte, now time.Time) (timerRequest, *queengate.Error) {
 	if werr != nil {
 		return timerRequest{}, werr
 	}
-	r := timerRequest{txnID: m.TxnIDOrMint(), data: m.Data}
+	data, meta, werr := m.Payload(0)
+	if werr != nil {
+		werr.Text = strings.Replace(werr.Text, "message 0: ", "", 1)
+		return timerRequest{}, werr
+	}
+	r := timerRequest{txnID: m.TxnIDOrMint(), data: data, meta: meta}
 	fireAt, delayMs := m.Extra[0], m.Extra[1]
 	hasAt, hasDelay := fireAt != nil && string(fireAt) != "null", delayMs != nil && string(delayMs) != "null"
 	switch {
@@ -119,10 +125,10 @@ func (t *TimerOps) schedule(ctx context.Context, prefix, subject string, body []
 	if werr != nil {
 		return nil, werr
 	}
-	if werr := wire.CheckDataSize(r.data, maxPayload); werr != nil {
+	if werr := wire.CheckDataSize(r.data, r.meta, maxPayload); werr != nil {
 		return nil, werr
 	}
-	s, err := t.svc.Schedule(ctx, queue, partition, r.txnID, r.data, r.fireAt)
+	s, err := t.svc.Schedule(ctx, queue, partition, r.txnID, r.data, r.meta, r.fireAt)
 	if err != nil {
 		return nil, gateway.StoreError(err)
 	}

@@ -116,7 +116,7 @@ func TestTimerBadInputIsA400AndStoresNothing(t *testing.T) {
 		{ok, `{"transactionId":"","delayMs":0}`, "transactionId must be 1-256 bytes"},
 		{ok, `{"transactionId":7,"delayMs":0}`, "transactionId must be a string"},
 		{ok, `{"delayMs":0,`, "malformed JSON"},
-		{ok, `{"transactionID":"t","delayMs":0}`, `unknown field "transactionID": a message has only "transactionId", "data", "fireAt" and "delayMs"; did you mean "transactionId"?`},
+		{ok, `{"transactionID":"t","delayMs":0}`, `unknown field "transactionID": a message has only "transactionId", "data", "headers", "dataEncoding", "fireAt" and "delayMs"; did you mean "transactionId"?`},
 		{ok, `{"data":1,"delayMs":0,"delayMs":5}`, `field "delayMs" is given twice`},
 		{ok, `{"data":"\ud800","delayMs":0}`, "data: unpaired UTF-16 surrogate"},
 		{ok, `{"data":1,"delay":5}`, `unknown field "delay"`},

@@ -21,7 +21,7 @@ func withData(fr model.Frame, data ...string) model.Frame {
 	for _, d := range data {
 		fr.Data = append(fr.Data, []byte(d))
 	}
-	fr.DataHashes = model.HashEachData(fr.Data)
+	fr.DataHashes = model.HashEachData(fr.Data, nil)
 	return fr
 }
 
@@ -100,7 +100,7 @@ func TestDataHashesAreStoredOnlyForQueuesThatCompare(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantOutcomes(t, res[0], queued(2), dup(0), queued(3), dup(2))
-	h := model.HashData
+	h := func(d []byte) model.Hash { return model.HashData(d, nil) }
 	want := [][]model.Hash{{h([]byte(`1`)), h([]byte(`2`))}, {h([]byte(`"c"`)), h([]byte(`"d"`))}}
 	got := comparing.storedDataHashes(t)
 	if len(got) != len(want) || len(got[0]) != 2 || got[0][0] != want[0][0] || got[0][1] != want[0][1] ||
@@ -124,7 +124,7 @@ func TestOriginalsFallBackToTheStoredData(t *testing.T) {
 	}
 	b.setOnConflict(t, model.ConflictFlag)
 	got := b.originals(t, 0, 1, 99)
-	if len(got) != 1 || got[0] != model.HashData([]byte(data)) {
+	if len(got) != 1 || got[0] != model.HashData([]byte(data), nil) {
 		t.Fatalf("originals %x, want only offset 0 with the hash of the data as sent", got)
 	}
 }
@@ -144,7 +144,7 @@ func TestMixedBundleKeepsEachFramesDataHashes(t *testing.T) {
 	if res[0].OnConflict != model.ConflictIgnore || res[1].OnConflict != model.ConflictReject {
 		t.Fatalf("modes %q and %q", res[0].OnConflict, res[1].OnConflict)
 	}
-	if got := comparing.originals(t, 0, 1); got[0] != model.HashData([]byte(`"P"`)) || got[1] != model.HashData([]byte(`"Q"`)) {
+	if got := comparing.originals(t, 0, 1); got[0] != model.HashData([]byte(`"P"`), nil) || got[1] != model.HashData([]byte(`"Q"`), nil) {
 		t.Fatalf("originals of the comparing frame %x", got)
 	}
 	if got := ignoring.storedDataHashes(t); len(got) != 1 || got[0] != nil {
@@ -177,7 +177,7 @@ func TestPartitionTwiceInABundleKeepsEachFramesDataHashes(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantOutcomes(t, res[1], queued(1), dup(0))
-	if got := b.originals(t, 0, 1); got[0] != model.HashData([]byte(`"A"`)) || got[1] != model.HashData([]byte(`"B"`)) {
+	if got := b.originals(t, 0, 1); got[0] != model.HashData([]byte(`"A"`), nil) || got[1] != model.HashData([]byte(`"B"`), nil) {
 		t.Fatalf("originals %x", got)
 	}
 }

@@ -328,7 +328,7 @@ func BenchmarkPushOnConflict(b *testing.B) {
 				for b.Loop() {
 					fr := rows.frame(p.ID, last, n)
 					if mode.Compares() {
-						fr.DataHashes = model.HashEachData(fr.Data)
+						fr.DataHashes = model.HashEachData(fr.Data, nil)
 					}
 					res, err := st.Push(ctx, []model.Frame{fr})
 					if err != nil {
@@ -355,7 +355,7 @@ func BenchmarkOriginals(b *testing.B) {
 	last := int64(-1)
 	for range 20 {
 		fr := rows.frame(p.ID, last, 1000)
-		fr.DataHashes = model.HashEachData(fr.Data)
+		fr.DataHashes = model.HashEachData(fr.Data, nil)
 		res, err := st.Push(ctx, []model.Frame{fr})
 		if err != nil {
 			b.Fatal(err)

@@ -36,7 +36,7 @@ func rowsOf(t *testing.T, b *testBundle, pid, gid int64) map[string]int {
 
 func (b *testBundle) schedule(t *testing.T, txnID string) {
 	t.Helper()
-	if _, err := b.store.ScheduleTimer(context.Background(), b.part.ID, txnID, []byte(`{}`), time.Now().Add(time.Hour)); err != nil {
+	if _, err := b.store.ScheduleTimer(context.Background(), b.part.ID, txnID, []byte(`{}`), nil, time.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 }

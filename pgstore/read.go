@@ -94,7 +94,7 @@ func read(ctx context.Context, q readpool.Querier, r model.ReadRequest) (res mod
 // readSegments reads frames from offset from into res, until the limits;
 // n is the messages added, more whether the limits left room for more.
 func readSegments(ctx context.Context, q readpool.Querier, pid, from int64, r model.ReadRequest, res *model.ReadResult, bytes *int64) (n int, more bool, err error) {
-	rows, err := q.Query(ctx, "SELECT base_offset, created_at, txn_ids, data FROM queen.log_read($1, $2, $3)",
+	rows, err := q.Query(ctx, "SELECT base_offset, created_at, txn_ids, data, meta FROM queen.log_read($1, $2, $3)",
 		pid, from, readSegmentsPerQuery)
 	if err != nil {
 		return 0, false, err
@@ -108,8 +108,9 @@ func readSegments(ctx context.Context, q readpool.Querier, pid, from int64, r mo
 			created time.Time
 			ids     []string
 			data    [][]byte
+			meta    [][]byte // nil when no message of the frame has any
 		)
-		if err := rows.Scan(&base, &created, &ids, &data); err != nil {
+		if err := rows.Scan(&base, &created, &ids, &data, &meta); err != nil {
 			return n, false, err
 		}
 		for k := range ids {
@@ -118,7 +119,10 @@ func readSegments(ctx context.Context, q readpool.Querier, pid, from int64, r mo
 			}
 			res.Messages = append(res.Messages, model.StoredMessage{PartitionID: pid, Offset: base + int64(k),
 				TxnID: ids[k], CreatedAt: created, Data: data[k]})
-			*bytes += int64(len(data[k]))
+			if meta != nil {
+				res.Messages[len(res.Messages)-1].Meta = meta[k]
+			}
+			*bytes += int64(len(data[k]) + len(res.Messages[len(res.Messages)-1].Meta))
 			res.Next = base + int64(k) + 1
 			n++
 		}
@@ -141,13 +145,14 @@ func (s *Store) MessageAt(ctx context.Context, pid, offset int64) (m model.Store
 func messageAt(ctx context.Context, q readpool.Querier, pid, offset int64) (m model.StoredMessage, queue, partition string, err error) {
 	m = model.StoredMessage{PartitionID: pid, Offset: offset}
 	err = q.QueryRow(ctx, `
-		SELECT q.name, lp.name, s.created_at, s.txn_ids[$2 - s.base_offset + 1], s.data[$2 - s.base_offset + 1]
+		SELECT q.name, lp.name, s.created_at, s.txn_ids[$2 - s.base_offset + 1], s.data[$2 - s.base_offset + 1],
+		       s.meta[$2 - s.base_offset + 1]
 		  FROM queen.log_partitions lp
 		  JOIN queen.queues q ON q.id = lp.queue_id
 		  JOIN LATERAL (SELECT * FROM queen.log_segments s
 		                 WHERE s.partition_id = lp.id AND s.base_offset <= $2
 		                 ORDER BY s.base_offset DESC LIMIT 1) s ON true
-		 WHERE lp.id = $1 AND s.end_offset >= $2`, pid, offset).Scan(&queue, &partition, &m.CreatedAt, &m.TxnID, &m.Data)
+		 WHERE lp.id = $1 AND s.end_offset >= $2`, pid, offset).Scan(&queue, &partition, &m.CreatedAt, &m.TxnID, &m.Data, &m.Meta)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return m, "", "", fmt.Errorf("%w: no message at offset %d of partition %d (never written, or removed by retention)", model.ErrNotFound, offset, pid)
 	}

@@ -441,7 +441,7 @@ func TestPartitionFiguresFollowPushesFiresAndRetention(t *testing.T) {
 		t.Errorf("oldest %v newest %v", p.OldestAt, p.NewestAt)
 	}
 
-	if _, err := b.store.ScheduleTimer(ctx, b.part.ID, "timer-1", []byte(`{"fired":true}`), time.Now().Add(-time.Second)); err != nil {
+	if _, err := b.store.ScheduleTimer(ctx, b.part.ID, "timer-1", []byte(`{"fired":true}`), nil, time.Now().Add(-time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	if fired, err := b.store.FireDue(ctx, 10, nil); err != nil || len(fired) != 1 {

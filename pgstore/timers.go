@@ -23,8 +23,8 @@ const TimerNotifyChannel = "queen_timers"
 // notifies the fire loops (delivered on commit).
 const scheduleSQL = `
 WITH ins AS (
-	INSERT INTO queen.timers (partition_id, fire_at, txn_id, hash, data, data_bytes)
-	VALUES ($1, $2, $3, $4, $5::text::json, octet_length($5))
+	INSERT INTO queen.timers (partition_id, fire_at, txn_id, hash, data, data_bytes, meta)
+	VALUES ($1, $2, $3, $4, $5::text::json, octet_length($5), $7::text::json)
 	ON CONFLICT (partition_id, hash) DO NOTHING
 	RETURNING id, fire_at
 ), notify AS (
@@ -39,7 +39,7 @@ SELECT t.id::text, t.fire_at, true, 0 FROM queen.timers t
 // ScheduleTimer stores a pending timer whose transactionId is fixed here,
 // or answers the one already pending for that transactionId in the
 // partition (so a retried schedule makes no second timer).
-func (s *Store) ScheduleTimer(ctx context.Context, partitionID int64, txnID string, data []byte, fireAt time.Time) (model.ScheduledTimer, error) {
+func (s *Store) ScheduleTimer(ctx context.Context, partitionID int64, txnID string, data, meta []byte, fireAt time.Time) (model.ScheduledTimer, error) {
 	h := model.HashTxnID(txnID)
 	data = model.StoredData(data)
 	// The pending row a conflict names may have committed after this
@@ -49,7 +49,7 @@ func (s *Store) ScheduleTimer(ctx context.Context, partitionID int64, txnID stri
 		t := model.ScheduledTimer{PartitionID: partitionID, TxnID: txnID}
 		var notified int64
 		err := s.pool.QueryRow(ctx, scheduleSQL, partitionID, fireAt, txnID, h[:], string(data),
-			model.TimerNotifyHorizon.Seconds()).Scan(&t.ID, &t.FireAt, &t.Existing, &notified)
+			model.TimerNotifyHorizon.Seconds(), nullText(meta)).Scan(&t.ID, &t.FireAt, &t.Existing, &notified)
 		if errors.Is(err, pgx.ErrNoRows) {
 			continue
 		}
@@ -59,6 +59,15 @@ func (s *Store) ScheduleTimer(ctx context.Context, partitionID int64, txnID stri
 		return t, nil
 	}
 	return model.ScheduledTimer{}, fmt.Errorf("pgstore: schedule timer: %s keeps changing under concurrent schedules and fires", txnID)
+}
+
+// nullText is b as a text parameter, NULL for nil.
+func nullText(b []byte) *string {
+	if b == nil {
+		return nil
+	}
+	t := string(b)
+	return &t
 }
 
 // CancelTimer deletes a pending timer: true if it was pending. A timer

@@ -58,13 +58,16 @@ const MaxShards = 1024
 
 // ShardMappings are the NATS subject mappings that route pushes onto n
 // shards: the two push forms (partition named, and Default), each mapped
-// by partition() over its queue and partition tokens.
+// by partition() over its queue and partition tokens, and the JetStream
+// publish form onto the same shard as its partition's pushes.
 func ShardMappings(prefix string, n int) map[string]string {
 	s := queengate.Subjects{Prefix: prefix}
 	push, shard := s.Verb(queengate.APIPush), s.Verb(queengate.APIShard)
 	return map[string]string{
 		push + ".*.*": fmt.Sprintf("%s.{{partition(%d,1,2)}}.{{wildcard(1)}}.{{wildcard(2)}}", shard, n),
 		push + ".*":   fmt.Sprintf("%s.{{partition(%d,1)}}.{{wildcard(1)}}", shard, n),
+		s.Verb(queengate.APIPublish) + ".*.*": fmt.Sprintf("%s.{{partition(%d,1,2)}}.{{wildcard(1)}}.{{wildcard(2)}}",
+			s.Verb(queengate.APIPublishShard), n),
 	}
 }
 

@@ -28,7 +28,7 @@ import (
 // Store is what timers need from pgstore.
 type Store interface {
 	EnsurePartition(ctx context.Context, queue, partition string) (model.Partition, error)
-	ScheduleTimer(ctx context.Context, partitionID int64, txnID string, data []byte, fireAt time.Time) (model.ScheduledTimer, error)
+	ScheduleTimer(ctx context.Context, partitionID int64, txnID string, data, meta []byte, fireAt time.Time) (model.ScheduledTimer, error)
 	CancelTimer(ctx context.Context, id string) (bool, error)
 	ListTimers(ctx context.Context, queue string, limit int, from *model.TimerPosition) ([]model.TimerInfo, error)
 	FireDue(ctx context.Context, limit int, beforeCommit func([]model.FiredTimer) error) ([]model.FiredTimer, error)
@@ -124,12 +124,12 @@ type Scheduled struct {
 // Schedule stores a timer for (queue, partition) that fires at fireAt
 // (at once if it is past). txnID is fixed now; the caller mints one when
 // the producer gave none. data is the message's JSON.
-func (s *Service) Schedule(ctx context.Context, queue, partition, txnID string, data []byte, fireAt time.Time) (Scheduled, error) {
+func (s *Service) Schedule(ctx context.Context, queue, partition, txnID string, data, meta []byte, fireAt time.Time) (Scheduled, error) {
 	p, err := s.store.EnsurePartition(ctx, queue, partition)
 	if err != nil {
 		return Scheduled{}, err
 	}
-	t, err := s.store.ScheduleTimer(ctx, p.ID, txnID, data, fireAt)
+	t, err := s.store.ScheduleTimer(ctx, p.ID, txnID, data, meta, fireAt)
 	if err != nil {
 		return Scheduled{}, err
 	}

@@ -74,7 +74,7 @@ func benchFireLag(b *testing.B, store *pgstore.Store, pid int64) {
 		start := time.Now()
 		for i := range perRound {
 			at := start.Add(time.Duration(i) * 10 * time.Millisecond) // one every 10 ms for 2 s
-			if _, err := svc.Schedule(ctx, "bench-timers", "p", fmt.Sprintf("lag-%d-%d", round, i), nil, at); err != nil {
+			if _, err := svc.Schedule(ctx, "bench-timers", "p", fmt.Sprintf("lag-%d-%d", round, i), nil, nil, at); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -80,17 +80,17 @@ func TestScheduleFireIsExactlyOnce(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	s := e.service(timers.Config{})
-	past, err := s.Schedule(ctx, e.queue, "p", "past", []byte(`{"n":1}`), time.Now().Add(-time.Hour))
+	past, err := s.Schedule(ctx, e.queue, "p", "past", []byte(`{"n":1}`), nil, time.Now().Add(-time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if past.Status != "scheduled" || past.TransactionID != "past" || len(past.TimerID) != 36 {
 		t.Errorf("answer %+v", past)
 	}
-	if _, err := s.Schedule(ctx, e.queue, "p", "soon", nil, time.Now().Add(300*time.Millisecond)); err != nil {
+	if _, err := s.Schedule(ctx, e.queue, "p", "soon", nil, nil, time.Now().Add(300*time.Millisecond)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Schedule(ctx, e.queue, "p", "later", nil, time.Now().Add(time.Hour)); err != nil {
+	if _, err := s.Schedule(ctx, e.queue, "p", "later", nil, nil, time.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	e.start(s)
@@ -118,17 +118,17 @@ func TestScheduleIsIdempotentWhilePendingAndRescheduleAfterFireIsASecondMessage(
 	e := newEnv(t)
 	ctx := context.Background()
 	s := e.service(timers.Config{})
-	a, err := s.Schedule(ctx, e.queue, "p", "again", nil, time.Now().Add(400*time.Millisecond))
+	a, err := s.Schedule(ctx, e.queue, "p", "again", nil, nil, time.Now().Add(400*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := s.Schedule(ctx, e.queue, "p", "again", nil, time.Now().Add(time.Hour))
+	b, err := s.Schedule(ctx, e.queue, "p", "again", nil, nil, time.Now().Add(time.Hour))
 	if err != nil || b.TimerID != a.TimerID || !b.FireAt.Equal(a.FireAt) || e.pending() != 1 {
 		t.Fatalf("retried schedule: %+v, %v (first %+v), %d pending; want the same timer", b, err, a, e.pending())
 	}
 	e.start(s)
 	checkfor.Check(t, 60*time.Second, checkfor.Cond("first fire", func() bool { return e.stored("again") == 1 }))
-	c, err := s.Schedule(ctx, e.queue, "p", "again", nil, time.Now())
+	c, err := s.Schedule(ctx, e.queue, "p", "again", nil, nil, time.Now())
 	if err != nil || c.TimerID == a.TimerID {
 		t.Fatalf("re-schedule after the fire: %+v, %v; want a new timer", c, err)
 	}
@@ -150,7 +150,7 @@ func TestFireDoesNotProbeTheWindow(t *testing.T) {
 		Hashes: []model.Hash{model.HashTxnID("x")}, Data: [][]byte{[]byte("1")}}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.store.ScheduleTimer(ctx, p.ID, "x", nil, time.Now().Add(-time.Second)); err != nil {
+	if _, err := e.store.ScheduleTimer(ctx, p.ID, "x", nil, nil, time.Now().Add(-time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	fired, err := e.store.FireDue(ctx, 10, nil)
@@ -179,7 +179,7 @@ func TestTwoFireLoopsFireEachTimerOnce(t *testing.T) {
 	now := time.Now()
 	for i := range n {
 		at := now.Add(time.Duration(i%500) * time.Millisecond)
-		if _, err := e.store.ScheduleTimer(ctx, pids[i%len(pids)], fmt.Sprint("t-", i), nil, at); err != nil {
+		if _, err := e.store.ScheduleTimer(ctx, pids[i%len(pids)], fmt.Sprint("t-", i), nil, nil, at); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -222,7 +222,7 @@ func TestRolledBackFireLeavesTheTimerPending(t *testing.T) {
 		}
 		return nil
 	}})
-	if _, err := s.Schedule(ctx, e.queue, "p", "fragile", nil, time.Now()); err != nil {
+	if _, err := s.Schedule(ctx, e.queue, "p", "fragile", nil, nil, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	// The first fire by hand, to observe the state between the two.
@@ -250,7 +250,7 @@ func TestCancelBeforeAndAfterTheFire(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	s := e.service(timers.Config{})
-	early, err := s.Schedule(ctx, e.queue, "p", "cancelled-early", nil, time.Now().Add(500*time.Millisecond))
+	early, err := s.Schedule(ctx, e.queue, "p", "cancelled-early", nil, nil, time.Now().Add(500*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +260,7 @@ func TestCancelBeforeAndAfterTheFire(t *testing.T) {
 	if got, _ := s.Cancel(ctx, early.TimerID); got != "absent" {
 		t.Errorf("second cancel: %q, want absent", got)
 	}
-	fires, err := s.Schedule(ctx, e.queue, "p", "fires", nil, time.Now())
+	fires, err := s.Schedule(ctx, e.queue, "p", "fires", nil, nil, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +289,7 @@ func TestCancelRacingTheFire(t *testing.T) {
 	const n = 400
 	ids := make([]string, n)
 	for i := range n {
-		x, err := s.Schedule(ctx, e.queue, "p", fmt.Sprint("race-", i), nil, time.Now().Add(100*time.Millisecond))
+		x, err := s.Schedule(ctx, e.queue, "p", fmt.Sprint("race-", i), nil, nil, time.Now().Add(100*time.Millisecond))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -338,7 +338,7 @@ func TestFireTakesAtMostTheByteBudget(t *testing.T) {
 	// (200 KiB each), not as stored.
 	data := []byte(`"` + strings.Repeat("a", 200<<10) + `"`)
 	for i := range 3 {
-		if _, err := e.store.ScheduleTimer(ctx, p.ID, fmt.Sprint("b-", i), data, time.Now().Add(-time.Second)); err != nil {
+		if _, err := e.store.ScheduleTimer(ctx, p.ID, fmt.Sprint("b-", i), data, nil, time.Now().Add(-time.Second)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -386,7 +386,7 @@ func TestFireLoopNeitherSpinsNorWakesForLaterTimers(t *testing.T) {
 	ctx := context.Background()
 	var log sleeps
 	svc := e.service(timers.Config{OnSleep: log.note})
-	held, err := svc.Schedule(ctx, e.queue, "p", "held", nil, time.Now().Add(-time.Second))
+	held, err := svc.Schedule(ctx, e.queue, "p", "held", nil, nil, time.Now().Add(-time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -426,7 +426,7 @@ func TestFireLoopNeitherSpinsNorWakesForLaterTimers(t *testing.T) {
 	// Next due in 20 s: the loop goes to sleep until then. 100 schedules
 	// due later than that must not wake it (another gateway's, through
 	// LISTEN, included); one due sooner does.
-	if _, err := svc.Schedule(ctx, e.queue, "p", "next", nil, time.Now().Add(20*time.Second)); err != nil {
+	if _, err := svc.Schedule(ctx, e.queue, "p", "next", nil, nil, time.Now().Add(20*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	var mark int
@@ -443,12 +443,12 @@ func TestFireLoopNeitherSpinsNorWakesForLaterTimers(t *testing.T) {
 	})
 	other := e.service(timers.Config{NoFire: true})
 	for i := range 100 {
-		if _, err := other.Schedule(ctx, e.queue, "p", fmt.Sprint("later-", i), nil, time.Now().Add(25*time.Second)); err != nil {
+		if _, err := other.Schedule(ctx, e.queue, "p", fmt.Sprint("later-", i), nil, nil, time.Now().Add(25*time.Second)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	soonerAt := time.Now()
-	if _, err := other.Schedule(ctx, e.queue, "p", "sooner", nil, soonerAt); err != nil {
+	if _, err := other.Schedule(ctx, e.queue, "p", "sooner", nil, nil, soonerAt); err != nil {
 		t.Fatal(err)
 	}
 	checkfor.Check(t, 60*time.Second, checkfor.Cond("the sooner timer fires on its notification", func() bool { return e.stored("sooner") == 1 }))

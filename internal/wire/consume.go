@@ -64,7 +64,7 @@ func popMessagesSize(ms []model.Delivery) int {
 	size := 0
 	for i := range ms {
 		m := &ms[i]
-		size += 192 + len(m.TxnID) + len(m.Data) + len(m.LastError)
+		size += 192 + len(m.TxnID) + len(m.Data) + len(m.Meta) + len(m.LastError)
 	}
 	return size
 }
@@ -94,7 +94,7 @@ func appendDeliveries(b []byte, ms []model.Delivery, times *timeTexts) []byte {
 		b = append(b, '{')
 		b = appendOffsetField(b, m.Offset)
 		b = model.AppendMessageID(b, m.PartitionID, m.Offset)
-		b = appendStoredTail(b, m.TxnID, m.CreatedAt, m.Data, times)
+		b = appendStoredTail(b, m.TxnID, m.CreatedAt, m.Data, m.Meta, times)
 		b = append(b, `,"attempts":`...)
 		b = strconv.AppendInt(b, int64(m.Attempts), 10)
 		if m.LastError != "" {

@@ -393,7 +393,7 @@ func (s *scanner) object(member func(key []byte) bool) {
 
 // messageFields are the fields of a push message object (PROTOCOL: a
 // message has no others); a timer adds its own (timerFields).
-var messageFields = []string{"transactionId", "data"}
+var messageFields = []string{"transactionId", "data", "headers", "dataEncoding"}
 
 // RawMessage is one decoded message object.
 type RawMessage struct {
@@ -401,6 +401,9 @@ type RawMessage struct {
 	TxnIDSet bool   // the key was present with a string value
 	txnIDBad string // why a present transactionId is unacceptable
 	Data     []byte // the raw value, a sub-slice of the body; nil when absent
+	// Headers and DataEncoding are the raw values of those fields; nil
+	// when absent (RawMessage.Payload reads them).
+	Headers, DataEncoding []byte
 	// Extra holds the raw values of the Extra fields scanPush was asked
 	// for, in that order; nil where absent.
 	Extra  [2][]byte
@@ -529,33 +532,42 @@ func (ps *pushScan) field(m *RawMessage, key []byte, seen *uint8) bool {
 	case 1:
 		s.where = "transactionId"
 		m.scanTxnID(s)
-	case 2:
-		s.where = "data"
-		start := s.i
-		s.value()
-		m.Data = ps.body[start:s.i]
 	default:
 		s.where = string(key)
 		start := s.i
 		s.value()
-		m.Extra[bits.TrailingZeros8(bit)-2] = ps.body[start:s.i]
+		raw := ps.body[start:s.i]
+		switch bit {
+		case 2:
+			m.Data = raw
+		case 4:
+			m.Headers = raw
+		case 8:
+			m.DataEncoding = raw
+		default:
+			m.Extra[bits.TrailingZeros8(bit)-4] = raw
+		}
 	}
 	s.where = ""
 	return true
 }
 
 // fieldBit maps a message field to its bit: transactionId 1, data 2,
-// extra fields 4 and 8.
+// headers 4, dataEncoding 8, extra fields 16 and 32.
 func fieldBit(key []byte, extra []string) (uint8, bool) {
 	switch string(key) {
 	case "transactionId":
 		return 1, true
 	case "data":
 		return 2, true
+	case "headers":
+		return 4, true
+	case "dataEncoding":
+		return 8, true
 	}
 	for i, e := range extra {
 		if string(key) == e {
-			return 4 << i, true
+			return 16 << i, true
 		}
 	}
 	return 0, false

@@ -2,10 +2,13 @@ package wire
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/model"
 )
 
 // RawAnswer is an answer encoded already. Answers holding stored data are
@@ -34,7 +37,34 @@ func EncodeAnswer(v any) ([]byte, error) {
 func appendStoredFields(b []byte, m *queengate.StoredMessage, times *timeTexts) []byte {
 	b = appendOffsetField(b, m.Offset)
 	b = append(b, m.MessageID...)
-	return appendStoredTail(b, m.TransactionID, m.CreatedAt, m.Data, times)
+	return appendStoredTail(b, m.TransactionID, m.CreatedAt, m.Data, MetaOf(m), times)
+}
+
+// MetaOf is the meta (model.AppendMeta) of a message the way the public
+// types carry it: headers by name, and the data encoding.
+func MetaOf(m *queengate.StoredMessage) []byte {
+	if len(m.Headers) == 0 && m.DataEncoding == "" {
+		return nil
+	}
+	headers := make([]model.Header, 0, len(m.Headers))
+	for name, values := range m.Headers {
+		headers = append(headers, model.Header{Name: name, Values: values})
+	}
+	slices.SortFunc(headers, func(a, b model.Header) int { return strings.Compare(a.Name, b.Name) })
+	return model.AppendMeta(nil, headers, m.DataEncoding == model.DataEncodingB64)
+}
+
+// StoredView gives a stored message's meta the public form.
+func StoredView(m *queengate.StoredMessage, meta []byte) {
+	if meta == nil {
+		return
+	}
+	if h, err := model.MetaHeaders(meta); err == nil && h != nil {
+		m.Headers = h
+	}
+	if model.IsBinary(meta) {
+		m.DataEncoding = model.DataEncodingB64
+	}
 }
 
 // appendOffsetField appends a stored message's offset and opens its
@@ -46,14 +76,18 @@ func appendOffsetField(b []byte, offset int64) []byte {
 }
 
 // appendStoredTail closes a stored message's messageId and appends its
-// other fields.
-func appendStoredTail(b []byte, txnID string, createdAt time.Time, data []byte, times *timeTexts) []byte {
+// other fields: its meta's members (headers, dataEncoding) after data.
+func appendStoredTail(b []byte, txnID string, createdAt time.Time, data, meta []byte, times *timeTexts) []byte {
 	b = append(b, `","transactionId":`...)
 	b = AppendJSONString(b, txnID)
 	b = append(b, `,"createdAt":"`...)
 	b = times.append(b, createdAt)
 	b = append(b, `","data":`...)
-	return append(b, data...)
+	b = append(b, data...)
+	if members := model.MetaMembers(meta); len(members) > 0 {
+		b = append(append(b, ','), members...)
+	}
+	return b
 }
 
 // timeTexts writes the createdAt times of one answer's messages,
@@ -90,7 +124,7 @@ func appendPlace(b []byte, queue, partition string, pid int64) []byte {
 func EncodeRead(a *queengate.ReadAnswer) RawAnswer {
 	size := 256
 	for i := range a.Messages {
-		size += 160 + len(a.Messages[i].TransactionID) + len(a.Messages[i].Data)
+		size += 160 + len(a.Messages[i].TransactionID) + len(a.Messages[i].Data) + 64*len(a.Messages[i].Headers)
 	}
 	b := make([]byte, 0, size)
 	b = append(b, '{')

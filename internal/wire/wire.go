@@ -106,7 +106,11 @@ func DecodePush(body []byte, maxBatch int) ([]ingest.Message, *queengate.Error) 
 		if werr := raw[i].Check(i); werr != nil {
 			return nil, werr
 		}
-		msgs[i] = ingest.Message{TxnID: raw[i].TxnIDOrMint(), Data: raw[i].Data}
+		data, meta, werr := raw[i].Payload(i)
+		if werr != nil {
+			return nil, werr
+		}
+		msgs[i] = ingest.Message{TxnID: raw[i].TxnIDOrMint(), Data: data, Meta: meta}
 	}
 	return msgs, nil
 }
@@ -198,7 +202,7 @@ const (
 func CheckPushSizes(msgs []ingest.Message, maxPayload int64) *queengate.Error {
 	answer := int64(2)
 	for i := range msgs {
-		if werr := CheckDataSize(msgs[i].Data, maxPayload); werr != nil {
+		if werr := CheckDataSize(msgs[i].Data, msgs[i].Meta, maxPayload); werr != nil {
 			werr.Text = fmt.Sprintf("message %d: %s", i, werr.Text)
 			return werr
 		}
@@ -212,12 +216,18 @@ func CheckPushSizes(msgs []ingest.Message, maxPayload int64) *queengate.Error {
 }
 
 // CheckDataSize refuses data larger than a message may carry on a
-// connection of maxPayload bytes (queengate.MaxDataBytes).
-func CheckDataSize(data []byte, maxPayload int64) *queengate.Error {
-	if limit := queengate.MaxDataBytes(maxPayload); int64(len(data)) > limit {
+// connection of maxPayload bytes (queengate.MaxDataBytes), its meta
+// (headers) counted with it: both travel in every answer that gives it.
+func CheckDataSize(data, meta []byte, maxPayload int64) *queengate.Error {
+	size := int64(len(data) + len(meta))
+	if limit := queengate.MaxDataBytes(maxPayload); size > limit {
+		what := "data is"
+		if meta != nil {
+			what = "data and headers are"
+		}
 		return &queengate.Error{Code: queengate.CodeTooLarge, Text: fmt.Sprintf(
-			"data is %d bytes, over the %d-byte limit: one pop or read answer could never carry it (the NATS max payload, %d bytes, less %d for the rest of the answer)",
-			len(data), limit, maxPayload, queengate.DeliveryReserve)}
+			"%s %d bytes, over the %d-byte limit: one pop or read answer could never carry it (the NATS max payload, %d bytes, less %d for the rest of the answer)",
+			what, size, limit, maxPayload, queengate.DeliveryReserve)}
 	}
 	return nil
 }

@@ -109,7 +109,8 @@ func (s *Store) derivedFrames(ctx context.Context, derived []model.Derived) ([]m
 		fr := &frames[at[i].frame]
 		at[i].pos = len(fr.TxnIDs)
 		fr.TxnIDs, fr.Hashes = append(fr.TxnIDs, d.TxnID), append(fr.Hashes, model.HashTxnID(d.TxnID))
-		fr.Data, fr.DataHashes = append(fr.Data, d.Data), append(fr.DataHashes, model.HashData(d.Data))
+		fr.Data, fr.DataHashes = append(fr.Data, d.Data), append(fr.DataHashes, model.HashData(d.Data, d.Meta))
+		fr.Meta = model.WithMeta(fr.Meta, at[i].pos, d.Meta)
 	}
 	return frames, at, nil
 }

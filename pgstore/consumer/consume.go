@@ -83,7 +83,7 @@ func (s *Store) Pop(ctx context.Context, r model.PopRequest) (model.PopResult, e
 		// look-up by key) says whether the pop ended a lease that had run
 		// out: pops take only partitions without a running lease.
 		rows, err := s.pool.Query(ctx, `SELECT x.partition_id, x.partition, x.lease_id, x.lease_until, x.offs, x.txn_ids,
-			x.data::text[] AS data, x.created_at, x.attempts, x.last_errors, x.dead, x.too_large,
+			x.data::text[] AS data, x.meta::text[] AS meta, x.created_at, x.attempts, x.last_errors, x.dead, x.too_large,
 			coalesce(x.held, false) AS held, g.id IS NOT NULL AS group_exists,
 			coalesce((SELECT before.lease_id IS NOT NULL FROM queen.consumer_cursors before
 			           WHERE before.group_id = a.id AND before.partition_id = x.partition_id), false) AS ran_out_lease
@@ -128,6 +128,7 @@ type popRow struct {
 	Offsets     []int64 `db:"offs"`
 	TxnIDs      pgwire.TextArray
 	Data        pgwire.BytesArray
+	Meta        pgwire.BytesArray
 	CreatedAt   []time.Time
 	Attempts    []int
 	LastErrors  pgwire.TextArray
@@ -151,7 +152,7 @@ func (row *popRow) deliveries(out *model.PopResult, maxDelivery int64) (dead []m
 	out.PartitionID, out.Partition = *row.PartitionID, *row.Partition
 	out.Messages = make([]model.Delivery, 0, len(row.Offsets))
 	for i, off := range row.Offsets {
-		d := model.Delivery{StoredMessage: storedMessage(out.PartitionID, off, &row.TxnIDs, &row.Data, row.CreatedAt, i),
+		d := model.Delivery{StoredMessage: storedMessage(out.PartitionID, off, &row.TxnIDs, &row.Data, &row.Meta, row.CreatedAt, i),
 			Attempts: row.Attempts[i]}
 		d.LastError, _ = row.LastErrors.At(i)
 		if row.TooLarge[i] {
@@ -170,11 +171,16 @@ func (row *popRow) deliveries(out *model.PopResult, maxDelivery int64) (dead []m
 	return dead, tooLarge
 }
 
-// storedMessage is the i-th of a pop's messages: its transactionId and
-// data are slices of the answer's arrays, not copies of their own.
-func storedMessage(partitionID, offset int64, txnIDs *pgwire.TextArray, data *pgwire.BytesArray, createdAt []time.Time, i int) model.StoredMessage {
+// storedMessage is the i-th of a pop's messages: its transactionId, data
+// and meta are slices of the answer's arrays, not copies of their own
+// (meta is a NULL array when no message has any).
+func storedMessage(partitionID, offset int64, txnIDs *pgwire.TextArray, data, meta *pgwire.BytesArray, createdAt []time.Time, i int) model.StoredMessage {
 	txnID, _ := txnIDs.At(i)
-	return model.StoredMessage{PartitionID: partitionID, Offset: offset, TxnID: txnID, Data: data.At(i), CreatedAt: createdAt[i]}
+	m := model.StoredMessage{PartitionID: partitionID, Offset: offset, TxnID: txnID, Data: data.At(i), CreatedAt: createdAt[i]}
+	if i < meta.Len() {
+		m.Meta = meta.At(i)
+	}
+	return m
 }
 
 // Undo takes back a pop whose answer was never sent: the lease ends and
@@ -254,8 +260,8 @@ func queryAck(ctx context.Context, q pgwire.Querier, g model.Group, partitionID 
 }
 
 // ackStatement settles one ack (queen.consumer_ack), with ackArgs.
-const ackStatement = `SELECT offs, results, dead, txn_ids, data::text[] AS data, created_at, attempts, last_errors,
-	next_offset, lease_ended, lease_counted
+const ackStatement = `SELECT offs, results, dead, txn_ids, data::text[] AS data, meta::text[] AS meta, created_at, attempts,
+	last_errors, next_offset, lease_ended, lease_counted
 	FROM queen.consumer_ack(@group_id, @partition_id, @lease, @offsets, @hashes, @completed, @errors, @delays)`
 
 func ackArgs(g model.Group, partitionID int64, lease pgtype.UUID, items []model.AckItem) pgx.NamedArgs {
@@ -279,6 +285,7 @@ type ackRow struct {
 	Dead       []bool
 	TxnIDs     []*string `db:"txn_ids"`
 	Data       [][]byte
+	Meta       [][]byte
 	CreatedAt  []*time.Time
 	Attempts   []*int
 	LastErrors []*string
@@ -301,6 +308,9 @@ func (row *ackRow) outcomes(items []model.AckOutcome, partitionID int64) (dead [
 		}
 		d := model.Delivery{StoredMessage: model.StoredMessage{PartitionID: partitionID, Offset: *off,
 			TxnID: *row.TxnIDs[i], Data: row.Data[i], CreatedAt: *row.CreatedAt[i]}, Attempts: *row.Attempts[i]}
+		if i < len(row.Meta) {
+			d.Meta = row.Meta[i]
+		}
 		if row.LastErrors[i] != nil {
 			d.LastError = *row.LastErrors[i]
 		}
@@ -421,7 +431,16 @@ func pushDeadLetters(ctx context.Context, tx pgx.Tx, g model.Group, partition st
 func letterOf(g model.Group, partition string, d model.Delivery) model.DeadLetter {
 	return model.DeadLetter{Queue: g.Queue, Partition: partition, Group: g.Name,
 		MessageID: model.MessageID(d.PartitionID, d.Offset), Offset: d.Offset, TransactionID: d.TxnID,
-		CreatedAt: d.CreatedAt.UTC(), Attempts: d.Attempts, Error: d.LastError}
+		CreatedAt: d.CreatedAt.UTC(), Attempts: d.Attempts, Error: d.LastError,
+		Headers: model.MetaHeadersRaw(d.Meta), DataEncoding: dataEncoding(d.Meta)}
+}
+
+// dataEncoding is the dataEncoding member a message with meta carries.
+func dataEncoding(meta []byte) string {
+	if model.IsBinary(meta) {
+		return model.DataEncodingB64
+	}
+	return ""
 }
 
 // movedLetters are the dead letters of those of dead at the offsets moved.

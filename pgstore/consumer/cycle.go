@@ -70,6 +70,7 @@ type cycleRow struct {
 	Offsets    []int64 `db:"offs"`
 	TxnIDs     pgwire.TextArray
 	Data       pgwire.BytesArray
+	Meta       pgwire.BytesArray
 	CreatedAt  []time.Time
 }
 
@@ -77,7 +78,7 @@ func (s *Store) queryCycle(ctx context.Context, r model.PopRequest, partitionID 
 	items []model.AckItem) (cycleRow, bool, error) {
 	offsets, hashes, completed, _ := pgwire.AckArrays(items)
 	rows, err := s.pool.Query(ctx, `SELECT acked_from, next_offset, popped, partition, lease_id, lease_until,
-		offs, txn_ids, data::text[] AS data, created_at
+		offs, txn_ids, data::text[] AS data, meta::text[] AS meta, created_at
 		FROM queen.consumer_cycle(@group_id, @partition_id, @lease, @offsets, @hashes, @completed, @queue_id, @named,
 		    @max, @lease_seconds, @consumer, @max_bytes, @room, @envelope, @max_delivery)`,
 		pgx.NamedArgs{"group_id": r.Group.ID, "partition_id": partitionID, "lease": lease, "offsets": offsets, "hashes": hashes,
@@ -100,7 +101,7 @@ func (row *cycleRow) result(partitionID int64) *model.PopResult {
 	out := &model.PopResult{PartitionID: partitionID, Partition: *row.Partition, LeaseID: row.LeaseID.String(),
 		LeaseUntil: *row.LeaseUntil, Messages: make([]model.Delivery, len(row.Offsets))}
 	for i, off := range row.Offsets {
-		out.Messages[i] = model.Delivery{StoredMessage: storedMessage(partitionID, off, &row.TxnIDs, &row.Data, row.CreatedAt, i),
+		out.Messages[i] = model.Delivery{StoredMessage: storedMessage(partitionID, off, &row.TxnIDs, &row.Data, &row.Meta, row.CreatedAt, i),
 			Attempts: 1}
 	}
 	return out

@@ -18,7 +18,7 @@ import (
 // messages out of attempts or too large are dead-lettered as after Pop.
 func (s *Store) PopMore(ctx context.Context, r model.PopRequest, partitions int, leaseEnvelope int64) ([]model.PopResult, error) {
 	rows, err := s.pool.Query(ctx, `SELECT x.partition_id, x.partition, x.lease_id, x.lease_until, x.offs, x.txn_ids,
-		x.data::text[] AS data, x.created_at, x.attempts, x.last_errors, x.dead, x.too_large, x.held, true AS group_exists,
+		x.data::text[] AS data, x.meta::text[] AS meta, x.created_at, x.attempts, x.last_errors, x.dead, x.too_large, x.held, true AS group_exists,
 		coalesce((SELECT before.lease_id IS NOT NULL FROM queen.consumer_cursors before
 		           WHERE before.group_id = @group_id AND before.partition_id = x.partition_id), false) AS ran_out_lease
 		  FROM queen.queues q

@@ -212,7 +212,7 @@ func (s *Store) withData(ctx context.Context, pending []model.PendingDeadLetter,
 				skipped++
 				continue
 			}
-			p.Letter.Data = m.Data
+			p.Letter.Data, p.Letter.Headers, p.Letter.DataEncoding = m.Data, model.MetaHeadersRaw(m.Meta), dataEncoding(m.Meta)
 		}
 		kept = append(kept, p)
 	}
@@ -236,9 +236,10 @@ func pushBack(ctx context.Context, tx pgx.Tx, pid int64, pending []model.Pending
 		if string(data) == "null" {
 			data = nil
 		}
-		id := p.Letter.TransactionID
+		id, meta := p.Letter.TransactionID, p.Letter.Meta()
+		fr.Meta = model.WithMeta(fr.Meta, len(fr.TxnIDs), meta)
 		fr.TxnIDs, fr.Hashes = append(fr.TxnIDs, id), append(fr.Hashes, model.HashTxnID(id))
-		fr.Data, fr.DataHashes = append(fr.Data, data), append(fr.DataHashes, model.HashData(data))
+		fr.Data, fr.DataHashes = append(fr.Data, data), append(fr.DataHashes, model.HashData(data, meta))
 	}
 	res, err := pgwire.PushBundle(ctx, tx.Conn(), []model.Frame{fr})
 	if err != nil {

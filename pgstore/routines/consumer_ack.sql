@@ -39,7 +39,8 @@
 CREATE OR REPLACE FUNCTION queen.consumer_ack(p_group_id bigint, p_partition_id bigint, p_lease_id uuid,
     p_offsets bigint[], p_hashes uuid[], p_completed boolean[], p_errors text[], p_delays bigint[])
 RETURNS TABLE (offs bigint[], results text[], dead boolean[], txn_ids text[], data json[], created_at timestamptz[],
-               attempts integer[], last_errors text[], next_offset bigint, lease_ended boolean, lease_counted boolean)
+               attempts integer[], last_errors text[], next_offset bigint, lease_ended boolean, lease_counted boolean,
+               meta json[])
 LANGUAGE plpgsql
 -- Planned once per session: re-planning each statement on every call
 -- (what the default chooses for them) cost more than running them.
@@ -93,7 +94,7 @@ BEGIN
         RETURN QUERY
             SELECT ARRAY(SELECT generate_series(c.lease_from, c.lease_to)), array_fill('acked'::text, ARRAY[cardinality(p_completed)]),
                    NULL::boolean[], NULL::text[], NULL::json[], NULL::timestamptz[], NULL::integer[], NULL::text[], v_next, true,
-                   c.lease_counted;
+                   c.lease_counted, NULL::json[];
         RETURN;
     END IF;
 
@@ -216,7 +217,7 @@ BEGIN
     IF NOT coalesce(v_failed, false) THEN
         RETURN QUERY
             SELECT a_off, a_res, NULL::boolean[], NULL::text[], NULL::json[], NULL::timestamptz[], NULL::integer[], NULL::text[],
-                   v_next, v_ended, coalesce(v_held AND c.lease_counted, false);
+                   v_next, v_ended, coalesce(v_held AND c.lease_counted, false), NULL::json[];
         RETURN;
     END IF;
     -- Failed ones out of attempts come back with what the dead letter needs.
@@ -224,14 +225,14 @@ BEGIN
         SELECT a_off, a_res, array_agg(coalesce(v_max > 0 AND m.attempts >= v_max, false) ORDER BY x.i),
                array_agg(s.txn_id ORDER BY x.i), array_agg(s.data ORDER BY x.i), array_agg(s.created_at ORDER BY x.i),
                array_agg(m.attempts ORDER BY x.i), array_agg(m.last_error ORDER BY x.i), v_next, v_ended,
-               coalesce(v_held AND c.lease_counted, false)
+               coalesce(v_held AND c.lease_counted, false), array_agg(s.meta ORDER BY x.i)
           FROM unnest(a_off, a_res) WITH ORDINALITY AS x(off, res, i)
           LEFT JOIN queen.consumer_marks m
             ON x.res = 'acked' AND NOT p_completed[x.i]
            AND m.group_id = p_group_id AND m.partition_id = p_partition_id AND m.off = x.off
           LEFT JOIN LATERAL (
                 SELECT sg.txn_ids[x.off - sg.base_offset + 1] AS txn_id, sg.data[x.off - sg.base_offset + 1] AS data,
-                       sg.created_at
+                       sg.meta[x.off - sg.base_offset + 1] AS meta, sg.created_at
                   FROM queen.log_segments sg
                  WHERE sg.partition_id = p_partition_id AND sg.base_offset <= x.off
                  ORDER BY sg.base_offset DESC LIMIT 1) AS s ON v_max > 0 AND m.attempts >= v_max;

@@ -32,7 +32,7 @@ CREATE OR REPLACE FUNCTION queen.consumer_cycle(p_group_id bigint, p_partition_i
     p_queue_id bigint, p_named bigint, p_max integer, p_lease_seconds double precision, p_consumer text,
     p_max_bytes bigint, p_room bigint, p_envelope integer, p_max_delivery bigint)
 RETURNS TABLE (acked_from bigint, next_offset bigint, popped boolean, partition text, lease_id uuid,
-               lease_until timestamptz, offs bigint[], txn_ids text[], data json[], created_at timestamptz[])
+               lease_until timestamptz, offs bigint[], txn_ids text[], data json[], created_at timestamptz[], meta json[])
 LANGUAGE plpgsql
 -- Planned once per session, every statement following an index by key
 -- whatever the statistics were then, as consumer_choose's.
@@ -52,6 +52,7 @@ DECLARE
     a_off      bigint[];
     a_txn      text[];
     a_data     json[];
+    a_meta     json[];
     a_created  timestamptz[];
 BEGIN
     -- One statement for the cursor, locked as an ack locks it, and what
@@ -93,7 +94,7 @@ BEGIN
                          WHERE o.group_id = p_group_id AND NOT o.parked AND (o.leased_at, o.partition_id) < (c.leased_at, p_partition_id)
                            AND queen.consumer_free(o.lease_id, o.lease_until, o.lease_heard, o.lease_delay, o.delayed_until, v_now)
                            AND o.next_offset <= op.last_offset)) THEN
-        SELECT x.offs, x.txn_ids, x.data, x.created_at INTO a_off, a_txn, a_data, a_created
+        SELECT x.offs, x.txn_ids, x.data, x.created_at, x.meta INTO a_off, a_txn, a_data, a_created, a_meta
           FROM queen.consumer_pop_slice(p_partition_id, v_next, v_hi, p_envelope,
                    least(coalesce(p_room, 0), coalesce(p_max_bytes, 0),
                          CASE WHEN p_max_delivery > 0 THEN p_max_delivery ELSE p_room END)) AS x;
@@ -105,7 +106,7 @@ BEGIN
                lease_counted = false
          WHERE cc.group_id = p_group_id AND cc.partition_id = p_partition_id;
         RETURN QUERY SELECT c.lease_from, v_next, false, NULL::text, NULL::uuid, NULL::timestamptz,
-                            NULL::bigint[], NULL::text[], NULL::json[], NULL::timestamptz[];
+                            NULL::bigint[], NULL::text[], NULL::json[], NULL::timestamptz[], NULL::json[];
         RETURN;
     END IF;
 
@@ -121,6 +122,6 @@ BEGIN
            lease_heard = false, lease_delivered_before = c.delivered_to, lease_delay = v_delay, delayed_until = NULL,
            lease_counted = false
      WHERE cc.group_id = p_group_id AND cc.partition_id = p_partition_id;
-    RETURN QUERY SELECT c.lease_from, v_next, true, c.name, v_lease, v_until, a_off, a_txn, a_data, a_created;
+    RETURN QUERY SELECT c.lease_from, v_next, true, c.name, v_lease, v_until, a_off, a_txn, a_data, a_created, a_meta;
 END
 $$;

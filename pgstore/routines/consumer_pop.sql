@@ -57,7 +57,7 @@ CREATE OR REPLACE FUNCTION queen.consumer_pop(p_group_id bigint, p_queue_id bigi
     p_envelope integer, p_max_delivery bigint, p_consumer_limit integer, p_group_limit integer)
 RETURNS TABLE (partition_id bigint, partition text, lease_id uuid, lease_until timestamptz, offs bigint[], txn_ids text[],
                data json[], created_at timestamptz[], attempts integer[], last_errors text[], dead boolean[], too_large boolean[],
-               held boolean)
+               held boolean, meta json[])
 LANGUAGE plpgsql
 -- Planned once per session: re-planning each statement on every call
 -- (what the default chooses for them) cost more than running them.
@@ -83,6 +83,7 @@ DECLARE
     a_off      bigint[];  -- what is handed out, in offset order
     a_txn      text[];
     a_data     json[];
+    a_meta     json[];
     a_created  timestamptz[];
     a_att      integer[];
     a_err      text[];
@@ -98,7 +99,7 @@ BEGIN
             CASE WHEN p_group_limit > 0 THEN p_group_limit - queen.consumer_ack_pending(p_group_id, NULL, v_now) END);
         IF p_max <= 0 THEN
             RETURN QUERY SELECT NULL::bigint, NULL::text, NULL::uuid, NULL::timestamptz, NULL::bigint[], NULL::text[],
-                NULL::json[], NULL::timestamptz[], NULL::integer[], NULL::text[], NULL::boolean[], NULL::boolean[], true;
+                NULL::json[], NULL::timestamptz[], NULL::integer[], NULL::text[], NULL::boolean[], NULL::boolean[], true, NULL::json[];
             RETURN;
         END IF;
     END IF;
@@ -165,7 +166,7 @@ BEGIN
     -- from one frame or two, with room to spare: the frames' slices,
     -- unrolled nowhere, each message at its first attempt.
     IF NOT v_marks AND c.delivered_to < c.next_offset AND c.next_offset <= v_hi THEN
-        SELECT x.offs, x.txn_ids, x.data, x.created_at INTO a_off, a_txn, a_data, a_created
+        SELECT x.offs, x.txn_ids, x.data, x.created_at, x.meta INTO a_off, a_txn, a_data, a_created, a_meta
           FROM queen.consumer_pop_slice(c.partition_id, c.next_offset, v_hi, p_envelope,
                    least(coalesce(p_room, 0), coalesce(p_max_bytes, 0),
                          CASE WHEN p_max_delivery > 0 THEN p_max_delivery ELSE p_room END)) AS x;
@@ -191,28 +192,31 @@ BEGIN
         ), msgs AS ( -- only the slices of the frames that hold them, each
                      -- detoasted once (a subscript per element would
                      -- decompress the whole frame every time)
-            SELECT greatest(span.lo, s.base_offset) + u.k - 1 AS off, u.txn_id, u.data, s.created_at
+            SELECT greatest(span.lo, s.base_offset) + u.k - 1 AS off, u.txn_id, u.data, u.meta, s.created_at
               FROM span, queen.log_segments s
              CROSS JOIN LATERAL unnest(s.txn_ids[greatest(span.lo - s.base_offset + 1, 1) : least(span.hi, s.end_offset) - s.base_offset + 1],
-                                       s.data[greatest(span.lo - s.base_offset + 1, 1) : least(span.hi, s.end_offset) - s.base_offset + 1])
-                            WITH ORDINALITY AS u(txn_id, data, k)
+                                       s.data[greatest(span.lo - s.base_offset + 1, 1) : least(span.hi, s.end_offset) - s.base_offset + 1],
+                                       -- NULL for a frame without meta: unnest pads it with NULLs
+                                       s.meta[greatest(span.lo - s.base_offset + 1, 1) : least(span.hi, s.end_offset) - s.base_offset + 1])
+                            WITH ORDINALITY AS u(txn_id, data, meta, k)
              WHERE s.partition_id = c.partition_id
                AND s.base_offset >= coalesce((SELECT max(b.base_offset) FROM queen.log_segments b
                                                WHERE b.partition_id = c.partition_id AND b.base_offset <= span.lo), span.lo)
                AND s.base_offset <= span.hi
         ), counted AS (
-            SELECT picked.off, msgs.txn_id, msgs.data, msgs.created_at, picked.last_error,
+            SELECT picked.off, msgs.txn_id, msgs.data, msgs.meta, msgs.created_at, picked.last_error,
                    coalesce(picked.marked, CASE WHEN picked.off <= c.delivered_to THEN 1 ELSE 0 END) AS before
               FROM picked JOIN msgs ON msgs.off = picked.off
         )
         SELECT array_agg(x.off ORDER BY x.off), array_agg(x.txn_id ORDER BY x.off), array_agg(x.data ORDER BY x.off),
                array_agg(x.created_at ORDER BY x.off),
+               CASE WHEN bool_or(x.meta IS NOT NULL) THEN array_agg(x.meta ORDER BY x.off) END,
                -- deliveries counting this one; for a dead letter, those it had
                array_agg(CASE WHEN x.dead THEN x.before ELSE x.before + 1 END ORDER BY x.off),
                array_agg(x.last_error ORDER BY x.off), array_agg(x.dead ORDER BY x.off), array_agg(x.too_large ORDER BY x.off),
                -- the lease's span, and the highest offset handed out, dead ones included
                min(x.off) FILTER (WHERE NOT x.dead), max(x.off) FILTER (WHERE NOT x.dead), max(x.off)
-          INTO a_off, a_txn, a_data, a_created, a_att, a_err, a_dead, a_large, v_lo, v_hi, v_top
+          INTO a_off, a_txn, a_data, a_created, a_meta, a_att, a_err, a_dead, a_large, v_lo, v_hi, v_top
           FROM (SELECT y.* FROM (
                   -- what the messages so far take in the answer (dead ones none)
                   SELECT d.*, sum(CASE WHEN d.dead THEN 0 ELSE d.size END) OVER w AS taken,
@@ -221,6 +225,7 @@ BEGIN
                             FROM (SELECT s.*, v_max_att > 0 AND s.before >= v_max_att AS out_of_attempts,
                                          p_max_delivery > 0 AND s.size > p_max_delivery AS too_large
                                     FROM (SELECT counted.*, octet_length(counted.data::text) + p_envelope
+                                                   + coalesce(octet_length(counted.meta::text), 0)
                                                    + 6 * (octet_length(counted.txn_id) + coalesce(octet_length(counted.last_error), 0)) AS size
                                             FROM counted) AS s) AS z) AS d
                   WINDOW w AS (ORDER BY d.off)) AS y
@@ -253,6 +258,6 @@ BEGIN
      WHERE cc.group_id = p_group_id AND cc.partition_id = c.partition_id;
 
     RETURN QUERY
-        SELECT c.partition_id, v_pname, v_lease, v_until, a_off, a_txn, a_data, a_created, a_att, a_err, a_dead, a_large, false;
+        SELECT c.partition_id, v_pname, v_lease, v_until, a_off, a_txn, a_data, a_created, a_att, a_err, a_dead, a_large, false, a_meta;
 END
 $$;

@@ -28,7 +28,7 @@ CREATE OR REPLACE FUNCTION queen.consumer_pop_many(p_group_id bigint, p_queue_id
     p_envelope integer, p_lease_envelope integer, p_max_delivery bigint, p_consumer_limit integer, p_group_limit integer)
 RETURNS TABLE (partition_id bigint, partition text, lease_id uuid, lease_until timestamptz, offs bigint[], txn_ids text[],
                data json[], created_at timestamptz[], attempts integer[], last_errors text[], dead boolean[], too_large boolean[],
-               held boolean)
+               held boolean, meta json[])
 LANGUAGE plpgsql
 AS $$
 #variable_conflict use_column
@@ -52,13 +52,13 @@ BEGIN
                                   p_envelope, p_max_delivery, p_consumer_limit, p_group_limit) AS x;
         EXIT WHEN NOT FOUND OR r.held;
         RETURN QUERY SELECT r.partition_id, r.partition, r.lease_id, r.lease_until, r.offs, r.txn_ids, r.data,
-                            r.created_at, r.attempts, r.last_errors, r.dead, r.too_large, false;
+                            r.created_at, r.attempts, r.last_errors, r.dead, r.too_large, false, r.meta;
         EXIT WHEN r.lease_id IS NULL;
         v_taken := v_taken + 1;
-        SELECT v_left - count(*), v_used + coalesce(sum(octet_length(m.d::text) + p_envelope
+        SELECT v_left - count(*), v_used + coalesce(sum(octet_length(m.d::text) + p_envelope + coalesce(octet_length(m.m::text), 0)
                    + 6 * (octet_length(m.t) + coalesce(octet_length(m.e), 0))), 0)
           INTO v_left, v_used
-          FROM unnest(r.data, r.txn_ids, r.last_errors, r.dead) AS m(d, t, e, dead)
+          FROM unnest(r.data, r.txn_ids, r.last_errors, r.dead, r.meta) AS m(d, t, e, dead, m)
          WHERE NOT m.dead;
     END LOOP;
 END

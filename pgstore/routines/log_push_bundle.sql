@@ -24,6 +24,11 @@
 -- message's data, stored beside its transactionId's hash when the queue
 -- compares payloads (on_conflict is not 'ignore'), read under the lock.
 --
+-- Frame s may carry its messages' meta the same way (p_meta_counts[s] =
+-- p_counts[s], in p_meta, or 0; both arrays may be left out): their
+-- headers and data encoding, stored in the frame's meta column, which
+-- stays NULL for a frame without any.
+--
 -- Results, one row per frame: base_offset (NULL when nothing was written),
 -- the allocator after the push, the probe made ('off': window 0;
 -- 'skipped': nothing to probe; 'narrowed'; 'full'), how many stored hashes
@@ -50,7 +55,9 @@ CREATE OR REPLACE FUNCTION queen.log_push_bundle(
     p_cand_idx         integer[],
     p_cand_off         bigint[],
     p_dh_counts        integer[],
-    p_data_hashes      uuid[])
+    p_data_hashes      uuid[],
+    p_meta_counts      integer[] DEFAULT NULL,
+    p_meta             json[] DEFAULT NULL)
 RETURNS TABLE (frame integer, base_offset bigint, last_offset bigint, probe text, unrolled bigint,
                dup_idx integer[], dup_off bigint[], on_conflict text, created_at timestamptz)
 LANGUAGE plpgsql
@@ -78,6 +85,8 @@ DECLARE
     v_pos      integer[]; -- frame s starts at p_*[v_pos[s]]
     v_cpos     integer[]; -- its candidates start at p_cand_*[v_cpos[s]]
     v_dpos     integer[]; -- its data hashes start at p_data_hashes[v_dpos[s]]
+    v_mcounts  integer[] := coalesce(p_meta_counts, array_fill(0, ARRAY[v_frames]));
+    v_mpos     integer[]; -- its meta starts at p_meta[v_mpos[s]]
     v_shape_ok boolean;   -- the arrays agree with the counts
     v_distinct boolean;   -- no partition is named twice
     v_unique   boolean;   -- no hash occurs twice in the whole bundle
@@ -111,14 +120,18 @@ BEGIN
                AND cardinality(p_verified) = v_frames AND cardinality(p_verified_windows) = v_frames
                AND cardinality(p_bytes) = v_frames
                AND coalesce(sum(c.d), 0) = coalesce(cardinality(p_data_hashes), 0)
-               AND count(c.d) = v_frames AND bool_and(c.d = 0 OR c.d = c.n),
+               AND count(c.d) = v_frames AND bool_and(c.d = 0 OR c.d = c.n)
+               AND coalesce(sum(c.m), 0) = coalesce(cardinality(p_meta), 0)
+               AND count(c.m) = v_frames AND bool_and(c.m = 0 OR c.m = c.n),
            array_agg(c.pos ORDER BY c.s), array_agg(c.cpos ORDER BY c.s), array_agg(c.dpos ORDER BY c.s),
+           array_agg(c.mpos ORDER BY c.s),
            (SELECT count(DISTINCT pid) FROM unnest(p_pids) AS pid) = v_frames,
            (SELECT count(DISTINCT h) FROM unnest(p_hashes) AS h) = coalesce(cardinality(p_hashes), 0)
-      INTO v_shape_ok, v_pos, v_cpos, v_dpos, v_distinct, v_unique
-      FROM (SELECT x.n, x.k, x.d, x.s, (sum(x.n) OVER w - x.n + 1)::integer AS pos,
-                   (sum(x.k) OVER w - x.k + 1)::integer AS cpos, (sum(x.d) OVER w - x.d + 1)::integer AS dpos
-              FROM unnest(p_counts, p_cand_counts, p_dh_counts) WITH ORDINALITY AS x(n, k, d, s)
+      INTO v_shape_ok, v_pos, v_cpos, v_dpos, v_mpos, v_distinct, v_unique
+      FROM (SELECT x.n, x.k, x.d, x.m, x.s, (sum(x.n) OVER w - x.n + 1)::integer AS pos,
+                   (sum(x.k) OVER w - x.k + 1)::integer AS cpos, (sum(x.d) OVER w - x.d + 1)::integer AS dpos,
+                   (sum(x.m) OVER w - x.m + 1)::integer AS mpos
+              FROM unnest(p_counts, p_cand_counts, p_dh_counts, v_mcounts) WITH ORDINALITY AS x(n, k, d, m, s)
             WINDOW w AS (ORDER BY x.s)) AS c;
     IF v_frames = 0 OR NOT coalesce(v_shape_ok, false) THEN
         RAISE EXCEPTION 'queen.log_push_bundle: % frames with % verified marks, % counts summing to % for % hashes, % candidates',
@@ -140,7 +153,9 @@ BEGIN
                            coalesce(p_cand_idx[v_cpos[s] : v_cpos[s] + p_cand_counts[s] - 1], '{}'),
                            coalesce(p_cand_off[v_cpos[s] : v_cpos[s] + p_cand_counts[s] - 1], '{}'),
                            ARRAY[p_dh_counts[s]],
-                           coalesce(p_data_hashes[v_dpos[s] : v_dpos[s] + p_dh_counts[s] - 1], '{}')) AS r;
+                           coalesce(p_data_hashes[v_dpos[s] : v_dpos[s] + p_dh_counts[s] - 1], '{}'),
+                           ARRAY[v_mcounts[s]],
+                           coalesce(p_meta[v_mpos[s] : v_mpos[s] + v_mcounts[s] - 1], '{}')) AS r;
         END LOOP;
         RETURN;
     END IF;
@@ -309,14 +324,16 @@ BEGIN
           FROM unnest(d_s, d_idx, d_off) AS d(s, idx, off) GROUP BY d.s
     ), fr AS (
         SELECT g.s, p_pids[g.s] AS pid, v_last[g.s] AS last, v_pos[g.s] AS pos, p_counts[g.s] AS n,
-               v_dpos[g.s] AS dpos, v_keepdh[g.s] AS keepdh, dd.idx AS dup_idx, dd.off AS dup_off
+               v_dpos[g.s] AS dpos, v_keepdh[g.s] AS keepdh, v_mpos[g.s] AS mpos, v_mcounts[g.s] > 0 AS hasmeta,
+               dd.idx AS dup_idx, dd.off AS dup_off
           FROM generate_subscripts(p_pids, 1) AS g(s) LEFT JOIN dd ON dd.s = g.s
     ), dirty AS MATERIALIZED ( -- frames with a duplicate: their new messages, gathered once
-        SELECT fr.s, fr.pid, fr.last + 1 AS base, x.k, x.txn_ids, x.hashes, x.data, x.bytes, x.data_hashes
+        SELECT fr.s, fr.pid, fr.last + 1 AS base, x.k, x.txn_ids, x.hashes, x.data, x.bytes, x.data_hashes, x.meta
           FROM fr CROSS JOIN LATERAL (
                    SELECT count(*) AS k, array_agg(p_txn_ids[i]) AS txn_ids, array_agg(p_hashes[i]) AS hashes,
                           array_agg(p_data[i]) AS data, sum(octet_length(p_data[i]::text))::bigint AS bytes,
-                          CASE WHEN fr.keepdh THEN array_agg(p_data_hashes[fr.dpos + i - fr.pos]) END AS data_hashes
+                          CASE WHEN fr.keepdh THEN array_agg(p_data_hashes[fr.dpos + i - fr.pos]) END AS data_hashes,
+                          CASE WHEN fr.hasmeta THEN array_agg(p_meta[fr.mpos + i - fr.pos]) END AS meta
                      FROM generate_series(fr.pos, fr.pos + fr.n - 1) AS i
                     WHERE i - fr.pos + 1 <> ALL (fr.dup_idx)) AS x
          WHERE fr.dup_idx IS NOT NULL AND x.k > 0
@@ -325,11 +342,12 @@ BEGIN
         SELECT fr.s, fr.pid, fr.last + 1 AS base, fr.n::bigint AS k, p_txn_ids[fr.pos : fr.pos + fr.n - 1] AS txn_ids,
                p_hashes[fr.pos : fr.pos + fr.n - 1] AS hashes, p_data[fr.pos : fr.pos + fr.n - 1] AS data,
                p_bytes[fr.s] AS bytes,
-               CASE WHEN fr.keepdh THEN p_data_hashes[fr.dpos : fr.dpos + fr.n - 1] END AS data_hashes
+               CASE WHEN fr.keepdh THEN p_data_hashes[fr.dpos : fr.dpos + fr.n - 1] END AS data_hashes,
+               CASE WHEN fr.hasmeta THEN p_meta[fr.mpos : fr.mpos + fr.n - 1] END AS meta
           FROM fr WHERE fr.dup_idx IS NULL
         UNION ALL
         SELECT dirty.s, dirty.pid, dirty.base, dirty.k, dirty.txn_ids, dirty.hashes, dirty.data, dirty.bytes,
-               dirty.data_hashes FROM dirty
+               dirty.data_hashes, dirty.meta FROM dirty
     ), alloc AS (
         UPDATE queen.log_partitions p
            SET last_offset = kept.base + kept.k - 1, stored_bytes = p.stored_bytes + kept.bytes
@@ -338,9 +356,9 @@ BEGIN
         -- One row per frame, its hashes beside its data; written whatever
         -- the window: ack-by-transactionId resolves through them.
         INSERT INTO queen.log_segments (partition_id, base_offset, end_offset, created_at, txn_ids, data, data_bytes,
-                                        hashes, data_hashes)
+                                        hashes, data_hashes, meta)
         SELECT kept.pid, kept.base, kept.base + kept.k - 1, v_now, kept.txn_ids, kept.data, kept.bytes,
-               kept.hashes, kept.data_hashes FROM kept
+               kept.hashes, kept.data_hashes, kept.meta FROM kept
     )
     SELECT fr.s::integer, kept.base, coalesce(kept.base + kept.k - 1, fr.last), v_probe[fr.s], v_unrolled[fr.s],
            fr.dup_idx, fr.dup_off, v_mode[fr.s], v_now

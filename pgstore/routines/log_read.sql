@@ -5,12 +5,13 @@
 -- snapshot read: it takes no lock, so readers never wait for pushes nor
 -- make them wait.
 CREATE OR REPLACE FUNCTION queen.log_read(p_pid bigint, p_from bigint, p_segments integer)
-RETURNS TABLE (base_offset bigint, created_at timestamptz, txn_ids text[], data json[])
+RETURNS TABLE (base_offset bigint, created_at timestamptz, txn_ids text[], data json[], meta json[])
 LANGUAGE sql STABLE AS $$
     SELECT greatest(s.base_offset, p_from),
            s.created_at,
            CASE WHEN s.base_offset >= p_from THEN s.txn_ids ELSE s.txn_ids[p_from - s.base_offset + 1:] END,
-           CASE WHEN s.base_offset >= p_from THEN s.data ELSE s.data[p_from - s.base_offset + 1:] END
+           CASE WHEN s.base_offset >= p_from THEN s.data ELSE s.data[p_from - s.base_offset + 1:] END,
+           CASE WHEN s.base_offset >= p_from THEN s.meta ELSE s.meta[p_from - s.base_offset + 1:] END
       FROM queen.log_segments s
      WHERE s.partition_id = p_pid
        -- From the segment holding p_from, on the primary key's order (a

@@ -26,6 +26,7 @@ DECLARE
     v_txns  text[];
     v_hash  uuid[];
     v_data  json[];
+    v_meta  json[];   -- NULL when no timer fired has any
     v_fire  timestamptz[];
     v_sizes bigint[];
     v_fpids  bigint[]; -- the partitions fired into, ascending: one frame each
@@ -51,7 +52,7 @@ BEGIN
     END IF;
     WITH del AS (
         DELETE FROM queen.timers t WHERE t.id = ANY (v_take)
-        RETURNING t.id, t.partition_id, t.txn_id, t.hash, t.data, t.fire_at, t.data_bytes
+        RETURNING t.id, t.partition_id, t.txn_id, t.hash, t.data, t.fire_at, t.data_bytes, t.meta
     )
     SELECT array_agg(r.id ORDER BY r.partition_id, r.fire_at, r.id),
            array_agg(r.partition_id ORDER BY r.partition_id, r.fire_at, r.id),
@@ -59,8 +60,9 @@ BEGIN
            array_agg(r.hash ORDER BY r.partition_id, r.fire_at, r.id),
            array_agg(r.data ORDER BY r.partition_id, r.fire_at, r.id),
            array_agg(r.fire_at ORDER BY r.partition_id, r.fire_at, r.id),
-           array_agg(r.data_bytes ORDER BY r.partition_id, r.fire_at, r.id)
-      INTO v_ids, v_pids, v_txns, v_hash, v_data, v_fire, v_sizes
+           array_agg(r.data_bytes ORDER BY r.partition_id, r.fire_at, r.id),
+           CASE WHEN bool_or(r.meta IS NOT NULL) THEN array_agg(r.meta ORDER BY r.partition_id, r.fire_at, r.id) END
+      INTO v_ids, v_pids, v_txns, v_hash, v_data, v_fire, v_sizes, v_meta
       FROM del r;
     -- Partitions in ascending id order (LOCKS.md), then each partition's
     -- own allocator, read under its lock, as the vouched watermark.
@@ -76,7 +78,8 @@ BEGIN
         SELECT v_ids[k], v_pids[k], r.base_offset + (k - fp.first), v_txns[k], v_fire[k], fired_at
           FROM queen.log_push_bundle(v_fpids, v_lasts, array_fill(2147483647, ARRAY[cardinality(v_fpids)]),
                    v_counts, v_txns, v_hash, v_data, v_fbytes, array_fill(0, ARRAY[cardinality(v_fpids)]),
-                   '{}', '{}', array_fill(0, ARRAY[cardinality(v_fpids)]), '{}') AS r
+                   '{}', '{}', array_fill(0, ARRAY[cardinality(v_fpids)]), '{}',
+                   CASE WHEN v_meta IS NOT NULL THEN v_counts END, v_meta) AS r
           JOIN (SELECT f.s, min(k2) AS first FROM unnest(v_pids) WITH ORDINALITY AS u(pid, k2)
                   JOIN unnest(v_fpids) WITH ORDINALITY AS f(pid, s) ON f.pid = u.pid GROUP BY f.s) AS fp
             ON fp.s = r.frame

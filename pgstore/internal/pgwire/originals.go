@@ -19,7 +19,7 @@ type Querier interface {
 // transaction, under the partition's lock). An offset whose message is
 // gone (retention) is absent from the map: its conflict cannot be told.
 func Originals(ctx context.Context, q Querier, partitionID int64, offsets []int64) (map[int64]model.Hash, error) {
-	rows, err := q.Query(ctx, "SELECT off, data_hash, data::text FROM queen.log_originals($1, $2)", partitionID, offsets)
+	rows, err := q.Query(ctx, "SELECT off, data_hash, data::text, meta::text FROM queen.log_originals($1, $2)", partitionID, offsets)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: Originals of %d: %w", partitionID, err)
 	}
@@ -30,15 +30,20 @@ func Originals(ctx context.Context, q Querier, partitionID int64, offsets []int6
 			off  int64
 			hash *model.Hash
 			data *string
+			meta *string
 		)
-		if err := rows.Scan(&off, &hash, &data); err != nil {
+		if err := rows.Scan(&off, &hash, &data, &meta); err != nil {
 			return nil, fmt.Errorf("pgstore: Originals of %d: %w", partitionID, err)
 		}
 		switch {
 		case hash != nil:
 			out[off] = *hash
 		case data != nil:
-			out[off] = model.HashData([]byte(*data))
+			var m []byte
+			if meta != nil {
+				m = []byte(*meta)
+			}
+			out[off] = model.HashData([]byte(*data), m)
 		}
 	}
 	if err := rows.Err(); err != nil {

@@ -24,13 +24,13 @@ import (
 // hands them to pgconn as they are; its answer is read from the protocol's
 // rows without pgx's scanning.
 
-// PushBundleSQL calls log_push_bundle with a Bundle's 13 arrays, in the
+// PushBundleSQL calls log_push_bundle with a Bundle's 15 arrays, in the
 // order of the routine's parameters.
 const PushBundleSQL = `SELECT frame, base_offset, last_offset, probe, unrolled, dup_idx, dup_off, on_conflict, created_at
 FROM queen.log_push_bundle(p_pids => $1, p_verified => $2, p_verified_windows => $3,
     p_counts => $4, p_txn_ids => $5, p_hashes => $6, p_data => $7, p_bytes => $8,
     p_cand_counts => $9, p_cand_idx => $10, p_cand_off => $11,
-    p_dh_counts => $12, p_data_hashes => $13)`
+    p_dh_counts => $12, p_data_hashes => $13, p_meta_counts => $14, p_meta => $15)`
 
 const (
 	// pushStatement is PushBundleSQL's name on a connection that ran it.
@@ -40,7 +40,7 @@ const (
 	// statement cache does (a routine replaced with another result type
 	// leaves a prepared statement that can only fail).
 	pushStaleKey = "queengate.push_stale"
-	bundleParams = 13
+	bundleParams = 15
 	// maxPooledBundle is the largest buffer kept for the next bundle:
 	// past it, one rare huge bundle would stay pinned in memory.
 	maxPooledBundle = 4 << 20
@@ -96,16 +96,20 @@ func (b *Bundle) Release() {
 
 // bundleSize checks frames and says how many bytes their arrays take.
 func bundleSize(frames []model.Frame) (int, error) {
-	const header, perFrame = 20, 7 * 12 // 7 arrays of an element per frame, 8 bytes at most each
+	const header, perFrame = 20, 8 * 12 // 8 arrays of an element per frame, 8 bytes at most each
 	size := bundleParams*header + perFrame*len(frames)
 	for i := range frames {
 		fr := &frames[i]
 		n := len(fr.Hashes)
-		if n == 0 || len(fr.TxnIDs) != n || len(fr.Data) != n || (fr.DataHashes != nil && len(fr.DataHashes) != n) {
-			return 0, fmt.Errorf("%w: frame %d for partition %d has %d txn ids, %d hashes, %d data, %d data hashes",
-				model.ErrInvalidFrame, i, fr.PartitionID, len(fr.TxnIDs), n, len(fr.Data), len(fr.DataHashes))
+		if n == 0 || len(fr.TxnIDs) != n || len(fr.Data) != n || (fr.DataHashes != nil && len(fr.DataHashes) != n) ||
+			(fr.Meta != nil && len(fr.Meta) != n) {
+			return 0, fmt.Errorf("%w: frame %d for partition %d has %d txn ids, %d hashes, %d data, %d data hashes, %d meta",
+				model.ErrInvalidFrame, i, fr.PartitionID, len(fr.TxnIDs), n, len(fr.Data), len(fr.DataHashes), len(fr.Meta))
 		}
-		size += n*(4+20) + len(fr.DataHashes)*20 + len(fr.Candidates)*(8+12)
+		size += n*(4+20) + len(fr.DataHashes)*20 + len(fr.Candidates)*(8+12) + len(fr.Meta)*4
+		for _, m := range fr.Meta {
+			size += len(m)
+		}
 		for k := range n {
 			size += 4 + len(fr.TxnIDs[k]) + 4 + len(model.StoredData(fr.Data[k]))
 		}
@@ -145,6 +149,10 @@ var bundleArrays = [bundleParams]func([]byte, []model.Frame) []byte{
 		return appendPerFrame(buf, frames, func(fr *model.Frame) int32 { return int32(len(fr.DataHashes)) })
 	},
 	appendDataHashes,
+	func(buf []byte, frames []model.Frame) []byte {
+		return appendPerFrame(buf, frames, func(fr *model.Frame) int32 { return int32(len(fr.Meta)) })
+	},
+	appendMeta,
 }
 
 // appendPerFrame appends an int4[] or int8[] of one element per frame.
@@ -207,6 +215,7 @@ func total(frames []model.Frame, count func(*model.Frame) int) (n int) {
 
 func messages(fr *model.Frame) int   { return len(fr.Hashes) }
 func dataHashes(fr *model.Frame) int { return len(fr.DataHashes) }
+func metas(fr *model.Frame) int      { return len(fr.Meta) }
 func candidates(fr *model.Frame) int { return len(fr.Candidates) }
 
 func appendTxnIDs(buf []byte, frames []model.Frame) []byte {
@@ -244,6 +253,27 @@ func appendDataHashes(buf []byte, frames []model.Frame) []byte {
 	for i := range frames {
 		for j := range frames[i].DataHashes {
 			buf = appendElement(buf, frames[i].DataHashes[j][:])
+		}
+	}
+	return buf
+}
+
+// appendMeta appends the meta of the frames that have any, a NULL element
+// for a message without.
+func appendMeta(buf []byte, frames []model.Frame) []byte {
+	n := total(frames, metas)
+	if n == 0 {
+		return appendArrayHeader(buf, OIDJSON, 0)
+	}
+	buf = arrayHeader(buf, OIDJSON, n)
+	binary.BigEndian.PutUint32(buf[len(buf)-16:], 1) // has nulls
+	for i := range frames {
+		for _, m := range frames[i].Meta {
+			if m == nil {
+				buf = binary.BigEndian.AppendUint32(buf, math.MaxUint32) // -1: NULL
+				continue
+			}
+			buf = appendElement(buf, m)
 		}
 	}
 	return buf

@@ -18,16 +18,17 @@ import (
 
 func TestMain(m *testing.M) { pgtest.Run(m) }
 
-// echoBundleSQL reads log_push_bundle's 13 arguments back as PostgreSQL
+// echoBundleSQL reads log_push_bundle's 15 arguments back as PostgreSQL
 // has them, typed as the routine's parameters, in text.
 const echoBundleSQL = `SELECT $1::bigint[]::text, $2::bigint[]::text, $3::integer[]::text, $4::integer[]::text,
 	$5::text[]::text, $6::uuid[]::text, $7::json[]::text, $8::bigint[]::text, $9::integer[]::text,
-	$10::integer[]::text, $11::bigint[]::text, $12::integer[]::text, $13::uuid[]::text`
+	$10::integer[]::text, $11::bigint[]::text, $12::integer[]::text, $13::uuid[]::text, $14::integer[]::text,
+	$15::json[]::text`
 
 // bundleOIDs are the array types of log_push_bundle's parameters.
 var bundleOIDs = []uint32{pgtype.Int8ArrayOID, pgtype.Int8ArrayOID, pgtype.Int4ArrayOID, pgtype.Int4ArrayOID,
 	pgtype.TextArrayOID, pgtype.UUIDArrayOID, pgtype.JSONArrayOID, pgtype.Int8ArrayOID, pgtype.Int4ArrayOID,
-	pgtype.Int4ArrayOID, pgtype.Int8ArrayOID, pgtype.Int4ArrayOID, pgtype.UUIDArrayOID}
+	pgtype.Int4ArrayOID, pgtype.Int8ArrayOID, pgtype.Int4ArrayOID, pgtype.UUIDArrayOID, pgtype.Int4ArrayOID, pgtype.JSONArrayOID}
 
 // pgxBundleArgs are log_push_bundle's arguments for frames as plain Go
 // slices, for pgx's own codecs to encode: what the push sent before it
@@ -38,6 +39,8 @@ func pgxBundleArgs(frames []model.Frame) []any {
 		windows, counts, candCounts, candIdx, dhCounts = []int32{}, []int32{}, []int32{}, []int32{}, []int32{}
 		txnIDs, data                                   = []string{}, []string{}
 		hashes, dataHashes                             = []pgtype.UUID{}, []pgtype.UUID{}
+		metaCounts                                     = []int32{}
+		meta                                           = []*string{}
 	)
 	for _, fr := range frames {
 		pids, verified = append(pids, fr.PartitionID), append(verified, fr.Verified)
@@ -55,12 +58,21 @@ func pgxBundleArgs(frames []model.Frame) []any {
 		for _, c := range fr.Candidates {
 			candIdx, candOff = append(candIdx, c.Index+1), append(candOff, c.Offset)
 		}
+		metaCounts = append(metaCounts, int32(len(fr.Meta)))
+		for _, m := range fr.Meta {
+			var s *string
+			if m != nil {
+				s = new(string(m))
+			}
+			meta = append(meta, s)
+		}
 		dhCounts = append(dhCounts, int32(len(fr.DataHashes)))
 		for _, h := range fr.DataHashes {
 			dataHashes = append(dataHashes, pgtype.UUID{Bytes: h, Valid: true})
 		}
 	}
-	return []any{pids, verified, windows, counts, txnIDs, hashes, data, sizes, candCounts, candIdx, candOff, dhCounts, dataHashes}
+	return []any{pids, verified, windows, counts, txnIDs, hashes, data, sizes, candCounts, candIdx, candOff, dhCounts, dataHashes,
+		metaCounts, meta}
 }
 
 // randomFrames are frames of random contents: empty and multibyte
@@ -78,8 +90,16 @@ func randomFrames(r *rand.Rand) []model.Frame {
 			fr.Hashes[k] = model.HashTxnID(fr.TxnIDs[k])
 			fr.Data[k] = randomData(r)
 		}
+		if r.IntN(2) == 0 { // headers on some messages, none on others
+			fr.Meta = make([][]byte, n)
+			for k := range n {
+				if r.IntN(2) == 0 {
+					fr.Meta[k] = model.AppendMeta(nil, []model.Header{{Name: "h", Values: []string{randomText(r, r.IntN(20))}}}, r.IntN(2) == 0)
+				}
+			}
+		}
 		if r.IntN(2) == 0 {
-			fr.DataHashes = model.HashEachData(fr.Data)
+			fr.DataHashes = model.HashEachData(fr.Data, fr.Meta)
 		}
 		for k := range n {
 			if r.IntN(3) == 0 {

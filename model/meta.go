@@ -1,0 +1,193 @@
+package model
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+)
+
+// A message's meta is its headers and the encoding of its data, written
+// as the JSON members its answers carry beside "data":
+//
+//	{"headers":{"traceparent":"00-…","x-tags":["a","b"]},"dataEncoding":"base64"}
+//
+// either member absent, nil for a message with neither (most of them).
+// The gateway writes it, never a producer's bytes as they came, so its
+// members can be spliced into any answer object as they are. A header
+// with one value is a string, one with several an array of them.
+//
+// Binary data (dataEncoding base64) is carried in Data as the JSON
+// string of its base64: reads hand the stored text out as it is.
+
+// Header is one header of a message: a name and its values in order.
+type Header struct {
+	Name   string
+	Values []string
+}
+
+// Limits on a message's headers (docs/protocol.md, "Headers").
+const (
+	MaxHeaders      = 64
+	MaxHeaderBytes  = 8 << 10 // names and values of one message together
+	MaxHeaderName   = 256
+	DataEncodingB64 = "base64"
+)
+
+const binaryMember = `"dataEncoding":"base64"`
+
+// AppendMeta appends the meta of a message with headers (nil: none) and,
+// when binary, base64 data; it appends nothing for a message with
+// neither.
+func AppendMeta(b []byte, headers []Header, binary bool) []byte {
+	if len(headers) == 0 && !binary {
+		return b
+	}
+	b = append(b, '{')
+	if len(headers) > 0 {
+		b = append(b, `"headers":{`...)
+		for i, h := range headers {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, h.Name)
+			b = append(b, ':')
+			if len(h.Values) == 1 {
+				b = appendString(b, h.Values[0])
+				continue
+			}
+			b = append(b, '[')
+			for k, v := range h.Values {
+				if k > 0 {
+					b = append(b, ',')
+				}
+				b = appendString(b, v)
+			}
+			b = append(b, ']')
+		}
+		b = append(b, '}')
+		if binary {
+			b = append(b, ',')
+		}
+	}
+	if binary {
+		b = append(b, binaryMember...)
+	}
+	return append(b, '}')
+}
+
+// appendString appends s as a JSON string. Header names and values are
+// checked UTF-8 before they get here.
+func appendString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+		case c < 0x20:
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		default:
+			b = append(b, c)
+		}
+	}
+	return append(b, '"')
+}
+
+// MetaMembers is meta's members without the braces, to splice into an
+// answer object after its "data" member; empty for no meta.
+func MetaMembers(meta []byte) []byte {
+	if len(meta) < 2 {
+		return nil
+	}
+	return meta[1 : len(meta)-1]
+}
+
+// IsBinary says the data beside meta is the base64 of binary data.
+func IsBinary(meta []byte) bool {
+	return bytes.HasSuffix(meta, []byte(binaryMember+"}"))
+}
+
+// MetaHeaders decodes meta's headers; nil when it has none.
+func MetaHeaders(meta []byte) (map[string][]string, error) {
+	if len(meta) == 0 {
+		return nil, nil
+	}
+	var m struct {
+		Headers map[string]json.RawMessage `json:"headers"`
+	}
+	if err := json.Unmarshal(meta, &m); err != nil || m.Headers == nil {
+		return nil, err
+	}
+	out := make(map[string][]string, len(m.Headers))
+	for name, raw := range m.Headers {
+		var one string
+		if json.Unmarshal(raw, &one) == nil {
+			out[name] = []string{one}
+			continue
+		}
+		var many []string
+		if err := json.Unmarshal(raw, &many); err != nil {
+			return nil, err
+		}
+		out[name] = many
+	}
+	return out, nil
+}
+
+// DataBytes is the bytes a message carries: its JSON text, or for binary
+// data the bytes its base64 stands for. A payload conflict compares
+// these.
+func DataBytes(data, meta []byte) []byte {
+	data = StoredData(data)
+	if !IsBinary(meta) || len(data) < 2 {
+		return data
+	}
+	out, err := base64.StdEncoding.AppendDecode(nil, data[1:len(data)-1])
+	if err != nil { // not what the gateway stores: compare the text
+		return data
+	}
+	return out
+}
+
+// WithMeta is a frame's Meta once message pos's meta m is added: it stays
+// nil while no message has any.
+func WithMeta(meta [][]byte, pos int, m []byte) [][]byte {
+	if meta == nil && m == nil {
+		return nil
+	}
+	if meta == nil {
+		meta = make([][]byte, pos, pos+1)
+	}
+	return append(meta, m)
+}
+
+// JoinMeta is the meta of a message whose headers object (raw JSON as
+// MetaHeadersRaw gives it; nil: none) and encoding are known apart, as a
+// dead letter carries them.
+func JoinMeta(headers []byte, binary bool) []byte {
+	if len(headers) == 0 && !binary {
+		return nil
+	}
+	b := []byte{'{'}
+	if len(headers) > 0 {
+		b = append(append(b, `"headers":`...), headers...)
+		if binary {
+			b = append(b, ',')
+		}
+	}
+	if binary {
+		b = append(b, binaryMember...)
+	}
+	return append(b, '}')
+}
+
+// MetaHeadersRaw is meta's headers object as stored; nil for none.
+func MetaHeadersRaw(meta []byte) []byte {
+	const prefix = `{"headers":`
+	if !bytes.HasPrefix(meta, []byte(prefix)) {
+		return nil
+	}
+	rest := meta[len(prefix):]
+	rest = bytes.TrimSuffix(rest, []byte("}"))
+	return bytes.TrimSuffix(rest, []byte(","+binaryMember))
+}

@@ -1,0 +1,12 @@
+-- A message's meta: its headers and the encoding of its data, as the
+-- JSON members its answers carry beside the data (docs/design.md, "A
+-- message's meta"): {"headers":{…},"dataEncoding":"base64"}. meta[i] is
+-- message i's (NULL for a message with neither); the column is NULL for
+-- a frame where no message has any, which costs a push without headers
+-- nothing. Binary data is kept in data as the JSON string of its base64,
+-- marked by dataEncoding: reads hand the stored text out as it is.
+ALTER TABLE queen.log_segments ADD COLUMN IF NOT EXISTS meta json[];
+ALTER TABLE queen.log_segments ALTER COLUMN meta SET STATISTICS 0;
+-- A timer's message, fired through the same push.
+ALTER TABLE queen.timers ADD COLUMN IF NOT EXISTS meta json;
+ALTER TABLE queen.timers ALTER COLUMN meta SET STATISTICS 0;
