@@ -137,8 +137,12 @@ func (m *consumeMetrics) leased(queue, group string, renew, held bool) {
 // that left its queue for good is an operator's business.
 func (m *consumeMetrics) deadLettered(log *zerolog.Logger, letters []model.DeadLetter) {
 	for _, d := range letters {
-		log.Warn().Str("queue", d.Queue).Str("group", d.Group).Str("partition", d.Partition).Str("messageId", d.MessageID).
-			Int("attempts", d.Attempts).Str("reason", d.Error).Msg("dead-lettered a message")
+		e := log.Warn().Str("queue", d.Queue).Str("group", d.Group).Str("partition", d.Partition).Str("messageId", d.MessageID).
+			Int("attempts", d.Attempts).Str("reason", d.Error)
+		if id := model.TraceID(d.Meta()); id != "" {
+			e = e.Str("trace_id", id)
+		}
+		e.Msg("dead-lettered a message")
 		if m != nil {
 			m.deadLetters.WithLabelValues(d.Queue, d.Group).Inc()
 		}

@@ -190,9 +190,15 @@ func (g *Gateway) Start(ctx context.Context) error {
 			return err
 		}
 	}
-	publish := svc.addEndpoint("publish", subjects.Verb(queengate.APIPublish)+".>", QueueGroup, g.handlePublish)
-	if err := publish.subscribe(publish.subject); err != nil {
-		return err
+	// The misshapen forms too, answered 400 in JetStream's shape rather
+	// than "no responders", which a JetStream client reads as JetStream
+	// not enabled.
+	publishVerb := subjects.Verb(queengate.APIPublish)
+	publish := svc.addEndpoint("publish", publishVerb+".*.*", QueueGroup, g.handlePublish)
+	for _, subject := range []string{publish.subject, publishVerb, publishVerb + ".*", publishVerb + ".*.*.>"} {
+		if err := publish.subscribe(subject); err != nil {
+			return err
+		}
 	}
 	if g.cfg.Routing == nil {
 		// Without routing, every shard too: pushes are served whether or

@@ -137,6 +137,13 @@ func TestJetStreamPublishErrorsAreJetStreamErrors(t *testing.T) {
 			t.Errorf("%s: %v, want a JetStream API error 400 with err_code %d", c.name, err, c.errCode)
 		}
 	}
+	for _, bad := range []string{e.Prefix + ".publish." + e.Queue, subject + ".x", e.Prefix + ".publish." + e.Queue + ".bad#name"} {
+		_, err := js.Publish(ctx, bad, []byte("x"))
+		var apiErr *jetstream.APIError
+		if !errors.As(err, &apiErr) || apiErr.ErrorCode != 10003 || apiErr.Code != 400 {
+			t.Errorf("publish to %q: %v, want a JetStream API error 400 with err_code 10003", bad, err)
+		}
+	}
 	if n := e.StoredCount(t); n != 0 {
 		t.Errorf("%d messages stored of refused publishes", n)
 	}

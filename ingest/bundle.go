@@ -45,6 +45,24 @@ func (s *sent) messages() int {
 	return n
 }
 
+// maxLoggedTraces bounds the trace ids one log line names.
+const maxLoggedTraces = 32
+
+// traceIDs are the trace ids (model.TraceID) of the bundle's messages
+// that carry a traceparent header, up to maxLoggedTraces: a failed
+// push's log line names them, so that a trace leads to it.
+func (s *sent) traceIDs() []string {
+	var ids []string
+	for _, fr := range s.frames {
+		for _, m := range fr.Meta {
+			if id := model.TraceID(m); id != "" && len(ids) < maxLoggedTraces {
+				ids = append(ids, id)
+			}
+		}
+	}
+	return ids
+}
+
 // fly sends the bundle and answers its requests: resolve the partitions,
 // build the frames (with what the cache vouches for), push them, teach
 // the cache what was written, hand the partitions back to the shard, and
@@ -73,7 +91,11 @@ func (b *bundle) fly() {
 		b.push(ctx, s, start)
 	}
 	if s.pushErr != nil {
-		in.log.Warn().Err(s.pushErr).Int("frames", len(s.frames)).Int("messages", s.messages()).Msg("push failed")
+		e := in.log.Warn().Err(s.pushErr).Int("frames", len(s.frames)).Int("messages", s.messages())
+		if ids := s.traceIDs(); len(ids) > 0 {
+			e = e.Strs("trace_ids", ids)
+		}
+		e.Msg("push failed")
 	}
 	b.answer(ctx, s)
 }

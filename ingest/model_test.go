@@ -1,7 +1,9 @@
 package ingest_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"maps"
 	"math/rand/v2"
 	"os"
@@ -428,7 +430,9 @@ func runModelWith(t *testing.T, gateways, failovers, ops int) modelRun {
 	request := func(part string, n int) *ingest.Request {
 		req := &ingest.Request{Queue: queue, Partition: part}
 		for range n {
-			req.Messages = append(req.Messages, ingest.Message{TxnID: id(part)})
+			txnID := id(part)
+			data, meta := modelPayload(txnID)
+			req.Messages = append(req.Messages, ingest.Message{TxnID: txnID, Data: data, Meta: meta})
 		}
 		return req
 	}
@@ -504,6 +508,7 @@ func runModelWith(t *testing.T, gateways, failovers, ops int) modelRun {
 			ageLiveFrames(t, store.Pool(), d)
 		}
 	}
+	checkPayloads(t, store.Store, queue, parts)
 	var m modelRun
 	for _, ing := range ings {
 		st, _ := ing.CacheSummary()
@@ -519,6 +524,47 @@ func runModelWith(t *testing.T, gateways, failovers, ops int) modelRun {
 		t.Errorf("%d failovers of %d", fo.done, failovers)
 	}
 	return m
+}
+
+// modelPayload is the data and meta the model sends with txnID, the same
+// every time: JSON data alone, JSON data with headers, or binary data
+// with headers, by the id's hash.
+func modelPayload(txnID string) (data, meta []byte) {
+	headers := []model.Header{{Name: "traceparent", Values: []string{"00-" + txnID}}, {Name: "x-tags", Values: []string{"a", `"b"`}}}
+	switch model.HashTxnID(txnID)[0] % 3 {
+	case 0:
+		return []byte(`{"id":` + strconv.Quote(txnID) + `}`), nil
+	case 1:
+		return []byte(`[1, ` + strconv.Quote(txnID) + `]`), model.AppendMeta(nil, headers, false)
+	}
+	return []byte(`"` + base64.StdEncoding.EncodeToString([]byte(txnID)) + `"`), model.AppendMeta(nil, headers[:1], true)
+}
+
+// checkPayloads reads every message the partitions still store and finds
+// each byte for byte as the model sent it: its data and its meta (or
+// neither, written by the outside writer, which sends none).
+func checkPayloads(t *testing.T, store *pgstore.Store, queue string, parts []string) {
+	t.Helper()
+	checked := 0
+	for _, part := range parts {
+		res, err := store.Read(context.Background(), model.ReadRequest{Queue: queue, Partition: part, Max: 1 << 30, MaxBytes: 1 << 40})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range res.Messages {
+			data, meta := modelPayload(m.TxnID)
+			if m.Meta == nil && string(m.Data) == "null" {
+				continue // the outside writer's
+			}
+			if !bytes.Equal(m.Data, data) || !bytes.Equal(m.Meta, meta) {
+				t.Errorf("%s@%d (%s) stored as %s %s, sent as %s %s", part, m.Offset, m.TxnID, m.Data, m.Meta, data, meta)
+			}
+			checked++
+		}
+	}
+	if checked == 0 {
+		t.Error("no message was read back to compare")
+	}
 }
 
 // expected is a request's outcome computed from the database alone: what

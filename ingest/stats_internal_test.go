@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 
@@ -51,5 +52,30 @@ func TestTalliesCountEveryPartitionAndItsQueue(t *testing.T) {
 	}
 	if c := in.tallyOf(0, 5); c.partition != nil {
 		t.Error("an unresolved partition (id 0) got a tally")
+	}
+}
+
+// TestAFailedPushNamesItsTraceIDs: the trace ids a failed push's log line
+// names are those of its messages with a traceparent header, at most
+// maxLoggedTraces.
+func TestAFailedPushNamesItsTraceIDs(t *testing.T) {
+	traced := func(i int) []byte {
+		return model.AppendMeta(nil, []model.Header{{Name: "traceparent",
+			Values: []string{fmt.Sprintf("00-%032x-00f067aa0ba902b7-01", i)}}}, false)
+	}
+	s := &sent{frames: []model.Frame{
+		{Meta: [][]byte{traced(1), nil, model.AppendMeta(nil, nil, true)}},
+		{},
+		{Meta: [][]byte{traced(2)}},
+	}}
+	if got := s.traceIDs(); len(got) != 2 || got[0] != fmt.Sprintf("%032x", 1) || got[1] != fmt.Sprintf("%032x", 2) {
+		t.Errorf("trace ids %v, want those of the two traced messages", got)
+	}
+	many := &sent{frames: []model.Frame{{}}}
+	for i := range 2 * maxLoggedTraces {
+		many.frames[0].Meta = append(many.frames[0].Meta, traced(i))
+	}
+	if got := many.traceIDs(); len(got) != maxLoggedTraces {
+		t.Errorf("%d trace ids named, want at most %d", len(got), maxLoggedTraces)
 	}
 }

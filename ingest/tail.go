@@ -24,10 +24,7 @@ func (in *Ingester) feedTail(n uint64, fr *model.Frame, res *model.FrameResult) 
 		}
 		return
 	}
-	if n == 0 || res.Settled || fr.Meta != nil {
-		// A frame with headers or binary data: the tail keeps data
-		// alone, so the partition's pops are served from SQL, which
-		// keeps both.
+	if n == 0 || res.Settled {
 		in.tail.Drop(fr.PartitionID)
 		return
 	}
@@ -36,6 +33,9 @@ func (in *Ingester) feedTail(n uint64, fr *model.Frame, res *model.FrameResult) 
 		if !o.Duplicate {
 			size += len(model.StoredData(fr.Data[k]))
 			idSize += len(fr.TxnIDs[k])
+			if fr.Meta != nil {
+				size += len(fr.Meta[k])
+			}
 		}
 	}
 	buf := make([]byte, 0, size)
@@ -43,6 +43,7 @@ func (in *Ingester) feedTail(n uint64, fr *model.Frame, res *model.FrameResult) 
 	ids.Grow(idSize)
 	count := int(res.LastOffset - res.BaseOffset + 1)
 	data, bounds := make([][]byte, 0, count), make([]int, 0, count+1)
+	var meta [][]byte // as stored: NULL elements nil, none when no message has any
 	bounds = append(bounds, 0)
 	for k, o := range res.Outcomes {
 		if o.Duplicate {
@@ -51,6 +52,15 @@ func (in *Ingester) feedTail(n uint64, fr *model.Frame, res *model.FrameResult) 
 		start := len(buf)
 		buf = append(buf, model.StoredData(fr.Data[k])...)
 		data = append(data, buf[start:len(buf):len(buf)])
+		if fr.Meta != nil {
+			var m []byte
+			if fr.Meta[k] != nil {
+				start := len(buf)
+				buf = append(buf, fr.Meta[k]...)
+				m = buf[start:len(buf):len(buf)]
+			}
+			meta = append(meta, m)
+		}
 		ids.WriteString(fr.TxnIDs[k])
 		bounds = append(bounds, ids.Len())
 	}
@@ -63,7 +73,7 @@ func (in *Ingester) feedTail(n uint64, fr *model.Frame, res *model.FrameResult) 
 		in.tail.Drop(fr.PartitionID) // cannot happen: the store checks the count
 		return
 	}
-	in.tail.Add(n, fr.PartitionID, tail.NewFrame(res.BaseOffset, txnIDs, data, res.CreatedAt))
+	in.tail.Add(n, fr.PartitionID, tail.NewFrame(res.BaseOffset, txnIDs, data, meta, res.CreatedAt))
 }
 
 // dropTails forgets the tails of partitions whose push's outcome is not

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"strings"
 )
 
 // A message's meta is its headers and the encoding of its data, written
@@ -190,4 +191,22 @@ func MetaHeadersRaw(meta []byte) []byte {
 	rest := meta[len(prefix):]
 	rest = bytes.TrimSuffix(rest, []byte("}"))
 	return bytes.TrimSuffix(rest, []byte(","+binaryMember))
+}
+
+// TraceID is the trace id of a W3C traceparent header among meta's
+// ("00-<trace id>-<span id>-<flags>"), for log lines about the message;
+// empty when it has none, or one not so formed.
+func TraceID(meta []byte) string {
+	if !bytes.Contains(meta, []byte(`"traceparent"`)) {
+		return ""
+	}
+	headers, err := MetaHeaders(meta)
+	if err != nil || len(headers["traceparent"]) == 0 {
+		return ""
+	}
+	parts := strings.Split(headers["traceparent"][0], "-")
+	if len(parts) < 4 || len(parts[1]) != 32 || strings.Trim(parts[1], "0123456789abcdef") != "" {
+		return ""
+	}
+	return parts[1]
 }

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -255,6 +256,7 @@ func checkTxnID(id string) *queengate.Error {
 type explainRequest struct {
 	txnID string
 	data  []byte
+	meta  []byte // its data encoding counts: binary data is compared by its bytes
 }
 
 // Explain answers what a push of a transactionId (and data) to
@@ -340,7 +342,12 @@ func decodeExplain(body []byte) (explainRequest, *queengate.Error) {
 	case !m.TxnIDSet:
 		return explainRequest{}, wire.BadInput(`"transactionId" is missing: explain the verdict of which id?`)
 	}
-	return explainRequest{txnID: string(m.TxnID), data: m.Data}, nil
+	data, meta, werr := m.Payload(0)
+	if werr != nil {
+		werr.Text = strings.Replace(werr.Text, "message 0: ", "", 1)
+		return explainRequest{}, werr
+	}
+	return explainRequest{txnID: string(m.TxnID), data: data, meta: meta}, nil
 }
 
 // explain explains the verdict of a push of req to queue/partition.
@@ -359,7 +366,7 @@ func (o *Ops) explain(ctx context.Context, queue, partition string, req explainR
 		ans.Verdict, ans.Answer = "duplicate", "duplicate"
 		ans.Original = &queengate.ExplainOriginal{Offset: l.Offset, MessageID: model.MessageID(l.PartitionID, l.Offset),
 			CreatedAt: l.CreatedAt, CoveredUntil: l.CreatedAt.Add(window), Retained: l.Retained}
-		if werr := o.explainConflict(ctx, queue, l, req.data, &ans); werr != nil {
+		if werr := o.explainConflict(ctx, queue, l, req, &ans); werr != nil {
 			return nil, werr
 		}
 	}
@@ -372,7 +379,7 @@ func (o *Ops) explain(ctx context.Context, queue, partition string, req explainR
 // payload-conflict check): on a queue that compares payloads, data unlike
 // the original's is flagged (flag) or fails (reject); an original whose
 // data is gone cannot conflict; without data, the answer depends on it.
-func (o *Ops) explainConflict(ctx context.Context, queue string, l model.TxnLookup, data []byte, ans *queengate.ExplainAnswer) *queengate.Error {
+func (o *Ops) explainConflict(ctx context.Context, queue string, l model.TxnLookup, req explainRequest, ans *queengate.ExplainAnswer) *queengate.Error {
 	q, err := o.store.QueueConfig(ctx, queue)
 	if err != nil {
 		return readError(err)
@@ -389,9 +396,9 @@ func (o *Ops) explainConflict(ctx context.Context, queue string, l model.TxnLook
 	switch {
 	case !ok:
 		ans.OriginalDataGone = true
-	case data == nil:
+	case req.data == nil && !model.IsBinary(req.meta):
 		ans.Answer, ans.DependsOnData = "", true
-	case model.HashData(data, nil) != original:
+	case model.HashData(req.data, req.meta) != original:
 		ans.Conflict = true
 		if q.OnConflict == model.ConflictReject {
 			ans.Answer = "failed"

@@ -105,7 +105,7 @@ func benchmarkCarried(n int, withTail bool) func(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				tl.Add(at, p.ID, tail.NewFrame(res[0].BaseOffset, fr.TxnIDs, fr.Data, res[0].CreatedAt))
+				tl.Add(at, p.ID, tail.NewFrame(res[0].BaseOffset, fr.TxnIDs, fr.Data, nil, res[0].CreatedAt))
 				last = res[0].LastOffset
 				b.StartTimer()
 			}

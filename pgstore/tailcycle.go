@@ -129,7 +129,7 @@ func (s *Store) TailSlice(ctx context.Context, pid, from, to, lo, hi, budget int
 	offsets, hashes, completed, _ := pgwire.AckArrays(items)
 	// The ack's verdict whether or not the slice is found (a cycle may
 	// have settled the ack alone).
-	rows, err := s.pool.Query(ctx, `SELECT x.offs, x.txn_ids, x.data::text[], x.created_at,
+	rows, err := s.pool.Query(ctx, `SELECT x.offs, x.txn_ids, x.data::text[], x.meta::text[], x.created_at,
 		queen.consumer_ack_is_whole_lease($1, $2, $3, $7, $8, $9)
 		FROM (SELECT 1) one LEFT JOIN LATERAL queen.consumer_pop_slice($1, $4, $5, $6, $10) x ON true`,
 		pid, from, to, lo, hi, model.DeliveryEnvelope, offsets, hashes, completed, budget)
@@ -142,9 +142,10 @@ func (s *Store) TailSlice(ctx context.Context, pid, from, to, lo, hi, budget int
 			offs    []int64
 			txns    []string
 			data    []string
+			meta    []*string // nil when no message has any
 			created []time.Time
 		)
-		if err := rows.Scan(&offs, &txns, &data, &created, &whole); err != nil {
+		if err := rows.Scan(&offs, &txns, &data, &meta, &created, &whole); err != nil {
 			return nil, false, false, err
 		}
 		if offs == nil {
@@ -153,6 +154,9 @@ func (s *Store) TailSlice(ctx context.Context, pid, from, to, lo, hi, budget int
 		for i := range offs {
 			msgs = append(msgs, model.StoredMessage{PartitionID: pid, Offset: offs[i], TxnID: txns[i], Data: []byte(data[i]),
 				CreatedAt: created[i]})
+			if meta != nil && meta[i] != nil {
+				msgs[len(msgs)-1].Meta = []byte(*meta[i])
+			}
 		}
 		ok = true
 	}

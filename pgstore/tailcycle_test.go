@@ -16,7 +16,8 @@ import (
 
 // setupConsumerInFrames is setupConsumer with the n messages pushed in
 // frames of 1 to 12 (message i's data frameData(i, "t<i>") whatever its
-// frame), each fed to a tail as a gateway's ingester feeds it, and the
+// frame; a third of the frames with headers on every other message, and
+// binary data), each fed to a tail as a gateway's ingester feeds it, and the
 // tail's server on b in check mode: every cycle it serves is read back
 // from SQL, and any difference fails it.
 func setupConsumerInFrames(t *testing.T, n int, seed uint64) *consumerBundle {
@@ -34,12 +35,19 @@ func setupConsumerInFrames(t *testing.T, n int, seed uint64) *consumerBundle {
 			id := fmt.Sprintf("t%d", j)
 			fr.TxnIDs, fr.Hashes = append(fr.TxnIDs, id), append(fr.Hashes, model.HashTxnID(id))
 			fr.Data = append(fr.Data, []byte(frameData(j, id)))
+			if i%3 == 0 {
+				var meta []byte
+				if j%2 == 0 {
+					meta = model.AppendMeta(nil, []model.Header{{Name: "traceparent", Values: []string{id}}}, j%4 == 0)
+				}
+				fr.Meta = append(fr.Meta, meta)
+			}
 		}
 		res, at, err := b.store.PushUnder(ctx, epoch, []model.Frame{fr})
 		if err != nil || res[0].BaseOffset != int64(i) {
 			t.Fatalf("push of %d from %d: %+v %v", k, i, res, err)
 		}
-		tl.Add(at, b.part.ID, tail.NewFrame(res[0].BaseOffset, fr.TxnIDs, fr.Data, res[0].CreatedAt))
+		tl.Add(at, b.part.ID, tail.NewFrame(res[0].BaseOffset, fr.TxnIDs, fr.Data, fr.Meta, res[0].CreatedAt))
 		i += k
 	}
 	b.tail = &tail.Server{Tail: tl, Leases: tail.NewLeases(tail.DefaultMaxLeases), Store: b.store, Check: b.store}
@@ -104,7 +112,7 @@ func (b *tailBundle) pushFed(t *testing.T, ids ...string) model.FrameResult {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.tail.Tail.Add(at, b.part.ID, tail.NewFrame(res[0].BaseOffset, fr.TxnIDs, fr.Data, res[0].CreatedAt))
+	b.tail.Tail.Add(at, b.part.ID, tail.NewFrame(res[0].BaseOffset, fr.TxnIDs, fr.Data, nil, res[0].CreatedAt))
 	return res[0]
 }
 
@@ -295,7 +303,7 @@ func TestATailServedCycleIsOnePlainStatement(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				tl.Add(at, c.p.ID, tail.NewFrame(res[0].BaseOffset, fr.TxnIDs, fr.Data, res[0].CreatedAt))
+				tl.Add(at, c.p.ID, tail.NewFrame(res[0].BaseOffset, fr.TxnIDs, fr.Data, nil, res[0].CreatedAt))
 				c.last = res[0].LastOffset
 			}
 		}

@@ -108,12 +108,21 @@ func elementSize(n int) int64 { return int64((4 + n + 3) &^ 3) }
 // data and transactionId arrays (pg_column_size of the slices it builds),
 // six times over for the transactionIds, and envelope per message.
 func (s Slice) bound(envelope int) int64 {
-	data, txns := int64(arrayHeader), int64(arrayHeader)
+	data, txns, meta := int64(arrayHeader), int64(arrayHeader), int64(0)
 	s.each(func(_ int64, fr *Frame, k int) {
 		data += elementSize(len(fr.Data[k]))
 		txns += elementSize(len(fr.TxnIDs[k]))
+		if m := fr.meta(k); m != nil {
+			meta += elementSize(len(m))
+		}
 	})
-	return data + 6*txns + (s.Hi-s.Lo+1)*int64(envelope)
+	if s.a.Meta != nil || s.b != nil && s.b.Meta != nil {
+		// The meta slice has a null bitmap: its header and the bitmap,
+		// aligned, at most (more than SQL's measure is safe: the tail
+		// then leaves the pop to SQL).
+		meta += arrayHeader + 8 + (s.Hi-s.Lo+1)/8 + 8
+	}
+	return data + meta + 6*txns + (s.Hi-s.Lo+1)*int64(envelope)
 }
 
 // Deliveries are the slice's messages of partition pid, each at its
@@ -122,7 +131,7 @@ func (s Slice) Deliveries(pid int64) []model.Delivery {
 	out := make([]model.Delivery, 0, s.Hi-s.Lo+1)
 	s.each(func(off int64, fr *Frame, k int) {
 		out = append(out, model.Delivery{StoredMessage: model.StoredMessage{PartitionID: pid, Offset: off,
-			TxnID: fr.TxnIDs[k], Data: fr.Data[k], CreatedAt: fr.CreatedAt}, Attempts: 1})
+			TxnID: fr.TxnIDs[k], Data: fr.Data[k], Meta: fr.meta(k), CreatedAt: fr.CreatedAt}, Attempts: 1})
 	})
 	return out
 }

@@ -25,6 +25,9 @@ type Frame struct {
 	Base      int64
 	TxnIDs    []string
 	Data      [][]byte
+	// Meta[k] is message k's meta (model.AppendMeta), nil for none; Meta
+	// is nil when no message has any.
+	Meta      [][]byte
 	CreatedAt time.Time
 	size      int64
 	pid       int64
@@ -36,12 +39,23 @@ func (f *Frame) End() int64 { return f.Base + int64(len(f.TxnIDs)) - 1 }
 
 // NewFrame is a frame of messages from base; it takes the slices as
 // they are (the caller does not change them after).
-func NewFrame(base int64, txnIDs []string, data [][]byte, createdAt time.Time) *Frame {
-	f := &Frame{Base: base, TxnIDs: txnIDs, Data: data, CreatedAt: createdAt, size: frameOverhead}
+func NewFrame(base int64, txnIDs []string, data, meta [][]byte, createdAt time.Time) *Frame {
+	f := &Frame{Base: base, TxnIDs: txnIDs, Data: data, Meta: meta, CreatedAt: createdAt, size: frameOverhead}
 	for i := range txnIDs {
 		f.size += int64(len(txnIDs[i]) + len(data[i]) + 40)
 	}
+	for _, m := range meta {
+		f.size += int64(len(m))
+	}
 	return f
+}
+
+// meta is message k's meta.
+func (f *Frame) meta(k int) []byte {
+	if f.Meta == nil {
+		return nil
+	}
+	return f.Meta[k]
 }
 
 // Tail is the frames of every partition, within a budget of bytes. Safe

@@ -13,7 +13,7 @@ func frameOf(base int64, ids ...string) *Frame {
 	for i, id := range ids {
 		data[i] = []byte(fmt.Sprintf("%q", id))
 	}
-	return NewFrame(base, ids, data, time.Unix(1, 0))
+	return NewFrame(base, ids, data, nil, time.Unix(1, 0))
 }
 
 // TestTheTailKeepsContiguousFramesOfItsEpoch: frames join when they
@@ -126,8 +126,8 @@ func TestWholeLeaseIsConsumerAckIsWholeLeasesRule(t *testing.T) {
 // slices (52 and 48 bytes), six times the second, and the envelope per
 // message; two frames are read, no third.
 func TestASliceIsMeasuredAsPgColumnSizeMeasuresIt(t *testing.T) {
-	a := NewFrame(0, []string{"y", "yy"}, [][]byte{[]byte(`"x"`), []byte(`"xx"`)}, time.Unix(1, 0))
-	b := NewFrame(2, []string{"yyy", "z"}, [][]byte{[]byte(`"xxx"`), []byte(`"z"`)}, time.Unix(2, 0))
+	a := NewFrame(0, []string{"y", "yy"}, [][]byte{[]byte(`"x"`), []byte(`"xx"`)}, nil, time.Unix(1, 0))
+	b := NewFrame(2, []string{"yyy", "z"}, [][]byte{[]byte(`"xxx"`), []byte(`"z"`)}, nil, time.Unix(2, 0))
 	want := int64(52 + 6*48 + 3*256)
 	s, ok := NextSlice(a, b, false, 0, 3, want, 256)
 	if !ok || s.Hi != 2 || s.bound(256) != want {

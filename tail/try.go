@@ -160,7 +160,8 @@ func (s *Server) check(ctx context.Context, c model.TailCycle, items []model.Ack
 	}
 	for i, m := range msgs {
 		d := pop.Messages[i].StoredMessage
-		if m.Offset != d.Offset || m.TxnID != d.TxnID || !slices.Equal(m.Data, d.Data) || !m.CreatedAt.Equal(d.CreatedAt) {
+		if m.Offset != d.Offset || m.TxnID != d.TxnID || !slices.Equal(m.Data, d.Data) || !slices.Equal(m.Meta, d.Meta) ||
+			!m.CreatedAt.Equal(d.CreatedAt) {
 			return fmt.Errorf("%w: partition %d offset %d: SQL %q %s %s, tail %d %q %s %s", ErrMismatch, c.PartitionID, m.Offset,
 				m.TxnID, m.Data, m.CreatedAt.Format(time.RFC3339Nano), d.Offset, d.TxnID, d.Data, d.CreatedAt.Format(time.RFC3339Nano))
 		}

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
 	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/internal/ctl/admin"
@@ -150,6 +153,12 @@ func getMessage(ctx context.Context, s *session, op admin.Operation) error {
 	output.Row(tw, "transactionId:", m.TransactionID)
 	output.Row(tw, "createdAt:", output.Stamp(m.CreatedAt))
 	output.Row(tw, "data:", string(m.Data))
+	if m.DataEncoding != "" {
+		output.Row(tw, "dataEncoding:", m.DataEncoding)
+	}
+	for _, name := range slices.Sorted(maps.Keys(m.Headers)) {
+		output.Row(tw, "header:", name+": "+strings.Join(m.Headers[name], ", "))
+	}
 	return tw.Flush()
 }
 

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
+	"strings"
 
 	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/internal/ctl/admin"
@@ -19,6 +21,8 @@ const pushUsage = `Usage:
                                                   messages from the arguments
   queenctl push QUEUE [PARTITION] [--envelope] [--batch N] < lines.jsonl
                                                   JSON lines on stdin
+  queenctl push QUEUE PARTITION --file PATH [--txn-id ID]
+                                                  one message of any bytes
 
 Pushes messages over NATS request-reply to <prefix>.push.QUEUE.PARTITION
 (PARTITION defaults to Default; name it to give message arguments, e.g.
@@ -36,6 +40,12 @@ skipped. By default each line is the message's data as JSON. With
 {"transactionId": "order-9137-paid", "data": {...}}. Every line is checked
 before anything is sent.
 
+--header 'NAME: VALUE' (repeatable; a name given again adds a value) gives
+every message of the arguments, of the data lines or of --file those
+headers; an --envelope line carries its own "headers". --file sends the
+file's bytes, whatever they are, as one message of binary data (base64 on
+the wire, dataEncoding "base64").
+
 Messages go in requests of at most --batch. Each answer is printed: index
 (position in the input), transactionId, status (queued, duplicate, failed),
 messageId, offset and, for a failed message, the error. With -o json,
@@ -47,6 +57,20 @@ func setupPush(fs *flag.FlagSet) runFunc {
 	txnID := fs.String("txn-id", "", "transactionId of the one message `argument`")
 	envelope := fs.Bool("envelope", false, `each stdin line is a whole message object {"transactionId"?, "data"}`)
 	batchMax := fs.Int("batch", 1000, "most messages per request (at most the gateway's QUEEN_MAX_BATCH)")
+	file := fs.String("file", "", "push the `file`'s bytes as one message of binary data")
+	var headers queengate.Headers
+	fs.Func("header", "a header `'NAME: VALUE'` of every message (repeatable)", func(v string) error {
+		name, value, ok := strings.Cut(v, ":")
+		if !ok || strings.TrimSpace(name) == "" {
+			return fmt.Errorf("%q: give NAME: VALUE", v)
+		}
+		if headers == nil {
+			headers = queengate.Headers{}
+		}
+		name = strings.TrimSpace(name)
+		headers[name] = append(headers[name], strings.TrimSpace(value))
+		return nil
+	})
 	return func(ctx context.Context, s *session, args []string) error {
 		if len(args) == 0 {
 			return cli.Usagef("push: which queue? e.g. queenctl push payments p1 '{\"amount\":5}'")
@@ -64,10 +88,14 @@ func setupPush(fs *flag.FlagSet) runFunc {
 		switch {
 		case *batchMax < 1:
 			return cli.Usagef("push: --batch %d: must be at least 1", *batchMax)
-		case *txnID != "" && len(msgArgs) != 1:
+		case *txnID != "" && len(msgArgs) != 1 && *file == "":
 			return cli.Usagef("push: --txn-id is the transactionId of one message argument; give exactly one MESSAGE")
 		case len(*txnID) > queengate.MaxTxnIDBytes:
 			return cli.Usagef("push: --txn-id is %d bytes; a transactionId is 1-%d bytes", len(*txnID), queengate.MaxTxnIDBytes)
+		case *file != "" && (len(msgArgs) > 0 || *envelope):
+			return cli.Usagef("push: --file is the one message: give no MESSAGE arguments nor --envelope with it")
+		case *envelope && headers != nil:
+			return cli.Usagef(`push: --header is for message arguments and data lines; an --envelope line carries its own "headers"`)
 		case *envelope && len(msgArgs) > 0:
 			return cli.Usagef("push: --envelope is for lines on stdin; message arguments are data (use --txn-id for the transactionId)")
 		case s.g.natsURL == "":
@@ -75,10 +103,19 @@ func setupPush(fs *flag.FlagSet) runFunc {
 		}
 		var msgs [][]byte
 		var err error
-		if len(msgArgs) > 0 {
-			msgs = batch.FromArgs(msgArgs, *txnID)
-		} else if msgs, err = batch.FromLines(s.stdin, *envelope); err != nil {
-			return cli.Usagef("push: %v", err)
+		switch {
+		case *file != "":
+			data, err := os.ReadFile(*file)
+			if err != nil {
+				return cli.Usagef("push: --file: %v", err)
+			}
+			msgs = [][]byte{batch.FromBytes(data, *txnID, headers)}
+		case len(msgArgs) > 0:
+			msgs = batch.FromArgs(msgArgs, *txnID, headers)
+		default:
+			if msgs, err = batch.FromLines(s.stdin, *envelope, headers); err != nil {
+				return cli.Usagef("push: %v", err)
+			}
 		}
 		if len(msgs) == 0 {
 			return cli.Usagef("push: no messages: give MESSAGE arguments or JSON lines on stdin")

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -207,6 +208,7 @@ func TestLive(t *testing.T) {
 			testApply(t, tr)
 			testConfigure(t, tr)
 			testPushAndGet(t, tr)
+			testHeadersAndFiles(t, tr)
 			testReadBack(t, tr)
 			testConsume(t, tr)
 			testDeleteGroup(t, tr)
@@ -416,6 +418,23 @@ func testPushAndGet(t *testing.T, tr transport) {
 	r.expect(t, exitOK, "PARTITION", "FIRST OFFSET", "LAST OFFSET", "STORED", "BYTES", "OLDEST", "NEWEST",
 		"This gateway (the one that answered), since it started:", "QUEUED", "DUPLICATES", "CACHE", "RESIDENT HASHES", "p1", "p2", "Default")
 	ctl(t, "", flags(tr.admin, "get", "queue", "audit")...).expect(t, exitOK, "no partitions yet")
+}
+
+// testHeadersAndFiles: --file pushes a file's bytes as binary data and
+// --header gives messages headers; get message shows both.
+func testHeadersAndFiles(t *testing.T, tr transport) {
+	path := filepath.Join(t.TempDir(), "blob.bin")
+	if err := os.WriteFile(path, []byte{0, 1, 2, 0xff}, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got := jsonOf[[]queengate.Answer](t, ctl(t, "", flags(tr.push, "push", "files", "p", "--file", path, "--txn-id", "blob-1",
+		"--header", "content-type: application/octet-stream", "--header", "x-tag: a", "--header", "x-tag: b", "-o", "json")...))
+	if len(got) != 1 || got[0].Status != "queued" {
+		t.Fatalf("push --file: %+v", got)
+	}
+	ctl(t, "", flags(tr.admin, "get", "message", got[0].MessageID)...).expect(t, exitOK,
+		`"AAEC/w=="`, "dataEncoding:", "base64", "content-type: application/octet-stream", "x-tag: a, b")
+	ctl(t, "", flags(tr.push, "push", "files", "p", "--file", path, "x")...).expect(t, exitUsage, "--file is the one message")
 }
 
 func testStatus(t *testing.T, tr transport) {

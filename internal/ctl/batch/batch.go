@@ -11,25 +11,31 @@ import (
 	"github.com/queengate/queengate"
 )
 
-// FromArgs turns arguments into messages: valid JSON is the data as
-// is, byte for byte, anything else is sent as a JSON string (so
-// `push q p hello` works).
-func FromArgs(args []string, txnID string) [][]byte {
+// FromArgs turns arguments into messages with headers (nil: none):
+// valid JSON is the data as is, byte for byte, anything else is sent as a
+// JSON string (so `push q p hello` works).
+func FromArgs(args []string, txnID string, headers queengate.Headers) [][]byte {
 	var out [][]byte
 	for _, a := range args {
 		data := []byte(a)
 		if !json.Valid(data) {
 			data, _ = json.Marshal(a)
 		}
-		m, _ := queengate.Message{TransactionID: txnID, Data: data}.AppendJSON(nil) // valid JSON: cannot fail
+		m, _ := queengate.Message{TransactionID: txnID, Data: data, Headers: headers}.AppendJSON(nil) // valid JSON: cannot fail
 		out = append(out, m)
 	}
 	return out
 }
 
+// FromBytes is one message of binary data, sent as base64.
+func FromBytes(data []byte, txnID string, headers queengate.Headers) []byte {
+	m, _ := queengate.Message{TransactionID: txnID, Binary: data, Headers: headers}.AppendJSON(nil) // no JSON given: cannot fail
+	return m
+}
+
 // FromLines reads JSON lines. All lines are checked before anything
 // is sent, so a typo on line 5000 does not leave 4999 messages pushed.
-func FromLines(r io.Reader, envelope bool) ([][]byte, error) {
+func FromLines(r io.Reader, envelope bool, headers queengate.Headers) ([][]byte, error) {
 	br := bufio.NewReader(r)
 	var out [][]byte
 	for lineNo := 1; ; lineNo++ {
@@ -38,7 +44,7 @@ func FromLines(r io.Reader, envelope bool) ([][]byte, error) {
 			return nil, fmt.Errorf("reading stdin: %v", err)
 		}
 		if t := bytes.TrimSpace(line); len(t) > 0 {
-			m, msg := lineMessage(t, envelope)
+			m, msg := lineMessage(t, envelope, headers)
 			if msg != "" {
 				return nil, fmt.Errorf("stdin line %d: %s; nothing was sent", lineNo, msg)
 			}
@@ -51,12 +57,12 @@ func FromLines(r io.Reader, envelope bool) ([][]byte, error) {
 }
 
 // lineMessage is one line as a message, or what is wrong with it.
-func lineMessage(line []byte, envelope bool) ([]byte, string) {
+func lineMessage(line []byte, envelope bool, headers queengate.Headers) ([]byte, string) {
 	if !json.Valid(line) {
 		return nil, "not valid JSON (each line is one JSON value)"
 	}
 	if !envelope {
-		m, _ := queengate.Message{Data: line}.AppendJSON(nil) // valid JSON: cannot fail
+		m, _ := queengate.Message{Data: line, Headers: headers}.AppendJSON(nil) // valid JSON: cannot fail
 		return m, ""
 	}
 	var env map[string]json.RawMessage
@@ -87,8 +93,8 @@ func envelopeKeys(obj []byte) string {
 		tok, _ := dec.Token() // a valid object: a key
 		key, _ := tok.(string)
 		switch {
-		case key != "transactionId" && key != "data":
-			return fmt.Sprintf(`unknown field %q: with --envelope each line is a message object {"transactionId"?, "data"} (without --envelope each line is the data)`, key)
+		case key != "transactionId" && key != "data" && key != "headers" && key != "dataEncoding":
+			return fmt.Sprintf(`unknown field %q: with --envelope each line is a message object {"transactionId"?, "data", "headers"?, "dataEncoding"?} (without --envelope each line is the data)`, key)
 		case seen[key]:
 			return fmt.Sprintf("field %q given twice", key)
 		}

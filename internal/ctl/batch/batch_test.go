@@ -11,14 +11,14 @@ func TestArgMessages(t *testing.T) {
 	t.Parallel()
 	// Data byte for byte: {"a": 1} keeps its spaces (a retry of it must
 	// not be a payload conflict), <>& are not escaped.
-	got := FromArgs([]string{`{"a": 1}`, "hello", "42", `"quoted"`, "null", "[1,", `"<&>"`}, "")
+	got := FromArgs([]string{`{"a": 1}`, "hello", "42", `"quoted"`, "null", "[1,", `"<&>"`}, "", nil)
 	want := []string{`{"data":{"a": 1}}`, `{"data":"hello"}`, `{"data":42}`, `{"data":"quoted"}`, `{"data":null}`, `{"data":"[1,"}`, `{"data":"<&>"}`}
 	for i := range want {
 		if string(got[i]) != want[i] {
 			t.Errorf("message %d = %s, want %s", i, got[i], want[i])
 		}
 	}
-	if got := FromArgs([]string{"x"}, "t-1"); string(got[0]) != `{"transactionId":"t-1","data":"x"}` {
+	if got := FromArgs([]string{"x"}, "t-1", nil); string(got[0]) != `{"transactionId":"t-1","data":"x"}` {
 		t.Errorf("with --txn-id: %s", got[0])
 	}
 }
@@ -32,7 +32,7 @@ func TestExampleMessages(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	msgs, err := FromLines(f, false)
+	msgs, err := FromLines(f, false, nil)
 	if err != nil || len(msgs) != 3 || string(msgs[1]) != `{"data":{"orderId": 9138, "amount": 12.50}}` {
 		t.Errorf("testdata/messages.jsonl: %q, %v", msgs, err)
 	}
@@ -83,7 +83,7 @@ func TestEnvelopeLines(t *testing.T) {
 		{`[1]`, `each line is a message object`},
 		{`{"transactionId":7}`, `transactionId must be a string`},
 	} {
-		_, err := FromLines(strings.NewReader(c.in), true)
+		_, err := FromLines(strings.NewReader(c.in), true, nil)
 		switch {
 		case c.want == "" && err != nil:
 			t.Errorf("%q: %v; want it accepted", c.in, err)
