@@ -22,9 +22,9 @@ const frameOverhead = 128
 // order, their transactionIds and data as stored, and the frame's
 // created_at. A Frame is never changed once added.
 type Frame struct {
-	Base      int64
-	TxnIDs    []string
-	Data      [][]byte
+	Base   int64
+	TxnIDs []string
+	Data   [][]byte
 	// Meta[k] is message k's meta (model.AppendMeta), nil for none; Meta
 	// is nil when no message has any.
 	Meta      [][]byte
