@@ -34,10 +34,10 @@ var (
 	APIPush = API{"push", queuePartition}
 	// APIAck is where the answers of fire-and-forget pushes go.
 	APIAck = API{"ack", queuePartition}
-	// APIPublish takes a JetStream client's publish as it is sent: the
+	// APIJetStream takes a JetStream client's publish as it is sent: the
 	// data as the body, Nats-Msg-Id the transactionId, a PubAck the
 	// answer (docs/protocol.md, "JetStream publish").
-	APIPublish = API{"publish", queuePartition}
+	APIJetStream = API{"jetstream", queuePartition}
 
 	APITimer       = API{"timer", queuePartition}
 	APITimerCancel = API{"timer.cancel", nil}
@@ -73,23 +73,23 @@ var (
 	// gateways' heartbeats, the routing
 	// probe's pushes (to ProbeQueue), and what one gateway tells the
 	// others.
-	APIShard        = API{"shard", []string{"<k>", "<queue>", "<partition>"}}
-	APIPopShard     = API{"popshard", []string{"<k>", "<queue>", "<partition>"}}
-	APIPublishShard = API{"pubshard", []string{"<k>", "<queue>", "<partition>"}}
-	APIHeartbeat    = API{"gateways.heartbeat", nil}
-	APIProbe        = API{"push." + ProbeQueue, []string{"<nonce>"}}
-	APICommitted    = API{"committed", queueOnly}
-	APIQueueDeleted = API{"queuedeleted", queueOnly}
-	APIGroupDeleted = API{"groupdeleted", queueGroup}
+	APIShard          = API{"shard", []string{"<k>", "<queue>", "<partition>"}}
+	APIPopShard       = API{"popshard", []string{"<k>", "<queue>", "<partition>"}}
+	APIJetStreamShard = API{"jsshard", []string{"<k>", "<queue>", "<partition>"}}
+	APIHeartbeat      = API{"gateways.heartbeat", nil}
+	APIProbe          = API{"push." + ProbeQueue, []string{"<nonce>"}}
+	APICommitted      = API{"committed", queueOnly}
+	APIQueueDeleted   = API{"queuedeleted", queueOnly}
+	APIGroupDeleted   = API{"groupdeleted", queueGroup}
 )
 
 // APIs are all of the above.
 var APIs = []API{
-	APIPush, APIAck, APIPublish, APITimer, APITimerCancel, APITimerList,
+	APIPush, APIAck, APIJetStream, APITimer, APITimerCancel, APITimerList,
 	APIRead, APIMessageGet, APIExplain,
 	APIPop, APIConsumeAck, APIConsumeAckPush, APIRenew, APIRelease, APIGroups, APIGroupCreate, APIGroupSeek, APIGroupDelete,
 	APIConfigure, APIQueuesList, APIQueuesGet, APIStatus, APIOverview, APIDLQList, APIDLQRedrive, APIQueueDelete, APIQueuePurge,
-	APIShard, APIPopShard, APIPublishShard, APIHeartbeat, APIProbe, APICommitted, APIQueueDeleted, APIGroupDeleted,
+	APIShard, APIPopShard, APIJetStreamShard, APIHeartbeat, APIProbe, APICommitted, APIQueueDeleted, APIGroupDeleted,
 }
 
 // Subjects builds the API subjects under a prefix.
@@ -114,9 +114,9 @@ func (s Subjects) Push(queue, partition string) string {
 	return s.with2(APIPush, queue, partition)
 }
 
-// Publish is the JetStream-compatible publish subject of a partition.
-func (s Subjects) Publish(queue, partition string) string {
-	return s.with2(APIPublish, queue, partition)
+// JetStream is the subject a JetStream client publishes to a partition on.
+func (s Subjects) JetStream(queue, partition string) string {
+	return s.with2(APIJetStream, queue, partition)
 }
 
 // Ack is where the answers of fire-and-forget pushes to a partition are

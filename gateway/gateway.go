@@ -181,7 +181,7 @@ func (g *Gateway) Start(ctx context.Context) error {
 	subjects := queengate.Subjects{Prefix: g.cfg.Prefix}
 	svc := newService(g.nc, ServiceName, g.cfg.Version,
 		"exactly-once ingestion gateway: push to "+queengate.APIPush.Template(g.cfg.Prefix), g.log)
-	svc.observe = g.metrics.observeRequest
+	svc.observer = g.metrics.requestObserver
 	push := svc.addEndpoint("push", subjects.Verb(queengate.APIPush)+".>", QueueGroup, g.handlePush)
 	// The bare verb too, so that it is answered 400 (parsePushSubject)
 	// rather than "no responders".
@@ -193,10 +193,10 @@ func (g *Gateway) Start(ctx context.Context) error {
 	// The misshapen forms too, answered 400 in JetStream's shape rather
 	// than "no responders", which a JetStream client reads as JetStream
 	// not enabled.
-	publishVerb := subjects.Verb(queengate.APIPublish)
-	publish := svc.addEndpoint("publish", publishVerb+".*.*", QueueGroup, g.handlePublish)
-	for _, subject := range []string{publish.subject, publishVerb, publishVerb + ".*", publishVerb + ".*.*.>"} {
-		if err := publish.subscribe(subject); err != nil {
+	jsVerb := subjects.Verb(queengate.APIJetStream)
+	js := svc.addEndpoint("jetstream", jsVerb+".*.*", QueueGroup, g.handleJetStream)
+	for _, subject := range []string{js.subject, jsVerb, jsVerb + ".*", jsVerb + ".*.*.>"} {
+		if err := js.subscribe(subject); err != nil {
 			return err
 		}
 	}
@@ -206,7 +206,7 @@ func (g *Gateway) Start(ctx context.Context) error {
 		for _, sub := range []struct {
 			e    *endpoint
 			verb queengate.API
-		}{{push, queengate.APIShard}, {publish, queengate.APIPublishShard}} {
+		}{{push, queengate.APIShard}, {js, queengate.APIJetStreamShard}} {
 			if err := sub.e.subscribe(subjects.Verb(sub.verb) + ".>"); err != nil {
 				return err
 			}
@@ -234,7 +234,7 @@ func (g *Gateway) Start(ctx context.Context) error {
 	}
 	if g.cfg.Routing != nil {
 		endpoints := append([]routing.ShardEndpoint{{Verb: subjects.Verb(queengate.APIShard), Subscriber: shardSubscriber{push}},
-			{Verb: subjects.Verb(queengate.APIPublishShard), Subscriber: shardSubscriber{publish}}},
+			{Verb: subjects.Verb(queengate.APIJetStreamShard), Subscriber: shardSubscriber{js}}},
 			g.shardEndpoints...)
 		r := routing.New(*g.cfg.Routing, g.nc, svc.id, g.cfg.Prefix, endpoints, g.log, g.routingMetrics)
 		if err := r.Start(ctx); err != nil {
@@ -570,8 +570,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	return m, nil
 }
 
-func (m *metrics) observeRequest(endpoint string, took time.Duration, result string) {
-	m.duration.WithLabelValues(endpoint, result).Observe(took.Seconds())
+func (m *metrics) requestObserver(endpoint, result string) prometheus.Observer {
+	return m.duration.WithLabelValues(endpoint, result)
 }
 
 func (m *metrics) rejected(code int) { m.rejects.WithLabelValues(strconv.Itoa(code)).Inc() }

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 	"github.com/nats-io/nuid"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
 	queengate "github.com/queengate/queengate"
@@ -33,10 +34,12 @@ type service struct {
 	description string
 	started     time.Time
 
-	// observe, when set, is told of every answered request: its endpoint,
-	// time from receipt to the answer's publish, and its outcome's result
-	// (ok, refused or error).
-	observe func(endpoint string, took time.Duration, result string)
+	// observer, when set, gives the observer of an endpoint's answered
+	// requests of a result (ok, refused or error), told each one's time
+	// from receipt to the answer's publish. Each endpoint asks once per
+	// result: a push or publish is answered too often to look its
+	// series up every time.
+	observer func(endpoint, result string) prometheus.Observer
 
 	mu        sync.Mutex
 	endpoints []*endpoint
@@ -59,6 +62,7 @@ type endpoint struct {
 	requests, errors int
 	lastError        string
 	processing       time.Duration
+	observers        [3]prometheus.Observer // by outcome.kind, once asked
 }
 
 // Request is one received message (its Subject, Data, Reply and Header)
@@ -141,25 +145,31 @@ func answeredWith(werr *queengate.Error) outcome {
 // failedWith is the outcome of a request the gateway failed, for why.
 func failedWith(why string) outcome { return outcome{errMsg: why, failed: true} }
 
-// result is the outcome's label in queengate_request_duration_seconds:
-// ok, refused (answered with a 4xx) or error. Only error is the
-// gateway's to mend, so it alone is worth an alert.
-func (o outcome) result() string {
+// results are the outcomes' labels in queengate_request_duration_seconds,
+// by outcome.kind: ok, refused (answered with a 4xx) or error. Only error
+// is the gateway's to mend, so it alone is worth an alert.
+var results = [3]string{"ok", "refused", "error"}
+
+// kind is the outcome's index in results.
+func (o outcome) kind() int {
 	switch {
 	case o.errMsg == "":
-		return "ok"
+		return 0
 	case o.failed:
-		return "error"
+		return 2
 	}
-	return "refused"
+	return 1
 }
+
+// result is the outcome's label (results).
+func (o outcome) result() string { return results[o.kind()] }
 
 // done records an answered request: its time from receipt to the answer's
 // publish, and its outcome. micro's num_errors counts every request
 // answered with an error, refused or failed, as micro itself does.
 func (r *Request) done(o outcome) {
 	took := time.Since(r.received)
-	s := r.ep.svc
+	s, k := r.ep.svc, o.kind()
 	s.mu.Lock()
 	r.ep.requests++
 	r.ep.processing += took
@@ -167,9 +177,14 @@ func (r *Request) done(o outcome) {
 		r.ep.errors++
 		r.ep.lastError = o.errMsg
 	}
+	obs := r.ep.observers[k]
+	if obs == nil && s.observer != nil {
+		obs = s.observer(r.ep.name, results[k])
+		r.ep.observers[k] = obs
+	}
 	s.mu.Unlock()
-	if s.observe != nil {
-		s.observe(r.ep.name, took, o.result())
+	if obs != nil {
+		obs.Observe(took.Seconds())
 	}
 }
 

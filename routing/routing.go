@@ -66,8 +66,8 @@ func ShardMappings(prefix string, n int) map[string]string {
 	return map[string]string{
 		push + ".*.*": fmt.Sprintf("%s.{{partition(%d,1,2)}}.{{wildcard(1)}}.{{wildcard(2)}}", shard, n),
 		push + ".*":   fmt.Sprintf("%s.{{partition(%d,1)}}.{{wildcard(1)}}", shard, n),
-		s.Verb(queengate.APIPublish) + ".*.*": fmt.Sprintf("%s.{{partition(%d,1,2)}}.{{wildcard(1)}}.{{wildcard(2)}}",
-			s.Verb(queengate.APIPublishShard), n),
+		s.Verb(queengate.APIJetStream) + ".*.*": fmt.Sprintf("%s.{{partition(%d,1,2)}}.{{wildcard(1)}}.{{wildcard(2)}}",
+			s.Verb(queengate.APIJetStreamShard), n),
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/internal/bench"
 	"github.com/queengate/queengate/internal/bench/sidebyside"
+	"github.com/queengate/queengate/model"
 )
 
 var targetNames = []string{"queengate", "naive", "jetstream", "ceiling"}
@@ -97,6 +98,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	overridePreset(fs, &preset, w)
 	preset.PayloadBytes, preset.FlushSize, preset.Linger = w.PayloadBytes, w.FlushSize, linger
 	preset.FireAndForget, preset.Seed, preset.Duration = w.FireAndForget, w.Seed, duration
+	preset.JSPublish, preset.Headers = w.JSPublish, w.Headers
 	preset.CacheMB, preset.Replication = w.CacheMB, w.Replication
 	preset.Gateways = max(preset.Gateways, 1)
 	o.w = preset
@@ -168,6 +170,8 @@ func defineWorkloadFlags(fs *flag.FlagSet, w *bench.Workload, linger, duration *
 	fs.IntVar(&w.CacheMB, "cache-mb", 0, "gateways' dedup cache budget in MiB (--self; default: QUEEN_DEDUP_CACHE_MB, else the gateway's default)")
 	fs.Int64Var(&w.Prefill, "prefill", -1, "unique messages pushed before the measured run")
 	fs.BoolVar(&w.FireAndForget, "fire-and-forget", false, "publish without reply subjects and read the ack subjects (queengate)")
+	fs.BoolVar(&w.JSPublish, "js-publish", false, "queengate's producers publish as JetStream's do: each message with a JetStream client's PublishMsgAsync to <prefix>.jetstream.<queue>.<partition>")
+	fs.IntVar(&w.Headers, "headers", 0, "small headers on every message (a push's \"headers\", a publish's NATS headers)")
 	fs.Int64Var(&w.Seed, "seed", 1, "seed of the generated workload")
 	fs.DurationVar(&w.RequestTimeout, "timeout", 0, "longest a producer waits for one answer (default: the scenario's, else 1m)")
 	fs.BoolVar(&w.RetryFailed, "retry-failed", false, "resend a failed or timed-out request with the same ids until it is answered, as a careful producer does")
@@ -369,6 +373,12 @@ func (o options) checkDeployment(bad func(string, ...any)) {
 	}
 	if w.FireAndForget && len(o.targets) > 1 {
 		bad("--fire-and-forget applies to queengate alone, not to --compare")
+	}
+	if w.JSPublish && w.FireAndForget {
+		bad("--js-publish waits for PubAcks as JetStream's producers do: not with --fire-and-forget")
+	}
+	if w.Headers < 0 || w.Headers > model.MaxHeaders {
+		bad("--headers %d: from 0 to %d", w.Headers, model.MaxHeaders)
 	}
 	o.checkReplication(bad)
 }

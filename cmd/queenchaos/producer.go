@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"encoding/base64"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -119,6 +120,29 @@ func payloadOf(k msgKey) string {
 	return fmt.Sprintf(`{"producer":%d,"seq":%d,"pad":"%s"}`, k.producer, k.seq, strings.Repeat("x", 60))
 }
 
+// A third of the messages carry headers (a traceparent among them), and
+// a third are binary data: the faults must lose or change neither.
+func (k msgKey) headers() string {
+	if k.seq%3 != 1 {
+		return ""
+	}
+	return fmt.Sprintf(`{"traceparent":"00-%032x-%016x-01","x-seq":"%d"}`, k.seq, k.producer+1, k.seq)
+}
+
+func (k msgKey) binary() bool { return k.seq%3 == 2 }
+
+// storedOf is a message's data and meta as the log keeps them (the
+// gateway's form of its headers and data encoding).
+func storedOf(k msgKey) (data, meta string) {
+	switch {
+	case k.binary():
+		return `"` + base64.StdEncoding.EncodeToString([]byte(payloadOf(k))) + `"`, `{"dataEncoding":"base64"}`
+	case k.headers() != "":
+		return payloadOf(k), `{"headers":` + k.headers() + `}`
+	}
+	return payloadOf(k), ""
+}
+
 // partitionName is partition number i's name.
 func partitionName(i int) string { return fmt.Sprintf("p%d", i) }
 
@@ -142,7 +166,8 @@ func (e ledgerExpected) Partition(i int) ([]verify.Sent, []verify.Answer) {
 	name := partitionName(i)
 	sent := make([]verify.Sent, len(pl.sent))
 	for j, k := range pl.sent {
-		sent[j] = verify.Sent{Partition: name, ID: messageIDOf(k), Data: payloadOf(k)}
+		data, meta := storedOf(k)
+		sent[j] = verify.Sent{Partition: name, ID: messageIDOf(k), Data: data, Meta: meta}
 	}
 	answers := make([]verify.Answer, len(pl.answers))
 	for j, a := range pl.answers {
@@ -179,7 +204,15 @@ func (l *ledger) unanswered() int64 {
 type message struct{ key msgKey }
 
 func (m message) MarshalJSON() ([]byte, error) {
-	return []byte(fmt.Sprintf(`{"transactionId":%q,"data":%s}`, messageIDOf(m.key), payloadOf(m.key))), nil
+	data, _ := storedOf(m.key)
+	b := fmt.Appendf(nil, `{"transactionId":%q,"data":%s`, messageIDOf(m.key), data)
+	if m.key.binary() {
+		b = append(b, `,"dataEncoding":"base64"`...)
+	}
+	if h := m.key.headers(); h != "" {
+		b = append(append(b, `,"headers":`...), h...)
+	}
+	return append(b, '}'), nil
 }
 
 // wireAnswer is one entry of a push's answer.

@@ -102,7 +102,7 @@ func TestSecurityDocBlock(t *testing.T) {
 	}
 	var subjects []string
 	for _, q := range []string{"orders", "payments"} {
-		subjects = append(subjects, "queen.push."+q, "queen.push."+q+".p", "queen.timer."+q+".p",
+		subjects = append(subjects, "queen.push."+q, "queen.push."+q+".p", "queen.jetstream."+q+".p", "queen.timer."+q+".p",
 			"queen.consume.pop."+q, "queen.consume.pop."+q+".p", "queen.consume.ack."+q+".p",
 			"queen.consume.renew."+q+".p", "queen.consume.release."+q+".p", "queen.consume.groups."+q,
 			"queen.read."+q+".p", "queen.explain."+q+".p", "queen.queues.get."+q,

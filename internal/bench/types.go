@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strconv"
 	"time"
@@ -62,6 +63,14 @@ type Workload struct {
 	// FireAndForget publishes without a reply subject and reads the
 	// answers on the ack subjects (queengate only).
 	FireAndForget bool
+	// JSPublish makes the queengate target's producers publish as the
+	// jetstream target's do: each message alone with a JetStream client's
+	// PublishMsgAsync, to <prefix>.jetstream.<queue>.<partition>, its
+	// transactionId as Nats-Msg-Id, and wait for the batch's PubAcks.
+	JSPublish bool `json:",omitempty"`
+	// Headers is how many small headers every message carries (Headers
+	// gives them): a push's "headers", a publish's NATS headers.
+	Headers int `json:",omitempty"`
 	// KillAt, when positive, is the share of the run's messages answered
 	// before one gateway is killed outright (the failover scenario).
 	KillAt float64
@@ -306,4 +315,20 @@ type Check struct {
 	Name    string `json:"name"`
 	Figures string `json:"figures"`
 	Met     bool   `json:"met"`
+}
+
+// MessageHeaders are the first n of the small headers a benchmark's
+// messages carry (Workload.Headers): what producers typically send, a
+// content type, a tenant, a schema version, then numbered ones.
+func MessageHeaders(n int) [][2]string {
+	base := [][2]string{{"content-type", "application/json"}, {"x-tenant", "acme"}, {"x-schema", "v3"}}
+	out := make([][2]string, 0, n)
+	for i := range n {
+		if i < len(base) {
+			out = append(out, base[i])
+			continue
+		}
+		out = append(out, [2]string{fmt.Sprintf("x-h%d", i), "v"})
+	}
+	return out
 }

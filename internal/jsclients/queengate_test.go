@@ -23,7 +23,7 @@ func TestTheJavaScriptClientPublishesToQueengate(t *testing.T) {
 	t.Parallel()
 	e := gatewaytest.NewEnv(t)
 	e.StartOpsGateway("", ingest.Config{})
-	subject := e.Prefix + ".publish." + e.Queue + ".p"
+	subject := e.Prefix + ".jetstream." + e.Queue + ".p"
 	binary := []byte{0, 1, 2, 255}
 	trace := "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 	got := jsclients.RunNode(t, jsclients.Plan{Servers: e.NS.ClientURL(), Steps: []jsclients.Step{

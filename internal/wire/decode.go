@@ -404,6 +404,7 @@ type RawMessage struct {
 	// Headers and DataEncoding are the raw values of those fields; nil
 	// when absent (RawMessage.Payload reads them).
 	Headers, DataEncoding []byte
+	index                 int // its position in its body, once its meta is made
 	// Extra holds the raw values of the Extra fields scanPush was asked
 	// for, in that order; nil where absent.
 	Extra  [2][]byte

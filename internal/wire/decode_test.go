@@ -235,3 +235,32 @@ func TestHeaderValueEscapesControlBytes(t *testing.T) {
 		}
 	}
 }
+
+// TestNeighboursShareTheirMeta: messages repeating the headers of the one
+// before share its meta, checked once; each keeps its own data, and a
+// neighbour's bad base64 is still refused, naming it.
+func TestNeighboursShareTheirMeta(t *testing.T) {
+	h := `"headers":{"a":"1","b":["x","y"]}`
+	msgs, werr := DecodePush([]byte(`[{"data":1,`+h+`},{"data":2,`+h+`},{"data":"AAE=","dataEncoding":"base64",`+h+`},`+
+		`{"data":"AAI=","dataEncoding":"base64",`+h+`},{"data":3,"headers":{"a":"2"}},{"data":4}]`), 10)
+	if werr != nil {
+		t.Fatal(werr)
+	}
+	want := []struct{ data, meta string }{
+		{`1`, `{"headers":{"a":"1","b":["x","y"]}}`},
+		{`2`, `{"headers":{"a":"1","b":["x","y"]}}`},
+		{`"AAE="`, `{"headers":{"a":"1","b":["x","y"]},"dataEncoding":"base64"}`},
+		{`"AAI="`, `{"headers":{"a":"1","b":["x","y"]},"dataEncoding":"base64"}`},
+		{`3`, `{"headers":{"a":"2"}}`},
+		{`4`, ``},
+	}
+	for i, w := range want {
+		if string(msgs[i].Data) != w.data || string(msgs[i].Meta) != w.meta {
+			t.Errorf("message %d: %s %s, want %s %s", i, msgs[i].Data, msgs[i].Meta, w.data, w.meta)
+		}
+	}
+	_, werr = DecodePush([]byte(`[{"data":"AAE=","dataEncoding":"base64"},{"data":"A","dataEncoding":"base64"}]`), 10)
+	if werr == nil || werr.Code != 400 || !strings.Contains(werr.Text, "message 1: data is not standard base64") {
+		t.Errorf("bad base64 beside good: %v, want a 400 naming message 1", werr)
+	}
+}

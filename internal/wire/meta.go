@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/base64"
 	"fmt"
 	"slices"
@@ -115,7 +116,7 @@ func checkHeaderName(name string) string {
 	switch {
 	case name == "" || len(name) > model.MaxHeaderName:
 		return fmt.Sprintf("header name %q must be 1-%d characters", Clip(name), model.MaxHeaderName)
-	case strings.HasPrefix(strings.ToLower(name), reservedPrefix):
+	case reserved(name):
 		return fmt.Sprintf("header %q: names starting with Nats- are NATS's own; a JetStream publish reads the ones queengate honours (docs/protocol.md)", Clip(name))
 	}
 	for i := 0; i < len(name); i++ {
@@ -124,6 +125,11 @@ func checkHeaderName(name string) string {
 		}
 	}
 	return ""
+}
+
+// reserved says name starts with Nats-, in any case.
+func reserved(name string) bool {
+	return len(name) >= len(reservedPrefix) && strings.EqualFold(name[:len(reservedPrefix)], reservedPrefix)
 }
 
 // checkHeaderValue: UTF-8 without control characters but tab (a CR or
@@ -215,6 +221,12 @@ func Payload(rawData, rawHeaders, rawEncoding []byte) (data, meta []byte, why st
 		return nil, nil, why
 	}
 	return data, model.AppendMeta(nil, headers, binary), ""
+}
+
+// sameMeta says a and b have the same raw headers and data encoding.
+func sameMeta(a, b *RawMessage) bool {
+	return bytes.Equal(a.Headers, b.Headers) && bytes.Equal(a.DataEncoding, b.DataEncoding) &&
+		(a.Headers == nil) == (b.Headers == nil) && (a.DataEncoding == nil) == (b.DataEncoding == nil)
 }
 
 // WithNATSHeaders gives a push's one message the NATS message's own

@@ -102,15 +102,35 @@ func DecodePush(body []byte, maxBatch int) ([]ingest.Message, *queengate.Error) 
 	}
 	*scratch = raw
 	msgs := make([]ingest.Message, len(raw))
+	var last *RawMessage // the last message with meta: its neighbours usually repeat it
 	for i := range raw {
-		if werr := raw[i].Check(i); werr != nil {
+		m := &raw[i]
+		if werr := m.Check(i); werr != nil {
 			return nil, werr
 		}
-		data, meta, werr := raw[i].Payload(i)
+		msgs[i] = ingest.Message{TxnID: m.TxnIDOrMint(), Data: m.Data}
+		if m.Headers == nil && m.DataEncoding == nil {
+			continue
+		}
+		if last != nil && sameMeta(last, m) {
+			// The same headers and encoding as the message before:
+			// checked once, and the meta shared (no reader changes it).
+			msgs[i].Meta = msgs[last.index].Meta
+			if model.IsBinary(msgs[i].Meta) {
+				data, why := binaryData(m.Data)
+				if why != "" {
+					return nil, BadInput("message %d: %s", i, why)
+				}
+				msgs[i].Data = data
+			}
+			continue
+		}
+		data, meta, werr := m.Payload(i)
 		if werr != nil {
 			return nil, werr
 		}
-		msgs[i] = ingest.Message{TxnID: raw[i].TxnIDOrMint(), Data: data, Meta: meta}
+		msgs[i].Data, msgs[i].Meta = data, meta
+		m.index, last = i, m
 	}
 	return msgs, nil
 }

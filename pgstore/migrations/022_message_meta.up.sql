@@ -6,7 +6,9 @@
 -- nothing. Binary data is kept in data as the JSON string of its base64,
 -- marked by dataEncoding: reads hand the stored text out as it is.
 ALTER TABLE queen.log_segments ADD COLUMN IF NOT EXISTS meta json[];
-ALTER TABLE queen.log_segments ALTER COLUMN meta SET STATISTICS 0;
+-- Producers repeat their headers message after message: lz4 keeps a
+-- frame's meta small, and costs far less than the default pglz.
+ALTER TABLE queen.log_segments ALTER COLUMN meta SET STATISTICS 0, ALTER COLUMN meta SET COMPRESSION lz4;
 -- A timer's message, fired through the same push.
 ALTER TABLE queen.timers ADD COLUMN IF NOT EXISTS meta json;
-ALTER TABLE queen.timers ALTER COLUMN meta SET STATISTICS 0;
+ALTER TABLE queen.timers ALTER COLUMN meta SET STATISTICS 0, ALTER COLUMN meta SET COMPRESSION lz4;

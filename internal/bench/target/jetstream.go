@@ -40,6 +40,7 @@ type JetStream struct {
 	AdminJS jetstream.JetStream
 	conns   []*nats.Conn
 	pubs    []jetstream.JetStream
+	headers [][2]string // every message's (Workload.Headers)
 	// cpuAtSetup is the server's CPU seconds when Setup finished, so that
 	// Figures reports the run's share only.
 	cpuAtSetup float64
@@ -79,20 +80,15 @@ func (t *JetStream) Setup(ctx context.Context, w bench.Workload) error {
 	}
 
 	t.closeProducerConns()
+	t.headers = bench.MessageHeaders(w.Headers)
 	n := max((w.Producers+producersPerConn-1)/producersPerConn, 1)
-	// Each producer waits for its batch's acks before sending the next, so
-	// a connection never has more than its producers' batches in flight;
-	// beyond the limit, an async publish would stall and then fail.
-	maxPending := max(4000, 2*producersPerConn*w.PerRequest)
 	for i := range n {
 		nc, err := nats.Connect(t.Server.URL, nats.Name(fmt.Sprintf("queenbench-producers-%d", i)))
 		if err != nil {
 			return fmt.Errorf("jetstream: connect producers: %w", err)
 		}
 		t.conns = append(t.conns, nc)
-		js, err := jetstream.New(nc,
-			jetstream.WithPublishAsyncMaxPending(maxPending),
-			jetstream.WithPublishAsyncTimeout(jetstreamAckTimeout))
+		js, err := asyncPublisher(nc, w)
 		if err != nil {
 			return fmt.Errorf("jetstream: %w", err)
 		}
@@ -132,14 +128,37 @@ func (t *JetStream) RecreateStream(ctx context.Context, name, subjects string, w
 // queue and partition because JetStream deduplicates per stream, and
 // queengate per partition.
 func (t *JetStream) Send(ctx context.Context, producer int, b *bench.Batch) ([]model.Status, error) {
-	js := t.pubs[producer%len(t.pubs)]
-	subject := "bench." + b.Queue + "." + b.Partition
-	idPrefix := b.Queue + "/" + b.Partition + "/"
+	statuses, err := publishAsync(ctx, t.pubs[producer%len(t.pubs)], "bench."+b.Queue+"."+b.Partition,
+		b.Queue+"/"+b.Partition+"/", b, t.headers)
+	if err != nil {
+		return nil, fmt.Errorf("jetstream: %w", err)
+	}
+	return statuses, nil
+}
+
+// asyncPublisher is a JetStream client on nc for a workload's producers.
+// Each producer waits for its batch's acks before sending the next, so a
+// connection never has more than its producers' batches in flight;
+// beyond the limit, an async publish would stall and then fail.
+func asyncPublisher(nc *nats.Conn, w bench.Workload) (jetstream.JetStream, error) {
+	maxPending := max(4000, 2*producersPerConn*w.PerRequest)
+	return jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(maxPending), jetstream.WithPublishAsyncTimeout(jetstreamAckTimeout))
+}
+
+// publishAsync publishes the batch's messages one by one with the
+// JetStream client's PublishMsgAsync to subject (each with headers and
+// the Nats-Msg-Id idPrefix+id), then waits for every PubAck: what the
+// jetstream target does into JetStream, and the queengate target into
+// its publish subject.
+func publishAsync(ctx context.Context, js jetstream.JetStream, subject, idPrefix string, b *bench.Batch, headers [][2]string) ([]model.Status, error) {
 	statuses := make([]model.Status, len(b.IDs))
 	futures := make([]jetstream.PubAckFuture, len(b.IDs))
 	for i, id := range b.IDs {
 		m := nats.NewMsg(subject)
 		m.Data = b.Data[i]
+		for _, h := range headers {
+			m.Header.Set(h[0], h[1])
+		}
 		m.Header.Set(jetstream.MsgIDHeader, idPrefix+id)
 		f, err := js.PublishMsgAsync(m)
 		if err != nil {
@@ -161,7 +180,7 @@ func (t *JetStream) Send(ctx context.Context, producer int, b *bench.Batch) ([]m
 		case <-f.Err():
 			statuses[i] = model.StatusFailed
 		case <-ctx.Done():
-			return nil, fmt.Errorf("jetstream: wait for acks: %w", ctx.Err())
+			return nil, fmt.Errorf("wait for acks: %w", ctx.Err())
 		}
 	}
 	return statuses, nil

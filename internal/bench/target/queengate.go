@@ -16,6 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/zeebo/xxh3"
 
 	queengate "github.com/queengate/queengate"
@@ -37,6 +38,11 @@ type Queengate struct {
 	pool     *pgxpool.Pool // to set the queues' window; nil for a remote gateway
 	conns    []*nats.Conn
 	w        bench.Workload
+	// pubs are the JetStream clients of conns, for Workload.JSPublish;
+	// headers the "headers" member of every pushed message (none: empty).
+	pubs    []jetstream.JetStream
+	headers [][2]string
+	members []byte
 
 	mu      sync.Mutex
 	waiters map[uint64][]chan []model.Status // fire-and-forget: answers by id list
@@ -130,6 +136,16 @@ func (t *Queengate) Setup(ctx context.Context, w bench.Workload) error {
 		t.adminAddrs, t.pids, t.gatewayPIDs = t.fleet.AdminAddrs(), t.fleet.PIDs(), t.fleet.GatewayPIDs()
 	}
 	t.lastCPU, t.lastScrape, t.missingMetrics = map[int]float64{}, map[string]map[string]float64{}, map[string]bool{}
+	t.headers, t.members, t.pubs = bench.MessageHeaders(w.Headers), headersMember(bench.MessageHeaders(w.Headers)), nil
+	if w.JSPublish {
+		for _, nc := range t.conns {
+			js, err := asyncPublisher(nc, w)
+			if err != nil {
+				return fmt.Errorf("queengate target: %w", err)
+			}
+			t.pubs = append(t.pubs, js)
+		}
+	}
 	for _, s := range t.subs {
 		_ = s.Unsubscribe()
 	}
@@ -176,8 +192,27 @@ func batchKey(ids []string) uint64 {
 	return h.Sum64()
 }
 
+// headersMember is the ,"headers":{…} member of a pushed message with
+// headers; empty for none.
+func headersMember(headers [][2]string) []byte {
+	if len(headers) == 0 {
+		return nil
+	}
+	b := []byte(`,"headers":{`)
+	for i, h := range headers {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(append(append(b, strconv.Quote(h[0])...), ':'), strconv.Quote(h[1])...)
+	}
+	return append(b, '}')
+}
+
 func (t *Queengate) Send(ctx context.Context, producer int, b *bench.Batch) ([]model.Status, error) {
-	body := make([]byte, 0, len(b.IDs)*(len(b.Data[0])+48))
+	if t.w.JSPublish {
+		return publishAsync(ctx, t.pubs[producer%len(t.pubs)], t.subjects.JetStream(b.Queue, b.Partition), "", b, t.headers)
+	}
+	body := make([]byte, 0, len(b.IDs)*(len(b.Data[0])+48+len(t.members)))
 	body = append(body, '[')
 	for i, id := range b.IDs {
 		if i > 0 {
@@ -187,6 +222,7 @@ func (t *Queengate) Send(ctx context.Context, producer int, b *bench.Batch) ([]m
 		body = append(body, id...)
 		body = append(body, `","data":`...)
 		body = append(body, b.Data[i]...)
+		body = append(body, t.members...)
 		body = append(body, '}')
 	}
 	body = append(body, ']')

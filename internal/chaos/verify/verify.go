@@ -11,10 +11,12 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Sent is one message a producer sent, under its first data.
+// Sent is one message a producer sent, under its first data: Data and
+// Meta as the log stores them (Meta, its headers and data encoding, the
+// gateway's JSON; empty for none).
 type Sent struct {
 	Partition, ID string
-	Data          string
+	Data, Meta    string
 }
 
 // Answer is one queued or duplicate answer a producer got.
@@ -38,7 +40,7 @@ type Findings struct {
 	Doubled           int64 `json:"doubled"`           // stored more than once
 	WrongOffset       int64 `json:"wrongOffset"`       // a queued answer not naming where it is
 	DuplicateNotFirst int64 `json:"duplicateNotFirst"` // a duplicate answer not naming the first copy
-	DataMismatch      int64 `json:"dataMismatch"`      // stored data unlike what was sent
+	DataMismatch      int64 `json:"dataMismatch"`      // stored data, headers or data encoding unlike what was sent
 	Phantom           int64 `json:"phantom"`           // stored, never sent
 	Holes             int64 `json:"holes"`             // partitions whose offsets are not 0..n-1
 	// Vanished, with failovers only: an answer naming an offset no
@@ -73,7 +75,7 @@ type key struct{ partition, id string }
 // row is one stored message.
 type row struct {
 	partitionID, offset int64
-	data                string
+	data, meta          string // meta empty for none
 }
 
 // Expected is what producers sent and were answered, given one
@@ -198,9 +200,9 @@ func verify(ctx context.Context, pgURL, queue string, exp Expected, con *Consume
 
 // checkStored compares the log with what was sent: copies, data, phantoms.
 func checkStored(f *Findings, stored map[key][]row, sent []Sent, example func(string, ...any)) {
-	data := make(map[key]string, len(sent))
+	data := make(map[key]Sent, len(sent))
 	for _, s := range sent {
-		data[key{s.Partition, s.ID}] = s.Data
+		data[key{s.Partition, s.ID}] = s
 	}
 	f.Sent += int64(len(data))
 	for k, rows := range stored {
@@ -215,9 +217,9 @@ func checkStored(f *Findings, stored map[key][]row, sent []Sent, example func(st
 			example("%s/%s stored, never sent", k.partition, k.id)
 			continue
 		}
-		if !sameJSON(rows[0].data, want) {
+		if !sameJSON(rows[0].data, want.Data) || rows[0].meta != want.Meta {
 			f.DataMismatch++
-			example("%s/%s stored %s, sent %s", k.partition, k.id, rows[0].data, want)
+			example("%s/%s stored %s %s, sent %s %s", k.partition, k.id, rows[0].data, rows[0].meta, want.Data, want.Meta)
 		}
 	}
 }
@@ -277,11 +279,11 @@ func checkAnswers(f *Findings, loss lossModel, p partitionLog, stored map[key][]
 // (partition, id), its copies in offset order, and every offset.
 func readPartition(ctx context.Context, conn *pgx.Conn, queue, partition string) (map[key][]row, []int64, error) {
 	rows, err := conn.Query(ctx, `
-		SELECT p.id, s.base_offset + m.i - 1, m.id, m.d::text
+		SELECT p.id, s.base_offset + m.i - 1, m.id, m.d::text, coalesce(m.m::text, '')
 		  FROM queen.queues q
 		  JOIN queen.log_partitions p ON p.queue_id = q.id
 		  JOIN queen.log_segments s ON s.partition_id = p.id
-		 CROSS JOIN LATERAL unnest(s.txn_ids, s.data) WITH ORDINALITY AS m(id, d, i)
+		 CROSS JOIN LATERAL unnest(s.txn_ids, s.data, s.meta) WITH ORDINALITY AS m(id, d, m, i)
 		 WHERE q.name = $1 AND p.name = $2
 		 ORDER BY 2`, queue, partition)
 	if err != nil {
@@ -295,7 +297,7 @@ func readPartition(ctx context.Context, conn *pgx.Conn, queue, partition string)
 			id string
 			r  row
 		)
-		if err := rows.Scan(&r.partitionID, &r.offset, &id, &r.data); err != nil {
+		if err := rows.Scan(&r.partitionID, &r.offset, &id, &r.data, &r.meta); err != nil {
 			return nil, nil, err
 		}
 		k := key{partition, id}

@@ -105,6 +105,9 @@ func TestVerifierCatchesEachPlantedFault(t *testing.T) {
 		{"data mismatch", func(t *testing.T, f *logFixture) {
 			f.exec(t, `UPDATE queen.log_segments SET data[2] = '{"id": "tampered"}' WHERE partition_id = $1 AND base_offset = 0`, f.pid)
 		}, func(x Findings) int64 { return x.DataMismatch }, 1},
+		{"headers changed", func(t *testing.T, f *logFixture) {
+			f.exec(t, `UPDATE queen.log_segments SET meta = ARRAY[NULL, '{"headers":{"x":"tampered"}}']::json[] WHERE partition_id = $1 AND base_offset = 0`, f.pid)
+		}, func(x Findings) int64 { return x.DataMismatch }, 1},
 		{"phantom", func(t *testing.T, f *logFixture) {
 			f.push(t, "never-sent")
 		}, func(x Findings) int64 { return x.Phantom }, 1},

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -34,15 +35,15 @@ const (
 	jsPayloadConflict = 10003
 )
 
-// PublishError is a refused publish, in JetStream's terms.
-type PublishError struct {
+// JetStreamError is a refused publish, in JetStream's terms.
+type JetStreamError struct {
 	Code, ErrCode int
 	Description   string
 }
 
 // FromError words a queengate error as JetStream's.
-func FromError(e *queengate.Error) *PublishError {
-	p := &PublishError{Code: e.Code, ErrCode: jsBadRequest, Description: e.Text}
+func FromError(e *queengate.Error) *JetStreamError {
+	p := &JetStreamError{Code: e.Code, ErrCode: jsBadRequest, Description: e.Text}
 	switch {
 	case e.Code == queengate.CodeTooLarge:
 		p.ErrCode = jsTooLarge
@@ -52,16 +53,17 @@ func FromError(e *queengate.Error) *PublishError {
 	return p
 }
 
-// DecodePublish reads a publish to queue's partition: its one message,
+// DecodeJetStream reads a publish to queue's partition: its one message,
 // with data JSON when the body is one JSON value (stored as it is) and
 // binary otherwise, the Nats-Msg-Id as transactionId (minted when
 // absent: such a message is never a duplicate), and the other headers as
 // the message's.
-func DecodePublish(body []byte, header nats.Header, queue string, maxPayload int64) (ingest.Message, *PublishError) {
+func DecodeJetStream(body []byte, header nats.Header, queue string, maxPayload int64) (ingest.Message, *JetStreamError) {
 	var msg ingest.Message
 	var headers []model.Header
-	for _, h := range NATSHeaders(header) {
-		if !strings.HasPrefix(strings.ToLower(h.Name), reservedPrefix) {
+	for name, values := range header {
+		h := model.Header{Name: name, Values: values}
+		if !reserved(name) {
 			headers = append(headers, h)
 			continue
 		}
@@ -69,11 +71,14 @@ func DecodePublish(body []byte, header nats.Header, queue string, maxPayload int
 			return msg, perr
 		}
 	}
+	if len(headers) > 1 { // in name order, as NATSHeaders gives them
+		slices.SortFunc(headers, func(a, b model.Header) int { return strings.Compare(a.Name, b.Name) })
+	}
 	if msg.TxnID == "" {
 		msg.TxnID = (&RawMessage{}).TxnIDOrMint()
 	}
 	if why := CheckHeaders(headers); why != "" {
-		return msg, &PublishError{Code: queengate.CodeBadRequest, ErrCode: jsBadRequest, Description: why}
+		return msg, &JetStreamError{Code: queengate.CodeBadRequest, ErrCode: jsBadRequest, Description: why}
 	}
 	binary := !isStorableJSON(body)
 	msg.Data = body
@@ -90,9 +95,9 @@ func DecodePublish(body []byte, header nats.Header, queue string, maxPayload int
 // readJetStreamHeader takes a Nats-* header: the ones with a meaning here
 // are honoured, every other refused, so that nothing a publisher asked
 // for is silently not done.
-func readJetStreamHeader(h model.Header, queue string, msg *ingest.Message) *PublishError {
-	bad := func(format string, args ...any) *PublishError {
-		return &PublishError{Code: queengate.CodeBadRequest, ErrCode: jsBadRequest, Description: fmt.Sprintf(format, args...)}
+func readJetStreamHeader(h model.Header, queue string, msg *ingest.Message) *JetStreamError {
+	bad := func(format string, args ...any) *JetStreamError {
+		return &JetStreamError{Code: queengate.CodeBadRequest, ErrCode: jsBadRequest, Description: fmt.Sprintf(format, args...)}
 	}
 	if len(h.Values) != 1 {
 		return bad("header %s is given %d times: give it once", h.Name, len(h.Values))
@@ -106,7 +111,7 @@ func readJetStreamHeader(h model.Header, queue string, msg *ingest.Message) *Pub
 		msg.TxnID = v
 	case strings.EqualFold(h.Name, HeaderExpectedStream):
 		if v != queue {
-			return &PublishError{Code: queengate.CodeBadRequest, ErrCode: jsStreamMismatch, Description: "expected stream does not match"}
+			return &JetStreamError{Code: queengate.CodeBadRequest, ErrCode: jsStreamMismatch, Description: "expected stream does not match"}
 		}
 	default:
 		return bad("header %s is not honoured here: a publish to queengate takes %s and %s (docs/protocol.md, \"JetStream publish\")",
@@ -139,8 +144,8 @@ func AppendPubAck(b []byte, queue string, offset int64, duplicate bool) []byte {
 	return append(b, '}')
 }
 
-// AppendPublishError appends JetStream's error answer to a publish.
-func AppendPublishError(b []byte, queue string, e *PublishError) []byte {
+// AppendJetStreamError appends JetStream's error answer to a publish.
+func AppendJetStreamError(b []byte, queue string, e *JetStreamError) []byte {
 	b = append(b, `{"error":{"code":`...)
 	b = strconv.AppendInt(b, int64(e.Code), 10)
 	b = append(b, `,"err_code":`...)
@@ -152,9 +157,9 @@ func AppendPublishError(b []byte, queue string, e *PublishError) []byte {
 	return append(b, `,"seq":0}`...)
 }
 
-// PublishResult words a stored publish's result: nil with the PubAck's
+// JetStreamResult words a stored publish's result: nil with the PubAck's
 // fields, or the error answer.
-func PublishResult(r ingest.Result) *PublishError {
+func JetStreamResult(r ingest.Result) *JetStreamError {
 	if r.Status != model.StatusFailed {
 		return nil
 	}
@@ -163,7 +168,7 @@ func PublishResult(r ingest.Result) *PublishError {
 		text = r.Err.Error()
 	}
 	if r.Conflict {
-		return &PublishError{Code: queengate.CodeConflict, ErrCode: jsPayloadConflict, Description: text}
+		return &JetStreamError{Code: queengate.CodeConflict, ErrCode: jsPayloadConflict, Description: text}
 	}
-	return &PublishError{Code: queengate.CodeUnavailable, ErrCode: jsUnavailable, Description: text}
+	return &JetStreamError{Code: queengate.CodeUnavailable, ErrCode: jsUnavailable, Description: text}
 }

@@ -10,16 +10,16 @@ import (
 	"github.com/queengate/queengate/model"
 )
 
-// FuzzDecodePublish: whatever a JetStream publish's body, what is stored
+// FuzzDecodeJetStream: whatever a JetStream publish's body, what is stored
 // is JSON the log can hold, and the bytes it carries are the body's,
 // byte for byte (JSON data as it came, anything else as base64).
-func FuzzDecodePublish(f *testing.F) {
+func FuzzDecodeJetStream(f *testing.F) {
 	for _, seed := range []string{`{"a":1}`, ` {"a":1}`, "plain", "", "\x00\xff", `"\u0000"`, `[1,2`, `123`, "null"} {
 		f.Add([]byte(seed), "trace")
 	}
 	f.Fuzz(func(t *testing.T, body []byte, value string) {
 		h := nats.Header{"X-Value": {value}}
-		msg, perr := wire.DecodePublish(body, h, "q", 1<<20)
+		msg, perr := wire.DecodeJetStream(body, h, "q", 1<<20)
 		if perr != nil {
 			if perr.Code != 400 && perr.Code != 413 {
 				t.Fatalf("refused with %d: %s", perr.Code, perr.Description)

@@ -45,7 +45,7 @@ func TestJetStreamPublishCallsStoreAsJetStreamWould(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	subject := e.Prefix + ".publish." + e.Queue + ".p"
+	subject := e.Prefix + ".jetstream." + e.Queue + ".p"
 
 	ack, err := js.Publish(ctx, subject, []byte(`{"order":1}`), jetstream.WithMsgID("o-1"))
 	if err != nil || ack.Stream != e.Queue || ack.Sequence != 1 || ack.Duplicate {
@@ -115,7 +115,7 @@ func TestJetStreamPublishErrorsAreJetStreamErrors(t *testing.T) {
 	js, _ := jetstream.New(e.Client)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	subject := e.Prefix + ".publish." + e.Queue + ".p"
+	subject := e.Prefix + ".jetstream." + e.Queue + ".p"
 	for _, c := range []struct {
 		name    string
 		opts    []jetstream.PublishOpt
@@ -137,7 +137,7 @@ func TestJetStreamPublishErrorsAreJetStreamErrors(t *testing.T) {
 			t.Errorf("%s: %v, want a JetStream API error 400 with err_code %d", c.name, err, c.errCode)
 		}
 	}
-	for _, bad := range []string{e.Prefix + ".publish." + e.Queue, subject + ".x", e.Prefix + ".publish." + e.Queue + ".bad#name"} {
+	for _, bad := range []string{e.Prefix + ".jetstream." + e.Queue, subject + ".x", e.Prefix + ".jetstream." + e.Queue + ".bad#name"} {
 		_, err := js.Publish(ctx, bad, []byte("x"))
 		var apiErr *jetstream.APIError
 		if !errors.As(err, &apiErr) || apiErr.ErrorCode != 10003 || apiErr.Code != 400 {

@@ -1,0 +1,85 @@
+package gateway
+
+import (
+	"strings"
+
+	"github.com/nats-io/nats.go"
+
+	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/ingest"
+	"github.com/queengate/queengate/internal/wire"
+	"github.com/queengate/queengate/model"
+)
+
+// handleJetStream serves a JetStream-compatible publish (wire.DecodeJetStream)
+// through the same fusion as pushes, and answers JetStream's PubAck.
+func (g *Gateway) handleJetStream(req *Request) {
+	queue, partition, werr := parseJetStreamSubject(g.cfg.Prefix, req.Subject)
+	if werr != nil {
+		g.refuseJetStream(req, queue, wire.FromError(werr))
+		return
+	}
+	msg, perr := wire.DecodeJetStream(req.Data, req.Header, queue, g.nc.MaxPayload())
+	if perr != nil {
+		g.refuseJetStream(req, queue, perr)
+		return
+	}
+	msgs := []ingest.Message{msg}
+	r := &ingest.Request{Queue: queue, Partition: partition, Messages: msgs}
+	r.Done = func(results []ingest.Result) {
+		if req.Reply == "" {
+			req.done(pushOutcome(results))
+			return
+		}
+		buf := answerBuffers.Get().(*[]byte)
+		body := (*buf)[:0]
+		if perr := wire.JetStreamResult(results[0]); perr != nil {
+			body = wire.AppendJetStreamError(body, queue, perr)
+		} else {
+			body = wire.AppendPubAck(body, queue, results[0].Offset, results[0].Status == model.StatusDuplicate)
+		}
+		err := g.publish(&nats.Msg{Subject: req.Reply, Data: body})
+		*buf = body[:0] // nats.go has copied it, sent or not
+		answerBuffers.Put(buf)
+		if err != nil {
+			req.done(notSent(err))
+			return
+		}
+		req.done(pushOutcome(results))
+	}
+	if err := g.ing.Submit(r); err != nil {
+		g.refuseJetStream(req, queue, wire.FromError(submitError(err)))
+		return
+	}
+	g.metrics.requests.Inc()
+}
+
+// refuseJetStream answers a publish refused as a whole in JetStream's
+// error shape; one without a reply subject is logged.
+func (g *Gateway) refuseJetStream(req *Request, queue string, e *wire.JetStreamError) {
+	g.metrics.rejected(e.Code)
+	defer req.done(answeredWith(&queengate.Error{Code: e.Code, Text: e.Description}))
+	if req.Reply == "" {
+		g.log.Warn().Str("subject", req.Subject).Str("error", e.Description).Msg("publish without a reply subject refused")
+		return
+	}
+	g.publish(&nats.Msg{Subject: req.Reply, Data: wire.AppendJetStreamError(nil, queue, e)})
+}
+
+// parseJetStreamSubject splits <prefix>.jetstream.<queue>.<partition>, and
+// the routing form NATS maps it onto, <prefix>.jsshard.<k>.<queue>.<partition>.
+func parseJetStreamSubject(prefix, subject string) (queue, partition string, err *queengate.Error) {
+	s := queengate.Subjects{Prefix: prefix}
+	rest, ok := strings.CutPrefix(subject, s.Verb(queengate.APIJetStream)+".")
+	if !ok {
+		shard, found := strings.CutPrefix(subject, s.Verb(queengate.APIJetStreamShard)+".")
+		if _, r, cut := strings.Cut(shard, "."); found && cut {
+			rest, ok = r, true
+		}
+	}
+	tokens := strings.Split(rest, ".")
+	if !ok || len(tokens) != 2 {
+		return "", "", wire.BadInput("subject %q must be %s", wire.Clip(subject), queengate.APIJetStream.Template(prefix))
+	}
+	return tokens[0], tokens[1], ValidPlace(tokens[0], tokens[1])
+}
