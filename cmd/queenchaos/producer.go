@@ -2,9 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"encoding/base64"
 	"fmt"
 	"math/rand/v2"
 	"strings"
