@@ -264,7 +264,7 @@ func TestAPopCarryingTheUsualAckIsOneCycle(t *testing.T) {
 			p_offsets bigint[], p_hashes uuid[], p_completed boolean[], p_errors text[], p_delays bigint[])
 		RETURNS TABLE (offs bigint[], results text[], dead boolean[], txn_ids text[], data json[], created_at timestamptz[],
 		               attempts integer[], last_errors text[], next_offset bigint, lease_ended boolean, lease_counted boolean,
-		               meta json[])
+		               meta text[])
 		LANGUAGE plpgsql AS $$BEGIN RAISE EXCEPTION 'consumer_ack called'; END$$`); err != nil {
 		t.Fatal(err)
 	}

@@ -91,9 +91,11 @@ func BenchmarkIdlePartitions(b *testing.B) {
 
 // TestIdlePartitionsKeepNoBuffers: once its answers are out, a
 // partition keeps neither its buffer nor its requests (about 3.4 KB for a
-// 10-message request, before); what is left is its memo and tally.
+// 10-message request, before); what is left is its memo and tally. Over
+// 100,000 partitions (about 465 bytes each): over 10,000 the fixed
+// costs made it 942, too near the bound for a heap read on a busy machine.
 func TestIdlePartitionsKeepNoBuffers(t *testing.T) {
-	if perPartition := idleBytes(t, 10_000, false); perPartition > 1000 {
+	if perPartition := idleBytes(t, 100_000, false); perPartition > 1000 {
 		t.Errorf("an idle partition holds %.0f bytes of the heap, want under 1000", perPartition)
 	}
 }

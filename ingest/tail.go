@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"bytes"
 	"strings"
 
 	"github.com/queengate/queengate/model"
@@ -33,9 +34,6 @@ func (in *Ingester) feedTail(n uint64, fr *model.Frame, res *model.FrameResult) 
 		if !o.Duplicate {
 			size += len(model.StoredData(fr.Data[k]))
 			idSize += len(fr.TxnIDs[k])
-			if fr.Meta != nil {
-				size += len(fr.Meta[k])
-			}
 		}
 	}
 	buf := make([]byte, 0, size)
@@ -43,7 +41,6 @@ func (in *Ingester) feedTail(n uint64, fr *model.Frame, res *model.FrameResult) 
 	ids.Grow(idSize)
 	count := int(res.LastOffset - res.BaseOffset + 1)
 	data, bounds := make([][]byte, 0, count), make([]int, 0, count+1)
-	var meta [][]byte // as stored: NULL elements nil, none when no message has any
 	bounds = append(bounds, 0)
 	for k, o := range res.Outcomes {
 		if o.Duplicate {
@@ -52,15 +49,6 @@ func (in *Ingester) feedTail(n uint64, fr *model.Frame, res *model.FrameResult) 
 		start := len(buf)
 		buf = append(buf, model.StoredData(fr.Data[k])...)
 		data = append(data, buf[start:len(buf):len(buf)])
-		if fr.Meta != nil {
-			var m []byte
-			if fr.Meta[k] != nil {
-				start := len(buf)
-				buf = append(buf, fr.Meta[k]...)
-				m = buf[start:len(buf):len(buf)]
-			}
-			meta = append(meta, m)
-		}
 		ids.WriteString(fr.TxnIDs[k])
 		bounds = append(bounds, ids.Len())
 	}
@@ -73,7 +61,32 @@ func (in *Ingester) feedTail(n uint64, fr *model.Frame, res *model.FrameResult) 
 		in.tail.Drop(fr.PartitionID) // cannot happen: the store checks the count
 		return
 	}
-	in.tail.Add(n, fr.PartitionID, tail.NewFrame(res.BaseOffset, txnIDs, data, meta, res.CreatedAt))
+	in.tail.Add(n, fr.PartitionID, tail.NewFrame(res.BaseOffset, txnIDs, data, tailMeta(fr, res), res.CreatedAt))
+}
+
+// tailMeta copies the meta of a committed frame's new messages, as
+// stored (nil for a message without, none for a frame without any): a
+// meta shared by neighbours (wire.DecodePush) is copied once.
+func tailMeta(fr *model.Frame, res *model.FrameResult) [][]byte {
+	if fr.Meta == nil {
+		return nil
+	}
+	meta := make([][]byte, 0, len(res.Outcomes))
+	var src, copied []byte
+	for k, o := range res.Outcomes {
+		switch m := fr.Meta[k]; {
+		case o.Duplicate:
+			continue
+		case m == nil:
+			meta = append(meta, nil)
+		case len(m) == len(src) && &m[0] == &src[0]:
+			meta = append(meta, copied)
+		default:
+			src, copied = m, bytes.Clone(m)
+			meta = append(meta, copied)
+		}
+	}
+	return meta
 }
 
 // dropTails forgets the tails of partitions whose push's outcome is not

@@ -276,8 +276,8 @@ func (o *Ops) Explain(ctx context.Context, queue, partition string, body []byte)
 func (o *Ops) ExplainQuery(ctx context.Context, queue, partition string, q url.Values) (any, *queengate.Error) {
 	for name, vals := range q {
 		switch {
-		case name != "transactionId" && name != "data":
-			return nil, wire.BadInput("unknown parameter %q: explain takes transactionId=<id> and, optionally, data=<JSON>", wire.Excerpt([]byte(name)))
+		case name != "transactionId" && name != "data" && name != "dataEncoding":
+			return nil, wire.BadInput("unknown parameter %q: explain takes transactionId=<id> and, optionally, data=<JSON> and dataEncoding=base64", wire.Excerpt([]byte(name)))
 		case len(vals) != 1:
 			return nil, wire.BadInput("%s is given %d times: give it once", wire.Excerpt([]byte(name)), len(vals))
 		}
@@ -294,6 +294,9 @@ func (o *Ops) ExplainQuery(ctx context.Context, queue, partition string, q url.V
 			return nil, werr
 		}
 		body = append(append(body, `,"data":`...), q.Get("data")...)
+	}
+	if q.Has("dataEncoding") {
+		body = wire.AppendJSONString(append(body, `,"dataEncoding":`...), q.Get("dataEncoding"))
 	}
 	req, werr := decodeExplain(append(body, '}'))
 	if werr != nil {

@@ -24,8 +24,8 @@ func declineFastPaths(t *testing.T, b *consumerBundle) {
 		RETURNS boolean LANGUAGE plpgsql AS 'BEGIN RETURN false; END';
 		CREATE OR REPLACE FUNCTION queen.consumer_pop_slice(p_partition_id bigint, p_lo bigint, p_hi bigint, p_envelope integer,
 			p_budget bigint)
-		RETURNS TABLE (offs bigint[], txn_ids text[], data json[], created_at timestamptz[], meta json[])
-		LANGUAGE sql AS 'SELECT NULL::bigint[], NULL::text[], NULL::json[], NULL::timestamptz[], NULL::json[] WHERE false'`); err != nil {
+		RETURNS TABLE (offs bigint[], txn_ids text[], data json[], created_at timestamptz[], meta text[])
+		LANGUAGE sql AS 'SELECT NULL::bigint[], NULL::text[], NULL::json[], NULL::timestamptz[], NULL::text[] WHERE false'`); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -49,8 +49,8 @@ func previousReleaseDB(t *testing.T) string {
 	// The columns this build reads beside every message (migration 22,
 	// which adds them only where they are missing): the release before
 	// them kept none, so they stay NULL as its rows would.
-	exec("ALTER TABLE queen.log_segments ADD COLUMN meta json[]")
-	exec("ALTER TABLE queen.timers ADD COLUMN meta json")
+	exec("ALTER TABLE queen.log_segments ADD COLUMN meta text[]")
+	exec("ALTER TABLE queen.timers ADD COLUMN meta text")
 	routines, err := pgstore.Routines()
 	if err != nil {
 		t.Fatal(err)

@@ -24,7 +24,7 @@ const TimerNotifyChannel = "queen_timers"
 const scheduleSQL = `
 WITH ins AS (
 	INSERT INTO queen.timers (partition_id, fire_at, txn_id, hash, data, data_bytes, meta)
-	VALUES ($1, $2, $3, $4, $5::text::json, octet_length($5), $7::text::json)
+	VALUES ($1, $2, $3, $4, $5::text::json, octet_length($5), $7::text)
 	ON CONFLICT (partition_id, hash) DO NOTHING
 	RETURNING id, fire_at
 ), notify AS (

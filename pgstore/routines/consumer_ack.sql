@@ -40,7 +40,7 @@ CREATE OR REPLACE FUNCTION queen.consumer_ack(p_group_id bigint, p_partition_id 
     p_offsets bigint[], p_hashes uuid[], p_completed boolean[], p_errors text[], p_delays bigint[])
 RETURNS TABLE (offs bigint[], results text[], dead boolean[], txn_ids text[], data json[], created_at timestamptz[],
                attempts integer[], last_errors text[], next_offset bigint, lease_ended boolean, lease_counted boolean,
-               meta json[])
+               meta text[])
 LANGUAGE plpgsql
 -- Planned once per session: re-planning each statement on every call
 -- (what the default chooses for them) cost more than running them.
@@ -94,7 +94,7 @@ BEGIN
         RETURN QUERY
             SELECT ARRAY(SELECT generate_series(c.lease_from, c.lease_to)), array_fill('acked'::text, ARRAY[cardinality(p_completed)]),
                    NULL::boolean[], NULL::text[], NULL::json[], NULL::timestamptz[], NULL::integer[], NULL::text[], v_next, true,
-                   c.lease_counted, NULL::json[];
+                   c.lease_counted, NULL::text[];
         RETURN;
     END IF;
 
@@ -217,7 +217,7 @@ BEGIN
     IF NOT coalesce(v_failed, false) THEN
         RETURN QUERY
             SELECT a_off, a_res, NULL::boolean[], NULL::text[], NULL::json[], NULL::timestamptz[], NULL::integer[], NULL::text[],
-                   v_next, v_ended, coalesce(v_held AND c.lease_counted, false), NULL::json[];
+                   v_next, v_ended, coalesce(v_held AND c.lease_counted, false), NULL::text[];
         RETURN;
     END IF;
     -- Failed ones out of attempts come back with what the dead letter needs.

@@ -32,7 +32,7 @@ CREATE OR REPLACE FUNCTION queen.consumer_cycle(p_group_id bigint, p_partition_i
     p_queue_id bigint, p_named bigint, p_max integer, p_lease_seconds double precision, p_consumer text,
     p_max_bytes bigint, p_room bigint, p_envelope integer, p_max_delivery bigint)
 RETURNS TABLE (acked_from bigint, next_offset bigint, popped boolean, partition text, lease_id uuid,
-               lease_until timestamptz, offs bigint[], txn_ids text[], data json[], created_at timestamptz[], meta json[])
+               lease_until timestamptz, offs bigint[], txn_ids text[], data json[], created_at timestamptz[], meta text[])
 LANGUAGE plpgsql
 -- Planned once per session, every statement following an index by key
 -- whatever the statistics were then, as consumer_choose's.
@@ -52,7 +52,7 @@ DECLARE
     a_off      bigint[];
     a_txn      text[];
     a_data     json[];
-    a_meta     json[];
+    a_meta     text[];
     a_created  timestamptz[];
 BEGIN
     -- One statement for the cursor, locked as an ack locks it, and what
@@ -106,7 +106,7 @@ BEGIN
                lease_counted = false
          WHERE cc.group_id = p_group_id AND cc.partition_id = p_partition_id;
         RETURN QUERY SELECT c.lease_from, v_next, false, NULL::text, NULL::uuid, NULL::timestamptz,
-                            NULL::bigint[], NULL::text[], NULL::json[], NULL::timestamptz[], NULL::json[];
+                            NULL::bigint[], NULL::text[], NULL::json[], NULL::timestamptz[], NULL::text[];
         RETURN;
     END IF;
 

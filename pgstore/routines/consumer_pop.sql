@@ -57,7 +57,7 @@ CREATE OR REPLACE FUNCTION queen.consumer_pop(p_group_id bigint, p_queue_id bigi
     p_envelope integer, p_max_delivery bigint, p_consumer_limit integer, p_group_limit integer)
 RETURNS TABLE (partition_id bigint, partition text, lease_id uuid, lease_until timestamptz, offs bigint[], txn_ids text[],
                data json[], created_at timestamptz[], attempts integer[], last_errors text[], dead boolean[], too_large boolean[],
-               held boolean, meta json[])
+               held boolean, meta text[])
 LANGUAGE plpgsql
 -- Planned once per session: re-planning each statement on every call
 -- (what the default chooses for them) cost more than running them.
@@ -83,7 +83,7 @@ DECLARE
     a_off      bigint[];  -- what is handed out, in offset order
     a_txn      text[];
     a_data     json[];
-    a_meta     json[];
+    a_meta     text[];
     a_created  timestamptz[];
     a_att      integer[];
     a_err      text[];
@@ -99,7 +99,7 @@ BEGIN
             CASE WHEN p_group_limit > 0 THEN p_group_limit - queen.consumer_ack_pending(p_group_id, NULL, v_now) END);
         IF p_max <= 0 THEN
             RETURN QUERY SELECT NULL::bigint, NULL::text, NULL::uuid, NULL::timestamptz, NULL::bigint[], NULL::text[],
-                NULL::json[], NULL::timestamptz[], NULL::integer[], NULL::text[], NULL::boolean[], NULL::boolean[], true, NULL::json[];
+                NULL::json[], NULL::timestamptz[], NULL::integer[], NULL::text[], NULL::boolean[], NULL::boolean[], true, NULL::text[];
             RETURN;
         END IF;
     END IF;

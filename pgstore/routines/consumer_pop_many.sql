@@ -28,7 +28,7 @@ CREATE OR REPLACE FUNCTION queen.consumer_pop_many(p_group_id bigint, p_queue_id
     p_envelope integer, p_lease_envelope integer, p_max_delivery bigint, p_consumer_limit integer, p_group_limit integer)
 RETURNS TABLE (partition_id bigint, partition text, lease_id uuid, lease_until timestamptz, offs bigint[], txn_ids text[],
                data json[], created_at timestamptz[], attempts integer[], last_errors text[], dead boolean[], too_large boolean[],
-               held boolean, meta json[])
+               held boolean, meta text[])
 LANGUAGE plpgsql
 AS $$
 #variable_conflict use_column

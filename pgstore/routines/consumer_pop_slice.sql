@@ -12,7 +12,7 @@
 -- Lock order (LOCKS.md): nothing; segment rows are read.
 CREATE OR REPLACE FUNCTION queen.consumer_pop_slice(p_partition_id bigint, p_lo bigint, p_hi bigint, p_envelope integer,
     p_budget bigint)
-RETURNS TABLE (offs bigint[], txn_ids text[], data json[], created_at timestamptz[], meta json[])
+RETURNS TABLE (offs bigint[], txn_ids text[], data json[], created_at timestamptz[], meta text[])
 LANGUAGE sql STABLE AS $$
     SELECT ARRAY(SELECT generate_series(p_lo, p_hi)), x.txn_ids, x.data, x.created_at, x.meta
       FROM (SELECT a.txn_ids[p_lo - a.base_offset + 1 : least(p_hi, a.end_offset) - a.base_offset + 1]
@@ -25,10 +25,10 @@ LANGUAGE sql STABLE AS $$
                    -- a frame without meta stands for as many NULLs as it gives messages
                    CASE WHEN a.meta IS NOT NULL OR b.meta IS NOT NULL THEN
                        coalesce(a.meta[p_lo - a.base_offset + 1 : least(p_hi, a.end_offset) - a.base_offset + 1],
-                                array_fill(NULL::json, ARRAY[(least(p_hi, a.end_offset) - p_lo + 1)::integer]))
+                                array_fill(NULL::text, ARRAY[(least(p_hi, a.end_offset) - p_lo + 1)::integer]))
                        || CASE WHEN b.base_offset IS NULL THEN '{}'
                                ELSE coalesce(b.meta[1 : p_hi - b.base_offset + 1],
-                                             array_fill(NULL::json, ARRAY[(p_hi - b.base_offset + 1)::integer])) END
+                                             array_fill(NULL::text, ARRAY[(p_hi - b.base_offset + 1)::integer])) END
                    END AS meta
               FROM (SELECT s.base_offset, s.end_offset, s.txn_ids, s.data, s.created_at, s.meta
                       FROM queen.log_segments s

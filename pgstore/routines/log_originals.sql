@@ -6,7 +6,7 @@
 -- gone (retention) returns nothing. One primary-key probe per offset and
 -- table; a plain snapshot read that takes no lock.
 CREATE OR REPLACE FUNCTION queen.log_originals(p_pid bigint, p_offsets bigint[])
-RETURNS TABLE (off bigint, data_hash uuid, data json, meta json)
+RETURNS TABLE (off bigint, data_hash uuid, data json, meta text)
 LANGUAGE sql STABLE AS $$
     SELECT o.off, t.data_hashes[o.off - t.base_offset + 1], m.data, m.meta
       FROM unnest(p_offsets) AS o(off)

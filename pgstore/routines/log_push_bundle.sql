@@ -57,7 +57,7 @@ CREATE OR REPLACE FUNCTION queen.log_push_bundle(
     p_dh_counts        integer[],
     p_data_hashes      uuid[],
     p_meta_counts      integer[] DEFAULT NULL,
-    p_meta             json[] DEFAULT NULL)
+    p_meta             text[] DEFAULT NULL)
 RETURNS TABLE (frame integer, base_offset bigint, last_offset bigint, probe text, unrolled bigint,
                dup_idx integer[], dup_off bigint[], on_conflict text, created_at timestamptz)
 LANGUAGE plpgsql

@@ -5,7 +5,7 @@
 -- snapshot read: it takes no lock, so readers never wait for pushes nor
 -- make them wait.
 CREATE OR REPLACE FUNCTION queen.log_read(p_pid bigint, p_from bigint, p_segments integer)
-RETURNS TABLE (base_offset bigint, created_at timestamptz, txn_ids text[], data json[], meta json[])
+RETURNS TABLE (base_offset bigint, created_at timestamptz, txn_ids text[], data json[], meta text[])
 LANGUAGE sql STABLE AS $$
     SELECT greatest(s.base_offset, p_from),
            s.created_at,

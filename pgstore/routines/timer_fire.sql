@@ -26,7 +26,7 @@ DECLARE
     v_txns  text[];
     v_hash  uuid[];
     v_data  json[];
-    v_meta  json[];   -- NULL when no timer fired has any
+    v_meta  text[];   -- NULL when no timer fired has any
     v_fire  timestamptz[];
     v_sizes bigint[];
     v_fpids  bigint[]; -- the partitions fired into, ascending: one frame each

@@ -263,9 +263,9 @@ func appendDataHashes(buf []byte, frames []model.Frame) []byte {
 func appendMeta(buf []byte, frames []model.Frame) []byte {
 	n := total(frames, metas)
 	if n == 0 {
-		return appendArrayHeader(buf, OIDJSON, 0)
+		return appendArrayHeader(buf, OIDText, 0)
 	}
-	buf = arrayHeader(buf, OIDJSON, n)
+	buf = arrayHeader(buf, OIDText, n)
 	binary.BigEndian.PutUint32(buf[len(buf)-16:], 1) // has nulls
 	for i := range frames {
 		for _, m := range frames[i].Meta {

@@ -23,12 +23,12 @@ func TestMain(m *testing.M) { pgtest.Run(m) }
 const echoBundleSQL = `SELECT $1::bigint[]::text, $2::bigint[]::text, $3::integer[]::text, $4::integer[]::text,
 	$5::text[]::text, $6::uuid[]::text, $7::json[]::text, $8::bigint[]::text, $9::integer[]::text,
 	$10::integer[]::text, $11::bigint[]::text, $12::integer[]::text, $13::uuid[]::text, $14::integer[]::text,
-	$15::json[]::text`
+	$15::text[]::text`
 
 // bundleOIDs are the array types of log_push_bundle's parameters.
 var bundleOIDs = []uint32{pgtype.Int8ArrayOID, pgtype.Int8ArrayOID, pgtype.Int4ArrayOID, pgtype.Int4ArrayOID,
 	pgtype.TextArrayOID, pgtype.UUIDArrayOID, pgtype.JSONArrayOID, pgtype.Int8ArrayOID, pgtype.Int4ArrayOID,
-	pgtype.Int4ArrayOID, pgtype.Int8ArrayOID, pgtype.Int4ArrayOID, pgtype.UUIDArrayOID, pgtype.Int4ArrayOID, pgtype.JSONArrayOID}
+	pgtype.Int4ArrayOID, pgtype.Int8ArrayOID, pgtype.Int4ArrayOID, pgtype.UUIDArrayOID, pgtype.Int4ArrayOID, pgtype.TextArrayOID}
 
 // pgxBundleArgs are log_push_bundle's arguments for frames as plain Go
 // slices, for pgx's own codecs to encode: what the push sent before it

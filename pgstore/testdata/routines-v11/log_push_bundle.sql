@@ -54,7 +54,7 @@ CREATE OR REPLACE FUNCTION queen.log_push_bundle(
     -- Not the previous release's: this build's interface (meta, which
     -- this release stored nowhere), so that this build's pushes reach it.
     p_meta_counts      integer[] DEFAULT NULL,
-    p_meta             json[] DEFAULT NULL)
+    p_meta             text[] DEFAULT NULL)
 RETURNS TABLE (frame integer, base_offset bigint, last_offset bigint, probe text, unrolled bigint,
                dup_idx integer[], dup_off bigint[], on_conflict text, created_at timestamptz)
 LANGUAGE plpgsql
