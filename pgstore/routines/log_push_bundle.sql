@@ -27,7 +27,9 @@
 -- Frame s may carry its messages' meta the same way (p_meta_counts[s] =
 -- p_counts[s], in p_meta, or 0; both arrays may be left out): their
 -- headers and data encoding, stored in the frame's meta column, which
--- stays NULL for a frame without any.
+-- stays NULL for a frame without any. p_meta_counts[s] = -1 sends one
+-- meta, every message's: a producer's messages usually share theirs,
+-- and it crosses the wire once.
 --
 -- Results, one row per frame: base_offset (NULL when nothing was written),
 -- the allocator after the push, the probe made ('off': window 0;
@@ -86,6 +88,7 @@ DECLARE
     v_cpos     integer[]; -- its candidates start at p_cand_*[v_cpos[s]]
     v_dpos     integer[]; -- its data hashes start at p_data_hashes[v_dpos[s]]
     v_mcounts  integer[] := coalesce(p_meta_counts, array_fill(0, ARRAY[v_frames]));
+    v_mlens    integer[]; -- how many of p_meta frame s has: 1 for a shared meta (-1)
     v_mpos     integer[]; -- its meta starts at p_meta[v_mpos[s]]
     v_shape_ok boolean;   -- the arrays agree with the counts
     v_distinct boolean;   -- no partition is named twice
@@ -121,17 +124,18 @@ BEGIN
                AND cardinality(p_bytes) = v_frames
                AND coalesce(sum(c.d), 0) = coalesce(cardinality(p_data_hashes), 0)
                AND count(c.d) = v_frames AND bool_and(c.d = 0 OR c.d = c.n)
-               AND coalesce(sum(c.m), 0) = coalesce(cardinality(p_meta), 0)
-               AND count(c.m) = v_frames AND bool_and(c.m = 0 OR c.m = c.n),
+               AND coalesce(sum(c.ml), 0) = coalesce(cardinality(p_meta), 0)
+               AND count(c.m) = v_frames AND bool_and(c.m = 0 OR c.m = c.n OR c.m = -1),
            array_agg(c.pos ORDER BY c.s), array_agg(c.cpos ORDER BY c.s), array_agg(c.dpos ORDER BY c.s),
-           array_agg(c.mpos ORDER BY c.s),
+           array_agg(c.mpos ORDER BY c.s), array_agg(c.ml ORDER BY c.s),
            (SELECT count(DISTINCT pid) FROM unnest(p_pids) AS pid) = v_frames,
            (SELECT count(DISTINCT h) FROM unnest(p_hashes) AS h) = coalesce(cardinality(p_hashes), 0)
-      INTO v_shape_ok, v_pos, v_cpos, v_dpos, v_mpos, v_distinct, v_unique
-      FROM (SELECT x.n, x.k, x.d, x.m, x.s, (sum(x.n) OVER w - x.n + 1)::integer AS pos,
+      INTO v_shape_ok, v_pos, v_cpos, v_dpos, v_mpos, v_mlens, v_distinct, v_unique
+      FROM (SELECT x.n, x.k, x.d, x.m, x.ml, x.s, (sum(x.n) OVER w - x.n + 1)::integer AS pos,
                    (sum(x.k) OVER w - x.k + 1)::integer AS cpos, (sum(x.d) OVER w - x.d + 1)::integer AS dpos,
-                   (sum(x.m) OVER w - x.m + 1)::integer AS mpos
-              FROM unnest(p_counts, p_cand_counts, p_dh_counts, v_mcounts) WITH ORDINALITY AS x(n, k, d, m, s)
+                   (sum(x.ml) OVER w - x.ml + 1)::integer AS mpos
+              FROM (SELECT u.*, abs(u.m) AS ml
+                      FROM unnest(p_counts, p_cand_counts, p_dh_counts, v_mcounts) WITH ORDINALITY AS u(n, k, d, m, s)) AS x
             WINDOW w AS (ORDER BY x.s)) AS c;
     IF v_frames = 0 OR NOT coalesce(v_shape_ok, false) THEN
         RAISE EXCEPTION 'queen.log_push_bundle: % frames with % verified marks, % counts summing to % for % hashes, % candidates',
@@ -155,7 +159,7 @@ BEGIN
                            ARRAY[p_dh_counts[s]],
                            coalesce(p_data_hashes[v_dpos[s] : v_dpos[s] + p_dh_counts[s] - 1], '{}'),
                            ARRAY[v_mcounts[s]],
-                           coalesce(p_meta[v_mpos[s] : v_mpos[s] + v_mcounts[s] - 1], '{}')) AS r;
+                           coalesce(p_meta[v_mpos[s] : v_mpos[s] + v_mlens[s] - 1], '{}')) AS r;
         END LOOP;
         RETURN;
     END IF;
@@ -324,7 +328,8 @@ BEGIN
           FROM unnest(d_s, d_idx, d_off) AS d(s, idx, off) GROUP BY d.s
     ), fr AS (
         SELECT g.s, p_pids[g.s] AS pid, v_last[g.s] AS last, v_pos[g.s] AS pos, p_counts[g.s] AS n,
-               v_dpos[g.s] AS dpos, v_keepdh[g.s] AS keepdh, v_mpos[g.s] AS mpos, v_mcounts[g.s] > 0 AS hasmeta,
+               v_dpos[g.s] AS dpos, v_keepdh[g.s] AS keepdh, v_mpos[g.s] AS mpos, v_mcounts[g.s] <> 0 AS hasmeta,
+               v_mcounts[g.s] = -1 AS onemeta,
                dd.idx AS dup_idx, dd.off AS dup_off
           FROM generate_subscripts(p_pids, 1) AS g(s) LEFT JOIN dd ON dd.s = g.s
     ), dirty AS MATERIALIZED ( -- frames with a duplicate: their new messages, gathered once
@@ -333,7 +338,10 @@ BEGIN
                    SELECT count(*) AS k, array_agg(p_txn_ids[i]) AS txn_ids, array_agg(p_hashes[i]) AS hashes,
                           array_agg(p_data[i]) AS data, sum(octet_length(p_data[i]::text))::bigint AS bytes,
                           CASE WHEN fr.keepdh THEN array_agg(p_data_hashes[fr.dpos + i - fr.pos]) END AS data_hashes,
-                          CASE WHEN fr.hasmeta THEN array_agg(p_meta[fr.mpos + i - fr.pos]) END AS meta
+                          -- (one aggregate over i: one of the outer frame's
+                          -- columns alone would make it the outer query's)
+                          CASE WHEN fr.hasmeta
+                               THEN array_agg(p_meta[CASE WHEN fr.onemeta THEN fr.mpos ELSE fr.mpos + i - fr.pos END]) END AS meta
                      FROM generate_series(fr.pos, fr.pos + fr.n - 1) AS i
                     WHERE i - fr.pos + 1 <> ALL (fr.dup_idx)) AS x
          WHERE fr.dup_idx IS NOT NULL AND x.k > 0
@@ -343,7 +351,8 @@ BEGIN
                p_hashes[fr.pos : fr.pos + fr.n - 1] AS hashes, p_data[fr.pos : fr.pos + fr.n - 1] AS data,
                p_bytes[fr.s] AS bytes,
                CASE WHEN fr.keepdh THEN p_data_hashes[fr.dpos : fr.dpos + fr.n - 1] END AS data_hashes,
-               CASE WHEN fr.hasmeta THEN p_meta[fr.mpos : fr.mpos + fr.n - 1] END AS meta
+               CASE WHEN fr.onemeta THEN array_fill(p_meta[fr.mpos], ARRAY[fr.n])
+                    WHEN fr.hasmeta THEN p_meta[fr.mpos : fr.mpos + fr.n - 1] END AS meta
           FROM fr WHERE fr.dup_idx IS NULL
         UNION ALL
         SELECT dirty.s, dirty.pid, dirty.base, dirty.k, dirty.txn_ids, dirty.hashes, dirty.data, dirty.bytes,

@@ -150,7 +150,7 @@ var bundleArrays = [bundleParams]func([]byte, []model.Frame) []byte{
 	},
 	appendDataHashes,
 	func(buf []byte, frames []model.Frame) []byte {
-		return appendPerFrame(buf, frames, func(fr *model.Frame) int32 { return int32(len(fr.Meta)) })
+		return appendPerFrame(buf, frames, metaCount)
 	},
 	appendMeta,
 }
@@ -215,7 +215,14 @@ func total(frames []model.Frame, count func(*model.Frame) int) (n int) {
 
 func messages(fr *model.Frame) int   { return len(fr.Hashes) }
 func dataHashes(fr *model.Frame) int { return len(fr.DataHashes) }
-func metas(fr *model.Frame) int      { return len(fr.Meta) }
+
+// metas is how many elements of p_meta fr takes.
+func metas(fr *model.Frame) int {
+	if sharedMeta(fr) {
+		return 1
+	}
+	return len(fr.Meta)
+}
 func candidates(fr *model.Frame) int { return len(fr.Candidates) }
 
 func appendTxnIDs(buf []byte, frames []model.Frame) []byte {
@@ -258,8 +265,32 @@ func appendDataHashes(buf []byte, frames []model.Frame) []byte {
 	return buf
 }
 
+// metaCount is a frame's p_meta_counts: its messages, -1 when they share
+// one meta (sent once), 0 for none.
+func metaCount(fr *model.Frame) int32 {
+	if sharedMeta(fr) {
+		return -1
+	}
+	return int32(len(fr.Meta))
+}
+
+// sharedMeta says every message of fr has the same meta, the one slice
+// (wire.DecodePush shares a meta its neighbours repeat).
+func sharedMeta(fr *model.Frame) bool {
+	if len(fr.Meta) < 2 || fr.Meta[0] == nil {
+		return false
+	}
+	first := fr.Meta[0]
+	for _, m := range fr.Meta[1:] {
+		if len(m) != len(first) || len(m) == 0 || &m[0] != &first[0] {
+			return false
+		}
+	}
+	return true
+}
+
 // appendMeta appends the meta of the frames that have any, a NULL element
-// for a message without.
+// for a message without, once for a frame whose messages share it.
 func appendMeta(buf []byte, frames []model.Frame) []byte {
 	n := total(frames, metas)
 	if n == 0 {
@@ -268,6 +299,10 @@ func appendMeta(buf []byte, frames []model.Frame) []byte {
 	buf = arrayHeader(buf, OIDText, n)
 	binary.BigEndian.PutUint32(buf[len(buf)-16:], 1) // has nulls
 	for i := range frames {
+		if sharedMeta(&frames[i]) {
+			buf = appendElement(buf, frames[i].Meta[0])
+			continue
+		}
 		for _, m := range frames[i].Meta {
 			if m == nil {
 				buf = binary.BigEndian.AppendUint32(buf, math.MaxUint32) // -1: NULL

@@ -58,21 +58,44 @@ func pgxBundleArgs(frames []model.Frame) []any {
 		for _, c := range fr.Candidates {
 			candIdx, candOff = append(candIdx, c.Index+1), append(candOff, c.Offset)
 		}
-		metaCounts = append(metaCounts, int32(len(fr.Meta)))
-		for _, m := range fr.Meta {
-			var s *string
-			if m != nil {
-				s = new(string(m))
-			}
-			meta = append(meta, s)
-		}
 		dhCounts = append(dhCounts, int32(len(fr.DataHashes)))
 		for _, h := range fr.DataHashes {
 			dataHashes = append(dataHashes, pgtype.UUID{Bytes: h, Valid: true})
 		}
+		metaCounts, meta = appendMetaArgs(metaCounts, meta, fr.Meta)
 	}
 	return []any{pids, verified, windows, counts, txnIDs, hashes, data, sizes, candCounts, candIdx, candOff, dhCounts, dataHashes,
 		metaCounts, meta}
+}
+
+// appendMetaArgs appends a frame's p_meta_counts and p_meta elements.
+func appendMetaArgs(counts []int32, out []*string, meta [][]byte) ([]int32, []*string) {
+	if shared(meta) { // sent once, as one element
+		return append(counts, -1), append(out, new(string(meta[0])))
+	}
+	counts = append(counts, int32(len(meta)))
+	for _, m := range meta {
+		var s *string
+		if m != nil {
+			s = new(string(m))
+		}
+		out = append(out, s)
+	}
+	return counts, out
+}
+
+// shared says every message's meta is the one slice, as pgwire sends
+// once (p_meta_counts -1).
+func shared(meta [][]byte) bool {
+	if len(meta) < 2 || meta[0] == nil {
+		return false
+	}
+	for _, m := range meta[1:] {
+		if len(m) != len(meta[0]) || &m[0] != &meta[0][0] {
+			return false
+		}
+	}
+	return true
 }
 
 // randomFrames are frames of random contents: empty and multibyte
@@ -90,12 +113,19 @@ func randomFrames(r *rand.Rand) []model.Frame {
 			fr.Hashes[k] = model.HashTxnID(fr.TxnIDs[k])
 			fr.Data[k] = randomData(r)
 		}
-		if r.IntN(2) == 0 { // headers on some messages, none on others
+		switch r.IntN(3) {
+		case 0: // headers on some messages, none on others
 			fr.Meta = make([][]byte, n)
 			for k := range n {
 				if r.IntN(2) == 0 {
 					fr.Meta[k] = model.AppendMeta(nil, []model.Header{{Name: "h", Values: []string{randomText(r, r.IntN(20))}}}, r.IntN(2) == 0)
 				}
+			}
+		case 1: // one meta every message shares
+			one := model.AppendMeta(nil, []model.Header{{Name: "h", Values: []string{randomText(r, r.IntN(20))}}}, r.IntN(2) == 0)
+			fr.Meta = make([][]byte, n)
+			for k := range n {
+				fr.Meta[k] = one
 			}
 		}
 		if r.IntN(2) == 0 {
