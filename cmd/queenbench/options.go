@@ -26,6 +26,11 @@ var exactTargets = map[string]bool{"queengate": true, "naive": true, "jetstream"
 // deduplication costs, measured in the same run (not part of "all").
 const window0 = "window0"
 
+// headers3 is queengate itself with three small headers on every
+// message: what headers cost, measured in the same run as queengate
+// without (not part of "all").
+const headers3 = "headers3"
+
 // usageError is a bad command line: exit status 2.
 type usageError struct{ error }
 
@@ -121,13 +126,18 @@ func printUsage(fs *flag.FlagSet, stderr io.Writer) {
   queenbench --self --scenario retries --compare all  all targets, alternating, ratios
   queenbench --self --scenario window --compare queengate,window0
                                      what deduplication costs: the same gateway, window 0
+  queenbench --self --scenario unique --compare queengate,headers3,jetstream
+                                     what three headers a message cost, beside JetStream
+  queenbench --self --scenario sessions --compare queengate,jetstream --js-publish
+                                     JetStream clients' publishes, into each
   queenbench --self --replication sync                push through a primary and a synchronous standby
   queenbench --self --scenario read --replication async   read from a standby, push to the primary
   queenbench --nats-url nats://host:4222 --admin host:6632 ...   a running gateway
 
-Scenarios: %s. Targets: %s, and %s (queengate with the window at 0).
+Scenarios: %s. Targets: %s, %s (queengate with the window at 0) and %s
+(queengate with three headers on every message).
 
-`, strings.Join(scenarioNames(), ", "), strings.Join(targetNames, ", "), window0)
+`, strings.Join(scenarioNames(), ", "), strings.Join(targetNames, ", "), window0, headers3)
 	fs.PrintDefaults()
 }
 
@@ -279,7 +289,7 @@ func (o options) validate(comparing bool) error {
 // checkTargets checks the target names and how they combine.
 func (o options) checkTargets(comparing bool, bad func(string, ...any)) {
 	known := map[string]bool{}
-	for _, t := range append(targetNames, window0) {
+	for _, t := range append(targetNames, window0, headers3) {
 		known[t] = true
 	}
 	for _, t := range o.targets {
@@ -290,7 +300,7 @@ func (o options) checkTargets(comparing bool, bad func(string, ...any)) {
 			continue
 		}
 		if !known[t] {
-			bad("target %q: one of %s, %s, or queengate@N (N gateways, 1-16)", t, strings.Join(targetNames, ", "), window0)
+			bad("target %q: one of %s, %s, %s, or queengate@N (N gateways, 1-16)", t, strings.Join(targetNames, ", "), window0, headers3)
 		}
 	}
 	if comparing && (len(o.targets) < 2 || o.targets[0] != "queengate") {

@@ -187,6 +187,12 @@ func openTargets(ctx context.Context, o options, logf func(string, ...any)) (tar
 				qt.NoWindow = true
 				t = qt
 			}
+		case name == headers3:
+			var qt *target.Queengate
+			if qt, err = target.NewQueengate(ctx, headers3, o.w.Gateways, fleet, natsURL, o.prefix, pgURL, admin); err == nil {
+				qt.Headers = 3
+				t = qt
+			}
 		case name == "naive":
 			t, err = target.NewNaive(ctx, pgURL)
 		case name == "ceiling":

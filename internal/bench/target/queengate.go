@@ -31,6 +31,7 @@ import (
 type Queengate struct {
 	name     string
 	NoWindow bool // the window0 target: queengate with deduplication off
+	Headers  int  // the headers3 target: this many headers on every message, whatever the workload says
 	gateways int  // the fleet's size, when queenbench runs it (queengate@N)
 	fleet    *proc.Self
 	natsURL  string
@@ -127,6 +128,9 @@ func (t *Queengate) Name() string { return t.name }
 func (t *Queengate) Setup(ctx context.Context, w bench.Workload) error {
 	if t.NoWindow {
 		w.WindowSeconds = 0
+	}
+	if t.Headers > 0 {
+		w.Headers = t.Headers
 	}
 	t.w = w
 	if t.fleet != nil {
