@@ -17,11 +17,11 @@ import (
 )
 
 const pushUsage = `Usage:
-  queenctl push QUEUE [PARTITION] [MESSAGE ...] [--txn-id ID] [--batch N]
+  queenctl push QUEUE [PARTITION] [MESSAGE ...] [--txn-id ID] [--batch N] [--header 'NAME: VALUE' ...]
                                                   messages from the arguments
   queenctl push QUEUE [PARTITION] [--envelope] [--batch N] < lines.jsonl
                                                   JSON lines on stdin
-  queenctl push QUEUE PARTITION --file PATH [--txn-id ID]
+  queenctl push QUEUE PARTITION --file PATH [--txn-id ID] [--header 'NAME: VALUE' ...]
                                                   one message of any bytes
 
 Pushes messages over NATS request-reply to <prefix>.push.QUEUE.PARTITION
