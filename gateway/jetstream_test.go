@@ -159,13 +159,14 @@ func manyHeaders(n int) nats.Header {
 
 // TestPushTakesHeadersAndBinaryData: a push body's messages carry headers
 // and base64 data, and a single message takes the NATS message's own
-// headers; each reads back as it was sent.
+// headers; each reads back as it was sent, headers in the order sent.
 func TestPushTakesHeadersAndBinaryData(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.startOpsGateway("", ingest.Config{})
+	const headers = `{"x":["1","2"],"content-type":"application/json"}`
 	wantStatus(t, e.Push(t, e.Subject("p"),
-		`[{"transactionId":"h","data":{"a":1},"headers":{"content-type":"application/json","x":["1","2"]}},`+
+		`[{"transactionId":"h","data":{"a":1},"headers":`+headers+`},`+
 			`{"transactionId":"b","data":"AAEC/w==","dataEncoding":"base64"}]`), "queued", "queued")
 	m := nats.NewMsg(e.Subject("p"))
 	m.Data = []byte(`{"transactionId":"n","data":2}`)
@@ -177,6 +178,9 @@ func TestPushTakesHeadersAndBinaryData(t *testing.T) {
 	var answers []answer
 	if err := json.Unmarshal(reply.Data, &answers); err != nil || len(answers) != 1 || answers[0].Status != "queued" {
 		t.Fatalf("push with NATS headers: %s", reply.Data)
+	}
+	if raw := e.Request(t, e.Prefix+".read."+e.Queue+".p", `{}`); !bytes.Contains(raw.Data, []byte(`"headers":`+headers)) {
+		t.Errorf("read answer %s: want the headers as stored, %s", raw.Data, headers)
 	}
 	got := e.readAll(t, "p")
 	if len(got) != 3 {

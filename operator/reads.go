@@ -122,14 +122,14 @@ func (o *Ops) read(ctx context.Context, queue, partition string, req queengate.R
 	if err != nil {
 		return nil, readError(err)
 	}
-	ans := readAnswer(queue, partition, req.From, res)
+	ans, meta := readAnswer(queue, partition, req.From, res)
 	// The bytes bound counts data only: trim until the answer fits in one
 	// NATS message.
-	raw := wire.EncodeRead(&ans)
+	raw := wire.EncodeRead(&ans, meta)
 	for len(ans.Messages) > 1 && len(raw) > int(budget) {
 		ans.Messages = ans.Messages[:len(ans.Messages)/2]
 		ans.Next = ans.Messages[len(ans.Messages)-1].Offset + 1
-		raw = wire.EncodeRead(&ans)
+		raw = wire.EncodeRead(&ans, meta)
 	}
 	if len(raw) > int(budget) {
 		return nil, wire.TooLargeToAnswer(fmt.Sprintf("the message at offset %d", ans.Messages[0].Offset), len(raw), int(budget))
@@ -137,21 +137,24 @@ func (o *Ops) read(ctx context.Context, queue, partition string, req queengate.R
 	return raw, nil
 }
 
-func readAnswer(queue, partition string, from int64, res model.ReadResult) queengate.ReadAnswer {
+// readAnswer is res as answered, with each message's meta as stored (the
+// encoder splices it: not parsed into the answer's Headers and written
+// again).
+func readAnswer(queue, partition string, from int64, res model.ReadResult) (queengate.ReadAnswer, [][]byte) {
 	ans := queengate.ReadAnswer{Queue: queue, Partition: partition, PartitionID: res.PartitionID,
 		Messages: make([]queengate.StoredMessage, len(res.Messages)), Next: res.Next,
 		FirstOffset: res.FirstOffset, LastOffset: res.LastOffset, Purged: from < res.FirstOffset}
+	var meta [][]byte
 	for i, m := range res.Messages {
 		ans.Messages[i] = storedView(m)
+		meta = model.WithMeta(meta, i, m.Meta)
 	}
-	return ans
+	return ans, meta
 }
 
 func storedView(m model.StoredMessage) queengate.StoredMessage {
-	v := queengate.StoredMessage{Offset: m.Offset, MessageID: model.MessageID(m.PartitionID, m.Offset),
+	return queengate.StoredMessage{Offset: m.Offset, MessageID: model.MessageID(m.PartitionID, m.Offset),
 		TransactionID: m.TxnID, CreatedAt: m.CreatedAt, Data: json.RawMessage(m.Data)}
-	wire.StoredView(&v, m.Meta)
-	return v
 }
 
 // readError maps a store failure of a read: not found is a 404.
@@ -208,7 +211,7 @@ func (o *Ops) MessageByID(ctx context.Context, id string) (any, *queengate.Error
 	if err != nil {
 		return nil, readError(err)
 	}
-	raw := wire.EncodeMessage(&queengate.MessageAnswer{Queue: queue, Partition: partition, PartitionID: pid, StoredMessage: storedView(m)})
+	raw := wire.EncodeMessage(&queengate.MessageAnswer{Queue: queue, Partition: partition, PartitionID: pid, StoredMessage: storedView(m)}, m.Meta)
 	if budget := o.answerBudget(); len(raw) > budget {
 		return nil, wire.TooLargeToAnswer("message "+id, len(raw), budget)
 	}

@@ -43,7 +43,7 @@ func TestEachMessageCarriesItsOwnCreatedAt(t *testing.T) {
 		read.Messages = append(read.Messages, queengate.StoredMessage{Offset: int64(i), MessageID: model.MessageID(1, int64(i)),
 			TransactionID: "t", CreatedAt: at, Data: []byte("1")})
 	}
-	got := decodeStrict[queengate.ReadAnswer](t, EncodeRead(&read))
+	got := decodeStrict[queengate.ReadAnswer](t, EncodeRead(&read, nil))
 	checkCreatedAts(t, "read answer", times, func(i int) time.Time { return got.Messages[i].CreatedAt })
 }
 

@@ -2,9 +2,7 @@ package wire
 
 import (
 	"encoding/json"
-	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	queengate "github.com/queengate/queengate"
@@ -33,38 +31,12 @@ func EncodeAnswer(v any) ([]byte, error) {
 }
 
 // appendStoredFields appends a StoredMessage's fields, without braces,
-// its createdAt through times.
-func appendStoredFields(b []byte, m *queengate.StoredMessage, times *timeTexts) []byte {
+// its createdAt through times, and its meta as stored (model.AppendMeta:
+// the headers in their stored order, spliced as they are).
+func appendStoredFields(b []byte, m *queengate.StoredMessage, meta []byte, times *timeTexts) []byte {
 	b = appendOffsetField(b, m.Offset)
 	b = append(b, m.MessageID...)
-	return appendStoredTail(b, m.TransactionID, m.CreatedAt, m.Data, MetaOf(m), times)
-}
-
-// MetaOf is the meta (model.AppendMeta) of a message the way the public
-// types carry it: headers by name, and the data encoding.
-func MetaOf(m *queengate.StoredMessage) []byte {
-	if len(m.Headers) == 0 && m.DataEncoding == "" {
-		return nil
-	}
-	headers := make([]model.Header, 0, len(m.Headers))
-	for name, values := range m.Headers {
-		headers = append(headers, model.Header{Name: name, Values: values})
-	}
-	slices.SortFunc(headers, func(a, b model.Header) int { return strings.Compare(a.Name, b.Name) })
-	return model.AppendMeta(nil, headers, m.DataEncoding == model.DataEncodingB64)
-}
-
-// StoredView gives a stored message's meta the public form.
-func StoredView(m *queengate.StoredMessage, meta []byte) {
-	if meta == nil {
-		return
-	}
-	if h, err := model.MetaHeaders(meta); err == nil && h != nil {
-		m.Headers = h
-	}
-	if model.IsBinary(meta) {
-		m.DataEncoding = model.DataEncodingB64
-	}
+	return appendStoredTail(b, m.TransactionID, m.CreatedAt, m.Data, meta, times)
 }
 
 // appendOffsetField appends a stored message's offset and opens its
@@ -120,11 +92,18 @@ func appendPlace(b []byte, queue, partition string, pid int64) []byte {
 	return strconv.AppendInt(b, pid, 10)
 }
 
-// EncodeRead encodes a read answer.
-func EncodeRead(a *queengate.ReadAnswer) RawAnswer {
+// EncodeRead encodes a read answer; meta[i] is message i's meta as
+// stored (nil, or shorter than the messages, for none).
+func EncodeRead(a *queengate.ReadAnswer, meta [][]byte) RawAnswer {
+	metaOf := func(i int) []byte {
+		if i < len(meta) {
+			return meta[i]
+		}
+		return nil
+	}
 	size := 256
 	for i := range a.Messages {
-		size += 160 + len(a.Messages[i].TransactionID) + len(a.Messages[i].Data) + 64*len(a.Messages[i].Headers)
+		size += 160 + len(a.Messages[i].TransactionID) + len(a.Messages[i].Data) + len(metaOf(i))
 	}
 	b := make([]byte, 0, size)
 	b = append(b, '{')
@@ -136,7 +115,7 @@ func EncodeRead(a *queengate.ReadAnswer) RawAnswer {
 			b = append(b, ',')
 		}
 		b = append(b, '{')
-		b = appendStoredFields(b, &a.Messages[i], &times)
+		b = appendStoredFields(b, &a.Messages[i], metaOf(i), &times)
 		b = append(b, '}')
 	}
 	b = append(b, `],"next":`...)
@@ -151,12 +130,13 @@ func EncodeRead(a *queengate.ReadAnswer) RawAnswer {
 	return append(b, '}')
 }
 
-// EncodeMessage encodes a message answer.
-func EncodeMessage(a *queengate.MessageAnswer) RawAnswer {
-	b := make([]byte, 0, 256+len(a.TransactionID)+len(a.Data))
+// EncodeMessage encodes a message answer, its meta as stored (nil for
+// none).
+func EncodeMessage(a *queengate.MessageAnswer, meta []byte) RawAnswer {
+	b := make([]byte, 0, 256+len(a.TransactionID)+len(a.Data)+len(meta))
 	b = append(b, '{')
 	b = appendPlace(b, a.Queue, a.Partition, a.PartitionID)
 	b = append(b, ',')
-	b = appendStoredFields(b, &a.StoredMessage, &timeTexts{})
+	b = appendStoredFields(b, &a.StoredMessage, meta, &timeTexts{})
 	return append(b, '}')
 }

@@ -153,13 +153,13 @@ func checkReadAnswers(t *testing.T, v answerValues) {
 		Next: v.n + 1, FirstOffset: v.n - 1, LastOffset: v.n, Purged: v.n%2 == 0}
 	want := a
 	want.Queue, want.Partition, want.Messages = decoded(v.name), decoded(v.text), []queengate.StoredMessage{wantMsg, wantMsg}
-	same(t, "read answer", EncodeRead(&a), want)
+	same(t, "read answer", EncodeRead(&a, nil), want)
 	a.Messages, want.Messages = nil, []queengate.StoredMessage{}
-	same(t, "empty read answer", EncodeRead(&a), want)
+	same(t, "empty read answer", EncodeRead(&a, nil), want)
 
 	one := queengate.MessageAnswer{Queue: v.text, Partition: v.name, PartitionID: v.n, StoredMessage: m}
 	wantOne := queengate.MessageAnswer{Queue: decoded(v.text), Partition: decoded(v.name), PartitionID: v.n, StoredMessage: wantMsg}
-	same(t, "message answer", EncodeMessage(&one), wantOne)
+	same(t, "message answer", EncodeMessage(&one, nil), wantOne)
 }
 
 func checkPopAnswer(t *testing.T, v answerValues) {
