@@ -387,21 +387,10 @@ func (g *Gateway) handlePush(req *Request) {
 	}
 	r := &ingest.Request{Queue: queue, Partition: partition, Messages: msgs}
 	r.Done = func(results []ingest.Result) {
-		buf := answerBuffers.Get().(*[]byte)
-		body := wire.AppendReply(*buf, msgs, results, int(maxPayload))
 		// Not replaced by an error when too large, as other answers are:
 		// an error says nothing was stored. A producer that hears nothing
 		// retries, and is answered duplicate.
-		err := g.publish(&nats.Msg{Subject: subject, Data: body})
-		if cap(body) <= maxPooledAnswer { // nats.go has copied it, sent or not
-			*buf = body[:0]
-			answerBuffers.Put(buf)
-		}
-		if err != nil {
-			req.done(notSent(err))
-			return
-		}
-		req.done(pushOutcome(results))
+		g.answerPush(req, subject, results, func(b []byte) []byte { return wire.AppendReply(b, msgs, results, int(maxPayload)) })
 	}
 	if err := g.ing.Submit(r); err != nil {
 		g.reject(req, ackSubject, submitError(err))
@@ -421,6 +410,24 @@ func submitError(err error) *queengate.Error {
 		return &queengate.Error{Code: queengate.CodeUnavailable, Text: "shutting down: retry on another gateway"}
 	}
 	return &queengate.Error{Code: queengate.CodeInternal, Text: err.Error()}
+}
+
+// answerPush publishes the answer build writes (into a pooled buffer) to
+// a push or a JetStream publish on subject, and records the request's
+// outcome.
+func (g *Gateway) answerPush(req *Request, subject string, results []ingest.Result, build func([]byte) []byte) {
+	buf := answerBuffers.Get().(*[]byte)
+	body := build((*buf)[:0])
+	err := g.publish(&nats.Msg{Subject: subject, Data: body})
+	if cap(body) <= maxPooledAnswer { // nats.go has copied it, sent or not
+		*buf = body[:0]
+		answerBuffers.Put(buf)
+	}
+	if err != nil {
+		req.done(notSent(err))
+		return
+	}
+	req.done(pushOutcome(results))
 }
 
 // answerBuffers keeps push answers' buffers for the next answers:

@@ -1,8 +1,6 @@
 package gateway
 
 import (
-	"strings"
-
 	"github.com/nats-io/nats.go"
 
 	queengate "github.com/queengate/queengate"
@@ -31,21 +29,12 @@ func (g *Gateway) handleJetStream(req *Request) {
 			req.done(pushOutcome(results))
 			return
 		}
-		buf := answerBuffers.Get().(*[]byte)
-		body := (*buf)[:0]
-		if perr := wire.JetStreamResult(results[0]); perr != nil {
-			body = wire.AppendJetStreamError(body, queue, perr)
-		} else {
-			body = wire.AppendPubAck(body, queue, results[0].Offset, results[0].Status == model.StatusDuplicate)
-		}
-		err := g.publish(&nats.Msg{Subject: req.Reply, Data: body})
-		*buf = body[:0] // nats.go has copied it, sent or not
-		answerBuffers.Put(buf)
-		if err != nil {
-			req.done(notSent(err))
-			return
-		}
-		req.done(pushOutcome(results))
+		g.answerPush(req, req.Reply, results, func(b []byte) []byte {
+			if perr := wire.JetStreamResult(results[0]); perr != nil {
+				return wire.AppendJetStreamError(b, queue, perr)
+			}
+			return wire.AppendPubAck(b, queue, results[0].Offset, results[0].Status == model.StatusDuplicate)
+		})
 	}
 	if err := g.ing.Submit(r); err != nil {
 		g.refuseJetStream(req, queue, wire.FromError(submitError(err)))
@@ -69,15 +58,7 @@ func (g *Gateway) refuseJetStream(req *Request, queue string, e *wire.JetStreamE
 // parseJetStreamSubject splits <prefix>.jetstream.<queue>.<partition>, and
 // the routing form NATS maps it onto, <prefix>.jsshard.<k>.<queue>.<partition>.
 func parseJetStreamSubject(prefix, subject string) (queue, partition string, err *queengate.Error) {
-	s := queengate.Subjects{Prefix: prefix}
-	rest, ok := strings.CutPrefix(subject, s.Verb(queengate.APIJetStream)+".")
-	if !ok {
-		shard, found := strings.CutPrefix(subject, s.Verb(queengate.APIJetStreamShard)+".")
-		if _, r, cut := strings.Cut(shard, "."); found && cut {
-			rest, ok = r, true
-		}
-	}
-	tokens := strings.Split(rest, ".")
+	tokens, ok := namesOf(prefix, subject, queengate.APIJetStream, queengate.APIJetStreamShard)
 	if !ok || len(tokens) != 2 {
 		return "", "", wire.BadInput("subject %q must be %s", wire.Clip(subject), queengate.APIJetStream.Template(prefix))
 	}

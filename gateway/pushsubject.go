@@ -15,14 +15,7 @@ const probeQueue = queengate.ProbeQueue
 // probe reports the routing probe's own push, which is answered by nobody.
 func parsePushSubject(prefix, subject string) (queue, partition string, probe bool, err *queengate.Error) {
 	subjects := queengate.Subjects{Prefix: prefix}
-	rest, ok := strings.CutPrefix(subject, subjects.Verb(queengate.APIPush)+".")
-	if !ok {
-		shard, found := strings.CutPrefix(subject, subjects.Verb(queengate.APIShard)+".")
-		if _, r, cut := strings.Cut(shard, "."); found && cut {
-			rest, ok = r, true
-		}
-	}
-	tokens := strings.Split(rest, ".")
+	tokens, ok := namesOf(prefix, subject, queengate.APIPush, queengate.APIShard)
 	switch {
 	case !ok || len(tokens) > 2: // e.g. the bare <prefix>.push, which names no queue
 		return "", "", false, wire.BadInput("subject %q must be %s.<queue> or %s", subject, subjects.Verb(queengate.APIPush), queengate.APIPush.Template(prefix))
@@ -35,4 +28,19 @@ func parsePushSubject(prefix, subject string) (queue, partition string, probe bo
 		return "", "", true, nil
 	}
 	return queue, partition, false, ValidPlace(queue, partition)
+}
+
+// namesOf is the tokens of subject after api's verb, or after
+// <shard's verb>.<k> when NATS mapped it onto a routing shard; ok false
+// when subject is neither.
+func namesOf(prefix, subject string, api, shard queengate.API) (tokens []string, ok bool) {
+	s := queengate.Subjects{Prefix: prefix}
+	rest, ok := strings.CutPrefix(subject, s.Verb(api)+".")
+	if !ok {
+		mapped, found := strings.CutPrefix(subject, s.Verb(shard)+".")
+		if _, r, cut := strings.Cut(mapped, "."); found && cut {
+			rest, ok = r, true
+		}
+	}
+	return strings.Split(rest, "."), ok
 }
