@@ -2,7 +2,6 @@ package wire
 
 import (
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -60,10 +59,10 @@ func FromError(e *queengate.Error) *JetStreamError {
 // the message's.
 func DecodeJetStream(body []byte, header nats.Header, queue string, maxPayload int64) (ingest.Message, *JetStreamError) {
 	var msg ingest.Message
-	var headers []model.Header
-	for name, values := range header {
-		h := model.Header{Name: name, Values: values}
-		if !reserved(name) {
+	all := NATSHeaders(header)
+	headers := all[:0] // the message's: all but JetStream's own, read here
+	for _, h := range all {
+		if !reserved(h.Name) {
 			headers = append(headers, h)
 			continue
 		}
@@ -71,11 +70,8 @@ func DecodeJetStream(body []byte, header nats.Header, queue string, maxPayload i
 			return msg, perr
 		}
 	}
-	if len(headers) > 1 { // in name order, as NATSHeaders gives them
-		slices.SortFunc(headers, func(a, b model.Header) int { return strings.Compare(a.Name, b.Name) })
-	}
 	if msg.TxnID == "" {
-		msg.TxnID = (&RawMessage{}).TxnIDOrMint()
+		msg.TxnID = mintTxnID()
 	}
 	if why := CheckHeaders(headers); why != "" {
 		return msg, &JetStreamError{Code: queengate.CodeBadRequest, ErrCode: jsBadRequest, Description: why}

@@ -202,10 +202,13 @@ func (m *RawMessage) Check(i int) *queengate.Error {
 // producer sent none: such a message is never a duplicate of anything.
 func (m *RawMessage) TxnIDOrMint() string {
 	if !m.TxnIDSet {
-		return "qg-" + nuid.Next()
+		return mintTxnID()
 	}
 	return string(m.TxnID)
 }
+
+// mintTxnID is a fresh transactionId, for a message sent without one.
+func mintTxnID() string { return "qg-" + nuid.Next() }
 
 // replyEntryRoom is the most one entry of a push answer takes besides its
 // transactionId: every field at its longest, and an error text of up to
