@@ -163,10 +163,7 @@ func decodeDerived(raw []byte, i int, m *queengate.DerivedMessage, maxPayload in
 	if why != "" {
 		return wire.BadInput("%s: %s", where(), why)
 	}
-	m.Data = data
-	if model.IsBinary(meta) {
-		m.DataEncoding = model.DataEncodingB64
-	}
+	m.Data, m.DataEncoding = data, model.DataEncoding(meta)
 	if werr := wire.CheckDataSize(data, meta, maxPayload); werr != nil {
 		werr.Text = where() + ": " + werr.Text
 		return werr

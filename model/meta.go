@@ -108,6 +108,15 @@ func IsBinary(meta []byte) bool {
 	return bytes.HasSuffix(meta, []byte(binaryMember+"}"))
 }
 
+// DataEncoding is the dataEncoding member of meta: "base64", or "" for
+// JSON data.
+func DataEncoding(meta []byte) string {
+	if IsBinary(meta) {
+		return DataEncodingB64
+	}
+	return ""
+}
+
 // MetaHeaders decodes meta's headers; nil when it has none.
 func MetaHeaders(meta []byte) (map[string][]string, error) {
 	if len(meta) == 0 {

@@ -432,16 +432,9 @@ func letterOf(g model.Group, partition string, d model.Delivery) model.DeadLette
 	return model.DeadLetter{Queue: g.Queue, Partition: partition, Group: g.Name,
 		MessageID: model.MessageID(d.PartitionID, d.Offset), Offset: d.Offset, TransactionID: d.TxnID,
 		CreatedAt: d.CreatedAt.UTC(), Attempts: d.Attempts, Error: d.LastError,
-		Headers: model.MetaHeadersRaw(d.Meta), DataEncoding: dataEncoding(d.Meta)}
+		Headers: model.MetaHeadersRaw(d.Meta), DataEncoding: model.DataEncoding(d.Meta)}
 }
 
-// dataEncoding is the dataEncoding member a message with meta carries.
-func dataEncoding(meta []byte) string {
-	if model.IsBinary(meta) {
-		return model.DataEncodingB64
-	}
-	return ""
-}
 
 // movedLetters are the dead letters of those of dead at the offsets moved.
 func movedLetters(g model.Group, partition string, dead []model.Delivery, moved []int64) []model.DeadLetter {

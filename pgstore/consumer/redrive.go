@@ -212,7 +212,7 @@ func (s *Store) withData(ctx context.Context, pending []model.PendingDeadLetter,
 				skipped++
 				continue
 			}
-			p.Letter.Data, p.Letter.Headers, p.Letter.DataEncoding = m.Data, model.MetaHeadersRaw(m.Meta), dataEncoding(m.Meta)
+			p.Letter.Data, p.Letter.Headers, p.Letter.DataEncoding = m.Data, model.MetaHeadersRaw(m.Meta), model.DataEncoding(m.Meta)
 		}
 		kept = append(kept, p)
 	}
