@@ -3,7 +3,6 @@ package model
 import (
 	"bytes"
 	"encoding/base64"
-	"encoding/json"
 	"strings"
 )
 
@@ -40,38 +39,52 @@ const binaryMember = `"dataEncoding":"base64"`
 // when binary, base64 data; it appends nothing for a message with
 // neither.
 func AppendMeta(b []byte, headers []Header, binary bool) []byte {
-	if len(headers) == 0 && !binary {
+	if len(headers) == 0 {
+		return appendMeta(b, nil, binary)
+	}
+	return appendMeta(b, func(b []byte) []byte { return appendHeaders(b, headers) }, binary)
+}
+
+// appendMeta appends a meta object: the headers object headers writes
+// (nil: none), then the binary member; nothing for neither.
+func appendMeta(b []byte, headers func([]byte) []byte, binary bool) []byte {
+	if headers == nil && !binary {
 		return b
 	}
 	b = append(b, '{')
-	if len(headers) > 0 {
-		b = append(b, `"headers":{`...)
-		for i, h := range headers {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendString(b, h.Name)
-			b = append(b, ':')
-			if len(h.Values) == 1 {
-				b = appendString(b, h.Values[0])
-				continue
-			}
-			b = append(b, '[')
-			for k, v := range h.Values {
-				if k > 0 {
-					b = append(b, ',')
-				}
-				b = appendString(b, v)
-			}
-			b = append(b, ']')
-		}
-		b = append(b, '}')
+	if headers != nil {
+		b = headers(append(b, `"headers":`...))
 		if binary {
 			b = append(b, ',')
 		}
 	}
 	if binary {
 		b = append(b, binaryMember...)
+	}
+	return append(b, '}')
+}
+
+// appendHeaders appends headers as a JSON object: a header of one value
+// as a string, one of several as an array.
+func appendHeaders(b []byte, headers []Header) []byte {
+	b = append(b, '{')
+	for i, h := range headers {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(appendString(b, h.Name), ':')
+		if len(h.Values) == 1 {
+			b = appendString(b, h.Values[0])
+			continue
+		}
+		b = append(b, '[')
+		for k, v := range h.Values {
+			if k > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, v)
+		}
+		b = append(b, ']')
 	}
 	return append(b, '}')
 }
@@ -117,33 +130,6 @@ func DataEncoding(meta []byte) string {
 	return ""
 }
 
-// MetaHeaders decodes meta's headers; nil when it has none.
-func MetaHeaders(meta []byte) (map[string][]string, error) {
-	if len(meta) == 0 {
-		return nil, nil
-	}
-	var m struct {
-		Headers map[string]json.RawMessage `json:"headers"`
-	}
-	if err := json.Unmarshal(meta, &m); err != nil || m.Headers == nil {
-		return nil, err
-	}
-	out := make(map[string][]string, len(m.Headers))
-	for name, raw := range m.Headers {
-		var one string
-		if json.Unmarshal(raw, &one) == nil {
-			out[name] = []string{one}
-			continue
-		}
-		var many []string
-		if err := json.Unmarshal(raw, &many); err != nil {
-			return nil, err
-		}
-		out[name] = many
-	}
-	return out, nil
-}
-
 // DataBytes is the bytes a message carries: its JSON text, or for binary
 // data the bytes its base64 stands for. A payload conflict compares
 // these.
@@ -175,20 +161,10 @@ func WithMeta(meta [][]byte, pos int, m []byte) [][]byte {
 // MetaHeadersRaw gives it; nil: none) and encoding are known apart, as a
 // dead letter carries them.
 func JoinMeta(headers []byte, binary bool) []byte {
-	if len(headers) == 0 && !binary {
-		return nil
+	if len(headers) == 0 {
+		return appendMeta(nil, nil, binary)
 	}
-	b := []byte{'{'}
-	if len(headers) > 0 {
-		b = append(append(b, `"headers":`...), headers...)
-		if binary {
-			b = append(b, ',')
-		}
-	}
-	if binary {
-		b = append(b, binaryMember...)
-	}
-	return append(b, '}')
+	return appendMeta(nil, func(b []byte) []byte { return append(b, headers...) }, binary)
 }
 
 // MetaHeadersRaw is meta's headers object as stored; nil for none.
@@ -206,14 +182,19 @@ func MetaHeadersRaw(meta []byte) []byte {
 // ("00-<trace id>-<span id>-<flags>"), for log lines about the message;
 // empty when it has none, or one not so formed.
 func TraceID(meta []byte) string {
-	if !bytes.Contains(meta, []byte(`"traceparent"`)) {
+	// The gateway writes meta: a key is the only place this text can
+	// stand (inside a string its quotes are escaped), and a well-formed
+	// value has nothing to escape.
+	const key = `"traceparent":"`
+	i := bytes.Index(meta, []byte(key))
+	if i < 0 {
 		return ""
 	}
-	headers, err := MetaHeaders(meta)
-	if err != nil || len(headers["traceparent"]) == 0 {
+	value, _, ok := bytes.Cut(meta[i+len(key):], []byte(`"`))
+	if !ok {
 		return ""
 	}
-	parts := strings.Split(headers["traceparent"][0], "-")
+	parts := strings.Split(string(value), "-")
 	if len(parts) < 4 || len(parts[1]) != 32 || strings.Trim(parts[1], "0123456789abcdef") != "" {
 		return ""
 	}

@@ -92,17 +92,20 @@ func TestUnreachable(t *testing.T) {
 }
 
 // TestTraceIDReadsAWellFormedTraceparentOnly: the trace id of a W3C
-// traceparent header, and nothing for a malformed one or none.
+// traceparent header, and nothing for a malformed one, none, or another
+// header whose value holds the text of one.
 func TestTraceIDReadsAWellFormedTraceparentOnly(t *testing.T) {
 	h := func(v string) []byte {
 		return AppendMeta(nil, []Header{{Name: "traceparent", Values: []string{v}}}, false)
 	}
+	inValue := AppendMeta(nil, []Header{{Name: "x", Values: []string{`"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"`}}}, false)
 	for meta, want := range map[string]string{
 		string(h("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")):        "4bf92f3577b34da6a3ce929d0e0e4736",
 		string(h("00-XYZ-00f067aa0ba902b7-01")):                                     "",
 		string(h("garbage")):                                                        "",
 		string(AppendMeta(nil, []Header{{Name: "x", Values: []string{"y"}}}, true)): "",
-		"": "",
+		string(inValue): "",
+		"":              "",
 	} {
 		if got := TraceID([]byte(meta)); got != want {
 			t.Errorf("TraceID(%s) = %q, want %q", meta, got, want)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/internal/wire"
 	"github.com/queengate/queengate/model"
 )
@@ -32,7 +33,8 @@ func FuzzDecodeJetStream(f *testing.F) {
 		if got := model.DataBytes(msg.Data, msg.Meta); !bytes.Equal(got, body) && !(len(body) == 0 && len(got) == 0) {
 			t.Fatalf("body %q stored as %q (meta %s), carrying %q", body, msg.Data, msg.Meta, got)
 		}
-		headers, err := model.MetaHeaders(msg.Meta)
+		var headers queengate.Headers
+		err := headers.UnmarshalJSON(model.MetaHeadersRaw(msg.Meta))
 		if err != nil || headers["X-Value"][0] != value {
 			t.Fatalf("header %q stored as %v (%s), %v", value, headers, msg.Meta, err)
 		}
