@@ -146,23 +146,22 @@ func pushBody(queue, partition string, msgs []Message, named bool) ([]byte, erro
 // and &: on a queue whose onConflict is reject, a retry of data first
 // pushed by other means would then answer a payload conflict.
 func (m Message) AppendJSON(b []byte) ([]byte, error) {
-	head := Message{TransactionID: m.TransactionID, Headers: m.Headers}
+	head := struct {
+		TransactionID string  `json:"transactionId,omitempty"`
+		Headers       Headers `json:"headers,omitempty"`
+		DataEncoding  string  `json:"dataEncoding,omitempty"`
+	}{TransactionID: m.TransactionID, Headers: m.Headers}
 	data := m.Data
 	if m.Binary != nil {
 		if len(m.Data) > 0 {
 			return nil, errors.New("give Data (JSON) or Binary (bytes), not both")
 		}
 		data = json.RawMessage(`"` + base64.StdEncoding.EncodeToString(m.Binary) + `"`)
+		head.DataEncoding = DataEncodingBase64
 	}
 	obj, err := json.Marshal(head)
 	if err != nil {
 		return nil, err
-	}
-	if m.Binary != nil {
-		obj = append(obj[:len(obj)-1], `,"dataEncoding":"base64"}`...)
-		if len(obj) == len(`{,"dataEncoding":"base64"}`) {
-			obj = []byte(`{"dataEncoding":"base64"}`)
-		}
 	}
 	return withData(b, obj, data)
 }

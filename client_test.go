@@ -316,3 +316,26 @@ func TestPagingThroughTheClient(t *testing.T) {
 		t.Errorf("timer pages listed %v, want %v", listed, scheduled)
 	}
 }
+
+// TestAppendJSONWritesHeadersAndBinaryData: a message's headers and its
+// binary data (base64, with dataEncoding) are written as a push body
+// takes them; data and binary together are refused.
+func TestAppendJSONWritesHeadersAndBinaryData(t *testing.T) {
+	for _, c := range []struct {
+		m    queengate.Message
+		want string
+	}{
+		{queengate.Message{TransactionID: "t", Binary: []byte{0, 1}, Headers: queengate.Headers{"b": {"2"}, "a": {"1", "x"}}},
+			`{"transactionId":"t","headers":{"a":["1","x"],"b":"2"},"dataEncoding":"base64","data":"AAE="}`},
+		{queengate.Message{Binary: []byte{}}, `{"dataEncoding":"base64","data":""}`},
+		{queengate.Message{TransactionID: "j", Data: json.RawMessage(`{"k":1}`)}, `{"transactionId":"j","data":{"k":1}}`},
+	} {
+		got, err := c.m.AppendJSON(nil)
+		if err != nil || string(got) != c.want {
+			t.Errorf("%+v: %s, %v; want %s", c.m, got, err, c.want)
+		}
+	}
+	if _, err := (queengate.Message{Data: json.RawMessage(`1`), Binary: []byte{1}}).AppendJSON(nil); err == nil {
+		t.Error("data and binary together were written")
+	}
+}
