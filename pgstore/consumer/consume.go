@@ -435,7 +435,6 @@ func letterOf(g model.Group, partition string, d model.Delivery) model.DeadLette
 		Headers: model.MetaHeadersRaw(d.Meta), DataEncoding: model.DataEncoding(d.Meta)}
 }
 
-
 // movedLetters are the dead letters of those of dead at the offsets moved.
 func movedLetters(g model.Group, partition string, dead []model.Delivery, moved []int64) []model.DeadLetter {
 	var out []model.DeadLetter
