@@ -22,25 +22,39 @@ func (g *Gateway) handleJetStream(req *Request) {
 		g.refuseJetStream(req, queue, perr)
 		return
 	}
-	msgs := []ingest.Message{msg}
-	r := &ingest.Request{Queue: queue, Partition: partition, Messages: msgs}
-	r.Done = func(results []ingest.Result) {
-		if req.Reply == "" {
-			req.done(pushOutcome(results))
-			return
-		}
-		g.answerPush(req, req.Reply, results, func(b []byte) []byte {
-			if perr := wire.JetStreamResult(results[0]); perr != nil {
-				return wire.AppendJetStreamError(b, queue, perr)
-			}
-			return wire.AppendPubAck(b, queue, results[0].Offset, results[0].Status == model.StatusDuplicate)
-		})
-	}
-	if err := g.ing.Submit(r); err != nil {
+	p := &jetStreamPublish{g: g, req: req}
+	p.msg[0] = msg
+	p.r = ingest.Request{Queue: queue, Partition: partition, Messages: p.msg[:], Done: p.done}
+	if err := g.ing.Submit(&p.r); err != nil {
 		g.refuseJetStream(req, queue, wire.FromError(submitError(err)))
 		return
 	}
 	g.metrics.requests.Inc()
+}
+
+// jetStreamPublish is one publish on its way through ingest: its request,
+// message and answer in one allocation, as publishes come one message at
+// a time.
+type jetStreamPublish struct {
+	g   *Gateway
+	req *Request
+	msg [1]ingest.Message
+	r   ingest.Request
+}
+
+// done answers the publish with its PubAck, or JetStream's error.
+func (p *jetStreamPublish) done(results []ingest.Result) {
+	if p.req.Reply == "" {
+		p.req.done(pushOutcome(results))
+		return
+	}
+	p.g.answerPush(p.req, p.req.Reply, results, func(b []byte) []byte {
+		queue := p.r.Queue
+		if perr := wire.JetStreamResult(results[0]); perr != nil {
+			return wire.AppendJetStreamError(b, queue, perr)
+		}
+		return wire.AppendPubAck(b, queue, results[0].Offset, results[0].Status == model.StatusDuplicate)
+	})
 }
 
 // refuseJetStream answers a publish refused as a whole in JetStream's

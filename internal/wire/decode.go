@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math/bits"
@@ -452,6 +453,8 @@ type pushScan struct {
 	msgs     []RawMessage
 	count    int
 	failedIn int // the message the scan failed in, -1 for none
+	// lastHeaders is the last headers object scanned (pushScan.headers).
+	lastHeaders []byte
 }
 
 // top scans the body: one message object or an array of them. It returns
@@ -533,6 +536,8 @@ func (ps *pushScan) field(m *RawMessage, key []byte, seen *uint8) bool {
 	case 1:
 		s.where = "transactionId"
 		m.scanTxnID(s)
+	case 4:
+		m.Headers = ps.headers()
 	default:
 		s.where = string(key)
 		start := s.i
@@ -541,8 +546,6 @@ func (ps *pushScan) field(m *RawMessage, key []byte, seen *uint8) bool {
 		switch bit {
 		case 2:
 			m.Data = raw
-		case 4:
-			m.Headers = raw
 		case 8:
 			m.DataEncoding = raw
 		default:
@@ -551,6 +554,27 @@ func (ps *pushScan) field(m *RawMessage, key []byte, seen *uint8) bool {
 	}
 	s.where = ""
 	return true
+}
+
+// headers scans a message's headers value. Producers send the same
+// headers message after message, so a value repeating the bytes of the
+// last message's object is taken without scanning again: an object ends
+// where its bytes say, so the same bytes are the same valid object, at
+// the same depth.
+func (ps *pushScan) headers() []byte {
+	s := ps.s
+	if n := len(ps.lastHeaders); n > 0 && bytes.HasPrefix(s.b[s.i:], ps.lastHeaders) {
+		s.i += n
+		return ps.lastHeaders
+	}
+	s.where = "headers"
+	start := s.i
+	s.value()
+	raw := ps.body[start:s.i]
+	if s.err == nil && raw[0] == '{' {
+		ps.lastHeaders = raw
+	}
+	return raw
 }
 
 // fieldBit maps a message field to its bit: transactionId 1, data 2,

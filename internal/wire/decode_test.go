@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -103,6 +104,8 @@ func FuzzDecodePush(f *testing.F) {
 		`[{}, {"other": [true, false]}]`,
 		`{"data":"\ud800"}`, `{"data":{"\u0000":1}}`, `{"data":1,"data":2}`,
 		`[1]`, `{`, `[{"data":01}]`, `"s"`, ``,
+		`[{"headers":{"a":"b"}},{"headers":{"a":"b"}}]`, `[{"headers":{"a":"b"}},{"headers":{"a":"b"}x}]`,
+		`[{"headers":{"a":"b"}},{"headers":{"a":"b"},"headers":{"a":"b"}}]`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -173,7 +176,7 @@ func hasBadMessageField(body []byte) bool {
 				return bad
 			}
 			key, _ := k.(string)
-			if key != "transactionId" && key != "data" || seen[key] {
+			if !slices.Contains(messageFields, key) || seen[key] {
 				bad = true
 			}
 			seen[key] = true
@@ -262,5 +265,32 @@ func TestNeighboursShareTheirMeta(t *testing.T) {
 	_, werr = DecodePush([]byte(`[{"data":"AAE=","dataEncoding":"base64"},{"data":"A","dataEncoding":"base64"}]`), 10)
 	if werr == nil || werr.Code != 400 || !strings.Contains(werr.Text, "message 1: data is not standard base64") {
 		t.Errorf("bad base64 beside good: %v, want a 400 naming message 1", werr)
+	}
+}
+
+// TestARepeatedHeadersObjectIsReadLikeAnyOther: a message repeating the
+// last one's headers object is not scanned again (pushScan.headers), and
+// still decodes as if it were: what follows the repeat is checked, and a
+// near repeat is read in full.
+func TestARepeatedHeadersObjectIsReadLikeAnyOther(t *testing.T) {
+	h := `{"a":"1"}`
+	for _, c := range []struct{ body, meta1, fault string }{
+		{`[{"data":1,"headers":` + h + `},{"data":2,"headers":` + h + `}]`, `{"headers":{"a":"1"}}`, ""},
+		{`[{"data":1,"headers":` + h + `},{"data":2,"headers":{"a":"12"}}]`, `{"headers":{"a":"12"}}`, ""},
+		{`[{"data":1,"headers":` + h + `},{"data":2,"headers":{"a":"1"},"x":1}]`, "", `unknown field "x"`},
+		{`[{"data":1,"headers":` + h + `},{"data":2,"headers":{"a":"1"}}x]`, "", "at byte"},
+		{`[{"data":1,"headers":` + h + `},{"data":2,"headers":{"a":"1"}` + "\n}]", `{"headers":{"a":"1"}}`, ""},
+		{`[{"data":1,"headers":` + h + `},{"data":2,"headers":{"a":"1"},"headers":1}]`, "", "given twice"},
+		{`[{"data":1,"headers":` + h + `},{"headers":{"a":"1"},"data":2,"headers":{"a":"1"}}]`, "", "given twice"},
+	} {
+		msgs, werr := DecodePush([]byte(c.body), 10)
+		switch {
+		case c.fault != "" && (werr == nil || !strings.Contains(werr.Text, c.fault)):
+			t.Errorf("%s: %v, want a 400 saying %q", c.body, werr, c.fault)
+		case c.fault == "" && werr != nil:
+			t.Errorf("%s: %v", c.body, werr)
+		case c.fault == "" && string(msgs[1].Meta) != c.meta1:
+			t.Errorf("%s: message 1's meta %s, want %s", c.body, msgs[1].Meta, c.meta1)
+		}
 	}
 }

@@ -36,24 +36,26 @@ func ParseHeaders(raw []byte) ([]model.Header, string) {
 	if err != nil {
 		return nil, err.Error()
 	}
-	out := make([]model.Header, 0, len(members))
-	for _, m := range members {
-		h := model.Header{Name: string(m.Key)}
-		var why string
-		if h.Values, why = headerValues(m.Raw); why != "" {
-			return nil, fmt.Sprintf("header %q: %s", Clip(h.Name), why)
+	out := make([]model.Header, len(members))
+	single := make([]string, len(members)) // the usual one value of each header, in one allocation
+	for i, m := range members {
+		out[i].Name = string(m.Key)
+		if v, ok := DecodeString(m.Raw); ok {
+			single[i] = v
+			out[i].Values = single[i : i+1 : i+1]
+			continue
 		}
-		out = append(out, h)
+		var why string
+		if out[i].Values, why = headerValues(m.Raw); why != "" {
+			return nil, fmt.Sprintf("header %q: %s", Clip(out[i].Name), why)
+		}
 	}
 	return out, CheckHeaders(out)
 }
 
-// headerValues reads one header's value: a string, or an array of 1 or
-// more strings.
+// headerValues reads the value of a header that is not one string: an
+// array of 1 or more strings.
 func headerValues(raw []byte) ([]string, string) {
-	if v, ok := DecodeString(raw); ok {
-		return []string{v}, ""
-	}
 	const want = "must be a string or an array of strings"
 	if len(raw) == 0 || raw[0] != '[' {
 		return nil, want
@@ -220,7 +222,12 @@ func Payload(rawData, rawHeaders, rawEncoding []byte) (data, meta []byte, why st
 	if why != "" {
 		return nil, nil, why
 	}
-	return data, model.AppendMeta(nil, headers, binary), ""
+	if len(headers) == 0 && !binary {
+		return data, nil, ""
+	}
+	// The meta is about the size of the raw headers: one allocation.
+	meta = make([]byte, 0, len(rawHeaders)+len(`{"headers":,"dataEncoding":"base64"}`))
+	return data, model.AppendMeta(meta, headers, binary), ""
 }
 
 // sameMeta says a and b have the same raw headers and data encoding.
