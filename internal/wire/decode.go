@@ -539,7 +539,7 @@ func (ps *pushScan) field(m *RawMessage, key []byte, seen *uint8) bool {
 	case 4:
 		m.Headers = ps.headers()
 	default:
-		s.where = string(key)
+		s.where = ps.fieldName(bit)
 		start := s.i
 		s.value()
 		raw := ps.body[start:s.i]
@@ -575,6 +575,16 @@ func (ps *pushScan) headers() []byte {
 		ps.lastHeaders = raw
 	}
 	return raw
+}
+
+// fieldName is the name of the field of bit (fieldBit), without
+// allocating it again for every message.
+func (ps *pushScan) fieldName(bit uint8) string {
+	i := bits.TrailingZeros8(bit)
+	if i < len(messageFields) {
+		return messageFields[i]
+	}
+	return ps.extra[i-len(messageFields)]
 }
 
 // fieldBit maps a message field to its bit: transactionId 1, data 2,

@@ -38,6 +38,8 @@ func TestDecodePushKeepsNothingOfTheLastPush(t *testing.T) {
 		`[{"transactionId":"d"},{"transactionId":"e","data":null}]`,
 		`not json`,
 		`[` + strings.Repeat(`{"transactionId":"many","data":{"k":"v"}},`, 99) + `{"transactionId":"last"}]`,
+		`[` + strings.Repeat(`{"transactionId":"cut","data":{"k":"v"}},`, 60) + `{"transactionId":`, // refused after 60 scanned
+		`[` + strings.Repeat(`{"transactionId":"big","data":1},`, 999) + `{"transactionId":"big"}]`,
 	}
 	r := rand.New(rand.NewPCG(35, 5))
 	for range 500 {

@@ -95,12 +95,13 @@ func headerValue(s string) string {
 // minted.
 func DecodePush(body []byte, maxBatch int) ([]ingest.Message, *queengate.Error) {
 	scratch := rawScratch.Get().(*rawMessages)
-	defer scratch.release()
 	raw, werr := scanMessages(*scratch, body, maxBatch)
 	if werr != nil {
+		scratch.release(cap(*scratch)) // how far a failed scan wrote is not known
 		return nil, werr
 	}
 	*scratch = raw
+	defer scratch.release(len(raw))
 	msgs := make([]ingest.Message, len(raw))
 	var last *RawMessage // the last message with meta: its neighbours usually repeat it
 	for i := range raw {
@@ -139,20 +140,20 @@ func DecodePush(body []byte, maxBatch int) ([]ingest.Message, *queengate.Error) 
 // push: they last only until it has made the messages of them.
 var rawScratch = sync.Pool{New: func() any { return new(rawMessages) }}
 
-// maxScratch is the most RawMessages a scratch kept in rawScratch holds:
-// a rare large push leaves its scratch to the collector.
-const maxScratch = 64
+// maxScratch is the most RawMessages a scratch kept in rawScratch holds
+// (about 200 KiB): a push of more leaves its scratch to the collector.
+const maxScratch = queengate.DefaultMaxBatch
 
 type rawMessages []RawMessage
 
-// release clears the scratch (its slices of the body it scanned) and
-// gives it back to rawScratch.
-func (r *rawMessages) release() {
+// release clears the scratch's first used RawMessages (its slices of the
+// body it scanned; those past them are still clear) and gives it back to
+// rawScratch.
+func (r *rawMessages) release(used int) {
 	if cap(*r) > maxScratch {
 		return
 	}
-	*r = (*r)[:cap(*r)]
-	clear(*r)
+	clear((*r)[:used])
 	*r = (*r)[:0]
 	rawScratch.Put(r)
 }
