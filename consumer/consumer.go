@@ -17,7 +17,7 @@ type Options struct {
 	Consumer  string        // a name for the lease holder, shown in group lists
 	Max       int           // messages per pop; default 100
 	Lease     time.Duration // default 30 s, at least MinLease; renewed while the handler runs
-	Wait      time.Duration // long poll per pop; default 5 s
+	Wait      time.Duration // long poll per pop; default DefaultWait
 
 	// OnAck, when set, receives the gateway's answer to each batch's ack,
 	// one per partition of the batch, with its partition: one result per
@@ -84,6 +84,10 @@ const MinLease = time.Second
 
 // DefaultMaxPopFailures is Options.MaxPopFailures' default.
 const DefaultMaxPopFailures = 10
+
+// DefaultWait is Options.Wait's default: how long one pop waits for
+// messages.
+const DefaultWait = 5 * time.Second
 
 // DefaultPopPartitions is Options.Partitions' default: with many
 // partitions of a few messages each, a batch fills from several.
@@ -409,7 +413,7 @@ func (o Options) withDefaults() Options {
 		o.Lease = queengate.DefaultLeaseMs * time.Millisecond
 	}
 	if o.Wait <= 0 {
-		o.Wait = 5 * time.Second
+		o.Wait = DefaultWait
 	}
 	if o.MaxPopFailures == 0 {
 		o.MaxPopFailures = DefaultMaxPopFailures

@@ -9,19 +9,20 @@ import (
 // Config tunes the cache. Zero values take the defaults below (the numbers
 // of docs/design.md, "The broker cache").
 type Config struct {
-	// BudgetBytes is the LRU budget (QUEEN_DEDUP_CACHE_MB); default 512 MiB.
+	// BudgetBytes is the LRU budget (QUEEN_DEDUP_CACHE_MB); default
+	// DefaultBudgetBytes.
 	BudgetBytes int64
 	// Cooldown is how long a suppressed partition answers -1 before its
-	// rebuild is tested again; default 30 s.
+	// rebuild is tested again; default DefaultCooldown.
 	Cooldown time.Duration
 	// Guard protects a partition used this recently from eviction to admit
-	// another; default 5 s.
+	// another; default DefaultGuard.
 	Guard time.Duration
 	// WarnEvery rate-limits the suppression warning, process-wide;
-	// default 1 minute.
+	// default DefaultWarnEvery.
 	WarnEvery time.Duration
 	// SoftCap bounds the auxiliary maps (cooldowns, footprint hints);
-	// default 100,000 entries each, pruned beyond.
+	// default DefaultSoftCap entries each, pruned beyond.
 	SoftCap int
 	// Now is the clock; default time.Now. Tests move it by hand.
 	Now func() time.Time
@@ -34,16 +35,16 @@ func (c Config) withDefaults() Config {
 		c.BudgetBytes = DefaultBudgetBytes
 	}
 	if c.Cooldown <= 0 {
-		c.Cooldown = 30 * time.Second
+		c.Cooldown = DefaultCooldown
 	}
 	if c.Guard <= 0 {
-		c.Guard = 5 * time.Second
+		c.Guard = DefaultGuard
 	}
 	if c.WarnEvery <= 0 {
-		c.WarnEvery = time.Minute
+		c.WarnEvery = DefaultWarnEvery
 	}
 	if c.SoftCap <= 0 {
-		c.SoftCap = 100_000
+		c.SoftCap = DefaultSoftCap
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -118,8 +119,14 @@ type Cache struct {
 	fills, filledBytes             atomic.Int64
 }
 
-// DefaultBudgetBytes is the cache's budget unless configured.
-const DefaultBudgetBytes = 512 << 20
+// The defaults of Config's zero values.
+const (
+	DefaultBudgetBytes = 512 << 20
+	DefaultCooldown    = 30 * time.Second
+	DefaultGuard       = 5 * time.Second
+	DefaultWarnEvery   = time.Minute
+	DefaultSoftCap     = 100_000
+)
 
 // Lock order: a slot's mu, then Cache.acct, then Cache.mu; other slots
 // only with TryLock. Nothing holds Cache.mu while waiting on a slot.

@@ -33,19 +33,31 @@ const (
 // queengate.DeliveryReserve.
 const MinMaxPayload = 2 * queengate.DeliveryReserve
 
+// The defaults of Config's zero values (and queengate.DefaultPrefix and
+// queengate.DefaultMaxBatch).
+const (
+	// DefaultVersion names a build that was not given a version.
+	DefaultVersion      = "0.0.0-dev"
+	DefaultReplyRetry   = 2 * time.Minute
+	DefaultDrainTimeout = 10 * time.Second
+)
+
 // Config configures the NATS face. Zero values take the defaults.
 type Config struct {
-	// Prefix starts every subject; default "queen".
+	// Prefix starts every subject; default queengate.DefaultPrefix.
 	Prefix string
-	// MaxBatch is the most messages one request may carry; default 1000.
+	// MaxBatch is the most messages one request may carry; default
+	// queengate.DefaultMaxBatch.
 	MaxBatch int
-	// Version is reported by the micro service (semver); default 0.0.0-dev.
+	// Version is reported by the micro service (semver); default
+	// DefaultVersion.
 	Version string
 	// ReplyRetry bounds how long an answer waits for a lost NATS
-	// connection to come back before it is given up; default 2 minutes.
+	// connection to come back before it is given up; default
+	// DefaultReplyRetry.
 	ReplyRetry time.Duration
 	// DrainTimeout bounds how long Stop waits for requests NATS already
-	// delivered to be taken in; default 10 s.
+	// delivered to be taken in; default DefaultDrainTimeout.
 	DrainTimeout time.Duration
 	// Endpoints are the request-reply endpoints served beside the push
 	// endpoint, in this order: the operator API (*operator.Ops), the
@@ -69,13 +81,13 @@ func (c Config) withDefaults() Config {
 		c.MaxBatch = queengate.DefaultMaxBatch
 	}
 	if c.Version == "" {
-		c.Version = "0.0.0-dev"
+		c.Version = DefaultVersion
 	}
 	if c.ReplyRetry <= 0 {
-		c.ReplyRetry = 2 * time.Minute
+		c.ReplyRetry = DefaultReplyRetry
 	}
 	if c.DrainTimeout <= 0 {
-		c.DrainTimeout = 10 * time.Second
+		c.DrainTimeout = DefaultDrainTimeout
 	}
 	return c
 }

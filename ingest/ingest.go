@@ -71,37 +71,53 @@ type Store interface {
 	Originals(ctx context.Context, partitionID int64, offsets []int64) (map[int64]model.Hash, error)
 }
 
+// The defaults of Config's zero values.
+const (
+	DefaultFlushSize        = 1000
+	DefaultLinger           = time.Millisecond
+	DefaultMaxBuffered      = 100_000
+	DefaultMaxBufferedBytes = 256 << 20
+	// DefaultBundleFlushes is how many flush sizes one bundle may carry
+	// (MaxBundleMessages).
+	DefaultBundleFlushes = 20
+	DefaultMaxInflight   = 1
+	DefaultPushTimeout   = 5 * time.Second
+	DefaultPartitionTTL  = 30 * time.Second
+	DefaultJournal       = 1 << 18
+)
+
 // Config tunes the ingester. Zero values take the defaults.
 type Config struct {
 	// Shards is the number of shard goroutines; default GOMAXPROCS.
 	Shards int
 	// FlushSize flushes a partition's buffer once it holds this many
-	// messages; default 1000. A single larger request is one frame.
+	// messages; default DefaultFlushSize. A single larger request is one frame.
 	FlushSize int
 	// Linger flushes a buffer this long after its first message arrived;
-	// default 1 ms.
+	// default DefaultLinger.
 	Linger time.Duration
 	// MaxBuffered bounds the messages a shard holds (buffered and in
-	// flight); default 100,000. Beyond it Submit answers ErrOverloaded.
+	// flight); default DefaultMaxBuffered. Beyond it Submit answers ErrOverloaded.
 	MaxBuffered int
-	// MaxBufferedBytes bounds the data bytes a shard holds; default 256
-	// MiB. Beyond it Submit answers ErrOverloaded.
+	// MaxBufferedBytes bounds the data bytes a shard holds; default
+	// DefaultMaxBufferedBytes. Beyond it Submit answers ErrOverloaded.
 	MaxBufferedBytes int64
 	// MaxBundleMessages caps one bundle, so that a backlog after a stall
-	// goes out as several transactions of bounded size; default 20 × the
-	// flush size.
+	// goes out as several transactions of bounded size; default
+	// DefaultBundleFlushes × the flush size.
 	MaxBundleMessages int
 	// MaxInflight is the number of bundles a shard may have in flight at
-	// once (each on its own connection); default 1: shards already give
+	// once (each on its own connection); default DefaultMaxInflight: shards already give
 	// parallelism, and a bundle that waits fuses more (measured: +10% msg/s
 	// on 2 cores).
 	MaxInflight int
-	// PushTimeout bounds one bundle's round trip; default 5 s, well under
+	// PushTimeout bounds one bundle's round trip; default
+	// DefaultPushTimeout, well under
 	// a producer's usual request timeout, so that a stalled PostgreSQL
 	// ends in an answer rather than in the producer's timeout.
 	PushTimeout time.Duration
 	// PartitionTTL is how long a partition's id and window are memoised
-	// before they are read again; default 30 s. It bounds how long a
+	// before they are read again; default DefaultPartitionTTL. It bounds how long a
 	// window change goes unnoticed by the cache.
 	PartitionTTL time.Duration
 	// Cache configures the dedup cache that lets pushes vouch for what the
@@ -119,7 +135,7 @@ type Config struct {
 	// Journal is how many of the last acknowledged messages are kept
 	// (40 bytes each), so that when PostgreSQL changes (a failover to an
 	// asynchronous standby) those it lacks can be told and reported;
-	// default 262,144. Negative keeps none.
+	// default DefaultJournal. Negative keeps none.
 	Journal int
 	// OnLost, when set, is called after each such check with the
 	// messageIds of every acknowledged message the store lacked (none
@@ -132,34 +148,34 @@ func (c Config) withDefaults() Config {
 		c.Shards = runtime.GOMAXPROCS(0)
 	}
 	if c.FlushSize <= 0 {
-		c.FlushSize = 1000
+		c.FlushSize = DefaultFlushSize
 	}
 	if c.Linger <= 0 {
-		c.Linger = time.Millisecond
+		c.Linger = DefaultLinger
 	}
 	if c.MaxBuffered <= 0 {
-		c.MaxBuffered = 100_000
+		c.MaxBuffered = DefaultMaxBuffered
 	}
 	if c.TailBytes <= 0 {
 		c.TailBytes = tail.DefaultBudgetBytes
 	}
 	if c.MaxBufferedBytes <= 0 {
-		c.MaxBufferedBytes = 256 << 20
+		c.MaxBufferedBytes = DefaultMaxBufferedBytes
 	}
 	if c.MaxBundleMessages <= 0 {
-		c.MaxBundleMessages = 20 * c.FlushSize
+		c.MaxBundleMessages = DefaultBundleFlushes * c.FlushSize
 	}
 	if c.MaxInflight <= 0 {
-		c.MaxInflight = 1
+		c.MaxInflight = DefaultMaxInflight
 	}
 	if c.PushTimeout <= 0 {
-		c.PushTimeout = 5 * time.Second
+		c.PushTimeout = DefaultPushTimeout
 	}
 	if c.PartitionTTL <= 0 {
-		c.PartitionTTL = 30 * time.Second
+		c.PartitionTTL = DefaultPartitionTTL
 	}
 	if c.Journal == 0 {
-		c.Journal = 1 << 18
+		c.Journal = DefaultJournal
 	}
 	return c
 }

@@ -50,8 +50,16 @@ import (
 // Correctness never depends on any of this: two gateways pushing to one
 // partition are exact, only slower.
 
-// DefaultShards is the number of routing shards of a deployment.
-const DefaultShards = 64
+// The defaults of Config's zero values.
+const (
+	// DefaultShards is the number of routing shards of a deployment.
+	DefaultShards           = 64
+	DefaultHeartbeatEvery   = 100 * time.Millisecond
+	DefaultMemberHeartbeats = 5
+	DefaultLeaveTimeout     = 2 * time.Second
+	DefaultProbeEvery       = 30 * time.Second
+	DefaultProbeTimeout     = 2 * time.Second
+)
 
 // MaxShards bounds the shard count (heartbeats carry a bitset).
 const MaxShards = 1024
@@ -179,23 +187,26 @@ func DecodeServing(s string, n int) ([]bool, error) {
 
 // Config tunes shard ownership. Zero values take the defaults.
 type Config struct {
-	// Shards is the deployment's routing shard count; default 64. Every
+	// Shards is the deployment's routing shard count; default
+	// DefaultShards. Every
 	// gateway and the NATS mapping must agree on it.
 	Shards int
 	// HeartbeatEvery is how often a gateway says it is alive; default
-	// 100 ms (3 gateways: 30 small messages a second).
+	// DefaultHeartbeatEvery (3 gateways: 30 small messages a second).
 	HeartbeatEvery time.Duration
 	// MemberTimeout is how long without a heartbeat before a gateway is
-	// taken for gone and its shards served by others; default 5
-	// heartbeats (500 ms): a killed gateway's partitions wait that long.
+	// taken for gone and its shards served by others; default
+	// DefaultMemberHeartbeats heartbeats (500 ms): a killed gateway's
+	// partitions wait that long.
 	MemberTimeout time.Duration
 	// LeaveTimeout bounds how long a stopping gateway waits for the
-	// others to serve its shards; default 2 s.
+	// others to serve its shards; default DefaultLeaveTimeout.
 	LeaveTimeout time.Duration
 	// ProbeEvery is how often the NATS mapping is probed again (it may
-	// be added, changed or removed while the gateway runs); default 30 s.
+	// be added, changed or removed while the gateway runs); default
+	// DefaultProbeEvery.
 	ProbeEvery time.Duration
-	// ProbeTimeout bounds one probe; default 2 s.
+	// ProbeTimeout bounds one probe; default DefaultProbeTimeout.
 	ProbeTimeout time.Duration
 	// Ready tells whether this gateway can serve pushes now (PostgreSQL
 	// reachable); nil: always.
@@ -207,19 +218,19 @@ func (c Config) withDefaults() Config {
 		c.Shards = DefaultShards
 	}
 	if c.HeartbeatEvery <= 0 {
-		c.HeartbeatEvery = 100 * time.Millisecond
+		c.HeartbeatEvery = DefaultHeartbeatEvery
 	}
 	if c.MemberTimeout <= 0 {
-		c.MemberTimeout = 5 * c.HeartbeatEvery
+		c.MemberTimeout = DefaultMemberHeartbeats * c.HeartbeatEvery
 	}
 	if c.LeaveTimeout <= 0 {
-		c.LeaveTimeout = 2 * time.Second
+		c.LeaveTimeout = DefaultLeaveTimeout
 	}
 	if c.ProbeEvery <= 0 {
-		c.ProbeEvery = 30 * time.Second
+		c.ProbeEvery = DefaultProbeEvery
 	}
 	if c.ProbeTimeout <= 0 {
-		c.ProbeTimeout = 2 * time.Second
+		c.ProbeTimeout = DefaultProbeTimeout
 	}
 	if c.Ready == nil {
 		c.Ready = func() bool { return true }

@@ -9,9 +9,13 @@ import (
 
 	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/ingest"
+	"github.com/queengate/queengate/gateway"
 	"github.com/queengate/queengate/model"
 	"github.com/queengate/queengate/pgstore"
 )
+
+// DefaultAdminAddr is where the admin HTTP server listens unless told.
+const DefaultAdminAddr = "127.0.0.1:6632"
 
 // Config is a gateway's configuration: what cmd/queengate's flags set.
 // The zero value of every field but PGURL is a working default.
@@ -40,7 +44,7 @@ type Config struct {
 	// Prefix starts every subject; default queengate.DefaultPrefix.
 	Prefix string
 	// AdminAddr is where the admin HTTP server listens (/metrics,
-	// /healthz, /readyz, the operator API); default 127.0.0.1:6632, port
+	// /healthz, /readyz, the operator API); default DefaultAdminAddr, port
 	// 0 picks a free one.
 	AdminAddr string
 	// AdminToken, when set, is the bearer token the operator requests
@@ -67,7 +71,7 @@ type Config struct {
 	NoTimerFire bool
 
 	// Version is the build reported in the micro service, the status and
-	// queengate_build_info; default 0.0.0-dev.
+	// queengate_build_info; default gateway.DefaultVersion.
 	Version string
 	// Logger receives the gateway's logs; the zero value logs nothing.
 	Logger zerolog.Logger
@@ -97,9 +101,9 @@ type EmbeddedNATS struct {
 
 func (c Config) withDefaults() Config {
 	c.Prefix = cmp.Or(c.Prefix, queengate.DefaultPrefix)
-	c.AdminAddr = cmp.Or(c.AdminAddr, "127.0.0.1:6632")
+	c.AdminAddr = cmp.Or(c.AdminAddr, DefaultAdminAddr)
 	c.MaxBatch = cmp.Or(c.MaxBatch, queengate.DefaultMaxBatch)
 	c.RetentionSlack = cmp.Or(c.RetentionSlack, model.DefaultRetainOptions().Slack)
-	c.Version = cmp.Or(c.Version, "0.0.0-dev")
+	c.Version = cmp.Or(c.Version, gateway.DefaultVersion)
 	return c
 }

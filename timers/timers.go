@@ -37,9 +37,16 @@ type Store interface {
 	ListenTimers(ctx context.Context) (model.TimerListener, error)
 }
 
+// The defaults of Config's zero values (and model.TimerNotifyHorizon).
+const (
+	DefaultBatchSize    = 1000
+	DefaultPendingEvery = 15 * time.Second
+)
+
 // Config tunes the fire loop. Zero values take the defaults.
 type Config struct {
-	// BatchSize is the most timers one fire transaction takes; default 1000.
+	// BatchSize is the most timers one fire transaction takes; default
+	// DefaultBatchSize.
 	BatchSize int
 	// MaxSleep bounds how long the loop sleeps with nothing due sooner,
 	// in case a notification was lost (a reconnect); default
@@ -47,7 +54,7 @@ type Config struct {
 	// not notify, and the loop looks again by then.
 	MaxSleep time.Duration
 	// PendingEvery is how often the pending gauge is refreshed (a count
-	// over the table); default 15 s.
+	// over the table); default DefaultPendingEvery.
 	PendingEvery time.Duration
 	// BeforeCommit, when set, runs inside each fire transaction before
 	// COMMIT; an error rolls the fire back. For fault injection in tests.
@@ -75,13 +82,13 @@ type Sleep struct {
 
 func (c Config) withDefaults() Config {
 	if c.BatchSize <= 0 {
-		c.BatchSize = 1000
+		c.BatchSize = DefaultBatchSize
 	}
 	if c.MaxSleep <= 0 {
 		c.MaxSleep = model.TimerNotifyHorizon
 	}
 	if c.PendingEvery <= 0 {
-		c.PendingEvery = 15 * time.Second
+		c.PendingEvery = DefaultPendingEvery
 	}
 	return c
 }

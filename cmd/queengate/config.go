@@ -206,7 +206,7 @@ flag wins. Flags:
 	e.str(&cfg.NATSTLSCert, "nats-tls-cert", "QUEEN_NATS_TLS_CERT", "", "client certificate for NATS")
 	e.str(&cfg.NATSTLSKey, "nats-tls-key", "QUEEN_NATS_TLS_KEY", "", "client key for NATS")
 	e.str(&cfg.Prefix, "subject-prefix", "QUEEN_SUBJECT_PREFIX", queengate.DefaultPrefix, "first token(s) of every subject")
-	e.str(&cfg.HTTPAddr, "http-addr", "QUEEN_HTTP_ADDR", "127.0.0.1:6632", "admin HTTP address: /metrics, /healthz, /readyz and the operator API (/configure, /queues, /status, /timers)")
+	e.str(&cfg.HTTPAddr, "http-addr", "QUEEN_HTTP_ADDR", server.DefaultAdminAddr, "admin HTTP address: /metrics, /healthz, /readyz and the operator API (/configure, /queues, /status, /timers)")
 	e.int(&cfg.MaxBatch, "max-batch", "QUEEN_MAX_BATCH", queengate.DefaultMaxBatch, "most messages in one push request")
 	e.int(&cfg.Shards, "shards", "QUEEN_SHARDS", 0, "ingest shards; 0: one per CPU")
 	e.int(&cfg.FlushSize, "flush-size", "QUEEN_FLUSH_SIZE", ingestDefaults.FlushSize, "messages that flush a partition's buffer")
