@@ -8,8 +8,8 @@ import (
 	"github.com/rs/zerolog"
 
 	queengate "github.com/queengate/queengate"
-	"github.com/queengate/queengate/ingest"
 	"github.com/queengate/queengate/gateway"
+	"github.com/queengate/queengate/ingest"
 	"github.com/queengate/queengate/model"
 	"github.com/queengate/queengate/pgstore"
 )
