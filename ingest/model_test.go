@@ -366,7 +366,10 @@ type modelRun struct {
 	fills, hydrations int64
 }
 
-func runModel(t *testing.T, gateways int) modelRun { return runModelWith(t, gateways, 0, 100_000) }
+// runModel is the model of one server. The suite's run is 40,000
+// messages (thousands of vouched frames, hundreds of narrowed probes,
+// fills and handovers); `go tool task test:model` runs ten times as many.
+func runModel(t *testing.T, gateways int) modelRun { return runModelWith(t, gateways, 0, 40_000) }
 
 // runModelWith is the model with failovers (0: one server, else a primary
 // and an asynchronous standby; see TestModelFailoverToAnAsyncStandby), of

@@ -234,7 +234,7 @@ func connect(t testing.TB) *pgx.Conn {
 func TestBundleReadsInPostgreSQLAsPgxSendsIt(t *testing.T) {
 	conn := connect(t)
 	r := rand.New(rand.NewPCG(35, 2))
-	for range 200 {
+	for range 60 { // FuzzBundleReadsInPostgreSQLAsPgxSendsIt goes on from here
 		checkEcho(t, conn, randomFrames(r))
 	}
 }
