@@ -168,12 +168,8 @@ func (e *envFlags) dur(p *time.Duration, name, env string, def time.Duration, us
 	e.fs.DurationVar(p, name, def, usage+" (env "+env+")")
 }
 
-func parseConfig(args []string, stderr io.Writer) (config, error) {
-	var cfg config
-	fs := flag.NewFlagSet("queengate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `queengate is an exactly-once ingestion gateway: producers push messages
+// usageHead opens the help, before the flags.
+const usageHead = `queengate is an exactly-once ingestion gateway: producers push messages
 over NATS (queen.push.<queue>.<partition>); it commits them into a
 partitioned log in PostgreSQL, where a transactionId already stored within
 the queue's deduplication window writes nothing and is answered duplicate.
@@ -183,17 +179,49 @@ Usage:
 
 Every flag has a QUEEN_* environment equivalent (given after its text); the
 flag wins. Flags:
-`)
+`
+
+// parseConfig reads the flags and their QUEEN_* environment, the flags
+// winning, and checks what they say together.
+func parseConfig(args []string, stderr io.Writer) (config, error) {
+	var cfg config
+	fs := flag.NewFlagSet("queengate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), usageHead)
 		fs.PrintDefaults()
 	}
 	e := &envFlags{fs: fs}
 	// Defaults are the packages' own, so that a flag and the code it
 	// configures cannot disagree.
-	ingestDefaults := ingest.DefaultConfig()
+	e.storeFlags(&cfg)
+	e.natsFlags(&cfg)
+	e.ingestFlags(&cfg)
+	e.operatorFlags(&cfg)
+	e.fleetFlags(&cfg)
+	fs.BoolVar(&cfg.ShowVersion, "version", false, "print the version and exit")
+	if e.err != nil {
+		return cfg, e.err
+	}
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if fs.NArg() > 0 {
+		return cfg, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	return cfg, cfg.validate()
+}
+
+// storeFlags are where PostgreSQL is.
+func (e *envFlags) storeFlags(cfg *config) {
 	e.str(&cfg.PGURL, "pg-url", "QUEEN_PG_URL", "", "PostgreSQL URL; empty: run a local cluster in --local-pg-dir")
 	e.str(&cfg.PGReadURL, "pg-read-url", "QUEEN_PG_READ_URL", "", "PostgreSQL URL for reads, explain, message gets and listings: standbys (host=a,b target_session_attrs=standby or prefer-standby); pops, acks and writes stay on --pg-url; empty: --pg-url")
 	e.dur(&cfg.PGReadWait, "pg-read-wait", "QUEEN_PG_READ_WAIT", server.DefaultPGReadWait, "longest a read waits for a standby behind what the primary stored before it reads on --pg-url; 0: none")
 	e.str(&cfg.LocalPGDir, "local-pg-dir", "QUEEN_LOCAL_PG_DIR", "", "development only: folder of a local PostgreSQL cluster used when --pg-url is empty")
+}
+
+// natsFlags are the NATS connection, or the embedded server and how it is secured.
+func (e *envFlags) natsFlags(cfg *config) {
 	e.str(&cfg.NATSURL, "nats-url", "QUEEN_NATS_URL", "", "NATS URL(s), comma-separated; empty: run an embedded nats-server")
 	e.str(&cfg.NATSHost, "nats-host", "QUEEN_NATS_HOST", "127.0.0.1", "embedded nats-server: host to listen on")
 	e.int(&cfg.NATSPort, "nats-port", "QUEEN_NATS_PORT", 4222, "embedded nats-server: port to listen on (-1: any free port)")
@@ -205,6 +233,15 @@ flag wins. Flags:
 	e.str(&cfg.NATSTLSCA, "nats-tls-ca", "QUEEN_NATS_TLS_CA", "", "CA file to verify the NATS server")
 	e.str(&cfg.NATSTLSCert, "nats-tls-cert", "QUEEN_NATS_TLS_CERT", "", "client certificate for NATS")
 	e.str(&cfg.NATSTLSKey, "nats-tls-key", "QUEEN_NATS_TLS_KEY", "", "client key for NATS")
+	e.str(&cfg.NATSConfig, "nats-config", "QUEEN_NATS_CONFIG", "", "embedded nats-server: configuration file (authorization block: users and permissions, docs/security.md); the gateway connects as one of its users")
+	e.str(&cfg.NATSServerTLSCert, "nats-server-tls-cert", "QUEEN_NATS_SERVER_TLS_CERT", "", "embedded nats-server: TLS certificate")
+	e.str(&cfg.NATSServerTLSKey, "nats-server-tls-key", "QUEEN_NATS_SERVER_TLS_KEY", "", "embedded nats-server: TLS key")
+	e.str(&cfg.NATSServerTLSClientCA, "nats-server-tls-client-ca", "QUEEN_NATS_SERVER_TLS_CLIENT_CA", "", "embedded nats-server: require client certificates signed by this CA")
+}
+
+// ingestFlags size the push path: batches, shards, buffers, the cache, the tail and memory.
+func (e *envFlags) ingestFlags(cfg *config) {
+	ingestDefaults := ingest.DefaultConfig()
 	e.str(&cfg.Prefix, "subject-prefix", "QUEEN_SUBJECT_PREFIX", queengate.DefaultPrefix, "first token(s) of every subject")
 	e.str(&cfg.HTTPAddr, "http-addr", "QUEEN_HTTP_ADDR", server.DefaultAdminAddr, "admin HTTP address: /metrics, /healthz, /readyz and the operator API (/configure, /queues, /status, /timers)")
 	e.int(&cfg.MaxBatch, "max-batch", "QUEEN_MAX_BATCH", queengate.DefaultMaxBatch, "most messages in one push request")
@@ -219,28 +256,21 @@ flag wins. Flags:
 		"budget in MiB of the messages this gateway committed, kept to serve consumers' usual pop-and-ack from memory; 0 turns it off")
 	e.int(&cfg.MemoryLimitMB, "memory-limit-mb", "QUEEN_MEMORY_LIMIT_MB", 0,
 		fmt.Sprintf("soft memory limit of the Go runtime in MiB: the collector works harder near it (docs/operations.md); 0: dedup-cache-mb + tail-mb + %d, or GOMEMLIMIT when set; -1: none", memoryHeadroomMB))
+}
+
+// operatorFlags are logging, the admin token and retention.
+func (e *envFlags) operatorFlags(cfg *config) {
 	e.str(&cfg.LogLevel, "log-level", "QUEEN_LOG_LEVEL", "info", "debug, info, warn or error")
 	e.str(&cfg.AdminToken, "admin-token", "QUEEN_ADMIN_TOKEN", "", "bearer token the operator requests require (admin HTTP but /healthz, /readyz, /metrics; NATS configure, queues, status, message.get, timer.list); empty: none")
 	e.dur(&cfg.RetentionInterval, "retention-interval", "QUEEN_RETENTION_INTERVAL", time.Minute, "time between retention passes; 0: no retention in this gateway")
 	e.dur(&cfg.RetentionSlack, "retention-slack", "QUEEN_RETENTION_SLACK", model.DefaultRetainOptions().Slack, "kept beyond each queue's window before its transactionIds are retired")
-	e.str(&cfg.NATSConfig, "nats-config", "QUEEN_NATS_CONFIG", "", "embedded nats-server: configuration file (authorization block: users and permissions, docs/security.md); the gateway connects as one of its users")
-	e.str(&cfg.NATSServerTLSCert, "nats-server-tls-cert", "QUEEN_NATS_SERVER_TLS_CERT", "", "embedded nats-server: TLS certificate")
-	e.str(&cfg.NATSServerTLSKey, "nats-server-tls-key", "QUEEN_NATS_SERVER_TLS_KEY", "", "embedded nats-server: TLS key")
-	e.str(&cfg.NATSServerTLSClientCA, "nats-server-tls-client-ca", "QUEEN_NATS_SERVER_TLS_CLIENT_CA", "", "embedded nats-server: require client certificates signed by this CA")
+}
+
+// fleetFlags are what a gateway shares with the others of its fleet.
+func (e *envFlags) fleetFlags(cfg *config) {
 	e.int(&cfg.RoutingShards, "routing-shards", "QUEEN_ROUTING_SHARDS", routing.DefaultShards,
 		"routing shards: NATS maps pushes onto them and each gateway serves a share (the same in every gateway and in the NATS mapping); 0: off, any gateway takes any push")
 	e.bool(&cfg.NoTimerFire, "no-timer-fire", "QUEEN_NO_TIMER_FIRE", false, "do not run the timer fire loop in this gateway (others fire)")
-	fs.BoolVar(&cfg.ShowVersion, "version", false, "print the version and exit")
-	if e.err != nil {
-		return cfg, e.err
-	}
-	if err := fs.Parse(args); err != nil {
-		return cfg, err
-	}
-	if fs.NArg() > 0 {
-		return cfg, fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
-	return cfg, cfg.validate()
 }
 
 func (c config) validate() error {
