@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/queengate/queengate/model"
 )
 
@@ -42,8 +44,9 @@ func (s *Store) Retain(ctx context.Context, o model.RetainOptions) (model.Retain
 			skipped        int32
 		)
 		err := s.pool.QueryRow(ctx,
-			`CALL queen.log_retain($1, $2, $3, $4, $5)`,
-			after, o.PartitionsPerStep, o.Slack.Seconds(), o.MaxRowsPerPartition, idleIDs,
+			`CALL queen.log_retain(@after, @partitions_per_step, @slack_seconds, @max_rows_per_partition, @idle_ids)`,
+			pgx.NamedArgs{"after": after, "partitions_per_step": o.PartitionsPerStep, "slack_seconds": o.Slack.Seconds(),
+				"max_rows_per_partition": o.MaxRowsPerPartition, "idle_ids": idleIDs},
 		).Scan(&lastID, &visited, &lockd, &skipped, &st.TxnsDeleted, &st.SegmentsDeleted, &more)
 		if err != nil {
 			return total, fmt.Errorf("pgstore: retention: %w", err)

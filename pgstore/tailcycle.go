@@ -130,9 +130,10 @@ func (s *Store) TailSlice(ctx context.Context, pid, from, to, lo, hi, budget int
 	// The ack's verdict whether or not the slice is found (a cycle may
 	// have settled the ack alone).
 	rows, err := s.pool.Query(ctx, `SELECT x.offs, x.txn_ids, x.data::text[], x.meta::text[], x.created_at,
-		queen.consumer_ack_is_whole_lease($1, $2, $3, $7, $8, $9)
-		FROM (SELECT 1) one LEFT JOIN LATERAL queen.consumer_pop_slice($1, $4, $5, $6, $10) x ON true`,
-		pid, from, to, lo, hi, model.DeliveryEnvelope, offsets, hashes, completed, budget)
+		queen.consumer_ack_is_whole_lease(@pid, @from, @to, @offsets, @hashes, @completed)
+		FROM (SELECT 1) one LEFT JOIN LATERAL queen.consumer_pop_slice(@pid, @lo, @hi, @envelope, @budget) x ON true`,
+		pgx.NamedArgs{"pid": pid, "from": from, "to": to, "lo": lo, "hi": hi, "envelope": model.DeliveryEnvelope,
+			"offsets": offsets, "hashes": hashes, "completed": completed, "budget": budget})
 	if err != nil {
 		return nil, false, false, err
 	}

@@ -24,17 +24,17 @@ const TimerNotifyChannel = "queen_timers"
 const scheduleSQL = `
 WITH ins AS (
 	INSERT INTO queen.timers (partition_id, fire_at, txn_id, hash, data, data_bytes, meta)
-	VALUES ($1, $2, $3, $4, $5::text::json, octet_length($5), $7::text)
+	VALUES (@partition_id, @fire_at, @txn_id, @hash, @data::text::json, octet_length(@data), @meta::text)
 	ON CONFLICT (partition_id, hash) DO NOTHING
 	RETURNING id, fire_at
 ), notify AS (
 	SELECT pg_notify('` + TimerNotifyChannel + `', (extract(epoch FROM ins.fire_at) * 1000)::bigint::text) FROM ins
-	 WHERE ins.fire_at < now() + make_interval(secs => $6)
+	 WHERE ins.fire_at < now() + make_interval(secs => @notify_horizon_seconds)
 )
 SELECT id::text, fire_at, false, (SELECT count(*) FROM notify) FROM ins
 UNION ALL
 SELECT t.id::text, t.fire_at, true, 0 FROM queen.timers t
- WHERE t.partition_id = $1 AND t.hash = $4 AND NOT EXISTS (SELECT 1 FROM ins)`
+ WHERE t.partition_id = @partition_id AND t.hash = @hash AND NOT EXISTS (SELECT 1 FROM ins)`
 
 // ScheduleTimer stores a pending timer whose transactionId is fixed here,
 // or answers the one already pending for that transactionId in the
@@ -48,8 +48,8 @@ func (s *Store) ScheduleTimer(ctx context.Context, partitionID int64, txnID stri
 	for range 3 {
 		t := model.ScheduledTimer{PartitionID: partitionID, TxnID: txnID}
 		var notified int64
-		err := s.pool.QueryRow(ctx, scheduleSQL, partitionID, fireAt, txnID, h[:], string(data),
-			model.TimerNotifyHorizon.Seconds(), nullText(meta)).Scan(&t.ID, &t.FireAt, &t.Existing, &notified)
+		err := s.pool.QueryRow(ctx, scheduleSQL, pgx.NamedArgs{"partition_id": partitionID, "fire_at": fireAt, "txn_id": txnID,
+			"hash": h[:], "data": string(data), "notify_horizon_seconds": model.TimerNotifyHorizon.Seconds(), "meta": nullText(meta)}).Scan(&t.ID, &t.FireAt, &t.Existing, &notified)
 		if errors.Is(err, pgx.ErrNoRows) {
 			continue
 		}
@@ -94,10 +94,10 @@ func (s *Store) ListTimers(ctx context.Context, queue string, limit int, from *m
 		  FROM queen.timers t
 		  JOIN queen.log_partitions p ON p.id = t.partition_id
 		  JOIN queen.queues q ON q.id = p.queue_id
-		 WHERE ($1 = '' OR q.name = $1)
-		   AND ($3::timestamptz IS NULL OR (t.fire_at, t.id) >= ($3::timestamptz, $4::uuid))
+		 WHERE (@queue = '' OR q.name = @queue)
+		   AND (@from_at::timestamptz IS NULL OR (t.fire_at, t.id) >= (@from_at::timestamptz, @from_id::uuid))
 		 ORDER BY t.fire_at, t.id
-		 LIMIT $2`, queue, limit, fromAt, fromID)
+		 LIMIT @limit`, pgx.NamedArgs{"queue": queue, "limit": limit, "from_at": fromAt, "from_id": fromID})
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: list timers: %w", err)
 	}

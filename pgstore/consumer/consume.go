@@ -519,8 +519,8 @@ func (s *Store) Lease(ctx context.Context, g model.Group, partitionID int64, lea
 		return time.Time{}, false, nil
 	}
 	var u *time.Time
-	err = s.pool.QueryRow(ctx, "SELECT lease_until FROM queen.consumer_lease($1, $2, $3, $4)",
-		g.ID, partitionID, lease, d.Seconds()).Scan(&u)
+	err = s.pool.QueryRow(ctx, "SELECT lease_until FROM queen.consumer_lease(@group_id, @partition_id, @lease_id, @seconds)",
+		pgx.NamedArgs{"group_id": g.ID, "partition_id": partitionID, "lease_id": lease, "seconds": d.Seconds()}).Scan(&u)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		gone, err := s.groupGone(ctx, g) // not held: perhaps no group

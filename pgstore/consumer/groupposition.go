@@ -174,7 +174,8 @@ func (s *Store) SeekGroup(ctx context.Context, queue, name string, seek model.Se
 // the end ("latest").
 func seekIn(ctx context.Context, tx pgx.Tx, groupID int64, partitionID, offset *int64, at *time.Time) ([]model.GroupMove, error) {
 	rows, err := tx.Query(ctx, `SELECT partition, old_offset, new_offset, clamped, lease_ended
-		FROM queen.consumer_group_seek($1, $2, $3, $4)`, groupID, partitionID, offset, at)
+		FROM queen.consumer_group_seek(@group_id, @partition_id, @offset, @at)`,
+		pgx.NamedArgs{"group_id": groupID, "partition_id": partitionID, "offset": offset, "at": at})
 	if err != nil {
 		return nil, err
 	}
