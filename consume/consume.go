@@ -186,7 +186,7 @@ func (c *Consumers) groupOperations(s queengate.Subjects) []gateway.Endpoint {
 		{Name: "consume-groups", Verb: s.Verb(queengate.APIGroups), Names: queengate.APIGroups.Names, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
 			return c.groups(ctx, req.Subject[strings.LastIndexByte(req.Subject, '.')+1:], req.Data)
 		}, HTTP: []gateway.HTTPForm{{Route: "GET /queues/{queue}/groups", Op: c.groupsQuery}}},
-		{Name: "consume-delete", Verb: s.Verb(queengate.APIGroupDelete), Names: queengate.APIGroupDelete.Names, Operator: true, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
+		{Name: "consume-delete", Verb: s.Verb(queengate.APIGroupDelete), Names: queengate.APIGroupDelete.Names, Admin: true, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
 			queue, group := gateway.LastTwoTokens(req.Subject)
 			return c.deleteGroup(ctx, queue, group, req.Data)
 		}, HTTP: groupRoute("DELETE /queues/{queue}/groups/{group}", c.deleteGroup)},
@@ -194,14 +194,14 @@ func (c *Consumers) groupOperations(s queengate.Subjects) []gateway.Endpoint {
 			queue, group := gateway.LastTwoTokens(req.Subject)
 			return c.createGroup(ctx, queue, group, req.Data)
 		}, HTTP: groupRoute("PUT /queues/{queue}/groups/{group}", c.createGroup)},
-		{Name: "consume-seek", Verb: s.Verb(queengate.APIGroupSeek), Names: queengate.APIGroupSeek.Names, Operator: true, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
+		{Name: "consume-seek", Verb: s.Verb(queengate.APIGroupSeek), Names: queengate.APIGroupSeek.Names, Admin: true, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
 			queue, group := gateway.LastTwoTokens(req.Subject)
 			return c.seekGroup(ctx, queue, group, req.Data)
 		}, HTTP: groupRoute("POST /queues/{queue}/groups/{group}/seek", c.seekGroup)},
-		{Name: "queues-delete", Verb: s.Verb(queengate.APIQueueDelete), Names: queengate.APIQueueDelete.Names, Operator: true, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
+		{Name: "queues-delete", Verb: s.Verb(queengate.APIQueueDelete), Names: queengate.APIQueueDelete.Names, Admin: true, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
 			return c.deleteQueue(ctx, req.Subject[strings.LastIndexByte(req.Subject, '.')+1:], req.Data)
 		}, HTTP: queueRoute("DELETE /queues/{queue}", c.deleteQueue)},
-		{Name: "queues-purge", Verb: s.Verb(queengate.APIQueuePurge), Names: queengate.APIQueuePurge.Names, Operator: true, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
+		{Name: "queues-purge", Verb: s.Verb(queengate.APIQueuePurge), Names: queengate.APIQueuePurge.Names, Admin: true, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
 			return c.purgeQueue(ctx, req.Subject[strings.LastIndexByte(req.Subject, '.')+1:], req.Data)
 		}, HTTP: queueRoute("POST /queues/{queue}/purge", c.purgeQueue)},
 	}

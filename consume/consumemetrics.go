@@ -30,7 +30,7 @@ const (
 
 func newConsumeMetrics(reg prometheus.Registerer) (*consumeMetrics, error) {
 	vec := func(name, help string, labels ...string) *prometheus.CounterVec {
-		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: "queengate_consumer_" + name, Help: help},
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: "queengate_group_" + name, Help: help},
 			append([]string{"queue", "group"}, labels...))
 	}
 	m := &consumeMetrics{

@@ -66,25 +66,25 @@ func TestConsumerMetricsCountWhatConsumersDid(t *testing.T) {
 		labels      []string
 		want        float64
 	}{
-		{"queengate_consumer_pops_total", "g", nil, 6},
-		{"queengate_consumer_pops_total", "other", nil, 1},
-		{"queengate_consumer_delivered_messages_total", "g", nil, 6},
-		{"queengate_consumer_redelivered_messages_total", "g", nil, 3}, // a; c after its release, and after its lease ran out
-		{"queengate_consumer_acks_total", "g", []string{"result", "failed"}, 2},
-		{"queengate_consumer_acks_total", "g", []string{"result", "completed"}, 1},
-		{"queengate_consumer_lease_renewals_total", "g", []string{"result", "renewed"}, 1},
-		{"queengate_consumer_lease_renewals_total", "g", []string{"result", "notHeld"}, 1},
-		{"queengate_consumer_lease_releases_total", "g", nil, 1},
-		{"queengate_consumer_lease_expiries_total", "g", nil, 1},
-		{"queengate_consumer_dead_letters_total", "g", nil, 1},
-		{"queengate_dlq_depth", "", nil, 1},
+		{"queengate_group_pops_total", "g", nil, 6},
+		{"queengate_group_pops_total", "other", nil, 1},
+		{"queengate_group_delivered_messages_total", "g", nil, 6},
+		{"queengate_group_redelivered_messages_total", "g", nil, 3}, // a; c after its release, and after its lease ran out
+		{"queengate_group_acks_total", "g", []string{"result", "failed"}, 2},
+		{"queengate_group_acks_total", "g", []string{"result", "completed"}, 1},
+		{"queengate_group_lease_renewals_total", "g", []string{"result", "renewed"}, 1},
+		{"queengate_group_lease_renewals_total", "g", []string{"result", "notHeld"}, 1},
+		{"queengate_group_lease_releases_total", "g", nil, 1},
+		{"queengate_group_lease_expiries_total", "g", nil, 1},
+		{"queengate_group_dead_letters_total", "g", nil, 1},
+		{"queengate_dead_letters", "", nil, 1},
 	} {
 		if got := g.Metric(t, w.name, w.group, w.labels...); got != w.want {
 			t.Errorf("%s{group=%q %v} = %v, want %v", w.name, w.group, w.labels, got, w.want)
 		}
 	}
 	for group, want := range g.groupLags(t) {
-		if got := g.Metric(t, "queengate_consumer_group_lag", group); got != float64(want) {
+		if got := g.Metric(t, "queengate_group_lag", group); got != float64(want) {
 			t.Errorf("group lag of %s: metric %v, groups answer %d", group, got, want)
 		}
 	}
@@ -93,10 +93,10 @@ func TestConsumerMetricsCountWhatConsumersDid(t *testing.T) {
 	if status, body := g.ViaHTTP(t, "DELETE", "/queues/"+q+"/groups/other", g.Token, ""); status != 200 {
 		t.Fatalf("delete: %d %s", status, body)
 	}
-	if got := g.Metric(t, "queengate_consumer_pops_total", "other"); got != 0 {
+	if got := g.Metric(t, "queengate_group_pops_total", "other"); got != 0 {
 		t.Errorf("pops of the deleted group: %v, want no series", got)
 	}
-	if got := g.Metric(t, "queengate_consumer_pops_total", "g"); got != 6 {
+	if got := g.Metric(t, "queengate_group_pops_total", "g"); got != 6 {
 		t.Errorf("pops of g after another's delete: %v", got)
 	}
 
@@ -148,8 +148,8 @@ func TestAnAckAndPushCountsItsItemsInTheAckMetrics(t *testing.T) {
 			t.Fatalf("ack-and-push: %d %.300s", status, body)
 		}
 	}
-	if got := g.Metric(t, "queengate_consumer_acks_total", "g", "result", "completed"); got != 2 {
-		t.Errorf(`queengate_consumer_acks_total{result="completed"} after an ack-and-push of 2 and its retry: %v, want 2`, got)
+	if got := g.Metric(t, "queengate_group_acks_total", "g", "result", "completed"); got != 2 {
+		t.Errorf(`queengate_group_acks_total{result="completed"} after an ack-and-push of 2 and its retry: %v, want 2`, got)
 	}
 }
 
@@ -162,7 +162,7 @@ func TestADeletedGroupsSeriesGoWhenTheStoreSaysSo(t *testing.T) {
 	q := e.Queue
 	wantStatus(t, e.Push(t, e.Subject("p"), msgs("a")), "queued")
 	a, _ := g.PopFrom(t, q, "g")
-	if got := g.Metric(t, "queengate_consumer_pops_total", "g"); got != 1 {
+	if got := g.Metric(t, "queengate_group_pops_total", "g"); got != 1 {
 		t.Fatalf("pops of g: %v", got)
 	}
 	if _, err := e.Store.DeleteGroup(t.Context(), q, "g"); err != nil { // no announcement
@@ -171,7 +171,7 @@ func TestADeletedGroupsSeriesGoWhenTheStoreSaysSo(t *testing.T) {
 	if status := g.leaseOp(t, q, "g", a, true); status != 404 {
 		t.Fatalf("a renewal in the deleted group: %d, want 404", status)
 	}
-	if got := g.Metric(t, "queengate_consumer_pops_total", "g"); got != 0 {
+	if got := g.Metric(t, "queengate_group_pops_total", "g"); got != 0 {
 		t.Errorf("pops of the deleted group: %v, want no series", got)
 	}
 }

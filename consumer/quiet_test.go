@@ -69,10 +69,10 @@ func TestConsumeToMaxMessagesCostsNoRefusedRequest(t *testing.T) {
 	if n := consumeRequests(t, r.Reg, "ok"); n != float64(sent) {
 		t.Errorf("%d of %d consuming requests answered ok; by endpoint and result: %v", int(n), sent, requestsByResult(t, r.Reg))
 	}
-	if n := obstest.MetricValue(t, r.Reg, "queengate_consumer_lease_renewals_total", map[string]string{"result": "notHeld"}); n != 0 {
+	if n := obstest.MetricValue(t, r.Reg, "queengate_group_lease_renewals_total", map[string]string{"result": "notHeld"}); n != 0 {
 		t.Errorf("%v renewals answered notHeld", n)
 	}
-	if n := obstest.MetricValue(t, r.Reg, "queengate_consumer_lease_renewals_total", map[string]string{"result": "renewed"}); n == 0 {
+	if n := obstest.MetricValue(t, r.Reg, "queengate_group_lease_renewals_total", map[string]string{"result": "renewed"}); n == 0 {
 		t.Error("no renewal: the batches' deliveries were never confirmed")
 	}
 	for _, e := range microStats(t, r).Endpoints {

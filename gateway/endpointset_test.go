@@ -25,7 +25,7 @@ func (s echoSet) Endpoints(g *gateway.Gateway) ([]gateway.Endpoint, error) {
 				queue, partition := gateway.LastTwoTokens(req.Subject)
 				return map[string]string{"queue": queue, "partition": partition, "body": string(req.Data)}, nil
 			}},
-		{Name: "echo-operator", Verb: p + ".echoop", Operator: true, AnswerOnly: true,
+		{Name: "echo-operator", Verb: p + ".echoop", Admin: true, AnswerOnly: true,
 			Op: func(context.Context, *gateway.Request) (any, *queengate.Error) {
 				return map[string]bool{"ok": true}, nil
 			}},

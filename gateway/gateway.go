@@ -628,11 +628,11 @@ type Endpoint struct {
 	// <queue>.<partition>: the gateway subscribes the shards it serves,
 	// every shard without routing, and hands Op the subject as sent.
 	ShardVerb string
-	// Operator spans queues (NATS permissions cannot scope it to one):
-	// with an admin token set it needs the token. The others are governed
-	// by NATS permissions on their subjects (docs/security.md); the
-	// Authorizer among Config.Endpoints decides.
-	Operator bool
+	// Admin: the request spans queues (NATS permissions cannot scope it
+	// to one), so with an admin token set it needs the token. The others
+	// are governed by NATS permissions on their subjects
+	// (docs/security.md); the Authorizer among Config.Endpoints decides.
+	Admin bool
 	// AnswerOnly: the request is for its answer (a read, a pop), so it is
 	// not carried out without a reply subject. Others (an ack, a
 	// schedule) are, as a push is.
@@ -680,7 +680,7 @@ func (e Endpoint) misshapen() []string {
 // an operation of the admin API, which takes the same body on HTTP. A
 // push, a pop, an ack or a timer is bounded by the NATS max payload
 // alone (docs/protocol.md).
-func (e Endpoint) Bounded() bool { return e.Operator || len(e.HTTP) > 0 }
+func (e Endpoint) Bounded() bool { return e.Admin || len(e.HTTP) > 0 }
 
 // form is the endpoint's subject as documented, for a 400.
 func (e Endpoint) form() string {
@@ -759,7 +759,7 @@ func (g *Gateway) serveRequest(req *Request, e Endpoint) {
 		return
 	}
 	var werr *queengate.Error
-	if e.Operator && g.auth != nil {
+	if e.Admin && g.auth != nil {
 		werr = g.auth.Authorize(req.Header.Get("Authorization"))
 	}
 	var v any

@@ -10,17 +10,13 @@
 // buffer is bounded; a request that does not fit is refused at once with
 // ErrOverloaded, never queued without bound and never dropped.
 //
-// Words, one per thing:
+// The words are the project's (docs/design.md, "Words": request, result,
+// frame, bundle, flush, shard); these are ingest's own:
 //
-//   - request: one producer's push (one NATS message), for one partition:
-//     a Request, answered once with a Result per message.
 //   - buffer: a partition's fusion buffer in its shard (buffer.go):
-//     requests fused in arrival order, each message's leader marked.
-//   - frame: a buffer as sent to PostgreSQL (model.Frame), the leaders
-//     only when the window is on; stored as one log_segments row.
-//   - bundle: one flush of a shard (bundle.go): the oldest buffer of every
-//     ready partition, as frames in one statement and one transaction. It
-//     is "in flight" from the flush until its answers are handed out.
+//     requests fused in arrival order, each message's leader marked; a
+//     flush makes it a frame (the leaders only when the window is on).
+//   - in flight: a bundle from its flush until its answers are handed out.
 //   - leader and follower: the first occurrence of a transactionId in a
 //     buffer, and the repeats that inherit its result.
 //   - vouch: the cache's promise that nothing in a frame is stored at or

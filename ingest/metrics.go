@@ -15,7 +15,7 @@ type metrics struct {
 	messages    map[model.Status]prometheus.Counter
 	flushSize   prometheus.Histogram
 	flushTime   prometheus.Histogram
-	segments    prometheus.Histogram
+	frames      prometheus.Histogram
 	flushErrors prometheus.Counter
 	probes      map[model.Probe]prometheus.Counter
 	unrolled    prometheus.Counter
@@ -66,9 +66,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help:    "Round trip of one bundle (resolve partitions, push, commit).",
 			Buckets: prometheus.ExponentialBuckets(0.0002, 2, 16),
 		}),
-		segments: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "queengate_flush_segments",
-			Help:    "Partition frames per bundle.",
+		frames: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "queengate_flush_frames",
+			Help:    "Frames (one a partition) per bundle.",
 			Buckets: prometheus.ExponentialBuckets(1, 4, 8),
 		}),
 		flushErrors: prometheus.NewCounter(prometheus.CounterOpts{
@@ -95,7 +95,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}),
 	}
 	m.storeChanges, m.lost, m.unchecked = failoverCounters()
-	if err := promreg.RegisterAll(reg, messages, probes, conflicts, m.unrolled, m.fullWindow, m.flushSize, m.flushTime, m.segments, m.flushErrors, m.bufferDepth,
+	if err := promreg.RegisterAll(reg, messages, probes, conflicts, m.unrolled, m.fullWindow, m.flushSize, m.flushTime, m.frames, m.flushErrors, m.bufferDepth,
 		m.storeChanges, m.lost, m.unchecked); err != nil {
 		return nil, err
 	}
@@ -116,8 +116,8 @@ func failoverCounters() (storeChanges, lost, unchecked prometheus.Counter) {
 		})
 }
 
-func (m *metrics) observeFlush(segments, messages int, took time.Duration, err error) {
-	m.segments.Observe(float64(segments))
+func (m *metrics) observeFlush(frames, messages int, took time.Duration, err error) {
+	m.frames.Observe(float64(frames))
 	m.flushSize.Observe(float64(messages))
 	m.flushTime.Observe(took.Seconds())
 	if err != nil {

@@ -98,8 +98,8 @@ func TestOverviewSaysWhatAQueueHolds(t *testing.T) {
 	if fmt.Sprint(got.Groups) != fmt.Sprint(want) {
 		t.Errorf("groups %+v, want %+v", got.Groups, want)
 	}
-	if delayed := g.Metric(t, "queengate_consumer_delayed_messages", "slow"); delayed != 2 {
-		t.Errorf("queengate_consumer_delayed_messages of slow: %v, want 2", delayed)
+	if delayed := g.Metric(t, "queengate_group_delayed_messages", "slow"); delayed != 2 {
+		t.Errorf("queengate_group_delayed_messages of slow: %v, want 2", delayed)
 	}
 	if dlq := g.overview(t, model.DeadLetterQueue(q)).Queues[0]; dlq.Queue != model.DeadLetterQueue(q) || dlq.StoredMessages != 1 {
 		t.Errorf("the dead-letter queue's entry: %+v", dlq)

@@ -318,7 +318,7 @@ func (t *TimerOps) Operations(prefix string, nc *nats.Conn) []gateway.Endpoint {
 		{Name: "timer-cancel", Verb: s.Verb(queengate.APITimerCancel), MisshapenOnly: []string{}, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
 			return t.cancel(ctx, req.Data)
 		}},
-		{Name: "timer-list", Verb: s.Verb(queengate.APITimerList), MisshapenOnly: []string{}, Operator: true, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
+		{Name: "timer-list", Verb: s.Verb(queengate.APITimerList), MisshapenOnly: []string{}, Admin: true, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
 			return t.listNATS(ctx, req.Data)
 		}, HTTP: []gateway.HTTPForm{{Route: "GET /timers", Op: func(r *http.Request, _ []byte) (any, *queengate.Error) {
 			req, werr := timerListQuery(r.URL.Query())

@@ -140,11 +140,11 @@ func TestAPopDeadLettersAMessageTooLargeToDeliver(t *testing.T) {
 		t.Fatalf("pop after: %+v; want small again, nothing dead-lettered", r)
 	}
 	want := `
-# HELP queengate_consumer_undeliverable_total Messages dead-lettered by this gateway's pops because they were too large to deliver, per queue and group.
-# TYPE queengate_consumer_undeliverable_total counter
-queengate_consumer_undeliverable_total{group="g",queue="` + b.queue + `"} 1
+# HELP queengate_group_undeliverable_total Messages dead-lettered by this gateway's pops because they were too large to deliver, per queue and group.
+# TYPE queengate_group_undeliverable_total counter
+queengate_group_undeliverable_total{group="g",queue="` + b.queue + `"} 1
 `
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "queengate_consumer_undeliverable_total"); err != nil {
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "queengate_group_undeliverable_total"); err != nil {
 		t.Error(err)
 	}
 }

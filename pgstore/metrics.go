@@ -19,7 +19,7 @@ type poolCollector struct {
 	// nil without one.
 	pool, readPool                 *poolDescs
 	unconfirmed, deletedUnconsumed *prometheus.Desc
-	groupLag, dlqDepth, delayed    *prometheus.Desc
+	groupLag, deadLetters, delayed *prometheus.Desc
 }
 
 // Collector exports the pools' statistics under queengate_pg_pool_* (and
@@ -27,19 +27,19 @@ type poolCollector struct {
 // meant for the read pool took (queengate_pg_read_pool_reads_total).
 func (s *Store) Collector() prometheus.Collector {
 	c := &poolCollector{s: s, pool: newPoolDescs("queengate_pg_pool_", "primary"),
-		unconfirmed: prometheus.NewDesc("queengate_consumer_unconfirmed_deliveries_total",
+		unconfirmed: prometheus.NewDesc("queengate_group_unconfirmed_deliveries_total",
 			"Deliveries taken back because their lease ran out with nothing heard from its consumer, per queue and group.",
 			[]string{"queue", "group"}, nil),
-		deletedUnconsumed: prometheus.NewDesc("queengate_consumer_deleted_unconsumed_total",
+		deletedUnconsumed: prometheus.NewDesc("queengate_group_deleted_unconsumed_total",
 			"Messages retention deleted before the group consumed them, per queue and group.",
 			[]string{"queue", "group"}, nil),
-		groupLag: prometheus.NewDesc("queengate_consumer_group_lag",
+		groupLag: prometheus.NewDesc("queengate_group_lag",
 			"Messages a consumer group has not consumed yet, over every partition of its queue; read when scraped, for the groups with the most lag (at most 1000 series).",
 			[]string{"queue", "group"}, nil),
-		delayed: prometheus.NewDesc("queengate_consumer_delayed_messages",
+		delayed: prometheus.NewDesc("queengate_group_delayed_messages",
 			"Messages a delay holds back from a consumer group (its lag on the partitions where it waits for a failure's delay); read when scraped, for the groups with the most (at most 1000 series).",
 			[]string{"queue", "group"}, nil),
-		dlqDepth: prometheus.NewDesc("queengate_dlq_depth",
+		deadLetters: prometheus.NewDesc("queengate_dead_letters",
 			"Dead letters of a queue not yet redriven; read when scraped, for the queues with the deepest dead-letter queues (at most 1000 series).",
 			[]string{"queue"}, nil),
 	}
@@ -50,7 +50,7 @@ func (s *Store) Collector() prometheus.Collector {
 }
 
 func (c *poolCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.unconfirmed, c.deletedUnconsumed, c.groupLag, c.dlqDepth, c.delayed} {
+	for _, d := range []*prometheus.Desc{c.unconfirmed, c.deletedUnconsumed, c.groupLag, c.deadLetters, c.delayed} {
 		ch <- d
 	}
 	c.pool.describe(ch)
@@ -159,7 +159,7 @@ func (c *poolCollector) collectFigures(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.delayed, prometheus.GaugeValue, l.value, l.labels...)
 	}
 	for _, l := range largest(depths, maxFigureSeries) {
-		ch <- prometheus.MustNewConstMetric(c.dlqDepth, prometheus.GaugeValue, l.value, l.labels...)
+		ch <- prometheus.MustNewConstMetric(c.deadLetters, prometheus.GaugeValue, l.value, l.labels...)
 	}
 }
 
@@ -178,7 +178,7 @@ func largest(series []labelled, n int) []labelled {
 // newUndeliverableCounter counts, in this process, messages its pops
 // dead-lettered because no pop could deliver them.
 func newUndeliverableCounter() *prometheus.CounterVec {
-	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: "queengate_consumer_undeliverable_total",
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: "queengate_group_undeliverable_total",
 		Help: "Messages dead-lettered by this gateway's pops because they were too large to deliver, per queue and group."},
 		[]string{"queue", "group"})
 }

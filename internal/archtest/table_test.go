@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/queengate/queengate/internal/docwords"
 )
 
 // The map is docs/design.md's package table: a row per package, its
@@ -270,5 +272,24 @@ func TestTheMapChecksCatchPlantedFaults(t *testing.T) {
 	}
 	if p := layoutProblems([]string{"*.go", "gateway/"}, table, noGo); len(p) != 1 || !strings.Contains(p[0], "package ingest") {
 		t.Errorf("a package the layout leaves out: %v", p)
+	}
+}
+
+// TestPackageNamesUseTheProjectsWords: no package is named with a word
+// docs/design.md's Words retire.
+func TestPackageNamesUseTheProjectsWords(t *testing.T) {
+	t.Parallel()
+	doc, err := os.ReadFile(designDoc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	retired, err := docwords.Retired(string(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pkg := range sortedKeys(readPackageTable(t)) {
+		if used := docwords.Used(strings.NewReplacer("/", " ", "_", " ").Replace(pkg), retired); len(used) > 0 {
+			t.Errorf("package %s is named with %v (docs/design.md, Words)", pkg, used)
+		}
 	}
 }

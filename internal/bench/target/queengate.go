@@ -62,19 +62,19 @@ type Queengate struct {
 }
 
 // gatewayCounters are the gateways' counters queenbench reads, summed:
-// segments by what their probe did, stored hashes compared and what full
+// frames by what their probe did, stored hashes compared and what full
 // probes would have, cache hydrations, fills and evictions, and the
-// messages and segments flushed.
+// messages and frames flushed.
 type gatewayCounters struct {
-	skipped, narrowed, full, off, unrolled, window      float64
-	hydrations, fills, flushedMessages, flushedSegments float64
-	evictions, births                                   float64
+	skipped, narrowed, full, off, unrolled, window    float64
+	hydrations, fills, flushedMessages, flushedFrames float64
+	evictions, births                                 float64
 }
 
 func (c gatewayCounters) minus(o gatewayCounters) gatewayCounters {
 	return gatewayCounters{c.skipped - o.skipped, c.narrowed - o.narrowed, c.full - o.full, c.off - o.off,
 		c.unrolled - o.unrolled, c.window - o.window, c.hydrations - o.hydrations, c.fills - o.fills,
-		c.flushedMessages - o.flushedMessages, c.flushedSegments - o.flushedSegments, c.evictions - o.evictions,
+		c.flushedMessages - o.flushedMessages, c.flushedFrames - o.flushedFrames, c.evictions - o.evictions,
 		c.births - o.births}
 }
 
@@ -90,7 +90,7 @@ func (c *gatewayCounters) add(m map[string]float64) {
 	c.evictions += m["queengate_dedup_evictions_total"]
 	c.births += m["queengate_dedup_births_total"]
 	c.flushedMessages += m["queengate_flush_messages_sum"]
-	c.flushedSegments += m["queengate_flush_segments_sum"]
+	c.flushedFrames += m["queengate_flush_frames_sum"]
 }
 
 // NewQueengate connects to gateways: those of fleet, resized to
@@ -497,8 +497,8 @@ func (t *Queengate) Figures(ctx context.Context) (bench.Figures, error) {
 	if d.window > 0 {
 		f.UnrolledShare = d.unrolled / d.window
 	}
-	if d.flushedSegments > 0 {
-		f.MeanFrame = d.flushedMessages / d.flushedSegments
+	if d.flushedFrames > 0 {
+		f.MeanFrame = d.flushedMessages / d.flushedFrames
 	}
 	f.Hydrations, f.Fills, f.Evictions = int64(d.hydrations), int64(d.fills), int64(d.evictions)
 	f.Births = int64(d.births)
