@@ -1,6 +1,9 @@
 package queengate
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // API is one subject of the wire contract: the prefix, the verb, then the
 // name tokens. docs/protocol.md writes each as its Template.
@@ -18,6 +21,9 @@ type API struct {
 func (a API) Template(prefix string) string {
 	return strings.Join(append([]string{prefix, a.Verb}, a.Names...), ".")
 }
+
+// Equal says a and b are the same subject.
+func (a API) Equal(b API) bool { return a.Verb == b.Verb && slices.Equal(a.Names, b.Names) }
 
 var (
 	queuePartition = []string{"<queue>", "<partition>"}

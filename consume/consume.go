@@ -156,52 +156,52 @@ func (c *Consumers) Operations(prefix string, nc *nats.Conn) []gateway.Endpoint 
 	}
 	s := queengate.Subjects{Prefix: prefix}
 	pop := s.Verb(queengate.APIPop)
-	return append([]gateway.Endpoint{
-		{Name: "consume-pop", Verb: pop, Names: queengate.APIPop.Names, AnyTokens: true, AnswerOnly: true,
+	return gateway.WithSubjects(s, append([]gateway.Endpoint{
+		{Name: "consume-pop", API: queengate.APIPop, AnyTokens: true, AnswerOnly: true,
 			ShardVerb: s.Verb(queengate.APIPopShard), Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
 				return c.pop(ctx, strings.TrimPrefix(req.Subject, pop+"."), req.Data)
 			}},
-		{Name: "consume-ack", Verb: s.Verb(queengate.APIConsumeAck), Names: queengate.APIConsumeAck.Names, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
+		{Name: "consume-ack", API: queengate.APIConsumeAck, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
 			queue, partition := gateway.LastTwoTokens(req.Subject)
 			return c.ack(ctx, queue, partition, req.Data)
 		}},
-		{Name: "consume-ackpush", Verb: s.Verb(queengate.APIConsumeAckPush), Names: queengate.APIConsumeAckPush.Names, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
+		{Name: "consume-ackpush", API: queengate.APIConsumeAckPush, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
 			queue, partition := gateway.LastTwoTokens(req.Subject)
 			return c.ackPush(ctx, queue, partition, req.Data)
 		}},
-		{Name: "consume-renew", Verb: s.Verb(queengate.APIRenew), Names: queengate.APIRenew.Names, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
+		{Name: "consume-renew", API: queengate.APIRenew, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
 			queue, partition := gateway.LastTwoTokens(req.Subject)
 			return c.lease(ctx, queue, partition, req.Data, true)
 		}},
-		{Name: "consume-release", Verb: s.Verb(queengate.APIRelease), Names: queengate.APIRelease.Names, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
+		{Name: "consume-release", API: queengate.APIRelease, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
 			queue, partition := gateway.LastTwoTokens(req.Subject)
 			return c.lease(ctx, queue, partition, req.Data, false)
 		}},
-	}, c.groupOperations(s)...)
+	}, c.groupOperations()...))
 }
 
 // groupOperations are the entries that serve the admin HTTP too.
-func (c *Consumers) groupOperations(s queengate.Subjects) []gateway.Endpoint {
+func (c *Consumers) groupOperations() []gateway.Endpoint {
 	return []gateway.Endpoint{
-		{Name: "consume-groups", Verb: s.Verb(queengate.APIGroups), Names: queengate.APIGroups.Names, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
+		{Name: "consume-groups", API: queengate.APIGroups, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
 			return c.groups(ctx, req.Subject[strings.LastIndexByte(req.Subject, '.')+1:], req.Data)
 		}, HTTP: []gateway.HTTPForm{{Route: "GET /queues/{queue}/groups", Op: c.groupsQuery}}},
-		{Name: "consume-delete", Verb: s.Verb(queengate.APIGroupDelete), Names: queengate.APIGroupDelete.Names, Admin: true, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
+		{Name: "consume-delete", API: queengate.APIGroupDelete, Admin: true, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
 			queue, group := gateway.LastTwoTokens(req.Subject)
 			return c.deleteGroup(ctx, queue, group, req.Data)
 		}, HTTP: groupRoute("DELETE /queues/{queue}/groups/{group}", c.deleteGroup)},
-		{Name: "consume-create", Verb: s.Verb(queengate.APIGroupCreate), Names: queengate.APIGroupCreate.Names, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
+		{Name: "consume-create", API: queengate.APIGroupCreate, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
 			queue, group := gateway.LastTwoTokens(req.Subject)
 			return c.createGroup(ctx, queue, group, req.Data)
 		}, HTTP: groupRoute("PUT /queues/{queue}/groups/{group}", c.createGroup)},
-		{Name: "consume-seek", Verb: s.Verb(queengate.APIGroupSeek), Names: queengate.APIGroupSeek.Names, Admin: true, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
+		{Name: "consume-seek", API: queengate.APIGroupSeek, Admin: true, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
 			queue, group := gateway.LastTwoTokens(req.Subject)
 			return c.seekGroup(ctx, queue, group, req.Data)
 		}, HTTP: groupRoute("POST /queues/{queue}/groups/{group}/seek", c.seekGroup)},
-		{Name: "queues-delete", Verb: s.Verb(queengate.APIQueueDelete), Names: queengate.APIQueueDelete.Names, Admin: true, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
+		{Name: "queues-delete", API: queengate.APIQueueDelete, Admin: true, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
 			return c.deleteQueue(ctx, req.Subject[strings.LastIndexByte(req.Subject, '.')+1:], req.Data)
 		}, HTTP: queueRoute("DELETE /queues/{queue}", c.deleteQueue)},
-		{Name: "queues-purge", Verb: s.Verb(queengate.APIQueuePurge), Names: queengate.APIQueuePurge.Names, Admin: true, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
+		{Name: "queues-purge", API: queengate.APIQueuePurge, Admin: true, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
 			return c.purgeQueue(ctx, req.Subject[strings.LastIndexByte(req.Subject, '.')+1:], req.Data)
 		}, HTTP: queueRoute("POST /queues/{queue}/purge", c.purgeQueue)},
 	}

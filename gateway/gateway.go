@@ -613,10 +613,25 @@ func BodyTooLarge() *queengate.Error {
 	return &queengate.Error{Code: queengate.CodeTooLarge, Text: fmt.Sprintf("body over %d bytes", MaxOperatorBody)}
 }
 
+// WithSubjects gives each endpoint serving an API (Endpoint.API) its
+// Verb and Names under s's prefix.
+func WithSubjects(s queengate.Subjects, endpoints []Endpoint) []Endpoint {
+	for i, e := range endpoints {
+		if e.API.Verb != "" {
+			endpoints[i].Verb, endpoints[i].Names = s.Verb(e.API), e.API.Names
+		}
+	}
+	return endpoints
+}
+
 // Endpoint is a request-reply operation served by the gateway on Verb
 // followed by one token per name; an EndpointSet gives them.
 type Endpoint struct {
 	Name string // the micro service's endpoint name, e.g. "read"
+	// API is the subject of the wire contract served (subjects.go):
+	// WithSubjects makes Verb and Names of it, so that a subject is
+	// spelt once, there.
+	API  queengate.API
 	Verb string // e.g. "queen.read"
 	// Names are the tokens after Verb, as documented ("<queue>").
 	Names []string

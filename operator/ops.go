@@ -404,18 +404,18 @@ func (o *Ops) Endpoints(g *gateway.Gateway) ([]gateway.Endpoint, error) {
 // (docs/security.md); on HTTP every route needs the token.
 func (o *Ops) Operations(prefix string, _ *nats.Conn) []gateway.Endpoint {
 	s := queengate.Subjects{Prefix: prefix}
-	return append(o.queueOperations(s), o.messageOperations(s)...)
+	return gateway.WithSubjects(s, append(o.queueOperations(s), o.messageOperations(s)...))
 }
 
 // queueOperations are configure and the views of queues and this gateway.
 func (o *Ops) queueOperations(s queengate.Subjects) []gateway.Endpoint {
 	return []gateway.Endpoint{
-		{Name: "configure", Verb: s.Verb(queengate.APIConfigure), Admin: true, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
+		{Name: "configure", API: queengate.APIConfigure, Admin: true, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
 			return o.Configure(ctx, req.Data)
 		}, HTTP: []gateway.HTTPForm{{Route: "POST /configure", Op: func(r *http.Request, body []byte) (any, *queengate.Error) {
 			return o.Configure(r.Context(), body)
 		}}}},
-		{Name: "queues-list", Verb: s.Verb(queengate.APIQueuesList), Admin: true, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
+		{Name: "queues-list", API: queengate.APIQueuesList, Admin: true, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
 			from, werr := decodeFrom(req.Data, queuesPageShape)
 			if werr != nil {
 				return nil, werr
@@ -428,7 +428,7 @@ func (o *Ops) queueOperations(s queengate.Subjects) []gateway.Endpoint {
 			}
 			return o.ListQueues(r.Context(), from)
 		}}}},
-		{Name: "queues-get", Verb: s.Verb(queengate.APIQueuesGet), Names: queengate.APIQueuesGet.Names, Admin: true, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
+		{Name: "queues-get", API: queengate.APIQueuesGet, Admin: true, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
 			from, werr := decodeFrom(req.Data, queuePageShape)
 			if werr != nil {
 				return nil, werr
@@ -441,12 +441,12 @@ func (o *Ops) queueOperations(s queengate.Subjects) []gateway.Endpoint {
 			}
 			return o.GetQueue(r.Context(), r.PathValue("queue"), from)
 		}}}},
-		{Name: "status", Verb: s.Verb(queengate.APIStatus), Admin: true, AnswerOnly: true, Op: func(ctx context.Context, _ *gateway.Request) (any, *queengate.Error) {
+		{Name: "status", API: queengate.APIStatus, Admin: true, AnswerOnly: true, Op: func(ctx context.Context, _ *gateway.Request) (any, *queengate.Error) {
 			return o.Status(ctx)
 		}, HTTP: []gateway.HTTPForm{{Route: "GET /status", Op: func(r *http.Request, _ []byte) (any, *queengate.Error) {
 			return o.Status(r.Context())
 		}}}},
-		{Name: "overview", Verb: s.Verb(queengate.APIOverview), Admin: true, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
+		{Name: "overview", API: queengate.APIOverview, Admin: true, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
 			from, werr := decodeFrom(req.Data, overviewShape)
 			if werr != nil {
 				return nil, werr
@@ -465,14 +465,14 @@ func (o *Ops) queueOperations(s queengate.Subjects) []gateway.Endpoint {
 // messageOperations are the reads of messages and dead letters.
 func (o *Ops) messageOperations(s queengate.Subjects) []gateway.Endpoint {
 	return []gateway.Endpoint{
-		{Name: "read", Verb: s.Verb(queengate.APIRead), Names: queengate.APIRead.Names, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
+		{Name: "read", API: queengate.APIRead, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
 			queue, partition := gateway.LastTwoTokens(req.Subject)
 			return o.Read(ctx, queue, partition, req.Data)
 		}, HTTP: []gateway.HTTPForm{{Route: "GET /queues/{queue}/partitions/{partition}/messages", Op: func(r *http.Request, _ []byte) (any, *queengate.Error) {
 			return o.ReadQuery(r.Context(), r.PathValue("queue"), r.PathValue("partition"), r.URL.Query())
 		}}}},
 		// A messageId names no queue in the subject: NATS cannot scope it.
-		{Name: "message-get", Verb: s.Verb(queengate.APIMessageGet), Admin: true, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
+		{Name: "message-get", API: queengate.APIMessageGet, Admin: true, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
 			return o.GetMessage(ctx, req.Data)
 		}, HTTP: []gateway.HTTPForm{{Route: "GET /queues/{queue}/partitions/{partition}/transactions/{transactionId}", Op: func(r *http.Request, _ []byte) (any, *queengate.Error) {
 			if werr := gateway.NoParameters(r); werr != nil {
@@ -485,18 +485,18 @@ func (o *Ops) messageOperations(s queengate.Subjects) []gateway.Endpoint {
 			}
 			return o.MessageByID(r.Context(), r.PathValue("messageId"))
 		}}}},
-		{Name: "explain", Verb: s.Verb(queengate.APIExplain), Names: queengate.APIExplain.Names, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
+		{Name: "explain", API: queengate.APIExplain, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
 			queue, partition := gateway.LastTwoTokens(req.Subject)
 			return o.Explain(ctx, queue, partition, req.Data)
 		}, HTTP: []gateway.HTTPForm{{Route: "GET /queues/{queue}/partitions/{partition}/explain", Op: func(r *http.Request, _ []byte) (any, *queengate.Error) {
 			return o.ExplainQuery(r.Context(), r.PathValue("queue"), r.PathValue("partition"), r.URL.Query())
 		}}}},
-		{Name: "dlq-list", Verb: s.Verb(queengate.APIDLQList), Names: queengate.APIDLQList.Names, Admin: true, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
+		{Name: "dlq-list", API: queengate.APIDLQList, Admin: true, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
 			return o.ListDeadLetters(ctx, req.Subject[strings.LastIndexByte(req.Subject, '.')+1:], req.Data)
 		}, HTTP: []gateway.HTTPForm{{Route: "POST /queues/{queue}/dlq/list", Op: func(r *http.Request, body []byte) (any, *queengate.Error) {
 			return o.ListDeadLetters(r.Context(), r.PathValue("queue"), body)
 		}}}},
-		{Name: "dlq-redrive", Verb: s.Verb(queengate.APIDLQRedrive), Names: queengate.APIDLQRedrive.Names, Admin: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
+		{Name: "dlq-redrive", API: queengate.APIDLQRedrive, Admin: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
 			return o.Redrive(ctx, req.Subject[strings.LastIndexByte(req.Subject, '.')+1:], req.Data)
 		}, HTTP: []gateway.HTTPForm{{Route: "POST /queues/{queue}/dlq/redrive", Op: func(r *http.Request, body []byte) (any, *queengate.Error) {
 			return o.Redrive(r.Context(), r.PathValue("queue"), body)

@@ -307,7 +307,7 @@ func (t *TimerOps) Endpoints(g *gateway.Gateway) ([]gateway.Endpoint, error) {
 func (t *TimerOps) Operations(prefix string, nc *nats.Conn) []gateway.Endpoint {
 	s := queengate.Subjects{Prefix: prefix}
 	timer := s.Verb(queengate.APITimer)
-	return []gateway.Endpoint{
+	return gateway.WithSubjects(s, []gateway.Endpoint{
 		// A timerId names no queue, but it is a random UUID only its
 		// scheduler (or an operator's list) has: holding it is the right
 		// to cancel, as a leaseId is to ack (docs/security.md).
@@ -315,10 +315,10 @@ func (t *TimerOps) Operations(prefix string, nc *nats.Conn) []gateway.Endpoint {
 		// named cancel and list), and <prefix>.timer.<one token> is
 		// cancel, list or nothing: the misshapen subjects left to answer
 		// are <prefix>.timer and four tokens or more.
-		{Name: "timer-cancel", Verb: s.Verb(queengate.APITimerCancel), MisshapenOnly: []string{}, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
+		{Name: "timer-cancel", API: queengate.APITimerCancel, MisshapenOnly: []string{}, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
 			return t.cancel(ctx, req.Data)
 		}},
-		{Name: "timer-list", Verb: s.Verb(queengate.APITimerList), MisshapenOnly: []string{}, Admin: true, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
+		{Name: "timer-list", API: queengate.APITimerList, MisshapenOnly: []string{}, Admin: true, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
 			return t.listNATS(ctx, req.Data)
 		}, HTTP: []gateway.HTTPForm{{Route: "GET /timers", Op: func(r *http.Request, _ []byte) (any, *queengate.Error) {
 			req, werr := timerListQuery(r.URL.Query())
@@ -327,11 +327,11 @@ func (t *TimerOps) Operations(prefix string, nc *nats.Conn) []gateway.Endpoint {
 			}
 			return t.list(r.Context(), req)
 		}}}},
-		{Name: "timer-schedule", Verb: s.Verb(queengate.APITimer), Names: queengate.APITimer.Names,
+		{Name: "timer-schedule", API: queengate.APITimer,
 			MisshapenOnly: []string{timer, timer + ".*.*.>"}, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
 				return t.schedule(ctx, prefix, req.Subject, req.Data, nc.MaxPayload())
 			}},
-	}
+	})
 }
 
 // MountTimers serves the timer operations' HTTP form, GET /timers, and

@@ -1,0 +1,106 @@
+package server_test
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/consume"
+	"github.com/queengate/queengate/gateway"
+	"github.com/queengate/queengate/operator"
+)
+
+// servedByTheGateway are the APIs the gateway serves itself (the push
+// endpoint) or publishes to (push answers), outside the endpoint sets.
+var servedByTheGateway = []queengate.API{queengate.APIPush, queengate.APIAck, queengate.APIJetStream}
+
+// betweenGateways are the subjects of NATS's mapping and of gateways
+// among themselves: no client calls them, no table documents them.
+var betweenGateways = []queengate.API{queengate.APIShard, queengate.APIPopShard, queengate.APIJetStreamShard,
+	queengate.APIHeartbeat, queengate.APIProbe, queengate.APICommitted, queengate.APIQueueDeleted, queengate.APIGroupDeleted}
+
+// endpointSets are the endpoints every gateway serves, as the sets give
+// them under prefix.
+func endpointSets(prefix string) []gateway.Endpoint {
+	ops := operator.NewOps(operator.OpsConfig{}, nil, nil, nil)
+	return slices.Concat(ops.Operations(prefix, nil), consume.New(nil).Operations(prefix, nil),
+		operator.NewTimerOps(nil, ops).Operations(prefix, nil))
+}
+
+// TestEveryAPIHasOneEndpointAndARow: each API a client calls is served by
+// exactly one endpoint, every endpoint serves an API of subjects.go
+// (none spells its subject by hand), and each is documented under its
+// template in docs/protocol.md or docs/admin-api.md.
+func TestEveryAPIHasOneEndpointAndARow(t *testing.T) {
+	t.Parallel()
+	var docs strings.Builder
+	for _, f := range []string{"../docs/protocol.md", "../docs/admin-api.md"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs.Write(b)
+	}
+	for _, p := range apiTableProblems(queengate.APIs, endpointSets(queengate.DefaultPrefix), docs.String()) {
+		t.Error(p)
+	}
+}
+
+// TestTheAPITableCheckCatchesPlantedFaults: an API without an endpoint,
+// one with two, an endpoint spelling its subject by hand and an API
+// without a row are each found.
+func TestTheAPITableCheckCatchesPlantedFaults(t *testing.T) {
+	t.Parallel()
+	read, explain := queengate.APIRead, queengate.APIExplain
+	docs := read.Template("queen") + " " + explain.Template("queen")
+	s := queengate.Subjects{Prefix: "queen"}
+	one := func(a queengate.API) gateway.Endpoint { return gateway.Endpoint{Name: a.Verb, API: a} }
+	agree := gateway.WithSubjects(s, []gateway.Endpoint{one(read), one(explain)})
+	if p := apiTableProblems([]queengate.API{read, explain}, agree, docs); len(p) != 0 {
+		t.Fatalf("an agreeing table: %v", p)
+	}
+	for _, c := range []struct {
+		name string
+		eps  []gateway.Endpoint
+		docs string
+		want string
+	}{
+		{"no endpoint", gateway.WithSubjects(s, []gateway.Endpoint{one(read)}), docs, "queen.explain.<queue>.<partition> is served by 0"},
+		{"two endpoints", gateway.WithSubjects(s, []gateway.Endpoint{one(read), one(explain), one(explain)}), docs, "served by 2"},
+		{"a hand-spelt subject", append(slices.Clone(agree), gateway.Endpoint{Name: "x", Verb: "queen.x"}), docs, "by hand"},
+		{"no row", agree, read.Template("queen"), "queen.explain.<queue>.<partition> has no row"},
+	} {
+		if p := apiTableProblems([]queengate.API{read, explain}, c.eps, c.docs); !slices.ContainsFunc(p, func(s string) bool { return strings.Contains(s, c.want) }) {
+			t.Errorf("%s: problems %q, want one saying %q", c.name, p, c.want)
+		}
+	}
+}
+
+// apiTableProblems checks apis against the endpoints serving them and
+// the documents' text.
+func apiTableProblems(apis []queengate.API, eps []gateway.Endpoint, docs string) []string {
+	var problems []string
+	for _, a := range apis {
+		if slices.ContainsFunc(betweenGateways, a.Equal) {
+			continue
+		}
+		if !strings.Contains(docs, a.Template(queengate.DefaultPrefix)) {
+			problems = append(problems, a.Template(queengate.DefaultPrefix)+" has no row in docs/protocol.md or docs/admin-api.md")
+		}
+		if slices.ContainsFunc(servedByTheGateway, a.Equal) {
+			continue
+		}
+		if n := len(slices.DeleteFunc(slices.Clone(eps), func(e gateway.Endpoint) bool { return !e.API.Equal(a) })); n != 1 {
+			problems = append(problems, fmt.Sprintf("%s is served by %d endpoints, want one", a.Template(queengate.DefaultPrefix), n))
+		}
+	}
+	for _, e := range eps {
+		if !slices.ContainsFunc(apis, e.API.Equal) || e.Verb != queengate.DefaultPrefix+"."+e.API.Verb {
+			problems = append(problems, fmt.Sprintf("endpoint %s spells its subject %s by hand: give it its API from subjects.go", e.Name, e.Verb))
+		}
+	}
+	return problems
+}
