@@ -1,6 +1,7 @@
 package queengate
 
 import (
+	"net/url"
 	"slices"
 	"strings"
 )
@@ -88,6 +89,69 @@ var (
 	APIQueueDeleted   = API{"queuedeleted", queueOnly}
 	APIGroupDeleted   = API{"groupdeleted", queueGroup}
 )
+
+// The admin HTTP routes of the APIs that have them (docs/admin-api.md),
+// as net/http patterns: the gateway serves each (its endpoint's HTTP
+// forms, checked against this table), and clients fill them (Path).
+var httpRoutes = map[string][]string{
+	APIConfigure.Verb:   {"POST /configure"},
+	APIQueuesList.Verb:  {"GET /queues"},
+	APIQueuesGet.Verb:   {"GET /queues/{queue}"},
+	APIStatus.Verb:      {"GET /status"},
+	APIOverview.Verb:    {"GET /overview"},
+	APITimerList.Verb:   {"GET /timers"},
+	APIRead.Verb:        {"GET /queues/{queue}/partitions/{partition}/messages"},
+	APIExplain.Verb:     {"GET /queues/{queue}/partitions/{partition}/explain"},
+	APIMessageGet.Verb:  {RouteMessage, RouteTransaction},
+	APIDLQList.Verb:     {"POST /queues/{queue}/dlq/list"},
+	APIDLQRedrive.Verb:  {"POST /queues/{queue}/dlq/redrive"},
+	APIGroups.Verb:      {"GET /queues/{queue}/groups"},
+	APIGroupCreate.Verb: {"PUT /queues/{queue}/groups/{group}"},
+	APIGroupSeek.Verb:   {"POST /queues/{queue}/groups/{group}/seek"},
+	APIGroupDelete.Verb: {"DELETE /queues/{queue}/groups/{group}"},
+	APIQueueDelete.Verb: {"DELETE /queues/{queue}"},
+	APIQueuePurge.Verb:  {"POST /queues/{queue}/purge"},
+}
+
+// A message is got over HTTP by its id, or by its transactionId in its
+// partition: the two routes of APIMessageGet.
+const (
+	RouteMessage     = "GET /messages/{messageId}"
+	RouteTransaction = "GET /queues/{queue}/partitions/{partition}/transactions/{transactionId}"
+)
+
+// HTTP is a's admin HTTP routes (none for most APIs), the first its
+// usual one.
+func (a API) HTTP() []string { return httpRoutes[a.Verb] }
+
+// Route is a's usual admin HTTP route; "" when it has none.
+func (a API) Route() string {
+	if r := a.HTTP(); len(r) > 0 {
+		return r[0]
+	}
+	return ""
+}
+
+// Path fills route's {names} with values in their order, each escaped as
+// one path segment, and splits off its method: "GET /queues/{queue}",
+// "orders" is GET and /queues/orders. A value of "." or ".." is escaped
+// whole, as it would otherwise name another path.
+func Path(route string, values ...string) (method, path string) {
+	method, path, _ = strings.Cut(route, " ")
+	for _, v := range values {
+		open := strings.IndexByte(path, '{')
+		end := strings.IndexByte(path, '}')
+		if open < 0 || end < open {
+			break
+		}
+		seg := url.PathEscape(v)
+		if v == "." || v == ".." {
+			seg = strings.ReplaceAll(v, ".", "%2E")
+		}
+		path = path[:open] + seg + path[end+1:]
+	}
+	return method, path
+}
 
 // APIs are all of the above.
 var APIs = []API{

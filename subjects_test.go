@@ -90,3 +90,27 @@ func TestCheckName(t *testing.T) {
 		}
 	}
 }
+
+// TestPathFillsARoute: each {name} of a route takes its value, escaped as
+// one path segment ("." and ".." whole), and the method is split off.
+func TestPathFillsARoute(t *testing.T) {
+	for _, c := range []struct {
+		route        string
+		values       []string
+		method, path string
+	}{
+		{queengate.APIStatus.Route(), nil, "GET", "/status"},
+		{queengate.APIGroupSeek.Route(), []string{"orders", "billing"}, "POST", "/queues/orders/groups/billing/seek"},
+		{queengate.RouteTransaction, []string{"q", "p", "a/b c"}, "GET", "/queues/q/partitions/p/transactions/a%2Fb%20c"},
+		{queengate.RouteTransaction, []string{"q", "p", ".."}, "GET", "/queues/q/partitions/p/transactions/%2E%2E"},
+		{queengate.RouteMessage, []string{"0123-5"}, "GET", "/messages/0123-5"},
+	} {
+		method, path := queengate.Path(c.route, c.values...)
+		if method != c.method || path != c.path {
+			t.Errorf("Path(%q, %q) = %s %s, want %s %s", c.route, c.values, method, path, c.method, c.path)
+		}
+	}
+	if queengate.APIPush.Route() != "" || len(queengate.APIMessageGet.HTTP()) != 2 {
+		t.Errorf("push has route %q, message get %q: want none, and two", queengate.APIPush.Route(), queengate.APIMessageGet.HTTP())
+	}
+}

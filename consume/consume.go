@@ -185,25 +185,25 @@ func (c *Consumers) groupOperations() []gateway.Endpoint {
 	return []gateway.Endpoint{
 		{Name: "consume-groups", API: queengate.APIGroups, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
 			return c.groups(ctx, req.Subject[strings.LastIndexByte(req.Subject, '.')+1:], req.Data)
-		}, HTTP: []gateway.HTTPForm{{Route: "GET /queues/{queue}/groups", Op: c.groupsQuery}}},
+		}, HTTP: []gateway.HTTPForm{{Route: queengate.APIGroups.Route(), Op: c.groupsQuery}}},
 		{Name: "consume-delete", API: queengate.APIGroupDelete, Admin: true, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
 			queue, group := gateway.LastTwoTokens(req.Subject)
 			return c.deleteGroup(ctx, queue, group, req.Data)
-		}, HTTP: groupRoute("DELETE /queues/{queue}/groups/{group}", c.deleteGroup)},
+		}, HTTP: groupRoute(queengate.APIGroupDelete.Route(), c.deleteGroup)},
 		{Name: "consume-create", API: queengate.APIGroupCreate, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
 			queue, group := gateway.LastTwoTokens(req.Subject)
 			return c.createGroup(ctx, queue, group, req.Data)
-		}, HTTP: groupRoute("PUT /queues/{queue}/groups/{group}", c.createGroup)},
+		}, HTTP: groupRoute(queengate.APIGroupCreate.Route(), c.createGroup)},
 		{Name: "consume-seek", API: queengate.APIGroupSeek, Admin: true, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
 			queue, group := gateway.LastTwoTokens(req.Subject)
 			return c.seekGroup(ctx, queue, group, req.Data)
-		}, HTTP: groupRoute("POST /queues/{queue}/groups/{group}/seek", c.seekGroup)},
+		}, HTTP: groupRoute(queengate.APIGroupSeek.Route(), c.seekGroup)},
 		{Name: "queues-delete", API: queengate.APIQueueDelete, Admin: true, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
 			return c.deleteQueue(ctx, req.Subject[strings.LastIndexByte(req.Subject, '.')+1:], req.Data)
-		}, HTTP: queueRoute("DELETE /queues/{queue}", c.deleteQueue)},
+		}, HTTP: queueRoute(queengate.APIQueueDelete.Route(), c.deleteQueue)},
 		{Name: "queues-purge", API: queengate.APIQueuePurge, Admin: true, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
 			return c.purgeQueue(ctx, req.Subject[strings.LastIndexByte(req.Subject, '.')+1:], req.Data)
-		}, HTTP: queueRoute("POST /queues/{queue}/purge", c.purgeQueue)},
+		}, HTTP: queueRoute(queengate.APIQueuePurge.Route(), c.purgeQueue)},
 	}
 }
 

@@ -412,7 +412,7 @@ func (o *Ops) queueOperations(s queengate.Subjects) []gateway.Endpoint {
 	return []gateway.Endpoint{
 		{Name: "configure", API: queengate.APIConfigure, Admin: true, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
 			return o.Configure(ctx, req.Data)
-		}, HTTP: []gateway.HTTPForm{{Route: "POST /configure", Op: func(r *http.Request, body []byte) (any, *queengate.Error) {
+		}, HTTP: []gateway.HTTPForm{{Route: queengate.APIConfigure.Route(), Op: func(r *http.Request, body []byte) (any, *queengate.Error) {
 			return o.Configure(r.Context(), body)
 		}}}},
 		{Name: "queues-list", API: queengate.APIQueuesList, Admin: true, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
@@ -421,7 +421,7 @@ func (o *Ops) queueOperations(s queengate.Subjects) []gateway.Endpoint {
 				return nil, werr
 			}
 			return o.ListQueues(ctx, from)
-		}, HTTP: []gateway.HTTPForm{{Route: "GET /queues", Op: func(r *http.Request, _ []byte) (any, *queengate.Error) {
+		}, HTTP: []gateway.HTTPForm{{Route: queengate.APIQueuesList.Route(), Op: func(r *http.Request, _ []byte) (any, *queengate.Error) {
 			from, werr := fromQuery(r.URL.Query(), "/queues")
 			if werr != nil {
 				return nil, werr
@@ -434,7 +434,7 @@ func (o *Ops) queueOperations(s queengate.Subjects) []gateway.Endpoint {
 				return nil, werr
 			}
 			return o.GetQueue(ctx, req.Subject[strings.LastIndexByte(req.Subject, '.')+1:], from)
-		}, HTTP: []gateway.HTTPForm{{Route: "GET /queues/{queue}", Op: func(r *http.Request, _ []byte) (any, *queengate.Error) {
+		}, HTTP: []gateway.HTTPForm{{Route: queengate.APIQueuesGet.Route(), Op: func(r *http.Request, _ []byte) (any, *queengate.Error) {
 			from, werr := fromQuery(r.URL.Query(), "/queues/<queue>")
 			if werr != nil {
 				return nil, werr
@@ -443,7 +443,7 @@ func (o *Ops) queueOperations(s queengate.Subjects) []gateway.Endpoint {
 		}}}},
 		{Name: "status", API: queengate.APIStatus, Admin: true, AnswerOnly: true, Op: func(ctx context.Context, _ *gateway.Request) (any, *queengate.Error) {
 			return o.Status(ctx)
-		}, HTTP: []gateway.HTTPForm{{Route: "GET /status", Op: func(r *http.Request, _ []byte) (any, *queengate.Error) {
+		}, HTTP: []gateway.HTTPForm{{Route: queengate.APIStatus.Route(), Op: func(r *http.Request, _ []byte) (any, *queengate.Error) {
 			return o.Status(r.Context())
 		}}}},
 		{Name: "overview", API: queengate.APIOverview, Admin: true, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
@@ -452,7 +452,7 @@ func (o *Ops) queueOperations(s queengate.Subjects) []gateway.Endpoint {
 				return nil, werr
 			}
 			return o.Overview(ctx, from)
-		}, HTTP: []gateway.HTTPForm{{Route: "GET /overview", Op: func(r *http.Request, _ []byte) (any, *queengate.Error) {
+		}, HTTP: []gateway.HTTPForm{{Route: queengate.APIOverview.Route(), Op: func(r *http.Request, _ []byte) (any, *queengate.Error) {
 			from, werr := fromQuery(r.URL.Query(), "/overview")
 			if werr != nil {
 				return nil, werr
@@ -468,18 +468,18 @@ func (o *Ops) messageOperations(s queengate.Subjects) []gateway.Endpoint {
 		{Name: "read", API: queengate.APIRead, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
 			queue, partition := gateway.LastTwoTokens(req.Subject)
 			return o.Read(ctx, queue, partition, req.Data)
-		}, HTTP: []gateway.HTTPForm{{Route: "GET /queues/{queue}/partitions/{partition}/messages", Op: func(r *http.Request, _ []byte) (any, *queengate.Error) {
+		}, HTTP: []gateway.HTTPForm{{Route: queengate.APIRead.Route(), Op: func(r *http.Request, _ []byte) (any, *queengate.Error) {
 			return o.ReadQuery(r.Context(), r.PathValue("queue"), r.PathValue("partition"), r.URL.Query())
 		}}}},
 		// A messageId names no queue in the subject: NATS cannot scope it.
 		{Name: "message-get", API: queengate.APIMessageGet, Admin: true, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
 			return o.GetMessage(ctx, req.Data)
-		}, HTTP: []gateway.HTTPForm{{Route: "GET /queues/{queue}/partitions/{partition}/transactions/{transactionId}", Op: func(r *http.Request, _ []byte) (any, *queengate.Error) {
+		}, HTTP: []gateway.HTTPForm{{Route: queengate.RouteTransaction, Op: func(r *http.Request, _ []byte) (any, *queengate.Error) {
 			if werr := gateway.NoParameters(r); werr != nil {
 				return nil, werr
 			}
 			return o.MessageByTxn(r.Context(), r.PathValue("queue"), r.PathValue("partition"), r.PathValue("transactionId"))
-		}}, {Route: "GET /messages/{messageId}", Op: func(r *http.Request, _ []byte) (any, *queengate.Error) {
+		}}, {Route: queengate.RouteMessage, Op: func(r *http.Request, _ []byte) (any, *queengate.Error) {
 			if werr := gateway.NoParameters(r); werr != nil {
 				return nil, werr
 			}
@@ -488,17 +488,17 @@ func (o *Ops) messageOperations(s queengate.Subjects) []gateway.Endpoint {
 		{Name: "explain", API: queengate.APIExplain, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
 			queue, partition := gateway.LastTwoTokens(req.Subject)
 			return o.Explain(ctx, queue, partition, req.Data)
-		}, HTTP: []gateway.HTTPForm{{Route: "GET /queues/{queue}/partitions/{partition}/explain", Op: func(r *http.Request, _ []byte) (any, *queengate.Error) {
+		}, HTTP: []gateway.HTTPForm{{Route: queengate.APIExplain.Route(), Op: func(r *http.Request, _ []byte) (any, *queengate.Error) {
 			return o.ExplainQuery(r.Context(), r.PathValue("queue"), r.PathValue("partition"), r.URL.Query())
 		}}}},
 		{Name: "dlq-list", API: queengate.APIDLQList, Admin: true, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
 			return o.ListDeadLetters(ctx, req.Subject[strings.LastIndexByte(req.Subject, '.')+1:], req.Data)
-		}, HTTP: []gateway.HTTPForm{{Route: "POST /queues/{queue}/dlq/list", Op: func(r *http.Request, body []byte) (any, *queengate.Error) {
+		}, HTTP: []gateway.HTTPForm{{Route: queengate.APIDLQList.Route(), Op: func(r *http.Request, body []byte) (any, *queengate.Error) {
 			return o.ListDeadLetters(r.Context(), r.PathValue("queue"), body)
 		}}}},
 		{Name: "dlq-redrive", API: queengate.APIDLQRedrive, Admin: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
 			return o.Redrive(ctx, req.Subject[strings.LastIndexByte(req.Subject, '.')+1:], req.Data)
-		}, HTTP: []gateway.HTTPForm{{Route: "POST /queues/{queue}/dlq/redrive", Op: func(r *http.Request, body []byte) (any, *queengate.Error) {
+		}, HTTP: []gateway.HTTPForm{{Route: queengate.APIDLQRedrive.Route(), Op: func(r *http.Request, body []byte) (any, *queengate.Error) {
 			return o.Redrive(r.Context(), r.PathValue("queue"), body)
 		}}}},
 	}

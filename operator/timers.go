@@ -320,7 +320,7 @@ func (t *TimerOps) Operations(prefix string, nc *nats.Conn) []gateway.Endpoint {
 		}},
 		{Name: "timer-list", API: queengate.APITimerList, MisshapenOnly: []string{}, Admin: true, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
 			return t.listNATS(ctx, req.Data)
-		}, HTTP: []gateway.HTTPForm{{Route: "GET /timers", Op: func(r *http.Request, _ []byte) (any, *queengate.Error) {
+		}, HTTP: []gateway.HTTPForm{{Route: queengate.APITimerList.Route(), Op: func(r *http.Request, _ []byte) (any, *queengate.Error) {
 			req, werr := timerListQuery(r.URL.Query())
 			if werr != nil {
 				return nil, werr

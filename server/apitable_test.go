@@ -32,8 +32,9 @@ func endpointSets(prefix string) []gateway.Endpoint {
 
 // TestEveryAPIHasOneEndpointAndARow: each API a client calls is served by
 // exactly one endpoint, every endpoint serves an API of subjects.go
-// (none spells its subject by hand), and each is documented under its
-// template in docs/protocol.md or docs/admin-api.md.
+// (none spells its subject by hand) on the HTTP routes subjects.go gives
+// it, and each is documented under its template in docs/protocol.md or
+// docs/admin-api.md.
 func TestEveryAPIHasOneEndpointAndARow(t *testing.T) {
 	t.Parallel()
 	var docs strings.Builder
@@ -57,7 +58,13 @@ func TestTheAPITableCheckCatchesPlantedFaults(t *testing.T) {
 	read, explain := queengate.APIRead, queengate.APIExplain
 	docs := read.Template("queen") + " " + explain.Template("queen")
 	s := queengate.Subjects{Prefix: "queen"}
-	one := func(a queengate.API) gateway.Endpoint { return gateway.Endpoint{Name: a.Verb, API: a} }
+	one := func(a queengate.API) gateway.Endpoint {
+		e := gateway.Endpoint{Name: a.Verb, API: a}
+		for _, r := range a.HTTP() {
+			e.HTTP = append(e.HTTP, gateway.HTTPForm{Route: r})
+		}
+		return e
+	}
 	agree := gateway.WithSubjects(s, []gateway.Endpoint{one(read), one(explain)})
 	if p := apiTableProblems([]queengate.API{read, explain}, agree, docs); len(p) != 0 {
 		t.Fatalf("an agreeing table: %v", p)
@@ -72,6 +79,8 @@ func TestTheAPITableCheckCatchesPlantedFaults(t *testing.T) {
 		{"two endpoints", gateway.WithSubjects(s, []gateway.Endpoint{one(read), one(explain), one(explain)}), docs, "served by 2"},
 		{"a hand-spelt subject", append(slices.Clone(agree), gateway.Endpoint{Name: "x", Verb: "queen.x"}), docs, "by hand"},
 		{"no row", agree, read.Template("queen"), "queen.explain.<queue>.<partition> has no row"},
+		{"a route of another API", gateway.WithSubjects(s, []gateway.Endpoint{one(read),
+			{Name: "explain", API: explain, HTTP: []gateway.HTTPForm{{Route: queengate.APIStatus.Route()}}}}), docs, "serves the HTTP routes"},
 	} {
 		if p := apiTableProblems([]queengate.API{read, explain}, c.eps, c.docs); !slices.ContainsFunc(p, func(s string) bool { return strings.Contains(s, c.want) }) {
 			t.Errorf("%s: problems %q, want one saying %q", c.name, p, c.want)
@@ -100,6 +109,14 @@ func apiTableProblems(apis []queengate.API, eps []gateway.Endpoint, docs string)
 	for _, e := range eps {
 		if !slices.ContainsFunc(apis, e.API.Equal) || e.Verb != queengate.DefaultPrefix+"."+e.API.Verb {
 			problems = append(problems, fmt.Sprintf("endpoint %s spells its subject %s by hand: give it its API from subjects.go", e.Name, e.Verb))
+		}
+		var routes []string
+		for _, f := range e.HTTP {
+			routes = append(routes, f.Route)
+		}
+		slices.Sort(routes)
+		if !slices.Equal(routes, slices.Sorted(slices.Values(e.API.HTTP()))) {
+			problems = append(problems, fmt.Sprintf("endpoint %s serves the HTTP routes %q; subjects.go gives its API %q", e.Name, routes, e.API.HTTP()))
 		}
 	}
 	return problems

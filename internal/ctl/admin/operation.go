@@ -1,11 +1,10 @@
 package admin
 
 import (
+	"cmp"
 	"encoding/json"
-	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/queengate/queengate"
@@ -19,24 +18,34 @@ type Operation struct {
 	Body         []byte                          // JSON, or nil; over HTTP a GET sends none
 }
 
+// on is the operation of api's HTTP route (route "" for its usual one)
+// filled with values, and its NATS subject.
+func on(api queengate.API, route string, subject func(queengate.Subjects) string, body []byte, values ...string) Operation {
+	method, path := queengate.Path(cmp.Or(route, api.Route()), values...)
+	return Operation{Method: method, Path: path, Subject: subject, Body: body}
+}
+
 func OpConfigure(req queengate.ConfigureRequest) Operation {
 	body, _ := json.Marshal(req) // plain strings and integers: cannot fail
-	return Operation{Method: http.MethodPost, Path: "/configure", Subject: queengate.Subjects.Configure, Body: body}
+	return on(queengate.APIConfigure, "", queengate.Subjects.Configure, body)
 }
 
 // OpListQueues lists the queues from the one named from on ("": the
 // first): a page of the list (docs/admin-api.md).
 func OpListQueues(from string) Operation {
-	path, body := page(from)
-	return Operation{Method: http.MethodGet, Path: "/queues" + path, Subject: queengate.Subjects.QueuesList, Body: body}
+	query, body := page(from)
+	op := on(queengate.APIQueuesList, "", queengate.Subjects.QueuesList, body)
+	op.Path += query
+	return op
 }
 
 // OpGetQueue gets a queue with its partitions from the one named from on
 // ("": the first).
 func OpGetQueue(queue, from string) Operation {
-	path, body := page(from)
-	return Operation{Method: http.MethodGet, Path: "/queues/" + url.PathEscape(queue) + path,
-		Subject: func(s queengate.Subjects) string { return s.QueuesGet(queue) }, Body: body}
+	query, body := page(from)
+	op := on(queengate.APIQueuesGet, "", func(s queengate.Subjects) string { return s.QueuesGet(queue) }, body, queue)
+	op.Path += query
+	return op
 }
 
 // page is a paged list's position from as an HTTP query and a NATS body
@@ -53,22 +62,20 @@ func page(from string) (query string, body []byte) {
 // partitions from the one named from on: the consumer-facing request, so
 // that a consumer allowed only its own queue's subjects can run it.
 func OpGroups(queue, group, from string) Operation {
-	path := "/queues/" + url.PathEscape(queue) + "/groups"
-	var body []byte
+	op := on(queengate.APIGroups, "", func(s queengate.Subjects) string { return s.Groups(queue) }, nil, queue)
 	if group != "" {
 		q := url.Values{"group": {group}}
 		if from != "" {
 			q.Set("from", from)
 		}
-		path += "?" + q.Encode()
-		body, _ = json.Marshal(queengate.GroupsRequest{Group: group, From: from}) // strings: cannot fail
+		op.Path += "?" + q.Encode()
+		op.Body, _ = json.Marshal(queengate.GroupsRequest{Group: group, From: from}) // strings: cannot fail
 	}
-	return Operation{Method: http.MethodGet, Path: path,
-		Subject: func(s queengate.Subjects) string { return s.Groups(queue) }, Body: body}
+	return op
 }
 
 func OpStatus() Operation {
-	return Operation{Method: http.MethodGet, Path: "/status", Subject: queengate.Subjects.Status}
+	return on(queengate.APIStatus, "", queengate.Subjects.Status, nil)
 }
 
 // OpListTimers lists pending timers: queue "" for every queue, limit 0
@@ -90,16 +97,12 @@ func OpListTimers(queue string, limit int, from *queengate.TimerPosition) Operat
 		q.Set("fromTimerId", from.TimerID)
 		req["from"] = from
 	}
-	path := "/timers"
-	if len(q) > 0 {
-		path += "?" + q.Encode()
-	}
 	body, _ := json.Marshal(req) // a string and an integer: cannot fail
-	return Operation{Method: http.MethodGet, Path: path, Subject: queengate.Subjects.TimerList, Body: body}
-}
-
-func partitionPath(queue, partition string) string {
-	return "/queues/" + url.PathEscape(queue) + "/partitions/" + url.PathEscape(partition)
+	op := on(queengate.APITimerList, "", queengate.Subjects.TimerList, body)
+	if len(q) > 0 {
+		op.Path += "?" + q.Encode()
+	}
+	return op
 }
 
 // OpRead reads a partition from an offset.
@@ -112,70 +115,56 @@ func OpRead(queue, partition string, req queengate.ReadRequest) Operation {
 		q.Set("maxBytes", strconv.FormatInt(req.MaxBytes, 10))
 	}
 	body, _ := json.Marshal(req) // integers: cannot fail
-	return Operation{Method: http.MethodGet, Path: partitionPath(queue, partition) + "/messages?" + q.Encode(),
-		Subject: func(s queengate.Subjects) string { return s.Read(queue, partition) }, Body: body}
+	op := on(queengate.APIRead, "", func(s queengate.Subjects) string { return s.Read(queue, partition) }, body, queue, partition)
+	op.Path += "?" + q.Encode()
+	return op
 }
 
 // OpGetMessage fetches one message by its id.
 func OpGetMessage(id string) Operation {
 	body, _ := json.Marshal(queengate.GetRequest{MessageID: id})
-	return Operation{Method: http.MethodGet, Path: "/messages/" + url.PathEscape(id), Subject: queengate.Subjects.MessageGet, Body: body}
+	return on(queengate.APIMessageGet, queengate.RouteMessage, queengate.Subjects.MessageGet, body, id)
 }
 
 // OpGetTransaction fetches the message a transactionId names.
 func OpGetTransaction(queue, partition, txnID string) Operation {
 	body, _ := json.Marshal(queengate.GetRequest{Queue: queue, Partition: partition, TransactionID: txnID})
-	return Operation{Method: http.MethodGet, Path: partitionPath(queue, partition) + "/transactions/" + pathSegment(txnID),
-		Subject: queengate.Subjects.MessageGet, Body: body}
-}
-
-// pathSegment escapes s as one path segment. A segment of "." or ".."
-// is escaped whole: as it is, the path would name another one (the
-// gateway refuses such a path).
-func pathSegment(s string) string {
-	if s == "." || s == ".." {
-		return strings.ReplaceAll(s, ".", "%2E")
-	}
-	return url.PathEscape(s)
+	return on(queengate.APIMessageGet, queengate.RouteTransaction, queengate.Subjects.MessageGet, body, queue, partition, txnID)
 }
 
 // OpExplain explains a transactionId's verdict.
 func OpExplain(queue, partition, txnID string) Operation {
 	body, _ := json.Marshal(queengate.ExplainRequest{TransactionID: txnID})
-	return Operation{Method: http.MethodGet, Path: partitionPath(queue, partition) + "/explain?" + url.Values{"transactionId": {txnID}}.Encode(),
-		Subject: func(s queengate.Subjects) string { return s.Explain(queue, partition) }, Body: body}
+	op := on(queengate.APIExplain, "", func(s queengate.Subjects) string { return s.Explain(queue, partition) }, body, queue, partition)
+	op.Path += "?" + url.Values{"transactionId": {txnID}}.Encode()
+	return op
 }
 
 func OpDeleteGroup(queue, group string) Operation {
-	return Operation{Method: http.MethodDelete, Path: "/queues/" + url.PathEscape(queue) + "/groups/" + url.PathEscape(group),
-		Subject: func(s queengate.Subjects) string { return s.GroupDelete(queue, group) }}
+	return on(queengate.APIGroupDelete, "", func(s queengate.Subjects) string { return s.GroupDelete(queue, group) }, nil, queue, group)
 }
 
 func OpDLQ(verb, queue string, req queengate.DeadLettersRequest) Operation {
 	body, _ := json.Marshal(req) // strings and integers: cannot fail
-	subject := queengate.Subjects.DLQList
+	api, subject := queengate.APIDLQList, queengate.Subjects.DLQList
 	if verb == "redrive" {
-		subject = queengate.Subjects.DLQRedrive
+		api, subject = queengate.APIDLQRedrive, queengate.Subjects.DLQRedrive
 	}
-	return Operation{Method: http.MethodPost, Path: "/queues/" + url.PathEscape(queue) + "/dlq/" + verb,
-		Subject: func(s queengate.Subjects) string { return subject(s, queue) }, Body: body}
+	return on(api, "", func(s queengate.Subjects) string { return subject(s, queue) }, body, queue)
 }
 
 func OpCreateGroup(queue, group string, req queengate.GroupCreateRequest) Operation {
 	body, _ := json.Marshal(req) // strings, numbers and a time: cannot fail
-	return Operation{Method: http.MethodPut, Path: "/queues/" + url.PathEscape(queue) + "/groups/" + url.PathEscape(group), Body: body,
-		Subject: func(s queengate.Subjects) string { return s.GroupCreate(queue, group) }}
+	return on(queengate.APIGroupCreate, "", func(s queengate.Subjects) string { return s.GroupCreate(queue, group) }, body, queue, group)
 }
 
 func OpSeekGroup(queue, group string, req queengate.GroupSeekRequest) Operation {
 	body, _ := json.Marshal(req) // strings, numbers and a time: cannot fail
-	return Operation{Method: http.MethodPost, Path: "/queues/" + url.PathEscape(queue) + "/groups/" + url.PathEscape(group) + "/seek", Body: body,
-		Subject: func(s queengate.Subjects) string { return s.GroupSeek(queue, group) }}
+	return on(queengate.APIGroupSeek, "", func(s queengate.Subjects) string { return s.GroupSeek(queue, group) }, body, queue, group)
 }
 
 func OpDeleteQueue(queue string) Operation {
-	return Operation{Method: http.MethodDelete, Path: "/queues/" + url.PathEscape(queue),
-		Subject: func(s queengate.Subjects) string { return s.QueueDelete(queue) }}
+	return on(queengate.APIQueueDelete, "", func(s queengate.Subjects) string { return s.QueueDelete(queue) }, nil, queue)
 }
 
 func OpPurgeQueue(queue, partition string) Operation {
@@ -183,6 +172,5 @@ func OpPurgeQueue(queue, partition string) Operation {
 	if partition != "" {
 		body, _ = json.Marshal(queengate.QueuePurgeRequest{Partition: partition}) // a string: cannot fail
 	}
-	return Operation{Method: http.MethodPost, Path: "/queues/" + url.PathEscape(queue) + "/purge", Body: body,
-		Subject: func(s queengate.Subjects) string { return s.QueuePurge(queue) }}
+	return on(queengate.APIQueuePurge, "", func(s queengate.Subjects) string { return s.QueuePurge(queue) }, body, queue)
 }
