@@ -169,6 +169,13 @@ type Subjects struct{ Prefix string }
 // gateway subscribes under, and the start of every subject of a.
 func (s Subjects) Verb(a API) string { return s.Prefix + "." + a.Verb }
 
+// Wildcard is every subject of a's shape, one wildcard a name:
+// <prefix>.read.*.* (what a subscription or a mapping's source takes).
+func (s Subjects) Wildcard(a API) string { return s.Verb(a) + strings.Repeat(".*", len(a.Names)) }
+
+// Under is every subject under a's verb, of any shape: <prefix>.push.>.
+func (s Subjects) Under(a API) string { return s.Verb(a) + ".>" }
+
 func (s Subjects) with1(a API, name string) string { return s.Prefix + "." + a.Verb + "." + name }
 
 func (s Subjects) with2(a API, first, second string) string {

@@ -155,26 +155,25 @@ func (c *Consumers) Operations(prefix string, nc *nats.Conn) []gateway.Endpoint 
 		c.maxPayload = nc.MaxPayload
 	}
 	s := queengate.Subjects{Prefix: prefix}
-	pop := s.Verb(queengate.APIPop)
 	return gateway.WithSubjects(s, append([]gateway.Endpoint{
 		{Name: "consume-pop", API: queengate.APIPop, AnyTokens: true, AnswerOnly: true,
 			ShardVerb: s.Verb(queengate.APIPopShard), Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
-				return c.pop(ctx, strings.TrimPrefix(req.Subject, pop+"."), req.Data)
+				return c.pop(ctx, strings.Join(req.Names, "."), req.Data)
 			}},
 		{Name: "consume-ack", API: queengate.APIConsumeAck, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
-			queue, partition := gateway.LastTwoTokens(req.Subject)
+			queue, partition := req.Names[0], req.Names[1]
 			return c.ack(ctx, queue, partition, req.Data)
 		}},
 		{Name: "consume-ackpush", API: queengate.APIConsumeAckPush, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
-			queue, partition := gateway.LastTwoTokens(req.Subject)
+			queue, partition := req.Names[0], req.Names[1]
 			return c.ackPush(ctx, queue, partition, req.Data)
 		}},
 		{Name: "consume-renew", API: queengate.APIRenew, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
-			queue, partition := gateway.LastTwoTokens(req.Subject)
+			queue, partition := req.Names[0], req.Names[1]
 			return c.lease(ctx, queue, partition, req.Data, true)
 		}},
 		{Name: "consume-release", API: queengate.APIRelease, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
-			queue, partition := gateway.LastTwoTokens(req.Subject)
+			queue, partition := req.Names[0], req.Names[1]
 			return c.lease(ctx, queue, partition, req.Data, false)
 		}},
 	}, c.groupOperations()...))
@@ -184,25 +183,25 @@ func (c *Consumers) Operations(prefix string, nc *nats.Conn) []gateway.Endpoint 
 func (c *Consumers) groupOperations() []gateway.Endpoint {
 	return []gateway.Endpoint{
 		{Name: "consume-groups", API: queengate.APIGroups, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
-			return c.groups(ctx, req.Subject[strings.LastIndexByte(req.Subject, '.')+1:], req.Data)
+			return c.groups(ctx, req.Names[0], req.Data)
 		}, HTTP: []gateway.HTTPForm{{Route: queengate.APIGroups.Route(), Op: c.groupsQuery}}},
 		{Name: "consume-delete", API: queengate.APIGroupDelete, Admin: true, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
-			queue, group := gateway.LastTwoTokens(req.Subject)
+			queue, group := req.Names[0], req.Names[1]
 			return c.deleteGroup(ctx, queue, group, req.Data)
 		}, HTTP: groupRoute(queengate.APIGroupDelete.Route(), c.deleteGroup)},
 		{Name: "consume-create", API: queengate.APIGroupCreate, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
-			queue, group := gateway.LastTwoTokens(req.Subject)
+			queue, group := req.Names[0], req.Names[1]
 			return c.createGroup(ctx, queue, group, req.Data)
 		}, HTTP: groupRoute(queengate.APIGroupCreate.Route(), c.createGroup)},
 		{Name: "consume-seek", API: queengate.APIGroupSeek, Admin: true, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
-			queue, group := gateway.LastTwoTokens(req.Subject)
+			queue, group := req.Names[0], req.Names[1]
 			return c.seekGroup(ctx, queue, group, req.Data)
 		}, HTTP: groupRoute(queengate.APIGroupSeek.Route(), c.seekGroup)},
 		{Name: "queues-delete", API: queengate.APIQueueDelete, Admin: true, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
-			return c.deleteQueue(ctx, req.Subject[strings.LastIndexByte(req.Subject, '.')+1:], req.Data)
+			return c.deleteQueue(ctx, req.Names[0], req.Data)
 		}, HTTP: queueRoute(queengate.APIQueueDelete.Route(), c.deleteQueue)},
 		{Name: "queues-purge", API: queengate.APIQueuePurge, Admin: true, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
-			return c.purgeQueue(ctx, req.Subject[strings.LastIndexByte(req.Subject, '.')+1:], req.Data)
+			return c.purgeQueue(ctx, req.Names[0], req.Data)
 		}, HTTP: queueRoute(queengate.APIQueuePurge.Route(), c.purgeQueue)},
 	}
 }

@@ -22,7 +22,7 @@ func (s echoSet) Endpoints(g *gateway.Gateway) ([]gateway.Endpoint, error) {
 	return []gateway.Endpoint{
 		{Name: "echo", Verb: p + ".echo", Names: []string{"<queue>", "<partition>"}, AnswerOnly: true,
 			Op: func(_ context.Context, req *gateway.Request) (any, *queengate.Error) {
-				queue, partition := gateway.LastTwoTokens(req.Subject)
+				queue, partition := req.Names[0], req.Names[1]
 				return map[string]string{"queue": queue, "partition": partition, "body": string(req.Data)}, nil
 			}},
 		{Name: "echo-operator", Verb: p + ".echoop", Admin: true, AnswerOnly: true,

@@ -194,7 +194,7 @@ func (g *Gateway) Start(ctx context.Context) error {
 	svc := newService(g.nc, ServiceName, g.cfg.Version,
 		"exactly-once ingestion gateway: push to "+queengate.APIPush.Template(g.cfg.Prefix), g.log)
 	svc.observer = g.metrics.requestObserver
-	push := svc.addEndpoint("push", subjects.Verb(queengate.APIPush)+".>", QueueGroup, g.handlePush)
+	push := svc.addEndpoint("push", subjects.Under(queengate.APIPush), QueueGroup, g.handlePush)
 	// The bare verb too, so that it is answered 400 (parsePushSubject)
 	// rather than "no responders".
 	for _, subject := range []string{push.subject, subjects.Verb(queengate.APIPush)} {
@@ -206,7 +206,7 @@ func (g *Gateway) Start(ctx context.Context) error {
 	// than "no responders", which a JetStream client reads as JetStream
 	// not enabled.
 	jsVerb := subjects.Verb(queengate.APIJetStream)
-	js := svc.addEndpoint("jetstream", jsVerb+".*.*", QueueGroup, g.handleJetStream)
+	js := svc.addEndpoint("jetstream", subjects.Wildcard(queengate.APIJetStream), QueueGroup, g.handleJetStream)
 	for _, subject := range []string{js.subject, jsVerb, jsVerb + ".*", jsVerb + ".*.*.>"} {
 		if err := js.subscribe(subject); err != nil {
 			return err
@@ -219,7 +219,7 @@ func (g *Gateway) Start(ctx context.Context) error {
 			e    *endpoint
 			verb queengate.API
 		}{{push, queengate.APIShard}, {js, queengate.APIJetStreamShard}} {
-			if err := sub.e.subscribe(subjects.Verb(sub.verb) + ".>"); err != nil {
+			if err := sub.e.subscribe(subjects.Under(sub.verb)); err != nil {
 				return err
 			}
 		}
@@ -595,13 +595,6 @@ func (m *metrics) requestObserver(endpoint, result string) prometheus.Observer {
 
 func (m *metrics) rejected(code int) { m.rejects.WithLabelValues(strconv.Itoa(code)).Inc() }
 
-// LastTwoTokens are a subject's queue and partition tokens.
-func LastTwoTokens(subject string) (string, string) {
-	i := strings.LastIndexByte(subject, '.')
-	j := strings.LastIndexByte(subject[:i], '.')
-	return subject[j+1 : i], subject[i+1:]
-}
-
 // MaxOperatorBody bounds the body of every operation of the admin API
 // (those with an HTTP form, and the operator requests), on NATS as on
 // HTTP: docs/admin-api.md promises one limit on both transports.
@@ -766,6 +759,9 @@ func (g *Gateway) serveRequest(req *Request, e Endpoint) {
 	if !e.wellShaped(req.Subject) {
 		g.answer(req, nil, wire.BadInput("subject %s: want %s", wire.Clip(req.Subject), e.form()))
 		return
+	}
+	if names, ok := strings.CutPrefix(req.Subject, e.Verb+"."); ok {
+		req.Names = strings.Split(names, ".")
 	}
 	if req.Reply == "" && e.AnswerOnly {
 		// A read or a pop with nobody to receive the answer: refused, the

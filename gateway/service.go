@@ -69,6 +69,10 @@ type endpoint struct {
 // and when it arrived; answering it records the endpoint's figures.
 type Request struct {
 	*nats.Msg
+	// Names are the subject's tokens after the endpoint's verb (its
+	// queue, partition, group…), set before Op is called: no endpoint
+	// parses its subject by hand.
+	Names    []string
 	ep       *endpoint
 	received time.Time
 }

@@ -433,7 +433,7 @@ func (o *Ops) queueOperations(s queengate.Subjects) []gateway.Endpoint {
 			if werr != nil {
 				return nil, werr
 			}
-			return o.GetQueue(ctx, req.Subject[strings.LastIndexByte(req.Subject, '.')+1:], from)
+			return o.GetQueue(ctx, req.Names[0], from)
 		}, HTTP: []gateway.HTTPForm{{Route: queengate.APIQueuesGet.Route(), Op: func(r *http.Request, _ []byte) (any, *queengate.Error) {
 			from, werr := fromQuery(r.URL.Query(), "/queues/<queue>")
 			if werr != nil {
@@ -466,7 +466,7 @@ func (o *Ops) queueOperations(s queengate.Subjects) []gateway.Endpoint {
 func (o *Ops) messageOperations(s queengate.Subjects) []gateway.Endpoint {
 	return []gateway.Endpoint{
 		{Name: "read", API: queengate.APIRead, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
-			queue, partition := gateway.LastTwoTokens(req.Subject)
+			queue, partition := req.Names[0], req.Names[1]
 			return o.Read(ctx, queue, partition, req.Data)
 		}, HTTP: []gateway.HTTPForm{{Route: queengate.APIRead.Route(), Op: func(r *http.Request, _ []byte) (any, *queengate.Error) {
 			return o.ReadQuery(r.Context(), r.PathValue("queue"), r.PathValue("partition"), r.URL.Query())
@@ -486,18 +486,18 @@ func (o *Ops) messageOperations(s queengate.Subjects) []gateway.Endpoint {
 			return o.MessageByID(r.Context(), r.PathValue("messageId"))
 		}}}},
 		{Name: "explain", API: queengate.APIExplain, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
-			queue, partition := gateway.LastTwoTokens(req.Subject)
+			queue, partition := req.Names[0], req.Names[1]
 			return o.Explain(ctx, queue, partition, req.Data)
 		}, HTTP: []gateway.HTTPForm{{Route: queengate.APIExplain.Route(), Op: func(r *http.Request, _ []byte) (any, *queengate.Error) {
 			return o.ExplainQuery(r.Context(), r.PathValue("queue"), r.PathValue("partition"), r.URL.Query())
 		}}}},
 		{Name: "dlq-list", API: queengate.APIDLQList, Admin: true, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
-			return o.ListDeadLetters(ctx, req.Subject[strings.LastIndexByte(req.Subject, '.')+1:], req.Data)
+			return o.ListDeadLetters(ctx, req.Names[0], req.Data)
 		}, HTTP: []gateway.HTTPForm{{Route: queengate.APIDLQList.Route(), Op: func(r *http.Request, body []byte) (any, *queengate.Error) {
 			return o.ListDeadLetters(r.Context(), r.PathValue("queue"), body)
 		}}}},
 		{Name: "dlq-redrive", API: queengate.APIDLQRedrive, Admin: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
-			return o.Redrive(ctx, req.Subject[strings.LastIndexByte(req.Subject, '.')+1:], req.Data)
+			return o.Redrive(ctx, req.Names[0], req.Data)
 		}, HTTP: []gateway.HTTPForm{{Route: queengate.APIDLQRedrive.Route(), Op: func(r *http.Request, body []byte) (any, *queengate.Error) {
 			return o.Redrive(r.Context(), r.PathValue("queue"), body)
 		}}}},

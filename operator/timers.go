@@ -95,16 +95,6 @@ func decodeDelay(raw []byte) (time.Duration, *queengate.Error) {
 	return time.Duration(ms) * time.Millisecond, nil
 }
 
-// parseTimerSubject splits <prefix>.timer.<queue>.<partition>.
-func parseTimerSubject(prefix, subject string) (queue, partition string, werr *queengate.Error) {
-	rest, ok := strings.CutPrefix(subject, queengate.Subjects{Prefix: prefix}.Verb(queengate.APITimer)+".")
-	parts := strings.Split(rest, ".")
-	if !ok || len(parts) != 2 {
-		return "", "", wire.BadInput("timer subject %q: want %s", subject, queengate.APITimer.Template(prefix))
-	}
-	return parts[0], parts[1], gateway.ValidPlace(parts[0], parts[1])
-}
-
 // TimerOps serves timers over NATS and lists them over HTTP.
 type TimerOps struct {
 	svc *timers.Service
@@ -116,9 +106,8 @@ func NewTimerOps(svc *timers.Service, ops *Ops) *TimerOps { return &TimerOps{svc
 
 // schedule stores a timer; its message is bounded as a push's is, by the
 // connection's maxPayload.
-func (t *TimerOps) schedule(ctx context.Context, prefix, subject string, body []byte, maxPayload int64) (any, *queengate.Error) {
-	queue, partition, werr := parseTimerSubject(prefix, subject)
-	if werr != nil {
+func (t *TimerOps) schedule(ctx context.Context, queue, partition string, body []byte, maxPayload int64) (any, *queengate.Error) {
+	if werr := gateway.ValidPlace(queue, partition); werr != nil {
 		return nil, werr
 	}
 	r, werr := decodeTimer(body, time.Now())
@@ -329,7 +318,7 @@ func (t *TimerOps) Operations(prefix string, nc *nats.Conn) []gateway.Endpoint {
 		}}}},
 		{Name: "timer-schedule", API: queengate.APITimer,
 			MisshapenOnly: []string{timer, timer + ".*.*.>"}, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
-				return t.schedule(ctx, prefix, req.Subject, req.Data, nc.MaxPayload())
+				return t.schedule(ctx, req.Names[0], req.Names[1], req.Data, nc.MaxPayload())
 			}},
 	})
 }

@@ -57,8 +57,7 @@ func probeMapping(nc *nats.Conn, prefix string, shards int, timeout time.Duratio
 		}
 	}
 	s := queengate.Subjects{Prefix: prefix}
-	probe := s.Verb(queengate.APIProbe)
-	for _, subject := range []string{probe + ".*", s.Verb(queengate.APIShard) + ".*." + queengate.ProbeQueue + ".*"} {
+	for _, subject := range []string{s.Wildcard(queengate.APIProbe), s.Verb(queengate.APIShard) + ".*." + queengate.ProbeQueue + ".*"} {
 		sub, err := nc.Subscribe(subject, collect)
 		if err != nil {
 			return mappingUnknown, fmt.Errorf("gateway: probe the push mapping: %w", err)
@@ -70,7 +69,7 @@ func probeMapping(nc *nats.Conn, prefix string, shards int, timeout time.Duratio
 		return mappingUnknown, nil
 	}
 	for i := range probeCount {
-		if err := nc.Publish(probe+"."+nonce+strconv.Itoa(i), nil); err != nil {
+		if err := nc.Publish(s.Verb(queengate.APIProbe)+"."+nonce+strconv.Itoa(i), nil); err != nil {
 			return mappingUnknown, nil
 		}
 	}

@@ -72,9 +72,9 @@ func ShardMappings(prefix string, n int) map[string]string {
 	s := queengate.Subjects{Prefix: prefix}
 	push, shard := s.Verb(queengate.APIPush), s.Verb(queengate.APIShard)
 	return map[string]string{
-		push + ".*.*": fmt.Sprintf("%s.{{partition(%d,1,2)}}.{{wildcard(1)}}.{{wildcard(2)}}", shard, n),
-		push + ".*":   fmt.Sprintf("%s.{{partition(%d,1)}}.{{wildcard(1)}}", shard, n),
-		s.Verb(queengate.APIJetStream) + ".*.*": fmt.Sprintf("%s.{{partition(%d,1,2)}}.{{wildcard(1)}}.{{wildcard(2)}}",
+		s.Wildcard(queengate.APIPush): fmt.Sprintf("%s.{{partition(%d,1,2)}}.{{wildcard(1)}}.{{wildcard(2)}}", shard, n),
+		push + ".*":                   fmt.Sprintf("%s.{{partition(%d,1)}}.{{wildcard(1)}}", shard, n), // the Default partition's form
+		s.Wildcard(queengate.APIJetStream): fmt.Sprintf("%s.{{partition(%d,1,2)}}.{{wildcard(1)}}.{{wildcard(2)}}",
 			s.Verb(queengate.APIJetStreamShard), n),
 	}
 }
