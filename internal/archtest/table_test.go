@@ -293,3 +293,37 @@ func TestPackageNamesUseTheProjectsWords(t *testing.T) {
 		}
 	}
 }
+
+// jsonTagExceptions are the JSON names of formats not ours: JetStream's
+// error answer, and the log fields a verifier reads (zerolog's style).
+var jsonTagExceptions = []string{"err_code", "message_ids"}
+
+// TestJSONNamesAreCamelCase: every JSON name our structs give (the wire,
+// and the tools' reports) is camelCase, as docs/protocol.md's are.
+func TestJSONNamesAreCamelCase(t *testing.T) {
+	t.Parallel()
+	tag := regexp.MustCompile("json:\"([^\",]+)")
+	err := filepath.WalkDir("../..", func(path string, d os.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case d.IsDir() && (d.Name() == "node_modules" || strings.HasPrefix(d.Name(), ".")) && path != "../..":
+			return filepath.SkipDir
+		case d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go"):
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range tag.FindAllStringSubmatch(string(src), -1) {
+			if strings.Contains(m[1], "_") && !slices.Contains(jsonTagExceptions, m[1]) {
+				t.Errorf("%s: JSON name %q: write it camelCase", path, m[1])
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -211,14 +211,14 @@ type Result struct {
 	Round    int           `json:"round"`
 	Messages int64         `json:"messages"` // answered (all statuses)
 	Requests int64         `json:"requests"`
-	Elapsed  time.Duration `json:"elapsed_ns"`
+	Elapsed  time.Duration `json:"elapsedNs"`
 	// Throughput is answered messages per second.
-	Throughput float64 `json:"msg_per_s"`
+	Throughput float64 `json:"msgPerSecond"`
 	// Request latency percentiles.
-	P50 time.Duration `json:"p50_ns"`
-	P90 time.Duration `json:"p90_ns"`
-	P99 time.Duration `json:"p99_ns"`
-	Max time.Duration `json:"max_ns"`
+	P50 time.Duration `json:"p50Ns"`
+	P90 time.Duration `json:"p90Ns"`
+	P99 time.Duration `json:"p99Ns"`
+	Max time.Duration `json:"maxNs"`
 	// Answers by status.
 	Queued    int64 `json:"queued"`
 	Duplicate int64 `json:"duplicate"`
@@ -227,34 +227,34 @@ type Result struct {
 	// transactionId) pairs sent and answered not failed; Violations counts
 	// ids queued more than once, and ids answered duplicate that were never
 	// answered queued. Every run must report zero.
-	DistinctIDs int64 `json:"distinct_ids"`
+	DistinctIDs int64 `json:"distinctIds"`
 	Violations  int64 `json:"violations"`
 	// CPUSecondsPerMillion is server CPU seconds per million messages.
-	CPUSecondsPerMillion float64 `json:"cpu_s_per_million"`
+	CPUSecondsPerMillion float64 `json:"cpuSecondsPerMillion"`
 	// AutovacuumCPUPerMillion is the CPU seconds PostgreSQL's automatic
 	// vacuums and analyzes reported during the run, per million messages
 	// (-1 when queenbench does not run the cluster). Autovacuum lags the
 	// writes: in a comparison, part of one target's may land in the next
 	// one's run; a long single-target run attributes it best.
-	AutovacuumCPUPerMillion float64 `json:"autovacuum_cpu_s_per_million"`
-	PeakRSSBytes            int64   `json:"peak_rss_bytes"`
-	ProbeSkippedShare       float64 `json:"probe_skipped_share"`
-	ProbeNarrowedShare      float64 `json:"probe_narrowed_share"`
-	UnrolledShare           float64 `json:"unrolled_share"`
-	CacheBytesPerHash       float64 `json:"cache_bytes_per_hash"`
-	CacheBytesPerEntry      float64 `json:"cache_bytes_per_entry"`
-	MeanFrame               float64 `json:"mean_frame_messages"`
-	StoredBytesPerMessage   float64 `json:"stored_bytes_per_message"`
+	AutovacuumCPUPerMillion float64 `json:"autovacuumCpuSecondsPerMillion"`
+	PeakRSSBytes            int64   `json:"peakRssBytes"`
+	ProbeSkippedShare       float64 `json:"probeSkippedShare"`
+	ProbeNarrowedShare      float64 `json:"probeNarrowedShare"`
+	UnrolledShare           float64 `json:"unrolledShare"`
+	CacheBytesPerHash       float64 `json:"cacheBytesPerHash"`
+	CacheBytesPerEntry      float64 `json:"cacheBytesPerEntry"`
+	MeanFrame               float64 `json:"meanFrameMessages"`
+	StoredBytesPerMessage   float64 `json:"storedBytesPerMessage"`
 	Hydrations              int64   `json:"hydrations"`
 	Births                  int64   `json:"births"`
 	Fills                   int64   `json:"fills"`
 	Evictions               int64   `json:"evictions"`
-	Suppressed              int64   `json:"suppressed_partitions"`
+	Suppressed              int64   `json:"suppressedPartitions"`
 	// GatewayPeakRSSBytes is the gateways' own peak resident set since
 	// they started (without their NATS server), 0 when unknown.
-	GatewayPeakRSSBytes int64 `json:"gateway_peak_rss_bytes"`
+	GatewayPeakRSSBytes int64 `json:"gatewayPeakRssBytes"`
 	// PartitionsTouched is how many partitions the measured run sent to.
-	PartitionsTouched int64 `json:"partitions_touched"`
+	PartitionsTouched int64 `json:"partitionsTouched"`
 	// Retries are requests sent again after a failure (RetryFailed);
 	// Killed the gateways killed during the run (KillAt).
 	Retries int64 `json:"retries"`
@@ -262,20 +262,20 @@ type Result struct {
 	// MaxGap is the longest a producer went without a successful answer
 	// (from the run's start, or its previous one); FleetGap the longest
 	// no producer had one.
-	MaxGap   time.Duration `json:"max_gap_ns"`
-	FleetGap time.Duration `json:"fleet_gap_ns"`
+	MaxGap   time.Duration `json:"maxGapNs"`
+	FleetGap time.Duration `json:"fleetGapNs"`
 
 	// PrimaryCPUPerMillion and StandbyCPUPerMillion are the CPU seconds
 	// of the PostgreSQL primary's processes and of its standby's per
 	// million messages, with Workload.Replication (0 without). Neither
 	// is in CPUSecondsPerMillion, the target's own.
-	PrimaryCPUPerMillion float64 `json:"primary_cpu_s_per_million,omitempty"`
-	StandbyCPUPerMillion float64 `json:"standby_cpu_s_per_million,omitempty"`
+	PrimaryCPUPerMillion float64 `json:"primaryCpuSecondsPerMillion,omitempty"`
+	StandbyCPUPerMillion float64 `json:"standbyCpuSecondsPerMillion,omitempty"`
 	// PostgresCPUPerMillion is the two together, for every run where
 	// queenbench runs PostgreSQL (--self), -1 otherwise: what the
 	// queengate target costs beyond its own processes. A peer's run
 	// (JetStream) shows the autovacuum that lagged into it.
-	PostgresCPUPerMillion float64 `json:"postgres_cpu_s_per_million"`
+	PostgresCPUPerMillion float64 `json:"postgresCpuSecondsPerMillion"`
 }
 
 // Ratio summarises queengate's throughput relative to a target over the

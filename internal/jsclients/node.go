@@ -30,7 +30,7 @@ type Plan struct {
 // earlier step has its answer.
 type Step struct {
 	Subject      string              `json:"subject"`
-	Data         []byte              `json:"data_b64"`
+	Data         []byte              `json:"dataBase64"`
 	MsgID        string              `json:"msgID,omitempty"`
 	Headers      map[string][]string `json:"headers,omitempty"`
 	ExpectStream string              `json:"expectStream,omitempty"`

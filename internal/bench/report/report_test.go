@@ -647,7 +647,7 @@ func TestReportReplication(t *testing.T) {
 	if err := WriteJSON(&b, r); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`"Replication": "remote_apply"`, `"primary_cpu_s_per_million": 2.5`, `"standby_cpu_s_per_million": 0.375`} {
+	for _, want := range []string{`"Replication": "remote_apply"`, `"primaryCpuSecondsPerMillion": 2.5`, `"standbyCpuSecondsPerMillion": 0.375`} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("JSON without %s", want)
 		}

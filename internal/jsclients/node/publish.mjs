@@ -4,7 +4,7 @@
 //
 // The plan comes on stdin:
 //   {"servers": "nats://127.0.0.1:PORT",
-//    "steps": [{"subject": "...", "data_b64": "...", "msgID": "...",
+//    "steps": [{"subject": "...", "dataBase64": "...", "msgID": "...",
 //               "headers": {"Name": ["v1", ...]}, "expectStream": "...",
 //               "async": false}, ...]}
 //
@@ -86,7 +86,7 @@ async function main() {
   const results = new Array(plan.steps.length);
   const publish = (i) => {
     const step = plan.steps[i];
-    const data = Buffer.from(step.data_b64 ?? "", "base64");
+    const data = Buffer.from(step.dataBase64 ?? "", "base64");
     return js.publish(step.subject, new Uint8Array(data), publishOpts(step)).then(
       (pa) => { results[i] = success(pa); },
       (err) => { results[i] = failure(err); },
