@@ -32,12 +32,14 @@ const (
 	// StatusFailed: not stored by this request (Error says why). Retry
 	// with the same transactionId: if it was stored after all, the retry
 	// answers duplicate. A payload conflict (Conflict) is failed again by
-	// every retry: see [Answer.Retryable].
+	// every retry: see [Result.Retryable].
 	StatusFailed PushStatus = "failed"
 )
 
-// Answer is one message's answer, in the order of the request.
-type Answer struct {
+// Result is one message's result in a push's answer, in the order of
+// the request (docs/design.md, "Words": an answer is what a request gets
+// back; a result is one message's part of it).
+type Result struct {
 	Index         int        `json:"index"`
 	TransactionID string     `json:"transactionId"`
 	Status        PushStatus `json:"status"`
@@ -51,6 +53,11 @@ type Answer struct {
 	// whose onConflict is flag answers duplicate, reject answers failed).
 	Conflict bool `json:"conflict,omitempty"`
 }
+
+// Answer is Result's name before the project's words were fixed.
+//
+// Deprecated: use Result. Answer is removed in the release after next.
+type Answer = Result
 
 // TimerRequest is the body of a timer schedule: fireAt (RFC 3339 with a
 // zone) or delayMs (from when the gateway reads it), not both.
@@ -116,8 +123,8 @@ type TimerView struct {
 	CreatedAt     time.Time `json:"createdAt"`
 }
 
-// Options are a queue's options, always all of them.
-type Options struct {
+// QueueOptions are a queue's options, always all of them.
+type QueueOptions struct {
 	DedupWindowSeconds int    `json:"dedupWindowSeconds"`
 	RetentionSeconds   int    `json:"retentionSeconds"`
 	OnConflict         string `json:"onConflict"` // ignore, flag or reject
@@ -144,6 +151,13 @@ type Options struct {
 	// that kills its consumer is dead-lettered too); 0: none does.
 	MaxUnheardDeliveries int `json:"maxUnheardDeliveries"`
 }
+
+// Options is QueueOptions' name before the project's words were fixed
+// (a client's are Option).
+//
+// Deprecated: use QueueOptions. Options is removed in the release after
+// next.
+type Options = QueueOptions
 
 // ConfigureRequest is the body of a configure: the options it sets
 // (wire names, whole seconds), and Mode "merge" (keep what it omits; the
@@ -189,10 +203,10 @@ func (r ConfigureRequest) MarshalJSON() ([]byte, error) {
 
 // QueueView is a queue's configuration.
 type QueueView struct {
-	Queue     string    `json:"queue"`
-	Options   Options   `json:"options"`
-	CreatedAt time.Time `json:"createdAt"`
-	UpdatedAt time.Time `json:"updatedAt"`
+	Queue     string       `json:"queue"`
+	Options   QueueOptions `json:"options"`
+	CreatedAt time.Time    `json:"createdAt"`
+	UpdatedAt time.Time    `json:"updatedAt"`
 }
 
 // ConfigureAnswer is the whole configuration after a configure.

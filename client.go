@@ -84,12 +84,12 @@ var ErrClosed = errors.New("queengate: client closed")
 // nothing was stored) or a transport error such as nats.ErrNoResponders
 // or a timeout, after which the outcome is unknown: retry with the same
 // transactionIds, and what was stored answers duplicate.
-func (c *Client) Push(ctx context.Context, queue, partition string, msgs ...Message) ([]Answer, error) {
+func (c *Client) Push(ctx context.Context, queue, partition string, msgs ...Message) ([]Result, error) {
 	body, err := pushBody(queue, partition, msgs, false)
 	if err != nil {
 		return nil, err
 	}
-	var answers []Answer
+	var answers []Result
 	if err := c.request(ctx, c.subjects.Push(queue, partition), body, false, &answers); err != nil {
 		return nil, err
 	}
@@ -103,7 +103,7 @@ func (c *Client) Push(ctx context.Context, queue, partition string, msgs ...Mess
 // retry with the same transactionId and data: every failure but a payload
 // conflict, which a retry meets again (docs/protocol.md, "Payload
 // conflicts").
-func (a Answer) Retryable() bool { return a.Status == StatusFailed && !a.Conflict }
+func (a Result) Retryable() bool { return a.Status == StatusFailed && !a.Conflict }
 
 // pushBody validates a push and encodes its body. named requires a
 // transactionId on every message (fire-and-forget answers are matched to
@@ -251,7 +251,7 @@ func replyError(m *nats.Msg) *Error {
 
 // Pending is a fire-and-forget push waiting for its answers.
 type Pending struct {
-	answers chan []Answer
+	answers chan []Result
 	closed  <-chan struct{}
 }
 
@@ -259,7 +259,7 @@ type Pending struct {
 // subject. A push rejected as a whole is answered on the ack subject
 // without transactionIds, so it cannot be matched: Wait then ends with
 // ctx. Publish validates what it can first, so that rarely happens.
-func (p *Pending) Wait(ctx context.Context) ([]Answer, error) {
+func (p *Pending) Wait(ctx context.Context) ([]Result, error) {
 	select {
 	case a := <-p.answers:
 		return a, nil
@@ -304,8 +304,8 @@ func ackKey(msgs []Message) string {
 	return idsKey(msgs, func(m Message) string { return m.TransactionID })
 }
 
-func answersKey(answers []Answer) string {
-	return idsKey(answers, func(a Answer) string { return a.TransactionID })
+func answersKey(answers []Result) string {
+	return idsKey(answers, func(a Result) string { return a.TransactionID })
 }
 
 func idsKey[T any](xs []T, id func(T) string) string {
@@ -350,7 +350,7 @@ func (c *Client) ackListener(subject string) (*ackListener, error) {
 }
 
 func (l *ackListener) expect(key string) *Pending {
-	p := &Pending{answers: make(chan []Answer, 1), closed: l.closed}
+	p := &Pending{answers: make(chan []Result, 1), closed: l.closed}
 	l.mu.Lock()
 	l.waiting[key] = append(l.waiting[key], p)
 	l.mu.Unlock()
@@ -373,7 +373,7 @@ func (l *ackListener) forget(key string, p *Pending) {
 }
 
 func (l *ackListener) deliver(m *nats.Msg) {
-	var answers []Answer
+	var answers []Result
 	if json.Unmarshal(m.Data, &answers) != nil || len(answers) == 0 {
 		return // a rejection as a whole names no transactionIds
 	}

@@ -18,10 +18,10 @@ type OverviewAnswer struct {
 // QueueOverview is what an operator looks at first about a queue: what
 // PostgreSQL holds of it, and what the answering gateway's pushes did.
 type QueueOverview struct {
-	Queue          string  `json:"queue"`
-	Options        Options `json:"options"`
-	Partitions     int     `json:"partitions"`
-	StoredMessages int64   `json:"storedMessages"`
+	Queue          string       `json:"queue"`
+	Options        QueueOptions `json:"options"`
+	Partitions     int          `json:"partitions"`
+	StoredMessages int64        `json:"storedMessages"`
 	// DLQDepth counts the dead letters of the queue not yet redriven.
 	DLQDepth int64 `json:"dlqDepth"`
 	// Delayed counts the messages a delay holds back from its groups

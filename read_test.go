@@ -16,7 +16,7 @@ func TestReadYourWritesAcrossRequests(t *testing.T) {
 	t.Parallel()
 	r := startGateway(t, "")
 	ctx := t.Context()
-	var pushed []queengate.Answer
+	var pushed []queengate.Result
 	for i := range 5 {
 		ans, err := r.client.Push(ctx, r.queue, "p", msg(fmt.Sprint("w-", 2*i), fmt.Sprintf(`{"i":%d}`, 2*i)), msg(fmt.Sprint("w-", 2*i+1), fmt.Sprintf(`[%d]`, 2*i+1)))
 		if err != nil {

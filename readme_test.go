@@ -122,7 +122,7 @@ func TestREADMEWalkShowsWhatItSays(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var answers []queengate.Answer
+			var answers []queengate.Result
 			if err := json.Unmarshal(reply.Data, &answers); err != nil || len(answers) == 0 || string(answers[0].Status) != want {
 				t.Errorf("nats %s %s %s: %s; want %s", p[1], p[2], p[3], reply.Data, want)
 			}

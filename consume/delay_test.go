@@ -77,7 +77,7 @@ func TestTheQueueRetryOptionsAreConfigured(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	g := e.startOpsGateway("", ingest.Config{})
-	configure := func(via string, req queengate.ConfigureRequest) queengate.Options {
+	configure := func(via string, req queengate.ConfigureRequest) queengate.QueueOptions {
 		t.Helper()
 		body, err := json.Marshal(req)
 		if err != nil {

@@ -267,10 +267,10 @@ func TestPushesRacingADeleteLandBeforeOrAfter(t *testing.T) {
 // transactionId each time) from 4 goroutines while act runs, with pushes
 // answered before and after it, and returns every answer by
 // transactionId.
-func pushesDuring(t *testing.T, ctx context.Context, e *testEnv, client *queengate.Client, act func()) map[string]queengate.Answer {
+func pushesDuring(t *testing.T, ctx context.Context, e *testEnv, client *queengate.Client, act func()) map[string]queengate.Result {
 	var (
 		mu      sync.Mutex
-		answers = map[string]queengate.Answer{}
+		answers = map[string]queengate.Result{}
 		wg      sync.WaitGroup
 		stop    = make(chan struct{})
 	)

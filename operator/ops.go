@@ -106,7 +106,7 @@ func (o *Ops) Authorize(header string) *queengate.Error {
 
 func queueView(c model.QueueConfig) queengate.QueueView {
 	return queengate.QueueView{Queue: c.Name, CreatedAt: c.CreatedAt.UTC(), UpdatedAt: c.UpdatedAt.UTC(),
-		Options: queengate.Options{DedupWindowSeconds: c.DedupWindowSeconds, RetentionSeconds: c.RetentionSeconds,
+		Options: queengate.QueueOptions{DedupWindowSeconds: c.DedupWindowSeconds, RetentionSeconds: c.RetentionSeconds,
 			OnConflict: string(c.OnConflict), MaxAttempts: c.MaxAttempts, RetainUntil: string(c.RetainUntil),
 			RetryDelayMs: c.RetryDelayMs, RetryBackoffMs: c.RetryBackoffMs, MaxAckPending: c.MaxAckPending,
 			GroupIdleSeconds: c.GroupIdleSeconds, MaxUnheardDeliveries: c.MaxUnheardDeliveries}}

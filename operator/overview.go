@@ -172,7 +172,7 @@ func (o *Ops) Overview(ctx context.Context, from string) (any, *queengate.Error)
 	if werr != nil {
 		return nil, werr
 	}
-	options := map[string]queengate.Options{}
+	options := map[string]queengate.QueueOptions{}
 	for _, c := range configs {
 		options[c.Name] = queueView(c).Options
 	}
@@ -187,7 +187,7 @@ func (o *Ops) Overview(ctx context.Context, from string) (any, *queengate.Error)
 
 // queueOverview is one queue's entry: its figures, its groups with the
 // most lag, and this gateway's push answers.
-func (o *Ops) queueOverview(f model.QueueFigures, opts queengate.Options) queengate.QueueOverview {
+func (o *Ops) queueOverview(f model.QueueFigures, opts queengate.QueueOptions) queengate.QueueOverview {
 	q := queengate.QueueOverview{Queue: f.Queue, Options: opts, Partitions: f.Partitions, StoredMessages: f.StoredMessages,
 		DLQDepth: f.DLQDepth, Delayed: f.Delayed, GroupCount: len(f.Groups), Groups: []queengate.GroupLagView{}, History: o.rates.history(f.Queue)}
 	groups := slices.Clone(f.Groups)

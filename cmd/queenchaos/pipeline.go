@@ -256,7 +256,7 @@ func pushInputs(ctx context.Context, w *world.World, p pipelineProfile) error {
 	return nil
 }
 
-func anyFailed(answers []queengate.Answer) bool {
+func anyFailed(answers []queengate.Result) bool {
 	for _, a := range answers {
 		if a.Status == queengate.StatusFailed {
 			return true

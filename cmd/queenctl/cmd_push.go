@@ -157,7 +157,7 @@ func sendBatches(ctx context.Context, s *session, nc *admin.NATSClient, subject 
 			}
 			return fmt.Errorf("push: %s: %w (the %d before were answered above)", which, err, start)
 		}
-		var answers []queengate.Answer
+		var answers []queengate.Result
 		if err := output.DecodeAnswer(raw, &answers); err != nil {
 			tw.Flush()
 			return err

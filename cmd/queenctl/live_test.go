@@ -345,8 +345,8 @@ func testConfigure(t *testing.T, tr transport) {
 func testPushAndGet(t *testing.T, tr transport) {
 	// From arguments, with a transactionId: the retry is a duplicate of
 	// the first, with its messageId.
-	first := jsonOf[[]queengate.Answer](t, ctl(t, "", flags(tr.push, "push", "orders", "p1", `{"orderId":1}`, "--txn-id", "order-1", "-o", "json")...))
-	retry := jsonOf[[]queengate.Answer](t, ctl(t, "", flags(tr.push, "push", "orders", "p1", `{"orderId":1}`, "--txn-id", "order-1", "-o", "json")...))
+	first := jsonOf[[]queengate.Result](t, ctl(t, "", flags(tr.push, "push", "orders", "p1", `{"orderId":1}`, "--txn-id", "order-1", "-o", "json")...))
+	retry := jsonOf[[]queengate.Result](t, ctl(t, "", flags(tr.push, "push", "orders", "p1", `{"orderId":1}`, "--txn-id", "order-1", "-o", "json")...))
 	if len(first) != 1 || first[0].Status != "queued" || len(retry) != 1 || retry[0].Status != "duplicate" ||
 		retry[0].MessageID != first[0].MessageID || first[0].MessageID == "" {
 		t.Errorf("first %+v, retry %+v: want queued then duplicate with the same messageId", first, retry)
@@ -378,7 +378,7 @@ func testPushAndGet(t *testing.T, tr transport) {
 `
 	r = ctl(t, lines, flags(tr.push, "push", "orders", "p1", "--envelope", "-o", "json")...)
 	r.expect(t, exitOK)
-	got := jsonOf[[]queengate.Answer](t, r)
+	got := jsonOf[[]queengate.Result](t, r)
 	want := []queengate.PushStatus{"queued", "queued", "duplicate", "duplicate", "queued"}
 	if len(got) != len(want) {
 		t.Fatalf("envelope push: %+v", got)
@@ -427,7 +427,7 @@ func testHeadersAndFiles(t *testing.T, tr transport) {
 	if err := os.WriteFile(path, []byte{0, 1, 2, 0xff}, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	got := jsonOf[[]queengate.Answer](t, ctl(t, "", flags(tr.push, "push", "files", "p", "--file", path, "--txn-id", "blob-1",
+	got := jsonOf[[]queengate.Result](t, ctl(t, "", flags(tr.push, "push", "files", "p", "--file", path, "--txn-id", "blob-1",
 		"--header", "content-type: application/octet-stream", "--header", "x-tag: a", "--header", "x-tag: b", "-o", "json")...))
 	if len(got) != 1 || got[0].Status != "queued" {
 		t.Fatalf("push --file: %+v", got)

@@ -126,7 +126,7 @@ func checkPushReply(t *testing.T, v answerValues) {
 		{Status: model.StatusFailed, PartitionID: pid, Err: errors.New(v.text)},
 		{Status: model.StatusFailed},
 	}
-	want := []queengate.Answer{
+	want := []queengate.Result{
 		{Index: 0, TransactionID: decoded(v.id), Status: queengate.StatusQueued, PartitionID: pid, MessageID: model.MessageID(pid, off), Offset: off},
 		{Index: 1, TransactionID: decoded(v.text), Status: queengate.StatusDuplicate, PartitionID: pid, MessageID: model.MessageID(pid, off+1), Offset: off + 1, Conflict: true},
 		{Index: 2, TransactionID: decoded(v.id), Status: queengate.StatusFailed, PartitionID: pid, Error: decoded(v.text)},

@@ -35,7 +35,7 @@ func TestPushAnswerCutsErrorTextsToFit(t *testing.T) {
 	if len(b) > limit {
 		t.Fatalf("answer of %d bytes, over the %d limit", len(b), limit)
 	}
-	var answers []queengate.Answer
+	var answers []queengate.Result
 	if err := json.Unmarshal(b, &answers); err != nil || len(answers) != len(msgs) {
 		t.Fatalf("answer is not %d entries: %v", len(msgs), err)
 	}
