@@ -183,29 +183,12 @@ func (c Config) withDefaults() Config {
 // DefaultConfig is the configuration zero values take.
 func DefaultConfig() Config { return Config{}.withDefaults() }
 
-// Message is one message of a request.
-type Message struct {
-	// TxnID is the transactionId; the caller mints one when the producer
-	// sent none.
-	TxnID string
-	// Data is the message's data as JSON text; nil stands for null.
-	Data []byte
-	// Meta is its headers and data encoding (model.AppendMeta), nil for
-	// none.
-	Meta []byte
-}
-
-// Result is one message's outcome.
-type Result struct {
-	Status      model.Status
-	PartitionID int64
-	Offset      int64
-	Err         error
-	// Conflict: a duplicate whose data differs from its original's, in a
-	// queue that compares payloads (answered duplicate with flag, failed
-	// with reject).
-	Conflict bool
-}
+// Message and Result are a request's messages and their results, in the
+// words the wire decoder and the gateway share with ingest (model).
+type (
+	Message = model.Message
+	Result  = model.Result
+)
 
 // Request is the messages of one producer's request, for one partition.
 type Request struct {

@@ -243,3 +243,28 @@ func StoredData(d []byte) []byte {
 	}
 	return d
 }
+
+// Message is one message of a push as the gateway takes it, decoded and
+// checked.
+type Message struct {
+	// TxnID is the transactionId; the caller mints one when the producer
+	// sent none.
+	TxnID string
+	// Data is the message's data as JSON text; nil stands for null.
+	Data []byte
+	// Meta is its headers and data encoding (AppendMeta), nil for
+	// none.
+	Meta []byte
+}
+
+// Result is one message's result in a push.
+type Result struct {
+	Status      Status
+	PartitionID int64
+	Offset      int64
+	Err         error
+	// Conflict: a duplicate whose data differs from its original's, in a
+	// queue that compares payloads (answered duplicate with flag, failed
+	// with reject).
+	Conflict bool
+}

@@ -11,7 +11,6 @@ import (
 	"github.com/nats-io/nats.go"
 
 	queengate "github.com/queengate/queengate"
-	"github.com/queengate/queengate/ingest"
 	"github.com/queengate/queengate/model"
 )
 
@@ -239,7 +238,7 @@ func sameMeta(a, b *RawMessage) bool {
 // WithNATSHeaders gives a push's one message the NATS message's own
 // headers (docs/protocol.md, "Headers"): refused beside a body's headers,
 // or for more than one message, where they would be ambiguous.
-func WithNATSHeaders(msgs []ingest.Message, h nats.Header) *queengate.Error {
+func WithNATSHeaders(msgs []model.Message, h nats.Header) *queengate.Error {
 	headers := NATSHeaders(h)
 	if len(headers) == 0 {
 		return nil

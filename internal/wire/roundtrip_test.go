@@ -13,7 +13,6 @@ import (
 	"unicode/utf8"
 
 	queengate "github.com/queengate/queengate"
-	"github.com/queengate/queengate/ingest"
 	"github.com/queengate/queengate/model"
 )
 
@@ -119,8 +118,8 @@ func checkAnswers(t *testing.T, v answerValues) {
 func checkPushReply(t *testing.T, v answerValues) {
 	t.Helper()
 	pid, off := max(v.n&0xffff, 1), v.n&0xffffff
-	msgs := []ingest.Message{{TxnID: v.id}, {TxnID: v.text}, {TxnID: v.id}, {TxnID: v.name}}
-	results := []ingest.Result{
+	msgs := []model.Message{{TxnID: v.id}, {TxnID: v.text}, {TxnID: v.id}, {TxnID: v.name}}
+	results := []model.Result{
 		{Status: model.StatusQueued, PartitionID: pid, Offset: off},
 		{Status: model.StatusDuplicate, PartitionID: pid, Offset: off + 1, Conflict: true},
 		{Status: model.StatusFailed, PartitionID: pid, Err: errors.New(v.text)},
