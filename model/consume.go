@@ -223,15 +223,15 @@ const maxNameBytes = 128
 // it came from, why, and its data as pushed, or DataOmitted when that
 // could not fit in one message (docs/protocol.md, "Dead letters").
 type DeadLetter struct {
-	Queue         string    `json:"queue"`
-	Partition     string    `json:"partition"`
-	Group         string    `json:"group"`
-	MessageID     string    `json:"messageId"`
-	Offset        int64     `json:"offset"`
-	TransactionID string    `json:"transactionId"`
-	CreatedAt     time.Time `json:"createdAt"`
-	Attempts      int       `json:"attempts"`
-	Error         string    `json:"error"`
+	Queue     string    `json:"queue"`
+	Partition string    `json:"partition"`
+	Group     string    `json:"group"`
+	MessageID string    `json:"messageId"`
+	Offset    int64     `json:"offset"`
+	TxnID     string    `json:"transactionId"`
+	CreatedAt time.Time `json:"createdAt"`
+	Attempts  int       `json:"attempts"`
+	Error     string    `json:"error"`
 	// DataOmitted stands for data too large to fit in the dead letter.
 	DataOmitted *OmittedData `json:"dataOmitted,omitempty"`
 	// Headers are the original's headers, as stored (docs/protocol.md,

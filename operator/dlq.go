@@ -142,7 +142,7 @@ func deadLetterView(partition string, d model.PendingDeadLetter) queengate.DeadL
 		size = l.DataOmitted.Bytes
 	}
 	return queengate.DeadLetterView{Partition: partition, DLQOffset: d.Offset, Group: l.Group, MessageID: l.MessageID,
-		Offset: l.Offset, TransactionID: l.TransactionID, CreatedAt: l.CreatedAt.UTC(), Attempts: l.Attempts,
+		Offset: l.Offset, TransactionID: l.TxnID, CreatedAt: l.CreatedAt.UTC(), Attempts: l.Attempts,
 		Error: wire.ClipBytes(l.Error, queengate.MaxListedError), DataBytes: size}
 }
 

@@ -122,7 +122,7 @@ func (t *TimerOps) schedule(ctx context.Context, queue, partition string, body [
 		return nil, gateway.StoreError(err)
 	}
 	return queengate.TimerScheduled{TimerID: s.TimerID, Status: s.Status, FireAt: s.FireAt,
-		TransactionID: s.TransactionID, Existing: s.Existing}, nil
+		TransactionID: s.TxnID, Existing: s.Existing}, nil
 }
 
 var (

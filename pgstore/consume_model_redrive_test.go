@@ -217,7 +217,7 @@ func (b *consumerBundle) checkRedrivenAgainstModel(t *testing.T, m *consumerMode
 	}
 	var offsets []int64
 	for _, p := range listed {
-		if p.Letter.Group != "g" || p.Letter.TransactionID != m.txn[p.Letter.Offset] {
+		if p.Letter.Group != "g" || p.Letter.TxnID != m.txn[p.Letter.Offset] {
 			t.Fatalf("%s: listed dead letter %+v, the model's message there %q", where, p.Letter, m.txn[p.Letter.Offset])
 		}
 		offsets = append(offsets, p.Letter.Offset)

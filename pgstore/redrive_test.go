@@ -197,7 +197,7 @@ func TestAListMakesNoRedriveGroup(t *testing.T) {
 	ctx := context.Background()
 	b := setupConsumer(t, 2)
 	b.deadLetterAll(t, 2)
-	if p, _, _, err := b.store.DeadLetters(ctx, b.queue, "Default", model.DeadLetterFilter{}, 10); err != nil || len(p) != 2 || p[1].Letter.TransactionID != "t1" {
+	if p, _, _, err := b.store.DeadLetters(ctx, b.queue, "Default", model.DeadLetterFilter{}, 10); err != nil || len(p) != 2 || p[1].Letter.TxnID != "t1" {
 		t.Fatalf("list: %+v, %v", p, err)
 	}
 	if _, err := b.store.FindGroup(ctx, model.DeadLetterQueue(b.queue), model.RedriveGroup); !errors.Is(err, model.ErrGroupNotFound) {

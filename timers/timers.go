@@ -119,10 +119,10 @@ func New(store Store, cfg Config, log zerolog.Logger, reg prometheus.Registerer)
 // Scheduled is what a schedule stored (the gateway answers it as
 // queengate.TimerScheduled).
 type Scheduled struct {
-	TimerID       string
-	Status        string // "scheduled"
-	FireAt        time.Time
-	TransactionID string
+	TimerID string
+	Status  string // "scheduled"
+	FireAt  time.Time
+	TxnID   string
 	// Existing: the transactionId was already pending in the partition;
 	// that timer is answered and nothing changed (a retried schedule).
 	Existing bool
@@ -146,7 +146,7 @@ func (s *Service) Schedule(ctx context.Context, queue, partition, txnID string, 
 		s.metrics.scheduled.Inc()
 		s.wake.note(t.FireAt.UnixMilli())
 	}
-	return Scheduled{TimerID: t.ID, Status: "scheduled", FireAt: t.FireAt.UTC(), TransactionID: t.TxnID, Existing: t.Existing}, nil
+	return Scheduled{TimerID: t.ID, Status: "scheduled", FireAt: t.FireAt.UTC(), TxnID: t.TxnID, Existing: t.Existing}, nil
 }
 
 // Cancel answers "cancelled" if the timer was pending, else "absent": no

@@ -84,7 +84,7 @@ func TestScheduleFireIsExactlyOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if past.Status != "scheduled" || past.TransactionID != "past" || len(past.TimerID) != 36 {
+	if past.Status != "scheduled" || past.TxnID != "past" || len(past.TimerID) != 36 {
 		t.Errorf("answer %+v", past)
 	}
 	if _, err := s.Schedule(ctx, e.queue, "p", "soon", nil, nil, time.Now().Add(300*time.Millisecond)); err != nil {

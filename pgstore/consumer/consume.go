@@ -430,7 +430,7 @@ func pushDeadLetters(ctx context.Context, tx pgx.Tx, g model.Group, partition st
 // its data.
 func letterOf(g model.Group, partition string, d model.Delivery) model.DeadLetter {
 	return model.DeadLetter{Queue: g.Queue, Partition: partition, Group: g.Name,
-		MessageID: model.MessageID(d.PartitionID, d.Offset), Offset: d.Offset, TransactionID: d.TxnID,
+		MessageID: model.MessageID(d.PartitionID, d.Offset), Offset: d.Offset, TxnID: d.TxnID,
 		CreatedAt: d.CreatedAt.UTC(), Attempts: d.Attempts, Error: d.LastError,
 		Headers: model.MetaHeadersRaw(d.Meta), DataEncoding: model.DataEncoding(d.Meta)}
 }

@@ -196,7 +196,7 @@ func deadLetterOf(d *string, queue, partition string) (model.DeadLetter, bool) {
 	}
 	_, _, idErr := model.ParseMessageID(letter.MessageID)
 	whole := letter.Data != nil || letter.DataOmitted != nil
-	return letter, letter.Queue == queue && letter.Partition == partition && letter.TransactionID != "" && idErr == nil && whole
+	return letter, letter.Queue == queue && letter.Partition == partition && letter.TxnID != "" && idErr == nil && whole
 }
 
 // withData fills in the data of dead letters that left it out, from the
@@ -208,7 +208,7 @@ func (s *Store) withData(ctx context.Context, pending []model.PendingDeadLetter,
 		if p.Letter.DataOmitted != nil {
 			pid, off, _ := model.ParseMessageID(p.Letter.MessageID) // checked by deadLetterOf
 			m, _, _, err := s.log.MessageAt(ctx, pid, off)
-			if err != nil || m.TxnID != p.Letter.TransactionID {
+			if err != nil || m.TxnID != p.Letter.TxnID {
 				skipped++
 				continue
 			}
@@ -236,7 +236,7 @@ func pushBack(ctx context.Context, tx pgx.Tx, pid int64, pending []model.Pending
 		if string(data) == "null" {
 			data = nil
 		}
-		id, meta := p.Letter.TransactionID, p.Letter.Meta()
+		id, meta := p.Letter.TxnID, p.Letter.Meta()
 		fr.Meta = model.WithMeta(fr.Meta, len(fr.TxnIDs), meta)
 		fr.TxnIDs, fr.Hashes = append(fr.TxnIDs, id), append(fr.Hashes, model.HashTxnID(id))
 		fr.Data, fr.DataHashes = append(fr.Data, data), append(fr.DataHashes, model.HashData(data, meta))
