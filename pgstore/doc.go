@@ -2,7 +2,7 @@
 // embedded migrations, the exact push (probe under the partition row lock,
 // then allocate), bundles of pushes in one transaction, the hydration read
 // for the broker cache, and queue configuration rows. Consumer groups are
-// stored by package pgstore/consumer, whose Store this package's embeds:
+// stored by package pgstore/groups, whose Store this package's embeds:
 // one *Store serves both. What the two share of the SQL wire is in
 // pgstore/internal/pgwire.
 //

@@ -14,7 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/queengate/queengate/model"
-	"github.com/queengate/queengate/pgstore/consumer"
+	"github.com/queengate/queengate/pgstore/groups"
 	"github.com/queengate/queengate/pgstore/internal/pgwire"
 	"github.com/queengate/queengate/pgstore/internal/readpool"
 )
@@ -25,7 +25,7 @@ const sqlstatePartitionNotFound = "QG404"
 
 // Store is the PostgreSQL log. It is safe for concurrent use.
 type Store struct {
-	// groupStore serves the consumer groups (package consumer): pops,
+	// groupStore serves the consumer groups (package groups): pops,
 	// acks, leases, dead letters and redrives, group positions.
 	*groupStore
 	pool *pgxpool.Pool
@@ -43,9 +43,9 @@ type Store struct {
 	epochs epochs
 }
 
-// groupStore names the embedded consumer.Store, so that its field is
+// groupStore names the embedded groups.Store, so that its field is
 // unexported and its methods are Store's.
-type groupStore = consumer.Store
+type groupStore = groups.Store
 
 // Open connects a pool to connString (a PostgreSQL URL or DSN, with pgx's
 // pool_* parameters), and a read pool when an option names one. Close
@@ -123,7 +123,7 @@ func OpenConfig(ctx context.Context, cfg *pgxpool.Config, opts ...Option) (*Stor
 		}
 	}
 	s.pool, s.reads = pool, readpool.New(pool, reads, o.readWait)
-	s.groupStore = consumer.New(pool, s.reads, s, s.maxData, s.undeliverable)
+	s.groupStore = groups.New(pool, s.reads, s, s.maxData, s.undeliverable)
 	return s, nil
 }
 

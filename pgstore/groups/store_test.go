@@ -1,4 +1,4 @@
-package consumer_test
+package groups_test
 
 import (
 	"context"
@@ -11,13 +11,13 @@ import (
 
 	"github.com/queengate/queengate/internal/pgtest"
 	"github.com/queengate/queengate/model"
-	"github.com/queengate/queengate/pgstore/consumer"
+	"github.com/queengate/queengate/pgstore/groups"
 	"github.com/queengate/queengate/pgstore/internal/readpool"
 )
 
 func TestMain(m *testing.M) { pgtest.Run(m) }
 
-// TestAStoreServesGroupsOverThePoolAndLogItIsGiven: a consumer.Store made
+// TestAStoreServesGroupsOverThePoolAndLogItIsGiven: a groups.Store made
 // apart from pgstore's pops what the log stored, acks it, and counts a
 // message too large for its maxData as undeliverable, dead-lettering it.
 func TestAStoreServesGroupsOverThePoolAndLogItIsGiven(t *testing.T) {
@@ -36,7 +36,7 @@ func TestAStoreServesGroupsOverThePoolAndLogItIsGiven(t *testing.T) {
 		t.Fatal(err)
 	}
 	undeliverable := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "undeliverable"}, []string{"queue", "group"})
-	c := consumer.New(st.Pool(), readpool.New(st.Pool(), nil, 0), st, func() int { return 1 << 20 }, undeliverable)
+	c := groups.New(st.Pool(), readpool.New(st.Pool(), nil, 0), st, func() int { return 1 << 20 }, undeliverable)
 	g, err := c.EnsureGroup(ctx, queue, "g")
 	if err != nil {
 		t.Fatal(err)
