@@ -287,7 +287,7 @@ func (c *Client) Publish(ctx context.Context, queue, partition string, msgs ...M
 	if ackPartition == "" {
 		ackPartition = DefaultPartition
 	}
-	l, err := c.ackListener(c.subjects.Ack(queue, ackPartition))
+	l, err := c.ackListener(c.subjects.PushAnswer(queue, ackPartition))
 	if err != nil {
 		return nil, err
 	}

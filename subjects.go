@@ -39,8 +39,16 @@ var (
 	// Pushes; a push to <prefix>.push.<queue> goes to the Default
 	// partition.
 	APIPush = API{"push", queuePartition}
-	// APIAck is where the answers of fire-and-forget pushes go.
-	APIAck = API{"ack", queuePartition}
+	// APIPushAnswer is where the answers of fire-and-forget pushes go
+	// (its wire token is "ack", for history: a consumer's ack is
+	// APIConsumeAck).
+	APIPushAnswer = API{"ack", queuePartition}
+	// APIAck is APIPushAnswer's name before the project's words were
+	// fixed.
+	//
+	// Deprecated: use APIPushAnswer. APIAck is removed in the release
+	// after next.
+	APIAck = APIPushAnswer
 	// APIJetStream takes a JetStream client's publish as it is sent: the
 	// data as the body, Nats-Msg-Id the transactionId, a PubAck the
 	// answer (docs/protocol.md, "JetStream publish").
@@ -155,7 +163,7 @@ func Path(route string, values ...string) (method, path string) {
 
 // APIs are all of the above.
 var APIs = []API{
-	APIPush, APIAck, APIJetStream, APITimer, APITimerCancel, APITimerList,
+	APIPush, APIPushAnswer, APIJetStream, APITimer, APITimerCancel, APITimerList,
 	APIRead, APIMessageGet, APIExplain,
 	APIPop, APIConsumeAck, APIConsumeAckPush, APIRenew, APIRelease, APIGroups, APIGroupCreate, APIGroupSeek, APIGroupDelete,
 	APIConfigure, APIQueuesList, APIQueuesGet, APIStatus, APIOverview, APIDLQList, APIDLQRedrive, APIQueueDelete, APIQueuePurge,
@@ -196,9 +204,16 @@ func (s Subjects) JetStream(queue, partition string) string {
 	return s.with2(APIJetStream, queue, partition)
 }
 
-// Ack is where the answers of fire-and-forget pushes to a partition are
+// PushAnswer is where the answers of fire-and-forget pushes to a partition are
 // published.
-func (s Subjects) Ack(queue, partition string) string { return s.with2(APIAck, queue, partition) }
+func (s Subjects) PushAnswer(queue, partition string) string {
+	return s.with2(APIPushAnswer, queue, partition)
+}
+
+// Ack is PushAnswer's name before the project's words were fixed.
+//
+// Deprecated: use PushAnswer. Ack is removed in the release after next.
+func (s Subjects) Ack(queue, partition string) string { return s.PushAnswer(queue, partition) }
 
 // Timer is the subject that schedules a timer for a partition.
 func (s Subjects) Timer(queue, partition string) string { return s.with2(APITimer, queue, partition) }

@@ -38,7 +38,7 @@ func TestSubjectsFollowTheTable(t *testing.T) {
 		"<queue>", "orders", "<partition>", "eu", "<group>", "billing")
 	for a, got := range map[*queengate.API]string{
 		&queengate.APIPush:           s.Push("orders", "eu"),
-		&queengate.APIAck:            s.Ack("orders", "eu"),
+		&queengate.APIPushAnswer:     s.PushAnswer("orders", "eu"),
 		&queengate.APITimer:          s.Timer("orders", "eu"),
 		&queengate.APITimerCancel:    s.TimerCancel(),
 		&queengate.APITimerList:      s.TimerList(),

@@ -378,7 +378,7 @@ func (g *Gateway) handlePush(req *Request) {
 	// answered there.
 	var ackSubject string
 	if req.Reply == "" {
-		ackSubject = queengate.Subjects{Prefix: g.cfg.Prefix}.Ack(queue, partition)
+		ackSubject = queengate.Subjects{Prefix: g.cfg.Prefix}.PushAnswer(queue, partition)
 	}
 	msgs, werr := wire.DecodePush(req.Data, g.cfg.MaxBatch)
 	if werr == nil {

@@ -15,7 +15,7 @@ import (
 
 // servedByTheGateway are the APIs the gateway serves itself (the push
 // endpoint) or publishes to (push answers), outside the endpoint sets.
-var servedByTheGateway = []queengate.API{queengate.APIPush, queengate.APIAck, queengate.APIJetStream}
+var servedByTheGateway = []queengate.API{queengate.APIPush, queengate.APIPushAnswer, queengate.APIJetStream}
 
 // betweenGateways are the subjects of NATS's mapping and of gateways
 // among themselves: no client calls them, no table documents them.

@@ -171,7 +171,7 @@ func (t *Queengate) Setup(ctx context.Context, w bench.Workload) error {
 	if w.FireAndForget {
 		for _, q := range queues {
 			for _, nc := range t.conns {
-				sub, err := nc.Subscribe(t.subjects.Verb(queengate.APIAck)+"."+q+".>", t.onAck)
+				sub, err := nc.Subscribe(t.subjects.Verb(queengate.APIPushAnswer)+"."+q+".>", t.onAck)
 				if err != nil {
 					return err
 				}
