@@ -409,7 +409,7 @@ func TestCandidatesMatchABruteForceScan(t *testing.T) {
 		off       int64
 		createdMs int64
 	}
-	for round := range 20 {
+	for round := range 10 {
 		e := NewEntry(Hydration{LastOffset: -1, WindowMs: minute})
 		var all []stored
 		// byHash indexes all: the in-window check looks at a query's own

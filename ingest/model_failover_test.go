@@ -27,15 +27,15 @@ import (
 // equal the full probe there, whatever the caches learned of the old
 // log. After each failover the gateways' lost reports together must name
 // exactly the messages they acknowledged that the new primary lacks.
-// QUEEN_MODEL_FAILOVERS (default 3) and QUEEN_MODEL_OPS (default 20,000)
-// make it longer.
+// QUEEN_MODEL_FAILOVERS (default 2) and QUEEN_MODEL_OPS (default 12,000)
+// make it longer (`go tool task test:model`: 10 and 400,000).
 func TestModelFailoverToAnAsyncStandby(t *testing.T) {
 	t.Parallel()
-	failovers := 3
+	failovers := 2
 	if v, err := strconv.Atoi(os.Getenv("QUEEN_MODEL_FAILOVERS")); err == nil {
 		failovers = v
 	}
-	runModelWith(t, 2, failovers, 20_000)
+	runModelWith(t, 2, failovers, 12_000)
 }
 
 // failoverModel drives the failovers of a model run and checks the lost
