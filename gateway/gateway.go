@@ -699,12 +699,10 @@ func (e Endpoint) form() string {
 // routing shard (<ShardVerb>.<k>.<names> was <Verb>.<names>), else
 // subject: Op and the checks see one form.
 func (e Endpoint) unshard(subject string) string {
-	shard, mapped := strings.CutPrefix(subject, e.ShardVerb+".")
-	if e.ShardVerb == "" || !mapped {
-		return subject
+	if names, mapped := shardNames(subject, e.ShardVerb); e.ShardVerb != "" && mapped {
+		return e.Verb + "." + names
 	}
-	_, names, _ := strings.Cut(shard, ".")
-	return e.Verb + "." + names
+	return subject
 }
 
 // wellShaped says whether subject has the endpoint's number of tokens.

@@ -37,10 +37,16 @@ func namesOf(prefix, subject string, api, shard queengate.API) (tokens []string,
 	s := queengate.Subjects{Prefix: prefix}
 	rest, ok := strings.CutPrefix(subject, s.Verb(api)+".")
 	if !ok {
-		mapped, found := strings.CutPrefix(subject, s.Verb(shard)+".")
-		if _, r, cut := strings.Cut(mapped, "."); found && cut {
-			rest, ok = r, true
-		}
+		rest, ok = shardNames(subject, s.Verb(shard))
 	}
 	return strings.Split(rest, "."), ok
+}
+
+// shardNames is what follows <shardVerb>.<k>. in a subject NATS mapped
+// onto routing shard k: the names its requester sent; ok false for any
+// other subject.
+func shardNames(subject, shardVerb string) (names string, ok bool) {
+	mapped, found := strings.CutPrefix(subject, shardVerb+".")
+	_, names, cut := strings.Cut(mapped, ".")
+	return names, found && cut
 }

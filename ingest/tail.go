@@ -79,7 +79,7 @@ func tailMeta(fr *model.Frame, res *model.FrameResult) [][]byte {
 			continue
 		case m == nil:
 			meta = append(meta, nil)
-		case len(m) == len(src) && &m[0] == &src[0]:
+		case model.SharesMeta(m, src):
 			meta = append(meta, copied)
 		default:
 			src, copied = m, bytes.Clone(m)

@@ -121,6 +121,11 @@ func IsBinary(meta []byte) bool {
 	return bytes.HasSuffix(meta, []byte(binaryMember+"}"))
 }
 
+// SharesMeta says a and b are one meta, the same bytes in memory:
+// neighbours repeating their headers share one (wire.DecodePush), which
+// is then sent and kept once.
+func SharesMeta(a, b []byte) bool { return len(a) > 0 && len(a) == len(b) && &a[0] == &b[0] }
+
 // DataEncoding is the dataEncoding member of meta: "base64", or "" for
 // JSON data.
 func DataEncoding(meta []byte) string {

@@ -277,12 +277,11 @@ func metaCount(fr *model.Frame) int32 {
 // sharedMeta says every message of fr has the same meta, the one slice
 // (wire.DecodePush shares a meta its neighbours repeat).
 func sharedMeta(fr *model.Frame) bool {
-	if len(fr.Meta) < 2 || fr.Meta[0] == nil {
+	if len(fr.Meta) < 2 {
 		return false
 	}
-	first := fr.Meta[0]
 	for _, m := range fr.Meta[1:] {
-		if len(m) != len(first) || len(m) == 0 || &m[0] != &first[0] {
+		if !model.SharesMeta(m, fr.Meta[0]) {
 			return false
 		}
 	}
