@@ -1,7 +1,6 @@
 package admin
 
 import (
-	"cmp"
 	"encoding/json"
 	"net/url"
 	"strconv"
@@ -18,23 +17,23 @@ type Operation struct {
 	Body         []byte                          // JSON, or nil; over HTTP a GET sends none
 }
 
-// on is the operation of api's HTTP route (route "" for its usual one)
-// filled with values, and its NATS subject.
-func on(api queengate.API, route string, subject func(queengate.Subjects) string, body []byte, values ...string) Operation {
-	method, path := queengate.Path(cmp.Or(route, api.Route()), values...)
+// on is the operation of an HTTP route of subjects.go filled with
+// values, and its NATS subject.
+func on(route string, subject func(queengate.Subjects) string, body []byte, values ...string) Operation {
+	method, path := queengate.Path(route, values...)
 	return Operation{Method: method, Path: path, Subject: subject, Body: body}
 }
 
 func OpConfigure(req queengate.ConfigureRequest) Operation {
 	body, _ := json.Marshal(req) // plain strings and integers: cannot fail
-	return on(queengate.APIConfigure, "", queengate.Subjects.Configure, body)
+	return on(queengate.APIConfigure.Route(), queengate.Subjects.Configure, body)
 }
 
 // OpListQueues lists the queues from the one named from on ("": the
 // first): a page of the list (docs/admin-api.md).
 func OpListQueues(from string) Operation {
 	query, body := page(from)
-	op := on(queengate.APIQueuesList, "", queengate.Subjects.QueuesList, body)
+	op := on(queengate.APIQueuesList.Route(), queengate.Subjects.QueuesList, body)
 	op.Path += query
 	return op
 }
@@ -43,7 +42,7 @@ func OpListQueues(from string) Operation {
 // ("": the first).
 func OpGetQueue(queue, from string) Operation {
 	query, body := page(from)
-	op := on(queengate.APIQueuesGet, "", func(s queengate.Subjects) string { return s.QueuesGet(queue) }, body, queue)
+	op := on(queengate.APIQueuesGet.Route(), func(s queengate.Subjects) string { return s.QueuesGet(queue) }, body, queue)
 	op.Path += query
 	return op
 }
@@ -62,7 +61,7 @@ func page(from string) (query string, body []byte) {
 // partitions from the one named from on: the consumer-facing request, so
 // that a consumer allowed only its own queue's subjects can run it.
 func OpGroups(queue, group, from string) Operation {
-	op := on(queengate.APIGroups, "", func(s queengate.Subjects) string { return s.Groups(queue) }, nil, queue)
+	op := on(queengate.APIGroups.Route(), func(s queengate.Subjects) string { return s.Groups(queue) }, nil, queue)
 	if group != "" {
 		q := url.Values{"group": {group}}
 		if from != "" {
@@ -75,7 +74,7 @@ func OpGroups(queue, group, from string) Operation {
 }
 
 func OpStatus() Operation {
-	return on(queengate.APIStatus, "", queengate.Subjects.Status, nil)
+	return on(queengate.APIStatus.Route(), queengate.Subjects.Status, nil)
 }
 
 // OpListTimers lists pending timers: queue "" for every queue, limit 0
@@ -98,7 +97,7 @@ func OpListTimers(queue string, limit int, from *queengate.TimerPosition) Operat
 		req["from"] = from
 	}
 	body, _ := json.Marshal(req) // a string and an integer: cannot fail
-	op := on(queengate.APITimerList, "", queengate.Subjects.TimerList, body)
+	op := on(queengate.APITimerList.Route(), queengate.Subjects.TimerList, body)
 	if len(q) > 0 {
 		op.Path += "?" + q.Encode()
 	}
@@ -115,7 +114,7 @@ func OpRead(queue, partition string, req queengate.ReadRequest) Operation {
 		q.Set("maxBytes", strconv.FormatInt(req.MaxBytes, 10))
 	}
 	body, _ := json.Marshal(req) // integers: cannot fail
-	op := on(queengate.APIRead, "", func(s queengate.Subjects) string { return s.Read(queue, partition) }, body, queue, partition)
+	op := on(queengate.APIRead.Route(), func(s queengate.Subjects) string { return s.Read(queue, partition) }, body, queue, partition)
 	op.Path += "?" + q.Encode()
 	return op
 }
@@ -123,25 +122,25 @@ func OpRead(queue, partition string, req queengate.ReadRequest) Operation {
 // OpGetMessage fetches one message by its id.
 func OpGetMessage(id string) Operation {
 	body, _ := json.Marshal(queengate.GetRequest{MessageID: id})
-	return on(queengate.APIMessageGet, queengate.RouteMessage, queengate.Subjects.MessageGet, body, id)
+	return on(queengate.RouteMessage, queengate.Subjects.MessageGet, body, id)
 }
 
 // OpGetTransaction fetches the message a transactionId names.
 func OpGetTransaction(queue, partition, txnID string) Operation {
 	body, _ := json.Marshal(queengate.GetRequest{Queue: queue, Partition: partition, TransactionID: txnID})
-	return on(queengate.APIMessageGet, queengate.RouteTransaction, queengate.Subjects.MessageGet, body, queue, partition, txnID)
+	return on(queengate.RouteTransaction, queengate.Subjects.MessageGet, body, queue, partition, txnID)
 }
 
 // OpExplain explains a transactionId's verdict.
 func OpExplain(queue, partition, txnID string) Operation {
 	body, _ := json.Marshal(queengate.ExplainRequest{TransactionID: txnID})
-	op := on(queengate.APIExplain, "", func(s queengate.Subjects) string { return s.Explain(queue, partition) }, body, queue, partition)
+	op := on(queengate.APIExplain.Route(), func(s queengate.Subjects) string { return s.Explain(queue, partition) }, body, queue, partition)
 	op.Path += "?" + url.Values{"transactionId": {txnID}}.Encode()
 	return op
 }
 
 func OpDeleteGroup(queue, group string) Operation {
-	return on(queengate.APIGroupDelete, "", func(s queengate.Subjects) string { return s.GroupDelete(queue, group) }, nil, queue, group)
+	return on(queengate.APIGroupDelete.Route(), func(s queengate.Subjects) string { return s.GroupDelete(queue, group) }, nil, queue, group)
 }
 
 func OpDLQ(verb, queue string, req queengate.DeadLettersRequest) Operation {
@@ -150,21 +149,21 @@ func OpDLQ(verb, queue string, req queengate.DeadLettersRequest) Operation {
 	if verb == "redrive" {
 		api, subject = queengate.APIDLQRedrive, queengate.Subjects.DLQRedrive
 	}
-	return on(api, "", func(s queengate.Subjects) string { return subject(s, queue) }, body, queue)
+	return on(api.Route(), func(s queengate.Subjects) string { return subject(s, queue) }, body, queue)
 }
 
 func OpCreateGroup(queue, group string, req queengate.GroupCreateRequest) Operation {
 	body, _ := json.Marshal(req) // strings, numbers and a time: cannot fail
-	return on(queengate.APIGroupCreate, "", func(s queengate.Subjects) string { return s.GroupCreate(queue, group) }, body, queue, group)
+	return on(queengate.APIGroupCreate.Route(), func(s queengate.Subjects) string { return s.GroupCreate(queue, group) }, body, queue, group)
 }
 
 func OpSeekGroup(queue, group string, req queengate.GroupSeekRequest) Operation {
 	body, _ := json.Marshal(req) // strings, numbers and a time: cannot fail
-	return on(queengate.APIGroupSeek, "", func(s queengate.Subjects) string { return s.GroupSeek(queue, group) }, body, queue, group)
+	return on(queengate.APIGroupSeek.Route(), func(s queengate.Subjects) string { return s.GroupSeek(queue, group) }, body, queue, group)
 }
 
 func OpDeleteQueue(queue string) Operation {
-	return on(queengate.APIQueueDelete, "", func(s queengate.Subjects) string { return s.QueueDelete(queue) }, nil, queue)
+	return on(queengate.APIQueueDelete.Route(), func(s queengate.Subjects) string { return s.QueueDelete(queue) }, nil, queue)
 }
 
 func OpPurgeQueue(queue, partition string) Operation {
@@ -172,5 +171,5 @@ func OpPurgeQueue(queue, partition string) Operation {
 	if partition != "" {
 		body, _ = json.Marshal(queengate.QueuePurgeRequest{Partition: partition}) // a string: cannot fail
 	}
-	return on(queengate.APIQueuePurge, "", func(s queengate.Subjects) string { return s.QueuePurge(queue) }, body, queue)
+	return on(queengate.APIQueuePurge.Route(), func(s queengate.Subjects) string { return s.QueuePurge(queue) }, body, queue)
 }
