@@ -22,7 +22,4 @@ const (
 	// DefaultMaxBatch is how many messages one push may carry unless the
 	// gateway is configured otherwise.
 	DefaultMaxBatch = 1000
-	// ProbeQueue is the queue token of the routing probe's pushes: not a
-	// valid queue name, so no gateway ever stores one.
-	ProbeQueue = "$qgprobe"
 )

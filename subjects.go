@@ -82,20 +82,6 @@ var (
 	APIDLQRedrive  = API{"dlq.redrive", queueOnly}
 	APIQueueDelete = API{"queues.delete", queueOnly}
 	APIQueuePurge  = API{"queues.purge", queueOnly}
-
-	// Between the NATS server and the gateways: a push, and a pop naming
-	// its partition, as NATS maps them onto routing shard <k>, the
-	// gateways' heartbeats, the routing
-	// probe's pushes (to ProbeQueue), and what one gateway tells the
-	// others.
-	APIShard          = API{"shard", []string{"<k>", "<queue>", "<partition>"}}
-	APIPopShard       = API{"popshard", []string{"<k>", "<queue>", "<partition>"}}
-	APIJetStreamShard = API{"jsshard", []string{"<k>", "<queue>", "<partition>"}}
-	APIHeartbeat      = API{"gateways.heartbeat", nil}
-	APIProbe          = API{"push." + ProbeQueue, []string{"<nonce>"}}
-	APICommitted      = API{"committed", queueOnly}
-	APIQueueDeleted   = API{"queuedeleted", queueOnly}
-	APIGroupDeleted   = API{"groupdeleted", queueGroup}
 )
 
 // The admin HTTP routes of the APIs that have them (docs/admin-api.md),
@@ -161,13 +147,14 @@ func Path(route string, values ...string) (method, path string) {
 	return method, path
 }
 
-// APIs are all of the above.
+// APIs are all of the above: the subjects clients send on. Those
+// between the NATS server and the gateways, and between gateways, are
+// the gateway's own (internal/peers).
 var APIs = []API{
 	APIPush, APIPushAnswer, APIJetStream, APITimer, APITimerCancel, APITimerList,
 	APIRead, APIMessageGet, APIExplain,
 	APIPop, APIConsumeAck, APIConsumeAckPush, APIRenew, APIRelease, APIGroups, APIGroupCreate, APIGroupSeek, APIGroupDelete,
 	APIConfigure, APIQueuesList, APIQueuesGet, APIStatus, APIOverview, APIDLQList, APIDLQRedrive, APIQueueDelete, APIQueuePurge,
-	APIShard, APIPopShard, APIJetStreamShard, APIHeartbeat, APIProbe, APICommitted, APIQueueDeleted, APIGroupDeleted,
 }
 
 // Subjects builds the API subjects under a prefix.
@@ -293,17 +280,3 @@ func (s Subjects) QueueDelete(queue string) string { return s.with1(APIQueueDele
 
 // QueuePurge is where an operator purges a queue (admin token).
 func (s Subjects) QueuePurge(queue string) string { return s.with1(APIQueuePurge, queue) }
-
-// Committed is where gateways announce that a queue has new messages
-// (long-polling pops wait for it).
-func (s Subjects) Committed(queue string) string { return s.with1(APICommitted, queue) }
-
-// QueueDeleted is where gateways announce a deleted queue, so that each
-// forgets what it holds of it.
-func (s Subjects) QueueDeleted(queue string) string { return s.with1(APIQueueDeleted, queue) }
-
-// GroupDeleted is where gateways announce a deleted group, so that each
-// forgets the group's id.
-func (s Subjects) GroupDeleted(queue, group string) string {
-	return s.with2(APIGroupDeleted, queue, group)
-}

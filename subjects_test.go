@@ -62,9 +62,6 @@ func TestSubjectsFollowTheTable(t *testing.T) {
 		&queengate.APIDLQRedrive:     s.DLQRedrive("orders"),
 		&queengate.APIQueueDelete:    s.QueueDelete("orders"),
 		&queengate.APIQueuePurge:     s.QueuePurge("orders"),
-		&queengate.APICommitted:      s.Committed("orders"),
-		&queengate.APIQueueDeleted:   s.QueueDeleted("orders"),
-		&queengate.APIGroupDeleted:   s.GroupDeleted("orders", "billing"),
 	} {
 		if want := fill.Replace(a.Template(s.Prefix)); got != want {
 			t.Errorf("%s: built %s, want %s", a.Verb, got, want)

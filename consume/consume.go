@@ -20,6 +20,7 @@ import (
 
 	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/gateway"
+	"github.com/queengate/queengate/internal/peers"
 	"github.com/queengate/queengate/internal/wire"
 	"github.com/queengate/queengate/model"
 	"github.com/queengate/queengate/tail"
@@ -157,7 +158,7 @@ func (c *Consumers) Operations(prefix string, nc *nats.Conn) []gateway.Endpoint 
 	s := queengate.Subjects{Prefix: prefix}
 	return gateway.WithSubjects(s, append([]gateway.Endpoint{
 		{Name: "consume-pop", API: queengate.APIPop, AnyTokens: true, AnswerOnly: true,
-			ShardVerb: s.Verb(queengate.APIPopShard), Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
+			ShardVerb: s.Verb(peers.PopShard), Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
 				return c.pop(ctx, strings.Join(req.Names, "."), req.Data)
 			}},
 		{Name: "consume-ack", API: queengate.APIConsumeAck, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
@@ -245,7 +246,7 @@ func queueRoute(route string, op func(ctx context.Context, queue string, body []
 // listen subscribes to the commits and deletes every gateway announces,
 // and watches the connection's reconnects.
 func (c *Consumers) listen(g *gateway.Gateway) error {
-	committed := queengate.Subjects{Prefix: g.Prefix()}.Verb(queengate.APICommitted) + "."
+	committed := peers.Subject(g.Prefix(), peers.Committed) + "."
 	nc := g.Conn()
 	if _, err := nc.Subscribe(committed+"*", func(m *nats.Msg) { c.committed(strings.TrimPrefix(m.Subject, committed)) }); err != nil {
 		return err

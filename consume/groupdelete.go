@@ -10,6 +10,7 @@ import (
 
 	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/gateway"
+	"github.com/queengate/queengate/internal/peers"
 	"github.com/queengate/queengate/internal/wire"
 	"github.com/queengate/queengate/model"
 )
@@ -68,14 +69,13 @@ func (c *Consumers) groupFailed(g model.Group, err error) *queengate.Error {
 
 // listenDeletes forgets the groups other gateways delete.
 func (c *Consumers) listenDeletes(g *gateway.Gateway) error {
-	subjects := queengate.Subjects{Prefix: g.Prefix()}
-	deleted := subjects.Verb(queengate.APIGroupDeleted) + "."
+	deleted := peers.Subject(g.Prefix(), peers.GroupDeleted) + "."
 	_, err := g.Conn().Subscribe(deleted+"*.*", func(m *nats.Msg) {
 		queue, group, _ := strings.Cut(strings.TrimPrefix(m.Subject, deleted), ".")
 		c.forgetGroup(queue, group)
 	})
 	c.publishDeleted = func(queue, group string) {
-		_ = g.Conn().Publish(subjects.GroupDeleted(queue, group), nil) // best effort: the store says too
+		_ = g.Conn().Publish(peers.Subject(g.Prefix(), peers.GroupDeleted, queue, group), nil) // best effort: the store says too
 	}
 	return err
 }

@@ -12,6 +12,7 @@ import (
 
 	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/gateway"
+	"github.com/queengate/queengate/internal/peers"
 	"github.com/queengate/queengate/internal/wire"
 	"github.com/queengate/queengate/model"
 )
@@ -121,8 +122,7 @@ func (c *Consumers) forgetQueue(queue string, id int64) {
 
 // listenQueueDeletes forgets the queues other gateways delete.
 func (c *Consumers) listenQueueDeletes(g *gateway.Gateway) error {
-	subjects := queengate.Subjects{Prefix: g.Prefix()}
-	deleted := subjects.Verb(queengate.APIQueueDeleted) + "."
+	deleted := peers.Subject(g.Prefix(), peers.QueueDeleted) + "."
 	_, err := g.Conn().Subscribe(deleted+"*", func(m *nats.Msg) {
 		id, _ := strconv.ParseInt(string(m.Data), 10, 64) // 0 (matching no partition) if unreadable: groups are still forgotten
 		c.forgetQueue(strings.TrimPrefix(m.Subject, deleted), id)
@@ -131,7 +131,7 @@ func (c *Consumers) listenQueueDeletes(g *gateway.Gateway) error {
 		c.forgetIngested = ing.ForgetQueue // memos and dedup cache entries of the queue's partitions
 	}
 	c.publishQueueDeleted = func(queue string, id int64) {
-		_ = g.Conn().Publish(subjects.QueueDeleted(queue), []byte(strconv.FormatInt(id, 10))) // best effort: the store says too
+		_ = g.Conn().Publish(peers.Subject(g.Prefix(), peers.QueueDeleted, queue), []byte(strconv.FormatInt(id, 10))) // best effort: the store says too
 	}
 	return err
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/queengate/queengate/internal/checkfor"
 	"github.com/queengate/queengate/internal/gatewaytest"
 	"github.com/queengate/queengate/internal/natsembed"
+	"github.com/queengate/queengate/internal/peers"
 	"github.com/queengate/queengate/routing"
 )
 
@@ -87,7 +88,7 @@ func TestNamedPopsReachThePartitionsOwner(t *testing.T) {
 func oneSubscriberPerShard(t *testing.T, ns *server.Server, shards int) bool {
 	subjects := queengate.Subjects{Prefix: "queen"}
 	for k := range shards {
-		for _, verb := range []queengate.API{queengate.APIShard, queengate.APIPopShard} {
+		for _, verb := range []queengate.API{peers.Shard, peers.PopShard} {
 			sz, err := ns.Subsz(&server.SubszOptions{Subscriptions: true, Test: fmt.Sprintf("%s.%d.q.p", subjects.Verb(verb), k)})
 			if err != nil {
 				t.Error(err)

@@ -15,6 +15,7 @@ import (
 
 	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/ingest"
+	"github.com/queengate/queengate/internal/peers"
 	"github.com/queengate/queengate/internal/promreg"
 	"github.com/queengate/queengate/internal/wire"
 	"github.com/queengate/queengate/model"
@@ -218,7 +219,7 @@ func (g *Gateway) Start(ctx context.Context) error {
 		for _, sub := range []struct {
 			e    *endpoint
 			verb queengate.API
-		}{{push, queengate.APIShard}, {js, queengate.APIJetStreamShard}} {
+		}{{push, peers.Shard}, {js, peers.JetStreamShard}} {
 			if err := sub.e.subscribe(subjects.Under(sub.verb)); err != nil {
 				return err
 			}
@@ -245,8 +246,8 @@ func (g *Gateway) Start(ctx context.Context) error {
 		return fmt.Errorf("gateway: flush subscriptions: %w", err)
 	}
 	if g.cfg.Routing != nil {
-		endpoints := append([]routing.ShardEndpoint{{Verb: subjects.Verb(queengate.APIShard), Subscriber: shardSubscriber{push}},
-			{Verb: subjects.Verb(queengate.APIJetStreamShard), Subscriber: shardSubscriber{js}}},
+		endpoints := append([]routing.ShardEndpoint{{Verb: subjects.Verb(peers.Shard), Subscriber: shardSubscriber{push}},
+			{Verb: subjects.Verb(peers.JetStreamShard), Subscriber: shardSubscriber{js}}},
 			g.shardEndpoints...)
 		r := routing.New(*g.cfg.Routing, g.nc, svc.id, g.cfg.Prefix, endpoints, g.log, g.routingMetrics)
 		if err := r.Start(ctx); err != nil {
@@ -829,6 +830,6 @@ func (g *Gateway) answer(req *Request, v any, werr *queengate.Error) {
 // it to the ingester's OnCommit.
 func (g *Gateway) PublishCommitted(queues []string) {
 	for _, q := range queues {
-		_ = g.nc.Publish(queengate.Subjects{Prefix: g.cfg.Prefix}.Committed(q), nil) // best effort: a list known empty is popped again within revalidate
+		_ = g.nc.Publish(peers.Subject(g.cfg.Prefix, peers.Committed, q), nil) // best effort: a list known empty is popped again within revalidate
 	}
 }

@@ -5,6 +5,7 @@ import (
 
 	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/ingest"
+	"github.com/queengate/queengate/internal/peers"
 	"github.com/queengate/queengate/internal/wire"
 	"github.com/queengate/queengate/model"
 )
@@ -72,7 +73,7 @@ func (g *Gateway) refuseJetStream(req *Request, queue string, e *wire.JetStreamE
 // parseJetStreamSubject splits <prefix>.jetstream.<queue>.<partition>, and
 // the routing form NATS maps it onto, <prefix>.jsshard.<k>.<queue>.<partition>.
 func parseJetStreamSubject(prefix, subject string) (queue, partition string, err *queengate.Error) {
-	tokens, ok := namesOf(prefix, subject, queengate.APIJetStream, queengate.APIJetStreamShard)
+	tokens, ok := namesOf(prefix, subject, queengate.APIJetStream, peers.JetStreamShard)
 	if !ok || len(tokens) != 2 {
 		return "", "", wire.BadInput("subject %q must be %s", wire.Clip(subject), queengate.APIJetStream.Template(prefix))
 	}

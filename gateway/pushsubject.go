@@ -4,18 +4,19 @@ import (
 	"strings"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/internal/peers"
 	"github.com/queengate/queengate/internal/wire"
 )
 
 // probeQueue is the routing probe's queue token.
-const probeQueue = queengate.ProbeQueue
+const probeQueue = peers.ProbeQueue
 
 // parsePushSubject splits <prefix>.push.<queue>[.<partition>], and the
 // routing form NATS maps it onto, <prefix>.shard.<k>.<queue>[.<partition>].
 // probe reports the routing probe's own push, which is answered by nobody.
 func parsePushSubject(prefix, subject string) (queue, partition string, probe bool, err *queengate.Error) {
 	subjects := queengate.Subjects{Prefix: prefix}
-	tokens, ok := namesOf(prefix, subject, queengate.APIPush, queengate.APIShard)
+	tokens, ok := namesOf(prefix, subject, queengate.APIPush, peers.Shard)
 	switch {
 	case !ok || len(tokens) > 2: // e.g. the bare <prefix>.push, which names no queue
 		return "", "", false, wire.BadInput("subject %q must be %s.<queue> or %s", subject, subjects.Verb(queengate.APIPush), queengate.APIPush.Template(prefix))

@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -9,6 +10,7 @@ import (
 
 	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/ingest"
+	"github.com/queengate/queengate/internal/peers"
 )
 
 // TestMisshapenSubjectsAnswer400: a subject under a served verb with too
@@ -87,7 +89,7 @@ func TestEveryEndpointSubjectIsFromTheTable(t *testing.T) {
 	e.startOpsGateway("", ingest.Config{})
 	served := map[string]bool{}
 	s := queengate.Subjects{Prefix: e.Prefix}
-	for _, a := range queengate.APIs {
+	for _, a := range slices.Concat(queengate.APIs, peers.APIs) {
 		served[s.Verb(a)+strings.Repeat(".*", len(a.Names))] = true
 	}
 	// A push names a partition or not, and so does a pop.
@@ -97,7 +99,7 @@ func TestEveryEndpointSubjectIsFromTheTable(t *testing.T) {
 	e.Discover(t, micro.InfoVerb, &info)
 	for _, ep := range info.Endpoints {
 		if !served[ep.Subject] {
-			t.Errorf("endpoint %s serves %s, which no API of queengate.APIs is", ep.Name, ep.Subject)
+			t.Errorf("endpoint %s serves %s, which no API of queengate.APIs or peers.APIs is", ep.Name, ep.Subject)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nuid"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/internal/peers"
 )
 
 // The NATS push mapping is checked by a probe, not assumed: the gateway
@@ -57,7 +58,7 @@ func probeMapping(nc *nats.Conn, prefix string, shards int, timeout time.Duratio
 		}
 	}
 	s := queengate.Subjects{Prefix: prefix}
-	for _, subject := range []string{s.Wildcard(queengate.APIProbe), s.Verb(queengate.APIShard) + ".*." + queengate.ProbeQueue + ".*"} {
+	for _, subject := range []string{s.Wildcard(peers.Probe), s.Verb(peers.Shard) + ".*." + peers.ProbeQueue + ".*"} {
 		sub, err := nc.Subscribe(subject, collect)
 		if err != nil {
 			return mappingUnknown, fmt.Errorf("gateway: probe the push mapping: %w", err)
@@ -69,7 +70,7 @@ func probeMapping(nc *nats.Conn, prefix string, shards int, timeout time.Duratio
 		return mappingUnknown, nil
 	}
 	for i := range probeCount {
-		if err := nc.Publish(s.Verb(queengate.APIProbe)+"."+nonce+strconv.Itoa(i), nil); err != nil {
+		if err := nc.Publish(s.Verb(peers.Probe)+"."+nonce+strconv.Itoa(i), nil); err != nil {
 			return mappingUnknown, nil
 		}
 	}
@@ -94,7 +95,7 @@ func probeMapping(nc *nats.Conn, prefix string, shards int, timeout time.Duratio
 
 // judgeProbe reads where one probe push arrived.
 func judgeProbe(prefix string, shards int, subject string) (mappingState, error) {
-	shard := queengate.Subjects{Prefix: prefix}.Verb(queengate.APIShard)
+	shard := queengate.Subjects{Prefix: prefix}.Verb(peers.Shard)
 	rest, ok := strings.CutPrefix(subject, shard+".")
 	if !ok {
 		return mappingAbsent, nil
@@ -131,7 +132,7 @@ func (r *Router) checkMapping() error {
 	switch {
 	case state == mappingAbsent:
 		s := queengate.Subjects{Prefix: r.prefix}
-		r.log.Warn().Str("want", s.Verb(queengate.APIPush)+".> mapped onto "+s.Verb(queengate.APIShard)+".<n>.…").
+		r.log.Warn().Str("want", s.Verb(queengate.APIPush)+".> mapped onto "+s.Verb(peers.Shard)+".<n>.…").
 			Msg("NATS does not map pushes onto routing shards: every gateway takes any push, so caches meet interleaves and fusion buffers split; add the mappings block (README, Several gateways)")
 	case state == mappingUnknown && changed:
 		r.log.Warn().Msg("could not tell whether NATS maps pushes onto routing shards: the probe pushes arrived nowhere (permissions?)")

@@ -18,6 +18,7 @@ import (
 	"github.com/zeebo/xxh3"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/internal/peers"
 	"github.com/queengate/queengate/internal/promreg"
 )
 
@@ -70,12 +71,12 @@ const MaxShards = 1024
 // publish form onto the same shard as its partition's pushes.
 func ShardMappings(prefix string, n int) map[string]string {
 	s := queengate.Subjects{Prefix: prefix}
-	push, shard := s.Verb(queengate.APIPush), s.Verb(queengate.APIShard)
+	push, shard := s.Verb(queengate.APIPush), s.Verb(peers.Shard)
 	return map[string]string{
 		s.Wildcard(queengate.APIPush): fmt.Sprintf("%s.{{partition(%d,1,2)}}.{{wildcard(1)}}.{{wildcard(2)}}", shard, n),
 		push + ".*":                   fmt.Sprintf("%s.{{partition(%d,1)}}.{{wildcard(1)}}", shard, n), // the Default partition's form
 		s.Wildcard(queengate.APIJetStream): fmt.Sprintf("%s.{{partition(%d,1,2)}}.{{wildcard(1)}}.{{wildcard(2)}}",
-			s.Verb(queengate.APIJetStreamShard), n),
+			s.Verb(peers.JetStreamShard), n),
 	}
 }
 
@@ -90,7 +91,7 @@ func PopMappings(prefix string, n int) map[string]string {
 	s := queengate.Subjects{Prefix: prefix}
 	return map[string]string{
 		s.Verb(queengate.APIPop) + ".*.*": fmt.Sprintf("%s.{{partition(%d,1,2)}}.{{wildcard(1)}}.{{wildcard(2)}}",
-			s.Verb(queengate.APIPopShard), n),
+			s.Verb(peers.PopShard), n),
 	}
 }
 
@@ -299,7 +300,7 @@ func New(cfg Config, nc *nats.Conn, id, prefix string, endpoints []ShardEndpoint
 }
 
 func (r *Router) heartbeatSubject() string {
-	return queengate.Subjects{Prefix: r.prefix}.Verb(queengate.APIHeartbeat)
+	return queengate.Subjects{Prefix: r.prefix}.Verb(peers.Heartbeat)
 }
 
 func shardSubject(verb string, k int) string {

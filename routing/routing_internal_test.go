@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/internal/peers"
 )
 
 func TestRendezvousOwnersAreFairAndMoveOnlyTheLeaversShards(t *testing.T) {
@@ -64,7 +64,7 @@ func TestServingSetRoundTrips(t *testing.T) {
 }
 
 func TestProbeSubjectsAreJudged(t *testing.T) {
-	k := ShardOf(64, queengate.ProbeQueue, "x1")
+	k := ShardOf(64, peers.ProbeQueue, "x1")
 	for subject, want := range map[string]mappingState{
 		"queen.push.$qgprobe.x1":                            mappingAbsent,
 		fmt.Sprintf("queen.shard.%d.$qgprobe.x1", k):        mappingPresent,

@@ -17,11 +17,6 @@ import (
 // endpoint) or publishes to (push answers), outside the endpoint sets.
 var servedByTheGateway = []queengate.API{queengate.APIPush, queengate.APIPushAnswer, queengate.APIJetStream}
 
-// betweenGateways are the subjects of NATS's mapping and of gateways
-// among themselves: no client calls them, no table documents them.
-var betweenGateways = []queengate.API{queengate.APIShard, queengate.APIPopShard, queengate.APIJetStreamShard,
-	queengate.APIHeartbeat, queengate.APIProbe, queengate.APICommitted, queengate.APIQueueDeleted, queengate.APIGroupDeleted}
-
 // endpointSets are the endpoints every gateway serves, as the sets give
 // them under prefix.
 func endpointSets(prefix string) []gateway.Endpoint {
@@ -93,9 +88,6 @@ func TestTheAPITableCheckCatchesPlantedFaults(t *testing.T) {
 func apiTableProblems(apis []queengate.API, eps []gateway.Endpoint, docs string) []string {
 	var problems []string
 	for _, a := range apis {
-		if slices.ContainsFunc(betweenGateways, a.Equal) {
-			continue
-		}
 		if !strings.Contains(docs, a.Template(queengate.DefaultPrefix)) {
 			problems = append(problems, a.Template(queengate.DefaultPrefix)+" has no row in docs/protocol.md or docs/admin-api.md")
 		}
