@@ -17,6 +17,8 @@ import (
 	"github.com/queengate/queengate/pgstore/groups"
 	"github.com/queengate/queengate/pgstore/internal/pgwire"
 	"github.com/queengate/queengate/pgstore/internal/readpool"
+	"github.com/queengate/queengate/pgstore/storemetrics"
+	"github.com/queengate/queengate/pgstore/timers"
 )
 
 // sqlstatePartitionNotFound is raised by queen.log_push_bundle for an
@@ -28,6 +30,8 @@ type Store struct {
 	// groupStore serves the consumer groups (package groups): pops,
 	// acks, leases, dead letters and redrives, group positions.
 	*groupStore
+	// timerStore serves the timers (package timers).
+	*timerStore
 	pool *pgxpool.Pool
 	// reads runs reads, explain, message gets and listings on the read
 	// pool (Option ReadURL), or on pool.
@@ -46,6 +50,9 @@ type Store struct {
 // groupStore names the embedded groups.Store, so that its field is
 // unexported and its methods are Store's.
 type groupStore = groups.Store
+
+// timerStore names the embedded timers.Store likewise.
+type timerStore = timers.Store
 
 // Open connects a pool to connString (a PostgreSQL URL or DSN, with pgx's
 // pool_* parameters), and a read pool when an option names one. Close
@@ -108,7 +115,7 @@ func OpenConfig(ctx context.Context, cfg *pgxpool.Config, opts ...Option) (*Stor
 	for _, opt := range opts {
 		opt(&o)
 	}
-	s := &Store{settleTimeout: defaultSettleTimeout, undeliverable: newUndeliverableCounter()}
+	s := &Store{settleTimeout: defaultSettleTimeout, undeliverable: storemetrics.NewUndeliverableCounter()}
 	// Only the primary's connections tell the server's identity: the
 	// epochs are of the server that decides verdicts.
 	pool, err := connect(ctx, cfg, s.rememberServer)
@@ -124,6 +131,7 @@ func OpenConfig(ctx context.Context, cfg *pgxpool.Config, opts ...Option) (*Stor
 	}
 	s.pool, s.reads = pool, readpool.New(pool, reads, o.readWait)
 	s.groupStore = groups.New(pool, s.reads, s, s.maxData, s.undeliverable)
+	s.timerStore = timers.New(pool, s.acquire, classify)
 	return s, nil
 }
 
@@ -288,4 +296,10 @@ func classify(err error) error {
 		return fmt.Errorf("%w: %s", model.ErrPartitionNotFound, pgErr.Message)
 	}
 	return err
+}
+
+// Collector exports the store's metrics, read when scraped
+// (package storemetrics).
+func (s *Store) Collector() prometheus.Collector {
+	return storemetrics.New(storemetrics.Sources{Pool: s.pool, Reads: s.reads, Figures: s.QueueFigures, Undeliverable: s.undeliverable})
 }

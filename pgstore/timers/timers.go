@@ -1,4 +1,8 @@
-package pgstore
+// Package timers is the timers' part of the PostgreSQL store: scheduling,
+// cancelling and listing pending timers, firing due ones in one
+// transaction each (queen.timer_fire), and the LISTEN that wakes the fire
+// loops. pgstore.Store embeds its Store.
+package timers
 
 import (
 	"context"
@@ -12,6 +16,23 @@ import (
 
 	"github.com/queengate/queengate/model"
 )
+
+// Store is the timers' part of the store, over the pool of the
+// pgstore.Store that embeds it. It is safe for concurrent use.
+type Store struct {
+	pool *pgxpool.Pool
+	// acquire takes a connection and its store epoch (a cache learns a
+	// fire only under the epoch it read).
+	acquire func(ctx context.Context) (*pgxpool.Conn, uint64, error)
+	// classify names the store's errors (an unknown partition).
+	classify func(error) error
+}
+
+// New is the timers' store over pool, taking its fire connections with
+// acquire and naming errors with classify.
+func New(pool *pgxpool.Pool, acquire func(ctx context.Context) (*pgxpool.Conn, uint64, error), classify func(error) error) *Store {
+	return &Store{pool: pool, acquire: acquire, classify: classify}
+}
 
 // TimerNotifyChannel is the LISTEN channel a schedule notifies when its
 // timer is due within model.TimerNotifyHorizon: fire loops sleeping
@@ -54,7 +75,7 @@ func (s *Store) ScheduleTimer(ctx context.Context, partitionID int64, txnID stri
 			continue
 		}
 		if err != nil {
-			return model.ScheduledTimer{}, fmt.Errorf("pgstore: schedule timer: %w", classify(err))
+			return model.ScheduledTimer{}, fmt.Errorf("pgstore: schedule timer: %w", s.classify(err))
 		}
 		return t, nil
 	}

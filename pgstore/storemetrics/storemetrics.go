@@ -1,4 +1,7 @@
-package pgstore
+// Package storemetrics exports what the PostgreSQL store knows, read
+// when scraped: its connection pools' statistics, the groups' counts and
+// lag, and the dead letters. pgstore.Store.Collector builds it.
+package storemetrics
 
 import (
 	"cmp"
@@ -9,12 +12,15 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/queengate/queengate/model"
+	"github.com/queengate/queengate/pgstore/internal/readpool"
 )
 
 // poolCollector exports the connection pools' statistics, read when
 // scraped.
 type poolCollector struct {
-	s *Store
+	s Sources
 	// pool is the primary's pool; readPool the read pool's (--pg-read-url),
 	// nil without one.
 	pool, readPool                 *poolDescs
@@ -22,10 +28,21 @@ type poolCollector struct {
 	groupLag, deadLetters, delayed *prometheus.Desc
 }
 
-// Collector exports the pools' statistics under queengate_pg_pool_* (and
-// queengate_pg_read_pool_* with a read pool), and which path the reads
-// meant for the read pool took (queengate_pg_read_pool_reads_total).
-func (s *Store) Collector() prometheus.Collector {
+// Sources are what the collector reads.
+type Sources struct {
+	Pool  *pgxpool.Pool
+	Reads *readpool.Router
+	// Figures reads every queue's figures (pgstore.Store.QueueFigures).
+	Figures func(ctx context.Context) ([]model.QueueFigures, error)
+	// Undeliverable is the store's NewUndeliverableCounter.
+	Undeliverable *prometheus.CounterVec
+}
+
+// New exports the pools' statistics under queengate_pg_pool_* (and
+// queengate_pg_read_pool_* with a read pool), which path the reads
+// meant for the read pool took (queengate_pg_read_pool_reads_total), and
+// the groups' and dead letters' figures.
+func New(s Sources) prometheus.Collector {
 	c := &poolCollector{s: s, pool: newPoolDescs("queengate_pg_pool_", "primary"),
 		unconfirmed: prometheus.NewDesc("queengate_group_unconfirmed_deliveries_total",
 			"Deliveries taken back because their lease ran out with nothing heard from its consumer, per queue and group.",
@@ -43,7 +60,7 @@ func (s *Store) Collector() prometheus.Collector {
 			"Dead letters of a queue not yet redriven; read when scraped, for the queues with the deepest dead-letter queues (at most 1000 series).",
 			[]string{"queue"}, nil),
 	}
-	if s.reads.Pool() != nil {
+	if s.Reads.Pool() != nil {
 		c.readPool = newPoolDescs("queengate_pg_read_pool_", "read (--pg-read-url)")
 	}
 	return c
@@ -57,19 +74,19 @@ func (c *poolCollector) Describe(ch chan<- *prometheus.Desc) {
 	if c.readPool != nil {
 		c.readPool.describe(ch)
 	}
-	c.s.undeliverable.Describe(ch)
-	c.s.reads.Collector().Describe(ch)
+	c.s.Undeliverable.Describe(ch)
+	c.s.Reads.Collector().Describe(ch)
 }
 
 func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
-	c.pool.collect(ch, c.s.pool.Stat())
+	c.pool.collect(ch, c.s.Pool.Stat())
 	if c.readPool != nil {
-		c.readPool.collect(ch, c.s.reads.Pool().Stat())
+		c.readPool.collect(ch, c.s.Reads.Pool().Stat())
 	}
 	c.collectConsumers(ch)
 	c.collectFigures(ch)
-	c.s.undeliverable.Collect(ch)
-	c.s.reads.Collector().Collect(ch)
+	c.s.Undeliverable.Collect(ch)
+	c.s.Reads.Collector().Collect(ch)
 }
 
 // poolDescs are one connection pool's statistics.
@@ -136,7 +153,7 @@ const maxFigureSeries = 1000
 func (c *poolCollector) collectFigures(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	figures, err := c.s.QueueFigures(ctx)
+	figures, err := c.s.Figures(ctx)
 	if err != nil {
 		return
 	}
@@ -175,9 +192,9 @@ func largest(series []labelled, n int) []labelled {
 	return series[:min(n, len(series))]
 }
 
-// newUndeliverableCounter counts, in this process, messages its pops
+// NewUndeliverableCounter counts, in this process, messages its pops
 // dead-lettered because no pop could deliver them.
-func newUndeliverableCounter() *prometheus.CounterVec {
+func NewUndeliverableCounter() *prometheus.CounterVec {
 	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: "queengate_group_undeliverable_total",
 		Help: "Messages dead-lettered by this gateway's pops because they were too large to deliver, per queue and group."},
 		[]string{"queue", "group"})
@@ -189,7 +206,7 @@ func newUndeliverableCounter() *prometheus.CounterVec {
 func (c *poolCollector) collectConsumers(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	rows, err := c.s.pool.Query(ctx, `
+	rows, err := c.s.Pool.Query(ctx, `
 		SELECT q.name, g.name, sum(cc.unconfirmed)::float8, sum(cc.deleted_unconsumed)::float8
 		  FROM queen.consumer_cursors cc
 		  JOIN queen.consumer_groups g ON g.id = cc.group_id
