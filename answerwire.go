@@ -7,7 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
+
+	"github.com/queengate/queengate/internal/jsonscan"
 )
 
 // A pop's or a read's answer is decoded by hand when it has the shape
@@ -15,7 +16,8 @@ import (
 // CPU (about 3 µs per message delivered) and of a reader's. The hand
 // decoder accepts only what it can decode exactly as json.Unmarshal
 // would — the fields by their exact names, each once, no null, strings
-// without escapes, whole numbers — and declines anything else, which
+// without escapes, whole numbers, and only what package jsonscan's strict
+// scanner takes — and declines anything else, which
 // json.Unmarshal then decodes: the answer is the same either way
 // (FuzzPopAnswerDecodesAsEncodingJSON, FuzzReadAnswerDecodesAsEncodingJSON).
 //
@@ -32,13 +34,11 @@ func (a *ReadAnswer) decodeByHand(body []byte) bool { return decodeReadAnswer(bo
 // decodeByHand makes an ack's answer a handDecoded one for the Client.
 func (a *AckAnswer) decodeByHand(body []byte) bool { return decodeAckAnswer(body, a) }
 
-// answerReader reads one answer; ok turns false at the first thing the
-// hand decoder declines, and stays false.
+// answerReader reads one answer over the project's one scanner: its Err
+// is set at the first thing the hand decoder declines (or the scanner
+// refuses), and every later step is a no-op.
 type answerReader struct {
-	b     []byte
-	i     int
-	ok    bool
-	depth int
+	jsonscan.Scanner
 	// run holds the strings of the messages array being read (runStr).
 	run runStrings
 	// lastTime is the last createdAt read and its text: the messages of
@@ -48,10 +48,6 @@ type answerReader struct {
 	// int64s is the block newInt64 takes from.
 	int64s []int64
 }
-
-// maxDataDepth bounds nesting within a message's data; deeper data is
-// left to json.Unmarshal.
-const maxDataDepth = 64
 
 // decodePopAnswer decodes body into a when the hand decoder takes it;
 // a is left as it was when not. The messages' data are slices of body,
@@ -66,7 +62,7 @@ func decodeWhole[T any](body []byte, a *T, read func(r *answerReader, out *T)) b
 	if len(body) > math.MaxInt32 { // stringSpan's offsets
 		return false
 	}
-	r := &answerReader{b: body, ok: true}
+	r := &answerReader{Scanner: jsonscan.Scanner{B: body}}
 	var out T
 	read(r, &out)
 	if !r.end() {
@@ -151,7 +147,7 @@ func (r *answerReader) deliveries() []Delivery {
 		ds = append(ds, Delivery{})
 		r.delivery(&ds[len(ds)-1], len(ds)-1)
 	})
-	r.run.assign(r.b, func(msg int, f messageField) *string {
+	r.run.assign(r.B, func(msg int, f messageField) *string {
 		switch d := &ds[msg]; f {
 		case fieldLastError:
 			return &d.LastError
@@ -183,7 +179,7 @@ func (r *answerReader) readAnswer(out *ReadAnswer) {
 				m := &ms[len(ms)-1]
 				r.object(func(key []byte) bool { return r.storedField(key, m, len(ms)-1) })
 			})
-			r.run.assign(r.b, func(msg int, f messageField) *string { return ms[msg].field(f) })
+			r.run.assign(r.B, func(msg int, f messageField) *string { return ms[msg].field(f) })
 			out.Messages = ms
 		case "next":
 			out.Next = r.int64()
@@ -214,7 +210,7 @@ func (r *answerReader) ackAnswer(a *AckAnswer) {
 				items = append(items, AckResult{})
 				r.ackResult(&items[len(items)-1], len(items)-1)
 			})
-			r.run.assign(r.b, func(item int, _ messageField) *string { return &items[item].TransactionID })
+			r.run.assign(r.B, func(item int, _ messageField) *string { return &items[item].TransactionID })
 			a.Items = items
 		case "nextOffset":
 			a.NextOffset = r.int64()
@@ -282,7 +278,7 @@ func (r *answerReader) storedField(key []byte, m *StoredMessage, msg int) bool {
 		m.DataEncoding = r.str()
 	case "headers":
 		raw := r.raw()
-		if r.ok && m.Headers.UnmarshalJSON(raw) != nil {
+		if r.Err == nil && m.Headers.UnmarshalJSON(raw) != nil {
 			r.decline()
 		}
 	default:
@@ -328,10 +324,10 @@ type stringSpan struct {
 // being read, to be assigned with the array's others.
 func (r *answerReader) runStr(msg int, f messageField) {
 	s := r.plainString()
-	if !r.ok {
+	if r.Err != nil {
 		return
 	}
-	end := r.i - 1 // before the closing quote
+	end := r.I - 1 // before the closing quote
 	if r.run.spans == nil {
 		r.run.spans = make([]stringSpan, 0, 64) // a batch's messages, two strings each
 	}
@@ -358,28 +354,18 @@ func (run *runStrings) assign(body []byte, to func(msg int, f messageField) *str
 
 // end reports a body read whole by the hand decoder.
 func (r *answerReader) end() bool {
-	r.ws()
-	return r.ok && r.i == len(r.b)
+	r.WS()
+	return r.Err == nil && r.I == len(r.B)
 }
 
-func (r *answerReader) decline() { r.ok = false }
-
-func (r *answerReader) ws() {
-	for r.i < len(r.b) {
-		switch r.b[r.i] {
-		case ' ', '\t', '\n', '\r':
-			r.i++
-		default:
-			return
-		}
-	}
-}
+// decline gives the answer up to json.Unmarshal.
+func (r *answerReader) decline() { r.Fail("declined by the hand decoder") }
 
 // next skips whitespace and takes c if it comes next.
 func (r *answerReader) next(c byte) bool {
-	r.ws()
-	if r.ok && r.i < len(r.b) && r.b[r.i] == c {
-		r.i++
+	r.WS()
+	if r.Err == nil && r.Peek() == c {
+		r.I++
 		return true
 	}
 	return false
@@ -390,112 +376,51 @@ func (r *answerReader) next(c byte) bool {
 // A field given twice is declined (encoding/json keeps the last; not
 // worth following).
 func (r *answerReader) object(member func(key []byte) bool) {
-	if !r.next('{') {
+	if r.WS(); r.Peek() != '{' {
 		r.decline()
-		return
-	}
-	if r.next('}') {
 		return
 	}
 	var seenFirst [8][]byte // the fields of an answer's objects, on the stack
 	seen := seenFirst[:0]
-	for r.ok {
-		key := r.plainString()
+	r.Object(func(key []byte) bool {
 		for _, k := range seen {
 			if bytes.Equal(k, key) {
 				r.decline()
+				return true
 			}
 		}
-		seen = append(seen, key)
-		if !r.next(':') || !member(key) {
-			r.decline()
-			return
-		}
-		if r.next('}') {
-			return
-		}
-		if !r.next(',') {
+		if seen = append(seen, key); !member(key) {
 			r.decline()
 		}
-	}
-}
-
-// anyObject skips an object of data: any keys, repeats included.
-func (r *answerReader) anyObject() {
-	r.i++ // {
-	if r.next('}') {
-		return
-	}
-	for r.ok {
-		r.ws()
-		if r.i >= len(r.b) || r.b[r.i] != '"' {
-			r.decline()
-			return
-		}
-		r.anyString()
-		if !r.next(':') {
-			r.decline()
-			return
-		}
-		r.value()
-		if r.next('}') {
-			return
-		}
-		if !r.next(',') {
-			r.decline()
-		}
-	}
+		return true
+	})
 }
 
 // array reads [elem, …], calling elem at each element.
 func (r *answerReader) array(elem func()) {
-	if !r.next('[') {
+	if r.WS(); r.Peek() != '[' {
 		r.decline()
 		return
 	}
-	if r.next(']') {
-		return
-	}
-	for r.ok {
-		elem()
-		if r.next(']') {
-			return
-		}
-		if !r.next(',') {
-			r.decline()
-		}
-	}
+	r.Array(elem)
 }
 
-// plainString is the text of the string at r.i, without its quotes,
-// when it holds no escape, control character or invalid UTF-8: then
-// encoding/json decodes it to that text too.
+// plainString is the text of the string at r.I, without its quotes,
+// when it holds no escape (the scanner refuses control characters and
+// invalid UTF-8): then encoding/json decodes it to that text too.
 func (r *answerReader) plainString() []byte {
-	r.ws()
-	if !r.ok || r.i >= len(r.b) || r.b[r.i] != '"' {
+	if r.WS(); r.Peek() != '"' {
 		r.decline()
 		return nil
 	}
-	start := r.i + 1
-	ascii := true
-	for j := start; j < len(r.b); j++ {
-		switch c := r.b[j]; {
-		case c == '"':
-			r.i = j + 1
-			if s := r.b[start:j]; ascii || utf8.Valid(s) {
-				return s
-			}
-			r.decline()
-			return nil
-		case c == '\\' || c < 0x20:
-			r.decline()
-			return nil
-		case c >= utf8.RuneSelf:
-			ascii = false
-		}
+	start := r.I
+	if r.Str(nil) {
+		r.decline()
 	}
-	r.decline()
-	return nil
+	if r.Err != nil {
+		return nil
+	}
+	return r.B[start+1 : r.I-1]
 }
 
 func (r *answerReader) str() string { return string(r.plainString()) }
@@ -517,19 +442,11 @@ func (r *answerReader) result() string {
 
 // int64 reads a whole number: -?(0|[1-9][0-9]*) that fits in 64 bits.
 func (r *answerReader) int64() int64 {
-	r.ws()
-	start := r.i
-	if r.i < len(r.b) && r.b[r.i] == '-' {
-		r.i++
-	}
-	digits := r.i
-	for r.i < len(r.b) && r.b[r.i] >= '0' && r.b[r.i] <= '9' {
-		r.i++
-	}
-	lit := r.b[start:r.i]
-	n, err := strconv.ParseInt(string(lit), 10, 64)
-	if !r.ok || err != nil || r.i == digits || r.b[digits] == '0' && r.i > digits+1 ||
-		r.i < len(r.b) && bytes.IndexByte([]byte(".eE"), r.b[r.i]) >= 0 {
+	r.WS()
+	start := r.I
+	r.Number()
+	n, err := strconv.ParseInt(string(r.B[start:r.I]), 10, 64)
+	if r.Err != nil || err != nil { // a fraction or an exponent does not parse
 		r.decline()
 		return 0
 	}
@@ -557,13 +474,12 @@ func (r *answerReader) int() int {
 }
 
 func (r *answerReader) boolean() bool {
-	r.ws()
-	switch {
-	case bytes.HasPrefix(r.b[r.i:], []byte("true")):
-		r.i += 4
+	switch r.WS(); r.Peek() {
+	case 't':
+		r.Literal("true")
 		return true
-	case bytes.HasPrefix(r.b[r.i:], []byte("false")):
-		r.i += 5
+	case 'f':
+		r.Literal("false")
 		return false
 	}
 	r.decline()
@@ -573,11 +489,11 @@ func (r *answerReader) boolean() bool {
 // time reads a time as time.Time's UnmarshalJSON does, which is what
 // encoding/json calls.
 func (r *answerReader) time() time.Time {
-	r.ws()
-	start := r.i
+	r.WS()
+	start := r.I
 	r.plainString()
 	var t time.Time
-	if !r.ok || t.UnmarshalJSON(r.b[start:r.i]) != nil {
+	if r.Err != nil || t.UnmarshalJSON(r.B[start:r.I]) != nil {
 		r.decline()
 	}
 	return t
@@ -586,13 +502,13 @@ func (r *answerReader) time() time.Time {
 // createdAt reads a message's time, parsed once for a run of messages
 // that give the same text.
 func (r *answerReader) createdAt() time.Time {
-	r.ws()
-	start := r.i
+	r.WS()
+	start := r.I
 	r.plainString()
-	if !r.ok {
+	if r.Err != nil {
 		return time.Time{}
 	}
-	if text := r.b[start:r.i]; !bytes.Equal(text, r.lastTimeText) {
+	if text := r.B[start:r.I]; !bytes.Equal(text, r.lastTimeText) {
 		var t time.Time
 		if t.UnmarshalJSON(text) != nil {
 			r.decline()
@@ -608,135 +524,11 @@ func (r *answerReader) createdAt() time.Time {
 // capacity ending with it (an append copies, never overwriting what
 // follows).
 func (r *answerReader) raw() json.RawMessage {
-	r.ws()
-	start := r.i
-	r.value()
-	if !r.ok {
+	r.WS()
+	start := r.I
+	r.Value()
+	if r.Err != nil {
 		return nil
 	}
-	return json.RawMessage(r.b[start:r.i:r.i])
-}
-
-// value skips one JSON value, validating it as encoding/json does (which
-// lets invalid UTF-8 through inside strings).
-func (r *answerReader) value() {
-	r.ws()
-	if !r.ok || r.i >= len(r.b) {
-		r.decline()
-		return
-	}
-	switch c := r.b[r.i]; {
-	case c == '{':
-		r.nested(r.anyObject)
-	case c == '[':
-		r.nested(func() { r.array(r.value) })
-	case c == '"':
-		r.anyString()
-	case c == 't':
-		r.literal("true")
-	case c == 'f':
-		r.literal("false")
-	case c == 'n':
-		r.literal("null")
-	default:
-		r.number()
-	}
-}
-
-func (r *answerReader) nested(read func()) {
-	r.depth++
-	if r.depth > maxDataDepth {
-		r.decline()
-		return
-	}
-	read()
-	r.depth--
-}
-
-func (r *answerReader) literal(lit string) {
-	if !bytes.HasPrefix(r.b[r.i:], []byte(lit)) {
-		r.decline()
-		return
-	}
-	r.i += len(lit)
-}
-
-// anyString skips a string, escapes included: no control character, and
-// every escape one of JSON's.
-func (r *answerReader) anyString() {
-	for j := r.i + 1; j < len(r.b); j++ {
-		switch c := r.b[j]; {
-		case c == '"':
-			r.i = j + 1
-			return
-		case c < 0x20:
-			r.decline()
-			return
-		case c == '\\':
-			j++
-			if j >= len(r.b) {
-				break
-			}
-			switch r.b[j] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-			case 'u':
-				if j+4 >= len(r.b) || !isHex4(r.b[j+1:j+5]) {
-					r.decline()
-					return
-				}
-				j += 4
-			default:
-				r.decline()
-				return
-			}
-		}
-	}
-	r.decline()
-}
-
-func isHex4(b []byte) bool {
-	for _, c := range b {
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
-			return false
-		}
-	}
-	return true
-}
-
-// number skips a JSON number: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
-func (r *answerReader) number() {
-	if r.i < len(r.b) && r.b[r.i] == '-' {
-		r.i++
-	}
-	switch {
-	case r.i < len(r.b) && r.b[r.i] == '0':
-		r.i++
-	case r.digits() == 0:
-		r.decline()
-		return
-	}
-	if r.i < len(r.b) && r.b[r.i] == '.' {
-		r.i++
-		if r.digits() == 0 {
-			r.decline()
-			return
-		}
-	}
-	if r.i < len(r.b) && (r.b[r.i] == 'e' || r.b[r.i] == 'E') {
-		r.i++
-		if r.i < len(r.b) && (r.b[r.i] == '+' || r.b[r.i] == '-') {
-			r.i++
-		}
-		if r.digits() == 0 {
-			r.decline()
-		}
-	}
-}
-
-func (r *answerReader) digits() int {
-	start := r.i
-	for r.i < len(r.b) && r.b[r.i] >= '0' && r.b[r.i] <= '9' {
-		r.i++
-	}
-	return r.i - start
+	return json.RawMessage(r.B[start:r.I:r.I])
 }

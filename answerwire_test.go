@@ -180,14 +180,16 @@ var declinedAnswers = []string{
 	`{"more":[{"partition":"p","other":1}],"messages":[]}`,
 	`{"more":[{"partition":"p","partition":"q"}],"messages":[]}`,
 	`{"more":[{"messages":null}],"messages":[]}`,
+	// Data no gateway writes (jsonb holds neither): the strict scanner
+	// refuses it, json.Unmarshal decodes it.
+	`{"messages":[{"data":{"k\u00e9":"\ud800"}}]}`,
+	"{\"messages\":[{\"data\":\"\xff\"}]}",
 }
 
 // takenAnswers are answers the hand decoder takes though the gateway
 // does not write them so: data is kept as it is, whatever it holds.
 var takenAnswers = []string{
 	`{"messages":[{"data":{"a":1,"a":2}}]}`,
-	`{"messages":[{"data":{"k\u00e9":"\ud800"}}]}`,
-	"{\"messages\":[{\"data\":\"\xff\"}]}",
 	` { "queue" : "q" , "messages" : [ { "data" : [ ] } ] } `,
 	`{"ack":{"items":[],"nextOffset":-1,"leaseEnded":false}}`,
 	`{"messages":[{"data":null,"attempts":0}]}`,

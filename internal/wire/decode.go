@@ -8,389 +8,21 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf16"
-	"unicode/utf8"
+
+	"github.com/queengate/queengate/internal/jsonscan"
 )
 
-// The push body is decoded by a single-pass scanner instead of
-// encoding/json: decoding was 60 % of the gateway's CPU under load
-// (encoding/json validates, then decodes again through reflection). The
-// scanner validates the whole body as strict JSON (RFC 8259, UTF-8), keeps
-// each message's data as a sub-slice of the body, and decodes only the
-// transactionId. It is stricter than RFC 8259 in one way: a string holding
-// \u0000 or an unpaired UTF-16 surrogate escape is refused wherever it
-// is, because PostgreSQL's jsonb cannot hold either, and what is stored
-// must be readable back as jsonb. FuzzDecodePush checks it against
-// encoding/json with that rule added.
-
-// maxDepth bounds nesting, so a hostile body cannot exhaust the stack.
-const maxDepth = 512
-
-type scanner struct {
-	b     []byte
-	i     int
-	err   error
-	depth int
-	// where names the part being scanned ("data", "transactionId"), for
-	// error messages; empty for the body's structure.
-	where string
-}
-
-func (s *scanner) fail(msg string) {
-	if s.err == nil {
-		if s.where != "" {
-			msg = s.where + ": " + msg
-		}
-		s.err = errors.New(msg + " at byte " + strconv.Itoa(s.i))
-	}
-}
-
 // ErrUnstorable marks valid JSON that PostgreSQL's jsonb cannot hold.
-var ErrUnstorable = errors.New("not storable")
+var ErrUnstorable = jsonscan.ErrUnstorable
 
-type unstorableError struct{ msg string }
-
-func (e *unstorableError) Error() string        { return e.msg }
-func (e *unstorableError) Is(target error) bool { return target == ErrUnstorable }
-
-// failUnstorable is fail for text jsonb refuses (the JSON itself is fine).
-func (s *scanner) failUnstorable(msg string) {
-	if s.err == nil {
-		s.fail(msg)
-		s.err = &unstorableError{msg: s.err.Error()}
-	}
-}
-
-func (s *scanner) ws() {
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case ' ', '\t', '\n', '\r':
-			s.i++
-		default:
-			return
-		}
-	}
-}
-
-func (s *scanner) peek() byte {
-	if s.i < len(s.b) {
-		return s.b[s.i]
-	}
-	return 0
-}
-
-// value skips one JSON value, validating it.
-func (s *scanner) value() {
-	s.ws()
-	if s.i >= len(s.b) {
-		s.fail("unexpected end of input")
-		return
-	}
-	switch c := s.b[s.i]; {
-	case c == '{':
-		s.object(nil)
-	case c == '[':
-		s.array(func() { s.value() })
-	case c == '"':
-		s.str(nil)
-	case c == 't':
-		s.literal("true")
-	case c == 'f':
-		s.literal("false")
-	case c == 'n':
-		s.literal("null")
-	case c == '-' || c >= '0' && c <= '9':
-		s.number()
-	default:
-		s.fail("unexpected character " + strconv.QuoteRune(rune(c)))
-	}
-}
-
-func (s *scanner) literal(lit string) {
-	if len(s.b)-s.i >= len(lit) && string(s.b[s.i:s.i+len(lit)]) == lit {
-		s.i += len(lit)
-		return
-	}
-	s.fail("invalid literal")
-}
-
-func (s *scanner) digits() int {
-	n := 0
-	for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
-		s.i++
-		n++
-	}
-	return n
-}
-
-func (s *scanner) number() {
-	if s.peek() == '-' {
-		s.i++
-	}
-	switch {
-	case s.peek() == '0':
-		s.i++
-	case s.peek() >= '1' && s.peek() <= '9':
-		s.digits()
-	default:
-		s.fail("invalid number")
-		return
-	}
-	if s.peek() == '.' {
-		s.i++
-		if s.digits() == 0 {
-			s.fail("invalid number")
-			return
-		}
-	}
-	if c := s.peek(); c == 'e' || c == 'E' {
-		s.i++
-		if c := s.peek(); c == '+' || c == '-' {
-			s.i++
-		}
-		if s.digits() == 0 {
-			s.fail("invalid number")
-		}
-	}
-}
-
-// str scans a string starting at its opening quote. If out is non-nil the
-// decoded value is appended to it. It reports whether the string held an
-// escape (when not, its text between the quotes is its value). Runs of
-// plain ASCII are skipped (or appended) in one step: most of a body.
-func (s *scanner) str(out *[]byte) (escaped bool) {
-	s.i++ // opening quote
-	for s.i < len(s.b) {
-		start := s.i
-		for s.i < len(s.b) {
-			if c := s.b[s.i]; c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
-				break
-			}
-			s.i++
-		}
-		if out != nil && s.i > start {
-			*out = append(*out, s.b[start:s.i]...)
-		}
-		if s.i >= len(s.b) {
-			break
-		}
-		switch c := s.b[s.i]; {
-		case c == '"':
-			s.i++
-			return escaped
-		case c == '\\':
-			escaped = true
-			s.escape(out)
-			if s.err != nil {
-				return escaped
-			}
-		case c < 0x20:
-			s.fail("control character in string")
-			return escaped
-		default:
-			r, size := utf8.DecodeRune(s.b[s.i:])
-			if r == utf8.RuneError && size == 1 {
-				s.fail("invalid UTF-8")
-				return escaped
-			}
-			if out != nil {
-				*out = append(*out, s.b[s.i:s.i+size]...)
-			}
-			s.i += size
-		}
-	}
-	s.fail("unterminated string")
-	return escaped
-}
-
-// stringValue scans the string at s.i and returns its value: a
-// sub-slice of the body when it holds no escape, else a decoded copy.
-func (s *scanner) stringValue() []byte {
-	start := s.i
-	if !s.str(nil) {
-		return s.b[start+1 : max(start+1, s.i-1)]
-	}
-	if s.err != nil {
-		return nil
-	}
-	out := make([]byte, 0, s.i-start)
-	s.i = start
-	s.str(&out)
-	return out
-}
-
-func (s *scanner) escape(out *[]byte) {
-	s.i++ // backslash
-	if s.i >= len(s.b) {
-		s.fail("unterminated string")
-		return
-	}
-	c := s.b[s.i]
-	s.i++
-	var r rune
-	switch c {
-	case '"', '\\', '/':
-		r = rune(c)
-	case 'b':
-		r = '\b'
-	case 'f':
-		r = '\f'
-	case 'n':
-		r = '\n'
-	case 'r':
-		r = '\r'
-	case 't':
-		r = '\t'
-	case 'u':
-		r = s.unicodeEscape()
-		if s.err != nil {
-			return
-		}
-	default:
-		s.fail("invalid escape")
-		return
-	}
-	if out != nil {
-		*out = utf8.AppendRune(*out, r)
-	}
-}
-
-// unicodeEscape decodes the \uXXXX escape at s.i (after the "u"), and a
-// low surrogate escape following a high one. \u0000 and unpaired
-// surrogates are refused: jsonb cannot store them (encoding/json would
-// turn a lone surrogate into U+FFFD, silently changing the text).
-func (s *scanner) unicodeEscape() rune {
-	start := s.i - 2
-	r := s.hex4()
-	switch {
-	case s.err != nil:
-		return 0
-	case r == 0:
-		s.i = start
-		s.failUnstorable(`\u0000 (NUL) cannot be stored: PostgreSQL refuses it in text and jsonb`)
-		return 0
-	case !utf16.IsSurrogate(r):
-		return r
-	}
-	if r < 0xdc00 && len(s.b)-s.i >= 6 && s.b[s.i] == '\\' && s.b[s.i+1] == 'u' {
-		s.i += 2
-		r2 := s.hex4()
-		if s.err != nil {
-			return 0
-		}
-		if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
-			return dec
-		}
-	}
-	s.i = start
-	s.failUnstorable(`unpaired UTF-16 surrogate ` + string(s.b[start:start+6]) + `: PostgreSQL refuses it in jsonb (and it is no Unicode text); escape the whole pair or send UTF-8`)
-	return 0
-}
-
-func (s *scanner) hex4() rune {
-	if len(s.b)-s.i < 4 {
-		s.fail("invalid \\u escape")
-		return 0
-	}
-	var r rune
-	for _, c := range s.b[s.i : s.i+4] {
-		switch {
-		case c >= '0' && c <= '9':
-			r = r<<4 | rune(c-'0')
-		case c >= 'a' && c <= 'f':
-			r = r<<4 | rune(c-'a'+10)
-		case c >= 'A' && c <= 'F':
-			r = r<<4 | rune(c-'A'+10)
-		default:
-			s.fail("invalid \\u escape")
-			return 0
-		}
-	}
-	s.i += 4
-	return r
-}
-
-func (s *scanner) nest() bool {
-	s.depth++
-	if s.depth > maxDepth {
-		s.fail("nesting deeper than " + strconv.Itoa(maxDepth))
-		return false
-	}
-	return true
-}
-
-// array scans [elem, elem, …], calling elem at each element's start.
-func (s *scanner) array(elem func()) {
-	if !s.nest() {
-		return
-	}
-	defer func() { s.depth-- }()
-	s.i++ // [
-	s.ws()
-	if s.peek() == ']' {
-		s.i++
-		return
-	}
-	for s.err == nil {
-		elem()
-		s.ws()
-		switch s.peek() {
-		case ',':
-			s.i++
-		case ']':
-			s.i++
-			return
-		default:
-			s.fail("expected , or ] in array")
-		}
-	}
-}
-
-// object scans {"key": value, …}. For each key, member (if non-nil) is
-// called with the scanner positioned at the value and must consume it;
-// it returns false to let the value be skipped instead. The key is never
-// overwritten later: a key without escapes is a sub-slice of the body
-// (no copy: an ack's every item has keys), one with escapes a copy.
-func (s *scanner) object(member func(key []byte) bool) {
-	if !s.nest() {
-		return
-	}
-	defer func() { s.depth-- }()
-	s.i++ // {
-	s.ws()
-	if s.peek() == '}' {
-		s.i++
-		return
-	}
-	for s.err == nil {
-		s.ws()
-		if s.peek() != '"' {
-			s.fail("expected a string key in object")
-			return
-		}
-		key := s.stringValue()
-		s.ws()
-		if s.peek() != ':' {
-			s.fail("expected : after object key")
-			return
-		}
-		s.i++
-		s.ws()
-		if member == nil || !member(key) {
-			s.value()
-		}
-		s.ws()
-		switch s.peek() {
-		case ',':
-			s.i++
-		case '}':
-			s.i++
-			return
-		default:
-			s.fail("expected , or } in object")
-		}
-	}
-}
+// The push body is decoded in one pass of package jsonscan's scanner
+// instead of encoding/json: decoding was 60 % of the gateway's CPU under
+// load (encoding/json validates, then decodes again through reflection).
+// The scan validates the whole body as strict JSON, keeps each message's
+// data as a sub-slice of the body, and decodes only the transactionId. A
+// string holding \u0000 or an unpaired UTF-16 surrogate escape is refused
+// wherever it is (jsonscan.ErrUnstorable). FuzzDecodePush checks it
+// against encoding/json with that rule added.
 
 // messageFields are the fields of a push message object (PROTOCOL: a
 // message has no others); a timer adds its own (timerFields).
@@ -422,8 +54,8 @@ type RawMessage struct {
 // The messages are appended to dst[:0] when it has room (DecodePush's
 // scratch, reused).
 func scanPush(dst []RawMessage, body []byte, limit int, extra ...string) (msgs []RawMessage, count int, err error) {
-	ps := &pushScan{s: &scanner{b: body}, body: body, limit: limit, extra: extra, failedIn: -1}
-	ps.s.ws()
+	ps := &pushScan{s: &jsonscan.Scanner{B: body}, body: body, limit: limit, extra: extra, failedIn: -1}
+	ps.s.WS()
 	ps.msgs = dst[:0]
 	if cap(dst) == 0 {
 		// Messages usually take over 100 bytes each: one allocation, mostly.
@@ -435,7 +67,7 @@ func scanPush(dst []RawMessage, body []byte, limit int, extra ...string) (msgs [
 	if ps.count > limit {
 		return nil, ps.count, nil
 	}
-	if err := ps.s.err; err != nil {
+	if err := ps.s.Err; err != nil {
 		if ps.failedIn >= 0 {
 			return nil, ps.count, fmt.Errorf("message %d: %w", ps.failedIn, err)
 		}
@@ -446,7 +78,7 @@ func scanPush(dst []RawMessage, body []byte, limit int, extra ...string) (msgs [
 
 // pushScan is one push body being scanned.
 type pushScan struct {
-	s        *scanner
+	s        *jsonscan.Scanner
 	body     []byte
 	limit    int
 	extra    []string // fields allowed beyond transactionId and data
@@ -462,27 +94,27 @@ type pushScan struct {
 // that is no message at all).
 func (ps *pushScan) top() error {
 	s := ps.s
-	switch s.peek() {
+	switch s.Peek() {
 	case '[':
-		s.array(ps.message)
+		s.Array(ps.message)
 	case '{':
 		ps.message()
 	case 0:
 		return errors.New("empty body")
 	default:
-		s.value()
-		if s.err == nil {
-			s.ws()
-			if s.i == len(ps.body) {
+		s.Value()
+		if s.Err == nil {
+			s.WS()
+			if s.I == len(ps.body) {
 				return errNotMessages
 			}
-			s.fail("unexpected data after the JSON value")
+			s.Fail("unexpected data after the JSON value")
 		}
 	}
-	if s.err == nil {
-		s.ws()
-		if s.i != len(ps.body) {
-			s.fail("unexpected data after the JSON value")
+	if s.Err == nil {
+		s.WS()
+		if s.I != len(ps.body) {
+			s.Fail("unexpected data after the JSON value")
 		}
 	}
 	return nil
@@ -492,25 +124,25 @@ func (ps *pushScan) top() error {
 func (ps *pushScan) message() {
 	s := ps.s
 	defer func() {
-		if s.err != nil && ps.failedIn < 0 {
+		if s.Err != nil && ps.failedIn < 0 {
 			ps.failedIn = ps.count - 1
 		}
 	}()
-	s.ws()
+	s.WS()
 	ps.count++
 	if ps.count > ps.limit {
-		s.fail("too many messages")
+		s.Fail("too many messages")
 		return
 	}
 	var m RawMessage
-	if s.peek() != '{' {
+	if s.Peek() != '{' {
 		m.notObj = true
-		s.value()
+		s.Value()
 		ps.msgs = append(ps.msgs, m)
 		return
 	}
 	var seen uint8 // bit i: field i of messageFields then extra
-	s.object(func(key []byte) bool { return ps.field(&m, key, &seen) })
+	s.Object(func(key []byte) bool { return ps.field(&m, key, &seen) })
 	ps.msgs = append(ps.msgs, m)
 }
 
@@ -534,15 +166,15 @@ func (ps *pushScan) field(m *RawMessage, key []byte, seen *uint8) bool {
 	*seen |= bit
 	switch bit {
 	case 1:
-		s.where = "transactionId"
+		s.Where = "transactionId"
 		m.scanTxnID(s)
 	case 4:
 		m.Headers = ps.headers()
 	default:
-		s.where = ps.fieldName(bit)
-		start := s.i
-		s.value()
-		raw := ps.body[start:s.i]
+		s.Where = ps.fieldName(bit)
+		start := s.I
+		s.Value()
+		raw := ps.body[start:s.I]
 		switch bit {
 		case 2:
 			m.Data = raw
@@ -552,7 +184,7 @@ func (ps *pushScan) field(m *RawMessage, key []byte, seen *uint8) bool {
 			m.Extra[bits.TrailingZeros8(bit)-4] = raw
 		}
 	}
-	s.where = ""
+	s.Where = ""
 	return true
 }
 
@@ -563,15 +195,15 @@ func (ps *pushScan) field(m *RawMessage, key []byte, seen *uint8) bool {
 // the same depth.
 func (ps *pushScan) headers() []byte {
 	s := ps.s
-	if n := len(ps.lastHeaders); n > 0 && bytes.HasPrefix(s.b[s.i:], ps.lastHeaders) {
-		s.i += n
+	if n := len(ps.lastHeaders); n > 0 && bytes.HasPrefix(s.B[s.I:], ps.lastHeaders) {
+		s.I += n
 		return ps.lastHeaders
 	}
-	s.where = "headers"
-	start := s.i
-	s.value()
-	raw := ps.body[start:s.i]
-	if s.err == nil && raw[0] == '{' {
+	s.Where = "headers"
+	start := s.I
+	s.Value()
+	raw := ps.body[start:s.I]
+	if s.Err == nil && raw[0] == '{' {
 		ps.lastHeaders = raw
 	}
 	return raw
@@ -608,26 +240,26 @@ func fieldBit(key []byte, extra []string) (uint8, bool) {
 	return 0, false
 }
 
-func (m *RawMessage) scanTxnID(s *scanner) {
-	switch s.peek() {
+func (m *RawMessage) scanTxnID(s *jsonscan.Scanner) {
+	switch s.Peek() {
 	case '"':
-		start := s.i
-		escaped := s.str(nil)
+		start := s.I
+		escaped := s.Str(nil)
 		switch {
-		case s.err != nil:
+		case s.Err != nil:
 		case !escaped:
-			m.TxnID = s.b[start+1 : s.i-1] // the text between the quotes is the value
+			m.TxnID = s.B[start+1 : s.I-1] // the text between the quotes is the value
 		default:
-			end := s.i
-			s.i = start
+			end := s.I
+			s.I = start
 			m.TxnID = make([]byte, 0, end-start)
-			s.str(&m.TxnID)
+			s.Str(&m.TxnID)
 		}
 		m.TxnIDSet = true
 	case 'n':
-		s.literal("null")
+		s.Literal("null")
 	default:
-		s.value()
+		s.Value()
 		m.txnIDBad = "must be a string"
 	}
 }
@@ -726,32 +358,32 @@ type Member struct {
 // order, repeated keys included (DecodeObject refuses them). what names
 // the object in messages (built only for one).
 func ScanObject(body []byte, what func() string) ([]Member, error) {
-	s := &scanner{b: body}
-	s.ws()
-	if s.peek() != '{' {
-		if s.i == len(body) {
+	s := &jsonscan.Scanner{B: body}
+	s.WS()
+	if s.Peek() != '{' {
+		if s.I == len(body) {
 			return nil, fmt.Errorf("%s is empty: send a JSON object", what())
 		}
 		return nil, fmt.Errorf("%s must be a JSON object", what())
 	}
 	fields := make([]Member, 0, 4) // one allocation for an ack item
-	s.object(func(key []byte) bool {
-		start := s.i
-		s.value()
-		fields = append(fields, Member{Key: key, Raw: body[start:s.i]})
+	s.Object(func(key []byte) bool {
+		start := s.I
+		s.Value()
+		fields = append(fields, Member{Key: key, Raw: body[start:s.I]})
 		return true
 	})
-	if s.err == nil {
-		s.ws()
-		if s.i != len(body) {
-			s.fail("unexpected data after the JSON object")
+	if s.Err == nil {
+		s.WS()
+		if s.I != len(body) {
+			s.Fail("unexpected data after the JSON object")
 		}
 	}
 	switch {
-	case errors.Is(s.err, ErrUnstorable):
-		return nil, fmt.Errorf("%s: %v", what(), s.err)
-	case s.err != nil:
-		return nil, fmt.Errorf("%s is not valid JSON: %v", what(), s.err)
+	case errors.Is(s.Err, ErrUnstorable):
+		return nil, fmt.Errorf("%s: %v", what(), s.Err)
+	case s.Err != nil:
+		return nil, fmt.Errorf("%s is not valid JSON: %v", what(), s.Err)
 	}
 	return fields, nil
 }
@@ -759,23 +391,23 @@ func ScanObject(body []byte, what func() string) ([]Member, error) {
 // DecodeString decodes raw as a JSON string; ok is false for any other
 // value.
 func DecodeString(raw []byte) (string, bool) {
-	s := &scanner{b: raw}
-	if s.peek() != '"' {
+	s := &jsonscan.Scanner{B: raw}
+	if s.Peek() != '"' {
 		return "", false
 	}
-	out := s.stringValue()
-	return string(out), s.err == nil && s.i == len(raw)
+	out := s.StringValue()
+	return string(out), s.Err == nil && s.I == len(raw)
 }
 
 // CheckValue checks that b is one JSON value by the scanner's rules; an
 // error that is ErrUnstorable names an escape no message may store.
 func CheckValue(b []byte) error {
-	s := &scanner{b: b}
-	s.ws()
-	s.value()
-	s.ws()
-	if s.err == nil && s.i != len(s.b) {
-		s.fail("unexpected data after the JSON value")
+	s := &jsonscan.Scanner{B: b}
+	s.WS()
+	s.Value()
+	s.WS()
+	if s.Err == nil && s.I != len(s.B) {
+		s.Fail("unexpected data after the JSON value")
 	}
-	return s.err
+	return s.Err
 }

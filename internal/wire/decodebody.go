@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/internal/jsonscan"
 )
 
 // Every request body other than a push is an object decoded by
@@ -214,17 +215,17 @@ func Excerpt(raw []byte) string { return ClipTo(string(raw), ExcerptBytes) }
 // ScanArray splits raw, a value the scanner has validated, into its
 // elements when it is an array.
 func ScanArray(raw []byte) (elems [][]byte, ok bool) {
-	s := &scanner{b: raw}
-	if s.peek() != '[' {
+	s := &jsonscan.Scanner{B: raw}
+	if s.Peek() != '[' {
 		return nil, false
 	}
-	s.array(func() {
-		s.ws()
-		start := s.i
-		s.value()
-		elems = append(elems, raw[start:s.i])
+	s.Array(func() {
+		s.WS()
+		start := s.I
+		s.Value()
+		elems = append(elems, raw[start:s.I])
 	})
-	return elems, s.err == nil
+	return elems, s.Err == nil
 }
 
 // Blank reports a body of JSON whitespace only: an optional body left

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	queengate "github.com/queengate/queengate"
+	"github.com/queengate/queengate/internal/jsonscan"
 	"github.com/queengate/queengate/model"
 )
 
@@ -60,19 +61,19 @@ func headerValues(raw []byte) ([]string, string) {
 		return nil, want
 	}
 	var values []string
-	s := &scanner{b: raw}
-	s.array(func() {
-		s.ws()
-		start := s.i
-		s.value()
-		v, ok := DecodeString(raw[start:s.i])
+	s := &jsonscan.Scanner{B: raw}
+	s.Array(func() {
+		s.WS()
+		start := s.I
+		s.Value()
+		v, ok := DecodeString(raw[start:s.I])
 		if !ok {
-			s.fail(want)
+			s.Fail(want)
 		}
 		values = append(values, v)
 	})
 	switch {
-	case s.err != nil:
+	case s.Err != nil:
 		return nil, want
 	case len(values) == 0:
 		return nil, "has no value: send at least one, or leave the header out"
