@@ -198,12 +198,6 @@ func (c *Consumers) groupOperations() []gateway.Endpoint {
 			queue, group := req.Names[0], req.Names[1]
 			return c.seekGroup(ctx, queue, group, req.Data)
 		}, HTTP: groupRoute(queengate.APIGroupSeek.Route(), c.seekGroup)},
-		{Name: "queues-delete", API: queengate.APIQueueDelete, Admin: true, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
-			return c.deleteQueue(ctx, req.Names[0], req.Data)
-		}, HTTP: queueRoute(queengate.APIQueueDelete.Route(), c.deleteQueue)},
-		{Name: "queues-purge", API: queengate.APIQueuePurge, Admin: true, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
-			return c.purgeQueue(ctx, req.Names[0], req.Data)
-		}, HTTP: queueRoute(queengate.APIQueuePurge.Route(), c.purgeQueue)},
 	}
 }
 
@@ -234,13 +228,6 @@ func groupRoute(route string, op func(ctx context.Context, queue, group string, 
 		}
 		return op(r.Context(), r.PathValue("queue"), r.PathValue("group"), body)
 	}}}
-}
-
-// queueRoute is groupRoute for an operation on a whole queue.
-func queueRoute(route string, op func(ctx context.Context, queue string, body []byte) (any, *queengate.Error)) []gateway.HTTPForm {
-	return groupRoute(route, func(ctx context.Context, queue, _ string, body []byte) (any, *queengate.Error) {
-		return op(ctx, queue, body)
-	})
 }
 
 // listen subscribes to the commits and deletes every gateway announces,

@@ -3,9 +3,12 @@ package consume_test
 import (
 	"testing"
 
+	"github.com/queengate/queengate/consume"
+	"github.com/queengate/queengate/gateway"
 	"github.com/queengate/queengate/ingest"
 	"github.com/queengate/queengate/internal/gatewaytest"
 	"github.com/queengate/queengate/internal/pgtest"
+	"github.com/queengate/queengate/operator"
 )
 
 func TestMain(m *testing.M) { pgtest.Run(m) }
@@ -40,6 +43,14 @@ type opsGateway struct {
 func (e *testEnv) startOpsGateway(token string, icfg ingest.Config) *opsGateway {
 	e.T.Helper()
 	return &opsGateway{e.StartOpsGateway(token, icfg), e}
+}
+
+// withQueueOps serves c beside the operator API, which deletes and
+// purges queues and tells c, as every gateway does.
+func (e *testEnv) withQueueOps(c *consume.Consumers) gatewayOpts {
+	ops := operator.NewOps(operator.OpsConfig{}, pgtest.Store(e.T, e.PGURL), nil, nil)
+	ops.WatchQueues(c)
+	return gatewayOpts{Gateway: gateway.Config{Endpoints: []gateway.EndpointSet{ops, c}}}
 }
 
 type (

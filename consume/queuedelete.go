@@ -1,25 +1,20 @@
 package consume
 
 import (
-	"bytes"
-	"context"
-	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 
 	"github.com/nats-io/nats.go"
 
-	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/gateway"
 	"github.com/queengate/queengate/internal/peers"
-	"github.com/queengate/queengate/internal/wire"
 	"github.com/queengate/queengate/model"
 )
 
-// Deleting and purging a queue (docs/admin-api.md, "Deleting and purging
-// a queue"). A delete removes the queue's ids, which gateways cache: the
-// deleting gateway announces it on <prefix>.queuedeleted.<queue> (the
+// What a gateway holds of a deleted or purged queue (docs/admin-api.md,
+// "Deleting and purging a queue"; package operator serves both). A delete
+// removes the queue's ids, which gateways cache: the deleting gateway
+// announces it on <prefix>.queuedeleted.<queue> (the
 // body is the queue's id) and each gateway forgets the queue's groups and
 // partitions and wakes its waiting pops, which then answer that the
 // queue does not exist. An announcement can be lost, so the store says
@@ -28,73 +23,19 @@ import (
 // afresh), and a pop or ack finds its group gone (groupdelete.go). A
 // purge changes no id: nothing to forget.
 
-var purgeShape = wire.Shape{Name: "a purge", Example: `{"partition": "eu"}, or no body (every partition)`}
-
-// deleteQueue deletes queue and its dead-letter queue, and says what it
-// removed.
-func (c *Consumers) deleteQueue(ctx context.Context, queue string, body []byte) (any, *queengate.Error) {
-	if werr := gateway.ValidQueue(queue); werr != nil {
-		return nil, werr
-	}
-	if len(bytes.TrimSpace(body)) > 0 {
-		return nil, wire.BadInput("a queue delete takes no body: the subject (or path) names the queue")
-	}
-	d, err := c.store.DeleteQueue(ctx, queue)
-	if err != nil {
-		return nil, consumeError(err)
-	}
-	c.queueGone(queue, d.QueueID)
-	ans := queengate.QueueDeleteAnswer{Queue: queue, Deleted: true, Partitions: len(d.PartitionIDs), Messages: d.Messages,
-		Bytes: d.Bytes, Groups: d.Groups, LeasesEnded: d.LeasesEnded, Timers: d.Timers}
-	dlq := model.DeadLetterQueue(queue)
-	dd, err := c.store.DeleteQueue(ctx, dlq)
-	switch {
-	case errors.Is(err, model.ErrQueueNotFound):
-	case err != nil:
-		return nil, gateway.StoreError(fmt.Errorf("queue %s was deleted, its dead-letter queue %s was not (delete it by its name): %w", queue, dlq, err))
-	default:
-		c.queueGone(dlq, dd.QueueID)
-		ans.DeadLetterQueue, ans.DeadLetters = dlq, dd.Messages
-	}
-	return ans, nil
-}
-
-// queueGone forgets a deleted queue here and announces it to every gateway.
-func (c *Consumers) queueGone(queue string, id int64) {
+// QueueDeleted forgets a deleted queue (id) here and announces it to
+// every gateway (operator.QueueWatcher).
+func (c *Consumers) QueueDeleted(queue string, id int64) {
 	c.forgetQueue(queue, id)
 	if c.publishQueueDeleted != nil {
 		c.publishQueueDeleted(queue, id)
 	}
 }
 
-// purgeQueue purges queue (or the partition the body names) and says
-// what it removed.
-func (c *Consumers) purgeQueue(ctx context.Context, queue string, body []byte) (any, *queengate.Error) {
-	req, werr := decodePurge(body)
-	if werr == nil {
-		werr = gateway.ValidQueue(queue)
-	}
-	if werr != nil {
-		return nil, werr
-	}
-	p, err := c.store.PurgeQueue(ctx, queue, req.Partition)
-	if err != nil {
-		return nil, consumeError(err)
-	}
-	// Leases ended: what they held above the purge is poppable again.
-	c.announce(queue)
-	return queengate.QueuePurgeAnswer{Queue: queue, Partition: req.Partition, Partitions: p.Partitions, Messages: p.Messages,
-		Bytes: p.Bytes, Groups: p.Groups, LeasesEnded: p.LeasesEnded, Unconsumed: p.Unconsumed, Timers: p.Timers}, nil
-}
-
-// decodePurge reads a purge's optional body strictly.
-func decodePurge(body []byte) (queengate.QueuePurgeRequest, *queengate.Error) {
-	var req queengate.QueuePurgeRequest
-	if wire.Blank(body) {
-		return req, nil
-	}
-	return req, wire.DecodeObject(body, wire.TheBody, purgeShape, wire.Field{Name: "partition", Decode: wire.NameInto("partition", &req.Partition)})
-}
+// QueuePurged wakes the pops waiting on queue, here and on every gateway:
+// the leases a purge ended left what is above it poppable
+// (operator.QueueWatcher).
+func (c *Consumers) QueuePurged(queue string) { c.announce(queue) }
 
 // forgetQueue drops the cached ids of queue (id) and of its groups and
 // partitions, here and in the gateway's ingester, and wakes its waiting

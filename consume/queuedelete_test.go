@@ -11,7 +11,6 @@ import (
 
 	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/consume"
-	"github.com/queengate/queengate/gateway"
 	"github.com/queengate/queengate/ingest"
 	"github.com/queengate/queengate/internal/checkfor"
 	"github.com/queengate/queengate/internal/pgtest"
@@ -138,7 +137,7 @@ func TestADeletedQueueIsForgottenByEveryGateway(t *testing.T) {
 	var ingesters []*ingest.Ingester
 	for _, c := range consumers {
 		c.SetRevalidate(time.Hour) // the delete wakes the pop, nothing else
-		_, ing := e.StartGateway(gatewayOpts{Gateway: gateway.Config{Endpoints: []gateway.EndpointSet{c}}})
+		_, ing := e.StartGateway(e.withQueueOps(c))
 		ingesters = append(ingesters, ing)
 	}
 	var p1 int64 // the partition's id before the delete
@@ -223,8 +222,8 @@ func TestADeletedQueueIsForgottenByEveryGateway(t *testing.T) {
 func TestPushesRacingADeleteLandBeforeOrAfter(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	e.StartGateway(gatewayOpts{Consume: true})
-	e.StartGateway(gatewayOpts{Consume: true})
+	e.StartGateway(e.withQueueOps(consume.New(pgtest.Store(t, e.PGURL))))
+	e.StartGateway(e.withQueueOps(consume.New(pgtest.Store(t, e.PGURL))))
 	client := e.queenClient(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
@@ -313,7 +312,7 @@ func pushesDuring(t *testing.T, ctx context.Context, e *testEnv, client *queenga
 func TestPushesRacingAPurgeLandBeforeOrAfter(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	e.StartGateway(gatewayOpts{Consume: true})
+	e.StartGateway(e.withQueueOps(consume.New(pgtest.Store(t, e.PGURL))))
 	client := e.queenClient(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()

@@ -62,7 +62,7 @@ type Config struct {
 	DrainTimeout time.Duration
 	// Endpoints are the request-reply endpoints served beside the push
 	// endpoint, in this order: the operator API (*operator.Ops), the
-	// timer subjects (*operator.TimerOps), the consuming subjects
+	// timer subjects (*timers.Ops), the consuming subjects
 	// (*consume.Consumers; give the ingester's OnCommit the gateway's
 	// PublishCommitted so that waiting pops wake when messages arrive). A
 	// set that is also an Authorizer (*operator.Ops) decides the operator

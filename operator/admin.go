@@ -326,3 +326,13 @@ func writeError(w http.ResponseWriter, werr *queengate.Error) {
 	w.WriteHeader(werr.Code)
 	_, _ = w.Write(append(wire.ErrorBody(werr), '\n'))
 }
+
+// MountTimers serves the timer operations' HTTP form, GET /timers, and
+// refuses the other methods there: schedule and cancel are NATS only.
+func (a *Admin) MountTimers(t gateway.Table) {
+	a.MountTable(t)
+	a.mux.HandleFunc("/timers", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", "GET")
+		writeError(w, &queengate.Error{Code: queengate.CodeMethodNotAllowed, Text: r.Method + " /timers: use GET (schedule and cancel go over NATS)"})
+	})
+}

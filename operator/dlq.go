@@ -131,7 +131,7 @@ func (o *Ops) ListDeadLetters(ctx context.Context, queue string, body []byte) (a
 		}
 		left -= len(pending)
 	}
-	fitDeadLetters(&out, o.answerBudget())
+	fitDeadLetters(&out, o.AnswerBudget())
 	return out, nil
 }
 
@@ -170,7 +170,7 @@ func (o *Ops) Redrive(ctx context.Context, queue string, body []byte) (any, *que
 		return nil, werr
 	}
 	out := queengate.RedriveAnswer{Queue: queue, Partitions: []queengate.RedrivenPartition{}}
-	left, room := limitOf(req), o.answerBudget()-wire.EncodedLen(out)-len(`,"skipped":`)-20-len(`,"more":true`)
+	left, room := limitOf(req), o.AnswerBudget()-wire.EncodedLen(out)-len(`,"skipped":`)-20-len(`,"more":true`)
 	for _, p := range parts {
 		if left == 0 || room < 6*len(p)+redriveEntry {
 			out.More = true

@@ -2,7 +2,6 @@ package operator
 
 import (
 	"strings"
-	"time"
 
 	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/internal/wire"
@@ -19,11 +18,11 @@ import (
 // what NATS adds around it (headers).
 const answerRoom = 4 << 10
 
-// answerBudget is the most an operator answer may take: the NATS
+// AnswerBudget is the most an operator answer may take: the NATS
 // connection's max payload (1 MiB unless the server says otherwise), less
 // answerRoom. HTTP answers are held to the same bound, so that both faces
 // answer alike.
-func (o *Ops) answerBudget() int {
+func (o *Ops) AnswerBudget() int {
 	if o != nil && o.nc != nil && o.nc.MaxPayload() > 0 {
 		return int(o.nc.MaxPayload()) - answerRoom
 	}
@@ -81,21 +80,3 @@ func dropGroupPartitions(groups []queengate.GroupView) {
 		groups[i].Partitions = []queengate.GroupPartitionView{}
 	}
 }
-
-// fitTimers cuts a timer list to what fits budget bytes; a cut list names
-// the position of the first timer it leaves out.
-func fitTimers(a *queengate.TimersAnswer, budget int) {
-	if wire.EncodedLen(a) <= budget {
-		return
-	}
-	a.Truncated = true
-	n, _ := wire.Fitting(a.Timers, budget-wire.EncodedLen(queengate.TimersAnswer{Truncated: true, Next: &widestPosition}))
-	if n < len(a.Timers) {
-		a.Next = timerPosition(a.Timers[n])
-	}
-	a.Timers = a.Timers[:n]
-}
-
-// widestPosition encodes in as many bytes as any timer position.
-var widestPosition = queengate.TimerPosition{FireAt: time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC),
-	TimerID: "00000000-0000-0000-0000-000000000000"}

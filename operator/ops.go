@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -36,6 +37,7 @@ type ConfigStore interface {
 	DeadLetterStore
 	QueueFigures(ctx context.Context) ([]model.QueueFigures, error)
 	QueueNames(ctx context.Context, ids []int64) (map[int64]string, error)
+	QueueStore
 }
 
 // IngestStats is what the operator API reads from ingest.
@@ -68,6 +70,8 @@ type Ops struct {
 	// rates samples push answers for the overview, while the admin
 	// server runs.
 	rates *pushRates
+	// queues is told of the queues deleted and purged (WatchQueues).
+	queues QueueWatcher
 }
 
 // OpsConfig configures the operator API.
@@ -256,7 +260,7 @@ func (o *Ops) ListQueues(ctx context.Context, from string) (any, *queengate.Erro
 	for _, q := range qs[first:] {
 		out.Queues = append(out.Queues, queueView(q))
 	}
-	fitQueues(&out, o.answerBudget())
+	fitQueues(&out, o.AnswerBudget())
 	return out, nil
 }
 
@@ -314,7 +318,7 @@ func (o *Ops) GetQueue(ctx context.Context, queue, from string) (any, *queengate
 	if from != "" {
 		dropGroupPartitions(out.Groups)
 	}
-	fitQueue(&out, o.answerBudget())
+	fitQueue(&out, o.AnswerBudget())
 	return out, nil
 }
 
@@ -404,7 +408,7 @@ func (o *Ops) Endpoints(g *gateway.Gateway) ([]gateway.Endpoint, error) {
 // (docs/security.md); on HTTP every route needs the token.
 func (o *Ops) Operations(prefix string, _ *nats.Conn) []gateway.Endpoint {
 	s := queengate.Subjects{Prefix: prefix}
-	return gateway.WithSubjects(s, append(o.queueOperations(s), o.messageOperations(s)...))
+	return gateway.WithSubjects(s, slices.Concat(o.queueOperations(s), o.queueDeleteOperations(), o.messageOperations(s)))
 }
 
 // queueOperations are configure and the views of queues and this gateway.

@@ -181,7 +181,7 @@ func (o *Ops) Overview(ctx context.Context, from string) (any, *queengate.Error)
 	for _, f := range figures[first:] {
 		out.Queues = append(out.Queues, o.queueOverview(f, options[f.Queue]))
 	}
-	fitOverview(&out, o.answerBudget())
+	fitOverview(&out, o.AnswerBudget())
 	return out, nil
 }
 

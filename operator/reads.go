@@ -114,7 +114,7 @@ func (o *Ops) read(ctx context.Context, queue, partition string, req queengate.R
 	if req.Max == 0 {
 		req.Max = queengate.DefaultReadMax
 	}
-	budget := int64(o.answerBudget())
+	budget := int64(o.AnswerBudget())
 	if req.MaxBytes == 0 || req.MaxBytes > budget {
 		req.MaxBytes = min(int64(queengate.DefaultReadMaxBytes), budget)
 	}
@@ -212,7 +212,7 @@ func (o *Ops) MessageByID(ctx context.Context, id string) (any, *queengate.Error
 		return nil, readError(err)
 	}
 	raw := wire.EncodeMessage(&queengate.MessageAnswer{Queue: queue, Partition: partition, PartitionID: pid, StoredMessage: storedView(m)}, m.Meta)
-	if budget := o.answerBudget(); len(raw) > budget {
+	if budget := o.AnswerBudget(); len(raw) > budget {
 		return nil, wire.TooLargeToAnswer("message "+id, len(raw), budget)
 	}
 	return raw, nil

@@ -11,6 +11,7 @@ import (
 	"github.com/queengate/queengate/consume"
 	"github.com/queengate/queengate/gateway"
 	"github.com/queengate/queengate/operator"
+	"github.com/queengate/queengate/timers"
 )
 
 // servedByTheGateway are the APIs the gateway serves itself (the push
@@ -22,7 +23,7 @@ var servedByTheGateway = []queengate.API{queengate.APIPush, queengate.APIPushAns
 func endpointSets(prefix string) []gateway.Endpoint {
 	ops := operator.NewOps(operator.OpsConfig{}, nil, nil, nil)
 	return slices.Concat(ops.Operations(prefix, nil), consume.New(nil).Operations(prefix, nil),
-		operator.NewTimerOps(nil, ops).Operations(prefix, nil))
+		timers.NewOps(nil, ops.AnswerBudget).Operations(prefix, nil))
 }
 
 // TestEveryAPIHasOneEndpointAndARow: each API a client calls is served by
@@ -112,4 +113,46 @@ func apiTableProblems(apis []queengate.API, eps []gateway.Endpoint, docs string)
 		}
 	}
 	return problems
+}
+
+// TestEachPackageServesItsOwnSubjects: consume serves the consume.*
+// subjects, timers the timer.* ones, and operator the operator API (all
+// the rest), so that where a subject is served follows from its verb.
+func TestEachPackageServesItsOwnSubjects(t *testing.T) {
+	t.Parallel()
+	ops := operator.NewOps(operator.OpsConfig{}, nil, nil, nil)
+	sets := map[string][]gateway.Endpoint{"operator": ops.Operations(queengate.DefaultPrefix, nil),
+		"consume": consume.New(nil).Operations(queengate.DefaultPrefix, nil),
+		"timers":  timers.NewOps(nil, ops.AnswerBudget).Operations(queengate.DefaultPrefix, nil)}
+	for _, p := range servingProblems(sets) {
+		t.Error(p)
+	}
+	planted := map[string][]gateway.Endpoint{"operator": {{Name: "seek", API: queengate.APIGroupSeek}}}
+	if p := servingProblems(planted); len(p) != 1 || !strings.Contains(p[0], "package consume") {
+		t.Errorf("an operator endpoint serving a consume subject: problems %q, want one naming package consume", p)
+	}
+}
+
+// servingProblems names each endpoint served by another package than its
+// verb's.
+func servingProblems(sets map[string][]gateway.Endpoint) []string {
+	var problems []string
+	for pkg, eps := range sets {
+		for _, e := range eps {
+			if owner := ownerOf(e.API); owner != pkg {
+				problems = append(problems, fmt.Sprintf("package %s serves %s, a subject of package %s", pkg, e.API.Template(queengate.DefaultPrefix), owner))
+			}
+		}
+	}
+	return problems
+}
+
+func ownerOf(a queengate.API) string {
+	switch {
+	case strings.HasPrefix(a.Verb, "consume."):
+		return "consume"
+	case a.Verb == "timer" || strings.HasPrefix(a.Verb, "timer."):
+		return "timers"
+	}
+	return "operator"
 }

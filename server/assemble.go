@@ -50,9 +50,10 @@ func assemble(cfg Config, store *pgstore.Store, nc *nats.Conn) (*assembly, error
 	d := &assembly{services: []startstop.Service{pgWatch, durability, ing, tsvc}}
 	ops := operator.NewOps(operator.OpsConfig{Token: cfg.AdminToken, Version: cfg.Version, WantSchema: pgstore.LatestVersion(),
 		Durability: durability.Current}, store, ing, nc)
-	timerOps := operator.NewTimerOps(tsvc, ops)
+	timerOps := timers.NewOps(tsvc, ops.AnswerBudget)
 	consumers := consume.New(store)
 	consumers.UseTail(ing.Tail(), false) // the same store: the tail's epochs are its
+	ops.WatchQueues(consumers)
 	gcfg := gateway.Config{Prefix: cfg.Prefix, MaxBatch: cfg.MaxBatch, Version: cfg.Version,
 		Endpoints: []gateway.EndpointSet{ops, timerOps, consumers}}
 	if cfg.RoutingShards > 0 {

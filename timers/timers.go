@@ -4,9 +4,12 @@
 // A timer is a row in queen.timers until it fires or is cancelled. Every
 // gateway runs a fire loop: it takes due rows with FOR UPDATE SKIP LOCKED
 // and, in one transaction, deletes them and pushes their messages
-// (pgstore.Store.FireDue). The guarantee is that transaction, not the
+// (pgstore/timers' FireDue). The guarantee is that transaction, not the
 // deduplication window: re-scheduling a timer whose fire has committed
 // produces a second message.
+//
+// Ops serves the timer subjects: producers' schedules and cancels, and
+// the operators' list (also GET /timers on the admin HTTP).
 package timers
 
 import (

@@ -318,8 +318,9 @@ func (e *Env) StartOpsGateway(token string, icfg ingest.Config) *OpsGateway {
 	if err != nil {
 		e.T.Fatal(err)
 	}
-	timerOps := operator.NewTimerOps(tsvc, ops)
+	timerOps := timers.NewOps(tsvc, ops.AnswerBudget)
 	consumers := e.consumersWithTail(store, ing)
+	ops.WatchQueues(consumers)
 	gw, err := gateway.New(gateway.Config{Prefix: e.Prefix, Endpoints: []gateway.EndpointSet{ops, timerOps, consumers}}, nc, ing, log, reg)
 	if err != nil {
 		e.T.Fatal(err)

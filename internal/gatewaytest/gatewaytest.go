@@ -65,7 +65,9 @@ func Start(t *testing.T, token string, opts ...queengate.Option) *Running {
 	}
 	reg := prometheus.NewRegistry()
 	ops := operator.NewOps(operator.OpsConfig{Token: token, Version: "1.2.3", WantSchema: pgstore.LatestVersion()}, store, ing, gwConn)
-	gw, err := gateway.New(gateway.Config{Endpoints: []gateway.EndpointSet{ops, operator.NewTimerOps(tsvc, ops), consume.New(store)}},
+	consumers := consume.New(store)
+	ops.WatchQueues(consumers)
+	gw, err := gateway.New(gateway.Config{Endpoints: []gateway.EndpointSet{ops, timers.NewOps(tsvc, ops.AnswerBudget), consumers}},
 		gwConn, ing, log, reg)
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package operator_test
+package timers_test
 
 import (
 	"encoding/json"
@@ -10,6 +10,7 @@ import (
 	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/ingest"
 	"github.com/queengate/queengate/internal/checkfor"
+	"github.com/queengate/queengate/internal/gatewaytest"
 )
 
 type scheduled struct {
@@ -23,8 +24,8 @@ type scheduled struct {
 // TestTimerScheduleListCancelOverNATS: the wire of docs/protocol.md's timers.
 func TestTimerScheduleListCancelOverNATS(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	g := e.startOpsGateway("tok", ingest.Config{})
+	e := gatewaytest.NewEnv(t)
+	g := e.StartOpsGateway("tok", ingest.Config{})
 	at := time.Now().Add(time.Hour).UTC().Truncate(time.Millisecond)
 	status, body := g.ViaNATS(t, "timer."+e.Queue+".p1", "",
 		fmt.Sprintf(`{"transactionId":"remind-1","data":{"x":1},"fireAt":%q}`, at.Format(time.RFC3339Nano)))
@@ -96,8 +97,8 @@ func TestTimerScheduleListCancelOverNATS(t *testing.T) {
 // timers, each refused whole.
 func TestTimerBadInputIsA400AndStoresNothing(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	g := e.startOpsGateway("", ingest.Config{})
+	e := gatewaytest.NewEnv(t)
+	g := e.StartOpsGateway("", ingest.Config{})
 	ok := "timer." + e.Queue + ".p"
 	cases := []struct{ subject, body, want string }{
 		{ok, `{"data":1,"fireAt":"tomorrow"}`, "not RFC 3339"},
@@ -130,7 +131,7 @@ func TestTimerBadInputIsA400AndStoresNothing(t *testing.T) {
 	}
 	for _, c := range cases {
 		status, body := g.ViaNATS(t, c.subject, "", c.body)
-		var werr wireErr
+		var werr gatewaytest.WireErr
 		if status != 400 || json.Unmarshal(body, &werr) != nil || !strings.Contains(werr.Error.Message, c.want) {
 			t.Errorf("%s %s: %d %s; want 400 saying %q", c.subject, c.body, status, body, c.want)
 		}
@@ -144,8 +145,8 @@ func TestTimerBadInputIsA400AndStoresNothing(t *testing.T) {
 // requested) is carried out; only its answer has nowhere to go.
 func TestTimerScheduledWithoutAReplySubject(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	e.startOpsGateway("", ingest.Config{})
+	e := gatewaytest.NewEnv(t)
+	e.StartOpsGateway("", ingest.Config{})
 	if err := e.Client.Publish("queen.timer."+e.Queue+".p", []byte(`{"transactionId":"published","delayMs":3600000}`)); err != nil {
 		t.Fatal(err)
 	}

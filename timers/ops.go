@@ -1,4 +1,4 @@
-package operator
+package timers
 
 import (
 	"context"
@@ -14,7 +14,6 @@ import (
 	"github.com/queengate/queengate/gateway"
 	"github.com/queengate/queengate/internal/wire"
 	"github.com/queengate/queengate/model"
-	"github.com/queengate/queengate/timers"
 )
 
 // maxTimerDelay bounds delayMs (and how far ahead fireAt may be): ten years.
@@ -95,18 +94,25 @@ func decodeDelay(raw []byte) (time.Duration, *queengate.Error) {
 	return time.Duration(ms) * time.Millisecond, nil
 }
 
-// TimerOps serves timers over NATS and lists them over HTTP.
-type TimerOps struct {
-	svc *timers.Service
-	ops *Ops // for the answer budget of list
+// Ops serves the timer subjects: producers schedule and cancel timers
+// over NATS, and operators list them (also GET /timers on the admin
+// HTTP, with the admin token).
+type Ops struct {
+	svc *Service
+	// answerBudget is the most a list's answer may take (the operator
+	// API's, operator.Ops.AnswerBudget).
+	answerBudget func() int
 }
 
-// NewTimerOps wires a timers service to the wire.
-func NewTimerOps(svc *timers.Service, ops *Ops) *TimerOps { return &TimerOps{svc: svc, ops: ops} }
+// NewOps serves svc's timers; a list's answer takes at most
+// answerBudget bytes.
+func NewOps(svc *Service, answerBudget func() int) *Ops {
+	return &Ops{svc: svc, answerBudget: answerBudget}
+}
 
 // schedule stores a timer; its message is bounded as a push's is, by the
 // connection's maxPayload.
-func (t *TimerOps) schedule(ctx context.Context, queue, partition string, body []byte, maxPayload int64) (any, *queengate.Error) {
+func (t *Ops) schedule(ctx context.Context, queue, partition string, body []byte, maxPayload int64) (any, *queengate.Error) {
 	if werr := gateway.ValidPlace(queue, partition); werr != nil {
 		return nil, werr
 	}
@@ -131,7 +137,7 @@ var (
 	timerPositionShape = wire.Shape{Name: "a timer position", Example: `{"fireAt": "2026-12-01T09:00:00.123456Z", "timerId": "<uuid>"} (a timer list's "next")`}
 )
 
-func (t *TimerOps) cancel(ctx context.Context, body []byte) (any, *queengate.Error) {
+func (t *Ops) cancel(ctx context.Context, body []byte) (any, *queengate.Error) {
 	id, werr := decodeCancel(body)
 	if werr != nil {
 		return nil, werr
@@ -173,7 +179,7 @@ type timerList struct {
 
 // list lists pending timers in the store's order (fire time, then id);
 // an answer with more pending after it names the next page's position.
-func (t *TimerOps) list(ctx context.Context, req timerList) (any, *queengate.Error) {
+func (t *Ops) list(ctx context.Context, req timerList) (any, *queengate.Error) {
 	if req.queue != "" {
 		if werr := gateway.ValidQueue(req.queue); werr != nil {
 			return nil, werr
@@ -200,7 +206,7 @@ func (t *TimerOps) list(ctx context.Context, req timerList) (any, *queengate.Err
 		out.Next = timerPosition(out.Timers[limit])
 		out.Timers = out.Timers[:limit]
 	}
-	fitTimers(&out, t.ops.answerBudget())
+	fitTimers(&out, t.answerBudget())
 	return out, nil
 }
 
@@ -209,7 +215,7 @@ func timerPosition(v queengate.TimerView) *queengate.TimerPosition {
 	return &queengate.TimerPosition{FireAt: v.FireAt, TimerID: v.TimerID}
 }
 
-func (t *TimerOps) listNATS(ctx context.Context, body []byte) (any, *queengate.Error) {
+func (t *Ops) listNATS(ctx context.Context, body []byte) (any, *queengate.Error) {
 	req, werr := decodeTimerList(body)
 	if werr != nil {
 		return nil, werr
@@ -287,13 +293,13 @@ func timerListQuery(q url.Values) (req timerList, werr *queengate.Error) {
 }
 
 // Endpoints serves schedule, cancel and list.
-func (t *TimerOps) Endpoints(g *gateway.Gateway) ([]gateway.Endpoint, error) {
+func (t *Ops) Endpoints(g *gateway.Gateway) ([]gateway.Endpoint, error) {
 	return t.Operations(g.Prefix(), g.Conn()), nil
 }
 
 // Operations are the timer entries; list is also GET /timers on the
 // admin HTTP (an operator request).
-func (t *TimerOps) Operations(prefix string, nc *nats.Conn) []gateway.Endpoint {
+func (t *Ops) Operations(prefix string, nc *nats.Conn) []gateway.Endpoint {
 	s := queengate.Subjects{Prefix: prefix}
 	timer := s.Verb(queengate.APITimer)
 	return gateway.WithSubjects(s, []gateway.Endpoint{
@@ -323,12 +329,20 @@ func (t *TimerOps) Operations(prefix string, nc *nats.Conn) []gateway.Endpoint {
 	})
 }
 
-// MountTimers serves the timer operations' HTTP form, GET /timers, and
-// refuses the other methods there: schedule and cancel are NATS only.
-func (a *Admin) MountTimers(t *TimerOps) {
-	a.MountTable(t)
-	a.mux.HandleFunc("/timers", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Allow", "GET")
-		writeError(w, &queengate.Error{Code: queengate.CodeMethodNotAllowed, Text: r.Method + " /timers: use GET (schedule and cancel go over NATS)"})
-	})
+// fitTimers cuts a timer list to what fits budget bytes; a cut list names
+// the position of the first timer it leaves out.
+func fitTimers(a *queengate.TimersAnswer, budget int) {
+	if wire.EncodedLen(a) <= budget {
+		return
+	}
+	a.Truncated = true
+	n, _ := wire.Fitting(a.Timers, budget-wire.EncodedLen(queengate.TimersAnswer{Truncated: true, Next: &widestPosition}))
+	if n < len(a.Timers) {
+		a.Next = timerPosition(a.Timers[n])
+	}
+	a.Timers = a.Timers[:n]
 }
+
+// widestPosition encodes in as many bytes as any timer position.
+var widestPosition = queengate.TimerPosition{FireAt: time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC),
+	TimerID: "00000000-0000-0000-0000-000000000000"}

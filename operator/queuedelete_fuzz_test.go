@@ -1,4 +1,4 @@
-package consume
+package operator
 
 import (
 	"encoding/json"
