@@ -514,6 +514,14 @@ func pageBody(from string) []byte {
 	return b
 }
 
+// Overview reads every queue at a glance, as many as fit one answer, from
+// the queue from on ("": the first); when Truncated, read again from
+// NextQueue.
+func (c *Client) Overview(ctx context.Context, from string) (OverviewAnswer, error) {
+	var out OverviewAnswer
+	return out, c.request(ctx, c.subjects.Overview(), pageBody(from), true, &out)
+}
+
 // Status reads the health and figures of the gateway that answers.
 func (c *Client) Status(ctx context.Context) (StatusAnswer, error) {
 	var out StatusAnswer

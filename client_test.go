@@ -233,6 +233,10 @@ func TestOperatorAPIThroughTheClient(t *testing.T) {
 	if err != nil || !st.Ready || st.Version != "1.2.3" {
 		t.Errorf("status: %+v, %v", st, err)
 	}
+	ov, err := r.client.Overview(ctx, r.queue)
+	if err != nil || len(ov.Queues) == 0 || ov.Queues[0].Queue != r.queue || ov.Queues[0].StoredMessages != 1 {
+		t.Errorf("overview from %s: %+v, %v; want the queue first, its one message counted", r.queue, ov, err)
+	}
 	// The word option travels with the numbers: a conflicting retry is
 	// then answered as the queue says.
 	c, err = r.client.Configure(ctx, queengate.ConfigureRequest{Queue: r.queue, OnConflict: "flag"})

@@ -215,6 +215,9 @@ func (s Subjects) QueuesList() string            { return s.Verb(APIQueuesList) 
 func (s Subjects) QueuesGet(queue string) string { return s.with1(APIQueuesGet, queue) }
 func (s Subjects) Status() string                { return s.Verb(APIStatus) }
 
+// Overview is every queue at a glance.
+func (s Subjects) Overview() string { return s.Verb(APIOverview) }
+
 // Read is where a partition's messages are read from an offset.
 func (s Subjects) Read(queue, partition string) string { return s.with2(APIRead, queue, partition) }
 

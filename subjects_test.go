@@ -58,6 +58,7 @@ func TestSubjectsFollowTheTable(t *testing.T) {
 		&queengate.APIQueuesList:     s.QueuesList(),
 		&queengate.APIQueuesGet:      s.QueuesGet("orders"),
 		&queengate.APIStatus:         s.Status(),
+		&queengate.APIOverview:       s.Overview(),
 		&queengate.APIDLQList:        s.DLQList("orders"),
 		&queengate.APIDLQRedrive:     s.DLQRedrive("orders"),
 		&queengate.APIQueueDelete:    s.QueueDelete("orders"),
