@@ -109,7 +109,7 @@ func TestAckPushAnswerBoundHoldsForTheLargestAnswer(t *testing.T) {
 	name, id := strings.Repeat("q", 128), strings.Repeat("<", queengate.MaxTxnIDBytes)
 	const items, pushed = 500, queengate.MaxAckPushMessages
 	req := queengate.AckPushRequest{Group: name, LeaseID: bodyref.TestLease}
-	res := model.AckPushResult{Ack: model.AckResult{NextOffset: math.MaxInt64, LeaseEnded: true}}
+	res := model.AckPushResult{Ack: model.SettledBatch{NextOffset: math.MaxInt64, LeaseEnded: true}}
 	for range items {
 		req.Items = append(req.Items, queengate.AckItem{TransactionID: id, Status: queengate.AckCompleted})
 		res.Ack.Items = append(res.Ack.Items, model.AckOutcome{Offset: math.MaxInt64, Result: model.AckUnknownTxnID})

@@ -31,14 +31,14 @@ type Store interface {
 	EnsureGroup(ctx context.Context, queue, name string) (model.Group, error)
 	FindGroup(ctx context.Context, queue, name string) (model.Group, error)
 	PartitionID(ctx context.Context, queueID int64, name string) (int64, error)
-	Pop(ctx context.Context, r model.PopRequest) (model.PopResult, error)
-	PopMore(ctx context.Context, r model.PopRequest, partitions int, leaseEnvelope int64) ([]model.PopResult, error)
+	Pop(ctx context.Context, r model.PopQuery) (model.PopResult, error)
+	PopMore(ctx context.Context, r model.PopQuery, partitions int, leaseEnvelope int64) ([]model.PopResult, error)
 	Undo(ctx context.Context, g model.Group, partitionID int64, leaseID string) (bool, error)
-	Ack(ctx context.Context, g model.Group, partitionID int64, leaseID string, items []model.AckItem) (model.AckResult, error)
-	AckMany(ctx context.Context, g model.Group, acks []model.CarriedAck) ([]model.AckResult, error)
-	Cycle(ctx context.Context, r model.PopRequest, partitionID int64, leaseID string, items []model.AckItem) (model.AckResult,
+	Ack(ctx context.Context, g model.Group, partitionID int64, leaseID string, items []model.Settlement) (model.SettledBatch, error)
+	AckMany(ctx context.Context, g model.Group, acks []model.CarriedAck) ([]model.SettledBatch, error)
+	Cycle(ctx context.Context, r model.PopQuery, partitionID int64, leaseID string, items []model.Settlement) (model.SettledBatch,
 		*model.PopResult, bool, error)
-	AckAndPush(ctx context.Context, g model.Group, partitionID int64, leaseID string, items []model.AckItem,
+	AckAndPush(ctx context.Context, g model.Group, partitionID int64, leaseID string, items []model.Settlement,
 		derived []model.Derived) (model.AckPushResult, error)
 	Lease(ctx context.Context, g model.Group, partitionID int64, leaseID string, d time.Duration) (time.Time, bool, error)
 	GroupPartitions(ctx context.Context, queueID int64) ([]model.GroupPartition, error)
@@ -356,7 +356,7 @@ func (c *Consumers) settleAll(ctx context.Context, queue, group string, acks []q
 }
 
 // logDeadLettering says what a pop could not deliver and why.
-func (c *Consumers) logDeadLettering(queue string, pr model.PopRequest, res *model.PopResult) {
+func (c *Consumers) logDeadLettering(queue string, pr model.PopQuery, res *model.PopResult) {
 	if res.DeadLetterErr != nil {
 		c.log.Warn().Err(res.DeadLetterErr).Str("queue", queue).Str("group", pr.Group.Name).Msg("dead-lettering failed; a later pop retries")
 	}
@@ -673,8 +673,8 @@ func (c *Consumers) settle(ctx context.Context, queue, partition string, req que
 
 // popRequest is req's pop of group g (partition pid, 0 for any), its
 // answer beside an ack answer of ackBytes.
-func (c *Consumers) popRequest(g model.Group, pid int64, req queengate.PopRequest, ackBytes int) model.PopRequest {
-	pr := model.PopRequest{Group: g, PartitionID: pid, Max: req.Max, Lease: time.Duration(req.LeaseMs) * time.Millisecond,
+func (c *Consumers) popRequest(g model.Group, pid int64, req queengate.PopRequest, ackBytes int) model.PopQuery {
+	pr := model.PopQuery{Group: g, PartitionID: pid, Max: req.Max, Lease: time.Duration(req.LeaseMs) * time.Millisecond,
 		Consumer: req.Consumer, MaxAckPending: req.MaxAckPending}
 	pr.Room, pr.MaxBytes = c.popRoom(ackBytes, req.MaxBytes)
 	// What a pop carrying no ack has room for: a message taking more
@@ -686,7 +686,7 @@ func (c *Consumers) popRequest(g model.Group, pid int64, req queengate.PopReques
 
 // checkAck checks an ack's items, and that its answer, at most bound
 // bytes, fits beside a pop's envelope.
-func (c *Consumers) checkAck(req queengate.AckRequest) (items []model.AckItem, bound int64, werr *queengate.Error) {
+func (c *Consumers) checkAck(req queengate.AckRequest) (items []model.Settlement, bound int64, werr *queengate.Error) {
 	if items, werr = ackItems(req); werr != nil {
 		return nil, 0, werr
 	}
@@ -700,7 +700,7 @@ func (c *Consumers) checkAck(req queengate.AckRequest) (items []model.AckItem, b
 }
 
 // ackAnswer counts what the ack of items to group g settled and answers it.
-func (c *Consumers) ackAnswer(queue string, g model.Group, req queengate.AckRequest, items []model.AckItem, res model.AckResult) queengate.AckAnswer {
+func (c *Consumers) ackAnswer(queue string, g model.Group, req queengate.AckRequest, items []model.Settlement, res model.SettledBatch) queengate.AckAnswer {
 	c.metrics.acked(queue, g.Name, items, &res)
 	c.metrics.deadLettered(&c.log, res.DeadLetters)
 	ans := queengate.AckAnswer{Items: make([]queengate.AckResult, len(items)), NextOffset: res.NextOffset,
@@ -733,7 +733,7 @@ func ackAnswerBound(items []queengate.AckItem) int64 {
 
 // ackItems checks an ack's items: each names one message, by
 // transactionId or offset, with status completed or failed.
-func ackItems(req queengate.AckRequest) ([]model.AckItem, *queengate.Error) {
+func ackItems(req queengate.AckRequest) ([]model.Settlement, *queengate.Error) {
 	switch {
 	case !queengate.ValidName(req.Group):
 		return nil, wire.BadInput(`"group" must name the consumer group: %s`, queengate.NameRule)
@@ -744,7 +744,7 @@ func ackItems(req queengate.AckRequest) ([]model.AckItem, *queengate.Error) {
 	case len(req.Items) == 0 || len(req.Items) > queengate.MaxAckItems:
 		return nil, wire.BadInput(`"items" has %d entries: 1 to %d`, len(req.Items), queengate.MaxAckItems)
 	}
-	items := make([]model.AckItem, len(req.Items))
+	items := make([]model.Settlement, len(req.Items))
 	for i, it := range req.Items {
 		switch {
 		case (it.TransactionID == "") == (it.Offset == nil):
@@ -764,7 +764,7 @@ func ackItems(req queengate.AckRequest) ([]model.AckItem, *queengate.Error) {
 		case it.DelayMs < 0 || it.DelayMs > queengate.MaxDelayMs:
 			return nil, wire.BadInput(`item %d: "delayMs" is %d: from 0 to %d`, i, it.DelayMs, queengate.MaxDelayMs)
 		}
-		items[i] = model.AckItem{Offset: -1, TxnID: it.TransactionID, Completed: it.Status == queengate.AckCompleted, Error: it.Error,
+		items[i] = model.Settlement{Offset: -1, TxnID: it.TransactionID, Completed: it.Status == queengate.AckCompleted, Error: it.Error,
 			DelayMs: it.DelayMs}
 		if it.Offset != nil {
 			items[i].Offset = *it.Offset

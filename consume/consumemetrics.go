@@ -83,7 +83,7 @@ func (m *consumeMetrics) ranOut(queue, group string) {
 // failed: one add per result present, not per item. The results are a
 // handful of words, so they are tallied in a small array, not a map
 // allocated per ack.
-func (m *consumeMetrics) acked(queue, group string, items []model.AckItem, res *model.AckResult) {
+func (m *consumeMetrics) acked(queue, group string, items []model.Settlement, res *model.SettledBatch) {
 	if m == nil {
 		return
 	}
@@ -113,7 +113,7 @@ func (m *consumeMetrics) acked(queue, group string, items []model.AckItem, res *
 }
 
 // ackStatus is the status an item settled its message with.
-func ackStatus(it model.AckItem) string {
+func ackStatus(it model.Settlement) string {
 	if it.Completed {
 		return queengate.AckCompleted
 	}

@@ -313,7 +313,7 @@ func (c *Consumers) settled(queue string, ans queengate.AckAnswer) {
 // freedRoom wakes the queue's waiting pops when an ack settled part of a
 // lease counted under maxAckPending: a pop held at its limit may now have
 // room. (An ack that ended the lease wakes them through settled.)
-func (c *Consumers) freedRoom(queue string, res model.AckResult) {
+func (c *Consumers) freedRoom(queue string, res model.SettledBatch) {
 	if res.LeaseCounted && !res.LeaseEnded {
 		c.announce(queue)
 	}
@@ -323,7 +323,7 @@ func (c *Consumers) freedRoom(queue string, res model.AckResult) {
 // (sleeping in the list of pr's group and partition until woken), and
 // answers. trusted: the pop may skip its first pop when the list is
 // known empty (it settled nothing that could have changed that).
-func (c *Consumers) longPoll(ctx context.Context, queue string, pr model.PopRequest, waitFor time.Duration, wait, trusted bool, ans *popAnswer) (any, *queengate.Error) {
+func (c *Consumers) longPoll(ctx context.Context, queue string, pr model.PopQuery, waitFor time.Duration, wait, trusted bool, ans *popAnswer) (any, *queengate.Error) {
 	if !wait || waitFor <= 0 {
 		c.activity.note(pr.Group.ID)
 		res, err := c.popSettled(ctx, queue, &pr)
@@ -381,7 +381,7 @@ const leaseEnvelope = 512
 // partition left of Max, and of MaxBytes and Room). A failure keeps the
 // first partition's delivery: the further pops rolled back, nothing of
 // theirs was delivered.
-func (c *Consumers) popMore(ctx context.Context, queue string, pr model.PopRequest, first *model.PopResult, more int) []model.PopResult {
+func (c *Consumers) popMore(ctx context.Context, queue string, pr model.PopQuery, first *model.PopResult, more int) []model.PopResult {
 	if more <= 0 || len(first.Messages) == 0 || pr.Max <= len(first.Messages) {
 		return nil
 	}
@@ -409,7 +409,7 @@ func (c *Consumers) popMore(ctx context.Context, queue string, pr model.PopReque
 }
 
 // deliveriesSize is what messages take at most in a pop's answer.
-func deliveriesSize(ms []model.Delivery) int64 {
+func deliveriesSize(ms []model.LeasedMessage) int64 {
 	var n int64
 	for _, m := range ms {
 		n += model.DeliverySize(m)
@@ -421,7 +421,7 @@ func deliveriesSize(ms []model.Delivery) int64 {
 // something: what it moved may have stood before messages ready now.
 // A group found deleted is looked up by name again, once: a pop names its
 // group into being, so it pops a new one (pr's group changes).
-func (c *Consumers) popSettled(ctx context.Context, queue string, pr *model.PopRequest) (model.PopResult, error) {
+func (c *Consumers) popSettled(ctx context.Context, queue string, pr *model.PopQuery) (model.PopResult, error) {
 	deadLettered := 0
 	regrouped := false
 	for {
@@ -450,7 +450,7 @@ func (c *Consumers) popSettled(ctx context.Context, queue string, pr *model.PopR
 
 // popped logs and counts what a pop of the store did beside its
 // delivery: dead letters and a lease it found run out.
-func (c *Consumers) popped(queue string, pr model.PopRequest, res *model.PopResult) {
+func (c *Consumers) popped(queue string, pr model.PopQuery, res *model.PopResult) {
 	c.logDeadLettering(queue, pr, res)
 	c.metrics.deadLettered(&c.log, res.DeadLetters)
 	if res.RanOutLease {

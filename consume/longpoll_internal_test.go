@@ -13,7 +13,7 @@ import (
 // end at shutdown does not depend on what PostgreSQL holds.
 type foundNothing struct{ Store }
 
-func (foundNothing) Pop(context.Context, model.PopRequest) (model.PopResult, error) {
+func (foundNothing) Pop(context.Context, model.PopQuery) (model.PopResult, error) {
 	return model.PopResult{}, nil
 }
 
@@ -29,7 +29,7 @@ func TestDrainingAnswersWaitingPops(t *testing.T) {
 	c.draining = draining
 	answered := make(chan any)
 	go func() {
-		pr := model.PopRequest{Group: model.Group{ID: 1, Name: "g"}, Max: 10}
+		pr := model.PopQuery{Group: model.Group{ID: 1, Name: "g"}, Max: 10}
 		a, werr := c.longPoll(context.Background(), "q", pr, time.Hour, true, false, &popAnswer{c: c, group: pr.Group})
 		if werr != nil {
 			t.Error(werr)

@@ -179,12 +179,12 @@ type countingStore struct {
 	pops atomic.Int64
 }
 
-func (s *countingStore) Pop(ctx context.Context, r model.PopRequest) (model.PopResult, error) {
+func (s *countingStore) Pop(ctx context.Context, r model.PopQuery) (model.PopResult, error) {
 	s.pops.Add(1)
 	return s.Store.Pop(ctx, r)
 }
 
-func (s *countingStore) PopMore(ctx context.Context, r model.PopRequest, partitions int, leaseEnvelope int64) ([]model.PopResult, error) {
+func (s *countingStore) PopMore(ctx context.Context, r model.PopQuery, partitions int, leaseEnvelope int64) ([]model.PopResult, error) {
 	s.pops.Add(1)
 	return s.Store.PopMore(ctx, r, partitions, leaseEnvelope)
 }

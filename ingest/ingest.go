@@ -186,8 +186,8 @@ func DefaultConfig() Config { return Config{}.withDefaults() }
 // Message and Result are a request's messages and their results, in the
 // words the wire decoder and the gateway share with ingest (model).
 type (
-	Message = model.Message
-	Result  = model.Result
+	Message = model.Incoming
+	Result  = model.PushOutcome
 )
 
 // Request is the messages of one producer's request, for one partition.

@@ -550,7 +550,7 @@ func checkPayloads(t *testing.T, store *pgstore.Store, queue string, parts []str
 	t.Helper()
 	checked := 0
 	for _, part := range parts {
-		res, err := store.Read(context.Background(), model.ReadRequest{Queue: queue, Partition: part, Max: 1 << 30, MaxBytes: 1 << 40})
+		res, err := store.Read(context.Background(), model.ReadQuery{Queue: queue, Partition: part, Max: 1 << 30, MaxBytes: 1 << 40})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -23,7 +23,7 @@ type DerivedOutcome struct {
 // AckPushResult is what an ack-and-push committed: the ack's outcomes,
 // and one outcome per derived message, in request order.
 type AckPushResult struct {
-	Ack    AckResult
+	Ack    SettledBatch
 	Pushed []DerivedOutcome
 }
 

@@ -40,8 +40,8 @@ type Group struct {
 	Queue, Name string
 }
 
-// PopRequest asks for a lease on a partition with work and its messages.
-type PopRequest struct {
+// PopQuery asks for a lease on a partition with work and its messages.
+type PopQuery struct {
 	Group       Group
 	PartitionID int64 // 0: any partition of the queue with work
 	Max         int
@@ -63,7 +63,7 @@ type PopRequest struct {
 
 // NamedPartition is the partition r names, nil when any partition will
 // do: the stores' nullable argument.
-func (r PopRequest) NamedPartition() *int64 {
+func (r PopQuery) NamedPartition() *int64 {
 	if r.PartitionID <= 0 {
 		return nil
 	}
@@ -79,13 +79,13 @@ const DeliveryEnvelope = 256
 // DeliverySize bounds what a delivered message takes in a pop's answer:
 // its data as stored, its transactionId and last error escaped at worst
 // (\u00XX for every byte), and the envelope. The store computes the same.
-func DeliverySize(d Delivery) int64 {
+func DeliverySize(d LeasedMessage) int64 {
 	return int64(len(d.Data)+len(d.Meta)+6*(len(d.TxnID)+len(d.LastError))) + DeliveryEnvelope
 }
 
-// Delivery is one message handed to a consumer.
-type Delivery struct {
-	StoredMessage
+// LeasedMessage is one message handed to a consumer.
+type LeasedMessage struct {
+	LogMessage
 	// Attempts counts its deliveries to the group, this one included.
 	Attempts int
 	// LastError is what the last consumer that failed it said.
@@ -99,7 +99,7 @@ type PopResult struct {
 	Partition    string
 	LeaseID      string
 	LeaseUntil   time.Time
-	Messages     []Delivery
+	Messages     []LeasedMessage
 	DeadLettered int // moved to the dead-letter queue instead of delivered
 	// DeadLetters are those moved, without their data (for the log line
 	// and the metrics each dead letter gets).
@@ -118,8 +118,8 @@ type PopResult struct {
 	Held bool
 }
 
-// AckItem settles one message, named by Offset (>= 0) or TxnID.
-type AckItem struct {
+// Settlement settles one message, named by Offset (>= 0) or TxnID.
+type Settlement struct {
 	Offset    int64 // -1: named by TxnID
 	TxnID     string
 	Completed bool // false: failed, redelivered later
@@ -129,7 +129,7 @@ type AckItem struct {
 	DelayMs int64
 }
 
-// AckOutcome is what became of one AckItem.
+// AckOutcome is what became of one Settlement.
 type AckOutcome struct {
 	Offset int64 // -1 when it could not be resolved
 	Result string
@@ -153,12 +153,12 @@ const (
 type CarriedAck struct {
 	PartitionID int64
 	LeaseID     string
-	Items       []AckItem
+	Items       []Settlement
 }
 
-// AckResult is a batch's outcomes, in item order, and the group's cursor
+// SettledBatch is a batch's outcomes, in item order, and the group's cursor
 // on the partition after it.
-type AckResult struct {
+type SettledBatch struct {
 	Items        []AckOutcome
 	NextOffset   int64
 	LeaseEnded   bool
@@ -261,7 +261,7 @@ type OmittedData struct {
 // whose messages the gateway holds. Epoch is the store epoch its
 // memory speaks of.
 type TailCycle struct {
-	Pop         PopRequest
+	Pop         PopQuery
 	PartitionID int64
 	LeaseID     string
 	From, To    int64
@@ -279,7 +279,7 @@ type TailLease struct {
 // SliceBudget is the most the messages of a cycle's pop may take, as
 // queen.consumer_cycle bounds them: the pop's room, its maxBytes, and
 // what one message may take in any pop.
-func SliceBudget(r PopRequest) int64 {
+func SliceBudget(r PopQuery) int64 {
 	b := min(r.Room, r.MaxBytes)
 	if r.MaxDelivery > 0 {
 		b = min(b, r.MaxDelivery)

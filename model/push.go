@@ -244,9 +244,9 @@ func StoredData(d []byte) []byte {
 	return d
 }
 
-// Message is one message of a push as the gateway takes it, decoded and
+// Incoming is one message of a push as the gateway takes it, decoded and
 // checked.
-type Message struct {
+type Incoming struct {
 	// TxnID is the transactionId; the caller mints one when the producer
 	// sent none.
 	TxnID string
@@ -257,8 +257,8 @@ type Message struct {
 	Meta []byte
 }
 
-// Result is one message's result in a push.
-type Result struct {
+// PushOutcome is one message's result in a push.
+type PushOutcome struct {
 	Status      Status
 	PartitionID int64
 	Offset      int64

@@ -28,12 +28,12 @@ const (
 	MaxUnheardDeliveriesLimit = 1000
 )
 
-// QueueOptions is a queue's whole configuration.
-type QueueOptions struct {
+// Options is a queue's whole configuration.
+type Options struct {
 	// DedupWindowSeconds is the deduplication window; 0 disables the probe
 	// (the transactionIds' hashes are still stored).
 	DedupWindowSeconds int
-	// RetentionSeconds deletes segments older than this; 0 keeps them.
+	// RetentionSeconds deletes messages older than this; 0 keeps them.
 	RetentionSeconds int
 	// OnConflict is what a duplicate whose data differs from its
 	// original's is answered.
@@ -114,7 +114,7 @@ func (p OptionsPatch) Validate() error {
 type QueueConfig struct {
 	ID   int64
 	Name string
-	QueueOptions
+	Options
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }

@@ -9,8 +9,8 @@ import (
 // is no longer stored).
 var ErrNotFound = errors.New("not found")
 
-// StoredMessage is one message as the log holds it.
-type StoredMessage struct {
+// LogMessage is one message as the log holds it.
+type LogMessage struct {
 	PartitionID int64
 	Offset      int64
 	TxnID       string
@@ -21,8 +21,8 @@ type StoredMessage struct {
 	Meta []byte
 }
 
-// ReadRequest asks for a partition's messages from an offset.
-type ReadRequest struct {
+// ReadQuery asks for a partition's messages from an offset.
+type ReadQuery struct {
 	Queue, Partition string
 	From             int64
 	Max              int   // most messages
@@ -32,7 +32,7 @@ type ReadRequest struct {
 // ReadResult is a run of a partition's messages in offset order.
 type ReadResult struct {
 	PartitionID int64
-	Messages    []StoredMessage
+	Messages    []LogMessage
 	// Next is the offset to read from next: past the last message
 	// returned, or From when nothing was (at the end).
 	Next int64

@@ -22,9 +22,9 @@ type TimerInfo struct {
 	FireAt, CreatedAt           time.Time
 }
 
-// TimerPosition is a place in the order timers are listed in: by fire
+// TimerKey is a place in the order timers are listed in: by fire
 // time, then id.
-type TimerPosition struct {
+type TimerKey struct {
 	FireAt time.Time
 	ID     string
 }

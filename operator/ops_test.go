@@ -220,7 +220,7 @@ func TestConfigureBadInputIsA400AndChangesNothing(t *testing.T) {
 	c, err := e.Store.QueueConfig(context.Background(), q)
 	if err != nil || c.DedupWindowSeconds != 600 || c.RetentionSeconds != 0 || c.OnConflict != model.ConflictIgnore ||
 		c.RetryDelayMs != 0 || len(c.RetryBackoffMs) != 0 || c.MaxUnheardDeliveries != model.DefaultMaxUnheardDeliveries {
-		t.Errorf("after bad requests: %+v, %v; want unchanged (600, 0, ignore, no retry delays, 3 unheard)", c.QueueOptions, err)
+		t.Errorf("after bad requests: %+v, %v; want unchanged (600, 0, ignore, no retry delays, 3 unheard)", c.Options, err)
 	}
 	if status, _ := g.ViaHTTP(t, "GET", "/queues/"+q+"-missing", "", ""); status != 404 {
 		t.Errorf("GET of an unknown queue: %d, want 404", status)

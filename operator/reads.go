@@ -21,8 +21,8 @@ import (
 
 // LogReader is what reading needs from the store.
 type LogReader interface {
-	Read(ctx context.Context, r model.ReadRequest) (model.ReadResult, error)
-	MessageAt(ctx context.Context, pid, offset int64) (m model.StoredMessage, queue, partition string, err error)
+	Read(ctx context.Context, r model.ReadQuery) (model.ReadResult, error)
+	MessageAt(ctx context.Context, pid, offset int64) (m model.LogMessage, queue, partition string, err error)
 	FindTxn(ctx context.Context, queue, partition, txnID string) (model.TxnLookup, error)
 	// Originals is what a push's payload-conflict check compares; explain
 	// compares the same.
@@ -118,7 +118,7 @@ func (o *Ops) read(ctx context.Context, queue, partition string, req queengate.R
 	if req.MaxBytes == 0 || req.MaxBytes > budget {
 		req.MaxBytes = min(int64(queengate.DefaultReadMaxBytes), budget)
 	}
-	res, err := o.reads.Read(ctx, model.ReadRequest{Queue: queue, Partition: partition, From: req.From, Max: req.Max, MaxBytes: req.MaxBytes})
+	res, err := o.reads.Read(ctx, model.ReadQuery{Queue: queue, Partition: partition, From: req.From, Max: req.Max, MaxBytes: req.MaxBytes})
 	if err != nil {
 		return nil, readError(err)
 	}
@@ -152,7 +152,7 @@ func readAnswer(queue, partition string, from int64, res model.ReadResult) (quee
 	return ans, meta
 }
 
-func storedView(m model.StoredMessage) queengate.StoredMessage {
+func storedView(m model.LogMessage) queengate.StoredMessage {
 	return queengate.StoredMessage{Offset: m.Offset, MessageID: model.MessageID(m.PartitionID, m.Offset),
 		TransactionID: m.TxnID, CreatedAt: m.CreatedAt, Data: json.RawMessage(m.Data)}
 }

@@ -23,14 +23,14 @@ func TestAckManySettlesEachAckAsAckDoes(t *testing.T) {
 			items := wholeAck(r)
 			switch i {
 			case 1:
-				items = []model.AckItem{items[0], failed(r.Messages[1].TxnID, "bad")}
+				items = []model.Settlement{items[0], failed(r.Messages[1].TxnID, "bad")}
 			case 2:
 				r.LeaseID = "00000000-0000-0000-0000-000000000000"
 			}
 			acks = append(acks, model.CarriedAck{PartitionID: r.PartitionID, LeaseID: r.LeaseID, Items: items})
 		}
 		slices.SortFunc(acks, func(a, b model.CarriedAck) int { return int(a.PartitionID - b.PartitionID) })
-		var res []model.AckResult
+		var res []model.SettledBatch
 		if many {
 			var err error
 			if res, err = st.AckMany(ctx, g, acks); err != nil {
@@ -72,7 +72,7 @@ func TestAckManyBatchesNeverDeadlock(t *testing.T) {
 	g := q.group(t, "g")
 	stale := "00000000-0000-0000-0000-000000000000"
 	ack := func(p model.Partition) model.CarriedAck {
-		return model.CarriedAck{PartitionID: p.ID, LeaseID: stale, Items: []model.AckItem{doneAt(0)}}
+		return model.CarriedAck{PartitionID: p.ID, LeaseID: stale, Items: []model.Settlement{doneAt(0)}}
 	}
 	forward := []model.CarriedAck{ack(q.parts[0]), ack(q.parts[1])}
 	backward := []model.CarriedAck{ack(q.parts[1]), ack(q.parts[0])}

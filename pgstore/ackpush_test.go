@@ -21,8 +21,8 @@ func derivedOf(r model.PopResult, out string) []model.Derived {
 	return ds
 }
 
-func completedAll(r model.PopResult) []model.AckItem {
-	var items []model.AckItem
+func completedAll(r model.PopResult) []model.Settlement {
+	var items []model.Settlement
 	for _, m := range r.Messages {
 		items = append(items, doneAt(m.Offset))
 	}
@@ -165,7 +165,7 @@ func TestAckAndPushOfADeadLetteredMessageIsRefused(t *testing.T) {
 	b := setupConsumer(t, 1)
 	b.setMaxAttempts(t, 1)
 	r := b.pop(t, b.group, 1)
-	if a := b.ack(t, r.LeaseID, model.AckItem{Offset: 0, Error: "boom"}); a.DeadLettered != 1 {
+	if a := b.ack(t, r.LeaseID, model.Settlement{Offset: 0, Error: "boom"}); a.DeadLettered != 1 {
 		t.Fatalf("dead-lettered %d, want 1", a.DeadLettered)
 	}
 	out := b.queue + "-out"

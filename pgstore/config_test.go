@@ -24,7 +24,7 @@ func TestConfigureMergeReplaceAndCreate(t *testing.T) {
 		t.Fatalf("create: %+v created=%v err=%v", c, created, err)
 	}
 	if c.DedupWindowSeconds != 3600 || c.RetentionSeconds != 86400 {
-		t.Errorf("created with %+v, want window 3600 (default) and retention 86400", c.QueueOptions)
+		t.Errorf("created with %+v, want window 3600 (default) and retention 86400", c.Options)
 	}
 
 	// Deliberately off, then a merge naming only retention: the window
@@ -37,16 +37,16 @@ func TestConfigureMergeReplaceAndCreate(t *testing.T) {
 		t.Fatalf("merge: created=%v err=%v", created, err)
 	}
 	if c.DedupWindowSeconds != 0 || c.RetentionSeconds != 60 {
-		t.Errorf("after merge %+v, want window 0 kept and retention 60", c.QueueOptions)
+		t.Errorf("after merge %+v, want window 0 kept and retention 60", c.Options)
 	}
 
 	// Replace: what it omits returns to its default.
 	c, _, err = st.Configure(ctx, queue, model.OptionsPatch{RetentionSeconds: ptr(120)}, true)
 	if err != nil || c.DedupWindowSeconds != 3600 || c.RetentionSeconds != 120 {
-		t.Errorf("after replace %+v, %v; want window back to 3600, retention 120", c.QueueOptions, err)
+		t.Errorf("after replace %+v, %v; want window back to 3600, retention 120", c.Options, err)
 	}
 	read, err := st.QueueConfig(ctx, queue)
-	if err != nil || !reflect.DeepEqual(read.QueueOptions, c.QueueOptions) || !read.UpdatedAt.Equal(c.UpdatedAt) {
+	if err != nil || !reflect.DeepEqual(read.Options, c.Options) || !read.UpdatedAt.Equal(c.UpdatedAt) {
 		t.Errorf("read back %+v, %v; configure answered %+v", read, err, c)
 	}
 
@@ -161,11 +161,11 @@ func TestConfigureRetryOptions(t *testing.T) {
 	backoff := []int{1000, 5000, 30000}
 	c, _, err := st.Configure(ctx, queue, model.OptionsPatch{RetryDelayMs: ptr(250), RetryBackoffMs: &backoff}, false)
 	if err != nil || c.RetryDelayMs != 250 || !reflect.DeepEqual(c.RetryBackoffMs, backoff) {
-		t.Fatalf("set: %+v, %v", c.QueueOptions, err)
+		t.Fatalf("set: %+v, %v", c.Options, err)
 	}
 	if c, _, err = st.Configure(ctx, queue, model.OptionsPatch{MaxAttempts: ptr(2)}, false); err != nil ||
 		c.RetryDelayMs != 250 || !reflect.DeepEqual(c.RetryBackoffMs, backoff) {
-		t.Fatalf("a merge naming neither: %+v, %v", c.QueueOptions, err)
+		t.Fatalf("a merge naming neither: %+v, %v", c.Options, err)
 	}
 	tooMany := make([]int, model.MaxRetryBackoff+1)
 	for _, p := range []model.OptionsPatch{
@@ -179,9 +179,9 @@ func TestConfigureRetryOptions(t *testing.T) {
 		}
 	}
 	if read, err := st.QueueConfig(ctx, queue); err != nil || read.RetryDelayMs != 250 || !reflect.DeepEqual(read.RetryBackoffMs, backoff) {
-		t.Errorf("after refused patches: %+v, %v; want unchanged", read.QueueOptions, err)
+		t.Errorf("after refused patches: %+v, %v; want unchanged", read.Options, err)
 	}
 	if c, _, err = st.Configure(ctx, queue, model.OptionsPatch{}, true); err != nil || c.RetryDelayMs != 0 || c.RetryBackoffMs == nil || len(c.RetryBackoffMs) != 0 {
-		t.Errorf("a replace naming neither: %+v, %v; want both back to their defaults", c.QueueOptions, err)
+		t.Errorf("a replace naming neither: %+v, %v; want both back to their defaults", c.Options, err)
 	}
 }

@@ -48,15 +48,15 @@ func BenchmarkConsume(b *testing.B) {
 						b.StartTimer()
 					}
 					t0 := time.Now()
-					r, err := st.Pop(ctx, model.PopRequest{Group: g, Max: n, Lease: time.Minute, Consumer: "c", MaxBytes: 1 << 20, Room: 1 << 20})
+					r, err := st.Pop(ctx, model.PopQuery{Group: g, Max: n, Lease: time.Minute, Consumer: "c", MaxBytes: 1 << 20, Room: 1 << 20})
 					if err != nil || len(r.Messages) != n {
 						b.Fatalf("pop: %d messages, %v", len(r.Messages), err)
 					}
-					items := make([]model.AckItem, n)
+					items := make([]model.Settlement, n)
 					for i, m := range r.Messages {
-						items[i] = model.AckItem{Offset: -1, TxnID: m.TxnID, Completed: true}
+						items[i] = model.Settlement{Offset: -1, TxnID: m.TxnID, Completed: true}
 						if byOffset {
-							items[i] = model.AckItem{Offset: m.Offset, Completed: true}
+							items[i] = model.Settlement{Offset: m.Offset, Completed: true}
 						}
 					}
 					t1 := time.Now()
@@ -94,7 +94,7 @@ func benchmarkCarried(n int, withTail bool) func(b *testing.B) {
 		tl := tail.New(tail.DefaultBudgetBytes)
 		tl.Reset(epoch)
 		s := &tail.Server{Tail: tl, Leases: tail.NewLeases(tail.DefaultMaxLeases), Store: st}
-		pr := model.PopRequest{Group: g, Max: n, Lease: time.Minute, Consumer: "c", MaxBytes: 1 << 20, Room: 1 << 20}
+		pr := model.PopQuery{Group: g, Max: n, Lease: time.Minute, Consumer: "c", MaxBytes: 1 << 20, Room: 1 << 20}
 		var prev model.PopResult
 		consumed := int64(0)
 		for b.Loop() {
@@ -138,7 +138,7 @@ func benchmarkManyPartitions(b *testing.B) {
 	q.push(b, each, q.parts...)
 	g := q.group(b, "g")
 	ctx := context.Background()
-	pr := model.PopRequest{Group: g, Max: each, Lease: time.Minute, Consumer: "c", MaxBytes: 1 << 20, Room: 1 << 20}
+	pr := model.PopQuery{Group: g, Max: each, Lease: time.Minute, Consumer: "c", MaxBytes: 1 << 20, Room: 1 << 20}
 	var popT, ackT time.Duration
 	for b.Loop() {
 		t0 := time.Now()

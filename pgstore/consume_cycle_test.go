@@ -22,8 +22,8 @@ func TestACycleKeepsLeastRecentlyLeasedFirst(t *testing.T) {
 	q.push(t, 6, q.parts...)
 	g := q.group(t, "g")
 	ctx := context.Background()
-	pr := model.PopRequest{Group: g, Max: 2, Lease: time.Minute, Consumer: "c", MaxBytes: 1 << 20, Room: 1 << 20}
-	pop := func(pr model.PopRequest) model.PopResult {
+	pr := model.PopQuery{Group: g, Max: 2, Lease: time.Minute, Consumer: "c", MaxBytes: 1 << 20, Room: 1 << 20}
+	pop := func(pr model.PopQuery) model.PopResult {
 		t.Helper()
 		r, err := st.Pop(ctx, pr)
 		if err != nil {
@@ -31,7 +31,7 @@ func TestACycleKeepsLeastRecentlyLeasedFirst(t *testing.T) {
 		}
 		return r
 	}
-	cycle := func(pr model.PopRequest, prev model.PopResult) *model.PopResult {
+	cycle := func(pr model.PopQuery, prev model.PopResult) *model.PopResult {
 		t.Helper()
 		a, popped, ok, err := st.Cycle(ctx, pr, prev.PartitionID, prev.LeaseID, wholeAck(prev))
 		if err != nil || !ok || !a.LeaseEnded || a.NextOffset != prev.Messages[len(prev.Messages)-1].Offset+1 {
@@ -104,7 +104,7 @@ func TestACycleReadsAsMuchAt1000PartitionsAsAtOne(t *testing.T) {
 	}
 	var prev model.PopResult
 	for range 10 {
-		if prev, err = cyclePop(ctx, log.store, model.PopRequest{Group: wg, Max: 2, Lease: time.Minute, Consumer: "c",
+		if prev, err = cyclePop(ctx, log.store, model.PopQuery{Group: wg, Max: 2, Lease: time.Minute, Consumer: "c",
 			MaxBytes: 1 << 20, Room: 1 << 20}, prev); err != nil || len(prev.Messages) != 2 {
 			t.Fatalf("warming up: %v, %v", offsetsOf(prev), err)
 		}
@@ -114,7 +114,7 @@ func TestACycleReadsAsMuchAt1000PartitionsAsAtOne(t *testing.T) {
 	q.grow(t, 1000)
 	q.push(t, 4, q.parts...)
 	g := q.group(t, "g")
-	pr := model.PopRequest{Group: g, Max: 2, Lease: time.Minute, Consumer: "c", MaxBytes: 1 << 20, Room: 1 << 20}
+	pr := model.PopQuery{Group: g, Max: 2, Lease: time.Minute, Consumer: "c", MaxBytes: 1 << 20, Room: 1 << 20}
 	first, err := st.Pop(ctx, pr)
 	if err != nil || len(first.Messages) != 2 {
 		t.Fatalf("first pop: %v, %v", offsetsOf(first), err)

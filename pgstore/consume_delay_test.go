@@ -30,13 +30,13 @@ func (b *consumerBundle) configure(t *testing.T, patch model.OptionsPatch) {
 	}
 }
 
-func failedFor(txnID string, delay time.Duration) model.AckItem {
-	return model.AckItem{Offset: -1, TxnID: txnID, Error: "later", DelayMs: delay.Milliseconds()}
+func failedFor(txnID string, delay time.Duration) model.Settlement {
+	return model.Settlement{Offset: -1, TxnID: txnID, Error: "later", DelayMs: delay.Milliseconds()}
 }
 
 func (b *consumerBundle) popPartition(t *testing.T, g model.Group, partitionID int64) model.PopResult {
 	t.Helper()
-	r, err := b.store.Pop(context.Background(), model.PopRequest{Group: g, PartitionID: partitionID, Max: 10, Lease: time.Minute,
+	r, err := b.store.Pop(context.Background(), model.PopQuery{Group: g, PartitionID: partitionID, Max: 10, Lease: time.Minute,
 		Consumer: "c", MaxBytes: 1 << 20, Room: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
@@ -93,7 +93,7 @@ func TestADelayedPartitionLeavesTheGroupsOtherPartitionsServed(t *testing.T) {
 	if got.PartitionID != second.ID || len(got.Messages) != 2 {
 		t.Fatalf("the pop while the first partition waits: %+v", got)
 	}
-	if _, err := b.store.Ack(context.Background(), b.group, second.ID, got.LeaseID, []model.AckItem{done("s0"), done("s1")}); err != nil {
+	if _, err := b.store.Ack(context.Background(), b.group, second.ID, got.LeaseID, []model.Settlement{done("s0"), done("s1")}); err != nil {
 		t.Fatal(err)
 	}
 	if got := b.pop(t, b.group, 10); len(got.Messages) != 0 {

@@ -51,7 +51,7 @@ func popSliceTaken(t *testing.T, b *consumerBundle, k int) bool {
 
 // fastPathTaken says whether consumer_ack takes its shortcut for items
 // under lease now (the same conditions, read before the ack).
-func fastPathTaken(t *testing.T, b *consumerBundle, lease string, items []model.AckItem) bool {
+func fastPathTaken(t *testing.T, b *consumerBundle, lease string, items []model.Settlement) bool {
 	t.Helper()
 	var offsets []*int64
 	var hashes []*model.Hash
@@ -108,7 +108,7 @@ func runFastPathDifferential(t *testing.T, seed uint64, steps int) {
 	fast, full := differentialBundle(t, frames), differentialBundle(t, frames)
 	declineFastPaths(t, full)
 	seen := map[string]int{}
-	var delivered []model.Delivery // the current lease's
+	var delivered []model.LeasedMessage // the current lease's
 	var lease [2]string
 	for step := range steps {
 		where := fmt.Sprintf("step %d", step)
@@ -185,7 +185,7 @@ func popView(r model.PopResult) any {
 
 // ackView is what two databases' acks must agree on: all but the queue
 // names and the times the dead letters' messages were stored.
-func ackView(r model.AckResult) model.AckResult {
+func ackView(r model.SettledBatch) model.SettledBatch {
 	r.DeadLetters = slices.Clone(r.DeadLetters)
 	for i := range r.DeadLetters {
 		r.DeadLetters[i].Queue, r.DeadLetters[i].CreatedAt = "", time.Time{}
@@ -195,9 +195,9 @@ func ackView(r model.AckResult) model.AckResult {
 
 // randomLeaseAck is an ack of a lease's delivered messages: mostly all of
 // them in order, by transactionId or by offset; else a near miss.
-func randomLeaseAck(rng *rand.Rand, delivered []model.Delivery) (string, []model.AckItem) {
-	byTxn := make([]model.AckItem, len(delivered))
-	byOffset := make([]model.AckItem, len(delivered))
+func randomLeaseAck(rng *rand.Rand, delivered []model.LeasedMessage) (string, []model.Settlement) {
+	byTxn := make([]model.Settlement, len(delivered))
+	byOffset := make([]model.Settlement, len(delivered))
 	for i, d := range delivered {
 		byTxn[i], byOffset[i] = done(d.TxnID), doneAt(d.Offset)
 	}

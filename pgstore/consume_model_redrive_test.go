@@ -129,7 +129,7 @@ func (m *consumerModel) delivered(o int64) bool {
 
 // resolveTxnIDs sets the offset of each item naming a transactionId to
 // the one it settles.
-func (m *consumerModel) resolveTxnIDs(offsets []int64, items []model.AckItem) {
+func (m *consumerModel) resolveTxnIDs(offsets []int64, items []model.Settlement) {
 	for i, it := range items {
 		if it.TxnID != "" {
 			offsets[i] = m.resolve(it.TxnID)
@@ -252,7 +252,7 @@ func (b *consumerBundle) consumeAll(t *testing.T, name string) model.Group {
 	t.Helper()
 	g := b.testBundle.group(t, name)
 	r := b.pop(t, g, 1000)
-	items := make([]model.AckItem, len(r.Messages))
+	items := make([]model.Settlement, len(r.Messages))
 	for i, d := range r.Messages {
 		items[i] = doneAt(d.Offset)
 	}

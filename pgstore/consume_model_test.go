@@ -441,7 +441,7 @@ func runConsumerModel(t *testing.T, seed uint64, n, maxAttempts, steps int, dela
 				seen["ack by the shortcut"]++
 			}
 			var popped *model.PopResult
-			a, ok := model.AckResult{}, false
+			a, ok := model.SettledBatch{}, false
 			served := b.tailServed()
 			if carried {
 				a, popped, ok = b.cycle(t, k, lease, items)
@@ -589,7 +589,7 @@ func runConsumerModel(t *testing.T, seed uint64, n, maxAttempts, steps int, dela
 // randomAck picks some of the lease's offsets (and now and then one it
 // did not deliver, or one twice), each completed or failed, named by
 // offset or by transactionId.
-func randomAck(rng *rand.Rand, m *consumerModel) ([]int64, []bool, []model.AckItem) {
+func randomAck(rng *rand.Rand, m *consumerModel) ([]int64, []bool, []model.Settlement) {
 	if rng.IntN(4) == 0 {
 		return wholeLeaseAck(rng.IntN(2) == 0, m)
 	}
@@ -604,12 +604,12 @@ func randomAck(rng *rand.Rand, m *consumerModel) ([]int64, []bool, []model.AckIt
 	}
 	rng.Shuffle(len(offsets), func(i, j int) { offsets[i], offsets[j] = offsets[j], offsets[i] })
 	completed := make([]bool, len(offsets))
-	items := make([]model.AckItem, len(offsets))
+	items := make([]model.Settlement, len(offsets))
 	for i, o := range offsets {
 		completed[i] = rng.IntN(4) > 0
-		items[i] = model.AckItem{Offset: o, Completed: completed[i], Error: "e"}
+		items[i] = model.Settlement{Offset: o, Completed: completed[i], Error: "e"}
 		if rng.IntN(2) == 0 {
-			items[i] = model.AckItem{Offset: -1, TxnID: m.txn[o], Completed: completed[i], Error: "e"}
+			items[i] = model.Settlement{Offset: -1, TxnID: m.txn[o], Completed: completed[i], Error: "e"}
 		}
 	}
 	return offsets, completed, items
@@ -618,10 +618,10 @@ func randomAck(rng *rand.Rand, m *consumerModel) ([]int64, []bool, []model.AckIt
 // wholeLeaseAck completes everything the lease delivered, in order, by
 // transactionId or by offset: the ack consumer_ack answers by its
 // shortcut when nothing before it is left unsettled.
-func wholeLeaseAck(byTxnID bool, m *consumerModel) ([]int64, []bool, []model.AckItem) {
+func wholeLeaseAck(byTxnID bool, m *consumerModel) ([]int64, []bool, []model.Settlement) {
 	offsets := slices.Clone(m.lease.delivered)
 	completed := make([]bool, len(offsets))
-	items := make([]model.AckItem, len(offsets))
+	items := make([]model.Settlement, len(offsets))
 	for i, o := range offsets {
 		completed[i], items[i] = true, doneAt(o)
 		if byTxnID {

@@ -87,7 +87,7 @@ func (q *manyPartitions) group(t testing.TB, name string) model.Group {
 
 func (q *manyPartitions) pop(t testing.TB, g model.Group, max int) model.PopResult {
 	t.Helper()
-	r, err := q.store.Pop(context.Background(), model.PopRequest{Group: g, Max: max, Lease: time.Minute, Consumer: "c",
+	r, err := q.store.Pop(context.Background(), model.PopQuery{Group: g, Max: max, Lease: time.Minute, Consumer: "c",
 		MaxBytes: 1 << 20, Room: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
@@ -98,7 +98,7 @@ func (q *manyPartitions) pop(t testing.TB, g model.Group, max int) model.PopResu
 // ackAll completes everything the pop delivered.
 func (q *manyPartitions) ackAll(t testing.TB, g model.Group, r model.PopResult) {
 	t.Helper()
-	var items []model.AckItem
+	var items []model.Settlement
 	for _, m := range r.Messages {
 		items = append(items, doneAt(m.Offset))
 	}
@@ -336,7 +336,7 @@ func TestPopsRacingPushesLeaveNoPartitionBehind(t *testing.T) {
 					return
 				default:
 				}
-				r, err := st.Pop(ctx, model.PopRequest{Group: g, Max: 5, Lease: time.Minute, Consumer: "c", MaxBytes: 1 << 20, Room: 1 << 20})
+				r, err := st.Pop(ctx, model.PopQuery{Group: g, Max: 5, Lease: time.Minute, Consumer: "c", MaxBytes: 1 << 20, Room: 1 << 20})
 				if err != nil {
 					t.Error(err)
 					return
@@ -344,7 +344,7 @@ func TestPopsRacingPushesLeaveNoPartitionBehind(t *testing.T) {
 				if len(r.Messages) == 0 {
 					continue
 				}
-				var items []model.AckItem
+				var items []model.Settlement
 				for _, m := range r.Messages {
 					items = append(items, doneAt(m.Offset))
 				}

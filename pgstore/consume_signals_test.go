@@ -124,7 +124,7 @@ func TestPopsAreBoundedByBytes(t *testing.T) {
 	}
 	two := model.DeliverySize(all.Messages[0]) + model.DeliverySize(all.Messages[1])
 	pop := func(maxBytes, room int64) model.PopResult {
-		r, err := b.store.Pop(context.Background(), model.PopRequest{Group: b.group, Max: 4, Lease: time.Minute, Consumer: "c",
+		r, err := b.store.Pop(context.Background(), model.PopQuery{Group: b.group, Max: 4, Lease: time.Minute, Consumer: "c",
 			MaxBytes: maxBytes, Room: room})
 		if err != nil {
 			t.Fatal(err)

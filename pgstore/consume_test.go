@@ -47,7 +47,7 @@ func (b *testBundle) group(t *testing.T, name string) model.Group {
 
 func (b *consumerBundle) pop(t *testing.T, g model.Group, max int) model.PopResult {
 	t.Helper()
-	r, err := b.store.Pop(context.Background(), model.PopRequest{Group: g, Max: max, Lease: time.Minute, Consumer: "c", MaxBytes: 1 << 20, Room: 1 << 20})
+	r, err := b.store.Pop(context.Background(), model.PopQuery{Group: g, Max: max, Lease: time.Minute, Consumer: "c", MaxBytes: 1 << 20, Room: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func offsetsOf(r model.PopResult) []int64 {
 	return out
 }
 
-func (b *consumerBundle) ack(t *testing.T, lease string, items ...model.AckItem) model.AckResult {
+func (b *consumerBundle) ack(t *testing.T, lease string, items ...model.Settlement) model.SettledBatch {
 	t.Helper()
 	r, err := b.store.Ack(context.Background(), b.group, b.part.ID, lease, items)
 	if err != nil {
@@ -71,15 +71,15 @@ func (b *consumerBundle) ack(t *testing.T, lease string, items ...model.AckItem)
 	return r
 }
 
-func done(txnID string) model.AckItem {
-	return model.AckItem{Offset: -1, TxnID: txnID, Completed: true}
+func done(txnID string) model.Settlement {
+	return model.Settlement{Offset: -1, TxnID: txnID, Completed: true}
 }
-func doneAt(off int64) model.AckItem { return model.AckItem{Offset: off, Completed: true} }
-func failed(txnID, why string) model.AckItem {
-	return model.AckItem{Offset: -1, TxnID: txnID, Error: why}
+func doneAt(off int64) model.Settlement { return model.Settlement{Offset: off, Completed: true} }
+func failed(txnID, why string) model.Settlement {
+	return model.Settlement{Offset: -1, TxnID: txnID, Error: why}
 }
 
-func results(r model.AckResult) []string {
+func results(r model.SettledBatch) []string {
 	var out []string
 	for _, o := range r.Items {
 		out = append(out, o.Result)
@@ -195,7 +195,7 @@ func TestDeadLetteredExactlyOnceAtMaxAttempts(t *testing.T) {
 	if next := b.pop(t, b.group, 10); !slices.Equal(offsetsOf(next), []int64{1}) {
 		t.Fatalf("after dead-lettering: %v", offsetsOf(next))
 	}
-	dlq, err := b.store.Read(context.Background(), model.ReadRequest{Queue: model.DeadLetterQueue(b.queue), Partition: "Default", Max: 10, MaxBytes: 1 << 20})
+	dlq, err := b.store.Read(context.Background(), model.ReadQuery{Queue: model.DeadLetterQueue(b.queue), Partition: "Default", Max: 10, MaxBytes: 1 << 20})
 	if err != nil || len(dlq.Messages) != 1 {
 		t.Fatalf("dead-letter queue: %+v, %v", dlq, err)
 	}
@@ -235,9 +235,9 @@ func (b *consumerBundle) renew(t *testing.T, lease string) {
 	}
 }
 
-func (b *consumerBundle) deadLetters(t *testing.T) []model.StoredMessage {
+func (b *consumerBundle) deadLetters(t *testing.T) []model.LogMessage {
 	t.Helper()
-	dlq, err := b.store.Read(context.Background(), model.ReadRequest{Queue: model.DeadLetterQueue(b.queue), Partition: "Default", Max: 10, MaxBytes: 1 << 20})
+	dlq, err := b.store.Read(context.Background(), model.ReadQuery{Queue: model.DeadLetterQueue(b.queue), Partition: "Default", Max: 10, MaxBytes: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -365,7 +365,7 @@ func TestOnlyTheRunningLeaseAcknowledges(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.pop(t, b.group, 10) // gives every partition a cursor, whichever it leases
-	a, err := b.store.Ack(context.Background(), b.group, other.ID, "garbage", []model.AckItem{doneAt(0)})
+	a, err := b.store.Ack(context.Background(), b.group, other.ID, "garbage", []model.Settlement{doneAt(0)})
 	if err != nil || results(a)[0] != model.AckLeaseNotHeld {
 		t.Fatalf("a malformed lease on another partition: %+v, %v", a, err)
 	}
@@ -376,7 +376,7 @@ func TestARetriedBatchWithAFailureIsAlreadyAcked(t *testing.T) {
 	t.Parallel()
 	b := setupConsumer(t, 3)
 	r := b.pop(t, b.group, 3)
-	batch := []model.AckItem{done("t0"), failed("t1", "no"), done("t2")}
+	batch := []model.Settlement{done("t0"), failed("t1", "no"), done("t2")}
 	if a := b.ack(t, r.LeaseID, batch...); !a.LeaseEnded || a.NextOffset != 1 {
 		t.Fatalf("first: %+v", a)
 	}
@@ -394,7 +394,7 @@ func TestADeadLetterFromAPopCountsItsDeliveries(t *testing.T) {
 	b.ack(t, r.LeaseID, doneAt(5)) // word from the consumer, settling nothing
 	b.backdateLease(t)
 	b.pop(t, b.group, 1)
-	dlq, err := b.store.Read(context.Background(), model.ReadRequest{Queue: model.DeadLetterQueue(b.queue), Partition: "Default", Max: 10, MaxBytes: 1 << 20})
+	dlq, err := b.store.Read(context.Background(), model.ReadQuery{Queue: model.DeadLetterQueue(b.queue), Partition: "Default", Max: 10, MaxBytes: 1 << 20})
 	if err != nil || len(dlq.Messages) != 1 || !strings.Contains(string(dlq.Messages[0].Data), `"attempts":1`) {
 		t.Fatalf("dead letter: %+v, %v", dlq, err)
 	}
@@ -440,9 +440,9 @@ func TestRunOutLeasesListsOnlyLeasesThatRanOut(t *testing.T) {
 // cycle pops up to max carrying the ack of items under lease, by the
 // store's Cycle: ok false when it did nothing, popped nil when it only
 // settled the ack.
-func (b *consumerBundle) cycle(t *testing.T, max int, lease string, items []model.AckItem) (a model.AckResult, popped *model.PopResult, ok bool) {
+func (b *consumerBundle) cycle(t *testing.T, max int, lease string, items []model.Settlement) (a model.SettledBatch, popped *model.PopResult, ok bool) {
 	t.Helper()
-	r := model.PopRequest{Group: b.group, Max: max, Lease: time.Minute, Consumer: "c", MaxBytes: 1 << 20, Room: 1 << 20}
+	r := model.PopQuery{Group: b.group, Max: max, Lease: time.Minute, Consumer: "c", MaxBytes: 1 << 20, Room: 1 << 20}
 	if a, popped, ok := b.tailCycle(t, r, lease, items); ok {
 		return a, popped, ok
 	}

@@ -85,10 +85,10 @@ func (c *cycleStore) fill(t *testing.T, from int64, n int) {
 }
 
 // wholeAck completes every message of r in order, by transactionId.
-func wholeAck(r model.PopResult) []model.AckItem {
-	items := make([]model.AckItem, len(r.Messages))
+func wholeAck(r model.PopResult) []model.Settlement {
+	items := make([]model.Settlement, len(r.Messages))
 	for i, m := range r.Messages {
-		items[i] = model.AckItem{Offset: -1, TxnID: m.TxnID, Completed: true}
+		items[i] = model.Settlement{Offset: -1, TxnID: m.TxnID, Completed: true}
 	}
 	return items
 }
@@ -100,7 +100,7 @@ func (c *cycleStore) cycle(t *testing.T, prev model.PopResult, n int) (model.Pop
 	t.Helper()
 	ctx := context.Background()
 	st := c.log.store
-	pr := model.PopRequest{Group: c.g, Max: n, Lease: time.Minute, Consumer: "c", MaxBytes: 1 << 20, Room: 1 << 20}
+	pr := model.PopQuery{Group: c.g, Max: n, Lease: time.Minute, Consumer: "c", MaxBytes: 1 << 20, Room: 1 << 20}
 	c.log.take()
 	r, err := cyclePop(ctx, st, pr, prev)
 	if err != nil {
@@ -112,7 +112,7 @@ func (c *cycleStore) cycle(t *testing.T, prev model.PopResult, n int) (model.Pop
 // cyclePop pops by pr carrying the whole ack of prev (none when prev
 // has no lease) as the gateway serves it: one cycle when the store
 // takes it, else an ack, then a pop.
-func cyclePop(ctx context.Context, st *pgstore.Store, pr model.PopRequest, prev model.PopResult) (model.PopResult, error) {
+func cyclePop(ctx context.Context, st *pgstore.Store, pr model.PopQuery, prev model.PopResult) (model.PopResult, error) {
 	if prev.LeaseID == "" {
 		return st.Pop(ctx, pr)
 	}

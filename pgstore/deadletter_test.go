@@ -32,7 +32,7 @@ func (b *consumerBundle) deadLetterOf(t *testing.T, why string) []byte {
 	t.Helper()
 	b.setMaxAttempts(t, 1)
 	r := b.pop(t, b.group, 1)
-	if a := b.ack(t, r.LeaseID, model.AckItem{Offset: 0, Error: why}); a.DeadLettered != 1 {
+	if a := b.ack(t, r.LeaseID, model.Settlement{Offset: 0, Error: why}); a.DeadLettered != 1 {
 		t.Fatalf("ack: %+v", a)
 	}
 	dl := b.deadLetters(t)
@@ -118,7 +118,7 @@ func TestAPopDeadLettersAMessageTooLargeToDeliver(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(b.store.Collector())
 	pop := func() model.PopResult {
-		r, err := b.store.Pop(context.Background(), model.PopRequest{Group: b.group, Max: 2, Lease: time.Minute, Consumer: "c",
+		r, err := b.store.Pop(context.Background(), model.PopQuery{Group: b.group, Max: 2, Lease: time.Minute, Consumer: "c",
 			MaxBytes: 1 << 20, Room: 1 << 20, MaxDelivery: 16 << 10})
 		if err != nil {
 			t.Fatal(err)

@@ -108,11 +108,11 @@ func TestADeletedGroupIsGoneAndMadeAfreshByName(t *testing.T) {
 	if _, err := b.store.DeleteGroup(ctx, b.queue, "g"); err != nil {
 		t.Fatal(err)
 	}
-	_, err := b.store.Pop(ctx, model.PopRequest{Group: old, Max: 1, Lease: time.Minute, MaxBytes: 1 << 20, Room: 1 << 20})
+	_, err := b.store.Pop(ctx, model.PopQuery{Group: old, Max: 1, Lease: time.Minute, MaxBytes: 1 << 20, Room: 1 << 20})
 	if !errors.Is(err, model.ErrGroupNotFound) {
 		t.Fatalf("a pop of the deleted group: %v; want ErrGroupNotFound", err)
 	}
-	if _, err := b.store.Ack(ctx, old, b.part.ID, r.LeaseID, []model.AckItem{done("t1")}); !errors.Is(err, model.ErrGroupNotFound) {
+	if _, err := b.store.Ack(ctx, old, b.part.ID, r.LeaseID, []model.Settlement{done("t1")}); !errors.Is(err, model.ErrGroupNotFound) {
 		t.Fatalf("an ack under the deleted group's lease: %v; want ErrGroupNotFound", err)
 	}
 	if _, _, err := b.store.Lease(ctx, old, b.part.ID, r.LeaseID, time.Minute); !errors.Is(err, model.ErrGroupNotFound) {
@@ -157,7 +157,7 @@ func TestAGroupDeleteRacingPopsAcksAndNewPartitions(t *testing.T) {
 		}
 	}
 	// A lease the delete ends: on Default, which the racing pops skip.
-	if _, err := b.store.Pop(ctx, model.PopRequest{Group: b.group, PartitionID: b.part.ID, Max: 1, Lease: time.Minute,
+	if _, err := b.store.Pop(ctx, model.PopQuery{Group: b.group, PartitionID: b.part.ID, Max: 1, Lease: time.Minute,
 		MaxBytes: 1 << 20, Room: 1 << 20}); err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func TestAGroupDeleteRacingPopsAcksAndNewPartitions(t *testing.T) {
 		defer wg.Done()
 		for {
 			after := deletedAt.Load()
-			r, err := b.store.Pop(ctx, model.PopRequest{Group: b.group, Max: 2, Lease: time.Minute, MaxBytes: 1 << 20, Room: 1 << 20})
+			r, err := b.store.Pop(ctx, model.PopQuery{Group: b.group, Max: 2, Lease: time.Minute, MaxBytes: 1 << 20, Room: 1 << 20})
 			if err != nil {
 				errs <- err
 				return
@@ -177,7 +177,7 @@ func TestAGroupDeleteRacingPopsAcksAndNewPartitions(t *testing.T) {
 				errs <- fmt.Errorf("a pop begun after the delete answered %d messages and no error", len(r.Messages))
 				return
 			}
-			var items []model.AckItem
+			var items []model.Settlement
 			for _, m := range r.Messages {
 				items = append(items, doneAt(m.Offset))
 			}

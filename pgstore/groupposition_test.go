@@ -58,7 +58,7 @@ func TestAGroupStartsWhereItsCreateSays(t *testing.T) {
 
 	pops := func(g model.Group, partitionID int64) []int64 {
 		t.Helper()
-		r, err := b.store.Pop(ctx, model.PopRequest{Group: g, PartitionID: partitionID, Max: 10, Lease: time.Minute,
+		r, err := b.store.Pop(ctx, model.PopQuery{Group: g, PartitionID: partitionID, Max: 10, Lease: time.Minute,
 			Consumer: "c", MaxBytes: 1 << 20, Room: 1 << 20})
 		if err != nil {
 			t.Fatal(err)
@@ -150,7 +150,7 @@ func TestSeekingAGroupEndsItsLeaseAndItsAcksMoveNothing(t *testing.T) {
 	t.Parallel()
 	b := setupConsumer(t, 10)
 	r := b.pop(t, b.group, 5)
-	b.ack(t, r.LeaseID, doneAt(0), doneAt(1), model.AckItem{Offset: 2, Error: "e"})
+	b.ack(t, r.LeaseID, doneAt(0), doneAt(1), model.Settlement{Offset: 2, Error: "e"})
 	moves := b.seek(t, "g", model.Seek{Offset: 0})
 	if want := []model.GroupMove{{Partition: "Default", From: 2, To: 0, LeaseEnded: true}}; !slices.Equal(moves, want) {
 		t.Fatalf("seek to 0: %+v; want %+v", moves, want)

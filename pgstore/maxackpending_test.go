@@ -34,7 +34,7 @@ func TestMaxAckPendingCountsOnlyLeasesUnderALimit(t *testing.T) {
 	}
 	limited := func(max int) model.PopResult {
 		t.Helper()
-		res, err := b.store.Pop(context.Background(), model.PopRequest{Group: b.group, Max: max, Lease: time.Minute, Consumer: "c",
+		res, err := b.store.Pop(context.Background(), model.PopQuery{Group: b.group, Max: max, Lease: time.Minute, Consumer: "c",
 			MaxBytes: 1 << 20, Room: 1 << 20, MaxAckPending: 3})
 		if err != nil {
 			t.Fatal(err)

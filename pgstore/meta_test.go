@@ -31,7 +31,7 @@ func TestMetaIsStoredWithEachMessage(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	res, err := b.store.Read(ctx, model.ReadRequest{Queue: b.queue, Partition: "Default", Max: 100, MaxBytes: 1 << 20})
+	res, err := b.store.Read(ctx, model.ReadQuery{Queue: b.queue, Partition: "Default", Max: 100, MaxBytes: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -223,7 +223,7 @@ func TestMigratingToOneRowPerFrameChangesNoAnswer(t *testing.T) {
 // from offset first on, in order, each with its data as pushed.
 func wantRead(t *testing.T, st *pgstore.Store, queue, partition string, first int64, ids ...string) {
 	t.Helper()
-	r, err := st.Read(context.Background(), model.ReadRequest{Queue: queue, Partition: partition, From: 0, Max: 100, MaxBytes: 1 << 20})
+	r, err := st.Read(context.Background(), model.ReadQuery{Queue: queue, Partition: partition, From: 0, Max: 100, MaxBytes: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,7 +33,7 @@ func popCosts(t *testing.T, log *planLog, g model.Group, n int) []popCost {
 	var out []popCost
 	for range n {
 		log.take()
-		r, err := log.store.Pop(ctx, model.PopRequest{Group: g, Max: 10, Lease: time.Minute, Consumer: "c", MaxBytes: 1 << 20, Room: 1 << 20})
+		r, err := log.store.Pop(ctx, model.PopQuery{Group: g, Max: 10, Lease: time.Minute, Consumer: "c", MaxBytes: 1 << 20, Room: 1 << 20})
 		if err != nil || len(r.Messages) == 0 {
 			t.Fatalf("pop: %d messages, %v", len(r.Messages), err)
 		}
@@ -215,7 +215,7 @@ func TestCursorsAreLockedByKeyWhateverTheSessionPlannedAt(t *testing.T) {
 	}
 	q.push(t, 1, q.parts[2:40]...)
 	for range 4 {
-		r, err := log.store.Pop(ctx, model.PopRequest{Group: g, Max: 10, Lease: time.Minute, Consumer: "c", MaxBytes: 1 << 20, Room: 1 << 20})
+		r, err := log.store.Pop(ctx, model.PopQuery{Group: g, Max: 10, Lease: time.Minute, Consumer: "c", MaxBytes: 1 << 20, Room: 1 << 20})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -38,7 +38,7 @@ func BenchmarkPopAnswer(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		pr := model.PopRequest{Group: g, Max: n, Lease: time.Minute, Consumer: "c", MaxBytes: 1 << 20, Room: 1 << 20}
+		pr := model.PopQuery{Group: g, Max: n, Lease: time.Minute, Consumer: "c", MaxBytes: 1 << 20, Room: 1 << 20}
 		b.ReportAllocs()
 		cpu0 := processCPU()
 		for b.Loop() {
@@ -63,7 +63,7 @@ func BenchmarkPopAnswer(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		pr := model.PopRequest{Group: g, Max: n, Lease: time.Minute, Consumer: "c", MaxBytes: 1 << 20, Room: 1 << 20}
+		pr := model.PopQuery{Group: g, Max: n, Lease: time.Minute, Consumer: "c", MaxBytes: 1 << 20, Room: 1 << 20}
 		last, consumed := int64(-1), int64(0)
 		var prev model.PopResult
 		b.ReportAllocs()

@@ -42,7 +42,7 @@ func firstOffset(ctx context.Context, q readpool.Querier, pid, last int64) (int6
 // message, so that a large message cannot block a reader). It takes no
 // lock, and reads on the read pool: a page its limits filled is complete
 // when the names still name its partition on the primary.
-func (s *Store) Read(ctx context.Context, r model.ReadRequest) (model.ReadResult, error) {
+func (s *Store) Read(ctx context.Context, r model.ReadQuery) (model.ReadResult, error) {
 	return readpool.Get(ctx, s.reads, func(ctx context.Context, q readpool.Querier) (model.ReadResult, bool, error) {
 		res, full, err := read(ctx, q, r)
 		if !full || q == readpool.Querier(s.pool) {
@@ -67,7 +67,7 @@ func (s *Store) stillNamed(ctx context.Context, queue, partition string, pid int
 
 // read is Read through q; full says the limits ended the page, not the
 // partition's end.
-func read(ctx context.Context, q readpool.Querier, r model.ReadRequest) (res model.ReadResult, full bool, err error) {
+func read(ctx context.Context, q readpool.Querier, r model.ReadQuery) (res model.ReadResult, full bool, err error) {
 	pid, last, err := partitionOf(ctx, q, r.Queue, r.Partition)
 	if err != nil {
 		return model.ReadResult{}, false, err
@@ -93,7 +93,7 @@ func read(ctx context.Context, q readpool.Querier, r model.ReadRequest) (res mod
 
 // readSegments reads frames from offset from into res, until the limits;
 // n is the messages added, more whether the limits left room for more.
-func readSegments(ctx context.Context, q readpool.Querier, pid, from int64, r model.ReadRequest, res *model.ReadResult, bytes *int64) (n int, more bool, err error) {
+func readSegments(ctx context.Context, q readpool.Querier, pid, from int64, r model.ReadQuery, res *model.ReadResult, bytes *int64) (n int, more bool, err error) {
 	rows, err := q.Query(ctx, "SELECT base_offset, created_at, txn_ids, data, meta FROM queen.log_read($1, $2, $3)",
 		pid, from, readSegmentsPerQuery)
 	if err != nil {
@@ -117,7 +117,7 @@ func readSegments(ctx context.Context, q readpool.Querier, pid, from int64, r mo
 			if len(res.Messages) >= r.Max || *bytes >= r.MaxBytes && len(res.Messages) > 0 {
 				return n, false, rows.Err()
 			}
-			res.Messages = append(res.Messages, model.StoredMessage{PartitionID: pid, Offset: base + int64(k),
+			res.Messages = append(res.Messages, model.LogMessage{PartitionID: pid, Offset: base + int64(k),
 				TxnID: ids[k], CreatedAt: created, Data: data[k]})
 			if meta != nil {
 				res.Messages[len(res.Messages)-1].Meta = meta[k]
@@ -133,7 +133,7 @@ func readSegments(ctx context.Context, q readpool.Querier, pid, from int64, r mo
 // MessageAt returns the message at offset of partition pid, with its
 // queue and partition names. It reads on the read pool: a message found
 // is complete.
-func (s *Store) MessageAt(ctx context.Context, pid, offset int64) (m model.StoredMessage, queue, partition string, err error) {
+func (s *Store) MessageAt(ctx context.Context, pid, offset int64) (m model.LogMessage, queue, partition string, err error) {
 	err = s.reads.Read(ctx, func(ctx context.Context, q readpool.Querier) (bool, error) {
 		var err error
 		m, queue, partition, err = messageAt(ctx, q, pid, offset)
@@ -142,8 +142,8 @@ func (s *Store) MessageAt(ctx context.Context, pid, offset int64) (m model.Store
 	return m, queue, partition, err
 }
 
-func messageAt(ctx context.Context, q readpool.Querier, pid, offset int64) (m model.StoredMessage, queue, partition string, err error) {
-	m = model.StoredMessage{PartitionID: pid, Offset: offset}
+func messageAt(ctx context.Context, q readpool.Querier, pid, offset int64) (m model.LogMessage, queue, partition string, err error) {
+	m = model.LogMessage{PartitionID: pid, Offset: offset}
 	err = q.QueryRow(ctx, `
 		SELECT q.name, lp.name, s.created_at, s.txn_ids[$2 - s.base_offset + 1], s.data[$2 - s.base_offset + 1],
 		       s.meta[$2 - s.base_offset + 1]

@@ -37,7 +37,7 @@ func BenchmarkRead(b *testing.B) {
 	b.ResetTimer()
 	for i := range b.N {
 		from := int64(i*1000) % 100_000
-		res, err := s.Read(context.Background(), model.ReadRequest{Queue: "bench", Partition: "p", From: from, Max: 1000, MaxBytes: 1 << 20})
+		res, err := s.Read(context.Background(), model.ReadQuery{Queue: "bench", Partition: "p", From: from, Max: 1000, MaxBytes: 1 << 20})
 		if err != nil || len(res.Messages) != 1000 {
 			b.Fatalf("%d messages, %v", len(res.Messages), err)
 		}

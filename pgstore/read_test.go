@@ -46,10 +46,10 @@ func TestReadAcrossFramesToTheEnd(t *testing.T) {
 	s := pgtest.Store(t, pgtest.NewDB(t))
 	pushN(t, s, "r", "p", 25, 10) // frames 0-9, 10-19, 20-24
 	ctx := context.Background()
-	var got []model.StoredMessage
+	var got []model.LogMessage
 	next := int64(3)
 	for {
-		res, err := s.Read(ctx, model.ReadRequest{Queue: "r", Partition: "p", From: next, Max: 7, MaxBytes: 1 << 20})
+		res, err := s.Read(ctx, model.ReadQuery{Queue: "r", Partition: "p", From: next, Max: 7, MaxBytes: 1 << 20})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -81,7 +81,7 @@ func TestReadBoundsAndBelowTheRetainedStart(t *testing.T) {
 	s := pgtest.Store(t, pgtest.NewDB(t))
 	p := pushN(t, s, "r", "p", 30, 10)
 	ctx := context.Background()
-	res, err := s.Read(ctx, model.ReadRequest{Queue: "r", Partition: "p", From: 0, Max: 100, MaxBytes: 1})
+	res, err := s.Read(ctx, model.ReadQuery{Queue: "r", Partition: "p", From: 0, Max: 100, MaxBytes: 1})
 	if err != nil || len(res.Messages) != 1 || res.Next != 1 {
 		t.Errorf("maxBytes 1: %d messages, next %d, %v; want exactly one", len(res.Messages), res.Next, err)
 	}
@@ -89,11 +89,11 @@ func TestReadBoundsAndBelowTheRetainedStart(t *testing.T) {
 	if _, err := s.Pool().Exec(ctx, "DELETE FROM queen.log_segments WHERE partition_id = $1 AND base_offset = 0", p.ID); err != nil {
 		t.Fatal(err)
 	}
-	res, err = s.Read(ctx, model.ReadRequest{Queue: "r", Partition: "p", From: 2, Max: 3, MaxBytes: 1 << 20})
+	res, err = s.Read(ctx, model.ReadQuery{Queue: "r", Partition: "p", From: 2, Max: 3, MaxBytes: 1 << 20})
 	if err != nil || res.FirstOffset != 10 || len(res.Messages) != 3 || res.Messages[0].Offset != 10 {
 		t.Errorf("a read below the retained start: %+v, %v; want it to start at 10 and say so", res, err)
 	}
-	_, err = s.Read(ctx, model.ReadRequest{Queue: "r", Partition: "ghost", From: 0, Max: 1, MaxBytes: 1})
+	_, err = s.Read(ctx, model.ReadQuery{Queue: "r", Partition: "ghost", From: 0, Max: 1, MaxBytes: 1})
 	if !errors.Is(err, model.ErrNotFound) {
 		t.Errorf("an unknown partition: %v, want not found", err)
 	}

@@ -18,9 +18,9 @@ func (b *consumerBundle) deadLetterAll(t *testing.T, n int) {
 	t.Helper()
 	b.setMaxAttempts(t, 1)
 	r := b.pop(t, b.group, n)
-	var items []model.AckItem
+	var items []model.Settlement
 	for _, d := range r.Messages {
-		items = append(items, model.AckItem{Offset: d.Offset, Error: "boom"})
+		items = append(items, model.Settlement{Offset: d.Offset, Error: "boom"})
 	}
 	if a := b.ack(t, r.LeaseID, items...); a.DeadLettered != n {
 		t.Fatalf("dead-lettered %d of %d", a.DeadLettered, n)
@@ -38,9 +38,9 @@ func (b *consumerBundle) redrive(t *testing.T, f model.DeadLetterFilter, limit i
 
 // readTxnIDs reads the test partition from offset from: transactionIds
 // and data.
-func (b *consumerBundle) readFrom(t *testing.T, from int64) []model.StoredMessage {
+func (b *consumerBundle) readFrom(t *testing.T, from int64) []model.LogMessage {
 	t.Helper()
-	r, err := b.store.Read(context.Background(), model.ReadRequest{Queue: b.queue, Partition: "Default", From: from, Max: 100, MaxBytes: 1 << 20})
+	r, err := b.store.Read(context.Background(), model.ReadQuery{Queue: b.queue, Partition: "Default", From: from, Max: 100, MaxBytes: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +218,7 @@ func TestTwoGroupsDeadLettersOfOneMessageRedriveItOnce(t *testing.T) {
 	}
 	b.deadLetterAll(t, 1)
 	r := b.pop(t, h, 1)
-	if a, err := b.store.Ack(ctx, h, b.part.ID, r.LeaseID, []model.AckItem{{Offset: 0, Error: "boom"}}); err != nil || a.DeadLettered != 1 {
+	if a, err := b.store.Ack(ctx, h, b.part.ID, r.LeaseID, []model.Settlement{{Offset: 0, Error: "boom"}}); err != nil || a.DeadLettered != 1 {
 		t.Fatalf("h's ack: %+v, %v", a, err)
 	}
 	if got := b.redrive(t, model.DeadLetterFilter{}, 10); got.Moved != 2 || got.FirstOffset != 1 || got.LastOffset != 1 {

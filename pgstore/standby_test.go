@@ -65,7 +65,7 @@ func pushIDs(t *testing.T, s *pgstore.Store, p model.Partition, ids ...string) {
 
 func readAll(ctx context.Context, t *testing.T, s *pgstore.Store, from int64, maxMessages int) model.ReadResult {
 	t.Helper()
-	res, err := s.Read(ctx, model.ReadRequest{Queue: "q", Partition: "p", From: from, Max: maxMessages, MaxBytes: 1 << 20})
+	res, err := s.Read(ctx, model.ReadQuery{Queue: "q", Partition: "p", From: from, Max: maxMessages, MaxBytes: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +238,7 @@ func waitedRead(ctx context.Context, t *testing.T, r replicated, s *pgstore.Stor
 	since := queryText(ctx, t, r.primary, "SELECT clock_timestamp()::text")
 	answered := make(chan model.ReadResult, 1)
 	go func() {
-		res, err := s.Read(ctx, model.ReadRequest{Queue: "q", Partition: "p", From: 9, Max: 100, MaxBytes: 1 << 20})
+		res, err := s.Read(ctx, model.ReadQuery{Queue: "q", Partition: "p", From: 9, Max: 100, MaxBytes: 1 << 20})
 		if err != nil {
 			t.Error(err)
 		}

@@ -124,8 +124,8 @@ func (s *Store) TailCycle(ctx context.Context, c model.TailCycle) (lease model.T
 // consumer_ack_is_whole_lease says of items against offsets from..to:
 // the check a gateway in check mode makes of every cycle it served from
 // its memory.
-func (s *Store) TailSlice(ctx context.Context, pid, from, to, lo, hi, budget int64, items []model.AckItem) (
-	msgs []model.StoredMessage, whole, ok bool, err error) {
+func (s *Store) TailSlice(ctx context.Context, pid, from, to, lo, hi, budget int64, items []model.Settlement) (
+	msgs []model.LogMessage, whole, ok bool, err error) {
 	offsets, hashes, completed, _ := pgwire.AckArrays(items)
 	// The ack's verdict whether or not the slice is found (a cycle may
 	// have settled the ack alone).
@@ -153,7 +153,7 @@ func (s *Store) TailSlice(ctx context.Context, pid, from, to, lo, hi, budget int
 			continue
 		}
 		for i := range offs {
-			msgs = append(msgs, model.StoredMessage{PartitionID: pid, Offset: offs[i], TxnID: txns[i], Data: []byte(data[i]),
+			msgs = append(msgs, model.LogMessage{PartitionID: pid, Offset: offs[i], TxnID: txns[i], Data: []byte(data[i]),
 				CreatedAt: created[i]})
 			if meta != nil && meta[i] != nil {
 				msgs[len(msgs)-1].Meta = []byte(*meta[i])

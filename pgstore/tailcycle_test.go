@@ -61,11 +61,11 @@ func setupConsumerInFrames(t *testing.T, n int, seed uint64) *consumerBundle {
 
 // tailCycle serves the cycle from b's tail when it can (ok), as a
 // gateway tries it before the store's Cycle.
-func (b *consumerBundle) tailCycle(t *testing.T, r model.PopRequest, lease string, items []model.AckItem) (
-	model.AckResult, *model.PopResult, bool) {
+func (b *consumerBundle) tailCycle(t *testing.T, r model.PopQuery, lease string, items []model.Settlement) (
+	model.SettledBatch, *model.PopResult, bool) {
 	t.Helper()
 	if b.tail == nil {
-		return model.AckResult{}, nil, false
+		return model.SettledBatch{}, nil, false
 	}
 	a, popped, ok, err := b.tail.Cycle(context.Background(), r, b.part.ID, lease, items)
 	if err != nil {
@@ -129,7 +129,7 @@ func (b *tailBundle) popRemembered(t *testing.T, max int) model.PopResult {
 func (b *tailBundle) carried(t *testing.T, prev model.PopResult, max int) (r model.PopResult, served bool) {
 	t.Helper()
 	before := b.tail.Tail.Counts().Served
-	pr := model.PopRequest{Group: b.group, Max: max, Lease: time.Minute, Consumer: "c", MaxBytes: 1 << 20, Room: 1 << 20}
+	pr := model.PopQuery{Group: b.group, Max: max, Lease: time.Minute, Consumer: "c", MaxBytes: 1 << 20, Room: 1 << 20}
 	r, err := cyclePopWith(context.Background(), b.store, b.tail, pr, prev)
 	if err != nil {
 		t.Fatal(err)
@@ -141,7 +141,7 @@ func (b *tailBundle) carried(t *testing.T, prev model.PopResult, max int) (r mod
 
 // cyclePopWith is cyclePop trying the tail's server first, as the
 // gateway does.
-func cyclePopWith(ctx context.Context, st *pgstore.Store, s *tail.Server, pr model.PopRequest, prev model.PopResult) (model.PopResult, error) {
+func cyclePopWith(ctx context.Context, st *pgstore.Store, s *tail.Server, pr model.PopQuery, prev model.PopResult) (model.PopResult, error) {
 	if prev.LeaseID != "" {
 		_, pop, ok, err := s.Cycle(ctx, pr, prev.PartitionID, prev.LeaseID, wholeAck(prev))
 		switch {
@@ -310,7 +310,7 @@ func TestATailServedCycleIsOnePlainStatement(t *testing.T) {
 		var prev model.PopResult
 		for i := range 40 {
 			fill(int64(i*n), 2*n)
-			pr := model.PopRequest{Group: c.g, Max: n, Lease: time.Minute, Consumer: "c", MaxBytes: 1 << 20, Room: 1 << 20}
+			pr := model.PopQuery{Group: c.g, Max: n, Lease: time.Minute, Consumer: "c", MaxBytes: 1 << 20, Room: 1 << 20}
 			c.log.take()
 			served0 := tl.Counts().Served
 			r, err := cyclePopWith(ctx, c.log.store, s, pr, prev)

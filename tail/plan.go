@@ -21,7 +21,7 @@ type Lease struct {
 // every one completed, and either all by offset, From..To in order, or
 // all by transactionId, each the hash of the next message's, no two
 // hashes alike.
-func WholeLease(l *Lease, items []model.AckItem) bool {
+func WholeLease(l *Lease, items []model.Settlement) bool {
 	n := l.To - l.From + 1
 	if int64(len(items)) != n || int64(len(l.TxnIDs)) != n {
 		return false
@@ -127,10 +127,10 @@ func (s Slice) bound(envelope int) int64 {
 
 // Deliveries are the slice's messages of partition pid, each at its
 // first attempt, as consumer_cycle answers them.
-func (s Slice) Deliveries(pid int64) []model.Delivery {
-	out := make([]model.Delivery, 0, s.Hi-s.Lo+1)
+func (s Slice) Deliveries(pid int64) []model.LeasedMessage {
+	out := make([]model.LeasedMessage, 0, s.Hi-s.Lo+1)
 	s.each(func(off int64, fr *Frame, k int) {
-		out = append(out, model.Delivery{StoredMessage: model.StoredMessage{PartitionID: pid, Offset: off,
+		out = append(out, model.LeasedMessage{LogMessage: model.LogMessage{PartitionID: pid, Offset: off,
 			TxnID: fr.TxnIDs[k], Data: fr.Data[k], Meta: fr.meta(k), CreatedAt: fr.CreatedAt}, Attempts: 1})
 	})
 	return out

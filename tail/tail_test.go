@@ -78,17 +78,17 @@ func TestTheTailEvictsTheOldestFramesOverBudget(t *testing.T) {
 // with no hash twice; anything else is not.
 func TestWholeLeaseIsConsumerAckIsWholeLeasesRule(t *testing.T) {
 	l := &Lease{From: 5, To: 7, TxnIDs: []string{"a", "b", "c"}}
-	byID := func(ids ...string) []model.AckItem {
-		var out []model.AckItem
+	byID := func(ids ...string) []model.Settlement {
+		var out []model.Settlement
 		for _, id := range ids {
-			out = append(out, model.AckItem{Offset: -1, TxnID: id, Completed: true})
+			out = append(out, model.Settlement{Offset: -1, TxnID: id, Completed: true})
 		}
 		return out
 	}
-	byOff := func(offs ...int64) []model.AckItem {
-		var out []model.AckItem
+	byOff := func(offs ...int64) []model.Settlement {
+		var out []model.Settlement
 		for _, o := range offs {
-			out = append(out, model.AckItem{Offset: o, Completed: true})
+			out = append(out, model.Settlement{Offset: o, Completed: true})
 		}
 		return out
 	}
@@ -97,7 +97,7 @@ func TestWholeLeaseIsConsumerAckIsWholeLeasesRule(t *testing.T) {
 	mixed := append(byID("a", "b"), byOff(7)...)
 	cases := []struct {
 		name  string
-		items []model.AckItem
+		items []model.Settlement
 		want  bool
 	}{
 		{"by transactionId", byID("a", "b", "c"), true},

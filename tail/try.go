@@ -18,8 +18,8 @@ type Cycler interface {
 // Checker reads what SQL holds for a cycle the tail served (check mode):
 // the store's TailSlice.
 type Checker interface {
-	TailSlice(ctx context.Context, pid, from, to, lo, hi, budget int64, items []model.AckItem) (
-		msgs []model.StoredMessage, whole, ok bool, err error)
+	TailSlice(ctx context.Context, pid, from, to, lo, hi, budget int64, items []model.Settlement) (
+		msgs []model.LogMessage, whole, ok bool, err error)
 }
 
 // Server serves the usual consume cycle from a tail and the leases it
@@ -85,8 +85,8 @@ func (s *Server) Mismatches() int64 { return s.mismatches.Load() }
 // way). ok false: nothing was changed, and the caller takes the usual
 // path. r's Room must already leave room
 // for the ack's answer.
-func (s *Server) Cycle(ctx context.Context, r model.PopRequest, pid int64, leaseID string, items []model.AckItem) (
-	ack model.AckResult, pop *model.PopResult, ok bool, err error) {
+func (s *Server) Cycle(ctx context.Context, r model.PopQuery, pid int64, leaseID string, items []model.Settlement) (
+	ack model.SettledBatch, pop *model.PopResult, ok bool, err error) {
 	c, slice, planned := s.plan(r, pid, leaseID, items)
 	if !planned {
 		s.Tail.Missed()
@@ -100,7 +100,7 @@ func (s *Server) Cycle(ctx context.Context, r model.PopRequest, pid int64, lease
 		s.Tail.Refused()
 		return ack, nil, false, nil
 	}
-	ack = model.AckResult{Items: make([]model.AckOutcome, len(items)), NextOffset: c.To + 1, LeaseEnded: true}
+	ack = model.SettledBatch{Items: make([]model.AckOutcome, len(items)), NextOffset: c.To + 1, LeaseEnded: true}
 	for i := range items {
 		ack.Items[i] = model.AckOutcome{Offset: c.From + int64(i), Result: model.AckAcked}
 	}
@@ -125,7 +125,7 @@ func (s *Server) Cycle(ctx context.Context, r model.PopRequest, pid int64, lease
 // plan is the cycle to send, and the messages it delivers, when the
 // lease is remembered, the ack completes it whole and the tail holds
 // the next messages as consumer_pop_slice would read them.
-func (s *Server) plan(r model.PopRequest, pid int64, leaseID string, items []model.AckItem) (model.TailCycle, Slice, bool) {
+func (s *Server) plan(r model.PopQuery, pid int64, leaseID string, items []model.Settlement) (model.TailCycle, Slice, bool) {
 	l, live := s.Leases.Take(leaseID)
 	if !live || l.PartitionID != pid || l.GroupID != r.Group.ID || r.MaxAckPending > 0 || !WholeLease(l, items) {
 		return model.TailCycle{}, Slice{}, false
@@ -143,7 +143,7 @@ func (s *Server) plan(r model.PopRequest, pid int64, leaseID string, items []mod
 }
 
 // check reads the cycle's ack decision and messages back from SQL.
-func (s *Server) check(ctx context.Context, c model.TailCycle, items []model.AckItem, pop *model.PopResult) error {
+func (s *Server) check(ctx context.Context, c model.TailCycle, items []model.Settlement, pop *model.PopResult) error {
 	msgs, whole, ok, err := s.Check.TailSlice(ctx, c.PartitionID, c.From, c.To, c.To+1, c.Hi, model.SliceBudget(c.Pop), items)
 	if err != nil {
 		return fmt.Errorf("tail check: %w", err)
@@ -159,7 +159,7 @@ func (s *Server) check(ctx context.Context, c model.TailCycle, items []model.Ack
 			ErrMismatch, c.PartitionID, c.From, c.To, c.To+1, c.Hi, ok, whole, len(msgs), len(pop.Messages))
 	}
 	for i, m := range msgs {
-		d := pop.Messages[i].StoredMessage
+		d := pop.Messages[i].LogMessage
 		if m.Offset != d.Offset || m.TxnID != d.TxnID || !slices.Equal(m.Data, d.Data) || !slices.Equal(m.Meta, d.Meta) ||
 			!m.CreatedAt.Equal(d.CreatedAt) {
 			return fmt.Errorf("%w: partition %d offset %d: SQL %q %s %s, tail %d %q %s %s", ErrMismatch, c.PartitionID, m.Offset,

@@ -174,7 +174,7 @@ func timerIDInto(dst *string) func([]byte) *queengate.Error {
 type timerList struct {
 	queue string
 	limit *int
-	from  *model.TimerPosition
+	from  *model.TimerKey
 }
 
 // list lists pending timers in the store's order (fire time, then id);
@@ -244,7 +244,7 @@ func decodeTimerList(body []byte) (req timerList, werr *queengate.Error) {
 }
 
 // decodeTimerPosition reads a list's "from": the "next" a list answered.
-func decodeTimerPosition(raw []byte) (*model.TimerPosition, *queengate.Error) {
+func decodeTimerPosition(raw []byte) (*model.TimerKey, *queengate.Error) {
 	var (
 		id     string
 		fireAt *time.Time
@@ -263,7 +263,7 @@ func decodeTimerPosition(raw []byte) (*model.TimerPosition, *queengate.Error) {
 	if werr != nil {
 		return nil, werr
 	}
-	return &model.TimerPosition{FireAt: *fireAt, ID: id}, nil
+	return &model.TimerKey{FireAt: *fireAt, ID: id}, nil
 }
 
 // timerListQuery reads GET /timers's parameters: queue, limit, and the

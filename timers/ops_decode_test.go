@@ -62,7 +62,7 @@ func FuzzDecodeTimerList(f *testing.F) {
 	})
 }
 
-func samePosition(got *model.TimerPosition, raw json.RawMessage) string {
+func samePosition(got *model.TimerKey, raw json.RawMessage) string {
 	if raw == nil {
 		if got != nil {
 			return fmt.Sprintf("a position %v from no \"from\"", got)

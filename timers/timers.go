@@ -33,7 +33,7 @@ type Store interface {
 	EnsurePartition(ctx context.Context, queue, partition string) (model.Partition, error)
 	ScheduleTimer(ctx context.Context, partitionID int64, txnID string, data, meta []byte, fireAt time.Time) (model.ScheduledTimer, error)
 	CancelTimer(ctx context.Context, id string) (bool, error)
-	ListTimers(ctx context.Context, queue string, limit int, from *model.TimerPosition) ([]model.TimerInfo, error)
+	ListTimers(ctx context.Context, queue string, limit int, from *model.TimerKey) ([]model.TimerInfo, error)
 	FireDue(ctx context.Context, limit int, beforeCommit func([]model.FiredTimer) error) ([]model.FiredTimer, error)
 	NextTimerDue(ctx context.Context) (time.Duration, int64, bool, error)
 	PendingTimers(ctx context.Context) (int64, error)
@@ -170,7 +170,7 @@ func (s *Service) Cancel(ctx context.Context, timerID string) (string, error) {
 
 // List lists pending timers, due first, from the position from on (nil:
 // the first); queue "" lists every queue's.
-func (s *Service) List(ctx context.Context, queue string, limit int, from *model.TimerPosition) ([]model.TimerInfo, error) {
+func (s *Service) List(ctx context.Context, queue string, limit int, from *model.TimerKey) ([]model.TimerInfo, error) {
 	return s.store.ListTimers(ctx, queue, limit, from)
 }
 

@@ -60,7 +60,7 @@ func EncodePopLeases(queue, group string, r *model.PopResult, more []model.PopRe
 }
 
 // popMessagesSize is about what messages take in a pop's answer.
-func popMessagesSize(ms []model.Delivery) int {
+func popMessagesSize(ms []model.LeasedMessage) int {
 	size := 0
 	for i := range ms {
 		m := &ms[i]
@@ -84,7 +84,7 @@ func appendLease(b []byte, r *model.PopResult) []byte {
 
 // appendDeliveries appends a pop's "messages" field, a comma first,
 // their createdAt through times: nothing is allocated per message.
-func appendDeliveries(b []byte, ms []model.Delivery, times *timeTexts) []byte {
+func appendDeliveries(b []byte, ms []model.LeasedMessage, times *timeTexts) []byte {
 	b = append(b, `,"messages":[`...)
 	for i := range ms {
 		m := &ms[i]

@@ -23,10 +23,10 @@ func createdAts() []time.Time {
 // in a pop's answer (over several partitions) and a read's.
 func TestEachMessageCarriesItsOwnCreatedAt(t *testing.T) {
 	times := createdAts()
-	deliveries := func(pid int64) []model.Delivery {
-		ds := make([]model.Delivery, len(times))
+	deliveries := func(pid int64) []model.LeasedMessage {
+		ds := make([]model.LeasedMessage, len(times))
 		for i, at := range times {
-			ds[i] = model.Delivery{StoredMessage: model.StoredMessage{PartitionID: pid, Offset: int64(i), TxnID: "t",
+			ds[i] = model.LeasedMessage{LogMessage: model.LogMessage{PartitionID: pid, Offset: int64(i), TxnID: "t",
 				CreatedAt: at, Data: []byte("1")}, Attempts: 1}
 		}
 		return ds
@@ -63,7 +63,7 @@ func TestAPopAnswerIsWrittenInOneAllocation(t *testing.T) {
 	at := time.Date(2026, 12, 6, 7, 0, 0, 0, time.UTC)
 	r := model.PopResult{PartitionID: 7, Partition: "p", LeaseID: "0b0e6d1c-6c1a-4a4e-9d3f-6a3c6f0e2b1d", LeaseUntil: at}
 	for i := range 100 {
-		r.Messages = append(r.Messages, model.Delivery{StoredMessage: model.StoredMessage{PartitionID: 7, Offset: int64(i),
+		r.Messages = append(r.Messages, model.LeasedMessage{LogMessage: model.LogMessage{PartitionID: 7, Offset: int64(i),
 			TxnID: "order-é", CreatedAt: at.Add(time.Duration(i/10) * time.Millisecond), Data: []byte(`{"n":1}`)}, Attempts: 1 + i%2,
 			LastError: "handler: \"timeout\""})
 	}

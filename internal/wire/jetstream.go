@@ -56,8 +56,8 @@ func FromError(e *queengate.Error) *JetStreamError {
 // binary otherwise, the Nats-Msg-Id as transactionId (minted when
 // absent: such a message is never a duplicate), and the other headers as
 // the message's.
-func DecodeJetStream(body []byte, header nats.Header, queue string, maxPayload int64) (model.Message, *JetStreamError) {
-	var msg model.Message
+func DecodeJetStream(body []byte, header nats.Header, queue string, maxPayload int64) (model.Incoming, *JetStreamError) {
+	var msg model.Incoming
 	all := NATSHeaders(header)
 	headers := all[:0] // the message's: all but JetStream's own, read here
 	for _, h := range all {
@@ -90,7 +90,7 @@ func DecodeJetStream(body []byte, header nats.Header, queue string, maxPayload i
 // readJetStreamHeader takes a Nats-* header: the ones with a meaning here
 // are honoured, every other refused, so that nothing a publisher asked
 // for is silently not done.
-func readJetStreamHeader(h model.Header, queue string, msg *model.Message) *JetStreamError {
+func readJetStreamHeader(h model.Header, queue string, msg *model.Incoming) *JetStreamError {
 	bad := func(format string, args ...any) *JetStreamError {
 		return &JetStreamError{Code: queengate.CodeBadRequest, ErrCode: jsBadRequest, Description: fmt.Sprintf(format, args...)}
 	}
@@ -154,7 +154,7 @@ func AppendJetStreamError(b []byte, queue string, e *JetStreamError) []byte {
 
 // JetStreamResult words a stored publish's result: nil with the PubAck's
 // fields, or the error answer.
-func JetStreamResult(r model.Result) *JetStreamError {
+func JetStreamResult(r model.PushOutcome) *JetStreamError {
 	if r.Status != model.StatusFailed {
 		return nil
 	}

@@ -239,7 +239,7 @@ func sameMeta(a, b *RawMessage) bool {
 // WithNATSHeaders gives a push's one message the NATS message's own
 // headers (docs/protocol.md, "Headers"): refused beside a body's headers,
 // or for more than one message, where they would be ambiguous.
-func WithNATSHeaders(msgs []model.Message, h nats.Header) *queengate.Error {
+func WithNATSHeaders(msgs []model.Incoming, h nats.Header) *queengate.Error {
 	headers := NATSHeaders(h)
 	if len(headers) == 0 {
 		return nil

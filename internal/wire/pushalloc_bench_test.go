@@ -38,9 +38,9 @@ func benchPushDecodeAnswer(b *testing.B, headers string) {
 		body = fmt.Appendf(body, `{"transactionId":"s-1234-%d",%s"data":{"orderId":%d,"amount":99.5,"note":"about a hundred bytes of payload"}}`, i, headers, i)
 	}
 	body = append(body, ']')
-	results := make([]model.Result, perRequest)
+	results := make([]model.PushOutcome, perRequest)
 	for i := range results {
-		results[i] = model.Result{Status: model.StatusQueued, PartitionID: 81234, Offset: int64(1000 + i)}
+		results[i] = model.PushOutcome{Status: model.StatusQueued, PartitionID: 81234, Offset: int64(1000 + i)}
 	}
 	var answer []byte
 	var before runtime.MemStats

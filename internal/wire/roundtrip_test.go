@@ -118,8 +118,8 @@ func checkAnswers(t *testing.T, v answerValues) {
 func checkPushReply(t *testing.T, v answerValues) {
 	t.Helper()
 	pid, off := max(v.n&0xffff, 1), v.n&0xffffff
-	msgs := []model.Message{{TxnID: v.id}, {TxnID: v.text}, {TxnID: v.id}, {TxnID: v.name}}
-	results := []model.Result{
+	msgs := []model.Incoming{{TxnID: v.id}, {TxnID: v.text}, {TxnID: v.id}, {TxnID: v.name}}
+	results := []model.PushOutcome{
 		{Status: model.StatusQueued, PartitionID: pid, Offset: off},
 		{Status: model.StatusDuplicate, PartitionID: pid, Offset: off + 1, Conflict: true},
 		{Status: model.StatusFailed, PartitionID: pid, Err: errors.New(v.text)},
@@ -174,7 +174,7 @@ func checkPopAnswer(t *testing.T, v answerValues) {
 	same(t, "ack answer", AppendAckAnswer(nil, &ack), wantAck)
 
 	r := model.PopResult{PartitionID: pid, Partition: v.name, LeaseID: "0b0e6d1c-6c1a-4a4e-9d3f-6a3c6f0e2b1d", LeaseUntil: until,
-		DeadLettered: int(v.n & 7), Messages: []model.Delivery{{StoredMessage: model.StoredMessage{PartitionID: pid, Offset: m.Offset,
+		DeadLettered: int(v.n & 7), Messages: []model.LeasedMessage{{LogMessage: model.LogMessage{PartitionID: pid, Offset: m.Offset,
 			TxnID: v.id, CreatedAt: m.CreatedAt, Data: m.Data}, Attempts: int(v.n & 0xff), LastError: v.text}}}
 	want := queengate.PopAnswer{Queue: decoded(v.text), Group: decoded(v.id), Partition: decoded(v.name), PartitionID: pid,
 		LeaseID: r.LeaseID, LeaseUntil: &until, DeadLettered: r.DeadLettered, Ack: &wantAck,
@@ -183,7 +183,7 @@ func checkPopAnswer(t *testing.T, v answerValues) {
 
 	second := r
 	second.PartitionID, second.Partition = pid+1, v.text
-	second.Messages = []model.Delivery{{StoredMessage: model.StoredMessage{PartitionID: pid + 1, Offset: m.Offset, TxnID: v.id,
+	second.Messages = []model.LeasedMessage{{LogMessage: model.LogMessage{PartitionID: pid + 1, Offset: m.Offset, TxnID: v.id,
 		CreatedAt: m.CreatedAt, Data: m.Data}, Attempts: 1}}
 	acks := append(append([]byte{'['}, AppendAckAnswer(nil, &ack)...), ']')
 	wantMulti := want

@@ -11,17 +11,17 @@ import (
 )
 
 // decodeFresh is DecodePush scanning into a scratch of its own.
-func decodeFresh(body []byte, maxBatch int) ([]model.Message, string) {
+func decodeFresh(body []byte, maxBatch int) ([]model.Incoming, string) {
 	raw, werr := scanMessages(nil, body, maxBatch)
 	if werr != nil {
 		return nil, werr.Text
 	}
-	msgs := make([]model.Message, len(raw))
+	msgs := make([]model.Incoming, len(raw))
 	for i := range raw {
 		if werr := raw[i].Check(i); werr != nil {
 			return nil, werr.Text
 		}
-		msgs[i] = model.Message{TxnID: raw[i].TxnIDOrMint(), Data: raw[i].Data}
+		msgs[i] = model.Incoming{TxnID: raw[i].TxnIDOrMint(), Data: raw[i].Data}
 	}
 	return msgs, ""
 }
@@ -63,17 +63,17 @@ func TestAppendReplyIsEncodeReply(t *testing.T) {
 	r := rand.New(rand.NewPCG(35, 6))
 	for range 300 {
 		n := 1 + r.IntN(20)
-		msgs := make([]model.Message, n)
-		results := make([]model.Result, n)
+		msgs := make([]model.Incoming, n)
+		results := make([]model.PushOutcome, n)
 		for i := range n {
 			msgs[i].TxnID = fmt.Sprint("id-", r.IntN(1000), "-é")
 			switch r.IntN(3) {
 			case 0:
-				results[i] = model.Result{Status: model.StatusQueued, PartitionID: 7, Offset: r.Int64N(1 << 40)}
+				results[i] = model.PushOutcome{Status: model.StatusQueued, PartitionID: 7, Offset: r.Int64N(1 << 40)}
 			case 1:
-				results[i] = model.Result{Status: model.StatusDuplicate, PartitionID: 7, Offset: r.Int64N(1 << 40), Conflict: r.IntN(2) == 0}
+				results[i] = model.PushOutcome{Status: model.StatusDuplicate, PartitionID: 7, Offset: r.Int64N(1 << 40), Conflict: r.IntN(2) == 0}
 			default:
-				results[i] = model.Result{Status: model.StatusFailed, Err: fmt.Errorf("not stored: %s", strings.Repeat("why ", r.IntN(200)))}
+				results[i] = model.PushOutcome{Status: model.StatusFailed, Err: fmt.Errorf("not stored: %s", strings.Repeat("why ", r.IntN(200)))}
 			}
 		}
 		limit := []int{1 << 20, 400 + r.IntN(4000)}[r.IntN(2)]

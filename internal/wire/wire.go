@@ -92,7 +92,7 @@ func headerValue(s string) string {
 // or repeated field is a 400 (a misspelt transactionId would otherwise
 // silently turn deduplication off). A missing or null transactionId is
 // minted.
-func DecodePush(body []byte, maxBatch int) ([]model.Message, *queengate.Error) {
+func DecodePush(body []byte, maxBatch int) ([]model.Incoming, *queengate.Error) {
 	scratch := rawScratch.Get().(*rawMessages)
 	raw, werr := scanMessages(*scratch, body, maxBatch)
 	if werr != nil {
@@ -101,14 +101,14 @@ func DecodePush(body []byte, maxBatch int) ([]model.Message, *queengate.Error) {
 	}
 	*scratch = raw
 	defer scratch.release(len(raw))
-	msgs := make([]model.Message, len(raw))
+	msgs := make([]model.Incoming, len(raw))
 	var last *RawMessage // the last message with meta: its neighbours usually repeat it
 	for i := range raw {
 		m := &raw[i]
 		if werr := m.Check(i); werr != nil {
 			return nil, werr
 		}
-		msgs[i] = model.Message{TxnID: m.TxnIDOrMint(), Data: m.Data}
+		msgs[i] = model.Incoming{TxnID: m.TxnIDOrMint(), Data: m.Data}
 		if m.Headers == nil && m.DataEncoding == nil {
 			continue
 		}
@@ -222,7 +222,7 @@ const (
 // not be answered or delivered on a connection of maxPayload bytes: a
 // message whose data one pop or read answer could never carry, or more
 // messages than one answer can name.
-func CheckPushSizes(msgs []model.Message, maxPayload int64) *queengate.Error {
+func CheckPushSizes(msgs []model.Incoming, maxPayload int64) *queengate.Error {
 	answer := int64(2)
 	for i := range msgs {
 		if werr := CheckDataSize(msgs[i].Data, msgs[i].Meta, maxPayload); werr != nil {
@@ -259,13 +259,13 @@ func CheckDataSize(data, meta []byte, maxPayload int64) *queengate.Error {
 // "Answers"), within limit bytes: when the failed messages' error texts
 // would not fit, each is cut to an equal share of the room left (push
 // requests are checked by CheckPushSizes to leave enough).
-func EncodeReply(msgs []model.Message, results []model.Result, limit int) []byte {
+func EncodeReply(msgs []model.Incoming, results []model.PushOutcome, limit int) []byte {
 	return AppendReply(nil, msgs, results, limit)
 }
 
 // AppendReply is EncodeReply written in dst's room, dst's contents
 // dropped: the gateway reuses its answers' buffers.
-func AppendReply(dst []byte, msgs []model.Message, results []model.Result, limit int) []byte {
+func AppendReply(dst []byte, msgs []model.Incoming, results []model.PushOutcome, limit int) []byte {
 	b := appendReply(dst[:0], msgs, results, -1)
 	if len(b) <= limit {
 		return b
@@ -282,7 +282,7 @@ func AppendReply(dst []byte, msgs []model.Message, results []model.Result, limit
 
 // appendReply appends the answer array, each error text cut to errRoom
 // bytes of JSON string (-1: whole).
-func appendReply(b []byte, msgs []model.Message, results []model.Result, errRoom int) []byte {
+func appendReply(b []byte, msgs []model.Incoming, results []model.PushOutcome, errRoom int) []byte {
 	if b == nil {
 		size := 2
 		for i := range msgs {

@@ -18,14 +18,14 @@ import (
 // kept whole.
 func TestPushAnswerCutsErrorTextsToFit(t *testing.T) {
 	const limit = 64 << 10
-	msgs := make([]model.Message, 200)
-	long := make([]model.Result, len(msgs))
-	short := make([]model.Result, len(msgs))
+	msgs := make([]model.Incoming, 200)
+	long := make([]model.PushOutcome, len(msgs))
+	short := make([]model.PushOutcome, len(msgs))
 	text := strings.Repeat("\x01é\"", 1000) // escapes of 6, 2 and 1 bytes
 	for i := range msgs {
 		msgs[i].TxnID = fmt.Sprintf("t-%d", i)
-		long[i] = model.Result{Status: model.StatusFailed, Err: errors.New(text)}
-		short[i] = model.Result{Status: model.StatusFailed, Err: errors.New("ingest: not stored: x")}
+		long[i] = model.PushOutcome{Status: model.StatusFailed, Err: errors.New(text)}
+		short[i] = model.PushOutcome{Status: model.StatusFailed, Err: errors.New("ingest: not stored: x")}
 	}
 	if werr := CheckPushSizes(msgs, limit); werr != nil {
 		t.Fatalf("200 short messages refused: %v", werr)

@@ -18,8 +18,8 @@ import (
 // dead-lettered ack by ack, as after Ack. They lock their cursor rows in
 // ascending partition id (byPartition), so two such batches never wait
 // for each other in a cycle.
-func (s *Store) AckMany(ctx context.Context, g model.Group, acks []model.CarriedAck) ([]model.AckResult, error) {
-	out := make([]model.AckResult, len(acks))
+func (s *Store) AckMany(ctx context.Context, g model.Group, acks []model.CarriedAck) ([]model.SettledBatch, error) {
+	out := make([]model.SettledBatch, len(acks))
 	rows := make([]ackRow, len(acks))
 	batch := &pgx.Batch{}
 	for _, i := range byPartition(acks) {

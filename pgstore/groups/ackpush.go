@@ -35,7 +35,7 @@ import (
 // every target partition row FOR UPDATE in ascending id
 // (log_push_bundle): cursor row before partition rows, as dead-lettering
 // and redrive take them.
-func (s *Store) AckAndPush(ctx context.Context, g model.Group, partitionID int64, leaseID string, items []model.AckItem,
+func (s *Store) AckAndPush(ctx context.Context, g model.Group, partitionID int64, leaseID string, items []model.Settlement,
 	derived []model.Derived) (model.AckPushResult, error) {
 	for i, it := range items {
 		if !it.Completed {
@@ -48,7 +48,7 @@ func (s *Store) AckAndPush(ctx context.Context, g model.Group, partitionID int64
 	}
 	var out model.AckPushResult
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		out = model.AckPushResult{Ack: model.AckResult{Items: make([]model.AckOutcome, len(items))}}
+		out = model.AckPushResult{Ack: model.SettledBatch{Items: make([]model.AckOutcome, len(items))}}
 		if err := s.ackAll(ctx, tx, g, partitionID, leaseID, items, &out.Ack); err != nil {
 			return err
 		}
@@ -118,8 +118,8 @@ func (s *Store) derivedFrames(ctx context.Context, derived []model.Derived) ([]m
 // ackAll settles items in tx (consumer_ack takes the cursor row) and
 // refuses, with model.ErrNotCommitted, unless every one answers acked or
 // alreadyAcked.
-func (s *Store) ackAll(ctx context.Context, tx pgx.Tx, g model.Group, partitionID int64, leaseID string, items []model.AckItem,
-	out *model.AckResult) error {
+func (s *Store) ackAll(ctx context.Context, tx pgx.Tx, g model.Group, partitionID int64, leaseID string, items []model.Settlement,
+	out *model.SettledBatch) error {
 	row, err := queryAck(ctx, tx, g, partitionID, leaseUUID(leaseID), items, out)
 	if err != nil {
 		return err

@@ -73,7 +73,7 @@ func (s *Store) PartitionID(ctx context.Context, queueID int64, name string) (in
 // what it delivers (docs/design.md, "Consuming"). Messages out of
 // attempts, and those too large for any pop to deliver, are then moved
 // to the dead-letter queue.
-func (s *Store) Pop(ctx context.Context, r model.PopRequest) (model.PopResult, error) {
+func (s *Store) Pop(ctx context.Context, r model.PopQuery) (model.PopResult, error) {
 	var out model.PopResult
 	err := func() error {
 		// One row always: whether the group exists (a deleted group has
@@ -145,14 +145,14 @@ type popRow struct {
 // deliveries fills out with the row's partition, lease and messages,
 // and returns the dead ones (to dead-letter) and the offsets of those no
 // pop could deliver.
-func (row *popRow) deliveries(out *model.PopResult, maxDelivery int64) (dead []model.Delivery, tooLarge []int64) {
+func (row *popRow) deliveries(out *model.PopResult, maxDelivery int64) (dead []model.LeasedMessage, tooLarge []int64) {
 	if len(row.Offsets) == 0 {
 		return nil, nil
 	}
 	out.PartitionID, out.Partition = *row.PartitionID, *row.Partition
-	out.Messages = make([]model.Delivery, 0, len(row.Offsets))
+	out.Messages = make([]model.LeasedMessage, 0, len(row.Offsets))
 	for i, off := range row.Offsets {
-		d := model.Delivery{StoredMessage: storedMessage(out.PartitionID, off, &row.TxnIDs, &row.Data, &row.Meta, row.CreatedAt, i),
+		d := model.LeasedMessage{LogMessage: storedMessage(out.PartitionID, off, &row.TxnIDs, &row.Data, &row.Meta, row.CreatedAt, i),
 			Attempts: row.Attempts[i]}
 		d.LastError, _ = row.LastErrors.At(i)
 		if row.TooLarge[i] {
@@ -174,9 +174,9 @@ func (row *popRow) deliveries(out *model.PopResult, maxDelivery int64) (dead []m
 // storedMessage is the i-th of a pop's messages: its transactionId, data
 // and meta are slices of the answer's arrays, not copies of their own
 // (meta is a NULL array when no message has any).
-func storedMessage(partitionID, offset int64, txnIDs *pgwire.TextArray, data, meta *pgwire.BytesArray, createdAt []time.Time, i int) model.StoredMessage {
+func storedMessage(partitionID, offset int64, txnIDs *pgwire.TextArray, data, meta *pgwire.BytesArray, createdAt []time.Time, i int) model.LogMessage {
 	txnID, _ := txnIDs.At(i)
-	m := model.StoredMessage{PartitionID: partitionID, Offset: offset, TxnID: txnID, Data: data.At(i), CreatedAt: createdAt[i]}
+	m := model.LogMessage{PartitionID: partitionID, Offset: offset, TxnID: txnID, Data: data.At(i), CreatedAt: createdAt[i]}
 	if i < meta.Len() {
 		m.Meta = meta.At(i)
 	}
@@ -201,21 +201,21 @@ func (s *Store) Undo(ctx context.Context, g model.Group, partitionID int64, leas
 
 // Ack settles a batch of messages under a lease in one statement, then
 // dead-letters those out of attempts.
-func (s *Store) Ack(ctx context.Context, g model.Group, partitionID int64, leaseID string, items []model.AckItem) (model.AckResult, error) {
-	out := model.AckResult{Items: make([]model.AckOutcome, len(items))}
+func (s *Store) Ack(ctx context.Context, g model.Group, partitionID int64, leaseID string, items []model.Settlement) (model.SettledBatch, error) {
+	out := model.SettledBatch{Items: make([]model.AckOutcome, len(items))}
 	row, err := queryAck(ctx, s.pool, g, partitionID, leaseUUID(leaseID), items, &out)
 	if err == nil {
 		err = s.afterAck(ctx, g, partitionID, &row, &out)
 	}
 	if err != nil {
-		return model.AckResult{}, fmt.Errorf("pgstore: ack %s/%s: %w", g.Queue, g.Name, err)
+		return model.SettledBatch{}, fmt.Errorf("pgstore: ack %s/%s: %w", g.Queue, g.Name, err)
 	}
 	return out, nil
 }
 
 // afterAck fills out's items from consumer_ack's row, and moves what
 // ran out of attempts to the dead-letter queue.
-func (s *Store) afterAck(ctx context.Context, g model.Group, partitionID int64, row *ackRow, out *model.AckResult) error {
+func (s *Store) afterAck(ctx context.Context, g model.Group, partitionID int64, row *ackRow, out *model.SettledBatch) error {
 	dead := row.outcomes(out.Items, partitionID)
 	if err := s.notHeldInGroup(ctx, g, out.Items); err != nil {
 		return err
@@ -250,8 +250,8 @@ func leaseUUID(leaseID string) pgtype.UUID {
 // queryAck runs consumer_ack on q (the pool, or an ack-and-push's
 // transaction), filling out's cursor and lease; out.Items are filled by
 // the row's outcomes.
-func queryAck(ctx context.Context, q pgwire.Querier, g model.Group, partitionID int64, lease pgtype.UUID, items []model.AckItem,
-	out *model.AckResult) (ackRow, error) {
+func queryAck(ctx context.Context, q pgwire.Querier, g model.Group, partitionID int64, lease pgtype.UUID, items []model.Settlement,
+	out *model.SettledBatch) (ackRow, error) {
 	rows, err := q.Query(ctx, ackStatement, ackArgs(g, partitionID, lease, items))
 	if err != nil {
 		return ackRow{}, err
@@ -264,14 +264,14 @@ const ackStatement = `SELECT offs, results, dead, txn_ids, data::text[] AS data,
 	last_errors, next_offset, lease_ended, lease_counted
 	FROM queen.consumer_ack(@group_id, @partition_id, @lease, @offsets, @hashes, @completed, @errors, @delays)`
 
-func ackArgs(g model.Group, partitionID int64, lease pgtype.UUID, items []model.AckItem) pgx.NamedArgs {
+func ackArgs(g model.Group, partitionID int64, lease pgtype.UUID, items []model.Settlement) pgx.NamedArgs {
 	offsets, hashes, completed, errs := pgwire.AckArrays(items)
 	return pgx.NamedArgs{"group_id": g.ID, "partition_id": partitionID, "lease": lease, "offsets": offsets, "hashes": hashes,
 		"completed": completed, "errors": errs, "delays": pgwire.AckDelays(items)}
 }
 
 // collectAck reads consumer_ack's row, filling out's cursor and lease.
-func collectAck(rows pgx.Rows, out *model.AckResult) (ackRow, error) {
+func collectAck(rows pgx.Rows, out *model.SettledBatch) (ackRow, error) {
 	row, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[ackRow])
 	out.NextOffset, out.LeaseEnded, out.LeaseCounted = row.NextOffset, row.LeaseEnded, row.LeaseCounted
 	return row, err
@@ -297,7 +297,7 @@ type ackRow struct {
 
 // outcomes fills each item's outcome and returns the messages out of
 // attempts, to dead-letter.
-func (row *ackRow) outcomes(items []model.AckOutcome, partitionID int64) (dead []model.Delivery) {
+func (row *ackRow) outcomes(items []model.AckOutcome, partitionID int64) (dead []model.LeasedMessage) {
 	for i, off := range row.Offsets {
 		items[i] = model.AckOutcome{Offset: -1, Result: row.Results[i]}
 		if off != nil {
@@ -306,7 +306,7 @@ func (row *ackRow) outcomes(items []model.AckOutcome, partitionID int64) (dead [
 		if i >= len(row.Dead) || !row.Dead[i] || row.TxnIDs[i] == nil {
 			continue
 		}
-		d := model.Delivery{StoredMessage: model.StoredMessage{PartitionID: partitionID, Offset: *off,
+		d := model.LeasedMessage{LogMessage: model.LogMessage{PartitionID: partitionID, Offset: *off,
 			TxnID: *row.TxnIDs[i], Data: row.Data[i], CreatedAt: *row.CreatedAt[i]}, Attempts: *row.Attempts[i]}
 		if i < len(row.Meta) {
 			d.Meta = row.Meta[i]
@@ -374,7 +374,7 @@ func deadLetterID(g model.Group, partitionID, offset int64) string {
 // dead-letter message's transactionId is "<group>:<messageId>", its data
 // deadLetterData's. It returns the offsets it moved, the group's cursor
 // after, and whether that ended a lease.
-func (s *Store) deadLetter(ctx context.Context, g model.Group, partition string, dead []model.Delivery) (moved []int64, next int64, ended bool, err error) {
+func (s *Store) deadLetter(ctx context.Context, g model.Group, partition string, dead []model.LeasedMessage) (moved []int64, next int64, ended bool, err error) {
 	var dlq int64
 	if err := s.pool.QueryRow(ctx, "SELECT partition_id FROM queen.ensure_partition($1, $2)",
 		model.DeadLetterQueue(g.Queue), partition).Scan(&dlq); err != nil {
@@ -407,7 +407,7 @@ func (s *Store) deadLetter(ctx context.Context, g model.Group, partition string,
 
 // pushDeadLetters writes the pending ones of dead to the dead-letter
 // partition dlq, in tx, each within maxData bytes.
-func pushDeadLetters(ctx context.Context, tx pgx.Tx, g model.Group, partition string, dlq int64, dead []model.Delivery, pending []int64, maxData int) error {
+func pushDeadLetters(ctx context.Context, tx pgx.Tx, g model.Group, partition string, dlq int64, dead []model.LeasedMessage, pending []int64, maxData int) error {
 	fr := model.Frame{PartitionID: dlq, Verified: -1}
 	for _, d := range dead {
 		if !slices.Contains(pending, d.Offset) {
@@ -428,7 +428,7 @@ func pushDeadLetters(ctx context.Context, tx pgx.Tx, g model.Group, partition st
 
 // letterOf is the dead letter of group g's message d of partition, but
 // its data.
-func letterOf(g model.Group, partition string, d model.Delivery) model.DeadLetter {
+func letterOf(g model.Group, partition string, d model.LeasedMessage) model.DeadLetter {
 	return model.DeadLetter{Queue: g.Queue, Partition: partition, Group: g.Name,
 		MessageID: model.MessageID(d.PartitionID, d.Offset), Offset: d.Offset, TxnID: d.TxnID,
 		CreatedAt: d.CreatedAt.UTC(), Attempts: d.Attempts, Error: d.LastError,
@@ -436,7 +436,7 @@ func letterOf(g model.Group, partition string, d model.Delivery) model.DeadLette
 }
 
 // movedLetters are the dead letters of those of dead at the offsets moved.
-func movedLetters(g model.Group, partition string, dead []model.Delivery, moved []int64) []model.DeadLetter {
+func movedLetters(g model.Group, partition string, dead []model.LeasedMessage, moved []int64) []model.DeadLetter {
 	var out []model.DeadLetter
 	for _, d := range dead {
 		if slices.Contains(moved, d.Offset) {
@@ -506,7 +506,7 @@ func encodeFields(body model.DeadLetter) []byte {
 
 // tooLargeError is the error of a message dead-lettered because it takes
 // more than maxDelivery bytes in a pop's answer.
-func tooLargeError(d model.Delivery, maxDelivery int64) string {
+func tooLargeError(d model.LeasedMessage, maxDelivery int64) string {
 	return fmt.Sprintf("too large to deliver: it takes up to %d bytes in a pop's answer, more than the %d the gateway's NATS max payload leaves for one message",
 		model.DeliverySize(d), maxDelivery)
 }

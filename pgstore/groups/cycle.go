@@ -22,19 +22,19 @@ import (
 // what r delivers, else pop is nil and the caller pops as usual. ok
 // false: nothing was done, the caller acks and pops by Ack and Pop.
 // r's Room must already leave room for the ack's answer.
-func (s *Store) Cycle(ctx context.Context, r model.PopRequest, partitionID int64, leaseID string,
-	items []model.AckItem) (ack model.AckResult, pop *model.PopResult, ok bool, err error) {
+func (s *Store) Cycle(ctx context.Context, r model.PopQuery, partitionID int64, leaseID string,
+	items []model.Settlement) (ack model.SettledBatch, pop *model.PopResult, ok bool, err error) {
 	if !cycles(r, items) {
-		return model.AckResult{}, nil, false, nil
+		return model.SettledBatch{}, nil, false, nil
 	}
 	row, ok, err := s.queryCycle(ctx, r, partitionID, leaseUUID(leaseID), items)
 	if err != nil || !ok {
 		if err != nil {
 			err = fmt.Errorf("pgstore: pop %s/%s: %w", r.Group.Queue, r.Group.Name, err)
 		}
-		return model.AckResult{}, nil, false, err
+		return model.SettledBatch{}, nil, false, err
 	}
-	ack = model.AckResult{Items: make([]model.AckOutcome, len(items)), NextOffset: row.NextOffset, LeaseEnded: true}
+	ack = model.SettledBatch{Items: make([]model.AckOutcome, len(items)), NextOffset: row.NextOffset, LeaseEnded: true}
 	for i := range items {
 		ack.Items[i] = model.AckOutcome{Offset: row.AckedFrom + int64(i), Result: model.AckAcked}
 	}
@@ -47,7 +47,7 @@ func (s *Store) Cycle(ctx context.Context, r model.PopRequest, partitionID int64
 // cycles says whether a cycle may serve r carrying items: every item
 // completes its message, and no consumer's limit counts the pop's lease
 // (the queue's is read by the statement).
-func cycles(r model.PopRequest, items []model.AckItem) bool {
+func cycles(r model.PopQuery, items []model.Settlement) bool {
 	if r.MaxAckPending > 0 || len(items) == 0 {
 		return false
 	}
@@ -74,8 +74,8 @@ type cycleRow struct {
 	CreatedAt  []time.Time
 }
 
-func (s *Store) queryCycle(ctx context.Context, r model.PopRequest, partitionID int64, lease pgtype.UUID,
-	items []model.AckItem) (cycleRow, bool, error) {
+func (s *Store) queryCycle(ctx context.Context, r model.PopQuery, partitionID int64, lease pgtype.UUID,
+	items []model.Settlement) (cycleRow, bool, error) {
 	offsets, hashes, completed, _ := pgwire.AckArrays(items)
 	rows, err := s.pool.Query(ctx, `SELECT acked_from, next_offset, popped, partition, lease_id, lease_until,
 		offs, txn_ids, data::text[] AS data, meta::text[] AS meta, created_at
@@ -99,9 +99,9 @@ func (s *Store) queryCycle(ctx context.Context, r model.PopRequest, partitionID 
 // attempt, none dead.
 func (row *cycleRow) result(partitionID int64) *model.PopResult {
 	out := &model.PopResult{PartitionID: partitionID, Partition: *row.Partition, LeaseID: row.LeaseID.String(),
-		LeaseUntil: *row.LeaseUntil, Messages: make([]model.Delivery, len(row.Offsets))}
+		LeaseUntil: *row.LeaseUntil, Messages: make([]model.LeasedMessage, len(row.Offsets))}
 	for i, off := range row.Offsets {
-		out.Messages[i] = model.Delivery{StoredMessage: storedMessage(partitionID, off, &row.TxnIDs, &row.Data, &row.Meta, row.CreatedAt, i),
+		out.Messages[i] = model.LeasedMessage{LogMessage: storedMessage(partitionID, off, &row.TxnIDs, &row.Data, &row.Meta, row.CreatedAt, i),
 			Attempts: 1}
 	}
 	return out

@@ -16,7 +16,7 @@ import (
 // and r.Room bytes between them, and leaseEnvelope bytes more for each
 // beside its messages. It stops at the first pop that delivers nothing;
 // messages out of attempts or too large are dead-lettered as after Pop.
-func (s *Store) PopMore(ctx context.Context, r model.PopRequest, partitions int, leaseEnvelope int64) ([]model.PopResult, error) {
+func (s *Store) PopMore(ctx context.Context, r model.PopQuery, partitions int, leaseEnvelope int64) ([]model.PopResult, error) {
 	rows, err := s.pool.Query(ctx, `SELECT x.partition_id, x.partition, x.lease_id, x.lease_until, x.offs, x.txn_ids,
 		x.data::text[] AS data, x.meta::text[] AS meta, x.created_at, x.attempts, x.last_errors, x.dead, x.too_large, x.held, true AS group_exists,
 		coalesce((SELECT before.lease_id IS NOT NULL FROM queen.consumer_cursors before
@@ -51,7 +51,7 @@ func (s *Store) PopMore(ctx context.Context, r model.PopRequest, partitions int,
 // dead messages to the dead-letter queue. The delivered messages are
 // leased already: a failure to move the dead ones is reported beside
 // them (out.DeadLetterErr), and a later pop dead-letters them again.
-func (s *Store) deliverOrDeadLetter(ctx context.Context, r model.PopRequest, row *popRow, out *model.PopResult) {
+func (s *Store) deliverOrDeadLetter(ctx context.Context, r model.PopQuery, row *popRow, out *model.PopResult) {
 	dead, tooLarge := row.deliveries(out, r.MaxDelivery)
 	if len(dead) == 0 {
 		return

@@ -31,7 +31,7 @@ type Log interface {
 	QueueConfig(ctx context.Context, queue string) (model.QueueConfig, error)
 	EnsurePartition(ctx context.Context, queue, partition string) (model.Partition, error)
 	EnsurePartitions(ctx context.Context, queues, partitions []string) ([]model.Partition, []bool, error)
-	MessageAt(ctx context.Context, pid, offset int64) (m model.StoredMessage, queue, partition string, err error)
+	MessageAt(ctx context.Context, pid, offset int64) (m model.LogMessage, queue, partition string, err error)
 }
 
 // New is the consumer groups' store over pool and log, its listings read

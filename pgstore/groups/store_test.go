@@ -41,7 +41,7 @@ func TestAStoreServesGroupsOverThePoolAndLogItIsGiven(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := c.Pop(ctx, model.PopRequest{Group: g, Max: 10, Lease: time.Minute, Consumer: "c",
+	r, err := c.Pop(ctx, model.PopQuery{Group: g, Max: 10, Lease: time.Minute, Consumer: "c",
 		MaxBytes: 1 << 20, Room: 1 << 20, MaxDelivery: 600})
 	if err != nil {
 		t.Fatal(err)
@@ -52,7 +52,7 @@ func TestAStoreServesGroupsOverThePoolAndLogItIsGiven(t *testing.T) {
 	if n := testutil.ToFloat64(undeliverable.WithLabelValues(queue, "g")); n != 1 {
 		t.Errorf("undeliverable = %v, want 1", n)
 	}
-	a, err := c.Ack(ctx, g, p.ID, r.LeaseID, []model.AckItem{{Offset: r.Messages[0].Offset, Completed: true}})
+	a, err := c.Ack(ctx, g, p.ID, r.LeaseID, []model.Settlement{{Offset: r.Messages[0].Offset, Completed: true}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -104,7 +104,7 @@ func (s *Store) CancelTimer(ctx context.Context, id string) (bool, error) {
 
 // ListTimers lists pending timers, due first (by fire time, then id),
 // from the position from on (nil: the first); queue "" lists all queues.
-func (s *Store) ListTimers(ctx context.Context, queue string, limit int, from *model.TimerPosition) ([]model.TimerInfo, error) {
+func (s *Store) ListTimers(ctx context.Context, queue string, limit int, from *model.TimerKey) ([]model.TimerInfo, error) {
 	var fromAt *time.Time
 	fromID := "00000000-0000-0000-0000-000000000000"
 	if from != nil {

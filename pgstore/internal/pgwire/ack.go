@@ -6,7 +6,7 @@ import "github.com/queengate/queengate/model"
 // (wire.go): pgx's reflection on them was a tenth of an ack's CPU.
 // Each item has an offset or a transactionId's hash (NULL for the other)
 // and an error when it failed (NULL when completed).
-func AckArrays(items []model.AckItem) (offsets, hashes, completed, errs EncodedArray) {
+func AckArrays(items []model.Settlement) (offsets, hashes, completed, errs EncodedArray) {
 	errBytes := 0
 	for i := range items {
 		errBytes += len(items[i].Error)
@@ -38,7 +38,7 @@ func AckArrays(items []model.AckItem) (offsets, hashes, completed, errs EncodedA
 // AckDelays is consumer_ack's p_delays: each failed item's delay when it
 // asks for one (NULL for the others: the queue's), or nil (NULL) when
 // none does, the usual ack.
-func AckDelays(items []model.AckItem) any {
+func AckDelays(items []model.Settlement) any {
 	var d *ArrayBuilder
 	for i := range items {
 		if items[i].DelayMs > 0 && !items[i].Completed {

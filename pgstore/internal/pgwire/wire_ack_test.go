@@ -14,7 +14,7 @@ import (
 // for byte what pgx's own codecs send for the same items as pointers and
 // NULLs (the way Ack passed them before).
 func TestAckArraysAreWhatPgxSends(t *testing.T) {
-	items := []model.AckItem{
+	items := []model.Settlement{
 		{Offset: 0, Completed: true},
 		{Offset: -1, TxnID: "order-7", Completed: false, Error: "handler: timeout"},
 		{Offset: 1 << 40, Completed: false, Error: ""},
