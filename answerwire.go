@@ -36,7 +36,7 @@ func (a *AckAnswer) decodeByHand(body []byte) bool { return decodeAckAnswer(body
 
 // answerReader reads one answer over the project's one scanner: its Err
 // is set at the first thing the hand decoder declines (or the scanner
-// refuses), and every later step is a no-op.
+// refuses), and the answer is then left to json.Unmarshal.
 type answerReader struct {
 	jsonscan.Scanner
 	// run holds the strings of the messages array being read (runStr).

@@ -32,8 +32,8 @@ var plain = func() (t [256]bool) {
 const maxDepth = 512
 
 // Scanner reads B from I. The first failure is kept in Err (with the
-// byte it happened at) and every later step is a no-op: a caller checks
-// Err once, after it is done.
+// byte it happened at) and later ones are ignored, and loops stop at a
+// failure: a caller checks Err once, when it is done.
 type Scanner struct {
 	B     []byte
 	I     int
@@ -62,7 +62,7 @@ type unstorableError struct{ msg string }
 func (e *unstorableError) Error() string        { return e.msg }
 func (e *unstorableError) Is(target error) bool { return target == ErrUnstorable }
 
-// failUnstorable is fail for text jsonb refuses (the JSON itself is fine).
+// FailUnstorable is Fail for text jsonb refuses (the JSON itself is fine).
 func (s *Scanner) FailUnstorable(msg string) {
 	if s.Err == nil {
 		s.Fail(msg)
@@ -90,7 +90,7 @@ func (s *Scanner) Peek() byte {
 	return 0
 }
 
-// value skips one JSON value, validating it.
+// Value skips one JSON value, validating it.
 func (s *Scanner) Value() {
 	s.WS()
 	if s.I >= len(s.B) {
@@ -167,7 +167,7 @@ func (s *Scanner) Number() {
 	}
 }
 
-// str scans a string starting at its opening quote. If out is non-nil the
+// Str scans a string starting at its opening quote. If out is non-nil the
 // decoded value is appended to it. It reports whether the string held an
 // escape (when not, its text between the quotes is its value). Runs of
 // plain ASCII are skipped (or appended) in one step: most of a body.
@@ -215,7 +215,7 @@ func (s *Scanner) Str(out *[]byte) (escaped bool) {
 	return escaped
 }
 
-// stringValue scans the string at s.I and returns its value: a
+// StringValue scans the string at s.I and returns its value: a
 // sub-slice of the body when it holds no escape, else a decoded copy.
 func (s *Scanner) StringValue() []byte {
 	start := s.I
@@ -331,7 +331,7 @@ func (s *Scanner) nest() bool {
 	return true
 }
 
-// array scans [elem, elem, …], calling elem at each element's start.
+// Array scans [elem, elem, …], calling elem at each element's start.
 func (s *Scanner) Array(elem func()) {
 	if !s.nest() {
 		return
@@ -358,7 +358,7 @@ func (s *Scanner) Array(elem func()) {
 	}
 }
 
-// object scans {"key": value, …}. For each key, member (if non-nil) is
+// Object scans {"key": value, …}. For each key, member (if non-nil) is
 // called with the scanner positioned at the value and must consume it;
 // it returns false to let the value be skipped instead. The key is never
 // overwritten later: a key without escapes is a sub-slice of the body
