@@ -207,12 +207,12 @@ func TestAckAndPushWithoutTheLeasePushesNothing(t *testing.T) {
 
 // submit pushes ids to queue's partition through ing, bypassing NATS:
 // the test chooses which gateway's cache sees the push.
-func submit(t *testing.T, ing *ingest.Ingester, queue, partition string, ids ...string) []ingest.Result {
+func submit(t *testing.T, ing *ingest.Ingester, queue, partition string, ids ...string) []model.PushOutcome {
 	t.Helper()
-	done := make(chan []ingest.Result, 1)
-	req := &ingest.Request{Queue: queue, Partition: partition, Done: func(r []ingest.Result) { done <- r }}
+	done := make(chan []model.PushOutcome, 1)
+	req := &ingest.Request{Queue: queue, Partition: partition, Done: func(r []model.PushOutcome) { done <- r }}
 	for _, id := range ids {
-		req.Messages = append(req.Messages, ingest.Message{TxnID: id, Data: []byte(`{"derived":true}`)})
+		req.Messages = append(req.Messages, model.Incoming{TxnID: id, Data: []byte(`{"derived":true}`)})
 	}
 	if err := ing.Submit(req); err != nil {
 		t.Fatal(err)

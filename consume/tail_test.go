@@ -7,16 +7,17 @@ import (
 
 	queengate "github.com/queengate/queengate"
 	"github.com/queengate/queengate/ingest"
+	"github.com/queengate/queengate/model"
 )
 
 // submit pushes ids to partition p through ing, one frame, and waits for
 // every message to be stored.
 func (e *testEnv) submit(t *testing.T, ing *ingest.Ingester, p string, ids []string) {
 	t.Helper()
-	done := make(chan []ingest.Result, 1)
-	req := &ingest.Request{Queue: e.Queue, Partition: p, Done: func(r []ingest.Result) { done <- r }}
+	done := make(chan []model.PushOutcome, 1)
+	req := &ingest.Request{Queue: e.Queue, Partition: p, Done: func(r []model.PushOutcome) { done <- r }}
 	for _, id := range ids {
-		req.Messages = append(req.Messages, ingest.Message{TxnID: id, Data: []byte(fmt.Sprintf(`{"id":%q}`, id))})
+		req.Messages = append(req.Messages, model.Incoming{TxnID: id, Data: []byte(fmt.Sprintf(`{"id":%q}`, id))})
 	}
 	if err := ing.Submit(req); err != nil {
 		t.Fatal(err)

@@ -399,7 +399,7 @@ func (g *Gateway) handlePush(req *Request) {
 		subject = ackSubject
 	}
 	r := &ingest.Request{Queue: queue, Partition: partition, Messages: msgs}
-	r.Done = func(results []ingest.Result) {
+	r.Done = func(results []model.PushOutcome) {
 		// Not replaced by an error when too large, as other answers are:
 		// an error says nothing was stored. A producer that hears nothing
 		// retries, and is answered duplicate.
@@ -428,7 +428,7 @@ func submitError(err error) *queengate.Error {
 // answerPush publishes the answer build writes (into a pooled buffer) to
 // a push or a JetStream publish on subject, and records the request's
 // outcome.
-func (g *Gateway) answerPush(req *Request, subject string, results []ingest.Result, build func([]byte) []byte) {
+func (g *Gateway) answerPush(req *Request, subject string, results []model.PushOutcome, build func([]byte) []byte) {
 	buf := answerBuffers.Get().(*[]byte)
 	body := build((*buf)[:0])
 	err := g.publish(&nats.Msg{Subject: subject, Data: body})
@@ -455,7 +455,7 @@ const maxPooledAnswer = 64 << 10
 // message counts as an error in the service's figures, with the first
 // failure's error; refused when every failure is a payload conflict
 // (the producer's to fix), failed otherwise.
-func pushOutcome(results []ingest.Result) outcome {
+func pushOutcome(results []model.PushOutcome) outcome {
 	var o outcome
 	for _, r := range results {
 		if r.Status != model.StatusFailed {

@@ -39,12 +39,12 @@ func (g *Gateway) handleJetStream(req *Request) {
 type jetStreamPublish struct {
 	g   *Gateway
 	req *Request
-	msg [1]ingest.Message
+	msg [1]model.Incoming
 	r   ingest.Request
 }
 
 // done answers the publish with its PubAck, or JetStream's error.
-func (p *jetStreamPublish) done(results []ingest.Result) {
+func (p *jetStreamPublish) done(results []model.PushOutcome) {
 	if p.req.Reply == "" {
 		p.req.done(pushOutcome(results))
 		return

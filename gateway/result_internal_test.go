@@ -12,7 +12,6 @@ import (
 	"github.com/rs/zerolog"
 
 	queengate "github.com/queengate/queengate"
-	"github.com/queengate/queengate/ingest"
 	"github.com/queengate/queengate/internal/checkfor"
 	"github.com/queengate/queengate/internal/natsembed"
 	"github.com/queengate/queengate/internal/obstest"
@@ -117,18 +116,18 @@ func request(t *testing.T, nc *nats.Conn, subject, body string) {
 // A push whose failed messages are all payload conflicts was refused
 // (the producer's to fix); one with a message not stored failed.
 func TestPushOutcomeRefusesOnlyConflicts(t *testing.T) {
-	conflict := ingest.Result{Status: model.StatusFailed, Err: fmt.Errorf("%w: stored with different data", model.ErrPayloadConflict)}
-	notStored := ingest.Result{Status: model.StatusFailed, Err: errors.New("ingest: not stored: PostgreSQL unreachable")}
-	queued := ingest.Result{Status: model.StatusQueued}
+	conflict := model.PushOutcome{Status: model.StatusFailed, Err: fmt.Errorf("%w: stored with different data", model.ErrPayloadConflict)}
+	notStored := model.PushOutcome{Status: model.StatusFailed, Err: errors.New("ingest: not stored: PostgreSQL unreachable")}
+	queued := model.PushOutcome{Status: model.StatusQueued}
 	for _, c := range []struct {
 		name    string
-		results []ingest.Result
+		results []model.PushOutcome
 		want    string
 	}{
-		{"all queued", []ingest.Result{queued, queued}, "ok"},
-		{"a conflict", []ingest.Result{queued, conflict}, "refused"},
-		{"a conflict and a message not stored", []ingest.Result{conflict, notStored}, "error"},
-		{"a message not stored", []ingest.Result{notStored, queued}, "error"},
+		{"all queued", []model.PushOutcome{queued, queued}, "ok"},
+		{"a conflict", []model.PushOutcome{queued, conflict}, "refused"},
+		{"a conflict and a message not stored", []model.PushOutcome{conflict, notStored}, "error"},
+		{"a message not stored", []model.PushOutcome{notStored, queued}, "error"},
 	} {
 		if got := pushOutcome(c.results).result(); got != c.want {
 			t.Errorf("%s: %s, want %s", c.name, got, c.want)

@@ -72,8 +72,8 @@ func (b *buffer) add(req *Request) {
 }
 
 // leaderData is leader i's data and meta.
-func (b *buffer) leaderData(i int32) Message {
-	m := Message{Data: b.data[i]}
+func (b *buffer) leaderData(i int32) model.Incoming {
+	m := model.Incoming{Data: b.data[i]}
 	if b.meta != nil {
 		m.Meta = b.meta[i]
 	}
@@ -136,9 +136,9 @@ func (b *buffer) resolve(meta model.Partition, res *model.FrameResult, failure e
 	var counts [model.StatusFailed + 1]int64
 	conflicted := 0
 	i := 0
-	answers := make([][]Result, len(b.reqs))
+	answers := make([][]model.PushOutcome, len(b.reqs))
 	for q, req := range b.reqs {
-		results := make([]Result, len(req.Messages))
+		results := make([]model.PushOutcome, len(req.Messages))
 		answers[q] = results
 		for k := range req.Messages {
 			r := &results[k]

@@ -47,7 +47,7 @@ func TestBufferLeadersAreTheMapsLeaders(t *testing.T) {
 		for range 1 + r.IntN(12) {
 			req := &Request{}
 			for range 1 + r.IntN(10) {
-				req.Messages = append(req.Messages, Message{TxnID: fmt.Sprint("id-", r.IntN(ids))})
+				req.Messages = append(req.Messages, model.Incoming{TxnID: fmt.Sprint("id-", r.IntN(ids))})
 			}
 			b.add(req)
 			want.add(req, byHash)

@@ -48,7 +48,7 @@ func (in *Ingester) findConflicts(ctx context.Context, res *model.FrameResult) *
 // judge answers a duplicate whose data may differ from its original's:
 // o is its leader's outcome (a stored original at o.Offset, or the leader
 // itself, written now: leader). Their data is compared, not their headers.
-func (c *conflicts) judge(r *Result, msg Message, o model.Outcome, leader Message) {
+func (c *conflicts) judge(r *model.PushOutcome, msg model.Incoming, o model.Outcome, leader model.Incoming) {
 	var original model.Hash
 	if o.Duplicate {
 		if c.err != nil {

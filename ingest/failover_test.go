@@ -118,20 +118,20 @@ func newGateway(t *testing.T, store ingest.Store, queue string, journal int) *ga
 // push sends ids to partition in one request, again until no message is
 // answered failed (a producer retrying with the same ids, as it must
 // after a failover cut its connections), and returns the answers.
-func (g *gateway) push(t *testing.T, partition string, ids ...string) []ingest.Result {
+func (g *gateway) push(t *testing.T, partition string, ids ...string) []model.PushOutcome {
 	t.Helper()
-	var got []ingest.Result
+	var got []model.PushOutcome
 	checkfor.Check(t, time.Minute, checkfor.Cond("every message answered stored or duplicate", func() bool {
-		ch := make(chan []ingest.Result, 1)
-		req := &ingest.Request{Queue: g.queue, Partition: partition, Done: func(r []ingest.Result) { ch <- r }}
+		ch := make(chan []model.PushOutcome, 1)
+		req := &ingest.Request{Queue: g.queue, Partition: partition, Done: func(r []model.PushOutcome) { ch <- r }}
 		for _, id := range ids {
-			req.Messages = append(req.Messages, ingest.Message{TxnID: id, Data: []byte(`{"id":"` + id + `"}`)})
+			req.Messages = append(req.Messages, model.Incoming{TxnID: id, Data: []byte(`{"id":"` + id + `"}`)})
 		}
 		if err := g.ing.Submit(req); err != nil {
 			return false
 		}
 		got = <-ch
-		return !slices.ContainsFunc(got, func(r ingest.Result) bool { return r.Status == model.StatusFailed })
+		return !slices.ContainsFunc(got, func(r model.PushOutcome) bool { return r.Status == model.StatusFailed })
 	}))
 	return got
 }
@@ -242,7 +242,7 @@ func TestFailoverToAnAsyncStandbyAnswersExactly(t *testing.T) {
 // of the 40 acknowledgements the failover cut (after 40 it kept) reports
 // those 16 lost and counts the 64 older ones unchecked, rather than
 // saying nothing of them.
-func checkJournalBound(t *testing.T, small *gateway, cut []ingest.Result) {
+func checkJournalBound(t *testing.T, small *gateway, cut []model.PushOutcome) {
 	t.Helper()
 	small.push(t, "s", "after") // its first push on the new primary moves it there
 	checkfor.Check(t, time.Minute, checkfor.Cond("the small journal's lost report", func() bool { return len(small.reports()) > 0 }))

@@ -124,13 +124,13 @@ func BenchmarkFirstContact(b *testing.B) {
 						if err := ing.Start(ctx); err != nil {
 							b.Fatal(err)
 						}
-						answers := make(chan []ingest.Result, n)
+						answers := make(chan []model.PushOutcome, n)
 						b.StartTimer()
 						for i := range n {
 							req := &ingest.Request{Queue: "bench", Partition: fmt.Sprint(prefix, i),
-								Done: func(r []ingest.Result) { answers <- r }}
+								Done: func(r []model.PushOutcome) { answers <- r }}
 							for k := range 10 {
-								req.Messages = append(req.Messages, ingest.Message{TxnID: fmt.Sprint(round, "-", k), Data: []byte(`{"k":1}`)})
+								req.Messages = append(req.Messages, model.Incoming{TxnID: fmt.Sprint(round, "-", k), Data: []byte(`{"k":1}`)})
 							}
 							if err := ing.Submit(req); err != nil {
 								b.Fatal(err)

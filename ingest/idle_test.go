@@ -120,12 +120,12 @@ func idleBytes(b testing.TB, n int, cache bool) float64 {
 	var answered sync.WaitGroup
 	data := []byte(`{"n":1}`)
 	for i := range n {
-		req := &Request{Queue: queue, Partition: strconv.Itoa(i), Messages: make([]Message, 10)}
+		req := &Request{Queue: queue, Partition: strconv.Itoa(i), Messages: make([]model.Incoming, 10)}
 		for k := range req.Messages {
-			req.Messages[k] = Message{TxnID: fmt.Sprintf("%d-%d", i, k), Data: data}
+			req.Messages[k] = model.Incoming{TxnID: fmt.Sprintf("%d-%d", i, k), Data: data}
 		}
 		answered.Add(1)
-		req.Done = func([]Result) { answered.Done() }
+		req.Done = func([]model.PushOutcome) { answered.Done() }
 		for in.Submit(req) != nil {
 			runtime.Gosched() // a full shard: wait for it to drain
 		}

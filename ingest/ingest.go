@@ -183,22 +183,15 @@ func (c Config) withDefaults() Config {
 // DefaultConfig is the configuration zero values take.
 func DefaultConfig() Config { return Config{}.withDefaults() }
 
-// Message and Result are a request's messages and their results, in the
-// words the wire decoder and the gateway share with ingest (model).
-type (
-	Message = model.Incoming
-	Result  = model.PushOutcome
-)
-
 // Request is the messages of one producer's request, for one partition.
 type Request struct {
 	Queue     string
 	Partition string
-	Messages  []Message
+	Messages  []model.Incoming
 	// Done is called exactly once per accepted request, from an ingest
 	// goroutine, after the outcome is committed or definitely failed, with
 	// one Result per message in input order. It must not block for long.
-	Done func([]Result)
+	Done func([]model.PushOutcome)
 }
 
 // Ingester routes requests to shards. Start it, Submit to it, Stop it.

@@ -88,7 +88,7 @@ func setupLogged(t *testing.T, cfg ingest.Config, log zerolog.Logger) *testBundl
 }
 
 // submit sends a request and returns a channel with its results.
-func (b *testBundle) submit(t *testing.T, partition string, ids ...string) <-chan []ingest.Result {
+func (b *testBundle) submit(t *testing.T, partition string, ids ...string) <-chan []model.PushOutcome {
 	t.Helper()
 	ch, err := b.trySubmit(partition, ids...)
 	if err != nil {
@@ -97,16 +97,16 @@ func (b *testBundle) submit(t *testing.T, partition string, ids ...string) <-cha
 	return ch
 }
 
-func (b *testBundle) trySubmit(partition string, ids ...string) (<-chan []ingest.Result, error) {
-	ch := make(chan []ingest.Result, 1)
-	req := &ingest.Request{Queue: b.queue, Partition: partition, Done: func(r []ingest.Result) { ch <- r }}
+func (b *testBundle) trySubmit(partition string, ids ...string) (<-chan []model.PushOutcome, error) {
+	ch := make(chan []model.PushOutcome, 1)
+	req := &ingest.Request{Queue: b.queue, Partition: partition, Done: func(r []model.PushOutcome) { ch <- r }}
 	for _, id := range ids {
-		req.Messages = append(req.Messages, ingest.Message{TxnID: id, Data: []byte(`{"id":"` + id + `"}`)})
+		req.Messages = append(req.Messages, model.Incoming{TxnID: id, Data: []byte(`{"id":"` + id + `"}`)})
 	}
 	return ch, b.ing.Submit(req)
 }
 
-func wait(t *testing.T, ch <-chan []ingest.Result) []ingest.Result {
+func wait(t *testing.T, ch <-chan []model.PushOutcome) []model.PushOutcome {
 	t.Helper()
 	select {
 	case r := <-ch:
@@ -117,7 +117,7 @@ func wait(t *testing.T, ch <-chan []ingest.Result) []ingest.Result {
 	}
 }
 
-func statuses(rs []ingest.Result) string {
+func statuses(rs []model.PushOutcome) string {
 	s := ""
 	for i, r := range rs {
 		if i > 0 {
@@ -154,7 +154,7 @@ func TestFullBufferFlushesEveryReadyPartitionInOneBundle(t *testing.T) {
 	r1 := b.submit(t, "one", "x")
 	r2 := b.submit(t, "two", "y")
 	r3 := b.submit(t, "one", "z") // fills "one": the flush carries "two" too
-	for _, r := range []<-chan []ingest.Result{r1, r2, r3} {
+	for _, r := range []<-chan []model.PushOutcome{r1, r2, r3} {
 		if s := statuses(wait(t, r)); s != "queued" {
 			t.Errorf("status %s", s)
 		}
@@ -175,7 +175,7 @@ func TestLingerFlushesAPartialBuffer(t *testing.T) {
 func TestArrivalOrderIsOffsetOrder(t *testing.T) {
 	t.Parallel()
 	b := setup(t, ingest.Config{FlushSize: 7, Linger: time.Millisecond})
-	var chans []<-chan []ingest.Result
+	var chans []<-chan []model.PushOutcome
 	for i := range 200 {
 		chans = append(chans, b.submit(t, "ordered", fmt.Sprintf("o%d-a", i), fmt.Sprintf("o%d-b", i)))
 	}
@@ -249,7 +249,7 @@ func TestStopAnswersEverythingAcceptedThenRefuses(t *testing.T) {
 	t.Parallel()
 	b := setup(t, ingest.Config{Shards: 2, FlushSize: 1 << 20, Linger: time.Hour})
 	var (
-		chans []<-chan []ingest.Result
+		chans []<-chan []model.PushOutcome
 		mu    sync.Mutex
 	)
 	var wg sync.WaitGroup
@@ -320,7 +320,7 @@ func TestByteBoundRefusesAtOnce(t *testing.T) {
 func TestBundleCapSplitsABacklog(t *testing.T) {
 	t.Parallel()
 	b := setup(t, ingest.Config{Shards: 1, FlushSize: 10, MaxBundleMessages: 2, Linger: time.Hour})
-	var chans []<-chan []ingest.Result
+	var chans []<-chan []model.PushOutcome
 	for i := range 5 {
 		chans = append(chans, b.submit(t, fmt.Sprintf("p%d", i), fmt.Sprintf("m%d", i)))
 	}
@@ -528,13 +528,13 @@ func ptr(n int) *int { return &n }
 func TestFirstContactIsOneRoundTripPerBundle(t *testing.T) {
 	t.Parallel()
 	const n = 20
-	flushAll := func(b *testBundle, ids func(i int) []string) [][]ingest.Result {
-		var chans []<-chan []ingest.Result
+	flushAll := func(b *testBundle, ids func(i int) []string) [][]model.PushOutcome {
+		var chans []<-chan []model.PushOutcome
 		for i := range n {
 			chans = append(chans, b.submit(t, fmt.Sprint("p", i), ids(i)...))
 		}
 		b.ing.Stop() // one bundle: the linger never ran out, the drain takes everything
-		var out [][]ingest.Result
+		var out [][]model.PushOutcome
 		for _, ch := range chans {
 			out = append(out, wait(t, ch))
 		}

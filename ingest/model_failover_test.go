@@ -75,7 +75,7 @@ func (f *failoverModel) onLost(ids []string) {
 }
 
 // ack records what a gateway answered stored (queued or duplicate).
-func (f *failoverModel) ack(pid int64, req *ingest.Request, got []ingest.Result) {
+func (f *failoverModel) ack(pid int64, req *ingest.Request, got []model.PushOutcome) {
 	if f == nil {
 		return
 	}
@@ -121,10 +121,10 @@ func (f *failoverModel) failover(t *testing.T, ings []*ingest.Ingester, queue st
 	want, lost := f.lacking(t)
 	// Each gateway moves to the new server at its next push.
 	for k, ing := range ings {
-		ch := make(chan []ingest.Result, 1)
+		ch := make(chan []model.PushOutcome, 1)
 		req := &ingest.Request{Queue: queue, Partition: "after-failover",
-			Messages: []ingest.Message{{TxnID: fmt.Sprintf("failover-%d-gateway-%d", f.done, k)}},
-			Done:     func(r []ingest.Result) { ch <- r }}
+			Messages: []model.Incoming{{TxnID: fmt.Sprintf("failover-%d-gateway-%d", f.done, k)}},
+			Done:     func(r []model.PushOutcome) { ch <- r }}
 		if err := ing.Submit(req); err != nil {
 			t.Fatal(err)
 		}
@@ -218,11 +218,11 @@ func (f *failoverModel) allocators(t *testing.T) map[string]int64 {
 // gateway gets them again. soundStore judges every verdict: with the
 // window on, a duplicate of where the new primary holds each.
 func (f *failoverModel) retryLost(t *testing.T, ings []*ingest.Ingester, queue string, lost map[string][]string, allocators map[string]int64) {
-	send := func(ing *ingest.Ingester, partition string, ids []string) []ingest.Result {
-		ch := make(chan []ingest.Result, 1)
-		req := &ingest.Request{Queue: queue, Partition: partition, Done: func(r []ingest.Result) { ch <- r }}
+	send := func(ing *ingest.Ingester, partition string, ids []string) []model.PushOutcome {
+		ch := make(chan []model.PushOutcome, 1)
+		req := &ingest.Request{Queue: queue, Partition: partition, Done: func(r []model.PushOutcome) { ch <- r }}
 		for _, id := range ids {
-			req.Messages = append(req.Messages, ingest.Message{TxnID: id})
+			req.Messages = append(req.Messages, model.Incoming{TxnID: id})
 		}
 		if err := ing.Submit(req); err != nil {
 			t.Fatal(err)

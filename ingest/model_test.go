@@ -435,13 +435,13 @@ func runModelWith(t *testing.T, gateways, failovers, ops int) modelRun {
 		for range n {
 			txnID := id(part)
 			data, meta := modelPayload(txnID)
-			req.Messages = append(req.Messages, ingest.Message{TxnID: txnID, Data: data, Meta: meta})
+			req.Messages = append(req.Messages, model.Incoming{TxnID: txnID, Data: data, Meta: meta})
 		}
 		return req
 	}
-	submit := func(ing *ingest.Ingester, req *ingest.Request) <-chan []ingest.Result {
-		ch := make(chan []ingest.Result, 1)
-		req.Done = func(res []ingest.Result) { ch <- res }
+	submit := func(ing *ingest.Ingester, req *ingest.Request) <-chan []model.PushOutcome {
+		ch := make(chan []model.PushOutcome, 1)
+		req.Done = func(res []model.PushOutcome) { ch <- res }
 		if err := ing.Submit(req); err != nil {
 			t.Fatal(err)
 		}
@@ -477,7 +477,7 @@ func runModelWith(t *testing.T, gateways, failovers, ops int) modelRun {
 			sent += len(ids)
 		case x < 75 && gateways > 1: // every gateway serving one partition at once
 			part := parts[r.IntN(len(parts))]
-			var answers []<-chan []ingest.Result
+			var answers []<-chan []model.PushOutcome
 			var reqs []*ingest.Request
 			for _, ing := range ings {
 				req := request(part, 1+r.IntN(10))
@@ -576,11 +576,11 @@ func checkPayloads(t *testing.T, store *pgstore.Store, queue string, parts []str
 // Within the window a stored id is a duplicate of its first occurrence, a
 // repeat within the request follows its first occurrence, anything else
 // takes the next offset.
-func expected(before *stored, pid int64, hashes []model.Hash, got []ingest.Result, at []time.Time) []ingest.Result {
-	results := func(when time.Time) []ingest.Result {
-		out := make([]ingest.Result, len(hashes))
+func expected(before *stored, pid int64, hashes []model.Hash, got []model.PushOutcome, at []time.Time) []model.PushOutcome {
+	results := func(when time.Time) []model.PushOutcome {
+		out := make([]model.PushOutcome, len(hashes))
 		for i, o := range before.fullProbe(hashes, when) {
-			out[i] = ingest.Result{Status: model.StatusQueued, Offset: o.Offset, PartitionID: pid}
+			out[i] = model.PushOutcome{Status: model.StatusQueued, Offset: o.Offset, PartitionID: pid}
 			if o.Duplicate {
 				out[i].Status = model.StatusDuplicate
 			}
@@ -590,8 +590,8 @@ func expected(before *stored, pid int64, hashes []model.Hash, got []ingest.Resul
 	if len(at) == 0 { // no push of pid came back: judged at the read
 		at = []time.Time{before.read}
 	}
-	same := func(want []ingest.Result) bool {
-		return slices.EqualFunc(got, want, func(g, w ingest.Result) bool { return g.Status == w.Status && g.Offset == w.Offset })
+	same := func(want []model.PushOutcome) bool {
+		return slices.EqualFunc(got, want, func(g, w model.PushOutcome) bool { return g.Status == w.Status && g.Offset == w.Offset })
 	}
 	for _, when := range at {
 		if want := results(when); same(want) {
@@ -720,16 +720,16 @@ func TestModelFirstContactAcrossManyPartitions(t *testing.T) {
 			if r.IntN(100) < 20 {
 				id = part + "-hot-" + strconv.Itoa(r.IntN(20))
 			}
-			req.Messages = append(req.Messages, ingest.Message{TxnID: id})
+			req.Messages = append(req.Messages, model.Incoming{TxnID: id})
 		}
 		return req
 	}
 	sent, failed := 0, 0
 	for round := 0; sent < ops && !t.Failed(); round++ {
-		var answers []chan []ingest.Result
+		var answers []chan []model.PushOutcome
 		submit := func(ing *ingest.Ingester, req *ingest.Request) {
-			ch := make(chan []ingest.Result, 1)
-			req.Done = func(res []ingest.Result) { ch <- res }
+			ch := make(chan []model.PushOutcome, 1)
+			req.Done = func(res []model.PushOutcome) { ch <- res }
 			if err := ing.Submit(req); err != nil {
 				t.Fatal(err)
 			}

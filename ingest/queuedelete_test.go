@@ -12,6 +12,7 @@ import (
 
 	"github.com/queengate/queengate/ingest"
 	"github.com/queengate/queengate/internal/checkfor"
+	"github.com/queengate/queengate/model"
 )
 
 // A push to a queue deleted since the ingester resolved its partition is
@@ -32,9 +33,9 @@ func TestPushAfterItsQueueWasDeletedGoesToTheQueueMadeAfresh(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	other := make(chan []ingest.Result, 1)
+	other := make(chan []model.PushOutcome, 1)
 	if err := b.ing.Submit(&ingest.Request{Queue: b.queue + "-other", Partition: "p",
-		Messages: []ingest.Message{{TxnID: "x", Data: []byte(`{}`)}}, Done: func(r []ingest.Result) { other <- r }}); err != nil {
+		Messages: []model.Incoming{{TxnID: "x", Data: []byte(`{}`)}}, Done: func(r []model.PushOutcome) { other <- r }}); err != nil {
 		t.Fatal(err)
 	}
 	again := wait(t, b.submit(t, "p", "a", "c")) // fills the buffer: one bundle with the other queue

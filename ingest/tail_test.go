@@ -8,6 +8,7 @@ import (
 	"github.com/queengate/queengate/ingest"
 	"github.com/queengate/queengate/internal/checkfor"
 	"github.com/queengate/queengate/internal/pgtest"
+	"github.com/queengate/queengate/model"
 )
 
 // TestTheTailHoldsWhatWasCommittedUntilTheStoreChanges: the ingester's
@@ -71,9 +72,9 @@ func TestTheTailHoldsDataAsStored(t *testing.T) {
 	ctx := context.Background()
 	store := pgtest.Store(t, pgtest.SharedURL(t))
 	g := newGateway(t, store, pgtest.UniqueName(t), 0)
-	done := make(chan []ingest.Result, 1)
-	req := &ingest.Request{Queue: g.queue, Partition: "p", Done: func(r []ingest.Result) { done <- r },
-		Messages: []ingest.Message{{TxnID: "none"}, {TxnID: "some", Data: []byte(`{"a": 1}`)}}}
+	done := make(chan []model.PushOutcome, 1)
+	req := &ingest.Request{Queue: g.queue, Partition: "p", Done: func(r []model.PushOutcome) { done <- r },
+		Messages: []model.Incoming{{TxnID: "none"}, {TxnID: "some", Data: []byte(`{"a": 1}`)}}}
 	if err := g.ing.Submit(req); err != nil {
 		t.Fatal(err)
 	}
