@@ -405,14 +405,14 @@ func runSideBySide[R any](t *testing.T, args ...string) (R, string) {
 // the reader in its own process reads beside the pushes.
 func TestReadScenarioShort(t *testing.T) {
 	t.Parallel()
-	rep, stdout := runSideBySide[sidebyside.ReadReport](t, "--scenario", "read", "--messages", "12000", "--partitions", "3",
+	rep, stdout := runSideBySide[sidebyside.ReadReport](t, "--scenario", "read", "--messages", "6000", "--partitions", "3",
 		"--rounds", "2", "--read-push-time", "2s") // 500 ms once ended before the reader, started on a loaded machine, had an answer
 	if len(rep.Results) != 4 || rep.RatioMedian <= 0 || rep.PushP99Alone <= 0 || rep.PushP99WithReader <= 0 || rep.ReadBesidePushes <= 0 {
 		t.Errorf("report %+v: want two rounds of both sides, a ratio, both latencies and the reader's rate beside the pushes", rep)
 	}
 	for _, r := range rep.Results {
-		if r.Messages != 12000 {
-			t.Errorf("%s round %d read %d messages, want 12000", r.Target, r.Round, r.Messages)
+		if r.Messages != 6000 {
+			t.Errorf("%s round %d read %d messages, want 6000", r.Target, r.Round, r.Messages)
 		}
 	}
 	if !strings.Contains(stdout, "queengate ÷ JetStream") {

@@ -101,10 +101,13 @@ func struckServingTails(t *testing.T, out *outcome, kinds ...faultKind) {
 }
 
 // runJudged runs the named profile with a gateway built from this tree,
-// logs its report and reports the judge's verdict.
+// at half its offered load (the same faults, against half the messages:
+// go tool task chaos runs it whole), logs its report and reports the
+// judge's verdict.
 func runJudged(t *testing.T, name string) *outcome {
 	dir, bin := buildGateway(t)
 	p := profiles[name]
+	p.Load.Rate /= 2
 	out, err := runProfile(context.Background(), p, dir, bin, t.Logf)
 	if err != nil {
 		t.Fatal(err)
