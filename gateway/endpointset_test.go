@@ -18,18 +18,17 @@ import (
 type echoSet struct{ token string }
 
 func (s echoSet) Endpoints(g *gateway.Gateway) ([]gateway.Endpoint, error) {
-	p := g.Prefix()
-	return []gateway.Endpoint{
-		{Name: "echo", Verb: p + ".echo", Names: []string{"<queue>", "<partition>"}, AnswerOnly: true,
+	return gateway.WithSubjects(queengate.Subjects{Prefix: g.Prefix()}, []gateway.Endpoint{
+		{Name: "echo", API: queengate.API{Verb: "echo", Names: []string{"<queue>", "<partition>"}}, AnswerOnly: true,
 			Op: func(_ context.Context, req *gateway.Request) (any, *queengate.Error) {
 				queue, partition := req.Names[0], req.Names[1]
 				return map[string]string{"queue": queue, "partition": partition, "body": string(req.Data)}, nil
 			}},
-		{Name: "echo-operator", Verb: p + ".echoop", Admin: true, AnswerOnly: true,
+		{Name: "echo-operator", API: queengate.API{Verb: "echoop"}, Admin: true, AnswerOnly: true,
 			Op: func(context.Context, *gateway.Request) (any, *queengate.Error) {
 				return map[string]bool{"ok": true}, nil
 			}},
-	}, nil
+	}), nil
 }
 
 func (s echoSet) Authorize(header string) *queengate.Error {

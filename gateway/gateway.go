@@ -608,27 +608,25 @@ func BodyTooLarge() *queengate.Error {
 }
 
 // WithSubjects gives each endpoint serving an API (Endpoint.API) its
-// Verb and Names under s's prefix.
+// Verb under s's prefix.
 func WithSubjects(s queengate.Subjects, endpoints []Endpoint) []Endpoint {
 	for i, e := range endpoints {
 		if e.API.Verb != "" {
-			endpoints[i].Verb, endpoints[i].Names = s.Verb(e.API), e.API.Names
+			endpoints[i].Verb = s.Verb(e.API)
 		}
 	}
 	return endpoints
 }
 
 // Endpoint is a request-reply operation served by the gateway on Verb
-// followed by one token per name; an EndpointSet gives them.
+// followed by one token per name of its API; an EndpointSet gives them.
 type Endpoint struct {
 	Name string // the micro service's endpoint name, e.g. "read"
-	// API is the subject of the wire contract served (subjects.go):
-	// WithSubjects makes Verb and Names of it, so that a subject is
-	// spelt once, there.
+	// API is the subject of the wire contract served (subjects.go), its
+	// Names the tokens after Verb: WithSubjects makes Verb of it, so
+	// that a subject is spelt once, there.
 	API  queengate.API
 	Verb string // e.g. "queen.read"
-	// Names are the tokens after Verb, as documented ("<queue>").
-	Names []string
 	// AnyTokens: one or more tokens after Verb, which Op checks (a pop
 	// names <queue> or <queue>.<partition>).
 	AnyTokens bool
@@ -663,7 +661,7 @@ func (e Endpoint) subject() string {
 	if e.AnyTokens {
 		return e.Verb + ".>"
 	}
-	return e.Verb + strings.Repeat(".*", len(e.Names))
+	return e.Verb + strings.Repeat(".*", len(e.API.Names))
 }
 
 // misshapen are the subjects under the endpoint's verb with too few or
@@ -679,7 +677,7 @@ func (e Endpoint) misshapen() []string {
 		return []string{e.Verb}
 	}
 	var out []string
-	for n := range len(e.Names) {
+	for n := range len(e.API.Names) {
 		out = append(out, e.Verb+strings.Repeat(".*", n))
 	}
 	return append(out, e.subject()+".>")
@@ -693,7 +691,7 @@ func (e Endpoint) Bounded() bool { return e.Admin || len(e.HTTP) > 0 }
 
 // form is the endpoint's subject as documented, for a 400.
 func (e Endpoint) form() string {
-	return strings.Join(append([]string{e.Verb}, e.Names...), ".")
+	return strings.Join(append([]string{e.Verb}, e.API.Names...), ".")
 }
 
 // unshard is subject as its requester sent it when NATS mapped it onto a
@@ -711,7 +709,7 @@ func (e Endpoint) wellShaped(subject string) bool {
 	if e.AnyTokens {
 		return len(subject) > len(e.Verb)
 	}
-	return strings.Count(subject, ".") == strings.Count(e.Verb, ".")+len(e.Names)
+	return strings.Count(subject, ".") == strings.Count(e.Verb, ".")+len(e.API.Names)
 }
 
 func (g *Gateway) addRequestEndpoints(endpoints []Endpoint) error {

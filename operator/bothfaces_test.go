@@ -43,7 +43,7 @@ func TestAdminBodyLimitOnBothTransports(t *testing.T) {
 				continue
 			}
 			subject := ep.Verb
-			for _, n := range ep.Names {
+			for _, n := range ep.API.Names {
 				subject += "." + names[strings.Trim(n, "<>")]
 			}
 			natsCode, natsBody := requestRaw(t, e.Client, subject, oversized)
