@@ -222,12 +222,9 @@ func (c *Consumers) groupsQuery(r *http.Request, _ []byte) (any, *queengate.Erro
 // groupRoute is the HTTP form of an operation on a queue's group, named
 // by the path as the subject names it on NATS; it takes no parameters.
 func groupRoute(route string, op func(ctx context.Context, queue, group string, body []byte) (any, *queengate.Error)) []gateway.HTTPForm {
-	return []gateway.HTTPForm{{Route: route, Op: func(r *http.Request, body []byte) (any, *queengate.Error) {
-		if werr := gateway.NoParameters(r); werr != nil {
-			return nil, werr
-		}
+	return []gateway.HTTPForm{gateway.PathForm(route, func(r *http.Request, body []byte) (any, *queengate.Error) {
 		return op(r.Context(), r.PathValue("queue"), r.PathValue("group"), body)
-	}}}
+	})}
 }
 
 // listen subscribes to the commits and deletes every gateway announces,

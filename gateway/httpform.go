@@ -35,9 +35,21 @@ type Table interface {
 	Operations(prefix string, nc *nats.Conn) []Endpoint
 }
 
-// NoParameters refuses a request with URL parameters: a path that takes
+// PathForm is the HTTP form on route of an operation its path names
+// whole: it takes no URL parameters (noParameters), and op reads the
+// path values.
+func PathForm(route string, op func(r *http.Request, body []byte) (any, *queengate.Error)) HTTPForm {
+	return HTTPForm{Route: route, Op: func(r *http.Request, body []byte) (any, *queengate.Error) {
+		if werr := noParameters(r); werr != nil {
+			return nil, werr
+		}
+		return op(r, body)
+	}}
+}
+
+// noParameters refuses a request with URL parameters: a path that takes
 // none says so rather than ignoring a misspelt one.
-func NoParameters(r *http.Request) *queengate.Error {
+func noParameters(r *http.Request) *queengate.Error {
 	for name := range r.URL.Query() {
 		return wire.BadInput("unknown parameter %q: %s takes no parameters", wire.Clip(name), r.Pattern[strings.IndexByte(r.Pattern, ' ')+1:])
 	}

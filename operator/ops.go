@@ -478,17 +478,11 @@ func (o *Ops) messageOperations(s queengate.Subjects) []gateway.Endpoint {
 		// A messageId names no queue in the subject: NATS cannot scope it.
 		{Name: "message-get", API: queengate.APIMessageGet, Admin: true, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
 			return o.GetMessage(ctx, req.Data)
-		}, HTTP: []gateway.HTTPForm{{Route: queengate.RouteTransaction, Op: func(r *http.Request, _ []byte) (any, *queengate.Error) {
-			if werr := gateway.NoParameters(r); werr != nil {
-				return nil, werr
-			}
+		}, HTTP: []gateway.HTTPForm{gateway.PathForm(queengate.RouteTransaction, func(r *http.Request, _ []byte) (any, *queengate.Error) {
 			return o.MessageByTxn(r.Context(), r.PathValue("queue"), r.PathValue("partition"), r.PathValue("transactionId"))
-		}}, {Route: queengate.RouteMessage, Op: func(r *http.Request, _ []byte) (any, *queengate.Error) {
-			if werr := gateway.NoParameters(r); werr != nil {
-				return nil, werr
-			}
+		}), gateway.PathForm(queengate.RouteMessage, func(r *http.Request, _ []byte) (any, *queengate.Error) {
 			return o.MessageByID(r.Context(), r.PathValue("messageId"))
-		}}}},
+		})}},
 		{Name: "explain", API: queengate.APIExplain, AnswerOnly: true, Op: func(ctx context.Context, req *gateway.Request) (any, *queengate.Error) {
 			queue, partition := req.Names[0], req.Names[1]
 			return o.Explain(ctx, queue, partition, req.Data)

@@ -54,12 +54,9 @@ func (o *Ops) queueDeleteOperations() []gateway.Endpoint {
 // queueRoute is the HTTP form of an operation on a queue named by the
 // path; it takes no parameters.
 func queueRoute(route string, op func(ctx context.Context, queue string, body []byte) (any, *queengate.Error)) []gateway.HTTPForm {
-	return []gateway.HTTPForm{{Route: route, Op: func(r *http.Request, body []byte) (any, *queengate.Error) {
-		if werr := gateway.NoParameters(r); werr != nil {
-			return nil, werr
-		}
+	return []gateway.HTTPForm{gateway.PathForm(route, func(r *http.Request, body []byte) (any, *queengate.Error) {
 		return op(r.Context(), r.PathValue("queue"), body)
-	}}}
+	})}
 }
 
 // DeleteQueue deletes queue and its dead-letter queue, and says what it
