@@ -361,16 +361,6 @@ func (r *answerReader) end() bool {
 // decline gives the answer up to json.Unmarshal.
 func (r *answerReader) decline() { r.Fail("declined by the hand decoder") }
 
-// next skips whitespace and takes c if it comes next.
-func (r *answerReader) next(c byte) bool {
-	r.WS()
-	if r.Err == nil && r.Peek() == c {
-		r.I++
-		return true
-	}
-	return false
-}
-
 // object reads one of an answer's objects, {"key": value, …}: member
 // reads the value of a field it knows and returns false for any other.
 // A field given twice is declined (encoding/json keeps the last; not

@@ -108,9 +108,6 @@ func (m *consumerModel) cursor() int64 {
 func (m *consumerModel) running() bool { return m.lease != nil && !m.expired() }
 func (m *consumerModel) expired() bool { return m.lease.expired }
 
-// running reports whether l is still the model's running lease.
-func (l *modelLease) running(m *consumerModel) bool { return m.lease == l && !l.expired }
-
 // pop says what a pop of up to k must deliver (offsets and attempts) and
 // dead-letter, and applies it.
 func (m *consumerModel) pop(k int) (delivered []int64, attempts []int, deadLettered int) {
