@@ -6,7 +6,11 @@
 // them for operators writing NATS permissions.
 package peers
 
-import queengate "github.com/queengate/queengate"
+import (
+	"strings"
+
+	queengate "github.com/queengate/queengate"
+)
 
 // ProbeQueue is the queue token of the routing probe's pushes: not a
 // valid queue name, so no gateway ever stores one.
@@ -37,11 +41,22 @@ var (
 // APIs are all of the above.
 var APIs = []queengate.API{Shard, PopShard, JetStreamShard, Heartbeat, Probe, Committed, QueueDeleted, GroupDeleted}
 
-// Subject is a's subject under prefix with names filled in, in order.
+// Subject is a's subject under prefix with names filled in, in order,
+// built in one allocation: gateways announce commits with it after every
+// flush.
 func Subject(prefix string, a queengate.API, names ...string) string {
-	s := queengate.Subjects{Prefix: prefix}.Verb(a)
-	for _, n := range names {
-		s += "." + n
+	n := len(prefix) + 1 + len(a.Verb)
+	for _, name := range names {
+		n += 1 + len(name)
 	}
-	return s
+	var b strings.Builder
+	b.Grow(n)
+	b.WriteString(prefix)
+	b.WriteByte('.')
+	b.WriteString(a.Verb)
+	for _, name := range names {
+		b.WriteByte('.')
+		b.WriteString(name)
+	}
+	return b.String()
 }
