@@ -148,7 +148,7 @@ func (c *Consumers) Endpoints(g *gateway.Gateway) ([]gateway.Endpoint, error) {
 }
 
 // Operations are the consuming entries: pops, acks, leases on NATS, and
-// the groups and queue deletes, which are also admin HTTP routes (the
+// the groups' list, creation, seek and delete, also admin HTTP routes (the
 // groups answer paged the same way, its body's fields taken from the
 // URL parameters). Their answers fit nc's max payload.
 func (c *Consumers) Operations(prefix string, nc *nats.Conn) []gateway.Endpoint {

@@ -219,8 +219,8 @@ func (a *Admin) Mount(o *Ops) {
 }
 
 // MountTable serves the HTTP forms of t's operations, the same entries
-// the gateway serves on NATS (the consuming set's: groups, their
-// creation, seeks and deletes, queue deletes and purges), each guarded
+// the gateway serves on NATS (the operator API's, the consuming set's
+// groups with their creation, seeks and deletes, the timer list), each guarded
 // by the operator API's token. Call it after Mount and before Start.
 func (a *Admin) MountTable(t gateway.Table) {
 	for _, e := range t.Operations("", a.nc) {
